@@ -1,0 +1,29 @@
+//! Vocabulary shared by every epochlab crate: epochs and the clock they are read from, virtual nodes and
+//! bitmaps, datums and rows with their memcomparable and value encodings, stream chunks, ids, and the event
+//! log whose digest proves a simulation deterministic.
+//!
+//! Nothing here reads the wall clock: physical time comes from [`Clock`], which a simulation controls.
+
+pub mod bitmap;
+pub mod chunk;
+pub mod clock;
+pub mod epoch;
+pub mod event_log;
+pub mod hash;
+pub mod ids;
+pub mod memcmp;
+pub mod row;
+pub mod types;
+pub mod value_encoding;
+pub mod vnode;
+
+pub use bitmap::Bitmap;
+pub use chunk::{Op, StreamChunk, StreamChunkBuilder};
+pub use clock::Clock;
+pub use epoch::{Epoch, EpochPair};
+pub use event_log::EventLog;
+pub use ids::{ActorId, FragmentId, TableId, WorkerId};
+pub use memcmp::OrderType;
+pub use row::OwnedRow;
+pub use types::{DataType, Datum, ScalarImpl};
+pub use vnode::{VirtualNode, VnodeCount};

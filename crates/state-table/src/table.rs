@@ -1,0 +1,414 @@
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use epochlab_common::{
+    Bitmap, DataType, Epoch, EpochPair, Op, OwnedRow, StreamChunk, TableId, VirtualNode, memcmp,
+    value_encoding,
+};
+use epochlab_storage::{
+    KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel, StorageError,
+};
+
+use crate::desc::{Distribution, TableDesc};
+use crate::error::{StateTableError, StateTableResult};
+
+/// One change to a table, with old values where it has them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    Insert {
+        new_row: OwnedRow,
+    },
+    Delete {
+        old_row: OwnedRow,
+    },
+    Update {
+        old_row: OwnedRow,
+        new_row: OwnedRow,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct StateTableOptions {
+    pub op_consistency_level: OpConsistencyLevel,
+    pub is_replicated: bool,
+}
+
+impl Default for StateTableOptions {
+    fn default() -> Self {
+        Self {
+            op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
+            is_replicated: false,
+        }
+    }
+}
+
+pub struct StateTable {
+    desc: Arc<TableDesc>,
+    local: LocalStateStore,
+    vnodes: Arc<Bitmap>,
+    pk_types: Vec<DataType>,
+    /// The value holds every column in order, so a row decodes from the value alone.
+    value_is_row: bool,
+    epoch: Option<EpochPair>,
+}
+
+impl StateTable {
+    /// A table over a new local store on `node`, owning `vnodes`.
+    pub fn new(desc: Arc<TableDesc>, node: &NodeStorage, vnodes: Arc<Bitmap>) -> Self {
+        Self::with_options(desc, node, vnodes, StateTableOptions::default())
+    }
+
+    /// A replicated table: arrangement backfill's copy of its upstream table. Its flushed writes are visible to
+    /// its own reads and never uploaded.
+    pub fn new_replicated(desc: Arc<TableDesc>, node: &NodeStorage, vnodes: Arc<Bitmap>) -> Self {
+        let opts = StateTableOptions {
+            op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
+            is_replicated: true,
+        };
+        Self::with_options(desc, node, vnodes, opts)
+    }
+
+    pub fn with_options(
+        desc: Arc<TableDesc>,
+        node: &NodeStorage,
+        vnodes: Arc<Bitmap>,
+        opts: StateTableOptions,
+    ) -> Self {
+        desc.validate();
+        assert_eq!(
+            vnodes.len(),
+            desc.vnode_count.get(),
+            "bitmap size must be the vnode count"
+        );
+        let local = node.new_local(NewLocalOptions {
+            table_id: desc.table_id,
+            op_consistency_level: opts.op_consistency_level,
+            is_replicated: opts.is_replicated,
+        });
+        let n = desc.column_types.len();
+        let value_is_row = desc.value_indices.iter().copied().eq(0..n);
+        Self {
+            pk_types: desc.pk_types(),
+            desc,
+            local,
+            vnodes,
+            value_is_row,
+            epoch: None,
+        }
+    }
+
+    pub fn table_id(&self) -> TableId {
+        self.desc.table_id
+    }
+
+    pub fn desc(&self) -> &Arc<TableDesc> {
+        &self.desc
+    }
+
+    pub fn vnodes(&self) -> &Arc<Bitmap> {
+        &self.vnodes
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.local.is_dirty()
+    }
+
+    /// The generation of the node this table's store was created at (a zombie has an old one).
+    pub fn generation(&self) -> u64 {
+        self.local.generation()
+    }
+
+    /// The epoch pair of the last `init_epoch` or `commit`: writes now go to `curr`.
+    pub fn epoch(&self) -> StateTableResult<EpochPair> {
+        self.epoch.ok_or(StateTableError::NotInitialized {
+            table_id: self.desc.table_id,
+        })
+    }
+
+    pub fn init_epoch(&mut self, epoch: EpochPair) {
+        assert!(self.epoch.is_none(), "state table initialised twice");
+        self.local.init(epoch.curr);
+        self.epoch = Some(epoch);
+    }
+
+    /// The vnode of a pk.
+    pub fn compute_vnode_by_pk(&self, pk: &OwnedRow) -> StateTableResult<VirtualNode> {
+        let count = self.desc.vnode_count;
+        Ok(match &self.desc.distribution {
+            Distribution::Singleton => VirtualNode::from_index(0),
+            Distribution::HashDistKey { dist_key_in_pk } => {
+                VirtualNode::compute_row(pk, dist_key_in_pk, count)
+            }
+            Distribution::VnodeColumn {
+                vnode_col_idx_in_pk,
+            } => {
+                let d = pk.datum_at(*vnode_col_idx_in_pk);
+                let v = d
+                    .as_ref()
+                    .and_then(VirtualNode::from_scalar)
+                    .filter(|v| v.to_index() < count.get());
+                v.ok_or_else(|| StateTableError::BadVnodeColumn {
+                    table_id: self.desc.table_id,
+                    value: format!("{d:?}"),
+                    count: count.get(),
+                })?
+            }
+        })
+    }
+
+    pub fn pk_of(&self, row: &OwnedRow) -> OwnedRow {
+        row.project(&self.desc.pk_indices)
+    }
+
+    /// The storage key of a pk, after checking its vnode is this table's.
+    fn key_of_pk(&self, pk: &OwnedRow) -> StateTableResult<Bytes> {
+        let vnode = self.compute_vnode_by_pk(pk)?;
+        if !self.vnodes.is_set(vnode.to_index()) {
+            return Err(StateTableError::VnodeNotOwned {
+                table_id: self.desc.table_id,
+                vnode,
+            });
+        }
+        let mut key = Vec::with_capacity(VirtualNode::SIZE + pk.len() * 9);
+        key.extend_from_slice(&vnode.to_be_bytes());
+        memcmp::encode_row(pk, &self.desc.pk_orders, &mut key);
+        Ok(Bytes::from(key))
+    }
+
+    fn encode_value(&self, row: &OwnedRow) -> Bytes {
+        assert_eq!(
+            row.len(),
+            self.desc.column_types.len(),
+            "row width must match the table"
+        );
+        Bytes::from(value_encoding::encode_row_projected(
+            row,
+            &self.desc.value_indices,
+        ))
+    }
+
+    fn decode(&self, key: &[u8], value: &[u8]) -> StateTableResult<OwnedRow> {
+        decode_with(&self.desc, &self.pk_types, self.value_is_row, key, value)
+    }
+
+    /// Turn a storage consistency error into a row-level one that names the pk.
+    fn map_write_error(&self, pk: &OwnedRow, e: StorageError) -> StateTableError {
+        let table_id = self.desc.table_id;
+        let StorageError::InconsistentOperation(i) = &e else {
+            return StateTableError::Storage(e);
+        };
+        let pk = pk.clone();
+        match (&i.prev, &i.new) {
+            (None | Some(KeyOp::Delete(_)), _) => StateTableError::RowNotFound { table_id, pk },
+            (_, KeyOp::Insert(_)) => StateTableError::RowExists { table_id, pk },
+            _ => StateTableError::OldRowMismatch { table_id, pk },
+        }
+    }
+
+    pub fn insert(&mut self, row: &OwnedRow) -> StateTableResult<()> {
+        let pk = self.pk_of(row);
+        let key = self.key_of_pk(&pk)?;
+        let value = self.encode_value(row);
+        self.local
+            .insert(key, value, None)
+            .map_err(|e| self.map_write_error(&pk, e))
+    }
+
+    pub fn delete(&mut self, row: &OwnedRow) -> StateTableResult<()> {
+        let pk = self.pk_of(row);
+        let key = self.key_of_pk(&pk)?;
+        let old = self.encode_value(row);
+        self.local
+            .delete(key, old)
+            .map_err(|e| self.map_write_error(&pk, e))
+    }
+
+    /// Replace `old` by `new`; both must have the same pk.
+    pub fn update(&mut self, old: &OwnedRow, new: &OwnedRow) -> StateTableResult<()> {
+        let pk = self.pk_of(old);
+        let new_pk = self.pk_of(new);
+        if pk != new_pk {
+            return Err(StateTableError::PkChanged {
+                table_id: self.desc.table_id,
+                old: pk,
+                new: new_pk,
+            });
+        }
+        let key = self.key_of_pk(&pk)?;
+        let (old_v, new_v) = (self.encode_value(old), self.encode_value(new));
+        self.local
+            .insert(key, new_v, Some(old_v))
+            .map_err(|e| self.map_write_error(&pk, e))
+    }
+
+    pub fn write_record(&mut self, record: &Record) -> StateTableResult<()> {
+        match record {
+            Record::Insert { new_row } => self.insert(new_row),
+            Record::Delete { old_row } => self.delete(old_row),
+            Record::Update { old_row, new_row } => self.update(old_row, new_row),
+        }
+    }
+
+    /// Apply a chunk's visible rows; an `UpdateDelete` followed by an `UpdateInsert` of the same pk is one
+    /// update.
+    pub fn write_chunk(&mut self, chunk: &StreamChunk) -> StateTableResult<()> {
+        let mut pending_delete: Option<&OwnedRow> = None;
+        for (op, row) in chunk.rows() {
+            if let Some(old) = pending_delete.take() {
+                if op == Op::UpdateInsert && self.pk_of(old) == self.pk_of(row) {
+                    self.update(old, row)?;
+                    continue;
+                }
+                self.delete(old)?;
+            }
+            match op {
+                Op::Insert | Op::UpdateInsert => self.insert(row)?,
+                Op::Delete => self.delete(row)?,
+                Op::UpdateDelete => pending_delete = Some(row),
+            }
+        }
+        if let Some(old) = pending_delete {
+            self.delete(old)?;
+        }
+        Ok(())
+    }
+
+    /// The row with primary key `pk`, at the table's current epoch.
+    pub fn get_row(&self, pk: &OwnedRow) -> StateTableResult<Option<OwnedRow>> {
+        let key = self.key_of_pk(pk)?;
+        match self.local.get(&key)? {
+            Some(v) => Ok(Some(self.decode(&key, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Rows of one vnode whose pk (or pk prefix) lies in `pk_range`, in pk order. The iterator owns its data:
+    /// writes after this call are not seen by it.
+    pub fn iter_with_vnode(
+        &self,
+        vnode: VirtualNode,
+        pk_range: (Bound<OwnedRow>, Bound<OwnedRow>),
+    ) -> StateTableResult<impl Iterator<Item = StateTableResult<OwnedRow>> + use<>> {
+        if !self.vnodes.is_set(vnode.to_index()) {
+            return Err(StateTableError::VnodeNotOwned {
+                table_id: self.desc.table_id,
+                vnode,
+            });
+        }
+        let prefix = vnode.to_be_bytes();
+        let encode = |pk: &OwnedRow| {
+            let mut key = BytesMut::with_capacity(2 + pk.len() * 9);
+            key.extend_from_slice(&prefix);
+            let mut buf = Vec::new();
+            memcmp::encode_row(pk, &self.desc.pk_orders[..pk.len()], &mut buf);
+            key.extend_from_slice(&buf);
+            key.freeze()
+        };
+        let start = match &pk_range.0 {
+            Bound::Unbounded => Bound::Included(Bytes::copy_from_slice(&prefix)),
+            Bound::Included(pk) => Bound::Included(encode(pk)),
+            // Past every key that starts with this pk (prefix).
+            Bound::Excluded(pk) => next_key(&encode(pk)).map_or(Bound::Unbounded, Bound::Included),
+        };
+        let end = match &pk_range.1 {
+            Bound::Unbounded => next_key(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Included(pk) => next_key(&encode(pk)).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Excluded(pk) => Bound::Excluded(encode(pk)),
+        };
+        let iter = self.local.iter((start, end))?;
+        let desc = self.desc.clone();
+        let pk_types = self.pk_types.clone();
+        let value_is_row = self.value_is_row;
+        Ok(iter.map(move |(k, v)| decode_with(&desc, &pk_types, value_is_row, &k, &v)))
+    }
+
+    /// Every row of every vnode this table owns, in (vnode, pk) order.
+    pub fn iter_all(&self) -> StateTableResult<Vec<OwnedRow>> {
+        let mut out = Vec::new();
+        for v in self.vnodes.iter_ones() {
+            for row in self.iter_with_vnode(
+                VirtualNode::from_index(v),
+                (Bound::Unbounded, Bound::Unbounded),
+            )? {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Commit the current epoch (`new.prev` must be it) and move to `new.curr`.
+    pub fn commit(&mut self, new: EpochPair) -> StateTableResult<()> {
+        let current = self.epoch()?;
+        if current.curr != new.prev {
+            return Err(StateTableError::EpochMismatch {
+                table_id: self.desc.table_id,
+                current: current.curr,
+                new,
+            });
+        }
+        if self.local.is_dirty() {
+            self.local.flush()?;
+        }
+        self.local.seal_current_epoch(new.curr)?;
+        self.epoch = Some(new);
+        Ok(())
+    }
+
+    /// Take a new vnode bitmap (scaling); only between epochs, with nothing uncommitted.
+    pub fn update_vnode_bitmap(&mut self, new: Arc<Bitmap>) -> StateTableResult<Arc<Bitmap>> {
+        if self.local.is_dirty() {
+            return Err(StateTableError::DirtyOnVnodeUpdate {
+                table_id: self.desc.table_id,
+            });
+        }
+        assert_eq!(
+            new.len(),
+            self.desc.vnode_count.get(),
+            "bitmap size must be the vnode count"
+        );
+        Ok(std::mem::replace(&mut self.vnodes, new))
+    }
+
+    /// The epoch reads are taken at.
+    pub fn read_epoch(&self) -> StateTableResult<Epoch> {
+        Ok(self.epoch()?.curr)
+    }
+}
+
+fn decode_with(
+    desc: &TableDesc,
+    pk_types: &[DataType],
+    value_is_row: bool,
+    key: &[u8],
+    value: &[u8],
+) -> StateTableResult<OwnedRow> {
+    let table_id = desc.table_id;
+    let err = |source| StateTableError::Decode { table_id, source };
+    let values = value_encoding::decode_row(value).map_err(err)?;
+    if value_is_row {
+        return Ok(values);
+    }
+    let pk =
+        memcmp::decode_row(&key[VirtualNode::SIZE..], pk_types, &desc.pk_orders).map_err(err)?;
+    let mut datums = vec![None; desc.column_types.len()];
+    for (&i, d) in desc.pk_indices.iter().zip(pk.into_inner()) {
+        datums[i] = d;
+    }
+    for (&i, d) in desc.value_indices.iter().zip(values.into_inner()) {
+        datums[i] = d;
+    }
+    Ok(OwnedRow::new(datums))
+}
+
+/// The smallest key greater than every key that starts with `prefix`; `None` when there is none.
+fn next_key(prefix: &[u8]) -> Option<Bytes> {
+    let mut k = prefix.to_vec();
+    while let Some(last) = k.pop() {
+        if last < 0xFF {
+            k.push(last + 1);
+            return Some(Bytes::from(k));
+        }
+    }
+    None
+}

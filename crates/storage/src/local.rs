@@ -1,0 +1,401 @@
+//! A local state store: one table of one actor on one node (RisingWave's `LocalHummockStorage`).
+//!
+//! Reads at the store's epoch see, newest first: its mem-table; its staging imms at or below that epoch; and
+//! the committed data of its table as of `min(epoch, pinned max committed epoch)` **only if the node's pinned
+//! version has the table in a group**. An unregistered table's committed data reads as empty, silently.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use epochlab_common::{Epoch, TableId};
+
+use crate::committed::CommittedStore;
+use crate::error::{StorageError, StorageResult};
+use crate::imm::Imm;
+use crate::mem_table::{KeyOp, MemTable};
+use crate::node::NodeInner;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OpConsistencyLevel {
+    /// No checks; the last write of a key wins.
+    Inconsistent,
+    /// Inserts must not overwrite, deletes and updates must name the stored old value.
+    #[default]
+    ConsistentOldValue,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewLocalOptions {
+    pub table_id: TableId,
+    pub op_consistency_level: OpConsistencyLevel,
+    /// A replicated store (arrangement backfill's copy of its upstream table): its flushes are visible to its
+    /// own reads but never uploaded.
+    pub is_replicated: bool,
+}
+
+impl NewLocalOptions {
+    pub fn new(table_id: TableId) -> Self {
+        Self {
+            table_id,
+            op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
+            is_replicated: false,
+        }
+    }
+}
+
+/// A local instance's staging data (RisingWave's `HummockReadVersion`), newest first.
+#[derive(Default)]
+pub(crate) struct ReadVersion {
+    staging: VecDeque<Arc<Imm>>,
+}
+
+impl ReadVersion {
+    /// Drop imms at or below the new max committed epoch; returns how many.
+    pub(crate) fn prune_committed(&mut self, mce: Epoch) -> usize {
+        let before = self.staging.len();
+        self.staging.retain(|imm| imm.epoch > mce);
+        before - self.staging.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.staging.clear();
+    }
+}
+
+pub struct LocalStateStore {
+    node: Arc<NodeInner>,
+    opts: NewLocalOptions,
+    instance_id: u64,
+    generation: u64,
+    epoch: Option<Epoch>,
+    mem_table: MemTable,
+    read_version: Arc<Mutex<ReadVersion>>,
+}
+
+impl LocalStateStore {
+    pub(crate) fn new(
+        node: Arc<NodeInner>,
+        opts: NewLocalOptions,
+        instance_id: u64,
+        generation: u64,
+        read_version: Arc<Mutex<ReadVersion>>,
+    ) -> Self {
+        Self {
+            node,
+            opts,
+            instance_id,
+            generation,
+            epoch: None,
+            mem_table: MemTable::default(),
+            read_version,
+        }
+    }
+
+    pub fn table_id(&self) -> TableId {
+        self.opts.table_id
+    }
+
+    pub fn instance_id(&self) -> u64 {
+        self.instance_id
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn is_replicated(&self) -> bool {
+        self.opts.is_replicated
+    }
+
+    pub fn op_consistency_level(&self) -> OpConsistencyLevel {
+        self.opts.op_consistency_level
+    }
+
+    /// The epoch writes go to and reads are taken at.
+    pub fn epoch(&self) -> StorageResult<Epoch> {
+        self.epoch.ok_or(StorageError::NotInitialized {
+            table_id: self.opts.table_id,
+        })
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.mem_table.is_dirty()
+    }
+
+    pub fn init(&mut self, epoch: Epoch) {
+        assert!(self.epoch.is_none(), "local store initialised twice");
+        self.epoch = Some(epoch);
+    }
+
+    fn read_version(&self) -> std::sync::MutexGuard<'_, ReadVersion> {
+        self.read_version.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the committed layer is visible, and up to which epoch.
+    fn committed_bound(&self, read_epoch: Epoch) -> Option<Epoch> {
+        let state = self.node.lock_state();
+        state
+            .pinned
+            .contains_table(self.opts.table_id)
+            .then(|| read_epoch.min(state.pinned.max_committed_epoch))
+    }
+
+    /// The value below the mem-table: staging, then committed.
+    fn get_below_mem_table(&self, key: &[u8], read_epoch: Epoch) -> Option<Bytes> {
+        for imm in self.read_version().staging.iter() {
+            if imm.epoch > read_epoch {
+                continue;
+            }
+            if let Some(v) = imm.get(key) {
+                return v.cloned();
+            }
+        }
+        let bound = self.committed_bound(read_epoch)?;
+        self.node.committed.get(self.opts.table_id, key, bound)
+    }
+
+    /// The value of `key` at the store's epoch.
+    pub fn get(&self, key: &[u8]) -> StorageResult<Option<Bytes>> {
+        let epoch = self.epoch()?;
+        if let Some(op) = self.mem_table.get(key) {
+            return Ok(op.new_value().cloned());
+        }
+        Ok(self.get_below_mem_table(key, epoch))
+    }
+
+    fn write(&mut self, key: Bytes, op: KeyOp) -> StorageResult<()> {
+        let epoch = self.epoch()?;
+        match self.opts.op_consistency_level {
+            OpConsistencyLevel::Inconsistent => {
+                self.mem_table.apply_inconsistent(key, op);
+                Ok(())
+            }
+            OpConsistencyLevel::ConsistentOldValue => {
+                let table_id = self.opts.table_id;
+                let k = key.clone();
+                let this = &*self;
+                let lower = || this.get_below_mem_table(&k, epoch);
+                // Borrow dance: compute the lower value lazily, only when the mem-table has no entry.
+                let lower_value = if self.mem_table.get(&key).is_none() {
+                    Some(lower())
+                } else {
+                    None
+                };
+                self.mem_table
+                    .apply_consistent(table_id, key, op, move || lower_value.flatten())
+            }
+        }
+    }
+
+    pub fn insert(&mut self, key: Bytes, new: Bytes, old: Option<Bytes>) -> StorageResult<()> {
+        match old {
+            None => self.write(key, KeyOp::Insert(new)),
+            Some(old) => self.write(key, KeyOp::Update(old, new)),
+        }
+    }
+
+    pub fn delete(&mut self, key: Bytes, old: Bytes) -> StorageResult<()> {
+        self.write(key, KeyOp::Delete(old))
+    }
+
+    /// Turn the mem-table into an imm at the current epoch. Rejected (and counted) when the node has been
+    /// reset since this store was created: the writer is a zombie of an older generation.
+    pub fn flush(&mut self) -> StorageResult<usize> {
+        let epoch = self.epoch()?;
+        if !self.mem_table.is_dirty() {
+            return Ok(0);
+        }
+        let current = self.node.lock_state().generation;
+        if current != self.generation {
+            self.mem_table.drain();
+            self.node
+                .stats
+                .rejected_stale_writes
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(StorageError::StaleGeneration {
+                table_id: self.opts.table_id,
+                worker: self.node.worker,
+                generation: self.generation,
+                current,
+            });
+        }
+        let kvs: Vec<(Bytes, Option<Bytes>)> = self
+            .mem_table
+            .drain()
+            .into_iter()
+            .map(|(k, op)| {
+                let v = op.new_value().cloned();
+                (k, v)
+            })
+            .collect();
+        let imm = Arc::new(Imm::new(self.opts.table_id, epoch, kvs));
+        let size = imm.size_bytes();
+        self.read_version().staging.push_front(imm.clone());
+        if !self.opts.is_replicated {
+            self.node.upload(imm);
+        }
+        Ok(size)
+    }
+
+    /// Move to the next epoch. The mem-table must have been flushed.
+    pub fn seal_current_epoch(&mut self, next: Epoch) -> StorageResult<()> {
+        let prev = self.epoch()?;
+        if self.mem_table.is_dirty() {
+            return Err(StorageError::SealDirty {
+                table_id: self.opts.table_id,
+                epoch: prev,
+            });
+        }
+        if next <= prev {
+            return Err(StorageError::EpochNotIncreasing {
+                table_id: self.opts.table_id,
+                prev,
+                next,
+            });
+        }
+        self.epoch = Some(next);
+        Ok(())
+    }
+
+    /// Live rows in `range` at the store's epoch, in key order. The iterator owns snapshots of the layers
+    /// (the mem-table range is copied; imms are shared; committed data is read in batches), so it may outlive
+    /// later writes to this store, which it does not see.
+    pub fn iter(&self, range: (Bound<Bytes>, Bound<Bytes>)) -> StorageResult<LocalIter> {
+        let epoch = self.epoch()?;
+        let mut sources = Vec::new();
+        let borrowed = (
+            range.0.as_ref().map(|b| b.as_ref()),
+            range.1.as_ref().map(|b| b.as_ref()),
+        );
+        let mem: Vec<(Bytes, Option<Bytes>)> = self
+            .mem_table
+            .range(borrowed)
+            .map(|(k, op)| (k.clone(), op.new_value().cloned()))
+            .collect();
+        sources.push(Source::Mem(mem.into_iter().collect(), 0));
+        for imm in self.read_version().staging.iter() {
+            if imm.epoch <= epoch {
+                let r = imm.index_range(&range);
+                sources.push(Source::Imm(imm.clone(), r.start, r.end));
+            }
+        }
+        if let Some(bound) = self.committed_bound(epoch) {
+            sources.push(Source::Committed(CommittedCursor {
+                store: self.node.committed.clone(),
+                table_id: self.opts.table_id,
+                epoch: bound,
+                next_start: range.0.clone(),
+                end: range.1.clone(),
+                buf: VecDeque::new(),
+                done: false,
+            }));
+        }
+        Ok(LocalIter { sources })
+    }
+}
+
+const COMMITTED_BATCH: usize = 512;
+
+struct CommittedCursor {
+    store: CommittedStore,
+    table_id: TableId,
+    epoch: Epoch,
+    next_start: Bound<Bytes>,
+    end: Bound<Bytes>,
+    buf: VecDeque<(Bytes, Bytes)>,
+    done: bool,
+}
+
+impl CommittedCursor {
+    fn fill(&mut self) {
+        if !self.buf.is_empty() || self.done {
+            return;
+        }
+        let range = (
+            self.next_start.as_ref().map(|b| b.as_ref()),
+            self.end.as_ref().map(|b| b.as_ref()),
+        );
+        let batch = self
+            .store
+            .scan(self.table_id, range, self.epoch, COMMITTED_BATCH);
+        if batch.len() < COMMITTED_BATCH {
+            self.done = true;
+        }
+        if let Some((k, _)) = batch.last() {
+            self.next_start = Bound::Excluded(k.clone());
+        }
+        self.buf.extend(batch);
+    }
+}
+
+enum Source {
+    Mem(Vec<(Bytes, Option<Bytes>)>, usize),
+    Imm(Arc<Imm>, usize, usize),
+    Committed(CommittedCursor),
+}
+
+impl Source {
+    fn peek(&mut self) -> Option<(&Bytes, Option<&Bytes>)> {
+        match self {
+            Source::Mem(v, i) => v.get(*i).map(|(k, v)| (k, v.as_ref())),
+            Source::Imm(imm, i, end) => (*i < *end).then(|| imm.entry(*i)),
+            Source::Committed(c) => {
+                c.fill();
+                c.buf.front().map(|(k, v)| (k, Some(v)))
+            }
+        }
+    }
+
+    fn advance(&mut self) {
+        match self {
+            Source::Mem(_, i) | Source::Imm(_, i, _) => *i += 1,
+            Source::Committed(c) => {
+                c.buf.pop_front();
+            }
+        }
+    }
+}
+
+/// A merge of the layers: for each key, the newest layer's value wins; deletes hide the key.
+pub struct LocalIter {
+    sources: Vec<Source>,
+}
+
+impl Iterator for LocalIter {
+    type Item = (Bytes, Bytes);
+
+    fn next(&mut self) -> Option<(Bytes, Bytes)> {
+        loop {
+            // The smallest key among the heads, and the value of the newest layer that has it.
+            let mut best: Option<(Bytes, Option<Bytes>)> = None;
+            for s in self.sources.iter_mut() {
+                if let Some((k, v)) = s.peek() {
+                    let better = match &best {
+                        None => true,
+                        Some((bk, _)) => k < bk,
+                    };
+                    if better {
+                        best = Some((k.clone(), v.cloned()));
+                    }
+                }
+            }
+            let (key, value) = best?;
+            for s in self.sources.iter_mut() {
+                if matches!(s.peek(), Some((k, _)) if *k == key) {
+                    s.advance();
+                }
+            }
+            if let Some(v) = value {
+                return Some((key, v));
+            }
+        }
+    }
+}
+
+/// Collect an iterator into a map (tests).
+pub fn collect_map(iter: LocalIter) -> BTreeMap<Bytes, Bytes> {
+    iter.collect()
+}

@@ -1,0 +1,339 @@
+//! One compute node's storage (RisingWave's `HummockStorage` with its event handler and uploader): the version
+//! the node has pinned, every local instance's read version, and the uploader that seals and syncs epochs.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use epochlab_common::{Epoch, TableId, WorkerId};
+use tokio::sync::watch;
+
+use crate::committed::CommittedStore;
+use crate::error::{StorageError, StorageResult};
+use crate::imm::Imm;
+use crate::local::{LocalStateStore, NewLocalOptions, ReadVersion};
+use crate::version::{HummockVersion, VersionDelta};
+
+/// One table's synced writes: `(key, epoch, value)`, by key then epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SstData {
+    pub table_id: TableId,
+    pub entries: Vec<(Bytes, Epoch, Option<Bytes>)>,
+}
+
+/// What a node's sync of an epoch produced, tagged with the node and its generation so that meta can reject
+/// data from a dead or reset node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncResult {
+    pub epoch: Epoch,
+    pub worker: WorkerId,
+    pub generation: u64,
+    pub ssts: Vec<SstData>,
+}
+
+impl SyncResult {
+    pub fn size_bytes(&self) -> usize {
+        self.ssts
+            .iter()
+            .flat_map(|s| &s.entries)
+            .map(|(k, _, v)| k.len() + 8 + v.as_ref().map_or(0, |v| v.len()))
+            .sum()
+    }
+}
+
+#[derive(Clone)]
+pub struct NodeStorage {
+    pub(crate) inner: Arc<NodeInner>,
+}
+
+pub(crate) struct NodeInner {
+    pub(crate) worker: WorkerId,
+    pub(crate) committed: CommittedStore,
+    pub(crate) state: Mutex<NodeState>,
+    mce_tx: watch::Sender<Epoch>,
+    pub(crate) stats: NodeStorageStats,
+    upload_latency_us: AtomicU64,
+}
+
+pub(crate) struct NodeState {
+    pub(crate) pinned: Arc<HummockVersion>,
+    pub(crate) generation: u64,
+    instances: BTreeMap<u64, Weak<Mutex<ReadVersion>>>,
+    next_instance: u64,
+    uploader: Uploader,
+}
+
+#[derive(Default)]
+struct Uploader {
+    /// Flushed, not yet synced data of non-replicated instances, by epoch.
+    unsynced: BTreeMap<Epoch, Vec<Arc<Imm>>>,
+    unsynced_bytes: usize,
+    max_sealed: Epoch,
+    max_synced: Epoch,
+    /// Bumped by `clear()`: a sync that started before a clear fails.
+    clear_count: u64,
+}
+
+/// Counters a node keeps (exported as metrics by the telemetry crate).
+#[derive(Default, Debug)]
+pub struct NodeStorageStats {
+    pub rejected_stale_writes: AtomicU64,
+    pub applied_deltas: AtomicU64,
+    pub pruned_imms: AtomicU64,
+    pub synced_bytes: AtomicU64,
+}
+
+impl NodeStorage {
+    pub fn new(
+        worker: WorkerId,
+        committed: CommittedStore,
+        version: HummockVersion,
+        generation: u64,
+    ) -> Self {
+        let (mce_tx, _) = watch::channel(version.max_committed_epoch);
+        Self {
+            inner: Arc::new(NodeInner {
+                worker,
+                committed,
+                state: Mutex::new(NodeState {
+                    pinned: Arc::new(version),
+                    generation,
+                    instances: BTreeMap::new(),
+                    next_instance: 0,
+                    uploader: Uploader::default(),
+                }),
+                mce_tx,
+                stats: NodeStorageStats::default(),
+                upload_latency_us: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, NodeState> {
+        self.inner.lock_state()
+    }
+
+    pub fn worker(&self) -> WorkerId {
+        self.inner.worker
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    pub fn stats(&self) -> &NodeStorageStats {
+        &self.inner.stats
+    }
+
+    /// Simulated time an upload (sync) takes; a clear during it fails the sync.
+    pub fn set_upload_latency(&self, latency: Duration) {
+        self.inner
+            .upload_latency_us
+            .store(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn pinned_version(&self) -> Arc<HummockVersion> {
+        self.lock().pinned.clone()
+    }
+
+    pub fn max_committed_epoch(&self) -> Epoch {
+        self.lock().pinned.max_committed_epoch
+    }
+
+    /// Bytes flushed but not yet synced.
+    pub fn uncommitted_bytes(&self) -> usize {
+        self.lock().uploader.unsynced_bytes
+    }
+
+    /// A local state store for one table of one actor, at the node's current generation.
+    pub fn new_local(&self, opts: NewLocalOptions) -> LocalStateStore {
+        let read_version = Arc::new(Mutex::new(ReadVersion::default()));
+        let mut state = self.lock();
+        let id = state.next_instance;
+        state.next_instance += 1;
+        state.instances.insert(id, Arc::downgrade(&read_version));
+        let generation = state.generation;
+        drop(state);
+        LocalStateStore::new(self.inner.clone(), opts, id, generation, read_version)
+    }
+
+    /// All actors have collected the barrier of `epoch`: no more writes at or below it.
+    pub fn seal_epoch(&self, epoch: Epoch) -> StorageResult<()> {
+        let mut state = self.lock();
+        let up = &mut state.uploader;
+        if epoch <= up.max_sealed {
+            return Err(StorageError::SealNotIncreasing {
+                worker: self.inner.worker,
+                epoch,
+                sealed: up.max_sealed,
+            });
+        }
+        up.max_sealed = epoch;
+        Ok(())
+    }
+
+    /// Gather every flushed imm at or below `epoch` into one result per table ("upload" them). Takes the
+    /// configured upload latency; a `clear()` meanwhile fails the sync.
+    pub async fn sync(&self, epoch: Epoch) -> StorageResult<SyncResult> {
+        let (imms, clear_count, generation) = {
+            let mut state = self.lock();
+            assert!(
+                epoch <= state.uploader.max_sealed,
+                "sync of an unsealed epoch {epoch}"
+            );
+            let up = &mut state.uploader;
+            let later = up.unsynced.split_off(&Epoch(epoch.0 + 1));
+            let imms: Vec<Arc<Imm>> = std::mem::replace(&mut up.unsynced, later)
+                .into_values()
+                .flatten()
+                .collect();
+            let bytes: usize = imms.iter().map(|i| i.size_bytes()).sum();
+            up.unsynced_bytes -= bytes;
+            (imms, up.clear_count, state.generation)
+        };
+        let latency = self.inner.upload_latency_us.load(Ordering::Relaxed);
+        if latency > 0 {
+            tokio::time::sleep(Duration::from_micros(latency)).await;
+        }
+        let mut state = self.lock();
+        if state.uploader.clear_count != clear_count {
+            return Err(StorageError::SyncCleared {
+                worker: self.inner.worker,
+                epoch,
+            });
+        }
+        state.uploader.max_synced = state.uploader.max_synced.max(epoch);
+        drop(state);
+        let result = SyncResult {
+            epoch,
+            worker: self.inner.worker,
+            generation,
+            ssts: merge_imms(imms),
+        };
+        self.inner
+            .stats
+            .synced_bytes
+            .fetch_add(result.size_bytes() as u64, Ordering::Relaxed);
+        Ok(result)
+    }
+
+    /// Recovery's reset of this node's storage: drop all uncommitted data (the uploader's and every local
+    /// instance's staging), fail pending syncs, and move to `generation`. Local stores created before keep the
+    /// old generation, so their later flushes are rejected.
+    pub fn clear(&self, generation: u64) {
+        let mut state = self.lock();
+        assert!(
+            generation > state.generation,
+            "a reset must move to a new generation"
+        );
+        state.generation = generation;
+        let mce = state.pinned.max_committed_epoch;
+        let up = &mut state.uploader;
+        up.unsynced.clear();
+        up.unsynced_bytes = 0;
+        up.clear_count += 1;
+        up.max_sealed = mce;
+        up.max_synced = mce;
+        state.instances.retain(|_, rv| {
+            let Some(rv) = rv.upgrade() else { return false };
+            rv.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            true
+        });
+    }
+
+    /// Apply the next version delta. A delta that does not follow the pinned version is a gap: an error.
+    /// Staging data at or below the new max committed epoch is pruned from every local instance; from now on it
+    /// is served by the committed layer (or, for a table in no group, by nothing).
+    pub fn apply_version_delta(&self, delta: &VersionDelta) -> StorageResult<()> {
+        let mut state = self.lock();
+        if delta.prev_id != state.pinned.id {
+            return Err(StorageError::VersionGap {
+                worker: self.inner.worker,
+                pinned: state.pinned.id,
+                prev: delta.prev_id,
+            });
+        }
+        let mut version = (*state.pinned).clone();
+        version.apply(delta);
+        self.install(&mut state, version);
+        self.inner
+            .stats
+            .applied_deltas
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replace the pinned version wholesale (a node too far behind for deltas, or a restarted node).
+    pub fn reset_version(&self, version: HummockVersion) {
+        let mut state = self.lock();
+        assert!(version.id >= state.pinned.id, "version went back");
+        self.install(&mut state, version);
+    }
+
+    fn install(&self, state: &mut NodeState, version: HummockVersion) {
+        let mce = version.max_committed_epoch;
+        state.pinned = Arc::new(version);
+        let mut pruned = 0;
+        state.instances.retain(|_, rv| {
+            let Some(rv) = rv.upgrade() else { return false };
+            pruned += rv
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .prune_committed(mce);
+            true
+        });
+        self.inner
+            .stats
+            .pruned_imms
+            .fetch_add(pruned as u64, Ordering::Relaxed);
+        self.inner.mce_tx.send_if_modified(|cur| {
+            let changed = *cur != mce;
+            *cur = mce;
+            changed
+        });
+    }
+
+    /// Wait until this node has pinned a version whose max committed epoch is at least `epoch`.
+    pub async fn wait_for_epoch(&self, epoch: Epoch) {
+        let mut rx = self.inner.mce_tx.subscribe();
+        // The sender lives as long as `self`; `wait_for` only fails if it is dropped.
+        let _ = rx.wait_for(|mce| *mce >= epoch).await;
+    }
+}
+
+impl NodeInner {
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, NodeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hand a flushed imm of a non-replicated instance to the uploader.
+    pub(crate) fn upload(&self, imm: Arc<Imm>) {
+        let mut state = self.lock_state();
+        let up = &mut state.uploader;
+        debug_assert!(imm.epoch > up.max_sealed, "flush into a sealed epoch");
+        up.unsynced_bytes += imm.size_bytes();
+        up.unsynced.entry(imm.epoch).or_default().push(imm);
+    }
+}
+
+/// Merge imms (any epochs, any tables) into one sorted entry list per table.
+fn merge_imms(imms: Vec<Arc<Imm>>) -> Vec<SstData> {
+    let mut by_table: BTreeMap<TableId, Vec<(Bytes, Epoch, Option<Bytes>)>> = BTreeMap::new();
+    for imm in imms {
+        let entries = by_table.entry(imm.table_id).or_default();
+        entries.extend(
+            imm.kvs()
+                .iter()
+                .map(|(k, v)| (k.clone(), imm.epoch, v.clone())),
+        );
+    }
+    by_table
+        .into_iter()
+        .map(|(table_id, mut entries)| {
+            entries.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            SstData { table_id, entries }
+        })
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! The Hummock version: which tables belong to which group, and the max committed epoch; changed only by
+//! [`VersionDelta`]s, which every node applies in order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use epochlab_common::{Epoch, TableId};
+
+pub type GroupId = u64;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HummockVersion {
+    pub id: u64,
+    pub groups: BTreeMap<GroupId, BTreeSet<TableId>>,
+    pub max_committed_epoch: Epoch,
+    table_to_group: BTreeMap<TableId, GroupId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupChange {
+    Create {
+        group: GroupId,
+        tables: Vec<TableId>,
+    },
+    RemoveTables {
+        group: GroupId,
+        tables: Vec<TableId>,
+    },
+    Destroy {
+        group: GroupId,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionDelta {
+    pub id: u64,
+    pub prev_id: u64,
+    /// The max committed epoch after this delta.
+    pub max_committed_epoch: Epoch,
+    pub group_changes: Vec<GroupChange>,
+}
+
+impl fmt::Display for VersionDelta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "delta {} (after {}): mce={}",
+            self.id, self.prev_id, self.max_committed_epoch
+        )?;
+        for c in &self.group_changes {
+            match c {
+                GroupChange::Create { group, tables } => {
+                    write!(f, " create group {group} {tables:?}")?
+                }
+                GroupChange::RemoveTables { group, tables } => {
+                    write!(f, " remove {tables:?} from group {group}")?
+                }
+                GroupChange::Destroy { group } => write!(f, " destroy group {group}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl HummockVersion {
+    pub fn group_of(&self, table_id: TableId) -> Option<GroupId> {
+        self.table_to_group.get(&table_id).copied()
+    }
+
+    pub fn contains_table(&self, table_id: TableId) -> bool {
+        self.table_to_group.contains_key(&table_id)
+    }
+
+    pub fn member_tables(&self) -> impl Iterator<Item = TableId> + '_ {
+        self.table_to_group.keys().copied()
+    }
+
+    /// Apply a delta; the caller has checked that it follows this version.
+    pub fn apply(&mut self, delta: &VersionDelta) {
+        assert_eq!(delta.prev_id, self.id, "delta applied out of order");
+        assert!(
+            delta.max_committed_epoch >= self.max_committed_epoch,
+            "mce went back"
+        );
+        for change in &delta.group_changes {
+            match change {
+                GroupChange::Create { group, tables } => {
+                    let members = self.groups.entry(*group).or_default();
+                    for t in tables {
+                        members.insert(*t);
+                        let old = self.table_to_group.insert(*t, *group);
+                        assert!(old.is_none(), "table {t} registered twice");
+                    }
+                }
+                GroupChange::RemoveTables { group, tables } => {
+                    let members = self
+                        .groups
+                        .get_mut(group)
+                        .expect("remove from unknown group");
+                    for t in tables {
+                        members.remove(t);
+                        self.table_to_group.remove(t);
+                    }
+                }
+                GroupChange::Destroy { group } => {
+                    let members = self.groups.remove(group).expect("destroy unknown group");
+                    assert!(
+                        members.is_empty(),
+                        "destroyed group {group} still has members"
+                    );
+                }
+            }
+        }
+        self.max_committed_epoch = delta.max_committed_epoch;
+        self.id = delta.id;
+    }
+}
