@@ -1,1 +1,142 @@
-//! Shared helpers for the integration tests under `tests/tests/`.
+//! Shared helpers for the integration tests under `tests/tests/`: a DML workload generator and its oracle.
+
+use std::collections::BTreeMap;
+
+use epochlab_common::{DataType, Op, OwnedRow, SimRng, row};
+
+/// The schema the workloads use: `(id BIGINT PRIMARY KEY, v BIGINT, s VARCHAR)`.
+pub fn schema() -> (Vec<DataType>, Vec<usize>) {
+    (
+        vec![DataType::Int64, DataType::Int64, DataType::Varchar],
+        vec![0],
+    )
+}
+
+/// The expected contents of a table, fed the same DML as the cluster and never read back from it.
+#[derive(Default, Clone, Debug)]
+pub struct Oracle {
+    rows: BTreeMap<i64, OwnedRow>,
+}
+
+impl Oracle {
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The rows in pk order.
+    pub fn rows(&self) -> Vec<OwnedRow> {
+        self.rows.values().cloned().collect()
+    }
+
+    /// Rows sorted the way storage returns them is by vnode; compare as sorted sets.
+    pub fn sorted(rows: &[OwnedRow]) -> Vec<OwnedRow> {
+        let mut v = rows.to_vec();
+        v.sort_by_key(|r| match r.datum_at(0) {
+            Some(epochlab_common::ScalarImpl::Int64(k)) => *k,
+            _ => i64::MIN,
+        });
+        v
+    }
+
+    /// A batch of `n` consistent changes over keys `0..key_space`: inserts of absent keys, updates and deletes
+    /// of present ones.
+    pub fn gen_batch(&mut self, rng: &SimRng, n: usize, key_space: i64) -> Vec<(Op, OwnedRow)> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let k = rng.range_u64(0..key_space as u64) as i64;
+            let v = rng.range_u64(0..1_000_000) as i64;
+            let new = row![k, v, format!("s{v}").as_str()];
+            match self.rows.get(&k).cloned() {
+                None => {
+                    out.push((Op::Insert, new.clone()));
+                    self.rows.insert(k, new);
+                }
+                Some(old) if rng.bool(0.7) => {
+                    out.push((Op::UpdateDelete, old));
+                    out.push((Op::UpdateInsert, new.clone()));
+                    self.rows.insert(k, new);
+                }
+                Some(old) => {
+                    out.push((Op::Delete, old));
+                    self.rows.remove(&k);
+                }
+            }
+        }
+        out
+    }
+
+    /// `n` inserts of fresh keys starting at `start`.
+    pub fn gen_inserts(&mut self, start: i64, n: usize) -> Vec<(Op, OwnedRow)> {
+        (start..start + n as i64)
+            .map(|k| {
+                let r = row![k, k * 10, format!("s{k}").as_str()];
+                self.rows.insert(k, r.clone());
+                (Op::Insert, r)
+            })
+            .collect()
+    }
+}
+
+/// Check the barrier protocol's commit invariants on an event log:
+/// - committed epochs strictly increase;
+/// - an epoch is committed only after every node it was injected to has collected it.
+///
+/// Returns the number of commits checked.
+pub fn check_commits(lines: &[String]) -> Result<usize, String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let field = |line: &str, key: &str| -> Option<String> {
+        let start = line.find(&format!("{key}="))? + key.len() + 1;
+        let rest = &line[start..];
+        let end = if rest.starts_with('[') {
+            rest.find(']').map(|i| i + 1)
+        } else {
+            rest.find(' ')
+        };
+        Some(rest[..end.unwrap_or(rest.len())].to_string())
+    };
+    let nodes_of = |s: &str| -> BTreeSet<String> {
+        s.trim_matches(|c| c == '[' || c == ']')
+            .split(", ")
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut injected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut collected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut last: u64 = 0;
+    let mut commits = 0;
+    for line in lines {
+        if line.contains(" inject barrier: ") {
+            let prev = field(line, "prev").ok_or("inject without prev")?;
+            injected.insert(prev, nodes_of(&field(line, "nodes").unwrap_or_default()));
+        } else if line.contains(" collect barrier: ") {
+            let prev = field(line, "prev").ok_or("collect without prev")?;
+            collected
+                .entry(prev)
+                .or_default()
+                .insert(field(line, "worker").unwrap_or_default());
+        } else if line.contains(" commit epoch: ") {
+            let e = field(line, "epoch").ok_or("commit without epoch")?;
+            let n: u64 = e.parse().map_err(|_| format!("bad epoch in {line}"))?;
+            if n <= last {
+                return Err(format!("commit of {n} after {last}: {line}"));
+            }
+            last = n;
+            let want = injected
+                .get(&e)
+                .ok_or_else(|| format!("commit of an epoch never injected: {line}"))?;
+            let got = collected.get(&e).cloned().unwrap_or_default();
+            if &got != want {
+                return Err(format!(
+                    "epoch {e} committed with collections from {got:?}, injected to {want:?}"
+                ));
+            }
+            commits += 1;
+        }
+    }
+    Ok(commits)
+}

@@ -5,6 +5,7 @@
 //! Nothing here reads the wall clock: physical time comes from [`Clock`], which a simulation controls.
 
 pub mod bitmap;
+pub mod catalog;
 pub mod chunk;
 pub mod clock;
 pub mod epoch;
@@ -12,10 +13,13 @@ pub mod event_log;
 pub mod hash;
 pub mod ids;
 pub mod memcmp;
+pub mod plan;
+pub mod rng;
 pub mod row;
 pub mod types;
 pub mod value_encoding;
 pub mod vnode;
+pub mod watch;
 
 pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, StreamChunkBuilder};
@@ -24,6 +28,7 @@ pub use epoch::{Epoch, EpochPair};
 pub use event_log::EventLog;
 pub use ids::{ActorId, FragmentId, TableId, WorkerId};
 pub use memcmp::OrderType;
+pub use rng::SimRng;
 pub use row::OwnedRow;
 pub use types::{DataType, Datum, ScalarImpl};
 pub use vnode::{VirtualNode, VnodeCount};

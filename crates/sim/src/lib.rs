@@ -1,11 +1,16 @@
-//! The deterministic runtime every simulation runs on.
+//! The deterministic simulation.
 //!
 //! [`run`] builds a current-thread tokio runtime whose time is paused (it jumps to the next timer whenever
-//! every task waits), creates the simulation's [`Clock`] at a fixed origin, one seeded RNG and the
-//! [`EventLog`], and drives the given future to completion. With the rules engine code keeps (`select!` always
-//! `biased;`, no iteration over hash maps that orders events, no wall clock, no threads), the same seed gives
-//! the same event log, byte for byte.
+//! every task waits), creates the simulation's [`Clock`](epochlab_common::Clock) at a fixed origin, one seeded
+//! RNG and the [`EventLog`](epochlab_common::EventLog), and drives the given future to completion. With the
+//! rules engine code keeps (`select!` always `biased;`, no iteration over hash maps that orders events, no
+//! wall clock, no threads), the same seed gives the same event log, byte for byte.
+//!
+//! [`Cluster`] assembles meta, compute nodes, the network and the shared registries inside such a run.
 
+pub mod cluster;
 pub mod runtime;
 
-pub use runtime::{SimContext, SimOutput, SimRng, run, run_with_origin};
+pub use cluster::{Cluster, ClusterConfig};
+pub use epochlab_common::SimRng;
+pub use runtime::{SimContext, SimOutput, run, run_with_origin};

@@ -1,61 +1,8 @@
 use std::future::Future;
-use std::ops::Range;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
-use epochlab_common::{Clock, EventLog};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
-/// The simulation's one source of randomness. Cloning shares the stream: every draw, from any task, takes the
-/// next value, so the order of draws (fixed by the deterministic scheduler) fixes their values.
-#[derive(Clone)]
-pub struct SimRng {
-    inner: Arc<Mutex<ChaCha8Rng>>,
-}
-
-impl SimRng {
-    pub fn new(seed: u64) -> Self {
-        Self {
-            inner: Arc::new(Mutex::new(ChaCha8Rng::seed_from_u64(seed))),
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut ChaCha8Rng) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// A value in `range` (half-open).
-    pub fn range_u64(&self, range: Range<u64>) -> u64 {
-        self.with(|r| r.random_range(range))
-    }
-
-    /// A float in `[lo, hi)`.
-    pub fn range_f64(&self, lo: f64, hi: f64) -> f64 {
-        self.with(|r| r.random_range(lo..hi))
-    }
-
-    /// `true` with probability `p`.
-    pub fn bool(&self, p: f64) -> bool {
-        self.with(|r| r.random_bool(p))
-    }
-
-    /// A duration drawn uniformly from `range`, in whole microseconds.
-    pub fn duration(&self, range: Range<Duration>) -> Duration {
-        let lo = range.start.as_micros() as u64;
-        let hi = range.end.as_micros() as u64;
-        if hi <= lo {
-            return range.start;
-        }
-        Duration::from_micros(self.range_u64(lo..hi))
-    }
-
-    /// A new independent RNG seeded from this one (for a sub-system that must not shift others' draws).
-    pub fn fork(&self) -> SimRng {
-        SimRng::new(self.with(|r| r.random()))
-    }
-}
+use epochlab_common::{Clock, EventLog, SimRng};
 
 /// What a simulated program gets: its seed, the RNG, the clock and the event log.
 #[derive(Clone)]
@@ -77,16 +24,26 @@ pub struct SimOutput<T> {
     pub log: EventLog,
 }
 
+/// How much virtual time a run may take by default before it is declared hung.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(3600);
+
 /// Run `program` on a fresh deterministic runtime with `seed`, its clock starting at the default origin.
+/// Panics if the program takes more than [`DEFAULT_TIME_LIMIT`] of virtual time (a hung simulation would
+/// otherwise spin through virtual time forever).
 pub fn run<F, Fut, T>(seed: u64, program: F) -> SimOutput<T>
 where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
 {
-    run_with_origin(seed, DEFAULT_ORIGIN_UNIX_MS, program)
+    run_with_origin(seed, DEFAULT_ORIGIN_UNIX_MS, DEFAULT_TIME_LIMIT, program)
 }
 
-pub fn run_with_origin<F, Fut, T>(seed: u64, origin_unix_ms: u64, program: F) -> SimOutput<T>
+pub fn run_with_origin<F, Fut, T>(
+    seed: u64,
+    origin_unix_ms: u64,
+    time_limit: Duration,
+    program: F,
+) -> SimOutput<T>
 where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
@@ -105,7 +62,17 @@ where
             clock: clock.clone(),
             log: log.clone(),
         };
-        let value = program(ctx).await;
+        let value = match tokio::time::timeout(time_limit, program(ctx)).await {
+            Ok(v) => v,
+            Err(_) => {
+                let tail = log.lines();
+                let tail = &tail[tail.len().saturating_sub(20)..];
+                panic!(
+                    "simulation with seed {seed} exceeded its virtual time limit of {time_limit:?}; last events:\n{}",
+                    tail.join("\n")
+                )
+            }
+        };
         SimOutput {
             value,
             seed,

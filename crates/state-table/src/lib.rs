@@ -5,10 +5,9 @@
 //! distribution: none (singleton), a hash of the distribution key, or, for backfill progress tables, the
 //! value of a pk column. A table may only write vnodes in its bitmap.
 
-mod desc;
 mod error;
 mod table;
 
-pub use desc::{Distribution, TableDesc};
+pub use epochlab_common::catalog::{Distribution, TableDesc};
 pub use error::{StateTableError, StateTableResult};
 pub use table::{Record, StateTable, StateTableOptions};

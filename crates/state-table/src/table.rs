@@ -10,8 +10,8 @@ use epochlab_storage::{
     KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel, StorageError,
 };
 
-use crate::desc::{Distribution, TableDesc};
 use crate::error::{StateTableError, StateTableResult};
+use epochlab_common::catalog::{Distribution, TableDesc};
 
 /// One change to a table, with old values where it has them.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use epochlab_common::watch::Watch;
 use epochlab_common::{Epoch, EventLog, TableId, WorkerId, event};
-use tokio::sync::watch;
 
 use crate::committed::CommittedStore;
 use crate::error::{StorageError, StorageResult};
@@ -19,7 +19,7 @@ pub const MAX_DELTA_HISTORY: usize = 100_000;
 pub struct HummockManager {
     inner: Mutex<Inner>,
     committed: CommittedStore,
-    latest_tx: watch::Sender<u64>,
+    latest: Watch<u64>,
     log: Option<EventLog>,
 }
 
@@ -42,7 +42,6 @@ pub struct CommitOutcome {
 
 impl HummockManager {
     pub fn new(committed: CommittedStore, log: Option<EventLog>) -> Self {
-        let (latest_tx, _) = watch::channel(0);
         Self {
             inner: Mutex::new(Inner {
                 version: HummockVersion::default(),
@@ -52,7 +51,7 @@ impl HummockManager {
                 dropped_write_count: 0,
             }),
             committed,
-            latest_tx,
+            latest: Watch::new(0),
             log,
         }
     }
@@ -82,9 +81,9 @@ impl HummockManager {
         self.lock().dropped_write_count
     }
 
-    /// Watch the id of the latest version.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.latest_tx.subscribe()
+    /// The id of the latest version, watched.
+    pub fn latest_version_id(&self) -> Watch<u64> {
+        self.latest.clone()
     }
 
     /// The deltas after version `id`, in order; `Err(full version)` when `id` is too old to serve by deltas.
@@ -131,7 +130,7 @@ impl HummockManager {
         if inner.deltas.len() > MAX_DELTA_HISTORY {
             inner.deltas.pop_front();
         }
-        self.latest_tx.send_replace(delta.id);
+        self.latest.set(delta.id);
         delta
     }
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use epochlab_common::watch::Watch;
 use epochlab_common::{Epoch, TableId, WorkerId};
-use tokio::sync::watch;
 
 use crate::committed::CommittedStore;
 use crate::error::{StorageError, StorageResult};
@@ -52,7 +52,7 @@ pub(crate) struct NodeInner {
     pub(crate) worker: WorkerId,
     pub(crate) committed: CommittedStore,
     pub(crate) state: Mutex<NodeState>,
-    mce_tx: watch::Sender<Epoch>,
+    mce: Watch<Epoch>,
     pub(crate) stats: NodeStorageStats,
     upload_latency_us: AtomicU64,
 }
@@ -92,7 +92,7 @@ impl NodeStorage {
         version: HummockVersion,
         generation: u64,
     ) -> Self {
-        let (mce_tx, _) = watch::channel(version.max_committed_epoch);
+        let mce = Watch::new(version.max_committed_epoch);
         Self {
             inner: Arc::new(NodeInner {
                 worker,
@@ -104,7 +104,7 @@ impl NodeStorage {
                     next_instance: 0,
                     uploader: Uploader::default(),
                 }),
-                mce_tx,
+                mce,
                 stats: NodeStorageStats::default(),
                 upload_latency_us: AtomicU64::new(0),
             }),
@@ -288,7 +288,7 @@ impl NodeStorage {
             .stats
             .pruned_imms
             .fetch_add(pruned as u64, Ordering::Relaxed);
-        self.inner.mce_tx.send_if_modified(|cur| {
+        self.inner.mce.update(|cur| {
             let changed = *cur != mce;
             *cur = mce;
             changed
@@ -297,9 +297,7 @@ impl NodeStorage {
 
     /// Wait until this node has pinned a version whose max committed epoch is at least `epoch`.
     pub async fn wait_for_epoch(&self, epoch: Epoch) {
-        let mut rx = self.inner.mce_tx.subscribe();
-        // The sender lives as long as `self`; `wait_for` only fails if it is dropped.
-        let _ = rx.wait_for(|mce| *mce >= epoch).await;
+        self.inner.mce.wait_for(|mce| *mce >= epoch).await;
     }
 }
 

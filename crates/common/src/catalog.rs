@@ -1,4 +1,6 @@
-use epochlab_common::{DataType, OrderType, TableId, VnodeCount};
+//! What state tables and executors need of the catalog.
+
+use crate::{DataType, OrderType, TableId, VnodeCount};
 
 /// How a table's rows map to vnodes.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,179 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use epochlab_common::plan::DispatcherDesc;
+use epochlab_common::{ActorId, Bitmap, EpochPair};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarrierKind {
+    /// The first barrier after bootstrap or recovery: no data belongs to `prev`; nothing is sealed or synced.
+    Initial,
+    /// Flushed locally only.
+    Barrier,
+    /// Synced to shared storage and committed by meta.
+    Checkpoint,
+}
+
+impl BarrierKind {
+    pub fn is_checkpoint(self) -> bool {
+        self == BarrierKind::Checkpoint
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BarrierKind::Initial => "initial",
+            BarrierKind::Barrier => "barrier",
+            BarrierKind::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+/// The W3C trace context of the epoch's span (`traceparent` and friends), carried so that every actor's work
+/// for the barrier joins the epoch's trace. Empty when tracing is off.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TracingContext(pub BTreeMap<String, String>);
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddMutation {
+    /// New dispatchers of existing (upstream) actors, towards the new job's actors.
+    pub adds: BTreeMap<ActorId, Vec<DispatcherDesc>>,
+    /// The actors this barrier creates.
+    pub added_actors: BTreeSet<ActorId>,
+    /// Start paused (recovery while paused).
+    pub pause: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdateMutation {
+    /// New vnode bitmaps of actors whose ownership changes (scaling).
+    pub vnode_bitmaps: BTreeMap<ActorId, Arc<Bitmap>>,
+    /// Actors that stop at this barrier.
+    pub dropped_actors: BTreeSet<ActorId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    Add(AddMutation),
+    /// Drop streaming jobs: these actors stop after this barrier.
+    Stop(BTreeSet<ActorId>),
+    Update(UpdateMutation),
+    Pause,
+    Resume,
+    /// New rate limits per actor (`None` is unlimited).
+    Throttle(BTreeMap<ActorId, Option<u32>>),
+}
+
+impl Mutation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mutation::Add(_) => "add",
+            Mutation::Stop(_) => "stop",
+            Mutation::Update(_) => "update",
+            Mutation::Pause => "pause",
+            Mutation::Resume => "resume",
+            Mutation::Throttle(_) => "throttle",
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Barrier {
+    pub epoch: EpochPair,
+    pub kind: BarrierKind,
+    pub mutation: Option<Arc<Mutation>>,
+    pub tracing_context: TracingContext,
+}
+
+impl Barrier {
+    pub fn new(epoch: EpochPair, kind: BarrierKind, mutation: Option<Mutation>) -> Self {
+        Self {
+            epoch,
+            kind,
+            mutation: mutation.map(Arc::new),
+            tracing_context: TracingContext::default(),
+        }
+    }
+
+    pub fn is_checkpoint(&self) -> bool {
+        self.kind.is_checkpoint()
+    }
+
+    /// Whether `actor` stops after this barrier.
+    pub fn is_stop(&self, actor: ActorId) -> bool {
+        match self.mutation.as_deref() {
+            Some(Mutation::Stop(actors)) => actors.contains(&actor),
+            Some(Mutation::Update(u)) => u.dropped_actors.contains(&actor),
+            _ => false,
+        }
+    }
+
+    /// Every actor this barrier stops.
+    pub fn all_stop_actors(&self) -> Option<&BTreeSet<ActorId>> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Stop(actors)) => Some(actors),
+            Some(Mutation::Update(u)) => Some(&u.dropped_actors),
+            _ => None,
+        }
+    }
+
+    /// Whether this barrier creates `actor` (a new job's actor, which must scan history).
+    pub fn is_newly_added(&self, actor: ActorId) -> bool {
+        matches!(self.mutation.as_deref(), Some(Mutation::Add(a)) if a.added_actors.contains(&actor))
+    }
+
+    pub fn is_pause_on_startup(&self) -> bool {
+        matches!(
+            self.mutation.as_deref(),
+            Some(Mutation::Add(AddMutation { pause: true, .. }))
+        )
+    }
+
+    pub fn is_pause(&self) -> bool {
+        matches!(self.mutation.as_deref(), Some(Mutation::Pause))
+    }
+
+    pub fn is_resume(&self) -> bool {
+        matches!(self.mutation.as_deref(), Some(Mutation::Resume))
+    }
+
+    /// The new vnode bitmap of `actor`, when this barrier rescales it.
+    pub fn as_update_vnode_bitmap(&self, actor: ActorId) -> Option<Arc<Bitmap>> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Update(u)) => u.vnode_bitmaps.get(&actor).cloned(),
+            _ => None,
+        }
+    }
+
+    /// The new rate limit of `actor`, when this barrier throttles it.
+    pub fn as_throttle(&self, actor: ActorId) -> Option<Option<u32>> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Throttle(m)) => m.get(&actor).copied(),
+            _ => None,
+        }
+    }
+
+    /// New dispatchers for `actor`, when this barrier adds downstream jobs to it.
+    pub fn as_add_dispatchers(&self, actor: ActorId) -> Option<&[DispatcherDesc]> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Add(a)) => a.adds.get(&actor).map(Vec::as_slice),
+            _ => None,
+        }
+    }
+
+    pub fn mutation_name(&self) -> &'static str {
+        self.mutation.as_deref().map_or("none", Mutation::name)
+    }
+}
+
+impl fmt::Debug for Barrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Barrier {{ epoch: {:?}, mutation: {}, kind: {:?} }}",
+            self.epoch,
+            self.mutation_name(),
+            self.kind
+        )
+    }
+}

@@ -1,0 +1,156 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use epochlab_common::{ActorId, Epoch, TableId, WorkerId};
+use epochlab_storage::SyncResult;
+
+use crate::barrier::{AddMutation, BarrierKind, Mutation};
+
+/// Which actors, on which node, a barrier is sent to (sources) and collected from (all).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InflightActorInfo {
+    pub actors: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+    /// Actors with no upstream actor: the local barrier manager pushes barriers into them.
+    pub sources: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+}
+
+impl InflightActorInfo {
+    pub fn nodes(&self) -> impl Iterator<Item = WorkerId> + '_ {
+        self.actors
+            .iter()
+            .filter(|(_, a)| !a.is_empty())
+            .map(|(w, _)| *w)
+    }
+
+    pub fn actor_count(&self) -> usize {
+        self.actors.values().map(BTreeSet::len).sum()
+    }
+
+    fn add(
+        map: &mut BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        add: &BTreeMap<WorkerId, BTreeSet<ActorId>>,
+    ) {
+        for (w, actors) in add {
+            map.entry(*w).or_default().extend(actors.iter().copied());
+        }
+    }
+
+    fn remove(map: &mut BTreeMap<WorkerId, BTreeSet<ActorId>>, remove: &BTreeSet<ActorId>) {
+        for actors in map.values_mut() {
+            actors.retain(|a| !remove.contains(a));
+        }
+        map.retain(|_, a| !a.is_empty());
+    }
+}
+
+/// What a barrier carries out (RisingWave's `Command`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A barrier with an optional plain mutation (periodic barriers, `FLUSH`).
+    Plain(Option<Mutation>),
+    Pause,
+    Resume,
+    /// Create a table, view or sink: its actors are built before the barrier and collect it.
+    CreateStreamingJob {
+        job_id: TableId,
+        actors: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        sources: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        mutation: AddMutation,
+    },
+    /// Stop the jobs' actors. `unregistered_table_ids` are the jobs' state tables, which meta unregisters from
+    /// storage once the stop is collected (or, depending on the drop mode, earlier).
+    DropStreamingJobs {
+        job_ids: Vec<TableId>,
+        actors: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        unregistered_table_ids: Vec<TableId>,
+    },
+    Throttle(BTreeMap<ActorId, Option<u32>>),
+}
+
+impl Command {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Plain(_) => "plain",
+            Command::Pause => "pause",
+            Command::Resume => "resume",
+            Command::CreateStreamingJob { .. } => "create streaming job",
+            Command::DropStreamingJobs { .. } => "drop streaming jobs",
+            Command::Throttle(_) => "throttle",
+        }
+    }
+
+    /// Every command but a plain barrier or a resume forces a checkpoint (RisingWave's `need_checkpoint`).
+    pub fn need_checkpoint(&self) -> bool {
+        !matches!(self, Command::Plain(None) | Command::Resume)
+    }
+
+    /// Drops (and cancels) are accepted while the scheduler is blocked for recovery.
+    pub fn is_drop(&self) -> bool {
+        matches!(self, Command::DropStreamingJobs { .. })
+    }
+
+    pub fn to_mutation(&self) -> Option<Mutation> {
+        match self {
+            Command::Plain(m) => m.clone(),
+            Command::Pause => Some(Mutation::Pause),
+            Command::Resume => Some(Mutation::Resume),
+            Command::CreateStreamingJob { mutation, .. } => Some(Mutation::Add(mutation.clone())),
+            Command::DropStreamingJobs { actors, .. } => {
+                Some(Mutation::Stop(actors.values().flatten().copied().collect()))
+            }
+            Command::Throttle(t) => Some(Mutation::Throttle(t.clone())),
+        }
+    }
+
+    /// The actor info a barrier of this command is sent with: new actors collect their creating barrier.
+    pub fn pre_apply(&self, info: &InflightActorInfo) -> InflightActorInfo {
+        let mut info = info.clone();
+        if let Command::CreateStreamingJob {
+            actors, sources, ..
+        } = self
+        {
+            InflightActorInfo::add(&mut info.actors, actors);
+            InflightActorInfo::add(&mut info.sources, sources);
+        }
+        info
+    }
+
+    /// The actor info after this command's barrier: stopped actors collect no more barriers.
+    pub fn post_apply(&self, info: &InflightActorInfo) -> InflightActorInfo {
+        let mut info = info.clone();
+        if let Command::DropStreamingJobs { actors, .. } = self {
+            let stopped: BTreeSet<ActorId> = actors.values().flatten().copied().collect();
+            InflightActorInfo::remove(&mut info.actors, &stopped);
+            InflightActorInfo::remove(&mut info.sources, &stopped);
+        }
+        info
+    }
+}
+
+/// One barrier's command with its epochs and the actors it was sent to.
+#[derive(Clone, Debug)]
+pub struct CommandContext {
+    pub prev_epoch: Epoch,
+    pub curr_epoch: Epoch,
+    pub kind: BarrierKind,
+    pub command: Command,
+    pub info: InflightActorInfo,
+}
+
+/// A backfill actor's progress, reported with the barrier it was made in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateMviewProgress {
+    pub backfill_actor_id: ActorId,
+    pub done: bool,
+    pub consumed_epoch: Epoch,
+    pub consumed_rows: u64,
+}
+
+/// A compute node's answer to "is epoch `prev_epoch` complete?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BarrierCompleteResponse {
+    pub worker: WorkerId,
+    pub prev_epoch: Epoch,
+    /// The synced data (checkpoint barriers only).
+    pub synced: Option<SyncResult>,
+    pub create_progress: Vec<CreateMviewProgress>,
+}

@@ -1,0 +1,391 @@
+//! Meta's global barrier manager (RisingWave's `GlobalBarrierManager`, reference §6.1).
+//!
+//! One task. It injects a barrier when a command is scheduled or the interval ticks, as long as fewer than
+//! `in_flight_limit` barriers are in flight. It sends each barrier to every compute node that has actors and
+//! collects each node's completion. It completes the **prefix** of fully collected barriers, in epoch
+//! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. Any error
+//! fails every in-flight barrier and hands over to the context's recovery.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
+use epochlab_storage::SyncResult;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+
+use crate::barrier::{Barrier, BarrierKind};
+use crate::command::{BarrierCompleteResponse, Command, CommandContext, InflightActorInfo};
+use crate::error::{BarrierError, BarrierResult};
+use crate::schedule::{Notifier, ScheduledBarriers};
+
+#[derive(Clone, Debug)]
+pub struct BarrierConfig {
+    /// `barrier_interval_ms`: how often a plain barrier is injected.
+    pub interval: Duration,
+    /// Every n-th barrier is a checkpoint (commands force one).
+    pub checkpoint_frequency: u32,
+    /// RisingWave's `in_flight_barrier_nums`.
+    pub in_flight_limit: usize,
+}
+
+impl Default for BarrierConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_millis(1000),
+            checkpoint_frequency: 1,
+            in_flight_limit: 10_000,
+        }
+    }
+}
+
+/// What recovery hands back: the actors now running and the epoch of the Initial barrier it collected.
+#[derive(Clone, Debug)]
+pub struct RecoveredState {
+    pub info: InflightActorInfo,
+    /// The `curr` of the collected Initial barrier: the next barrier's `prev`.
+    pub prev_epoch: Epoch,
+}
+
+/// Everything the barrier manager needs from the rest of meta.
+pub trait GlobalBarrierManagerContext: Send + Sync + 'static {
+    /// Inject `barrier` on `worker` (sending it into `to_send`, collecting it from `to_collect`) and wait for
+    /// that node to complete the barrier's `prev` epoch.
+    fn inject_and_collect(
+        &self,
+        worker: WorkerId,
+        barrier: Barrier,
+        to_send: BTreeSet<ActorId>,
+        to_collect: BTreeSet<ActorId>,
+    ) -> impl Future<Output = BarrierResult<BarrierCompleteResponse>> + Send + 'static;
+
+    /// Commit a checkpoint epoch with the nodes' synced data.
+    fn commit_epoch(&self, ctx: &CommandContext, syncs: Vec<SyncResult>) -> BarrierResult<()>;
+
+    /// The command's work after its barrier is collected (and committed).
+    fn post_collect(&self, ctx: &CommandContext) -> impl Future<Output = BarrierResult<()>> + Send;
+
+    /// Recover the cluster (retrying until it succeeds). `last_epoch` is the highest epoch issued so far: the
+    /// Initial barrier's `curr` must be above it.
+    fn recovery(
+        &self,
+        reason: String,
+        last_epoch: Epoch,
+        scheduled: &ScheduledBarriers,
+    ) -> impl Future<Output = RecoveredState> + Send;
+
+    fn log(&self) -> &EventLog;
+    fn clock(&self) -> &Clock;
+}
+
+/// Counters for metrics and benchmarks.
+#[derive(Default, Debug)]
+pub struct BarrierManagerStats {
+    pub injected: AtomicU64,
+    pub completed: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub recoveries: AtomicU64,
+    pub in_flight: AtomicU64,
+    /// The most barriers ever in flight at once.
+    pub max_in_flight: AtomicU64,
+    /// The last epoch whose barrier completed (its `prev`), raw.
+    pub last_completed_prev_epoch: AtomicU64,
+    latencies_us: Mutex<VecDeque<u64>>,
+}
+
+/// Latency samples kept for percentiles.
+const LATENCY_SAMPLES: usize = 65_536;
+
+impl BarrierManagerStats {
+    fn record_latency(&self, us: u64) {
+        let mut l = self.latencies_us.lock().unwrap_or_else(|e| e.into_inner());
+        if l.len() == LATENCY_SAMPLES {
+            l.pop_front();
+        }
+        l.push_back(us);
+    }
+
+    /// Inject-to-collected latencies of recent barriers, in microseconds of (virtual) time.
+    pub fn latencies_us(&self) -> Vec<u64> {
+        self.latencies_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    pub fn clear_latencies(&self) {
+        self.latencies_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+struct EpochNode {
+    ctx: Arc<CommandContext>,
+    remaining: BTreeSet<WorkerId>,
+    responses: Vec<BarrierCompleteResponse>,
+    notifiers: Vec<Notifier>,
+    injected_at_us: u64,
+}
+
+type Collecting =
+    FuturesUnordered<BoxFuture<'static, (Epoch, WorkerId, BarrierResult<BarrierCompleteResponse>)>>;
+
+pub struct GlobalBarrierManager<C> {
+    context: Arc<C>,
+    scheduled: ScheduledBarriers,
+    config: BarrierConfig,
+    stats: Arc<BarrierManagerStats>,
+    info: InflightActorInfo,
+    prev_epoch: Epoch,
+    num_uncheckpointed: u32,
+    /// In-flight barriers in epoch order (RisingWave's `CheckpointControl`).
+    in_flight: VecDeque<EpochNode>,
+    collecting: Collecting,
+}
+
+enum Event {
+    Collected(Epoch, WorkerId, BarrierResult<BarrierCompleteResponse>),
+    Scheduled(crate::schedule::Scheduled),
+    Tick,
+}
+
+impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
+    pub fn new(context: Arc<C>, scheduled: ScheduledBarriers, config: BarrierConfig) -> Self {
+        assert!(config.checkpoint_frequency >= 1 && config.in_flight_limit >= 1);
+        Self {
+            context,
+            scheduled,
+            config,
+            stats: Arc::default(),
+            info: InflightActorInfo::default(),
+            prev_epoch: Epoch::INVALID,
+            num_uncheckpointed: 0,
+            in_flight: VecDeque::new(),
+            collecting: FuturesUnordered::new(),
+        }
+    }
+
+    pub fn stats(&self) -> Arc<BarrierManagerStats> {
+        self.stats.clone()
+    }
+
+    /// Run forever: bootstrap recovery, then the injection and collection loop.
+    pub async fn run(mut self) {
+        self.recover("bootstrap".to_string()).await;
+        let mut interval = tokio::time::interval(self.config.interval);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval.tick().await;
+        loop {
+            let can_inject = self.in_flight.len() < self.config.in_flight_limit;
+            let event = tokio::select! {
+                biased;
+                Some((prev, worker, result)) = self.collecting.next() => Event::Collected(prev, worker, result),
+                s = self.scheduled.wait_one(), if can_inject => Event::Scheduled(s),
+                _ = interval.tick(), if can_inject => Event::Tick,
+            };
+            let result = match event {
+                Event::Collected(prev, worker, result) => {
+                    self.handle_collected(prev, worker, result).await
+                }
+                Event::Scheduled(s) => self.inject(Some(s)).await,
+                Event::Tick => self.inject(None).await,
+            };
+            if let Err(err) = result {
+                self.failure_recovery(err).await;
+            }
+        }
+    }
+
+    async fn inject(&mut self, scheduled: Option<crate::schedule::Scheduled>) -> BarrierResult<()> {
+        let (command, notifier, wants_checkpoint) = match scheduled {
+            Some(s) => (s.command, Some(s.notifier), s.checkpoint),
+            None => (Command::Plain(None), None, false),
+        };
+        let checkpoint = wants_checkpoint
+            || command.need_checkpoint()
+            || self.num_uncheckpointed + 1 >= self.config.checkpoint_frequency
+            || self.scheduled.take_force_checkpoint();
+        let kind = if checkpoint {
+            BarrierKind::Checkpoint
+        } else {
+            BarrierKind::Barrier
+        };
+        let info = command.pre_apply(&self.info);
+        let prev = self.prev_epoch;
+        let curr = prev.next(self.context.clock());
+        let barrier = Barrier::new(EpochPair::new(curr, prev), kind, command.to_mutation());
+        let nodes: BTreeSet<WorkerId> = info.nodes().collect();
+        event!(
+            self.context.log(),
+            "inject barrier",
+            "prev={prev} curr={curr} kind={} mutation={} command={} nodes={:?}",
+            kind.as_str(),
+            barrier.mutation_name(),
+            command.name(),
+            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
+        );
+        for &worker in &nodes {
+            let to_collect = info.actors.get(&worker).cloned().unwrap_or_default();
+            let to_send = info.sources.get(&worker).cloned().unwrap_or_default();
+            let fut = self
+                .context
+                .inject_and_collect(worker, barrier.clone(), to_send, to_collect);
+            self.collecting
+                .push(async move { (prev, worker, fut.await) }.boxed());
+        }
+        let mut notifiers = Vec::new();
+        if let Some(mut n) = notifier {
+            n.notify_injected();
+            notifiers.push(n);
+        }
+        self.info = command.post_apply(&info);
+        self.in_flight.push_back(EpochNode {
+            ctx: Arc::new(CommandContext {
+                prev_epoch: prev,
+                curr_epoch: curr,
+                kind,
+                command,
+                info,
+            }),
+            remaining: nodes,
+            responses: Vec::new(),
+            notifiers,
+            injected_at_us: self.context.clock().elapsed_us(),
+        });
+        self.prev_epoch = curr;
+        self.num_uncheckpointed = if checkpoint {
+            0
+        } else {
+            self.num_uncheckpointed + 1
+        };
+        self.stats.injected.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .in_flight
+            .store(self.in_flight.len() as u64, Ordering::Relaxed);
+        self.stats
+            .max_in_flight
+            .fetch_max(self.in_flight.len() as u64, Ordering::Relaxed);
+        self.complete_prefix().await
+    }
+
+    async fn handle_collected(
+        &mut self,
+        prev: Epoch,
+        worker: WorkerId,
+        result: BarrierResult<BarrierCompleteResponse>,
+    ) -> BarrierResult<()> {
+        let resp = result?;
+        let node = self
+            .in_flight
+            .iter_mut()
+            .find(|n| n.ctx.prev_epoch == prev)
+            .expect("collected a barrier that is not in flight");
+        assert!(
+            node.remaining.remove(&worker),
+            "worker {worker} collected epoch {prev} twice"
+        );
+        event!(
+            self.context.log(),
+            "collect barrier",
+            "prev={prev} worker={worker}"
+        );
+        node.responses.push(resp);
+        if node.remaining.is_empty() {
+            let now = self.context.clock().elapsed_us();
+            self.stats.record_latency(now - node.injected_at_us);
+        }
+        self.complete_prefix().await
+    }
+
+    /// Complete every fully collected barrier at the front, in epoch order.
+    async fn complete_prefix(&mut self) -> BarrierResult<()> {
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|n| n.remaining.is_empty())
+        {
+            let mut node = self.in_flight.pop_front().unwrap();
+            self.stats
+                .in_flight
+                .store(self.in_flight.len() as u64, Ordering::Relaxed);
+            if let Err(e) = self.complete_barrier(&mut node).await {
+                // This barrier failed, too: its caller hears of it with the others.
+                for n in &mut node.notifiers {
+                    n.notify_collection_failed(e.clone());
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    async fn complete_barrier(&mut self, node: &mut EpochNode) -> BarrierResult<()> {
+        let ctx = node.ctx.clone();
+        let syncs: Vec<SyncResult> = node
+            .responses
+            .iter_mut()
+            .filter_map(|r| r.synced.take())
+            .collect();
+        match ctx.kind {
+            BarrierKind::Initial => assert!(syncs.is_empty(), "an Initial barrier syncs nothing"),
+            BarrierKind::Barrier => {
+                assert!(syncs.is_empty(), "a non-checkpoint barrier syncs nothing")
+            }
+            BarrierKind::Checkpoint => {
+                self.context.commit_epoch(&ctx, syncs)?;
+                self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.context.post_collect(&ctx).await?;
+        for n in &mut node.notifiers {
+            n.notify_collected();
+            n.notify_finished();
+        }
+        self.stats.completed.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .last_completed_prev_epoch
+            .store(ctx.prev_epoch.0, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn failure_recovery(&mut self, err: BarrierError) {
+        event!(
+            self.context.log(),
+            "barrier failed",
+            "error={err} in_flight={}",
+            self.in_flight.len()
+        );
+        tracing::warn!(%err, "barrier failed; starting recovery");
+        self.collecting = FuturesUnordered::new();
+        for mut node in self.in_flight.drain(..) {
+            for n in &mut node.notifiers {
+                n.notify_collection_failed(BarrierError::CollectionFailed(err.to_string()));
+            }
+        }
+        self.stats.in_flight.store(0, Ordering::Relaxed);
+        self.stats.recoveries.fetch_add(1, Ordering::Relaxed);
+        self.recover(err.to_string()).await;
+    }
+
+    async fn recover(&mut self, reason: String) {
+        let state = self
+            .context
+            .recovery(reason, self.prev_epoch, &self.scheduled)
+            .await;
+        assert!(
+            state.prev_epoch > self.prev_epoch,
+            "recovery must move the epoch forward"
+        );
+        self.info = state.info;
+        self.prev_epoch = state.prev_epoch;
+        self.num_uncheckpointed = 0;
+    }
+}

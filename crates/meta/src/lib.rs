@@ -1,0 +1,9 @@
+//! Meta (reference §6, §7): the catalog of tables, views and sinks with their fragments and actors; DDL that
+//! rides on barriers; and the context the global barrier manager runs against, including recovery.
+
+mod catalog;
+mod context;
+mod meta;
+
+pub use catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
+pub use meta::{DdlError, DropMode, MetaConfig, MetaNode, SinkOptions};

@@ -1,0 +1,573 @@
+//! The meta node: DDL, cluster membership, and the handles the barrier manager's context uses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_barrier::{
+    AddMutation, BarrierConfig, BarrierScheduler, Command, GlobalBarrierManager,
+};
+use epochlab_common::catalog::TableDesc;
+use epochlab_common::plan::{SinkDesc, SinkKind, StreamActorDesc};
+use epochlab_common::{
+    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, TableId, VnodeCount, WorkerId, event,
+};
+use epochlab_rpc::{Network, Request};
+use epochlab_storage::HummockManager;
+use thiserror::Error;
+
+use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
+use crate::context::MetaContext;
+
+/// When a dropped job's state tables are unregistered from storage (reference §6.3, §6.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropMode {
+    /// RisingWave before the fix: run the Stop command, ignore its result, unregister at once, even when the
+    /// command returned early because of a failure or recovery.
+    Buggy,
+    /// Unregister in post-collect, after the Stop barrier is collected and the actors are dropped; on failure,
+    /// recovery unregisters after every live node has acknowledged its reset.
+    Fixed,
+    /// As `Fixed`, but recovery unregisters before it resets the nodes (the order of RisingWave #15852).
+    PurgeBeforeReset,
+}
+
+impl DropMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropMode::Buggy => "buggy",
+            DropMode::Fixed => "fixed",
+            DropMode::PurgeBeforeReset => "purge-before-reset",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct MetaConfig {
+    pub barrier: BarrierConfig,
+    pub drop_mode: DropMode,
+    pub vnode_count: VnodeCount,
+    /// First and longest wait between recovery attempts.
+    pub recovery_backoff: (Duration, Duration),
+}
+
+impl Default for MetaConfig {
+    fn default() -> Self {
+        Self {
+            barrier: BarrierConfig::default(),
+            drop_mode: DropMode::Fixed,
+            vnode_count: VnodeCount::DEFAULT,
+            recovery_backoff: (Duration::from_millis(20), Duration::from_secs(5)),
+        }
+    }
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum DdlError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot drop {0}: other jobs depend on it")]
+    HasDependents(String),
+    #[error("no compute node is alive")]
+    NoWorkers,
+    #[error("{0}")]
+    Barrier(#[from] epochlab_barrier::BarrierError),
+    #[error("rpc to worker {worker}: {message}")]
+    Rpc { worker: WorkerId, message: String },
+}
+
+/// How a sink is created.
+#[derive(Clone, Debug)]
+pub struct SinkOptions {
+    pub kind: SinkKind,
+    pub chunk_delay: Duration,
+    pub rate_limit: Option<u32>,
+}
+
+impl Default for SinkOptions {
+    fn default() -> Self {
+        Self {
+            kind: SinkKind::Collecting,
+            chunk_delay: Duration::ZERO,
+            rate_limit: None,
+        }
+    }
+}
+
+pub(crate) struct Ids {
+    next_table: u32,
+    next_fragment: u32,
+    next_actor: u32,
+}
+
+pub(crate) struct ClusterState {
+    /// Live workers and the generation each runs at.
+    pub workers: BTreeMap<WorkerId, u64>,
+    /// The current recovery generation (actors and exchange channels belong to one).
+    pub generation: u64,
+}
+
+pub(crate) struct MetaInner {
+    pub catalog: Mutex<Catalog>,
+    pub cluster: Mutex<ClusterState>,
+    pub ids: Mutex<Ids>,
+    pub hummock: Arc<HummockManager>,
+    pub network: Network,
+    pub scheduler: BarrierScheduler,
+    pub config: MetaConfig,
+    pub log: EventLog,
+    pub clock: Clock,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl MetaInner {
+    pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
+        lock(&self.catalog)
+    }
+
+    pub fn cluster(&self) -> std::sync::MutexGuard<'_, ClusterState> {
+        lock(&self.cluster)
+    }
+
+    pub async fn call(
+        &self,
+        worker: WorkerId,
+        request: Request,
+    ) -> Result<epochlab_rpc::Response, DdlError> {
+        self.network
+            .call(worker, request)
+            .await
+            .map_err(|e| DdlError::Rpc {
+                worker,
+                message: e.to_string(),
+            })
+    }
+
+    /// Build actors on their workers.
+    pub async fn build_actors(
+        &self,
+        descs: Vec<StreamActorDesc>,
+        placement: &[ActorPlacement],
+    ) -> Result<(), DdlError> {
+        let generation = self.cluster().generation;
+        let worker_of: BTreeMap<ActorId, WorkerId> =
+            placement.iter().map(|a| (a.actor_id, a.worker)).collect();
+        let mut by_worker: BTreeMap<WorkerId, Vec<StreamActorDesc>> = BTreeMap::new();
+        for d in descs {
+            by_worker.entry(worker_of[&d.actor_id]).or_default().push(d);
+        }
+        for (worker, actors) in by_worker {
+            self.call(worker, Request::BuildActors { actors, generation })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Drop actors on their workers; unreachable workers are skipped (their actors died with them).
+    pub async fn drop_actors(&self, actors: &BTreeMap<WorkerId, BTreeSet<ActorId>>) {
+        for (worker, ids) in actors {
+            let request = Request::DropActors {
+                actors: ids.iter().copied().collect(),
+            };
+            if let Err(e) = self.call(*worker, request).await {
+                tracing::warn!(worker = worker.0, error = %e, "drop actors failed");
+            }
+        }
+    }
+
+    /// Place `parallelism` actors over the live workers, round-robin from an offset, each with a contiguous
+    /// share of the vnodes.
+    pub fn place(
+        &self,
+        parallelism: usize,
+        offset: usize,
+    ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
+        let workers: Vec<WorkerId> = self.cluster().workers.keys().copied().collect();
+        if workers.is_empty() {
+            return Err(DdlError::NoWorkers);
+        }
+        let vnodes = Bitmap::partition(self.config.vnode_count.get(), parallelism);
+        let mut ids = lock(&self.ids);
+        let fragment = FragmentId(ids.next_fragment);
+        ids.next_fragment += 1;
+        let placement = vnodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let actor_id = ActorId(ids.next_actor);
+                ids.next_actor += 1;
+                ActorPlacement {
+                    actor_id,
+                    worker: workers[(i + offset) % workers.len()],
+                    vnodes: Arc::new(v),
+                }
+            })
+            .collect();
+        Ok((fragment, placement))
+    }
+
+    pub fn next_table_id(&self) -> TableId {
+        let mut ids = lock(&self.ids);
+        let id = TableId(ids.next_table);
+        ids.next_table += 1;
+        id
+    }
+}
+
+/// The meta node. Cheap to clone.
+#[derive(Clone)]
+pub struct MetaNode {
+    pub(crate) inner: Arc<MetaInner>,
+}
+
+fn by_worker(placement: &[ActorPlacement]) -> BTreeMap<WorkerId, BTreeSet<ActorId>> {
+    let mut m: BTreeMap<WorkerId, BTreeSet<ActorId>> = BTreeMap::new();
+    for a in placement {
+        m.entry(a.worker).or_default().insert(a.actor_id);
+    }
+    m
+}
+
+impl MetaNode {
+    /// A meta node and its barrier manager (to be spawned). The scheduler is blocked until the manager's
+    /// bootstrap recovery has run.
+    pub fn new(
+        config: MetaConfig,
+        hummock: Arc<HummockManager>,
+        network: Network,
+        log: EventLog,
+        clock: Clock,
+    ) -> (Self, GlobalBarrierManager<MetaContext>) {
+        let (scheduler, scheduled) = BarrierScheduler::new();
+        let inner = Arc::new(MetaInner {
+            catalog: Mutex::default(),
+            cluster: Mutex::new(ClusterState {
+                workers: BTreeMap::new(),
+                generation: 1,
+            }),
+            ids: Mutex::new(Ids {
+                next_table: 1,
+                next_fragment: 1,
+                next_actor: 1,
+            }),
+            hummock,
+            network,
+            scheduler,
+            config: config.clone(),
+            log,
+            clock,
+        });
+        let manager = GlobalBarrierManager::new(
+            Arc::new(MetaContext::new(inner.clone())),
+            scheduled,
+            config.barrier,
+        );
+        (Self { inner }, manager)
+    }
+
+    pub fn config(&self) -> &MetaConfig {
+        &self.inner.config
+    }
+
+    pub fn hummock(&self) -> &Arc<HummockManager> {
+        &self.inner.hummock
+    }
+
+    pub fn scheduler(&self) -> &BarrierScheduler {
+        &self.inner.scheduler
+    }
+
+    /// The current recovery generation: a node (re)joining starts at it.
+    pub fn generation(&self) -> u64 {
+        self.inner.cluster().generation
+    }
+
+    /// A compute node joins at the cluster's current generation.
+    pub fn add_worker(&self, worker: WorkerId) -> u64 {
+        let mut cluster = self.inner.cluster();
+        let generation = cluster.generation;
+        cluster.workers.insert(worker, generation);
+        self.inner.hummock.set_context(worker, generation);
+        generation
+    }
+
+    pub fn workers(&self) -> Vec<WorkerId> {
+        self.inner.cluster().workers.keys().copied().collect()
+    }
+
+    pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
+        self.inner.catalog()
+    }
+
+    pub fn relation(&self, id: TableId) -> Option<Relation> {
+        self.inner.catalog().get(id).cloned()
+    }
+
+    pub fn relation_by_name(&self, name: &str) -> Option<Relation> {
+        self.inner
+            .catalog()
+            .relations
+            .values()
+            .find(|r| r.name == name)
+            .cloned()
+    }
+
+    /// SQL `FLUSH`: wait until a checkpoint barrier injected after this call is collected and committed.
+    pub async fn flush(&self) -> Result<(), DdlError> {
+        Ok(self.inner.scheduler.flush(true).await?)
+    }
+
+    /// `CREATE TABLE name (columns) PRIMARY KEY (pk)`, distributed by its pk over `parallelism` actors.
+    pub async fn create_table(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        pk_indices: Vec<usize>,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        if parallelism == 0
+            || pk_indices.is_empty()
+            || pk_indices.iter().any(|&i| i >= column_types.len())
+        {
+            return Err(DdlError::Invalid(format!(
+                "bad table definition for {name}"
+            )));
+        }
+        let id = self.inner.next_table_id();
+        let dist_key_in_pk = (0..pk_indices.len()).collect();
+        let desc = Arc::new(TableDesc::hash(
+            id,
+            column_types,
+            pk_indices,
+            dist_key_in_pk,
+            self.inner.config.vnode_count,
+        ));
+        let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let rel = Relation {
+            id,
+            name: name.to_string(),
+            kind: RelationKind::Table,
+            desc,
+            upstream: None,
+            state: JobState::Creating,
+            fragment_id,
+            actors,
+            sink: None,
+            rate_limit: None,
+            internal_tables: Vec::new(),
+        };
+        self.create_job(rel).await
+    }
+
+    /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`.
+    pub async fn create_materialized_view(
+        &self,
+        name: &str,
+        upstream: TableId,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        let up = self.upstream_table(upstream)?;
+        if parallelism == 0 {
+            return Err(DdlError::Invalid("parallelism must be at least 1".into()));
+        }
+        let id = self.inner.next_table_id();
+        let mut desc = (*up.desc).clone();
+        desc.table_id = id;
+        let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let rel = Relation {
+            id,
+            name: name.to_string(),
+            kind: RelationKind::MaterializedView,
+            desc: Arc::new(desc),
+            upstream: Some(upstream),
+            state: JobState::Creating,
+            fragment_id,
+            actors,
+            sink: None,
+            rate_limit: None,
+            internal_tables: Vec::new(),
+        };
+        self.create_job(rel).await
+    }
+
+    /// `CREATE SINK name AS SELECT * FROM upstream WITH (connector = blackhole | collecting)`.
+    pub async fn create_sink(
+        &self,
+        name: &str,
+        upstream: TableId,
+        parallelism: usize,
+        options: SinkOptions,
+    ) -> Result<TableId, DdlError> {
+        let up = self.upstream_table(upstream)?;
+        if parallelism == 0 {
+            return Err(DdlError::Invalid("parallelism must be at least 1".into()));
+        }
+        let id = self.inner.next_table_id();
+        let mut desc = (*up.desc).clone();
+        desc.table_id = id;
+        let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let rel = Relation {
+            id,
+            name: name.to_string(),
+            kind: RelationKind::Sink,
+            desc: Arc::new(desc),
+            upstream: Some(upstream),
+            state: JobState::Creating,
+            fragment_id,
+            actors,
+            sink: Some(SinkDesc {
+                sink_id: id,
+                kind: options.kind,
+                pk_indices: up.desc.pk_indices.clone(),
+                chunk_delay: options.chunk_delay,
+            }),
+            rate_limit: options.rate_limit,
+            internal_tables: Vec::new(),
+        };
+        self.create_job(rel).await
+    }
+
+    fn upstream_table(&self, id: TableId) -> Result<Relation, DdlError> {
+        let rel = self
+            .relation(id)
+            .ok_or_else(|| DdlError::NotFound(format!("table {id}")))?;
+        if rel.kind == RelationKind::Sink || rel.state != JobState::Created {
+            return Err(DdlError::Invalid(format!(
+                "{} {} cannot be scanned",
+                rel.kind.as_str(),
+                rel.name
+            )));
+        }
+        Ok(rel)
+    }
+
+    /// Register the job's tables, build its actors, and run its Add barrier. On failure, clean up.
+    async fn create_job(&self, rel: Relation) -> Result<TableId, DdlError> {
+        let inner = &self.inner;
+        let id = rel.id;
+        let tables = rel.state_tables();
+        let (descs, adds) = {
+            let mut catalog = inner.catalog();
+            catalog.relations.insert(id, rel.clone());
+            let descs = catalog.actor_descs(&rel);
+            let mut adds = BTreeMap::new();
+            if let Some(up) = rel.upstream.and_then(|u| catalog.get(u)) {
+                let dispatcher = rel.dispatcher_from(up);
+                for a in &up.actors {
+                    adds.insert(a.actor_id, vec![dispatcher.clone()]);
+                }
+            }
+            (descs, adds)
+        };
+        event!(
+            inner.log,
+            "ddl",
+            "create {} {} id={id} actors={}",
+            rel.kind.as_str(),
+            rel.name,
+            rel.actors.len()
+        );
+        if !tables.is_empty() {
+            inner.hummock.register_tables(&tables);
+        }
+        let actors = by_worker(&rel.actors);
+        let sources = if rel.kind == RelationKind::Table {
+            actors.clone()
+        } else {
+            BTreeMap::new()
+        };
+        let command = Command::CreateStreamingJob {
+            job_id: id,
+            actors: actors.clone(),
+            sources,
+            mutation: AddMutation {
+                adds,
+                added_actors: rel.actors.iter().map(|a| a.actor_id).collect(),
+                pause: false,
+            },
+        };
+        let result = match inner.build_actors(descs, &rel.actors).await {
+            Ok(()) => inner
+                .scheduler
+                .run_command(command)
+                .await
+                .map_err(DdlError::from),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            event!(
+                inner.log,
+                "ddl",
+                "create {} {} id={id} failed: {e}",
+                rel.kind.as_str(),
+                rel.name
+            );
+            inner.catalog().relations.remove(&id);
+            inner.drop_actors(&actors).await;
+            inner.hummock.unregister_tables(&tables, "create failed");
+            return Err(e);
+        }
+        if let Some(r) = inner.catalog().relations.get_mut(&id) {
+            r.state = JobState::Created;
+        }
+        event!(
+            inner.log,
+            "ddl",
+            "created {} {} id={id}",
+            rel.kind.as_str(),
+            rel.name
+        );
+        Ok(id)
+    }
+
+    /// `DROP` a table, view or sink: remove it from the catalog, stop its actors with a Stop barrier, and
+    /// unregister its state tables when the drop mode says so.
+    pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
+        let inner = &self.inner;
+        let rel = {
+            let mut catalog = inner.catalog();
+            let rel = catalog
+                .get(id)
+                .cloned()
+                .ok_or_else(|| DdlError::NotFound(format!("relation {id}")))?;
+            if catalog.downstreams(id).next().is_some() {
+                return Err(DdlError::HasDependents(rel.name));
+            }
+            catalog.relations.remove(&id);
+            rel
+        };
+        let tables = rel.state_tables();
+        event!(
+            inner.log,
+            "ddl",
+            "drop {} {} id={id} tables={tables:?}",
+            rel.kind.as_str(),
+            rel.name
+        );
+        let command = Command::DropStreamingJobs {
+            job_ids: vec![id],
+            actors: by_worker(&rel.actors),
+            unregistered_table_ids: tables.clone(),
+        };
+        let result = inner.scheduler.run_command(command).await;
+        match inner.config.drop_mode {
+            DropMode::Buggy => {
+                // RisingWave before the fix: the result is ignored and the tables go at once.
+                if let Err(e) = &result {
+                    tracing::warn!(error = %e, "drop command failed; unregistering anyway");
+                }
+                inner
+                    .hummock
+                    .unregister_tables(&tables, "drop (buggy order)");
+                Ok(())
+            }
+            // Post-collect unregistered them, or recovery will.
+            DropMode::Fixed | DropMode::PurgeBeforeReset => result.map_err(DdlError::from),
+        }
+    }
+}

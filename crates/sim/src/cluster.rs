@@ -1,0 +1,252 @@
+//! A simulated cluster: one meta node with its barrier manager, N compute nodes, the network between them, and
+//! the registries that stand for shared infrastructure (object store, actor exchange, sink targets).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_barrier::{BarrierManagerStats, SchedulerStatus};
+use epochlab_common::{
+    ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
+};
+use epochlab_meta::{DdlError, MetaConfig, MetaNode, SinkOptions};
+use epochlab_rpc::Network;
+use epochlab_storage::{CommittedStore, HummockManager};
+use epochlab_stream::executor::SinkRegistry;
+use epochlab_stream::task::exchange::{DEFAULT_EXCHANGE_CAPACITY, ExchangeRegistry};
+use epochlab_stream::{ComputeEnv, ComputeNode, StreamConfig};
+use tokio::task::JoinHandle;
+
+use crate::runtime::SimContext;
+
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    pub compute_nodes: u32,
+    pub meta: MetaConfig,
+    pub stream: StreamConfig,
+    pub exchange_capacity: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            compute_nodes: 3,
+            meta: MetaConfig::default(),
+            stream: StreamConfig::default(),
+            exchange_capacity: DEFAULT_EXCHANGE_CAPACITY,
+        }
+    }
+}
+
+pub struct Cluster {
+    pub ctx: SimContext,
+    pub meta: MetaNode,
+    pub hummock: Arc<HummockManager>,
+    pub network: Network,
+    pub sinks: SinkRegistry,
+    pub exchange: ExchangeRegistry,
+    env: ComputeEnv,
+    nodes: Mutex<BTreeMap<WorkerId, Arc<ComputeNode>>>,
+    barrier_stats: Arc<BarrierManagerStats>,
+    manager: JoinHandle<()>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.manager.abort();
+        for node in self
+            .nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            node.kill();
+        }
+    }
+}
+
+impl Cluster {
+    /// Start a cluster and wait until the barrier manager's bootstrap recovery is done.
+    pub async fn start(ctx: &SimContext, config: ClusterConfig) -> Self {
+        let hummock = Arc::new(HummockManager::new(
+            CommittedStore::default(),
+            Some(ctx.log.clone()),
+        ));
+        let network = Network::new(ctx.rng.clone());
+        let exchange = ExchangeRegistry::new(config.exchange_capacity);
+        let sinks = SinkRegistry::default();
+        let env = ComputeEnv {
+            network: network.clone(),
+            hummock: hummock.clone(),
+            exchange: exchange.clone(),
+            sinks: sinks.clone(),
+            clock: ctx.clock.clone(),
+            log: ctx.log.clone(),
+            config: config.stream.clone(),
+        };
+        let (meta, manager) = MetaNode::new(
+            config.meta.clone(),
+            hummock.clone(),
+            network.clone(),
+            ctx.log.clone(),
+            ctx.clock.clone(),
+        );
+        let mut nodes = BTreeMap::new();
+        for i in 1..=config.compute_nodes {
+            let w = WorkerId(i);
+            let generation = meta.add_worker(w);
+            nodes.insert(w, Arc::new(ComputeNode::start(w, env.clone(), generation)));
+        }
+        let barrier_stats = manager.stats();
+        let manager = tokio::spawn(manager.run());
+        let cluster = Self {
+            ctx: ctx.clone(),
+            meta,
+            hummock,
+            network,
+            sinks,
+            exchange,
+            env,
+            nodes: Mutex::new(nodes),
+            barrier_stats,
+            manager,
+        };
+        cluster.wait_ready().await;
+        cluster
+    }
+
+    /// Wait until the scheduler accepts commands (bootstrap or recovery done).
+    pub async fn wait_ready(&self) {
+        while self.meta.scheduler().status() != SchedulerStatus::Ready {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    pub fn barrier_stats(&self) -> &Arc<BarrierManagerStats> {
+        &self.barrier_stats
+    }
+
+    pub fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&worker)
+            .cloned()
+    }
+
+    pub fn nodes(&self) -> Vec<Arc<ComputeNode>> {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn env(&self) -> &ComputeEnv {
+        &self.env
+    }
+
+    pub async fn create_table(
+        &self,
+        name: &str,
+        column_types: Vec<epochlab_common::DataType>,
+        pk: Vec<usize>,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        self.meta
+            .create_table(name, column_types, pk, parallelism)
+            .await
+    }
+
+    pub async fn create_materialized_view(
+        &self,
+        name: &str,
+        upstream: TableId,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        self.meta
+            .create_materialized_view(name, upstream, parallelism)
+            .await
+    }
+
+    pub async fn create_sink(
+        &self,
+        name: &str,
+        upstream: TableId,
+        parallelism: usize,
+        options: SinkOptions,
+    ) -> Result<TableId, DdlError> {
+        self.meta
+            .create_sink(name, upstream, parallelism, options)
+            .await
+    }
+
+    pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
+        self.meta.drop_job(id).await
+    }
+
+    pub async fn flush(&self) -> Result<(), DdlError> {
+        self.meta.flush().await
+    }
+
+    /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.
+    pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), String> {
+        let rel = self
+            .meta
+            .relation(table)
+            .ok_or_else(|| format!("table {table} not found"))?;
+        let mapping = rel.mapping();
+        let worker_of: BTreeMap<ActorId, WorkerId> =
+            rel.actors.iter().map(|a| (a.actor_id, a.worker)).collect();
+        let mut per_actor: BTreeMap<ActorId, Vec<(Op, OwnedRow)>> = BTreeMap::new();
+        for (op, row) in rows {
+            let vnode = VirtualNode::compute_row(&row, &rel.desc.pk_indices, rel.desc.vnode_count);
+            per_actor
+                .entry(mapping.owner(vnode))
+                .or_default()
+                .push((op, row));
+        }
+        for (actor, rows) in per_actor {
+            let worker = worker_of[&actor];
+            let node = self
+                .node(worker)
+                .ok_or_else(|| format!("worker {worker} is not running"))?;
+            node.dml(actor, StreamChunk::from_pairs(rows)).await?;
+        }
+        Ok(())
+    }
+
+    /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
+    pub fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
+        let mce = self.hummock.max_committed_epoch();
+        self.committed_rows_at(table, mce)
+    }
+
+    pub fn committed_rows_at(&self, table: TableId, epoch: Epoch) -> Vec<OwnedRow> {
+        use std::ops::Bound::Unbounded;
+        self.hummock
+            .committed_store()
+            .scan(table, (Unbounded, Unbounded), epoch, usize::MAX)
+            .into_iter()
+            .map(|(_, v)| value_encoding::decode_row(&v).expect("committed rows decode"))
+            .collect()
+    }
+
+    /// A collecting sink's rows as of the max committed epoch, and any anomalies (duplicates, lost rows).
+    pub fn sink_rows(&self, sink: TableId) -> Option<(Vec<OwnedRow>, Vec<String>)> {
+        self.sinks
+            .committed_rows(sink, self.hummock.max_committed_epoch())
+    }
+
+    /// Actors running on each node.
+    pub async fn running_actors(&self) -> BTreeMap<WorkerId, Vec<ActorId>> {
+        let mut out = BTreeMap::new();
+        for node in self.nodes() {
+            if let Ok(ids) = node.barrier_manager().actor_ids().await {
+                out.insert(node.worker(), ids);
+            }
+        }
+        out
+    }
+}

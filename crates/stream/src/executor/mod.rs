@@ -1,0 +1,84 @@
+//! Executors. Each is a struct with an `execute_inner` async generator: it reads its input, handles barriers
+//! in one place, and commits its state tables for the barrier's `prev` epoch before yielding the barrier.
+
+mod chain;
+mod dispatch;
+mod dml;
+mod flow_control;
+mod materialize;
+mod merge;
+mod sink;
+#[cfg(test)]
+mod tests;
+
+use epochlab_barrier::Barrier;
+use epochlab_common::StreamChunk;
+use epochlab_state_table::StateTableError;
+use epochlab_storage::StorageError;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use thiserror::Error;
+
+pub use chain::ChainExecutor;
+pub use dispatch::DispatchExecutor;
+pub use dml::DmlExecutor;
+pub use flow_control::FlowControlExecutor;
+pub use materialize::MaterializeExecutor;
+pub use merge::MergeExecutor;
+pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+
+#[derive(Clone, Debug)]
+pub enum Message {
+    Chunk(StreamChunk),
+    Barrier(Barrier),
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum StreamExecutorError {
+    #[error(transparent)]
+    StateTable(#[from] StateTableError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("channel {0} closed")]
+    ChannelClosed(String),
+    #[error("{executor}: barrier of epoch {got} while epoch {expected} is pending")]
+    BarrierMisaligned {
+        executor: String,
+        expected: u64,
+        got: u64,
+    },
+    #[error("{executor}: the first message must be an Initial or Checkpoint barrier, got {got}")]
+    FirstMessage { executor: String, got: String },
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type StreamExecutorResult<T> = Result<T, StreamExecutorError>;
+pub type BoxedMessageStream = BoxStream<'static, StreamExecutorResult<Message>>;
+
+/// An executor, ready to run.
+pub trait Execute: Send + 'static {
+    fn execute(self: Box<Self>) -> BoxedMessageStream;
+    fn identity(&self) -> String;
+}
+
+pub type BoxedExecutor = Box<dyn Execute>;
+
+/// Take the first message of `input`, which must be an Initial or Checkpoint barrier.
+pub async fn expect_first_barrier(
+    input: &mut BoxedMessageStream,
+    executor: &str,
+) -> StreamExecutorResult<Barrier> {
+    let got = match input.next().await {
+        Some(Ok(Message::Barrier(b))) if b.kind != epochlab_barrier::BarrierKind::Barrier => {
+            return Ok(b);
+        }
+        Some(Ok(m)) => format!("{m:?}"),
+        Some(Err(e)) => return Err(e),
+        None => "end of stream".to_string(),
+    };
+    Err(StreamExecutorError::FirstMessage {
+        executor: executor.to_string(),
+        got,
+    })
+}

@@ -1,0 +1,514 @@
+//! The local barrier manager of one compute node (RisingWave's `LocalBarrierWorker`, reference §2.5): one
+//! event loop that owns the node's actors and the per-epoch collection state.
+//!
+//! Per `prev` epoch: `Stashed` (actors collected before meta's inject arrived, the race of RisingWave #806),
+//! `Issued` (waiting for `remaining` actors), `AllCollected`, `Syncing`, `Completed`. Fully collected epochs
+//! are sealed in epoch order, and checkpoints are synced; meta's `barrier_complete` waits for `Completed`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use epochlab_barrier::{Barrier, BarrierCompleteResponse, BarrierKind, CreateMviewProgress};
+use epochlab_common::plan::StreamActorDesc;
+use epochlab_common::{ActorId, Epoch, EpochPair, WorkerId, event};
+use epochlab_storage::{StorageResult, SyncResult};
+use futures::FutureExt;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesOrdered;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use super::build::{BuildEnv, build_actor};
+
+/// Events the worker may have queued, at most.
+pub const EVENT_QUEUE: usize = 4096;
+
+type Reply<T> = oneshot::Sender<Result<T, String>>;
+
+pub(crate) enum LocalEvent {
+    Inject {
+        barrier: Barrier,
+        to_send: BTreeSet<ActorId>,
+        to_collect: BTreeSet<ActorId>,
+        reply: Reply<()>,
+    },
+    Collect {
+        actor: ActorId,
+        epoch: EpochPair,
+    },
+    ActorFailure {
+        actor: ActorId,
+        error: String,
+    },
+    AwaitEpochCompleted {
+        prev: Epoch,
+        reply: Reply<BarrierCompleteResponse>,
+    },
+    Build {
+        actors: Vec<StreamActorDesc>,
+        generation: u64,
+        reply: Reply<()>,
+    },
+    Drop {
+        actors: Vec<ActorId>,
+        reply: Reply<()>,
+    },
+    Reset {
+        generation: u64,
+        prev_epoch: Epoch,
+        reply: Reply<()>,
+    },
+    ReportProgress {
+        curr_epoch: Epoch,
+        progress: CreateMviewProgress,
+    },
+    ListActors {
+        reply: Reply<Vec<ActorId>>,
+    },
+}
+
+/// The handle actors and the node's service use to reach the worker.
+#[derive(Clone)]
+pub struct LocalBarrierManager {
+    worker: WorkerId,
+    tx: mpsc::Sender<LocalEvent>,
+}
+
+impl LocalBarrierManager {
+    pub fn worker(&self) -> WorkerId {
+        self.worker
+    }
+
+    async fn send(&self, ev: LocalEvent) {
+        // The worker outlives every actor of its node; a failed send means the node is being torn down.
+        let _ = self.tx.send(ev).await;
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> LocalEvent) -> Result<T, String> {
+        let (reply, rx) = oneshot::channel();
+        self.send(make(reply)).await;
+        rx.await
+            .map_err(|_| "the node's barrier worker is gone".to_string())?
+    }
+
+    /// An actor has processed `barrier`.
+    pub async fn collect(&self, actor: ActorId, barrier: &Barrier) {
+        self.send(LocalEvent::Collect {
+            actor,
+            epoch: barrier.epoch,
+        })
+        .await;
+    }
+
+    pub async fn notify_failure(&self, actor: ActorId, error: String) {
+        self.send(LocalEvent::ActorFailure { actor, error }).await;
+    }
+
+    /// A backfill actor's progress for the barrier of `curr_epoch`.
+    pub async fn report_progress(&self, curr_epoch: Epoch, progress: CreateMviewProgress) {
+        self.send(LocalEvent::ReportProgress {
+            curr_epoch,
+            progress,
+        })
+        .await;
+    }
+
+    pub async fn inject(
+        &self,
+        barrier: Barrier,
+        to_send: BTreeSet<ActorId>,
+        to_collect: BTreeSet<ActorId>,
+    ) -> Result<(), String> {
+        self.ask(|reply| LocalEvent::Inject {
+            barrier,
+            to_send,
+            to_collect,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn await_epoch_completed(
+        &self,
+        prev: Epoch,
+    ) -> Result<BarrierCompleteResponse, String> {
+        self.ask(|reply| LocalEvent::AwaitEpochCompleted { prev, reply })
+            .await
+    }
+
+    pub async fn build(&self, actors: Vec<StreamActorDesc>, generation: u64) -> Result<(), String> {
+        self.ask(|reply| LocalEvent::Build {
+            actors,
+            generation,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn drop_actors(&self, actors: Vec<ActorId>) -> Result<(), String> {
+        self.ask(|reply| LocalEvent::Drop { actors, reply }).await
+    }
+
+    /// The actors running on this node.
+    pub async fn actor_ids(&self) -> Result<Vec<ActorId>, String> {
+        self.ask(|reply| LocalEvent::ListActors { reply }).await
+    }
+
+    pub async fn reset(&self, generation: u64, prev_epoch: Epoch) -> Result<(), String> {
+        self.ask(|reply| LocalEvent::Reset {
+            generation,
+            prev_epoch,
+            reply,
+        })
+        .await
+    }
+}
+
+enum EpochState {
+    Stashed(BTreeSet<ActorId>),
+    Issued {
+        barrier: Barrier,
+        remaining: BTreeSet<ActorId>,
+    },
+    AllCollected(Barrier),
+    Syncing,
+    Completed(Result<BarrierCompleteResponse, String>),
+}
+
+struct ActorEntry {
+    abort: AbortHandle,
+    barrier_tx: Option<mpsc::UnboundedSender<Barrier>>,
+}
+
+pub(crate) struct LocalBarrierWorker {
+    env: BuildEnv,
+    handle: LocalBarrierManager,
+    actors: BTreeMap<ActorId, ActorEntry>,
+    failed: BTreeMap<ActorId, String>,
+    epochs: BTreeMap<Epoch, EpochState>,
+    waiters: BTreeMap<Epoch, Vec<Reply<BarrierCompleteResponse>>>,
+    progress: BTreeMap<Epoch, Vec<CreateMviewProgress>>,
+    syncing: FuturesOrdered<BoxFuture<'static, (Epoch, Epoch, StorageResult<SyncResult>)>>,
+}
+
+impl LocalBarrierWorker {
+    pub(crate) fn new(env: BuildEnv) -> (Self, mpsc::Receiver<LocalEvent>) {
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        let handle = LocalBarrierManager {
+            worker: env.worker,
+            tx,
+        };
+        let this = Self {
+            env,
+            handle,
+            actors: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            epochs: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            progress: BTreeMap::new(),
+            syncing: FuturesOrdered::new(),
+        };
+        (this, rx)
+    }
+
+    pub(crate) fn handle(&self) -> LocalBarrierManager {
+        self.handle.clone()
+    }
+
+    pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<LocalEvent>) {
+        loop {
+            tokio::select! {
+                biased;
+                Some((prev, curr, result)) = self.syncing.next() => self.on_synced(prev, curr, result),
+                ev = rx.recv() => match ev {
+                    Some(ev) => self.handle_event(ev).await,
+                    None => return,
+                },
+            }
+        }
+    }
+
+    async fn handle_event(&mut self, ev: LocalEvent) {
+        match ev {
+            LocalEvent::Inject {
+                barrier,
+                to_send,
+                to_collect,
+                reply,
+            } => {
+                let r = self.inject(barrier, to_send, to_collect);
+                let _ = reply.send(r);
+            }
+            LocalEvent::Collect { actor, epoch } => self.collect(actor, epoch),
+            LocalEvent::ActorFailure { actor, error } => self.on_actor_failure(actor, error),
+            LocalEvent::AwaitEpochCompleted { prev, reply } => {
+                if let Some(EpochState::Completed(_)) = self.epochs.get(&prev) {
+                    let Some(EpochState::Completed(r)) = self.epochs.remove(&prev) else {
+                        unreachable!()
+                    };
+                    let _ = reply.send(r);
+                } else {
+                    self.waiters.entry(prev).or_default().push(reply);
+                }
+            }
+            LocalEvent::Build {
+                actors,
+                generation,
+                reply,
+            } => {
+                let r = self.build(actors, generation);
+                let _ = reply.send(r);
+            }
+            LocalEvent::Drop { actors, reply } => {
+                for a in actors {
+                    if let Some(e) = self.actors.remove(&a) {
+                        e.abort.abort();
+                    }
+                    self.failed.remove(&a);
+                    self.env.dml.remove(a);
+                }
+                let _ = reply.send(Ok(()));
+            }
+            LocalEvent::Reset {
+                generation,
+                prev_epoch,
+                reply,
+            } => {
+                self.reset(generation, prev_epoch);
+                let _ = reply.send(Ok(()));
+            }
+            LocalEvent::ReportProgress {
+                curr_epoch,
+                progress,
+            } => {
+                self.progress.entry(curr_epoch).or_default().push(progress);
+            }
+            LocalEvent::ListActors { reply } => {
+                let _ = reply.send(Ok(self.actors.keys().copied().collect()));
+            }
+        }
+    }
+
+    fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> Result<(), String> {
+        for desc in descs {
+            let id = desc.actor_id;
+            if self.actors.contains_key(&id) {
+                return Err(format!(
+                    "actor {id} already exists on worker {}",
+                    self.env.worker
+                ));
+            }
+            let (actor, barrier_tx) =
+                build_actor(&self.env, &desc, generation, self.handle.clone())?;
+            let abort = self.env.tasks.spawn(actor.run());
+            self.actors.insert(id, ActorEntry { abort, barrier_tx });
+        }
+        Ok(())
+    }
+
+    fn inject(
+        &mut self,
+        barrier: Barrier,
+        to_send: BTreeSet<ActorId>,
+        to_collect: BTreeSet<ActorId>,
+    ) -> Result<(), String> {
+        let worker = self.env.worker;
+        for a in &to_collect {
+            if let Some(err) = self.failed.get(a) {
+                return Err(format!("actor {a} on worker {worker} has failed: {err}"));
+            }
+            if !self.actors.contains_key(a) {
+                return Err(format!("actor {a} not found on worker {worker}"));
+            }
+        }
+        let prev = barrier.epoch.prev;
+        let remaining = match self.epochs.remove(&prev) {
+            None => to_collect.clone(),
+            Some(EpochState::Stashed(collected)) => {
+                assert!(
+                    collected.is_subset(&to_collect),
+                    "actors collected a barrier they were not sent"
+                );
+                to_collect.difference(&collected).copied().collect()
+            }
+            Some(_) => return Err(format!("epoch {prev} injected twice on worker {worker}")),
+        };
+        for a in &to_send {
+            let tx = self
+                .actors
+                .get(a)
+                .and_then(|e| e.barrier_tx.as_ref())
+                .ok_or_else(|| format!("source actor {a} not found on worker {worker}"))?;
+            // Unbounded: meta's in-flight limit bounds the barriers queued here.
+            let _ = tx.send(barrier.clone());
+        }
+        if let Some(stopped) = barrier.all_stop_actors() {
+            for a in stopped {
+                if let Some(e) = self.actors.get_mut(a) {
+                    e.barrier_tx = None;
+                }
+            }
+        }
+        let state = if remaining.is_empty() {
+            EpochState::AllCollected(barrier)
+        } else {
+            EpochState::Issued { barrier, remaining }
+        };
+        self.epochs.insert(prev, state);
+        self.try_complete();
+        Ok(())
+    }
+
+    fn collect(&mut self, actor: ActorId, epoch: EpochPair) {
+        let state = self
+            .epochs
+            .entry(epoch.prev)
+            .or_insert_with(|| EpochState::Stashed(BTreeSet::new()));
+        match state {
+            EpochState::Stashed(s) => {
+                s.insert(actor);
+            }
+            EpochState::Issued { barrier, remaining } => {
+                remaining.remove(&actor);
+                if remaining.is_empty() {
+                    *state = EpochState::AllCollected(barrier.clone());
+                    self.try_complete();
+                }
+            }
+            _ => tracing::warn!(
+                actor_id = actor.0,
+                prev = epoch.prev.0,
+                "collect of a completed epoch"
+            ),
+        }
+    }
+
+    /// Seal (and for checkpoints, sync) every fully collected epoch that has no incomplete epoch before it.
+    fn try_complete(&mut self) {
+        let ready: Vec<Epoch> = self
+            .epochs
+            .iter()
+            .take_while(|(_, s)| !matches!(s, EpochState::Stashed(_) | EpochState::Issued { .. }))
+            .filter(|(_, s)| matches!(s, EpochState::AllCollected(_)))
+            .map(|(e, _)| *e)
+            .collect();
+        for prev in ready {
+            let Some(EpochState::AllCollected(barrier)) = self.epochs.remove(&prev) else {
+                unreachable!()
+            };
+            let curr = barrier.epoch.curr;
+            let storage = self.env.storage.clone();
+            if barrier.kind == BarrierKind::Initial {
+                self.complete(prev, curr, Ok(None));
+                continue;
+            }
+            if let Err(e) = storage.seal_epoch(prev) {
+                self.complete(prev, curr, Err(e.to_string()));
+                continue;
+            }
+            if barrier.kind == BarrierKind::Checkpoint {
+                self.epochs.insert(prev, EpochState::Syncing);
+                self.syncing
+                    .push_back(async move { (prev, curr, storage.sync(prev).await) }.boxed());
+            } else {
+                self.complete(prev, curr, Ok(None));
+            }
+        }
+    }
+
+    fn on_synced(&mut self, prev: Epoch, curr: Epoch, result: StorageResult<SyncResult>) {
+        if !matches!(self.epochs.get(&prev), Some(EpochState::Syncing)) {
+            return; // reset meanwhile
+        }
+        self.complete(prev, curr, result.map(Some).map_err(|e| e.to_string()));
+    }
+
+    fn complete(&mut self, prev: Epoch, curr: Epoch, result: Result<Option<SyncResult>, String>) {
+        let create_progress = self.progress.remove(&curr).unwrap_or_default();
+        let result = result.map(|synced| BarrierCompleteResponse {
+            worker: self.env.worker,
+            prev_epoch: prev,
+            synced,
+            create_progress,
+        });
+        match self.waiters.remove(&prev) {
+            Some(waiters) => {
+                for w in waiters {
+                    let _ = w.send(result.clone());
+                }
+                self.epochs.remove(&prev);
+            }
+            None => {
+                self.epochs.insert(prev, EpochState::Completed(result));
+            }
+        }
+    }
+
+    fn on_actor_failure(&mut self, actor: ActorId, error: String) {
+        event!(
+            self.env.log,
+            "actor failure",
+            "worker={} actor={actor} error={error}",
+            self.env.worker
+        );
+        self.env.stats.record_actor_failure(&error);
+        self.actors.remove(&actor);
+        self.env.dml.remove(actor);
+        let message = format!(
+            "actor {actor} on worker {} failed: {error}",
+            self.env.worker
+        );
+        self.failed.insert(actor, error);
+        // Every epoch still being collected fails; meta will recover.
+        let pending: Vec<Epoch> = self
+            .epochs
+            .iter()
+            .filter(|(_, s)| {
+                matches!(
+                    s,
+                    EpochState::Stashed(_)
+                        | EpochState::Issued { .. }
+                        | EpochState::AllCollected(_)
+                )
+            })
+            .map(|(e, _)| *e)
+            .collect();
+        for prev in pending {
+            self.epochs.remove(&prev);
+            self.complete(prev, Epoch::INVALID, Err(message.clone()));
+        }
+        // Waiters for epochs not even injected yet fail too.
+        for (_, waiters) in std::mem::take(&mut self.waiters) {
+            for w in waiters {
+                let _ = w.send(Err(message.clone()));
+            }
+        }
+    }
+
+    fn reset(&mut self, generation: u64, prev_epoch: Epoch) {
+        let actors: BTreeSet<ActorId> = self.actors.keys().copied().collect();
+        for (_, e) in std::mem::take(&mut self.actors) {
+            e.abort.abort();
+        }
+        self.failed.clear();
+        self.epochs.clear();
+        self.progress.clear();
+        self.syncing = FuturesOrdered::new();
+        for (_, waiters) in std::mem::take(&mut self.waiters) {
+            for w in waiters {
+                let _ = w.send(Err("the node was reset".to_string()));
+            }
+        }
+        self.env.dml.clear();
+        self.env.storage.clear(generation);
+        self.env.exchange.purge_before(generation);
+        self.env.sinks.discard_above(prev_epoch, &actors);
+        event!(
+            self.env.log,
+            "reset node",
+            "worker={} generation={generation} prev_epoch={prev_epoch} aborted_actors={}",
+            self.env.worker,
+            actors.len()
+        );
+    }
+}

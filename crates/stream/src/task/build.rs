@@ -1,0 +1,227 @@
+//! Building actors from their plans (RisingWave's `from_proto` builders).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use epochlab_barrier::Barrier;
+use epochlab_common::plan::{StreamActorDesc, StreamNode};
+use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId};
+use epochlab_state_table::StateTable;
+use epochlab_storage::NodeStorage;
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::actor::Actor;
+use super::barrier_worker::LocalBarrierManager;
+use super::exchange::ExchangeRegistry;
+use crate::executor::{
+    BoxedExecutor, ChainExecutor, DispatchExecutor, DmlExecutor, FlowControlExecutor,
+    MaterializeExecutor, MergeExecutor, SinkExecutor, SinkRegistry,
+};
+
+/// Every task of one node: killing the node aborts them all at once.
+#[derive(Default)]
+pub struct NodeTasks {
+    set: Mutex<JoinSet<()>>,
+}
+
+impl NodeTasks {
+    pub fn spawn<F>(&self, f: F) -> AbortHandle
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        while set.try_join_next().is_some() {}
+        set.spawn(f)
+    }
+
+    pub fn abort_all(&self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+}
+
+/// DML channels of a node's table actors (RisingWave's `DmlManager`).
+#[derive(Clone, Default)]
+pub struct DmlManager {
+    inner: Arc<Mutex<BTreeMap<ActorId, mpsc::Sender<StreamChunk>>>>,
+}
+
+impl DmlManager {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ActorId, mpsc::Sender<StreamChunk>>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn register(&self, actor: ActorId, tx: mpsc::Sender<StreamChunk>) {
+        self.lock().insert(actor, tx);
+    }
+
+    pub fn get(&self, actor: ActorId) -> Option<mpsc::Sender<StreamChunk>> {
+        self.lock().get(&actor).cloned()
+    }
+
+    pub fn remove(&self, actor: ActorId) {
+        self.lock().remove(&actor);
+    }
+
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+/// Counters of one node's streaming side.
+#[derive(Default, Debug)]
+pub struct StreamStats {
+    pub actor_failures: AtomicU64,
+    failures_by_reason: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl StreamStats {
+    /// The reason label of a failure: a small fixed set.
+    pub fn reason_of(error: &str) -> &'static str {
+        if error.contains("not found") && error.starts_with("row ") {
+            "state_missing"
+        } else if error.contains("channel") {
+            "channel_closed"
+        } else if error.contains("inconsistent")
+            || error.contains("already exists")
+            || error.contains("differs")
+        {
+            "inconsistent_state"
+        } else if error.contains("stale generation") {
+            "stale_generation"
+        } else {
+            "other"
+        }
+    }
+
+    pub(crate) fn record_actor_failure(&self, error: &str) {
+        self.actor_failures.fetch_add(1, Ordering::Relaxed);
+        *self
+            .failures_by_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(Self::reason_of(error))
+            .or_default() += 1;
+    }
+
+    pub fn failures_by_reason(&self) -> BTreeMap<&'static str, u64> {
+        self.failures_by_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// What building an actor needs from its node.
+pub(crate) struct BuildEnv {
+    pub worker: WorkerId,
+    pub storage: NodeStorage,
+    pub exchange: ExchangeRegistry,
+    pub sinks: SinkRegistry,
+    pub dml: DmlManager,
+    pub tasks: Arc<NodeTasks>,
+    pub clock: Clock,
+    pub log: EventLog,
+    pub stats: Arc<StreamStats>,
+    pub dml_channel_capacity: usize,
+}
+
+/// Build one actor; a source actor also returns the sender its barriers are injected into.
+pub(crate) fn build_actor(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    generation: u64,
+    barrier_manager: LocalBarrierManager,
+) -> Result<(Actor, Option<mpsc::UnboundedSender<Barrier>>), String> {
+    let (barrier_tx, mut barrier_rx) = if desc.is_source() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let executor = build_node(env, desc, &desc.node, generation, &mut barrier_rx)?;
+    let consumer = DispatchExecutor::new(
+        desc.actor_id,
+        executor,
+        &desc.dispatchers,
+        env.exchange.clone(),
+        generation,
+    )
+    .execute();
+    let actor = Actor {
+        id: desc.actor_id,
+        consumer,
+        barrier_manager,
+    };
+    Ok((actor, barrier_tx))
+}
+
+fn build_node(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    generation: u64,
+    barrier_rx: &mut Option<mpsc::UnboundedReceiver<Barrier>>,
+) -> Result<BoxedExecutor, String> {
+    let actor_id = desc.actor_id;
+    Ok(match node {
+        StreamNode::Dml { table_id, .. } => {
+            let rx = barrier_rx
+                .take()
+                .ok_or_else(|| format!("actor {actor_id} has two barrier sources"))?;
+            let (dml_tx, dml_rx) = mpsc::channel(env.dml_channel_capacity);
+            env.dml.register(actor_id, dml_tx);
+            Box::new(DmlExecutor::new(actor_id, *table_id, rx, dml_rx))
+        }
+        StreamNode::Merge {
+            upstream_actors, ..
+        } => {
+            let upstreams = upstream_actors
+                .iter()
+                .map(|&up| (up, env.exchange.take_receiver(generation, up, actor_id)))
+                .collect();
+            Box::new(MergeExecutor::new(actor_id, upstreams))
+        }
+        StreamNode::Chain { input } => Box::new(ChainExecutor::new(build_node(
+            env, desc, input, generation, barrier_rx,
+        )?)),
+        StreamNode::Materialize { table, input } => {
+            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            if table.vnode_count.get() != desc.vnodes.len() {
+                return Err(format!(
+                    "actor {actor_id}: table {} has {} vnodes, the actor's bitmap {}",
+                    table.table_id,
+                    table.vnode_count.get(),
+                    desc.vnodes.len()
+                ));
+            }
+            let state = StateTable::new(table.clone(), &env.storage, desc.vnodes.clone());
+            Box::new(MaterializeExecutor::new(input, state))
+        }
+        StreamNode::FlowControl { rate_limit, input } => {
+            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            Box::new(FlowControlExecutor::new(
+                actor_id,
+                input,
+                *rate_limit,
+                env.clock.clone(),
+            ))
+        }
+        StreamNode::Sink { sink, input } => {
+            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            if sink.kind == epochlab_common::plan::SinkKind::Collecting {
+                env.sinks.ensure(sink.sink_id, &sink.pk_indices);
+            }
+            Box::new(SinkExecutor::new(
+                actor_id,
+                input,
+                sink.clone(),
+                env.sinks.clone(),
+            ))
+        }
+    })
+}

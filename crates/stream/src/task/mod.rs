@@ -1,0 +1,7 @@
+//! The compute node's runtime: exchange channels, actors, the local barrier worker, the node itself.
+
+pub mod actor;
+pub mod barrier_worker;
+pub mod build;
+pub mod compute_node;
+pub mod exchange;
