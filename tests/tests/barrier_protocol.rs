@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use epochlab_common::TableId;
 use epochlab_common::plan::SinkKind;
-use epochlab_meta::{MetaConfig, SinkOptions};
+use epochlab_meta::{JobOptions, MetaConfig, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_tests::{Oracle, check_commits, schema};
@@ -33,7 +33,7 @@ async fn pipeline(cluster: &Cluster, p_table: usize, p_mv: usize, p_sink: usize)
     let (types, pk) = schema();
     let table = cluster.create_table("t", types, pk, p_table).await.unwrap();
     let mv = cluster
-        .create_materialized_view("mv", table, p_mv)
+        .create_materialized_view("mv", table, JobOptions::parallelism(p_mv))
         .await
         .unwrap();
     let options = SinkOptions {
@@ -41,7 +41,7 @@ async fn pipeline(cluster: &Cluster, p_table: usize, p_mv: usize, p_sink: usize)
         ..Default::default()
     };
     let sink = cluster
-        .create_sink("s", table, p_sink, options)
+        .create_sink("s", table, JobOptions::parallelism(p_sink), options)
         .await
         .unwrap();
     Pipeline { table, mv, sink }
@@ -132,7 +132,7 @@ fn alignment_under_skewed_delays() {
         let (types, pk) = schema();
         let table = cluster.create_table("t", types, pk, 4).await.unwrap();
         let mv = cluster
-            .create_materialized_view("mv", table, 1)
+            .create_materialized_view("mv", table, JobOptions::parallelism(1))
             .await
             .unwrap();
         let options = SinkOptions {
@@ -140,7 +140,10 @@ fn alignment_under_skewed_delays() {
             chunk_delay: Duration::from_millis(15),
             ..Default::default()
         };
-        let sink = cluster.create_sink("s", table, 2, options).await.unwrap();
+        let sink = cluster
+            .create_sink("s", table, JobOptions::parallelism(2), options)
+            .await
+            .unwrap();
         let p = Pipeline { table, mv, sink };
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, table, &mut oracle, 40).await;
@@ -202,13 +205,22 @@ fn drop_removes_actors_and_unregisters_tables() {
             .iter()
             .map(|a| a.actor_id)
             .collect();
+        let progress = |id| {
+            cluster
+                .meta
+                .relation(id)
+                .unwrap()
+                .progress_table
+                .unwrap()
+                .table_id
+        };
         assert_eq!(
             cluster
                 .hummock
                 .registered_tables()
                 .into_iter()
                 .collect::<Vec<_>>(),
-            vec![p.table, p.mv]
+            vec![p.table, p.mv, progress(p.mv), progress(p.sink)]
         );
         assert!(
             cluster.drop_job(p.table).await.is_err(),
@@ -320,35 +332,30 @@ proptest! {
             let (types, pk) = schema();
             let table = cluster.create_table("t", types, pk, p_table).await.unwrap();
             let mut oracle = Oracle::default();
-            // Jobs created after some DML see only later changes: track an oracle per job.
-            let mut views: Vec<(TableId, Oracle)> = Vec::new();
-            let mut sinks: Vec<(TableId, Oracle)> = Vec::new();
+            // Jobs backfill what the table had when they were created: each must end equal to the table.
+            let mut views: Vec<TableId> = Vec::new();
+            let mut sinks: Vec<TableId> = Vec::new();
             for step in steps {
                 match step {
                     0 if views.len() < 3 => {
-                        let id = cluster.create_materialized_view("mv", table, 1 + (seed as usize % 3)).await.unwrap();
-                        views.push((id, Oracle::default()));
+                        let id = cluster.create_materialized_view("mv", table, JobOptions::parallelism(1 + (seed as usize % 3))).await.unwrap();
+                        views.push(id);
                     }
                     1 if sinks.len() < 3 => {
                         let options = SinkOptions { kind: SinkKind::Collecting, ..Default::default() };
-                        let id = cluster.create_sink("s", table, 2, options).await.unwrap();
-                        sinks.push((id, Oracle::default()));
+                        let id = cluster.create_sink("s", table, JobOptions::parallelism(2), options).await.unwrap();
+                        sinks.push(id);
                     }
                     2 if !views.is_empty() => {
-                        let (id, _) = views.remove(0);
+                        let id = views.remove(0);
                         cluster.drop_job(id).await.unwrap();
                     }
                     3 if !sinks.is_empty() => {
-                        let (id, _) = sinks.remove(0);
+                        let id = sinks.remove(0);
                         cluster.drop_job(id).await.unwrap();
                     }
                     _ => {
-                        // Inserts of fresh keys only, so jobs created later see a consistent change stream.
-                        let start = oracle.len() as i64 * 1000 + seed as i64 % 1000;
-                        let batch = oracle.gen_inserts(start, 10);
-                        for (_, o) in views.iter_mut().chain(sinks.iter_mut()) {
-                            o.gen_inserts(start, 10);
-                        }
+                        let batch = oracle.gen_batch(&ctx.rng, 10, 40);
                         cluster.dml(table, batch).await.unwrap();
                     }
                 }
@@ -356,16 +363,20 @@ proptest! {
             }
             cluster.flush().await.unwrap();
             assert_eq!(Oracle::sorted(&cluster.committed_rows(table)), oracle.rows());
-            for (id, o) in &views {
-                assert_eq!(Oracle::sorted(&cluster.committed_rows(*id)), o.rows());
+            for id in &views {
+                assert_eq!(Oracle::sorted(&cluster.committed_rows(*id)), oracle.rows());
             }
-            for (id, o) in &sinks {
+            for id in &sinks {
                 let (rows, anomalies) = cluster.sink_rows(*id).unwrap();
                 assert!(anomalies.is_empty());
-                assert_eq!(Oracle::sorted(&rows), o.rows());
+                assert_eq!(Oracle::sorted(&rows), oracle.rows());
             }
             let mut expected_tables = vec![table];
-            expected_tables.extend(views.iter().map(|(id, _)| *id));
+            for id in views.iter().chain(&sinks) {
+                let rel = cluster.meta.relation(*id).unwrap();
+                expected_tables.extend(rel.state_tables());
+            }
+            expected_tables.sort();
             assert_eq!(cluster.hummock.registered_tables().into_iter().collect::<Vec<_>>(), expected_tables);
         });
         prop_assert!(check_commits(&out.log.lines()).is_ok());

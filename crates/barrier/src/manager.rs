@@ -19,7 +19,9 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
 use crate::barrier::{Barrier, BarrierKind};
-use crate::command::{BarrierCompleteResponse, Command, CommandContext, InflightActorInfo};
+use crate::command::{
+    BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
+};
 use crate::error::{BarrierError, BarrierResult};
 use crate::schedule::{Notifier, ScheduledBarriers};
 
@@ -66,8 +68,13 @@ pub trait GlobalBarrierManagerContext: Send + Sync + 'static {
     /// Commit a checkpoint epoch with the nodes' synced data.
     fn commit_epoch(&self, ctx: &CommandContext, syncs: Vec<SyncResult>) -> BarrierResult<()>;
 
-    /// The command's work after its barrier is collected (and committed).
-    fn post_collect(&self, ctx: &CommandContext) -> impl Future<Output = BarrierResult<()>> + Send;
+    /// The command's work after its barrier is collected (and committed), with the backfill progress the
+    /// nodes reported for it.
+    fn post_collect(
+        &self,
+        ctx: &CommandContext,
+        progress: Vec<CreateMviewProgress>,
+    ) -> impl Future<Output = BarrierResult<()>> + Send;
 
     /// Recover the cluster (retrying until it succeeds). `last_epoch` is the highest epoch issued so far: the
     /// Initial barrier's `curr` must be above it.
@@ -344,7 +351,12 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.context.post_collect(&ctx).await?;
+        let progress = node
+            .responses
+            .iter_mut()
+            .flat_map(|r| std::mem::take(&mut r.create_progress))
+            .collect();
+        self.context.post_collect(&ctx, progress).await?;
         for n in &mut node.notifiers {
             n.notify_collected();
             n.notify_finished();

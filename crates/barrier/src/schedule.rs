@@ -158,6 +158,11 @@ impl BarrierScheduler {
         Ok(())
     }
 
+    /// Make the next barrier a checkpoint (a finished creating job waits for one).
+    pub fn force_checkpoint_in_next_barrier(&self) {
+        self.inner.force_checkpoint.store(true, Ordering::SeqCst);
+    }
+
     /// Wait for the next barrier (a checkpoint when `checkpoint`) to be collected: SQL `FLUSH`.
     pub async fn flush(&self, checkpoint: bool) -> BarrierResult<()> {
         let rx = self.push(Command::Plain(None), checkpoint)?;

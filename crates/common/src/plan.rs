@@ -96,8 +96,17 @@ pub enum StreamNode {
         upstream_fragment: FragmentId,
         upstream_actors: Vec<ActorId>,
     },
-    /// A scan of the upstream that forwards only the changes made after the job was created (no backfill).
-    Chain { input: Box<StreamNode> },
+    /// Arrangement backfill over `input` (a Merge of the upstream table's actors): reads the upstream table's
+    /// snapshot per vnode through a replicated copy, and persists its progress in `state_table`.
+    ArrangementBackfill {
+        upstream_table: Arc<TableDesc>,
+        state_table: Arc<TableDesc>,
+        /// Snapshot rows per second per actor; `None` is unlimited.
+        rate_limit: Option<u32>,
+        /// Rows per snapshot chunk at most.
+        chunk_size: usize,
+        input: Box<StreamNode>,
+    },
     /// Write every change into a table's state table, then forward it.
     Materialize {
         table: Arc<TableDesc>,
@@ -133,7 +142,7 @@ impl StreamActorDesc {
             match n {
                 StreamNode::Dml { .. } => true,
                 StreamNode::Merge { .. } => false,
-                StreamNode::Chain { input }
+                StreamNode::ArrangementBackfill { input, .. }
                 | StreamNode::Materialize { input, .. }
                 | StreamNode::FlowControl { input, .. }
                 | StreamNode::Sink { input, .. } => has_dml(input),

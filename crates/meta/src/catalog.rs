@@ -10,6 +10,9 @@ use epochlab_common::plan::{
 };
 use epochlab_common::{ActorId, Bitmap, FragmentId, TableId, WorkerId};
 
+/// Rows per arrangement-backfill snapshot chunk at most (RisingWave's `stream_chunk_size`).
+pub const BACKFILL_CHUNK_SIZE: usize = 256;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelationKind {
     Table,
@@ -53,9 +56,14 @@ pub struct Relation {
     pub fragment_id: FragmentId,
     pub actors: Vec<ActorPlacement>,
     pub sink: Option<SinkDesc>,
+    /// Backfill: snapshot rows per second per actor.
     pub rate_limit: Option<u32>,
-    /// State tables of the job other than its own table.
-    pub internal_tables: Vec<TableId>,
+    /// A sink's limit on all rows it writes, per second per actor.
+    pub sink_rate_limit: Option<u32>,
+    /// The arrangement backfill's progress table (views and sinks).
+    pub progress_table: Option<Arc<TableDesc>>,
+    /// Created in the background: DDL returned before the backfill finished, and the job survives recovery.
+    pub background: bool,
 }
 
 impl Relation {
@@ -65,7 +73,7 @@ impl Relation {
         if self.kind != RelationKind::Sink {
             t.push(self.id);
         }
-        t.extend(self.internal_tables.iter().copied());
+        t.extend(self.progress_table.iter().map(|d| d.table_id));
         t
     }
 
@@ -118,11 +126,20 @@ impl Catalog {
 
     /// The executor tree of `rel`'s actors.
     pub fn node_of(&self, rel: &Relation) -> StreamNode {
-        let merge = |rel: &Relation| {
+        let backfill = |rel: &Relation| {
             let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
-            StreamNode::Merge {
-                upstream_fragment: up.fragment_id,
-                upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
+            StreamNode::ArrangementBackfill {
+                upstream_table: up.desc.clone(),
+                state_table: rel
+                    .progress_table
+                    .clone()
+                    .expect("a job over a table has a progress table"),
+                rate_limit: rel.rate_limit,
+                chunk_size: BACKFILL_CHUNK_SIZE,
+                input: Box::new(StreamNode::Merge {
+                    upstream_fragment: up.fragment_id,
+                    upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
+                }),
             }
         };
         match rel.kind {
@@ -135,29 +152,30 @@ impl Catalog {
             },
             RelationKind::MaterializedView => StreamNode::Materialize {
                 table: rel.desc.clone(),
-                input: Box::new(StreamNode::Chain {
-                    input: Box::new(merge(rel)),
-                }),
+                input: Box::new(backfill(rel)),
             },
-            RelationKind::Sink => StreamNode::Sink {
-                sink: rel.sink.clone().expect("a sink has a sink description"),
-                input: Box::new(StreamNode::FlowControl {
-                    rate_limit: rel.rate_limit,
-                    input: Box::new(StreamNode::Chain {
-                        input: Box::new(merge(rel)),
-                    }),
-                }),
-            },
+            RelationKind::Sink => {
+                let input = match rel.sink_rate_limit {
+                    Some(limit) => StreamNode::FlowControl {
+                        rate_limit: Some(limit),
+                        input: Box::new(backfill(rel)),
+                    },
+                    None => backfill(rel),
+                };
+                StreamNode::Sink {
+                    sink: rel.sink.clone().expect("a sink has a sink description"),
+                    input: Box::new(input),
+                }
+            }
         }
     }
 
-    /// Plans of `rel`'s actors, with dispatchers towards its created downstream jobs (and, if given, the
-    /// downstream job being created, whose dispatchers arrive by its Add barrier instead).
+    /// Plans of `rel`'s actors, with dispatchers towards every downstream job in the catalog (a job being
+    /// created gets its upstream's dispatchers by its Add barrier instead: build it before adding it here).
     pub fn actor_descs(&self, rel: &Relation) -> Vec<StreamActorDesc> {
         let node = self.node_of(rel);
         let dispatchers: Vec<DispatcherDesc> = self
             .downstreams(rel.id)
-            .filter(|d| d.state == JobState::Created)
             .map(|d| d.dispatcher_from(rel))
             .collect();
         rel.actors

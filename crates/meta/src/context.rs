@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use epochlab_barrier::{
     AddMutation, Barrier, BarrierCompleteResponse, BarrierError, BarrierKind, BarrierResult,
-    Command, CommandContext, GlobalBarrierManagerContext, InflightActorInfo, Mutation,
-    RecoveredState, ScheduledBarriers,
+    Command, CommandContext, CreateMviewProgress, GlobalBarrierManagerContext, InflightActorInfo,
+    Mutation, RecoveredState, ScheduledBarriers,
 };
 use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
 use epochlab_rpc::{Network, Request, Response};
@@ -95,10 +95,30 @@ impl GlobalBarrierManagerContext for MetaContext {
             .map_err(|e| BarrierError::Commit(e.to_string()))
     }
 
-    fn post_collect(&self, ctx: &CommandContext) -> impl Future<Output = BarrierResult<()>> + Send {
+    fn post_collect(
+        &self,
+        ctx: &CommandContext,
+        progress: Vec<CreateMviewProgress>,
+    ) -> impl Future<Output = BarrierResult<()>> + Send {
         let inner = self.inner.clone();
         let command = ctx.command.clone();
+        let checkpoint = ctx.kind.is_checkpoint();
         async move {
+            // Creating jobs whose backfill is done become created on a checkpoint.
+            let done = inner.tracker().update(&progress);
+            if !done.is_empty() {
+                if checkpoint {
+                    for job in done {
+                        if let Some(r) = inner.catalog().relations.get_mut(&job) {
+                            r.state = JobState::Created;
+                        }
+                        inner.tracker().finish(job);
+                        event!(inner.log, "ddl", "finished creating id={job}");
+                    }
+                } else {
+                    inner.scheduler.force_checkpoint_in_next_barrier();
+                }
+            }
             if let Command::DropStreamingJobs {
                 actors,
                 unregistered_table_ids,
@@ -177,7 +197,7 @@ async fn recovery_attempt(
         let ids: Vec<_> = catalog
             .relations
             .values()
-            .filter(|r| r.state == JobState::Creating)
+            .filter(|r| r.state == JobState::Creating && !r.background)
             .map(|r| r.id)
             .collect();
         ids.into_iter()

@@ -4,6 +4,7 @@
 mod catalog;
 mod context;
 mod meta;
+mod progress;
 
 pub use catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
-pub use meta::{DdlError, DropMode, MetaConfig, MetaNode, SinkOptions};
+pub use meta::{DdlError, DropMode, JobOptions, MetaConfig, MetaNode, SinkOptions};

@@ -78,12 +78,35 @@ pub enum DdlError {
     Rpc { worker: WorkerId, message: String },
 }
 
-/// How a sink is created.
+/// How a view or sink over a table is created.
+#[derive(Clone, Debug)]
+pub struct JobOptions {
+    pub parallelism: usize,
+    /// Backfill snapshot rows per second per actor (`SET STREAMING_RATE_LIMIT`); `None` is unlimited.
+    pub rate_limit: Option<u32>,
+    /// Return once the job's Add barrier is collected instead of when its backfill finishes; the job then
+    /// survives recovery and resumes its backfill (`SET BACKGROUND_DDL = true`).
+    pub background: bool,
+}
+
+impl JobOptions {
+    pub fn parallelism(parallelism: usize) -> Self {
+        Self {
+            parallelism,
+            rate_limit: None,
+            background: false,
+        }
+    }
+}
+
+/// What a sink writes to, and how fast.
 #[derive(Clone, Debug)]
 pub struct SinkOptions {
     pub kind: SinkKind,
+    /// Simulated time the sink spends per chunk.
     pub chunk_delay: Duration,
-    pub rate_limit: Option<u32>,
+    /// Rows per second per actor the sink writes at most (a flow-control executor before it).
+    pub sink_rate_limit: Option<u32>,
 }
 
 impl Default for SinkOptions {
@@ -91,7 +114,7 @@ impl Default for SinkOptions {
         Self {
             kind: SinkKind::Collecting,
             chunk_delay: Duration::ZERO,
-            rate_limit: None,
+            sink_rate_limit: None,
         }
     }
 }
@@ -111,6 +134,7 @@ pub(crate) struct ClusterState {
 
 pub(crate) struct MetaInner {
     pub catalog: Mutex<Catalog>,
+    pub tracker: Mutex<crate::progress::CreateTracker>,
     pub cluster: Mutex<ClusterState>,
     pub ids: Mutex<Ids>,
     pub hummock: Arc<HummockManager>,
@@ -128,6 +152,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl MetaInner {
     pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
         lock(&self.catalog)
+    }
+
+    pub fn tracker(&self) -> std::sync::MutexGuard<'_, crate::progress::CreateTracker> {
+        lock(&self.tracker)
     }
 
     pub fn cluster(&self) -> std::sync::MutexGuard<'_, ClusterState> {
@@ -246,6 +274,7 @@ impl MetaNode {
         let (scheduler, scheduled) = BarrierScheduler::new();
         let inner = Arc::new(MetaInner {
             catalog: Mutex::default(),
+            tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState {
                 workers: BTreeMap::new(),
                 generation: 1,
@@ -308,6 +337,11 @@ impl MetaNode {
         self.inner.catalog().get(id).cloned()
     }
 
+    /// Snapshot rows a creating job's backfill has consumed so far (`None` once it is created).
+    pub fn backfill_progress(&self, id: TableId) -> Option<u64> {
+        self.inner.tracker().consumed_rows(id)
+    }
+
     pub fn relation_by_name(&self, name: &str) -> Option<Relation> {
         self.inner
             .catalog()
@@ -359,7 +393,9 @@ impl MetaNode {
             actors,
             sink: None,
             rate_limit: None,
-            internal_tables: Vec::new(),
+            sink_rate_limit: None,
+            progress_table: None,
+            background: false,
         };
         self.create_job(rel).await
     }
@@ -369,29 +405,15 @@ impl MetaNode {
         &self,
         name: &str,
         upstream: TableId,
-        parallelism: usize,
+        options: JobOptions,
     ) -> Result<TableId, DdlError> {
-        let up = self.upstream_table(upstream)?;
-        if parallelism == 0 {
-            return Err(DdlError::Invalid("parallelism must be at least 1".into()));
-        }
-        let id = self.inner.next_table_id();
-        let mut desc = (*up.desc).clone();
-        desc.table_id = id;
-        let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
-        let rel = Relation {
-            id,
-            name: name.to_string(),
-            kind: RelationKind::MaterializedView,
-            desc: Arc::new(desc),
-            upstream: Some(upstream),
-            state: JobState::Creating,
-            fragment_id,
-            actors,
-            sink: None,
-            rate_limit: None,
-            internal_tables: Vec::new(),
-        };
+        let rel = self.job_over(
+            name,
+            upstream,
+            RelationKind::MaterializedView,
+            &options,
+            None,
+        )?;
         self.create_job(rel).await
     }
 
@@ -400,36 +422,75 @@ impl MetaNode {
         &self,
         name: &str,
         upstream: TableId,
-        parallelism: usize,
-        options: SinkOptions,
+        options: JobOptions,
+        sink: SinkOptions,
     ) -> Result<TableId, DdlError> {
+        let rel = self.job_over(name, upstream, RelationKind::Sink, &options, Some(sink))?;
+        self.create_job(rel).await
+    }
+
+    /// A view or sink over `upstream`, with arrangement backfill and its progress table.
+    fn job_over(
+        &self,
+        name: &str,
+        upstream: TableId,
+        kind: RelationKind,
+        options: &JobOptions,
+        sink: Option<SinkOptions>,
+    ) -> Result<Relation, DdlError> {
         let up = self.upstream_table(upstream)?;
-        if parallelism == 0 {
+        if options.parallelism == 0 {
             return Err(DdlError::Invalid("parallelism must be at least 1".into()));
         }
         let id = self.inner.next_table_id();
         let mut desc = (*up.desc).clone();
         desc.table_id = id;
-        let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
-        let rel = Relation {
+        let progress_id = self.inner.next_table_id();
+        let progress =
+            TableDesc::backfill_state(progress_id, &up.desc.pk_types(), up.desc.vnode_count);
+        let (fragment_id, actors) = self.inner.place(options.parallelism, id.0 as usize)?;
+        Ok(Relation {
             id,
             name: name.to_string(),
-            kind: RelationKind::Sink,
+            kind,
             desc: Arc::new(desc),
             upstream: Some(upstream),
             state: JobState::Creating,
             fragment_id,
             actors,
-            sink: Some(SinkDesc {
+            sink: sink.as_ref().map(|s| SinkDesc {
                 sink_id: id,
-                kind: options.kind,
+                kind: s.kind,
                 pk_indices: up.desc.pk_indices.clone(),
-                chunk_delay: options.chunk_delay,
+                chunk_delay: s.chunk_delay,
             }),
-            rate_limit: options.rate_limit,
-            internal_tables: Vec::new(),
+            rate_limit: options.rate_limit.filter(|l| *l > 0),
+            sink_rate_limit: sink.and_then(|s| s.sink_rate_limit),
+            progress_table: Some(Arc::new(progress)),
+            background: options.background,
+        })
+    }
+
+    /// `ALTER ... SET STREAMING_RATE_LIMIT`: a new backfill rate limit for a job's actors, by a Throttle barrier.
+    pub async fn set_rate_limit(&self, id: TableId, limit: Option<u32>) -> Result<(), DdlError> {
+        let actors = {
+            let mut catalog = self.inner.catalog();
+            let rel = catalog
+                .relations
+                .get_mut(&id)
+                .ok_or_else(|| DdlError::NotFound(format!("relation {id}")))?;
+            rel.rate_limit = limit.filter(|l| *l > 0);
+            rel.actors
+                .iter()
+                .map(|a| (a.actor_id, rel.rate_limit))
+                .collect()
         };
-        self.create_job(rel).await
+        event!(self.inner.log, "ddl", "throttle id={id} limit={limit:?}");
+        Ok(self
+            .inner
+            .scheduler
+            .run_command(Command::Throttle(actors))
+            .await?)
     }
 
     fn upstream_table(&self, id: TableId) -> Result<Relation, DdlError> {
@@ -491,6 +552,13 @@ impl MetaNode {
                 pause: false,
             },
         };
+        let backfills = rel.kind != RelationKind::Table;
+        let finished = if backfills {
+            let actor_ids = rel.actors.iter().map(|a| a.actor_id).collect();
+            inner.tracker().add(id, actor_ids, !rel.background)
+        } else {
+            None
+        };
         let result = match inner.build_actors(descs, &rel.actors).await {
             Ok(()) => inner
                 .scheduler
@@ -499,29 +567,49 @@ impl MetaNode {
                 .map_err(DdlError::from),
             Err(e) => Err(e),
         };
+        let kind = rel.kind.as_str();
         if let Err(e) = result {
             event!(
                 inner.log,
                 "ddl",
-                "create {} {} id={id} failed: {e}",
-                rel.kind.as_str(),
+                "create {kind} {} id={id} failed: {e}",
                 rel.name
             );
-            inner.catalog().relations.remove(&id);
-            inner.drop_actors(&actors).await;
-            inner.hummock.unregister_tables(&tables, "create failed");
+            inner.tracker().remove(id, "its creation failed");
+            if inner.catalog().relations.remove(&id).is_some() {
+                inner.drop_actors(&actors).await;
+                inner.hummock.unregister_tables(&tables, "create failed");
+            }
             return Err(e);
         }
-        if let Some(r) = inner.catalog().relations.get_mut(&id) {
-            r.state = JobState::Created;
+        if !backfills {
+            if let Some(r) = inner.catalog().relations.get_mut(&id) {
+                r.state = JobState::Created;
+            }
+        } else if let Some(finished) = finished {
+            // A foreground job: wait until every backfill actor is done (post-collect marks it created).
+            let outcome = finished
+                .await
+                .unwrap_or_else(|_| Err("meta stopped".to_string()));
+            if let Err(why) = outcome {
+                event!(
+                    inner.log,
+                    "ddl",
+                    "create {kind} {} id={id} failed: {why}",
+                    rel.name
+                );
+                return Err(DdlError::Invalid(format!(
+                    "{kind} {} was not created: {why}",
+                    rel.name
+                )));
+            }
         }
-        event!(
-            inner.log,
-            "ddl",
-            "created {} {} id={id}",
-            rel.kind.as_str(),
-            rel.name
-        );
+        let verb = if rel.background && backfills {
+            "started creating"
+        } else {
+            "created"
+        };
+        event!(inner.log, "ddl", "{verb} {kind} {} id={id}", rel.name);
         Ok(id)
     }
 
@@ -541,6 +629,7 @@ impl MetaNode {
             catalog.relations.remove(&id);
             rel
         };
+        inner.tracker().remove(id, "it was dropped");
         let tables = rel.state_tables();
         event!(
             inner.log,

@@ -20,7 +20,7 @@ use epochlab_common::{
     DataType, Op, OrderType, OwnedRow, StreamChunk, VirtualNode, VnodeCount, memcmp, row,
     value_encoding,
 };
-use epochlab_meta::{MetaConfig, SinkOptions};
+use epochlab_meta::{JobOptions, MetaConfig, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_sim::{Cluster, ClusterConfig};
 
@@ -55,7 +55,10 @@ fn pipeline(n: usize) -> Duration {
         let cluster = Cluster::start(&ctx, config()).await;
         let (types, pk) = schema();
         let t = cluster.create_table("t", types, pk, 4).await.unwrap();
-        let mv = cluster.create_materialized_view("mv", t, 4).await.unwrap();
+        let mv = cluster
+            .create_materialized_view("mv", t, JobOptions::parallelism(4))
+            .await
+            .unwrap();
         let start = Instant::now();
         for base in (0..n).step_by(CHUNK) {
             let rows = (base..(base + CHUNK).min(n))
@@ -119,13 +122,19 @@ fn latencies() -> (Vec<u64>, Vec<u64>) {
         }
         let (types, pk) = schema();
         let t = cluster.create_table("t", types, pk, 4).await.unwrap();
-        cluster.create_materialized_view("mv", t, 4).await.unwrap();
+        cluster
+            .create_materialized_view("mv", t, JobOptions::parallelism(4))
+            .await
+            .unwrap();
         let options = SinkOptions {
             kind: SinkKind::Blackhole,
             chunk_delay: Duration::from_millis(3),
-            rate_limit: None,
+            sink_rate_limit: None,
         };
-        cluster.create_sink("s", t, 1, options).await.unwrap();
+        cluster
+            .create_sink("s", t, JobOptions::parallelism(1), options)
+            .await
+            .unwrap();
         let stats = cluster.barrier_stats().clone();
         stats.clear_latencies();
         tokio::time::sleep(Duration::from_secs(10)).await;

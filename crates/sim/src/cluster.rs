@@ -9,10 +9,10 @@ use epochlab_barrier::{BarrierManagerStats, SchedulerStatus};
 use epochlab_common::{
     ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
 };
-use epochlab_meta::{DdlError, MetaConfig, MetaNode, SinkOptions};
+use epochlab_meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, HummockManager};
-use epochlab_stream::executor::SinkRegistry;
+use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
 use epochlab_stream::task::exchange::{DEFAULT_EXCHANGE_CAPACITY, ExchangeRegistry};
 use epochlab_stream::{ComputeEnv, ComputeNode, StreamConfig};
 use tokio::task::JoinHandle;
@@ -44,6 +44,7 @@ pub struct Cluster {
     pub hummock: Arc<HummockManager>,
     pub network: Network,
     pub sinks: SinkRegistry,
+    pub backfill: BackfillRegistry,
     pub exchange: ExchangeRegistry,
     env: ComputeEnv,
     nodes: Mutex<BTreeMap<WorkerId, Arc<ComputeNode>>>,
@@ -75,11 +76,13 @@ impl Cluster {
         let network = Network::new(ctx.rng.clone());
         let exchange = ExchangeRegistry::new(config.exchange_capacity);
         let sinks = SinkRegistry::default();
+        let backfill = BackfillRegistry::default();
         let env = ComputeEnv {
             network: network.clone(),
             hummock: hummock.clone(),
             exchange: exchange.clone(),
             sinks: sinks.clone(),
+            backfill: backfill.clone(),
             clock: ctx.clock.clone(),
             log: ctx.log.clone(),
             config: config.stream.clone(),
@@ -105,6 +108,7 @@ impl Cluster {
             hummock,
             network,
             sinks,
+            backfill,
             exchange,
             env,
             nodes: Mutex::new(nodes),
@@ -163,10 +167,10 @@ impl Cluster {
         &self,
         name: &str,
         upstream: TableId,
-        parallelism: usize,
+        options: JobOptions,
     ) -> Result<TableId, DdlError> {
         self.meta
-            .create_materialized_view(name, upstream, parallelism)
+            .create_materialized_view(name, upstream, options)
             .await
     }
 
@@ -174,12 +178,10 @@ impl Cluster {
         &self,
         name: &str,
         upstream: TableId,
-        parallelism: usize,
-        options: SinkOptions,
+        options: JobOptions,
+        sink: SinkOptions,
     ) -> Result<TableId, DdlError> {
-        self.meta
-            .create_sink(name, upstream, parallelism, options)
-            .await
+        self.meta.create_sink(name, upstream, options, sink).await
     }
 
     pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {

@@ -1,7 +1,7 @@
 //! Executors. Each is a struct with an `execute_inner` async generator: it reads its input, handles barriers
 //! in one place, and commits its state tables for the barrier's `prev` epoch before yielding the barrier.
 
-mod chain;
+pub mod backfill;
 mod dispatch;
 mod dml;
 mod flow_control;
@@ -19,7 +19,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use thiserror::Error;
 
-pub use chain::ChainExecutor;
+pub use backfill::{ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry};
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
 pub use flow_control::FlowControlExecutor;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use epochlab_barrier::Barrier;
 use epochlab_common::plan::{StreamActorDesc, StreamNode};
 use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId};
-use epochlab_state_table::StateTable;
-use epochlab_storage::NodeStorage;
+use epochlab_state_table::{StateTable, StateTableOptions};
+use epochlab_storage::{NodeStorage, OpConsistencyLevel};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
@@ -16,8 +16,9 @@ use super::actor::Actor;
 use super::barrier_worker::LocalBarrierManager;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{
-    BoxedExecutor, ChainExecutor, DispatchExecutor, DmlExecutor, FlowControlExecutor,
-    MaterializeExecutor, MergeExecutor, SinkExecutor, SinkRegistry,
+    ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
+    DmlExecutor, FlowControlExecutor, MaterializeExecutor, MergeExecutor, SinkExecutor,
+    SinkRegistry,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -122,6 +123,7 @@ pub(crate) struct BuildEnv {
     pub storage: NodeStorage,
     pub exchange: ExchangeRegistry,
     pub sinks: SinkRegistry,
+    pub backfill: BackfillRegistry,
     pub dml: DmlManager,
     pub tasks: Arc<NodeTasks>,
     pub clock: Clock,
@@ -143,7 +145,14 @@ pub(crate) fn build_actor(
     } else {
         (None, None)
     };
-    let executor = build_node(env, desc, &desc.node, generation, &mut barrier_rx)?;
+    let executor = build_node(
+        env,
+        desc,
+        &desc.node,
+        generation,
+        &mut barrier_rx,
+        &barrier_manager,
+    )?;
     let consumer = DispatchExecutor::new(
         desc.actor_id,
         executor,
@@ -166,6 +175,7 @@ fn build_node(
     node: &StreamNode,
     generation: u64,
     barrier_rx: &mut Option<mpsc::UnboundedReceiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, String> {
     let actor_id = desc.actor_id;
     Ok(match node {
@@ -186,11 +196,49 @@ fn build_node(
                 .collect();
             Box::new(MergeExecutor::new(actor_id, upstreams))
         }
-        StreamNode::Chain { input } => Box::new(ChainExecutor::new(build_node(
-            env, desc, input, generation, barrier_rx,
-        )?)),
+        StreamNode::ArrangementBackfill {
+            upstream_table,
+            state_table,
+            rate_limit,
+            chunk_size,
+            input,
+        } => {
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            for t in [upstream_table, state_table] {
+                if t.vnode_count.get() != desc.vnodes.len() {
+                    return Err(format!(
+                        "actor {actor_id}: table {} has another vnode count",
+                        t.table_id
+                    ));
+                }
+            }
+            let replicated = StateTable::with_options(
+                upstream_table.clone(),
+                &env.storage,
+                desc.vnodes.clone(),
+                StateTableOptions {
+                    op_consistency_level: OpConsistencyLevel::Inconsistent,
+                    is_replicated: true,
+                },
+            );
+            let progress = StateTable::new(state_table.clone(), &env.storage, desc.vnodes.clone());
+            let args = BackfillArgs {
+                actor_id,
+                upstream_table: replicated,
+                state_table: progress,
+                vnodes: desc.vnodes.clone(),
+                rate_limit: *rate_limit,
+                chunk_size: *chunk_size,
+                storage: env.storage.clone(),
+                barrier_manager: barrier_manager.clone(),
+                stats: env.backfill.actor(state_table.table_id, actor_id),
+                log: env.log.clone(),
+                clock: env.clock.clone(),
+            };
+            Box::new(ArrangementBackfillExecutor::new(input, args))
+        }
         StreamNode::Materialize { table, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             if table.vnode_count.get() != desc.vnodes.len() {
                 return Err(format!(
                     "actor {actor_id}: table {} has {} vnodes, the actor's bitmap {}",
@@ -203,7 +251,7 @@ fn build_node(
             Box::new(MaterializeExecutor::new(input, state))
         }
         StreamNode::FlowControl { rate_limit, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             Box::new(FlowControlExecutor::new(
                 actor_id,
                 input,
@@ -212,7 +260,7 @@ fn build_node(
             ))
         }
         StreamNode::Sink { sink, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx)?;
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             if sink.kind == epochlab_common::plan::SinkKind::Collecting {
                 env.sinks.ensure(sink.sink_id, &sink.pk_indices);
             }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use super::barrier_worker::{LocalBarrierManager, LocalBarrierWorker};
 use super::build::{BuildEnv, DmlManager, NodeTasks, StreamStats};
 use super::exchange::ExchangeRegistry;
-use crate::executor::SinkRegistry;
+use crate::executor::{BackfillRegistry, SinkRegistry};
 
 #[derive(Clone, Debug)]
 pub struct StreamConfig {
@@ -35,6 +35,7 @@ pub struct ComputeEnv {
     pub hummock: Arc<HummockManager>,
     pub exchange: ExchangeRegistry,
     pub sinks: SinkRegistry,
+    pub backfill: BackfillRegistry,
     pub clock: Clock,
     pub log: EventLog,
     pub config: StreamConfig,
@@ -67,6 +68,7 @@ impl ComputeNode {
             storage: storage.clone(),
             exchange: env.exchange.clone(),
             sinks: env.sinks.clone(),
+            backfill: env.backfill.clone(),
             dml: dml.clone(),
             tasks: tasks.clone(),
             clock: env.clock.clone(),

@@ -1,0 +1,426 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use epochlab_barrier::{Barrier, CreateMviewProgress};
+use epochlab_common::{
+    ActorId, Bitmap, EpochPair, EventLog, Op, OrderType, OwnedRow, StreamChunk, StreamChunkBuilder,
+    VirtualNode, event, memcmp,
+};
+use epochlab_state_table::{StateTable, StateTableError};
+use epochlab_storage::NodeStorage;
+use futures::StreamExt;
+use futures_async_stream::try_stream;
+
+use super::snapshot::{RateLimiter, SnapshotReader};
+use super::state::{BackfillProgressPerVnode, BackfillState};
+use super::stats::BackfillActorStats;
+use crate::executor::{
+    BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
+    expect_first_barrier,
+};
+use crate::task::barrier_worker::LocalBarrierManager;
+
+/// What an arrangement backfill executor is built from.
+pub struct BackfillArgs {
+    pub actor_id: ActorId,
+    /// A replicated copy of the upstream table over this actor's vnodes.
+    pub upstream_table: StateTable,
+    /// The progress table: pk `[vnode]`.
+    pub state_table: StateTable,
+    pub vnodes: Arc<Bitmap>,
+    pub rate_limit: Option<u32>,
+    pub chunk_size: usize,
+    pub storage: NodeStorage,
+    pub barrier_manager: LocalBarrierManager,
+    pub stats: Arc<BackfillActorStats>,
+    pub log: EventLog,
+    pub clock: epochlab_common::Clock,
+}
+
+/// RisingWave's `ArrangementBackfillExecutor`: per epoch, read the snapshot of every unfinished vnode from its
+/// position, preferring upstream messages; buffer upstream chunks; at the barrier, forward the part of them
+/// the snapshot has already passed, replicate them into the replicated table (so later snapshot reads see
+/// them), persist each vnode's progress, then yield the barrier.
+pub struct ArrangementBackfillExecutor {
+    /// The merged, hash-dispatched changes of the upstream table.
+    upstream: BoxedExecutor,
+    core: Core,
+}
+
+/// Everything but the upstream: the state and the helpers of the main loop.
+struct Core {
+    args: BackfillArgs,
+    pk_indices: Vec<usize>,
+    pk_orders: Vec<OrderType>,
+    limiter: RateLimiter,
+}
+
+enum Next {
+    Upstream(Option<StreamExecutorResult<Message>>),
+    Snapshot(StreamExecutorResult<Option<(VirtualNode, OwnedRow)>>),
+}
+
+/// The next upstream message or (if a snapshot is being read and the rate limit allows) snapshot row;
+/// upstream first.
+async fn next_event(
+    upstream: &mut BoxedMessageStream,
+    snapshot: Option<&mut SnapshotReader>,
+    limiter: &RateLimiter,
+) -> Next {
+    match snapshot {
+        None => Next::Upstream(upstream.next().await),
+        Some(s) => tokio::select! {
+            biased;
+            m = upstream.next() => Next::Upstream(m),
+            () = limiter.acquire() => Next::Snapshot(s.next_row()),
+        },
+    }
+}
+
+impl ArrangementBackfillExecutor {
+    pub fn new(upstream: BoxedExecutor, args: BackfillArgs) -> Self {
+        let desc = args.upstream_table.desc().clone();
+        let limiter = RateLimiter::new(args.rate_limit, args.clock.clone());
+        Self {
+            upstream,
+            core: Core {
+                pk_indices: desc.pk_indices.clone(),
+                pk_orders: desc.pk_orders.clone(),
+                args,
+                limiter,
+            },
+        }
+    }
+}
+
+impl Core {
+    fn builder_capacity(&self) -> usize {
+        let limit = self.limiter.limit().map_or(usize::MAX, |l| l as usize);
+        self.args.chunk_size.min(limit).max(1)
+    }
+
+    /// A full (or drained) snapshot chunk of `vnode`: move its position to the last row and count the rows.
+    fn handle_snapshot_chunk(
+        &self,
+        state: &mut BackfillState,
+        vnode: VirtualNode,
+        chunk: &StreamChunk,
+    ) -> StreamExecutorResult<()> {
+        let last = chunk
+            .rows()
+            .last()
+            .map(|(_, r)| r.project(&self.pk_indices));
+        if let Some(pos) = last {
+            state.update_pos(vnode, pos, chunk.cardinality() as u64, &self.pk_orders)?;
+            self.args.stats.snapshot_rows.fetch_add(
+                chunk.cardinality() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        Ok(())
+    }
+
+    /// Hide the upstream rows the snapshot has not reached yet (it will read them, with these changes, later):
+    /// visible iff the row's vnode is completed, or in progress with pk <= its position.
+    fn mark_chunk_ref_by_vnode(
+        &self,
+        chunk: &StreamChunk,
+        state: &BackfillState,
+    ) -> StreamExecutorResult<StreamChunk> {
+        let mut vis = Vec::with_capacity(chunk.capacity());
+        for (i, _, row) in chunk.rows_with_holes() {
+            if !chunk.visibility().is_set(i) {
+                vis.push(false);
+                continue;
+            }
+            let pk = row.project(&self.pk_indices);
+            let vnode = self.args.upstream_table.compute_vnode_by_pk(&pk)?;
+            let visible = match state.get_progress(vnode)? {
+                BackfillProgressPerVnode::NotStarted => false,
+                BackfillProgressPerVnode::Completed { .. } => true,
+                BackfillProgressPerVnode::InProgress { current_pos, .. } => {
+                    memcmp::cmp_rows(&pk, current_pos, &self.pk_orders)
+                        != std::cmp::Ordering::Greater
+                }
+            };
+            vis.push(visible);
+        }
+        let marked = chunk.clone().with_visibility(Bitmap::from_bools(&vis));
+        let shown = marked.cardinality() as u64;
+        let stats = &self.args.stats;
+        stats
+            .upstream_rows_forwarded
+            .fetch_add(shown, std::sync::atomic::Ordering::Relaxed);
+        stats.upstream_rows_hidden.fetch_add(
+            chunk.cardinality() as u64 - shown,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(marked)
+    }
+
+    /// RisingWave's `persist_state_per_vnode`: for each vnode whose progress moved, check that the stored row
+    /// equals the in-memory committed copy (a missing one is `row [Some(Int16(v))] not found`), write Insert or
+    /// Update, mark committed, then commit the table.
+    fn persist_state_per_vnode(
+        &mut self,
+        epoch: EpochPair,
+        state: &mut BackfillState,
+    ) -> StreamExecutorResult<()> {
+        let actor_id = self.args.actor_id.0;
+        let table_id = self.args.state_table.table_id().0;
+        let pk_len = self.pk_indices.len();
+        tracing::trace!(
+            actor_id,
+            table_id,
+            "Persisting state on barrier at epoch {epoch:?}"
+        );
+        let vnodes: Vec<VirtualNode> = state.vnodes().map(|(v, _)| v).collect();
+        let mut written: Vec<String> = Vec::new();
+        for vnode in vnodes {
+            if !state.need_commit(vnode) {
+                continue;
+            }
+            let (old, new) = state.get_commit_state(vnode, pk_len);
+            let key = OwnedRow::new(vec![Some(vnode.to_scalar())]);
+            let stored = self.args.state_table.get_row(&key)?;
+            match (old, stored) {
+                (Some(old), Some(stored)) => {
+                    if stored != old {
+                        return Err(StreamExecutorError::Internal(format!(
+                            "backfill progress of vnode {vnode} in storage {stored:?} differs from the committed copy {old:?}"
+                        )));
+                    }
+                    self.args.state_table.update(&old, &new)?;
+                    written.push(format!("{vnode}:update"));
+                }
+                (Some(_), None) => {
+                    return Err(StateTableError::RowNotFound {
+                        table_id: self.args.state_table.table_id(),
+                        pk: key,
+                    }
+                    .into());
+                }
+                (None, Some(stored)) => {
+                    return Err(StreamExecutorError::Internal(format!(
+                        "backfill progress of vnode {vnode} is stored as {stored:?} but was never written"
+                    )));
+                }
+                (None, None) => {
+                    self.args.state_table.insert(&new)?;
+                    written.push(format!("{vnode}:insert"));
+                }
+            }
+            tracing::trace!(actor_id, table_id, "update vnode: vnode={vnode}");
+            state.mark_committed(vnode);
+            tracing::info!(actor_id, table_id, "mark_committed: vnode={vnode}");
+            self.args.stats.record_persisted(vnode, epoch.prev);
+        }
+        tracing::trace!(actor_id, table_id, "committing on epoch, {epoch:?}");
+        self.args.state_table.commit(epoch)?;
+        if !written.is_empty() {
+            event!(
+                self.args.log,
+                "persist backfill state",
+                "actor={actor_id} table={table_id} epoch={} vnodes=[{}]",
+                epoch.prev,
+                written.join(" ")
+            );
+        }
+        Ok(())
+    }
+
+    async fn report_progress(&self, barrier: &Barrier, state: &BackfillState, done: bool) {
+        self.args
+            .barrier_manager
+            .report_progress(
+                barrier.epoch.curr,
+                CreateMviewProgress {
+                    backfill_actor_id: self.args.actor_id,
+                    done,
+                    consumed_epoch: barrier.epoch.prev,
+                    consumed_rows: state.total_rows(),
+                },
+            )
+            .await;
+    }
+}
+
+impl ArrangementBackfillExecutor {
+    #[try_stream(ok = Message, error = StreamExecutorError)]
+    async fn execute_inner(self) {
+        let Self { upstream, mut core } = self;
+        let actor_id = core.args.actor_id;
+        let pk_len = core.pk_indices.len();
+        let mut upstream = upstream.execute();
+
+        // Startup: the progress of every owned vnode, read at the first barrier's epoch.
+        let first = expect_first_barrier(&mut upstream, "ArrangementBackfill").await?;
+        let mut paused = first.is_pause_on_startup();
+        core.args.state_table.init_epoch(first.epoch);
+        let mut state = BackfillState::load(&core.args.state_table, &core.args.vnodes, pk_len)?;
+        if first.is_newly_added(actor_id) && state.has_progress() {
+            return Err(StreamExecutorError::Internal(format!(
+                "actor {actor_id} is new but its progress table has rows"
+            )))?;
+        }
+        let finished_at_start = state.is_completely_finished();
+        let first_epoch = first.epoch;
+        if finished_at_start {
+            core.report_progress(&first, &state, true).await;
+        }
+        yield Message::Barrier(first);
+        // The replicated table reads a fully committed snapshot: wait for the first barrier's `prev`.
+        core.args.storage.wait_for_epoch(first_epoch.prev).await;
+        core.args.upstream_table.init_epoch(first_epoch);
+
+        if !finished_at_start {
+            'backfill: loop {
+                let mut snapshot = if paused {
+                    None
+                } else {
+                    Some(SnapshotReader::new(&core.args.upstream_table, &state)?)
+                };
+                let mut builders: BTreeMap<VirtualNode, StreamChunkBuilder> = BTreeMap::new();
+                let mut buffered: Vec<StreamChunk> = Vec::new();
+                let mut read_this_epoch = 0u64;
+                let capacity = core.builder_capacity();
+                let barrier = loop {
+                    match next_event(&mut upstream, snapshot.as_mut(), &core.limiter).await {
+                        Next::Upstream(None) => {
+                            return Err(StreamExecutorError::ChannelClosed(format!(
+                                "upstream of backfill actor {actor_id}"
+                            )))?;
+                        }
+                        Next::Upstream(Some(msg)) => match msg? {
+                            Message::Chunk(c) => buffered.push(c.compact()),
+                            Message::Barrier(b) => break Some(b),
+                        },
+                        Next::Snapshot(row) => match row? {
+                            Some((vnode, row)) => {
+                                read_this_epoch += 1;
+                                let b = builders
+                                    .entry(vnode)
+                                    .or_insert_with(|| StreamChunkBuilder::new(capacity));
+                                if let Some(chunk) = b.append(Op::Insert, row) {
+                                    core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                                    yield Message::Chunk(chunk);
+                                }
+                            }
+                            None => break None,
+                        },
+                    }
+                };
+                let Some(barrier) = barrier else {
+                    // The snapshot is fully read. Everything the upstream sent this epoch goes out as it is.
+                    for (vnode, mut b) in std::mem::take(&mut builders) {
+                        if let Some(chunk) = b.take() {
+                            core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                            yield Message::Chunk(chunk);
+                        }
+                    }
+                    for chunk in buffered {
+                        yield Message::Chunk(chunk);
+                    }
+                    core.args.stats.record_epoch(read_this_epoch);
+                    break 'backfill;
+                };
+                // RisingWave #14842: an epoch without any snapshot row still reads one, so that progress
+                // through tombstones is never lost.
+                if read_this_epoch == 0 && !paused {
+                    let mut one = SnapshotReader::new(&core.args.upstream_table, &state)?;
+                    if let Some((vnode, row)) = one.next_row()? {
+                        read_this_epoch = 1;
+                        let chunk = StreamChunk::from_pairs([(Op::Insert, row)]);
+                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                        yield Message::Chunk(chunk);
+                    }
+                }
+                for (vnode, mut b) in builders {
+                    if let Some(chunk) = b.take() {
+                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                        yield Message::Chunk(chunk);
+                    }
+                }
+                for chunk in &buffered {
+                    let marked = core.mark_chunk_ref_by_vnode(chunk, &state)?;
+                    if marked.cardinality() > 0 {
+                        yield Message::Chunk(marked.compact());
+                    }
+                }
+                for chunk in &buffered {
+                    core.args.upstream_table.write_chunk(chunk)?;
+                }
+                core.args.upstream_table.commit(barrier.epoch)?;
+                if barrier.is_pause() {
+                    paused = true;
+                } else if barrier.is_resume() {
+                    paused = false;
+                }
+                if let Some(limit) = barrier.as_throttle(actor_id) {
+                    core.limiter.set_limit(limit);
+                }
+                core.args.stats.record_epoch(read_this_epoch);
+                core.report_progress(&barrier, &state, false).await;
+                core.persist_state_per_vnode(barrier.epoch, &mut state)?;
+                tracing::trace!(
+                    actor = actor_id.0,
+                    "barrier persisted actor={actor_id} barrier={barrier:?}"
+                );
+                yield Message::Barrier(barrier);
+            }
+
+            // Finish on the next barrier: every vnode completed, persisted, reported done.
+            loop {
+                match upstream.next().await {
+                    None => {
+                        return Err(StreamExecutorError::ChannelClosed(format!(
+                            "upstream of backfill actor {actor_id}"
+                        )))?;
+                    }
+                    Some(msg) => match msg? {
+                        Message::Chunk(c) => yield Message::Chunk(c),
+                        Message::Barrier(barrier) => {
+                            state.finish_all();
+                            core.args.stats.record_epoch(0);
+                            core.report_progress(&barrier, &state, true).await;
+                            core.persist_state_per_vnode(barrier.epoch, &mut state)?;
+                            core.args
+                                .stats
+                                .finished
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            yield Message::Barrier(barrier);
+                            break;
+                        }
+                    },
+                }
+            }
+        } else {
+            core.args
+                .stats
+                .finished
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+
+        // Backfill done: pass everything through, committing the (unchanging) progress table every barrier.
+        #[for_await]
+        for msg in upstream {
+            match msg? {
+                Message::Chunk(c) => yield Message::Chunk(c),
+                Message::Barrier(b) => {
+                    core.args.state_table.commit(b.epoch)?;
+                    yield Message::Barrier(b);
+                }
+            }
+        }
+    }
+}
+
+impl Execute for ArrangementBackfillExecutor {
+    fn execute(self: Box<Self>) -> BoxedMessageStream {
+        self.execute_inner().boxed()
+    }
+
+    fn identity(&self) -> String {
+        format!("ArrangementBackfill(actor {})", self.core.args.actor_id)
+    }
+}

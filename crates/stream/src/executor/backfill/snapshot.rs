@@ -1,0 +1,108 @@
+//! The per-vnode snapshot read of the replicated upstream table, and the token bucket that limits it.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_common::{Clock, OwnedRow, VirtualNode};
+use epochlab_state_table::{StateTable, StateTableResult};
+
+use super::state::{BackfillProgressPerVnode, BackfillState};
+use crate::executor::StreamExecutorResult;
+
+type RowIter = Box<dyn Iterator<Item = StateTableResult<OwnedRow>> + Send>;
+
+/// Rows of every owned, unfinished vnode after its position, as of the replicated table's epoch, taken one
+/// vnode after another in turn (RisingWave merges the per-vnode iterators with `select_all`, which is
+/// round-robin when all are ready).
+pub struct SnapshotReader {
+    iters: VecDeque<(VirtualNode, RowIter)>,
+}
+
+impl SnapshotReader {
+    pub fn new(upstream_table: &StateTable, state: &BackfillState) -> StreamExecutorResult<Self> {
+        let mut iters = VecDeque::new();
+        for (vnode, s) in state.vnodes() {
+            let start = match &s.current {
+                BackfillProgressPerVnode::Completed { .. } => continue,
+                BackfillProgressPerVnode::NotStarted => Bound::Unbounded,
+                BackfillProgressPerVnode::InProgress { current_pos, .. } => {
+                    Bound::Excluded(current_pos.clone())
+                }
+            };
+            let it = upstream_table.iter_with_vnode(vnode, (start, Bound::Unbounded))?;
+            iters.push_back((vnode, Box::new(it) as RowIter));
+        }
+        Ok(Self { iters })
+    }
+
+    /// The next row, or `None` when every vnode is exhausted.
+    pub fn next_row(&mut self) -> StreamExecutorResult<Option<(VirtualNode, OwnedRow)>> {
+        while let Some((vnode, mut it)) = self.iters.pop_front() {
+            if let Some(row) = it.next() {
+                let row = row?;
+                self.iters.push_back((vnode, it));
+                return Ok(Some((vnode, row)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A rate limit in rows per second on the simulation clock: each row costs `1/limit` seconds, with no burst.
+/// Waiting is cancel-safe: time is reserved only once the wait is over.
+#[derive(Clone)]
+pub struct RateLimiter {
+    inner: Arc<Mutex<LimiterState>>,
+    clock: Clock,
+}
+
+struct LimiterState {
+    limit: Option<u32>,
+    /// The earliest time (µs since the clock's origin) the next row may be read.
+    allowed_at_us: u64,
+}
+
+impl RateLimiter {
+    pub fn new(limit: Option<u32>, clock: Clock) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(LimiterState {
+                limit: limit.filter(|l| *l > 0),
+                allowed_at_us: 0,
+            })),
+            clock,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LimiterState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn limit(&self) -> Option<u32> {
+        self.lock().limit
+    }
+
+    pub fn set_limit(&self, limit: Option<u32>) {
+        self.lock().limit = limit.filter(|l| *l > 0);
+    }
+
+    /// Wait until one row may be read, then take it.
+    pub async fn acquire(&self) {
+        loop {
+            let wait = {
+                let s = self.lock();
+                let Some(limit) = s.limit else { return };
+                let now = self.clock.elapsed_us();
+                if s.allowed_at_us <= now {
+                    drop(s);
+                    let mut s = self.lock();
+                    s.allowed_at_us = now.max(s.allowed_at_us) + 1_000_000 / limit as u64;
+                    return;
+                }
+                s.allowed_at_us - now
+            };
+            tokio::time::sleep(Duration::from_micros(wait)).await;
+        }
+    }
+}
