@@ -1,0 +1,447 @@
+//! Arrangement backfill: views and sinks created over tables that already have rows, while DML keeps
+//! arriving, end equal to an oracle; the rate limit bounds snapshot reads per epoch; marking hides and
+//! forwards upstream rows; a drop in the middle removes everything.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use epochlab_common::plan::SinkKind;
+use epochlab_common::{TableId, VnodeCount};
+use epochlab_meta::{JobOptions, JobState, MetaConfig, SinkOptions};
+use epochlab_sim::{Cluster, ClusterConfig, SimContext};
+use epochlab_tests::{Oracle, check_commits, schema};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+struct Case {
+    seed: u64,
+    nodes: u32,
+    p_table: usize,
+    p_job: usize,
+    rows: usize,
+    rate_limit: Option<u32>,
+    checkpoint_frequency: u32,
+    interval_ms: u64,
+    vnodes: u32,
+    /// DML batches sent while the backfill runs (at most; the loop stops when the jobs are created).
+    dml_batches: usize,
+}
+
+impl Case {
+    fn new(seed: u64, nodes: u32, p_table: usize, p_job: usize, rows: usize) -> Self {
+        Self {
+            seed,
+            nodes,
+            p_table,
+            p_job,
+            rows,
+            rate_limit: None,
+            checkpoint_frequency: 1,
+            interval_ms: 100,
+            vnodes: 256,
+            dml_batches: 20,
+        }
+    }
+}
+
+fn config(c: &Case) -> ClusterConfig {
+    let mut meta = MetaConfig::default();
+    meta.barrier.interval = Duration::from_millis(c.interval_ms);
+    meta.barrier.checkpoint_frequency = c.checkpoint_frequency;
+    meta.vnode_count = VnodeCount::new(c.vnodes).unwrap();
+    ClusterConfig {
+        compute_nodes: c.nodes,
+        meta,
+        ..Default::default()
+    }
+}
+
+/// Load `rows` rows, commit them, then create a view and a collecting sink in the background and keep
+/// sending DML until both are created. Returns the cluster's view and sink ids and the oracle.
+async fn backfill_case(
+    ctx: &SimContext,
+    cluster: &Cluster,
+    c: &Case,
+) -> (TableId, TableId, TableId, Oracle) {
+    let (types, pk) = schema();
+    let table = cluster
+        .create_table("t", types, pk, c.p_table)
+        .await
+        .unwrap();
+    let mut oracle = Oracle::default();
+    for start in (0..c.rows).step_by(1000) {
+        let n = 1000.min(c.rows - start);
+        cluster
+            .dml(table, oracle.gen_inserts(start as i64, n))
+            .await
+            .unwrap();
+    }
+    cluster.flush().await.unwrap();
+    let options = JobOptions {
+        parallelism: c.p_job,
+        rate_limit: c.rate_limit,
+        background: true,
+    };
+    let mv = cluster
+        .create_materialized_view("mv", table, options.clone())
+        .await
+        .unwrap();
+    let sink_options = SinkOptions {
+        kind: SinkKind::Collecting,
+        ..Default::default()
+    };
+    let sink = cluster
+        .create_sink("s", table, options, sink_options)
+        .await
+        .unwrap();
+    let key_space = (c.rows as i64 * 2).max(20);
+    let created = |id| {
+        cluster
+            .meta
+            .relation(id)
+            .is_some_and(|r| r.state == JobState::Created)
+    };
+    let mut sent = 0;
+    while !(created(mv) && created(sink)) {
+        if sent < c.dml_batches {
+            let batch = oracle.gen_batch(&ctx.rng, 10, key_space);
+            cluster.dml(table, batch).await.unwrap();
+            sent += 1;
+        }
+        tokio::time::sleep(
+            ctx.rng
+                .duration(Duration::from_millis(10)..Duration::from_millis(150)),
+        )
+        .await;
+    }
+    cluster.flush().await.unwrap();
+    (table, mv, sink, oracle)
+}
+
+fn assert_equal_to_oracle(
+    cluster: &Cluster,
+    table: TableId,
+    mv: TableId,
+    sink: TableId,
+    oracle: &Oracle,
+) {
+    let expect = oracle.rows();
+    assert_eq!(
+        Oracle::sorted(&cluster.committed_rows(table)),
+        expect,
+        "table"
+    );
+    let got = Oracle::sorted(&cluster.committed_rows(mv));
+    assert_eq!(
+        got.len(),
+        expect.len(),
+        "view: row count (no duplicate, no missing row)"
+    );
+    assert_eq!(got, expect, "view");
+    let (rows, anomalies) = cluster.sink_rows(sink).unwrap();
+    assert!(anomalies.is_empty(), "sink anomalies: {anomalies:?}");
+    assert_eq!(Oracle::sorted(&rows), expect, "sink");
+}
+
+fn assert_healthy(cluster: &Cluster) {
+    assert_eq!(
+        cluster.barrier_stats().recoveries.load(Ordering::Relaxed),
+        0,
+        "no recovery"
+    );
+    for node in cluster.nodes() {
+        let failures = node.stats().actor_failures.load(Ordering::Relaxed);
+        assert_eq!(
+            failures,
+            0,
+            "actor failures on worker {}: {:?}",
+            node.worker(),
+            node.stats().failures_by_reason()
+        );
+    }
+}
+
+fn run_case(c: Case) {
+    let out = epochlab_sim::run(c.seed, |ctx| {
+        let c = c.clone();
+        async move {
+            let cluster = Cluster::start(&ctx, config(&c)).await;
+            let (table, mv, sink, oracle) = backfill_case(&ctx, &cluster, &c).await;
+            assert_equal_to_oracle(&cluster, table, mv, sink, &oracle);
+            assert_healthy(&cluster);
+            for id in [mv, sink] {
+                let progress = cluster
+                    .meta
+                    .relation(id)
+                    .unwrap()
+                    .progress_table
+                    .unwrap()
+                    .table_id;
+                let actors = cluster.backfill.of_table(progress);
+                assert_eq!(actors.len(), c.p_job);
+                assert!(
+                    actors
+                        .iter()
+                        .all(|(_, s)| s.finished.load(Ordering::Relaxed))
+                );
+                let read: u64 = actors
+                    .iter()
+                    .map(|(_, s)| s.snapshot_rows.load(Ordering::Relaxed))
+                    .sum();
+                assert!(
+                    read >= c.rows as u64,
+                    "{c:?}: the snapshot read {read} rows of {}",
+                    c.rows
+                );
+            }
+        }
+    });
+    check_commits(&out.log.lines()).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+}
+
+#[test]
+fn backfill_matrix() {
+    let mut seed = 100;
+    for rows in [1usize, 10, 1000, 20_000] {
+        for (nodes, p_table, p_job) in [(1, 1, 1), (2, 3, 2), (3, 2, 4), (3, 4, 3)] {
+            for freq in [1, 10] {
+                seed += 1;
+                let mut c = Case::new(seed, nodes, p_table, p_job, rows);
+                c.checkpoint_frequency = freq;
+                run_case(c);
+            }
+        }
+    }
+}
+
+#[test]
+fn backfill_of_100k_rows() {
+    let mut c = Case::new(7, 3, 4, 2, 100_000);
+    c.dml_batches = 30;
+    run_case(c);
+}
+
+#[test]
+fn backfill_with_few_and_many_vnodes() {
+    for (vnodes, p_job) in [(1u32, 1usize), (1, 3), (7, 4), (1024, 3)] {
+        let mut c = Case::new(vnodes as u64, 2, 2, p_job, 500);
+        c.vnodes = vnodes;
+        run_case(c);
+    }
+}
+
+/// Each actor reads at most limit × interval (+1) snapshot rows per epoch, the backfill takes at least
+/// rows / (limit × parallelism) epochs, and marking both hid and forwarded upstream rows.
+#[test]
+fn rate_limited_backfill() {
+    for (limit, p_job, checkpoint_frequency) in [(20u32, 2usize, 1u32), (7, 1, 1), (30, 3, 10)] {
+        let rows = 300usize;
+        let mut c = Case::new(limit as u64, 3, 3, p_job, rows);
+        c.rate_limit = Some(limit);
+        c.interval_ms = 1000;
+        c.checkpoint_frequency = checkpoint_frequency;
+        c.dml_batches = 1000;
+        let out = epochlab_sim::run(c.seed, |ctx| {
+            let c = c.clone();
+            async move {
+                let cluster = Cluster::start(&ctx, config(&c)).await;
+                let (table, mv, sink, oracle) = backfill_case(&ctx, &cluster, &c).await;
+                assert_equal_to_oracle(&cluster, table, mv, sink, &oracle);
+                assert_healthy(&cluster);
+                let progress = cluster
+                    .meta
+                    .relation(mv)
+                    .unwrap()
+                    .progress_table
+                    .unwrap()
+                    .table_id;
+                let actors = cluster.backfill.of_table(progress);
+                let per_epoch_bound = u64::from(limit) * c.interval_ms / 1000 + 1;
+                let mut max_epochs = 0;
+                let (mut hidden, mut forwarded) = (0, 0);
+                for (actor, s) in &actors {
+                    let max = s.max_snapshot_rows_per_epoch.load(Ordering::Relaxed);
+                    assert!(
+                        max <= per_epoch_bound,
+                        "actor {actor} read {max} rows in one epoch, bound {per_epoch_bound}"
+                    );
+                    max_epochs = max_epochs.max(s.backfill_epochs.load(Ordering::Relaxed));
+                    hidden += s.upstream_rows_hidden.load(Ordering::Relaxed);
+                    forwarded += s.upstream_rows_forwarded.load(Ordering::Relaxed);
+                }
+                let min_epochs = (rows as u64) / (u64::from(limit) * p_job as u64);
+                assert!(
+                    max_epochs >= min_epochs,
+                    "backfill took {max_epochs} epochs, at least {min_epochs} expected"
+                );
+                assert!(
+                    hidden > 0,
+                    "marking hid upstream rows the snapshot had not reached"
+                );
+                assert!(
+                    forwarded > 0,
+                    "marking forwarded upstream rows the snapshot had passed"
+                );
+            }
+        });
+        check_commits(&out.log.lines()).unwrap();
+    }
+}
+
+/// A Throttle barrier changes the rate limit of a running backfill.
+#[test]
+fn throttle_changes_the_rate_limit() {
+    epochlab_sim::run(9, |ctx| async move {
+        let mut c = Case::new(9, 2, 2, 2, 400);
+        c.rate_limit = Some(1);
+        c.interval_ms = 1000;
+        let cluster = Cluster::start(&ctx, config(&c)).await;
+        let (types, pk) = schema();
+        let table = cluster.create_table("t", types, pk, 2).await.unwrap();
+        let mut oracle = Oracle::default();
+        cluster
+            .dml(table, oracle.gen_inserts(0, 400))
+            .await
+            .unwrap();
+        cluster.flush().await.unwrap();
+        let options = JobOptions {
+            parallelism: 2,
+            rate_limit: Some(1),
+            background: true,
+        };
+        let mv = cluster
+            .create_materialized_view("mv", table, options)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let slow = cluster.meta.backfill_progress(mv).unwrap();
+        assert!(slow <= 2 * 11, "1 row/s per actor for 10 s: {slow}");
+        cluster.meta.set_rate_limit(mv, None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(
+            cluster.meta.relation(mv).unwrap().state,
+            JobState::Created,
+            "unthrottled, it finishes"
+        );
+        cluster.flush().await.unwrap();
+        assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
+    });
+}
+
+/// Dropping a view in the middle of its backfill stops its actors and unregisters its tables.
+#[test]
+fn drop_during_backfill() {
+    epochlab_sim::run(10, |ctx| async move {
+        let mut c = Case::new(10, 3, 3, 2, 500);
+        c.interval_ms = 1000;
+        let cluster = Cluster::start(&ctx, config(&c)).await;
+        let (types, pk) = schema();
+        let table = cluster.create_table("t", types, pk, 3).await.unwrap();
+        let mut oracle = Oracle::default();
+        cluster
+            .dml(table, oracle.gen_inserts(0, 500))
+            .await
+            .unwrap();
+        cluster.flush().await.unwrap();
+        let table_actors: Vec<_> = cluster
+            .meta
+            .relation(table)
+            .unwrap()
+            .actors
+            .iter()
+            .map(|a| a.actor_id)
+            .collect();
+        let options = JobOptions {
+            parallelism: 2,
+            rate_limit: Some(5),
+            background: true,
+        };
+        let mv = cluster
+            .create_materialized_view("mv", table, options)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let rel = cluster.meta.relation(mv).unwrap();
+        assert_eq!(rel.state, JobState::Creating, "still backfilling");
+        assert!(cluster.meta.backfill_progress(mv).unwrap() > 0);
+        cluster.drop_job(mv).await.unwrap();
+        assert_eq!(
+            cluster
+                .hummock
+                .registered_tables()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![table]
+        );
+        let mut running: Vec<_> = cluster
+            .running_actors()
+            .await
+            .into_values()
+            .flatten()
+            .collect();
+        running.sort();
+        assert_eq!(running, table_actors);
+        cluster
+            .dml(table, oracle.gen_batch(&ctx.rng, 20, 600))
+            .await
+            .unwrap();
+        cluster.flush().await.unwrap();
+        assert_eq!(
+            Oracle::sorted(&cluster.committed_rows(table)),
+            oracle.rows()
+        );
+        assert_healthy(&cluster);
+    });
+}
+
+/// A foreground create returns once the backfill is done, with everything in place.
+#[test]
+fn foreground_create_waits_for_backfill() {
+    epochlab_sim::run(11, |ctx| async move {
+        let c = Case::new(11, 2, 2, 3, 2000);
+        let cluster = Cluster::start(&ctx, config(&c)).await;
+        let (types, pk) = schema();
+        let table = cluster.create_table("t", types, pk, 2).await.unwrap();
+        let mut oracle = Oracle::default();
+        cluster
+            .dml(table, oracle.gen_inserts(0, 2000))
+            .await
+            .unwrap();
+        cluster.flush().await.unwrap();
+        let mv = cluster
+            .create_materialized_view("mv", table, JobOptions::parallelism(3))
+            .await
+            .unwrap();
+        assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
+        assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    /// DML interleavings, vnode counts and DDL timing.
+    #[test]
+    fn backfill_under_random_interleavings(
+        seed in any::<u64>(),
+        rows in 0usize..400,
+        vnodes in prop_oneof![Just(1u32), 2u32..64, Just(256u32)],
+        p_job in 1usize..5,
+        rate_limit in proptest::option::of(5u32..200),
+        checkpoint_frequency in 1u32..4,
+        dml_batches in 0usize..30,
+    ) {
+        let c = Case {
+            seed,
+            nodes: 1 + (seed % 3) as u32,
+            p_table: 1 + (seed % 4) as usize,
+            p_job,
+            rows,
+            rate_limit,
+            checkpoint_frequency,
+            interval_ms: 200,
+            vnodes,
+            dml_batches,
+        };
+        run_case(c);
+    }
+}
