@@ -57,22 +57,26 @@ struct Core {
 
 enum Next {
     Upstream(Option<StreamExecutorResult<Message>>),
-    Snapshot(StreamExecutorResult<Option<(VirtualNode, OwnedRow)>>),
+    Snapshot(StreamExecutorResult<Option<(VirtualNode, Vec<OwnedRow>)>>),
 }
 
-/// The next upstream message or (if a snapshot is being read and the rate limit allows) snapshot row;
-/// upstream first.
+/// The next upstream message or (if a snapshot is being read and the rate limit allows) snapshot rows:
+/// one row per token under a rate limit, else up to `batch` rows of one vnode; upstream first.
 async fn next_event(
     upstream: &mut BoxedMessageStream,
     snapshot: Option<&mut SnapshotReader>,
     limiter: &RateLimiter,
+    batch: usize,
 ) -> Next {
     match snapshot {
         None => Next::Upstream(upstream.next().await),
         Some(s) => tokio::select! {
             biased;
             m = upstream.next() => Next::Upstream(m),
-            () = limiter.acquire() => Next::Snapshot(s.next_row()),
+            () = limiter.acquire() => {
+                let max = if limiter.limit().is_some() { 1 } else { batch };
+                Next::Snapshot(s.next_batch(max))
+            }
         },
     }
 }
@@ -285,7 +289,9 @@ impl ArrangementBackfillExecutor {
                 let mut read_this_epoch = 0u64;
                 let capacity = core.builder_capacity();
                 let barrier = loop {
-                    match next_event(&mut upstream, snapshot.as_mut(), &core.limiter).await {
+                    match next_event(&mut upstream, snapshot.as_mut(), &core.limiter, capacity)
+                        .await
+                    {
                         Next::Upstream(None) => {
                             return Err(StreamExecutorError::ChannelClosed(format!(
                                 "upstream of backfill actor {actor_id}"
@@ -295,15 +301,17 @@ impl ArrangementBackfillExecutor {
                             Message::Chunk(c) => buffered.push(c.compact()),
                             Message::Barrier(b) => break Some(b),
                         },
-                        Next::Snapshot(row) => match row? {
-                            Some((vnode, row)) => {
-                                read_this_epoch += 1;
+                        Next::Snapshot(rows) => match rows? {
+                            Some((vnode, rows)) => {
+                                read_this_epoch += rows.len() as u64;
                                 let b = builders
                                     .entry(vnode)
                                     .or_insert_with(|| StreamChunkBuilder::new(capacity));
-                                if let Some(chunk) = b.append(Op::Insert, row) {
-                                    core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
-                                    yield Message::Chunk(chunk);
+                                for row in rows {
+                                    if let Some(chunk) = b.append(Op::Insert, row) {
+                                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                                        yield Message::Chunk(chunk);
+                                    }
                                 }
                             }
                             None => break None,

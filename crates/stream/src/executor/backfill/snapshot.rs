@@ -39,12 +39,32 @@ impl SnapshotReader {
 
     /// The next row, or `None` when every vnode is exhausted.
     pub fn next_row(&mut self) -> StreamExecutorResult<Option<(VirtualNode, OwnedRow)>> {
+        Ok(self
+            .next_batch(1)?
+            .map(|(vnode, mut rows)| (vnode, rows.pop().expect("a batch has a row"))))
+    }
+
+    /// Up to `max` rows of the next vnode in turn, or `None` when every vnode is exhausted. With `max == 1`
+    /// the vnodes take turns row by row.
+    pub fn next_batch(
+        &mut self,
+        max: usize,
+    ) -> StreamExecutorResult<Option<(VirtualNode, Vec<OwnedRow>)>> {
         while let Some((vnode, mut it)) = self.iters.pop_front() {
-            if let Some(row) = it.next() {
-                let row = row?;
-                self.iters.push_back((vnode, it));
-                return Ok(Some((vnode, row)));
+            let mut rows = Vec::with_capacity(max.min(256));
+            for row in it.by_ref() {
+                rows.push(row?);
+                if rows.len() == max {
+                    break;
+                }
             }
+            if rows.is_empty() {
+                continue;
+            }
+            if rows.len() == max {
+                self.iters.push_back((vnode, it));
+            }
+            return Ok(Some((vnode, rows)));
         }
         Ok(None)
     }
