@@ -289,7 +289,7 @@ fn failed_collection_recovers() {
             .any(|l| l.contains("barrier failed: error=rpc barrier_complete"))
     );
     assert_eq!(
-        lines.iter().filter(|l| l.contains("reset node")).count(),
+        lines.iter().filter(|l| l.contains(" reset node: ")).count(),
         4,
         "bootstrap and recovery reset both nodes"
     );

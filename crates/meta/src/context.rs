@@ -10,12 +10,16 @@ use epochlab_barrier::{
     Command, CommandContext, CreateMviewProgress, GlobalBarrierManagerContext, InflightActorInfo,
     Mutation, RecoveredState, ScheduledBarriers,
 };
-use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
+use epochlab_common::{
+    ActorId, Clock, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event,
+};
 use epochlab_rpc::{Network, Request, Response};
 use epochlab_storage::SyncResult;
 
 use crate::catalog::{JobState, RelationKind};
-use crate::meta::{DdlError, DropMode, MetaInner};
+use epochlab_recovery::RecoveryContext;
+
+use crate::meta::{DropMode, MetaInner};
 
 pub struct MetaContext {
     inner: Arc<MetaInner>,
@@ -142,28 +146,13 @@ impl GlobalBarrierManagerContext for MetaContext {
         last_epoch: Epoch,
         scheduled: &ScheduledBarriers,
     ) -> impl Future<Output = RecoveredState> + Send {
-        let inner = self.inner.clone();
-        let scheduled = scheduled.clone();
+        let ctx = Recovery {
+            inner: self.inner.clone(),
+            scheduled: scheduled.clone(),
+        };
         async move {
-            let (first, max) = inner.config.recovery_backoff;
-            let mut backoff = first;
-            let mut attempt = 0u32;
-            loop {
-                attempt += 1;
-                match recovery_attempt(&inner, &reason, attempt, last_epoch, &scheduled).await {
-                    Ok(state) => return state,
-                    Err(e) => {
-                        event!(
-                            inner.log,
-                            "recovery failed",
-                            "attempt={attempt} error={e} retry_in_ms={}",
-                            backoff.as_millis()
-                        );
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(max);
-                    }
-                }
-            }
+            epochlab_recovery::recover(&ctx, &ctx.inner.config.recovery(), &reason, last_epoch)
+                .await
         }
     }
 
@@ -176,170 +165,207 @@ impl GlobalBarrierManagerContext for MetaContext {
     }
 }
 
-/// One attempt at recovery: block the scheduler, pre-apply buffered drops, reset every live node, rebuild
-/// every created job's actors, wait for every node to pin the committed epoch, and collect an Initial
-/// barrier whose `prev` is the max committed epoch.
-async fn recovery_attempt(
-    inner: &Arc<MetaInner>,
-    reason: &str,
-    attempt: u32,
-    last_epoch: Epoch,
-    scheduled: &ScheduledBarriers,
-) -> Result<RecoveredState, DdlError> {
-    event!(inner.log, "recovery", "attempt={attempt} reason={reason}");
-    let aborted = scheduled.abort_and_mark_blocked("cluster is under recovery");
-    if aborted > 0 {
-        event!(inner.log, "recovery", "aborted {aborted} queued commands");
+/// The steps of recovery, over meta's state.
+struct Recovery {
+    inner: Arc<MetaInner>,
+    scheduled: ScheduledBarriers,
+}
+
+impl RecoveryContext for Recovery {
+    fn log(&self) -> &EventLog {
+        &self.inner.log
     }
-    // Creating jobs whose barrier never completed are dropped (RisingWave's dirty streaming jobs).
-    let dirty: Vec<(crate::catalog::Relation, Vec<epochlab_common::TableId>)> = {
-        let mut catalog = inner.catalog();
-        let ids: Vec<_> = catalog
+
+    fn rng(&self) -> &SimRng {
+        &self.inner.rng
+    }
+
+    fn abort_and_mark_blocked(&self) -> usize {
+        self.scheduled
+            .abort_and_mark_blocked("cluster is under recovery")
+    }
+
+    fn clean_dirty_jobs(&self) -> Vec<TableId> {
+        let mut catalog = self.inner.catalog();
+        let dirty: Vec<TableId> = catalog
             .relations
             .values()
             .filter(|r| r.state == JobState::Creating && !r.background)
             .map(|r| r.id)
             .collect();
-        ids.into_iter()
-            .map(|id| {
-                let r = catalog.relations.remove(&id).unwrap();
-                let t = r.state_tables();
-                (r, t)
+        let mut tables = Vec::new();
+        for id in dirty {
+            let rel = catalog.relations.remove(&id).expect("listed above");
+            event!(
+                self.inner.log,
+                "recovery step",
+                "clean dirty job {} id={id}",
+                rel.name
+            );
+            self.inner.tracker().remove(id, "recovery cleaned it up");
+            tables.extend(rel.state_tables());
+        }
+        tables
+    }
+
+    fn pre_apply_drops(&self) -> Vec<TableId> {
+        self.scheduled
+            .pre_apply_drop_scheduled()
+            .into_iter()
+            .flat_map(|c| match c {
+                Command::DropStreamingJobs {
+                    unregistered_table_ids,
+                    ..
+                } => unregistered_table_ids,
+                _ => Vec::new(),
             })
             .collect()
-    };
-    for (rel, _) in &dirty {
-        event!(
-            inner.log,
-            "recovery",
-            "clean dirty job {} id={}",
-            rel.name,
-            rel.id
-        );
-    }
-    let dirty_tables: Vec<_> = dirty.into_iter().flat_map(|(_, t)| t).collect();
-    let drops = scheduled.pre_apply_drop_scheduled();
-    let mut dropped_tables = dirty_tables;
-    for d in &drops {
-        if let Command::DropStreamingJobs {
-            unregistered_table_ids,
-            ..
-        } = d
-        {
-            dropped_tables.extend(unregistered_table_ids.iter().copied());
-        }
-    }
-    if !drops.is_empty() {
-        event!(inner.log, "recovery", "pre-applied {} drops", drops.len());
     }
 
-    let mce = inner.hummock.max_committed_epoch();
-    let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
-    let generation = inner.cluster().generation + 1;
-    for &w in &workers {
-        inner
-            .call(
-                w,
-                Request::Reset {
-                    generation,
-                    prev_epoch: mce,
-                },
-            )
-            .await?;
+    fn unregister(&self, tables: &[TableId], reason: &str) {
+        self.inner.hummock.unregister_tables(tables, reason);
     }
-    {
+
+    fn purge(&self, reason: &str) -> Vec<TableId> {
+        let keep: BTreeSet<TableId> = self.inner.catalog().state_tables().into_iter().collect();
+        self.inner.hummock.purge(&keep, reason)
+    }
+
+    fn next_generation(&self) -> u64 {
+        self.inner.cluster().generation + 1
+    }
+
+    async fn reset_nodes(&self, generation: u64) -> Result<(), String> {
+        let inner = &self.inner;
+        let mce = inner.hummock.max_committed_epoch();
+        let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
+        for &w in &workers {
+            inner
+                .call(
+                    w,
+                    Request::Reset {
+                        generation,
+                        prev_epoch: mce,
+                    },
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         let mut cluster = inner.cluster();
         cluster.generation = generation;
-        for &w in &workers {
-            cluster.workers.insert(w, generation);
-            inner.hummock.set_context(w, generation);
-        }
-    }
-    // Every live node has dropped its actors: tables of dropped jobs can go now.
-    if !dropped_tables.is_empty() && inner.config.drop_mode != DropMode::Buggy {
-        inner.hummock.unregister_tables(&dropped_tables, "recovery");
-    }
-
-    // Rebuild every created job, moving actors off dead workers.
-    let (descs, info) = {
-        let mut catalog = inner.catalog();
-        let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
-        let mut i = 0usize;
-        for rel in catalog.relations.values_mut() {
-            for a in &mut rel.actors {
-                if !live.contains(&a.worker) {
-                    a.worker = workers[i % workers.len()];
-                    i += 1;
-                }
+        for w in workers {
+            if let Some(g) = cluster.workers.get_mut(&w) {
+                g.generation = generation;
+                inner.hummock.set_context(w, generation);
             }
         }
-        let mut descs = Vec::new();
-        let mut info = InflightActorInfo::default();
-        for rel in catalog.relations.values() {
-            for a in &rel.actors {
-                info.actors.entry(a.worker).or_default().insert(a.actor_id);
-                if rel.kind == RelationKind::Table {
-                    info.sources.entry(a.worker).or_default().insert(a.actor_id);
-                }
-            }
-            descs.push((catalog.actor_descs(rel), rel.actors.clone()));
-        }
-        (descs, info)
-    };
-    for (d, placement) in descs {
-        inner.build_actors(d, &placement).await?;
-    }
-    for &w in &workers {
-        inner
-            .call(w, Request::WaitEpochCommit { epoch: mce })
-            .await?;
+        Ok(())
     }
 
-    let curr = last_epoch.max(mce).next(&inner.clock);
-    let barrier = Barrier::new(
-        EpochPair::new(curr, mce),
-        BarrierKind::Initial,
-        Some(Mutation::Add(AddMutation::default())),
-    );
-    event!(
-        inner.log,
-        "inject barrier",
-        "prev={mce} curr={curr} kind=initial mutation=add command=recovery nodes={:?}",
-        info.nodes().map(|w| w.0).collect::<Vec<_>>()
-    );
-    // Inject on every node first (an actor's upstreams may be elsewhere), then collect from each.
-    let nodes: Vec<WorkerId> = info.nodes().collect();
-    for &w in &nodes {
-        let request = Request::InjectBarrier {
-            barrier: barrier.clone(),
-            to_send: info.sources.get(&w).cloned().unwrap_or_default(),
-            to_collect: info.actors.get(&w).cloned().unwrap_or_default(),
+    async fn rebuild_actors(&self) -> Result<InflightActorInfo, String> {
+        let inner = &self.inner;
+        let (descs, info) = {
+            let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
+            if workers.is_empty() {
+                return Err("no compute node is alive".into());
+            }
+            let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
+            let mut catalog = inner.catalog();
+            let mut i = 0usize;
+            for rel in catalog.relations.values_mut() {
+                for a in &mut rel.actors {
+                    if !live.contains(&a.worker) {
+                        let to = workers[i % workers.len()];
+                        event!(
+                            inner.log,
+                            "recovery step",
+                            "migrate actor={} from={} to={to}",
+                            a.actor_id,
+                            a.worker
+                        );
+                        a.worker = to;
+                        i += 1;
+                    }
+                }
+            }
+            let mut descs = Vec::new();
+            let mut info = InflightActorInfo::default();
+            for rel in catalog.relations.values() {
+                for a in &rel.actors {
+                    info.actors.entry(a.worker).or_default().insert(a.actor_id);
+                    if rel.kind == RelationKind::Table {
+                        info.sources.entry(a.worker).or_default().insert(a.actor_id);
+                    }
+                }
+                descs.push((catalog.actor_descs(rel), rel.actors.clone()));
+            }
+            (descs, info)
         };
-        inner.call(w, request).await?;
+        for (d, placement) in descs {
+            inner
+                .build_actors(d, &placement)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(info)
     }
-    for &w in &nodes {
-        match inner
-            .call(w, Request::BarrierComplete { prev_epoch: mce })
-            .await?
-        {
-            Response::BarrierComplete(_) => {}
-            other => {
-                return Err(DdlError::Rpc {
-                    worker: w,
-                    message: format!("unexpected answer {other:?}"),
-                });
+
+    async fn wait_epoch_commit(&self) -> Result<Epoch, String> {
+        let inner = &self.inner;
+        let mce = inner.hummock.max_committed_epoch();
+        let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
+        for w in workers {
+            inner
+                .call(w, Request::WaitEpochCommit { epoch: mce })
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(mce)
+    }
+
+    async fn inject_initial(
+        &self,
+        info: &InflightActorInfo,
+        mce: Epoch,
+        last_epoch: Epoch,
+    ) -> Result<Epoch, String> {
+        let inner = &self.inner;
+        let curr = last_epoch.max(mce).next(&inner.clock);
+        let barrier = Barrier::new(
+            EpochPair::new(curr, mce),
+            BarrierKind::Initial,
+            Some(Mutation::Add(AddMutation::default())),
+        );
+        let nodes: Vec<WorkerId> = info.nodes().collect();
+        event!(
+            inner.log,
+            "inject barrier",
+            "prev={mce} curr={curr} kind=initial mutation=add command=recovery nodes={:?}",
+            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
+        );
+        // Inject on every node first (an actor's upstreams may be elsewhere), then collect from each.
+        for &w in &nodes {
+            let request = Request::InjectBarrier {
+                barrier: barrier.clone(),
+                to_send: info.sources.get(&w).cloned().unwrap_or_default(),
+                to_collect: info.actors.get(&w).cloned().unwrap_or_default(),
+            };
+            inner.call(w, request).await.map_err(|e| e.to_string())?;
+        }
+        for &w in &nodes {
+            match inner
+                .call(w, Request::BarrierComplete { prev_epoch: mce })
+                .await
+            {
+                Ok(Response::BarrierComplete(_)) => {}
+                Ok(other) => return Err(format!("worker {w}: unexpected answer {other:?}")),
+                Err(e) => return Err(e.to_string()),
             }
         }
+        Ok(curr)
     }
-    scheduled.mark_ready();
-    event!(
-        inner.log,
-        "recovery",
-        "done generation={generation} prev_epoch={mce} curr={curr} actors={}",
-        info.actor_count()
-    );
-    Ok(RecoveredState {
-        info,
-        prev_epoch: curr,
-    })
+
+    fn mark_ready(&self) {
+        self.scheduled.mark_ready();
+    }
 }

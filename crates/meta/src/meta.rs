@@ -10,8 +10,10 @@ use epochlab_barrier::{
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{SinkDesc, SinkKind, StreamActorDesc};
 use epochlab_common::{
-    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, TableId, VnodeCount, WorkerId, event,
+    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, VnodeCount, WorkerId,
+    event,
 };
+use epochlab_recovery::{RecoveryConfig, UnregisterOrder};
 use epochlab_rpc::{Network, Request};
 use epochlab_storage::HummockManager;
 use thiserror::Error;
@@ -47,8 +49,10 @@ pub struct MetaConfig {
     pub barrier: BarrierConfig,
     pub drop_mode: DropMode,
     pub vnode_count: VnodeCount,
-    /// First and longest wait between recovery attempts.
-    pub recovery_backoff: (Duration, Duration),
+    /// Recovery's slow steps and backoff (its unregister order follows `drop_mode`).
+    pub recovery: RecoveryConfig,
+    /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
+    pub heartbeat_timeout: Duration,
 }
 
 impl Default for MetaConfig {
@@ -57,8 +61,22 @@ impl Default for MetaConfig {
             barrier: BarrierConfig::default(),
             drop_mode: DropMode::Fixed,
             vnode_count: VnodeCount::DEFAULT,
-            recovery_backoff: (Duration::from_millis(20), Duration::from_secs(5)),
+            recovery: RecoveryConfig::default(),
+            heartbeat_timeout: Duration::from_secs(15),
         }
+    }
+}
+
+impl MetaConfig {
+    /// The recovery configuration, with the unregister order of the drop mode.
+    pub fn recovery(&self) -> RecoveryConfig {
+        let mut r = self.recovery.clone();
+        r.unregister = match self.drop_mode {
+            DropMode::Buggy => UnregisterOrder::ByCaller,
+            DropMode::Fixed => UnregisterOrder::AfterReset,
+            DropMode::PurgeBeforeReset => UnregisterOrder::BeforeReset,
+        };
+        r
     }
 }
 
@@ -125,9 +143,15 @@ pub(crate) struct Ids {
     next_actor: u32,
 }
 
+pub(crate) struct WorkerInfo {
+    pub generation: u64,
+    /// Simulated time (µs since the origin) of the last heartbeat.
+    pub last_heartbeat_us: u64,
+}
+
 pub(crate) struct ClusterState {
-    /// Live workers and the generation each runs at.
-    pub workers: BTreeMap<WorkerId, u64>,
+    /// Live workers (not expired): the generation each runs at and its last heartbeat.
+    pub workers: BTreeMap<WorkerId, WorkerInfo>,
     /// The current recovery generation (actors and exchange channels belong to one).
     pub generation: u64,
 }
@@ -143,6 +167,7 @@ pub(crate) struct MetaInner {
     pub config: MetaConfig,
     pub log: EventLog,
     pub clock: Clock,
+    pub rng: SimRng,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -270,6 +295,7 @@ impl MetaNode {
         network: Network,
         log: EventLog,
         clock: Clock,
+        rng: SimRng,
     ) -> (Self, GlobalBarrierManager<MetaContext>) {
         let (scheduler, scheduled) = BarrierScheduler::new();
         let inner = Arc::new(MetaInner {
@@ -290,6 +316,7 @@ impl MetaNode {
             config: config.clone(),
             log,
             clock,
+            rng,
         });
         let manager = GlobalBarrierManager::new(
             Arc::new(MetaContext::new(inner.clone())),
@@ -316,13 +343,66 @@ impl MetaNode {
         self.inner.cluster().generation
     }
 
-    /// A compute node joins at the cluster's current generation.
+    /// A compute node joins (or rejoins after a restart) at the cluster's current generation.
     pub fn add_worker(&self, worker: WorkerId) -> u64 {
         let mut cluster = self.inner.cluster();
         let generation = cluster.generation;
-        cluster.workers.insert(worker, generation);
+        let now = self.inner.clock.elapsed_us();
+        cluster.workers.insert(
+            worker,
+            WorkerInfo {
+                generation,
+                last_heartbeat_us: now,
+            },
+        );
         self.inner.hummock.set_context(worker, generation);
+        event!(
+            self.inner.log,
+            "add worker",
+            "worker={worker} generation={generation}"
+        );
         generation
+    }
+
+    /// A compute node says it is alive.
+    pub fn heartbeat(&self, worker: WorkerId) {
+        let now = self.inner.clock.elapsed_us();
+        if let Some(w) = self.inner.cluster().workers.get_mut(&worker) {
+            w.last_heartbeat_us = now;
+        }
+    }
+
+    /// Remove workers whose last heartbeat is older than the timeout; returns them. Their data is no longer
+    /// accepted, and recovery moves their actors elsewhere.
+    pub fn expire_workers(&self) -> Vec<WorkerId> {
+        let now = self.inner.clock.elapsed_us();
+        let timeout = self.inner.config.heartbeat_timeout.as_micros() as u64;
+        let expired: Vec<WorkerId> = {
+            let mut cluster = self.inner.cluster();
+            let expired: Vec<WorkerId> = cluster
+                .workers
+                .iter()
+                .filter(|(_, w)| now.saturating_sub(w.last_heartbeat_us) > timeout)
+                .map(|(id, _)| *id)
+                .collect();
+            for w in &expired {
+                cluster.workers.remove(w);
+            }
+            expired
+        };
+        for w in &expired {
+            self.inner.hummock.remove_context(*w);
+            event!(self.inner.log, "worker expired", "worker={w}");
+        }
+        expired
+    }
+
+    /// Check heartbeats every second, forever.
+    pub async fn run_heartbeat_checker(self) {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            self.expire_workers();
+        }
     }
 
     pub fn workers(&self) -> Vec<WorkerId> {

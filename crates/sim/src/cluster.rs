@@ -50,11 +50,13 @@ pub struct Cluster {
     nodes: Mutex<BTreeMap<WorkerId, Arc<ComputeNode>>>,
     barrier_stats: Arc<BarrierManagerStats>,
     manager: JoinHandle<()>,
+    heartbeat_checker: JoinHandle<()>,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.manager.abort();
+        self.heartbeat_checker.abort();
         for node in self
             .nodes
             .lock()
@@ -86,6 +88,7 @@ impl Cluster {
             clock: ctx.clock.clone(),
             log: ctx.log.clone(),
             config: config.stream.clone(),
+            heartbeat: None,
         };
         let (meta, manager) = MetaNode::new(
             config.meta.clone(),
@@ -93,7 +96,11 @@ impl Cluster {
             network.clone(),
             ctx.log.clone(),
             ctx.clock.clone(),
+            ctx.rng.clone(),
         );
+        let mut env = env;
+        let heartbeat_meta = meta.clone();
+        env.heartbeat = Some(Arc::new(move |w| heartbeat_meta.heartbeat(w)));
         let mut nodes = BTreeMap::new();
         for i in 1..=config.compute_nodes {
             let w = WorkerId(i);
@@ -102,6 +109,7 @@ impl Cluster {
         }
         let barrier_stats = manager.stats();
         let manager = tokio::spawn(manager.run());
+        let heartbeat_checker = tokio::spawn(meta.clone().run_heartbeat_checker());
         let cluster = Self {
             ctx: ctx.clone(),
             meta,
@@ -114,6 +122,7 @@ impl Cluster {
             nodes: Mutex::new(nodes),
             barrier_stats,
             manager,
+            heartbeat_checker,
         };
         cluster.wait_ready().await;
         cluster
@@ -149,6 +158,35 @@ impl Cluster {
 
     pub fn env(&self) -> &ComputeEnv {
         &self.env
+    }
+
+    /// Kill a compute node: all its tasks stop at once and its uncommitted data is lost. Meta notices through
+    /// failed RPCs and, after the heartbeat timeout, removes it.
+    pub fn kill(&self, worker: WorkerId) -> bool {
+        let node = self
+            .nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&worker);
+        match node {
+            Some(n) => {
+                n.kill();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Start a killed node again, empty, at the cluster's current generation.
+    pub fn restart(&self, worker: WorkerId) {
+        let generation = self.meta.add_worker(worker);
+        let node = Arc::new(ComputeNode::start(worker, self.env.clone(), generation));
+        let old = self
+            .nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(worker, node);
+        assert!(old.is_none(), "restarted worker {worker} was running");
     }
 
     pub async fn create_table(

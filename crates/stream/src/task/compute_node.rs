@@ -29,6 +29,9 @@ impl Default for StreamConfig {
 
 /// What every compute node of a cluster shares: the network, meta's storage manager (for version deltas and
 /// the committed data), the exchange and sink registries, the clock and the event log.
+/// How a node tells meta it is alive (called every second).
+pub type Heartbeat = Arc<dyn Fn(WorkerId) + Send + Sync>;
+
 #[derive(Clone)]
 pub struct ComputeEnv {
     pub network: Network,
@@ -39,6 +42,7 @@ pub struct ComputeEnv {
     pub clock: Clock,
     pub log: EventLog,
     pub config: StreamConfig,
+    pub heartbeat: Option<Heartbeat>,
 }
 
 pub struct ComputeNode {
@@ -86,6 +90,14 @@ impl ComputeNode {
             tasks.clone(),
         ));
         tasks.spawn(observe_versions(storage.clone(), env.clone(), worker));
+        if let Some(heartbeat) = env.heartbeat.clone() {
+            tasks.spawn(async move {
+                loop {
+                    heartbeat(worker);
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            });
+        }
         event!(
             env.log,
             "start node",
