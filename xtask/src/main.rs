@@ -1,5 +1,6 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
+//! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
@@ -12,7 +13,7 @@ use std::env;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <test|bench|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|test|bench|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = env::args().skip(1);
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
     };
     let rest: Vec<String> = args.collect();
     let result = match cmd.as_str() {
+        "repro" => repro(&rest),
         "test" => test(&rest),
         "bench" => bench(&rest),
         "protoc" => protoc_path().map(|p| {
@@ -153,4 +155,36 @@ fn bench(args: &[String]) -> Result {
     cmd.args(["bench", "-q", "--workspace"]);
     cmd.args(args);
     run("cargo bench", cmd)
+}
+
+fn repro(args: &[String]) -> Result {
+    let mut cmd = cargo()?;
+    cmd.args([
+        "run",
+        "-q",
+        "--release",
+        "-p",
+        "epochlab-cli",
+        "--bin",
+        "epochlab",
+        "--",
+        "repro",
+    ]);
+    cmd.args(args);
+    let status = cmd.status().map_err(|e| Failure {
+        code: 1,
+        message: format!("cannot start cargo: {e}"),
+    })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        // epochlab's own exit status (1, 2, 3) says what happened; it has printed why.
+        Some(code) => Err(Failure {
+            code: code.clamp(1, 255) as u8,
+            message: String::new(),
+        }),
+        None => Err(Failure {
+            code: 1,
+            message: "epochlab was killed".into(),
+        }),
+    }
 }

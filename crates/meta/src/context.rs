@@ -232,7 +232,9 @@ impl RecoveryContext for Recovery {
     }
 
     fn next_generation(&self) -> u64 {
-        self.inner.cluster().generation + 1
+        let mut cluster = self.inner.cluster();
+        cluster.last_allocated_generation += 1;
+        cluster.last_allocated_generation
     }
 
     async fn reset_nodes(&self, generation: u64) -> Result<(), String> {
@@ -367,5 +369,14 @@ impl RecoveryContext for Recovery {
 
     fn mark_ready(&self) {
         self.scheduled.mark_ready();
+        let hook = self
+            .inner
+            .on_recovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 }

@@ -154,6 +154,9 @@ pub(crate) struct ClusterState {
     pub workers: BTreeMap<WorkerId, WorkerInfo>,
     /// The current recovery generation (actors and exchange channels belong to one).
     pub generation: u64,
+    /// The last generation handed out: each recovery attempt takes a new one, even if an earlier attempt
+    /// failed after resetting some nodes.
+    pub last_allocated_generation: u64,
 }
 
 pub(crate) struct MetaInner {
@@ -168,6 +171,8 @@ pub(crate) struct MetaInner {
     pub log: EventLog,
     pub clock: Clock,
     pub rng: SimRng,
+    /// Called when recovery has marked the cluster ready (checkers).
+    pub on_recovered: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -304,6 +309,7 @@ impl MetaNode {
             cluster: Mutex::new(ClusterState {
                 workers: BTreeMap::new(),
                 generation: 1,
+                last_allocated_generation: 1,
             }),
             ids: Mutex::new(Ids {
                 next_table: 1,
@@ -317,6 +323,7 @@ impl MetaNode {
             log,
             clock,
             rng,
+            on_recovered: Mutex::new(None),
         });
         let manager = GlobalBarrierManager::new(
             Arc::new(MetaContext::new(inner.clone())),
@@ -362,6 +369,11 @@ impl MetaNode {
             "worker={worker} generation={generation}"
         );
         generation
+    }
+
+    /// Call `hook` each time recovery has marked the cluster ready.
+    pub fn set_recovery_hook(&self, hook: Arc<dyn Fn() + Send + Sync>) {
+        *lock(&self.inner.on_recovered) = Some(hook);
     }
 
     /// A compute node says it is alive.

@@ -8,9 +8,14 @@
 //!
 //! [`Cluster`] assembles meta, compute nodes, the network and the shared registries inside such a run.
 
+pub mod capture;
+pub mod checkers;
 pub mod cluster;
 pub mod runtime;
+pub mod scenario;
 
+pub use checkers::check_commits;
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use runtime::{SimContext, SimOutput, run, run_with_origin};
+pub use scenario::{Outcome, ReproParams, ReproReport, run_repro};

@@ -16,8 +16,12 @@ use crate::version::{GroupChange, GroupId, HummockVersion, VersionDelta};
 /// Deltas kept for nodes that lag; a node further behind resynchronises from the full version.
 pub const MAX_DELTA_HISTORY: usize = 100_000;
 
+/// Called after every unregistration, with the tables removed (checkers).
+pub type UnregisterHook = Arc<dyn Fn(&[TableId]) + Send + Sync>;
+
 pub struct HummockManager {
     inner: Mutex<Inner>,
+    unregister_hook: Mutex<Option<UnregisterHook>>,
     committed: CommittedStore,
     latest: Watch<u64>,
     log: Option<EventLog>,
@@ -50,6 +54,7 @@ impl HummockManager {
                 contexts: BTreeMap::new(),
                 dropped_write_count: 0,
             }),
+            unregister_hook: Mutex::new(None),
             committed,
             latest: Watch::new(0),
             log,
@@ -58,6 +63,13 @@ impl HummockManager {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_unregister_hook(&self, hook: UnregisterHook) {
+        *self
+            .unregister_hook
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     pub fn committed_store(&self) -> &CommittedStore {
@@ -205,6 +217,14 @@ impl HummockManager {
                 "tables={removed:?} reason={reason} version={}",
                 delta.id
             );
+        }
+        let hook = self
+            .unregister_hook
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(&removed);
         }
         Some(delta)
     }

@@ -264,6 +264,7 @@ impl LocalBarrierWorker {
                     if let Some(e) = self.actors.remove(&a) {
                         e.abort.abort();
                     }
+                    self.env.active.remove(a);
                     self.failed.remove(&a);
                     self.env.dml.remove(a);
                 }
@@ -300,7 +301,12 @@ impl LocalBarrierWorker {
             }
             let (actor, barrier_tx) =
                 build_actor(&self.env, &desc, generation, self.handle.clone())?;
-            let abort = self.env.tasks.spawn(actor.run());
+            let active = self.env.active.clone();
+            active.insert(id, super::build::tables_of(&desc.node));
+            let abort = self.env.tasks.spawn(async move {
+                actor.run().await;
+                active.remove(id);
+            });
             self.actors.insert(id, ActorEntry { abort, barrier_tx });
         }
         Ok(())
@@ -490,6 +496,7 @@ impl LocalBarrierWorker {
         for (_, e) in std::mem::take(&mut self.actors) {
             e.abort.abort();
         }
+        self.env.active.clear();
         self.failed.clear();
         self.epochs.clear();
         self.progress.clear();

@@ -73,6 +73,64 @@ impl DmlManager {
     }
 }
 
+/// The tables each running actor of a node reads or writes (checkers): an actor is listed from its build
+/// until its task ends, it is dropped, or the node is reset or killed.
+#[derive(Clone, Default)]
+pub struct ActiveTables {
+    inner: Arc<Mutex<BTreeMap<ActorId, Vec<epochlab_common::TableId>>>>,
+}
+
+impl ActiveTables {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ActorId, Vec<epochlab_common::TableId>>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn insert(&self, actor: ActorId, tables: Vec<epochlab_common::TableId>) {
+        self.lock().insert(actor, tables);
+    }
+
+    pub(crate) fn remove(&self, actor: ActorId) {
+        self.lock().remove(&actor);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Running actors that use `table`.
+    pub fn users_of(&self, table: epochlab_common::TableId) -> Vec<ActorId> {
+        self.lock()
+            .iter()
+            .filter(|(_, ts)| ts.contains(&table))
+            .map(|(a, _)| *a)
+            .collect()
+    }
+}
+
+/// The state tables an actor's plan reads or writes.
+pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
+    match node {
+        StreamNode::Dml { .. } | StreamNode::Merge { .. } => Vec::new(),
+        StreamNode::Materialize { table, input } => {
+            let mut t = tables_of(input);
+            t.push(table.table_id);
+            t
+        }
+        StreamNode::ArrangementBackfill {
+            upstream_table,
+            state_table,
+            input,
+            ..
+        } => {
+            let mut t = tables_of(input);
+            t.push(upstream_table.table_id);
+            t.push(state_table.table_id);
+            t
+        }
+        StreamNode::FlowControl { input, .. } | StreamNode::Sink { input, .. } => tables_of(input),
+    }
+}
+
 /// Counters of one node's streaming side.
 #[derive(Default, Debug)]
 pub struct StreamStats {
@@ -124,6 +182,7 @@ pub(crate) struct BuildEnv {
     pub exchange: ExchangeRegistry,
     pub sinks: SinkRegistry,
     pub backfill: BackfillRegistry,
+    pub active: ActiveTables,
     pub dml: DmlManager,
     pub tasks: Arc<NodeTasks>,
     pub clock: Clock,

@@ -9,7 +9,7 @@ use epochlab_storage::{HummockManager, NodeStorage};
 use tokio::sync::mpsc;
 
 use super::barrier_worker::{LocalBarrierManager, LocalBarrierWorker};
-use super::build::{BuildEnv, DmlManager, NodeTasks, StreamStats};
+use super::build::{ActiveTables, BuildEnv, DmlManager, NodeTasks, StreamStats};
 use super::exchange::ExchangeRegistry;
 use crate::executor::{BackfillRegistry, SinkRegistry};
 
@@ -47,6 +47,7 @@ pub struct ComputeEnv {
 
 pub struct ComputeNode {
     worker: WorkerId,
+    active: ActiveTables,
     storage: NodeStorage,
     barrier_manager: LocalBarrierManager,
     tasks: Arc<NodeTasks>,
@@ -67,12 +68,14 @@ impl ComputeNode {
         let tasks = Arc::new(NodeTasks::default());
         let dml = DmlManager::default();
         let stats = Arc::new(StreamStats::default());
+        let active = ActiveTables::default();
         let (barrier_worker, events) = LocalBarrierWorker::new(BuildEnv {
             worker,
             storage: storage.clone(),
             exchange: env.exchange.clone(),
             sinks: env.sinks.clone(),
             backfill: env.backfill.clone(),
+            active: active.clone(),
             dml: dml.clone(),
             tasks: tasks.clone(),
             clock: env.clock.clone(),
@@ -105,6 +108,7 @@ impl ComputeNode {
         );
         Self {
             worker,
+            active,
             storage,
             barrier_manager,
             tasks,
@@ -130,11 +134,17 @@ impl ComputeNode {
         &self.stats
     }
 
+    /// The tables each running actor uses.
+    pub fn active_tables(&self) -> &ActiveTables {
+        &self.active
+    }
+
     /// Kill the node: every task of it stops at once, its uncommitted data is gone, calls to it fail.
     pub fn kill(&self) {
         self.env.network.unregister(self.worker);
         self.tasks.abort_all();
         self.dml.clear();
+        self.active.clear();
         event!(self.env.log, "kill node", "worker={}", self.worker);
     }
 

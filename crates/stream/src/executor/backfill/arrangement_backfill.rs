@@ -221,6 +221,11 @@ impl Core {
         }
         tracing::trace!(actor_id, table_id, "committing on epoch, {epoch:?}");
         self.args.state_table.commit(epoch)?;
+        let updated = written.iter().any(|w| w.ends_with(":update"));
+        self.args
+            .stats
+            .last_persist_updated
+            .store(updated, std::sync::atomic::Ordering::Relaxed);
         if !written.is_empty() {
             event!(
                 self.args.log,

@@ -16,6 +16,8 @@ pub struct BackfillActorStats {
     /// Barriers handled while backfilling (the finishing one included).
     pub backfill_epochs: AtomicU64,
     pub finished: AtomicBool,
+    /// Whether the last persist updated a row that was already stored (the actor is in the middle of a vnode).
+    pub last_persist_updated: AtomicBool,
     /// The epoch of the last progress row written per vnode, raw.
     persisted: Mutex<BTreeMap<VirtualNode, Epoch>>,
 }

@@ -1,0 +1,342 @@
+//! `epochlab repro`: run the scenario in each mode, report, and check each mode's expectation.
+
+use std::io::Write;
+use std::process::Command;
+use std::time::Instant;
+
+use epochlab_meta::DropMode;
+use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
+
+use crate::args::ReproArgs;
+
+struct Run {
+    report: ReproReport,
+    digest: String,
+    virtual_ms: u128,
+    wall_ms: u128,
+}
+
+/// The command that replays one run exactly.
+fn replay(p: &ReproParams) -> String {
+    format!(
+        "cargo xtask repro --mode {} --seed {} --rows {} --vnodes {} --parallelism {} --compute-nodes {} \
+         --rate-limit {} --barrier-latency-ms {} --checkpoint-frequency {}",
+        p.mode.as_str(),
+        p.seed,
+        p.rows,
+        p.vnodes,
+        p.parallelism,
+        p.compute_nodes,
+        p.rate_limit,
+        p.barrier_latency_ms,
+        p.checkpoint_frequency
+    )
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json(run: &Run) -> String {
+    let r = &run.report;
+    let opt = |s: &Option<String>| s.as_deref().map_or("null".to_string(), json_string);
+    format!(
+        "{{\"mode\":{},\"seed\":{},\"outcome\":{},\"error\":{},\"failing_vnode\":{},\"epochs\":{},\
+         \"max_committed_epoch\":{},\"recoveries\":{},\"virtual_ms\":{},\"wall_ms\":{},\"digest\":{},\"replay\":{}}}",
+        json_string(r.params.mode.as_str()),
+        r.params.seed,
+        json_string(r.outcome.as_str()),
+        opt(&r.error),
+        r.failing_vnode
+            .map_or("null".to_string(), |v| v.to_string()),
+        r.epochs,
+        r.max_committed_epoch,
+        r.recoveries,
+        run.virtual_ms,
+        run.wall_ms,
+        json_string(&run.digest),
+        json_string(&replay(&r.params)),
+    )
+}
+
+/// Whether a run met its mode's expectation; `Err(true)` when buggy was merely not reproducible.
+fn expectation(r: &ReproReport) -> Result<(), bool> {
+    match r.params.mode {
+        DropMode::Buggy => match r.outcome {
+            Outcome::Failed
+                if r.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("row [") && e.ends_with("not found")) =>
+            {
+                Ok(())
+            }
+            Outcome::NotReproducible => Err(true),
+            _ => Err(false),
+        },
+        DropMode::Fixed => (r.outcome == Outcome::Passed).then_some(()).ok_or(false),
+        DropMode::PurgeBeforeReset => Ok(()),
+    }
+}
+
+fn run_one(params: &ReproParams, event_log: Option<&std::path::Path>) -> Run {
+    let wall = Instant::now();
+    let out = run_repro(params);
+    let wall_ms = wall.elapsed().as_millis();
+    if let Some(path) = event_log {
+        let mut text = out.log.lines().join("\n");
+        text.push('\n');
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!(
+                "epochlab repro: cannot write the event log to {}: {e}",
+                path.display()
+            );
+        }
+    }
+    Run {
+        report: out.value,
+        digest: out.digest,
+        virtual_ms: out.virtual_elapsed.as_millis(),
+        wall_ms,
+    }
+}
+
+pub fn run(args: &ReproArgs) -> u8 {
+    if args.check_determinism {
+        return check_determinism(args);
+    }
+    let runs: Vec<Run> = args
+        .modes
+        .iter()
+        .map(|&mode| {
+            let params = ReproParams {
+                mode,
+                ..args.params.clone()
+            };
+            run_one(&params, args.event_log.as_deref())
+        })
+        .collect();
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        for r in &runs {
+            let _ = writeln!(stdout, "{}", json(r));
+        }
+    } else {
+        print_human(&mut stdout, args, &runs);
+    }
+    let unmet: Vec<bool> = runs
+        .iter()
+        .filter_map(|r| expectation(&r.report).err())
+        .collect();
+    match (
+        unmet.is_empty(),
+        unmet
+            .iter()
+            .all(|only_not_reproducible| *only_not_reproducible),
+    ) {
+        (true, _) => 0,
+        (false, true) => 3,
+        (false, false) => 1,
+    }
+}
+
+fn print_human(out: &mut impl Write, args: &ReproArgs, runs: &[Run]) {
+    let p = &args.params;
+    let _ = writeln!(
+        out,
+        "epochlab repro: RisingWave #14910, seed {}: {} rows, {} vnodes, parallelism {}, {} compute nodes, \
+         rate limit {} row/s, sink {} ms/chunk, checkpoint every {} barrier(s)\n",
+        p.seed,
+        p.rows,
+        p.vnodes,
+        p.parallelism,
+        p.compute_nodes,
+        p.rate_limit,
+        p.barrier_latency_ms,
+        p.checkpoint_frequency
+    );
+    let _ = writeln!(
+        out,
+        "{:<19} {:<17} {:<44} {:>6} {:>20} {:>10} {:>10} {:>8}",
+        "mode",
+        "outcome",
+        "error",
+        "epochs",
+        "max committed epoch",
+        "recoveries",
+        "virtual",
+        "wall"
+    );
+    for r in runs {
+        let rep = &r.report;
+        let mut error = rep.error.clone().unwrap_or_else(|| "-".into());
+        if error.chars().count() > 44 {
+            error = error.chars().take(41).collect::<String>() + "...";
+        }
+        let met = if expectation(rep).is_ok() {
+            ""
+        } else {
+            " (unexpected)"
+        };
+        let _ = writeln!(
+            out,
+            "{:<19} {:<17} {:<44} {:>6} {:>20} {:>10} {:>8.1} s {:>5} ms",
+            rep.params.mode.as_str(),
+            format!("{}{met}", rep.outcome.as_str()),
+            error,
+            rep.epochs,
+            rep.max_committed_epoch,
+            rep.recoveries,
+            r.virtual_ms as f64 / 1000.0,
+            r.wall_ms
+        );
+    }
+    for r in runs {
+        let rep = &r.report;
+        if rep.outcome != Outcome::Failed {
+            continue;
+        }
+        let mode = rep.params.mode.as_str();
+        let _ = writeln!(
+            out,
+            "\n{mode}: {}",
+            rep.error.as_deref().unwrap_or("failed")
+        );
+        if !rep.timeline.is_empty() {
+            let _ = writeln!(
+                out,
+                "{mode}: timeline (virtual seconds; the unregister, the actor's persists, the failing read)"
+            );
+            for l in &rep.timeline {
+                let _ = writeln!(out, "  {l}");
+            }
+        }
+        if !rep.original_lines.is_empty() {
+            let _ = writeln!(
+                out,
+                "{mode}: the failing actor's log, the lines of the original failure log"
+            );
+            for l in &rep.original_lines {
+                let _ = writeln!(out, "  {l}");
+            }
+            let _ = writeln!(out, "  {}", rep.error.as_deref().unwrap_or(""));
+        }
+        for v in &rep.violations {
+            let _ = writeln!(out, "{mode}: invariant violation: {v}");
+        }
+    }
+    let _ = writeln!(out, "\nreplay:");
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "  {}    # digest {}",
+            replay(&r.report.params),
+            r.digest
+        );
+    }
+}
+
+/// Run each mode twice in separate child processes and compare their event logs.
+fn check_determinism(args: &ReproArgs) -> u8 {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("epochlab repro: cannot find my own executable: {e}");
+            return 1;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("epochlab-determinism-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("epochlab repro: cannot create {}: {e}", dir.display());
+        return 1;
+    }
+    let p = &args.params;
+    let mut ok = true;
+    for &mode in &args.modes {
+        let mut digests = Vec::new();
+        let mut logs = Vec::new();
+        for i in 0..2 {
+            let log = dir.join(format!("{}-{i}.log", mode.as_str()));
+            let out = Command::new(&exe)
+                .args(["repro", "--json", "--mode", mode.as_str()])
+                .args(["--seed", &p.seed.to_string(), "--rows", &p.rows.to_string()])
+                .args([
+                    "--vnodes",
+                    &p.vnodes.to_string(),
+                    "--parallelism",
+                    &p.parallelism.to_string(),
+                ])
+                .args([
+                    "--compute-nodes",
+                    &p.compute_nodes.to_string(),
+                    "--rate-limit",
+                    &p.rate_limit.to_string(),
+                ])
+                .args(["--barrier-latency-ms", &p.barrier_latency_ms.to_string()])
+                .args([
+                    "--checkpoint-frequency",
+                    &p.checkpoint_frequency.to_string(),
+                ])
+                .arg("--event-log")
+                .arg(&log)
+                .output();
+            let out = match out {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("epochlab repro: cannot run a child: {e}");
+                    return 1;
+                }
+            };
+            let text = String::from_utf8_lossy(&out.stdout);
+            let digest = text
+                .split("\"digest\":\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .unwrap_or("")
+                .to_string();
+            digests.push(digest);
+            logs.push(std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        if digests[0] == digests[1] && !digests[0].is_empty() {
+            println!(
+                "{:<19} deterministic: digest {} in both processes",
+                mode.as_str(),
+                digests[0]
+            );
+            continue;
+        }
+        ok = false;
+        println!(
+            "{:<19} NOT deterministic: digests {} and {}",
+            mode.as_str(),
+            digests[0],
+            digests[1]
+        );
+        let (a, b): (Vec<&str>, Vec<&str>) = (logs[0].lines().collect(), logs[1].lines().collect());
+        match a.iter().zip(&b).position(|(x, y)| x != y) {
+            Some(i) => {
+                println!("  first difference at event {}:", i + 1);
+                println!("  1: {}", a[i]);
+                println!("  2: {}", b[i]);
+            }
+            None => println!(
+                "  one log is a prefix of the other ({} vs {} events)",
+                a.len(),
+                b.len()
+            ),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if ok { 0 } else { 1 }
+}

@@ -1,0 +1,147 @@
+//! Invariant checkers (reference §10.19), run as the simulation goes:
+//! - (I1, I4) committed epochs strictly increase, and each was collected from every node it was sent to
+//!   (from the event log, [`check_commits`]);
+//! - (I2) in the fixed modes, no table is unregistered while an actor that reads or writes it runs;
+//! - (I3) after each recovery, the registered tables equal the catalog's;
+//! - (I5) persisted backfill rows equal the executor's committed copy, and positions only move forward: the
+//!   executor checks both itself and fails with a typed error, which the scenario reports.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use epochlab_common::TableId;
+use epochlab_meta::DropMode;
+
+use crate::cluster::Cluster;
+
+#[derive(Clone)]
+pub struct Checkers {
+    violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl Checkers {
+    /// Hook the checkers into a cluster. In `Buggy` mode an early unregister is the bug itself, not a checker
+    /// finding: I2 is checked only in the other modes.
+    pub fn install(cluster: &Arc<Cluster>, mode: DropMode) -> Self {
+        let this = Self {
+            violations: Arc::default(),
+        };
+        if mode != DropMode::Buggy {
+            let weak = Arc::downgrade(cluster);
+            let me = this.clone();
+            cluster.hummock.set_unregister_hook(Arc::new(move |tables: &[TableId]| {
+                let Some(cluster) = weak.upgrade() else { return };
+                for node in cluster.nodes() {
+                    for t in tables {
+                        let users = node.active_tables().users_of(*t);
+                        if !users.is_empty() {
+                            me.violation(format!(
+                                "table {t} unregistered while actors {users:?} on worker {} still use it",
+                                node.worker()
+                            ));
+                        }
+                    }
+                }
+            }));
+        }
+        let weak = Arc::downgrade(cluster);
+        let me = this.clone();
+        cluster.meta.set_recovery_hook(Arc::new(move || {
+            if let Some(cluster) = weak.upgrade() {
+                me.check_tables(&cluster, "after recovery");
+            }
+        }));
+        this
+    }
+
+    pub fn violation(&self, v: String) {
+        let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        if !all.contains(&v) {
+            all.push(v);
+        }
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.violations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// (I3) registered tables == the catalog's state tables.
+    fn check_tables(&self, cluster: &Cluster, when: &str) {
+        let registered = cluster.hummock.registered_tables();
+        let catalog: BTreeSet<TableId> =
+            cluster.meta.catalog().state_tables().into_iter().collect();
+        if registered != catalog {
+            self.violation(format!(
+                "{when}: registered tables {registered:?} differ from the catalog's {catalog:?}"
+            ));
+        }
+    }
+
+    /// The checks at the end of a run.
+    pub fn check_end(&self, cluster: &Cluster) {
+        self.check_tables(cluster, "at the end");
+        if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
+            self.violation(e);
+        }
+    }
+}
+
+/// (I1, I4) on an event log: committed epochs strictly increase, and an epoch is committed only after every
+/// node it was injected to has collected it. Returns the number of commits checked.
+pub fn check_commits(lines: &[String]) -> Result<usize, String> {
+    use std::collections::BTreeMap;
+    let field = |line: &str, key: &str| -> Option<String> {
+        let start = line.find(&format!(" {key}="))? + key.len() + 2;
+        let rest = &line[start..];
+        let end = if rest.starts_with('[') {
+            rest.find(']').map(|i| i + 1)
+        } else {
+            rest.find(' ')
+        };
+        Some(rest[..end.unwrap_or(rest.len())].to_string())
+    };
+    let nodes_of = |s: &str| -> BTreeSet<String> {
+        s.trim_matches(|c| c == '[' || c == ']')
+            .split(", ")
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut injected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut collected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut last: u64 = 0;
+    let mut commits = 0;
+    for line in lines {
+        if line.contains(" inject barrier: ") {
+            let prev = field(line, "prev").ok_or("inject without prev")?;
+            injected.insert(prev, nodes_of(&field(line, "nodes").unwrap_or_default()));
+        } else if line.contains(" collect barrier: ") {
+            let prev = field(line, "prev").ok_or("collect without prev")?;
+            collected
+                .entry(prev)
+                .or_default()
+                .insert(field(line, "worker").unwrap_or_default());
+        } else if line.contains(" commit epoch: ") {
+            let e = field(line, "epoch").ok_or("commit without epoch")?;
+            let n: u64 = e.parse().map_err(|_| format!("bad epoch in {line}"))?;
+            if n <= last {
+                return Err(format!("commit of {n} after {last}: {line}"));
+            }
+            last = n;
+            let want = injected
+                .get(&e)
+                .ok_or_else(|| format!("commit of an epoch never injected: {line}"))?;
+            let got = collected.get(&e).cloned().unwrap_or_default();
+            if &got != want {
+                return Err(format!(
+                    "epoch {e} committed with collections from {got:?}, injected to {want:?}"
+                ));
+            }
+            commits += 1;
+        }
+    }
+    Ok(commits)
+}
