@@ -8,10 +8,11 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use epochlab_common::samples::Samples;
 use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
 use epochlab_storage::SyncResult;
 use futures::future::BoxFuture;
@@ -101,36 +102,22 @@ pub struct BarrierManagerStats {
     pub max_in_flight: AtomicU64,
     /// The last epoch whose barrier completed (its `prev`), raw.
     pub last_completed_prev_epoch: AtomicU64,
-    latencies_us: Mutex<VecDeque<u64>>,
+    /// The `curr` of the last barrier injected, raw.
+    pub last_injected_epoch: AtomicU64,
+    /// Inject-to-fully-collected latency of each barrier, µs of (virtual) time.
+    pub latencies: Samples,
+    /// Duration of each recovery, µs of (virtual) time.
+    pub recovery_durations: Samples,
 }
 
-/// Latency samples kept for percentiles.
-const LATENCY_SAMPLES: usize = 65_536;
-
 impl BarrierManagerStats {
-    fn record_latency(&self, us: u64) {
-        let mut l = self.latencies_us.lock().unwrap_or_else(|e| e.into_inner());
-        if l.len() == LATENCY_SAMPLES {
-            l.pop_front();
-        }
-        l.push_back(us);
-    }
-
     /// Inject-to-collected latencies of recent barriers, in microseconds of (virtual) time.
     pub fn latencies_us(&self) -> Vec<u64> {
-        self.latencies_us
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .copied()
-            .collect()
+        self.latencies.recent()
     }
 
     pub fn clear_latencies(&self) {
-        self.latencies_us
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.latencies.clear();
     }
 }
 
@@ -268,6 +255,9 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             injected_at_us: self.context.clock().elapsed_us(),
         });
         self.prev_epoch = curr;
+        self.stats
+            .last_injected_epoch
+            .store(curr.0, Ordering::Relaxed);
         self.num_uncheckpointed = if checkpoint {
             0
         } else {
@@ -307,7 +297,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         node.responses.push(resp);
         if node.remaining.is_empty() {
             let now = self.context.clock().elapsed_us();
-            self.stats.record_latency(now - node.injected_at_us);
+            self.stats.latencies.record(now - node.injected_at_us);
         }
         self.complete_prefix().await
     }
@@ -384,7 +374,10 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         }
         self.stats.in_flight.store(0, Ordering::Relaxed);
         self.stats.recoveries.fetch_add(1, Ordering::Relaxed);
+        let started = self.context.clock().elapsed_us();
         self.recover(err.to_string()).await;
+        let took = self.context.clock().elapsed_us() - started;
+        self.stats.recovery_durations.record(took);
     }
 
     async fn recover(&mut self, reason: String) {

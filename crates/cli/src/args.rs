@@ -23,6 +23,8 @@ FLAGS
   --checkpoint-frequency N  every n-th barrier is a checkpoint (default 1)
   --json                    one JSON object per run, one per line
   --check-determinism       run each mode twice in two child processes and compare their event logs
+  --metrics-addr ADDR       serve Prometheus metrics at http://ADDR/metrics while the runs go (off by default)
+  --serve-for SECS          keep serving metrics this long after the runs end
   -h, --help                this text
 
 EXIT STATUS
@@ -40,6 +42,8 @@ pub struct ReproArgs {
     pub check_determinism: bool,
     /// Write every event-log line here (used by --check-determinism's children).
     pub event_log: Option<PathBuf>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    pub serve_for: Option<std::time::Duration>,
 }
 
 pub enum Parsed {
@@ -78,6 +82,8 @@ impl ReproArgs {
             json: false,
             check_determinism: false,
             event_log: None,
+            metrics_addr: None,
+            serve_for: None,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -119,6 +125,17 @@ impl ReproArgs {
                     p.checkpoint_frequency = number(name, &value(name)?, 1, 10_000)?
                 }
                 "--event-log" => a.event_log = Some(PathBuf::from(value(name)?)),
+                "--metrics-addr" => {
+                    let v = value(name)?;
+                    let addr = v.parse().map_err(|_| {
+                        format!("--metrics-addr takes HOST:PORT, such as 127.0.0.1:9464, not `{v}`")
+                    })?;
+                    a.metrics_addr = Some(addr);
+                }
+                "--serve-for" => {
+                    let secs: u64 = number(name, &value(name)?, 0, 86_400)?;
+                    a.serve_for = Some(std::time::Duration::from_secs(secs));
+                }
                 other => return Err(format!("unknown flag `{other}` (see --help)")),
             }
         }

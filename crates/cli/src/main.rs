@@ -17,7 +17,13 @@ fn main() -> ExitCode {
     };
     match cmd.as_str() {
         "repro" => match args::ReproArgs::parse(rest) {
-            Ok(args::Parsed::Run(a)) => ExitCode::from(repro::run(&a)),
+            Ok(args::Parsed::Run(a)) => match repro::run(&a) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!("epochlab repro: {e}");
+                    ExitCode::from(2)
+                }
+            },
             Ok(args::Parsed::Help) => {
                 println!("{}", args::REPRO_HELP);
                 ExitCode::SUCCESS

@@ -2,10 +2,12 @@
 
 use std::io::Write;
 use std::process::Command;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use epochlab_meta::DropMode;
-use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
+use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro_with};
+use epochlab_telemetry::{Metrics, MetricsServer, RunSource};
 
 use crate::args::ReproArgs;
 
@@ -90,9 +92,27 @@ fn expectation(r: &ReproReport) -> Result<(), bool> {
     }
 }
 
-fn run_one(params: &ReproParams, event_log: Option<&std::path::Path>) -> Run {
+fn run_one(
+    params: &ReproParams,
+    event_log: Option<&std::path::Path>,
+    metrics: Option<&Arc<Metrics>>,
+) -> Run {
     let wall = Instant::now();
-    let out = run_repro(params);
+    let hook: Option<epochlab_sim::ClusterHook> = metrics.map(|m| {
+        let m = m.clone();
+        let mode = params.mode.as_str().to_string();
+        let wall_origin_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Box::new(move |cluster| {
+            m.add_run(RunSource {
+                mode,
+                cluster,
+                wall_origin_ms,
+            })
+        }) as epochlab_sim::ClusterHook
+    });
+    let out = run_repro_with(params, hook);
     let wall_ms = wall.elapsed().as_millis();
     if let Some(path) = event_log {
         let mut text = out.log.lines().join("\n");
@@ -112,10 +132,21 @@ fn run_one(params: &ReproParams, event_log: Option<&std::path::Path>) -> Run {
     }
 }
 
-pub fn run(args: &ReproArgs) -> u8 {
+/// Run the requested modes; `Err` is bad input found late (an address that cannot be listened on).
+pub fn run(args: &ReproArgs) -> Result<u8, String> {
     if args.check_determinism {
-        return check_determinism(args);
+        return Ok(check_determinism(args));
     }
+    let (metrics, server) = match args.metrics_addr {
+        Some(addr) => {
+            let modes: Vec<&str> = args.modes.iter().map(|m| m.as_str()).collect();
+            let metrics = Arc::new(Metrics::new(&modes));
+            let server = MetricsServer::start(addr, metrics.clone())?;
+            eprintln!("metrics: http://{}/metrics", server.local_addr());
+            (Some(metrics), Some(server))
+        }
+        None => (None, None),
+    };
     let runs: Vec<Run> = args
         .modes
         .iter()
@@ -124,7 +155,7 @@ pub fn run(args: &ReproArgs) -> u8 {
                 mode,
                 ..args.params.clone()
             };
-            run_one(&params, args.event_log.as_deref())
+            run_one(&params, args.event_log.as_deref(), metrics.as_ref())
         })
         .collect();
     let mut stdout = std::io::stdout().lock();
@@ -135,20 +166,31 @@ pub fn run(args: &ReproArgs) -> u8 {
     } else {
         print_human(&mut stdout, args, &runs);
     }
+    let _ = stdout.flush();
+    drop(stdout);
+    if let (Some(server), Some(d)) = (&server, args.serve_for) {
+        eprintln!(
+            "serving metrics at http://{}/metrics for {} s",
+            server.local_addr(),
+            d.as_secs()
+        );
+        std::thread::sleep(d);
+    }
+    drop(server);
     let unmet: Vec<bool> = runs
         .iter()
         .filter_map(|r| expectation(&r.report).err())
         .collect();
-    match (
-        unmet.is_empty(),
-        unmet
-            .iter()
-            .all(|only_not_reproducible| *only_not_reproducible),
-    ) {
-        (true, _) => 0,
-        (false, true) => 3,
-        (false, false) => 1,
-    }
+    Ok(if unmet.is_empty() {
+        0
+    } else if unmet
+        .iter()
+        .all(|only_not_reproducible| *only_not_reproducible)
+    {
+        3
+    } else {
+        1
+    })
 }
 
 fn print_human(out: &mut impl Write, args: &ReproArgs, runs: &[Run]) {

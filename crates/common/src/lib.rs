@@ -16,6 +16,7 @@ pub mod memcmp;
 pub mod plan;
 pub mod rng;
 pub mod row;
+pub mod samples;
 pub mod types;
 pub mod value_encoding;
 pub mod vnode;

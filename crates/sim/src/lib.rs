@@ -18,4 +18,4 @@ pub use checkers::check_commits;
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use runtime::{SimContext, SimOutput, run, run_with_origin};
-pub use scenario::{Outcome, ReproParams, ReproReport, run_repro};
+pub use scenario::{ClusterHook, Outcome, ReproParams, ReproReport, run_repro, run_repro_with};

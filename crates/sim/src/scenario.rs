@@ -158,19 +158,32 @@ fn table_row(k: i64) -> OwnedRow {
     row![k, 1i64, "payload"]
 }
 
+/// Called with the scenario's cluster once it has started (to observe it from outside, e.g. metrics).
+pub type ClusterHook = Box<dyn FnOnce(Arc<Cluster>) + Send>;
+
 /// Run the scenario on the deterministic runtime.
 pub fn run_repro(params: &ReproParams) -> SimOutput<ReproReport> {
+    run_repro_with(params, None)
+}
+
+/// Run the scenario, handing its cluster to `hook` once started.
+pub fn run_repro_with(params: &ReproParams, hook: Option<ClusterHook>) -> SimOutput<ReproReport> {
     let params = params.clone();
     // The capture must see the clock, which exists only inside the run: install it there, per thread.
     crate::runtime::run(params.seed, move |ctx| async move {
         let capture = Capture::new(ctx.clock.clone());
         let subscriber = tracing_subscriber::registry().with(capture.clone());
         let _guard = tracing::subscriber::set_default(subscriber);
-        scenario(ctx, params, capture).await
+        scenario(ctx, params, capture, hook).await
     })
 }
 
-async fn scenario(ctx: SimContext, p: ReproParams, capture: Capture) -> ReproReport {
+async fn scenario(
+    ctx: SimContext,
+    p: ReproParams,
+    capture: Capture,
+    hook: Option<ClusterHook>,
+) -> ReproReport {
     let mut report = ReproReport {
         params: p.clone(),
         outcome: Outcome::Passed,
@@ -200,6 +213,9 @@ async fn scenario(ctx: SimContext, p: ReproParams, capture: Capture) -> ReproRep
     );
 
     let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&p)).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
     let checkers = Checkers::install(&cluster, p.mode);
     for kind in [RpcKind::InjectBarrier, RpcKind::BarrierComplete] {
         cluster

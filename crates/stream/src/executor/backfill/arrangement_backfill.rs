@@ -198,6 +198,10 @@ impl Core {
                     written.push(format!("{vnode}:update"));
                 }
                 (Some(_), None) => {
+                    self.args
+                        .stats
+                        .state_missing
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return Err(StateTableError::RowNotFound {
                         table_id: self.args.state_table.table_id(),
                         pk: key,
@@ -217,7 +221,13 @@ impl Core {
             tracing::trace!(actor_id, table_id, "update vnode: vnode={vnode}");
             state.mark_committed(vnode);
             tracing::info!(actor_id, table_id, "mark_committed: vnode={vnode}");
-            self.args.stats.record_persisted(vnode, epoch.prev);
+            let finished = matches!(
+                new.datums()[new.len() - 2],
+                Some(epochlab_common::ScalarImpl::Bool(true))
+            );
+            self.args
+                .stats
+                .record_persisted(vnode, epoch.prev, finished);
         }
         tracing::trace!(actor_id, table_id, "committing on epoch, {epoch:?}");
         self.args.state_table.commit(epoch)?;

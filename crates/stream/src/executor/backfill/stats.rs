@@ -18,8 +18,10 @@ pub struct BackfillActorStats {
     pub finished: AtomicBool,
     /// Whether the last persist updated a row that was already stored (the actor is in the middle of a vnode).
     pub last_persist_updated: AtomicBool,
-    /// The epoch of the last progress row written per vnode, raw.
-    persisted: Mutex<BTreeMap<VirtualNode, Epoch>>,
+    /// Progress rows found missing (`row [...] not found`).
+    pub state_missing: AtomicU64,
+    /// Per vnode: the epoch of the last progress row written, and whether it said finished.
+    persisted: Mutex<BTreeMap<VirtualNode, (Epoch, bool)>>,
 }
 
 impl BackfillActorStats {
@@ -29,15 +31,15 @@ impl BackfillActorStats {
             .fetch_max(snapshot_rows, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_persisted(&self, vnode: VirtualNode, epoch: Epoch) {
+    pub(crate) fn record_persisted(&self, vnode: VirtualNode, epoch: Epoch, finished: bool) {
         self.persisted
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(vnode, epoch);
+            .insert(vnode, (epoch, finished));
     }
 
-    /// The epoch each vnode's progress row was last written in.
-    pub fn persisted_epochs(&self) -> BTreeMap<VirtualNode, Epoch> {
+    /// Per vnode: the epoch its progress row was last written in, and whether that row said finished.
+    pub fn persisted(&self) -> BTreeMap<VirtualNode, (Epoch, bool)> {
         self.persisted
             .lock()
             .unwrap_or_else(|e| e.into_inner())
