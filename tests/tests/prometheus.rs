@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_meta::DropMode;
-use epochlab_sim::{ClusterHook, Outcome, ReproParams, run_repro_with};
+use epochlab_sim::{ClusterHook, Outcome, ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{Metrics, MetricsServer, RunSource};
 
 fn repo() -> PathBuf {
@@ -215,7 +215,11 @@ fn prometheus_scrapes_a_repro_run() {
         mode: DropMode::Buggy,
         ..Default::default()
     };
-    let out = run_repro_with(&params, Some(hook));
+    let hooks = ReproHooks {
+        on_cluster: Some(hook),
+        tracing_layer: None,
+    };
+    let out = run_repro_with(&params, hooks);
     let report = out.value;
     assert_eq!(report.outcome, Outcome::Failed);
 

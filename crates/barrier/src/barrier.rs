@@ -29,10 +29,26 @@ impl BarrierKind {
     }
 }
 
-/// The W3C trace context of the epoch's span (`traceparent` and friends), carried so that every actor's work
-/// for the barrier joins the epoch's trace. Empty when tracing is off.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TracingContext(pub BTreeMap<String, String>);
+/// The epoch's span, carried by the barrier so that every actor's work for it joins the epoch's trace.
+/// Everything runs in one process, so the span itself travels where RisingWave sends a W3C `traceparent`.
+/// Disabled when tracing is off. Barriers compare equal whatever their spans.
+#[derive(Clone, Debug, Default)]
+pub struct TracingContext(pub Option<tracing::Span>);
+
+impl TracingContext {
+    /// The span to parent work for this barrier under (a disabled span when there is none).
+    pub fn span(&self) -> tracing::Span {
+        self.0.clone().unwrap_or_else(tracing::Span::none)
+    }
+}
+
+impl PartialEq for TracingContext {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TracingContext {}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AddMutation {

@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use epochlab_common::samples::Samples;
 use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
+use epochlab_common::{trace, vspan};
 use epochlab_storage::SyncResult;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 
-use crate::barrier::{Barrier, BarrierKind};
+use crate::barrier::{Barrier, BarrierKind, TracingContext};
 use crate::command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };
@@ -122,6 +124,8 @@ impl BarrierManagerStats {
 }
 
 struct EpochNode {
+    /// The epoch's root span: from inject until the epoch completes or recovery abandons it.
+    span: tracing::Span,
     ctx: Arc<CommandContext>,
     remaining: BTreeSet<WorkerId>,
     responses: Vec<BarrierCompleteResponse>,
@@ -215,8 +219,33 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         let info = command.pre_apply(&self.info);
         let prev = self.prev_epoch;
         let curr = prev.next(self.context.clock());
-        let barrier = Barrier::new(EpochPair::new(curr, prev), kind, command.to_mutation());
+        let mut barrier = Barrier::new(EpochPair::new(curr, prev), kind, command.to_mutation());
         let nodes: BTreeSet<WorkerId> = info.nodes().collect();
+        let clock = self.context.clock().clone();
+        let span = vspan!(
+            parent: None,
+            "epoch",
+            clock,
+            epoch.curr = curr.0 as i64,
+            epoch.prev = prev.0 as i64,
+            barrier.kind = kind.as_str(),
+            mutation = barrier.mutation_name(),
+            command = command.name()
+        );
+        {
+            let inject = vspan!(
+                parent: &span,
+                "inject barrier",
+                clock,
+                epoch.curr = curr.0 as i64,
+                epoch.prev = prev.0 as i64,
+                barrier.kind = kind.as_str(),
+                mutation = barrier.mutation_name(),
+                nodes = nodes.len() as i64
+            );
+            trace::end(&inject, &clock);
+        }
+        barrier.tracing_context = TracingContext(Some(span.clone()));
         event!(
             self.context.log(),
             "inject barrier",
@@ -242,6 +271,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         }
         self.info = command.post_apply(&info);
         self.in_flight.push_back(EpochNode {
+            span,
             ctx: Arc::new(CommandContext {
                 prev_epoch: prev,
                 curr_epoch: curr,
@@ -315,11 +345,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 .store(self.in_flight.len() as u64, Ordering::Relaxed);
             if let Err(e) = self.complete_barrier(&mut node).await {
                 // This barrier failed, too: its caller hears of it with the others.
+                trace::fail(&node.span, self.context.clock(), &e.to_string());
                 for n in &mut node.notifiers {
                     n.notify_collection_failed(e.clone());
                 }
                 return Err(e);
             }
+            trace::end(&node.span, self.context.clock());
         }
         Ok(())
     }
@@ -337,7 +369,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 assert!(syncs.is_empty(), "a non-checkpoint barrier syncs nothing")
             }
             BarrierKind::Checkpoint => {
-                self.context.commit_epoch(&ctx, syncs)?;
+                let clock = self.context.clock();
+                let span = vspan!(parent: &node.span, "commit epoch", clock, epoch = ctx.prev_epoch.0 as i64);
+                if let Err(e) = self.context.commit_epoch(&ctx, syncs) {
+                    trace::fail(&span, clock, &e.to_string());
+                    return Err(e);
+                }
+                trace::end(&span, clock);
                 self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -346,7 +384,10 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             .iter_mut()
             .flat_map(|r| std::mem::take(&mut r.create_progress))
             .collect();
-        self.context.post_collect(&ctx, progress).await?;
+        self.context
+            .post_collect(&ctx, progress)
+            .instrument(node.span.clone())
+            .await?;
         for n in &mut node.notifiers {
             n.notify_collected();
             n.notify_finished();
@@ -368,6 +409,8 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         tracing::warn!(%err, "barrier failed; starting recovery");
         self.collecting = FuturesUnordered::new();
         for mut node in self.in_flight.drain(..) {
+            let why = format!("abandoned by recovery: {err}");
+            trace::fail(&node.span, self.context.clock(), &why);
             for n in &mut node.notifiers {
                 n.notify_collection_failed(BarrierError::CollectionFailed(err.to_string()));
             }

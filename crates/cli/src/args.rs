@@ -24,7 +24,11 @@ FLAGS
   --json                    one JSON object per run, one per line
   --check-determinism       run each mode twice in two child processes and compare their event logs
   --metrics-addr ADDR       serve Prometheus metrics at http://ADDR/metrics while the runs go (off by default)
-  --serve-for SECS          keep serving metrics this long after the runs end
+  --jaeger                  collect every epoch's trace in an embedded Jaeger (UI on --jaeger-addr)
+  --jaeger-addr ADDR        the Jaeger UI's address (default 127.0.0.1:16686; OTLP on a free loopback port)
+  --otlp-endpoint URL       send traces to an external collector instead (OTLP/gRPC, e.g. http://127.0.0.1:4317)
+  --serve-for SECS          keep serving metrics and traces this long after the runs end (with --jaeger and
+                            no --serve-for: until Ctrl-C)
   -h, --help                this text
 
 EXIT STATUS
@@ -44,10 +48,13 @@ pub struct ReproArgs {
     pub event_log: Option<PathBuf>,
     pub metrics_addr: Option<std::net::SocketAddr>,
     pub serve_for: Option<std::time::Duration>,
+    pub jaeger: bool,
+    pub jaeger_addr: std::net::SocketAddr,
+    pub otlp_endpoint: Option<String>,
 }
 
 pub enum Parsed {
-    Run(ReproArgs),
+    Run(Box<ReproArgs>),
     Help,
 }
 
@@ -84,6 +91,9 @@ impl ReproArgs {
             event_log: None,
             metrics_addr: None,
             serve_for: None,
+            jaeger: false,
+            jaeger_addr: "127.0.0.1:16686".parse().expect("valid default"),
+            otlp_endpoint: None,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -132,6 +142,22 @@ impl ReproArgs {
                     })?;
                     a.metrics_addr = Some(addr);
                 }
+                "--jaeger" => a.jaeger = true,
+                "--jaeger-addr" => {
+                    let v = value(name)?;
+                    a.jaeger_addr = v.parse().map_err(|_| {
+                        format!("--jaeger-addr takes HOST:PORT, such as 127.0.0.1:16686, not `{v}`")
+                    })?;
+                }
+                "--otlp-endpoint" => {
+                    let v = value(name)?;
+                    if !(v.starts_with("http://") || v.starts_with("https://")) {
+                        return Err(format!(
+                            "--otlp-endpoint takes a URL such as http://127.0.0.1:4317, not `{v}`"
+                        ));
+                    }
+                    a.otlp_endpoint = Some(v);
+                }
                 "--serve-for" => {
                     let secs: u64 = number(name, &value(name)?, 0, 86_400)?;
                     a.serve_for = Some(std::time::Duration::from_secs(secs));
@@ -139,6 +165,12 @@ impl ReproArgs {
                 other => return Err(format!("unknown flag `{other}` (see --help)")),
             }
         }
-        Ok(Parsed::Run(a))
+        if a.jaeger && a.otlp_endpoint.is_some() {
+            return Err(
+                "--jaeger and --otlp-endpoint exclude each other: traces go to one collector"
+                    .into(),
+            );
+        }
+        Ok(Parsed::Run(Box::new(a)))
     }
 }

@@ -6,8 +6,11 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use epochlab_meta::DropMode;
-use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro_with};
-use epochlab_telemetry::{Metrics, MetricsServer, RunSource};
+use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
+use epochlab_telemetry::{
+    EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
+    RuntimeHandle, wait_for_ctrl_c,
+};
 
 use crate::args::ReproArgs;
 
@@ -92,12 +95,39 @@ fn expectation(r: &ReproReport) -> Result<(), bool> {
     }
 }
 
+/// Where a run's spans go: the collector's endpoint and a real-time runtime to export from.
+struct Traces<'a> {
+    endpoint: String,
+    rt: &'a RuntimeHandle,
+}
+
 fn run_one(
     params: &ReproParams,
     event_log: Option<&std::path::Path>,
     metrics: Option<&Arc<Metrics>>,
-) -> Run {
+    traces: Option<&Traces<'_>>,
+) -> Result<Run, String> {
     let wall = Instant::now();
+    let tracer = match traces {
+        Some(t) => {
+            let attributes = vec![
+                KeyValue::new(
+                    "service.instance.id",
+                    format!("{}-{}", params.mode.as_str(), params.seed),
+                ),
+                KeyValue::new("epochlab.seed", params.seed as i64),
+                KeyValue::new("epochlab.mode", params.mode.as_str()),
+                KeyValue::new("epochlab.scenario", "risingwave-14910"),
+            ];
+            Some(RunTracer::start(
+                &t.endpoint,
+                attributes,
+                SystemTime::now(),
+                t.rt,
+            )?)
+        }
+        None => None,
+    };
     let hook: Option<epochlab_sim::ClusterHook> = metrics.map(|m| {
         let m = m.clone();
         let mode = params.mode.as_str().to_string();
@@ -112,7 +142,19 @@ fn run_one(
             })
         }) as epochlab_sim::ClusterHook
     });
-    let out = run_repro_with(params, hook);
+    let hooks = ReproHooks {
+        on_cluster: hook,
+        tracing_layer: tracer.as_ref().map(RunTracer::layer),
+    };
+    let out = run_repro_with(params, hooks);
+    if let Some(t) = tracer
+        && let Err(e) = t.finish()
+    {
+        eprintln!(
+            "epochlab repro: traces of the {} run: {e}",
+            params.mode.as_str()
+        );
+    }
     let wall_ms = wall.elapsed().as_millis();
     if let Some(path) = event_log {
         let mut text = out.log.lines().join("\n");
@@ -124,12 +166,12 @@ fn run_one(
             );
         }
     }
-    Run {
+    Ok(Run {
         report: out.value,
         digest: out.digest,
         virtual_ms: out.virtual_elapsed.as_millis(),
         wall_ms,
-    }
+    })
 }
 
 /// Run the requested modes; `Err` is bad input found late (an address that cannot be listened on).
@@ -147,17 +189,39 @@ pub fn run(args: &ReproArgs) -> Result<u8, String> {
         }
         None => (None, None),
     };
-    let runs: Vec<Run> = args
-        .modes
-        .iter()
-        .map(|&mode| {
-            let params = ReproParams {
-                mode,
-                ..args.params.clone()
-            };
-            run_one(&params, args.event_log.as_deref(), metrics.as_ref())
-        })
-        .collect();
+    let jaeger = if args.jaeger {
+        Some(EmbeddedJaeger::start(args.jaeger_addr)?)
+    } else {
+        None
+    };
+    let export_rt = match &args.otlp_endpoint {
+        Some(_) => Some(ExportRuntime::start()?),
+        None => None,
+    };
+    let traces = match (&jaeger, &args.otlp_endpoint, &export_rt) {
+        (Some(j), _, _) => Some(Traces {
+            endpoint: j.otlp_endpoint(),
+            rt: j.handle(),
+        }),
+        (None, Some(endpoint), Some(rt)) => Some(Traces {
+            endpoint: endpoint.clone(),
+            rt: rt.handle(),
+        }),
+        _ => None,
+    };
+    let mut runs: Vec<Run> = Vec::new();
+    for &mode in &args.modes {
+        let params = ReproParams {
+            mode,
+            ..args.params.clone()
+        };
+        runs.push(run_one(
+            &params,
+            args.event_log.as_deref(),
+            metrics.as_ref(),
+            traces.as_ref(),
+        )?);
+    }
     let mut stdout = std::io::stdout().lock();
     if args.json {
         for r in &runs {
@@ -168,15 +232,29 @@ pub fn run(args: &ReproArgs) -> Result<u8, String> {
     }
     let _ = stdout.flush();
     drop(stdout);
-    if let (Some(server), Some(d)) = (&server, args.serve_for) {
-        eprintln!(
-            "serving metrics at http://{}/metrics for {} s",
-            server.local_addr(),
-            d.as_secs()
-        );
-        std::thread::sleep(d);
+    if let Some(j) = &jaeger {
+        let ui = j.ui_addr();
+        eprintln!("Jaeger UI: http://{ui}/search?service=epochlab");
+        match failing_trace(ui) {
+            Some(id) => eprintln!("the failing epoch's trace: http://{ui}/trace/{id}"),
+            None => eprintln!("no failing span among the traces"),
+        }
+    } else if let Some(endpoint) = &args.otlp_endpoint {
+        eprintln!("traces sent to {endpoint} (service epochlab)");
+    }
+    match (args.serve_for, &jaeger) {
+        (Some(d), _) if server.is_some() || jaeger.is_some() => {
+            eprintln!("serving for {} s", d.as_secs());
+            std::thread::sleep(d);
+        }
+        (None, Some(j)) => {
+            eprintln!("serving until Ctrl-C");
+            wait_for_ctrl_c(j.handle());
+        }
+        _ => {}
     }
     drop(server);
+    drop(jaeger);
     let unmet: Vec<bool> = runs
         .iter()
         .filter_map(|r| expectation(&r.report).err())
@@ -381,4 +459,29 @@ fn check_determinism(args: &ReproArgs) -> u8 {
     }
     let _ = std::fs::remove_dir_all(&dir);
     if ok { 0 } else { 1 }
+}
+
+/// A plain HTTP/1.0 GET of `path` on `addr`; the body.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
+/// The id of a trace in the collector that holds a failed `persist backfill state` span (the first failure).
+fn failing_trace(ui: std::net::SocketAddr) -> Option<String> {
+    let body = http_get(ui, "/api/traces?service=epochlab&limit=5000")?;
+    // Span objects are encoded with their keys in order, starting at "duration".
+    body.split("{\"duration\":").skip(1).find_map(|span| {
+        let failed = span.contains("\"operationName\":\"persist backfill state\"")
+            && span.contains("{\"key\":\"error\",\"type\":\"bool\",\"value\":true}");
+        let id = span.split("\"traceID\":\"").nth(1)?.split('"').next()?;
+        failed.then(|| id.to_string())
+    })
 }

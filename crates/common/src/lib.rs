@@ -17,6 +17,7 @@ pub mod plan;
 pub mod rng;
 pub mod row;
 pub mod samples;
+pub mod trace;
 pub mod types;
 pub mod value_encoding;
 pub mod vnode;

@@ -13,8 +13,10 @@ use epochlab_barrier::{
 use epochlab_common::{
     ActorId, Clock, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event,
 };
+use epochlab_common::{trace, vspan};
 use epochlab_rpc::{Network, Request, Response};
 use epochlab_storage::SyncResult;
+use tracing::Instrument;
 
 use crate::catalog::{JobState, RelationKind};
 use epochlab_recovery::RecoveryContext;
@@ -43,6 +45,30 @@ fn rpc_error(worker: WorkerId, rpc: &'static str, e: epochlab_rpc::RpcError) -> 
 }
 
 async fn inject_and_collect(
+    network: Network,
+    clock: Clock,
+    worker: WorkerId,
+    barrier: Barrier,
+    to_send: BTreeSet<ActorId>,
+    to_collect: BTreeSet<ActorId>,
+) -> BarrierResult<BarrierCompleteResponse> {
+    let span = vspan!(
+        parent: &barrier.tracing_context.span(),
+        "collect barrier",
+        clock,
+        worker_id = worker.0 as i64,
+        epoch.prev = barrier.epoch.prev.0 as i64,
+        actors = to_collect.len() as i64
+    );
+    let result = inject_and_collect_inner(network, worker, barrier, to_send, to_collect).await;
+    match &result {
+        Ok(_) => trace::end(&span, &clock),
+        Err(e) => trace::fail(&span, &clock, &e.to_string()),
+    }
+    result
+}
+
+async fn inject_and_collect_inner(
     network: Network,
     worker: WorkerId,
     barrier: Barrier,
@@ -84,6 +110,7 @@ impl GlobalBarrierManagerContext for MetaContext {
     ) -> impl Future<Output = BarrierResult<BarrierCompleteResponse>> + Send + 'static {
         inject_and_collect(
             self.inner.network.clone(),
+            self.inner.clock.clone(),
             worker,
             barrier,
             to_send,
@@ -242,16 +269,23 @@ impl RecoveryContext for Recovery {
         let mce = inner.hummock.max_committed_epoch();
         let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
         for &w in &workers {
-            inner
-                .call(
-                    w,
-                    Request::Reset {
-                        generation,
-                        prev_epoch: mce,
-                    },
-                )
-                .await
-                .map_err(|e| e.to_string())?;
+            let span = vspan!(
+                "reset node",
+                inner.clock,
+                worker_id = w.0 as i64,
+                generation = generation as i64
+            );
+            let request = Request::Reset {
+                generation,
+                prev_epoch: mce,
+            };
+            match inner.call(w, request).instrument(span.clone()).await {
+                Ok(_) => trace::end(&span, &inner.clock),
+                Err(e) => {
+                    trace::fail(&span, &inner.clock, &e.to_string());
+                    return Err(e.to_string());
+                }
+            }
         }
         let mut cluster = inner.cluster();
         cluster.generation = generation;

@@ -13,10 +13,12 @@ use epochlab_common::{
     ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, VnodeCount, WorkerId,
     event,
 };
+use epochlab_common::{trace, vspan};
 use epochlab_recovery::{RecoveryConfig, UnregisterOrder};
 use epochlab_rpc::{Network, Request};
 use epochlab_storage::HummockManager;
 use thiserror::Error;
+use tracing::Instrument;
 
 use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
 use crate::context::MetaContext;
@@ -708,6 +710,17 @@ impl MetaNode {
     /// `DROP` a table, view or sink: remove it from the catalog, stop its actors with a Stop barrier, and
     /// unregister its state tables when the drop mode says so.
     pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
+        let clock = self.inner.clock.clone();
+        let span = vspan!(parent: None, "drop streaming job", clock, table_id = id.0 as i64);
+        let result = self.drop_job_inner(id).instrument(span.clone()).await;
+        match &result {
+            Ok(()) => trace::end(&span, &clock),
+            Err(e) => trace::fail(&span, &clock, &e.to_string()),
+        }
+        result
+    }
+
+    async fn drop_job_inner(&self, id: TableId) -> Result<(), DdlError> {
         let inner = &self.inner;
         let rel = {
             let mut catalog = inner.catalog();

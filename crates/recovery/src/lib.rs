@@ -8,7 +8,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 use epochlab_barrier::{InflightActorInfo, RecoveredState};
-use epochlab_common::{Epoch, EventLog, SimRng, TableId, event};
+use epochlab_common::{Epoch, EventLog, SimRng, TableId, event, trace, vspan};
+use tracing::Instrument;
 
 /// When recovery unregisters the state tables of dropped (or dirty creating) jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +75,7 @@ pub trait RecoveryContext: Send + Sync {
     fn mark_ready(&self);
 }
 
-async fn slow_step<C: RecoveryContext>(ctx: &C, name: &str, range: &Range<Duration>) {
+async fn slow_step<C: RecoveryContext>(ctx: &C, name: &'static str, range: &Range<Duration>) {
     let d = ctx.rng().duration(range.clone());
     event!(
         ctx.log(),
@@ -82,11 +83,39 @@ async fn slow_step<C: RecoveryContext>(ctx: &C, name: &str, range: &Range<Durati
         "{name} takes_ms={}",
         d.as_millis()
     );
-    tokio::time::sleep(d).await;
+    step(ctx, name, tokio::time::sleep(d)).await;
 }
 
-/// Recover: retried until an attempt succeeds.
+/// Run one step of recovery in its own span (a child of the `recovery` span).
+async fn step<C: RecoveryContext, T>(
+    ctx: &C,
+    name: &'static str,
+    fut: impl Future<Output = T>,
+) -> T {
+    let clock = ctx.log().clock().clone();
+    let span = vspan!("recovery step", clock, otel.name = name);
+    let out = fut.instrument(span.clone()).await;
+    trace::end(&span, &clock);
+    out
+}
+
+/// Recover: retried until an attempt succeeds. The whole recovery is one trace, a span per step.
 pub async fn recover<C: RecoveryContext>(
+    ctx: &C,
+    config: &RecoveryConfig,
+    reason: &str,
+    last_epoch: Epoch,
+) -> RecoveredState {
+    let clock = ctx.log().clock().clone();
+    let span = vspan!(parent: None, "recovery", clock, reason = reason);
+    let state = recover_inner(ctx, config, reason, last_epoch)
+        .instrument(span.clone())
+        .await;
+    trace::end(&span, &clock);
+    state
+}
+
+async fn recover_inner<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,
     reason: &str,
@@ -176,7 +205,7 @@ async fn attempt_once<C: RecoveryContext>(
     }
     slow_step(ctx, "migrate actors", &config.migrate_actors).await;
     let generation = ctx.next_generation();
-    ctx.reset_nodes(generation).await?;
+    step(ctx, "reset nodes", ctx.reset_nodes(generation)).await?;
     event!(
         ctx.log(),
         "recovery step",
@@ -185,15 +214,20 @@ async fn attempt_once<C: RecoveryContext>(
     if config.unregister == UnregisterOrder::AfterReset {
         unregister_now(ctx, to_unregister, "recovery, after reset");
     }
-    let info = ctx.rebuild_actors().await?;
+    let info = step(ctx, "rebuild actors", ctx.rebuild_actors()).await?;
     event!(
         ctx.log(),
         "recovery step",
         "rebuild actors actors={}",
         info.actor_count()
     );
-    let mce = ctx.wait_epoch_commit().await?;
-    let curr = ctx.inject_initial(&info, mce, last_epoch).await?;
+    let mce = step(ctx, "wait epoch commit", ctx.wait_epoch_commit()).await?;
+    let curr = step(
+        ctx,
+        "inject initial barrier",
+        ctx.inject_initial(&info, mce, last_epoch),
+    )
+    .await?;
     Ok(RecoveredState {
         info,
         prev_epoch: curr,

@@ -18,4 +18,7 @@ pub use checkers::check_commits;
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use runtime::{SimContext, SimOutput, run, run_with_origin};
-pub use scenario::{ClusterHook, Outcome, ReproParams, ReproReport, run_repro, run_repro_with};
+pub use scenario::{
+    ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, run_repro,
+    run_repro_with,
+};

@@ -161,20 +161,34 @@ fn table_row(k: i64) -> OwnedRow {
 /// Called with the scenario's cluster once it has started (to observe it from outside, e.g. metrics).
 pub type ClusterHook = Box<dyn FnOnce(Arc<Cluster>) + Send>;
 
-/// Run the scenario on the deterministic runtime.
-pub fn run_repro(params: &ReproParams) -> SimOutput<ReproReport> {
-    run_repro_with(params, None)
+/// A tracing layer for the run's subscriber (e.g. OpenTelemetry export).
+pub type TracingLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Ways to observe a run from outside.
+#[derive(Default)]
+pub struct ReproHooks {
+    pub on_cluster: Option<ClusterHook>,
+    pub tracing_layer: Option<TracingLayer>,
 }
 
-/// Run the scenario, handing its cluster to `hook` once started.
-pub fn run_repro_with(params: &ReproParams, hook: Option<ClusterHook>) -> SimOutput<ReproReport> {
+/// Run the scenario on the deterministic runtime.
+pub fn run_repro(params: &ReproParams) -> SimOutput<ReproReport> {
+    run_repro_with(params, ReproHooks::default())
+}
+
+/// Run the scenario with `hooks`.
+pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<ReproReport> {
     let params = params.clone();
-    // The capture must see the clock, which exists only inside the run: install it there, per thread.
+    // The capture must see the clock, which exists only inside the run: install it there, per thread,
+    // with the caller's layer in the same subscriber.
     crate::runtime::run(params.seed, move |ctx| async move {
         let capture = Capture::new(ctx.clock.clone());
-        let subscriber = tracing_subscriber::registry().with(capture.clone());
+        let subscriber = tracing_subscriber::registry()
+            .with(hooks.tracing_layer)
+            .with(capture.clone());
         let _guard = tracing::subscriber::set_default(subscriber);
-        scenario(ctx, params, capture, hook).await
+        scenario(ctx, params, capture, hooks.on_cluster).await
     })
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use epochlab_common::watch::Watch;
-use epochlab_common::{Epoch, EventLog, TableId, WorkerId, event};
+use epochlab_common::{Epoch, EventLog, TableId, WorkerId, event, trace, vspan};
 
 use crate::committed::CommittedStore;
 use crate::error::{StorageError, StorageResult};
@@ -181,6 +181,22 @@ impl HummockManager {
     /// Remove `tables` from their groups; groups left empty are destroyed. Unknown tables are ignored (they
     /// may have been unregistered already). Returns `None` when nothing changed.
     pub fn unregister_tables(&self, tables: &[TableId], reason: &str) -> Option<Arc<VersionDelta>> {
+        let span = self.log.as_ref().map(|log| {
+            let ids: Vec<u32> = tables.iter().map(|t| t.0).collect();
+            vspan!("unregister tables", log.clock(), tables = ?ids, reason = reason)
+        });
+        let result = self.unregister_tables_inner(tables, reason);
+        if let (Some(span), Some(log)) = (&span, &self.log) {
+            trace::end(span, log.clock());
+        }
+        result
+    }
+
+    fn unregister_tables_inner(
+        &self,
+        tables: &[TableId],
+        reason: &str,
+    ) -> Option<Arc<VersionDelta>> {
         let mut inner = self.lock();
         let mut by_group: BTreeMap<GroupId, Vec<TableId>> = BTreeMap::new();
         for t in tables {

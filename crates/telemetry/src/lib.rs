@@ -1,12 +1,18 @@
-//! Telemetry: Prometheus metrics of simulated runs.
+//! Telemetry: Prometheus metrics and OpenTelemetry traces of simulated runs, and an embedded Jaeger.
 //!
 //! Not engine code: it runs on its own real-time runtime thread and may read the wall clock. Values are
 //! *pulled* at scrape time from the stats the engine keeps (atomics and small maps), so the simulation does
 //! no extra work and stays deterministic whether metrics are served or not. Times are the simulation's,
 //! shifted so that a run's start is the wall-clock time at which it started.
 
+mod jaeger;
 mod metrics;
 mod server;
+mod tracer;
 
+pub use jaeger::{EmbeddedJaeger, MAX_TRACES};
 pub use metrics::{Metrics, RunSource};
+pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
+pub use tokio::runtime::Handle as RuntimeHandle;
+pub use tracer::{ExportRuntime, RunTracer, wait_for_ctrl_c};

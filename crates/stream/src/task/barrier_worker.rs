@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use epochlab_barrier::{Barrier, BarrierCompleteResponse, BarrierKind, CreateMviewProgress};
 use epochlab_common::plan::StreamActorDesc;
-use epochlab_common::{ActorId, Epoch, EpochPair, WorkerId, event};
+use epochlab_common::{ActorId, Epoch, EpochPair, WorkerId, event, trace, vspan};
 use epochlab_storage::{StorageResult, SyncResult};
 use futures::FutureExt;
 use futures::StreamExt;
@@ -414,8 +414,25 @@ impl LocalBarrierWorker {
             }
             if barrier.kind == BarrierKind::Checkpoint {
                 self.epochs.insert(prev, EpochState::Syncing);
-                self.syncing
-                    .push_back(async move { (prev, curr, storage.sync(prev).await) }.boxed());
+                let clock = self.env.clock.clone();
+                let span = vspan!(
+                    parent: &barrier.tracing_context.span(),
+                    "sync epoch",
+                    clock,
+                    worker_id = self.env.worker.0 as i64,
+                    epoch = prev.0 as i64
+                );
+                self.syncing.push_back(
+                    async move {
+                        let result = storage.sync(prev).await;
+                        match &result {
+                            Ok(_) => trace::end(&span, &clock),
+                            Err(e) => trace::fail(&span, &clock, &e.to_string()),
+                        }
+                        (prev, curr, result)
+                    }
+                    .boxed(),
+                );
             } else {
                 self.complete(prev, curr, Ok(None));
             }

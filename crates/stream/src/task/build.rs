@@ -222,6 +222,7 @@ pub(crate) fn build_actor(
     .execute();
     let actor = Actor {
         id: desc.actor_id,
+        clock: env.clock.clone(),
         consumer,
         barrier_manager,
     };

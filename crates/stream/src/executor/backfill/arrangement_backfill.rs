@@ -6,6 +6,7 @@ use epochlab_common::{
     ActorId, Bitmap, EpochPair, EventLog, Op, OrderType, OwnedRow, StreamChunk, StreamChunkBuilder,
     VirtualNode, event, memcmp,
 };
+use epochlab_common::{trace, vspan};
 use epochlab_state_table::{StateTable, StateTableError};
 use epochlab_storage::NodeStorage;
 use futures::StreamExt;
@@ -167,8 +168,33 @@ impl Core {
     /// Update, mark committed, then commit the table.
     fn persist_state_per_vnode(
         &mut self,
+        barrier: &Barrier,
+        state: &mut BackfillState,
+    ) -> StreamExecutorResult<()> {
+        let clock = self.args.clock.clone();
+        let span = vspan!(
+            parent: &barrier.tracing_context.span(),
+            "persist backfill state",
+            clock,
+            actor_id = self.args.actor_id.0 as i64,
+            table_id = self.args.state_table.table_id().0 as i64,
+            epoch.curr = barrier.epoch.curr.0 as i64,
+            epoch.prev = barrier.epoch.prev.0 as i64,
+            vnodes = tracing::field::Empty
+        );
+        let result = self.persist_state_per_vnode_inner(barrier.epoch, state, &span);
+        match &result {
+            Ok(()) => trace::end(&span, &clock),
+            Err(e) => trace::fail(&span, &clock, &e.to_string()),
+        }
+        result
+    }
+
+    fn persist_state_per_vnode_inner(
+        &mut self,
         epoch: EpochPair,
         state: &mut BackfillState,
+        span: &tracing::Span,
     ) -> StreamExecutorResult<()> {
         let actor_id = self.args.actor_id.0;
         let table_id = self.args.state_table.table_id().0;
@@ -218,6 +244,7 @@ impl Core {
                     written.push(format!("{vnode}:insert"));
                 }
             }
+            span.record("vnodes", written.join(" ").as_str());
             tracing::trace!(actor_id, table_id, "update vnode: vnode={vnode}");
             state.mark_committed(vnode);
             tracing::info!(actor_id, table_id, "mark_committed: vnode={vnode}");
@@ -384,7 +411,7 @@ impl ArrangementBackfillExecutor {
                 }
                 core.args.stats.record_epoch(read_this_epoch);
                 core.report_progress(&barrier, &state, false).await;
-                core.persist_state_per_vnode(barrier.epoch, &mut state)?;
+                core.persist_state_per_vnode(&barrier, &mut state)?;
                 tracing::trace!(
                     actor = actor_id.0,
                     "barrier persisted actor={actor_id} barrier={barrier:?}"
@@ -406,7 +433,7 @@ impl ArrangementBackfillExecutor {
                             state.finish_all();
                             core.args.stats.record_epoch(0);
                             core.report_progress(&barrier, &state, true).await;
-                            core.persist_state_per_vnode(barrier.epoch, &mut state)?;
+                            core.persist_state_per_vnode(&barrier, &mut state)?;
                             core.args
                                 .stats
                                 .finished

@@ -1,0 +1,158 @@
+//! Traces: a tracing-opentelemetry layer per simulated run, exporting over OTLP/gRPC with span times moved
+//! from real time onto the run's simulated time (shifted to the wall clock at which the run started).
+
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use tracing_subscriber::Layer;
+use tracing_subscriber::registry::Registry;
+
+/// Moves each span's start and end from the real time it was recorded at to the simulated times in its
+/// `vt.start_us` / `vt.end_us` attributes, shifted so that the run's start is `wall0`.
+#[derive(Debug)]
+struct VirtualTimeExporter<E> {
+    inner: E,
+    wall0: SystemTime,
+}
+
+fn attr_i64(span: &SpanData, key: &str) -> Option<i64> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .and_then(|kv| match kv.value {
+            Value::I64(v) => Some(v),
+            _ => None,
+        })
+}
+
+impl<E> VirtualTimeExporter<E> {
+    fn rewrite(&self, span: &mut SpanData) {
+        let Some(start) = attr_i64(span, "vt.start_us") else {
+            return;
+        };
+        let end = attr_i64(span, "vt.end_us").unwrap_or(start).max(start);
+        span.start_time = self.wall0 + Duration::from_micros(start as u64);
+        span.end_time = self.wall0 + Duration::from_micros(end as u64);
+        // Events (log lines inside the span) keep real stamps: pin them to the span's end.
+        for e in span.events.events.iter_mut() {
+            e.timestamp = span.end_time;
+        }
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for VirtualTimeExporter<E> {
+    async fn export(&self, mut batch: Vec<SpanData>) -> OTelSdkResult {
+        for s in &mut batch {
+            self.rewrite(s);
+        }
+        self.inner.export(batch).await
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource)
+    }
+}
+
+/// One run's tracer provider.
+pub struct RunTracer {
+    provider: SdkTracerProvider,
+}
+
+impl RunTracer {
+    /// Export to `endpoint` (OTLP/gRPC). The exporter is built inside `rt` (a real-time runtime) so that its
+    /// connection runs there, never on the paused simulation runtime.
+    pub fn start(
+        endpoint: &str,
+        attributes: Vec<KeyValue>,
+        wall0: SystemTime,
+        rt: &tokio::runtime::Handle,
+    ) -> Result<Self, String> {
+        let _guard = rt.enter();
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .build()
+            .map_err(|e| format!("cannot build the OTLP exporter for {endpoint}: {e}"))?;
+        let resource = Resource::builder()
+            .with_service_name("epochlab")
+            .with_attributes(attributes)
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_resource(resource)
+            .with_batch_exporter(VirtualTimeExporter {
+                inner: exporter,
+                wall0,
+            })
+            .build();
+        Ok(Self { provider })
+    }
+
+    /// The layer to add to the run's subscriber.
+    pub fn layer(&self) -> Box<dyn Layer<Registry> + Send + Sync> {
+        Box::new(
+            tracing_opentelemetry::layer()
+                .with_tracer(self.provider.tracer("epochlab"))
+                .with_tracked_inactivity(false),
+        )
+    }
+
+    /// Export everything recorded, then stop.
+    pub fn finish(self) -> Result<(), String> {
+        self.provider
+            .force_flush()
+            .map_err(|e| format!("flushing spans: {e}"))?;
+        self.provider
+            .shutdown()
+            .map_err(|e| format!("shutting the tracer down: {e}"))
+    }
+}
+
+/// A real-time runtime on its own thread, for exporters that send to an external collector.
+pub struct ExportRuntime {
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl ExportRuntime {
+    pub fn start() -> Result<Self, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("epochlab-export")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the export runtime: {e}"))?;
+        Ok(Self { rt: Some(rt) })
+    }
+
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        self.rt
+            .as_ref()
+            .expect("runtime lives until dropped")
+            .handle()
+    }
+}
+
+impl Drop for ExportRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+/// Block until Ctrl-C (on `rt`).
+pub fn wait_for_ctrl_c(rt: &tokio::runtime::Handle) {
+    let _ = rt.block_on(tokio::signal::ctrl_c());
+}
