@@ -4,6 +4,8 @@
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
+//! - `screenshot [OUT.png]`: run the buggy repro with the embedded Jaeger and render the failing epoch's trace in
+//!   headless Chromium (`apt-get install chromium`) to a PNG (default `target/epochlab-failing-trace.png`).
 //! - `protoc`: print the path of the vendored `protoc` (for `export PROTOC=$(cargo xtask protoc)`).
 //!
 //! Every cargo it runs gets `PROTOC` pointing at the vendored compiler, so a machine with only a Rust toolchain
@@ -13,7 +15,7 @@ use std::env;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|test|bench|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = env::args().skip(1);
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     let result = match cmd.as_str() {
         "repro" => repro(&rest),
+        "screenshot" => screenshot(&rest),
         "test" => test(&rest),
         "bench" => bench(&rest),
         "protoc" => protoc_path().map(|p| {
@@ -187,4 +190,106 @@ fn repro(args: &[String]) -> Result {
             message: "epochlab was killed".into(),
         }),
     }
+}
+
+/// Render the failing epoch's trace, as the Jaeger UI shows it, to a PNG with headless Chromium.
+fn screenshot(args: &[String]) -> Result {
+    use std::io::BufRead;
+    let out = args
+        .first()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/epochlab-failing-trace.png"));
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .ok_or_else(|| Failure {
+            code: 1,
+            message: "no chromium on PATH (apt-get install chromium)".into(),
+        })?;
+    let addr = "127.0.0.1:16686";
+    let mut repro = cargo()?;
+    repro.args([
+        "run",
+        "-q",
+        "--release",
+        "-p",
+        "epochlab-cli",
+        "--bin",
+        "epochlab",
+        "--",
+    ]);
+    repro.args([
+        "repro",
+        "--mode",
+        "buggy",
+        "--jaeger",
+        "--jaeger-addr",
+        addr,
+        "--serve-for",
+        "60",
+    ]);
+    repro
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = repro.spawn().map_err(|e| Failure {
+        code: 1,
+        message: format!("cannot start the repro: {e}"),
+    })?;
+    let stderr = child.stderr.take().expect("piped");
+    let url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(std::result::Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("the failing epoch's trace: ")
+                .map(str::to_string)
+        });
+    let result = match url {
+        Some(url) => {
+            let profile =
+                std::env::temp_dir().join(format!("epochlab-chromium-{}", std::process::id()));
+            let status = Command::new(chromium)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                ])
+                .args([
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                ])
+                .arg(format!("--user-data-dir={}", profile.display()))
+                .args(["--virtual-time-budget=5000", "--window-size=1600,1000"])
+                .arg(format!("--screenshot={}", out.display()))
+                .arg(&url)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            let _ = std::fs::remove_dir_all(&profile);
+            match status {
+                Ok(s) if s.success() && out.is_file() => {
+                    println!("{} (trace {url})", out.display());
+                    Ok(())
+                }
+                _ => Err(Failure {
+                    code: 1,
+                    message: format!("chromium could not render {url}"),
+                }),
+            }
+        }
+        None => Err(Failure {
+            code: 1,
+            message: "the repro printed no failing trace".into(),
+        }),
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    result
 }

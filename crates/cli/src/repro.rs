@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use epochlab_meta::DropMode;
 use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
+use epochlab_telemetry::run_layer;
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
     RuntimeHandle, wait_for_ctrl_c,
@@ -144,7 +145,7 @@ fn run_one(
     });
     let hooks = ReproHooks {
         on_cluster: hook,
-        tracing_layer: tracer.as_ref().map(RunTracer::layer),
+        tracing_layer: run_layer(tracer.as_ref()),
     };
     let out = run_repro_with(params, hooks);
     if let Some(t) = tracer
@@ -194,11 +195,18 @@ pub fn run(args: &ReproArgs) -> Result<u8, String> {
     } else {
         None
     };
-    let export_rt = match &args.otlp_endpoint {
+    // `OTEL_EXPORTER_OTLP_ENDPOINT` is honoured when no collector is named on the command line.
+    let otlp_endpoint = args.otlp_endpoint.clone().or_else(|| {
+        (!args.jaeger)
+            .then(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+            .flatten()
+            .filter(|v| !v.is_empty())
+    });
+    let export_rt = match &otlp_endpoint {
         Some(_) => Some(ExportRuntime::start()?),
         None => None,
     };
-    let traces = match (&jaeger, &args.otlp_endpoint, &export_rt) {
+    let traces = match (&jaeger, &otlp_endpoint, &export_rt) {
         (Some(j), _, _) => Some(Traces {
             endpoint: j.otlp_endpoint(),
             rt: j.handle(),
@@ -239,7 +247,7 @@ pub fn run(args: &ReproArgs) -> Result<u8, String> {
             Some(id) => eprintln!("the failing epoch's trace: http://{ui}/trace/{id}"),
             None => eprintln!("no failing span among the traces"),
         }
-    } else if let Some(endpoint) = &args.otlp_endpoint {
+    } else if let Some(endpoint) = &otlp_endpoint {
         eprintln!("traces sent to {endpoint} (service epochlab)");
     }
     match (args.serve_for, &jaeger) {

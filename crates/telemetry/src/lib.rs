@@ -15,4 +15,4 @@ pub use metrics::{Metrics, RunSource};
 pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
 pub use tokio::runtime::Handle as RuntimeHandle;
-pub use tracer::{ExportRuntime, RunTracer, wait_for_ctrl_c};
+pub use tracer::{ExportRuntime, RunTracer, run_layer, wait_for_ctrl_c};

@@ -156,3 +156,22 @@ impl Drop for ExportRuntime {
 pub fn wait_for_ctrl_c(rt: &tokio::runtime::Handle) {
     let _ = rt.block_on(tokio::signal::ctrl_c());
 }
+
+/// The one place a run's tracing is put together: a fmt layer on stderr filtered by `RUST_LOG` (only when it is
+/// set), and the OpenTelemetry layer of `tracer` (when traces are exported). `None` when neither is wanted,
+/// which keeps the cost of spans near zero.
+pub fn run_layer(tracer: Option<&RunTracer>) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
+    use tracing_subscriber::filter::EnvFilter;
+    let fmt = std::env::var("RUST_LOG").ok().map(|spec| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_filter(EnvFilter::new(spec))
+    });
+    match (fmt, tracer) {
+        (None, None) => None,
+        (Some(f), None) => Some(Box::new(f)),
+        (None, Some(t)) => Some(t.layer()),
+        (Some(f), Some(t)) => Some(Box::new(f.and_then(t.layer()))),
+    }
+}
