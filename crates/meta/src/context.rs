@@ -60,12 +60,38 @@ async fn inject_and_collect(
         epoch.prev = barrier.epoch.prev.0 as i64,
         actors = to_collect.len() as i64
     );
+    // Recovery may drop this future before it finishes: the guard then ends the span as abandoned.
+    let mut guard = SpanGuard {
+        span,
+        clock,
+        done: false,
+    };
     let result = inject_and_collect_inner(network, worker, barrier, to_send, to_collect).await;
     match &result {
-        Ok(_) => trace::end(&span, &clock),
-        Err(e) => trace::fail(&span, &clock, &e.to_string()),
+        Ok(_) => trace::end(&guard.span, &guard.clock),
+        Err(e) => trace::fail(&guard.span, &guard.clock, &e.to_string()),
     }
+    guard.done = true;
     result
+}
+
+/// Ends a span as failed if it is dropped before it was ended.
+struct SpanGuard {
+    span: tracing::Span,
+    clock: Clock,
+    done: bool,
+}
+
+impl Drop for SpanGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            trace::fail(
+                &self.span,
+                &self.clock,
+                "abandoned: recovery dropped the collection",
+            );
+        }
+    }
 }
 
 async fn inject_and_collect_inner(
