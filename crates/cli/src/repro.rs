@@ -22,21 +22,27 @@ struct Run {
     wall_ms: u128,
 }
 
+/// The flags that select exactly this run.
+fn flags(p: &ReproParams) -> Vec<String> {
+    [
+        ("--mode", p.mode.as_str().to_string()),
+        ("--seed", p.seed.to_string()),
+        ("--rows", p.rows.to_string()),
+        ("--vnodes", p.vnodes.to_string()),
+        ("--parallelism", p.parallelism.to_string()),
+        ("--compute-nodes", p.compute_nodes.to_string()),
+        ("--rate-limit", p.rate_limit.to_string()),
+        ("--barrier-latency-ms", p.barrier_latency_ms.to_string()),
+        ("--checkpoint-frequency", p.checkpoint_frequency.to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(f, v)| [f.to_string(), v])
+    .collect()
+}
+
 /// The command that replays one run exactly.
 fn replay(p: &ReproParams) -> String {
-    format!(
-        "cargo xtask repro --mode {} --seed {} --rows {} --vnodes {} --parallelism {} --compute-nodes {} \
-         --rate-limit {} --barrier-latency-ms {} --checkpoint-frequency {}",
-        p.mode.as_str(),
-        p.seed,
-        p.rows,
-        p.vnodes,
-        p.parallelism,
-        p.compute_nodes,
-        p.rate_limit,
-        p.barrier_latency_ms,
-        p.checkpoint_frequency
-    )
+    format!("cargo xtask repro {}", flags(p).join(" "))
 }
 
 fn json_string(s: &str) -> String {
@@ -396,26 +402,10 @@ fn check_determinism(args: &ReproArgs) -> u8 {
         let mut logs = Vec::new();
         for i in 0..2 {
             let log = dir.join(format!("{}-{i}.log", mode.as_str()));
+            let params = ReproParams { mode, ..p.clone() };
             let out = Command::new(&exe)
-                .args(["repro", "--json", "--mode", mode.as_str()])
-                .args(["--seed", &p.seed.to_string(), "--rows", &p.rows.to_string()])
-                .args([
-                    "--vnodes",
-                    &p.vnodes.to_string(),
-                    "--parallelism",
-                    &p.parallelism.to_string(),
-                ])
-                .args([
-                    "--compute-nodes",
-                    &p.compute_nodes.to_string(),
-                    "--rate-limit",
-                    &p.rate_limit.to_string(),
-                ])
-                .args(["--barrier-latency-ms", &p.barrier_latency_ms.to_string()])
-                .args([
-                    "--checkpoint-frequency",
-                    &p.checkpoint_frequency.to_string(),
-                ])
+                .args(["repro", "--json"])
+                .args(flags(&params))
                 .arg("--event-log")
                 .arg(&log)
                 .output();
