@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
@@ -37,7 +37,6 @@ fn spans_of(mode: DropMode) -> Vec<Span> {
     let tracer = RunTracer::start(
         &jaeger.otlp_endpoint(),
         vec![KeyValue::new("epochlab.mode", mode.as_str())],
-        SystemTime::now(),
         jaeger.handle(),
     )
     .unwrap();

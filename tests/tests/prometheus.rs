@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
@@ -199,17 +199,12 @@ fn prometheus_scrapes_a_repro_run() {
     // The run, observed by an in-process metrics server on a free port.
     let metrics = Arc::new(Metrics::new(&["buggy"]));
     let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), metrics.clone()).unwrap();
-    let wall_origin_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
     let m = metrics.clone();
+    let (origin_tx, origin_rx) = std::sync::mpsc::channel();
     let hook: ClusterHook = Box::new(move |cluster| {
-        m.add_run(RunSource {
-            mode: "buggy".into(),
-            cluster,
-            wall_origin_ms,
-        })
+        let source = RunSource::starting_now("buggy", cluster);
+        origin_tx.send(source.wall_origin_ms).unwrap();
+        m.add_run(source)
     });
     let params = ReproParams {
         mode: DropMode::Buggy,
@@ -220,6 +215,7 @@ fn prometheus_scrapes_a_repro_run() {
         tracing_layer: None,
     };
     let out = run_repro_with(&params, hooks);
+    let wall_origin_ms: u64 = origin_rx.recv().unwrap();
     let report = out.value;
     assert_eq!(report.outcome, Outcome::Failed);
 

@@ -160,7 +160,8 @@ fn bench(args: &[String]) -> Result {
     run("cargo bench", cmd)
 }
 
-fn repro(args: &[String]) -> Result {
+/// `cargo run` of the `epochlab` binary (release), arguments to follow.
+fn epochlab() -> Result<Command> {
     let mut cmd = cargo()?;
     cmd.args([
         "run",
@@ -171,8 +172,13 @@ fn repro(args: &[String]) -> Result {
         "--bin",
         "epochlab",
         "--",
-        "repro",
     ]);
+    Ok(cmd)
+}
+
+fn repro(args: &[String]) -> Result {
+    let mut cmd = epochlab()?;
+    cmd.arg("repro");
     cmd.args(args);
     let status = cmd.status().map_err(|e| Failure {
         code: 1,
@@ -212,17 +218,7 @@ fn screenshot(args: &[String]) -> Result {
             message: "no chromium on PATH (apt-get install chromium)".into(),
         })?;
     let addr = "127.0.0.1:16686";
-    let mut repro = cargo()?;
-    repro.args([
-        "run",
-        "-q",
-        "--release",
-        "-p",
-        "epochlab-cli",
-        "--bin",
-        "epochlab",
-        "--",
-    ]);
+    let mut repro = epochlab()?;
     repro.args([
         "repro",
         "--mode",

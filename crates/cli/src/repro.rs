@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
@@ -126,28 +126,15 @@ fn run_one(
                 KeyValue::new("epochlab.mode", params.mode.as_str()),
                 KeyValue::new("epochlab.scenario", "risingwave-14910"),
             ];
-            Some(RunTracer::start(
-                &t.endpoint,
-                attributes,
-                SystemTime::now(),
-                t.rt,
-            )?)
+            Some(RunTracer::start(&t.endpoint, attributes, t.rt)?)
         }
         None => None,
     };
     let hook: Option<epochlab_sim::ClusterHook> = metrics.map(|m| {
         let m = m.clone();
-        let mode = params.mode.as_str().to_string();
-        let wall_origin_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        Box::new(move |cluster| {
-            m.add_run(RunSource {
-                mode,
-                cluster,
-                wall_origin_ms,
-            })
-        }) as epochlab_sim::ClusterHook
+        let mode = params.mode.as_str();
+        Box::new(move |cluster| m.add_run(RunSource::starting_now(mode, cluster)))
+            as epochlab_sim::ClusterHook
     });
     let hooks = ReproHooks {
         on_cluster: hook,

@@ -3,7 +3,7 @@
 //!
 //! `cargo xtask bench -p epochlab-telemetry`
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{EmbeddedJaeger, KeyValue, RunTracer, run_layer};
@@ -33,7 +33,6 @@ fn main() {
         let tracer = RunTracer::start(
             &jaeger.otlp_endpoint(),
             vec![KeyValue::new("epochlab.mode", "buggy")],
-            SystemTime::now(),
             jaeger.handle(),
         )
         .expect("tracer");

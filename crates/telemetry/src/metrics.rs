@@ -36,6 +36,20 @@ pub struct RunSource {
     pub wall_origin_ms: u64,
 }
 
+impl RunSource {
+    /// A run that started now.
+    pub fn starting_now(mode: &str, cluster: Arc<Cluster>) -> Self {
+        let wall_origin_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Self {
+            mode: mode.to_string(),
+            cluster,
+            wall_origin_ms,
+        }
+    }
+}
+
 struct Families {
     injected_ts: GaugeVec,
     committed_ts: GaugeVec,

@@ -72,14 +72,15 @@ pub struct RunTracer {
 }
 
 impl RunTracer {
-    /// Export to `endpoint` (OTLP/gRPC). The exporter is built inside `rt` (a real-time runtime) so that its
-    /// connection runs there, never on the paused simulation runtime.
+    /// Export to `endpoint` (OTLP/gRPC) a run that starts now: its simulated times are shifted onto this
+    /// wall-clock instant. The exporter is built inside `rt` (a real-time runtime) so that its connection runs
+    /// there, never on the paused simulation runtime.
     pub fn start(
         endpoint: &str,
         attributes: Vec<KeyValue>,
-        wall0: SystemTime,
         rt: &tokio::runtime::Handle,
     ) -> Result<Self, String> {
+        let wall0 = SystemTime::now();
         let _guard = rt.enter();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
