@@ -3,15 +3,14 @@
 use std::io::Write;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Instant;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
-use epochlab_telemetry::run_layer;
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
     RuntimeHandle, wait_for_ctrl_c,
 };
+use epochlab_telemetry::{WallTimer, run_layer};
 
 use crate::args::ReproArgs;
 
@@ -114,7 +113,7 @@ fn run_one(
     metrics: Option<&Arc<Metrics>>,
     traces: Option<&Traces<'_>>,
 ) -> Result<Run, String> {
-    let wall = Instant::now();
+    let wall = WallTimer::start();
     let tracer = match traces {
         Some(t) => {
             let attributes = vec![

@@ -16,3 +16,16 @@ pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
 pub use tokio::runtime::Handle as RuntimeHandle;
 pub use tracer::{ExportRuntime, RunTracer, run_layer, wait_for_ctrl_c};
+
+/// Wall-clock time spent by a run, for reports (telemetry is where real time is read).
+pub struct WallTimer(std::time::Instant);
+
+impl WallTimer {
+    pub fn start() -> Self {
+        Self(std::time::Instant::now())
+    }
+
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+}
