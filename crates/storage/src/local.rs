@@ -145,16 +145,13 @@ impl LocalStateStore {
 
     /// The value below the mem-table: staging, then committed.
     fn get_below_mem_table(&self, key: &[u8], read_epoch: Epoch) -> Option<Bytes> {
-        for imm in self.read_version().staging.iter() {
-            if imm.epoch > read_epoch {
-                continue;
-            }
-            if let Some(v) = imm.get(key) {
-                return v.cloned();
-            }
-        }
-        let bound = self.committed_bound(read_epoch)?;
-        self.node.committed.get(self.opts.table_id, key, bound)
+        read_below_mem_table(
+            &self.read_version,
+            &self.node,
+            self.opts.table_id,
+            key,
+            read_epoch,
+        )
     }
 
     /// The value of `key` at the store's epoch.
@@ -175,17 +172,10 @@ impl LocalStateStore {
             }
             OpConsistencyLevel::ConsistentOldValue => {
                 let table_id = self.opts.table_id;
-                let k = key.clone();
-                let this = &*self;
-                let lower = || this.get_below_mem_table(&k, epoch);
-                // Borrow dance: compute the lower value lazily, only when the mem-table has no entry.
-                let lower_value = if self.mem_table.get(&key).is_none() {
-                    Some(lower())
-                } else {
-                    None
-                };
-                self.mem_table
-                    .apply_consistent(table_id, key, op, move || lower_value.flatten())
+                let (read_version, node) = (&self.read_version, &self.node);
+                self.mem_table.apply_consistent(table_id, key, op, |k| {
+                    read_below_mem_table(read_version, node, table_id, k, epoch)
+                })
             }
         }
     }
@@ -297,6 +287,36 @@ impl LocalStateStore {
     }
 }
 
+/// The value of `key` below a store's mem-table: its staging imms at or below `read_epoch`, newest first, then
+/// committed data, if the node's pinned version has the table in a group.
+fn read_below_mem_table(
+    read_version: &Mutex<ReadVersion>,
+    node: &NodeInner,
+    table_id: TableId,
+    key: &[u8],
+    read_epoch: Epoch,
+) -> Option<Bytes> {
+    {
+        let rv = read_version.lock().unwrap_or_else(|e| e.into_inner());
+        for imm in rv.staging.iter() {
+            if imm.epoch > read_epoch {
+                continue;
+            }
+            if let Some(v) = imm.get(key) {
+                return v.cloned();
+            }
+        }
+    }
+    let bound = {
+        let state = node.lock_state();
+        state
+            .pinned
+            .contains_table(table_id)
+            .then(|| read_epoch.min(state.pinned.max_committed_epoch))
+    }?;
+    node.committed.get(table_id, key, bound)
+}
+
 const COMMITTED_BATCH: usize = 512;
 
 struct CommittedCursor {
@@ -338,14 +358,19 @@ enum Source {
 }
 
 impl Source {
-    fn peek(&mut self) -> Option<(&Bytes, Option<&Bytes>)> {
+    /// Make the head available (a committed cursor reads its next batch when empty).
+    fn prepare(&mut self) {
+        if let Source::Committed(c) = self {
+            c.fill();
+        }
+    }
+
+    /// The head, after `prepare`.
+    fn head(&self) -> Option<(&Bytes, Option<&Bytes>)> {
         match self {
             Source::Mem(v, i) => v.get(*i).map(|(k, v)| (k, v.as_ref())),
             Source::Imm(imm, i, end) => (*i < *end).then(|| imm.entry(*i)),
-            Source::Committed(c) => {
-                c.fill();
-                c.buf.front().map(|(k, v)| (k, Some(v)))
-            }
+            Source::Committed(c) => c.buf.front().map(|(k, v)| (k, Some(v))),
         }
     }
 
@@ -369,22 +394,25 @@ impl Iterator for LocalIter {
 
     fn next(&mut self) -> Option<(Bytes, Bytes)> {
         loop {
-            // The smallest key among the heads, and the value of the newest layer that has it.
-            let mut best: Option<(Bytes, Option<Bytes>)> = None;
             for s in self.sources.iter_mut() {
-                if let Some((k, v)) = s.peek() {
-                    let better = match &best {
-                        None => true,
-                        Some((bk, _)) => k < bk,
-                    };
-                    if better {
-                        best = Some((k.clone(), v.cloned()));
-                    }
+                s.prepare();
+            }
+            // The smallest head key; among equal keys the first (newest) layer's value wins.
+            let mut best: Option<(usize, &Bytes)> = None;
+            for (i, s) in self.sources.iter().enumerate() {
+                if let Some((k, _)) = s.head()
+                    && best.is_none_or(|(_, bk)| k < bk)
+                {
+                    best = Some((i, k));
                 }
             }
-            let (key, value) = best?;
+            let (i, _) = best?;
+            let (key, value) = {
+                let (k, v) = self.sources[i].head().expect("the best source has a head");
+                (k.clone(), v.cloned())
+            };
             for s in self.sources.iter_mut() {
-                if matches!(s.peek(), Some((k, _)) if *k == key) {
+                if s.head().is_some_and(|(k, _)| *k == key) {
                     s.advance();
                 }
             }

@@ -93,15 +93,16 @@ impl MemTable {
         self.buffer.insert(key, op);
     }
 
-    /// Apply `op` with the consistency rules. `lower` is what the layers below the mem-table hold for this key;
-    /// it is consulted only when the mem-table has no entry for the key.
+    /// Apply `op` with the consistency rules. `lower` gives what the layers below the mem-table hold for the
+    /// key; it is consulted only when the mem-table has no entry for the key. One descent of the tree.
     pub fn apply_consistent(
         &mut self,
         table_id: TableId,
         key: Bytes,
         op: KeyOp,
-        lower: impl FnOnce() -> Option<Bytes>,
+        lower: impl FnOnce(&[u8]) -> Option<Bytes>,
     ) -> StorageResult<()> {
+        use std::collections::btree_map::Entry;
         let err = |prev: Option<KeyOp>, new: &KeyOp, key: &Bytes| {
             StorageError::InconsistentOperation(Box::new(Inconsistency {
                 table_id,
@@ -111,50 +112,54 @@ impl MemTable {
             }))
         };
         self.size_bytes += key.len() + op_size(&op);
-        let Some(prev) = self.buffer.get(&key).cloned() else {
-            // Nothing in the mem-table: check against storage below (RisingWave's flush-time sanity check,
-            // done at write time here so the error carries the key that caused it).
-            let stored = lower();
-            match (&op, &stored) {
-                (KeyOp::Insert(_), None) => {}
-                (KeyOp::Insert(_), Some(v)) => {
-                    return Err(err(Some(KeyOp::Insert(v.clone())), &op, &key));
+        match self.buffer.entry(key) {
+            Entry::Vacant(v) => {
+                // Nothing in the mem-table: check against storage below (RisingWave's flush-time sanity
+                // check, done at write time here so the error carries the key that caused it).
+                let stored = lower(v.key());
+                match (&op, &stored) {
+                    (KeyOp::Insert(_), None) => {}
+                    (KeyOp::Insert(_), Some(s)) => {
+                        return Err(err(Some(KeyOp::Insert(s.clone())), &op, v.key()));
+                    }
+                    (KeyOp::Delete(old) | KeyOp::Update(old, _), Some(s)) if old == s => {}
+                    (KeyOp::Delete(_) | KeyOp::Update(..), Some(s)) => {
+                        return Err(err(Some(KeyOp::Insert(s.clone())), &op, v.key()));
+                    }
+                    (KeyOp::Delete(_) | KeyOp::Update(..), None) => {
+                        return Err(err(None, &op, v.key()));
+                    }
                 }
-                (KeyOp::Delete(old) | KeyOp::Update(old, _), Some(v)) if old == v => {}
-                (KeyOp::Delete(_) | KeyOp::Update(..), Some(v)) => {
-                    return Err(err(Some(KeyOp::Insert(v.clone())), &op, &key));
+                v.insert(op);
+                Ok(())
+            }
+            Entry::Occupied(mut o) => {
+                let next = match (o.get(), &op) {
+                    // Insert, then delete of the same value: nothing happened this epoch.
+                    (KeyOp::Insert(v), KeyOp::Delete(old)) if v == old => None,
+                    (KeyOp::Insert(v), KeyOp::Update(old, new)) if v == old => {
+                        Some(KeyOp::Insert(new.clone()))
+                    }
+                    (KeyOp::Delete(old), KeyOp::Insert(new)) => {
+                        Some(KeyOp::Update(old.clone(), new.clone()))
+                    }
+                    (KeyOp::Update(orig, v), KeyOp::Delete(old)) if v == old => {
+                        Some(KeyOp::Delete(orig.clone()))
+                    }
+                    (KeyOp::Update(orig, v), KeyOp::Update(old, new)) if v == old => {
+                        Some(KeyOp::Update(orig.clone(), new.clone()))
+                    }
+                    (prev, _) => return Err(err(Some(prev.clone()), &op, o.key())),
+                };
+                match next {
+                    Some(next) => *o.get_mut() = next,
+                    None => {
+                        o.remove();
+                    }
                 }
-                (KeyOp::Delete(_) | KeyOp::Update(..), None) => return Err(err(None, &op, &key)),
-            }
-            self.buffer.insert(key, op);
-            return Ok(());
-        };
-        let next = match (&prev, &op) {
-            // Insert, then delete of the same value: nothing happened this epoch.
-            (KeyOp::Insert(v), KeyOp::Delete(old)) if v == old => None,
-            (KeyOp::Insert(v), KeyOp::Update(old, new)) if v == old => {
-                Some(KeyOp::Insert(new.clone()))
-            }
-            (KeyOp::Delete(old), KeyOp::Insert(new)) => {
-                Some(KeyOp::Update(old.clone(), new.clone()))
-            }
-            (KeyOp::Update(orig, v), KeyOp::Delete(old)) if v == old => {
-                Some(KeyOp::Delete(orig.clone()))
-            }
-            (KeyOp::Update(orig, v), KeyOp::Update(old, new)) if v == old => {
-                Some(KeyOp::Update(orig.clone(), new.clone()))
-            }
-            _ => return Err(err(Some(prev), &op, &key)),
-        };
-        match next {
-            Some(next) => {
-                self.buffer.insert(key, next);
-            }
-            None => {
-                self.buffer.remove(&key);
+                Ok(())
             }
         }
-        Ok(())
     }
 }
 
@@ -174,7 +179,7 @@ mod tests {
     }
 
     fn apply(m: &mut MemTable, op: KeyOp, lower: Option<&str>) -> StorageResult<()> {
-        m.apply_consistent(TableId(1), b("k"), op, || lower.map(b))
+        m.apply_consistent(TableId(1), b("k"), op, |_| lower.map(b))
     }
 
     /// Every transition of §3.3, legal and illegal.
