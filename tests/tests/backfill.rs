@@ -65,6 +65,7 @@ async fn backfill_case(
 ) -> (TableId, TableId, TableId, Oracle) {
     let (types, pk) = schema();
     let table = cluster
+        .meta
         .create_table("t", types, pk, c.p_table)
         .await
         .unwrap();
@@ -76,13 +77,14 @@ async fn backfill_case(
             .await
             .unwrap();
     }
-    cluster.flush().await.unwrap();
+    cluster.meta.flush().await.unwrap();
     let options = JobOptions {
         parallelism: c.p_job,
         rate_limit: c.rate_limit,
         background: true,
     };
     let mv = cluster
+        .meta
         .create_materialized_view("mv", table, options.clone())
         .await
         .unwrap();
@@ -91,6 +93,7 @@ async fn backfill_case(
         ..Default::default()
     };
     let sink = cluster
+        .meta
         .create_sink("s", table, options, sink_options)
         .await
         .unwrap();
@@ -114,7 +117,7 @@ async fn backfill_case(
         )
         .await;
     }
-    cluster.flush().await.unwrap();
+    cluster.meta.flush().await.unwrap();
     (table, mv, sink, oracle)
 }
 
@@ -297,19 +300,20 @@ fn throttle_changes_the_rate_limit() {
         c.interval_ms = 1000;
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 400))
             .await
             .unwrap();
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         let options = JobOptions {
             parallelism: 2,
             rate_limit: Some(1),
             background: true,
         };
         let mv = cluster
+            .meta
             .create_materialized_view("mv", table, options)
             .await
             .unwrap();
@@ -323,7 +327,7 @@ fn throttle_changes_the_rate_limit() {
             JobState::Created,
             "unthrottled, it finishes"
         );
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
     });
 }
@@ -336,13 +340,13 @@ fn drop_during_backfill() {
         c.interval_ms = 1000;
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.create_table("t", types, pk, 3).await.unwrap();
+        let table = cluster.meta.create_table("t", types, pk, 3).await.unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 500))
             .await
             .unwrap();
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         let table_actors: Vec<_> = cluster
             .meta
             .relation(table)
@@ -357,6 +361,7 @@ fn drop_during_backfill() {
             background: true,
         };
         let mv = cluster
+            .meta
             .create_materialized_view("mv", table, options)
             .await
             .unwrap();
@@ -364,7 +369,7 @@ fn drop_during_backfill() {
         let rel = cluster.meta.relation(mv).unwrap();
         assert_eq!(rel.state, JobState::Creating, "still backfilling");
         assert!(cluster.meta.backfill_progress(mv).unwrap() > 0);
-        cluster.drop_job(mv).await.unwrap();
+        cluster.meta.drop_job(mv).await.unwrap();
         assert_eq!(
             cluster
                 .hummock
@@ -385,7 +390,7 @@ fn drop_during_backfill() {
             .dml(table, oracle.gen_batch(&ctx.rng, 20, 600))
             .await
             .unwrap();
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         assert_eq!(
             Oracle::sorted(&cluster.committed_rows(table)),
             oracle.rows()
@@ -401,14 +406,15 @@ fn foreground_create_waits_for_backfill() {
         let c = Case::new(11, 2, 2, 3, 2000);
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 2000))
             .await
             .unwrap();
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         let mv = cluster
+            .meta
             .create_materialized_view("mv", table, JobOptions::parallelism(3))
             .await
             .unwrap();

@@ -28,15 +28,7 @@ macro_rules! vspan {
         )
     };
     ($name:expr, $clock:expr $(, $($fields:tt)*)?) => {
-        $crate::trace::__tracing::info_span!(
-            $name,
-            vt.start_us = ($clock).elapsed_us() as i64,
-            vt.end_us = $crate::trace::__tracing::field::Empty,
-            error = $crate::trace::__tracing::field::Empty,
-            otel.status_code = $crate::trace::__tracing::field::Empty,
-            error.message = $crate::trace::__tracing::field::Empty
-            $(, $($fields)*)?
-        )
+        $crate::vspan!(parent: $crate::trace::__tracing::Span::current(), $name, $clock $(, $($fields)*)?)
     };
 }
 

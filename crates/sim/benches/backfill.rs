@@ -37,14 +37,18 @@ fn backfill(n: usize) -> (Duration, u64) {
             .await,
         );
         let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
-        let t = cluster.create_table("t", types, vec![0], 4).await.unwrap();
+        let t = cluster
+            .meta
+            .create_table("t", types, vec![0], 4)
+            .await
+            .unwrap();
         for base in (0..n).step_by(10_000) {
             let rows = (base..(base + 10_000).min(n))
                 .map(|k| (Op::Insert, make_row(k as i64, 0)))
                 .collect();
             cluster.dml(t, rows).await.unwrap();
         }
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
 
         // Concurrent upstream: batches of 100 new rows, yielding between them so they interleave.
         let stop = Arc::new(AtomicBool::new(false));
@@ -71,13 +75,14 @@ fn backfill(n: usize) -> (Duration, u64) {
         };
         let start = Instant::now();
         let mv = cluster
+            .meta
             .create_materialized_view("mv", t, JobOptions::parallelism(4))
             .await
             .unwrap();
         let elapsed = start.elapsed();
         stop.store(true, Ordering::Relaxed);
         writer.await.unwrap();
-        cluster.flush().await.unwrap();
+        cluster.meta.flush().await.unwrap();
         let expect = n + sent.load(Ordering::Relaxed) as usize;
         assert_eq!(
             cluster.committed_rows(mv).len(),

@@ -9,7 +9,7 @@ use epochlab_barrier::{BarrierManagerStats, SchedulerStatus};
 use epochlab_common::{
     ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
 };
-use epochlab_meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
+use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
@@ -187,47 +187,6 @@ impl Cluster {
             .unwrap_or_else(|e| e.into_inner())
             .insert(worker, node);
         assert!(old.is_none(), "restarted worker {worker} was running");
-    }
-
-    pub async fn create_table(
-        &self,
-        name: &str,
-        column_types: Vec<epochlab_common::DataType>,
-        pk: Vec<usize>,
-        parallelism: usize,
-    ) -> Result<TableId, DdlError> {
-        self.meta
-            .create_table(name, column_types, pk, parallelism)
-            .await
-    }
-
-    pub async fn create_materialized_view(
-        &self,
-        name: &str,
-        upstream: TableId,
-        options: JobOptions,
-    ) -> Result<TableId, DdlError> {
-        self.meta
-            .create_materialized_view(name, upstream, options)
-            .await
-    }
-
-    pub async fn create_sink(
-        &self,
-        name: &str,
-        upstream: TableId,
-        options: JobOptions,
-        sink: SinkOptions,
-    ) -> Result<TableId, DdlError> {
-        self.meta.create_sink(name, upstream, options, sink).await
-    }
-
-    pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
-        self.meta.drop_job(id).await
-    }
-
-    pub async fn flush(&self) -> Result<(), DdlError> {
-        self.meta.flush().await
     }
 
     /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.

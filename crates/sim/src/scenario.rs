@@ -244,6 +244,7 @@ async fn scenario(
     // 1. A table of `rows` identical rows (but for the key), committed.
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = cluster
+        .meta
         .create_table("t", types, vec![0], p.parallelism)
         .await
         .expect("create table");
@@ -253,7 +254,7 @@ async fn scenario(
             .collect();
         cluster.dml(table, rows).await.expect("load the table");
     }
-    cluster.flush().await.expect("flush");
+    cluster.meta.flush().await.expect("flush");
 
     // 2. A sink over it with arrangement backfill, rate-limited, slow, created in the background.
     let options = JobOptions {
@@ -267,6 +268,7 @@ async fn scenario(
         sink_rate_limit: None,
     };
     let sink = cluster
+        .meta
         .create_sink(SINK_NAME, table, options, sink_options)
         .await
         .expect("create sink");
@@ -319,7 +321,7 @@ async fn scenario(
     );
     let dropper = {
         let cluster = cluster.clone();
-        tokio::spawn(async move { cluster.drop_job(sink).await })
+        tokio::spawn(async move { cluster.meta.drop_job(sink).await })
     };
     let sink_nodes: BTreeSet<WorkerId> = sink_rel.actors.iter().map(|a| a.worker).collect();
     let busy: BTreeSet<WorkerId> = cluster
@@ -370,7 +372,7 @@ async fn scenario(
     cluster.wait_ready().await;
     tokio::time::sleep(Duration::from_secs(25)).await;
     cluster.wait_ready().await;
-    cluster.flush().await.ok();
+    cluster.meta.flush().await.ok();
 
     // 7. Verdicts.
     report.epochs = stats.injected.load(Ordering::Relaxed);

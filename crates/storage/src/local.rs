@@ -136,11 +136,7 @@ impl LocalStateStore {
 
     /// Whether the committed layer is visible, and up to which epoch.
     fn committed_bound(&self, read_epoch: Epoch) -> Option<Epoch> {
-        let state = self.node.lock_state();
-        state
-            .pinned
-            .contains_table(self.opts.table_id)
-            .then(|| read_epoch.min(state.pinned.max_committed_epoch))
+        committed_bound(&self.node, self.opts.table_id, read_epoch)
     }
 
     /// The value below the mem-table: staging, then committed.
@@ -307,14 +303,18 @@ fn read_below_mem_table(
             }
         }
     }
-    let bound = {
-        let state = node.lock_state();
-        state
-            .pinned
-            .contains_table(table_id)
-            .then(|| read_epoch.min(state.pinned.max_committed_epoch))
-    }?;
+    let bound = committed_bound(node, table_id, read_epoch)?;
     node.committed.get(table_id, key, bound)
+}
+
+/// Up to which epoch a read at `read_epoch` sees `table_id`'s committed data on `node`: none at all when the
+/// node's pinned version has the table in no group.
+fn committed_bound(node: &NodeInner, table_id: TableId, read_epoch: Epoch) -> Option<Epoch> {
+    let state = node.lock_state();
+    state
+        .pinned
+        .contains_table(table_id)
+        .then(|| read_epoch.min(state.pinned.max_committed_epoch))
 }
 
 const COMMITTED_BATCH: usize = 512;
