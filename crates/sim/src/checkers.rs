@@ -13,10 +13,11 @@ use epochlab_common::TableId;
 use epochlab_meta::DropMode;
 
 use crate::cluster::Cluster;
+use crate::scenario::Violation;
 
 #[derive(Clone)]
 pub struct Checkers {
-    violations: Arc<Mutex<Vec<String>>>,
+    violations: Arc<Mutex<Vec<Violation>>>,
 }
 
 impl Checkers {
@@ -35,9 +36,12 @@ impl Checkers {
                     for t in tables {
                         let users = node.active_tables().users_of(*t);
                         if !users.is_empty() {
-                            me.violation(format!(
-                                "table {t} unregistered while actors {users:?} on worker {} still use it",
-                                node.worker()
+                            me.violation(Violation::new(
+                                "I2 unregister-in-use",
+                                format!(
+                                    "table {t} unregistered while actors {users:?} on worker {} still use it",
+                                    node.worker()
+                                ),
                             ));
                         }
                     }
@@ -54,14 +58,14 @@ impl Checkers {
         this
     }
 
-    pub fn violation(&self, v: String) {
+    pub fn violation(&self, v: Violation) {
         let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
         if !all.contains(&v) {
             all.push(v);
         }
     }
 
-    pub fn violations(&self) -> Vec<String> {
+    pub fn violations(&self) -> Vec<Violation> {
         self.violations
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -74,8 +78,11 @@ impl Checkers {
         let catalog: BTreeSet<TableId> =
             cluster.meta.catalog().state_tables().into_iter().collect();
         if registered != catalog {
-            self.violation(format!(
-                "{when}: registered tables {registered:?} differ from the catalog's {catalog:?}"
+            self.violation(Violation::new(
+                "I3 table-set",
+                format!(
+                    "{when}: registered tables {registered:?} differ from the catalog's {catalog:?}"
+                ),
             ));
         }
     }
@@ -84,7 +91,7 @@ impl Checkers {
     pub fn check_end(&self, cluster: &Cluster) {
         self.check_tables(cluster, "at the end");
         if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
-            self.violation(e);
+            self.violation(Violation::new("I1 commit-order", e));
         }
     }
 }

@@ -19,6 +19,6 @@ pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use runtime::{SimContext, SimOutput, run, run_with_origin};
 pub use scenario::{
-    ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, run_repro,
+    ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,
     run_repro_with,
 };

@@ -35,6 +35,10 @@ pub struct ReproParams {
     pub barrier_latency_ms: u64,
     pub barrier_interval_ms: u64,
     pub checkpoint_frequency: u32,
+    /// The debug-build checks of RisingWave (`--persist-check on`): the backfill reads its progress row
+    /// before each write, and the progress table checks every write against storage. Off behaves as a
+    /// release build: writes are blind, and only independent checkers can see a divergence.
+    pub persist_check: bool,
 }
 
 impl Default for ReproParams {
@@ -50,6 +54,7 @@ impl Default for ReproParams {
             barrier_latency_ms: 1500,
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
+            persist_check: true,
         }
     }
 }
@@ -64,11 +69,18 @@ impl ReproParams {
     }
 }
 
+/// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// A check fired: the error names it (`caught_by`).
     Failed,
+    /// The scenario ran (drop, fault, recovery) and nothing failed.
     Passed,
+    /// The scenario could not show what it is for: it never set up (the reason is in `error`), or `buggy`
+    /// ran its recovery without any check firing (the reason says why, from the event log).
     NotReproducible,
+    /// Epochs stopped committing: `error` lists the in-flight barriers and what each waits for.
+    Stuck,
 }
 
 impl Outcome {
@@ -77,7 +89,41 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::Passed => "passed",
             Outcome::NotReproducible => "not_reproducible",
+            Outcome::Stuck => "stuck",
         }
+    }
+}
+
+/// One invariant violation a checker observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The invariant, e.g. `I2 zombie-access`, `I3 table-set`, `I1 commit-order`.
+    pub invariant: &'static str,
+    /// What was seen, in one line.
+    pub detail: String,
+    pub actor: Option<u32>,
+    pub table: Option<u32>,
+    pub epoch: Option<u64>,
+    /// Virtual time of the observation, microseconds since the simulation's origin.
+    pub at_us: Option<u64>,
+}
+
+impl Violation {
+    pub fn new(invariant: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            invariant,
+            detail: detail.into(),
+            actor: None,
+            table: None,
+            epoch: None,
+            at_us: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.detail)
     }
 }
 
@@ -133,7 +179,11 @@ pub struct ReproReport {
     pub timeline: Vec<String>,
     /// The failing actor's backfill log lines, as in the original failure log.
     pub original_lines: Vec<CapturedLine>,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
+    /// Which check made the run fail (e.g. `backfill persist check`, `I2 zombie-access detector`).
+    pub caught_by: Option<String>,
+    /// Explanations beside the outcome (e.g. why a check that was on did not fire).
+    pub notes: Vec<String>,
 }
 
 const SINK_NAME: &str = "sink_14910";
@@ -211,6 +261,8 @@ async fn scenario(
         timeline: Vec::new(),
         original_lines: Vec::new(),
         violations: Vec::new(),
+        caught_by: None,
+        notes: Vec::new(),
     };
     if let Some(why) = p.impossible() {
         report.outcome = Outcome::NotReproducible;
@@ -384,10 +436,9 @@ async fn scenario(
     let mut want = expect;
     want.sort_by_key(|r| format!("{:?}", r.datum_at(0)));
     if got != want {
-        checkers.violation(format!(
-            "table t has {} rows, the oracle {}",
-            got.len(),
-            want.len()
+        checkers.violation(Violation::new(
+            "oracle",
+            format!("table t has {} rows, the oracle {}", got.len(), want.len()),
         ));
     }
     checkers.check_end(&cluster);
