@@ -64,6 +64,16 @@ pub struct Relation {
     pub progress_table: Option<Arc<TableDesc>>,
     /// Created in the background: DDL returned before the backfill finished, and the job survives recovery.
     pub background: bool,
+    /// A sink's own fragment, fed by the backfill fragment (`actors`) through a hash exchange: the sink's
+    /// pace reaches the backfill only through the exchange's permits, as in RisingWave.
+    pub sink_fragment: Option<Fragment>,
+}
+
+/// A fragment of a job other than its first: its id and its actors.
+#[derive(Clone, Debug)]
+pub struct Fragment {
+    pub fragment_id: FragmentId,
+    pub actors: Vec<ActorPlacement>,
 }
 
 impl Relation {
@@ -77,26 +87,56 @@ impl Relation {
         t
     }
 
+    /// vnode → actor of the first fragment.
     pub fn mapping(&self) -> Arc<ActorMapping> {
-        let actors: Vec<(ActorId, Arc<Bitmap>)> = self
+        let bitmaps: Vec<(ActorId, Arc<Bitmap>)> = self
             .actors
             .iter()
             .map(|a| (a.actor_id, a.vnodes.clone()))
             .collect();
-        Arc::new(ActorMapping::from_bitmaps(&actors))
+        Arc::new(ActorMapping::from_bitmaps(&bitmaps))
+    }
+
+    /// Every actor of the job, of every fragment.
+    pub fn all_actors(&self) -> impl Iterator<Item = &ActorPlacement> {
+        let sink = self.sink_fragment.iter().flat_map(|f| f.actors.iter());
+        self.actors.iter().chain(sink)
+    }
+
+    pub fn all_actors_mut(&mut self) -> impl Iterator<Item = &mut ActorPlacement> {
+        let sink = self.sink_fragment.iter_mut().flat_map(|f| f.actors.iter_mut());
+        self.actors.iter_mut().chain(sink)
     }
 
     /// The hash dispatcher an upstream actor uses towards this job.
     pub fn dispatcher_from(&self, upstream: &Relation) -> DispatcherDesc {
-        DispatcherDesc {
-            downstream_fragment: self.fragment_id,
-            kind: DispatcherKind::Hash {
-                dist_key_indices: upstream.desc.pk_indices.clone(),
-                mapping: self.mapping(),
-                vnode_count: self.desc.vnode_count,
-            },
-            downstream_actors: self.actors.iter().map(|a| a.actor_id).collect(),
-        }
+        hash_dispatcher(
+            self.fragment_id,
+            &self.actors,
+            upstream.desc.pk_indices.clone(),
+            self.desc.vnode_count,
+        )
+    }
+}
+
+fn hash_dispatcher(
+    fragment_id: FragmentId,
+    actors: &[ActorPlacement],
+    dist_key_indices: Vec<usize>,
+    vnode_count: epochlab_common::VnodeCount,
+) -> DispatcherDesc {
+    let bitmaps: Vec<(ActorId, Arc<Bitmap>)> = actors
+        .iter()
+        .map(|a| (a.actor_id, a.vnodes.clone()))
+        .collect();
+    DispatcherDesc {
+        downstream_fragment: fragment_id,
+        kind: DispatcherKind::Hash {
+            dist_key_indices,
+            mapping: Arc::new(ActorMapping::from_bitmaps(&bitmaps)),
+            vnode_count,
+        },
+        downstream_actors: actors.iter().map(|a| a.actor_id).collect(),
     }
 }
 
@@ -124,24 +164,34 @@ impl Catalog {
             .collect()
     }
 
-    /// The executor tree of `rel`'s actors.
-    pub fn node_of(&self, rel: &Relation) -> StreamNode {
-        let backfill = |rel: &Relation| {
-            let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
-            StreamNode::ArrangementBackfill {
-                upstream_table: up.desc.clone(),
-                state_table: rel
-                    .progress_table
-                    .clone()
-                    .expect("a job over a table has a progress table"),
-                rate_limit: rel.rate_limit,
-                chunk_size: BACKFILL_CHUNK_SIZE,
-                input: Box::new(StreamNode::Merge {
-                    upstream_fragment: up.fragment_id,
-                    upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
-                }),
-            }
+    /// Arrangement backfill over `rel`'s upstream, followed (under a rate limit) by a flow-control executor,
+    /// as RisingWave's plan puts one after a rate-limited `StreamScan`.
+    fn backfill_node(&self, rel: &Relation) -> StreamNode {
+        let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
+        let backfill = StreamNode::ArrangementBackfill {
+            upstream_table: up.desc.clone(),
+            state_table: rel
+                .progress_table
+                .clone()
+                .expect("a job over a table has a progress table"),
+            rate_limit: rel.rate_limit,
+            chunk_size: BACKFILL_CHUNK_SIZE,
+            input: Box::new(StreamNode::Merge {
+                upstream_fragment: up.fragment_id,
+                upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
+            }),
         };
+        match rel.rate_limit {
+            Some(limit) => StreamNode::FlowControl {
+                rate_limit: Some(limit),
+                input: Box::new(backfill),
+            },
+            None => backfill,
+        }
+    }
+
+    /// The executor tree of the actors of `rel`'s first fragment.
+    pub fn node_of(&self, rel: &Relation) -> StreamNode {
         match rel.kind {
             RelationKind::Table => StreamNode::Materialize {
                 table: rel.desc.clone(),
@@ -152,42 +202,70 @@ impl Catalog {
             },
             RelationKind::MaterializedView => StreamNode::Materialize {
                 table: rel.desc.clone(),
-                input: Box::new(backfill(rel)),
+                input: Box::new(self.backfill_node(rel)),
             },
-            RelationKind::Sink => {
-                let input = match rel.sink_rate_limit {
-                    Some(limit) => StreamNode::FlowControl {
-                        rate_limit: Some(limit),
-                        input: Box::new(backfill(rel)),
-                    },
-                    None => backfill(rel),
-                };
-                StreamNode::Sink {
-                    sink: rel.sink.clone().expect("a sink has a sink description"),
-                    input: Box::new(input),
-                }
-            }
+            RelationKind::Sink => self.backfill_node(rel),
         }
     }
 
-    /// Plans of `rel`'s actors, with dispatchers towards every downstream job in the catalog (a job being
-    /// created gets its upstream's dispatchers by its Add barrier instead: build it before adding it here).
+    /// The executor tree of a sink's own fragment: a merge of the backfill fragment's actors, then the sink.
+    fn sink_node(rel: &Relation, sink_fragment: &Fragment) -> StreamNode {
+        let merge = StreamNode::Merge {
+            upstream_fragment: rel.fragment_id,
+            upstream_actors: rel.actors.iter().map(|a| a.actor_id).collect(),
+        };
+        let input = match rel.sink_rate_limit {
+            Some(limit) => StreamNode::FlowControl {
+                rate_limit: Some(limit),
+                input: Box::new(merge),
+            },
+            None => merge,
+        };
+        debug_assert!(!sink_fragment.actors.is_empty());
+        StreamNode::Sink {
+            sink: rel.sink.clone().expect("a sink has a sink description"),
+            input: Box::new(input),
+        }
+    }
+
+    /// Plans of `rel`'s actors, of every fragment, with dispatchers towards every downstream job in the
+    /// catalog (a job being created gets its upstream's dispatchers by its Add barrier instead: build it
+    /// before adding it here).
     pub fn actor_descs(&self, rel: &Relation) -> Vec<StreamActorDesc> {
         let node = self.node_of(rel);
-        let dispatchers: Vec<DispatcherDesc> = self
+        let mut dispatchers: Vec<DispatcherDesc> = self
             .downstreams(rel.id)
             .map(|d| d.dispatcher_from(rel))
             .collect();
-        rel.actors
-            .iter()
-            .map(|a| StreamActorDesc {
+        if let Some(f) = &rel.sink_fragment {
+            let pk = rel.sink.as_ref().map(|s| s.pk_indices.clone());
+            let dist_key = pk.unwrap_or_else(|| rel.desc.pk_indices.clone());
+            dispatchers.push(hash_dispatcher(
+                f.fragment_id,
+                &f.actors,
+                dist_key,
+                rel.desc.vnode_count,
+            ));
+        }
+        let desc = |a: &ActorPlacement, fragment_id, node: &StreamNode, d: &[DispatcherDesc]| {
+            StreamActorDesc {
                 actor_id: a.actor_id,
-                fragment_id: rel.fragment_id,
+                fragment_id,
                 job_id: rel.id,
                 vnodes: a.vnodes.clone(),
                 node: node.clone(),
-                dispatchers: dispatchers.clone(),
-            })
-            .collect()
+                dispatchers: d.to_vec(),
+            }
+        };
+        let mut out: Vec<StreamActorDesc> = rel
+            .actors
+            .iter()
+            .map(|a| desc(a, rel.fragment_id, &node, &dispatchers))
+            .collect();
+        if let Some(f) = &rel.sink_fragment {
+            let sink = Self::sink_node(rel, f);
+            out.extend(f.actors.iter().map(|a| desc(a, f.fragment_id, &sink, &[])));
+        }
+        out
     }
 }

@@ -335,7 +335,7 @@ impl RecoveryContext for Recovery {
             let mut catalog = inner.catalog();
             let mut i = 0usize;
             for rel in catalog.relations.values_mut() {
-                for a in &mut rel.actors {
+                for a in rel.all_actors_mut() {
                     if !live.contains(&a.worker) {
                         let to = workers[i % workers.len()];
                         event!(
@@ -353,13 +353,13 @@ impl RecoveryContext for Recovery {
             let mut descs = Vec::new();
             let mut info = InflightActorInfo::default();
             for rel in catalog.relations.values() {
-                for a in &rel.actors {
+                for a in rel.all_actors() {
                     info.actors.entry(a.worker).or_default().insert(a.actor_id);
                     if rel.kind == RelationKind::Table {
                         info.sources.entry(a.worker).or_default().insert(a.actor_id);
                     }
                 }
-                descs.push((catalog.actor_descs(rel), rel.actors.clone()));
+                descs.push((catalog.actor_descs(rel), rel.all_actors().cloned().collect::<Vec<_>>()));
             }
             (descs, info)
         };

@@ -6,5 +6,5 @@ mod context;
 mod meta;
 mod progress;
 
-pub use catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
+pub use catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 pub use meta::{DdlError, DropMode, JobOptions, MetaConfig, MetaNode, SinkOptions};

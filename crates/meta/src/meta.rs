@@ -20,7 +20,7 @@ use epochlab_storage::HummockManager;
 use thiserror::Error;
 use tracing::Instrument;
 
-use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
+use crate::catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 use crate::context::MetaContext;
 
 /// When a dropped job's state tables are unregistered from storage (reference §6.3, §6.4).
@@ -285,7 +285,9 @@ pub struct MetaNode {
     pub(crate) inner: Arc<MetaInner>,
 }
 
-fn by_worker(placement: &[ActorPlacement]) -> BTreeMap<WorkerId, BTreeSet<ActorId>> {
+fn by_worker<'a>(
+    placement: impl IntoIterator<Item = &'a ActorPlacement>,
+) -> BTreeMap<WorkerId, BTreeSet<ActorId>> {
     let mut m: BTreeMap<WorkerId, BTreeSet<ActorId>> = BTreeMap::new();
     for a in placement {
         m.entry(a.worker).or_default().insert(a.actor_id);
@@ -490,6 +492,7 @@ impl MetaNode {
             sink_rate_limit: None,
             progress_table: None,
             background: false,
+            sink_fragment: None,
         };
         self.create_job(rel).await
     }
@@ -543,6 +546,18 @@ impl MetaNode {
         let progress =
             TableDesc::backfill_state(progress_id, &up.desc.pk_types(), up.desc.vnode_count);
         let (fragment_id, actors) = self.inner.place(options.parallelism, id.0 as usize)?;
+        // A sink runs in its own fragment, its actors beside the backfill's, behind a hash exchange.
+        let sink_fragment = match kind {
+            RelationKind::Sink => {
+                let (fragment_id, actors) =
+                    self.inner.place(options.parallelism, id.0 as usize)?;
+                Some(Fragment {
+                    fragment_id,
+                    actors,
+                })
+            }
+            _ => None,
+        };
         Ok(Relation {
             id,
             name: name.to_string(),
@@ -562,6 +577,7 @@ impl MetaNode {
             sink_rate_limit: sink.and_then(|s| s.sink_rate_limit),
             progress_table: Some(Arc::new(progress)),
             background: options.background,
+            sink_fragment,
         })
     }
 
@@ -625,12 +641,12 @@ impl MetaNode {
             "create {} {} id={id} actors={}",
             rel.kind.as_str(),
             rel.name,
-            rel.actors.len()
+            rel.all_actors().count()
         );
         if !tables.is_empty() {
             inner.hummock.register_tables(&tables);
         }
-        let actors = by_worker(&rel.actors);
+        let actors = by_worker(rel.all_actors());
         let sources = if rel.kind == RelationKind::Table {
             actors.clone()
         } else {
@@ -642,7 +658,7 @@ impl MetaNode {
             sources,
             mutation: AddMutation {
                 adds,
-                added_actors: rel.actors.iter().map(|a| a.actor_id).collect(),
+                added_actors: rel.all_actors().map(|a| a.actor_id).collect(),
                 pause: false,
             },
         };
@@ -653,7 +669,8 @@ impl MetaNode {
         } else {
             None
         };
-        let result = match inner.build_actors(descs, &rel.actors).await {
+        let placement: Vec<ActorPlacement> = rel.all_actors().cloned().collect();
+        let result = match inner.build_actors(descs, &placement).await {
             Ok(()) => inner
                 .scheduler
                 .run_command(command)
@@ -745,7 +762,7 @@ impl MetaNode {
         );
         let command = Command::DropStreamingJobs {
             job_ids: vec![id],
-            actors: by_worker(&rel.actors),
+            actors: by_worker(rel.all_actors()),
             unregistered_table_ids: tables.clone(),
         };
         let result = inner.scheduler.run_command(command).await;

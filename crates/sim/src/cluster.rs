@@ -13,7 +13,7 @@ use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
-use epochlab_stream::task::exchange::{DEFAULT_EXCHANGE_CAPACITY, ExchangeRegistry};
+use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
 use epochlab_stream::{ComputeEnv, ComputeNode, StreamConfig};
 use tokio::task::JoinHandle;
 
@@ -24,7 +24,7 @@ pub struct ClusterConfig {
     pub compute_nodes: u32,
     pub meta: MetaConfig,
     pub stream: StreamConfig,
-    pub exchange_capacity: usize,
+    pub exchange: ExchangeConfig,
 }
 
 impl Default for ClusterConfig {
@@ -33,7 +33,7 @@ impl Default for ClusterConfig {
             compute_nodes: 3,
             meta: MetaConfig::default(),
             stream: StreamConfig::default(),
-            exchange_capacity: DEFAULT_EXCHANGE_CAPACITY,
+            exchange: ExchangeConfig::default(),
         }
     }
 }
@@ -76,7 +76,7 @@ impl Cluster {
             Some(ctx.log.clone()),
         ));
         let network = Network::new(ctx.rng.clone());
-        let exchange = ExchangeRegistry::new(config.exchange_capacity);
+        let exchange = ExchangeRegistry::new(config.exchange);
         let sinks = SinkRegistry::default();
         let backfill = BackfillRegistry::default();
         let env = ComputeEnv {

@@ -6,14 +6,13 @@ use epochlab_common::{ActorId, Op, OwnedRow, StreamChunk, VirtualNode};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use futures_async_stream::try_stream;
-use tokio::sync::mpsc;
 
 use super::{BoxedExecutor, Message, StreamExecutorError, StreamExecutorResult};
-use crate::task::exchange::ExchangeRegistry;
+use crate::task::exchange::{ExchangeRegistry, PermitSender};
 
 struct Dispatcher {
     desc: DispatcherDesc,
-    outputs: BTreeMap<ActorId, mpsc::Sender<Message>>,
+    outputs: BTreeMap<ActorId, PermitSender>,
 }
 
 impl Dispatcher {
@@ -114,7 +113,7 @@ impl DispatchExecutor {
     }
 }
 
-async fn send(down: ActorId, tx: &mpsc::Sender<Message>, msg: Message) -> StreamExecutorResult<()> {
+async fn send(down: ActorId, tx: &PermitSender, msg: Message) -> StreamExecutorResult<()> {
     tx.send(msg)
         .await
         .map_err(|_| StreamExecutorError::ChannelClosed(format!("to actor {down}")))

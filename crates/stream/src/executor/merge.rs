@@ -4,7 +4,8 @@ use std::task::{Context, Poll};
 use epochlab_barrier::Barrier;
 use epochlab_common::ActorId;
 use futures::{Stream, StreamExt};
-use tokio::sync::mpsc;
+
+use crate::task::exchange::PermitReceiver;
 
 use super::{BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult};
 
@@ -14,11 +15,11 @@ use super::{BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExe
 /// goes out and all upstreams resume. After a barrier that stops this actor the stream ends.
 pub struct MergeExecutor {
     actor_id: ActorId,
-    upstreams: Vec<(ActorId, mpsc::Receiver<Message>)>,
+    upstreams: Vec<(ActorId, PermitReceiver)>,
 }
 
 impl MergeExecutor {
-    pub fn new(actor_id: ActorId, upstreams: Vec<(ActorId, mpsc::Receiver<Message>)>) -> Self {
+    pub fn new(actor_id: ActorId, upstreams: Vec<(ActorId, PermitReceiver)>) -> Self {
         assert!(!upstreams.is_empty(), "a merge needs an upstream");
         Self {
             actor_id,
@@ -29,7 +30,7 @@ impl MergeExecutor {
 
 struct SelectReceivers {
     actor_id: ActorId,
-    upstreams: Vec<(ActorId, mpsc::Receiver<Message>)>,
+    upstreams: Vec<(ActorId, PermitReceiver)>,
     /// Indices of upstreams that have not yet delivered the pending barrier.
     active: Vec<usize>,
     blocked: Vec<usize>,

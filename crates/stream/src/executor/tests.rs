@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use epochlab_barrier::{Barrier, BarrierKind, Mutation};
 use epochlab_common::{ActorId, Epoch, EpochPair, Op, StreamChunk, row};
 use futures::StreamExt;
-use tokio::sync::mpsc;
+
+use crate::task::exchange::{ExchangeConfig, PermitSender, permit_channel};
 
 use super::{BoxedMessageStream, Execute, MergeExecutor, Message, StreamExecutorError};
 
@@ -21,8 +22,13 @@ fn chunk(k: i64) -> Message {
     Message::Chunk(StreamChunk::from_pairs([(Op::Insert, row![k])]))
 }
 
-fn merge(n: usize) -> (Vec<mpsc::Sender<Message>>, BoxedMessageStream) {
-    let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel(16)).unzip();
+fn merge(n: usize) -> (Vec<PermitSender>, BoxedMessageStream) {
+    let config = ExchangeConfig {
+        initial_permits: 1024,
+        batched_permits: 1,
+        concurrent_barriers: 8,
+    };
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| permit_channel(config)).unzip();
     let ups = rxs
         .into_iter()
         .enumerate()

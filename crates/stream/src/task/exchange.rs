@@ -1,52 +1,174 @@
-//! Channels between actors. Each (upstream actor, downstream actor) edge of a given generation is one bounded
-//! channel; whichever end is asked for first creates it. Bounded channels are the back-pressure: a slow
-//! downstream blocks its upstream's dispatcher, and barriers queue behind data.
+//! Channels between actors, with RisingWave's permit-based back-pressure (`executor/exchange/permit.rs`).
+//!
+//! Each (upstream actor, downstream actor) edge of a given generation is one channel; whichever end is asked
+//! for first creates it. A sender takes permits before it sends: a chunk takes one per row (at most
+//! `initial_permits - batched_permits`, at least one), a barrier takes one of `concurrent_barriers`. The
+//! receiver gives the permits back when it takes the message off the channel. So at most
+//! `concurrent_barriers` barriers wait in a channel: an actor gets past a barrier only as fast as its
+//! downstream takes the previous one, and barriers queue upstream, behind data.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use epochlab_common::ActorId;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::executor::Message;
 
-/// Messages an exchange channel holds before its sender waits.
-pub const DEFAULT_EXCHANGE_CAPACITY: usize = 16;
+/// RisingWave's `stream_exchange_*` settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeConfig {
+    /// Rows a channel may hold (`stream_exchange_initial_permits`, 2048).
+    pub initial_permits: usize,
+    /// Permits kept back from any one chunk (`stream_exchange_batched_permits`, 256).
+    pub batched_permits: usize,
+    /// Barriers a channel may hold (`stream_exchange_concurrent_barriers`, 1).
+    pub concurrent_barriers: usize,
+}
+
+impl Default for ExchangeConfig {
+    fn default() -> Self {
+        Self {
+            initial_permits: 2048,
+            batched_permits: 256,
+            concurrent_barriers: 1,
+        }
+    }
+}
+
+impl ExchangeConfig {
+    fn max_chunk_permits(&self) -> usize {
+        self.initial_permits - self.batched_permits
+    }
+}
+
+enum Permit {
+    Records(u32),
+    Barrier,
+}
+
+struct Permits {
+    records: Semaphore,
+    barriers: Semaphore,
+}
+
+/// The sending end of an exchange channel.
+pub struct PermitSender {
+    tx: mpsc::UnboundedSender<(Message, Permit)>,
+    permits: Arc<Permits>,
+    max_chunk_permits: usize,
+}
+
+/// The channel's receiver is gone (its actor ended or was aborted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiverGone;
+
+impl PermitSender {
+    /// Wait for the message's permits, then send it.
+    pub async fn send(&self, msg: Message) -> Result<(), ReceiverGone> {
+        let permit = match &msg {
+            Message::Chunk(c) => {
+                let n = c.cardinality().clamp(1, self.max_chunk_permits) as u32;
+                let p = self.permits.records.acquire_many(n).await;
+                p.map_err(|_| ReceiverGone)?.forget();
+                Permit::Records(n)
+            }
+            Message::Barrier(_) => {
+                let p = self.permits.barriers.acquire().await;
+                p.map_err(|_| ReceiverGone)?.forget();
+                Permit::Barrier
+            }
+        };
+        self.tx.send((msg, permit)).map_err(|_| ReceiverGone)
+    }
+}
+
+/// The receiving end of an exchange channel: taking a message gives its permits back.
+pub struct PermitReceiver {
+    rx: mpsc::UnboundedReceiver<(Message, Permit)>,
+    permits: Arc<Permits>,
+}
+
+impl PermitReceiver {
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        self.rx.poll_recv(cx).map(|m| {
+            m.map(|(msg, permit)| {
+                match permit {
+                    Permit::Records(n) => self.permits.records.add_permits(n as usize),
+                    Permit::Barrier => self.permits.barriers.add_permits(1),
+                }
+                msg
+            })
+        })
+    }
+
+    pub async fn recv(&mut self) -> Option<Message> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+}
+
+impl Drop for PermitReceiver {
+    fn drop(&mut self) {
+        // A sender waiting for permits must learn that nobody will give them back.
+        self.permits.records.close();
+        self.permits.barriers.close();
+    }
+}
+
+/// A channel with `config`'s permits.
+pub fn permit_channel(config: ExchangeConfig) -> (PermitSender, PermitReceiver) {
+    assert!(config.initial_permits > config.batched_permits && config.concurrent_barriers > 0);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let permits = Arc::new(Permits {
+        records: Semaphore::new(config.initial_permits),
+        barriers: Semaphore::new(config.concurrent_barriers),
+    });
+    let sender = PermitSender {
+        tx,
+        permits: permits.clone(),
+        max_chunk_permits: config.max_chunk_permits(),
+    };
+    (sender, PermitReceiver { rx, permits })
+}
 
 type Key = (u64, ActorId, ActorId);
 
 #[derive(Default)]
 struct Slot {
-    tx: Option<mpsc::Sender<Message>>,
-    rx: Option<mpsc::Receiver<Message>>,
+    tx: Option<PermitSender>,
+    rx: Option<PermitReceiver>,
 }
 
 /// The cluster-wide registry of exchange channels (it stands for the network between actors).
 #[derive(Clone)]
 pub struct ExchangeRegistry {
     inner: Arc<Mutex<BTreeMap<Key, Slot>>>,
-    capacity: usize,
+    config: ExchangeConfig,
 }
 
 impl Default for ExchangeRegistry {
     fn default() -> Self {
-        Self::new(DEFAULT_EXCHANGE_CAPACITY)
+        Self::new(ExchangeConfig::default())
     }
 }
 
 impl ExchangeRegistry {
-    pub fn new(capacity: usize) -> Self {
-        assert!(capacity > 0);
+    pub fn new(config: ExchangeConfig) -> Self {
         Self {
             inner: Arc::default(),
-            capacity,
+            config,
         }
+    }
+
+    pub fn config(&self) -> ExchangeConfig {
+        self.config
     }
 
     fn with_slot<T>(&self, key: Key, f: impl FnOnce(&mut Slot) -> T) -> T {
         let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let slot = map.entry(key).or_insert_with(|| {
-            let (tx, rx) = mpsc::channel(self.capacity);
+            let (tx, rx) = permit_channel(self.config);
             Slot {
                 tx: Some(tx),
                 rx: Some(rx),
@@ -59,22 +181,12 @@ impl ExchangeRegistry {
         out
     }
 
-    pub fn take_sender(
-        &self,
-        generation: u64,
-        up: ActorId,
-        down: ActorId,
-    ) -> mpsc::Sender<Message> {
+    pub fn take_sender(&self, generation: u64, up: ActorId, down: ActorId) -> PermitSender {
         self.with_slot((generation, up, down), |s| s.tx.take())
             .unwrap_or_else(|| panic!("sender {up}->{down} (generation {generation}) taken twice"))
     }
 
-    pub fn take_receiver(
-        &self,
-        generation: u64,
-        up: ActorId,
-        down: ActorId,
-    ) -> mpsc::Receiver<Message> {
+    pub fn take_receiver(&self, generation: u64, up: ActorId, down: ActorId) -> PermitReceiver {
         self.with_slot((generation, up, down), |s| s.rx.take())
             .unwrap_or_else(|| {
                 panic!("receiver {up}->{down} (generation {generation}) taken twice")
@@ -90,5 +202,47 @@ impl ExchangeRegistry {
     /// Channels with one end still waiting to be taken.
     pub fn pending(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_barrier::{Barrier, BarrierKind};
+    use epochlab_common::{Epoch, EpochPair, Op, StreamChunk, row};
+
+    use super::*;
+
+    fn barrier(n: u64) -> Message {
+        let pair = EpochPair::new(Epoch(n + 1 << 16), Epoch(n << 16));
+        Message::Barrier(Barrier::new(pair, BarrierKind::Checkpoint, None))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_barrier_at_a_time_and_rows_up_to_the_permits() {
+        let config = ExchangeConfig {
+            initial_permits: 4,
+            batched_permits: 1,
+            concurrent_barriers: 1,
+        };
+        let (tx, mut rx) = permit_channel(config);
+        tx.send(barrier(1)).await.unwrap();
+        let second = tokio::time::timeout(std::time::Duration::from_secs(1), tx.send(barrier(2)));
+        assert!(second.await.is_err(), "a second barrier waits for the first to be taken");
+        assert!(matches!(rx.recv().await, Some(Message::Barrier(_))));
+        tx.send(barrier(2)).await.unwrap();
+        // A chunk of 10 rows takes at most initial - batched = 3 permits; then 1 is left.
+        let rows = (0..10i64).map(|k| (Op::Insert, row![k]));
+        tx.send(Message::Chunk(StreamChunk::from_pairs(rows)))
+            .await
+            .unwrap();
+        let one = StreamChunk::from_pairs([(Op::Insert, row![1i64])]);
+        tx.send(Message::Chunk(one.clone())).await.unwrap();
+        let blocked = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            tx.send(Message::Chunk(one.clone())),
+        );
+        assert!(blocked.await.is_err(), "no record permit is left");
+        drop(rx);
+        assert_eq!(tx.send(Message::Chunk(one)).await, Err(ReceiverGone));
     }
 }
