@@ -110,6 +110,8 @@ pub struct BarrierManagerStats {
     pub latencies: Samples,
     /// Duration of each recovery, µs of (virtual) time.
     pub recovery_durations: Samples,
+    /// The oldest in-flight barriers: (prev epoch, workers still to collect from, injected at µs).
+    waiting: std::sync::Mutex<Vec<(u64, Vec<u32>, u64)>>,
 }
 
 impl BarrierManagerStats {
@@ -120,6 +122,24 @@ impl BarrierManagerStats {
 
     pub fn clear_latencies(&self) {
         self.latencies.clear();
+    }
+
+    /// The oldest in-flight barriers and the workers each still waits for, in one line.
+    pub fn waiting_description(&self) -> String {
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if waiting.is_empty() {
+            return "no barrier in flight".into();
+        }
+        let parts: Vec<String> = waiting
+            .iter()
+            .map(|(prev, workers, at)| {
+                format!(
+                    "prev={prev} (injected at {:.3} s) waits for workers {workers:?}",
+                    *at as f64 / 1e6
+                )
+            })
+            .collect();
+        parts.join("; ")
     }
 }
 
@@ -300,7 +320,23 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         self.stats
             .max_in_flight
             .fetch_max(self.in_flight.len() as u64, Ordering::Relaxed);
-        self.complete_prefix().await
+        let result = self.complete_prefix().await;
+        self.publish_waiting();
+        result
+    }
+
+    /// Publish the oldest in-flight barriers to the stats (for a stuck run's report).
+    fn publish_waiting(&self) {
+        let oldest = self
+            .in_flight
+            .iter()
+            .take(3)
+            .map(|n| {
+                let workers = n.remaining.iter().map(|w| w.0).collect();
+                (n.ctx.prev_epoch.0, workers, n.injected_at_us)
+            })
+            .collect();
+        *self.stats.waiting.lock().unwrap_or_else(|e| e.into_inner()) = oldest;
     }
 
     async fn handle_collected(
@@ -329,7 +365,9 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             let now = self.context.clock().elapsed_us();
             self.stats.latencies.record(now - node.injected_at_us);
         }
-        self.complete_prefix().await
+        let result = self.complete_prefix().await;
+        self.publish_waiting();
+        result
     }
 
     /// Complete every fully collected barrier at the front, in epoch order.
@@ -416,6 +454,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             }
         }
         self.stats.in_flight.store(0, Ordering::Relaxed);
+        self.publish_waiting();
         self.stats.recoveries.fetch_add(1, Ordering::Relaxed);
         let started = self.context.clock().elapsed_us();
         self.recover(err.to_string()).await;

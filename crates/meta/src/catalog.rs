@@ -208,11 +208,12 @@ impl Catalog {
         }
     }
 
-    /// The executor tree of a sink's own fragment: a merge of the backfill fragment's actors, then the sink.
-    fn sink_node(rel: &Relation, sink_fragment: &Fragment) -> StreamNode {
+    /// The executor tree of a sink actor: a merge of its one backfill actor (no shuffle: both fragments
+    /// split the vnodes alike), then the sink.
+    fn sink_node(rel: &Relation, upstream_actor: ActorId) -> StreamNode {
         let merge = StreamNode::Merge {
             upstream_fragment: rel.fragment_id,
-            upstream_actors: rel.actors.iter().map(|a| a.actor_id).collect(),
+            upstream_actors: vec![upstream_actor],
         };
         let input = match rel.sink_rate_limit {
             Some(limit) => StreamNode::FlowControl {
@@ -221,7 +222,6 @@ impl Catalog {
             },
             None => merge,
         };
-        debug_assert!(!sink_fragment.actors.is_empty());
         StreamNode::Sink {
             sink: rel.sink.clone().expect("a sink has a sink description"),
             input: Box::new(input),
@@ -230,41 +230,40 @@ impl Catalog {
 
     /// Plans of `rel`'s actors, of every fragment, with dispatchers towards every downstream job in the
     /// catalog (a job being created gets its upstream's dispatchers by its Add barrier instead: build it
-    /// before adding it here).
+    /// before adding it here). A sink's backfill actor `i` feeds its sink actor `i` without a shuffle.
     pub fn actor_descs(&self, rel: &Relation) -> Vec<StreamActorDesc> {
         let node = self.node_of(rel);
-        let mut dispatchers: Vec<DispatcherDesc> = self
+        let dispatchers: Vec<DispatcherDesc> = self
             .downstreams(rel.id)
             .map(|d| d.dispatcher_from(rel))
             .collect();
-        if let Some(f) = &rel.sink_fragment {
-            let pk = rel.sink.as_ref().map(|s| s.pk_indices.clone());
-            let dist_key = pk.unwrap_or_else(|| rel.desc.pk_indices.clone());
-            dispatchers.push(hash_dispatcher(
-                f.fragment_id,
-                &f.actors,
-                dist_key,
-                rel.desc.vnode_count,
-            ));
-        }
-        let desc = |a: &ActorPlacement, fragment_id, node: &StreamNode, d: &[DispatcherDesc]| {
+        let desc = |a: &ActorPlacement, fragment_id, node: StreamNode, d: Vec<DispatcherDesc>| {
             StreamActorDesc {
                 actor_id: a.actor_id,
                 fragment_id,
                 job_id: rel.id,
                 vnodes: a.vnodes.clone(),
-                node: node.clone(),
-                dispatchers: d.to_vec(),
+                node,
+                dispatchers: d,
             }
         };
-        let mut out: Vec<StreamActorDesc> = rel
-            .actors
-            .iter()
-            .map(|a| desc(a, rel.fragment_id, &node, &dispatchers))
-            .collect();
+        let mut out = Vec::new();
+        for (i, a) in rel.actors.iter().enumerate() {
+            let mut d = dispatchers.clone();
+            if let Some(f) = &rel.sink_fragment {
+                d.push(DispatcherDesc {
+                    downstream_fragment: f.fragment_id,
+                    kind: DispatcherKind::NoShuffle,
+                    downstream_actors: vec![f.actors[i].actor_id],
+                });
+            }
+            out.push(desc(a, rel.fragment_id, node.clone(), d));
+        }
         if let Some(f) = &rel.sink_fragment {
-            let sink = Self::sink_node(rel, f);
-            out.extend(f.actors.iter().map(|a| desc(a, f.fragment_id, &sink, &[])));
+            for (a, up) in f.actors.iter().zip(&rel.actors) {
+                let sink = Self::sink_node(rel, up.actor_id);
+                out.push(desc(a, f.fragment_id, sink, Vec::new()));
+            }
         }
         out
     }

@@ -6,14 +6,107 @@
 //! - (I5) persisted backfill rows equal the executor's committed copy, and positions only move forward: the
 //!   executor checks both itself and fails with a typed error, which the scenario reports.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, Weak};
 
-use epochlab_common::TableId;
+use epochlab_common::{Clock, TableId};
+use epochlab_storage::{Access, AccessKind, AccessObserver, HummockManager};
 use epochlab_meta::DropMode;
 
 use crate::cluster::Cluster;
 use crate::scenario::Violation;
+
+/// One kind of access the detector saw: the first occurrence and how often it happened.
+#[derive(Clone, Debug)]
+pub struct ZombieAccess {
+    pub access: Access,
+    /// Virtual time of the first such access, µs since the origin.
+    pub first_at_us: u64,
+    pub last_at_us: u64,
+    pub count: u64,
+}
+
+/// (I2 zombie-access) An independent detector, on in every mode: storage tells it of every read and flush by
+/// an actor, and it keeps those to a table that meta has unregistered. It does not rely on the executor's
+/// checks, so a run whose zombie wrote to an unregistered table is never reported as passing.
+#[derive(Clone, Default)]
+pub struct ZombieAccessDetector {
+    seen: Arc<Mutex<BTreeMap<(u32, u32, AccessKind), ZombieAccess>>>,
+}
+
+impl ZombieAccessDetector {
+    /// The observer to install on every node's storage.
+    pub fn observer(&self, hummock: Weak<HummockManager>, clock: Clock) -> AccessObserver {
+        let seen = self.seen.clone();
+        Arc::new(move |a: &Access| {
+            let Some(hummock) = hummock.upgrade() else { return };
+            if hummock.is_registered(a.table) {
+                return;
+            }
+            let now = clock.elapsed_us();
+            let key = (a.accessor.actor.0, a.table.0, a.kind);
+            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = seen.entry(key).or_insert(ZombieAccess {
+                access: *a,
+                first_at_us: now,
+                last_at_us: now,
+                count: 0,
+            });
+            entry.count += 1;
+            entry.last_at_us = now;
+        })
+    }
+
+    /// Every kind of access seen, in order of first occurrence.
+    pub fn accesses(&self) -> Vec<ZombieAccess> {
+        let mut all: Vec<ZombieAccess> = self
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by_key(|z| (z.first_at_us, z.access.accessor.actor.0, z.access.table.0));
+        all
+    }
+
+    /// The accesses as violations; `dropped(job)` says whether meta has dropped the job.
+    pub fn violations(&self, dropped: impl Fn(TableId) -> bool) -> Vec<Violation> {
+        self.accesses()
+            .into_iter()
+            .map(|z| {
+                let a = z.access;
+                let whose = if dropped(a.accessor.job) {
+                    "dropped job"
+                } else {
+                    "job"
+                };
+                Violation {
+                    invariant: "I2 zombie-access",
+                    detail: format!(
+                        "actor {} of {whose} {} on worker {} {} table {}, which is not registered, at epoch {} \
+                         ({} time(s), first at {:.3} s)",
+                        a.accessor.actor,
+                        a.accessor.job,
+                        a.worker,
+                        match a.kind {
+                            AccessKind::Read => "read",
+                            AccessKind::Write => "wrote",
+                        },
+                        a.table,
+                        a.epoch,
+                        z.count,
+                        z.first_at_us as f64 / 1e6
+                    ),
+                    actor: Some(a.accessor.actor.0),
+                    table: Some(a.table.0),
+                    epoch: Some(a.epoch.0),
+                    at_us: Some(z.first_at_us),
+                }
+            })
+            .collect()
+    }
+}
 
 #[derive(Clone)]
 pub struct Checkers {

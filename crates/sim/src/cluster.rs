@@ -13,10 +13,12 @@ use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
+use epochlab_stream::task::build::ActorFailureLog;
 use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
 use epochlab_stream::{ComputeEnv, ComputeNode, StreamConfig};
 use tokio::task::JoinHandle;
 
+use crate::checkers::ZombieAccessDetector;
 use crate::runtime::SimContext;
 
 #[derive(Clone, Debug)]
@@ -46,6 +48,10 @@ pub struct Cluster {
     pub sinks: SinkRegistry,
     pub backfill: BackfillRegistry,
     pub exchange: ExchangeRegistry,
+    /// (I2 zombie-access) every access by an actor to a table meta has unregistered.
+    pub zombie: ZombieAccessDetector,
+    /// Every actor failure, typed.
+    pub failures: ActorFailureLog,
     env: ComputeEnv,
     nodes: Mutex<BTreeMap<WorkerId, Arc<ComputeNode>>>,
     barrier_stats: Arc<BarrierManagerStats>,
@@ -77,6 +83,7 @@ impl Cluster {
         ));
         let network = Network::new(ctx.rng.clone());
         let exchange = ExchangeRegistry::new(config.exchange);
+        let zombie = ZombieAccessDetector::default();
         let sinks = SinkRegistry::default();
         let backfill = BackfillRegistry::default();
         let env = ComputeEnv {
@@ -89,6 +96,8 @@ impl Cluster {
             log: ctx.log.clone(),
             config: config.stream.clone(),
             heartbeat: None,
+            failures: ActorFailureLog::default(),
+            access_observer: Some(zombie.observer(Arc::downgrade(&hummock), ctx.clock.clone())),
         };
         let (meta, manager) = MetaNode::new(
             config.meta.clone(),
@@ -118,6 +127,8 @@ impl Cluster {
             sinks,
             backfill,
             exchange,
+            zombie,
+            failures: env.failures.clone(),
             env,
             nodes: Mutex::new(nodes),
             barrier_stats,

@@ -17,7 +17,7 @@ pub mod scenario;
 pub use checkers::check_commits;
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
-pub use runtime::{SimContext, SimOutput, run, run_with_origin};
+pub use runtime::{SimContext, SimOutput, TimedOut, run, run_with_origin, try_run};
 pub use scenario::{
     ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,
     run_repro_with,

@@ -24,6 +24,27 @@ pub struct SimOutput<T> {
     pub log: EventLog,
 }
 
+impl<T> SimOutput<T> {
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> SimOutput<U> {
+        SimOutput {
+            value: f(self.value),
+            seed: self.seed,
+            digest: self.digest,
+            events: self.events,
+            virtual_elapsed: self.virtual_elapsed,
+            log: self.log,
+        }
+    }
+}
+
+/// A program that did not finish within its virtual time limit.
+#[derive(Clone, Debug)]
+pub struct TimedOut {
+    pub limit: Duration,
+    /// The last lines of the event log.
+    pub tail: Vec<String>,
+}
+
 /// How much virtual time a run may take by default before it is declared hung.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(3600);
 
@@ -48,6 +69,37 @@ where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
 {
+    try_run_with_origin(seed, origin_unix_ms, time_limit, program).map(|v| {
+        v.unwrap_or_else(|t| {
+            panic!(
+                "simulation with seed {seed} exceeded its virtual time limit of {:?}; last events:\n{}",
+                t.limit,
+                t.tail.join("\n")
+            )
+        })
+    })
+}
+
+/// Run `program` as [`run`] does, but a program that exceeds `time_limit` of virtual time yields
+/// `Err(TimedOut)` instead of a panic.
+pub fn try_run<F, Fut, T>(seed: u64, time_limit: Duration, program: F) -> SimOutput<Result<T, TimedOut>>
+where
+    F: FnOnce(SimContext) -> Fut,
+    Fut: Future<Output = T>,
+{
+    try_run_with_origin(seed, DEFAULT_ORIGIN_UNIX_MS, time_limit, program)
+}
+
+pub fn try_run_with_origin<F, Fut, T>(
+    seed: u64,
+    origin_unix_ms: u64,
+    time_limit: Duration,
+    program: F,
+) -> SimOutput<Result<T, TimedOut>>
+where
+    F: FnOnce(SimContext) -> Fut,
+    Fut: Future<Output = T>,
+{
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -63,14 +115,14 @@ where
             log: log.clone(),
         };
         let value = match tokio::time::timeout(time_limit, program(ctx)).await {
-            Ok(v) => v,
+            Ok(v) => Ok(v),
             Err(_) => {
-                let tail = log.lines();
-                let tail = &tail[tail.len().saturating_sub(20)..];
-                panic!(
-                    "simulation with seed {seed} exceeded its virtual time limit of {time_limit:?}; last events:\n{}",
-                    tail.join("\n")
-                )
+                let lines = log.lines();
+                let tail = lines[lines.len().saturating_sub(20)..].to_vec();
+                Err(TimedOut {
+                    limit: time_limit,
+                    tail,
+                })
             }
         };
         SimOutput {

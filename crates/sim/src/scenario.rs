@@ -10,10 +10,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::plan::SinkKind;
-use epochlab_common::{DataType, Op, OwnedRow, VnodeCount, WorkerId, event, row};
-use epochlab_meta::{DropMode, JobOptions, JobState, MetaConfig, SinkOptions};
+use epochlab_common::{DataType, Op, OwnedRow, TableId, VnodeCount, WorkerId, event, row};
+use epochlab_meta::{DropMode, JobOptions, JobState, MetaConfig, Relation, SinkOptions};
 use epochlab_rpc::RpcKind;
-use epochlab_stream::task::build::StreamStats;
+use epochlab_state_table::{Check, StateTableError};
+use epochlab_stream::StreamConfig;
+use epochlab_stream::executor::StreamExecutorError;
+use epochlab_stream::task::build::ActorFailure;
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::capture::{Capture, CapturedLine};
@@ -51,7 +54,7 @@ impl Default for ReproParams {
             parallelism: 2,
             compute_nodes: 3,
             rate_limit: 1,
-            barrier_latency_ms: 1500,
+            barrier_latency_ms: 100,
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
             persist_check: true,
@@ -127,16 +130,25 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// The fault schedule, drawn from the seed before anything else.
+/// The fault schedule, drawn from the seed before anything else. Its timings are relative to the run's own
+/// pace (the barrier interval and the barrier latency observed at the drop), not fixed seconds.
 #[derive(Clone, Debug)]
 pub struct FaultPlan {
-    /// DROP once the backfill has consumed this share of its target rows.
+    /// DROP once the backfill has consumed this many snapshot rows (and a progress row it will update again
+    /// lives only in committed storage, or `patience` barrier intervals have passed).
     pub drop_at_rows: u64,
-    pub kill_delay: Duration,
-    /// Index into the nodes that host none of the sink's actors.
-    pub kill_choice: u64,
+    /// The fault comes this fraction of the observed barrier latency after the DROP (the Stop barrier is then
+    /// still in flight, unless it went faster than the barriers before it).
+    pub fault_at_latency_frac: f64,
+    /// Picks the victim among the candidates.
+    pub victim_choice: u64,
+    /// As RisingWave's killer: restart after U(0, 1 s), and with probability 0.1 after 20 s more (heartbeats
+    /// then expire and recovery migrates the actors).
     pub restart_delay: Duration,
 }
+
+/// Barrier intervals the drop waits past `drop_at_rows` for the ideal moment before it goes anyway.
+const DROP_PATIENCE_INTERVALS: u32 = 20;
 
 impl FaultPlan {
     fn draw(ctx: &SimContext, p: &ReproParams) -> Self {
@@ -148,17 +160,16 @@ impl FaultPlan {
             .min(p.rows as u64 / 2)
             .max(lo + 1);
         let drop_at_rows = rng.range_u64(lo..hi);
-        let kill_delay = rng.duration(Duration::ZERO..Duration::from_secs(1));
-        let kill_choice = rng.range_u64(0..1 << 16);
-        // As RisingWave's killer: restart after U(0, 1 s), and with probability 0.1 after 20 s more.
+        let fault_at_latency_frac = rng.range_u64(0..1_000_000) as f64 / 1e6;
+        let victim_choice = rng.range_u64(0..1 << 16);
         let mut restart_delay = rng.duration(Duration::ZERO..Duration::from_secs(1));
         if rng.bool(0.1) {
             restart_delay += Duration::from_secs(20);
         }
         Self {
             drop_at_rows,
-            kill_delay,
-            kill_choice,
+            fault_at_latency_frac,
+            victim_choice,
             restart_delay,
         }
     }
@@ -190,16 +201,24 @@ const SINK_NAME: &str = "sink_14910";
 
 fn cluster_config(p: &ReproParams) -> ClusterConfig {
     let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(p.barrier_interval_ms);
+    let interval = Duration::from_millis(p.barrier_interval_ms);
+    meta.barrier.interval = interval;
     meta.barrier.checkpoint_frequency = p.checkpoint_frequency;
     meta.drop_mode = p.mode;
     meta.vnode_count = VnodeCount::new(p.vnodes).expect("vnodes checked by the caller");
-    // RisingWave's recovery spends a few hundred milliseconds to seconds before it resets compute nodes.
-    meta.recovery.recover_progress = Duration::from_millis(800)..Duration::from_millis(1500);
-    meta.recovery.migrate_actors = Duration::from_millis(800)..Duration::from_millis(1500);
+    // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
+    // interval to one and a half: the zombie window scales with the cluster's pace, not with a constant.
+    meta.recovery.recover_progress = interval / 4..interval * 3 / 2;
+    meta.recovery.migrate_actors = interval / 4..interval * 3 / 2;
+    let stream = StreamConfig {
+        persist_check: p.persist_check,
+        barrier_channel_capacity: meta.barrier.in_flight_limit + 1,
+        ..StreamConfig::default()
+    };
     ClusterConfig {
         compute_nodes: p.compute_nodes,
         meta,
+        stream,
         ..Default::default()
     }
 }
@@ -227,19 +246,88 @@ pub fn run_repro(params: &ReproParams) -> SimOutput<ReproReport> {
     run_repro_with(params, ReproHooks::default())
 }
 
+/// How much virtual time a repro run may take before it is reported `stuck` (a backstop: every phase of the
+/// scenario has its own, tighter budget).
+pub const REPRO_TIME_LIMIT: Duration = Duration::from_secs(3600);
+
 /// Run the scenario with `hooks`.
 pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<ReproReport> {
-    let params = params.clone();
+    let p = params.clone();
     // The capture must see the clock, which exists only inside the run: install it there, per thread,
     // with the caller's layer in the same subscriber.
-    crate::runtime::run(params.seed, move |ctx| async move {
+    let out = crate::runtime::try_run(p.seed, REPRO_TIME_LIMIT, move |ctx| async move {
         let capture = Capture::new(ctx.clock.clone());
         let subscriber = tracing_subscriber::registry()
             .with(hooks.tracing_layer)
             .with(capture.clone());
         let _guard = tracing::subscriber::set_default(subscriber);
-        scenario(ctx, params, capture, hooks.on_cluster).await
+        scenario(ctx, p, capture, hooks.on_cluster).await
+    });
+    out.map(|value| {
+        value.unwrap_or_else(|timed_out| {
+            let mut report = ReproReport::new(params.clone());
+            report.outcome = Outcome::Stuck;
+            report.error = Some(format!(
+                "the run exceeded its virtual time limit of {} s; last events: {}",
+                timed_out.limit.as_secs(),
+                timed_out.tail.join(" | ")
+            ));
+            report
+        })
     })
+}
+
+impl ReproReport {
+    fn new(params: ReproParams) -> Self {
+        Self {
+            params,
+            outcome: Outcome::Passed,
+            error: None,
+            failing_vnode: None,
+            failing_actor: None,
+            epochs: 0,
+            max_committed_epoch: 0,
+            recoveries: 0,
+            plan: None,
+            timeline: Vec::new(),
+            original_lines: Vec::new(),
+            violations: Vec::new(),
+            caught_by: None,
+            notes: Vec::new(),
+        }
+    }
+
+    fn not_reproducible(mut self, why: String) -> Self {
+        self.outcome = Outcome::NotReproducible;
+        self.error = Some(why);
+        self
+    }
+}
+
+/// The cluster and the jobs of the scenario.
+struct Setup {
+    ctx: SimContext,
+    cluster: Arc<Cluster>,
+    checkers: Checkers,
+    table: TableId,
+    sink: Relation,
+    progress_table: TableId,
+}
+
+/// What happened around the DROP and the fault.
+#[derive(Default)]
+struct DropRecord {
+    /// Virtual µs when the drop returned to its caller (buggy mode unregisters then).
+    returned_at_us: Option<u64>,
+    /// The drop returned before the fault: the Stop barrier was collected, the success path.
+    returned_before_fault: bool,
+    /// Recoveries when the drop started and when it returned (equal: the drop took its success path).
+    recoveries_at_drop: u64,
+    recoveries_at_return: u64,
+    /// Max committed epoch when the drop returned, and the zombie's last persisted epoch then.
+    mce_at_return: u64,
+    last_persist_at_return: u64,
+    fault: String,
 }
 
 async fn scenario(
@@ -248,67 +336,55 @@ async fn scenario(
     capture: Capture,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let mut report = ReproReport {
-        params: p.clone(),
-        outcome: Outcome::Passed,
-        error: None,
-        failing_vnode: None,
-        failing_actor: None,
-        epochs: 0,
-        max_committed_epoch: 0,
-        recoveries: 0,
-        plan: None,
-        timeline: Vec::new(),
-        original_lines: Vec::new(),
-        violations: Vec::new(),
-        caught_by: None,
-        notes: Vec::new(),
-    };
+    let mut report = ReproReport::new(p.clone());
     if let Some(why) = p.impossible() {
-        report.outcome = Outcome::NotReproducible;
-        report.error = Some(why);
-        return report;
+        return report.not_reproducible(why);
     }
     let plan = FaultPlan::draw(&ctx, &p);
     report.plan = Some(plan.clone());
-    event!(
-        ctx.log,
-        "scenario",
-        "mode={} plan={plan:?}",
-        p.mode.as_str()
-    );
+    event!(ctx.log, "scenario", "mode={} plan={plan:?}", p.mode.as_str());
+    let setup = setup(&ctx, &p, hook).await;
+    let record = match await_drop_point(&setup, &plan, &p).await {
+        Ok(()) => drop_and_fault(&setup, &plan, &p).await,
+        Err(why) => {
+            fill_counts(&mut report, &setup);
+            return report.not_reproducible(why);
+        }
+    };
+    if let Err(stuck) = settle(&setup, &plan).await {
+        fill_counts(&mut report, &setup);
+        report.outcome = Outcome::Stuck;
+        report.error = Some(stuck);
+        return report;
+    }
+    verdict(&setup, &p, &record, &capture, report)
+}
 
-    let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&p)).await);
+/// 1. A table of `rows` identical rows (but for the key), committed; 2. a sink over it with arrangement
+/// backfill, rate-limited, in the background, its slow sink in a fragment of its own.
+async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> Setup {
+    let cluster = Arc::new(Cluster::start(ctx, cluster_config(p)).await);
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
     let checkers = Checkers::install(&cluster, p.mode);
     for kind in [RpcKind::InjectBarrier, RpcKind::BarrierComplete] {
-        cluster
-            .network
-            .set_latency(kind, Duration::from_millis(1)..Duration::from_millis(5));
+        let range = Duration::from_millis(1)..Duration::from_millis(5);
+        cluster.network.set_latency(kind, range);
     }
-    cluster.network.set_latency(
-        RpcKind::VersionDelta,
-        Duration::from_millis(5)..Duration::from_millis(30),
-    );
-
-    // 1. A table of `rows` identical rows (but for the key), committed.
+    let delta_latency = Duration::from_millis(5)..Duration::from_millis(30);
+    cluster.network.set_latency(RpcKind::VersionDelta, delta_latency);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
-    let table = cluster
-        .meta
-        .create_table("t", types, vec![0], p.parallelism)
-        .await
-        .expect("create table");
+    let meta = &cluster.meta;
+    let table = meta.create_table("t", types, vec![0], p.parallelism).await;
+    let table = table.expect("create table on a fresh cluster");
     for start in (0..p.rows).step_by(1000) {
         let rows = (start..(start + 1000).min(p.rows))
             .map(|k| (Op::Insert, table_row(k as i64)))
             .collect();
         cluster.dml(table, rows).await.expect("load the table");
     }
-    cluster.meta.flush().await.expect("flush");
-
-    // 2. A sink over it with arrangement backfill, rate-limited, slow, created in the background.
+    meta.flush().await.expect("flush on a healthy cluster");
     let options = JobOptions {
         parallelism: p.parallelism,
         rate_limit: Some(p.rate_limit),
@@ -319,204 +395,380 @@ async fn scenario(
         chunk_delay: Duration::from_millis(p.barrier_latency_ms),
         sink_rate_limit: None,
     };
-    let sink = cluster
-        .meta
-        .create_sink(SINK_NAME, table, options, sink_options)
-        .await
-        .expect("create sink");
-    let sink_rel = cluster.meta.relation(sink).expect("sink in catalog");
-    let progress_table = sink_rel.progress_table.as_ref().map(|d| d.table_id);
-
-    // 3. Let the backfill persist progress, and barriers pile up behind the slow sink.
-    let stats = cluster.barrier_stats().clone();
-    loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let consumed = cluster.meta.backfill_progress(sink);
-        let created = cluster
-            .meta
-            .relation(sink)
-            .is_some_and(|r| r.state == JobState::Created);
-        if created || consumed.is_none() {
-            report.outcome = Outcome::NotReproducible;
-            report.error = Some(
-                "the backfill finished before the drop point (no actor was in the middle of a vnode with \
-                 barriers queued): nothing of it runs any more"
-                    .into(),
-            );
-            break;
-        }
-        // A barrier queued behind the one the slow sink is on (the zombie will have barriers to drain), and an
-        // actor in the middle of a vnode (its progress row is stored and will be updated again).
-        let mid_vnode = progress_table.is_some_and(|t| {
-            cluster
-                .backfill
-                .of_table(t)
-                .iter()
-                .any(|(_, s)| s.last_persist_updated.load(Ordering::Relaxed))
-        });
-        if consumed.unwrap_or(0) >= plan.drop_at_rows
-            && stats.in_flight.load(Ordering::Relaxed) >= 2
-            && mid_vnode
-        {
-            break;
-        }
+    let sink = meta.create_sink(SINK_NAME, table, options, sink_options).await;
+    let sink = meta.relation(sink.expect("create sink on a healthy cluster"));
+    let sink = sink.expect("a created sink is in the catalog");
+    let progress_table = sink.progress_table.as_ref().expect("a sink backfills");
+    Setup {
+        ctx: ctx.clone(),
+        progress_table: progress_table.table_id,
+        cluster,
+        checkers,
+        table,
+        sink,
     }
+}
 
-    // 4. DROP SINK while barriers are in flight, and 5. kill a node that hosts some actor but none of the
-    // sink's (a node without actors takes part in no barrier: killing it changes nothing); if there is none,
-    // fail the collection of the Stop barrier on one of the sink's nodes instead.
-    event!(
-        ctx.log,
-        "scenario",
-        "drop sink in_flight={}",
-        stats.in_flight.load(Ordering::Relaxed)
-    );
-    let dropper = {
-        let cluster = cluster.clone();
-        tokio::spawn(async move { cluster.meta.drop_job(sink).await })
-    };
-    let sink_nodes: BTreeSet<WorkerId> = sink_rel.actors.iter().map(|a| a.worker).collect();
-    let busy: BTreeSet<WorkerId> = cluster
+/// The backfill's stats: rows consumed, whether an actor's last persist updated a stored row, and the
+/// highest epoch any progress row was last written at.
+fn backfill_view(setup: &Setup) -> (u64, bool, u64) {
+    let actors = setup.cluster.backfill.of_table(setup.progress_table);
+    let rows = actors
+        .iter()
+        .map(|(_, s)| s.snapshot_rows.load(Ordering::Relaxed))
+        .sum();
+    let updated = actors
+        .iter()
+        .any(|(_, s)| s.last_persist_updated.load(Ordering::Relaxed));
+    let last_epoch = actors
+        .iter()
+        .flat_map(|(_, s)| s.persisted().into_values().map(|(e, _)| e.0))
+        .max()
+        .unwrap_or(0);
+    (rows, updated, last_epoch)
+}
+
+/// 3. Wait until the backfill has consumed `drop_at_rows` and a progress row it will update again lives only
+/// in committed storage (its last write is committed), the moment #14910 needs; after `patience` barrier
+/// intervals past the row count, drop anyway. `Err` when the backfill finishes first.
+async fn await_drop_point(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Result<(), String> {
+    let cluster = &setup.cluster;
+    let interval = Duration::from_millis(p.barrier_interval_ms);
+    let poll = (interval / 10).max(Duration::from_millis(10));
+    let patience = interval * DROP_PATIENCE_INTERVALS;
+    let mut waited_since_rows = Duration::ZERO;
+    loop {
+        tokio::time::sleep(poll).await;
+        let sink = cluster.meta.relation(setup.sink.id);
+        if sink.is_none_or(|r| r.state == JobState::Created) {
+            return Err(format!(
+                "the backfill finished before the drop point ({} rows consumed of {} wanted): nothing of it \
+                 runs any more",
+                backfill_view(setup).0,
+                plan.drop_at_rows
+            ));
+        }
+        let (rows, updated, last_epoch) = backfill_view(setup);
+        if rows < plan.drop_at_rows {
+            continue;
+        }
+        let committed = last_epoch <= cluster.hummock.max_committed_epoch().0;
+        if (updated && committed) || waited_since_rows >= patience {
+            return Ok(());
+        }
+        waited_since_rows += poll;
+    }
+}
+
+/// The nodes the fault may hit: a node hosting some of the sink's actors but not all of the nodes that do
+/// (its actors die, the Stop barrier cannot be collected there, and the sink's actors elsewhere live on as
+/// zombies), first among them those that host none of the upstream table's actors (the zombies then keep
+/// all their inputs). Empty when the sink runs on one node: a failed collection there is the fault instead.
+fn fault_candidates(setup: &Setup) -> Vec<WorkerId> {
+    let job: BTreeSet<WorkerId> = setup.sink.all_actors().map(|a| a.worker).collect();
+    if job.len() < 2 {
+        return Vec::new();
+    }
+    let upstream: BTreeSet<WorkerId> = setup
+        .cluster
         .meta
-        .catalog()
-        .relations
-        .values()
-        .flat_map(|r| r.actors.iter().map(|a| a.worker))
-        .collect();
-    let others: Vec<WorkerId> = busy
-        .into_iter()
-        .filter(|w| !sink_nodes.contains(w))
-        .collect();
-    tokio::time::sleep(plan.kill_delay).await;
-    if others.is_empty() {
-        let w = *sink_nodes
-            .iter()
-            .nth(plan.kill_choice as usize % sink_nodes.len())
-            .expect("a sink node");
+        .relation(setup.table)
+        .map(|t| t.all_actors().map(|a| a.worker).collect())
+        .unwrap_or_default();
+    let clean: Vec<WorkerId> = job.difference(&upstream).copied().collect();
+    if clean.is_empty() {
+        job.into_iter().collect()
+    } else {
+        clean
+    }
+}
+
+/// 4. DROP SINK; 5. a fault while its Stop barrier is in flight: kill one of the sink's nodes (see
+/// [`fault_candidates`]), or fail the collection of the Stop barrier on the sink's only node.
+async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> DropRecord {
+    let (cluster, log) = (&setup.cluster, &setup.ctx.log);
+    let stats = cluster.barrier_stats().clone();
+    let latency_us = stats.latencies_us().last().copied().unwrap_or(0);
+    let pace = Duration::from_micros(latency_us).max(Duration::from_millis(p.barrier_interval_ms));
+    let fault_delay = pace.mul_f64(plan.fault_at_latency_frac);
+    event!(
+        log,
+        "scenario",
+        "drop sink in_flight={} fault_in_ms={}",
+        stats.in_flight.load(Ordering::Relaxed),
+        fault_delay.as_millis()
+    );
+    let mut dropper = {
+        let cluster = cluster.clone();
+        let id = setup.sink.id;
+        tokio::spawn(async move { cluster.meta.drop_job(id).await })
+    };
+    let mut record = DropRecord {
+        recoveries_at_drop: stats.recoveries.load(Ordering::Relaxed),
+        ..DropRecord::default()
+    };
+    let early = tokio::time::timeout(fault_delay, &mut dropper).await;
+    let result = match early {
+        Ok(r) => {
+            record.returned_before_fault = true;
+            note_return(setup, &mut record);
+            record.fault = inject_fault(setup, plan);
+            r
+        }
+        Err(_) => {
+            record.fault = inject_fault(setup, plan);
+            let r = dropper.await;
+            note_return(setup, &mut record);
+            r
+        }
+    };
+    let ok = matches!(result, Ok(Ok(())));
+    event!(log, "scenario", "drop returned ok={ok}");
+    record
+}
+
+fn note_return(setup: &Setup, record: &mut DropRecord) {
+    record.returned_at_us = Some(setup.ctx.clock.elapsed_us());
+    record.mce_at_return = setup.cluster.hummock.max_committed_epoch().0;
+    record.last_persist_at_return = backfill_view(setup).2;
+    let stats = setup.cluster.barrier_stats();
+    record.recoveries_at_return = stats.recoveries.load(Ordering::Relaxed);
+}
+
+/// Inject the fault; returns what it was.
+fn inject_fault(setup: &Setup, plan: &FaultPlan) -> String {
+    let cluster = &setup.cluster;
+    let candidates = fault_candidates(setup);
+    if candidates.is_empty() {
+        let nodes: Vec<WorkerId> = setup.sink.all_actors().map(|a| a.worker).collect();
+        let w = nodes[plan.victim_choice as usize % nodes.len()];
         event!(
-            ctx.log,
+            setup.ctx.log,
             "scenario",
-            "fail collection on worker={w} (every node hosts the sink)"
+            "fail collection on worker={w} (the sink runs on one node)"
         );
         cluster
             .network
             .fail_next(RpcKind::BarrierComplete, Some(w), 1);
-    } else {
-        let victim = others[plan.kill_choice as usize % others.len()];
-        cluster.kill(victim);
-        let restarter = cluster.clone();
-        let delay = plan.restart_delay;
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            restarter.restart(victim);
-        });
+        return format!("a failed barrier collection on worker {w}");
     }
-    let drop_result = dropper.await.expect("drop task");
-    event!(
-        ctx.log,
-        "scenario",
-        "drop returned ok={}",
-        drop_result.is_ok()
-    );
+    let victim = candidates[plan.victim_choice as usize % candidates.len()];
+    cluster.kill(victim);
+    let restarter = cluster.clone();
+    let delay = plan.restart_delay;
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        restarter.restart(victim);
+    });
+    format!("kill of worker {victim}")
+}
 
-    // 6. Let recovery run and the cluster settle.
+/// 6. Let recovery run and the cluster settle: ready again, and a checkpoint committed after it. `Err` says
+/// what is stuck.
+async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), String> {
+    let cluster = &setup.cluster;
+    // Long enough for a late restart, heartbeat expiry and migration.
+    let budget = plan.restart_delay + Duration::from_secs(120);
     tokio::time::sleep(Duration::from_secs(3)).await;
-    cluster.wait_ready().await;
-    tokio::time::sleep(Duration::from_secs(25)).await;
-    cluster.wait_ready().await;
-    cluster.meta.flush().await.ok();
+    if tokio::time::timeout(budget, cluster.wait_ready()).await.is_err() {
+        return Err(stuck_report(cluster, "recovery did not finish"));
+    }
+    tokio::time::sleep(plan.restart_delay + Duration::from_secs(5)).await;
+    if tokio::time::timeout(budget, cluster.wait_ready()).await.is_err() {
+        return Err(stuck_report(cluster, "a second recovery did not finish"));
+    }
+    match tokio::time::timeout(budget, cluster.meta.flush()).await {
+        Ok(_) => Ok(()),
+        Err(_) => Err(stuck_report(cluster, "no checkpoint committed after recovery")),
+    }
+}
 
-    // 7. Verdicts.
+/// What the barrier manager is waiting for.
+fn stuck_report(cluster: &Cluster, what: &str) -> String {
+    let stats = cluster.barrier_stats();
+    format!(
+        "{what}: {} barrier(s) in flight, {} injected, {} completed, last completed prev epoch {}, last \
+         injected epoch {}, {} recoveries, scheduler {:?}; waiting: {}",
+        stats.in_flight.load(Ordering::Relaxed),
+        stats.injected.load(Ordering::Relaxed),
+        stats.completed.load(Ordering::Relaxed),
+        stats.last_completed_prev_epoch.load(Ordering::Relaxed),
+        stats.last_injected_epoch.load(Ordering::Relaxed),
+        stats.recoveries.load(Ordering::Relaxed),
+        cluster.meta.scheduler().status(),
+        stats.waiting_description()
+    )
+}
+
+fn fill_counts(report: &mut ReproReport, setup: &Setup) {
+    let stats = setup.cluster.barrier_stats();
     report.epochs = stats.injected.load(Ordering::Relaxed);
     report.recoveries = stats.recoveries.load(Ordering::Relaxed);
-    report.max_committed_epoch = cluster.hummock.max_committed_epoch().0;
-    let expect: Vec<OwnedRow> = (0..p.rows as i64).map(table_row).collect();
-    let mut got = cluster.committed_rows(table);
-    got.sort_by_key(|r| format!("{:?}", r.datum_at(0)));
-    let mut want = expect;
-    want.sort_by_key(|r| format!("{:?}", r.datum_at(0)));
-    if got != want {
-        checkers.violation(Violation::new(
-            "oracle",
-            format!("table t has {} rows, the oracle {}", got.len(), want.len()),
-        ));
-    }
-    checkers.check_end(&cluster);
-    report.violations = checkers.violations();
+    report.max_committed_epoch = setup.cluster.hummock.max_committed_epoch().0;
+}
 
-    let lines = ctx.log.lines();
-    let failure = lines.iter().position(|l| {
-        l.contains(" actor failure: ") && {
-            let err = l.split("error=").nth(1).unwrap_or("");
-            !matches!(
-                StreamStats::reason_of(err),
-                "channel_closed" | "stale_generation"
-            )
-        }
-    });
-    if let Some(i) = failure {
-        let line = &lines[i];
-        let error = line.split("error=").nth(1).unwrap_or(line).to_string();
+/// 7. Verdicts: the checkers, the oracle, the zombie-access detector, and the first state error of any actor.
+fn verdict(
+    setup: &Setup,
+    p: &ReproParams,
+    record: &DropRecord,
+    capture: &Capture,
+    mut report: ReproReport,
+) -> ReproReport {
+    let cluster = &setup.cluster;
+    fill_counts(&mut report, setup);
+    check_oracle(setup, p);
+    setup.checkers.check_end(cluster);
+    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let zombie = cluster.zombie.violations(|job| !catalog.contains(&job));
+    report.violations = zombie;
+    report.violations.extend(setup.checkers.violations());
+    if let Some(failure) = cluster.failures.first_state_error() {
+        failed_by_actor(setup, &failure, capture, &mut report);
+    } else if let Some(v) = report.violations.first().cloned() {
         report.outcome = Outcome::Failed;
-        report.failing_vnode = parse_vnode(&error);
-        report.failing_actor = line
-            .split("actor=")
-            .nth(1)
-            .and_then(|s| s.split(' ').next())
-            .and_then(|s| s.parse().ok());
-        report.error = Some(error);
-        report.timeline = timeline(&lines, i, report.failing_actor);
-        if let Some(a) = report.failing_actor {
-            let mine = capture.lines_of_actor(a as u64);
-            report.original_lines = mine[mine.len().saturating_sub(12)..].to_vec();
+        report.caught_by = Some(checker_name(v.invariant));
+        report.error = Some(v.to_string());
+        report.failing_actor = v.actor;
+        report.timeline = timeline(&setup.ctx.log.lines(), v.actor);
+    } else if report.recoveries == 0 {
+        return report.not_reproducible("no recovery happened".into());
+    } else if p.mode == DropMode::Buggy {
+        let why = why_buggy_passed(setup, record);
+        return report.not_reproducible(why);
+    }
+    if report.outcome == Outcome::Failed && p.persist_check && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str()) {
+        if let Some(note) = why_check_silent(record) {
+            report.notes.push(note);
         }
-    } else if !report.violations.is_empty() {
-        report.outcome = Outcome::Failed;
-        report.error = Some(format!("invariant violation: {}", report.violations[0]));
-    } else if report.outcome == Outcome::Passed && report.recoveries == 0 {
-        report.outcome = Outcome::NotReproducible;
-        report.error = Some("no recovery happened".into());
     }
     report
 }
 
-/// `row [Some(Int16(7))] not found` -> 7.
-fn parse_vnode(error: &str) -> Option<u32> {
-    let rest = error.split("Int16(").nth(1)?;
-    rest.split(')').next()?.parse().ok()
+fn checker_name(invariant: &str) -> String {
+    match invariant {
+        "I2 zombie-access" => "I2 zombie-access detector".into(),
+        other => format!("{other} checker"),
+    }
 }
 
-/// The lines that tell the story: the scenario's steps, unregisters, resets, the failing actor's persists,
-/// and the failure itself.
-fn timeline(lines: &[String], failure: usize, actor: Option<u32>) -> Vec<String> {
+fn failed_by_actor(
+    setup: &Setup,
+    failure: &ActorFailure,
+    capture: &Capture,
+    report: &mut ReproReport,
+) {
+    report.outcome = Outcome::Failed;
+    report.error = Some(failure.error.to_string());
+    report.failing_actor = Some(failure.actor.0);
+    let (check, vnode) = match &failure.error {
+        StreamExecutorError::StateTable(StateTableError::RowNotFound { check, pk, .. }) => {
+            let vnode = match pk.datums().first() {
+                Some(Some(epochlab_common::ScalarImpl::Int16(v))) => Some(*v as u32),
+                _ => None,
+            };
+            (check.as_str().to_string(), vnode)
+        }
+        StreamExecutorError::ProgressDiverged { vnode, .. } => {
+            (Check::BackfillPersist.as_str().to_string(), Some(*vnode))
+        }
+        e => (format!("actor failure ({})", e.reason().as_str()), None),
+    };
+    report.caught_by = Some(check);
+    report.failing_vnode = vnode;
+    report.timeline = timeline(&setup.ctx.log.lines(), Some(failure.actor.0));
+    let mine = capture.lines_of_actor(failure.actor.0 as u64);
+    report.original_lines = mine[mine.len().saturating_sub(12)..].to_vec();
+}
+
+/// The table's committed rows against the oracle (every row loaded, unchanged).
+fn check_oracle(setup: &Setup, p: &ReproParams) {
+    let key = |r: &OwnedRow| match r.datum_at(0) {
+        Some(epochlab_common::ScalarImpl::Int64(k)) => *k,
+        _ => i64::MIN,
+    };
+    let mut got = setup.cluster.committed_rows(setup.table);
+    got.sort_by_key(key);
+    let mut want: Vec<OwnedRow> = (0..p.rows as i64).map(table_row).collect();
+    want.sort_by_key(key);
+    if got != want {
+        setup.checkers.violation(Violation::new(
+            "oracle",
+            format!("table t has {} rows, the oracle {}", got.len(), want.len()),
+        ));
+    }
+}
+
+/// Why a buggy run did not fail: from the drop record and the event log.
+fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
+    if record.returned_before_fault || record.recoveries_at_return == record.recoveries_at_drop {
+        return format!(
+            "the Stop barrier was collected from every node before the {} could fail it: the drop took its \
+             success path, and the tables were unregistered after the sink's actors had stopped",
+            record.fault
+        );
+    }
+    let lines = setup.ctx.log.lines();
+    let at = |l: &str| l.split_whitespace().next().unwrap_or("?").to_string();
+    let unregister = lines
+        .iter()
+        .find(|l| l.contains(" unregister tables: ") && l.contains("buggy order"))
+        .map(|l| at(l));
+    let reset = lines.iter().rev().find(|l| l.contains("reset nodes generation=")).map(|l| at(l));
+    match (unregister, reset) {
+        (Some(u), Some(r)) => format!(
+            "no zombie read or write of the sink's tables between the unregister at {u} s and the reset at \
+             {r} s (after {}): the zombies had no barrier left to persist on",
+            record.fault
+        ),
+        (None, _) => "the drop never unregistered the sink's tables early".into(),
+        (Some(u), None) => format!("the tables were unregistered at {u} s but no node was reset"),
+    }
+}
+
+/// Why the backfill's own check did not fire although zombies touched unregistered tables.
+fn why_check_silent(record: &DropRecord) -> Option<String> {
+    (record.last_persist_at_return > record.mce_at_return).then(|| {
+        format!(
+            "the backfill persist check did not fire: the zombie's reads were served from uncommitted data \
+             (last write at epoch {} > max committed epoch {} when the tables were unregistered)",
+            record.last_persist_at_return, record.mce_at_return
+        )
+    })
+}
+
+/// The lines that tell the story: the scenario's steps, unregisters, resets, the actor's persists, and
+/// its failure.
+fn timeline(lines: &[String], actor: Option<u32>) -> Vec<String> {
     let actor_tag = actor.map(|a| format!("actor={a} "));
-    let from = lines[..failure]
+    let from = lines
         .iter()
         .rposition(|l| l.contains(" scenario: drop sink"))
-        .unwrap_or(failure.saturating_sub(30));
+        .unwrap_or(0);
+    let mine = |l: &str| actor_tag.as_ref().is_some_and(|t| l.contains(t.as_str()));
     let mut out: Vec<String> = Vec::new();
-    // The failing actor's last persist before the drop, for context.
-    if let Some(tag) = &actor_tag
-        && let Some(last) = lines[..from]
-            .iter()
-            .rposition(|l| l.contains(" persist backfill state: ") && l.contains(tag.as_str()))
+    // The actor's last persist before the drop, for context.
+    if let Some(last) = lines[..from]
+        .iter()
+        .rposition(|l| l.contains(" persist backfill state: ") && mine(l))
     {
         out.push(lines[last].clone());
     }
-    for l in &lines[from..=failure] {
+    for l in &lines[from..] {
         let keep = l.contains(" scenario: ")
             || l.contains(" unregister tables: ")
             || l.contains(" barrier failed: ")
             || l.contains(" kill node: ")
             || l.contains(" recovery")
             || l.contains(" reset node: ")
-            || l.contains(" actor failure: ")
+            || (l.contains(" actor failure: ") && mine(l))
             || (l.contains(" apply version: ") && l.contains("remove"))
-            || actor_tag
-                .as_ref()
-                .is_some_and(|t| l.contains(" persist backfill state: ") && l.contains(t.as_str()));
+            || (l.contains(" persist backfill state: ") && mine(l));
         if keep {
             out.push(l.clone());
+        }
+        if out.len() >= 60 || l.contains(" recovery: done") {
+            break;
         }
     }
     out

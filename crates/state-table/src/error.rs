@@ -5,11 +5,40 @@ use thiserror::Error;
 
 pub type StateTableResult<T> = Result<T, StateTableError>;
 
+/// Which consistency check found a row missing. Both are debug-build checks in RisingWave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// `persist_state_per_vnode` reads the progress row before it updates it (RisingWave's `get_row` assert).
+    BackfillPersist,
+    /// The state table checks an update or delete against storage when it is written (RisingWave's
+    /// mem-table and flush-time sanity checks).
+    StateTableWrite,
+}
+
+impl Check {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::BackfillPersist => "backfill persist check",
+            Check::StateTableWrite => "state-table write check",
+        }
+    }
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum StateTableError {
-    /// A delete or update whose old row is not stored: the message of RisingWave issue #14910.
-    #[error("row {pk:?} not found")]
-    RowNotFound { table_id: TableId, pk: OwnedRow },
+    /// A row that must be stored is not: the message of RisingWave issue #14910, and the check that saw it.
+    #[error("row {pk:?} not found (by the {check})")]
+    RowNotFound {
+        table_id: TableId,
+        pk: OwnedRow,
+        check: Check,
+    },
     #[error("row {pk:?} already exists")]
     RowExists { table_id: TableId, pk: OwnedRow },
     #[error("row {pk:?}: the stored row differs from the old row given")]

@@ -9,5 +9,5 @@ mod error;
 mod table;
 
 pub use epochlab_common::catalog::{Distribution, TableDesc};
-pub use error::{StateTableError, StateTableResult};
+pub use error::{Check, StateTableError, StateTableResult};
 pub use table::{Record, StateTable, StateTableOptions};

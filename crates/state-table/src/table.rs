@@ -7,10 +7,11 @@ use epochlab_common::{
     value_encoding,
 };
 use epochlab_storage::{
+    Accessor,
     KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel, StorageError,
 };
 
-use crate::error::{StateTableError, StateTableResult};
+use crate::error::{Check, StateTableError, StateTableResult};
 use epochlab_common::catalog::{Distribution, TableDesc};
 
 /// One change to a table, with old values where it has them.
@@ -32,6 +33,8 @@ pub enum Record {
 pub struct StateTableOptions {
     pub op_consistency_level: OpConsistencyLevel,
     pub is_replicated: bool,
+    /// The actor using the table (reported to the node's access observer).
+    pub accessor: Option<Accessor>,
 }
 
 impl Default for StateTableOptions {
@@ -39,6 +42,7 @@ impl Default for StateTableOptions {
         Self {
             op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
             is_replicated: false,
+            accessor: None,
         }
     }
 }
@@ -63,8 +67,8 @@ impl StateTable {
     /// its own reads and never uploaded.
     pub fn new_replicated(desc: Arc<TableDesc>, node: &NodeStorage, vnodes: Arc<Bitmap>) -> Self {
         let opts = StateTableOptions {
-            op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
             is_replicated: true,
+            ..Default::default()
         };
         Self::with_options(desc, node, vnodes, opts)
     }
@@ -85,6 +89,7 @@ impl StateTable {
             table_id: desc.table_id,
             op_consistency_level: opts.op_consistency_level,
             is_replicated: opts.is_replicated,
+            accessor: opts.accessor,
         });
         let n = desc.column_types.len();
         let value_is_row = desc.value_indices.iter().copied().eq(0..n);
@@ -200,7 +205,11 @@ impl StateTable {
         };
         let pk = pk.clone();
         match (&i.prev, &i.new) {
-            (None | Some(KeyOp::Delete(_)), _) => StateTableError::RowNotFound { table_id, pk },
+            (None | Some(KeyOp::Delete(_)), _) => StateTableError::RowNotFound {
+                table_id,
+                pk,
+                check: Check::StateTableWrite,
+            },
             (_, KeyOp::Insert(_)) => StateTableError::RowExists { table_id, pk },
             _ => StateTableError::OldRowMismatch { table_id, pk },
         }

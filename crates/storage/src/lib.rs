@@ -13,6 +13,7 @@
 //! deltas in order ([`NodeStorage::apply_version_delta`]), which prunes staging data at or below the new max
 //! committed epoch from every local instance.
 
+pub mod access;
 pub mod committed;
 pub mod error;
 pub mod imm;
@@ -22,6 +23,7 @@ pub mod mem_table;
 pub mod node;
 pub mod version;
 
+pub use access::{Access, AccessKind, AccessObserver, Accessor};
 pub use committed::CommittedStore;
 pub use error::{Inconsistency, StorageError, StorageResult};
 pub use imm::Imm;

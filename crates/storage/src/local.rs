@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use epochlab_common::{Epoch, TableId};
 
+use crate::access::{Access, AccessKind, Accessor};
 use crate::committed::CommittedStore;
 use crate::error::{StorageError, StorageResult};
 use crate::imm::Imm;
@@ -34,6 +35,8 @@ pub struct NewLocalOptions {
     /// A replicated store (arrangement backfill's copy of its upstream table): its flushes are visible to its
     /// own reads but never uploaded.
     pub is_replicated: bool,
+    /// The actor using the store, reported to the node's access observer.
+    pub accessor: Option<Accessor>,
 }
 
 impl NewLocalOptions {
@@ -42,6 +45,7 @@ impl NewLocalOptions {
             table_id,
             op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
             is_replicated: false,
+            accessor: None,
         }
     }
 }
@@ -150,9 +154,26 @@ impl LocalStateStore {
         )
     }
 
+    /// Report an access to the node's observer, if there is one and this store knows its actor.
+    fn observe(&self, kind: AccessKind, epoch: Epoch) {
+        if let (Some(accessor), Some(observer)) =
+            (self.opts.accessor, self.node.access_observer.get())
+        {
+            observer(&Access {
+                worker: self.node.worker,
+                table: self.opts.table_id,
+                accessor,
+                kind,
+                epoch,
+                generation: self.generation,
+            });
+        }
+    }
+
     /// The value of `key` at the store's epoch.
     pub fn get(&self, key: &[u8]) -> StorageResult<Option<Bytes>> {
         let epoch = self.epoch()?;
+        self.observe(AccessKind::Read, epoch);
         if let Some(op) = self.mem_table.get(key) {
             return Ok(op.new_value().cloned());
         }
@@ -194,6 +215,7 @@ impl LocalStateStore {
         if !self.mem_table.is_dirty() {
             return Ok(0);
         }
+        self.observe(AccessKind::Write, epoch);
         let current = self.node.lock_state().generation;
         if current != self.generation {
             self.mem_table.drain();
@@ -251,6 +273,7 @@ impl LocalStateStore {
     /// later writes to this store, which it does not see.
     pub fn iter(&self, range: (Bound<Bytes>, Bound<Bytes>)) -> StorageResult<LocalIter> {
         let epoch = self.epoch()?;
+        self.observe(AccessKind::Read, epoch);
         let mut sources = Vec::new();
         let borrowed = (
             range.0.as_ref().map(|b| b.as_ref()),

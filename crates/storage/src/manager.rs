@@ -84,6 +84,11 @@ impl HummockManager {
         self.lock().version.max_committed_epoch
     }
 
+    /// Whether `table` is in a group of the latest version.
+    pub fn is_registered(&self, table: TableId) -> bool {
+        self.lock().version.contains_table(table)
+    }
+
     pub fn registered_tables(&self) -> BTreeSet<TableId> {
         self.lock().version.member_tables().collect()
     }

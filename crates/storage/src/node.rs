@@ -55,6 +55,8 @@ pub(crate) struct NodeInner {
     mce: Watch<Epoch>,
     pub(crate) stats: NodeStorageStats,
     upload_latency_us: AtomicU64,
+    /// Set once, by a checker: told of every access of a local store that knows its actor.
+    pub(crate) access_observer: std::sync::OnceLock<crate::access::AccessObserver>,
 }
 
 pub(crate) struct NodeState {
@@ -109,12 +111,19 @@ impl NodeStorage {
                 mce,
                 stats: NodeStorageStats::default(),
                 upload_latency_us: AtomicU64::new(0),
+                access_observer: std::sync::OnceLock::new(),
             }),
         }
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, NodeState> {
         self.inner.lock_state()
+    }
+
+    /// Tell `observer` of every read and flush of this node's local stores that know their actor (at most
+    /// once per node; later calls are ignored).
+    pub fn set_access_observer(&self, observer: crate::access::AccessObserver) {
+        let _ = self.inner.access_observer.set(observer);
     }
 
     pub fn worker(&self) -> WorkerId {

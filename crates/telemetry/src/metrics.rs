@@ -10,20 +10,12 @@ use std::sync::{Arc, Mutex};
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_sim::Cluster;
-use epochlab_stream::task::build::StreamStats;
+use epochlab_stream::executor::FailureReason;
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
 
-/// The reasons an actor fails, as `StreamStats::reason_of` names them.
-const FAILURE_REASONS: [&str; 5] = [
-    "state_missing",
-    "channel_closed",
-    "inconsistent_state",
-    "stale_generation",
-    "other",
-];
 /// Why storage rejects writes: a flush from a reset node's old generation, or rows of an unregistered table
 /// dropped at commit.
 const REJECT_REASONS: [&str; 2] = ["stale_generation", "unregistered_table"];
@@ -235,8 +227,8 @@ impl Metrics {
             for r in REJECT_REASONS {
                 f.rejected_writes.with_label_values(&[mode, r]);
             }
-            for r in FAILURE_REASONS {
-                f.actor_failures.with_label_values(&[mode, r]);
+            for r in FailureReason::ALL {
+                f.actor_failures.with_label_values(&[mode, r.as_str()]);
             }
         }
         Self {
@@ -380,9 +372,7 @@ fn refresh_run(f: &Families, s: &RunSource, cursors: &mut BTreeMap<String, u64>)
                 .with_label_values(&[mode, "stale_generation"]),
         );
         for (reason, n) in node.stats().failures_by_reason() {
-            debug_assert!(
-                FAILURE_REASONS.contains(&reason) || reason == StreamStats::reason_of("")
-            );
+            let reason = reason.as_str();
             add_delta(
                 cursors,
                 format!("{id}/failures/{reason}"),

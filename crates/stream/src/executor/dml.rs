@@ -12,7 +12,7 @@ use super::{BoxedMessageStream, Execute, Message, StreamExecutorError};
 pub struct DmlExecutor {
     actor_id: ActorId,
     table_id: TableId,
-    barrier_rx: mpsc::UnboundedReceiver<Barrier>,
+    barrier_rx: mpsc::Receiver<Barrier>,
     dml_rx: mpsc::Receiver<StreamChunk>,
 }
 
@@ -20,7 +20,7 @@ impl DmlExecutor {
     pub fn new(
         actor_id: ActorId,
         table_id: TableId,
-        barrier_rx: mpsc::UnboundedReceiver<Barrier>,
+        barrier_rx: mpsc::Receiver<Barrier>,
         dml_rx: mpsc::Receiver<StreamChunk>,
     ) -> Self {
         Self {
@@ -67,7 +67,7 @@ impl DmlExecutor {
 
 /// The next barrier or (unless paused) DML chunk, barriers first; `None` when the barrier channel closed.
 async fn next_message(
-    barrier_rx: &mut mpsc::UnboundedReceiver<Barrier>,
+    barrier_rx: &mut mpsc::Receiver<Barrier>,
     dml_rx: &mut mpsc::Receiver<StreamChunk>,
     paused: bool,
 ) -> Option<Message> {

@@ -49,8 +49,77 @@ pub enum StreamExecutorError {
     },
     #[error("{executor}: the first message must be an Initial or Checkpoint barrier, got {got}")]
     FirstMessage { executor: String, got: String },
+    /// The stored backfill progress of a vnode is not what the executor believes it committed.
+    #[error("backfill progress of vnode {vnode} in storage {stored} differs from the committed copy {committed} (by the backfill persist check)")]
+    ProgressDiverged {
+        vnode: u32,
+        stored: String,
+        committed: String,
+    },
     #[error("{0}")]
     Internal(String),
+}
+
+/// Why an actor failed, a small fixed set (the `reason` label of `epochlab_actor_failures_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailureReason {
+    /// A row that must be stored was not found (RisingWave #14910's message).
+    StateMissing,
+    /// An upstream or downstream actor went away.
+    ChannelClosed,
+    /// Stored state disagrees with what was written or expected.
+    InconsistentState,
+    /// A write from a reset node's older generation.
+    StaleGeneration,
+    Other,
+}
+
+impl FailureReason {
+    pub const ALL: [FailureReason; 5] = [
+        FailureReason::StateMissing,
+        FailureReason::ChannelClosed,
+        FailureReason::InconsistentState,
+        FailureReason::StaleGeneration,
+        FailureReason::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::StateMissing => "state_missing",
+            FailureReason::ChannelClosed => "channel_closed",
+            FailureReason::InconsistentState => "inconsistent_state",
+            FailureReason::StaleGeneration => "stale_generation",
+            FailureReason::Other => "other",
+        }
+    }
+
+    /// Whether this failure is a finding about state (as opposed to the fallout of a fault: a closed channel
+    /// or a fenced zombie write).
+    pub fn is_state_error(self) -> bool {
+        matches!(
+            self,
+            FailureReason::StateMissing | FailureReason::InconsistentState
+        )
+    }
+}
+
+impl StreamExecutorError {
+    pub fn reason(&self) -> FailureReason {
+        use epochlab_storage::StorageError as S;
+        match self {
+            Self::StateTable(StateTableError::RowNotFound { .. }) => FailureReason::StateMissing,
+            Self::StateTable(
+                StateTableError::RowExists { .. } | StateTableError::OldRowMismatch { .. },
+            )
+            | Self::ProgressDiverged { .. } => FailureReason::InconsistentState,
+            Self::StateTable(StateTableError::Storage(S::StaleGeneration { .. }))
+            | Self::Storage(S::StaleGeneration { .. }) => FailureReason::StaleGeneration,
+            Self::StateTable(StateTableError::Storage(S::InconsistentOperation(_)))
+            | Self::Storage(S::InconsistentOperation(_)) => FailureReason::InconsistentState,
+            Self::ChannelClosed(_) => FailureReason::ChannelClosed,
+            _ => FailureReason::Other,
+        }
+    }
 }
 
 pub type StreamExecutorResult<T> = Result<T, StreamExecutorError>;

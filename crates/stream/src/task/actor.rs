@@ -23,7 +23,7 @@ impl Actor {
         let manager = self.barrier_manager.clone();
         if let Err(e) = self.run_inner().await {
             tracing::warn!(actor_id = id.0, error = %e, "actor failed");
-            manager.notify_failure(id, e.to_string()).await;
+            manager.notify_failure(id, e).await;
         }
     }
 

@@ -18,7 +18,8 @@ use futures::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use super::build::{BuildEnv, build_actor};
+use super::build::{ActorFailure, BuildEnv, build_actor};
+use crate::executor::StreamExecutorError;
 
 /// Events the worker may have queued, at most.
 pub const EVENT_QUEUE: usize = 4096;
@@ -38,7 +39,7 @@ pub(crate) enum LocalEvent {
     },
     ActorFailure {
         actor: ActorId,
-        error: String,
+        error: StreamExecutorError,
     },
     AwaitEpochCompleted {
         prev: Epoch,
@@ -100,7 +101,7 @@ impl LocalBarrierManager {
         .await;
     }
 
-    pub async fn notify_failure(&self, actor: ActorId, error: String) {
+    pub async fn notify_failure(&self, actor: ActorId, error: StreamExecutorError) {
         self.send(LocalEvent::ActorFailure { actor, error }).await;
     }
 
@@ -177,7 +178,7 @@ enum EpochState {
 
 struct ActorEntry {
     abort: AbortHandle,
-    barrier_tx: Option<mpsc::UnboundedSender<Barrier>>,
+    barrier_tx: Option<mpsc::Sender<Barrier>>,
 }
 
 pub(crate) struct LocalBarrierWorker {
@@ -345,8 +346,13 @@ impl LocalBarrierWorker {
                 .get(a)
                 .and_then(|e| e.barrier_tx.as_ref())
                 .ok_or_else(|| format!("source actor {a} not found on worker {worker}"))?;
-            // Unbounded: meta's in-flight limit bounds the barriers queued here.
-            let _ = tx.send(barrier.clone());
+            // Bounded by meta's in-flight limit: a full queue means more barriers in flight than meta allows.
+            if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(barrier.clone()) {
+                return Err(format!(
+                    "the barrier queue of source actor {a} on worker {worker} is full ({} barriers)",
+                    self.env.barrier_channel_capacity
+                ));
+            }
         }
         if let Some(stopped) = barrier.all_stop_actors() {
             for a in stopped {
@@ -467,14 +473,23 @@ impl LocalBarrierWorker {
         }
     }
 
-    fn on_actor_failure(&mut self, actor: ActorId, error: String) {
+    fn on_actor_failure(&mut self, actor: ActorId, error: StreamExecutorError) {
+        let reason = error.reason();
         event!(
             self.env.log,
             "actor failure",
-            "worker={} actor={actor} error={error}",
-            self.env.worker
+            "worker={} actor={actor} reason={} error={error}",
+            self.env.worker,
+            reason.as_str()
         );
-        self.env.stats.record_actor_failure(&error);
+        self.env.stats.record_actor_failure(reason);
+        self.env.failures.record(ActorFailure {
+            worker: self.env.worker,
+            actor,
+            error: error.clone(),
+            at_us: self.env.clock.elapsed_us(),
+        });
+        let error = error.to_string();
         self.actors.remove(&actor);
         self.env.dml.remove(actor);
         let message = format!(

@@ -8,7 +8,7 @@ use epochlab_barrier::Barrier;
 use epochlab_common::plan::{StreamActorDesc, StreamNode};
 use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId};
 use epochlab_state_table::{StateTable, StateTableOptions};
-use epochlab_storage::{NodeStorage, OpConsistencyLevel};
+use epochlab_storage::{Accessor, NodeStorage, OpConsistencyLevel};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
@@ -17,8 +17,8 @@ use super::barrier_worker::LocalBarrierManager;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
-    DmlExecutor, FlowControlExecutor, MaterializeExecutor, MergeExecutor, SinkExecutor,
-    SinkRegistry,
+    DmlExecutor, FailureReason, FlowControlExecutor, MaterializeExecutor, MergeExecutor,
+    SinkExecutor, SinkRegistry, StreamExecutorError,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -135,43 +135,64 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
 #[derive(Default, Debug)]
 pub struct StreamStats {
     pub actor_failures: AtomicU64,
-    failures_by_reason: Mutex<BTreeMap<&'static str, u64>>,
+    failures_by_reason: Mutex<BTreeMap<FailureReason, u64>>,
 }
 
 impl StreamStats {
-    /// The reason label of a failure: a small fixed set.
-    pub fn reason_of(error: &str) -> &'static str {
-        if error.contains("not found") && error.starts_with("row ") {
-            "state_missing"
-        } else if error.contains("channel") {
-            "channel_closed"
-        } else if error.contains("inconsistent")
-            || error.contains("already exists")
-            || error.contains("differs")
-        {
-            "inconsistent_state"
-        } else if error.contains("stale generation") {
-            "stale_generation"
-        } else {
-            "other"
-        }
-    }
-
-    pub(crate) fn record_actor_failure(&self, error: &str) {
+    pub(crate) fn record_actor_failure(&self, reason: FailureReason) {
         self.actor_failures.fetch_add(1, Ordering::Relaxed);
         *self
             .failures_by_reason
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(Self::reason_of(error))
+            .entry(reason)
             .or_default() += 1;
     }
 
-    pub fn failures_by_reason(&self) -> BTreeMap<&'static str, u64> {
+    pub fn failures_by_reason(&self) -> BTreeMap<FailureReason, u64> {
         self.failures_by_reason
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+/// One actor failure, as its typed error.
+#[derive(Clone, Debug)]
+pub struct ActorFailure {
+    pub worker: WorkerId,
+    pub actor: ActorId,
+    pub error: StreamExecutorError,
+    /// Virtual time, µs since the clock's origin.
+    pub at_us: u64,
+}
+
+/// Every actor failure of a cluster, in the order they happened (the first [`ActorFailureLog::CAPACITY`];
+/// later ones are only counted).
+#[derive(Clone, Default)]
+pub struct ActorFailureLog {
+    inner: Arc<Mutex<(Vec<ActorFailure>, u64)>>,
+}
+
+impl ActorFailureLog {
+    pub const CAPACITY: usize = 1024;
+
+    pub(crate) fn record(&self, failure: ActorFailure) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.1 += 1;
+        if g.0.len() < Self::CAPACITY {
+            g.0.push(failure);
+        }
+    }
+
+    pub fn failures(&self) -> Vec<ActorFailure> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+    }
+
+    /// The first failure that is a finding about state (not the fallout of a fault).
+    pub fn first_state_error(&self) -> Option<ActorFailure> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.iter().find(|f| f.error.reason().is_state_error()).cloned()
     }
 }
 
@@ -188,7 +209,12 @@ pub(crate) struct BuildEnv {
     pub clock: Clock,
     pub log: EventLog,
     pub stats: Arc<StreamStats>,
+    pub failures: ActorFailureLog,
     pub dml_channel_capacity: usize,
+    /// RisingWave's debug-build checks on backfill progress (see `StreamConfig::persist_check`).
+    pub persist_check: bool,
+    /// Barriers a source actor may have queued (meta never has more in flight).
+    pub barrier_channel_capacity: usize,
 }
 
 /// Build one actor; a source actor also returns the sender its barriers are injected into.
@@ -197,9 +223,9 @@ pub(crate) fn build_actor(
     desc: &StreamActorDesc,
     generation: u64,
     barrier_manager: LocalBarrierManager,
-) -> Result<(Actor, Option<mpsc::UnboundedSender<Barrier>>), String> {
+) -> Result<(Actor, Option<mpsc::Sender<Barrier>>), String> {
     let (barrier_tx, mut barrier_rx) = if desc.is_source() {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(env.barrier_channel_capacity);
         (Some(tx), Some(rx))
     } else {
         (None, None)
@@ -234,7 +260,7 @@ fn build_node(
     desc: &StreamActorDesc,
     node: &StreamNode,
     generation: u64,
-    barrier_rx: &mut Option<mpsc::UnboundedReceiver<Barrier>>,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
     barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, String> {
     let actor_id = desc.actor_id;
@@ -272,6 +298,10 @@ fn build_node(
                     ));
                 }
             }
+            let accessor = Some(Accessor {
+                actor: actor_id,
+                job: desc.job_id,
+            });
             let replicated = StateTable::with_options(
                 upstream_table.clone(),
                 &env.storage,
@@ -279,9 +309,25 @@ fn build_node(
                 StateTableOptions {
                     op_consistency_level: OpConsistencyLevel::Inconsistent,
                     is_replicated: true,
+                    accessor,
                 },
             );
-            let progress = StateTable::new(state_table.clone(), &env.storage, desc.vnodes.clone());
+            // A release build (persist check off) writes progress rows blindly.
+            let progress_level = if env.persist_check {
+                OpConsistencyLevel::ConsistentOldValue
+            } else {
+                OpConsistencyLevel::Inconsistent
+            };
+            let progress = StateTable::with_options(
+                state_table.clone(),
+                &env.storage,
+                desc.vnodes.clone(),
+                StateTableOptions {
+                    op_consistency_level: progress_level,
+                    is_replicated: false,
+                    accessor,
+                },
+            );
             let args = BackfillArgs {
                 actor_id,
                 upstream_table: replicated,
@@ -289,6 +335,7 @@ fn build_node(
                 vnodes: desc.vnodes.clone(),
                 rate_limit: *rate_limit,
                 chunk_size: *chunk_size,
+                persist_check: env.persist_check,
                 storage: env.storage.clone(),
                 barrier_manager: barrier_manager.clone(),
                 stats: env.backfill.actor(state_table.table_id, actor_id),
@@ -307,7 +354,15 @@ fn build_node(
                     desc.vnodes.len()
                 ));
             }
-            let state = StateTable::new(table.clone(), &env.storage, desc.vnodes.clone());
+            let options = StateTableOptions {
+                accessor: Some(Accessor {
+                    actor: actor_id,
+                    job: desc.job_id,
+                }),
+                ..Default::default()
+            };
+            let state =
+                StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
             Box::new(MaterializeExecutor::new(input, state))
         }
         StreamNode::FlowControl { rate_limit, input } => {

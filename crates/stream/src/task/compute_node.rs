@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId, event};
 use epochlab_rpc::{Network, Request, Response, RpcKind, ServiceRequest};
-use epochlab_storage::{HummockManager, NodeStorage};
+use epochlab_storage::{AccessObserver, HummockManager, NodeStorage};
 use tokio::sync::mpsc;
 
 use super::barrier_worker::{LocalBarrierManager, LocalBarrierWorker};
-use super::build::{ActiveTables, BuildEnv, DmlManager, NodeTasks, StreamStats};
+use super::build::{ActiveTables, ActorFailureLog, BuildEnv, DmlManager, NodeTasks, StreamStats};
 use super::exchange::ExchangeRegistry;
 use crate::executor::{BackfillRegistry, SinkRegistry};
 
@@ -17,12 +17,19 @@ use crate::executor::{BackfillRegistry, SinkRegistry};
 pub struct StreamConfig {
     /// DML chunks a table actor may have queued.
     pub dml_channel_capacity: usize,
+    /// Barriers a source actor may have queued: meta's in-flight limit (plus recovery's Initial barrier).
+    pub barrier_channel_capacity: usize,
+    /// RisingWave's debug-build checks on backfill progress: the backfill reads each progress row before it
+    /// updates it, and the progress table checks every write against storage. Off is a release build.
+    pub persist_check: bool,
 }
 
 impl Default for StreamConfig {
     fn default() -> Self {
         Self {
             dml_channel_capacity: 64,
+            barrier_channel_capacity: 10_001,
+            persist_check: true,
         }
     }
 }
@@ -43,6 +50,10 @@ pub struct ComputeEnv {
     pub log: EventLog,
     pub config: StreamConfig,
     pub heartbeat: Option<Heartbeat>,
+    /// Every actor failure of the cluster, typed.
+    pub failures: ActorFailureLog,
+    /// Told of every state-store access by an actor (checkers).
+    pub access_observer: Option<AccessObserver>,
 }
 
 pub struct ComputeNode {
@@ -65,6 +76,9 @@ impl ComputeNode {
             env.hummock.current_version(),
             generation,
         );
+        if let Some(observer) = &env.access_observer {
+            storage.set_access_observer(observer.clone());
+        }
         let tasks = Arc::new(NodeTasks::default());
         let dml = DmlManager::default();
         let stats = Arc::new(StreamStats::default());
@@ -81,7 +95,10 @@ impl ComputeNode {
             clock: env.clock.clone(),
             log: env.log.clone(),
             stats: stats.clone(),
+            failures: env.failures.clone(),
             dml_channel_capacity: env.config.dml_channel_capacity,
+            persist_check: env.config.persist_check,
+            barrier_channel_capacity: env.config.barrier_channel_capacity,
         });
         let barrier_manager = barrier_worker.handle();
         tasks.spawn(barrier_worker.run(events));

@@ -7,12 +7,12 @@ use epochlab_common::{
     VirtualNode, event, memcmp,
 };
 use epochlab_common::{trace, vspan};
-use epochlab_state_table::{StateTable, StateTableError};
+use epochlab_state_table::{Check, StateTable, StateTableError};
 use epochlab_storage::NodeStorage;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::snapshot::{RateLimiter, SnapshotReader};
+use super::snapshot::SnapshotReader;
 use super::state::{BackfillProgressPerVnode, BackfillState};
 use super::stats::BackfillActorStats;
 use crate::executor::{
@@ -20,6 +20,25 @@ use crate::executor::{
     expect_first_barrier,
 };
 use crate::task::barrier_worker::LocalBarrierManager;
+
+/// How a vnode's progress row was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    Insert,
+    Update,
+}
+
+/// `0:update 1:insert`, for logs and spans.
+fn describe(written: &[(VirtualNode, Written)]) -> String {
+    let parts: Vec<String> = written
+        .iter()
+        .map(|(v, w)| match w {
+            Written::Insert => format!("{v}:insert"),
+            Written::Update => format!("{v}:update"),
+        })
+        .collect();
+    parts.join(" ")
+}
 
 /// What an arrangement backfill executor is built from.
 pub struct BackfillArgs {
@@ -31,6 +50,8 @@ pub struct BackfillArgs {
     pub vnodes: Arc<Bitmap>,
     pub rate_limit: Option<u32>,
     pub chunk_size: usize,
+    /// RisingWave's debug-build check: read each progress row before updating it.
+    pub persist_check: bool,
     pub storage: NodeStorage,
     pub barrier_manager: LocalBarrierManager,
     pub stats: Arc<BackfillActorStats>,
@@ -53,7 +74,10 @@ struct Core {
     args: BackfillArgs,
     pk_indices: Vec<usize>,
     pk_orders: Vec<OrderType>,
-    limiter: RateLimiter,
+    /// Rows per second per actor (`None`: unlimited). As in RisingWave at the time of #14910, it only sizes
+    /// the snapshot chunks here; the pace is kept by the flow-control executor that follows in the plan,
+    /// so a barrier waits behind the row that flow control holds.
+    rate_limit: Option<u32>,
 }
 
 enum Next {
@@ -61,12 +85,11 @@ enum Next {
     Snapshot(StreamExecutorResult<Option<(VirtualNode, Vec<OwnedRow>)>>),
 }
 
-/// The next upstream message or (if a snapshot is being read and the rate limit allows) snapshot rows:
-/// one row per token under a rate limit, else up to `batch` rows of one vnode; upstream first.
+/// The next upstream message or (if a snapshot is being read) up to `batch` snapshot rows of one vnode;
+/// upstream first.
 async fn next_event(
     upstream: &mut BoxedMessageStream,
     snapshot: Option<&mut SnapshotReader>,
-    limiter: &RateLimiter,
     batch: usize,
 ) -> Next {
     match snapshot {
@@ -74,10 +97,7 @@ async fn next_event(
         Some(s) => tokio::select! {
             biased;
             m = upstream.next() => Next::Upstream(m),
-            () = limiter.acquire() => {
-                let max = if limiter.limit().is_some() { 1 } else { batch };
-                Next::Snapshot(s.next_batch(max))
-            }
+            () = std::future::ready(()) => Next::Snapshot(s.next_batch(batch)),
         },
     }
 }
@@ -85,14 +105,13 @@ async fn next_event(
 impl ArrangementBackfillExecutor {
     pub fn new(upstream: BoxedExecutor, args: BackfillArgs) -> Self {
         let desc = args.upstream_table.desc().clone();
-        let limiter = RateLimiter::new(args.rate_limit, args.clock.clone());
         Self {
             upstream,
             core: Core {
                 pk_indices: desc.pk_indices.clone(),
                 pk_orders: desc.pk_orders.clone(),
+                rate_limit: args.rate_limit.filter(|l| *l > 0),
                 args,
-                limiter,
             },
         }
     }
@@ -100,7 +119,7 @@ impl ArrangementBackfillExecutor {
 
 impl Core {
     fn builder_capacity(&self) -> usize {
-        let limit = self.limiter.limit().map_or(usize::MAX, |l| l as usize);
+        let limit = self.rate_limit.map_or(usize::MAX, |l| l as usize);
         self.args.chunk_size.min(limit).max(1)
     }
 
@@ -205,60 +224,26 @@ impl Core {
             "Persisting state on barrier at epoch {epoch:?}"
         );
         let vnodes: Vec<VirtualNode> = state.vnodes().map(|(v, _)| v).collect();
-        let mut written: Vec<String> = Vec::new();
+        let mut written: Vec<(VirtualNode, Written)> = Vec::new();
         for vnode in vnodes {
             if !state.need_commit(vnode) {
                 continue;
             }
             let (old, new) = state.get_commit_state(vnode, pk_len);
-            let key = OwnedRow::new(vec![Some(vnode.to_scalar())]);
-            let stored = self.args.state_table.get_row(&key)?;
-            match (old, stored) {
-                (Some(old), Some(stored)) => {
-                    if stored != old {
-                        return Err(StreamExecutorError::Internal(format!(
-                            "backfill progress of vnode {vnode} in storage {stored:?} differs from the committed copy {old:?}"
-                        )));
-                    }
-                    self.args.state_table.update(&old, &new)?;
-                    written.push(format!("{vnode}:update"));
-                }
-                (Some(_), None) => {
-                    self.args
-                        .stats
-                        .state_missing
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return Err(StateTableError::RowNotFound {
-                        table_id: self.args.state_table.table_id(),
-                        pk: key,
-                    }
-                    .into());
-                }
-                (None, Some(stored)) => {
-                    return Err(StreamExecutorError::Internal(format!(
-                        "backfill progress of vnode {vnode} is stored as {stored:?} but was never written"
-                    )));
-                }
-                (None, None) => {
-                    self.args.state_table.insert(&new)?;
-                    written.push(format!("{vnode}:insert"));
-                }
-            }
-            span.record("vnodes", written.join(" ").as_str());
+            let how = self.write_progress_row(vnode, old, &new)?;
+            written.push((vnode, how));
+            span.record("vnodes", describe(&written).as_str());
             tracing::trace!(actor_id, table_id, "update vnode: vnode={vnode}");
             state.mark_committed(vnode);
             tracing::info!(actor_id, table_id, "mark_committed: vnode={vnode}");
-            let finished = matches!(
-                new.datums()[new.len() - 2],
-                Some(epochlab_common::ScalarImpl::Bool(true))
-            );
+            let finished = state.get_progress(vnode)?.is_completed();
             self.args
                 .stats
                 .record_persisted(vnode, epoch.prev, finished);
         }
         tracing::trace!(actor_id, table_id, "committing on epoch, {epoch:?}");
         self.args.state_table.commit(epoch)?;
-        let updated = written.iter().any(|w| w.ends_with(":update"));
+        let updated = written.iter().any(|(_, w)| *w == Written::Update);
         self.args
             .stats
             .last_persist_updated
@@ -269,10 +254,65 @@ impl Core {
                 "persist backfill state",
                 "actor={actor_id} table={table_id} epoch={} vnodes=[{}]",
                 epoch.prev,
-                written.join(" ")
+                describe(&written)
             );
         }
         Ok(())
+    }
+
+    /// Write `vnode`'s progress row: an update of the committed copy `old`, or an insert. With the persist
+    /// check on (RisingWave's debug build), first read the stored row and require it to equal `old`.
+    fn write_progress_row(
+        &mut self,
+        vnode: VirtualNode,
+        old: Option<OwnedRow>,
+        new: &OwnedRow,
+    ) -> StreamExecutorResult<Written> {
+        if self.args.persist_check {
+            self.check_stored_row(vnode, old.as_ref())?;
+        }
+        match old {
+            Some(old) => {
+                self.args.state_table.update(&old, new)?;
+                Ok(Written::Update)
+            }
+            None => {
+                self.args.state_table.insert(new)?;
+                Ok(Written::Insert)
+            }
+        }
+    }
+
+    /// RisingWave's debug assertion in `persist_state_per_vnode`: the stored progress row is the committed
+    /// copy. A missing row is `row [Some(Int16(v))] not found`, the message of #14910.
+    fn check_stored_row(
+        &self,
+        vnode: VirtualNode,
+        old: Option<&OwnedRow>,
+    ) -> StreamExecutorResult<()> {
+        let key = OwnedRow::new(vec![Some(vnode.to_scalar())]);
+        let stored = self.args.state_table.get_row(&key)?;
+        match (old, stored) {
+            (Some(old), Some(stored)) if &stored == old => Ok(()),
+            (None, None) => Ok(()),
+            (Some(_), None) => {
+                self.args
+                    .stats
+                    .state_missing
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Err(StateTableError::RowNotFound {
+                    table_id: self.args.state_table.table_id(),
+                    pk: key,
+                    check: Check::BackfillPersist,
+                }
+                .into())
+            }
+            (old, stored) => Err(StreamExecutorError::ProgressDiverged {
+                vnode: vnode.to_index() as u32,
+                stored: format!("{stored:?}"),
+                committed: format!("{old:?}"),
+            }),
+        }
     }
 
     async fn report_progress(&self, barrier: &Barrier, state: &BackfillState, done: bool) {
@@ -331,7 +371,7 @@ impl ArrangementBackfillExecutor {
                 let mut read_this_epoch = 0u64;
                 let capacity = core.builder_capacity();
                 let barrier = loop {
-                    match next_event(&mut upstream, snapshot.as_mut(), &core.limiter, capacity)
+                    match next_event(&mut upstream, snapshot.as_mut(), capacity)
                         .await
                     {
                         Next::Upstream(None) => {
@@ -407,7 +447,7 @@ impl ArrangementBackfillExecutor {
                     paused = false;
                 }
                 if let Some(limit) = barrier.as_throttle(actor_id) {
-                    core.limiter.set_limit(limit);
+                    core.rate_limit = limit.filter(|l| *l > 0);
                 }
                 core.args.stats.record_epoch(read_this_epoch);
                 core.report_progress(&barrier, &state, false).await;

@@ -7,6 +7,5 @@ mod state;
 mod stats;
 
 pub use arrangement_backfill::{ArrangementBackfillExecutor, BackfillArgs};
-pub use snapshot::RateLimiter;
 pub use state::{BackfillProgressPerVnode, BackfillState};
 pub use stats::{BackfillActorStats, BackfillRegistry};

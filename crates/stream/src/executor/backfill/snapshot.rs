@@ -2,10 +2,8 @@
 
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use epochlab_common::{Clock, OwnedRow, VirtualNode};
+use epochlab_common::{OwnedRow, VirtualNode};
 use epochlab_state_table::{StateTable, StateTableResult};
 
 use super::state::{BackfillProgressPerVnode, BackfillState};
@@ -70,59 +68,3 @@ impl SnapshotReader {
     }
 }
 
-/// A rate limit in rows per second on the simulation clock: each row costs `1/limit` seconds, with no burst.
-/// Waiting is cancel-safe: time is reserved only once the wait is over.
-#[derive(Clone)]
-pub struct RateLimiter {
-    inner: Arc<Mutex<LimiterState>>,
-    clock: Clock,
-}
-
-struct LimiterState {
-    limit: Option<u32>,
-    /// The earliest time (µs since the clock's origin) the next row may be read.
-    allowed_at_us: u64,
-}
-
-impl RateLimiter {
-    pub fn new(limit: Option<u32>, clock: Clock) -> Self {
-        Self {
-            inner: Arc::new(Mutex::new(LimiterState {
-                limit: limit.filter(|l| *l > 0),
-                allowed_at_us: 0,
-            })),
-            clock,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, LimiterState> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn limit(&self) -> Option<u32> {
-        self.lock().limit
-    }
-
-    pub fn set_limit(&self, limit: Option<u32>) {
-        self.lock().limit = limit.filter(|l| *l > 0);
-    }
-
-    /// Wait until one row may be read, then take it.
-    pub async fn acquire(&self) {
-        loop {
-            let wait = {
-                let s = self.lock();
-                let Some(limit) = s.limit else { return };
-                let now = self.clock.elapsed_us();
-                if s.allowed_at_us <= now {
-                    drop(s);
-                    let mut s = self.lock();
-                    s.allowed_at_us = now.max(s.allowed_at_us) + 1_000_000 / limit as u64;
-                    return;
-                }
-                s.allowed_at_us - now
-            };
-            tokio::time::sleep(Duration::from_micros(wait)).await;
-        }
-    }
-}

@@ -36,6 +36,10 @@ impl BackfillProgressPerVnode {
         }
     }
 
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Self::Completed { .. })
+    }
+
     pub fn position(&self) -> Option<&OwnedRow> {
         match self {
             Self::NotStarted => None,
