@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
 
-use epochlab_common::{Clock, TableId};
+use epochlab_common::{ActorId, Clock, TableId, WorkerId};
 use epochlab_storage::{Access, AccessKind, AccessObserver, HummockManager};
 use epochlab_meta::DropMode;
 
@@ -108,9 +108,18 @@ impl ZombieAccessDetector {
     }
 }
 
+/// One unregister of tables, and how many running actors used them at that moment.
+#[derive(Clone, Debug)]
+pub struct Unregister {
+    pub at_us: u64,
+    pub tables: Vec<TableId>,
+    pub running_users: usize,
+}
+
 #[derive(Clone)]
 pub struct Checkers {
     violations: Arc<Mutex<Vec<Violation>>>,
+    unregisters: Arc<Mutex<Vec<Unregister>>>,
 }
 
 impl Checkers {
@@ -119,28 +128,24 @@ impl Checkers {
     pub fn install(cluster: &Arc<Cluster>, mode: DropMode) -> Self {
         let this = Self {
             violations: Arc::default(),
+            unregisters: Arc::default(),
         };
-        if mode != DropMode::Buggy {
-            let weak = Arc::downgrade(cluster);
-            let me = this.clone();
-            cluster.hummock.set_unregister_hook(Arc::new(move |tables: &[TableId]| {
-                let Some(cluster) = weak.upgrade() else { return };
-                for node in cluster.nodes() {
-                    for t in tables {
-                        let users = node.active_tables().users_of(*t);
-                        if !users.is_empty() {
-                            me.violation(Violation::new(
-                                "I2 unregister-in-use",
-                                format!(
-                                    "table {t} unregistered while actors {users:?} on worker {} still use it",
-                                    node.worker()
-                                ),
-                            ));
-                        }
+        let weak = Arc::downgrade(cluster);
+        let me = this.clone();
+        cluster.hummock.set_unregister_hook(Arc::new(move |tables: &[TableId]| {
+            let Some(cluster) = weak.upgrade() else { return };
+            let mut users = Vec::new();
+            for node in cluster.nodes() {
+                for t in tables {
+                    let actors = node.active_tables().users_of(*t);
+                    if !actors.is_empty() {
+                        users.push((node.worker(), *t, actors));
                     }
                 }
-            }));
-        }
+            }
+            let at_us = cluster.ctx.clock.elapsed_us();
+            me.record_unregister(mode, at_us, tables, users);
+        }));
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
         cluster.meta.set_recovery_hook(Arc::new(move || {
@@ -149,6 +154,46 @@ impl Checkers {
             }
         }));
         this
+    }
+
+    /// (I2 unregister-in-use) in the modes that promise it; in `buggy` the early unregister is the bug
+    /// itself, kept as an observation that explains the run.
+    fn record_unregister(
+        &self,
+        mode: DropMode,
+        at_us: u64,
+        tables: &[TableId],
+        users: Vec<(WorkerId, TableId, Vec<ActorId>)>,
+    ) {
+        if mode != DropMode::Buggy {
+            for (worker, t, actors) in &users {
+                let mut v = Violation::new(
+                    "I2 unregister-in-use",
+                    format!("table {t} unregistered while actors {actors:?} on worker {worker} still use it"),
+                );
+                v.table = Some(t.0);
+                v.at_us = Some(at_us);
+                v.actor = actors.first().map(|a| a.0);
+                self.violation(v);
+            }
+        }
+        let running = users.iter().map(|(_, _, a)| a.len()).sum();
+        let mut all = self.unregisters.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() < 1024 {
+            all.push(Unregister {
+                at_us,
+                tables: tables.to_vec(),
+                running_users: running,
+            });
+        }
+    }
+
+    /// Every unregister seen, in order.
+    pub fn unregisters(&self) -> Vec<Unregister> {
+        self.unregisters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn violation(&self, v: Violation) {

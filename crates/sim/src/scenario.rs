@@ -699,7 +699,7 @@ fn check_oracle(setup: &Setup, p: &ReproParams) {
     }
 }
 
-/// Why a buggy run did not fail: from the drop record and the event log.
+/// Why a buggy run did not fail: from the drop record, the unregisters the checkers saw, and the event log.
 fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
     if record.returned_before_fault || record.recoveries_at_return == record.recoveries_at_drop {
         return format!(
@@ -708,22 +708,40 @@ fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
             record.fault
         );
     }
-    let lines = setup.ctx.log.lines();
-    let at = |l: &str| l.split_whitespace().next().unwrap_or("?").to_string();
-    let unregister = lines
-        .iter()
-        .find(|l| l.contains(" unregister tables: ") && l.contains("buggy order"))
-        .map(|l| at(l));
-    let reset = lines.iter().rev().find(|l| l.contains("reset nodes generation=")).map(|l| at(l));
-    match (unregister, reset) {
-        (Some(u), Some(r)) => format!(
-            "no zombie read or write of the sink's tables between the unregister at {u} s and the reset at \
-             {r} s (after {}): the zombies had no barrier left to persist on",
+    let secs = |us: u64| format!("{:.3} s", us as f64 / 1e6);
+    let progress = setup.progress_table;
+    let unregister = setup
+        .checkers
+        .unregisters()
+        .into_iter()
+        .find(|u| u.tables.contains(&progress));
+    let Some(u) = unregister else {
+        return "the drop never unregistered the sink's tables early".into();
+    };
+    if u.running_users == 0 {
+        return format!(
+            "no actor of the sink was running when its tables were unregistered at {} (after {}): the \
+             survivors had already processed the Stop barrier or failed",
+            secs(u.at_us),
             record.fault
-        ),
-        (None, _) => "the drop never unregistered the sink's tables early".into(),
-        (Some(u), None) => format!("the tables were unregistered at {u} s but no node was reset"),
+        );
     }
+    let reset = setup
+        .ctx
+        .log
+        .lines()
+        .iter()
+        .rev()
+        .find(|l| l.contains("reset nodes generation="))
+        .and_then(|l| l.split_whitespace().next().map(|t| format!("{t} s")))
+        .unwrap_or_else(|| "the end".into());
+    format!(
+        "no zombie read or write of the sink's tables between the unregister at {} and the reset at {reset} \
+         (after {}): the {} running zombie(s) got no barrier to persist on in that window",
+        secs(u.at_us),
+        record.fault,
+        u.running_users
+    )
 }
 
 /// Why the backfill's own check did not fire although zombies touched unregistered tables.
