@@ -6,22 +6,17 @@ use std::future::Future;
 use std::sync::Arc;
 
 use epochlab_barrier::{
-    AddMutation, Barrier, BarrierCompleteResponse, BarrierError, BarrierKind, BarrierResult,
-    Command, CommandContext, CreateMviewProgress, GlobalBarrierManagerContext, InflightActorInfo,
-    Mutation, RecoveredState, ScheduledBarriers,
+    Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, Command, CommandContext,
+    CreateMviewProgress, GlobalBarrierManagerContext, RecoveredState, ScheduledBarriers,
 };
-use epochlab_common::{
-    ActorId, Clock, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event,
-};
+use epochlab_common::{ActorId, Clock, Epoch, EventLog, WorkerId, event};
 use epochlab_common::{trace, vspan};
 use epochlab_rpc::{Network, Request, Response};
 use epochlab_storage::SyncResult;
-use tracing::Instrument;
 
-use crate::catalog::{JobState, RelationKind};
-use epochlab_recovery::RecoveryContext;
-
-use crate::meta::{DropMode, MetaInner};
+use crate::catalog::JobState;
+use crate::meta::MetaInner;
+use crate::recovery::Recovery;
 
 pub struct MetaContext {
     inner: Arc<MetaInner>,
@@ -183,7 +178,7 @@ impl GlobalBarrierManagerContext for MetaContext {
             } = command
             {
                 inner.drop_actors(&actors).await;
-                if inner.config.drop_mode != DropMode::Buggy {
+                if inner.config.drop_mode.unregisters_in_post_collect() {
                     inner
                         .hummock
                         .unregister_tables(&unregistered_table_ids, "drop collected");
@@ -199,13 +194,17 @@ impl GlobalBarrierManagerContext for MetaContext {
         last_epoch: Epoch,
         scheduled: &ScheduledBarriers,
     ) -> impl Future<Output = RecoveredState> + Send {
-        let ctx = Recovery {
-            inner: self.inner.clone(),
-            scheduled: scheduled.clone(),
-        };
+        let ctx = Recovery::new(self.inner.clone(), scheduled.clone());
         async move {
-            epochlab_recovery::recover(&ctx, &ctx.inner.config.recovery(), &reason, last_epoch)
-                .await
+            let config = &ctx.inner.config;
+            epochlab_recovery::recover(
+                &ctx,
+                &config.recovery,
+                config.drop_mode,
+                &reason,
+                last_epoch,
+            )
+            .await
         }
     }
 
@@ -215,228 +214,5 @@ impl GlobalBarrierManagerContext for MetaContext {
 
     fn clock(&self) -> &Clock {
         &self.inner.clock
-    }
-}
-
-/// The steps of recovery, over meta's state.
-struct Recovery {
-    inner: Arc<MetaInner>,
-    scheduled: ScheduledBarriers,
-}
-
-impl RecoveryContext for Recovery {
-    fn log(&self) -> &EventLog {
-        &self.inner.log
-    }
-
-    fn rng(&self) -> &SimRng {
-        &self.inner.rng
-    }
-
-    fn abort_and_mark_blocked(&self) -> usize {
-        self.scheduled
-            .abort_and_mark_blocked("cluster is under recovery")
-    }
-
-    fn clean_dirty_jobs(&self) -> Vec<TableId> {
-        let mut catalog = self.inner.catalog();
-        let dirty: Vec<TableId> = catalog
-            .relations
-            .values()
-            .filter(|r| r.state == JobState::Creating && !r.background)
-            .map(|r| r.id)
-            .collect();
-        let mut tables = Vec::new();
-        for id in dirty {
-            let rel = catalog.relations.remove(&id).expect("listed above");
-            event!(
-                self.inner.log,
-                "recovery step",
-                "clean dirty job {} id={id}",
-                rel.name
-            );
-            self.inner.tracker().remove(id, "recovery cleaned it up");
-            tables.extend(rel.state_tables());
-        }
-        tables
-    }
-
-    fn pre_apply_drops(&self) -> Vec<TableId> {
-        self.scheduled
-            .pre_apply_drop_scheduled()
-            .into_iter()
-            .flat_map(|c| match c {
-                Command::DropStreamingJobs {
-                    unregistered_table_ids,
-                    ..
-                } => unregistered_table_ids,
-                _ => Vec::new(),
-            })
-            .collect()
-    }
-
-    fn unregister(&self, tables: &[TableId], reason: &str) {
-        self.inner.hummock.unregister_tables(tables, reason);
-    }
-
-    fn purge(&self, reason: &str) -> Vec<TableId> {
-        let keep: BTreeSet<TableId> = self.inner.catalog().state_tables().into_iter().collect();
-        self.inner.hummock.purge(&keep, reason)
-    }
-
-    fn next_generation(&self) -> u64 {
-        let mut cluster = self.inner.cluster();
-        cluster.last_allocated_generation += 1;
-        cluster.last_allocated_generation
-    }
-
-    async fn reset_nodes(&self, generation: u64) -> Result<(), String> {
-        let inner = &self.inner;
-        let mce = inner.hummock.max_committed_epoch();
-        let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
-        for &w in &workers {
-            let span = vspan!(
-                "reset node",
-                inner.clock,
-                worker_id = w.0 as i64,
-                generation = generation as i64
-            );
-            let request = Request::Reset {
-                generation,
-                prev_epoch: mce,
-            };
-            match inner.call(w, request).instrument(span.clone()).await {
-                Ok(_) => trace::end(&span, &inner.clock),
-                Err(e) => {
-                    trace::fail(&span, &inner.clock, &e.to_string());
-                    return Err(e.to_string());
-                }
-            }
-        }
-        let mut cluster = inner.cluster();
-        cluster.generation = generation;
-        for w in workers {
-            if let Some(g) = cluster.workers.get_mut(&w) {
-                g.generation = generation;
-                inner.hummock.set_context(w, generation);
-            }
-        }
-        Ok(())
-    }
-
-    async fn rebuild_actors(&self) -> Result<InflightActorInfo, String> {
-        let inner = &self.inner;
-        let (descs, info) = {
-            let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
-            if workers.is_empty() {
-                return Err("no compute node is alive".into());
-            }
-            let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
-            let mut catalog = inner.catalog();
-            let mut i = 0usize;
-            for rel in catalog.relations.values_mut() {
-                for a in rel.all_actors_mut() {
-                    if !live.contains(&a.worker) {
-                        let to = workers[i % workers.len()];
-                        event!(
-                            inner.log,
-                            "recovery step",
-                            "migrate actor={} from={} to={to}",
-                            a.actor_id,
-                            a.worker
-                        );
-                        a.worker = to;
-                        i += 1;
-                    }
-                }
-            }
-            let mut descs = Vec::new();
-            let mut info = InflightActorInfo::default();
-            for rel in catalog.relations.values() {
-                for a in rel.all_actors() {
-                    info.actors.entry(a.worker).or_default().insert(a.actor_id);
-                    if rel.kind == RelationKind::Table {
-                        info.sources.entry(a.worker).or_default().insert(a.actor_id);
-                    }
-                }
-                descs.push((catalog.actor_descs(rel), rel.all_actors().cloned().collect::<Vec<_>>()));
-            }
-            (descs, info)
-        };
-        for (d, placement) in descs {
-            inner
-                .build_actors(d, &placement)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(info)
-    }
-
-    async fn wait_epoch_commit(&self) -> Result<Epoch, String> {
-        let inner = &self.inner;
-        let mce = inner.hummock.max_committed_epoch();
-        let workers: Vec<WorkerId> = inner.cluster().workers.keys().copied().collect();
-        for w in workers {
-            inner
-                .call(w, Request::WaitEpochCommit { epoch: mce })
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(mce)
-    }
-
-    async fn inject_initial(
-        &self,
-        info: &InflightActorInfo,
-        mce: Epoch,
-        last_epoch: Epoch,
-    ) -> Result<Epoch, String> {
-        let inner = &self.inner;
-        let curr = last_epoch.max(mce).next(&inner.clock);
-        let barrier = Barrier::new(
-            EpochPair::new(curr, mce),
-            BarrierKind::Initial,
-            Some(Mutation::Add(AddMutation::default())),
-        );
-        let nodes: Vec<WorkerId> = info.nodes().collect();
-        event!(
-            inner.log,
-            "inject barrier",
-            "prev={mce} curr={curr} kind=initial mutation=add command=recovery nodes={:?}",
-            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
-        );
-        // Inject on every node first (an actor's upstreams may be elsewhere), then collect from each.
-        for &w in &nodes {
-            let request = Request::InjectBarrier {
-                barrier: barrier.clone(),
-                to_send: info.sources.get(&w).cloned().unwrap_or_default(),
-                to_collect: info.actors.get(&w).cloned().unwrap_or_default(),
-            };
-            inner.call(w, request).await.map_err(|e| e.to_string())?;
-        }
-        for &w in &nodes {
-            match inner
-                .call(w, Request::BarrierComplete { prev_epoch: mce })
-                .await
-            {
-                Ok(Response::BarrierComplete(_)) => {}
-                Ok(other) => return Err(format!("worker {w}: unexpected answer {other:?}")),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        Ok(curr)
-    }
-
-    fn mark_ready(&self) {
-        self.scheduled.mark_ready();
-        let hook = self
-            .inner
-            .on_recovered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(hook) = hook {
-            hook();
-        }
     }
 }

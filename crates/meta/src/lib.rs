@@ -5,6 +5,9 @@ mod catalog;
 mod context;
 mod meta;
 mod progress;
+mod recovery;
 
 pub use catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
-pub use meta::{DdlError, DropMode, JobOptions, MetaConfig, MetaNode, SinkOptions};
+pub use epochlab_recovery::{DropMode, ParseDropModeError, RecoveryConfig, RecoveryError};
+pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
+pub use progress::CreateAborted;

@@ -14,44 +14,23 @@ use epochlab_common::{
     event,
 };
 use epochlab_common::{trace, vspan};
-use epochlab_recovery::{RecoveryConfig, UnregisterOrder};
-use epochlab_rpc::{Network, Request};
+use epochlab_recovery::{DropMode, RecoveryConfig, RecoveryError};
+use epochlab_rpc::{Network, Request, Response, RpcError, RpcKind};
 use epochlab_storage::HummockManager;
 use thiserror::Error;
 use tracing::Instrument;
 
 use crate::catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 use crate::context::MetaContext;
-
-/// When a dropped job's state tables are unregistered from storage (reference §6.3, §6.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropMode {
-    /// RisingWave before the fix: run the Stop command, ignore its result, unregister at once, even when the
-    /// command returned early because of a failure or recovery.
-    Buggy,
-    /// Unregister in post-collect, after the Stop barrier is collected and the actors are dropped; on failure,
-    /// recovery unregisters after every live node has acknowledged its reset.
-    Fixed,
-    /// As `Fixed`, but recovery unregisters before it resets the nodes (the order of RisingWave #15852).
-    PurgeBeforeReset,
-}
-
-impl DropMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DropMode::Buggy => "buggy",
-            DropMode::Fixed => "fixed",
-            DropMode::PurgeBeforeReset => "purge-before-reset",
-        }
-    }
-}
+use crate::progress::CreateAborted;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
     pub barrier: BarrierConfig,
+    /// When dropped jobs' tables are unregistered: by the drop's caller, in post-collect, or by recovery.
     pub drop_mode: DropMode,
     pub vnode_count: VnodeCount,
-    /// Recovery's slow steps and backoff (its unregister order follows `drop_mode`).
+    /// Recovery's slow steps and backoff (when it unregisters follows `drop_mode`).
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
@@ -69,19 +48,6 @@ impl Default for MetaConfig {
     }
 }
 
-impl MetaConfig {
-    /// The recovery configuration, with the unregister order of the drop mode.
-    pub fn recovery(&self) -> RecoveryConfig {
-        let mut r = self.recovery.clone();
-        r.unregister = match self.drop_mode {
-            DropMode::Buggy => UnregisterOrder::ByCaller,
-            DropMode::Fixed => UnregisterOrder::AfterReset,
-            DropMode::PurgeBeforeReset => UnregisterOrder::BeforeReset,
-        };
-        r
-    }
-}
-
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DdlError {
     #[error("{0} not found")]
@@ -94,8 +60,48 @@ pub enum DdlError {
     NoWorkers,
     #[error("{0}")]
     Barrier(#[from] epochlab_barrier::BarrierError),
-    #[error("rpc to worker {worker}: {message}")]
-    Rpc { worker: WorkerId, message: String },
+    #[error("rpc {} to worker {worker} failed: {source}", rpc.as_str())]
+    Rpc {
+        worker: WorkerId,
+        rpc: RpcKind,
+        #[source]
+        source: RpcError,
+    },
+    /// A foreground job's creation ended before its backfill finished.
+    #[error("{} {name} was not created: {reason}", kind.as_str())]
+    NotCreated {
+        kind: RelationKind,
+        name: String,
+        reason: CreateAborted,
+    },
+}
+
+/// A request to one node that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallError {
+    pub worker: WorkerId,
+    pub rpc: RpcKind,
+    pub source: RpcError,
+}
+
+impl From<CallError> for DdlError {
+    fn from(e: CallError) -> Self {
+        DdlError::Rpc {
+            worker: e.worker,
+            rpc: e.rpc,
+            source: e.source,
+        }
+    }
+}
+
+impl From<CallError> for RecoveryError {
+    fn from(e: CallError) -> Self {
+        RecoveryError::Rpc {
+            worker: e.worker,
+            rpc: e.rpc,
+            source: e.source,
+        }
+    }
 }
 
 /// How a view or sink over a table is created.
@@ -194,17 +200,20 @@ impl MetaInner {
         lock(&self.cluster)
     }
 
-    pub async fn call(
-        &self,
-        worker: WorkerId,
-        request: Request,
-    ) -> Result<epochlab_rpc::Response, DdlError> {
+    /// The workers meta believes alive, in id order.
+    pub fn live_workers(&self) -> Vec<WorkerId> {
+        self.cluster().workers.keys().copied().collect()
+    }
+
+    pub async fn call(&self, worker: WorkerId, request: Request) -> Result<Response, CallError> {
+        let rpc = request.kind();
         self.network
             .call(worker, request)
             .await
-            .map_err(|e| DdlError::Rpc {
+            .map_err(|source| CallError {
                 worker,
-                message: e.to_string(),
+                rpc,
+                source,
             })
     }
 
@@ -213,7 +222,7 @@ impl MetaInner {
         &self,
         descs: Vec<StreamActorDesc>,
         placement: &[ActorPlacement],
-    ) -> Result<(), DdlError> {
+    ) -> Result<(), CallError> {
         let generation = self.cluster().generation;
         let worker_of: BTreeMap<ActorId, WorkerId> =
             placement.iter().map(|a| (a.actor_id, a.worker)).collect();
@@ -235,7 +244,7 @@ impl MetaInner {
                 actors: ids.iter().copied().collect(),
             };
             if let Err(e) = self.call(*worker, request).await {
-                tracing::warn!(worker = worker.0, error = %e, "drop actors failed");
+                tracing::warn!(worker = worker.0, error = %e.source, "drop actors failed");
             }
         }
     }
@@ -247,7 +256,7 @@ impl MetaInner {
         parallelism: usize,
         offset: usize,
     ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
-        let workers: Vec<WorkerId> = self.cluster().workers.keys().copied().collect();
+        let workers = self.live_workers();
         if workers.is_empty() {
             return Err(DdlError::NoWorkers);
         }
@@ -422,7 +431,7 @@ impl MetaNode {
     }
 
     pub fn workers(&self) -> Vec<WorkerId> {
-        self.inner.cluster().workers.keys().copied().collect()
+        self.inner.live_workers()
     }
 
     pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
@@ -676,7 +685,7 @@ impl MetaNode {
                 .run_command(command)
                 .await
                 .map_err(DdlError::from),
-            Err(e) => Err(e),
+            Err(e) => Err(DdlError::from(e)),
         };
         let kind = rel.kind.as_str();
         if let Err(e) = result {
@@ -686,7 +695,7 @@ impl MetaNode {
                 "create {kind} {} id={id} failed: {e}",
                 rel.name
             );
-            inner.tracker().remove(id, "its creation failed");
+            inner.tracker().remove(id, CreateAborted::CreationFailed);
             if inner.catalog().relations.remove(&id).is_some() {
                 inner.drop_actors(&actors).await;
                 inner.hummock.unregister_tables(&tables, "create failed");
@@ -699,20 +708,19 @@ impl MetaNode {
             }
         } else if let Some(finished) = finished {
             // A foreground job: wait until every backfill actor is done (post-collect marks it created).
-            let outcome = finished
-                .await
-                .unwrap_or_else(|_| Err("meta stopped".to_string()));
-            if let Err(why) = outcome {
+            let outcome = finished.await.unwrap_or(Err(CreateAborted::MetaStopped));
+            if let Err(reason) = outcome {
                 event!(
                     inner.log,
                     "ddl",
-                    "create {kind} {} id={id} failed: {why}",
+                    "create {kind} {} id={id} failed: {reason}",
                     rel.name
                 );
-                return Err(DdlError::Invalid(format!(
-                    "{kind} {} was not created: {why}",
-                    rel.name
-                )));
+                return Err(DdlError::NotCreated {
+                    kind: rel.kind,
+                    name: rel.name,
+                    reason,
+                });
             }
         }
         let verb = if rel.background && backfills {
@@ -751,7 +759,7 @@ impl MetaNode {
             catalog.relations.remove(&id);
             rel
         };
-        inner.tracker().remove(id, "it was dropped");
+        inner.tracker().remove(id, CreateAborted::Dropped);
         let tables = rel.state_tables();
         event!(
             inner.log,
@@ -766,19 +774,17 @@ impl MetaNode {
             unregistered_table_ids: tables.clone(),
         };
         let result = inner.scheduler.run_command(command).await;
-        match inner.config.drop_mode {
-            DropMode::Buggy => {
-                // RisingWave before the fix: the result is ignored and the tables go at once.
-                if let Err(e) = &result {
-                    tracing::warn!(error = %e, "drop command failed; unregistering anyway");
-                }
-                inner
-                    .hummock
-                    .unregister_tables(&tables, "drop (buggy order)");
-                Ok(())
+        if inner.config.drop_mode.caller_unregisters_on_return() {
+            // RisingWave before the fix: the result is ignored and the tables go at once.
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "drop command failed; unregistering anyway");
             }
-            // Post-collect unregistered them, or recovery will.
-            DropMode::Fixed | DropMode::PurgeBeforeReset => result.map_err(DdlError::from),
+            inner
+                .hummock
+                .unregister_tables(&tables, "drop (buggy order)");
+            return Ok(());
         }
+        // Post-collect unregistered them, or recovery will.
+        Ok(result?)
     }
 }

@@ -4,14 +4,28 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use epochlab_barrier::CreateMviewProgress;
 use epochlab_common::{ActorId, TableId};
+use thiserror::Error;
 use tokio::sync::oneshot;
 
-pub type Finished = oneshot::Receiver<Result<(), String>>;
+/// Why a foreground job's creation ended before its backfill finished.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum CreateAborted {
+    #[error("it was dropped")]
+    Dropped,
+    #[error("recovery cleaned it up")]
+    CleanedByRecovery,
+    #[error("its creation failed")]
+    CreationFailed,
+    #[error("meta stopped")]
+    MetaStopped,
+}
+
+pub type Finished = oneshot::Receiver<Result<(), CreateAborted>>;
 
 struct TrackedJob {
     pending: BTreeSet<ActorId>,
     consumed_rows: BTreeMap<ActorId, u64>,
-    waiter: Option<oneshot::Sender<Result<(), String>>>,
+    waiter: Option<oneshot::Sender<Result<(), CreateAborted>>>,
 }
 
 #[derive(Default)]
@@ -35,11 +49,11 @@ impl CreateTracker {
     }
 
     /// Stop tracking; a waiting DDL fails with `why`.
-    pub fn remove(&mut self, job: TableId, why: &str) {
+    pub fn remove(&mut self, job: TableId, why: CreateAborted) {
         if let Some(j) = self.jobs.remove(&job)
             && let Some(w) = j.waiter
         {
-            let _ = w.send(Err(why.to_string()));
+            let _ = w.send(Err(why));
         }
     }
 

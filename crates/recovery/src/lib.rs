@@ -1,7 +1,12 @@
 //! Recovery (reference §7.1): the order of the steps, the slow ones as delays on the simulation clock, retries
 //! with backoff, and, the crux of RisingWave #14910, **when the tables of dropped jobs are unregistered
-//! relative to resetting the compute nodes**. Meta supplies the steps through [`RecoveryContext`]; this crate
-//! decides their order.
+//! relative to resetting the compute nodes** ([`DropMode`]). Meta supplies the steps through
+//! [`RecoveryContext`]; this crate decides their order.
+
+mod drop_mode;
+mod error;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::ops::Range;
@@ -11,21 +16,13 @@ use epochlab_barrier::{InflightActorInfo, RecoveredState};
 use epochlab_common::{Epoch, EventLog, SimRng, TableId, event, trace, vspan};
 use tracing::Instrument;
 
-/// When recovery unregisters the state tables of dropped (or dirty creating) jobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnregisterOrder {
-    /// Recovery leaves it to the drop's caller, which unregisters as soon as its command returns, errors
-    /// included (RisingWave before the fix). Dirty creating jobs are unregistered when they are cleaned.
-    ByCaller,
-    /// After every live node has acknowledged its reset: no actor that may use the tables still runs.
-    AfterReset,
-    /// At the top of each attempt, before the reset (the order of RisingWave #15852): a window remains.
-    BeforeReset,
-}
+pub use drop_mode::{DropMode, ParseDropModeError};
+pub use error::RecoveryError;
+
+pub type RecoveryResult<T> = Result<T, RecoveryError>;
 
 #[derive(Clone, Debug)]
 pub struct RecoveryConfig {
-    pub unregister: UnregisterOrder,
     /// Recovering background jobs' progress (before the attempts).
     pub recover_progress: Range<Duration>,
     /// Migrating actors off dead workers (in each attempt, before the reset).
@@ -37,7 +34,6 @@ pub struct RecoveryConfig {
 impl Default for RecoveryConfig {
     fn default() -> Self {
         Self {
-            unregister: UnregisterOrder::AfterReset,
             recover_progress: Duration::ZERO..Duration::ZERO,
             migrate_actors: Duration::ZERO..Duration::ZERO,
             backoff: (Duration::from_millis(20), Duration::from_secs(5)),
@@ -58,20 +54,21 @@ pub trait RecoveryContext: Send + Sync {
     fn unregister(&self, tables: &[TableId], reason: &str);
     /// Unregister every registered table the catalog does not know; returns them.
     fn purge(&self, reason: &str) -> Vec<TableId>;
-    /// Reset every live node to `generation` (abort its actors, drop its uncommitted data).
-    fn reset_nodes(&self, generation: u64) -> impl Future<Output = Result<(), String>> + Send;
+    /// Reset every live node to `generation` (abort its actors, drop its uncommitted data), all of them
+    /// concurrently. Fails unless every live node acknowledged; the others are still reset.
+    fn reset_nodes(&self, generation: u64) -> impl Future<Output = RecoveryResult<()>> + Send;
     fn next_generation(&self) -> u64;
     /// Rebuild every job's actors, moving them off dead workers.
-    fn rebuild_actors(&self) -> impl Future<Output = Result<InflightActorInfo, String>> + Send;
+    fn rebuild_actors(&self) -> impl Future<Output = RecoveryResult<InflightActorInfo>> + Send;
     /// Wait until every live node has pinned the max committed epoch; returns it.
-    fn wait_epoch_commit(&self) -> impl Future<Output = Result<Epoch, String>> + Send;
+    fn wait_epoch_commit(&self) -> impl Future<Output = RecoveryResult<Epoch>> + Send;
     /// Inject the Initial barrier (`prev` = `mce`, `curr` above `last_epoch`) and collect it; returns `curr`.
     fn inject_initial(
         &self,
         info: &InflightActorInfo,
         mce: Epoch,
         last_epoch: Epoch,
-    ) -> impl Future<Output = Result<Epoch, String>> + Send;
+    ) -> impl Future<Output = RecoveryResult<Epoch>> + Send;
     fn mark_ready(&self);
 }
 
@@ -99,16 +96,18 @@ async fn step<C: RecoveryContext, T>(
     out
 }
 
-/// Recover: retried until an attempt succeeds. The whole recovery is one trace, a span per step.
+/// Recover: retried until an attempt succeeds. `mode` decides when the tables of dropped and dirty jobs
+/// are unregistered. The whole recovery is one trace, a span per step.
 pub async fn recover<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,
+    mode: DropMode,
     reason: &str,
     last_epoch: Epoch,
 ) -> RecoveredState {
     let clock = ctx.log().clock().clone();
-    let span = vspan!(parent: None, "recovery", clock, reason = reason);
-    let state = recover_inner(ctx, config, reason, last_epoch)
+    let span = vspan!(parent: None, "recovery", clock, reason = reason, drop_mode = mode.as_str());
+    let state = recover_inner(ctx, config, mode, reason, last_epoch)
         .instrument(span.clone())
         .await;
     trace::end(&span, &clock);
@@ -118,6 +117,7 @@ pub async fn recover<C: RecoveryContext>(
 async fn recover_inner<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,
+    mode: DropMode,
     reason: &str,
     last_epoch: Epoch,
 ) -> RecoveredState {
@@ -128,18 +128,7 @@ async fn recover_inner<C: RecoveryContext>(
         "recovery step",
         "abort and mark blocked aborted={aborted}"
     );
-    let mut to_unregister = ctx.clean_dirty_jobs();
-    if !to_unregister.is_empty() {
-        event!(
-            ctx.log(),
-            "recovery step",
-            "clean dirty jobs tables={to_unregister:?}"
-        );
-        if config.unregister == UnregisterOrder::ByCaller {
-            ctx.unregister(&to_unregister, "dirty job cleaned");
-            to_unregister.clear();
-        }
-    }
+    let mut pending = clean_dirty_jobs(ctx, mode);
     slow_step(ctx, "recover background progress", &config.recover_progress).await;
     let (first, max) = config.backoff;
     let mut backoff = first;
@@ -147,7 +136,7 @@ async fn recover_inner<C: RecoveryContext>(
     loop {
         attempt += 1;
         event!(ctx.log(), "recovery", "attempt={attempt}");
-        match attempt_once(ctx, config, &mut to_unregister, last_epoch).await {
+        match attempt_once(ctx, config, mode, &mut pending, last_epoch).await {
             Ok(state) => {
                 ctx.mark_ready();
                 event!(
@@ -172,12 +161,43 @@ async fn recover_inner<C: RecoveryContext>(
     }
 }
 
+/// Clean dirty creating jobs; returns their tables if recovery unregisters them later.
+fn clean_dirty_jobs<C: RecoveryContext>(ctx: &C, mode: DropMode) -> Vec<TableId> {
+    let tables = ctx.clean_dirty_jobs();
+    if tables.is_empty() {
+        return tables;
+    }
+    event!(
+        ctx.log(),
+        "recovery step",
+        "clean dirty jobs tables={tables:?}"
+    );
+    if mode.unregisters_dirty_jobs_when_cleaned() {
+        ctx.unregister(&tables, "dirty job cleaned");
+        return Vec::new();
+    }
+    tables
+}
+
+/// Unregister the pending tables, then purge every registered table the catalog does not know.
+fn unregister_pending<C: RecoveryContext>(ctx: &C, pending: &mut Vec<TableId>, reason: &str) {
+    if !pending.is_empty() {
+        ctx.unregister(pending, reason);
+        pending.clear();
+    }
+    let purged = ctx.purge(reason);
+    if !purged.is_empty() {
+        event!(ctx.log(), "recovery step", "purge tables={purged:?}");
+    }
+}
+
 async fn attempt_once<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,
-    to_unregister: &mut Vec<TableId>,
+    mode: DropMode,
+    pending: &mut Vec<TableId>,
     last_epoch: Epoch,
-) -> Result<RecoveredState, String> {
+) -> RecoveryResult<RecoveredState> {
     let dropped = ctx.pre_apply_drops();
     if !dropped.is_empty() {
         event!(
@@ -185,23 +205,12 @@ async fn attempt_once<C: RecoveryContext>(
             "recovery step",
             "pre-apply drops tables={dropped:?}"
         );
-        // Buggy order: the callers of these drops unregister the moment they hear "done".
-        if config.unregister != UnregisterOrder::ByCaller {
-            to_unregister.extend(dropped);
-        }
+        // In a mode where recovery never unregisters, the callers of these drops do, the moment they hear
+        // "done", and `pending` is never used.
+        pending.extend(dropped);
     }
-    let unregister_now = |ctx: &C, to_unregister: &mut Vec<TableId>, reason: &str| {
-        if !to_unregister.is_empty() {
-            ctx.unregister(to_unregister, reason);
-            to_unregister.clear();
-        }
-        let purged = ctx.purge(reason);
-        if !purged.is_empty() {
-            event!(ctx.log(), "recovery step", "purge tables={purged:?}");
-        }
-    };
-    if config.unregister == UnregisterOrder::BeforeReset {
-        unregister_now(ctx, to_unregister, "recovery, before reset");
+    if mode.unregisters_in_recovery_before_reset() {
+        unregister_pending(ctx, pending, "recovery, before reset");
     }
     slow_step(ctx, "migrate actors", &config.migrate_actors).await;
     let generation = ctx.next_generation();
@@ -211,8 +220,8 @@ async fn attempt_once<C: RecoveryContext>(
         "recovery step",
         "reset nodes generation={generation}"
     );
-    if config.unregister == UnregisterOrder::AfterReset {
-        unregister_now(ctx, to_unregister, "recovery, after reset");
+    if mode.unregisters_in_recovery_after_reset() {
+        unregister_pending(ctx, pending, "recovery, after reset");
     }
     let info = step(ctx, "rebuild actors", ctx.rebuild_actors()).await?;
     event!(

@@ -165,7 +165,7 @@ impl Checkers {
         tables: &[TableId],
         users: Vec<(WorkerId, TableId, Vec<ActorId>)>,
     ) {
-        if mode != DropMode::Buggy {
+        if !mode.caller_unregisters_on_return() {
             for (worker, t, actors) in &users {
                 let mut v = Violation::new(
                     "I2 unregister-in-use",

@@ -633,7 +633,7 @@ fn verdict(
         report.timeline = timeline(&setup.ctx.log.lines(), v.actor);
     } else if report.recoveries == 0 {
         return report.not_reproducible("no recovery happened".into());
-    } else if p.mode == DropMode::Buggy {
+    } else if p.mode.caller_unregisters_on_return() {
         let why = why_buggy_passed(setup, record);
         return report.not_reproducible(why);
     }

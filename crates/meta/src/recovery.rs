@@ -1,0 +1,418 @@
+//! Recovery's steps over meta's state (reference §7.1). The `recovery` crate decides their order and, with
+//! the drop mode, when dropped jobs' tables are unregistered. Requests that go to every live node (reset,
+//! wait epoch commit, the Initial barrier's inject and collect) go to all of them concurrently.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use epochlab_barrier::{
+    AddMutation, Barrier, BarrierKind, Command, InflightActorInfo, Mutation, ScheduledBarriers,
+};
+use epochlab_common::plan::StreamActorDesc;
+use epochlab_common::{Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event};
+use epochlab_common::{trace, vspan};
+use epochlab_recovery::{RecoveryContext, RecoveryError, RecoveryResult};
+use epochlab_rpc::{Request, Response, RpcError, RpcKind};
+use futures::future::{join_all, try_join_all};
+use tracing::Instrument;
+
+use crate::catalog::{ActorPlacement, JobState, RelationKind};
+use crate::meta::MetaInner;
+use crate::progress::CreateAborted;
+
+/// One job's actor descriptions and their placement.
+type JobActors = (Vec<StreamActorDesc>, Vec<ActorPlacement>);
+
+/// The steps of recovery, over meta's state.
+pub(crate) struct Recovery {
+    pub(crate) inner: Arc<MetaInner>,
+    scheduled: ScheduledBarriers,
+}
+
+impl Recovery {
+    pub(crate) fn new(inner: Arc<MetaInner>, scheduled: ScheduledBarriers) -> Self {
+        Self { inner, scheduled }
+    }
+
+    /// Reset one node, in its own `reset node` span.
+    async fn reset_node(
+        &self,
+        worker: WorkerId,
+        generation: u64,
+        prev_epoch: Epoch,
+    ) -> Result<(), RpcError> {
+        let clock = &self.inner.clock;
+        let span = vspan!(
+            "reset node",
+            clock,
+            worker_id = worker.0 as i64,
+            generation = generation as i64
+        );
+        let request = Request::Reset {
+            generation,
+            prev_epoch,
+        };
+        let result = self
+            .inner
+            .network
+            .call(worker, request)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(_) => trace::end(&span, clock),
+            Err(e) => trace::fail(&span, clock, &e.to_string()),
+        }
+        result.map(|_| ())
+    }
+
+    /// Move the actors of dead workers onto live ones, round-robin; returns every job's actor descriptions
+    /// and placement, and the actors to inject into and collect from.
+    fn migrate_actors(&self) -> RecoveryResult<(Vec<JobActors>, InflightActorInfo)> {
+        let inner = &self.inner;
+        let workers = inner.live_workers();
+        if workers.is_empty() {
+            return Err(RecoveryError::NoWorkers);
+        }
+        let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
+        let mut catalog = inner.catalog();
+        let mut i = 0usize;
+        for rel in catalog.relations.values_mut() {
+            for a in rel.all_actors_mut().filter(|a| !live.contains(&a.worker)) {
+                let to = workers[i % workers.len()];
+                event!(
+                    inner.log,
+                    "recovery step",
+                    "migrate actor={} from={} to={to}",
+                    a.actor_id,
+                    a.worker
+                );
+                a.worker = to;
+                i += 1;
+            }
+        }
+        let mut descs = Vec::new();
+        let mut info = InflightActorInfo::default();
+        for rel in catalog.relations.values() {
+            for a in rel.all_actors() {
+                info.actors.entry(a.worker).or_default().insert(a.actor_id);
+                if rel.kind == RelationKind::Table {
+                    info.sources.entry(a.worker).or_default().insert(a.actor_id);
+                }
+            }
+            descs.push((catalog.actor_descs(rel), rel.all_actors().cloned().collect()));
+        }
+        Ok((descs, info))
+    }
+
+    /// Inject `barrier` on one node.
+    async fn inject(
+        &self,
+        worker: WorkerId,
+        barrier: Barrier,
+        info: &InflightActorInfo,
+    ) -> RecoveryResult<()> {
+        let request = Request::InjectBarrier {
+            barrier,
+            to_send: info.sources.get(&worker).cloned().unwrap_or_default(),
+            to_collect: info.actors.get(&worker).cloned().unwrap_or_default(),
+        };
+        self.inner.call(worker, request).await?;
+        Ok(())
+    }
+
+    /// Wait until one node has collected the barrier after `prev_epoch`.
+    async fn collect(&self, worker: WorkerId, prev_epoch: Epoch) -> RecoveryResult<()> {
+        match self
+            .inner
+            .call(worker, Request::BarrierComplete { prev_epoch })
+            .await?
+        {
+            Response::BarrierComplete(_) => Ok(()),
+            Response::Ack => Err(RecoveryError::UnexpectedResponse {
+                worker,
+                rpc: RpcKind::BarrierComplete,
+            }),
+        }
+    }
+}
+
+impl RecoveryContext for Recovery {
+    fn log(&self) -> &EventLog {
+        &self.inner.log
+    }
+
+    fn rng(&self) -> &SimRng {
+        &self.inner.rng
+    }
+
+    fn abort_and_mark_blocked(&self) -> usize {
+        self.scheduled
+            .abort_and_mark_blocked("cluster is under recovery")
+    }
+
+    fn clean_dirty_jobs(&self) -> Vec<TableId> {
+        let mut catalog = self.inner.catalog();
+        let dirty: Vec<TableId> = catalog
+            .relations
+            .values()
+            .filter(|r| r.state == JobState::Creating && !r.background)
+            .map(|r| r.id)
+            .collect();
+        let mut tables = Vec::new();
+        for id in dirty {
+            let rel = catalog.relations.remove(&id).expect("listed above");
+            event!(
+                self.inner.log,
+                "recovery step",
+                "clean dirty job {} id={id}",
+                rel.name
+            );
+            self.inner
+                .tracker()
+                .remove(id, CreateAborted::CleanedByRecovery);
+            tables.extend(rel.state_tables());
+        }
+        tables
+    }
+
+    fn pre_apply_drops(&self) -> Vec<TableId> {
+        self.scheduled
+            .pre_apply_drop_scheduled()
+            .into_iter()
+            .flat_map(|c| match c {
+                Command::DropStreamingJobs {
+                    unregistered_table_ids,
+                    ..
+                } => unregistered_table_ids,
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    fn unregister(&self, tables: &[TableId], reason: &str) {
+        self.inner.hummock.unregister_tables(tables, reason);
+    }
+
+    fn purge(&self, reason: &str) -> Vec<TableId> {
+        let keep: BTreeSet<TableId> = self.inner.catalog().state_tables().into_iter().collect();
+        self.inner.hummock.purge(&keep, reason)
+    }
+
+    fn next_generation(&self) -> u64 {
+        let mut cluster = self.inner.cluster();
+        cluster.last_allocated_generation += 1;
+        cluster.last_allocated_generation
+    }
+
+    /// Reset every worker meta believes alive, concurrently. A worker that acknowledged moves to
+    /// `generation` (in meta and in storage's accepted contexts) even if another failed; the cluster's
+    /// generation moves only once every worker acknowledged, so the next attempt starts consistent.
+    async fn reset_nodes(&self, generation: u64) -> RecoveryResult<()> {
+        let inner = &self.inner;
+        let prev_epoch = inner.hummock.max_committed_epoch();
+        let workers = inner.live_workers();
+        let resets = workers
+            .iter()
+            .map(|&w| self.reset_node(w, generation, prev_epoch));
+        let results = join_all(resets).await;
+        let mut failures = BTreeMap::new();
+        let mut cluster = inner.cluster();
+        for (w, result) in workers.into_iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    // A worker that expired meanwhile stays out.
+                    if let Some(info) = cluster.workers.get_mut(&w) {
+                        info.generation = generation;
+                        inner.hummock.set_context(w, generation);
+                    }
+                }
+                Err(e) => {
+                    failures.insert(w, e);
+                }
+            }
+        }
+        if !failures.is_empty() {
+            return Err(RecoveryError::Unreachable {
+                rpc: RpcKind::Reset,
+                failures,
+            });
+        }
+        cluster.generation = generation;
+        Ok(())
+    }
+
+    async fn rebuild_actors(&self) -> RecoveryResult<InflightActorInfo> {
+        let (descs, info) = self.migrate_actors()?;
+        for (d, placement) in descs {
+            self.inner.build_actors(d, &placement).await?;
+        }
+        Ok(info)
+    }
+
+    async fn wait_epoch_commit(&self) -> RecoveryResult<Epoch> {
+        let inner = &self.inner;
+        let mce = inner.hummock.max_committed_epoch();
+        let waits = inner
+            .live_workers()
+            .into_iter()
+            .map(|w| inner.call(w, Request::WaitEpochCommit { epoch: mce }));
+        try_join_all(waits).await?;
+        Ok(mce)
+    }
+
+    async fn inject_initial(
+        &self,
+        info: &InflightActorInfo,
+        mce: Epoch,
+        last_epoch: Epoch,
+    ) -> RecoveryResult<Epoch> {
+        let inner = &self.inner;
+        let curr = last_epoch.max(mce).next(&inner.clock);
+        let barrier = Barrier::new(
+            EpochPair::new(curr, mce),
+            BarrierKind::Initial,
+            Some(Mutation::Add(AddMutation::default())),
+        );
+        let nodes: Vec<WorkerId> = info.nodes().collect();
+        event!(
+            inner.log,
+            "inject barrier",
+            "prev={mce} curr={curr} kind=initial mutation=add command=recovery nodes={:?}",
+            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
+        );
+        // Inject on every node first (an actor's upstreams may be elsewhere), then collect from each.
+        try_join_all(nodes.iter().map(|&w| self.inject(w, barrier.clone(), info))).await?;
+        try_join_all(nodes.iter().map(|&w| self.collect(w, mce))).await?;
+        Ok(curr)
+    }
+
+    fn mark_ready(&self) {
+        self.scheduled.mark_ready();
+        let hook = self
+            .inner
+            .on_recovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use epochlab_barrier::BarrierScheduler;
+    use epochlab_common::Clock;
+    use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
+    use epochlab_rpc::Network;
+    use epochlab_storage::{CommittedStore, HummockManager};
+
+    use super::*;
+    use crate::{MetaConfig, MetaNode};
+
+    /// The resets each fake node received: (worker, generation).
+    type Received = Arc<Mutex<Vec<(WorkerId, u64)>>>;
+
+    /// A node that acknowledges every request after `delay`, recording resets.
+    fn serve(network: &Network, worker: WorkerId, delay: Duration, received: Received) {
+        let mut rx = network.register(worker);
+        tokio::spawn(async move {
+            while let Some((request, reply)) = rx.recv().await {
+                tokio::time::sleep(delay).await;
+                if let Request::Reset { generation, .. } = request {
+                    received.lock().unwrap().push((worker, generation));
+                }
+                let _ = reply.send(Ok(Response::Ack));
+            }
+        });
+    }
+
+    fn meta(network: &Network, workers: u32) -> MetaNode {
+        let clock = Clock::virtual_from(DEFAULT_ORIGIN_UNIX_MS);
+        let log = EventLog::new(clock.clone());
+        let hummock = Arc::new(HummockManager::new(CommittedStore::default(), None));
+        let (meta, _manager) = MetaNode::new(
+            MetaConfig::default(),
+            hummock,
+            network.clone(),
+            log,
+            clock,
+            SimRng::new(1),
+        );
+        for w in 1..=workers {
+            meta.add_worker(WorkerId(w));
+        }
+        meta
+    }
+
+    fn generations(meta: &MetaNode) -> Vec<u64> {
+        let cluster = meta.inner.cluster();
+        cluster.workers.values().map(|w| w.generation).collect()
+    }
+
+    /// Worker 1 is unreachable: workers 2 and 3 are still reset (concurrently, so in the time of the slowest
+    /// one), the attempt fails naming worker 1, and only 2 and 3 move to the new generation. Once worker 1
+    /// is back, the next reset moves the whole cluster.
+    #[tokio::test(start_paused = true)]
+    async fn one_unreachable_node_fails_the_reset_but_not_the_others() {
+        let network = Network::new(SimRng::new(2));
+        let meta = meta(&network, 3);
+        let received = Received::default();
+        for w in [2, 3] {
+            serve(
+                &network,
+                WorkerId(w),
+                Duration::from_secs(1),
+                received.clone(),
+            );
+        }
+        let (_scheduler, scheduled) = BarrierScheduler::new();
+        let recovery = Recovery::new(meta.inner.clone(), scheduled);
+        let start = tokio::time::Instant::now();
+        let err = recovery.reset_nodes(5).await.unwrap_err();
+        assert_eq!(
+            err,
+            RecoveryError::Unreachable {
+                rpc: RpcKind::Reset,
+                failures: BTreeMap::from([(WorkerId(1), RpcError::Unreachable(WorkerId(1)))]),
+            }
+        );
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(1),
+            "the resets ran concurrently"
+        );
+        assert_eq!(
+            *received.lock().unwrap(),
+            [(WorkerId(2), 5), (WorkerId(3), 5)]
+        );
+        assert_eq!(generations(&meta), [1, 5, 5]);
+        assert_eq!(meta.generation(), 1, "the cluster's generation stays");
+
+        serve(
+            &network,
+            WorkerId(1),
+            Duration::from_secs(1),
+            received.clone(),
+        );
+        recovery.reset_nodes(6).await.unwrap();
+        assert_eq!(generations(&meta), [6, 6, 6]);
+        assert_eq!(meta.generation(), 6);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rebuild_without_workers_fails_typed() {
+        let network = Network::new(SimRng::new(2));
+        let meta = meta(&network, 0);
+        let (_scheduler, scheduled) = BarrierScheduler::new();
+        let recovery = Recovery::new(meta.inner.clone(), scheduled);
+        assert_eq!(
+            recovery.rebuild_actors().await.unwrap_err(),
+            RecoveryError::NoWorkers
+        );
+    }
+}

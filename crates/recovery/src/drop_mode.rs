@@ -1,0 +1,130 @@
+//! When the state tables of a dropped (or dirty creating) job are unregistered from storage (reference §6.3,
+//! §6.4). One enum, and one method per decision; each decision is read in exactly one place.
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// When a dropped job's state tables are unregistered, relative to stopping the actors that use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropMode {
+    /// RisingWave before the fix: the drop's caller ignores the Stop command's result and unregisters at
+    /// once, even when the command returned early because of a failure or recovery; recovery unregisters
+    /// dirty creating jobs as it cleans them, before the reset.
+    Buggy,
+    /// Unregister in post-collect, after the Stop barrier is collected and the actors are dropped; on
+    /// failure, recovery unregisters (and purges tables the catalog does not know) after every live node has
+    /// acknowledged its reset.
+    Fixed,
+    /// As `Fixed`, but recovery unregisters and purges at the top of each attempt, before it resets the
+    /// nodes (the order of RisingWave #15852): a window remains.
+    PurgeBeforeReset,
+}
+
+impl DropMode {
+    pub const ALL: [DropMode; 3] = [DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropMode::Buggy => "buggy",
+            DropMode::Fixed => "fixed",
+            DropMode::PurgeBeforeReset => "purge-before-reset",
+        }
+    }
+
+    /// The drop's caller unregisters as soon as `run_command` returns, errors included (meta's `drop_job`).
+    pub fn caller_unregisters_on_return(self) -> bool {
+        self == DropMode::Buggy
+    }
+
+    /// Post-collect of the Stop barrier unregisters, after it dropped the job's actors.
+    pub fn unregisters_in_post_collect(self) -> bool {
+        matches!(self, DropMode::Fixed | DropMode::PurgeBeforeReset)
+    }
+
+    /// Recovery unregisters pending drops and purges tables the catalog does not know at the top of each
+    /// attempt, before the reset.
+    pub fn unregisters_in_recovery_before_reset(self) -> bool {
+        self == DropMode::PurgeBeforeReset
+    }
+
+    /// Recovery unregisters pending drops and purges tables the catalog does not know once every live node
+    /// has acknowledged its reset.
+    pub fn unregisters_in_recovery_after_reset(self) -> bool {
+        self == DropMode::Fixed
+    }
+
+    /// Recovery unregisters dirty creating jobs' tables as it cleans them, before the reset.
+    pub fn unregisters_dirty_jobs_when_cleaned(self) -> bool {
+        self == DropMode::Buggy
+    }
+}
+
+impl fmt::Display for DropMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that names no drop mode.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("unknown drop mode `{given}`: expected one of {}", valid_modes())]
+pub struct ParseDropModeError {
+    pub given: String,
+}
+
+fn valid_modes() -> String {
+    DropMode::ALL
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for DropMode {
+    type Err = ParseDropModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DropMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ParseDropModeError {
+                given: s.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_its_name() {
+        for m in DropMode::ALL {
+            assert_eq!(m.as_str().parse::<DropMode>(), Ok(m));
+            assert_eq!(m.to_string(), m.as_str());
+        }
+        let e = "fast".parse::<DropMode>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown drop mode `fast`: expected one of buggy, fixed, purge-before-reset"
+        );
+    }
+
+    #[test]
+    fn exactly_one_place_unregisters_a_drop_that_failed() {
+        for m in DropMode::ALL {
+            let by_recovery = m.unregisters_in_recovery_before_reset() as u8
+                + m.unregisters_in_recovery_after_reset() as u8;
+            let by_caller = m.caller_unregisters_on_return() as u8;
+            assert_eq!(by_recovery + by_caller, 1, "{m}");
+            assert_eq!(m.unregisters_in_post_collect(), by_caller == 0, "{m}");
+            assert_eq!(
+                m.unregisters_dirty_jobs_when_cleaned(),
+                by_caller == 1,
+                "{m}"
+            );
+        }
+    }
+}
