@@ -12,20 +12,36 @@
 //! can build everything.
 
 use std::env;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <repro|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
-    let mut args = env::args().skip(1);
+    // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
+    // UTF-8 as bad input); the other commands need text.
+    let mut args = env::args_os().skip(1);
     let Some(cmd) = args.next() else {
         eprintln!("xtask: no command given; {USAGE}");
         return ExitCode::from(2);
     };
-    let rest: Vec<String> = args.collect();
+    let Some(cmd) = cmd.to_str().map(str::to_string) else {
+        eprintln!("xtask: argument 1 is not valid UTF-8; {USAGE}");
+        return ExitCode::from(2);
+    };
+    let raw: Vec<OsString> = args.collect();
+    if cmd == "repro" {
+        return finish(repro(&raw));
+    }
+    let rest: Vec<String> = match raw.into_iter().enumerate().map(utf8).collect() {
+        Ok(rest) => rest,
+        Err(n) => {
+            eprintln!("xtask: argument {n} is not valid UTF-8");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cmd.as_str() {
-        "repro" => repro(&rest),
         "screenshot" => screenshot(&rest),
         "test" => test(&rest),
         "bench" => bench(&rest),
@@ -41,6 +57,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    finish(result)
+}
+
+/// Argument `i + 2` (after the command) as text, or its position.
+fn utf8((i, arg): (usize, OsString)) -> std::result::Result<String, usize> {
+    arg.into_string().map_err(|_| i + 2)
+}
+
+fn finish(result: Result) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, message }) => {
@@ -176,7 +201,7 @@ fn epochlab() -> Result<Command> {
     Ok(cmd)
 }
 
-fn repro(args: &[String]) -> Result {
+fn repro(args: &[OsString]) -> Result {
     let mut cmd = epochlab()?;
     cmd.arg("repro");
     cmd.args(args);

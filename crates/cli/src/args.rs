@@ -1,6 +1,13 @@
-//! Flags of `epochlab repro`, checked into a one-line error each.
+//! The command line of `epochlab`, checked into a one-line error each (exit status 2).
+//!
+//! Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`); a repeated flag is rejected, as is a
+//! flag that would do nothing in the combination given.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::ReproParams;
@@ -11,80 +18,192 @@ epochlab repro: make `row [Some(Int16(0))] not found` (RisingWave #14910) happen
 Runs the scenario: a rate-limited arrangement backfill into a slow sink, DROP SINK while barriers are in flight,
 a compute node fails, recovery starts while the dropped sink's actors survive on another node.
 
-FLAGS
-  --mode M                  buggy | fixed | purge-before-reset | all (default all)
-  --seed N                  the seed of every timing (default 14910)
-  --rows N                  rows in the table (default 10000)
-  --vnodes N                vnodes per table, 1..=32768 (default 256)
-  --parallelism N           actors of the table and of the sink (default 2)
-  --compute-nodes N         compute nodes (default 3)
-  --rate-limit N            backfill snapshot rows per second per actor (default 1)
-  --barrier-latency-ms N    simulated time the slow sink spends per chunk (default 1500)
-  --checkpoint-frequency N  every n-th barrier is a checkpoint (default 1)
-  --json                    one JSON object per run, one per line
+FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
+  --mode M                  buggy | fixed | purge-before-reset | all, default all
+  --seed N                  0..=18446744073709551615, default 14910: the seed of every timing
+  --rows N                  1..=10000000, default 10000: rows in the table
+  --vnodes N                1..=32768, default 256: vnodes per table
+  --parallelism N           1..=256, default 2: actors of the table and of the sink
+  --compute-nodes N         1..=64, default 3: compute nodes
+  --rate-limit N            1..=1000000, default 1: backfill snapshot rows per second per actor
+  --barrier-latency-ms N    0..=600000, default 1500: simulated time the slow sink spends per chunk
+  --checkpoint-frequency N  1..=10000, default 1: every N-th barrier is a checkpoint
+  --persist-check on|off    default on: RisingWave's debug-build checks (the backfill reads its progress row
+                            before each write); off behaves as a release build, where only the checkers see it
+  --json                    one JSON object per run, one per line (with --check-determinism: one per mode)
   --check-determinism       run each mode twice in two child processes and compare their event logs
-  --metrics-addr ADDR       serve Prometheus metrics at http://ADDR/metrics while the runs go (off by default)
+  --event-log PATH          write each run's event log to PATH (with more than one mode, the mode goes
+                            before PATH's extension: run.log becomes run.buggy.log, ...); off by default
+  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the runs go; off by default
   --jaeger                  collect every epoch's trace in an embedded Jaeger (UI on --jaeger-addr)
-  --jaeger-addr ADDR        the Jaeger UI's address (default 127.0.0.1:16686; OTLP on a free loopback port)
+  --jaeger-addr HOST:PORT   needs --jaeger; the Jaeger UI's address, default 127.0.0.1:16686 (OTLP on a free
+                            loopback port)
   --otlp-endpoint URL       send traces to an external collector instead (OTLP/gRPC, e.g. http://127.0.0.1:4317)
-  --serve-for SECS          keep serving metrics and traces this long after the runs end (with --jaeger and
-                            no --serve-for: until Ctrl-C)
+  --serve-for SECS          0..=86400; needs --metrics-addr or --jaeger: keep serving this long after the runs end
+                            (default: with --jaeger until Ctrl-C, otherwise not at all)
   -h, --help                this text
 
+--check-determinism excludes --event-log, --metrics-addr, --jaeger and --otlp-endpoint: its children run
+without telemetry and it compares their event logs itself.
+
+OUTCOMES
+  failed            a check fired (the run says which: caught by ...)
+  passed            the scenario ran (drop, fault, recovery) and nothing failed
+  not_reproducible  the scenario could not show what it is for (the reason is printed)
+  stuck             epochs stopped committing (the in-flight barriers are printed)
+
 EXIT STATUS
-  0 every mode met its expectation (buggy fails with the missing row, fixed passes, purge-before-reset either)
-  1 an expectation was not met, or --check-determinism found a difference
+  0 every mode met its expectation: buggy failed, fixed passed, purge-before-reset did not get stuck
+  1 a mode that must pass failed or got stuck (or buggy got stuck), or the two --check-determinism runs of a
+    mode differed, or one of them crashed
   2 bad input
-  3 the only unmet expectation is buggy being not_reproducible";
+  3 nothing that must pass failed, but some mode could not show what it is for: buggy was not_reproducible
+    (or passed), or fixed was not_reproducible";
+
+/// An inclusive range of a numeric flag; `--help` states each one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+pub const SEED: Range = Range {
+    lo: 0,
+    hi: u64::MAX,
+};
+pub const ROWS: Range = Range {
+    lo: 1,
+    hi: 10_000_000,
+};
+pub const VNODES: Range = Range { lo: 1, hi: 32_768 };
+pub const PARALLELISM: Range = Range { lo: 1, hi: 256 };
+pub const COMPUTE_NODES: Range = Range { lo: 1, hi: 64 };
+pub const RATE_LIMIT: Range = Range {
+    lo: 1,
+    hi: 1_000_000,
+};
+pub const BARRIER_LATENCY_MS: Range = Range { lo: 0, hi: 600_000 };
+pub const CHECKPOINT_FREQUENCY: Range = Range { lo: 1, hi: 10_000 };
+pub const SERVE_FOR: Range = Range { lo: 0, hi: 86_400 };
+
+pub const DEFAULT_JAEGER_ADDR: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 16686));
+
+/// Bad input: one line on stderr and exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgError {
+    #[error("argument {0} is not valid UTF-8")]
+    NotUtf8(usize),
+    #[error("unknown flag `{0}` (see --help)")]
+    UnknownFlag(String),
+    #[error("unexpected argument `{0}`: repro takes only flags (see --help)")]
+    UnexpectedArgument(String),
+    #[error("{0} is given twice: give each flag at most once")]
+    Repeated(&'static str),
+    #[error("{0} needs a value")]
+    MissingValue(&'static str),
+    #[error("{0} takes no value")]
+    TakesNoValue(&'static str),
+    #[error("{flag} takes a whole number in {}..={}, not `{value}`", range.lo, range.hi)]
+    NotANumber {
+        flag: &'static str,
+        range: Range,
+        value: String,
+    },
+    #[error("{flag} must be in {}..={}, not {value}", range.lo, range.hi)]
+    OutOfRange {
+        flag: &'static str,
+        range: Range,
+        value: u64,
+    },
+    #[error("--mode must be buggy, fixed, purge-before-reset or all, not `{0}`")]
+    NotAMode(String),
+    #[error("{flag} takes on or off, not `{value}`")]
+    NotOnOff { flag: &'static str, value: String },
+    #[error("{flag} takes HOST:PORT, such as {example}, not `{value}`")]
+    NotAnAddress {
+        flag: &'static str,
+        example: &'static str,
+        value: String,
+    },
+    #[error("--otlp-endpoint takes a URL such as http://127.0.0.1:4317, not `{0}`")]
+    NotAUrl(String),
+    /// A flag that would do nothing without another.
+    #[error("{flag} {reason}")]
+    Pointless {
+        flag: &'static str,
+        reason: &'static str,
+    },
+    #[error("{a} and {b} exclude each other: {reason}")]
+    Exclusive {
+        a: &'static str,
+        b: &'static str,
+        reason: &'static str,
+    },
+}
+
+/// The top-level command line's errors; each displays as the one line to print.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CliError {
+    #[error("epochlab: {0}")]
+    Encoding(ArgError),
+    #[error("epochlab: no command given; usage: epochlab repro [FLAGS] (epochlab repro --help)")]
+    NoCommand,
+    #[error("epochlab: unknown command `{0}`; usage: epochlab repro [FLAGS]")]
+    UnknownCommand(String),
+    #[error("epochlab repro: {0}")]
+    Repro(#[from] ArgError),
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// `epochlab help`, `epochlab repro --help`.
+    Help,
+    Repro(Box<ReproArgs>),
+}
+
+/// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
+pub fn utf8(argv: impl IntoIterator<Item = OsString>) -> Result<Vec<String>, ArgError> {
+    argv.into_iter()
+        .enumerate()
+        .map(|(i, a)| a.into_string().map_err(|_| ArgError::NotUtf8(i + 1)))
+        .collect()
+}
+
+/// Parse the arguments after the program's name.
+pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocation, CliError> {
+    let argv = utf8(argv).map_err(CliError::Encoding)?;
+    let Some((cmd, rest)) = argv.split_first() else {
+        return Err(CliError::NoCommand);
+    };
+    match cmd.as_str() {
+        "repro" => Ok(ReproArgs::parse(rest)?),
+        "-h" | "--help" | "help" => Ok(Invocation::Help),
+        other => Err(CliError::UnknownCommand(other.to_string())),
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct ReproArgs {
     pub modes: Vec<DropMode>,
-    pub mode_flag: Option<String>,
     pub params: ReproParams,
     pub json: bool,
     pub check_determinism: bool,
-    /// Write every event-log line here (used by --check-determinism's children).
+    /// Write every event-log line here (used by --check-determinism's children); see [`Self::event_log_of`].
     pub event_log: Option<PathBuf>,
-    pub metrics_addr: Option<std::net::SocketAddr>,
-    pub serve_for: Option<std::time::Duration>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub serve_for: Option<Duration>,
     pub jaeger: bool,
-    pub jaeger_addr: std::net::SocketAddr,
+    /// `None`: [`DEFAULT_JAEGER_ADDR`].
+    pub jaeger_addr: Option<SocketAddr>,
     pub otlp_endpoint: Option<String>,
 }
 
-pub enum Parsed {
-    Run(Box<ReproArgs>),
-    Help,
-}
-
-pub fn parse_mode(s: &str) -> Option<Vec<DropMode>> {
-    Some(match s {
-        "buggy" => vec![DropMode::Buggy],
-        "fixed" => vec![DropMode::Fixed],
-        "purge-before-reset" => vec![DropMode::PurgeBeforeReset],
-        "all" => vec![DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset],
-        _ => return None,
-    })
-}
-
-fn number<T: std::str::FromStr>(flag: &str, value: &str, lo: u64, hi: u64) -> Result<T, String> {
-    let n: u64 = value
-        .parse()
-        .map_err(|_| format!("{flag} takes a whole number, not `{value}`"))?;
-    if n < lo || n > hi {
-        return Err(format!("{flag} must be between {lo} and {hi}, not {n}"));
-    }
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: `{value}` is out of range"))
-}
-
-impl ReproArgs {
-    pub fn parse(argv: &[String]) -> Result<Parsed, String> {
-        let mut a = ReproArgs {
-            modes: parse_mode("all").unwrap(),
-            mode_flag: None,
+impl Default for ReproArgs {
+    fn default() -> Self {
+        Self {
+            modes: ALL_MODES.to_vec(),
             params: ReproParams::default(),
             json: false,
             check_determinism: false,
@@ -92,85 +211,625 @@ impl ReproArgs {
             metrics_addr: None,
             serve_for: None,
             jaeger: false,
-            jaeger_addr: "127.0.0.1:16686".parse().expect("valid default"),
+            jaeger_addr: None,
             otlp_endpoint: None,
-        };
+        }
+    }
+}
+
+const ALL_MODES: [DropMode; 3] = [DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset];
+
+/// The modes `--mode` selects.
+///
+/// Kept local while `DropMode` has no `FromStr`: once it has, the three single-mode arms become
+/// `s.parse::<DropMode>().ok().map(|m| vec![m])`, and only `all` stays here.
+pub fn parse_modes(s: &str) -> Option<Vec<DropMode>> {
+    match s {
+        "all" => Some(ALL_MODES.to_vec()),
+        "buggy" => Some(vec![DropMode::Buggy]),
+        "fixed" => Some(vec![DropMode::Fixed]),
+        "purge-before-reset" => Some(vec![DropMode::PurgeBeforeReset]),
+        _ => None,
+    }
+}
+
+/// The flags of `epochlab repro`, but `-h`/`--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Flag {
+    Mode,
+    Seed,
+    Rows,
+    Vnodes,
+    Parallelism,
+    ComputeNodes,
+    RateLimit,
+    BarrierLatencyMs,
+    CheckpointFrequency,
+    PersistCheck,
+    Json,
+    CheckDeterminism,
+    EventLog,
+    MetricsAddr,
+    Jaeger,
+    JaegerAddr,
+    OtlpEndpoint,
+    ServeFor,
+}
+
+impl Flag {
+    pub const ALL: [Flag; 18] = [
+        Flag::Mode,
+        Flag::Seed,
+        Flag::Rows,
+        Flag::Vnodes,
+        Flag::Parallelism,
+        Flag::ComputeNodes,
+        Flag::RateLimit,
+        Flag::BarrierLatencyMs,
+        Flag::CheckpointFrequency,
+        Flag::PersistCheck,
+        Flag::Json,
+        Flag::CheckDeterminism,
+        Flag::EventLog,
+        Flag::MetricsAddr,
+        Flag::Jaeger,
+        Flag::JaegerAddr,
+        Flag::OtlpEndpoint,
+        Flag::ServeFor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flag::Mode => "--mode",
+            Flag::Seed => "--seed",
+            Flag::Rows => "--rows",
+            Flag::Vnodes => "--vnodes",
+            Flag::Parallelism => "--parallelism",
+            Flag::ComputeNodes => "--compute-nodes",
+            Flag::RateLimit => "--rate-limit",
+            Flag::BarrierLatencyMs => "--barrier-latency-ms",
+            Flag::CheckpointFrequency => "--checkpoint-frequency",
+            Flag::PersistCheck => "--persist-check",
+            Flag::Json => "--json",
+            Flag::CheckDeterminism => "--check-determinism",
+            Flag::EventLog => "--event-log",
+            Flag::MetricsAddr => "--metrics-addr",
+            Flag::Jaeger => "--jaeger",
+            Flag::JaegerAddr => "--jaeger-addr",
+            Flag::OtlpEndpoint => "--otlp-endpoint",
+            Flag::ServeFor => "--serve-for",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Flag> {
+        Flag::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    fn takes_value(self) -> bool {
+        !matches!(self, Flag::Json | Flag::CheckDeterminism | Flag::Jaeger)
+    }
+}
+
+fn number<T: TryFrom<u64>>(flag: Flag, value: &str, range: Range) -> Result<T, ArgError> {
+    let n: u64 = value.parse().map_err(|_| ArgError::NotANumber {
+        flag: flag.name(),
+        range,
+        value: value.to_string(),
+    })?;
+    let out_of_range = ArgError::OutOfRange {
+        flag: flag.name(),
+        range,
+        value: n,
+    };
+    if n < range.lo || n > range.hi {
+        return Err(out_of_range);
+    }
+    T::try_from(n).map_err(|_| out_of_range)
+}
+
+fn on_off(flag: Flag, value: &str) -> Result<bool, ArgError> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(ArgError::NotOnOff {
+            flag: flag.name(),
+            value: value.to_string(),
+        }),
+    }
+}
+
+fn address(flag: Flag, value: &str, example: &'static str) -> Result<SocketAddr, ArgError> {
+    value.parse().map_err(|_| ArgError::NotAnAddress {
+        flag: flag.name(),
+        example,
+        value: value.to_string(),
+    })
+}
+
+fn url(value: &str) -> Result<String, ArgError> {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() => Ok(value.to_string()),
+        _ => Err(ArgError::NotAUrl(value.to_string())),
+    }
+}
+
+/// `--name=value` splits into the name and the value.
+fn split_inline(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('=') {
+        Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+        _ => (arg, None),
+    }
+}
+
+fn unknown(arg: &str) -> ArgError {
+    if arg.starts_with('-') {
+        ArgError::UnknownFlag(arg.to_string())
+    } else {
+        ArgError::UnexpectedArgument(arg.to_string())
+    }
+}
+
+impl ReproArgs {
+    /// Parse `epochlab repro`'s arguments; `-h`/`--help` anywhere asks for the help (unless an error came first).
+    pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
+        let mut a = ReproArgs::default();
+        let mut seen = BTreeSet::new();
         let mut it = argv.iter();
-        while let Some(flag) = it.next() {
-            let (name, inline) = match flag.split_once('=') {
-                Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-                _ => (flag.as_str(), None),
+        while let Some(arg) = it.next() {
+            if arg == "-h" || arg == "--help" {
+                return Ok(Invocation::Help);
+            }
+            let (name, inline) = split_inline(arg);
+            let flag = Flag::from_name(name).ok_or_else(|| unknown(arg))?;
+            if !seen.insert(flag) {
+                return Err(ArgError::Repeated(flag.name()));
+            }
+            let value = match (flag.takes_value(), inline) {
+                (true, Some(v)) => v,
+                (true, None) => it
+                    .next()
+                    .ok_or(ArgError::MissingValue(flag.name()))?
+                    .as_str(),
+                (false, None) => "",
+                (false, Some(_)) => return Err(ArgError::TakesNoValue(flag.name())),
             };
-            let mut value = |name: &str| -> Result<String, String> {
-                match &inline {
-                    Some(v) => Ok(v.clone()),
-                    None => it
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| format!("{name} needs a value")),
-                }
-            };
-            let p = &mut a.params;
-            match name {
-                "-h" | "--help" => return Ok(Parsed::Help),
-                "--json" => a.json = true,
-                "--check-determinism" => a.check_determinism = true,
-                "--mode" => {
-                    let v = value(name)?;
-                    a.modes = parse_mode(&v).ok_or_else(|| {
-                        format!("--mode must be buggy, fixed, purge-before-reset or all, not `{v}`")
-                    })?;
-                    a.mode_flag = Some(v);
-                }
-                "--seed" => p.seed = number(name, &value(name)?, 0, u64::MAX)?,
-                "--rows" => p.rows = number(name, &value(name)?, 1, 10_000_000)?,
-                "--vnodes" => p.vnodes = number(name, &value(name)?, 1, 32_768)?,
-                "--parallelism" => p.parallelism = number(name, &value(name)?, 1, 256)?,
-                "--compute-nodes" => p.compute_nodes = number(name, &value(name)?, 1, 64)?,
-                "--rate-limit" => p.rate_limit = number(name, &value(name)?, 1, 1_000_000)?,
-                "--barrier-latency-ms" => {
-                    p.barrier_latency_ms = number(name, &value(name)?, 0, 600_000)?
-                }
-                "--checkpoint-frequency" => {
-                    p.checkpoint_frequency = number(name, &value(name)?, 1, 10_000)?
-                }
-                "--event-log" => a.event_log = Some(PathBuf::from(value(name)?)),
-                "--metrics-addr" => {
-                    let v = value(name)?;
-                    let addr = v.parse().map_err(|_| {
-                        format!("--metrics-addr takes HOST:PORT, such as 127.0.0.1:9464, not `{v}`")
-                    })?;
-                    a.metrics_addr = Some(addr);
-                }
-                "--jaeger" => a.jaeger = true,
-                "--jaeger-addr" => {
-                    let v = value(name)?;
-                    a.jaeger_addr = v.parse().map_err(|_| {
-                        format!("--jaeger-addr takes HOST:PORT, such as 127.0.0.1:16686, not `{v}`")
-                    })?;
-                }
-                "--otlp-endpoint" => {
-                    let v = value(name)?;
-                    if !(v.starts_with("http://") || v.starts_with("https://")) {
-                        return Err(format!(
-                            "--otlp-endpoint takes a URL such as http://127.0.0.1:4317, not `{v}`"
-                        ));
-                    }
-                    a.otlp_endpoint = Some(v);
-                }
-                "--serve-for" => {
-                    let secs: u64 = number(name, &value(name)?, 0, 86_400)?;
-                    a.serve_for = Some(std::time::Duration::from_secs(secs));
-                }
-                other => return Err(format!("unknown flag `{other}` (see --help)")),
+            a.set(flag, value)?;
+        }
+        a.check_combinations()?;
+        Ok(Invocation::Repro(Box::new(a)))
+    }
+
+    fn set(&mut self, flag: Flag, v: &str) -> Result<(), ArgError> {
+        let p = &mut self.params;
+        match flag {
+            Flag::Mode => self.modes = parse_modes(v).ok_or(ArgError::NotAMode(v.to_string()))?,
+            Flag::Seed => p.seed = number(flag, v, SEED)?,
+            Flag::Rows => p.rows = number(flag, v, ROWS)?,
+            Flag::Vnodes => p.vnodes = number(flag, v, VNODES)?,
+            Flag::Parallelism => p.parallelism = number(flag, v, PARALLELISM)?,
+            Flag::ComputeNodes => p.compute_nodes = number(flag, v, COMPUTE_NODES)?,
+            Flag::RateLimit => p.rate_limit = number(flag, v, RATE_LIMIT)?,
+            Flag::BarrierLatencyMs => p.barrier_latency_ms = number(flag, v, BARRIER_LATENCY_MS)?,
+            Flag::CheckpointFrequency => {
+                p.checkpoint_frequency = number(flag, v, CHECKPOINT_FREQUENCY)?
+            }
+            Flag::PersistCheck => p.persist_check = on_off(flag, v)?,
+            Flag::Json => self.json = true,
+            Flag::CheckDeterminism => self.check_determinism = true,
+            Flag::EventLog if v.is_empty() => return Err(ArgError::MissingValue(flag.name())),
+            Flag::EventLog => self.event_log = Some(PathBuf::from(v)),
+            Flag::MetricsAddr => self.metrics_addr = Some(address(flag, v, "127.0.0.1:9464")?),
+            Flag::Jaeger => self.jaeger = true,
+            Flag::JaegerAddr => self.jaeger_addr = Some(address(flag, v, "127.0.0.1:16686")?),
+            Flag::OtlpEndpoint => self.otlp_endpoint = Some(url(v)?),
+            Flag::ServeFor => {
+                self.serve_for = Some(Duration::from_secs(number(flag, v, SERVE_FOR)?))
             }
         }
-        if a.jaeger && a.otlp_endpoint.is_some() {
-            return Err(
-                "--jaeger and --otlp-endpoint exclude each other: traces go to one collector"
-                    .into(),
+        Ok(())
+    }
+
+    /// Reject flags that would do nothing in the combination given.
+    fn check_combinations(&self) -> Result<(), ArgError> {
+        if self.jaeger && self.otlp_endpoint.is_some() {
+            return Err(ArgError::Exclusive {
+                a: "--jaeger",
+                b: "--otlp-endpoint",
+                reason: "traces go to one collector",
+            });
+        }
+        if self.jaeger_addr.is_some() && !self.jaeger {
+            return Err(ArgError::Pointless {
+                flag: "--jaeger-addr",
+                reason: "needs --jaeger: it is the embedded Jaeger UI's address",
+            });
+        }
+        if self.serve_for.is_some() && self.metrics_addr.is_none() && !self.jaeger {
+            return Err(ArgError::Pointless {
+                flag: "--serve-for",
+                reason: "needs --metrics-addr or --jaeger: it keeps serving metrics and the embedded \
+                         Jaeger (with --otlp-endpoint the traces go elsewhere and nothing is served)",
+            });
+        }
+        if self.check_determinism && self.event_log.is_some() {
+            return Err(ArgError::Exclusive {
+                a: "--event-log",
+                b: "--check-determinism",
+                reason: "the check writes and compares its children's event logs itself",
+            });
+        }
+        if self.check_determinism {
+            let given = [
+                (self.metrics_addr.is_some(), "--metrics-addr"),
+                (self.jaeger, "--jaeger"),
+                (self.otlp_endpoint.is_some(), "--otlp-endpoint"),
+            ];
+            if let Some((_, flag)) = given.into_iter().find(|(g, _)| *g) {
+                return Err(ArgError::Exclusive {
+                    a: flag,
+                    b: "--check-determinism",
+                    reason: "the check's children run without telemetry",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn jaeger_addr(&self) -> SocketAddr {
+        self.jaeger_addr.unwrap_or(DEFAULT_JAEGER_ADDR)
+    }
+
+    /// Where the event log of `mode`'s run goes: `--event-log` itself when one mode runs, else with the mode
+    /// before the extension (`run.log` → `run.buggy.log`; `run` → `run.buggy`).
+    pub fn event_log_of(&self, mode: DropMode) -> Option<PathBuf> {
+        let path = self.event_log.as_deref()?;
+        if self.modes.len() <= 1 {
+            return Some(path.to_path_buf());
+        }
+        Some(with_mode(path, mode))
+    }
+}
+
+fn with_mode(path: &Path, mode: DropMode) -> PathBuf {
+    let mut name = path.file_stem().unwrap_or_default().to_os_string();
+    name.push(".");
+    name.push(mode.as_str());
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ReproArgs, ArgError> {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match ReproArgs::parse(&argv)? {
+            Invocation::Repro(a) => Ok(*a),
+            Invocation::Help => panic!("help for {args:?}"),
+        }
+    }
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn defaults_run_every_mode_with_the_scenario_defaults() {
+        let a = parse(&[]).expect("no flags");
+        assert_eq!(a.modes, ALL_MODES.to_vec());
+        assert_eq!(a.params, ReproParams::default());
+        assert!(a.params.persist_check);
+        assert_eq!(a.jaeger_addr(), "127.0.0.1:16686".parse().expect("address"));
+    }
+
+    #[test]
+    fn every_flag_is_read_in_both_spellings() {
+        let a = parse(&[
+            "--mode",
+            "fixed",
+            "--seed=7",
+            "--rows",
+            "12",
+            "--vnodes=1",
+            "--parallelism",
+            "3",
+            "--compute-nodes",
+            "4",
+            "--rate-limit",
+            "5",
+            "--barrier-latency-ms=0",
+            "--checkpoint-frequency",
+            "6",
+            "--persist-check=off",
+            "--json",
+        ])
+        .expect("valid flags");
+        assert_eq!(a.modes, vec![DropMode::Fixed]);
+        let p = &a.params;
+        assert_eq!(
+            (p.seed, p.rows, p.vnodes, p.parallelism, p.compute_nodes),
+            (7, 12, 1, 3, 4)
+        );
+        assert_eq!(
+            (p.rate_limit, p.barrier_latency_ms, p.checkpoint_frequency),
+            (5, 0, 6)
+        );
+        assert!(!p.persist_check);
+        assert!(a.json);
+    }
+
+    #[test]
+    fn persist_check_takes_on_or_off() {
+        assert!(
+            parse(&["--persist-check", "on"])
+                .expect("on")
+                .params
+                .persist_check
+        );
+        assert!(
+            !parse(&["--persist-check", "off"])
+                .expect("off")
+                .params
+                .persist_check
+        );
+        for bad in ["yes", "true", "ON", ""] {
+            assert_eq!(
+                parse(&["--persist-check", bad]).unwrap_err(),
+                ArgError::NotOnOff {
+                    flag: "--persist-check",
+                    value: bad.into()
+                }
             );
         }
-        Ok(Parsed::Run(Box::new(a)))
+    }
+
+    #[test]
+    fn numbers_outside_their_range_are_rejected() {
+        let cases = [
+            (Flag::Rows, ROWS),
+            (Flag::Vnodes, VNODES),
+            (Flag::Parallelism, PARALLELISM),
+            (Flag::ComputeNodes, COMPUTE_NODES),
+            (Flag::RateLimit, RATE_LIMIT),
+            (Flag::BarrierLatencyMs, BARRIER_LATENCY_MS),
+            (Flag::CheckpointFrequency, CHECKPOINT_FREQUENCY),
+        ];
+        for (flag, range) in cases {
+            let (lo, hi) = (range.lo.to_string(), range.hi.to_string());
+            parse(&[flag.name(), &lo]).expect("the lowest value");
+            parse(&[flag.name(), &hi]).expect("the highest value");
+            let above = (range.hi + 1).to_string();
+            let err = parse(&[flag.name(), &above]).unwrap_err();
+            assert_eq!(
+                err,
+                ArgError::OutOfRange {
+                    flag: flag.name(),
+                    range,
+                    value: range.hi + 1
+                }
+            );
+            if range.lo > 0 {
+                let below = (range.lo - 1).to_string();
+                assert!(matches!(
+                    parse(&[flag.name(), &below]),
+                    Err(ArgError::OutOfRange { .. })
+                ));
+            }
+            for junk in ["-1", "x", "1.5", "99999999999999999999999"] {
+                let err = parse(&[flag.name(), junk]).unwrap_err();
+                assert!(
+                    matches!(err, ArgError::NotANumber { .. }),
+                    "{flag:?} {junk}: {err:?}"
+                );
+            }
+        }
+        parse(&["--seed", &u64::MAX.to_string()]).expect("any u64 seed");
+        let err = parse(&["--jaeger", "--serve-for", "86401"]).unwrap_err();
+        assert!(matches!(
+            err,
+            ArgError::OutOfRange {
+                flag: "--serve-for",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn help_states_every_range_and_default() {
+        let d = ReproParams::default();
+        let cases = [
+            ("--seed", SEED, d.seed),
+            ("--rows", ROWS, d.rows as u64),
+            ("--vnodes", VNODES, d.vnodes.into()),
+            ("--parallelism", PARALLELISM, d.parallelism as u64),
+            ("--compute-nodes", COMPUTE_NODES, d.compute_nodes.into()),
+            ("--rate-limit", RATE_LIMIT, d.rate_limit.into()),
+            (
+                "--barrier-latency-ms",
+                BARRIER_LATENCY_MS,
+                d.barrier_latency_ms,
+            ),
+            (
+                "--checkpoint-frequency",
+                CHECKPOINT_FREQUENCY,
+                d.checkpoint_frequency.into(),
+            ),
+        ];
+        for (flag, range, default) in cases {
+            let line = REPRO_HELP
+                .lines()
+                .find(|l| l.trim_start().starts_with(flag))
+                .unwrap_or_else(|| panic!("{flag} is in --help"));
+            let want = format!("{}..={}, default {default}", range.lo, range.hi);
+            assert!(line.contains(&want), "{flag}: `{line}` lacks `{want}`");
+        }
+        assert!(REPRO_HELP.contains(&format!("{}..={}", SERVE_FOR.lo, SERVE_FOR.hi)));
+        for flag in Flag::ALL {
+            assert!(
+                REPRO_HELP.contains(&format!("  {} ", flag.name())),
+                "{flag:?}"
+            );
+        }
+        for word in [
+            "stuck",
+            "not_reproducible",
+            "0 every",
+            "1 a mode",
+            "2 bad",
+            "3 nothing",
+        ] {
+            assert!(REPRO_HELP.contains(word), "{word}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_non_utf8_argument_is_named_by_its_position() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(vec![b'-', b'-', 0xff]);
+        let argv = vec![OsString::from("repro"), OsString::from("--seed"), bad];
+        let err = parse_command(argv).unwrap_err();
+        assert_eq!(err, CliError::Encoding(ArgError::NotUtf8(3)));
+        assert_eq!(err.to_string(), "epochlab: argument 3 is not valid UTF-8");
+    }
+
+    #[test]
+    fn commands() {
+        assert_eq!(parse_command(os(&[])).unwrap_err(), CliError::NoCommand);
+        assert_eq!(
+            parse_command(os(&["soak"])).unwrap_err(),
+            CliError::UnknownCommand("soak".into())
+        );
+        assert!(matches!(parse_command(os(&["help"])), Ok(Invocation::Help)));
+        assert!(matches!(
+            parse_command(os(&["repro", "--json", "-h"])),
+            Ok(Invocation::Help)
+        ));
+        let err = parse_command(os(&["repro", "--bogus"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "epochlab repro: unknown flag `--bogus` (see --help)"
+        );
+    }
+
+    #[test]
+    fn malformed_flags_are_rejected() {
+        let cases: [(&[&str], ArgError); 9] = [
+            (&["--bogus"], ArgError::UnknownFlag("--bogus".into())),
+            (&["buggy"], ArgError::UnexpectedArgument("buggy".into())),
+            (&["--seed"], ArgError::MissingValue("--seed")),
+            (&["--event-log="], ArgError::MissingValue("--event-log")),
+            (&["--json=yes"], ArgError::TakesNoValue("--json")),
+            (&["--mode", "slow"], ArgError::NotAMode("slow".into())),
+            (
+                &["--otlp-endpoint", "127.0.0.1:4317"],
+                ArgError::NotAUrl("127.0.0.1:4317".into()),
+            ),
+            (
+                &["--otlp-endpoint", "http://"],
+                ArgError::NotAUrl("http://".into()),
+            ),
+            (
+                &["--metrics-addr", "localhost"],
+                ArgError::NotAnAddress {
+                    flag: "--metrics-addr",
+                    example: "127.0.0.1:9464",
+                    value: "localhost".into(),
+                },
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(parse(args).unwrap_err(), want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_flag_is_rejected() {
+        for args in [
+            &["--seed", "1", "--seed", "2"][..],
+            &["--seed=1", "--seed", "1"],
+            &["--json", "--json"],
+            &["--mode", "all", "--mode", "fixed"],
+            &["--persist-check", "on", "--persist-check=off"],
+        ] {
+            assert!(
+                matches!(parse(args), Err(ArgError::Repeated(_))),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn flags_that_would_do_nothing_are_rejected() {
+        let pointless = |args: &[&str], flag: &str| match parse(args) {
+            Err(ArgError::Pointless { flag: f, .. }) => assert_eq!(f, flag, "{args:?}"),
+            other => panic!("{args:?}: {other:?}"),
+        };
+        pointless(&["--jaeger-addr", "127.0.0.1:1"], "--jaeger-addr");
+        pointless(&["--serve-for", "5"], "--serve-for");
+        pointless(
+            &["--serve-for", "5", "--otlp-endpoint", "http://x:4317"],
+            "--serve-for",
+        );
+        parse(&["--serve-for", "5", "--metrics-addr", "127.0.0.1:0"]).expect("serves metrics");
+        parse(&["--serve-for", "5", "--jaeger", "--jaeger-addr=127.0.0.1:0"])
+            .expect("serves Jaeger");
+    }
+
+    #[test]
+    fn flags_that_exclude_each_other_are_rejected() {
+        let exclusive = |args: &[&str], flag: &str| match parse(args) {
+            Err(ArgError::Exclusive { a, .. }) => assert_eq!(a, flag, "{args:?}"),
+            other => panic!("{args:?}: {other:?}"),
+        };
+        exclusive(
+            &["--jaeger", "--otlp-endpoint", "http://x:4317"],
+            "--jaeger",
+        );
+        for (flag, value) in [
+            ("--event-log", Some("x.log")),
+            ("--metrics-addr", Some("127.0.0.1:0")),
+            ("--jaeger", None),
+            ("--otlp-endpoint", Some("http://x:4317")),
+        ] {
+            let mut args = vec!["--check-determinism", flag];
+            args.extend(value);
+            exclusive(&args, flag);
+        }
+        let a = parse(&["--check-determinism", "--json"]).expect("JSON per mode");
+        assert!(a.check_determinism && a.json);
+    }
+
+    #[test]
+    fn the_event_log_of_several_modes_goes_to_one_file_each() {
+        let a = parse(&["--event-log", "/tmp/run.log"]).expect("valid");
+        let paths: Vec<PathBuf> = a.modes.iter().filter_map(|&m| a.event_log_of(m)).collect();
+        let want = [
+            "/tmp/run.buggy.log",
+            "/tmp/run.fixed.log",
+            "/tmp/run.purge-before-reset.log",
+        ];
+        assert_eq!(paths, want.map(PathBuf::from).to_vec());
+        let a = parse(&["--event-log", "events", "--mode", "all"]).expect("valid");
+        assert_eq!(
+            a.event_log_of(DropMode::Fixed),
+            Some(PathBuf::from("events.fixed"))
+        );
+        let a = parse(&["--event-log", "/tmp/run.log", "--mode", "fixed"]).expect("valid");
+        assert_eq!(
+            a.event_log_of(DropMode::Fixed),
+            Some(PathBuf::from("/tmp/run.log"))
+        );
+        assert_eq!(
+            parse(&[]).expect("valid").event_log_of(DropMode::Fixed),
+            None
+        );
     }
 }

@@ -1,44 +1,33 @@
 //! `epochlab`: reproduce RisingWave #14910 on demand, from a seed, and show the fix hold.
 //!
-//! Bad input gets one line on stderr and exit status 2.
+//! Bad input gets one line on stderr and exit status 2; see `epochlab repro --help` for the others.
 
 mod args;
+mod determinism;
+mod expect;
+mod human;
 mod repro;
+mod row;
 
 use std::process::ExitCode;
 
+use args::Invocation;
+
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let Some((cmd, rest)) = argv.split_first() else {
-        eprintln!(
-            "epochlab: no command given; usage: epochlab repro [FLAGS] (epochlab repro --help)"
-        );
-        return ExitCode::from(2);
-    };
-    match cmd.as_str() {
-        "repro" => match args::ReproArgs::parse(rest) {
-            Ok(args::Parsed::Run(a)) => match repro::run(&a) {
-                Ok(code) => ExitCode::from(code),
-                Err(e) => {
-                    eprintln!("epochlab repro: {e}");
-                    ExitCode::from(2)
-                }
-            },
-            Ok(args::Parsed::Help) => {
-                println!("{}", args::REPRO_HELP);
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("epochlab repro: {e}");
-                ExitCode::from(2)
-            }
-        },
-        "-h" | "--help" | "help" => {
+    match args::parse_command(std::env::args_os().skip(1)) {
+        Ok(Invocation::Help) => {
             println!("usage: epochlab repro [FLAGS]\n\n{}", args::REPRO_HELP);
             ExitCode::SUCCESS
         }
-        other => {
-            eprintln!("epochlab: unknown command `{other}`; usage: epochlab repro [FLAGS]");
+        Ok(Invocation::Repro(a)) => match repro::run(&a) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab repro: {e}");
+                ExitCode::from(e.exit_code())
+            }
+        },
+        Err(e) => {
+            eprintln!("{e}");
             ExitCode::from(2)
         }
     }

@@ -1,0 +1,138 @@
+//! What each mode's run must show, and the exit status that follows: the one place that decides both the
+//! table's `(unexpected)` / `(not shown)` marks and `epochlab repro`'s exit status.
+
+use epochlab_meta::DropMode;
+use epochlab_sim::{Outcome, ReproReport};
+
+/// What a mode's run is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// `buggy`: a check must catch the bug (any check; `caught_by` says which).
+    Fails,
+    /// `fixed`: the scenario must run through and nothing may fail.
+    Passes,
+    /// `purge-before-reset`: its window may be caught or not, but epochs must keep committing.
+    Finishes,
+}
+
+/// How a run's outcome stands against its mode's expectation. Ordered by how much it weighs in the exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Exit 0.
+    Met,
+    /// The run could not show what it is for (exit 3).
+    NotShown,
+    /// Something that must pass failed, or a run got stuck (exit 1).
+    Unexpected,
+}
+
+impl Expectation {
+    pub fn of(mode: DropMode) -> Self {
+        match mode {
+            DropMode::Buggy => Expectation::Fails,
+            DropMode::Fixed => Expectation::Passes,
+            DropMode::PurgeBeforeReset => Expectation::Finishes,
+        }
+    }
+
+    /// The decision, for the table and the exit status alike.
+    pub fn judge(self, outcome: Outcome) -> Verdict {
+        use Expectation::{Fails, Finishes, Passes};
+        use Outcome::{Failed, NotReproducible, Passed, Stuck};
+        match (self, outcome) {
+            (_, Stuck) => Verdict::Unexpected,
+            (Fails, Failed) | (Passes, Passed) => Verdict::Met,
+            (Finishes, Failed | Passed | NotReproducible) => Verdict::Met,
+            (Passes, Failed) => Verdict::Unexpected,
+            // A buggy run that passed means no check fired: the scenario did not show the bug.
+            (Fails, Passed | NotReproducible) | (Passes, NotReproducible) => Verdict::NotShown,
+        }
+    }
+}
+
+impl Verdict {
+    pub fn of(report: &ReproReport) -> Self {
+        Expectation::of(report.params.mode).judge(report.outcome)
+    }
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Met => 0,
+            Verdict::Unexpected => 1,
+            Verdict::NotShown => 3,
+        }
+    }
+
+    /// What the table prints after the outcome.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Verdict::Met => "",
+            Verdict::Unexpected => " (unexpected)",
+            Verdict::NotShown => " (not shown)",
+        }
+    }
+}
+
+/// The exit status of a set of runs: the weightiest verdict's.
+pub fn exit_code(verdicts: impl IntoIterator<Item = Verdict>) -> u8 {
+    verdicts
+        .into_iter()
+        .max()
+        .unwrap_or(Verdict::Met)
+        .exit_code()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTCOMES: [Outcome; 4] = [
+        Outcome::Failed,
+        Outcome::Passed,
+        Outcome::NotReproducible,
+        Outcome::Stuck,
+    ];
+
+    fn code(mode: DropMode, outcome: Outcome) -> u8 {
+        Expectation::of(mode).judge(outcome).exit_code()
+    }
+
+    #[test]
+    fn every_mode_and_outcome_has_its_exit_code() {
+        let table = [
+            (DropMode::Buggy, [0, 3, 3, 1]),
+            (DropMode::Fixed, [1, 0, 3, 1]),
+            (DropMode::PurgeBeforeReset, [0, 0, 0, 1]),
+        ];
+        for (mode, codes) in table {
+            for (outcome, want) in OUTCOMES.into_iter().zip(codes) {
+                assert_eq!(code(mode, outcome), want, "{mode:?} {outcome:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn marks_follow_the_exit_code() {
+        for mode in [DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset] {
+            for outcome in OUTCOMES {
+                let v = Expectation::of(mode).judge(outcome);
+                let want = match v.exit_code() {
+                    0 => "",
+                    1 => " (unexpected)",
+                    _ => " (not shown)",
+                };
+                assert_eq!(v.mark(), want);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unexpected_run_outweighs_one_that_shows_nothing() {
+        use Verdict::{Met, NotShown, Unexpected};
+        assert_eq!(exit_code([]), 0);
+        assert_eq!(exit_code([Met, Met, Met]), 0);
+        assert_eq!(exit_code([NotShown, Met, Met]), 3);
+        assert_eq!(exit_code([NotShown, Unexpected, Met]), 1);
+        assert_eq!(exit_code([Met, Met, Unexpected]), 1);
+    }
+}

@@ -1,0 +1,141 @@
+//! The table and the details that `epochlab repro` prints without `--json`.
+
+use std::io::Write;
+
+use epochlab_sim::{Outcome, ReproParams, ReproReport};
+
+use crate::expect::Verdict;
+use crate::repro::{Run, replay};
+
+const ERROR_WIDTH: usize = 44;
+
+pub fn print(out: &mut impl Write, p: &ReproParams, runs: &[Run]) {
+    let _ = writeln!(
+        out,
+        "epochlab repro: RisingWave #14910, seed {}: {} rows, {} vnodes, parallelism {}, {} compute nodes, \
+         rate limit {} row/s, sink {} ms/chunk, checkpoint every {} barrier(s), persist check {}\n",
+        p.seed,
+        p.rows,
+        p.vnodes,
+        p.parallelism,
+        p.compute_nodes,
+        p.rate_limit,
+        p.barrier_latency_ms,
+        p.checkpoint_frequency,
+        if p.persist_check { "on" } else { "off" },
+    );
+    table(out, runs);
+    for r in runs {
+        details(out, &r.report);
+    }
+    let _ = writeln!(out, "\nreplay:");
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "  {}    # digest {}",
+            replay(&r.report.params),
+            r.digest
+        );
+    }
+}
+
+/// Cut `s` to the error column's width.
+fn clip(s: &str) -> String {
+    let first = s.lines().next().unwrap_or("");
+    if first.chars().count() > ERROR_WIDTH || first.len() < s.trim_end().len() {
+        first.chars().take(ERROR_WIDTH - 3).collect::<String>() + "..."
+    } else {
+        first.to_string()
+    }
+}
+
+fn table(out: &mut impl Write, runs: &[Run]) {
+    let _ = writeln!(
+        out,
+        "{:<19} {:<29} {:<44} {:>6} {:>20} {:>10} {:>10} {:>8}",
+        "mode",
+        "outcome",
+        "error",
+        "epochs",
+        "max committed epoch",
+        "recoveries",
+        "virtual",
+        "wall"
+    );
+    for r in runs {
+        let rep = &r.report;
+        let error = rep.error.as_deref().map_or_else(|| "-".to_string(), clip);
+        let outcome = format!("{}{}", rep.outcome.as_str(), Verdict::of(rep).mark());
+        let _ = writeln!(
+            out,
+            "{:<19} {:<29} {:<44} {:>6} {:>20} {:>10} {:>8.1} s {:>5} ms",
+            rep.params.mode.as_str(),
+            outcome,
+            error,
+            rep.epochs,
+            rep.max_committed_epoch,
+            rep.recoveries,
+            r.virtual_ms as f64 / 1000.0,
+            r.wall_ms
+        );
+    }
+}
+
+/// `text` after `prefix`, its further lines indented.
+fn block(out: &mut impl Write, prefix: &str, text: &str) {
+    let mut lines = text.lines();
+    let _ = writeln!(out, "{prefix}{}", lines.next().unwrap_or(""));
+    for l in lines {
+        let _ = writeln!(out, "  {l}");
+    }
+}
+
+/// Below the table: a failure's error, check, timeline and original log lines; a not_reproducible or stuck
+/// run's reason in full; every note and violation.
+fn details(out: &mut impl Write, rep: &ReproReport) {
+    let mode = rep.params.mode.as_str();
+    let error = rep.error.as_deref().unwrap_or("");
+    match rep.outcome {
+        Outcome::Passed => {}
+        Outcome::Failed => failure(out, rep),
+        Outcome::NotReproducible | Outcome::Stuck => {
+            let _ = writeln!(out);
+            block(out, &format!("{mode}: {}: ", rep.outcome.as_str()), error);
+        }
+    }
+    for note in &rep.notes {
+        block(out, &format!("{mode}: note: "), note);
+    }
+    for v in &rep.violations {
+        let _ = writeln!(out, "{mode}: invariant violation: {v}");
+    }
+}
+
+fn failure(out: &mut impl Write, rep: &ReproReport) {
+    let mode = rep.params.mode.as_str();
+    let error = rep.error.as_deref().unwrap_or("failed");
+    let _ = writeln!(out);
+    block(out, &format!("{mode}: "), error);
+    if let Some(check) = &rep.caught_by {
+        let _ = writeln!(out, "{mode}: caught by {check}");
+    }
+    if !rep.timeline.is_empty() {
+        let _ = writeln!(
+            out,
+            "{mode}: timeline (virtual seconds; the unregister, the actor's persists, the failing read)"
+        );
+        for l in &rep.timeline {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
+    if !rep.original_lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "{mode}: the failing actor's log, the lines of the original failure log"
+        );
+        for l in &rep.original_lines {
+            let _ = writeln!(out, "  {l}");
+        }
+        let _ = writeln!(out, "  {error}");
+    }
+}

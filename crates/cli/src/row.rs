@@ -1,0 +1,142 @@
+//! The JSON that `--json` writes: one object per line, through serde.
+
+use epochlab_sim::Violation;
+use serde::{Deserialize, Serialize};
+
+use crate::repro::{Run, replay};
+
+/// One run (`epochlab repro --json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub mode: String,
+    pub seed: u64,
+    /// `failed`, `passed`, `not_reproducible` or `stuck`.
+    pub outcome: String,
+    /// What failed; for `not_reproducible` and `stuck`, why.
+    pub error: Option<String>,
+    /// Which check made the run fail.
+    pub caught_by: Option<String>,
+    pub failing_vnode: Option<u32>,
+    pub failing_actor: Option<u32>,
+    pub epochs: u64,
+    pub max_committed_epoch: u64,
+    pub recoveries: u64,
+    pub violations: Vec<ViolationRow>,
+    pub notes: Vec<String>,
+    pub persist_check: bool,
+    pub virtual_ms: u64,
+    pub wall_ms: u64,
+    /// The event log's digest: the same flags give the same digest.
+    pub digest: String,
+    /// The command that replays this run.
+    pub replay: String,
+}
+
+/// One invariant violation a checker observed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationRow {
+    pub invariant: String,
+    pub detail: String,
+    pub actor: Option<u32>,
+    pub table: Option<u32>,
+    pub epoch: Option<u64>,
+    /// Virtual time, microseconds since the simulation's origin.
+    pub at_us: Option<u64>,
+}
+
+impl From<&Violation> for ViolationRow {
+    fn from(v: &Violation) -> Self {
+        Self {
+            invariant: v.invariant.to_string(),
+            detail: v.detail.clone(),
+            actor: v.actor,
+            table: v.table,
+            epoch: v.epoch,
+            at_us: v.at_us,
+        }
+    }
+}
+
+impl RunRow {
+    pub fn of(run: &Run) -> Self {
+        let r = &run.report;
+        Self {
+            mode: r.params.mode.as_str().to_string(),
+            seed: r.params.seed,
+            outcome: r.outcome.as_str().to_string(),
+            error: r.error.clone(),
+            caught_by: r.caught_by.clone(),
+            failing_vnode: r.failing_vnode,
+            failing_actor: r.failing_actor,
+            epochs: r.epochs,
+            max_committed_epoch: r.max_committed_epoch,
+            recoveries: r.recoveries,
+            violations: r.violations.iter().map(ViolationRow::from).collect(),
+            notes: r.notes.clone(),
+            persist_check: r.params.persist_check,
+            virtual_ms: run.virtual_ms,
+            wall_ms: run.wall_ms,
+            digest: run.digest.clone(),
+            replay: replay(&r.params),
+        }
+    }
+}
+
+/// One mode of `--check-determinism --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeterminismRow {
+    pub mode: String,
+    pub verdict: Determinism,
+    /// Each child's digest, in the order they ran (fewer when a child crashed).
+    pub digests: Vec<String>,
+    /// Each child's outcome, in the same order.
+    pub outcomes: Vec<String>,
+    /// Where the two event logs first differ, when they do.
+    pub first_difference: Option<Difference>,
+    /// How the crashed child ended, e.g. `status 101` or `signal 9`.
+    pub crash: Option<String>,
+    /// The last lines of the crashed child's stderr.
+    pub stderr_tail: Vec<String>,
+    /// The command that runs this mode's check again.
+    pub replay: String,
+}
+
+/// What `--check-determinism` found for one mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Determinism {
+    /// Both children wrote the same digest.
+    Deterministic,
+    /// The digests differ.
+    NotDeterministic,
+    /// A child crashed (see `crash`).
+    Crashed,
+}
+
+/// The first event at which two event logs differ (1-based), or where the shorter one ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Difference {
+    pub event: usize,
+    pub first: Option<String>,
+    pub second: Option<String>,
+}
+
+/// Where two event logs first differ, if they do.
+pub fn first_difference(a: &str, b: &str) -> Option<Difference> {
+    let (mut a, mut b) = (a.lines(), b.lines());
+    let mut event = 0;
+    loop {
+        event += 1;
+        match (a.next(), b.next()) {
+            (None, None) => return None,
+            (x, y) if x == y => {}
+            (x, y) => {
+                return Some(Difference {
+                    event,
+                    first: x.map(str::to_string),
+                    second: y.map(str::to_string),
+                });
+            }
+        }
+    }
+}

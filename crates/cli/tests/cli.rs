@@ -1,0 +1,171 @@
+//! The `epochlab` binary as a user runs it: exit statuses, one-line errors, and the JSON rows.
+
+use std::ffi::OsString;
+use std::process::{Command, Output};
+
+use serde::Deserialize;
+
+/// `epochlab repro --json`'s row, field for field: an added, renamed or missing field fails the test.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RunRow {
+    mode: String,
+    seed: u64,
+    outcome: String,
+    error: Option<String>,
+    caught_by: Option<String>,
+    failing_vnode: Option<u32>,
+    failing_actor: Option<u32>,
+    epochs: u64,
+    max_committed_epoch: u64,
+    recoveries: u64,
+    violations: Vec<ViolationRow>,
+    notes: Vec<String>,
+    persist_check: bool,
+    virtual_ms: u64,
+    wall_ms: u64,
+    digest: String,
+    replay: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ViolationRow {
+    invariant: String,
+    detail: String,
+    actor: Option<u32>,
+    table: Option<u32>,
+    epoch: Option<u64>,
+    at_us: Option<u64>,
+}
+
+/// `epochlab repro --check-determinism --json`'s row.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DeterminismRow {
+    mode: String,
+    verdict: String,
+    digests: Vec<String>,
+    outcomes: Vec<String>,
+    first_difference: Option<serde_json::Value>,
+    crash: Option<String>,
+    stderr_tail: Vec<String>,
+    replay: String,
+}
+
+fn epochlab<I: Into<OsString>>(args: impl IntoIterator<Item = I>) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .args(args.into_iter().map(Into::into))
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .expect("epochlab runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
+}
+
+fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}`: {e}")))
+        .collect()
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_line_on_stderr() {
+    let cases: [&[&str]; 8] = [
+        &[],
+        &["soak"],
+        &["repro", "--bogus"],
+        &["repro", "--vnodes", "0"],
+        &["repro", "--seed", "1", "--seed", "2"],
+        &["repro", "--jaeger-addr", "127.0.0.1:1"],
+        &[
+            "repro",
+            "--serve-for",
+            "5",
+            "--otlp-endpoint",
+            "http://127.0.0.1:4317",
+        ],
+        &["repro", "--check-determinism", "--event-log", "x.log"],
+    ];
+    for args in cases {
+        let out = epochlab(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("epochlab"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_exit_2() {
+    use std::os::unix::ffi::OsStringExt;
+    let bad = OsString::from_vec(vec![b'f', 0xff, b'f']);
+    let out = epochlab([OsString::from("repro"), bad]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "epochlab: argument 2 is not valid UTF-8\n"
+    );
+}
+
+#[test]
+fn help_is_exit_0_and_names_every_outcome() {
+    let out = epochlab(["repro", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    for word in [
+        "failed",
+        "passed",
+        "not_reproducible",
+        "stuck",
+        "--persist-check on|off",
+    ] {
+        assert!(help.contains(word), "{word}");
+    }
+}
+
+#[test]
+fn fixed_passes_with_one_json_row() {
+    let out = epochlab(["repro", "--mode", "fixed", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<RunRow> = rows(&out);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(
+        (row.mode.as_str(), row.outcome.as_str()),
+        ("fixed", "passed")
+    );
+    assert!(row.persist_check);
+    assert!(!row.digest.is_empty());
+    assert!(row.replay.contains("--persist-check on"), "{}", row.replay);
+}
+
+#[test]
+fn a_table_of_one_row_is_an_outcome_not_a_panic() {
+    let out = epochlab(["repro", "--rows", "1", "--mode", "buggy", "--json"]);
+    assert_ne!(out.status.code(), Some(101), "{}", text(&out.stderr));
+    let rows: Vec<RunRow> = rows(&out);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].mode, "buggy");
+}
+
+#[test]
+fn check_determinism_honours_json() {
+    let out = epochlab(["repro", "--check-determinism", "--mode", "fixed", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<DeterminismRow> = rows(&out);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row.verdict, "deterministic");
+    assert_eq!(row.digests.len(), 2);
+    assert_eq!(row.digests[0], row.digests[1]);
+    assert_eq!(row.outcomes, ["passed", "passed"]);
+}
