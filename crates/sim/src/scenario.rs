@@ -524,7 +524,33 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
     };
     let ok = matches!(result, Ok(Ok(())));
     event!(log, "scenario", "drop returned ok={ok}");
+    ensure_recovery(setup, &mut record, p).await;
     record
+}
+
+/// The scenario is about recovery: when the fault hit no barrier (the victim had collected everything and
+/// hosts no actor any more), fail the next collection on a node that still hosts actors.
+async fn ensure_recovery(setup: &Setup, record: &mut DropRecord, p: &ReproParams) {
+    let stats = setup.cluster.barrier_stats();
+    tokio::time::sleep(Duration::from_millis(p.barrier_interval_ms) * 3).await;
+    if stats.recoveries.load(Ordering::Relaxed) > record.recoveries_at_drop {
+        return;
+    }
+    let busy: BTreeSet<WorkerId> = setup
+        .cluster
+        .meta
+        .catalog()
+        .relations
+        .values()
+        .flat_map(|r| r.all_actors().map(|a| a.worker))
+        .collect();
+    let live: BTreeSet<WorkerId> = setup.cluster.nodes().iter().map(|n| n.worker()).collect();
+    if let Some(&w) = busy.intersection(&live).next() {
+        event!(setup.ctx.log, "scenario", "fail collection on worker={w} (the fault hit no barrier)");
+        let network = &setup.cluster.network;
+        network.fail_next(RpcKind::BarrierComplete, Some(w), 1);
+        record.fault = format!("{}, then a failed barrier collection on worker {w}", record.fault);
+    }
 }
 
 fn note_return(setup: &Setup, record: &mut DropRecord) {
