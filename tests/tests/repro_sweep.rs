@@ -1,13 +1,14 @@
-//! The #14910 scenario over many seeds and shapes: the buggy drop order reproduces
-//! `row [Some(Int16(v))] not found`, the fixed one never fails, recovers, and unregisters the dropped sink's
-//! tables only after every live node was reset (or after the Stop barrier was collected).
+//! The #14910 scenario over many seeds and shapes. In every shape, `buggy` either fails (a check fired) or
+//! says why it could not show the bug; `fixed` always passes, recovers, and unregisters the dropped sink's
+//! tables only after every live node was reset (or after the Stop barrier was collected). The sweep itself is
+//! checked: with the buggy drop order it must fail, and with the persist check off an independent checker
+//! must still catch every run the check would have caught.
 
 use epochlab_common::SimRng;
 use epochlab_meta::DropMode;
-use epochlab_sim::{Outcome, ReproParams, run_repro};
+use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
 
-/// Shapes across the required ranges. Rows are at least four per vnode (and at least 10): a backfill
-/// whose vnodes hold at most one row never updates a stored progress row before it finishes.
+/// Shapes across the flags' ranges.
 fn shape(i: u64, checkpoint_frequency: u32) -> ReproParams {
     let rng = SimRng::new(0x1491_0000 + i);
     let vnodes = [1u32, 4, 16, 64, 256, 1024][rng.range_u64(0..6) as usize];
@@ -20,113 +21,146 @@ fn shape(i: u64, checkpoint_frequency: u32) -> ReproParams {
         vnodes,
         parallelism: 1 + rng.range_u64(0..8) as usize,
         compute_nodes: 2 + rng.range_u64(0..4) as u32,
-        barrier_latency_ms: [1200u64, 1500, 2500][rng.range_u64(0..3) as usize],
+        barrier_latency_ms: [0u64, 100, 500, 1500][rng.range_u64(0..4) as usize],
         checkpoint_frequency,
         ..Default::default()
     }
 }
 
-/// The fixed order passes, recovers, and unregisters the sink's tables only after the reset of every node
-/// or after the Stop barrier was collected; registered tables equal the catalog's at the end (checked by
-/// the scenario's checkers, whose findings would make it fail).
-fn assert_fixed(p: &ReproParams) {
-    let out = run_repro(&ReproParams {
-        mode: DropMode::Fixed,
-        ..p.clone()
-    });
+/// What the fixed drop order promises on one run; `Err` says what broke.
+fn fixed_holds(p: &ReproParams, mode: DropMode) -> Result<(), String> {
+    let out = run_repro(&ReproParams { mode, ..p.clone() });
     let r = &out.value;
-    assert_eq!(
-        r.outcome,
-        Outcome::Passed,
-        "fixed {p:?}: {:?} {:?}",
-        r.error,
-        r.violations
-    );
-    assert!(r.recoveries >= 1, "fixed {p:?}: no recovery");
+    if r.outcome != Outcome::Passed {
+        return Err(format!(
+            "{p:?}: {:?} {:?} {:?}",
+            r.outcome, r.error, r.violations
+        ));
+    }
+    if r.recoveries == 0 {
+        return Err(format!("{p:?}: no recovery"));
+    }
     let lines = out.log.lines();
-    let unregister = lines
-        .iter()
-        .position(|l| {
-            l.contains(" unregister tables: ") && l.contains("reason=drop collected")
-                || l.contains(" unregister tables: ") && l.contains("reason=recovery, after reset")
-        })
-        .unwrap_or_else(|| panic!("fixed {p:?}: the sink's tables were never unregistered"));
-    let failure = lines
-        .iter()
-        .position(|l| l.contains(" barrier failed: "))
-        .expect("a failure");
+    let unregister = lines.iter().position(|l| {
+        l.contains(" unregister tables: ")
+            && (l.contains("reason=drop collected") || l.contains("reason=recovery, after reset"))
+    });
+    let Some(unregister) = unregister else {
+        return Err(format!(
+            "{p:?}: the sink's tables were not unregistered by the fixed order"
+        ));
+    };
     if lines[unregister].contains("after reset") {
-        let resets_before = lines[failure..unregister]
+        let failure = lines.iter().position(|l| l.contains(" barrier failed: "));
+        let failure = failure.ok_or_else(|| format!("{p:?}: no failure"))?;
+        let resets = lines[failure..unregister]
             .iter()
             .filter(|l| l.contains(" reset node: "))
             .count();
-        assert!(
-            resets_before >= 1,
-            "fixed {p:?}: unregistered before any reset"
-        );
+        if resets == 0 {
+            return Err(format!("{p:?}: unregistered before any reset"));
+        }
+    }
+    Ok(())
+}
+
+/// The sweep's verdict on a drop order that claims to be the fix: every shape must hold.
+fn fixed_sweep(mode: DropMode, runs: u64) -> Result<(), String> {
+    let broken: Vec<String> = (0..runs)
+        .filter_map(|i| fixed_holds(&shape(i, 1), mode).err())
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(broken.join("\n"))
+    }
+}
+
+/// A buggy run either failed with the check that fired, or says why it could not show the bug.
+fn assert_buggy_explained(p: &ReproParams, r: &ReproReport) {
+    match r.outcome {
+        Outcome::Failed => {
+            assert!(r.caught_by.is_some(), "{p:?}: failed without a checker");
+            assert!(r.error.is_some(), "{p:?}: failed without an error");
+        }
+        Outcome::NotReproducible => {
+            let why = r.error.as_deref().unwrap_or("");
+            assert!(!why.is_empty(), "{p:?}: not reproducible without a reason");
+        }
+        other => panic!("{p:?}: buggy ended {other:?}: {:?}", r.error),
     }
 }
 
 #[test]
-fn buggy_reproduces_and_fixed_holds_across_shapes() {
-    let runs = 50;
-    let mut reproduced = 0;
-    let mut misses = Vec::new();
+fn buggy_fails_or_explains_and_fixed_holds_across_shapes() {
+    let runs = 40;
+    let mut failed = 0;
     for i in 0..runs {
         let p = shape(i, 1);
         let r = run_repro(&p).value;
-        let missing_row = r
-            .error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("row [Some(Int16(") && e.ends_with(")] not found"));
-        if r.outcome == Outcome::Failed && missing_row {
-            reproduced += 1;
-            assert!(r.failing_vnode.is_some());
-            assert!(
-                !r.original_lines.is_empty(),
-                "the failing actor's log lines are captured"
-            );
-            assert!(
-                r.timeline
-                    .iter()
-                    .any(|l| l.contains(" unregister tables: ")),
-                "the unregister is on the timeline"
-            );
-        } else {
-            misses.push(format!("{p:?}: {:?} {:?}", r.outcome, r.error));
+        assert_buggy_explained(&p, &r);
+        if r.outcome == Outcome::Failed {
+            failed += 1;
         }
-        assert_fixed(&p);
     }
     assert!(
-        reproduced * 10 >= runs * 9,
-        "buggy reproduced in {reproduced} of {runs} runs; misses:\n{}",
-        misses.join("\n")
+        failed * 2 >= runs,
+        "buggy failed in only {failed} of {runs} shapes"
+    );
+    fixed_sweep(DropMode::Fixed, runs).unwrap();
+}
+
+/// Flip only the drop order of `fixed` to the buggy one (the buggy mode differs from the fixed one in
+/// nothing else): the fixed sweep must notice.
+#[test]
+fn the_fixed_sweep_fails_with_the_buggy_drop_order() {
+    let verdict = fixed_sweep(DropMode::Buggy, 12);
+    assert!(verdict.is_err(), "the sweep passed the buggy drop order");
+}
+
+/// With RisingWave's release build (no persist check), a run the check would have caught is still failed,
+/// by the zombie-access detector.
+#[test]
+fn without_the_persist_check_the_detector_catches_every_run() {
+    let mut compared = 0;
+    for seed in 1..=25 {
+        let on = ReproParams {
+            seed,
+            ..Default::default()
+        };
+        let with_check = run_repro(&on).value;
+        if with_check.outcome != Outcome::Failed {
+            continue;
+        }
+        let off = ReproParams {
+            persist_check: false,
+            ..on
+        };
+        let r = run_repro(&off).value;
+        assert_eq!(r.outcome, Outcome::Failed, "seed {seed}: {:?}", r.error);
+        assert_eq!(
+            r.caught_by.as_deref(),
+            Some("I2 zombie-access detector"),
+            "seed {seed}: {:?}",
+            r.error
+        );
+        compared += 1;
+    }
+    assert!(
+        compared >= 20,
+        "only {compared} seeds failed with the check on"
     );
 }
 
-/// With checkpoints every n barriers, the zombie's last write is committed (and so lost on unregister) only
-/// if that barrier was a checkpoint: the bug shows less often, as it would in RisingWave. The fix holds.
+/// With checkpoints every n barriers the zombie's last write is committed less often; the fix holds.
 #[test]
 fn other_checkpoint_frequencies() {
-    for (freq, runs) in [(2u32, 6u64), (3, 6)] {
-        let mut reproduced = 0;
-        for i in 0..runs {
+    for freq in [2u32, 10] {
+        for i in 0..6 {
             let p = shape(100 + i, freq);
-            let r = run_repro(&p).value;
-            if r.outcome == Outcome::Failed {
-                let e = r.error.clone().unwrap_or_default();
-                assert!(
-                    e.contains("not found"),
-                    "freq {freq}: an unexpected failure: {e}"
-                );
-                reproduced += 1;
-            }
-            assert_fixed(&p);
+            assert_buggy_explained(&p, &run_repro(&p).value);
+            fixed_holds(&p, DropMode::Fixed).unwrap();
         }
-        assert!(
-            reproduced >= 1,
-            "checkpoint frequency {freq}: never reproduced in {runs} runs"
-        );
     }
 }
 
@@ -143,15 +177,72 @@ fn different_seeds_give_different_digests() {
     assert_ne!(a, b);
 }
 
+/// The defaults show the original failure: the zombie's read of vnode 0's progress row, caught by the
+/// backfill's own check, with the failing actor's log lines and the unregister on the timeline.
 #[test]
-fn default_scenario_reproduces_in_every_build() {
+fn default_scenario_shows_the_original_failure() {
     let r = run_repro(&ReproParams::default()).value;
-    assert_eq!(r.outcome, Outcome::Failed);
-    assert_eq!(r.error.as_deref(), Some("row [Some(Int16(0))] not found"));
-    let fixed = run_repro(&ReproParams {
+    assert_eq!(r.outcome, Outcome::Failed, "{:?}", r.error);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("row [Some(Int16(0))] not found (by the backfill persist check)")
+    );
+    assert_eq!(r.caught_by.as_deref(), Some("backfill persist check"));
+    assert_eq!(r.failing_vnode, Some(0));
+    assert!(!r.original_lines.is_empty());
+    assert!(
+        r.timeline
+            .iter()
+            .any(|l| l.contains(" unregister tables: "))
+    );
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.invariant == "I2 zombie-access"),
+        "the detector saw the zombie's read too: {:?}",
+        r.violations
+    );
+    let fixed = ReproParams {
         mode: DropMode::Fixed,
         ..Default::default()
-    })
-    .value;
-    assert_eq!(fixed.outcome, Outcome::Passed);
+    };
+    assert_eq!(run_repro(&fixed).value.outcome, Outcome::Passed);
+}
+
+/// Settings that once crashed or hung end with an outcome.
+#[test]
+fn edge_settings_end_with_an_outcome() {
+    let cases = [
+        ReproParams {
+            barrier_latency_ms: 0,
+            ..Default::default()
+        },
+        ReproParams {
+            barrier_latency_ms: 1000,
+            ..Default::default()
+        },
+        ReproParams {
+            rows: 1,
+            ..Default::default()
+        },
+        ReproParams {
+            compute_nodes: 1,
+            ..Default::default()
+        },
+        ReproParams {
+            vnodes: 32768,
+            rows: 10_000,
+            ..Default::default()
+        },
+    ];
+    for p in cases {
+        for mode in DropMode::ALL {
+            let p = ReproParams { mode, ..p.clone() };
+            let r = run_repro(&p).value;
+            assert_ne!(r.outcome, Outcome::Stuck, "{p:?}: {:?}", r.error);
+            if mode == DropMode::Fixed {
+                assert_ne!(r.outcome, Outcome::Failed, "{p:?}: {:?}", r.error);
+            }
+        }
+    }
 }

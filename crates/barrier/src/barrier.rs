@@ -193,3 +193,37 @@ impl fmt::Debug for Barrier {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use epochlab_common::Epoch;
+
+    fn barrier(mutation: Mutation) -> Barrier {
+        let epoch = EpochPair::new(Epoch::test(2), Epoch::test(1));
+        Barrier::new(epoch, BarrierKind::Checkpoint, Some(mutation))
+    }
+
+    /// An `Update` (scaling) stops its dropped actors and hands new vnode bitmaps to the others.
+    #[test]
+    fn update_stops_dropped_actors_and_carries_bitmaps() {
+        let bitmap = Arc::new(Bitmap::partition(8, 2).remove(0));
+        let update = UpdateMutation {
+            vnode_bitmaps: [(ActorId(1), bitmap.clone())].into(),
+            dropped_actors: [ActorId(2)].into(),
+        };
+        let b = barrier(Mutation::Update(update));
+        assert!(b.is_stop(ActorId(2)));
+        assert!(!b.is_stop(ActorId(1)));
+        assert_eq!(b.as_update_vnode_bitmap(ActorId(1)), Some(bitmap));
+        assert_eq!(b.as_update_vnode_bitmap(ActorId(2)), None);
+        assert!(b.all_stop_actors().is_some_and(|s| s.contains(&ActorId(2))));
+    }
+
+    #[test]
+    fn pause_and_resume_predicates() {
+        assert!(barrier(Mutation::Pause).is_pause());
+        assert!(!barrier(Mutation::Pause).is_resume());
+        assert!(barrier(Mutation::Resume).is_resume());
+    }
+}

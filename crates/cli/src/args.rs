@@ -15,18 +15,20 @@ use epochlab_sim::ReproParams;
 pub const REPRO_HELP: &str = "\
 epochlab repro: make `row [Some(Int16(0))] not found` (RisingWave #14910) happen, and show the fix hold.
 
-Runs the scenario: a rate-limited arrangement backfill into a slow sink, DROP SINK while barriers are in flight,
-a compute node fails, recovery starts while the dropped sink's actors survive on another node.
+Runs the scenario: a sink over a table, fed by a rate-limited arrangement backfill (a flow-control executor after
+it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one of the sink's compute nodes fails
+while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --mode M                  buggy | fixed | purge-before-reset | all, default all
-  --seed N                  0..=18446744073709551615, default 14910: the seed of every timing
+  --seed N                  0..=18446744073709551615, default 1: the seed of every timing
   --rows N                  1..=10000000, default 10000: rows in the table
   --vnodes N                1..=32768, default 256: vnodes per table
   --parallelism N           1..=256, default 2: actors of the table and of the sink
   --compute-nodes N         1..=64, default 3: compute nodes
   --rate-limit N            1..=1000000, default 1: backfill snapshot rows per second per actor
-  --barrier-latency-ms N    0..=600000, default 1500: simulated time the slow sink spends per chunk
+  --barrier-latency-ms N    0..=600000, default 100: simulated time the sink spends per chunk, its share of
+                            barrier latency (above 1000/rate-limit ms it back-pressures the backfill)
   --checkpoint-frequency N  1..=10000, default 1: every N-th barrier is a checkpoint
   --persist-check on|off    default on: RisingWave's debug-build checks (the backfill reads its progress row
                             before each write); off behaves as a release build, where only the checkers see it

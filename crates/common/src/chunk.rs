@@ -119,10 +119,6 @@ impl StreamChunk {
             visibility: self.visibility.clone(),
         }
     }
-
-    pub fn into_parts(self) -> (Vec<Op>, Vec<OwnedRow>, Bitmap) {
-        (self.ops, self.rows, self.visibility)
-    }
 }
 
 impl std::fmt::Debug for StreamChunk {

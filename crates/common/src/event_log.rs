@@ -25,7 +25,6 @@ struct Inner {
     total: u64,
     capacity: usize,
     lines: VecDeque<String>,
-    echo: bool,
 }
 
 impl EventLog {
@@ -42,14 +41,8 @@ impl EventLog {
                 total: 0,
                 capacity,
                 lines: VecDeque::new(),
-                echo: false,
             })),
         }
-    }
-
-    /// Also print every line to stderr as it is recorded (for debugging a scenario).
-    pub fn set_echo(&self, echo: bool) {
-        self.lock().echo = echo;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -72,9 +65,6 @@ impl EventLog {
         inner.digest.update(line.as_bytes());
         inner.digest.update(b"\n");
         inner.total += 1;
-        if inner.echo {
-            eprintln!("{line}");
-        }
         if inner.lines.len() == inner.capacity {
             inner.lines.pop_front();
         }

@@ -49,9 +49,4 @@ impl SimRng {
         }
         Duration::from_micros(self.range_u64(lo..hi))
     }
-
-    /// A new independent RNG seeded from this one (for a sub-system that must not shift others' draws).
-    pub fn fork(&self) -> SimRng {
-        SimRng::new(self.with(|r| r.random()))
-    }
 }

@@ -25,23 +25,6 @@ pub enum ScalarImpl {
 pub type Datum = Option<ScalarImpl>;
 
 impl ScalarImpl {
-    pub fn data_type(&self) -> DataType {
-        match self {
-            ScalarImpl::Bool(_) => DataType::Boolean,
-            ScalarImpl::Int16(_) => DataType::Int16,
-            ScalarImpl::Int32(_) => DataType::Int32,
-            ScalarImpl::Int64(_) => DataType::Int64,
-            ScalarImpl::Utf8(_) => DataType::Varchar,
-        }
-    }
-
-    pub fn as_int16(&self) -> Option<i16> {
-        match self {
-            ScalarImpl::Int16(v) => Some(*v),
-            _ => None,
-        }
-    }
-
     pub fn as_int64(&self) -> Option<i64> {
         match self {
             ScalarImpl::Int64(v) => Some(*v),

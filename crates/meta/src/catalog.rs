@@ -104,7 +104,10 @@ impl Relation {
     }
 
     pub fn all_actors_mut(&mut self) -> impl Iterator<Item = &mut ActorPlacement> {
-        let sink = self.sink_fragment.iter_mut().flat_map(|f| f.actors.iter_mut());
+        let sink = self
+            .sink_fragment
+            .iter_mut()
+            .flat_map(|f| f.actors.iter_mut());
         self.actors.iter_mut().chain(sink)
     }
 

@@ -558,8 +558,7 @@ impl MetaNode {
         // A sink runs in its own fragment, its actors beside the backfill's, behind a hash exchange.
         let sink_fragment = match kind {
             RelationKind::Sink => {
-                let (fragment_id, actors) =
-                    self.inner.place(options.parallelism, id.0 as usize)?;
+                let (fragment_id, actors) = self.inner.place(options.parallelism, id.0 as usize)?;
                 Some(Fragment {
                     fragment_id,
                     actors,

@@ -99,7 +99,10 @@ impl Recovery {
                     info.sources.entry(a.worker).or_default().insert(a.actor_id);
                 }
             }
-            descs.push((catalog.actor_descs(rel), rel.all_actors().cloned().collect()));
+            descs.push((
+                catalog.actor_descs(rel),
+                rel.all_actors().cloned().collect(),
+            ));
         }
         Ok((descs, info))
     }

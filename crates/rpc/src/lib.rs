@@ -150,10 +150,6 @@ impl Network {
         self.lock().endpoints.remove(&worker);
     }
 
-    pub fn is_reachable(&self, worker: WorkerId) -> bool {
-        self.lock().endpoints.contains_key(&worker)
-    }
-
     /// Calls of `kind` take a latency drawn uniformly from `range` (whole microseconds).
     pub fn set_latency(&self, kind: RpcKind, range: std::ops::Range<Duration>) {
         self.lock().latency.insert(kind, (range.start, range.end));

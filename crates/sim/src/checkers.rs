@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
 
 use epochlab_common::{ActorId, Clock, TableId, WorkerId};
-use epochlab_storage::{Access, AccessKind, AccessObserver, HummockManager};
 use epochlab_meta::DropMode;
+use epochlab_storage::{Access, AccessKind, AccessObserver, HummockManager};
 
 use crate::cluster::Cluster;
 use crate::scenario::Violation;
@@ -39,7 +39,9 @@ impl ZombieAccessDetector {
     pub fn observer(&self, hummock: Weak<HummockManager>, clock: Clock) -> AccessObserver {
         let seen = self.seen.clone();
         Arc::new(move |a: &Access| {
-            let Some(hummock) = hummock.upgrade() else { return };
+            let Some(hummock) = hummock.upgrade() else {
+                return;
+            };
             if hummock.is_registered(a.table) {
                 return;
             }
@@ -132,20 +134,24 @@ impl Checkers {
         };
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
-        cluster.hummock.set_unregister_hook(Arc::new(move |tables: &[TableId]| {
-            let Some(cluster) = weak.upgrade() else { return };
-            let mut users = Vec::new();
-            for node in cluster.nodes() {
-                for t in tables {
-                    let actors = node.active_tables().users_of(*t);
-                    if !actors.is_empty() {
-                        users.push((node.worker(), *t, actors));
+        cluster
+            .hummock
+            .set_unregister_hook(Arc::new(move |tables: &[TableId]| {
+                let Some(cluster) = weak.upgrade() else {
+                    return;
+                };
+                let mut users = Vec::new();
+                for node in cluster.nodes() {
+                    for t in tables {
+                        let actors = node.active_tables().users_of(*t);
+                        if !actors.is_empty() {
+                            users.push((node.worker(), *t, actors));
+                        }
                     }
                 }
-            }
-            let at_us = cluster.ctx.clock.elapsed_us();
-            me.record_unregister(mode, at_us, tables, users);
-        }));
+                let at_us = cluster.ctx.clock.elapsed_us();
+                me.record_unregister(mode, at_us, tables, users);
+            }));
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
         cluster.meta.set_recovery_hook(Arc::new(move || {
@@ -169,7 +175,9 @@ impl Checkers {
             for (worker, t, actors) in &users {
                 let mut v = Violation::new(
                     "I2 unregister-in-use",
-                    format!("table {t} unregistered while actors {actors:?} on worker {worker} still use it"),
+                    format!(
+                        "table {t} unregistered while actors {actors:?} on worker {worker} still use it"
+                    ),
                 );
                 v.table = Some(t.0);
                 v.at_us = Some(at_us);

@@ -82,7 +82,11 @@ where
 
 /// Run `program` as [`run`] does, but a program that exceeds `time_limit` of virtual time yields
 /// `Err(TimedOut)` instead of a panic.
-pub fn try_run<F, Fut, T>(seed: u64, time_limit: Duration, program: F) -> SimOutput<Result<T, TimedOut>>
+pub fn try_run<F, Fut, T>(
+    seed: u64,
+    time_limit: Duration,
+    program: F,
+) -> SimOutput<Result<T, TimedOut>>
 where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,

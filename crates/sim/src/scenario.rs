@@ -47,7 +47,7 @@ pub struct ReproParams {
 impl Default for ReproParams {
     fn default() -> Self {
         Self {
-            seed: 14910,
+            seed: 1,
             mode: DropMode::Buggy,
             rows: 10_000,
             vnodes: 256,
@@ -342,7 +342,12 @@ async fn scenario(
     }
     let plan = FaultPlan::draw(&ctx, &p);
     report.plan = Some(plan.clone());
-    event!(ctx.log, "scenario", "mode={} plan={plan:?}", p.mode.as_str());
+    event!(
+        ctx.log,
+        "scenario",
+        "mode={} plan={plan:?}",
+        p.mode.as_str()
+    );
     let setup = setup(&ctx, &p, hook).await;
     let record = match await_drop_point(&setup, &plan, &p).await {
         Ok(()) => drop_and_fault(&setup, &plan, &p).await,
@@ -373,7 +378,9 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         cluster.network.set_latency(kind, range);
     }
     let delta_latency = Duration::from_millis(5)..Duration::from_millis(30);
-    cluster.network.set_latency(RpcKind::VersionDelta, delta_latency);
+    cluster
+        .network
+        .set_latency(RpcKind::VersionDelta, delta_latency);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &cluster.meta;
     let table = meta.create_table("t", types, vec![0], p.parallelism).await;
@@ -395,7 +402,9 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         chunk_delay: Duration::from_millis(p.barrier_latency_ms),
         sink_rate_limit: None,
     };
-    let sink = meta.create_sink(SINK_NAME, table, options, sink_options).await;
+    let sink = meta
+        .create_sink(SINK_NAME, table, options, sink_options)
+        .await;
     let sink = meta.relation(sink.expect("create sink on a healthy cluster"));
     let sink = sink.expect("a created sink is in the catalog");
     let progress_table = sink.progress_table.as_ref().expect("a sink backfills");
@@ -546,10 +555,17 @@ async fn ensure_recovery(setup: &Setup, record: &mut DropRecord, p: &ReproParams
         .collect();
     let live: BTreeSet<WorkerId> = setup.cluster.nodes().iter().map(|n| n.worker()).collect();
     if let Some(&w) = busy.intersection(&live).next() {
-        event!(setup.ctx.log, "scenario", "fail collection on worker={w} (the fault hit no barrier)");
+        event!(
+            setup.ctx.log,
+            "scenario",
+            "fail collection on worker={w} (the fault hit no barrier)"
+        );
         let network = &setup.cluster.network;
         network.fail_next(RpcKind::BarrierComplete, Some(w), 1);
-        record.fault = format!("{}, then a failed barrier collection on worker {w}", record.fault);
+        record.fault = format!(
+            "{}, then a failed barrier collection on worker {w}",
+            record.fault
+        );
     }
 }
 
@@ -596,16 +612,25 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), String> {
     // Long enough for a late restart, heartbeat expiry and migration.
     let budget = plan.restart_delay + Duration::from_secs(120);
     tokio::time::sleep(Duration::from_secs(3)).await;
-    if tokio::time::timeout(budget, cluster.wait_ready()).await.is_err() {
+    if tokio::time::timeout(budget, cluster.wait_ready())
+        .await
+        .is_err()
+    {
         return Err(stuck_report(cluster, "recovery did not finish"));
     }
     tokio::time::sleep(plan.restart_delay + Duration::from_secs(5)).await;
-    if tokio::time::timeout(budget, cluster.wait_ready()).await.is_err() {
+    if tokio::time::timeout(budget, cluster.wait_ready())
+        .await
+        .is_err()
+    {
         return Err(stuck_report(cluster, "a second recovery did not finish"));
     }
     match tokio::time::timeout(budget, cluster.meta.flush()).await {
         Ok(_) => Ok(()),
-        Err(_) => Err(stuck_report(cluster, "no checkpoint committed after recovery")),
+        Err(_) => Err(stuck_report(
+            cluster,
+            "no checkpoint committed after recovery",
+        )),
     }
 }
 
@@ -663,7 +688,10 @@ fn verdict(
         let why = why_buggy_passed(setup, record);
         return report.not_reproducible(why);
     }
-    if report.outcome == Outcome::Failed && p.persist_check && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str()) {
+    if report.outcome == Outcome::Failed
+        && p.persist_check
+        && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str())
+    {
         if let Some(note) = why_check_silent(record) {
             report.notes.push(note);
         }

@@ -7,8 +7,8 @@ use epochlab_common::{
     value_encoding,
 };
 use epochlab_storage::{
-    Accessor,
-    KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel, StorageError,
+    Accessor, KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel,
+    StorageError,
 };
 
 use crate::error::{Check, StateTableError, StateTableResult};

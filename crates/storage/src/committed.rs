@@ -135,11 +135,6 @@ impl CommittedStore {
                 .count()
         })
     }
-
-    /// Forget a table's data (garbage collection after it is unregistered everywhere).
-    pub fn drop_table(&self, table_id: TableId) {
-        self.write().remove(&table_id);
-    }
 }
 
 /// Merge a table's rows with a sorted batch into a new tree, built in one linear pass.

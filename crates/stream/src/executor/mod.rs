@@ -50,7 +50,9 @@ pub enum StreamExecutorError {
     #[error("{executor}: the first message must be an Initial or Checkpoint barrier, got {got}")]
     FirstMessage { executor: String, got: String },
     /// The stored backfill progress of a vnode is not what the executor believes it committed.
-    #[error("backfill progress of vnode {vnode} in storage {stored} differs from the committed copy {committed} (by the backfill persist check)")]
+    #[error(
+        "backfill progress of vnode {vnode} in storage {stored} differs from the committed copy {committed} (by the backfill persist check)"
+    )]
     ProgressDiverged {
         vnode: u32,
         stored: String,

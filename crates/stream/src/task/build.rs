@@ -186,13 +186,19 @@ impl ActorFailureLog {
     }
 
     pub fn failures(&self) -> Vec<ActorFailure> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
     }
 
     /// The first failure that is a finding about state (not the fallout of a fault).
     pub fn first_state_error(&self) -> Option<ActorFailure> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.0.iter().find(|f| f.error.reason().is_state_error()).cloned()
+        g.0.iter()
+            .find(|f| f.error.reason().is_state_error())
+            .cloned()
     }
 }
 

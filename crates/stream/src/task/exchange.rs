@@ -227,7 +227,10 @@ mod tests {
         let (tx, mut rx) = permit_channel(config);
         tx.send(barrier(1)).await.unwrap();
         let second = tokio::time::timeout(std::time::Duration::from_secs(1), tx.send(barrier(2)));
-        assert!(second.await.is_err(), "a second barrier waits for the first to be taken");
+        assert!(
+            second.await.is_err(),
+            "a second barrier waits for the first to be taken"
+        );
         assert!(matches!(rx.recv().await, Some(Message::Barrier(_))));
         tx.send(barrier(2)).await.unwrap();
         // A chunk of 10 rows takes at most initial - batched = 3 permits; then 1 is left.

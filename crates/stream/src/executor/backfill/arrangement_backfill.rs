@@ -371,9 +371,7 @@ impl ArrangementBackfillExecutor {
                 let mut read_this_epoch = 0u64;
                 let capacity = core.builder_capacity();
                 let barrier = loop {
-                    match next_event(&mut upstream, snapshot.as_mut(), capacity)
-                        .await
-                    {
+                    match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
                         Next::Upstream(None) => {
                             return Err(StreamExecutorError::ChannelClosed(format!(
                                 "upstream of backfill actor {actor_id}"
