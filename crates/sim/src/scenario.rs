@@ -148,7 +148,7 @@ pub struct FaultPlan {
 }
 
 /// Barrier intervals the drop waits past `drop_at_rows` for the ideal moment before it goes anyway.
-const DROP_PATIENCE_INTERVALS: u32 = 20;
+const DROP_PATIENCE_INTERVALS: u32 = 3;
 
 impl FaultPlan {
     fn draw(ctx: &SimContext, p: &ReproParams) -> Self {
