@@ -26,12 +26,15 @@ pub struct ZombieAccess {
     pub count: u64,
 }
 
+/// (actor, table, kind): one entry per kind of access.
+type AccessKey = (u32, u32, AccessKind);
+
 /// (I2 zombie-access) An independent detector, on in every mode: storage tells it of every read and flush by
 /// an actor, and it keeps those to a table that meta has unregistered. It does not rely on the executor's
 /// checks, so a run whose zombie wrote to an unregistered table is never reported as passing.
 #[derive(Clone, Default)]
 pub struct ZombieAccessDetector {
-    seen: Arc<Mutex<BTreeMap<(u32, u32, AccessKind), ZombieAccess>>>,
+    seen: Arc<Mutex<BTreeMap<AccessKey, ZombieAccess>>>,
 }
 
 impl ZombieAccessDetector {
@@ -171,7 +174,7 @@ impl Checkers {
         tables: &[TableId],
         users: Vec<(WorkerId, TableId, Vec<ActorId>)>,
     ) {
-        if !mode.caller_unregisters_on_return() {
+        if mode.claims_no_unregister_in_use() {
             for (worker, t, actors) in &users {
                 let mut v = Violation::new(
                     "I2 unregister-in-use",

@@ -365,8 +365,8 @@ async fn scenario(
     verdict(&setup, &p, &record, &capture, report)
 }
 
-/// 1. A table of `rows` identical rows (but for the key), committed; 2. a sink over it with arrangement
-/// backfill, rate-limited, in the background, its slow sink in a fragment of its own.
+/// Steps 1 and 2: a table of `rows` identical rows (but for the key), committed; a sink over it with
+/// arrangement backfill, rate-limited, in the background, its slow sink in a fragment of its own.
 async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> Setup {
     let cluster = Arc::new(Cluster::start(ctx, cluster_config(p)).await);
     if let Some(hook) = hook {
@@ -437,9 +437,9 @@ fn backfill_view(setup: &Setup) -> (u64, bool, u64) {
     (rows, updated, last_epoch)
 }
 
-/// 3. Wait until the backfill has consumed `drop_at_rows` and a progress row it will update again lives only
-/// in committed storage (its last write is committed), the moment #14910 needs; after `patience` barrier
-/// intervals past the row count, drop anyway. `Err` when the backfill finishes first.
+/// Step 3: wait until the backfill has consumed `drop_at_rows` and a progress row it will update again
+/// lives only in committed storage (its last write is committed), the moment #14910 needs; after a few
+/// barrier intervals past the row count, drop anyway. `Err` when the backfill finishes first.
 async fn await_drop_point(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Result<(), String> {
     let cluster = &setup.cluster;
     let interval = Duration::from_millis(p.barrier_interval_ms);
@@ -492,8 +492,8 @@ fn fault_candidates(setup: &Setup) -> Vec<WorkerId> {
     }
 }
 
-/// 4. DROP SINK; 5. a fault while its Stop barrier is in flight: kill one of the sink's nodes (see
-/// [`fault_candidates`]), or fail the collection of the Stop barrier on the sink's only node.
+/// Steps 4 and 5: DROP SINK, and a fault while its Stop barrier is in flight: kill one of the sink's
+/// nodes (see [`fault_candidates`]), or fail the collection of the Stop barrier on the sink's only node.
 async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> DropRecord {
     let (cluster, log) = (&setup.cluster, &setup.ctx.log);
     let stats = cluster.barrier_stats().clone();
@@ -605,8 +605,8 @@ fn inject_fault(setup: &Setup, plan: &FaultPlan) -> String {
     format!("kill of worker {victim}")
 }
 
-/// 6. Let recovery run and the cluster settle: ready again, and a checkpoint committed after it. `Err` says
-/// what is stuck.
+/// Step 6: let recovery run and the cluster settle: ready again, and a checkpoint committed after it.
+/// `Err` says what is stuck.
 async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), String> {
     let cluster = &setup.cluster;
     // Long enough for a late restart, heartbeat expiry and migration.
@@ -658,7 +658,7 @@ fn fill_counts(report: &mut ReproReport, setup: &Setup) {
     report.max_committed_epoch = setup.cluster.hummock.max_committed_epoch().0;
 }
 
-/// 7. Verdicts: the checkers, the oracle, the zombie-access detector, and the first state error of any actor.
+/// Step 7, verdicts: the checkers, the oracle, the zombie-access detector, and the first state error of any actor.
 fn verdict(
     setup: &Setup,
     p: &ReproParams,
@@ -684,17 +684,15 @@ fn verdict(
         report.timeline = timeline(&setup.ctx.log.lines(), v.actor);
     } else if report.recoveries == 0 {
         return report.not_reproducible("no recovery happened".into());
-    } else if p.mode.caller_unregisters_on_return() {
+    } else if p.mode.is_before_the_fix() {
         let why = why_buggy_passed(setup, record);
         return report.not_reproducible(why);
     }
-    if report.outcome == Outcome::Failed
+    let check_silent = report.outcome == Outcome::Failed
         && p.persist_check
-        && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str())
-    {
-        if let Some(note) = why_check_silent(record) {
-            report.notes.push(note);
-        }
+        && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str());
+    if check_silent && let Some(note) = why_check_silent(record) {
+        report.notes.push(note);
     }
     report
 }

@@ -213,7 +213,7 @@ mod tests {
     use super::*;
 
     fn barrier(n: u64) -> Message {
-        let pair = EpochPair::new(Epoch(n + 1 << 16), Epoch(n << 16));
+        let pair = EpochPair::new(Epoch((n + 1) << 16), Epoch(n << 16));
         Message::Barrier(Barrier::new(pair, BarrierKind::Checkpoint, None))
     }
 
