@@ -61,7 +61,7 @@ async fn table_with_rows(cluster: &Cluster, rows: usize) -> TableId {
 fn slow(background: bool) -> JobOptions {
     JobOptions {
         parallelism: 2,
-        rate_limit: Some(5),
+        rate_limit: Some(1),
         background,
     }
 }

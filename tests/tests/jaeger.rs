@@ -93,7 +93,8 @@ fn buggy_trace_shows_the_unregister_before_the_failing_persist() {
     assert!(!failing.is_empty(), "a failed persist backfill state span");
     let message = failing[0].tags["error.message"].as_str().unwrap();
     assert!(
-        message.starts_with("row [Some(Int16(") && message.ends_with(")] not found"),
+        message.starts_with("row [Some(Int16(")
+            && message.ends_with(")] not found (by the backfill persist check)"),
         "{message}"
     );
     let first_failure = failing.iter().map(|s| s.start).min().unwrap();

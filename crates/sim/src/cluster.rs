@@ -15,7 +15,7 @@ use epochlab_storage::{CommittedStore, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
 use epochlab_stream::task::build::ActorFailureLog;
 use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
-use epochlab_stream::{ComputeEnv, ComputeNode, StreamConfig};
+use epochlab_stream::{ComputeEnv, ComputeNode, DmlError, StreamConfig};
 use tokio::task::JoinHandle;
 
 use crate::checkers::ZombieAccessDetector;
@@ -201,11 +201,8 @@ impl Cluster {
     }
 
     /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.
-    pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), String> {
-        let rel = self
-            .meta
-            .relation(table)
-            .ok_or_else(|| format!("table {table} not found"))?;
+    pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
+        let rel = self.meta.relation(table).ok_or(DmlError::NoTable(table))?;
         let mapping = rel.mapping();
         let worker_of: BTreeMap<ActorId, WorkerId> =
             rel.actors.iter().map(|a| (a.actor_id, a.worker)).collect();
@@ -219,9 +216,7 @@ impl Cluster {
         }
         for (actor, rows) in per_actor {
             let worker = worker_of[&actor];
-            let node = self
-                .node(worker)
-                .ok_or_else(|| format!("worker {worker} is not running"))?;
+            let node = self.node(worker).ok_or(DmlError::WorkerDown(worker))?;
             node.dml(actor, StreamChunk::from_pairs(rows)).await?;
         }
         Ok(())

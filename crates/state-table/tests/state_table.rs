@@ -8,7 +8,7 @@ use epochlab_common::{
     Bitmap, DataType, Epoch, EpochPair, Op, OrderType, OwnedRow, StreamChunk, TableId, VirtualNode,
     VnodeCount, WorkerId, row,
 };
-use epochlab_state_table::{Distribution, Record, StateTable, StateTableError, TableDesc};
+use epochlab_state_table::{Check, Distribution, Record, StateTable, StateTableError, TableDesc};
 use epochlab_storage::{CommittedStore, HummockManager, NodeStorage};
 use proptest::prelude::*;
 
@@ -95,8 +95,17 @@ fn backfill_state_table_round_trip_and_the_missing_row_message() {
     let err = t
         .update(&progress, &row![0i16, 80i64, false, 81i64])
         .unwrap_err();
-    assert_eq!(err.to_string(), "row [Some(Int16(0))] not found");
-    assert!(matches!(err, StateTableError::RowNotFound { .. }));
+    assert_eq!(
+        err.to_string(),
+        "row [Some(Int16(0))] not found (by the state-table write check)"
+    );
+    assert!(matches!(
+        err,
+        StateTableError::RowNotFound {
+            check: Check::StateTableWrite,
+            ..
+        }
+    ));
 }
 
 #[test]

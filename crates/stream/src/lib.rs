@@ -7,4 +7,4 @@
 pub mod executor;
 pub mod task;
 
-pub use task::compute_node::{ComputeEnv, ComputeNode, Heartbeat, StreamConfig};
+pub use task::compute_node::{ComputeEnv, ComputeNode, DmlError, Heartbeat, StreamConfig};

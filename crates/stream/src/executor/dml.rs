@@ -1,8 +1,10 @@
 use epochlab_barrier::Barrier;
-use epochlab_common::{ActorId, StreamChunk, TableId};
+use epochlab_common::{ActorId, TableId};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 use tokio::sync::mpsc;
+
+use crate::task::build::DmlWrite;
 
 use super::{BoxedMessageStream, Execute, Message, StreamExecutorError};
 
@@ -13,7 +15,7 @@ pub struct DmlExecutor {
     actor_id: ActorId,
     table_id: TableId,
     barrier_rx: mpsc::Receiver<Barrier>,
-    dml_rx: mpsc::Receiver<StreamChunk>,
+    dml_rx: mpsc::Receiver<DmlWrite>,
 }
 
 impl DmlExecutor {
@@ -21,7 +23,7 @@ impl DmlExecutor {
         actor_id: ActorId,
         table_id: TableId,
         barrier_rx: mpsc::Receiver<Barrier>,
-        dml_rx: mpsc::Receiver<StreamChunk>,
+        dml_rx: mpsc::Receiver<DmlWrite>,
     ) -> Self {
         Self {
             actor_id,
@@ -68,13 +70,17 @@ impl DmlExecutor {
 /// The next barrier or (unless paused) DML chunk, barriers first; `None` when the barrier channel closed.
 async fn next_message(
     barrier_rx: &mut mpsc::Receiver<Barrier>,
-    dml_rx: &mut mpsc::Receiver<StreamChunk>,
+    dml_rx: &mut mpsc::Receiver<DmlWrite>,
     paused: bool,
 ) -> Option<Message> {
     tokio::select! {
         biased;
         b = barrier_rx.recv() => b.map(Message::Barrier),
-        Some(chunk) = dml_rx.recv(), if !paused => Some(Message::Chunk(chunk)),
+        Some(write) = dml_rx.recv(), if !paused => {
+            // The writer may have given up waiting; the chunk is taken all the same.
+            let _ = write.taken.send(());
+            Some(Message::Chunk(write.chunk))
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use epochlab_barrier::Barrier;
 use epochlab_common::plan::{StreamActorDesc, StreamNode};
-use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId};
+use epochlab_common::{ActorId, Clock, EventLog, WorkerId};
 use epochlab_state_table::{StateTable, StateTableOptions};
 use epochlab_storage::{Accessor, NodeStorage, OpConsistencyLevel};
 use tokio::sync::mpsc;
@@ -45,22 +45,32 @@ impl NodeTasks {
     }
 }
 
+/// A DML chunk on its way to a table actor, with the notice the actor sends when it takes it (RisingWave's
+/// DML transaction end waits for the `DmlExecutor` the same way), so that a barrier injected after the
+/// write returned comes after the chunk.
+pub struct DmlWrite {
+    pub chunk: epochlab_common::StreamChunk,
+    pub taken: tokio::sync::oneshot::Sender<()>,
+}
+
+type DmlSenders = BTreeMap<ActorId, mpsc::Sender<DmlWrite>>;
+
 /// DML channels of a node's table actors (RisingWave's `DmlManager`).
 #[derive(Clone, Default)]
 pub struct DmlManager {
-    inner: Arc<Mutex<BTreeMap<ActorId, mpsc::Sender<StreamChunk>>>>,
+    inner: Arc<Mutex<DmlSenders>>,
 }
 
 impl DmlManager {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ActorId, mpsc::Sender<StreamChunk>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, DmlSenders> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn register(&self, actor: ActorId, tx: mpsc::Sender<StreamChunk>) {
+    pub fn register(&self, actor: ActorId, tx: mpsc::Sender<DmlWrite>) {
         self.lock().insert(actor, tx);
     }
 
-    pub fn get(&self, actor: ActorId) -> Option<mpsc::Sender<StreamChunk>> {
+    pub fn get(&self, actor: ActorId) -> Option<mpsc::Sender<DmlWrite>> {
         self.lock().get(&actor).cloned()
     }
 

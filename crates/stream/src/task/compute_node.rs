@@ -9,7 +9,9 @@ use epochlab_storage::{AccessObserver, HummockManager, NodeStorage};
 use tokio::sync::mpsc;
 
 use super::barrier_worker::{LocalBarrierManager, LocalBarrierWorker};
-use super::build::{ActiveTables, ActorFailureLog, BuildEnv, DmlManager, NodeTasks, StreamStats};
+use super::build::{
+    ActiveTables, ActorFailureLog, BuildEnv, DmlManager, DmlWrite, NodeTasks, StreamStats,
+};
 use super::exchange::ExchangeRegistry;
 use crate::executor::{BackfillRegistry, SinkRegistry};
 
@@ -32,6 +34,19 @@ impl Default for StreamConfig {
             persist_check: true,
         }
     }
+}
+
+/// Why a DML chunk could not be handed to its table actor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DmlError {
+    #[error("no DML channel for actor {actor} on worker {worker}")]
+    NoChannel { actor: ActorId, worker: WorkerId },
+    #[error("actor {actor} on worker {worker} is gone")]
+    ActorGone { actor: ActorId, worker: WorkerId },
+    #[error("table {0} not found")]
+    NoTable(epochlab_common::TableId),
+    #[error("worker {0} is not running")]
+    WorkerDown(WorkerId),
 }
 
 /// What every compute node of a cluster shares: the network, meta's storage manager (for version deltas and
@@ -165,15 +180,20 @@ impl ComputeNode {
         event!(self.env.log, "kill node", "worker={}", self.worker);
     }
 
-    /// Hand a DML chunk to the table actor `actor` of this node (waits while its queue is full).
-    pub async fn dml(&self, actor: ActorId, chunk: StreamChunk) -> Result<(), String> {
+    /// Hand a DML chunk to the table actor `actor` of this node; returns once the actor has taken it (waits
+    /// while its queue is full).
+    pub async fn dml(&self, actor: ActorId, chunk: StreamChunk) -> Result<(), DmlError> {
+        let worker = self.worker;
         let tx = self
             .dml
             .get(actor)
-            .ok_or_else(|| format!("no DML channel for actor {actor} on worker {}", self.worker))?;
-        tx.send(chunk)
+            .ok_or(DmlError::NoChannel { actor, worker })?;
+        let (taken, notice) = tokio::sync::oneshot::channel();
+        let gone = DmlError::ActorGone { actor, worker };
+        tx.send(DmlWrite { chunk, taken })
             .await
-            .map_err(|_| format!("actor {actor} on worker {} is gone", self.worker))
+            .map_err(|_| gone.clone())?;
+        notice.await.map_err(|_| gone)
     }
 }
 
