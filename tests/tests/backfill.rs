@@ -397,7 +397,10 @@ fn pause_and_resume_a_backfill() {
     });
     if out.value.is_err() {
         let l = out.log.lines();
-        let from = l.iter().position(|x| x.contains("mutation=resume")).unwrap_or(0);
+        let from = l
+            .iter()
+            .position(|x| x.contains("mutation=resume"))
+            .unwrap_or(0);
         panic!("{}", l[from..(from + 60).min(l.len())].join("\n"));
     }
 }

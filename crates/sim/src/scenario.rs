@@ -328,6 +328,8 @@ struct DropRecord {
     mce_at_return: u64,
     last_persist_at_return: u64,
     fault: String,
+    /// The drop never returned: what the barrier manager waits for.
+    stuck: Option<String>,
 }
 
 async fn scenario(
@@ -356,7 +358,11 @@ async fn scenario(
             return report.not_reproducible(why);
         }
     };
-    if let Err(stuck) = settle(&setup, &plan).await {
+    let settled = match record.stuck.clone() {
+        Some(stuck) => Err(stuck),
+        None => settle(&setup, &plan).await,
+    };
+    if let Err(stuck) = settled {
         fill_counts(&mut report, &setup);
         report.outcome = Outcome::Stuck;
         report.error = Some(stuck);
@@ -472,7 +478,7 @@ async fn await_drop_point(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> R
 /// The nodes the fault may hit: a node hosting some of the sink's actors but not all of the nodes that do
 /// (its actors die, the Stop barrier cannot be collected there, and the sink's actors elsewhere live on as
 /// zombies), first among them those that host none of the upstream table's actors (the zombies then keep
-/// all their inputs). Empty when the sink runs on one node: a failed collection there is the fault instead.
+/// all their inputs). Empty when the sink runs on one node: a failed injection there is the fault instead.
 fn fault_candidates(setup: &Setup) -> Vec<WorkerId> {
     let job: BTreeSet<WorkerId> = setup.sink.all_actors().map(|a| a.worker).collect();
     if job.len() < 2 {
@@ -493,7 +499,8 @@ fn fault_candidates(setup: &Setup) -> Vec<WorkerId> {
 }
 
 /// Steps 4 and 5: DROP SINK, and a fault while its Stop barrier is in flight: kill one of the sink's
-/// nodes (see [`fault_candidates`]), or fail the collection of the Stop barrier on the sink's only node.
+/// nodes (see [`fault_candidates`]), or fail the next barrier injection on the sink's only node (which
+/// fails every barrier in flight, the Stop barrier among them).
 async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> DropRecord {
     let (cluster, log) = (&setup.cluster, &setup.ctx.log);
     let stats = cluster.barrier_stats().clone();
@@ -526,9 +533,10 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
         }
         Err(_) => {
             record.fault = inject_fault(setup, plan);
-            let r = dropper.await;
-            note_return(setup, &mut record);
-            r
+            match await_drop(setup, &mut record, &mut dropper, pace).await {
+                Some(r) => r,
+                None => return record,
+            }
         }
     };
     let ok = matches!(result, Ok(Ok(())));
@@ -537,36 +545,79 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
     record
 }
 
+type DropTask = tokio::task::JoinHandle<Result<(), epochlab_meta::DdlError>>;
+
+/// Wait for the drop to return after the fault. When the fault did not reach the Stop barrier (it was not
+/// collected within a budget of the run's pace), fail an injection to force recovery; `None` (and
+/// `record.stuck`) when even that does not make it return.
+async fn await_drop(
+    setup: &Setup,
+    record: &mut DropRecord,
+    dropper: &mut DropTask,
+    pace: Duration,
+) -> Option<Result<Result<(), epochlab_meta::DdlError>, tokio::task::JoinError>> {
+    let budget = (pace * 20).max(Duration::from_secs(60));
+    let mut returned = tokio::time::timeout(budget, &mut *dropper).await;
+    if returned.is_err() {
+        force_recovery(setup, record, "the Stop barrier was still not collected");
+        returned = tokio::time::timeout(budget, &mut *dropper).await;
+    }
+    match returned {
+        Ok(r) => {
+            note_return(setup, record);
+            Some(r)
+        }
+        Err(_) => {
+            record.stuck = Some(stuck_report(&setup.cluster, "the DROP did not return"));
+            None
+        }
+    }
+}
+
 /// The scenario is about recovery: when the fault hit no barrier (the victim had collected everything and
-/// hosts no actor any more), fail the next collection on a node that still hosts actors.
+/// hosts no actor any more), force one.
 async fn ensure_recovery(setup: &Setup, record: &mut DropRecord, p: &ReproParams) {
     let stats = setup.cluster.barrier_stats();
     tokio::time::sleep(Duration::from_millis(p.barrier_interval_ms) * 3).await;
-    if stats.recoveries.load(Ordering::Relaxed) > record.recoveries_at_drop {
-        return;
+    if stats.recoveries.load(Ordering::Relaxed) == record.recoveries_at_drop {
+        force_recovery(setup, record, "the fault hit no barrier");
     }
+}
+
+/// Fail the next barrier injection to a live node that hosts actors of the catalog's jobs.
+fn force_recovery(setup: &Setup, record: &mut DropRecord, why: &str) {
+    if let Some(w) = fail_next_injection(setup, why) {
+        record.fault = format!(
+            "{}, then a failed barrier injection on worker {w}",
+            record.fault
+        );
+    }
+}
+
+/// Make the next barrier injection to a live node hosting actors of the catalog fail (every barrier then in
+/// flight fails with it); the node, if there is one.
+fn fail_next_injection(setup: &Setup, why: &str) -> Option<WorkerId> {
     let busy: BTreeSet<WorkerId> = setup
         .cluster
         .meta
         .catalog()
         .relations
         .values()
+        .filter(|r| r.id != setup.sink.id)
         .flat_map(|r| r.all_actors().map(|a| a.worker))
         .collect();
     let live: BTreeSet<WorkerId> = setup.cluster.nodes().iter().map(|n| n.worker()).collect();
-    if let Some(&w) = busy.intersection(&live).next() {
-        event!(
-            setup.ctx.log,
-            "scenario",
-            "fail collection on worker={w} (the fault hit no barrier)"
-        );
-        let network = &setup.cluster.network;
-        network.fail_next(RpcKind::BarrierComplete, Some(w), 1);
-        record.fault = format!(
-            "{}, then a failed barrier collection on worker {w}",
-            record.fault
-        );
-    }
+    let w = *busy.intersection(&live).next()?;
+    event!(
+        setup.ctx.log,
+        "scenario",
+        "fail the next barrier injection on worker={w} ({why})"
+    );
+    setup
+        .cluster
+        .network
+        .fail_next(RpcKind::InjectBarrier, Some(w), 1);
+    Some(w)
 }
 
 fn note_return(setup: &Setup, record: &mut DropRecord) {
@@ -582,17 +633,10 @@ fn inject_fault(setup: &Setup, plan: &FaultPlan) -> String {
     let cluster = &setup.cluster;
     let candidates = fault_candidates(setup);
     if candidates.is_empty() {
-        let nodes: Vec<WorkerId> = setup.sink.all_actors().map(|a| a.worker).collect();
-        let w = nodes[plan.victim_choice as usize % nodes.len()];
-        event!(
-            setup.ctx.log,
-            "scenario",
-            "fail collection on worker={w} (the sink runs on one node)"
-        );
-        cluster
-            .network
-            .fail_next(RpcKind::BarrierComplete, Some(w), 1);
-        return format!("a failed barrier collection on worker {w}");
+        return match fail_next_injection(setup, "the sink runs on one node") {
+            Some(w) => format!("a failed barrier injection on worker {w}"),
+            None => "no fault (no node left to fail)".into(),
+        };
     }
     let victim = candidates[plan.victim_choice as usize % candidates.len()];
     cluster.kill(victim);
