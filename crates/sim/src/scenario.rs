@@ -351,24 +351,43 @@ async fn scenario(
         p.mode.as_str()
     );
     let setup = setup(&ctx, &p, hook).await;
-    let record = match await_drop_point(&setup, &plan, &p).await {
-        Ok(()) => drop_and_fault(&setup, &plan, &p).await,
-        Err(why) => {
+    match run_steps(&setup, &plan, &p).await {
+        Ok(record) => verdict(&setup, &p, &record, &capture, report),
+        Err(end) => {
             fill_counts(&mut report, &setup);
-            return report.not_reproducible(why);
+            match end {
+                EarlyEnd::NotReproducible(why) => report.not_reproducible(why),
+                EarlyEnd::Stuck(what) => {
+                    report.outcome = Outcome::Stuck;
+                    report.error = Some(what);
+                    report
+                }
+            }
         }
-    };
-    let settled = match record.stuck.clone() {
-        Some(stuck) => Err(stuck),
-        None => settle(&setup, &plan).await,
-    };
-    if let Err(stuck) = settled {
-        fill_counts(&mut report, &setup);
-        report.outcome = Outcome::Stuck;
-        report.error = Some(stuck);
-        return report;
     }
-    verdict(&setup, &p, &record, &capture, report)
+}
+
+/// Why a run ended before its verdict, with the explanation for the user.
+enum EarlyEnd {
+    /// The scenario never set up (e.g. the backfill finished before the drop point).
+    NotReproducible(String),
+    /// Epochs stopped committing: what the barrier manager waits for.
+    Stuck(String),
+}
+
+/// Steps 3 to 6, each within its budget.
+async fn run_steps(
+    setup: &Setup,
+    plan: &FaultPlan,
+    p: &ReproParams,
+) -> Result<DropRecord, EarlyEnd> {
+    await_drop_point(setup, plan, p).await?;
+    let record = drop_and_fault(setup, plan, p).await;
+    if let Some(stuck) = record.stuck.clone() {
+        return Err(EarlyEnd::Stuck(stuck));
+    }
+    settle(setup, plan).await?;
+    Ok(record)
 }
 
 /// Steps 1 and 2: a table of `rows` identical rows (but for the key), committed; a sink over it with
@@ -446,7 +465,11 @@ fn backfill_view(setup: &Setup) -> (u64, bool, u64) {
 /// Step 3: wait until the backfill has consumed `drop_at_rows` and a progress row it will update again
 /// lives only in committed storage (its last write is committed), the moment #14910 needs; after a few
 /// barrier intervals past the row count, drop anyway. `Err` when the backfill finishes first.
-async fn await_drop_point(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Result<(), String> {
+async fn await_drop_point(
+    setup: &Setup,
+    plan: &FaultPlan,
+    p: &ReproParams,
+) -> Result<(), EarlyEnd> {
     let cluster = &setup.cluster;
     let interval = Duration::from_millis(p.barrier_interval_ms);
     let poll = (interval / 10).max(Duration::from_millis(10));
@@ -456,12 +479,12 @@ async fn await_drop_point(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> R
         tokio::time::sleep(poll).await;
         let sink = cluster.meta.relation(setup.sink.id);
         if sink.is_none_or(|r| r.state == JobState::Created) {
-            return Err(format!(
+            return Err(EarlyEnd::NotReproducible(format!(
                 "the backfill finished before the drop point ({} rows consumed of {} wanted): nothing of it \
                  runs any more",
                 backfill_view(setup).0,
                 plan.drop_at_rows
-            ));
+            )));
         }
         let (rows, updated, last_epoch) = backfill_view(setup);
         if rows < plan.drop_at_rows {
@@ -651,7 +674,7 @@ fn inject_fault(setup: &Setup, plan: &FaultPlan) -> String {
 
 /// Step 6: let recovery run and the cluster settle: ready again, and a checkpoint committed after it.
 /// `Err` says what is stuck.
-async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), String> {
+async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), EarlyEnd> {
     let cluster = &setup.cluster;
     // Long enough for a late restart, heartbeat expiry and migration.
     let budget = plan.restart_delay + Duration::from_secs(120);
@@ -660,21 +683,27 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), String> {
         .await
         .is_err()
     {
-        return Err(stuck_report(cluster, "recovery did not finish"));
+        return Err(EarlyEnd::Stuck(stuck_report(
+            cluster,
+            "recovery did not finish",
+        )));
     }
     tokio::time::sleep(plan.restart_delay + Duration::from_secs(5)).await;
     if tokio::time::timeout(budget, cluster.wait_ready())
         .await
         .is_err()
     {
-        return Err(stuck_report(cluster, "a second recovery did not finish"));
+        return Err(EarlyEnd::Stuck(stuck_report(
+            cluster,
+            "a second recovery did not finish",
+        )));
     }
     match tokio::time::timeout(budget, cluster.meta.flush()).await {
         Ok(_) => Ok(()),
-        Err(_) => Err(stuck_report(
+        Err(_) => Err(EarlyEnd::Stuck(stuck_report(
             cluster,
             "no checkpoint committed after recovery",
-        )),
+        ))),
     }
 }
 
