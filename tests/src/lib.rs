@@ -81,4 +81,4 @@ impl Oracle {
     }
 }
 
-pub use epochlab_sim::check_commits;
+pub use epochlab_sim::{CommitCheckError, check_commits};

@@ -28,9 +28,14 @@ impl MetaContext {
     }
 }
 
+/// An RPC's failure as the barrier protocol's error: the node's own answer (a [`epochlab_rpc::RemoteError`])
+/// is the worker's error, anything else a failed call.
 fn rpc_error(worker: WorkerId, rpc: &'static str, e: epochlab_rpc::RpcError) -> BarrierError {
     match e {
-        epochlab_rpc::RpcError::Remote(message) => BarrierError::Worker { worker, message },
+        epochlab_rpc::RpcError::Remote(remote) => BarrierError::Worker {
+            worker,
+            message: remote.message,
+        },
         e => BarrierError::Rpc {
             worker,
             rpc,

@@ -97,12 +97,68 @@ pub enum RpcError {
     Unreachable(WorkerId),
     #[error("injected failure")]
     Injected,
-    #[error("{0}")]
-    Remote(String),
+    /// The node answered with an error.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+}
+
+/// What kind of error a node answered with. The node's own typed error does not cross the network (this
+/// crate cannot know it): the node maps it to one of these and its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RemoteErrorKind {
+    /// An actor the request needs has failed, or failed while the request waited.
+    ActorFailed,
+    /// An actor the request names is not on the node.
+    NotFound,
+    /// The request conflicts with the node's state: an actor that already exists, an epoch injected twice.
+    Conflict,
+    /// A source actor's barrier queue is full (more barriers in flight than meta allows).
+    QueueFull,
+    /// An actor's plan could not be built.
+    Build,
+    /// Sealing or syncing an epoch failed.
+    Storage,
+    /// The node was reset while the request waited.
+    Reset,
+    /// The node is shutting down.
+    Shutdown,
+}
+
+impl RemoteErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemoteErrorKind::ActorFailed => "actor_failed",
+            RemoteErrorKind::NotFound => "not_found",
+            RemoteErrorKind::Conflict => "conflict",
+            RemoteErrorKind::QueueFull => "queue_full",
+            RemoteErrorKind::Build => "build",
+            RemoteErrorKind::Storage => "storage",
+            RemoteErrorKind::Reset => "reset",
+            RemoteErrorKind::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// An error a node answered a request with: its kind, and the message of the node's typed error. Displays as
+/// the message alone.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{message}")]
+pub struct RemoteError {
+    pub kind: RemoteErrorKind,
+    pub message: String,
+}
+
+impl RemoteError {
+    pub fn new(kind: RemoteErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
 }
 
 /// A request as a node's service receives it, with the channel for its answer.
-pub type ServiceRequest = (Request, oneshot::Sender<Result<Response, String>>);
+pub type ServiceRequest = (Request, oneshot::Sender<Result<Response, RemoteError>>);
 
 #[derive(Clone)]
 pub struct Network {

@@ -240,14 +240,41 @@ impl Checkers {
     pub fn check_end(&self, cluster: &Cluster) {
         self.check_tables(cluster, "at the end");
         if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
-            self.violation(Violation::new("I1 commit-order", e));
+            self.violation(Violation::new("I1 commit-order", e.to_string()));
         }
     }
 }
 
+/// Why an event log breaks I1 or I4 ([`check_commits`]). Nodes are the worker ids as the log prints them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommitCheckError {
+    /// (I1) A commit of an epoch not above the previous commit's.
+    #[error("commit of {epoch} after {last}: {line}")]
+    NotIncreasing { epoch: u64, last: u64, line: String },
+    /// A commit of an epoch that no `inject barrier` line injected.
+    #[error("commit of an epoch never injected: {line}")]
+    NeverInjected { epoch: u64, line: String },
+    /// (I4) The nodes that collected the epoch are not the nodes it was injected to.
+    #[error(
+        "epoch {epoch} committed with collections from {collected:?}, injected to {injected:?}"
+    )]
+    CollectedFromOthers {
+        epoch: u64,
+        collected: BTreeSet<String>,
+        injected: BTreeSet<String>,
+    },
+    /// A line of one of the three kinds without the field the check needs, or with one it cannot parse.
+    #[error("{event} without a valid {field}: {line}")]
+    Unparsable {
+        event: &'static str,
+        field: &'static str,
+        line: String,
+    },
+}
+
 /// (I1, I4) on an event log: committed epochs strictly increase, and an epoch is committed only after every
 /// node it was injected to has collected it. Returns the number of commits checked.
-pub fn check_commits(lines: &[String]) -> Result<usize, String> {
+pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
     use std::collections::BTreeMap;
     let field = |line: &str, key: &str| -> Option<String> {
         let start = line.find(&format!(" {key}="))? + key.len() + 2;
@@ -270,34 +297,130 @@ pub fn check_commits(lines: &[String]) -> Result<usize, String> {
     let mut collected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut last: u64 = 0;
     let mut commits = 0;
+    let unparsable =
+        |event: &'static str, field: &'static str, line: &str| CommitCheckError::Unparsable {
+            event,
+            field,
+            line: line.to_string(),
+        };
     for line in lines {
         if line.contains(" inject barrier: ") {
-            let prev = field(line, "prev").ok_or("inject without prev")?;
+            let prev = field(line, "prev").ok_or_else(|| unparsable("inject", "prev", line))?;
             injected.insert(prev, nodes_of(&field(line, "nodes").unwrap_or_default()));
         } else if line.contains(" collect barrier: ") {
-            let prev = field(line, "prev").ok_or("collect without prev")?;
+            let prev = field(line, "prev").ok_or_else(|| unparsable("collect", "prev", line))?;
             collected
                 .entry(prev)
                 .or_default()
                 .insert(field(line, "worker").unwrap_or_default());
         } else if line.contains(" commit epoch: ") {
-            let e = field(line, "epoch").ok_or("commit without epoch")?;
-            let n: u64 = e.parse().map_err(|_| format!("bad epoch in {line}"))?;
+            let e = field(line, "epoch").ok_or_else(|| unparsable("commit", "epoch", line))?;
+            let n: u64 = e.parse().map_err(|_| unparsable("commit", "epoch", line))?;
             if n <= last {
-                return Err(format!("commit of {n} after {last}: {line}"));
+                return Err(CommitCheckError::NotIncreasing {
+                    epoch: n,
+                    last,
+                    line: line.clone(),
+                });
             }
             last = n;
             let want = injected
                 .get(&e)
-                .ok_or_else(|| format!("commit of an epoch never injected: {line}"))?;
+                .ok_or_else(|| CommitCheckError::NeverInjected {
+                    epoch: n,
+                    line: line.clone(),
+                })?;
             let got = collected.get(&e).cloned().unwrap_or_default();
             if &got != want {
-                return Err(format!(
-                    "epoch {e} committed with collections from {got:?}, injected to {want:?}"
-                ));
+                return Err(CommitCheckError::CollectedFromOthers {
+                    epoch: n,
+                    collected: got,
+                    injected: want.clone(),
+                });
             }
             commits += 1;
         }
     }
     Ok(commits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    const INJECT_10: &str = "  1.0 inject barrier: prev=10 curr=20 kind=checkpoint nodes=[1, 2]";
+    const INJECT_20: &str = "  1.1 inject barrier: prev=20 curr=30 kind=checkpoint nodes=[1]";
+    const COLLECT_10_1: &str = "  1.2 collect barrier: prev=10 worker=1";
+    const COLLECT_10_2: &str = "  1.3 collect barrier: prev=10 worker=2";
+    const COLLECT_20_1: &str = "  1.4 collect barrier: prev=20 worker=1";
+    const COMMIT_10: &str = "  1.5 commit epoch: epoch=10 workers=[1, 2] version=2";
+    const COMMIT_20: &str = "  1.6 commit epoch: epoch=20 workers=[1] version=3";
+
+    #[test]
+    fn commits_in_order_from_every_node() {
+        let lines = log(&[
+            INJECT_10,
+            INJECT_20,
+            COLLECT_10_1,
+            COLLECT_10_2,
+            COLLECT_20_1,
+            COMMIT_10,
+            COMMIT_20,
+        ]);
+        assert_eq!(check_commits(&lines), Ok(2));
+    }
+
+    #[test]
+    fn each_case_is_its_own_error() {
+        let lines = log(&[
+            INJECT_10,
+            INJECT_20,
+            COLLECT_10_1,
+            COLLECT_10_2,
+            COLLECT_20_1,
+            COMMIT_20,
+            COMMIT_10,
+        ]);
+        assert_eq!(
+            check_commits(&lines),
+            Err(CommitCheckError::NotIncreasing {
+                epoch: 10,
+                last: 20,
+                line: COMMIT_10.to_string(),
+            })
+        );
+        assert_eq!(
+            check_commits(&log(&[COMMIT_10])),
+            Err(CommitCheckError::NeverInjected {
+                epoch: 10,
+                line: COMMIT_10.to_string(),
+            })
+        );
+        let err = check_commits(&log(&[INJECT_10, COLLECT_10_2, COMMIT_10])).unwrap_err();
+        assert_eq!(
+            err,
+            CommitCheckError::CollectedFromOthers {
+                epoch: 10,
+                collected: BTreeSet::from(["2".to_string()]),
+                injected: BTreeSet::from(["1".to_string(), "2".to_string()]),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            r#"epoch 10 committed with collections from {"2"}, injected to {"1", "2"}"#
+        );
+        let bad = "  1.7 commit epoch: epoch=x10 workers=[1]";
+        assert_eq!(
+            check_commits(&log(&[bad])),
+            Err(CommitCheckError::Unparsable {
+                event: "commit",
+                field: "epoch",
+                line: bad.to_string(),
+            })
+        );
+    }
 }

@@ -14,7 +14,7 @@ pub mod cluster;
 pub mod runtime;
 pub mod scenario;
 
-pub use checkers::check_commits;
+pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use runtime::{SimContext, SimOutput, TimedOut, run, run_with_origin, try_run};

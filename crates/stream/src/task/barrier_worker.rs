@@ -19,12 +19,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::build::{ActorFailure, BuildEnv, build_actor};
+use super::error::{LocalBarrierError, LocalBarrierResult};
 use crate::executor::StreamExecutorError;
 
 /// Events the worker may have queued, at most.
 pub const EVENT_QUEUE: usize = 4096;
 
-type Reply<T> = oneshot::Sender<Result<T, String>>;
+type Reply<T> = oneshot::Sender<LocalBarrierResult<T>>;
 
 pub(crate) enum LocalEvent {
     Inject {
@@ -85,11 +86,10 @@ impl LocalBarrierManager {
         let _ = self.tx.send(ev).await;
     }
 
-    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> LocalEvent) -> Result<T, String> {
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> LocalEvent) -> LocalBarrierResult<T> {
         let (reply, rx) = oneshot::channel();
         self.send(make(reply)).await;
-        rx.await
-            .map_err(|_| "the node's barrier worker is gone".to_string())?
+        rx.await.map_err(|_| LocalBarrierError::WorkerGone)?
     }
 
     /// An actor has processed `barrier`.
@@ -119,7 +119,7 @@ impl LocalBarrierManager {
         barrier: Barrier,
         to_send: BTreeSet<ActorId>,
         to_collect: BTreeSet<ActorId>,
-    ) -> Result<(), String> {
+    ) -> LocalBarrierResult<()> {
         self.ask(|reply| LocalEvent::Inject {
             barrier,
             to_send,
@@ -132,12 +132,16 @@ impl LocalBarrierManager {
     pub async fn await_epoch_completed(
         &self,
         prev: Epoch,
-    ) -> Result<BarrierCompleteResponse, String> {
+    ) -> LocalBarrierResult<BarrierCompleteResponse> {
         self.ask(|reply| LocalEvent::AwaitEpochCompleted { prev, reply })
             .await
     }
 
-    pub async fn build(&self, actors: Vec<StreamActorDesc>, generation: u64) -> Result<(), String> {
+    pub async fn build(
+        &self,
+        actors: Vec<StreamActorDesc>,
+        generation: u64,
+    ) -> LocalBarrierResult<()> {
         self.ask(|reply| LocalEvent::Build {
             actors,
             generation,
@@ -146,16 +150,16 @@ impl LocalBarrierManager {
         .await
     }
 
-    pub async fn drop_actors(&self, actors: Vec<ActorId>) -> Result<(), String> {
+    pub async fn drop_actors(&self, actors: Vec<ActorId>) -> LocalBarrierResult<()> {
         self.ask(|reply| LocalEvent::Drop { actors, reply }).await
     }
 
     /// The actors running on this node.
-    pub async fn actor_ids(&self) -> Result<Vec<ActorId>, String> {
+    pub async fn actor_ids(&self) -> LocalBarrierResult<Vec<ActorId>> {
         self.ask(|reply| LocalEvent::ListActors { reply }).await
     }
 
-    pub async fn reset(&self, generation: u64, prev_epoch: Epoch) -> Result<(), String> {
+    pub async fn reset(&self, generation: u64, prev_epoch: Epoch) -> LocalBarrierResult<()> {
         self.ask(|reply| LocalEvent::Reset {
             generation,
             prev_epoch,
@@ -173,7 +177,7 @@ enum EpochState {
     },
     AllCollected(Barrier),
     Syncing,
-    Completed(Result<BarrierCompleteResponse, String>),
+    Completed(LocalBarrierResult<BarrierCompleteResponse>),
 }
 
 struct ActorEntry {
@@ -185,7 +189,9 @@ pub(crate) struct LocalBarrierWorker {
     env: BuildEnv,
     handle: LocalBarrierManager,
     actors: BTreeMap<ActorId, ActorEntry>,
-    failed: BTreeMap<ActorId, String>,
+    /// Actors that failed since the last reset, with their errors (an inject that must collect from one
+    /// fails).
+    failed: BTreeMap<ActorId, StreamExecutorError>,
     epochs: BTreeMap<Epoch, EpochState>,
     waiters: BTreeMap<Epoch, Vec<Reply<BarrierCompleteResponse>>>,
     progress: BTreeMap<Epoch, Vec<CreateMviewProgress>>,
@@ -291,14 +297,14 @@ impl LocalBarrierWorker {
         }
     }
 
-    fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> Result<(), String> {
+    fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> LocalBarrierResult<()> {
         for desc in descs {
             let id = desc.actor_id;
             if self.actors.contains_key(&id) {
-                return Err(format!(
-                    "actor {id} already exists on worker {}",
-                    self.env.worker
-                ));
+                return Err(LocalBarrierError::ActorExists {
+                    actor: id,
+                    worker: self.env.worker,
+                });
             }
             let (actor, barrier_tx) =
                 build_actor(&self.env, &desc, generation, self.handle.clone())?;
@@ -318,14 +324,18 @@ impl LocalBarrierWorker {
         barrier: Barrier,
         to_send: BTreeSet<ActorId>,
         to_collect: BTreeSet<ActorId>,
-    ) -> Result<(), String> {
+    ) -> LocalBarrierResult<()> {
         let worker = self.env.worker;
-        for a in &to_collect {
-            if let Some(err) = self.failed.get(a) {
-                return Err(format!("actor {a} on worker {worker} has failed: {err}"));
+        for &actor in &to_collect {
+            if let Some(error) = self.failed.get(&actor) {
+                return Err(LocalBarrierError::ToCollectFailed {
+                    actor,
+                    worker,
+                    error: error.clone(),
+                });
             }
-            if !self.actors.contains_key(a) {
-                return Err(format!("actor {a} not found on worker {worker}"));
+            if !self.actors.contains_key(&actor) {
+                return Err(LocalBarrierError::ActorNotFound { actor, worker });
             }
         }
         let prev = barrier.epoch.prev;
@@ -338,20 +348,21 @@ impl LocalBarrierWorker {
                 );
                 to_collect.difference(&collected).copied().collect()
             }
-            Some(_) => return Err(format!("epoch {prev} injected twice on worker {worker}")),
+            Some(_) => return Err(LocalBarrierError::InjectedTwice { prev, worker }),
         };
-        for a in &to_send {
+        for &actor in &to_send {
             let tx = self
                 .actors
-                .get(a)
+                .get(&actor)
                 .and_then(|e| e.barrier_tx.as_ref())
-                .ok_or_else(|| format!("source actor {a} not found on worker {worker}"))?;
+                .ok_or(LocalBarrierError::SourceNotFound { actor, worker })?;
             // Bounded by meta's in-flight limit: a full queue means more barriers in flight than meta allows.
             if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(barrier.clone()) {
-                return Err(format!(
-                    "the barrier queue of source actor {a} on worker {worker} is full ({} barriers)",
-                    self.env.barrier_channel_capacity
-                ));
+                return Err(LocalBarrierError::BarrierQueueFull {
+                    actor,
+                    worker,
+                    capacity: self.env.barrier_channel_capacity,
+                });
             }
         }
         if let Some(stopped) = barrier.all_stop_actors() {
@@ -415,7 +426,7 @@ impl LocalBarrierWorker {
                 continue;
             }
             if let Err(e) = storage.seal_epoch(prev) {
-                self.complete(prev, curr, Err(e.to_string()));
+                self.complete(prev, curr, Err(e.into()));
                 continue;
             }
             if barrier.kind == BarrierKind::Checkpoint {
@@ -449,10 +460,19 @@ impl LocalBarrierWorker {
         if !matches!(self.epochs.get(&prev), Some(EpochState::Syncing)) {
             return; // reset meanwhile
         }
-        self.complete(prev, curr, result.map(Some).map_err(|e| e.to_string()));
+        self.complete(
+            prev,
+            curr,
+            result.map(Some).map_err(LocalBarrierError::from),
+        );
     }
 
-    fn complete(&mut self, prev: Epoch, curr: Epoch, result: Result<Option<SyncResult>, String>) {
+    fn complete(
+        &mut self,
+        prev: Epoch,
+        curr: Epoch,
+        result: LocalBarrierResult<Option<SyncResult>>,
+    ) {
         let create_progress = self.progress.remove(&curr).unwrap_or_default();
         let result = result.map(|synced| BarrierCompleteResponse {
             worker: self.env.worker,
@@ -489,13 +509,13 @@ impl LocalBarrierWorker {
             error: error.clone(),
             at_us: self.env.clock.elapsed_us(),
         });
-        let error = error.to_string();
         self.actors.remove(&actor);
         self.env.dml.remove(actor);
-        let message = format!(
-            "actor {actor} on worker {} failed: {error}",
-            self.env.worker
-        );
+        let failure = LocalBarrierError::ActorFailed {
+            actor,
+            worker: self.env.worker,
+            error: error.clone(),
+        };
         self.failed.insert(actor, error);
         // Every epoch still being collected fails; meta will recover.
         let pending: Vec<Epoch> = self
@@ -513,12 +533,12 @@ impl LocalBarrierWorker {
             .collect();
         for prev in pending {
             self.epochs.remove(&prev);
-            self.complete(prev, Epoch::INVALID, Err(message.clone()));
+            self.complete(prev, Epoch::INVALID, Err(failure.clone()));
         }
         // Waiters for epochs not even injected yet fail too.
         for (_, waiters) in std::mem::take(&mut self.waiters) {
             for w in waiters {
-                let _ = w.send(Err(message.clone()));
+                let _ = w.send(Err(failure.clone()));
             }
         }
     }
@@ -535,7 +555,7 @@ impl LocalBarrierWorker {
         self.syncing = FuturesOrdered::new();
         for (_, waiters) in std::mem::take(&mut self.waiters) {
             for w in waiters {
-                let _ = w.send(Err("the node was reset".to_string()));
+                let _ = w.send(Err(LocalBarrierError::Reset));
             }
         }
         self.env.dml.clear();

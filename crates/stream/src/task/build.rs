@@ -14,6 +14,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::actor::Actor;
 use super::barrier_worker::LocalBarrierManager;
+use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
@@ -239,7 +240,7 @@ pub(crate) fn build_actor(
     desc: &StreamActorDesc,
     generation: u64,
     barrier_manager: LocalBarrierManager,
-) -> Result<(Actor, Option<mpsc::Sender<Barrier>>), String> {
+) -> Result<(Actor, Option<mpsc::Sender<Barrier>>), BuildError> {
     let (barrier_tx, mut barrier_rx) = if desc.is_source() {
         let (tx, rx) = mpsc::channel(env.barrier_channel_capacity);
         (Some(tx), Some(rx))
@@ -278,13 +279,13 @@ fn build_node(
     generation: u64,
     barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
     barrier_manager: &LocalBarrierManager,
-) -> Result<BoxedExecutor, String> {
+) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
     Ok(match node {
         StreamNode::Dml { table_id, .. } => {
             let rx = barrier_rx
                 .take()
-                .ok_or_else(|| format!("actor {actor_id} has two barrier sources"))?;
+                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
             let (dml_tx, dml_rx) = mpsc::channel(env.dml_channel_capacity);
             env.dml.register(actor_id, dml_tx);
             Box::new(DmlExecutor::new(actor_id, *table_id, rx, dml_rx))
@@ -307,12 +308,7 @@ fn build_node(
         } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             for t in [upstream_table, state_table] {
-                if t.vnode_count.get() != desc.vnodes.len() {
-                    return Err(format!(
-                        "actor {actor_id}: table {} has another vnode count",
-                        t.table_id
-                    ));
-                }
+                check_vnode_count(desc, t)?;
             }
             let accessor = Some(Accessor {
                 actor: actor_id,
@@ -362,14 +358,7 @@ fn build_node(
         }
         StreamNode::Materialize { table, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            if table.vnode_count.get() != desc.vnodes.len() {
-                return Err(format!(
-                    "actor {actor_id}: table {} has {} vnodes, the actor's bitmap {}",
-                    table.table_id,
-                    table.vnode_count.get(),
-                    desc.vnodes.len()
-                ));
-            }
+            check_vnode_count(desc, table)?;
             let options = StateTableOptions {
                 accessor: Some(Accessor {
                     actor: actor_id,
@@ -403,4 +392,20 @@ fn build_node(
             ))
         }
     })
+}
+
+/// A state table of the actor has as many vnodes as the actor's bitmap.
+fn check_vnode_count(
+    desc: &StreamActorDesc,
+    table: &epochlab_common::catalog::TableDesc,
+) -> Result<(), BuildError> {
+    if table.vnode_count.get() != desc.vnodes.len() {
+        return Err(BuildError::VnodeCountMismatch {
+            actor: desc.actor_id,
+            table: table.table_id,
+            table_vnodes: table.vnode_count.get(),
+            actor_vnodes: desc.vnodes.len(),
+        });
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId, event};
-use epochlab_rpc::{Network, Request, Response, RpcKind, ServiceRequest};
+use epochlab_rpc::{Network, RemoteError, Request, Response, RpcKind, ServiceRequest};
 use epochlab_storage::{AccessObserver, HummockManager, NodeStorage};
 use tokio::sync::mpsc;
 
@@ -240,7 +240,7 @@ async fn serve(
                     Ok(Response::Ack)
                 }
             };
-            let _ = reply.send(result);
+            let _ = reply.send(result.map_err(RemoteError::from));
         });
     }
 }

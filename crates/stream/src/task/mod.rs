@@ -4,4 +4,5 @@ pub mod actor;
 pub mod barrier_worker;
 pub mod build;
 pub mod compute_node;
+pub mod error;
 pub mod exchange;
