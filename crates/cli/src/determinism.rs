@@ -279,6 +279,7 @@ mod tests {
             mode: "buggy".into(),
             seed: 1,
             outcome: "not_reproducible".into(),
+            verdict: "met".into(),
             error: Some("why".into()),
             caught_by: None,
             failing_vnode: None,

@@ -63,6 +63,15 @@ impl Verdict {
         }
     }
 
+    /// The verdict's name in JSON rows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Unexpected => "unexpected",
+            Verdict::NotShown => "not_shown",
+        }
+    }
+
     /// What the table prints after the outcome.
     pub fn mark(self) -> &'static str {
         match self {

@@ -122,7 +122,7 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
     if !rep.timeline.is_empty() {
         let _ = writeln!(
             out,
-            "{mode}: timeline (virtual seconds; the unregister, the actor's persists, the failing read)"
+            "{mode}: timeline (virtual seconds: the drop, the fault, the unregister, the actor's persists, recovery)"
         );
         for l in &rep.timeline {
             let _ = writeln!(out, "  {l}");

@@ -29,6 +29,8 @@ pub enum ReproError {
     Tracer { mode: &'static str, detail: String },
     #[error(transparent)]
     Determinism(#[from] DeterminismError),
+    #[error("cannot write the event log to {path}: {detail}")]
+    EventLog { path: String, detail: String },
 }
 
 impl ReproError {
@@ -231,6 +233,15 @@ impl Telemetry {
 pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     if args.check_determinism {
         return Ok(determinism::check(args)?);
+    }
+    // A path the user asked to keep a log in must be writable before anything runs.
+    for &mode in &args.modes {
+        if let Some(path) = args.event_log_of(mode) {
+            std::fs::write(&path, b"").map_err(|e| ReproError::EventLog {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            })?;
+        }
     }
     let telemetry = Telemetry::start(args)?;
     let traces = telemetry.traces();

@@ -12,6 +12,8 @@ pub struct RunRow {
     pub seed: u64,
     /// `failed`, `passed`, `not_reproducible` or `stuck`.
     pub outcome: String,
+    /// Whether the outcome met the mode's expectation: `met`, `unexpected` (exit 1) or `not_shown` (exit 3).
+    pub verdict: String,
     /// What failed; for `not_reproducible` and `stuck`, why.
     pub error: Option<String>,
     /// Which check made the run fail.
@@ -64,6 +66,7 @@ impl RunRow {
             mode: r.params.mode.as_str().to_string(),
             seed: r.params.seed,
             outcome: r.outcome.as_str().to_string(),
+            verdict: crate::expect::Verdict::of(r).as_str().to_string(),
             error: r.error.clone(),
             caught_by: r.caught_by.clone(),
             failing_vnode: r.failing_vnode,

@@ -142,7 +142,7 @@ async fn recover_inner<C: RecoveryContext>(
                 event!(
                     ctx.log(),
                     "recovery",
-                    "done attempt={attempt} prev_epoch={}",
+                    "done attempt={attempt} initial_barrier_curr={}",
                     state.prev_epoch
                 );
                 return state;

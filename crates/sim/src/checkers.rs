@@ -119,6 +119,8 @@ pub struct Unregister {
     pub at_us: u64,
     pub tables: Vec<TableId>,
     pub running_users: usize,
+    /// Why storage unregistered them (its event-log reason, e.g. `drop collected`).
+    pub reason: String,
 }
 
 #[derive(Clone)]
@@ -139,7 +141,7 @@ impl Checkers {
         let me = this.clone();
         cluster
             .hummock
-            .set_unregister_hook(Arc::new(move |tables: &[TableId]| {
+            .set_unregister_hook(Arc::new(move |tables: &[TableId], reason: &str| {
                 let Some(cluster) = weak.upgrade() else {
                     return;
                 };
@@ -153,7 +155,7 @@ impl Checkers {
                     }
                 }
                 let at_us = cluster.ctx.clock.elapsed_us();
-                me.record_unregister(mode, at_us, tables, users);
+                me.record_unregister(mode, at_us, tables, users, reason);
             }));
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
@@ -173,6 +175,7 @@ impl Checkers {
         at_us: u64,
         tables: &[TableId],
         users: Vec<(WorkerId, TableId, Vec<ActorId>)>,
+        reason: &str,
     ) {
         if mode.claims_no_unregister_in_use() {
             for (worker, t, actors) in &users {
@@ -195,6 +198,7 @@ impl Checkers {
                 at_us,
                 tables: tables.to_vec(),
                 running_users: running,
+                reason: reason.to_string(),
             });
         }
     }

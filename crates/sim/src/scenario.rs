@@ -147,6 +147,9 @@ pub struct FaultPlan {
     pub restart_delay: Duration,
 }
 
+/// Virtual time the backfill has to reach the drop point.
+const DROP_POINT_BUDGET: Duration = Duration::from_secs(900);
+
 /// Barrier intervals the drop waits past `drop_at_rows` for the ideal moment before it goes anyway.
 const DROP_PATIENCE_INTERVALS: u32 = 3;
 
@@ -268,7 +271,8 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             let mut report = ReproReport::new(params.clone());
             report.outcome = Outcome::Stuck;
             report.error = Some(format!(
-                "the run exceeded its virtual time limit of {} s; last events: {}",
+                "the run exceeded its virtual time limit of {} s (a step without its own budget: please report \
+                 it); last events: {}",
                 timed_out.limit.as_secs(),
                 timed_out.tail.join(" | ")
             ));
@@ -327,7 +331,10 @@ struct DropRecord {
     /// Max committed epoch when the drop returned, and the zombie's last persisted epoch then.
     mce_at_return: u64,
     last_persist_at_return: u64,
+    /// Every fault the run injected, in order.
     fault: String,
+    /// The fault drawn from the seed (before any forced recovery).
+    first_fault: String,
     /// The drop never returned: what the barrier manager waits for.
     stuck: Option<String>,
 }
@@ -475,8 +482,18 @@ async fn await_drop_point(
     let poll = (interval / 10).max(Duration::from_millis(10));
     let patience = interval * DROP_PATIENCE_INTERVALS;
     let mut waited_since_rows = Duration::ZERO;
+    let deadline = setup.ctx.clock.elapsed_us() + DROP_POINT_BUDGET.as_micros() as u64;
     loop {
         tokio::time::sleep(poll).await;
+        if setup.ctx.clock.elapsed_us() > deadline {
+            return Err(EarlyEnd::NotReproducible(format!(
+                "the drop point was not reached within {} s of virtual time: the backfill consumed {} of \
+                 {} rows (the sink is too slow for it to move)",
+                DROP_POINT_BUDGET.as_secs(),
+                backfill_view(setup).0,
+                plan.drop_at_rows
+            )));
+        }
         let sink = cluster.meta.relation(setup.sink.id);
         if sink.is_none_or(|r| r.state == JobState::Created) {
             return Err(EarlyEnd::NotReproducible(format!(
@@ -552,10 +569,12 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
             record.returned_before_fault = true;
             note_return(setup, &mut record);
             record.fault = inject_fault(setup, plan);
+            record.first_fault = record.fault.clone();
             r
         }
         Err(_) => {
             record.fault = inject_fault(setup, plan);
+            record.first_fault = record.fault.clone();
             match await_drop(setup, &mut record, &mut dropper, pace).await {
                 Some(r) => r,
                 None => return record,
@@ -755,19 +774,40 @@ fn verdict(
         report.error = Some(v.to_string());
         report.failing_actor = v.actor;
         report.timeline = timeline(&setup.ctx.log.lines(), v.actor);
+        if let Some(a) = v.actor {
+            let mine = capture.lines_of_actor(u64::from(a));
+            report.original_lines = mine[mine.len().saturating_sub(12)..].to_vec();
+        }
     } else if report.recoveries == 0 {
         return report.not_reproducible("no recovery happened".into());
     } else if p.mode.is_before_the_fix() {
         let why = why_buggy_passed(setup, record);
         return report.not_reproducible(why);
     }
-    let check_silent = report.outcome == Outcome::Failed
-        && p.persist_check
-        && report.caught_by.as_deref() != Some(Check::BackfillPersist.as_str());
-    if check_silent && let Some(note) = why_check_silent(record) {
-        report.notes.push(note);
+    let detector = report.caught_by.as_deref() == Some(checker_name("I2 zombie-access").as_str());
+    if detector && p.persist_check {
+        report.notes.push(why_check_silent(record));
+    }
+    if report.outcome == Outcome::Passed {
+        report.notes.extend(how_it_passed(setup));
     }
     report
+}
+
+/// Evidence that a passing run exercised the drop: when the sink's tables were unregistered, and that no
+/// actor used them then.
+fn how_it_passed(setup: &Setup) -> Option<String> {
+    let progress = setup.progress_table;
+    let u = setup
+        .checkers
+        .unregisters()
+        .into_iter()
+        .find(|u| u.tables.contains(&progress))?;
+    Some(format!(
+        "the sink's tables were unregistered at {:.3} s, when no running actor used them ({})",
+        u.at_us as f64 / 1e6,
+        u.reason
+    ))
 }
 
 fn checker_name(invariant: &str) -> String {
@@ -826,11 +866,16 @@ fn check_oracle(setup: &Setup, p: &ReproParams) {
 
 /// Why a buggy run did not fail: from the drop record, the unregisters the checkers saw, and the event log.
 fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
-    if record.returned_before_fault || record.recoveries_at_return == record.recoveries_at_drop {
+    if record.returned_before_fault {
+        return "the drop returned before the fault: its Stop barrier was collected from every node, the \
+                drop took its success path, and the tables were unregistered after the sink's actors had stopped"
+            .into();
+    }
+    if record.recoveries_at_return == record.recoveries_at_drop {
         return format!(
-            "the Stop barrier was collected from every node before the {} could fail it: the drop took its \
+            "the {} did not fail the Stop barrier (the node had already collected it): the drop took its \
              success path, and the tables were unregistered after the sink's actors had stopped",
-            record.fault
+            record.first_fault
         );
     }
     let secs = |us: u64| format!("{:.3} s", us as f64 / 1e6);
@@ -858,7 +903,8 @@ fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
         .iter()
         .rev()
         .find(|l| l.contains("reset nodes generation="))
-        .and_then(|l| l.split_whitespace().next().map(|t| format!("{t} s")))
+        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|t| format!("{t:.3} s"))
         .unwrap_or_else(|| "the end".into());
     format!(
         "no zombie read or write of the sink's tables between the unregister at {} and the reset at {reset} \
@@ -869,15 +915,22 @@ fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
     )
 }
 
-/// Why the backfill's own check did not fire although zombies touched unregistered tables.
-fn why_check_silent(record: &DropRecord) -> Option<String> {
-    (record.last_persist_at_return > record.mce_at_return).then(|| {
+/// Why the backfill's own check did not fire although the detector saw zombies touch unregistered tables.
+fn why_check_silent(record: &DropRecord) -> String {
+    let (last, mce) = (record.last_persist_at_return, record.mce_at_return);
+    if last > mce {
         format!(
             "the backfill persist check did not fire: the zombie's reads were served from uncommitted data \
-             (last write at epoch {} > max committed epoch {} when the tables were unregistered)",
-            record.last_persist_at_return, record.mce_at_return
+             (its last progress write, at epoch {last}, was above the max committed epoch {mce} when the \
+             tables were unregistered)"
         )
-    })
+    } else {
+        format!(
+            "the backfill persist check did not fire although the zombie's last progress write (epoch \
+             {last}) was committed: its reads came before the unregister reached its node, or it only \
+             inserted rows of vnodes it had not written before (an insert reads nothing back)"
+        )
+    }
 }
 
 /// The lines that tell the story: the scenario's steps, unregisters, resets, the actor's persists, and
@@ -899,6 +952,7 @@ fn timeline(lines: &[String], actor: Option<u32>) -> Vec<String> {
     }
     for l in &lines[from..] {
         let keep = l.contains(" scenario: ")
+            || (l.contains(" inject barrier: ") && l.contains("command=drop"))
             || l.contains(" unregister tables: ")
             || l.contains(" barrier failed: ")
             || l.contains(" kill node: ")

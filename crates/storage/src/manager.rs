@@ -17,7 +17,8 @@ use crate::version::{GroupChange, GroupId, HummockVersion, VersionDelta};
 pub const MAX_DELTA_HISTORY: usize = 100_000;
 
 /// Called after every unregistration, with the tables removed (checkers).
-pub type UnregisterHook = Arc<dyn Fn(&[TableId]) + Send + Sync>;
+/// Told of every unregister: the tables removed and the reason given.
+pub type UnregisterHook = Arc<dyn Fn(&[TableId], &str) + Send + Sync>;
 
 pub struct HummockManager {
     inner: Mutex<Inner>,
@@ -245,7 +246,7 @@ impl HummockManager {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         if let Some(hook) = hook {
-            hook(&removed);
+            hook(&removed, reason);
         }
         Some(delta)
     }
