@@ -13,6 +13,7 @@ struct RunRow {
     mode: String,
     seed: u64,
     outcome: String,
+    verdict: String,
     error: Option<String>,
     caught_by: Option<String>,
     failing_vnode: Option<u32>,
@@ -144,6 +145,7 @@ fn fixed_passes_with_one_json_row() {
         ("fixed", "passed")
     );
     assert!(row.persist_check);
+    assert_eq!(row.verdict, "met");
     assert!(!row.digest.is_empty());
     assert!(row.replay.contains("--persist-check on"), "{}", row.replay);
 }
