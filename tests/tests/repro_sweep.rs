@@ -246,3 +246,45 @@ fn edge_settings_end_with_an_outcome() {
         }
     }
 }
+
+/// A cluster that loses every compute node for good once the sink is dropped cannot recover: the run ends
+/// `stuck` within its budgets (not at the runtime's limit, not with a panic), saying what it waits for.
+#[test]
+fn a_cluster_that_cannot_recover_is_reported_stuck() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use epochlab_sim::{Cluster, ReproHooks, run_repro_with};
+
+    let hook = Box::new(|cluster: Arc<Cluster>| {
+        let weak = Arc::downgrade(&cluster);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let Some(cluster) = weak.upgrade() else {
+                    return;
+                };
+                if cluster.meta.relation_by_name("sink_14910").is_some() {
+                    continue;
+                }
+                // The sink was dropped: every node dies, and dies again whenever it restarts.
+                for node in cluster.nodes() {
+                    cluster.kill(node.worker());
+                }
+            }
+        });
+    });
+    let hooks = ReproHooks {
+        on_cluster: Some(hook),
+        ..ReproHooks::default()
+    };
+    let r = run_repro_with(&ReproParams::default(), hooks).value;
+    assert_eq!(r.outcome, Outcome::Stuck, "{:?}", r.error);
+    let why = r.error.unwrap_or_default();
+    assert!(why.starts_with("recovery did not finish"), "{why}");
+    assert!(why.contains("waiting: "), "{why}");
+    assert!(
+        !why.contains("virtual time limit"),
+        "a step's own budget ended it: {why}"
+    );
+}
