@@ -428,3 +428,53 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod detector_tests {
+    use epochlab_common::{ActorId, Epoch, WorkerId};
+    use epochlab_storage::{Accessor, CommittedStore};
+
+    use super::*;
+
+    fn access(table: TableId, kind: AccessKind) -> Access {
+        Access {
+            worker: WorkerId(3),
+            table,
+            accessor: Accessor {
+                actor: ActorId(7),
+                job: TableId(2),
+            },
+            kind,
+            epoch: Epoch(42 << 16),
+            generation: 1,
+        }
+    }
+
+    /// Accesses to registered tables are fine; after the unregister, each kind of access is kept once, with
+    /// its count, and becomes an I2 violation naming the actor, the table and the epoch.
+    #[test]
+    fn the_detector_keeps_accesses_to_unregistered_tables() {
+        let hummock = Arc::new(HummockManager::new(CommittedStore::default(), None));
+        let t = TableId(3);
+        hummock.register_tables(&[t]);
+        let detector = ZombieAccessDetector::default();
+        let clock = Clock::virtual_from(0);
+        let observe = detector.observer(Arc::downgrade(&hummock), clock);
+        observe(&access(t, AccessKind::Read));
+        assert!(detector.accesses().is_empty());
+        hummock.unregister_tables(&[t], "test");
+        observe(&access(t, AccessKind::Read));
+        observe(&access(t, AccessKind::Read));
+        observe(&access(t, AccessKind::Write));
+        let seen = detector.accesses();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].count, 2);
+        let v = detector.violations(|job| job == TableId(2));
+        assert_eq!(v[0].invariant, "I2 zombie-access");
+        assert_eq!(
+            (v[0].actor, v[0].table, v[0].epoch),
+            (Some(7), Some(3), Some(42 << 16))
+        );
+        assert!(v[0].detail.contains("of dropped job 2"), "{}", v[0].detail);
+    }
+}
