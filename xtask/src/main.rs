@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
 //! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
+//! - `soak [FLAGS]`: the same for `epochlab soak FLAGS`.
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
@@ -16,7 +17,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|test|bench|screenshot|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|soak|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -31,8 +32,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let raw: Vec<OsString> = args.collect();
-    if cmd == "repro" {
-        return finish(repro(&raw));
+    if cmd == "repro" || cmd == "soak" {
+        return finish(epochlab_command(&cmd, &raw));
     }
     let rest: Vec<String> = match raw.into_iter().enumerate().map(utf8).collect() {
         Ok(rest) => rest,
@@ -201,9 +202,10 @@ fn epochlab() -> Result<Command> {
     Ok(cmd)
 }
 
-fn repro(args: &[OsString]) -> Result {
+/// Run `epochlab SUBCOMMAND ARGS` (built in release); its exit status is passed on.
+fn epochlab_command(subcommand: &str, args: &[OsString]) -> Result {
     let mut cmd = epochlab()?;
-    cmd.arg("repro");
+    cmd.arg(subcommand);
     cmd.args(args);
     let status = cmd.status().map_err(|e| Failure {
         code: 1,

@@ -89,6 +89,11 @@ pub const RATE_LIMIT: Range = Range {
 pub const BARRIER_LATENCY_MS: Range = Range { lo: 0, hi: 60_000 };
 pub const CHECKPOINT_FREQUENCY: Range = Range { lo: 1, hi: 10_000 };
 pub const SERVE_FOR: Range = Range { lo: 0, hi: 86_400 };
+pub const JOBS: Range = Range { lo: 1, hi: 256 };
+pub const DURATION: Range = Range {
+    lo: 1,
+    hi: 30 * 86_400,
+};
 
 pub const DEFAULT_JAEGER_ADDR: SocketAddr =
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 16686));
@@ -138,6 +143,14 @@ pub enum ArgError {
         flag: &'static str,
         reason: &'static str,
     },
+    #[error("--seeds takes A..B with A < B (seeds A, A+1, ..., B-1), not `{0}`")]
+    NotASeedRange(String),
+    #[error("--shard takes K/N with K < N, not `{0}`")]
+    NotAShard(String),
+    #[error("--mode of a soak is one of buggy, fixed or purge-before-reset, not `{0}`")]
+    NotASoakMode(String),
+    #[error("--scenario takes 14910 (random workload plans are not built yet), not `{0}`")]
+    NotAScenario(String),
     #[error("{a} and {b} exclude each other: {reason}")]
     Exclusive {
         a: &'static str,
@@ -151,12 +164,16 @@ pub enum ArgError {
 pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
-    #[error("epochlab: no command given; usage: epochlab repro [FLAGS] (epochlab repro --help)")]
+    #[error(
+        "epochlab: no command given; usage: epochlab repro|soak [FLAGS] (epochlab repro --help)"
+    )]
     NoCommand,
-    #[error("epochlab: unknown command `{0}`; usage: epochlab repro [FLAGS]")]
+    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak [FLAGS]")]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
     Repro(#[from] ArgError),
+    #[error("epochlab soak: {0}")]
+    Soak(ArgError),
 }
 
 /// What the command line asks for.
@@ -165,6 +182,8 @@ pub enum Invocation {
     /// `epochlab help`, `epochlab repro --help`.
     Help,
     Repro(Box<ReproArgs>),
+    SoakHelp,
+    Soak(Box<crate::soak::SoakArgs>),
 }
 
 /// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
@@ -183,6 +202,7 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
     };
     match cmd.as_str() {
         "repro" => Ok(ReproArgs::parse(rest)?),
+        "soak" => parse_soak(rest).map_err(CliError::Soak),
         "-h" | "--help" | "help" => Ok(Invocation::Help),
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
@@ -516,7 +536,7 @@ mod tests {
         let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match ReproArgs::parse(&argv)? {
             Invocation::Repro(a) => Ok(*a),
-            Invocation::Help => panic!("help for {args:?}"),
+            other => panic!("{other:?} for {args:?}"),
         }
     }
 
@@ -708,9 +728,17 @@ mod tests {
     fn commands() {
         assert_eq!(parse_command(os(&[])).unwrap_err(), CliError::NoCommand);
         assert_eq!(
-            parse_command(os(&["soak"])).unwrap_err(),
-            CliError::UnknownCommand("soak".into())
+            parse_command(os(&["sok"])).unwrap_err(),
+            CliError::UnknownCommand("sok".into())
         );
+        assert!(matches!(
+            parse_command(os(&["soak"])),
+            Ok(Invocation::Soak(_))
+        ));
+        assert!(matches!(
+            parse_command(os(&["soak", "--help"])),
+            Ok(Invocation::SoakHelp)
+        ));
         assert!(matches!(parse_command(os(&["help"])), Ok(Invocation::Help)));
         assert!(matches!(
             parse_command(os(&["repro", "--json", "-h"])),
@@ -834,6 +862,202 @@ mod tests {
         assert_eq!(
             parse(&[]).expect("valid").event_log_of(DropMode::Fixed),
             None
+        );
+    }
+}
+
+pub const SOAK_HELP: &str = "\
+epochlab soak: run a scenario over many seeds, each its own deterministic simulation, on worker threads; keep
+one result per seed and group the failures by signature (the error with ids, epochs and values masked).
+
+This first slice runs the #14910 scenario of `epochlab repro` (random workload plans come next).
+
+FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
+  --seeds A..B              half-open range of seeds, default 0..100
+  --jobs N                  1..=256 worker threads, default the number of cores
+  --mode M                  buggy | fixed | purge-before-reset, default fixed
+  --scenario 14910          the directed scenario (the only one so far), default 14910
+  --shard K/N               run only the seeds with seed % N == K (several processes split one campaign)
+  --results FILE            append one JSON line per seed; seeds of the same campaign already in FILE are
+                            skipped, so an interrupted campaign resumes
+  --duration SECS           1..=2592000: start no seed after this much wall time
+  --json                    print each seed's JSON line on stdout (the triage goes to stderr)
+  --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
+  --checkpoint-frequency, --persist-check
+                            the scenario's settings, as for `epochlab repro` (see its --help)
+  -h, --help                this text
+
+OUTCOMES per seed: passed (a directed run that could not set up the bug counts as passed, with its reason as
+the detail), failed (kind actor_failure, invariant or oracle), stuck.
+
+EXIT STATUS
+  0 every seed passed
+  1 a seed failed or got stuck
+  2 bad input (a flag, or a results file that cannot be read or written)";
+
+/// Parse `epochlab soak`'s arguments.
+pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
+    let mut repro = ReproArgs::default();
+    let mut soak = crate::soak::SoakArgs {
+        seeds: 0..100,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: None,
+        params: ReproParams {
+            mode: DropMode::Fixed,
+            ..ReproParams::default()
+        },
+        results: None,
+        duration: None,
+        json: false,
+    };
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(Invocation::SoakHelp);
+        }
+        let (name, inline) = split_inline(arg);
+        let known = SOAK_FLAGS.iter().find(|f| **f == name).copied();
+        let flag = known.ok_or_else(|| unknown(arg))?;
+        if !seen.insert(flag.to_string()) {
+            return Err(ArgError::Repeated(flag));
+        }
+        let value = match (flag == "--json", inline) {
+            (true, None) => "",
+            (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
+            (false, Some(v)) => v,
+            (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
+        };
+        set_soak(&mut soak, &mut repro, flag, value)?;
+    }
+    soak.params = ReproParams {
+        mode: soak.params.mode,
+        ..repro.params
+    };
+    Ok(Invocation::Soak(Box::new(soak)))
+}
+
+const SOAK_FLAGS: [&str; 16] = [
+    "--seeds",
+    "--jobs",
+    "--mode",
+    "--scenario",
+    "--shard",
+    "--results",
+    "--duration",
+    "--json",
+    "--rows",
+    "--vnodes",
+    "--parallelism",
+    "--compute-nodes",
+    "--rate-limit",
+    "--barrier-latency-ms",
+    "--checkpoint-frequency",
+    "--persist-check",
+];
+
+fn set_soak(
+    soak: &mut crate::soak::SoakArgs,
+    repro: &mut ReproArgs,
+    flag: &'static str,
+    v: &str,
+) -> Result<(), ArgError> {
+    match flag {
+        "--seeds" => soak.seeds = seed_range(v)?,
+        "--jobs" => soak.jobs = number(Flag::Seed, v, JOBS).map_err(|e| rename(e, flag))?,
+        "--mode" => {
+            soak.params.mode =
+                crate::soak::parse_mode(v).ok_or(ArgError::NotASoakMode(v.to_string()))?
+        }
+        "--scenario" if v == "14910" => {}
+        "--scenario" => return Err(ArgError::NotAScenario(v.to_string())),
+        "--shard" => soak.shard = Some(shard(v)?),
+        "--results" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
+        "--results" => soak.results = Some(PathBuf::from(v)),
+        "--duration" => {
+            let secs: u64 = number(Flag::Seed, v, DURATION).map_err(|e| rename(e, flag))?;
+            soak.duration = Some(Duration::from_secs(secs));
+        }
+        "--json" => soak.json = true,
+        scenario_flag => {
+            let f = Flag::from_name(scenario_flag).expect("a repro scenario flag");
+            repro.set(f, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// An error about another flag's value, renamed to `flag`.
+fn rename(e: ArgError, flag: &'static str) -> ArgError {
+    match e {
+        ArgError::NotANumber { range, value, .. } => ArgError::NotANumber { flag, range, value },
+        ArgError::OutOfRange { range, value, .. } => ArgError::OutOfRange { flag, range, value },
+        other => other,
+    }
+}
+
+fn seed_range(v: &str) -> Result<std::ops::Range<u64>, ArgError> {
+    let bad = || ArgError::NotASeedRange(v.to_string());
+    let (a, b) = v.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok(a..b)
+}
+
+fn shard(v: &str) -> Result<(u64, u64), ArgError> {
+    let bad = || ArgError::NotAShard(v.to_string());
+    let (k, n) = v.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if n == 0 || k >= n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+#[cfg(test)]
+mod soak_tests {
+    use super::*;
+
+    fn soak(args: &[&str]) -> Result<crate::soak::SoakArgs, ArgError> {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse_soak(&argv)? {
+            Invocation::Soak(a) => Ok(*a),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
+        let a = soak(&[
+            "--seeds", "5..9", "--jobs=2", "--mode", "buggy", "--rows", "50",
+        ])
+        .unwrap();
+        assert_eq!(
+            (a.seeds, a.jobs, a.params.mode, a.params.rows),
+            (5..9, 2, DropMode::Buggy, 50)
+        );
+        assert_eq!(soak(&[]).unwrap().params.mode, DropMode::Fixed);
+        assert_eq!(soak(&["--shard", "1/4"]).unwrap().shard, Some((1, 4)));
+        for bad in [
+            &["--seeds", "9..5"][..],
+            &["--seeds", "x"],
+            &["--shard", "4/4"],
+            &["--mode", "all"],
+            &["--scenario", "random"],
+            &["--jobs", "0"],
+            &["--json=yes"],
+            &["--seed", "1"],
+            &["--rows", "0"],
+            &["--jobs", "2", "--jobs", "3"],
+        ] {
+            let e = soak(bad).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{bad:?}: {e}");
+        }
+        assert_eq!(
+            soak(&["--jobs", "0"]).unwrap_err().to_string(),
+            "--jobs must be in 1..=256, not 0"
         );
     }
 }

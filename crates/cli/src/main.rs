@@ -8,6 +8,7 @@ mod expect;
 mod human;
 mod repro;
 mod row;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -16,9 +17,24 @@ use args::Invocation;
 fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
-            println!("usage: epochlab repro [FLAGS]\n\n{}", args::REPRO_HELP);
+            println!(
+                "usage: epochlab repro|soak [FLAGS]\n\n{}\n\n{}",
+                args::REPRO_HELP,
+                args::SOAK_HELP
+            );
             ExitCode::SUCCESS
         }
+        Ok(Invocation::SoakHelp) => {
+            println!("{}", args::SOAK_HELP);
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Soak(a)) => match soak::run(&a) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab soak: {e}");
+                ExitCode::from(2)
+            }
+        },
         Ok(Invocation::Repro(a)) => match repro::run(&a) {
             Ok(code) => ExitCode::from(code),
             Err(e) => {

@@ -80,7 +80,7 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
     let cases: [&[&str]; 8] = [
         &[],
-        &["soak"],
+        &["sok"],
         &["repro", "--bogus"],
         &["repro", "--vnodes", "0"],
         &["repro", "--seed", "1", "--seed", "2"],
@@ -170,4 +170,43 @@ fn check_determinism_honours_json() {
     assert_eq!(row.digests.len(), 2);
     assert_eq!(row.digests[0], row.digests[1]);
     assert_eq!(row.outcomes, ["passed", "passed"]);
+}
+
+/// A soak over a few seeds of the buggy scenario: one JSON line per seed, failures grouped by signature, and
+/// a second run with the same results file resumes instead of repeating.
+#[test]
+fn a_soak_writes_one_line_per_seed_and_resumes() {
+    let dir = std::env::temp_dir().join(format!("epochlab-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let results = dir.join("results.jsonl");
+    let results_flag = results.to_str().unwrap();
+    let args = ["soak", "--mode", "buggy", "--seeds", "1..9", "--jobs", "2"];
+    let out = epochlab(args.iter().copied().chain(["--results", results_flag]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("not found (by the backfill persist check)"),
+        "{stdout}"
+    );
+    let lines = std::fs::read_to_string(&results).unwrap();
+    let seeds: Vec<u64> = lines
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seed"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seeds.len(), 8);
+    let again = epochlab(
+        ["soak", "--mode", "buggy", "--seeds", "1..11", "--jobs", "2"]
+            .into_iter()
+            .chain(["--results", results_flag]),
+    );
+    assert!(text(&again.stderr).contains("2 seeds to run (8 already in the results)"));
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap().lines().count(),
+        10
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,463 @@
+//! `epochlab soak`: run a scenario over many seeds on worker threads (each seed its own single-threaded
+//! simulation), keep one result per seed, and group the failures by signature.
+//!
+//! This first slice of the soak (issue 10) runs the directed #14910 scenario (`--scenario 14910`, the repro's
+//! flags); random workload plans come next.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use epochlab_meta::DropMode;
+use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
+use epochlab_telemetry::WallTimer;
+use serde::{Deserialize, Serialize};
+
+use crate::repro::{flags, replay};
+
+/// The results format's version.
+pub const RESULTS_VERSION: u32 = 1;
+
+/// What a soak campaign runs.
+#[derive(Clone, Debug)]
+pub struct SoakArgs {
+    /// Half-open: `start..end`.
+    pub seeds: std::ops::Range<u64>,
+    pub jobs: usize,
+    /// `(k, n)`: take only the seeds with `seed % n == k`.
+    pub shard: Option<(u64, u64)>,
+    /// The scenario's settings; the seed is each run's own.
+    pub params: ReproParams,
+    pub results: Option<PathBuf>,
+    /// Wall-clock budget: no new seed starts after it.
+    pub duration: Option<Duration>,
+    pub json: bool,
+}
+
+/// One seed's result: a line of `--results`, and of `--json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedRow {
+    pub version: u32,
+    /// The campaign's settings, so that a results file resumes only the same campaign.
+    pub campaign: String,
+    pub seed: u64,
+    pub mode: String,
+    pub scenario: String,
+    /// `passed`, `failed` or `stuck`.
+    pub outcome: String,
+    /// For a failure: `actor_failure`, `invariant` or `oracle`.
+    pub kind: Option<String>,
+    /// What failed, what is stuck, or (for a pass) why nothing could fail.
+    pub detail: Option<String>,
+    /// The kind and the error with numbers masked: equal signatures are the same failure.
+    pub signature: Option<String>,
+    pub digest: String,
+    pub virtual_ms: u64,
+    pub wall_ms: u64,
+    pub replay: String,
+}
+
+/// A soak's failures of one signature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub count: u64,
+    pub first_seed: u64,
+    pub replay: String,
+}
+
+/// `--scenario 14910` with these settings, as a campaign key: every repro flag but the seed.
+pub fn campaign(p: &ReproParams) -> String {
+    let all = flags(p);
+    let pairs = all.chunks(2).filter(|kv| kv[0] != "--seed");
+    let parts: Vec<String> = pairs.map(|kv| kv.join(" ")).collect();
+    format!("scenario=14910 {}", parts.join(" "))
+}
+
+/// The failure's kind, from the check that caught it.
+fn kind_of(r: &ReproReport) -> &'static str {
+    match r.caught_by.as_deref() {
+        Some("oracle checker") => "oracle",
+        Some(c) if c.starts_with('I') => "invariant",
+        _ => "actor_failure",
+    }
+}
+
+/// Numbers (ids, epochs, vnodes, times) masked, so one bug hit at different places has one signature.
+/// Digits that continue a word (`Int16`, `I2`) are part of the name and stay.
+pub fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    let mut in_word = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() && !in_word {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+            continue;
+        }
+        in_word = c.is_ascii_alphanumeric() && !in_number || (in_word && c.is_ascii_digit());
+        in_number = false;
+        out.push(c);
+    }
+    out
+}
+
+/// A finished run as a soak row. A directed run that could not set up the bug counts as passed: nothing
+/// failed (the reason is kept as its detail).
+pub fn row_of(
+    campaign: &str,
+    r: &ReproReport,
+    digest: String,
+    virtual_ms: u64,
+    wall_ms: u64,
+) -> SeedRow {
+    let (outcome, kind) = match r.outcome {
+        Outcome::Failed => ("failed", Some(kind_of(r).to_string())),
+        Outcome::Stuck => ("stuck", None),
+        Outcome::Passed | Outcome::NotReproducible => ("passed", None),
+    };
+    let signature = match r.outcome {
+        Outcome::Failed => kind
+            .as_ref()
+            .map(|k| format!("{k}: {}", mask(r.error.as_deref().unwrap_or("")))),
+        Outcome::Stuck => Some(format!("stuck: {}", mask(first_clause(r)))),
+        _ => None,
+    };
+    SeedRow {
+        version: RESULTS_VERSION,
+        campaign: campaign.to_string(),
+        seed: r.params.seed,
+        mode: r.params.mode.as_str().to_string(),
+        scenario: "14910".into(),
+        outcome: outcome.into(),
+        kind,
+        detail: r.error.clone(),
+        signature,
+        digest,
+        virtual_ms,
+        wall_ms,
+        replay: replay(&r.params),
+    }
+}
+
+/// What a stuck run waits for, up to its first colon (the rest names epochs and workers).
+fn first_clause(r: &ReproReport) -> &str {
+    let e = r.error.as_deref().unwrap_or("");
+    e.split(':').next().unwrap_or(e)
+}
+
+/// The seeds this process runs: the range, this shard's share, less those already in the results file.
+pub fn seeds_to_run(args: &SoakArgs, done: &BTreeSet<u64>) -> Vec<u64> {
+    args.seeds
+        .clone()
+        .filter(|s| args.shard.is_none_or(|(k, n)| s % n == k))
+        .filter(|s| !done.contains(s))
+        .collect()
+}
+
+/// The rows of a results file that belong to `campaign`.
+pub fn read_results(path: &std::path::Path, campaign: &str) -> std::io::Result<Vec<SeedRow>> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut rows = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line?;
+        if let Ok(row) = serde_json::from_str::<SeedRow>(&line)
+            && row.campaign == campaign
+            && row.version == RESULTS_VERSION
+        {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Failures and stuck runs by signature, in order of signature.
+pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<String, Group> {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    for r in rows {
+        let Some(sig) = &r.signature else { continue };
+        let g = groups.entry(sig.clone()).or_insert(Group {
+            count: 0,
+            first_seed: r.seed,
+            replay: r.replay.clone(),
+        });
+        g.count += 1;
+        if r.seed < g.first_seed {
+            g.first_seed = r.seed;
+            g.replay = r.replay.clone();
+        }
+    }
+    groups
+}
+
+/// Run `seeds` on `jobs` threads; each finished seed goes to `on_row` on the calling thread, in the order
+/// they finish. Stops starting seeds once `stop` is set.
+fn run_parallel(
+    seeds: &[u64],
+    args: &SoakArgs,
+    campaign: &str,
+    stop: &AtomicBool,
+    mut on_row: impl FnMut(SeedRow),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<SeedRow>();
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.max(1) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    let params = ReproParams {
+                        seed,
+                        ..args.params.clone()
+                    };
+                    let wall = WallTimer::start();
+                    let out = run_repro(&params);
+                    let wall_ms = wall.elapsed().as_millis() as u64;
+                    let virtual_ms = out.virtual_elapsed.as_millis() as u64;
+                    let row = row_of(campaign, &out.value, out.digest, virtual_ms, wall_ms);
+                    if tx.send(row).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for row in rx {
+            on_row(row);
+        }
+    });
+}
+
+/// Why a soak could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SoakError {
+    #[error("cannot read the results file {path}: {source}")]
+    ReadResults {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write the results file {path}: {source}")]
+    WriteResults {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Run the campaign; the exit status: 0 every seed passed, 1 any failed or got stuck.
+pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
+    let campaign = campaign(&args.params);
+    let mut all: Vec<SeedRow> = match &args.results {
+        Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
+            path: path.display().to_string(),
+            source,
+        })?,
+        None => Vec::new(),
+    };
+    let done: BTreeSet<u64> = all.iter().map(|r| r.seed).collect();
+    let seeds = seeds_to_run(args, &done);
+    let mut sink = match &args.results {
+        Some(path) => Some(open_append(path)?),
+        None => None,
+    };
+    eprintln!(
+        "soak: {} seeds to run ({} already in the results), {} jobs, mode {}",
+        seeds.len(),
+        done.len(),
+        args.jobs,
+        args.params.mode.as_str()
+    );
+    let stop = AtomicBool::new(false);
+    let wall = WallTimer::start();
+    let mut progress = Progress::default();
+    let mut write_error = None;
+    run_parallel(&seeds, args, &campaign, &stop, |row| {
+        let line = serde_json::to_string(&row).expect("a row serializes");
+        if let Some((path, file)) = sink.as_mut()
+            && let Err(source) = writeln!(file, "{line}").and_then(|()| file.flush())
+        {
+            write_error.get_or_insert(SoakError::WriteResults {
+                path: path.clone(),
+                source,
+            });
+            stop.store(true, Ordering::Relaxed);
+        }
+        if args.json {
+            println!("{line}");
+        }
+        progress.record(&row, wall.elapsed());
+        if args.duration.is_some_and(|d| wall.elapsed() >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        all.push(row);
+    });
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    print_triage(&all, args.json);
+    let failed = all.iter().any(|r| r.outcome != "passed");
+    Ok(u8::from(failed))
+}
+
+fn open_append(path: &std::path::Path) -> Result<(String, std::fs::File), SoakError> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| SoakError::WriteResults {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok((path.display().to_string(), file))
+}
+
+/// A line on stderr every two seconds of wall time.
+#[derive(Default)]
+struct Progress {
+    done: u64,
+    failed: u64,
+    virtual_ms: u64,
+    last_print: Duration,
+}
+
+impl Progress {
+    fn record(&mut self, row: &SeedRow, elapsed: Duration) {
+        self.done += 1;
+        self.failed += u64::from(row.outcome != "passed");
+        self.virtual_ms += row.virtual_ms;
+        if elapsed >= self.last_print + Duration::from_secs(2) {
+            self.last_print = elapsed;
+            let secs = elapsed.as_secs_f64().max(1e-3);
+            eprintln!(
+                "soak: {} seeds done, {} failed or stuck, {:.1} seeds/s, {:.0}x virtual/wall",
+                self.done,
+                self.failed,
+                self.done as f64 / secs,
+                self.virtual_ms as f64 / 1000.0 / secs
+            );
+        }
+    }
+}
+
+/// The outcome counts, then one line per signature with its count, first seed and replay command.
+fn print_triage(rows: &[SeedRow], to_stderr: bool) {
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in rows {
+        *counts.entry(r.outcome.as_str()).or_default() += 1;
+    }
+    let mut text = format!("soak: {} seeds: {counts:?}\n", rows.len());
+    for (sig, g) in triage(rows) {
+        text.push_str(&format!(
+            "{:>6}x  {sig}\n        first seed {}: {}\n",
+            g.count, g.first_seed, g.replay
+        ));
+    }
+    if to_stderr {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+}
+
+/// The drop mode of a soak: one mode per campaign.
+pub fn parse_mode(s: &str) -> Option<DropMode> {
+    DropMode::ALL.into_iter().find(|m| m.as_str() == s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_masked_in_signatures() {
+        assert_eq!(
+            mask("row [Some(Int16(196))] not found (by the backfill persist check)"),
+            "row [Some(Int16(N))] not found (by the backfill persist check)"
+        );
+        assert_eq!(mask("actor 12 at epoch 5866155"), "actor N at epoch N");
+        assert_eq!(
+            mask("I2 zombie-access: actor 3 read table 3 at 1.25 s"),
+            "I2 zombie-access: actor N read table N at N.N s"
+        );
+    }
+
+    #[test]
+    fn shards_cover_every_seed_once_and_skip_those_done() {
+        let mut args = SoakArgs {
+            seeds: 10..40,
+            jobs: 1,
+            shard: None,
+            params: ReproParams::default(),
+            results: None,
+            duration: None,
+            json: false,
+        };
+        let mut union = Vec::new();
+        for k in 0..4 {
+            args.shard = Some((k, 4));
+            union.extend(seeds_to_run(&args, &BTreeSet::new()));
+        }
+        union.sort_unstable();
+        assert_eq!(union, (10..40).collect::<Vec<_>>());
+        args.shard = None;
+        let done: BTreeSet<u64> = [10, 11, 39].into();
+        assert_eq!(seeds_to_run(&args, &done).len(), 27);
+    }
+
+    #[test]
+    fn the_campaign_key_leaves_out_the_seed() {
+        let a = campaign(&ReproParams::default());
+        let b = campaign(&ReproParams {
+            seed: 99,
+            ..Default::default()
+        });
+        assert_eq!(a, b);
+        assert!(!a.contains("--seed"), "{a}");
+        let other = campaign(&ReproParams {
+            rows: 5,
+            ..Default::default()
+        });
+        assert_ne!(a, other);
+    }
+
+    #[test]
+    fn triage_groups_by_signature_with_the_first_seed() {
+        let row = |seed, sig: Option<&str>| SeedRow {
+            version: RESULTS_VERSION,
+            campaign: "c".into(),
+            seed,
+            mode: "buggy".into(),
+            scenario: "14910".into(),
+            outcome: if sig.is_some() { "failed" } else { "passed" }.into(),
+            kind: None,
+            detail: None,
+            signature: sig.map(str::to_string),
+            digest: String::new(),
+            virtual_ms: 0,
+            wall_ms: 0,
+            replay: format!("replay {seed}"),
+        };
+        let rows = [
+            row(5, Some("a")),
+            row(3, Some("a")),
+            row(4, None),
+            row(9, Some("b")),
+        ];
+        let groups = triage(&rows);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups["a"].count, 2);
+        assert_eq!(groups["a"].first_seed, 3);
+        assert_eq!(groups["a"].replay, "replay 3");
+    }
+}
