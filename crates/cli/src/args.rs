@@ -184,6 +184,8 @@ pub enum Invocation {
     Repro(Box<ReproArgs>),
     SoakHelp,
     Soak(Box<crate::soak::SoakArgs>),
+    /// `epochlab soak-report FILES...`.
+    SoakReport(Vec<PathBuf>),
 }
 
 /// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
@@ -203,6 +205,15 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
     match cmd.as_str() {
         "repro" => Ok(ReproArgs::parse(rest)?),
         "soak" => parse_soak(rest).map_err(CliError::Soak),
+        "soak-report" if rest.iter().any(|a| a == "-h" || a == "--help") => {
+            Ok(Invocation::SoakHelp)
+        }
+        "soak-report" if rest.is_empty() => Err(CliError::Soak(ArgError::MissingValue(
+            "soak-report (the results files to merge)",
+        ))),
+        "soak-report" => Ok(Invocation::SoakReport(
+            rest.iter().map(PathBuf::from).collect(),
+        )),
         "-h" | "--help" | "help" => Ok(Invocation::Help),
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
@@ -882,6 +893,9 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             skipped, so an interrupted campaign resumes
   --duration SECS           1..=2592000: start no seed after this much wall time
   --json                    print each seed's JSON line on stdout (the triage goes to stderr)
+  --replay FILE             rerun every seed of a results file (with its own settings, in --jobs threads) and
+                            print `seed N: same` or `seed N: DIFFERS (outcome ..., digest ...)`, then
+                            `replayed N: S same, D differ`; exit 0 when D is 0, else 1
   --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
   --checkpoint-frequency, --persist-check
                             the scenario's settings, as for `epochlab repro` (see its --help)
@@ -893,7 +907,12 @@ the detail), failed (kind actor_failure, invariant or oracle), stuck.
 EXIT STATUS
   0 every seed passed
   1 a seed failed or got stuck
-  2 bad input (a flag, or a results file that cannot be read or written)";
+  2 bad input (a flag, or a results file that cannot be read or written)
+
+epochlab soak-report FILES...
+  merges results files (e.g. the shards of a campaign): one row per campaign and seed, and each campaign's
+  counts and failure signatures; exit 0 when every seed passed, 1 otherwise, 2 when a file cannot be read or
+  holds a line that is not a results row";
 
 /// Parse `epochlab soak`'s arguments.
 pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
@@ -909,6 +928,7 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         results: None,
         duration: None,
         json: false,
+        replay: None,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -937,7 +957,8 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     Ok(Invocation::Soak(Box::new(soak)))
 }
 
-const SOAK_FLAGS: [&str; 16] = [
+const SOAK_FLAGS: [&str; 17] = [
+    "--replay",
     "--seeds",
     "--jobs",
     "--mode",
@@ -979,6 +1000,8 @@ fn set_soak(
             soak.duration = Some(Duration::from_secs(secs));
         }
         "--json" => soak.json = true,
+        "--replay" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
+        "--replay" => soak.replay = Some(PathBuf::from(v)),
         scenario_flag => {
             let f = Flag::from_name(scenario_flag).expect("a repro scenario flag");
             repro.set(f, v)?;

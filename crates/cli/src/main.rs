@@ -28,6 +28,13 @@ fn main() -> ExitCode {
             println!("{}", args::SOAK_HELP);
             ExitCode::SUCCESS
         }
+        Ok(Invocation::SoakReport(files)) => match soak::report(&files) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab soak-report: {e}");
+                ExitCode::from(2)
+            }
+        },
         Ok(Invocation::Soak(a)) => match soak::run(&a) {
             Ok(code) => ExitCode::from(code),
             Err(e) => {

@@ -35,6 +35,8 @@ pub struct SoakArgs {
     /// Wall-clock budget: no new seed starts after it.
     pub duration: Option<Duration>,
     pub json: bool,
+    /// Rerun the seeds of this results file instead of a campaign.
+    pub replay: Option<PathBuf>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -198,11 +200,11 @@ pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<Strin
     groups
 }
 
-/// Run `seeds` on `jobs` threads; each finished seed goes to `on_row` on the calling thread, in the order
-/// they finish. Stops starting seeds once `stop` is set.
+/// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
+/// order they finish. Stops starting runs once `stop` is set.
 fn run_parallel(
-    seeds: &[u64],
-    args: &SoakArgs,
+    runs: &[ReproParams],
+    jobs: usize,
     campaign: &str,
     stop: &AtomicBool,
     mut on_row: impl FnMut(SeedRow),
@@ -210,20 +212,16 @@ fn run_parallel(
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<SeedRow>();
     std::thread::scope(|scope| {
-        for _ in 0..args.jobs.max(1) {
+        for _ in 0..jobs.max(1) {
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    let Some(params) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let params = ReproParams {
-                        seed,
-                        ..args.params.clone()
-                    };
                     let wall = WallTimer::start();
-                    let out = run_repro(&params);
+                    let out = run_repro(params);
                     let wall_ms = wall.elapsed().as_millis() as u64;
                     let virtual_ms = out.virtual_elapsed.as_millis() as u64;
                     let row = row_of(campaign, &out.value, out.digest, virtual_ms, wall_ms);
@@ -248,6 +246,12 @@ pub enum SoakError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{path}:{line}: not a results line of version {RESULTS_VERSION}: {detail}")]
+    BadRow {
+        path: String,
+        line: usize,
+        detail: String,
+    },
     #[error("cannot write the results file {path}: {source}")]
     WriteResults {
         path: String,
@@ -255,8 +259,12 @@ pub enum SoakError {
     },
 }
 
-/// Run the campaign; the exit status: 0 every seed passed, 1 any failed or got stuck.
+/// Run the campaign (or, with `--replay`, rerun a results file's seeds); the exit status: 0 every seed
+/// passed (every replay was the same), 1 otherwise.
 pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
+    if let Some(path) = &args.replay {
+        return replay_file(path, args.jobs);
+    }
     let campaign = campaign(&args.params);
     let mut all: Vec<SeedRow> = match &args.results {
         Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
@@ -282,7 +290,14 @@ pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
     let wall = WallTimer::start();
     let mut progress = Progress::default();
     let mut write_error = None;
-    run_parallel(&seeds, args, &campaign, &stop, |row| {
+    let runs: Vec<ReproParams> = seeds
+        .iter()
+        .map(|&seed| ReproParams {
+            seed,
+            ..args.params.clone()
+        })
+        .collect();
+    run_parallel(&runs, args.jobs, &campaign, &stop, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
         if let Some((path, file)) = sink.as_mut()
             && let Err(source) = writeln!(file, "{line}").and_then(|()| file.flush())
@@ -351,7 +366,7 @@ impl Progress {
 }
 
 /// The outcome counts, then one line per signature with its count, first seed and replay command.
-fn print_triage(rows: &[SeedRow], to_stderr: bool) {
+pub fn triage_text(rows: &[SeedRow]) -> String {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows {
         *counts.entry(r.outcome.as_str()).or_default() += 1;
@@ -363,10 +378,106 @@ fn print_triage(rows: &[SeedRow], to_stderr: bool) {
             g.count, g.first_seed, g.replay
         ));
     }
+    text
+}
+
+fn print_triage(rows: &[SeedRow], to_stderr: bool) {
+    let text = triage_text(rows);
     if to_stderr {
         eprint!("{text}");
     } else {
         print!("{text}");
+    }
+}
+
+/// Every row of a results file, whatever its campaign; a line that is not a row is an error.
+pub fn read_all(path: &std::path::Path) -> Result<Vec<SeedRow>, SoakError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SoakError::ReadResults {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let mut rows = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let row: SeedRow = serde_json::from_str(line).map_err(|e| SoakError::BadRow {
+            path: path.display().to_string(),
+            line: i + 1,
+            detail: e.to_string(),
+        })?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// `epochlab soak-report FILES...`: the rows of every file (shards of campaigns), one per campaign and seed,
+/// and each campaign's triage. Exit 0 when every seed passed, 1 otherwise.
+pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
+    let mut campaigns: BTreeMap<String, BTreeMap<u64, SeedRow>> = BTreeMap::new();
+    for path in files {
+        for row in read_all(path)? {
+            let seeds = campaigns.entry(row.campaign.clone()).or_default();
+            seeds.entry(row.seed).or_insert(row);
+        }
+    }
+    let mut failed = false;
+    for (campaign, seeds) in &campaigns {
+        let rows: Vec<SeedRow> = seeds.values().cloned().collect();
+        failed |= rows.iter().any(|r| r.outcome != "passed");
+        println!("campaign {campaign}");
+        print!("{}", triage_text(&rows));
+    }
+    Ok(u8::from(failed))
+}
+
+/// `--replay FILE`: rerun every seed of a results file and compare outcome and digest.
+fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
+    let rows = read_all(path)?;
+    let mut runs = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        let params = params_of_replay(&r.replay).ok_or_else(|| SoakError::BadRow {
+            path: path.display().to_string(),
+            line: i + 1,
+            detail: format!("cannot read the replay command `{}`", r.replay),
+        })?;
+        runs.push(params);
+    }
+    let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
+    let (mut same, mut differ) = (0u64, 0u64);
+    let stop = AtomicBool::new(false);
+    run_parallel(&runs, jobs, "replay", &stop, |now| {
+        let was = before[now.replay.as_str()];
+        if was.outcome == now.outcome && was.digest == now.digest {
+            same += 1;
+            println!("seed {}: same", now.seed);
+        } else {
+            differ += 1;
+            println!(
+                "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
+                now.seed, was.outcome, now.outcome, was.digest, now.digest
+            );
+        }
+    });
+    println!("replayed {}: {same} same, {differ} differ", same + differ);
+    Ok(u8::from(differ > 0))
+}
+
+/// The scenario settings of a `cargo xtask repro ...` replay command.
+fn params_of_replay(command: &str) -> Option<ReproParams> {
+    let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    let flags = words.strip_prefix(&[
+        "cargo".to_string(),
+        "xtask".to_string(),
+        "repro".to_string(),
+    ])?;
+    match crate::args::ReproArgs::parse(flags).ok()? {
+        crate::args::Invocation::Repro(a) if a.modes.len() == 1 => Some(ReproParams {
+            mode: a.modes[0],
+            ..a.params
+        }),
+        _ => None,
     }
 }
 
@@ -402,6 +513,7 @@ mod tests {
             results: None,
             duration: None,
             json: false,
+            replay: None,
         };
         let mut union = Vec::new();
         for k in 0..4 {
@@ -459,5 +571,24 @@ mod tests {
         assert_eq!(groups["a"].count, 2);
         assert_eq!(groups["a"].first_seed, 3);
         assert_eq!(groups["a"].replay, "replay 3");
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_command_gives_back_its_settings() {
+        let p = ReproParams {
+            seed: 77,
+            rows: 123,
+            mode: DropMode::Fixed,
+            persist_check: false,
+            ..Default::default()
+        };
+        assert_eq!(params_of_replay(&replay(&p)), Some(p));
+        assert_eq!(params_of_replay("cargo xtask repro --mode all"), None);
+        assert_eq!(params_of_replay("rm -rf /"), None);
     }
 }
