@@ -238,7 +238,7 @@ pub struct ReproArgs {
 impl Default for ReproArgs {
     fn default() -> Self {
         Self {
-            modes: ALL_MODES.to_vec(),
+            modes: DropMode::ALL.to_vec(),
             params: ReproParams::default(),
             json: false,
             check_determinism: false,
@@ -252,19 +252,11 @@ impl Default for ReproArgs {
     }
 }
 
-const ALL_MODES: [DropMode; 3] = [DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset];
-
-/// The modes `--mode` selects.
-///
-/// Kept local while `DropMode` has no `FromStr`: once it has, the three single-mode arms become
-/// `s.parse::<DropMode>().ok().map(|m| vec![m])`, and only `all` stays here.
+/// The modes `--mode` selects: one drop mode, or `all`.
 pub fn parse_modes(s: &str) -> Option<Vec<DropMode>> {
     match s {
-        "all" => Some(ALL_MODES.to_vec()),
-        "buggy" => Some(vec![DropMode::Buggy]),
-        "fixed" => Some(vec![DropMode::Fixed]),
-        "purge-before-reset" => Some(vec![DropMode::PurgeBeforeReset]),
-        _ => None,
+        "all" => Some(DropMode::ALL.to_vec()),
+        one => one.parse::<DropMode>().ok().map(|m| vec![m]),
     }
 }
 
@@ -558,7 +550,7 @@ mod tests {
     #[test]
     fn defaults_run_every_mode_with_the_scenario_defaults() {
         let a = parse(&[]).expect("no flags");
-        assert_eq!(a.modes, ALL_MODES.to_vec());
+        assert_eq!(a.modes, DropMode::ALL.to_vec());
         assert_eq!(a.params, ReproParams::default());
         assert!(a.params.persist_check);
         assert_eq!(a.jaeger_addr(), "127.0.0.1:16686".parse().expect("address"));
@@ -987,8 +979,9 @@ fn set_soak(
         "--seeds" => soak.seeds = seed_range(v)?,
         "--jobs" => soak.jobs = number(Flag::Seed, v, JOBS).map_err(|e| rename(e, flag))?,
         "--mode" => {
-            soak.params.mode =
-                crate::soak::parse_mode(v).ok_or(ArgError::NotASoakMode(v.to_string()))?
+            soak.params.mode = v
+                .parse()
+                .map_err(|_| ArgError::NotASoakMode(v.to_string()))?
         }
         "--scenario" if v == "14910" => {}
         "--scenario" => return Err(ArgError::NotAScenario(v.to_string())),

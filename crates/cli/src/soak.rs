@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use epochlab_meta::DropMode;
 use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
 use epochlab_telemetry::WallTimer;
 use serde::{Deserialize, Serialize};
@@ -481,11 +480,6 @@ fn params_of_replay(command: &str) -> Option<ReproParams> {
     }
 }
 
-/// The drop mode of a soak: one mode per campaign.
-pub fn parse_mode(s: &str) -> Option<DropMode> {
-    DropMode::ALL.into_iter().find(|m| m.as_str() == s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,6 +570,8 @@ mod tests {
 
 #[cfg(test)]
 mod replay_tests {
+    use epochlab_meta::DropMode;
+
     use super::*;
 
     #[test]
