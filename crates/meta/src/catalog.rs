@@ -113,33 +113,15 @@ impl Relation {
 
     /// The hash dispatcher an upstream actor uses towards this job.
     pub fn dispatcher_from(&self, upstream: &Relation) -> DispatcherDesc {
-        hash_dispatcher(
-            self.fragment_id,
-            &self.actors,
-            upstream.desc.pk_indices.clone(),
-            self.desc.vnode_count,
-        )
-    }
-}
-
-fn hash_dispatcher(
-    fragment_id: FragmentId,
-    actors: &[ActorPlacement],
-    dist_key_indices: Vec<usize>,
-    vnode_count: epochlab_common::VnodeCount,
-) -> DispatcherDesc {
-    let bitmaps: Vec<(ActorId, Arc<Bitmap>)> = actors
-        .iter()
-        .map(|a| (a.actor_id, a.vnodes.clone()))
-        .collect();
-    DispatcherDesc {
-        downstream_fragment: fragment_id,
-        kind: DispatcherKind::Hash {
-            dist_key_indices,
-            mapping: Arc::new(ActorMapping::from_bitmaps(&bitmaps)),
-            vnode_count,
-        },
-        downstream_actors: actors.iter().map(|a| a.actor_id).collect(),
+        DispatcherDesc {
+            downstream_fragment: self.fragment_id,
+            kind: DispatcherKind::Hash {
+                dist_key_indices: upstream.desc.pk_indices.clone(),
+                mapping: self.mapping(),
+                vnode_count: self.desc.vnode_count,
+            },
+            downstream_actors: self.actors.iter().map(|a| a.actor_id).collect(),
+        }
     }
 }
 
