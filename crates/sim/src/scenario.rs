@@ -463,7 +463,7 @@ fn backfill_view(setup: &Setup) -> (u64, bool, u64) {
         .any(|(_, s)| s.last_persist_updated.load(Ordering::Relaxed));
     let last_epoch = actors
         .iter()
-        .flat_map(|(_, s)| s.persisted().into_values().map(|(e, _)| e.0))
+        .map(|(_, s)| s.last_persisted_epoch.load(Ordering::Relaxed))
         .max()
         .unwrap_or(0);
     (rows, updated, last_epoch)

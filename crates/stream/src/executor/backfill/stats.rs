@@ -20,6 +20,8 @@ pub struct BackfillActorStats {
     pub last_persist_updated: AtomicBool,
     /// Progress rows found missing (`row [...] not found`).
     pub state_missing: AtomicU64,
+    /// The epoch of the last progress row written, of any vnode (raw; 0 before the first).
+    pub last_persisted_epoch: AtomicU64,
     /// Per vnode: the epoch of the last progress row written, and whether it said finished.
     persisted: Mutex<BTreeMap<VirtualNode, (Epoch, bool)>>,
 }
@@ -32,6 +34,8 @@ impl BackfillActorStats {
     }
 
     pub(crate) fn record_persisted(&self, vnode: VirtualNode, epoch: Epoch, finished: bool) {
+        self.last_persisted_epoch
+            .fetch_max(epoch.0, Ordering::Relaxed);
         self.persisted
             .lock()
             .unwrap_or_else(|e| e.into_inner())
