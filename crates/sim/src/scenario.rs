@@ -321,8 +321,6 @@ struct Setup {
 /// What happened around the DROP and the fault.
 #[derive(Default)]
 struct DropRecord {
-    /// Virtual µs when the drop returned to its caller (buggy mode unregisters then).
-    returned_at_us: Option<u64>,
     /// The drop returned before the fault: the Stop barrier was collected, the success path.
     returned_before_fault: bool,
     /// Recoveries when the drop started and when it returned (equal: the drop took its success path).
@@ -663,7 +661,6 @@ fn fail_next_injection(setup: &Setup, why: &str) -> Option<WorkerId> {
 }
 
 fn note_return(setup: &Setup, record: &mut DropRecord) {
-    record.returned_at_us = Some(setup.ctx.clock.elapsed_us());
     record.mce_at_return = setup.cluster.hummock.max_committed_epoch().0;
     record.last_persist_at_return = backfill_view(setup).2;
     let stats = setup.cluster.barrier_stats();
