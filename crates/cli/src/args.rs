@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::ReproParams;
+use epochlab_sim::workload::GenParams;
 
 pub const REPRO_HELP: &str = "\
 epochlab repro: make `row [Some(Int16(0))] not found` (RisingWave #14910) happen, and show the fix hold.
@@ -149,8 +150,10 @@ pub enum ArgError {
     NotAShard(String),
     #[error("--mode of a soak is one of buggy, fixed or purge-before-reset, not `{0}`")]
     NotASoakMode(String),
-    #[error("--scenario takes 14910 (random workload plans are not built yet), not `{0}`")]
+    #[error("--scenario takes random or 14910, not `{0}`")]
     NotAScenario(String),
+    #[error("{flag} takes a probability from 0 to 1, such as 0.5, not `{value}`")]
+    NotAProbability { flag: &'static str, value: String },
     #[error("{a} and {b} exclude each other: {reason}")]
     Exclusive {
         a: &'static str,
@@ -913,14 +916,18 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         seeds: 0..100,
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         shard: None,
+        scenario: crate::soak::Scenario::Random(GenParams::default()),
         params: ReproParams {
             mode: DropMode::Fixed,
             ..ReproParams::default()
         },
+        mode_given: false,
         results: None,
         duration: None,
         json: false,
         replay: None,
+        plan: None,
+        shrink: false,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -934,7 +941,8 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         if !seen.insert(flag.to_string()) {
             return Err(ArgError::Repeated(flag));
         }
-        let value = match (flag == "--json", inline) {
+        let switch = flag == "--json" || flag == "--shrink";
+        let value = match (switch, inline) {
             (true, None) => "",
             (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
             (false, Some(v)) => v,
@@ -946,11 +954,73 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         mode: soak.params.mode,
         ..repro.params
     };
+    check_soak(&soak, &seen)?;
     Ok(Invocation::Soak(Box::new(soak)))
 }
 
-const SOAK_FLAGS: [&str; 17] = [
+/// The flags that configure the directed scenario only.
+const DIRECTED_FLAGS: [&str; 8] = [
+    "--rows",
+    "--vnodes",
+    "--parallelism",
+    "--compute-nodes",
+    "--rate-limit",
+    "--barrier-latency-ms",
+    "--checkpoint-frequency",
+    "--persist-check",
+];
+
+/// Flags that exclude each other or do nothing together.
+fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(), ArgError> {
+    use crate::soak::Scenario;
+    let given = |f: &str| seen.contains(f);
+    for other in ["--seeds", "--shard", "--scenario", "--replay", "--results"] {
+        if given("--plan") && given(other) {
+            let reason = "--plan runs one plan file, not a campaign";
+            return Err(exclusive("--plan", other, reason));
+        }
+    }
+    if given("--replay") && given("--shrink") {
+        let reason = "--replay reruns a results file; shrink one of its failures with --seeds N..N+1";
+        return Err(exclusive("--replay", "--shrink", reason));
+    }
+    match &soak.scenario {
+        Scenario::Directed => {
+            for flag in ["--kill-rate", "--background-ddl-rate", "--shrink"] {
+                if given(flag) {
+                    let reason = "applies to random plans (--scenario random or --plan)";
+                    return Err(exclusive(flag, "--scenario 14910", reason));
+                }
+            }
+        }
+        Scenario::Random(_) => {
+            if let Some(flag) = DIRECTED_FLAGS.iter().find(|f| given(f)) {
+                return Err(ArgError::Pointless {
+                    flag,
+                    reason: "sets the directed scenario: it needs --scenario 14910",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
+    let b = SOAK_FLAGS
+        .iter()
+        .chain(["--scenario 14910"].iter())
+        .find(|f| **f == b)
+        .copied()
+        .unwrap_or("another flag");
+    ArgError::Exclusive { a, b, reason }
+}
+
+const SOAK_FLAGS: [&str; 21] = [
     "--replay",
+    "--plan",
+    "--shrink",
+    "--kill-rate",
+    "--background-ddl-rate",
     "--seeds",
     "--jobs",
     "--mode",
@@ -981,10 +1051,22 @@ fn set_soak(
         "--mode" => {
             soak.params.mode = v
                 .parse()
-                .map_err(|_| ArgError::NotASoakMode(v.to_string()))?
+                .map_err(|_| ArgError::NotASoakMode(v.to_string()))?;
+            soak.mode_given = true;
         }
-        "--scenario" if v == "14910" => {}
-        "--scenario" => return Err(ArgError::NotAScenario(v.to_string())),
+        "--scenario" => {
+            match v {
+                "14910" => soak.scenario = crate::soak::Scenario::Directed,
+                // The default: rates given before it stay.
+                "random" => {}
+                _ => return Err(ArgError::NotAScenario(v.to_string())),
+            }
+        }
+        "--kill-rate" => set_rate(soak, flag, v, |g, r| g.kill_rate = r)?,
+        "--background-ddl-rate" => set_rate(soak, flag, v, |g, r| g.background_ddl_rate = r)?,
+        "--plan" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
+        "--plan" => soak.plan = Some(PathBuf::from(v)),
+        "--shrink" => soak.shrink = true,
         "--shard" => soak.shard = Some(shard(v)?),
         "--results" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
         "--results" => soak.results = Some(PathBuf::from(v)),
@@ -999,6 +1081,27 @@ fn set_soak(
             let f = Flag::from_name(scenario_flag).expect("a repro scenario flag");
             repro.set(f, v)?;
         }
+    }
+    Ok(())
+}
+
+/// A probability flag of random plans (with `--scenario 14910`, `check_soak` refuses it).
+fn set_rate(
+    soak: &mut crate::soak::SoakArgs,
+    flag: &'static str,
+    v: &str,
+    set: impl Fn(&mut GenParams, f64),
+) -> Result<(), ArgError> {
+    let bad = || ArgError::NotAProbability {
+        flag,
+        value: v.to_string(),
+    };
+    let rate: f64 = v.parse().map_err(|_| bad())?;
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(bad());
+    }
+    if let crate::soak::Scenario::Random(g) = &mut soak.scenario {
+        set(g, rate);
     }
     Ok(())
 }

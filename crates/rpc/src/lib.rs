@@ -211,6 +211,19 @@ impl Network {
         self.lock().latency.insert(kind, (range.start, range.end));
     }
 
+    /// The range calls of `kind` take now (zero unless configured).
+    pub fn latency_range(&self, kind: RpcKind) -> std::ops::Range<Duration> {
+        match self.lock().latency.get(&kind) {
+            Some((lo, hi)) => *lo..*hi,
+            None => Duration::ZERO..Duration::ZERO,
+        }
+    }
+
+    /// Forget every pending failure rule.
+    pub fn clear_failures(&self) {
+        self.lock().failures.clear();
+    }
+
     /// Draw one latency of `kind` (zero unless configured).
     pub fn latency(&self, kind: RpcKind) -> Duration {
         let range = self.lock().latency.get(&kind).copied();

@@ -241,7 +241,9 @@ impl Cluster {
     /// A collecting sink's rows as of the max committed epoch, and any anomalies (duplicates, lost rows).
     pub fn sink_rows(&self, sink: TableId) -> Option<(Vec<OwnedRow>, Vec<String>)> {
         self.sinks
-            .committed_rows(sink, self.hummock.max_committed_epoch())
+            .committed_rows(sink, self.hummock.max_committed_epoch(), |e| {
+                self.hummock.is_committed(e)
+            })
     }
 
     /// Actors running on each node.

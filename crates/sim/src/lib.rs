@@ -13,6 +13,7 @@ pub mod checkers;
 pub mod cluster;
 pub mod runtime;
 pub mod scenario;
+pub mod workload;
 
 pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};

@@ -203,27 +203,57 @@ pub struct ReproReport {
 const SINK_NAME: &str = "sink_14910";
 
 fn cluster_config(p: &ReproParams) -> ClusterConfig {
+    let mut config = cluster_config_for(
+        p.mode,
+        p.vnodes,
+        p.barrier_interval_ms,
+        p.checkpoint_frequency,
+        p.persist_check,
+    );
+    config.compute_nodes = p.compute_nodes;
+    config
+}
+
+/// A cluster in `mode` at this pace; shared by the directed scenario and random plans.
+pub(crate) fn cluster_config_for(
+    mode: DropMode,
+    vnodes: u32,
+    barrier_interval_ms: u64,
+    checkpoint_frequency: u32,
+    persist_check: bool,
+) -> ClusterConfig {
     let mut meta = MetaConfig::default();
-    let interval = Duration::from_millis(p.barrier_interval_ms);
+    let interval = Duration::from_millis(barrier_interval_ms);
     meta.barrier.interval = interval;
-    meta.barrier.checkpoint_frequency = p.checkpoint_frequency;
-    meta.drop_mode = p.mode;
-    meta.vnode_count = VnodeCount::new(p.vnodes).expect("vnodes checked by the caller");
+    meta.barrier.checkpoint_frequency = checkpoint_frequency;
+    meta.drop_mode = mode;
+    meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
     // interval to one and a half: the zombie window scales with the cluster's pace, not with a constant.
     meta.recovery.recover_progress = interval / 4..interval * 3 / 2;
     meta.recovery.migrate_actors = interval / 4..interval * 3 / 2;
     let stream = StreamConfig {
-        persist_check: p.persist_check,
+        persist_check,
         barrier_channel_capacity: meta.barrier.in_flight_limit + 1,
         ..StreamConfig::default()
     };
     ClusterConfig {
-        compute_nodes: p.compute_nodes,
         meta,
         stream,
         ..Default::default()
     }
+}
+
+/// The network's latencies outside faults: barriers 1 to 5 ms, version deltas 5 to 30 ms.
+pub(crate) fn base_network(cluster: &Cluster) {
+    for kind in [RpcKind::InjectBarrier, RpcKind::BarrierComplete] {
+        let range = Duration::from_millis(1)..Duration::from_millis(5);
+        cluster.network.set_latency(kind, range);
+    }
+    let delta_latency = Duration::from_millis(5)..Duration::from_millis(30);
+    cluster
+        .network
+        .set_latency(RpcKind::VersionDelta, delta_latency);
 }
 
 fn table_row(k: i64) -> OwnedRow {
@@ -403,14 +433,7 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         hook(cluster.clone());
     }
     let checkers = Checkers::install(&cluster, p.mode);
-    for kind in [RpcKind::InjectBarrier, RpcKind::BarrierComplete] {
-        let range = Duration::from_millis(1)..Duration::from_millis(5);
-        cluster.network.set_latency(kind, range);
-    }
-    let delta_latency = Duration::from_millis(5)..Duration::from_millis(30);
-    cluster
-        .network
-        .set_latency(RpcKind::VersionDelta, delta_latency);
+    base_network(&cluster);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &cluster.meta;
     let table = meta.create_table("t", types, vec![0], p.parallelism).await;
@@ -724,7 +747,7 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), EarlyEnd> {
 }
 
 /// What the barrier manager is waiting for.
-fn stuck_report(cluster: &Cluster, what: &str) -> String {
+pub(crate) fn stuck_report(cluster: &Cluster, what: &str) -> String {
     let stats = cluster.barrier_stats();
     format!(
         "{what}: {} barrier(s) in flight, {} injected, {} completed, last completed prev epoch {}, last \

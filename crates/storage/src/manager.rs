@@ -35,6 +35,9 @@ struct Inner {
     /// Live workers and the generation each is at; data from anything else is rejected at commit.
     contexts: BTreeMap<WorkerId, u64>,
     dropped_write_count: u64,
+    /// Every epoch committed, so that an external system (a sink target) can tell a committed epoch from one
+    /// that recovery abandoned below a later commit.
+    committed_epochs: BTreeSet<Epoch>,
 }
 
 /// What `commit_epoch` did.
@@ -54,6 +57,7 @@ impl HummockManager {
                 next_group: 2, // RisingWave's static groups are 2 and 3; ours are created per job.
                 contexts: BTreeMap::new(),
                 dropped_write_count: 0,
+                committed_epochs: BTreeSet::new(),
             }),
             unregister_hook: Mutex::new(None),
             committed,
@@ -86,6 +90,11 @@ impl HummockManager {
     }
 
     /// Whether `table` is in a group of the latest version.
+    /// Whether `epoch` was committed (not merely below the max committed epoch).
+    pub fn is_committed(&self, epoch: Epoch) -> bool {
+        self.lock().committed_epochs.contains(&epoch)
+    }
+
     pub fn is_registered(&self, table: TableId) -> bool {
         self.lock().version.contains_table(table)
     }
@@ -310,6 +319,7 @@ impl HummockManager {
         let dropped_total: usize = dropped_rows.values().sum();
         inner.dropped_write_count += dropped_total as u64;
         let delta = self.push_delta(&mut inner, epoch, Vec::new());
+        inner.committed_epochs.insert(epoch);
         drop(inner);
         for (table, rows) in &dropped_rows {
             tracing::warn!(table_id = table.0, rows, %epoch, "table doesn't belong to any group: its writes are dropped");

@@ -126,17 +126,20 @@ impl SinkRegistry {
         }
     }
 
-    /// Apply staged changes of epochs up to `committed`; return the sink's rows (in pk order) and anomalies.
+    /// Apply staged changes of the epochs up to `committed` that `was_committed` (the others were abandoned by
+    /// a recovery: their actors died before a reset could discard them); return the sink's rows (in pk order)
+    /// and anomalies.
     pub fn committed_rows(
         &self,
         sink_id: TableId,
         committed: Epoch,
+        was_committed: impl Fn(Epoch) -> bool,
     ) -> Option<(Vec<OwnedRow>, Vec<String>)> {
         let mut all = self.lock();
         let s = all.get_mut(&sink_id)?;
         let later = s.staged.split_off(&(Epoch(committed.0 + 1), ActorId(0)));
         let ready = std::mem::replace(&mut s.staged, later);
-        for ((epoch, _), changes) in ready {
+        for ((epoch, _), changes) in ready.into_iter().filter(|((e, _), _)| was_committed(*e)) {
             for (op, row) in changes {
                 let pk = row.project(&s.pk_indices);
                 let key = memcmp::encode_row_to_vec(&pk, &vec![OrderType::ascending(); pk.len()]);

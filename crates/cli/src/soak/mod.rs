@@ -1,8 +1,11 @@
-//! `epochlab soak`: run a scenario over many seeds on worker threads (each seed its own single-threaded
-//! simulation), keep one result per seed, and group the failures by signature.
+//! `epochlab soak`: run many seeds on worker threads (each seed its own single-threaded simulation), keep one
+//! result per seed, group the failures by signature, replay results files, and shrink failing plans.
 //!
-//! This first slice of the soak (issue 10) runs the directed #14910 scenario (`--scenario 14910`, the repro's
-//! flags); random workload plans come next.
+//! A seed runs a random workload plan (`--scenario random`, the default) or the directed #14910 scenario
+//! (`--scenario 14910`, the repro's flags); `--plan FILE` runs one plan file.
+
+mod plan_cmd;
+mod spec;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
@@ -11,11 +14,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
+use epochlab_sim::{ReproHooks, ReproParams};
 use epochlab_telemetry::WallTimer;
 use serde::{Deserialize, Serialize};
 
-use crate::repro::{flags, replay};
+pub use spec::{RunSpec, Scenario};
+use spec::{directed_campaign, random_campaign};
 
 /// The results format's version.
 pub const RESULTS_VERSION: u32 = 1;
@@ -28,14 +32,21 @@ pub struct SoakArgs {
     pub jobs: usize,
     /// `(k, n)`: take only the seeds with `seed % n == k`.
     pub shard: Option<(u64, u64)>,
-    /// The scenario's settings; the seed is each run's own.
+    pub scenario: Scenario,
+    /// The mode, and the directed scenario's settings; the seed is each run's own.
     pub params: ReproParams,
+    /// `--mode` was given (a plan file's own mode yields to it).
+    pub mode_given: bool,
     pub results: Option<PathBuf>,
     /// Wall-clock budget: no new seed starts after it.
     pub duration: Option<Duration>,
     pub json: bool,
     /// Rerun the seeds of this results file instead of a campaign.
     pub replay: Option<PathBuf>,
+    /// Run this plan file instead of seeds.
+    pub plan: Option<PathBuf>,
+    /// Shrink the failing plan (the plan file's, or the first failing seed's).
+    pub shrink: bool,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -69,86 +80,29 @@ pub struct Group {
     pub replay: String,
 }
 
-/// `--scenario 14910` with these settings, as a campaign key: every repro flag but the seed.
-pub fn campaign(p: &ReproParams) -> String {
-    let all = flags(p);
-    let pairs = all.chunks(2).filter(|kv| kv[0] != "--seed");
-    let parts: Vec<String> = pairs.map(|kv| kv.join(" ")).collect();
-    format!("scenario=14910 {}", parts.join(" "))
-}
-
-/// The failure's kind, from the check that caught it.
-fn kind_of(r: &ReproReport) -> &'static str {
-    match r.caught_by.as_deref() {
-        Some("oracle checker") => "oracle",
-        Some(c) if c.starts_with('I') => "invariant",
-        _ => "actor_failure",
-    }
-}
-
-/// Numbers (ids, epochs, vnodes, times) masked, so one bug hit at different places has one signature.
-/// Digits that continue a word (`Int16`, `I2`) are part of the name and stay.
-pub fn mask(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_number = false;
-    let mut in_word = false;
-    for c in text.chars() {
-        if c.is_ascii_digit() && !in_word {
-            if !in_number {
-                out.push('N');
-            }
-            in_number = true;
-            continue;
+impl SoakArgs {
+    /// The campaign key: the scenario and its settings, without the seed.
+    pub fn campaign(&self) -> String {
+        match &self.scenario {
+            Scenario::Directed => directed_campaign(&self.params),
+            Scenario::Random(g) => random_campaign(self.params.mode, g),
         }
-        in_word = c.is_ascii_alphanumeric() && !in_number || (in_word && c.is_ascii_digit());
-        in_number = false;
-        out.push(c);
     }
-    out
-}
 
-/// A finished run as a soak row. A directed run that could not set up the bug counts as passed: nothing
-/// failed (the reason is kept as its detail).
-pub fn row_of(
-    campaign: &str,
-    r: &ReproReport,
-    digest: String,
-    virtual_ms: u64,
-    wall_ms: u64,
-) -> SeedRow {
-    let (outcome, kind) = match r.outcome {
-        Outcome::Failed => ("failed", Some(kind_of(r).to_string())),
-        Outcome::Stuck => ("stuck", None),
-        Outcome::Passed | Outcome::NotReproducible => ("passed", None),
-    };
-    let signature = match r.outcome {
-        Outcome::Failed => kind
-            .as_ref()
-            .map(|k| format!("{k}: {}", mask(r.error.as_deref().unwrap_or("")))),
-        Outcome::Stuck => Some(format!("stuck: {}", mask(first_clause(r)))),
-        _ => None,
-    };
-    SeedRow {
-        version: RESULTS_VERSION,
-        campaign: campaign.to_string(),
-        seed: r.params.seed,
-        mode: r.params.mode.as_str().to_string(),
-        scenario: "14910".into(),
-        outcome: outcome.into(),
-        kind,
-        detail: r.error.clone(),
-        signature,
-        digest,
-        virtual_ms,
-        wall_ms,
-        replay: replay(&r.params),
+    /// The run of one seed.
+    pub fn spec(&self, seed: u64) -> RunSpec {
+        match &self.scenario {
+            Scenario::Directed => RunSpec::Directed(ReproParams {
+                seed,
+                ..self.params.clone()
+            }),
+            Scenario::Random(g) => RunSpec::Random {
+                seed,
+                mode: self.params.mode,
+                generate: g.clone(),
+            },
+        }
     }
-}
-
-/// What a stuck run waits for, up to its first colon (the rest names epochs and workers).
-fn first_clause(r: &ReproReport) -> &str {
-    let e = r.error.as_deref().unwrap_or("");
-    e.split(':').next().unwrap_or(e)
 }
 
 /// The seeds this process runs: the range, this shard's share, less those already in the results file.
@@ -202,7 +156,7 @@ pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<Strin
 /// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
 /// order they finish. Stops starting runs once `stop` is set.
 fn run_parallel(
-    runs: &[ReproParams],
+    runs: &[RunSpec],
     jobs: usize,
     campaign: &str,
     stop: &AtomicBool,
@@ -216,14 +170,10 @@ fn run_parallel(
             let next = &next;
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let Some(params) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    let Some(spec) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let wall = WallTimer::start();
-                    let out = run_repro(params);
-                    let wall_ms = wall.elapsed().as_millis() as u64;
-                    let virtual_ms = out.virtual_elapsed.as_millis() as u64;
-                    let row = row_of(campaign, &out.value, out.digest, virtual_ms, wall_ms);
+                    let row = spec.run(campaign, ReproHooks::default());
                     if tx.send(row).is_err() {
                         return;
                     }
@@ -256,15 +206,41 @@ pub enum SoakError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{path}:{line}: {detail}")]
+    Unreplayable {
+        path: String,
+        line: usize,
+        detail: String,
+    },
+    #[error(transparent)]
+    PlanFile(#[from] epochlab_sim::workload::PlanFileError),
+    #[error("cannot write the plan file {path}: {source}")]
+    WritePlan {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
-/// Run the campaign (or, with `--replay`, rerun a results file's seeds); the exit status: 0 every seed
-/// passed (every replay was the same), 1 otherwise.
+/// Run the campaign (or, with `--replay`, rerun a results file's seeds; with `--plan`, one plan); the exit
+/// status: 0 every seed passed (every replay was the same), 1 otherwise.
 pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
     if let Some(path) = &args.replay {
         return replay_file(path, args.jobs);
     }
-    let campaign = campaign(&args.params);
+    if args.plan.is_some() {
+        return plan_cmd::run_plan_file(args);
+    }
+    let all = campaign_rows(args)?;
+    print_triage(&all, args.json);
+    if args.shrink {
+        return plan_cmd::shrink_first_failure(args, &all);
+    }
+    Ok(u8::from(all.iter().any(|r| r.outcome != "passed")))
+}
+
+/// Run the campaign's seeds (less those already in the results file); every row of the campaign.
+fn campaign_rows(args: &SoakArgs) -> Result<Vec<SeedRow>, SoakError> {
+    let campaign = args.campaign();
     let mut all: Vec<SeedRow> = match &args.results {
         Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
             path: path.display().to_string(),
@@ -279,27 +255,22 @@ pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
         None => None,
     };
     eprintln!(
-        "soak: {} seeds to run ({} already in the results), {} jobs, mode {}",
+        "soak: {} seeds to run ({} already in the results), {} jobs, {campaign}",
         seeds.len(),
         done.len(),
         args.jobs,
-        args.params.mode.as_str()
     );
     let stop = AtomicBool::new(false);
     let wall = WallTimer::start();
     let mut progress = Progress::default();
     let mut write_error = None;
-    let runs: Vec<ReproParams> = seeds
-        .iter()
-        .map(|&seed| ReproParams {
-            seed,
-            ..args.params.clone()
-        })
-        .collect();
+    let runs: Vec<RunSpec> = seeds.iter().map(|&seed| args.spec(seed)).collect();
     run_parallel(&runs, args.jobs, &campaign, &stop, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
         if let Some((path, file)) = sink.as_mut()
-            && let Err(source) = writeln!(file, "{line}").and_then(|()| file.flush())
+            && let Err(source) = file
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| file.flush())
         {
             write_error.get_or_insert(SoakError::WriteResults {
                 path: path.clone(),
@@ -316,12 +287,10 @@ pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
         }
         all.push(row);
     });
-    if let Some(e) = write_error {
-        return Err(e);
+    match write_error {
+        Some(e) => Err(e),
+        None => Ok(all),
     }
-    print_triage(&all, args.json);
-    let failed = all.iter().any(|r| r.outcome != "passed");
-    Ok(u8::from(failed))
 }
 
 fn open_append(path: &std::path::Path) -> Result<(String, std::fs::File), SoakError> {
@@ -436,12 +405,12 @@ fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
     let rows = read_all(path)?;
     let mut runs = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
-        let params = params_of_replay(&r.replay).ok_or_else(|| SoakError::BadRow {
+        let spec = spec_of_replay(&r.replay).map_err(|detail| SoakError::Unreplayable {
             path: path.display().to_string(),
             line: i + 1,
-            detail: format!("cannot read the replay command `{}`", r.replay),
+            detail: format!("cannot replay `{}`: {detail}", r.replay),
         })?;
-        runs.push(params);
+        runs.push(spec);
     }
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
@@ -463,52 +432,66 @@ fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
     Ok(u8::from(differ > 0))
 }
 
-/// The scenario settings of a `cargo xtask repro ...` replay command.
-fn params_of_replay(command: &str) -> Option<ReproParams> {
+/// The run of a replay command (`cargo xtask repro ...` or `cargo xtask soak ...` of one seed or plan).
+fn spec_of_replay(command: &str) -> Result<RunSpec, String> {
     let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
-    let flags = words.strip_prefix(&[
-        "cargo".to_string(),
-        "xtask".to_string(),
-        "repro".to_string(),
-    ])?;
-    match crate::args::ReproArgs::parse(flags).ok()? {
-        crate::args::Invocation::Repro(a) if a.modes.len() == 1 => Some(ReproParams {
-            mode: a.modes[0],
-            ..a.params
-        }),
-        _ => None,
+    let Some(("cargo", rest)) = words.split_first().map(|(a, r)| (a.as_str(), r)) else {
+        return Err("not a cargo xtask command".into());
+    };
+    match rest {
+        [x, cmd, flags @ ..] if x == "xtask" && cmd == "repro" => {
+            match crate::args::ReproArgs::parse(flags).map_err(|e| e.to_string())? {
+                crate::args::Invocation::Repro(a) if a.modes.len() == 1 => {
+                    Ok(RunSpec::Directed(ReproParams {
+                        mode: a.modes[0],
+                        ..a.params
+                    }))
+                }
+                _ => Err("not one run of one mode".into()),
+            }
+        }
+        [x, cmd, flags @ ..] if x == "xtask" && cmd == "soak" => {
+            match crate::args::parse_soak(flags).map_err(|e| e.to_string())? {
+                crate::args::Invocation::Soak(a) if a.plan.is_some() => {
+                    plan_cmd::spec_of_plan_file(&a).map_err(|e| e.to_string())
+                }
+                crate::args::Invocation::Soak(a) if a.seeds.end - a.seeds.start == 1 => {
+                    Ok(a.spec(a.seeds.start))
+                }
+                _ => Err("not one seed or one plan".into()),
+            }
+        }
+        _ => Err("neither `cargo xtask repro` nor `cargo xtask soak`".into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use epochlab_meta::DropMode;
+    use epochlab_sim::workload::GenParams;
+
     use super::*;
 
-    #[test]
-    fn numbers_are_masked_in_signatures() {
-        assert_eq!(
-            mask("row [Some(Int16(196))] not found (by the backfill persist check)"),
-            "row [Some(Int16(N))] not found (by the backfill persist check)"
-        );
-        assert_eq!(mask("actor 12 at epoch 5866155"), "actor N at epoch N");
-        assert_eq!(
-            mask("I2 zombie-access: actor 3 read table 3 at 1.25 s"),
-            "I2 zombie-access: actor N read table N at N.N s"
-        );
-    }
-
-    #[test]
-    fn shards_cover_every_seed_once_and_skip_those_done() {
-        let mut args = SoakArgs {
+    fn args() -> SoakArgs {
+        SoakArgs {
             seeds: 10..40,
             jobs: 1,
             shard: None,
+            scenario: Scenario::Random(GenParams::default()),
             params: ReproParams::default(),
+            mode_given: false,
             results: None,
             duration: None,
             json: false,
             replay: None,
-        };
+            plan: None,
+            shrink: false,
+        }
+    }
+
+    #[test]
+    fn shards_cover_every_seed_once_and_skip_those_done() {
+        let mut args = args();
         let mut union = Vec::new();
         for k in 0..4 {
             args.shard = Some((k, 4));
@@ -523,18 +506,18 @@ mod tests {
 
     #[test]
     fn the_campaign_key_leaves_out_the_seed() {
-        let a = campaign(&ReproParams::default());
-        let b = campaign(&ReproParams {
-            seed: 99,
-            ..Default::default()
-        });
-        assert_eq!(a, b);
-        assert!(!a.contains("--seed"), "{a}");
-        let other = campaign(&ReproParams {
-            rows: 5,
-            ..Default::default()
-        });
-        assert_ne!(a, other);
+        let mut a = args();
+        a.scenario = Scenario::Directed;
+        let key = a.campaign();
+        assert!(!key.contains("--seed"), "{key}");
+        let mut other = a.clone();
+        other.params.rows = 5;
+        assert_ne!(key, other.campaign());
+        let random = args().campaign();
+        assert!(random.starts_with("scenario=random --mode"), "{random}");
+        let mut buggy = args();
+        buggy.params.mode = DropMode::Buggy;
+        assert_ne!(random, buggy.campaign());
     }
 
     #[test]
@@ -566,16 +549,9 @@ mod tests {
         assert_eq!(groups["a"].first_seed, 3);
         assert_eq!(groups["a"].replay, "replay 3");
     }
-}
-
-#[cfg(test)]
-mod replay_tests {
-    use epochlab_meta::DropMode;
-
-    use super::*;
 
     #[test]
-    fn a_replay_command_gives_back_its_settings() {
+    fn a_replay_command_gives_back_its_run() {
         let p = ReproParams {
             seed: 77,
             rows: 123,
@@ -583,8 +559,19 @@ mod replay_tests {
             persist_check: false,
             ..Default::default()
         };
-        assert_eq!(params_of_replay(&replay(&p)), Some(p));
-        assert_eq!(params_of_replay("cargo xtask repro --mode all"), None);
-        assert_eq!(params_of_replay("rm -rf /"), None);
+        let spec = RunSpec::Directed(p.clone());
+        match spec_of_replay(&spec.replay()) {
+            Ok(RunSpec::Directed(q)) => assert_eq!(q, p),
+            other => panic!("{other:?}"),
+        }
+        let mut random = args();
+        random.params.mode = DropMode::Buggy;
+        let spec = random.spec(17);
+        let back = spec_of_replay(&spec.replay()).expect("a random seed replays");
+        assert_eq!(back.replay(), spec.replay());
+        assert_eq!((back.seed(), back.mode()), (17, DropMode::Buggy));
+        assert!(spec_of_replay("cargo xtask repro --mode all").is_err());
+        assert!(spec_of_replay("rm -rf /").is_err());
+        assert!(spec_of_replay("cargo xtask soak --seeds 1..5").is_err());
     }
 }

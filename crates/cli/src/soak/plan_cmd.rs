@@ -1,0 +1,148 @@
+//! `--plan FILE` (run one plan file) and `--shrink` (shrink a failing plan to the steps that matter and
+//! write it as a plan file).
+
+use epochlab_sim::workload::{Expected, PlanFile, PlanFileError, shrink};
+use epochlab_sim::{Outcome, ReproHooks};
+
+use super::{RunSpec, Scenario, SeedRow, SoakArgs, SoakError};
+
+/// Plan runs a shrink may take, at most.
+pub const SHRINK_MAX_RUNS: u32 = 400;
+
+/// The run of `--plan FILE`: the file's plan, in `--mode` if given, else the file's mode, else `fixed`.
+pub fn spec_of_plan_file(args: &SoakArgs) -> Result<RunSpec, PlanFileError> {
+    let path = args.plan.as_ref().expect("called with --plan");
+    let file = PlanFile::load(path)?;
+    let own = file.mode().expect("load checked the mode");
+    let mode = match (args.mode_given, own) {
+        (false, Some(m)) => m,
+        _ => args.params.mode,
+    };
+    Ok(RunSpec::Plan {
+        plan: Box::new(file.plan),
+        mode,
+        path: path.display().to_string(),
+    })
+}
+
+/// `--plan FILE`: run it once (or shrink it), print the verdict, and compare with the file's expectation.
+pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
+    let spec = spec_of_plan_file(args)?;
+    if args.shrink {
+        return shrink_spec(args, &spec);
+    }
+    let path = args.plan.as_ref().expect("called with --plan");
+    let expected = PlanFile::load(path)?.expect;
+    let row = spec.run(&format!("plan={}", path.display()), ReproHooks::default());
+    if args.json {
+        println!("{}", serde_json::to_string(&row).expect("a row serializes"));
+    }
+    print_verdict(&row, expected.as_ref(), args.json);
+    Ok(u8::from(row.outcome != "passed"))
+}
+
+fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
+    let mut text = format!(
+        "plan (seed {}, mode {}): {}",
+        row.seed, row.mode, row.outcome
+    );
+    if let Some(sig) = &row.signature {
+        text.push_str(&format!("\n  signature: {sig}"));
+    }
+    if let Some(detail) = &row.detail {
+        text.push_str(&format!("\n  detail: {detail}"));
+    }
+    if let Some(e) = expected {
+        let same = e.outcome == row.outcome && e.signature == row.signature;
+        let verdict = if same { "as expected" } else { "DIFFERS from the expected" };
+        text.push_str(&format!(
+            "\n  {verdict}: {} {}",
+            e.outcome,
+            e.signature.as_deref().unwrap_or("")
+        ));
+    }
+    text.push_str(&format!("\n  replay: {}", row.replay));
+    if to_stderr {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+/// `--shrink` after a campaign: shrink the lowest failing seed.
+pub fn shrink_first_failure(args: &SoakArgs, rows: &[SeedRow]) -> Result<u8, SoakError> {
+    let first = rows
+        .iter()
+        .filter(|r| r.outcome != "passed")
+        .map(|r| r.seed)
+        .min();
+    let Some(seed) = first else {
+        println!("shrink: every seed passed: nothing to shrink");
+        return Ok(0);
+    };
+    debug_assert!(matches!(args.scenario, Scenario::Random(_)));
+    shrink_spec(args, &args.spec(seed))
+}
+
+/// Shrink one failing run's plan; print the smallest plan and, on the last line, the path of its file.
+fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
+    let plan = spec.plan().expect("only plan runs shrink");
+    let mode = spec.mode();
+    eprintln!(
+        "shrink: seed {} ({} steps, mode {}), at most {SHRINK_MAX_RUNS} runs on {} threads",
+        plan.seed,
+        plan.steps.len(),
+        mode.as_str(),
+        args.jobs
+    );
+    let found = shrink(&plan, mode, args.jobs, SHRINK_MAX_RUNS, |p| {
+        eprintln!("shrink: {} steps fail the same way", p.steps.len());
+    });
+    let Some(found) = found else {
+        println!("shrink: the plan passes in mode {}: nothing to shrink", mode.as_str());
+        return Ok(0);
+    };
+    let outcome = if found.signature.starts_with("stuck") {
+        Outcome::Stuck
+    } else {
+        Outcome::Failed
+    };
+    let mut file = PlanFile::new(found.plan.clone(), mode);
+    file.caught = Some(format!("shrunk from `{}`", spec.replay()));
+    file.expect = Some(Expected {
+        outcome: outcome.as_str().to_string(),
+        signature: Some(found.signature.clone()),
+    });
+    let path = shrunk_path(spec);
+    std::fs::write(&path, file.to_json() + "\n").map_err(|source| SoakError::WritePlan {
+        path: path.display().to_string(),
+        source,
+    })?;
+    println!(
+        "shrink: {} steps -> {} steps in {} runs, still `{}`",
+        found.steps_before,
+        found.plan.steps.len(),
+        found.runs,
+        found.signature
+    );
+    print!("{}", found.plan.describe());
+    println!("replay: cargo xtask soak --plan {}", path.display());
+    println!("{}", path.display());
+    Ok(1)
+}
+
+/// Where a shrunk plan goes: beside its plan file, or `shrunk-seed<N>-<mode>.json` in the current directory.
+fn shrunk_path(spec: &RunSpec) -> std::path::PathBuf {
+    match spec {
+        RunSpec::Plan { path, .. } => {
+            let p = std::path::Path::new(path);
+            let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("plan");
+            p.with_file_name(format!("{stem}.shrunk.json"))
+        }
+        _ => std::path::PathBuf::from(format!(
+            "shrunk-seed{}-{}.json",
+            spec.seed(),
+            spec.mode().as_str()
+        )),
+    }
+}

@@ -1,0 +1,197 @@
+//! What one soak run is (a seed of the directed scenario, a seed's random plan, or a plan file), how it
+//! runs, how it becomes a results row, and the command that replays it.
+
+use epochlab_meta::DropMode;
+use epochlab_sim::workload::{FailureKind, GenParams, Plan, PlanReport, generate, run_plan};
+use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
+use epochlab_telemetry::WallTimer;
+
+use super::{RESULTS_VERSION, SeedRow};
+use crate::repro::{flags, replay};
+
+/// Which scenario a campaign's seeds run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scenario {
+    /// Each seed draws a random workload plan.
+    Random(GenParams),
+    /// The #14910 scenario of `epochlab repro`, with its settings.
+    Directed,
+}
+
+/// One run.
+#[derive(Clone, Debug)]
+pub enum RunSpec {
+    Directed(ReproParams),
+    Random {
+        seed: u64,
+        mode: DropMode,
+        generate: GenParams,
+    },
+    Plan {
+        plan: Box<Plan>,
+        mode: DropMode,
+        path: String,
+    },
+}
+
+impl RunSpec {
+    pub fn seed(&self) -> u64 {
+        match self {
+            RunSpec::Directed(p) => p.seed,
+            RunSpec::Random { seed, .. } => *seed,
+            RunSpec::Plan { plan, .. } => plan.seed,
+        }
+    }
+
+    pub fn mode(&self) -> DropMode {
+        match self {
+            RunSpec::Directed(p) => p.mode,
+            RunSpec::Random { mode, .. } | RunSpec::Plan { mode, .. } => *mode,
+        }
+    }
+
+    pub fn scenario(&self) -> &'static str {
+        match self {
+            RunSpec::Directed(_) => "14910",
+            RunSpec::Random { .. } => "random",
+            RunSpec::Plan { .. } => "plan",
+        }
+    }
+
+    /// The command that replays this run exactly.
+    pub fn replay(&self) -> String {
+        match self {
+            RunSpec::Directed(p) => replay(p),
+            RunSpec::Random {
+                seed,
+                mode,
+                generate,
+            } => format!(
+                "cargo xtask soak --scenario random --mode {} --kill-rate {} --background-ddl-rate {} --seeds {seed}..{}",
+                mode.as_str(),
+                generate.kill_rate,
+                generate.background_ddl_rate,
+                seed + 1
+            ),
+            RunSpec::Plan { mode, path, .. } => {
+                format!("cargo xtask soak --mode {} --plan {path}", mode.as_str())
+            }
+        }
+    }
+
+    /// The plan this run plays, if it plays one.
+    pub fn plan(&self) -> Option<Plan> {
+        match self {
+            RunSpec::Directed(_) => None,
+            RunSpec::Random { seed, generate: g, .. } => Some(generate(*seed, g)),
+            RunSpec::Plan { plan, .. } => Some((**plan).clone()),
+        }
+    }
+
+    /// Run it.
+    pub fn run(&self, campaign: &str, hooks: ReproHooks) -> SeedRow {
+        let wall = WallTimer::start();
+        match (self, self.plan()) {
+            (RunSpec::Directed(p), _) => {
+                let out = run_repro_with(p, hooks);
+                let (digest, virtual_ms) = (out.digest, out.virtual_elapsed.as_millis() as u64);
+                let wall_ms = wall.elapsed().as_millis() as u64;
+                row_of_repro(campaign, &out.value, digest, virtual_ms, wall_ms)
+            }
+            (_, plan) => {
+                let plan = plan.expect("a random or plan run plays a plan");
+                let out = run_plan(&plan, self.mode(), hooks);
+                if let Ok(path) = std::env::var("DBG_LOG") {
+                    std::fs::write(path, out.log.lines().join("\n")).unwrap();
+                }
+                let mut row = self.row_of_plan(campaign, &out.value);
+                row.digest = out.digest;
+                row.virtual_ms = out.virtual_elapsed.as_millis() as u64;
+                row.wall_ms = wall.elapsed().as_millis() as u64;
+                row
+            }
+        }
+    }
+
+    fn row_of_plan(&self, campaign: &str, r: &PlanReport) -> SeedRow {
+        let detail = match r.outcome {
+            Outcome::Passed => Some(format!(
+                "{} steps ({} skipped), {} recoveries",
+                r.steps, r.steps_skipped, r.recoveries
+            )),
+            _ => r.error.clone(),
+        };
+        SeedRow {
+            version: RESULTS_VERSION,
+            campaign: campaign.to_string(),
+            seed: self.seed(),
+            mode: self.mode().as_str().to_string(),
+            scenario: self.scenario().into(),
+            outcome: r.outcome.as_str().into(),
+            kind: r.kind.map(|k| k.as_str().to_string()),
+            detail,
+            signature: r.signature(),
+            digest: String::new(),
+            virtual_ms: 0,
+            wall_ms: 0,
+            replay: self.replay(),
+        }
+    }
+}
+
+/// The campaign key of the directed scenario with these settings: every repro flag but the seed.
+pub fn directed_campaign(p: &ReproParams) -> String {
+    let all = flags(p);
+    let pairs = all.chunks(2).filter(|kv| kv[0] != "--seed");
+    let parts: Vec<String> = pairs.map(|kv| kv.join(" ")).collect();
+    format!("scenario=14910 {}", parts.join(" "))
+}
+
+/// The campaign key of random plans with these settings.
+pub fn random_campaign(mode: DropMode, g: &GenParams) -> String {
+    format!(
+        "scenario=random --mode {} --kill-rate {} --background-ddl-rate {}",
+        mode.as_str(),
+        g.kill_rate,
+        g.background_ddl_rate
+    )
+}
+
+/// A finished directed run as a soak row. A run that could not set up the bug counts as passed: nothing
+/// failed (the reason is kept as its detail).
+pub fn row_of_repro(
+    campaign: &str,
+    r: &ReproReport,
+    digest: String,
+    virtual_ms: u64,
+    wall_ms: u64,
+) -> SeedRow {
+    let error = r.error.as_deref().unwrap_or("");
+    let (outcome, kind, signature) = match r.outcome {
+        Outcome::Failed => {
+            let kind = FailureKind::of_checker(r.caught_by.as_deref());
+            let sig = epochlab_sim::workload::failure_signature(kind, error);
+            ("failed", Some(kind.as_str().to_string()), Some(sig))
+        }
+        Outcome::Stuck => {
+            let sig = epochlab_sim::workload::stuck_signature(error);
+            ("stuck", None, Some(sig))
+        }
+        Outcome::Passed | Outcome::NotReproducible => ("passed", None, None),
+    };
+    SeedRow {
+        version: RESULTS_VERSION,
+        campaign: campaign.to_string(),
+        seed: r.params.seed,
+        mode: r.params.mode.as_str().to_string(),
+        scenario: "14910".into(),
+        outcome: outcome.into(),
+        kind,
+        detail: r.error.clone(),
+        signature,
+        digest,
+        virtual_ms,
+        wall_ms,
+        replay: replay(&r.params),
+    }
+}

@@ -1,0 +1,349 @@
+//! Drawing a random plan from a seed. The draw uses an RNG of its own (not the run's), so the plan is fixed
+//! before anything runs, and the same seed draws the same plan in every mode.
+//!
+//! The generator leans towards what finds recovery bugs, without naming any: jobs are often dropped while
+//! they backfill, and a kill opportunity often follows a drop within a few barrier intervals (a kill while
+//! the Stop barrier is in flight). Faults follow RisingWave's simulation: each kill opportunity happens with
+//! the kill rate, and kills every node or each node with probability 0.5; restart delays are sometimes longer
+//! than the heartbeat timeout.
+
+use epochlab_common::SimRng;
+
+use super::plan::{Action, JobSpec, PLAN_VERSION, Plan, PlanCluster, PlanRpc, Step};
+
+/// What the generator may draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenParams {
+    /// Virtual time the steps span.
+    pub duration_ms: u64,
+    /// Probability that a kill opportunity kills (RisingWave's `--kill-rate`).
+    pub kill_rate: f64,
+    /// Probability that a view or sink is created in the background (`--background-ddl-rate`).
+    pub background_ddl_rate: f64,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        Self {
+            duration_ms: 60_000,
+            kill_rate: 0.5,
+            background_ddl_rate: 0.5,
+        }
+    }
+}
+
+/// Salt for the plan's RNG, so that it is not the run's stream.
+const PLAN_SALT: u64 = 0x706c_616e_5f72_6e67;
+
+struct Draw {
+    rng: SimRng,
+}
+
+impl Draw {
+    fn pick<T: Clone>(&self, items: &[T]) -> T {
+        items[self.rng.range_u64(0..items.len() as u64) as usize].clone()
+    }
+
+    fn between(&self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            lo
+        } else {
+            self.rng.range_u64(lo..hi)
+        }
+    }
+
+    fn chance(&self, p: f64) -> bool {
+        p > 0.0 && (p >= 1.0 || self.rng.bool(p))
+    }
+}
+
+/// The plan of `seed`.
+pub fn generate(seed: u64, g: &GenParams) -> Plan {
+    let d = Draw {
+        rng: SimRng::new(seed ^ PLAN_SALT),
+    };
+    let cluster = PlanCluster {
+        compute_nodes: d.pick(&[1, 2, 3, 3, 3, 4]),
+        vnodes: d.pick(&[16, 64, 256, 256]),
+        barrier_interval_ms: d.pick(&[250, 500, 1000, 1000]),
+        checkpoint_frequency: d.pick(&[1, 1, 2, 5, 10]),
+        persist_check: d.chance(0.9),
+    };
+    let mut steps = Vec::new();
+    let tables = tables(&d, &cluster, g, &mut steps);
+    jobs(&d, &cluster, g, &tables, &mut steps);
+    faults(&d, &cluster, g, &mut steps);
+    for _ in 0..d.between(0, 3) {
+        let at_ms = d.between(1000, g.duration_ms.max(1001));
+        steps.push(Step {
+            at_ms,
+            action: Action::Flush,
+        });
+    }
+    steps.sort_by_key(|s| s.at_ms);
+    Plan {
+        version: PLAN_VERSION,
+        seed,
+        cluster,
+        steps,
+    }
+}
+
+fn parallelism(d: &Draw, c: &PlanCluster) -> u32 {
+    d.between(1, u64::from(c.compute_nodes) * 2 + 1) as u32
+}
+
+/// A table of the plan, and what the jobs over it must keep up with.
+struct TableInfo {
+    name: String,
+    parallelism: u32,
+    /// The sum of its DML streams' rates: the most rows per second its jobs may see from upstream.
+    dml_peak: u32,
+}
+
+impl TableInfo {
+    /// Whether a job of `parallelism` actors at `rate_limit` rows/s each keeps up with the upstream's DML
+    /// with room to spare. The rate limit (RisingWave's at #14910) holds upstream rows too: a job that
+    /// cannot keep up lags without bound, which is overload, not a recovery bug.
+    fn keeps_up(&self, rate_limit: Option<u32>, parallelism: u32) -> bool {
+        rate_limit.is_none_or(|r| r * parallelism >= 2 * self.dml_peak)
+    }
+
+    /// The slowest sink (ms per chunk) that keeps up: each upstream actor sends a chunk per DML tick.
+    fn sink_ms_max(&self) -> u64 {
+        let chunks_per_s = u64::from(self.dml_peak.min(10 * self.parallelism));
+        500 / chunks_per_s.max(1)
+    }
+}
+
+/// One or two tables at the start, loaded; each quiet (at most a couple of rows per second) or busy (tens
+/// to hundreds), with DML streams over the run; sometimes a table drop near the end.
+fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Vec<TableInfo> {
+    let mut tables = Vec::new();
+    for i in 1..=d.between(1, 3) {
+        let name = format!("t{i}");
+        let parallelism = parallelism(d, c);
+        steps.push(Step {
+            at_ms: (i - 1) * 100,
+            action: Action::CreateTable {
+                name: name.clone(),
+                parallelism,
+                rows: d.pick(&[100, 1000, 3000, 10000]),
+            },
+        });
+        let busy = d.chance(0.5);
+        let (streams, rates) = if busy {
+            (d.between(1, 4), &[20, 100, 300][..])
+        } else {
+            (d.between(0, 3), &[1, 2][..])
+        };
+        let mut dml_peak = 0;
+        for _ in 0..streams {
+            let rows_per_s = d.pick(rates);
+            dml_peak += rows_per_s;
+            steps.push(Step {
+                at_ms: d.between(1000, g.duration_ms.max(1001)),
+                action: Action::Dml {
+                    table: name.clone(),
+                    rows_per_s,
+                    duration_ms: d.between(2000, 20_000),
+                    update_pct: d.between(0, 40) as u8,
+                    delete_pct: d.between(0, 25) as u8,
+                },
+            });
+        }
+        if d.chance(0.1) {
+            let at_ms = d.between(g.duration_ms * 9 / 10, g.duration_ms.max(1) + 1);
+            steps.push(Step {
+                at_ms,
+                action: Action::Drop { name: name.clone() },
+            });
+        }
+        tables.push(TableInfo {
+            name,
+            parallelism,
+            dml_peak,
+        });
+    }
+    tables
+}
+
+/// A rate limit from `choices` that keeps up with the table (unlimited if none does).
+fn rate_limit(d: &Draw, t: &TableInfo, parallelism: u32, choices: &[Option<u32>]) -> Option<u32> {
+    let fitting: Vec<Option<u32>> = choices
+        .iter()
+        .copied()
+        .filter(|r| t.keeps_up(*r, parallelism))
+        .collect();
+    if fitting.is_empty() {
+        None
+    } else {
+        d.pick(&fitting)
+    }
+}
+
+/// Views and sinks over the tables with arrangement backfill; many dropped while they backfill, some
+/// throttled, and a kill opportunity shortly after some drops.
+fn jobs(d: &Draw, c: &PlanCluster, g: &GenParams, tables: &[TableInfo], steps: &mut Vec<Step>) {
+    let interval = c.barrier_interval_ms;
+    for i in 1..=d.between(2, 7) {
+        let at_ms = d.between(500, (g.duration_ms * 4 / 5).max(501));
+        let table = &tables[d.between(0, tables.len() as u64) as usize];
+        let parallelism = parallelism(d, c);
+        let limits = [None, Some(1), Some(5), Some(50), Some(500)];
+        let job = JobSpec {
+            upstream: table.name.clone(),
+            parallelism,
+            rate_limit: rate_limit(d, table, parallelism, &limits),
+            background: d.chance(g.background_ddl_rate),
+        };
+        let (name, action) = if d.chance(0.5) {
+            let name = format!("mv{i}");
+            (name.clone(), Action::CreateMv { name, job })
+        } else {
+            let name = format!("sink{i}");
+            let slow: Vec<u64> = [0, 10, 50, 100]
+                .into_iter()
+                .filter(|ms| *ms <= table.sink_ms_max())
+                .collect();
+            let action = Action::CreateSink {
+                name: name.clone(),
+                job,
+                sink_ms_per_chunk: d.pick(&slow),
+            };
+            (name, action)
+        };
+        steps.push(Step { at_ms, action });
+        if d.chance(0.3) {
+            steps.push(Step {
+                at_ms: at_ms + d.between(interval, 10 * interval),
+                action: Action::Throttle {
+                    name: name.clone(),
+                    rate_limit: rate_limit(d, table, parallelism, &[None, Some(1), Some(100)]),
+                },
+            });
+        }
+        if !d.chance(0.6) {
+            continue;
+        }
+        let drop_at = at_ms + d.between(interval, 20 * interval);
+        steps.push(Step {
+            at_ms: drop_at,
+            action: Action::Drop { name },
+        });
+        if d.chance(0.5) {
+            let kill_at = drop_at + d.between(0, 2 * interval);
+            steps.extend(kill(d, c, g, kill_at));
+        }
+    }
+}
+
+/// A kill opportunity: with the kill rate, every node or each node with probability 0.5, restarted after
+/// 0.2 to 5 s, or (one time in ten) after the heartbeat timeout.
+fn kill(d: &Draw, c: &PlanCluster, g: &GenParams, at_ms: u64) -> Option<Step> {
+    if !d.chance(g.kill_rate) {
+        return None;
+    }
+    let all = d.chance(0.5);
+    let nodes: Vec<u32> = (1..=c.compute_nodes)
+        .filter(|_| all || d.chance(0.5))
+        .collect();
+    let restart_after_ms = if d.chance(0.1) {
+        d.between(16_000, 40_000)
+    } else {
+        d.between(200, 5000)
+    };
+    (!nodes.is_empty()).then_some(Step {
+        at_ms,
+        action: Action::Kill {
+            nodes,
+            restart_after_ms,
+        },
+    })
+}
+
+/// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
+/// injection.
+fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    let mut at_ms = d.between(3000, 15_000);
+    while at_ms < g.duration_ms {
+        steps.extend(kill(d, c, g, at_ms));
+        at_ms += d.between(5000, 15_000);
+    }
+    let span = g.duration_ms.max(1001);
+    if d.chance(0.3) {
+        steps.push(Step {
+            at_ms: d.between(1000, span),
+            action: Action::RpcDelay {
+                rpc: PlanRpc::BarrierComplete,
+                min_ms: 200,
+                max_ms: d.between(500, 3000),
+                duration_ms: d.between(2000, 8000),
+            },
+        });
+    }
+    if d.chance(0.1) {
+        steps.push(Step {
+            at_ms: d.between(1000, span),
+            action: Action::RpcDelay {
+                rpc: PlanRpc::Reset,
+                min_ms: 100,
+                max_ms: d.between(200, 2000),
+                duration_ms: d.between(5000, 20_000),
+            },
+        });
+    }
+    if d.chance(0.2) {
+        let node = d.chance(0.5).then(|| d.between(1, u64::from(c.compute_nodes) + 1) as u32);
+        steps.push(Step {
+            at_ms: d.between(1000, span),
+            action: Action::RpcFail {
+                rpc: PlanRpc::InjectBarrier,
+                node,
+                count: 1,
+            },
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_one_valid_plan() {
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            plan.validate().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(plan, generate(seed, &GenParams::default()));
+        }
+        assert_ne!(
+            generate(1, &GenParams::default()),
+            generate(2, &GenParams::default())
+        );
+    }
+
+    #[test]
+    fn no_kill_rate_no_kills() {
+        let g = GenParams {
+            kill_rate: 0.0,
+            ..GenParams::default()
+        };
+        for seed in 0..100 {
+            let plan = generate(seed, &g);
+            assert!(
+                !plan
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s.action, Action::Kill { .. }))
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_round_trips_through_json() {
+        let plan = generate(7, &GenParams::default());
+        let text = serde_json::to_string_pretty(&plan).unwrap();
+        assert_eq!(serde_json::from_str::<Plan>(&text).unwrap(), plan);
+    }
+}

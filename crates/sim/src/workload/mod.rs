@@ -1,0 +1,18 @@
+//! Random workloads for soak campaigns: a plan as data ([`Plan`]), drawn from a seed ([`generate`]), played
+//! on a simulated cluster under faults ([`run_plan`]) and judged ([`PlanReport`]); a failing plan shrinks to
+//! the steps that matter ([`shrink`]).
+
+mod file;
+mod generate;
+mod model;
+mod plan;
+mod runner;
+mod shrink;
+mod verdict;
+
+pub use file::{Expected, PlanFile, PlanFileError};
+pub use generate::{GenParams, generate};
+pub use plan::{Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step};
+pub use runner::{STALL_LIMIT, run_plan};
+pub use shrink::{ShrinkOutcome, shrink};
+pub use verdict::{FailureKind, PlanReport, failure_signature, mask, stuck_signature};

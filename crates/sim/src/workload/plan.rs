@@ -1,0 +1,386 @@
+//! A workload plan: the cluster's settings and a list of timed steps, as data. A seed draws one
+//! ([`super::generate`]); a file holds one (JSON, versioned); the runner plays one ([`super::run_plan`]).
+//!
+//! Jobs are named in the plan (`t1`, `mv3`, `sink4`); the runner maps names to the ids meta gives them. A step
+//! whose job does not exist when its time comes (its create failed, or a shrink removed it) is skipped, so any
+//! subset of a plan's steps is still a plan.
+
+use serde::{Deserialize, Serialize};
+
+/// The plan format's version: a file of another version is refused.
+pub const PLAN_VERSION: u32 = 1;
+
+/// Steps per plan, at most (a limit on every queue).
+pub const MAX_STEPS: usize = 512;
+
+/// A plan's virtual duration, at most.
+pub const MAX_DURATION_MS: u64 = 3_600_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub version: u32,
+    /// The seed of the run's RNG (network latencies, recovery's slow steps), and the seed that drew the plan.
+    pub seed: u64,
+    pub cluster: PlanCluster,
+    /// In order of `at_ms`.
+    pub steps: Vec<Step>,
+}
+
+/// The cluster the plan runs on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanCluster {
+    pub compute_nodes: u32,
+    pub vnodes: u32,
+    pub barrier_interval_ms: u64,
+    pub checkpoint_frequency: u32,
+    /// RisingWave's debug-build check of backfill progress rows (see `StreamConfig::persist_check`).
+    pub persist_check: bool,
+}
+
+/// One action at a virtual time (ms after the cluster started).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub at_ms: u64,
+    pub action: Action,
+}
+
+/// What a step does. DDL runs in a task of its own (a foreground create returns when its backfill ends), so
+/// later steps keep their times.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// `CREATE TABLE name (k BIGINT PRIMARY KEY, v BIGINT, s VARCHAR)`, then `rows` inserted and flushed.
+    CreateTable {
+        name: String,
+        parallelism: u32,
+        rows: u32,
+    },
+    /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`, with arrangement backfill.
+    CreateMv { name: String, job: JobSpec },
+    /// `CREATE SINK name AS SELECT * FROM upstream` into a collecting (exactly-once) target.
+    CreateSink {
+        name: String,
+        job: JobSpec,
+        /// Simulated time the sink spends per chunk (a slow sink back-pressures the backfill).
+        sink_ms_per_chunk: u64,
+    },
+    /// `DROP` a table, view or sink.
+    Drop { name: String },
+    /// `ALTER ... SET BACKFILL_RATE_LIMIT`: `None` lifts the limit.
+    Throttle {
+        name: String,
+        rate_limit: Option<u32>,
+    },
+    /// A stream of DML on a table: `rows_per_s` statements for `duration_ms`, each an insert of a new key,
+    /// or (by percentage) an update or delete of a key the table is known to hold.
+    Dml {
+        table: String,
+        rows_per_s: u32,
+        duration_ms: u64,
+        update_pct: u8,
+        delete_pct: u8,
+    },
+    /// `FLUSH`.
+    Flush,
+    /// Kill compute nodes (by worker id) and start them again, empty, `restart_after_ms` later.
+    Kill {
+        nodes: Vec<u32>,
+        restart_after_ms: u64,
+    },
+    /// Calls of `rpc` take `min_ms..max_ms` for `duration_ms` (barrier latency spikes, slow resets).
+    RpcDelay {
+        rpc: PlanRpc,
+        min_ms: u64,
+        max_ms: u64,
+        duration_ms: u64,
+    },
+    /// The next `count` calls of `rpc` (to `node`, or any node) fail.
+    RpcFail {
+        rpc: PlanRpc,
+        node: Option<u32>,
+        count: u32,
+    },
+}
+
+/// A view's or sink's backfill settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub upstream: String,
+    pub parallelism: u32,
+    /// Backfill rows per second per actor; `None` is unlimited.
+    pub rate_limit: Option<u32>,
+    /// `SET BACKGROUND_DDL = true`: the create returns once the job's first barrier is collected.
+    pub background: bool,
+}
+
+/// The requests a plan can delay or fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanRpc {
+    InjectBarrier,
+    BarrierComplete,
+    BuildActors,
+    DropActors,
+    Reset,
+    WaitEpochCommit,
+}
+
+impl PlanRpc {
+    pub fn kind(self) -> epochlab_rpc::RpcKind {
+        use epochlab_rpc::RpcKind;
+        match self {
+            PlanRpc::InjectBarrier => RpcKind::InjectBarrier,
+            PlanRpc::BarrierComplete => RpcKind::BarrierComplete,
+            PlanRpc::BuildActors => RpcKind::BuildActors,
+            PlanRpc::DropActors => RpcKind::DropActors,
+            PlanRpc::Reset => RpcKind::Reset,
+            PlanRpc::WaitEpochCommit => RpcKind::WaitEpochCommit,
+        }
+    }
+}
+
+/// Why a plan cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("plan version {found}, but this epochlab reads version {PLAN_VERSION}")]
+    Version { found: u32 },
+    #[error("the plan has {0} steps; at most {MAX_STEPS}")]
+    TooManySteps(usize),
+    #[error("step {index}: {reason}")]
+    Step { index: usize, reason: String },
+    #[error("cluster: {0}")]
+    Cluster(String),
+}
+
+impl Plan {
+    /// Check what the runner relies on: version, limits, times in order, sane settings.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.version != PLAN_VERSION {
+            return Err(PlanError::Version {
+                found: self.version,
+            });
+        }
+        if self.steps.len() > MAX_STEPS {
+            return Err(PlanError::TooManySteps(self.steps.len()));
+        }
+        let c = &self.cluster;
+        let cluster_error = if !(1..=16).contains(&c.compute_nodes) {
+            Some("compute_nodes must be 1..=16")
+        } else if epochlab_common::VnodeCount::new(c.vnodes).is_none() {
+            Some("vnodes must be 1..=32768")
+        } else if !(10..=60_000).contains(&c.barrier_interval_ms) {
+            Some("barrier_interval_ms must be 10..=60000")
+        } else if !(1..=1000).contains(&c.checkpoint_frequency) {
+            Some("checkpoint_frequency must be 1..=1000")
+        } else {
+            None
+        };
+        if let Some(e) = cluster_error {
+            return Err(PlanError::Cluster(e.into()));
+        }
+        let mut last = 0;
+        for (index, step) in self.steps.iter().enumerate() {
+            let bad = |reason: &str| PlanError::Step {
+                index,
+                reason: reason.to_string(),
+            };
+            if step.at_ms < last {
+                return Err(bad("steps must be in order of at_ms"));
+            }
+            if step.at_ms > MAX_DURATION_MS {
+                return Err(bad("at_ms beyond the longest plan (one hour)"));
+            }
+            last = step.at_ms;
+            step.action
+                .check(c.compute_nodes)
+                .map_err(|reason| bad(&reason))?;
+        }
+        Ok(())
+    }
+
+    /// The plan as a readable list, one step a line.
+    pub fn describe(&self) -> String {
+        let c = &self.cluster;
+        let mut out = format!(
+            "plan (seed {}): {} nodes, {} vnodes, barrier every {} ms, checkpoint every {}, persist check {}\n",
+            self.seed,
+            c.compute_nodes,
+            c.vnodes,
+            c.barrier_interval_ms,
+            c.checkpoint_frequency,
+            if c.persist_check { "on" } else { "off" }
+        );
+        for (i, s) in self.steps.iter().enumerate() {
+            out.push_str(&format!(
+                "{:>3}. {:>8.3} s  {}\n",
+                i + 1,
+                s.at_ms as f64 / 1000.0,
+                s.action
+            ));
+        }
+        out
+    }
+
+    /// When the last step starts, or ends for steps that last (DML streams, delays).
+    pub fn end_ms(&self) -> u64 {
+        self.steps
+            .iter()
+            .map(|s| s.at_ms + s.action.lasts_ms())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl Action {
+    fn check(&self, nodes: u32) -> Result<(), String> {
+        let parallelism_ok = |p: u32| (1..=64).contains(&p);
+        match self {
+            Action::CreateTable {
+                parallelism, rows, ..
+            } if !parallelism_ok(*parallelism) || *rows > 1_000_000 => {
+                Err("a table needs parallelism 1..=64 and at most 1000000 rows".into())
+            }
+            Action::CreateMv { job, .. } | Action::CreateSink { job, .. }
+                if !parallelism_ok(job.parallelism) =>
+            {
+                Err("a job needs parallelism 1..=64".into())
+            }
+            Action::CreateSink {
+                sink_ms_per_chunk, ..
+            } if *sink_ms_per_chunk > 60_000 => Err("sink_ms_per_chunk at most 60000".into()),
+            Action::Dml {
+                rows_per_s,
+                duration_ms,
+                update_pct,
+                delete_pct,
+                ..
+            } if *rows_per_s == 0
+                || *rows_per_s > 100_000
+                || *duration_ms > MAX_DURATION_MS
+                || u32::from(*update_pct) + u32::from(*delete_pct) > 100 =>
+            {
+                Err("dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%".into())
+            }
+            Action::Kill {
+                nodes: victims,
+                restart_after_ms,
+            } if victims.iter().any(|n| *n == 0 || *n > nodes)
+                || *restart_after_ms > MAX_DURATION_MS =>
+            {
+                Err(format!(
+                    "kill names nodes 1..={nodes} and restarts within an hour"
+                ))
+            }
+            Action::RpcDelay {
+                min_ms,
+                max_ms,
+                duration_ms,
+                ..
+            } if min_ms > max_ms || *max_ms > 60_000 || *duration_ms > MAX_DURATION_MS => {
+                Err("rpc delay needs min_ms <= max_ms <= 60000".into())
+            }
+            Action::RpcFail { node, count, .. }
+                if node.is_some_and(|n| n == 0 || n > nodes) || *count > 1000 =>
+            {
+                Err(format!("rpc fail names a node 1..={nodes} and at most 1000 calls"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// How long the step's effect lasts after it starts.
+    pub fn lasts_ms(&self) -> u64 {
+        match self {
+            Action::Dml { duration_ms, .. } | Action::RpcDelay { duration_ms, .. } => *duration_ms,
+            Action::Kill {
+                restart_after_ms, ..
+            } => *restart_after_ms,
+            _ => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let limit = |l: &Option<u32>| match l {
+            Some(l) => format!("{l} rows/s"),
+            None => "unlimited".into(),
+        };
+        let job = |j: &JobSpec| {
+            format!(
+                "over {} (parallelism {}, backfill {}, {})",
+                j.upstream,
+                j.parallelism,
+                limit(&j.rate_limit),
+                if j.background {
+                    "background"
+                } else {
+                    "foreground"
+                }
+            )
+        };
+        match self {
+            Action::CreateTable {
+                name,
+                parallelism,
+                rows,
+            } => write!(
+                f,
+                "create table {name} (parallelism {parallelism}), load {rows} rows"
+            ),
+            Action::CreateMv { name, job: j } => write!(f, "create mv {name} {}", job(j)),
+            Action::CreateSink {
+                name,
+                job: j,
+                sink_ms_per_chunk,
+            } => write!(
+                f,
+                "create sink {name} {}, {sink_ms_per_chunk} ms per chunk",
+                job(j)
+            ),
+            Action::Drop { name } => write!(f, "drop {name}"),
+            Action::Throttle { name, rate_limit } => {
+                write!(f, "throttle {name} to {}", limit(rate_limit))
+            }
+            Action::Dml {
+                table,
+                rows_per_s,
+                duration_ms,
+                update_pct,
+                delete_pct,
+            } => write!(
+                f,
+                "dml on {table}: {rows_per_s} rows/s for {:.1} s ({update_pct}% updates, {delete_pct}% deletes)",
+                *duration_ms as f64 / 1000.0
+            ),
+            Action::Flush => write!(f, "flush"),
+            Action::Kill {
+                nodes,
+                restart_after_ms,
+            } => write!(
+                f,
+                "kill nodes {nodes:?}, restart after {:.3} s",
+                *restart_after_ms as f64 / 1000.0
+            ),
+            Action::RpcDelay {
+                rpc,
+                min_ms,
+                max_ms,
+                duration_ms,
+            } => write!(
+                f,
+                "delay {} by {min_ms}..{max_ms} ms for {:.1} s",
+                rpc.kind().as_str(),
+                *duration_ms as f64 / 1000.0
+            ),
+            Action::RpcFail { rpc, node, count } => match node {
+                Some(n) => write!(f, "fail the next {count} {} to node {n}", rpc.kind().as_str()),
+                None => write!(f, "fail the next {count} {}", rpc.kind().as_str()),
+            },
+        }
+    }
+}

@@ -1,0 +1,678 @@
+//! Playing a plan: start the cluster the plan describes, run each step at its time (DDL and DML in tasks of
+//! their own), then settle (faults lifted, killed nodes back, rate limits lifted, every job created, a
+//! checkpoint) and judge: actor state errors, the checkers' invariants, the zombie-access detector, and the
+//! oracle (each view and sink equals its upstream table; each table holds what the model knows it holds).
+//! A watchdog ends the run as `stuck` when no epoch commits for [`STALL_LIMIT`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row};
+use epochlab_common::plan::SinkKind;
+use epochlab_meta::{DropMode, JobOptions, JobState, RelationKind, SinkOptions};
+use tokio::task::JoinHandle;
+use tracing_subscriber::layer::SubscriberExt;
+
+use super::model::TableModel;
+use super::plan::{Action, JobSpec, Plan, PlanCluster};
+use super::verdict::{FailureKind, PlanReport};
+use crate::checkers::Checkers;
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::runtime::{SimContext, SimOutput};
+use crate::scenario::{ReproHooks, Violation, base_network, cluster_config_for};
+
+/// A run with no epoch committed for this long is stuck.
+pub const STALL_LIMIT: Duration = Duration::from_secs(180);
+
+/// Each phase of settling may take this long.
+const SETTLE_BUDGET: Duration = Duration::from_secs(300);
+
+/// A DML statement batch that has not returned after this long is abandoned (its writes become unknown).
+const DML_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// DML streams send a batch this often.
+const DML_TICK: Duration = Duration::from_millis(100);
+
+/// Run `plan` in `mode` on the deterministic runtime.
+pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<PlanReport> {
+    let p = plan.clone();
+    let limit = Duration::from_millis(plan.end_ms()) + 4 * SETTLE_BUDGET + STALL_LIMIT;
+    let out = crate::runtime::try_run(plan.seed, limit, move |ctx| async move {
+        let subscriber = tracing_subscriber::registry().with(hooks.tracing_layer);
+        let _guard = tracing::subscriber::set_default(subscriber);
+        play(ctx, p, mode, hooks.on_cluster).await
+    });
+    out.map(|value| {
+        value.unwrap_or_else(|timed_out| {
+            PlanReport::stuck(format!(
+                "the run exceeded its virtual time limit of {} s; last events: {}",
+                timed_out.limit.as_secs(),
+                timed_out.tail.join(" | ")
+            ))
+        })
+    })
+}
+
+fn cluster_config(c: &PlanCluster, mode: DropMode) -> ClusterConfig {
+    let mut config = cluster_config_for(
+        mode,
+        c.vnodes,
+        c.barrier_interval_ms,
+        c.checkpoint_frequency,
+        c.persist_check,
+    );
+    config.compute_nodes = c.compute_nodes;
+    config
+}
+
+/// The state of a run that steps share.
+struct Run {
+    cluster: Arc<Cluster>,
+    checkers: Checkers,
+    names: Mutex<BTreeMap<String, TableId>>,
+    models: Mutex<BTreeMap<TableId, TableModel>>,
+    stop_dml: AtomicBool,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    restarts: Mutex<Vec<JoinHandle<()>>>,
+    dead: Mutex<BTreeSet<WorkerId>>,
+    skipped: AtomicU32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn play(
+    ctx: SimContext,
+    plan: Plan,
+    mode: DropMode,
+    hook: Option<crate::scenario::ClusterHook>,
+) -> PlanReport {
+    let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&plan.cluster, mode)).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = Checkers::install(&cluster, mode);
+    base_network(&cluster);
+    let run = Arc::new(Run {
+        cluster,
+        checkers,
+        names: Mutex::default(),
+        models: Mutex::default(),
+        stop_dml: AtomicBool::new(false),
+        tasks: Mutex::default(),
+        restarts: Mutex::default(),
+        dead: Mutex::default(),
+        skipped: AtomicU32::new(0),
+    });
+    event!(ctx.log, "workload", "mode={} steps={}", mode.as_str(), plan.steps.len());
+    let work = async {
+        play_steps(&run, &plan).await;
+        settle(&run).await
+    };
+    let stalled = tokio::select! {
+        biased;
+        stuck = watchdog(&run.cluster) => Some(stuck),
+        settled = work => settled.err(),
+    };
+    let report = match stalled {
+        Some(what) => PlanReport::stuck(what),
+        None => judge(&run),
+    };
+    report.with_counts(&run.cluster, plan.steps.len(), run.skipped.load(Ordering::Relaxed))
+}
+
+/// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
+async fn watchdog(cluster: &Cluster) -> String {
+    let mut last = (cluster.hummock.max_committed_epoch(), tokio::time::Instant::now());
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = cluster.hummock.max_committed_epoch();
+        if now != last.0 {
+            last = (now, tokio::time::Instant::now());
+        } else if last.1.elapsed() >= STALL_LIMIT {
+            return crate::scenario::stuck_report(cluster, "no epoch committed for 180 s");
+        }
+    }
+}
+
+async fn play_steps(run: &Arc<Run>, plan: &Plan) {
+    let start = tokio::time::Instant::now();
+    for (i, step) in plan.steps.iter().enumerate() {
+        tokio::time::sleep_until(start + Duration::from_millis(step.at_ms)).await;
+        event!(run.cluster.ctx.log, "workload", "step {}: {}", i + 1, step.action);
+        if let Err(why) = start_step(run, &step.action) {
+            run.skipped.fetch_add(1, Ordering::Relaxed);
+            event!(run.cluster.ctx.log, "workload", "step {} skipped: {why}", i + 1);
+        }
+    }
+}
+
+/// The id of a job the plan named, if it exists now.
+fn id_of(run: &Run, name: &str) -> Result<TableId, String> {
+    lock(&run.names)
+        .get(name)
+        .copied()
+        .ok_or_else(|| format!("{name} does not exist"))
+}
+
+fn spawn(run: &Arc<Run>, task: impl std::future::Future<Output = ()> + Send + 'static) {
+    lock(&run.tasks).push(tokio::spawn(task));
+}
+
+/// Start one step; `Err` says why it was skipped.
+fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), String> {
+    let cluster = &run.cluster;
+    match action.clone() {
+        Action::CreateTable {
+            name,
+            parallelism,
+            rows,
+        } => spawn(run, create_table(run.clone(), name, parallelism, rows)),
+        Action::CreateMv { name, job } => {
+            let upstream = id_of(run, &job.upstream)?;
+            spawn(run, create_job(run.clone(), name, upstream, job, None));
+        }
+        Action::CreateSink {
+            name,
+            job,
+            sink_ms_per_chunk,
+        } => {
+            let upstream = id_of(run, &job.upstream)?;
+            let delay = Duration::from_millis(sink_ms_per_chunk);
+            spawn(run, create_job(run.clone(), name, upstream, job, Some(delay)));
+        }
+        Action::Drop { name } => {
+            let id = id_of(run, &name)?;
+            let run2 = run.clone();
+            spawn(run, async move {
+                let result = run2.cluster.meta.drop_job(id).await;
+                ddl_result(&run2, &format!("drop {name}"), result);
+                if run2.cluster.meta.relation(id).is_none() {
+                    lock(&run2.names).remove(&name);
+                }
+            });
+        }
+        Action::Throttle { name, rate_limit } => {
+            let id = id_of(run, &name)?;
+            let run2 = run.clone();
+            spawn(run, async move {
+                let result = run2.cluster.meta.set_rate_limit(id, rate_limit).await;
+                ddl_result(&run2, &format!("throttle {name}"), result);
+            });
+        }
+        Action::Dml {
+            table,
+            rows_per_s,
+            duration_ms,
+            update_pct,
+            delete_pct,
+        } => {
+            let id = id_of(run, &table)?;
+            let mix = (rows_per_s, update_pct, delete_pct);
+            let until = tokio::time::Instant::now() + Duration::from_millis(duration_ms);
+            spawn(run, dml_stream(run.clone(), id, mix, until));
+        }
+        Action::Flush => {
+            let run2 = run.clone();
+            spawn(run, async move {
+                let result = run2.cluster.meta.flush().await;
+                ddl_result(&run2, "flush", result);
+            });
+        }
+        Action::Kill {
+            nodes,
+            restart_after_ms,
+        } => kill(run, &nodes, Duration::from_millis(restart_after_ms))?,
+        Action::RpcDelay {
+            rpc,
+            min_ms,
+            max_ms,
+            duration_ms,
+        } => {
+            let kind = rpc.kind();
+            let before = cluster.network.latency_range(kind);
+            let range = Duration::from_millis(min_ms)..Duration::from_millis(max_ms);
+            cluster.network.set_latency(kind, range);
+            let run2 = run.clone();
+            spawn(run, async move {
+                tokio::time::sleep(Duration::from_millis(duration_ms)).await;
+                run2.cluster.network.set_latency(kind, before);
+            });
+        }
+        Action::RpcFail { rpc, node, count } => {
+            cluster.network.fail_next(rpc.kind(), node.map(WorkerId), count);
+        }
+    }
+    Ok(())
+}
+
+fn ddl_result<T, E: std::fmt::Display>(run: &Run, what: &str, result: Result<T, E>) {
+    let log = &run.cluster.ctx.log;
+    match result {
+        Ok(_) => event!(log, "workload", "{what}: ok"),
+        Err(e) => event!(log, "workload", "{what}: failed: {e}"),
+    }
+}
+
+fn table_row(k: i64, v: i64) -> OwnedRow {
+    row![k, v, "payload"]
+}
+
+async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32) {
+    use epochlab_common::DataType;
+    let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
+    let meta = &run.cluster.meta;
+    let result = meta
+        .create_table(&name, types, vec![0], parallelism as usize)
+        .await;
+    let id = match result {
+        Ok(id) => id,
+        Err(e) => return ddl_result(&run, &format!("create table {name}"), Err::<(), _>(e)),
+    };
+    lock(&run.models).insert(id, TableModel::default());
+    lock(&run.names).insert(name.clone(), id);
+    let mut left = rows;
+    while left > 0 {
+        let n = left.min(1000);
+        let stmts: Vec<Stmt> = {
+            let mut models = lock(&run.models);
+            let model = models.get_mut(&id).expect("inserted above");
+            (0..n).map(|_| Stmt::Insert(model.new_key())).collect()
+        };
+        send(&run, id, stmts).await;
+        left -= n;
+    }
+    let flushed = meta.flush().await;
+    ddl_result(&run, &format!("create table {name} with {rows} rows"), flushed);
+}
+
+async fn create_job(
+    run: Arc<Run>,
+    name: String,
+    upstream: TableId,
+    job: JobSpec,
+    sink_delay: Option<Duration>,
+) {
+    let meta = &run.cluster.meta;
+    let options = JobOptions {
+        parallelism: job.parallelism as usize,
+        rate_limit: job.rate_limit,
+        background: job.background,
+    };
+    // The name is known once the job is in the catalog, so that a drop can find a job still creating.
+    let watch = {
+        let run = run.clone();
+        let name = name.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Some(rel) = run.cluster.meta.relation_by_name(&name) {
+                    lock(&run.names).insert(name, rel.id);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    let result = match sink_delay {
+        None => meta.create_materialized_view(&name, upstream, options).await,
+        Some(chunk_delay) => {
+            let sink = SinkOptions {
+                kind: SinkKind::Collecting,
+                chunk_delay,
+                sink_rate_limit: None,
+            };
+            meta.create_sink(&name, upstream, options, sink).await
+        }
+    };
+    watch.abort();
+    if let Ok(id) = &result {
+        lock(&run.names).insert(name.clone(), *id);
+    }
+    ddl_result(&run, &format!("create {name}"), result);
+}
+
+/// Kill the named nodes that are up; start each again after `restart_after`.
+fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), String> {
+    let mut killed = Vec::new();
+    for &n in nodes {
+        let w = WorkerId(n);
+        if run.cluster.kill(w) {
+            lock(&run.dead).insert(w);
+            killed.push(w);
+        }
+    }
+    if killed.is_empty() {
+        return Err("every named node is down already".into());
+    }
+    event!(run.cluster.ctx.log, "kill node", "workers={killed:?} restart_after={restart_after:?}");
+    let run2 = run.clone();
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(restart_after).await;
+        for w in killed {
+            if lock(&run2.dead).remove(&w) {
+                run2.cluster.restart(w);
+                event!(run2.cluster.ctx.log, "restart node", "worker={w}");
+            }
+        }
+    });
+    lock(&run.restarts).push(restart);
+    Ok(())
+}
+
+/// One DML statement of a batch.
+#[derive(Clone, Copy)]
+enum Stmt {
+    Insert(i64),
+    Update { key: i64, old: i64, new: i64 },
+    Delete { key: i64, old: i64 },
+}
+
+impl Stmt {
+    /// The key and the value it leaves (`None`: deleted).
+    fn write(self) -> (i64, Option<i64>) {
+        match self {
+            Stmt::Insert(k) => (k, Some(0)),
+            Stmt::Update { key, new, .. } => (key, Some(new)),
+            Stmt::Delete { key, .. } => (key, None),
+        }
+    }
+}
+
+/// Send one batch; the model learns what returned and what is unknown.
+async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
+    let mut rows = Vec::with_capacity(stmts.len());
+    for s in &stmts {
+        match *s {
+            Stmt::Insert(k) => rows.push((Op::Insert, table_row(k, 0))),
+            Stmt::Update { key, old, new } => {
+                rows.push((Op::UpdateDelete, table_row(key, old)));
+                rows.push((Op::UpdateInsert, table_row(key, new)));
+            }
+            Stmt::Delete { key, old } => rows.push((Op::Delete, table_row(key, old))),
+        }
+    }
+    let writes: Vec<(i64, Option<i64>)> = stmts.iter().map(|s| s.write()).collect();
+    let before = recovery_state(&run.cluster);
+    let result = tokio::time::timeout(DML_TIMEOUT, run.cluster.dml(table, rows)).await;
+    let after = recovery_state(&run.cluster);
+    let epoch = run.cluster.barrier_stats().last_injected_epoch.load(Ordering::Relaxed);
+    let mut models = lock(&run.models);
+    let Some(model) = models.get_mut(&table) else {
+        return;
+    };
+    // A write taken while recovery runs goes to an actor that the reset will drop.
+    match (result, before, after) {
+        (Ok(Ok(())), (true, r0), (true, r1)) if r0 == r1 => model.returned(writes, epoch, r1),
+        _ => model.unknown(&writes),
+    }
+}
+
+/// Whether the scheduler is ready (no recovery running), and how many recoveries have started.
+fn recovery_state(cluster: &Cluster) -> (bool, u64) {
+    let ready = cluster.meta.scheduler().status() == epochlab_barrier::SchedulerStatus::Ready;
+    let recoveries = cluster.barrier_stats().recoveries.load(Ordering::Relaxed);
+    (ready, recoveries)
+}
+
+/// A DML stream: every tick, its share of `rows_per_s` statements, until `until` or settling.
+async fn dml_stream(
+    run: Arc<Run>,
+    table: TableId,
+    (rows_per_s, update_pct, delete_pct): (u32, u8, u8),
+    until: tokio::time::Instant,
+) {
+    let rng = run.cluster.ctx.rng.clone();
+    let mut owed = 0.0f64;
+    while tokio::time::Instant::now() < until && !run.stop_dml.load(Ordering::Relaxed) {
+        tokio::time::sleep(DML_TICK).await;
+        owed += f64::from(rows_per_s) * DML_TICK.as_secs_f64();
+        let n = owed.floor() as u32;
+        owed -= f64::from(n);
+        let stmts = {
+            let mut models = lock(&run.models);
+            let Some(model) = models.get_mut(&table) else {
+                return;
+            };
+            promote(&run.cluster, model);
+            (0..n)
+                .map(|_| {
+                    let dice = rng.range_u64(0..100) as u8;
+                    let from = rng.range_u64(0..model.key_space() as u64) as i64;
+                    let target = (dice < update_pct + delete_pct)
+                        .then(|| model.take_durable(from))
+                        .flatten();
+                    match target {
+                        Some((key, old)) if dice < update_pct => Stmt::Update {
+                            key,
+                            old,
+                            new: old + 1,
+                        },
+                        Some((key, old)) => Stmt::Delete { key, old },
+                        None => Stmt::Insert(model.new_key()),
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        if !stmts.is_empty() {
+            send(&run, table, stmts).await;
+        }
+    }
+}
+
+fn promote(cluster: &Cluster, model: &mut TableModel) {
+    let stats = cluster.barrier_stats();
+    let recoveries = stats.recoveries.load(Ordering::Relaxed);
+    model.promote(cluster.hummock.max_committed_epoch().0, recoveries);
+}
+
+/// End the plan: stop DML, lift network faults, bring every node back, lift rate limits, wait for every
+/// job to be created, and commit a checkpoint. `Err` says what is stuck.
+async fn settle(run: &Arc<Run>) -> Result<(), String> {
+    let cluster = &run.cluster;
+    event!(cluster.ctx.log, "workload", "settle");
+    run.stop_dml.store(true, Ordering::Relaxed);
+    cluster.network.clear_failures();
+    base_network(cluster);
+    let restarts: Vec<_> = lock(&run.restarts).drain(..).collect();
+    for r in restarts {
+        let _ = r.await;
+    }
+    within(run, "recovery did not finish", cluster.wait_ready()).await?;
+    lift_rate_limits(run).await?;
+    loop {
+        let tasks: Vec<_> = lock(&run.tasks).drain(..).collect();
+        if tasks.is_empty() {
+            break;
+        }
+        let all = futures::future::join_all(tasks);
+        within(run, "DDL or DML did not finish", all).await?;
+    }
+    within(run, "background jobs did not finish", all_created(cluster)).await?;
+    within(run, "recovery did not finish", cluster.wait_ready()).await?;
+    let flushed = within(run, "no checkpoint committed", cluster.meta.flush()).await?;
+    if let Err(e) = flushed {
+        // A recovery between the flush's injection and its commit: once more.
+        event!(cluster.ctx.log, "workload", "settle flush failed: {e}");
+        within(run, "recovery did not finish", cluster.wait_ready()).await?;
+        let again = within(run, "no checkpoint committed", cluster.meta.flush()).await?;
+        again.map_err(|e| format!("flush after settling failed twice: {e}"))?;
+    }
+    let mut models = lock(&run.models);
+    for model in models.values_mut() {
+        promote(cluster, model);
+    }
+    Ok(())
+}
+
+async fn within<T>(
+    run: &Run,
+    what: &str,
+    f: impl std::future::Future<Output = T>,
+) -> Result<T, String> {
+    tokio::time::timeout(SETTLE_BUDGET, f)
+        .await
+        .map_err(|_| crate::scenario::stuck_report(&run.cluster, what))
+}
+
+/// Jobs still backfilling get their rate limit lifted, so that settling does not wait on a throttle.
+async fn lift_rate_limits(run: &Run) -> Result<(), String> {
+    let creating: Vec<TableId> = run
+        .cluster
+        .meta
+        .catalog()
+        .relations
+        .values()
+        .filter(|r| r.state == JobState::Creating && r.rate_limit.is_some())
+        .map(|r| r.id)
+        .collect();
+    for id in creating {
+        let lifted = within(run, "a throttle did not finish", run.cluster.meta.set_rate_limit(id, None));
+        if let Err(e) = lifted.await? {
+            event!(run.cluster.ctx.log, "workload", "lift rate limit of {id}: {e}");
+        }
+    }
+    Ok(())
+}
+
+async fn all_created(cluster: &Cluster) {
+    loop {
+        let creating = cluster
+            .meta
+            .catalog()
+            .relations
+            .values()
+            .any(|r| r.state == JobState::Creating);
+        if !creating {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The verdict of a settled run.
+fn judge(run: &Run) -> PlanReport {
+    let cluster = &run.cluster;
+    check_oracle(run);
+    run.checkers.check_end(cluster);
+    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let mut violations = cluster.zombie.violations(|job| !catalog.contains(&job));
+    violations.extend(run.checkers.violations());
+    if let Some(failure) = cluster.failures.first_state_error() {
+        let error = format!("actor {}: {}", failure.actor, failure.error);
+        return PlanReport::failed(FailureKind::ActorFailure, error, violations);
+    }
+    match violations.first().cloned() {
+        Some(v) if v.invariant == "oracle" => {
+            PlanReport::failed(FailureKind::Oracle, v.detail.clone(), violations)
+        }
+        Some(v) => PlanReport::failed(FailureKind::Invariant, v.to_string(), violations),
+        None => PlanReport::passed(),
+    }
+}
+
+/// Each created view and sink against its upstream table at the max committed epoch; each table against the
+/// keys the model knows.
+fn check_oracle(run: &Run) {
+    let cluster = &run.cluster;
+    let relations: Vec<_> = cluster.meta.catalog().relations.values().cloned().collect();
+    for rel in relations.iter().filter(|r| r.state == JobState::Created) {
+        let Some(up) = rel.upstream else {
+            check_table(run, rel.id, &rel.name);
+            continue;
+        };
+        let want = sorted(cluster.committed_rows(up));
+        let (got, anomalies) = match rel.kind {
+            RelationKind::Sink => match cluster.sink_rows(rel.id) {
+                Some((rows, anomalies)) => (sorted(rows), anomalies),
+                None => (Vec::new(), vec!["no sink target".into()]),
+            },
+            _ => (sorted(cluster.committed_rows(rel.id)), Vec::new()),
+        };
+        if got != want || !anomalies.is_empty() {
+            let detail = format!(
+                "{} {} has {} rows, its upstream {}; {}",
+                rel.kind.as_str(),
+                rel.name,
+                got.len(),
+                want.len(),
+                first_difference(&got, &want, &anomalies)
+            );
+            let mut v = Violation::new("oracle", detail);
+            v.table = Some(rel.id.0);
+            run.checkers.violation(v);
+        }
+    }
+}
+
+fn sorted(mut rows: Vec<OwnedRow>) -> Vec<OwnedRow> {
+    rows.sort_by_key(key_of);
+    rows
+}
+
+fn key_of(r: &OwnedRow) -> i64 {
+    match r.datum_at(0) {
+        Some(ScalarImpl::Int64(k)) => *k,
+        _ => i64::MIN,
+    }
+}
+
+fn first_difference(got: &[OwnedRow], want: &[OwnedRow], anomalies: &[String]) -> String {
+    if let Some(a) = anomalies.first() {
+        return format!("sink anomaly: {a}");
+    }
+    let extra = got.iter().find(|r| !want.contains(r));
+    let missing = want.iter().find(|r| !got.contains(r));
+    match (extra, missing) {
+        (_, Some(m)) => format!("row {m:?} missing"),
+        (Some(e), None) => format!("row {e:?} extra"),
+        (None, None) => "rows differ in order".into(),
+    }
+}
+
+/// A table's committed rows against the model: every durable key holds its value, and no row has a key the
+/// runner never wrote.
+fn check_table(run: &Run, id: TableId, name: &str) {
+    let rows: BTreeMap<i64, OwnedRow> = run
+        .cluster
+        .committed_rows(id)
+        .into_iter()
+        .map(|r| (key_of(&r), r))
+        .collect();
+    let models = lock(&run.models);
+    let Some(model) = models.get(&id) else { return };
+    let mut problem = rows
+        .keys()
+        .find(|k| !model.knows(**k))
+        .map(|k| format!("row with key {k} was never written"));
+    for (k, v) in model.durable() {
+        if problem.is_some() {
+            break;
+        }
+        let got = rows.get(&k);
+        let want = v.map(|v| table_row(k, v));
+        if got != want.as_ref() {
+            problem = Some(format!(
+                "key {k}: committed {got:?}, but the model knows {want:?}"
+            ));
+        }
+    }
+    if let Some(p) = problem {
+        let mut v = Violation::new("oracle", format!("table {name}: {p}"));
+        v.table = Some(id.0);
+        run.checkers.violation(v);
+    }
+}
+
+impl PlanReport {
+    fn with_counts(mut self, cluster: &Cluster, steps: usize, skipped: u32) -> Self {
+        let stats = cluster.barrier_stats();
+        self.epochs = stats.injected.load(Ordering::Relaxed);
+        self.recoveries = stats.recoveries.load(Ordering::Relaxed);
+        self.steps = steps as u32;
+        self.steps_skipped = skipped;
+        self
+    }
+}

@@ -1,0 +1,200 @@
+//! Shrinking a failing plan: remove steps (halves, quarters, ... single steps) and shorten what remains
+//! (fewer killed nodes, shorter restarts and delays, fewer rows, slower DML) while a run still fails with the
+//! same signature. Candidates are tried in a fixed order, `jobs` at a time, and the first that keeps the
+//! signature wins, so a shrink is as deterministic as a run.
+
+use epochlab_meta::DropMode;
+
+use super::plan::{Action, Plan};
+use super::runner::run_plan;
+use crate::scenario::ReproHooks;
+
+/// What a shrink found.
+#[derive(Clone, Debug)]
+pub struct ShrinkOutcome {
+    /// The smallest plan found that fails with `signature`.
+    pub plan: Plan,
+    pub signature: String,
+    pub steps_before: usize,
+    /// Plan runs it took (the first, of the original plan, included).
+    pub runs: u32,
+}
+
+/// Shrink `plan`, which must fail in `mode`; `None` when it does not fail. At most `max_runs` runs.
+/// `progress` hears each accepted step.
+pub fn shrink(
+    plan: &Plan,
+    mode: DropMode,
+    jobs: usize,
+    max_runs: u32,
+    mut progress: impl FnMut(&Plan),
+) -> Option<ShrinkOutcome> {
+    let signature = run_plan(plan, mode, ReproHooks::default())
+        .value
+        .signature()?;
+    let mut best = plan.clone();
+    let mut runs = 1u32;
+    'outer: while runs < max_runs {
+        let candidates = candidates(&best);
+        for batch in candidates.chunks(jobs.max(1)) {
+            if runs >= max_runs {
+                break 'outer;
+            }
+            let batch = &batch[..batch.len().min((max_runs - runs) as usize)];
+            runs += batch.len() as u32;
+            let kept = first_keeping(batch, mode, &signature);
+            if let Some(i) = kept {
+                best = batch[i].clone();
+                progress(&best);
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    Some(ShrinkOutcome {
+        plan: best,
+        signature,
+        steps_before: plan.steps.len(),
+        runs,
+    })
+}
+
+/// The index of the first candidate whose run fails with `signature`; the batch runs on its own threads.
+fn first_keeping(batch: &[Plan], mode: DropMode, signature: &str) -> Option<usize> {
+    let signatures: Vec<Option<String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .iter()
+            .map(|p| scope.spawn(move || run_plan(p, mode, ReproHooks::default()).value.signature()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(None))
+            .collect()
+    });
+    signatures
+        .iter()
+        .position(|s| s.as_deref() == Some(signature))
+}
+
+/// Smaller plans, most reducing first: without a chunk of steps, then with one step simplified.
+fn candidates(plan: &Plan) -> Vec<Plan> {
+    let n = plan.steps.len();
+    let mut out = Vec::new();
+    let mut chunk = n.div_ceil(2).max(1);
+    loop {
+        for start in (0..n).step_by(chunk) {
+            let mut p = plan.clone();
+            p.steps.drain(start..(start + chunk).min(n));
+            out.push(p);
+        }
+        if chunk == 1 {
+            break;
+        }
+        chunk = chunk.div_ceil(2);
+    }
+    for i in 0..n {
+        for action in simpler(&plan.steps[i].action) {
+            let mut p = plan.clone();
+            p.steps[i].action = action;
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Simpler versions of one step.
+fn simpler(action: &Action) -> Vec<Action> {
+    let half = |v: u64, min: u64| (v > min).then(|| (v / 2).max(min));
+    let mut out = Vec::new();
+    match action {
+        Action::Kill {
+            nodes,
+            restart_after_ms,
+        } => {
+            for i in 0..nodes.len().min(8) {
+                if nodes.len() > 1 {
+                    let mut fewer = nodes.clone();
+                    fewer.remove(i);
+                    out.push(Action::Kill {
+                        nodes: fewer,
+                        restart_after_ms: *restart_after_ms,
+                    });
+                }
+            }
+            out.extend(half(*restart_after_ms, 100).map(|r| Action::Kill {
+                nodes: nodes.clone(),
+                restart_after_ms: r,
+            }));
+        }
+        Action::CreateTable {
+            name,
+            parallelism,
+            rows,
+        } => out.extend(half(u64::from(*rows), 1).map(|r| Action::CreateTable {
+            name: name.clone(),
+            parallelism: *parallelism,
+            rows: r as u32,
+        })),
+        Action::Dml { .. } => out.extend(simpler_dml(action)),
+        Action::RpcDelay {
+            rpc,
+            min_ms,
+            max_ms,
+            duration_ms,
+        } => out.extend(half(*duration_ms, 100).map(|d| Action::RpcDelay {
+            rpc: *rpc,
+            min_ms: *min_ms,
+            max_ms: *max_ms,
+            duration_ms: d,
+        })),
+        _ => {}
+    }
+    out
+}
+
+fn simpler_dml(action: &Action) -> Vec<Action> {
+    let Action::Dml {
+        table,
+        rows_per_s,
+        duration_ms,
+        update_pct,
+        delete_pct,
+    } = action
+    else {
+        return Vec::new();
+    };
+    let with = |rows_per_s: u32, duration_ms: u64, update_pct: u8, delete_pct: u8| Action::Dml {
+        table: table.clone(),
+        rows_per_s,
+        duration_ms,
+        update_pct,
+        delete_pct,
+    };
+    let mut out = Vec::new();
+    if *duration_ms > 200 {
+        out.push(with(*rows_per_s, duration_ms / 2, *update_pct, *delete_pct));
+    }
+    if *rows_per_s > 1 {
+        out.push(with(rows_per_s / 2, *duration_ms, *update_pct, *delete_pct));
+    }
+    if *update_pct + *delete_pct > 0 {
+        out.push(with(*rows_per_s, *duration_ms, 0, 0));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{GenParams, generate};
+
+    #[test]
+    fn candidates_are_smaller_valid_plans() {
+        let plan = generate(3, &GenParams::default());
+        for c in candidates(&plan) {
+            c.validate().unwrap();
+            assert!(c.steps.len() <= plan.steps.len());
+            assert_ne!(c, plan);
+        }
+    }
+}
