@@ -981,7 +981,8 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
         }
     }
     if given("--replay") && given("--shrink") {
-        let reason = "--replay reruns a results file; shrink one of its failures with --seeds N..N+1";
+        let reason =
+            "--replay reruns a results file; shrink one of its failures with --seeds N..N+1";
         return Err(exclusive("--replay", "--shrink", reason));
     }
     match &soak.scenario {

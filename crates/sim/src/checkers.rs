@@ -161,7 +161,7 @@ impl Checkers {
         let me = this.clone();
         cluster.meta.set_recovery_hook(Arc::new(move || {
             if let Some(cluster) = weak.upgrade() {
-                me.check_tables(&cluster, "after recovery");
+                me.check_tables(&cluster, "after recovery", false);
             }
         }));
         this
@@ -225,12 +225,19 @@ impl Checkers {
             .clone()
     }
 
-    /// (I3) registered tables == the catalog's state tables.
-    fn check_tables(&self, cluster: &Cluster, when: &str) {
+    /// (I3) every table of the catalog is registered; at the end of a run (`exact`), nothing else is. Right
+    /// after a recovery a drop may still be on its way (buffered while recovery ran, its job already out of
+    /// the catalog), so there only the first half holds.
+    fn check_tables(&self, cluster: &Cluster, when: &str, exact: bool) {
         let registered = cluster.hummock.registered_tables();
         let catalog: BTreeSet<TableId> =
             cluster.meta.catalog().state_tables().into_iter().collect();
-        if registered != catalog {
+        let broken = if exact {
+            registered != catalog
+        } else {
+            !catalog.is_subset(&registered)
+        };
+        if broken {
             self.violation(Violation::new(
                 "I3 table-set",
                 format!(
@@ -242,7 +249,7 @@ impl Checkers {
 
     /// The checks at the end of a run.
     pub fn check_end(&self, cluster: &Cluster) {
-        self.check_tables(cluster, "at the end");
+        self.check_tables(cluster, "at the end", true);
         if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
             self.violation(Violation::new("I1 commit-order", e.to_string()));
         }

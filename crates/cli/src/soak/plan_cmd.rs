@@ -32,7 +32,12 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
         return shrink_spec(args, &spec);
     }
     let path = args.plan.as_ref().expect("called with --plan");
-    let expected = PlanFile::load(path)?.expect;
+    let file = PlanFile::load(path)?;
+    // The expectation holds for the file's own mode.
+    let own_mode = file.mode().expect("load checked the mode");
+    let expected = file
+        .expect
+        .filter(|_| own_mode.is_none_or(|m| m == spec.mode()));
     let row = spec.run(&format!("plan={}", path.display()), ReproHooks::default());
     if args.json {
         println!("{}", serde_json::to_string(&row).expect("a row serializes"));
@@ -54,7 +59,11 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
     }
     if let Some(e) = expected {
         let same = e.outcome == row.outcome && e.signature == row.signature;
-        let verdict = if same { "as expected" } else { "DIFFERS from the expected" };
+        let verdict = if same {
+            "as expected"
+        } else {
+            "DIFFERS from the expected"
+        };
         text.push_str(&format!(
             "\n  {verdict}: {} {}",
             e.outcome,
@@ -99,7 +108,10 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
         eprintln!("shrink: {} steps fail the same way", p.steps.len());
     });
     let Some(found) = found else {
-        println!("shrink: the plan passes in mode {}: nothing to shrink", mode.as_str());
+        println!(
+            "shrink: the plan passes in mode {}: nothing to shrink",
+            mode.as_str()
+        );
         return Ok(0);
     };
     let outcome = if found.signature.starts_with("stuck") {

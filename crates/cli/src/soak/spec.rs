@@ -83,7 +83,9 @@ impl RunSpec {
     pub fn plan(&self) -> Option<Plan> {
         match self {
             RunSpec::Directed(_) => None,
-            RunSpec::Random { seed, generate: g, .. } => Some(generate(*seed, g)),
+            RunSpec::Random {
+                seed, generate: g, ..
+            } => Some(generate(*seed, g)),
             RunSpec::Plan { plan, .. } => Some((**plan).clone()),
         }
     }

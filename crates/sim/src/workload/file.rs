@@ -89,7 +89,10 @@ impl PlanFile {
             let source = PlanError::Version {
                 found: file.version,
             };
-            return Err(PlanFileError::Invalid { path: shown, source });
+            return Err(PlanFileError::Invalid {
+                path: shown,
+                source,
+            });
         }
         file.plan
             .validate()

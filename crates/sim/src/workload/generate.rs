@@ -99,14 +99,21 @@ struct TableInfo {
     parallelism: u32,
     /// The sum of its DML streams' rates: the most rows per second its jobs may see from upstream.
     dml_peak: u32,
+    /// The most rows it may hold: the load and every insert.
+    rows_max: u64,
 }
 
 impl TableInfo {
     /// Whether a job of `parallelism` actors at `rate_limit` rows/s each keeps up with the upstream's DML
     /// with room to spare. The rate limit (RisingWave's at #14910) holds upstream rows too: a job that
     /// cannot keep up lags without bound, which is overload, not a recovery bug.
+    /// A barrier also waits behind the snapshot rows the backfill read in its epoch (all of them, when
+    /// every vnode holds less than a chunk), so the whole table must pass the limit within a minute.
     fn keeps_up(&self, rate_limit: Option<u32>, parallelism: u32) -> bool {
-        rate_limit.is_none_or(|r| r * parallelism >= 2 * self.dml_peak)
+        rate_limit.is_none_or(|r| {
+            let per_s = u64::from(r * parallelism);
+            per_s >= 2 * u64::from(self.dml_peak) && per_s * 60 >= self.rows_max
+        })
     }
 
     /// The slowest sink (ms per chunk) that keeps up: each upstream actor sends a chunk per DML tick.
@@ -123,12 +130,13 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
     for i in 1..=d.between(1, 3) {
         let name = format!("t{i}");
         let parallelism = parallelism(d, c);
+        let rows = d.pick(&[100, 1000, 3000, 10000]);
         steps.push(Step {
             at_ms: (i - 1) * 100,
             action: Action::CreateTable {
                 name: name.clone(),
                 parallelism,
-                rows: d.pick(&[100, 1000, 3000, 10000]),
+                rows,
             },
         });
         let busy = d.chance(0.5);
@@ -138,15 +146,18 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
             (d.between(0, 3), &[1, 2][..])
         };
         let mut dml_peak = 0;
+        let mut rows_max = u64::from(rows);
         for _ in 0..streams {
             let rows_per_s = d.pick(rates);
+            let duration_ms = d.between(2000, 20_000);
             dml_peak += rows_per_s;
+            rows_max += u64::from(rows_per_s) * duration_ms / 1000;
             steps.push(Step {
                 at_ms: d.between(1000, g.duration_ms.max(1001)),
                 action: Action::Dml {
                     table: name.clone(),
                     rows_per_s,
-                    duration_ms: d.between(2000, 20_000),
+                    duration_ms,
                     update_pct: d.between(0, 40) as u8,
                     delete_pct: d.between(0, 25) as u8,
                 },
@@ -163,6 +174,7 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
             name,
             parallelism,
             dml_peak,
+            rows_max,
         });
     }
     tables
@@ -294,7 +306,9 @@ fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
         });
     }
     if d.chance(0.2) {
-        let node = d.chance(0.5).then(|| d.between(1, u64::from(c.compute_nodes) + 1) as u32);
+        let node = d
+            .chance(0.5)
+            .then(|| d.between(1, u64::from(c.compute_nodes) + 1) as u32);
         steps.push(Step {
             at_ms: d.between(1000, span),
             action: Action::RpcFail {
@@ -314,7 +328,8 @@ mod tests {
     fn a_seed_draws_one_valid_plan() {
         for seed in 0..200 {
             let plan = generate(seed, &GenParams::default());
-            plan.validate().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            plan.validate()
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             assert_eq!(plan, generate(seed, &GenParams::default()));
         }
         assert_ne!(

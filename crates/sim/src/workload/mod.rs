@@ -12,7 +12,9 @@ mod verdict;
 
 pub use file::{Expected, PlanFile, PlanFileError};
 pub use generate::{GenParams, generate};
-pub use plan::{Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step};
+pub use plan::{
+    Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step,
+};
 pub use runner::{STALL_LIMIT, run_plan};
 pub use shrink::{ShrinkOutcome, shrink};
 pub use verdict::{FailureKind, PlanReport, failure_signature, mask, stuck_signature};

@@ -263,7 +263,10 @@ impl Action {
                 || *duration_ms > MAX_DURATION_MS
                 || u32::from(*update_pct) + u32::from(*delete_pct) > 100 =>
             {
-                Err("dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%".into())
+                Err(
+                    "dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%"
+                        .into(),
+                )
             }
             Action::Kill {
                 nodes: victims,
@@ -286,7 +289,9 @@ impl Action {
             Action::RpcFail { node, count, .. }
                 if node.is_some_and(|n| n == 0 || n > nodes) || *count > 1000 =>
             {
-                Err(format!("rpc fail names a node 1..={nodes} and at most 1000 calls"))
+                Err(format!(
+                    "rpc fail names a node 1..={nodes} and at most 1000 calls"
+                ))
             }
             _ => Ok(()),
         }
@@ -378,7 +383,11 @@ impl std::fmt::Display for Action {
                 *duration_ms as f64 / 1000.0
             ),
             Action::RpcFail { rpc, node, count } => match node {
-                Some(n) => write!(f, "fail the next {count} {} to node {n}", rpc.kind().as_str()),
+                Some(n) => write!(
+                    f,
+                    "fail the next {count} {} to node {n}",
+                    rpc.kind().as_str()
+                ),
                 None => write!(f, "fail the next {count} {}", rpc.kind().as_str()),
             },
         }

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row};
 use epochlab_common::plan::SinkKind;
+use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row};
 use epochlab_meta::{DropMode, JobOptions, JobState, RelationKind, SinkOptions};
 use tokio::task::JoinHandle;
 use tracing_subscriber::layer::SubscriberExt;
@@ -107,7 +107,13 @@ async fn play(
         dead: Mutex::default(),
         skipped: AtomicU32::new(0),
     });
-    event!(ctx.log, "workload", "mode={} steps={}", mode.as_str(), plan.steps.len());
+    event!(
+        ctx.log,
+        "workload",
+        "mode={} steps={}",
+        mode.as_str(),
+        plan.steps.len()
+    );
     let work = async {
         play_steps(&run, &plan).await;
         settle(&run).await
@@ -121,19 +127,32 @@ async fn play(
         Some(what) => PlanReport::stuck(what),
         None => judge(&run),
     };
-    report.with_counts(&run.cluster, plan.steps.len(), run.skipped.load(Ordering::Relaxed))
+    report.with_counts(
+        &run.cluster,
+        plan.steps.len(),
+        run.skipped.load(Ordering::Relaxed),
+    )
 }
 
 /// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
 async fn watchdog(cluster: &Cluster) -> String {
-    let mut last = (cluster.hummock.max_committed_epoch(), tokio::time::Instant::now());
+    let mut last = (
+        cluster.hummock.max_committed_epoch(),
+        tokio::time::Instant::now(),
+    );
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = cluster.hummock.max_committed_epoch();
         if now != last.0 {
             last = (now, tokio::time::Instant::now());
         } else if last.1.elapsed() >= STALL_LIMIT {
-            return crate::scenario::stuck_report(cluster, "no epoch committed for 180 s");
+            let mut report = crate::scenario::stuck_report(cluster, "no epoch committed for 180 s");
+            for node in cluster.nodes() {
+                let state = node.barrier_manager().describe().await;
+                let state = state.unwrap_or_else(|e| e.to_string());
+                report.push_str(&format!("; worker {}: {state}", node.worker()));
+            }
+            return report;
         }
     }
 }
@@ -142,10 +161,21 @@ async fn play_steps(run: &Arc<Run>, plan: &Plan) {
     let start = tokio::time::Instant::now();
     for (i, step) in plan.steps.iter().enumerate() {
         tokio::time::sleep_until(start + Duration::from_millis(step.at_ms)).await;
-        event!(run.cluster.ctx.log, "workload", "step {}: {}", i + 1, step.action);
+        event!(
+            run.cluster.ctx.log,
+            "workload",
+            "step {}: {}",
+            i + 1,
+            step.action
+        );
         if let Err(why) = start_step(run, &step.action) {
             run.skipped.fetch_add(1, Ordering::Relaxed);
-            event!(run.cluster.ctx.log, "workload", "step {} skipped: {why}", i + 1);
+            event!(
+                run.cluster.ctx.log,
+                "workload",
+                "step {} skipped: {why}",
+                i + 1
+            );
         }
     }
 }
@@ -182,7 +212,10 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), String> {
         } => {
             let upstream = id_of(run, &job.upstream)?;
             let delay = Duration::from_millis(sink_ms_per_chunk);
-            spawn(run, create_job(run.clone(), name, upstream, job, Some(delay)));
+            spawn(
+                run,
+                create_job(run.clone(), name, upstream, job, Some(delay)),
+            );
         }
         Action::Drop { name } => {
             let id = id_of(run, &name)?;
@@ -243,7 +276,9 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), String> {
             });
         }
         Action::RpcFail { rpc, node, count } => {
-            cluster.network.fail_next(rpc.kind(), node.map(WorkerId), count);
+            cluster
+                .network
+                .fail_next(rpc.kind(), node.map(WorkerId), count);
         }
     }
     Ok(())
@@ -286,7 +321,11 @@ async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32) 
         left -= n;
     }
     let flushed = meta.flush().await;
-    ddl_result(&run, &format!("create table {name} with {rows} rows"), flushed);
+    ddl_result(
+        &run,
+        &format!("create table {name} with {rows} rows"),
+        flushed,
+    );
 }
 
 async fn create_job(
@@ -317,7 +356,10 @@ async fn create_job(
         })
     };
     let result = match sink_delay {
-        None => meta.create_materialized_view(&name, upstream, options).await,
+        None => {
+            meta.create_materialized_view(&name, upstream, options)
+                .await
+        }
         Some(chunk_delay) => {
             let sink = SinkOptions {
                 kind: SinkKind::Collecting,
@@ -347,7 +389,11 @@ fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), St
     if killed.is_empty() {
         return Err("every named node is down already".into());
     }
-    event!(run.cluster.ctx.log, "kill node", "workers={killed:?} restart_after={restart_after:?}");
+    event!(
+        run.cluster.ctx.log,
+        "kill node",
+        "workers={killed:?} restart_after={restart_after:?}"
+    );
     let run2 = run.clone();
     let restart = tokio::spawn(async move {
         tokio::time::sleep(restart_after).await;
@@ -398,7 +444,11 @@ async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
     let before = recovery_state(&run.cluster);
     let result = tokio::time::timeout(DML_TIMEOUT, run.cluster.dml(table, rows)).await;
     let after = recovery_state(&run.cluster);
-    let epoch = run.cluster.barrier_stats().last_injected_epoch.load(Ordering::Relaxed);
+    let epoch = run
+        .cluster
+        .barrier_stats()
+        .last_injected_epoch
+        .load(Ordering::Relaxed);
     let mut models = lock(&run.models);
     let Some(model) = models.get_mut(&table) else {
         return;
@@ -529,9 +579,17 @@ async fn lift_rate_limits(run: &Run) -> Result<(), String> {
         .map(|r| r.id)
         .collect();
     for id in creating {
-        let lifted = within(run, "a throttle did not finish", run.cluster.meta.set_rate_limit(id, None));
+        let lifted = within(
+            run,
+            "a throttle did not finish",
+            run.cluster.meta.set_rate_limit(id, None),
+        );
         if let Err(e) = lifted.await? {
-            event!(run.cluster.ctx.log, "workload", "lift rate limit of {id}: {e}");
+            event!(
+                run.cluster.ctx.log,
+                "workload",
+                "lift rate limit of {id}: {e}"
+            );
         }
     }
     Ok(())

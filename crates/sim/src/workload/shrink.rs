@@ -64,7 +64,9 @@ fn first_keeping(batch: &[Plan], mode: DropMode, signature: &str) -> Option<usiz
     let signatures: Vec<Option<String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = batch
             .iter()
-            .map(|p| scope.spawn(move || run_plan(p, mode, ReproHooks::default()).value.signature()))
+            .map(|p| {
+                scope.spawn(move || run_plan(p, mode, ReproHooks::default()).value.signature())
+            })
             .collect();
         handles
             .into_iter()

@@ -67,6 +67,9 @@ pub(crate) enum LocalEvent {
     ListActors {
         reply: Reply<Vec<ActorId>>,
     },
+    Describe {
+        reply: Reply<String>,
+    },
 }
 
 /// The handle actors and the node's service use to reach the worker.
@@ -157,6 +160,12 @@ impl LocalBarrierManager {
     /// The actors running on this node.
     pub async fn actor_ids(&self) -> LocalBarrierResult<Vec<ActorId>> {
         self.ask(|reply| LocalEvent::ListActors { reply }).await
+    }
+
+    /// The oldest epochs not yet completed on this node and what each waits for, in one line (for stuck
+    /// reports).
+    pub async fn describe(&self) -> LocalBarrierResult<String> {
+        self.ask(|reply| LocalEvent::Describe { reply }).await
     }
 
     pub async fn reset(&self, generation: u64, prev_epoch: Epoch) -> LocalBarrierResult<()> {
@@ -294,7 +303,37 @@ impl LocalBarrierWorker {
             LocalEvent::ListActors { reply } => {
                 let _ = reply.send(Ok(self.actors.keys().copied().collect()));
             }
+            LocalEvent::Describe { reply } => {
+                let _ = reply.send(Ok(self.describe()));
+            }
         }
+    }
+
+    fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .epochs
+            .iter()
+            .take(2)
+            .map(|(prev, state)| match state {
+                EpochState::Stashed(a) => format!("prev={prev} stashed, collected {a:?}"),
+                EpochState::Issued { remaining, .. } => {
+                    format!("prev={prev} waits for actors {remaining:?}")
+                }
+                EpochState::AllCollected(_) => format!("prev={prev} collected, not yet synced"),
+                EpochState::Syncing => format!("prev={prev} syncing"),
+                EpochState::Completed(_) => format!("prev={prev} completed"),
+            })
+            .collect();
+        format!(
+            "{} actors, {} failed; {}",
+            self.actors.len(),
+            self.failed.len(),
+            if parts.is_empty() {
+                "no epoch pending".to_string()
+            } else {
+                parts.join("; ")
+            }
+        )
     }
 
     fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> LocalBarrierResult<()> {

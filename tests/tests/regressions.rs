@@ -1,0 +1,72 @@
+//! Every plan in `tests/regressions/` replays to its expected outcome and signature (digests change whenever
+//! the engine does; signatures do not). A plan that caught #14910 in `buggy` mode must also pass in `fixed`
+//! mode: the fix holds on every plan that found the bug.
+
+use std::path::PathBuf;
+
+use epochlab_meta::DropMode;
+use epochlab_sim::ReproHooks;
+use epochlab_sim::workload::{PlanFile, run_plan};
+
+fn regression_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// (outcome, signature) of the plan in `mode`.
+fn verdict(file: &PlanFile, mode: DropMode) -> (String, Option<String>) {
+    let report = run_plan(&file.plan, mode, ReproHooks::default()).value;
+    (report.outcome.as_str().to_string(), report.signature())
+}
+
+#[test]
+fn every_regression_plan_replays_to_its_signature() {
+    let files = regression_files();
+    assert!(
+        files.len() >= 3,
+        "expected the saved regressions, found {files:?}"
+    );
+    let mut failures = Vec::new();
+    for path in &files {
+        let file = PlanFile::load(path).unwrap_or_else(|e| panic!("{e}"));
+        let caught = file.caught.as_deref().unwrap_or("");
+        assert!(
+            !caught.is_empty(),
+            "{}: says what it caught",
+            path.display()
+        );
+        let expect = file
+            .expect
+            .clone()
+            .expect("a regression names its expected outcome");
+        let mode = file
+            .mode()
+            .expect("a valid mode")
+            .expect("a regression names its mode");
+        let got = verdict(&file, mode);
+        if got != (expect.outcome.clone(), expect.signature.clone()) {
+            failures.push(format!(
+                "{} ({}): expected {} {:?}, got {} {:?}",
+                path.display(),
+                mode.as_str(),
+                expect.outcome,
+                expect.signature,
+                got.0,
+                got.1
+            ));
+        }
+        if mode == DropMode::Buggy && expect.outcome == "failed" {
+            let fixed = verdict(&file, DropMode::Fixed);
+            if fixed != ("passed".to_string(), None) {
+                failures.push(format!("{} (fixed): {fixed:?}", path.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
