@@ -888,6 +888,17 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --replay FILE             rerun every seed of a results file (with its own settings, in --jobs threads) and
                             print `seed N: same` or `seed N: DIFFERS (outcome ..., digest ...)`, then
                             `replayed N: S same, D differ`; exit 0 when D is 0, else 1
+  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run (port 0
+                            takes a free port; the address is printed on stderr); off by default. The soak's
+                            series: epochlab_soak_seeds_total{mode,outcome}, epochlab_soak_failures_total
+                            {mode,signature} (the first 64 signatures, the rest as `other`),
+                            epochlab_soak_seeds_in_progress, epochlab_soak_virtual_seconds_total and
+                            epochlab_soak_wall_seconds_total (their rates: simulated seconds per wall second, and
+                            wall seconds busy per second); and repro's engine metrics, counters and histograms
+                            summed over the seeds, gauges per worker (label `worker`, 0..jobs) showing the
+                            worker's current seed
+  --serve-for SECS          0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
+                            (default: not at all)
   --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
   --checkpoint-frequency, --persist-check
                             the scenario's settings, as for `epochlab repro` (see its --help)
@@ -899,7 +910,8 @@ the detail), failed (kind actor_failure, invariant or oracle), stuck.
 EXIT STATUS
   0 every seed passed
   1 a seed failed or got stuck
-  2 bad input (a flag, or a results file that cannot be read or written)
+  2 bad input (a flag, a results file that cannot be read or written, or a --metrics-addr that cannot be
+    listened on, such as a port in use)
 
 epochlab soak-report FILES...
   merges results files (e.g. the shards of a campaign): one row per campaign and seed, and each campaign's
@@ -921,6 +933,8 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         duration: None,
         json: false,
         replay: None,
+        metrics_addr: None,
+        serve_for: None,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -946,10 +960,19 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         mode: soak.params.mode,
         ..repro.params
     };
+    // --metrics-addr and --serve-for are read as repro reads them (`ReproArgs::set`).
+    soak.metrics_addr = repro.metrics_addr;
+    soak.serve_for = repro.serve_for;
+    if soak.serve_for.is_some() && soak.metrics_addr.is_none() {
+        return Err(ArgError::Pointless {
+            flag: "--serve-for",
+            reason: "needs --metrics-addr: it keeps serving the metrics after the campaign ends",
+        });
+    }
     Ok(Invocation::Soak(Box::new(soak)))
 }
 
-const SOAK_FLAGS: [&str; 17] = [
+const SOAK_FLAGS: [&str; 19] = [
     "--replay",
     "--seeds",
     "--jobs",
@@ -967,6 +990,8 @@ const SOAK_FLAGS: [&str; 17] = [
     "--barrier-latency-ms",
     "--checkpoint-frequency",
     "--persist-check",
+    "--metrics-addr",
+    "--serve-for",
 ];
 
 fn set_soak(
@@ -995,8 +1020,8 @@ fn set_soak(
         "--json" => soak.json = true,
         "--replay" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
         "--replay" => soak.replay = Some(PathBuf::from(v)),
-        scenario_flag => {
-            let f = Flag::from_name(scenario_flag).expect("a repro scenario flag");
+        repro_flag => {
+            let f = Flag::from_name(repro_flag).expect("a repro flag");
             repro.set(f, v)?;
         }
     }
@@ -1075,5 +1100,51 @@ mod soak_tests {
             soak(&["--jobs", "0"]).unwrap_err().to_string(),
             "--jobs must be in 1..=256, not 0"
         );
+    }
+
+    #[test]
+    fn metrics_flags_are_read_as_repro_reads_them() {
+        let a = soak(&["--metrics-addr", "127.0.0.1:9464", "--serve-for=30"]).unwrap();
+        assert_eq!(a.metrics_addr, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(a.serve_for, Some(Duration::from_secs(30)));
+        let a = soak(&["--metrics-addr=127.0.0.1:0"]).unwrap();
+        assert_eq!(
+            (a.metrics_addr.map(|a| a.port()), a.serve_for),
+            (Some(0), None)
+        );
+        assert_eq!(soak(&[]).unwrap().metrics_addr, None);
+        let cases: [(&[&str], &str); 4] = [
+            (
+                &["--serve-for", "5"],
+                "--serve-for needs --metrics-addr: it keeps serving the metrics after the campaign ends",
+            ),
+            (
+                &["--metrics-addr", "localhost"],
+                "--metrics-addr takes HOST:PORT, such as 127.0.0.1:9464, not `localhost`",
+            ),
+            (
+                &["--metrics-addr", "127.0.0.1:0", "--serve-for", "86401"],
+                "--serve-for must be in 0..=86400, not 86401",
+            ),
+            (
+                &[
+                    "--metrics-addr",
+                    "127.0.0.1:1",
+                    "--metrics-addr=127.0.0.1:2",
+                ],
+                "--metrics-addr is given twice: give each flag at most once",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(soak(args).unwrap_err().to_string(), want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn soak_help_names_every_flag() {
+        for flag in SOAK_FLAGS {
+            assert!(SOAK_HELP.contains(flag), "{flag}");
+        }
+        assert!(SOAK_HELP.contains(&format!("{}..={}", SERVE_FOR.lo, SERVE_FOR.hi)));
     }
 }

@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
+use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
 use epochlab_telemetry::WallTimer;
 use serde::{Deserialize, Serialize};
 
 use crate::repro::{flags, replay};
+use crate::soak_metrics::{MetricsError, SoakObserver};
 
 /// The results format's version.
 pub const RESULTS_VERSION: u32 = 1;
@@ -36,6 +37,9 @@ pub struct SoakArgs {
     pub json: bool,
     /// Rerun the seeds of this results file instead of a campaign.
     pub replay: Option<PathBuf>,
+    /// Serve live metrics here (`--metrics-addr`), and for this long after the campaign (`--serve-for`).
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    pub serve_for: Option<Duration>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -200,18 +204,19 @@ pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<Strin
 }
 
 /// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
-/// order they finish. Stops starting runs once `stop` is set.
+/// order they finish. Stops starting runs once `stop` is set. `observer` sees each run on its worker thread.
 fn run_parallel(
     runs: &[ReproParams],
     jobs: usize,
     campaign: &str,
     stop: &AtomicBool,
+    observer: &SoakObserver,
     mut on_row: impl FnMut(SeedRow),
 ) {
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<SeedRow>();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
+        for worker in 0..jobs.max(1) {
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
@@ -219,11 +224,17 @@ fn run_parallel(
                     let Some(params) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
+                    let on_cluster = observer.seed_started(worker, params.mode.as_str());
+                    let hooks = ReproHooks {
+                        on_cluster,
+                        ..Default::default()
+                    };
                     let wall = WallTimer::start();
-                    let out = run_repro(params);
+                    let out = run_repro_with(params, hooks);
                     let wall_ms = wall.elapsed().as_millis() as u64;
                     let virtual_ms = out.virtual_elapsed.as_millis() as u64;
                     let row = row_of(campaign, &out.value, out.digest, virtual_ms, wall_ms);
+                    observer.seed_finished(worker, &row);
                     if tx.send(row).is_err() {
                         return;
                     }
@@ -256,13 +267,22 @@ pub enum SoakError {
         path: String,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// Run the campaign (or, with `--replay`, rerun a results file's seeds); the exit status: 0 every seed
 /// passed (every replay was the same), 1 otherwise.
 pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
+    let observer = SoakObserver::start(args)?;
+    let code = campaign_or_replay(args, &observer)?;
+    observer.finish();
+    Ok(code)
+}
+
+fn campaign_or_replay(args: &SoakArgs, observer: &SoakObserver) -> Result<u8, SoakError> {
     if let Some(path) = &args.replay {
-        return replay_file(path, args.jobs);
+        return replay_file(path, args.jobs, observer);
     }
     let campaign = campaign(&args.params);
     let mut all: Vec<SeedRow> = match &args.results {
@@ -296,7 +316,7 @@ pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
             ..args.params.clone()
         })
         .collect();
-    run_parallel(&runs, args.jobs, &campaign, &stop, |row| {
+    run_parallel(&runs, args.jobs, &campaign, &stop, observer, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
         if let Some((path, file)) = sink.as_mut()
             && let Err(source) = writeln!(file, "{line}").and_then(|()| file.flush())
@@ -432,7 +452,11 @@ pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
 }
 
 /// `--replay FILE`: rerun every seed of a results file and compare outcome and digest.
-fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
+fn replay_file(
+    path: &std::path::Path,
+    jobs: usize,
+    observer: &SoakObserver,
+) -> Result<u8, SoakError> {
     let rows = read_all(path)?;
     let mut runs = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
@@ -446,7 +470,7 @@ fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
-    run_parallel(&runs, jobs, "replay", &stop, |now| {
+    run_parallel(&runs, jobs, "replay", &stop, observer, |now| {
         let was = before[now.replay.as_str()];
         if was.outcome == now.outcome && was.digest == now.digest {
             same += 1;
@@ -508,6 +532,8 @@ mod tests {
             duration: None,
             json: false,
             replay: None,
+            metrics_addr: None,
+            serve_for: None,
         };
         let mut union = Vec::new();
         for k in 0..4 {

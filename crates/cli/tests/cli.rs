@@ -78,8 +78,10 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
-    let cases: [&[&str]; 8] = [
+    let cases: [&[&str]; 10] = [
         &[],
+        &["soak", "--serve-for", "5"],
+        &["soak", "--metrics-addr", "localhost:9464"],
         &["sok"],
         &["repro", "--bogus"],
         &["repro", "--vnodes", "0"],
@@ -267,4 +269,39 @@ fn shards_merge_into_the_unsharded_campaign_and_replays_are_the_same() {
         text(&differs.stdout)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--metrics-addr` on an address already in use: one line, exit 2, and no seed runs.
+#[test]
+fn a_metrics_port_in_use_is_exit_2_with_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for command in ["soak", "repro"] {
+        let out = epochlab([command, "--metrics-addr", addr.as_str()]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
+        let want = format!("epochlab {command}: metrics: cannot listen on {addr}: ");
+        assert!(stderr.starts_with(&want), "{command}: {stderr}");
+        assert!(out.stdout.is_empty(), "{command}");
+    }
+}
+
+/// Serving metrics does not change a seed's run: the same digests with and without `--metrics-addr`.
+#[test]
+fn a_soak_with_metrics_runs_the_same_seeds() {
+    let base = [
+        "soak", "--mode", "buggy", "--seeds", "40..46", "--jobs", "2", "--json",
+    ];
+    let digests = |extra: &[&str]| -> std::collections::BTreeMap<u64, String> {
+        let out = epochlab(base.iter().chain(extra));
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let rows: Vec<serde_json::Value> = rows(&out);
+        rows.iter()
+            .map(|r| (r["seed"].as_u64().unwrap(), r["digest"].to_string()))
+            .collect()
+    };
+    let without = digests(&[]);
+    assert_eq!(without.len(), 6);
+    assert_eq!(without, digests(&["--metrics-addr", "127.0.0.1:0"]));
 }
