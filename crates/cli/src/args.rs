@@ -889,14 +889,14 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             print `seed N: same` or `seed N: DIFFERS (outcome ..., digest ...)`, then
                             `replayed N: S same, D differ`; exit 0 when D is 0, else 1
   --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run (port 0
-                            takes a free port; the address is printed on stderr); off by default. The soak's
-                            series: epochlab_soak_seeds_total{mode,outcome}, epochlab_soak_failures_total
-                            {mode,signature} (the first 64 signatures, the rest as `other`),
-                            epochlab_soak_seeds_in_progress, epochlab_soak_virtual_seconds_total and
-                            epochlab_soak_wall_seconds_total (their rates: simulated seconds per wall second, and
-                            wall seconds busy per second); and repro's engine metrics, counters and histograms
-                            summed over the seeds, gauges per worker (label `worker`, 0..jobs) showing the
-                            worker's current seed
+                            takes a free port; the address is printed on stderr); off by default:
+                              epochlab_soak_seeds_total{mode,outcome}
+                              epochlab_soak_failures_total{mode,signature} (64 signatures, then `other`)
+                              epochlab_soak_seeds_in_progress{mode}
+                              epochlab_soak_virtual_seconds_total{mode} (its rate: simulated s per wall s)
+                              epochlab_soak_wall_seconds_total{mode} (wall time of the seeds, all workers)
+                            and repro's engine metrics: counters and histograms summed over the seeds, gauges
+                            per worker (label `worker`, 0..jobs-1) showing the worker's current seed
   --serve-for SECS          0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
                             (default: not at all)
   --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
