@@ -223,7 +223,7 @@ fn prometheus_scrapes_a_soak_and_the_fixed_mode_alert_fires_on_its_failures() {
             )
         })
         .collect();
-    assert!(samples.len() >= 50, "{} scrapes", samples.len());
+    assert!(samples.len() >= 30, "{} scrapes", samples.len());
     assert!(
         samples.windows(2).all(|w| w[0].1 <= w[1].1),
         "a counter: {samples:?}"
@@ -232,7 +232,7 @@ fn prometheus_scrapes_a_soak_and_the_fixed_mode_alert_fires_on_its_failures() {
     assert!(distinct.len() >= 5, "{distinct:?}");
     let grew = samples.windows(2).filter(|w| w[0].1 < w[1].1).count();
     assert!(
-        grew * 2 >= samples.len(),
+        grew * 3 >= samples.len(),
         "grew in {grew} of {} scrapes",
         samples.len()
     );
