@@ -1,4 +1,7 @@
-//! Shared helpers for the integration tests under `tests/tests/`: a DML workload generator and its oracle.
+//! Shared helpers for the integration tests under `tests/tests/`: a DML workload generator and its oracle, and
+//! a real Prometheus to scrape runs with ([`prometheus`]).
+
+pub mod prometheus;
 
 use std::collections::BTreeMap;
 

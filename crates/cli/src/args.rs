@@ -873,16 +873,31 @@ mod tests {
 }
 
 pub const SOAK_HELP: &str = "\
-epochlab soak: run a scenario over many seeds, each its own deterministic simulation, on worker threads; keep
-one result per seed and group the failures by signature (the error with ids, epochs and values masked).
+epochlab soak: run many seeds, each its own deterministic simulation, on worker threads; keep one result per
+seed and group the failures by signature (the error with ids, epochs and values masked).
 
-This first slice runs the #14910 scenario of `epochlab repro` (random workload plans come next).
+Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and sinks
+with arrangement backfill, foreground and background, drops while they backfill, throttles) with faults (node
+kills and restarts, failed and delayed RPCs), runs it, lets the cluster settle and checks: actor state errors,
+the invariants (commit order, tables unregistered while in use or touched after, registered tables), and an
+oracle (every view and sink equals its table; every table holds what its DML left). `--scenario 14910` runs
+the directed scenario of `epochlab repro` instead.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
   --mode M                  buggy | fixed | purge-before-reset, default fixed
-  --scenario 14910          the directed scenario (the only one so far), default 14910
+  --scenario S              random (default): a random plan per seed; 14910: the directed scenario
+  --kill-rate F             0..=1, random plans: the chance that a kill opportunity (every 5 to 15 s, and
+                            after some drops) kills every node or each node with probability 0.5; default 0.5
+  --background-ddl-rate F   0..=1, random plans: the chance that a view or sink is created in the background;
+                            default 0.5
+  --plan FILE               run one plan file (as written by --shrink, or from tests/regressions/) in its own
+                            mode unless --mode is given; compares with the file's expected outcome if it has one
+  --shrink                  shrink the plan of --plan FILE, or of the lowest failing seed of the campaign:
+                            remove and shorten steps while a run fails with the same signature; print the
+                            smallest plan, write it to a plan file (shrunk-seed<N>-<mode>.json here, or
+                            <name>.shrunk.json beside --plan's file) and print that path on the last line
   --shard K/N               run only the seeds with seed % N == K (several processes split one campaign)
   --results FILE            append one JSON line per seed; seeds of the same campaign already in FILE are
                             skipped, so an interrupted campaign resumes
@@ -891,18 +906,33 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --replay FILE             rerun every seed of a results file (with its own settings, in --jobs threads) and
                             print `seed N: same` or `seed N: DIFFERS (outcome ..., digest ...)`, then
                             `replayed N: S same, D differ`; exit 0 when D is 0, else 1
+  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run (port 0
+                            takes a free port; the address is printed on stderr); off by default:
+                              epochlab_soak_seeds_total{mode,outcome}
+                              epochlab_soak_failures_total{mode,signature} (64 signatures, then `other`)
+                              epochlab_soak_seeds_in_progress{mode}
+                              epochlab_soak_virtual_seconds_total{mode} (its rate: simulated s per wall s)
+                              epochlab_soak_wall_seconds_total{mode} (wall time of the seeds, all workers)
+                            and repro's engine metrics: counters and histograms summed over the seeds, gauges
+                            per worker (label `worker`, 0..jobs-1) showing the worker's current seed
+  --serve-for SECS          0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
+                            (default: not at all)
   --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
   --checkpoint-frequency, --persist-check
-                            the scenario's settings, as for `epochlab repro` (see its --help)
+                            with --scenario 14910: its settings, as for `epochlab repro` (see its --help)
   -h, --help                this text
 
 OUTCOMES per seed: passed (a directed run that could not set up the bug counts as passed, with its reason as
-the detail), failed (kind actor_failure, invariant or oracle), stuck.
+the detail), failed (kind actor_failure, invariant or oracle), stuck (no epoch committed for 180 virtual
+seconds, or settling did not finish: the detail names the barriers in flight and the actors each node waits
+for). Each line of --results and --json: seed, mode, scenario, outcome, kind, detail, signature, digest,
+virtual_ms, wall_ms and replay (the command that reruns that seed alone).
 
 EXIT STATUS
-  0 every seed passed
-  1 a seed failed or got stuck
-  2 bad input (a flag, or a results file that cannot be read or written)
+  0 every seed passed (--replay: every seed the same)
+  1 a seed failed or got stuck (--replay: a seed differs; --shrink: the shrunk plan fails)
+  2 bad input (a flag, a results or plan file that cannot be read or written, or a --metrics-addr that cannot
+    be listened on, such as a port in use)
 
 epochlab soak-report FILES...
   merges results files (e.g. the shards of a campaign): one row per campaign and seed, and each campaign's
@@ -928,6 +958,8 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         replay: None,
         plan: None,
         shrink: false,
+        metrics_addr: None,
+        serve_for: None,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -954,6 +986,15 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         mode: soak.params.mode,
         ..repro.params
     };
+    // --metrics-addr and --serve-for are read as repro reads them (`ReproArgs::set`).
+    soak.metrics_addr = repro.metrics_addr;
+    soak.serve_for = repro.serve_for;
+    if soak.serve_for.is_some() && soak.metrics_addr.is_none() {
+        return Err(ArgError::Pointless {
+            flag: "--serve-for",
+            reason: "needs --metrics-addr: it keeps serving the metrics after the campaign ends",
+        });
+    }
     check_soak(&soak, &seen)?;
     Ok(Invocation::Soak(Box::new(soak)))
 }
@@ -1016,7 +1057,7 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 21] = [
+const SOAK_FLAGS: [&str; 23] = [
     "--replay",
     "--plan",
     "--shrink",
@@ -1038,6 +1079,8 @@ const SOAK_FLAGS: [&str; 21] = [
     "--barrier-latency-ms",
     "--checkpoint-frequency",
     "--persist-check",
+    "--metrics-addr",
+    "--serve-for",
 ];
 
 fn set_soak(
@@ -1078,8 +1121,8 @@ fn set_soak(
         "--json" => soak.json = true,
         "--replay" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
         "--replay" => soak.replay = Some(PathBuf::from(v)),
-        scenario_flag => {
-            let f = Flag::from_name(scenario_flag).expect("a repro scenario flag");
+        repro_flag => {
+            let f = Flag::from_name(repro_flag).expect("a repro flag");
             repro.set(f, v)?;
         }
     }
@@ -1151,7 +1194,15 @@ mod soak_tests {
     #[test]
     fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
         let a = soak(&[
-            "--seeds", "5..9", "--jobs=2", "--mode", "buggy", "--rows", "50",
+            "--seeds",
+            "5..9",
+            "--jobs=2",
+            "--mode",
+            "buggy",
+            "--scenario",
+            "14910",
+            "--rows",
+            "50",
         ])
         .unwrap();
         assert_eq!(
@@ -1165,7 +1216,14 @@ mod soak_tests {
             &["--seeds", "x"],
             &["--shard", "4/4"],
             &["--mode", "all"],
-            &["--scenario", "random"],
+            &["--scenario", "14911"],
+            &["--rows", "50"],
+            &["--kill-rate", "2"],
+            &["--kill-rate", "0.5", "--scenario", "14910"],
+            &["--shrink", "--scenario", "14910"],
+            &["--plan", "p.json", "--seeds", "1..2"],
+            &["--replay", "r.jsonl", "--shrink"],
+            &["--shrink=yes"],
             &["--jobs", "0"],
             &["--json=yes"],
             &["--seed", "1"],
@@ -1179,5 +1237,72 @@ mod soak_tests {
             soak(&["--jobs", "0"]).unwrap_err().to_string(),
             "--jobs must be in 1..=256, not 0"
         );
+    }
+
+    #[test]
+    fn metrics_flags_are_read_as_repro_reads_them() {
+        let a = soak(&["--metrics-addr", "127.0.0.1:9464", "--serve-for=30"]).unwrap();
+        assert_eq!(a.metrics_addr, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(a.serve_for, Some(Duration::from_secs(30)));
+        let a = soak(&["--metrics-addr=127.0.0.1:0"]).unwrap();
+        assert_eq!(
+            (a.metrics_addr.map(|a| a.port()), a.serve_for),
+            (Some(0), None)
+        );
+        assert_eq!(soak(&[]).unwrap().metrics_addr, None);
+        let cases: [(&[&str], &str); 4] = [
+            (
+                &["--serve-for", "5"],
+                "--serve-for needs --metrics-addr: it keeps serving the metrics after the campaign ends",
+            ),
+            (
+                &["--metrics-addr", "localhost"],
+                "--metrics-addr takes HOST:PORT, such as 127.0.0.1:9464, not `localhost`",
+            ),
+            (
+                &["--metrics-addr", "127.0.0.1:0", "--serve-for", "86401"],
+                "--serve-for must be in 0..=86400, not 86401",
+            ),
+            (
+                &[
+                    "--metrics-addr",
+                    "127.0.0.1:1",
+                    "--metrics-addr=127.0.0.1:2",
+                ],
+                "--metrics-addr is given twice: give each flag at most once",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(soak(args).unwrap_err().to_string(), want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn random_plan_flags_parse() {
+        let a = soak(&["--kill-rate", "0.25", "--background-ddl-rate=1", "--shrink"]).unwrap();
+        let crate::soak::Scenario::Random(g) = &a.scenario else {
+            panic!("random is the default")
+        };
+        assert_eq!(
+            (g.kill_rate, g.background_ddl_rate, a.shrink),
+            (0.25, 1.0, true)
+        );
+        let a = soak(&["--plan", "p.json", "--mode", "buggy"]).unwrap();
+        assert_eq!(
+            (a.plan, a.mode_given),
+            (Some(PathBuf::from("p.json")), true)
+        );
+        assert_eq!(
+            soak(&["--scenario", "x"]).unwrap_err().to_string(),
+            "--scenario takes random or 14910, not `x`"
+        );
+    }
+
+    #[test]
+    fn soak_help_names_every_flag() {
+        for flag in SOAK_FLAGS {
+            assert!(SOAK_HELP.contains(flag), "{flag}");
+        }
+        assert!(SOAK_HELP.contains(&format!("{}..={}", SERVE_FOR.lo, SERVE_FOR.hi)));
     }
 }

@@ -9,6 +9,7 @@ mod human;
 mod repro;
 mod row;
 mod soak;
+mod soak_metrics;
 
 use std::process::ExitCode;
 

@@ -118,6 +118,10 @@ fn run_one(
         tracing_layer: run_layer(tracer.as_ref()),
     };
     let out = run_repro_with(params, hooks);
+    if let Some(m) = metrics {
+        // Fold in the run's final values and release its cluster (its gauges keep their last values).
+        m.end_run(0);
+    }
     if let Some(t) = tracer
         && let Err(e) = t.finish()
     {

@@ -78,8 +78,10 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
-    let cases: [&[&str]; 8] = [
+    let cases: [&[&str]; 10] = [
         &[],
+        &["soak", "--serve-for", "5"],
+        &["soak", "--metrics-addr", "localhost:9464"],
         &["sok"],
         &["repro", "--bogus"],
         &["repro", "--vnodes", "0"],
@@ -180,7 +182,17 @@ fn a_soak_writes_one_line_per_seed_and_resumes() {
     std::fs::create_dir_all(&dir).unwrap();
     let results = dir.join("results.jsonl");
     let results_flag = results.to_str().unwrap();
-    let args = ["soak", "--mode", "buggy", "--seeds", "1..9", "--jobs", "2"];
+    let args = [
+        "soak",
+        "--scenario",
+        "14910",
+        "--mode",
+        "buggy",
+        "--seeds",
+        "1..9",
+        "--jobs",
+        "2",
+    ];
     let out = epochlab(args.iter().copied().chain(["--results", results_flag]));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -199,9 +211,19 @@ fn a_soak_writes_one_line_per_seed_and_resumes() {
         .collect();
     assert_eq!(seeds.len(), 8);
     let again = epochlab(
-        ["soak", "--mode", "buggy", "--seeds", "1..11", "--jobs", "2"]
-            .into_iter()
-            .chain(["--results", results_flag]),
+        [
+            "soak",
+            "--scenario",
+            "14910",
+            "--mode",
+            "buggy",
+            "--seeds",
+            "1..11",
+            "--jobs",
+            "2",
+        ]
+        .into_iter()
+        .chain(["--results", results_flag]),
     );
     assert!(text(&again.stderr).contains("2 seeds to run (8 already in the results)"));
     assert_eq!(
@@ -266,5 +288,119 @@ fn shards_merge_into_the_unsharded_campaign_and_replays_are_the_same() {
         "{}",
         text(&differs.stdout)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--metrics-addr` on an address already in use: one line, exit 2, and no seed runs.
+#[test]
+fn a_metrics_port_in_use_is_exit_2_with_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for command in ["soak", "repro"] {
+        let out = epochlab([command, "--metrics-addr", addr.as_str()]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
+        let want = format!("epochlab {command}: metrics: cannot listen on {addr}: ");
+        assert!(stderr.starts_with(&want), "{command}: {stderr}");
+        assert!(out.stdout.is_empty(), "{command}");
+    }
+}
+
+/// Serving metrics does not change a seed's run: the same digests with and without `--metrics-addr`.
+#[test]
+fn a_soak_with_metrics_runs_the_same_seeds() {
+    let base = [
+        "soak", "--mode", "buggy", "--seeds", "40..46", "--jobs", "2", "--json",
+    ];
+    let digests = |extra: &[&str]| -> std::collections::BTreeMap<u64, String> {
+        let out = epochlab(base.iter().chain(extra));
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let rows: Vec<serde_json::Value> = rows(&out);
+        rows.iter()
+            .map(|r| (r["seed"].as_u64().unwrap(), r["digest"].to_string()))
+            .collect()
+    };
+    let without = digests(&[]);
+    assert_eq!(without.len(), 6);
+    assert_eq!(without, digests(&["--metrics-addr", "127.0.0.1:0"]));
+}
+
+/// The acceptance path of random plans: a buggy campaign finds the #14910 failure, its results replay the
+/// same, `--shrink` writes a smaller plan that `--plan` replays to the same signature, and the fix passes it.
+#[test]
+fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
+    let dir = std::env::temp_dir().join(format!("epochlab-random-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let results = dir.join("r.jsonl");
+    let results = results.to_str().unwrap();
+    let campaign = [
+        "soak", "--mode", "buggy", "--seeds", "40..48", "--jobs", "2",
+    ];
+    let out = epochlab(campaign.iter().copied().chain(["--results", results]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let triage = text(&out.stdout);
+    assert!(
+        triage.contains("first seed 44: cargo xtask soak --scenario random --mode buggy"),
+        "{triage}"
+    );
+    let replay = epochlab(["soak", "--replay", results, "--jobs", "2"]);
+    assert!(
+        text(&replay.stdout).ends_with("replayed 8: 8 same, 0 differ\n"),
+        "{}",
+        text(&replay.stdout)
+    );
+    let shrink = std::process::Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .current_dir(&dir)
+        .args([
+            "soak", "--mode", "buggy", "--seeds", "44..45", "--shrink", "--jobs", "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(shrink.status.code(), Some(1), "{}", text(&shrink.stderr));
+    let stdout = text(&shrink.stdout);
+    let path = dir.join(stdout.lines().last().unwrap());
+    assert!(path.to_str().unwrap().ends_with(".json"), "{stdout}");
+    let (before, after) = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("shrink: ")?.split_once(" steps -> "))
+        .expect("the shrink says how many steps it removed");
+    let after: usize = after.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(after < before.parse().unwrap(), "{stdout}");
+    let plan = path.to_str().unwrap();
+    let again = epochlab(["soak", "--plan", plan]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stdout).contains("as expected: failed"),
+        "{}",
+        text(&again.stdout)
+    );
+    let fixed = epochlab(["soak", "--plan", plan, "--mode", "fixed"]);
+    assert_eq!(fixed.status.code(), Some(0), "{}", text(&fixed.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The bad inputs: one line on stderr, exit 2.
+#[test]
+fn bad_soak_input_is_one_line_and_exit_2() {
+    let dir = std::env::temp_dir().join(format!("epochlab-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let malformed = dir.join("malformed.jsonl");
+    std::fs::write(&malformed, "{\"seed\": 1}\nnot json\n").unwrap();
+    let malformed = malformed.to_str().unwrap();
+    let cases: [&[&str]; 6] = [
+        &["soak", "--seeds", "5..3"],
+        &["soak", "--shard", "3/2"],
+        &["soak", "--jobs", "0"],
+        &["soak", "--plan", "missing.json"],
+        &["soak", "--replay", malformed],
+        &["soak-report", malformed],
+    ];
+    for args in cases {
+        let out = epochlab(args.iter().copied());
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

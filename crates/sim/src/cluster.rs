@@ -2,6 +2,7 @@
 //! the registries that stand for shared infrastructure (object store, actor exchange, sink targets).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,20 +58,13 @@ pub struct Cluster {
     barrier_stats: Arc<BarrierManagerStats>,
     manager: JoinHandle<()>,
     heartbeat_checker: JoinHandle<()>,
+    /// Set by the first [`Cluster::shutdown`]; later ones do nothing.
+    shut_down: AtomicBool,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        self.manager.abort();
-        self.heartbeat_checker.abort();
-        for node in self
-            .nodes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-        {
-            node.kill();
-        }
+        self.shutdown();
     }
 }
 
@@ -134,9 +128,31 @@ impl Cluster {
             barrier_stats,
             manager,
             heartbeat_checker,
+            shut_down: AtomicBool::new(false),
         };
         cluster.wait_ready().await;
         cluster
+    }
+
+    /// Stop the cluster: abort meta's tasks and kill every node (each logs `kill node`). Only the first call
+    /// does anything; dropping the last reference calls it too. A run that hands its cluster to an observer
+    /// (a `ClusterHook`, which may keep it after the run) calls this itself at the end of the run, inside the
+    /// simulation, so that its event log and digest are the same whoever still holds the cluster. The nodes'
+    /// and meta's stats stay readable.
+    pub fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.manager.abort();
+        self.heartbeat_checker.abort();
+        for node in self
+            .nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            node.kill();
+        }
     }
 
     /// Wait until the scheduler accepts commands (bootstrap or recovery done).

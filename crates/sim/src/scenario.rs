@@ -348,6 +348,14 @@ struct Setup {
     progress_table: TableId,
 }
 
+/// The run is over (or cancelled by its time limit): the cluster stops here, inside the simulation, even when
+/// a `ClusterHook` keeps it for longer (see [`Cluster::shutdown`]).
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.cluster.shutdown();
+    }
+}
+
 /// What happened around the DROP and the fault.
 #[derive(Default)]
 struct DropRecord {

@@ -11,7 +11,7 @@ mod server;
 mod tracer;
 
 pub use jaeger::{EmbeddedJaeger, MAX_TRACES};
-pub use metrics::{Metrics, RunSource};
+pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSource, SeedOutcome};
 pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
 pub use tokio::runtime::Handle as RuntimeHandle;

@@ -18,6 +18,7 @@ use epochlab_sim::{ReproHooks, ReproParams};
 use epochlab_telemetry::WallTimer;
 use serde::{Deserialize, Serialize};
 
+use crate::soak_metrics::{MetricsError, SoakObserver};
 pub use spec::{RunSpec, Scenario};
 use spec::{directed_campaign, random_campaign};
 
@@ -47,6 +48,9 @@ pub struct SoakArgs {
     pub plan: Option<PathBuf>,
     /// Shrink the failing plan (the plan file's, or the first failing seed's).
     pub shrink: bool,
+    /// Serve live metrics here (`--metrics-addr`), and for this long after the campaign (`--serve-for`).
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    pub serve_for: Option<Duration>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -154,18 +158,19 @@ pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<Strin
 }
 
 /// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
-/// order they finish. Stops starting runs once `stop` is set.
+/// order they finish. Stops starting runs once `stop` is set. `observer` sees each run on its worker thread.
 fn run_parallel(
     runs: &[RunSpec],
     jobs: usize,
     campaign: &str,
     stop: &AtomicBool,
+    observer: &SoakObserver,
     mut on_row: impl FnMut(SeedRow),
 ) {
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<SeedRow>();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
+        for worker in 0..jobs.max(1) {
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
@@ -173,7 +178,13 @@ fn run_parallel(
                     let Some(spec) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let row = spec.run(campaign, ReproHooks::default());
+                    let on_cluster = observer.seed_started(worker, spec.mode().as_str());
+                    let hooks = ReproHooks {
+                        on_cluster,
+                        ..Default::default()
+                    };
+                    let row = spec.run(campaign, hooks);
+                    observer.seed_finished(worker, &row);
                     if tx.send(row).is_err() {
                         return;
                     }
@@ -219,18 +230,27 @@ pub enum SoakError {
         path: String,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// Run the campaign (or, with `--replay`, rerun a results file's seeds; with `--plan`, one plan); the exit
 /// status: 0 every seed passed (every replay was the same), 1 otherwise.
 pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
+    let observer = SoakObserver::start(args)?;
+    let code = campaign_or_replay(args, &observer)?;
+    observer.finish();
+    Ok(code)
+}
+
+fn campaign_or_replay(args: &SoakArgs, observer: &SoakObserver) -> Result<u8, SoakError> {
     if let Some(path) = &args.replay {
-        return replay_file(path, args.jobs);
+        return replay_file(path, args.jobs, observer);
     }
     if args.plan.is_some() {
         return plan_cmd::run_plan_file(args);
     }
-    let all = campaign_rows(args)?;
+    let all = campaign_rows(args, observer)?;
     print_triage(&all, args.json);
     if args.shrink {
         return plan_cmd::shrink_first_failure(args, &all);
@@ -239,7 +259,7 @@ pub fn run(args: &SoakArgs) -> Result<u8, SoakError> {
 }
 
 /// Run the campaign's seeds (less those already in the results file); every row of the campaign.
-fn campaign_rows(args: &SoakArgs) -> Result<Vec<SeedRow>, SoakError> {
+fn campaign_rows(args: &SoakArgs, observer: &SoakObserver) -> Result<Vec<SeedRow>, SoakError> {
     let campaign = args.campaign();
     let mut all: Vec<SeedRow> = match &args.results {
         Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
@@ -265,7 +285,7 @@ fn campaign_rows(args: &SoakArgs) -> Result<Vec<SeedRow>, SoakError> {
     let mut progress = Progress::default();
     let mut write_error = None;
     let runs: Vec<RunSpec> = seeds.iter().map(|&seed| args.spec(seed)).collect();
-    run_parallel(&runs, args.jobs, &campaign, &stop, |row| {
+    run_parallel(&runs, args.jobs, &campaign, &stop, observer, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
         if let Some((path, file)) = sink.as_mut()
             && let Err(source) = file
@@ -401,7 +421,11 @@ pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
 }
 
 /// `--replay FILE`: rerun every seed of a results file and compare outcome and digest.
-fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
+fn replay_file(
+    path: &std::path::Path,
+    jobs: usize,
+    observer: &SoakObserver,
+) -> Result<u8, SoakError> {
     let rows = read_all(path)?;
     let mut runs = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
@@ -415,7 +439,7 @@ fn replay_file(path: &std::path::Path, jobs: usize) -> Result<u8, SoakError> {
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
-    run_parallel(&runs, jobs, "replay", &stop, |now| {
+    run_parallel(&runs, jobs, "replay", &stop, observer, |now| {
         let was = before[now.replay.as_str()];
         if was.outcome == now.outcome && was.digest == now.digest {
             same += 1;
@@ -478,7 +502,10 @@ mod tests {
             jobs: 1,
             shard: None,
             scenario: Scenario::Random(GenParams::default()),
-            params: ReproParams::default(),
+            params: ReproParams {
+                mode: DropMode::Fixed,
+                ..ReproParams::default()
+            },
             mode_given: false,
             results: None,
             duration: None,
@@ -486,6 +513,8 @@ mod tests {
             replay: None,
             plan: None,
             shrink: false,
+            metrics_addr: None,
+            serve_for: None,
         }
     }
 

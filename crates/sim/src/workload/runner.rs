@@ -127,11 +127,11 @@ async fn play(
         Some(what) => PlanReport::stuck(what),
         None => judge(&run),
     };
-    report.with_counts(
-        &run.cluster,
-        plan.steps.len(),
-        run.skipped.load(Ordering::Relaxed),
-    )
+    let skipped = run.skipped.load(Ordering::Relaxed);
+    let report = report.with_counts(&run.cluster, plan.steps.len(), skipped);
+    // Inside the simulation, so that a hook that keeps the cluster (metrics) cannot change the event log.
+    run.cluster.shutdown();
+    report
 }
 
 /// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
