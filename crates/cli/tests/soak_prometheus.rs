@@ -76,12 +76,14 @@ fn prometheus_scrapes_a_soak_and_the_fixed_mode_alert_fires_on_its_failures() {
     let results = dir.join("results.jsonl");
     let started = Instant::now();
 
-    // The campaign: buggy at the defaults (every seed fails), two workers, a minute, metrics on a free port;
+    // The campaign: the directed scenario, buggy at the defaults (most seeds fail), two workers, a minute, metrics on a free port;
     // it keeps serving 3 s after its last seed so that Prometheus scrapes the final values.
     let duration = CAMPAIGN_SECS.to_string();
     let mut soak = Command::new(env!("CARGO_BIN_EXE_epochlab"))
         .args([
             "soak",
+            "--scenario",
+            "14910",
             "--mode",
             "buggy",
             "--seeds",

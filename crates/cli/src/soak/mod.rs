@@ -138,12 +138,30 @@ pub fn read_results(path: &std::path::Path, campaign: &str) -> std::io::Result<V
     Ok(rows)
 }
 
-/// Failures and stuck runs by signature, in order of signature.
-pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<String, Group> {
-    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
-    for r in rows {
-        let Some(sig) = &r.signature else { continue };
-        let g = groups.entry(sig.clone()).or_insert(Group {
+/// A campaign's tally: outcome counts and failures by signature. It grows with the signatures, not with the
+/// seeds, so a long soak's memory stays flat.
+#[derive(Debug, Default)]
+pub struct Triage {
+    counts: BTreeMap<String, u64>,
+    seeds: u64,
+    /// Failures and stuck runs by signature, in order of signature.
+    pub groups: BTreeMap<String, Group>,
+}
+
+impl Triage {
+    pub fn of<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> Self {
+        let mut t = Self::default();
+        for r in rows {
+            t.add(r);
+        }
+        t
+    }
+
+    pub fn add(&mut self, r: &SeedRow) {
+        self.seeds += 1;
+        *self.counts.entry(r.outcome.clone()).or_default() += 1;
+        let Some(sig) = &r.signature else { return };
+        let g = self.groups.entry(sig.clone()).or_insert(Group {
             count: 0,
             first_seed: r.seed,
             replay: r.replay.clone(),
@@ -154,7 +172,36 @@ pub fn triage<'a>(rows: impl IntoIterator<Item = &'a SeedRow>) -> BTreeMap<Strin
             g.replay = r.replay.clone();
         }
     }
-    groups
+
+    /// Whether any seed failed or got stuck.
+    pub fn failed(&self) -> bool {
+        self.counts.keys().any(|o| o != "passed")
+    }
+
+    /// The lowest seed that failed or got stuck.
+    pub fn first_failure(&self) -> Option<u64> {
+        self.groups.values().map(|g| g.first_seed).min()
+    }
+
+    /// The outcome counts, then one line per signature with its count, first seed and replay command.
+    pub fn text(&self) -> String {
+        let mut text = format!("soak: {} seeds: {:?}\n", self.seeds, self.counts);
+        for (sig, g) in &self.groups {
+            text.push_str(&format!(
+                "{:>6}x  {sig}\n        first seed {}: {}\n",
+                g.count, g.first_seed, g.replay
+            ));
+        }
+        text
+    }
+
+    fn print(&self, to_stderr: bool) {
+        if to_stderr {
+            eprint!("{}", self.text());
+        } else {
+            print!("{}", self.text());
+        }
+    }
 }
 
 /// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
@@ -250,25 +297,27 @@ fn campaign_or_replay(args: &SoakArgs, observer: &SoakObserver) -> Result<u8, So
     if args.plan.is_some() {
         return plan_cmd::run_plan_file(args);
     }
-    let all = campaign_rows(args, observer)?;
-    print_triage(&all, args.json);
+    let triage = campaign(args, observer)?;
+    triage.print(args.json);
     if args.shrink {
-        return plan_cmd::shrink_first_failure(args, &all);
+        return plan_cmd::shrink_first_failure(args, &triage);
     }
-    Ok(u8::from(all.iter().any(|r| r.outcome != "passed")))
+    Ok(u8::from(triage.failed()))
 }
 
-/// Run the campaign's seeds (less those already in the results file); every row of the campaign.
-fn campaign_rows(args: &SoakArgs, observer: &SoakObserver) -> Result<Vec<SeedRow>, SoakError> {
+/// Run the campaign's seeds (less those already in the results file); the tally of the whole campaign.
+fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakError> {
     let campaign = args.campaign();
-    let mut all: Vec<SeedRow> = match &args.results {
+    let before: Vec<SeedRow> = match &args.results {
         Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
             path: path.display().to_string(),
             source,
         })?,
         None => Vec::new(),
     };
-    let done: BTreeSet<u64> = all.iter().map(|r| r.seed).collect();
+    let done: BTreeSet<u64> = before.iter().map(|r| r.seed).collect();
+    let mut triage = Triage::of(&before);
+    drop(before);
     let seeds = seeds_to_run(args, &done);
     let mut sink = match &args.results {
         Some(path) => Some(open_append(path)?),
@@ -282,7 +331,7 @@ fn campaign_rows(args: &SoakArgs, observer: &SoakObserver) -> Result<Vec<SeedRow
     );
     let stop = AtomicBool::new(false);
     let wall = WallTimer::start();
-    let mut progress = Progress::default();
+    let mut progress = Progress::new(seeds.len());
     let mut write_error = None;
     let runs: Vec<RunSpec> = seeds.iter().map(|&seed| args.spec(seed)).collect();
     run_parallel(&runs, args.jobs, &campaign, &stop, observer, |row| {
@@ -305,11 +354,12 @@ fn campaign_rows(args: &SoakArgs, observer: &SoakObserver) -> Result<Vec<SeedRow
         if args.duration.is_some_and(|d| wall.elapsed() >= d) {
             stop.store(true, Ordering::Relaxed);
         }
-        all.push(row);
+        triage.add(&row);
     });
+    progress.finish();
     match write_error {
         Some(e) => Err(e),
-        None => Ok(all),
+        None => Ok(triage),
     }
 }
 
@@ -325,56 +375,65 @@ fn open_append(path: &std::path::Path) -> Result<(String, std::fs::File), SoakEr
     Ok((path.display().to_string(), file))
 }
 
-/// A line on stderr every two seconds of wall time.
-#[derive(Default)]
+/// Progress on stderr: a bar on a terminal (seeds done, failures, seeds/s, virtual/wall ratio), else a
+/// plain line every two seconds of wall time.
 struct Progress {
     done: u64,
     failed: u64,
     virtual_ms: u64,
     last_print: Duration,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
+    fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            let style = indicatif::ProgressStyle::with_template(
+                "soak [{elapsed_precise}] {bar:30} {pos}/{len} seeds, {msg}",
+            )
+            .expect("a valid template");
+            bar.set_style(style);
+            bar
+        });
+        Self {
+            done: 0,
+            failed: 0,
+            virtual_ms: 0,
+            last_print: Duration::ZERO,
+            bar,
+        }
+    }
+
     fn record(&mut self, row: &SeedRow, elapsed: Duration) {
         self.done += 1;
         self.failed += u64::from(row.outcome != "passed");
         self.virtual_ms += row.virtual_ms;
-        if elapsed >= self.last_print + Duration::from_secs(2) {
-            self.last_print = elapsed;
-            let secs = elapsed.as_secs_f64().max(1e-3);
-            eprintln!(
-                "soak: {} seeds done, {} failed or stuck, {:.1} seeds/s, {:.0}x virtual/wall",
-                self.done,
-                self.failed,
-                self.done as f64 / secs,
-                self.virtual_ms as f64 / 1000.0 / secs
-            );
+        let secs = elapsed.as_secs_f64().max(1e-3);
+        let status = format!(
+            "{} failed or stuck, {:.1} seeds/s, {:.0}x virtual/wall",
+            self.failed,
+            self.done as f64 / secs,
+            self.virtual_ms as f64 / 1000.0 / secs
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.done);
+                bar.set_message(status);
+            }
+            None if elapsed >= self.last_print + Duration::from_secs(2) => {
+                self.last_print = elapsed;
+                eprintln!("soak: {} seeds done, {status}", self.done);
+            }
+            None => {}
         }
     }
-}
 
-/// The outcome counts, then one line per signature with its count, first seed and replay command.
-pub fn triage_text(rows: &[SeedRow]) -> String {
-    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in rows {
-        *counts.entry(r.outcome.as_str()).or_default() += 1;
-    }
-    let mut text = format!("soak: {} seeds: {counts:?}\n", rows.len());
-    for (sig, g) in triage(rows) {
-        text.push_str(&format!(
-            "{:>6}x  {sig}\n        first seed {}: {}\n",
-            g.count, g.first_seed, g.replay
-        ));
-    }
-    text
-}
-
-fn print_triage(rows: &[SeedRow], to_stderr: bool) {
-    let text = triage_text(rows);
-    if to_stderr {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish();
+        }
     }
 }
 
@@ -412,10 +471,10 @@ pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
     }
     let mut failed = false;
     for (campaign, seeds) in &campaigns {
-        let rows: Vec<SeedRow> = seeds.values().cloned().collect();
-        failed |= rows.iter().any(|r| r.outcome != "passed");
+        let triage = Triage::of(seeds.values());
+        failed |= triage.failed();
         println!("campaign {campaign}");
-        print!("{}", triage_text(&rows));
+        print!("{}", triage.text());
     }
     Ok(u8::from(failed))
 }
@@ -572,7 +631,7 @@ mod tests {
             row(4, None),
             row(9, Some("b")),
         ];
-        let groups = triage(&rows);
+        let groups = Triage::of(&rows).groups;
         assert_eq!(groups.len(), 2);
         assert_eq!(groups["a"].count, 2);
         assert_eq!(groups["a"].first_seed, 3);

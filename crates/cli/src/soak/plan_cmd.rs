@@ -4,7 +4,7 @@
 use epochlab_sim::workload::{Expected, PlanFile, PlanFileError, shrink};
 use epochlab_sim::{Outcome, ReproHooks};
 
-use super::{RunSpec, Scenario, SeedRow, SoakArgs, SoakError};
+use super::{RunSpec, Scenario, SeedRow, SoakArgs, SoakError, Triage};
 
 /// Plan runs a shrink may take, at most.
 pub const SHRINK_MAX_RUNS: u32 = 400;
@@ -79,13 +79,8 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
 }
 
 /// `--shrink` after a campaign: shrink the lowest failing seed.
-pub fn shrink_first_failure(args: &SoakArgs, rows: &[SeedRow]) -> Result<u8, SoakError> {
-    let first = rows
-        .iter()
-        .filter(|r| r.outcome != "passed")
-        .map(|r| r.seed)
-        .min();
-    let Some(seed) = first else {
+pub fn shrink_first_failure(args: &SoakArgs, triage: &Triage) -> Result<u8, SoakError> {
+    let Some(seed) = triage.first_failure() else {
         println!("shrink: every seed passed: nothing to shrink");
         return Ok(0);
     };
