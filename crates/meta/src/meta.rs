@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_barrier::{
-    AddMutation, BarrierConfig, BarrierScheduler, Command, GlobalBarrierManager,
+    AddMutation, BarrierConfig, BarrierError, BarrierScheduler, Command, GlobalBarrierManager,
+    SchedulerStatus,
 };
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{SinkDesc, SinkKind, StreamActorDesc};
@@ -628,6 +629,12 @@ impl MetaNode {
     /// Register the job's tables, build its actors, and run its Add barrier. On failure, clean up.
     async fn create_job(&self, rel: Relation) -> Result<TableId, DdlError> {
         let inner = &self.inner;
+        // RisingWave's DDL and recovery exclude each other (its reschedule lock): a create that comes while
+        // recovery runs is refused before it touches the catalog, or recovery would rebuild the actors of a
+        // job whose creation then fails and unregisters its tables (zombies of a job never created).
+        if let SchedulerStatus::Blocked(why) = inner.scheduler.status() {
+            return Err(DdlError::Barrier(BarrierError::Blocked(why)));
+        }
         let id = rel.id;
         let tables = rel.state_tables();
         let (descs, adds) = {
