@@ -10,7 +10,7 @@ mod spec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -109,13 +109,32 @@ impl SoakArgs {
     }
 }
 
-/// The seeds this process runs: the range, this shard's share, less those already in the results file.
-pub fn seeds_to_run(args: &SoakArgs, done: &BTreeSet<u64>) -> Vec<u64> {
+/// The seeds this process runs, lazily (a range may hold billions): the range, this shard's share, less
+/// those already in the results file.
+pub fn seeds_to_run<'a>(
+    args: &'a SoakArgs,
+    done: &'a BTreeSet<u64>,
+) -> impl Iterator<Item = u64> + Send + 'a {
     args.seeds
         .clone()
         .filter(|s| args.shard.is_none_or(|(k, n)| s % n == k))
         .filter(|s| !done.contains(s))
-        .collect()
+}
+
+/// How many seeds [`seeds_to_run`] yields, without walking the range.
+fn count_to_run(args: &SoakArgs, done: &BTreeSet<u64>) -> u64 {
+    let r = &args.seeds;
+    let in_shard = |s: u64| args.shard.is_none_or(|(k, n)| s % n == k);
+    let share = match args.shard {
+        None => r.end - r.start,
+        // Seeds below x with s % n == k: ceil((x - k) / n) for x > k.
+        Some((k, n)) => {
+            let below = |x: u64| if x > k { (x - k).div_ceil(n) } else { 0 };
+            below(r.end) - below(r.start)
+        }
+    };
+    let skipped = done.range(r.clone()).filter(|s| in_shard(**s)).count() as u64;
+    share - skipped
 }
 
 /// The rows of a results file that belong to `campaign`.
@@ -204,17 +223,18 @@ impl Triage {
     }
 }
 
-/// Run each of `runs` on `jobs` threads; each finished run goes to `on_row` on the calling thread, in the
-/// order they finish. Stops starting runs once `stop` is set. `observer` sees each run on its worker thread.
+/// Run each run that `runs` yields on `jobs` threads; each finished run goes to `on_row` on the calling
+/// thread, in the order they finish. Stops starting runs once `stop` is set. `observer` sees each run on its
+/// worker thread.
 fn run_parallel(
-    runs: &[RunSpec],
+    runs: impl Iterator<Item = RunSpec> + Send,
     jobs: usize,
     campaign: &str,
     stop: &AtomicBool,
     observer: &SoakObserver,
     mut on_row: impl FnMut(SeedRow),
 ) {
-    let next = AtomicUsize::new(0);
+    let next = std::sync::Mutex::new(runs);
     let (tx, rx) = mpsc::channel::<SeedRow>();
     std::thread::scope(|scope| {
         for worker in 0..jobs.max(1) {
@@ -222,7 +242,8 @@ fn run_parallel(
             let next = &next;
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let Some(spec) = runs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    let spec = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some(spec) = spec else {
                         return;
                     };
                     let on_cluster = observer.seed_started(worker, spec.mode().as_str());
@@ -318,23 +339,22 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
     let done: BTreeSet<u64> = before.iter().map(|r| r.seed).collect();
     let mut triage = Triage::of(&before);
     drop(before);
-    let seeds = seeds_to_run(args, &done);
+    let to_run = count_to_run(args, &done);
     let mut sink = match &args.results {
         Some(path) => Some(open_append(path)?),
         None => None,
     };
     eprintln!(
-        "soak: {} seeds to run ({} already in the results), {} jobs, {campaign}",
-        seeds.len(),
+        "soak: {to_run} seeds to run ({} already in the results), {} jobs, {campaign}",
         done.len(),
         args.jobs,
     );
     let stop = AtomicBool::new(false);
     let wall = WallTimer::start();
-    let mut progress = Progress::new(seeds.len());
+    let mut progress = Progress::new(to_run);
     let mut write_error = None;
-    let runs: Vec<RunSpec> = seeds.iter().map(|&seed| args.spec(seed)).collect();
-    run_parallel(&runs, args.jobs, &campaign, &stop, observer, |row| {
+    let runs = seeds_to_run(args, &done).map(|seed| args.spec(seed));
+    run_parallel(runs, args.jobs, &campaign, &stop, observer, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
         if let Some((path, file)) = sink.as_mut()
             && let Err(source) = file
@@ -386,10 +406,10 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(total: usize) -> Self {
+    fn new(total: u64) -> Self {
         use std::io::IsTerminal;
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
+            let bar = indicatif::ProgressBar::new(total);
             let style = indicatif::ProgressStyle::with_template(
                 "soak [{elapsed_precise}] {bar:30} {pos}/{len} seeds, {msg}",
             )
@@ -498,7 +518,7 @@ fn replay_file(
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
-    run_parallel(&runs, jobs, "replay", &stop, observer, |now| {
+    run_parallel(runs.into_iter(), jobs, "replay", &stop, observer, |now| {
         let was = before[now.replay.as_str()];
         if was.outcome == now.outcome && was.digest == now.digest {
             same += 1;
@@ -584,12 +604,20 @@ mod tests {
         for k in 0..4 {
             args.shard = Some((k, 4));
             union.extend(seeds_to_run(&args, &BTreeSet::new()));
+            assert_eq!(
+                count_to_run(&args, &BTreeSet::new()),
+                seeds_to_run(&args, &BTreeSet::new()).count() as u64
+            );
         }
         union.sort_unstable();
         assert_eq!(union, (10..40).collect::<Vec<_>>());
         args.shard = None;
         let done: BTreeSet<u64> = [10, 11, 39].into();
-        assert_eq!(seeds_to_run(&args, &done).len(), 27);
+        assert_eq!(seeds_to_run(&args, &done).count(), 27);
+        assert_eq!(count_to_run(&args, &done), 27);
+        args.shard = Some((1, 3));
+        let want = seeds_to_run(&args, &done).count() as u64;
+        assert_eq!(count_to_run(&args, &done), want);
     }
 
     #[test]
