@@ -917,6 +917,10 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             per worker (label `worker`, 0..jobs-1) showing the worker's current seed
   --serve-for SECS          0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
                             (default: not at all)
+  --otlp-endpoint URL       send the trace of every seed that fails or gets stuck to this OTLP/gRPC collector
+                            (e.g. http://127.0.0.1:4317, Jaeger's): the worker reruns the seed (it replays
+                            exactly) with the exporter, so passing seeds cost nothing; each trace's resource
+                            names the seed, mode, scenario and signature
   --rows, --vnodes, --parallelism, --compute-nodes, --rate-limit, --barrier-latency-ms,
   --checkpoint-frequency, --persist-check
                             with --scenario 14910: its settings, as for `epochlab repro` (see its --help)
@@ -960,6 +964,7 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         shrink: false,
         metrics_addr: None,
         serve_for: None,
+        otlp_endpoint: None,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -989,6 +994,7 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     // --metrics-addr and --serve-for are read as repro reads them (`ReproArgs::set`).
     soak.metrics_addr = repro.metrics_addr;
     soak.serve_for = repro.serve_for;
+    soak.otlp_endpoint = repro.otlp_endpoint.clone();
     if soak.serve_for.is_some() && soak.metrics_addr.is_none() {
         return Err(ArgError::Pointless {
             flag: "--serve-for",
@@ -1057,7 +1063,7 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 23] = [
+const SOAK_FLAGS: [&str; 24] = [
     "--replay",
     "--plan",
     "--shrink",
@@ -1081,6 +1087,7 @@ const SOAK_FLAGS: [&str; 23] = [
     "--persist-check",
     "--metrics-addr",
     "--serve-for",
+    "--otlp-endpoint",
 ];
 
 fn set_soak(

@@ -404,3 +404,56 @@ fn bad_soak_input_is_one_line_and_exit_2() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--otlp-endpoint`: the traces of the failing seeds (and only those) reach the collector, each named by its
+/// seed and carrying the failing `persist backfill state` span.
+#[test]
+fn a_soak_sends_the_traces_of_its_failing_seeds() {
+    use std::io::{Read, Write};
+    let jaeger = epochlab_telemetry::EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let endpoint = jaeger.otlp_endpoint();
+    let args = [
+        "soak", "--mode", "buggy", "--seeds", "100..102", "--jobs", "1", "--json",
+    ];
+    let out = epochlab(
+        args.iter()
+            .copied()
+            .chain(["--otlp-endpoint", endpoint.as_str()]),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let all: Vec<serde_json::Value> = rows(&out);
+    let failed: Vec<u64> = all
+        .iter()
+        .filter(|r| r["outcome"] != "passed")
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        vec![101],
+        "seed 101 fails in buggy mode, 100 passes"
+    );
+    let addr = jaeger.ui_addr();
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default()
+    };
+    let traces: serde_json::Value =
+        serde_json::from_str(&get("/api/traces?service=epochlab&limit=5000")).unwrap();
+    let traces = traces["data"].as_array().cloned().unwrap_or_default();
+    assert!(!traces.is_empty(), "no trace reached the collector");
+    let body = serde_json::to_string(&traces).unwrap();
+    assert!(
+        body.contains("buggy-101"),
+        "the traces name the failing seed"
+    );
+    assert!(!body.contains("buggy-100"), "a passing seed is not traced");
+    assert!(
+        body.contains("not found (by the backfill persist check)"),
+        "the failing span is there"
+    );
+}

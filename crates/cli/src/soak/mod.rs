@@ -6,6 +6,7 @@
 
 mod plan_cmd;
 mod spec;
+mod traces;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
@@ -51,6 +52,8 @@ pub struct SoakArgs {
     /// Serve live metrics here (`--metrics-addr`), and for this long after the campaign (`--serve-for`).
     pub metrics_addr: Option<std::net::SocketAddr>,
     pub serve_for: Option<Duration>,
+    /// Send the trace of every failing or stuck seed here (OTLP/gRPC).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -232,6 +235,7 @@ fn run_parallel(
     campaign: &str,
     stop: &AtomicBool,
     observer: &SoakObserver,
+    traces: Option<&traces::SoakTraces>,
     mut on_row: impl FnMut(SeedRow),
 ) {
     let next = std::sync::Mutex::new(runs);
@@ -253,6 +257,9 @@ fn run_parallel(
                     };
                     let row = spec.run(campaign, hooks);
                     observer.seed_finished(worker, &row);
+                    if let Some(t) = traces {
+                        t.trace_failure(&spec, campaign, &row);
+                    }
                     if tx.send(row).is_err() {
                         return;
                     }
@@ -300,6 +307,8 @@ pub enum SoakError {
     },
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error("traces: {0}")]
+    Traces(String),
 }
 
 /// Run the campaign (or, with `--replay`, rerun a results file's seeds; with `--plan`, one plan); the exit
@@ -354,28 +363,38 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
     let mut progress = Progress::new(to_run);
     let mut write_error = None;
     let runs = seeds_to_run(args, &done).map(|seed| args.spec(seed));
-    run_parallel(runs, args.jobs, &campaign, &stop, observer, |row| {
-        let line = serde_json::to_string(&row).expect("a row serializes");
-        if let Some((path, file)) = sink.as_mut()
-            && let Err(source) = file
-                .write_all(format!("{line}\n").as_bytes())
-                .and_then(|()| file.flush())
-        {
-            write_error.get_or_insert(SoakError::WriteResults {
-                path: path.clone(),
-                source,
-            });
-            stop.store(true, Ordering::Relaxed);
-        }
-        if args.json {
-            println!("{line}");
-        }
-        progress.record(&row, wall.elapsed());
-        if args.duration.is_some_and(|d| wall.elapsed() >= d) {
-            stop.store(true, Ordering::Relaxed);
-        }
-        triage.add(&row);
-    });
+    let traces =
+        traces::SoakTraces::start(args.otlp_endpoint.as_deref()).map_err(SoakError::Traces)?;
+    run_parallel(
+        runs,
+        args.jobs,
+        &campaign,
+        &stop,
+        observer,
+        traces.as_ref(),
+        |row| {
+            let line = serde_json::to_string(&row).expect("a row serializes");
+            if let Some((path, file)) = sink.as_mut()
+                && let Err(source) = file
+                    .write_all(format!("{line}\n").as_bytes())
+                    .and_then(|()| file.flush())
+            {
+                write_error.get_or_insert(SoakError::WriteResults {
+                    path: path.clone(),
+                    source,
+                });
+                stop.store(true, Ordering::Relaxed);
+            }
+            if args.json {
+                println!("{line}");
+            }
+            progress.record(&row, wall.elapsed());
+            if args.duration.is_some_and(|d| wall.elapsed() >= d) {
+                stop.store(true, Ordering::Relaxed);
+            }
+            triage.add(&row);
+        },
+    );
     progress.finish();
     match write_error {
         Some(e) => Err(e),
@@ -518,19 +537,27 @@ fn replay_file(
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
-    run_parallel(runs.into_iter(), jobs, "replay", &stop, observer, |now| {
-        let was = before[now.replay.as_str()];
-        if was.outcome == now.outcome && was.digest == now.digest {
-            same += 1;
-            println!("seed {}: same", now.seed);
-        } else {
-            differ += 1;
-            println!(
-                "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
-                now.seed, was.outcome, now.outcome, was.digest, now.digest
-            );
-        }
-    });
+    run_parallel(
+        runs.into_iter(),
+        jobs,
+        "replay",
+        &stop,
+        observer,
+        None,
+        |now| {
+            let was = before[now.replay.as_str()];
+            if was.outcome == now.outcome && was.digest == now.digest {
+                same += 1;
+                println!("seed {}: same", now.seed);
+            } else {
+                differ += 1;
+                println!(
+                    "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
+                    now.seed, was.outcome, now.outcome, was.digest, now.digest
+                );
+            }
+        },
+    );
     println!("replayed {}: {same} same, {differ} differ", same + differ);
     Ok(u8::from(differ > 0))
 }
@@ -594,6 +621,7 @@ mod tests {
             shrink: false,
             metrics_addr: None,
             serve_for: None,
+            otlp_endpoint: None,
         }
     }
 

@@ -38,7 +38,12 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
     let expected = file
         .expect
         .filter(|_| own_mode.is_none_or(|m| m == spec.mode()));
-    let row = spec.run(&format!("plan={}", path.display()), ReproHooks::default());
+    // One run: RUST_LOG shows its log lines.
+    let hooks = ReproHooks {
+        on_cluster: None,
+        tracing_layer: epochlab_telemetry::run_layer(None),
+    };
+    let row = spec.run(&format!("plan={}", path.display()), hooks);
     if args.json {
         println!("{}", serde_json::to_string(&row).expect("a row serializes"));
     }
