@@ -177,6 +177,8 @@ pub enum CliError {
     Repro(#[from] ArgError),
     #[error("epochlab soak: {0}")]
     Soak(ArgError),
+    #[error("epochlab soak-report: name the results files to merge: epochlab soak-report FILES...")]
+    SoakReportNoFiles,
 }
 
 /// What the command line asks for.
@@ -211,9 +213,7 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
         "soak-report" if rest.iter().any(|a| a == "-h" || a == "--help") => {
             Ok(Invocation::SoakHelp)
         }
-        "soak-report" if rest.is_empty() => Err(CliError::Soak(ArgError::MissingValue(
-            "soak-report (the results files to merge)",
-        ))),
+        "soak-report" if rest.is_empty() => Err(CliError::SoakReportNoFiles),
         "soak-report" => Ok(Invocation::SoakReport(
             rest.iter().map(PathBuf::from).collect(),
         )),
@@ -1027,10 +1027,26 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
             return Err(exclusive("--plan", other, reason));
         }
     }
-    if given("--replay") && given("--shrink") {
-        let reason =
-            "--replay reruns a results file; shrink one of its failures with --seeds N..N+1";
-        return Err(exclusive("--replay", "--shrink", reason));
+    for other in ["--kill-rate", "--background-ddl-rate"] {
+        if given("--plan") && given(other) {
+            return Err(exclusive("--plan", other, "a plan file is drawn already"));
+        }
+    }
+    let replay_excludes = [
+        "--shrink",
+        "--seeds",
+        "--shard",
+        "--results",
+        "--mode",
+        "--scenario",
+        "--kill-rate",
+        "--background-ddl-rate",
+    ];
+    for other in replay_excludes {
+        if given("--replay") && given(other) {
+            let reason = "--replay reruns each row of a results file with that row's own settings";
+            return Err(exclusive("--replay", other, reason));
+        }
     }
     match &soak.scenario {
         Scenario::Directed => {

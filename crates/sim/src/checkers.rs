@@ -81,8 +81,9 @@ impl ZombieAccessDetector {
             .into_iter()
             .map(|z| {
                 let a = z.access;
+                // Out of the catalog: dropped, or a creating job that recovery cleaned.
                 let whose = if dropped(a.accessor.job) {
-                    "dropped job"
+                    "dropped or cleaned job"
                 } else {
                     "job"
                 };
@@ -482,6 +483,10 @@ mod detector_tests {
             (v[0].actor, v[0].table, v[0].epoch),
             (Some(7), Some(3), Some(42 << 16))
         );
-        assert!(v[0].detail.contains("of dropped job 2"), "{}", v[0].detail);
+        assert!(
+            v[0].detail.contains("of dropped or cleaned job 2"),
+            "{}",
+            v[0].detail
+        );
     }
 }

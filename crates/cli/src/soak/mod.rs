@@ -84,6 +84,8 @@ pub struct SeedRow {
 pub struct Group {
     pub count: u64,
     pub first_seed: u64,
+    /// The first seed's error, unmasked.
+    pub detail: Option<String>,
     pub replay: String,
 }
 
@@ -186,11 +188,13 @@ impl Triage {
         let g = self.groups.entry(sig.clone()).or_insert(Group {
             count: 0,
             first_seed: r.seed,
+            detail: r.detail.clone(),
             replay: r.replay.clone(),
         });
         g.count += 1;
         if r.seed < g.first_seed {
             g.first_seed = r.seed;
+            g.detail = r.detail.clone();
             g.replay = r.replay.clone();
         }
     }
@@ -207,10 +211,12 @@ impl Triage {
 
     /// The outcome counts, then one line per signature with its count, first seed and replay command.
     pub fn text(&self) -> String {
-        let mut text = format!("soak: {} seeds: {:?}\n", self.seeds, self.counts);
+        let noun = if self.seeds == 1 { "seed" } else { "seeds" };
+        let mut text = format!("soak: {} {noun}: {:?}\n", self.seeds, self.counts);
         for (sig, g) in &self.groups {
+            let detail = g.detail.as_deref().unwrap_or("");
             text.push_str(&format!(
-                "{:>6}x  {sig}\n        first seed {}: {}\n",
+                "{:>6}x  {sig}\n        first seed {}: {detail}\n        replay: {}\n",
                 g.count, g.first_seed, g.replay
             ));
         }
@@ -361,6 +367,7 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
     let stop = AtomicBool::new(false);
     let wall = WallTimer::start();
     let mut progress = Progress::new(to_run);
+    let mut ran = 0u64;
     let mut write_error = None;
     let runs = seeds_to_run(args, &done).map(|seed| args.spec(seed));
     let traces =
@@ -393,25 +400,47 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
                 stop.store(true, Ordering::Relaxed);
             }
             triage.add(&row);
+            ran += 1;
         },
     );
     progress.finish();
+    if ran < to_run && write_error.is_none() {
+        let resume = match &args.results {
+            Some(_) => "run the same command again to continue",
+            None => "give --results FILE to be able to continue",
+        };
+        eprintln!("soak: stopped after {ran} of {to_run} seeds (--duration); {resume}");
+    }
     match write_error {
         Some(e) => Err(e),
         None => Ok(triage),
     }
 }
 
+/// Open the results file for appending. A last line without its newline (a write cut short by a crash) is
+/// cut off first, so the next row starts a line of its own; its seed runs again.
 fn open_append(path: &std::path::Path) -> Result<(String, std::fs::File), SoakError> {
+    let shown = path.display().to_string();
+    let error = |source| SoakError::WriteResults {
+        path: shown.clone(),
+        source,
+    };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .read(true)
         .open(path)
-        .map_err(|source| SoakError::WriteResults {
-            path: path.display().to_string(),
-            source,
-        })?;
-    Ok((path.display().to_string(), file))
+        .map_err(error)?;
+    let text = std::fs::read(path).map_err(error)?;
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        file.set_len(keep as u64).map_err(error)?;
+        eprintln!(
+            "soak: {shown}: cut off a torn last line ({} bytes, a write that a crash cut short)",
+            text.len() - keep
+        );
+    }
+    Ok((shown, file))
 }
 
 /// Progress on stderr: a bar on a terminal (seeds done, failures, seeds/s, virtual/wall ratio), else a
@@ -483,12 +512,23 @@ pub fn read_all(path: &std::path::Path) -> Result<Vec<SeedRow>, SoakError> {
         source,
     })?;
     let mut rows = Vec::new();
+    let torn = !text.is_empty() && !text.ends_with('\n');
+    let last = text.lines().count();
     for (i, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let row: SeedRow = serde_json::from_str(line).map_err(|e| SoakError::BadRow {
+        let parsed = serde_json::from_str::<SeedRow>(line);
+        if parsed.is_err() && torn && i + 1 == last {
+            eprintln!(
+                "soak: {}:{}: skipped a torn last line (a write that a crash cut short)",
+                path.display(),
+                i + 1
+            );
+            continue;
+        }
+        let row: SeedRow = parsed.map_err(|e| SoakError::BadRow {
             path: path.display().to_string(),
             line: i + 1,
             detail: e.to_string(),
@@ -507,6 +547,9 @@ pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
             let seeds = campaigns.entry(row.campaign.clone()).or_default();
             seeds.entry(row.seed).or_insert(row);
         }
+    }
+    if campaigns.is_empty() {
+        println!("soak-report: no results rows in {} file(s)", files.len());
     }
     let mut failed = false;
     for (campaign, seeds) in &campaigns {

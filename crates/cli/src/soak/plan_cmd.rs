@@ -69,11 +69,10 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
         } else {
             "DIFFERS from the expected"
         };
-        text.push_str(&format!(
-            "\n  {verdict}: {} {}",
-            e.outcome,
-            e.signature.as_deref().unwrap_or("")
-        ));
+        match &e.signature {
+            Some(sig) => text.push_str(&format!("\n  {verdict}: {} {sig}", e.outcome)),
+            None => text.push_str(&format!("\n  {verdict}: {}", e.outcome)),
+        }
     }
     text.push_str(&format!("\n  replay: {}", row.replay));
     if to_stderr {
@@ -104,8 +103,12 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
         mode.as_str(),
         args.jobs
     );
+    let mut steps = plan.steps.len();
     let found = shrink(&plan, mode, args.jobs, SHRINK_MAX_RUNS, |p| {
-        eprintln!("shrink: {} steps fail the same way", p.steps.len());
+        if p.steps.len() < steps {
+            steps = p.steps.len();
+            eprintln!("shrink: {steps} steps fail the same way");
+        }
     });
     let Some(found) = found else {
         println!(
