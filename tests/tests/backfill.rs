@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use epochlab_barrier::Command;
 use epochlab_common::plan::SinkKind;
-use epochlab_common::{TableId, VnodeCount};
+use epochlab_common::{TableId, VnodeCount, WorkerId};
 use epochlab_meta::{JobOptions, JobState, MetaConfig, SinkOptions};
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_tests::{Oracle, check_commits, schema};
@@ -489,6 +489,173 @@ fn foreground_create_waits_for_backfill() {
         assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
         assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
     });
+}
+
+/// Load `rows` rows into a table of parallelism 2 on a one-node cluster, then create a background view over
+/// it with `rate_limit`. Returns the table, the view and the oracle.
+async fn load_and_create_background_view(
+    cluster: &Cluster,
+    rows: usize,
+    rate_limit: Option<u32>,
+) -> (TableId, TableId, Oracle) {
+    let (types, pk) = schema();
+    let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+    let mut oracle = Oracle::default();
+    cluster
+        .dml(table, oracle.gen_inserts(0, rows))
+        .await
+        .unwrap();
+    cluster.meta.flush().await.unwrap();
+    let options = JobOptions {
+        parallelism: 2,
+        rate_limit,
+        background: true,
+    };
+    let mv = cluster
+        .meta
+        .create_materialized_view("mv", table, options)
+        .await
+        .unwrap();
+    (table, mv, oracle)
+}
+
+/// Wait (in virtual time, at most `limit`) until `job` is created.
+async fn wait_created(cluster: &Cluster, job: TableId, limit: Duration) -> bool {
+    let step = Duration::from_millis(10);
+    let mut waited = Duration::ZERO;
+    while cluster.meta.relation(job).unwrap().state != JobState::Created {
+        if waited >= limit {
+            return false;
+        }
+        tokio::time::sleep(step).await;
+        waited += step;
+    }
+    true
+}
+
+/// A background view's backfill reports done at a non-checkpoint barrier; the node dies before the forced
+/// checkpoint, so that epoch (with the view's rows and its completed progress) never commits. Recovery must
+/// forget the done reports: the rebuilt backfill starts over from the committed (empty) progress, and the
+/// view may become created only once it has reported done again, with every row (the fixed soak's seed 7011
+/// found meta's tracker keeping the stale reports and marking the view created after one epoch).
+#[test]
+fn done_reports_of_an_epoch_lost_in_recovery_do_not_finish_the_job() {
+    let out = epochlab_sim::try_run(12, Duration::from_secs(600), |ctx| async move {
+        let mut c = Case::new(12, 1, 2, 2, 1000);
+        c.interval_ms = 1000;
+        // Only commands and forced barriers are checkpoints: the backfill runs in uncommitted epochs.
+        c.checkpoint_frequency = 1000;
+        // 250 rows per vnode, so the snapshot goes out in chunks of 50 (the rate) and an epoch reads a few.
+        c.vnodes = 4;
+        let cluster = Cluster::start(&ctx, config(&c)).await;
+        let (table, mv, oracle) = load_and_create_background_view(&cluster, 1000, Some(50)).await;
+        let progress = cluster
+            .meta
+            .relation(mv)
+            .unwrap()
+            .progress_table
+            .unwrap()
+            .table_id;
+        let finished = || {
+            let actors = cluster.backfill.of_table(progress);
+            actors.len() == 2
+                && actors
+                    .iter()
+                    .all(|(_, s)| s.finished.load(Ordering::Relaxed))
+        };
+        while !finished() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The done barrier is collected within milliseconds; the forced checkpoint comes a second later.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            cluster.meta.relation(mv).unwrap().state,
+            JobState::Creating,
+            "done was reported at a non-checkpoint barrier"
+        );
+        assert!(cluster.kill(WorkerId(1)));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cluster.restart(WorkerId(1));
+        cluster.wait_ready().await;
+        assert!(
+            cluster.barrier_stats().recoveries.load(Ordering::Relaxed) >= 1,
+            "the kill caused a recovery"
+        );
+        assert!(
+            wait_created(&cluster, mv, Duration::from_secs(120)).await,
+            "the view is created after its backfill ran again"
+        );
+        let got = Oracle::sorted(&cluster.committed_rows(mv));
+        assert_eq!(
+            got.len(),
+            oracle.rows().len(),
+            "created with every row of its upstream"
+        );
+        assert_eq!(got, oracle.rows());
+        assert_eq!(
+            Oracle::sorted(&cluster.committed_rows(table)),
+            oracle.rows()
+        );
+    });
+    match out.value {
+        Ok(()) => {
+            check_commits(&out.log.lines()).unwrap();
+        }
+        Err(t) => panic!("the run hung; last events:\n{}", t.tail.join("\n")),
+    }
+}
+
+/// A backfill actor whose completed progress is committed when its node dies reports done again after
+/// recovery (on the barrier after the first, as RisingWave's does), so a background view whose other actor
+/// was still backfilling is created once that one finishes. 3 vnodes over 2 actors: one actor has about half
+/// the rows of the other, and finishes first.
+#[test]
+fn an_actor_finished_before_recovery_reports_done_again() {
+    let out = epochlab_sim::try_run(13, Duration::from_secs(600), |ctx| async move {
+        let mut c = Case::new(13, 1, 2, 2, 600);
+        c.interval_ms = 1000;
+        c.checkpoint_frequency = 1;
+        c.vnodes = 3;
+        let cluster = Cluster::start(&ctx, config(&c)).await;
+        let (_, mv, oracle) = load_and_create_background_view(&cluster, 600, Some(20)).await;
+        let progress = cluster
+            .meta
+            .relation(mv)
+            .unwrap()
+            .progress_table
+            .unwrap()
+            .table_id;
+        let finished = || {
+            cluster
+                .backfill
+                .of_table(progress)
+                .iter()
+                .filter(|(_, s)| s.finished.load(Ordering::Relaxed))
+                .count()
+        };
+        while finished() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(finished(), 1, "one actor finishes first");
+        // Let a checkpoint commit its completed progress, then kill the node.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Creating);
+        assert!(cluster.kill(WorkerId(1)));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cluster.restart(WorkerId(1));
+        cluster.wait_ready().await;
+        assert!(
+            wait_created(&cluster, mv, Duration::from_secs(120)).await,
+            "the view is created once the other actor finishes"
+        );
+        assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
+    });
+    match out.value {
+        Ok(()) => {
+            check_commits(&out.log.lines()).unwrap();
+        }
+        Err(t) => panic!("the run hung; last events:\n{}", t.tail.join("\n")),
+    }
 }
 
 proptest! {

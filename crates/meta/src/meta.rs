@@ -591,6 +591,9 @@ impl MetaNode {
     }
 
     /// `ALTER ... SET STREAMING_RATE_LIMIT`: a new backfill rate limit for a job's actors, by a Throttle barrier.
+    /// As RisingWave's `apply_throttle`, the catalog is updated first and stays updated if the barrier fails
+    /// (during recovery, say): the error reaches the caller, and the next recovery builds the actors with the
+    /// new limit.
     pub async fn set_rate_limit(&self, id: TableId, limit: Option<u32>) -> Result<(), DdlError> {
         let actors = {
             let mut catalog = self.inner.catalog();

@@ -57,6 +57,31 @@ impl CreateTracker {
         }
     }
 
+    /// Recovery (RisingWave's `recover_background_mv_progress`): track exactly `jobs`, the creating jobs that
+    /// survive recovery, each with every backfill actor pending again. Reports collected before recovery came
+    /// from epochs that may never commit (a `done` at a non-checkpoint epoch whose checkpoint failed): the
+    /// rebuilt actors resume from the committed progress and report again. A job no longer listed fails its
+    /// waiter as cleaned by recovery.
+    pub fn recover(&mut self, jobs: Vec<(TableId, BTreeSet<ActorId>)>) {
+        let mut old = std::mem::take(&mut self.jobs);
+        for (job, actors) in jobs {
+            let waiter = old.remove(&job).and_then(|j| j.waiter);
+            self.jobs.insert(
+                job,
+                TrackedJob {
+                    pending: actors,
+                    consumed_rows: BTreeMap::new(),
+                    waiter,
+                },
+            );
+        }
+        for (_, j) in old {
+            if let Some(w) = j.waiter {
+                let _ = w.send(Err(CreateAborted::CleanedByRecovery));
+            }
+        }
+    }
+
     /// Rows consumed so far by a job's backfill.
     pub fn consumed_rows(&self, job: TableId) -> Option<u64> {
         self.jobs.get(&job).map(|j| j.consumed_rows.values().sum())
@@ -90,5 +115,51 @@ impl CreateTracker {
         {
             let _ = w.send(Ok(()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::Epoch;
+
+    use super::*;
+
+    fn report(actor: u32, done: bool, rows: u64) -> CreateMviewProgress {
+        CreateMviewProgress {
+            backfill_actor_id: ActorId(actor),
+            done,
+            consumed_epoch: Epoch(1 << 16),
+            consumed_rows: rows,
+        }
+    }
+
+    /// Done reports collected before a recovery do not survive it: the job waits for new ones.
+    #[test]
+    fn recover_forgets_done_reports() {
+        let job = TableId(2);
+        let actors: BTreeSet<ActorId> = [ActorId(3), ActorId(4)].into();
+        let mut t = CreateTracker::default();
+        assert!(t.add(job, actors.clone(), false).is_none());
+        // Done at a non-checkpoint barrier: the job is done, but not finished yet.
+        assert_eq!(
+            t.update(&[report(3, true, 500), report(4, true, 500)]),
+            vec![job]
+        );
+        t.recover(vec![(job, actors)]);
+        assert_eq!(t.consumed_rows(job), Some(0));
+        assert!(t.update(&[report(3, false, 100)]).is_empty());
+        assert!(t.update(&[report(3, true, 500)]).is_empty());
+        assert_eq!(t.update(&[report(4, true, 500)]), vec![job]);
+        assert_eq!(t.consumed_rows(job), Some(1000));
+    }
+
+    /// A job recovery no longer lists fails its waiter.
+    #[test]
+    fn recover_drops_unlisted_jobs() {
+        let mut t = CreateTracker::default();
+        let mut rx = t.add(TableId(2), [ActorId(3)].into(), true).unwrap();
+        t.recover(Vec::new());
+        assert_eq!(t.consumed_rows(TableId(2)), None);
+        assert_eq!(rx.try_recv(), Ok(Err(CreateAborted::CleanedByRecovery)));
     }
 }

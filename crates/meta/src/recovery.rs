@@ -9,7 +9,7 @@ use epochlab_barrier::{
     AddMutation, Barrier, BarrierKind, Command, InflightActorInfo, Mutation, ScheduledBarriers,
 };
 use epochlab_common::plan::StreamActorDesc;
-use epochlab_common::{Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event};
+use epochlab_common::{ActorId, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event};
 use epochlab_common::{trace, vspan};
 use epochlab_recovery::{RecoveryContext, RecoveryError, RecoveryResult};
 use epochlab_rpc::{Request, Response, RpcError, RpcKind};
@@ -176,6 +176,18 @@ impl RecoveryContext for Recovery {
             tables.extend(rel.state_tables());
         }
         tables
+    }
+
+    fn recover_background_progress(&self) {
+        let jobs: Vec<(TableId, BTreeSet<ActorId>)> = self
+            .inner
+            .catalog()
+            .relations
+            .values()
+            .filter(|r| r.state == JobState::Creating && r.kind != RelationKind::Table)
+            .map(|r| (r.id, r.actors.iter().map(|a| a.actor_id).collect()))
+            .collect();
+        self.inner.tracker().recover(jobs);
     }
 
     fn pre_apply_drops(&self) -> Vec<TableId> {

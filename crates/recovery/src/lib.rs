@@ -49,6 +49,9 @@ pub trait RecoveryContext: Send + Sync {
     fn abort_and_mark_blocked(&self) -> usize;
     /// Drop foreground jobs whose creation never finished from the catalog; returns their tables.
     fn clean_dirty_jobs(&self) -> Vec<TableId>;
+    /// Rebuild the progress tracking of the creating jobs that survive recovery (background jobs): every
+    /// backfill actor is pending again, since reports from epochs recovery discards do not count.
+    fn recover_background_progress(&self);
     /// Report buffered drops as done to their callers; returns their tables.
     fn pre_apply_drops(&self) -> Vec<TableId>;
     fn unregister(&self, tables: &[TableId], reason: &str);
@@ -129,6 +132,7 @@ async fn recover_inner<C: RecoveryContext>(
         "abort and mark blocked aborted={aborted}"
     );
     let mut pending = clean_dirty_jobs(ctx, mode);
+    ctx.recover_background_progress();
     slow_step(ctx, "recover background progress", &config.recover_progress).await;
     let (first, max) = config.backoff;
     let mut backoff = first;

@@ -159,6 +159,8 @@ impl RecoveryContext for Recorder {
         std::mem::take(&mut *self.dirty.lock().unwrap())
     }
 
+    fn recover_background_progress(&self) {}
+
     fn pre_apply_drops(&self) -> Vec<TableId> {
         self.record(PreApplyDrops);
         self.buffered

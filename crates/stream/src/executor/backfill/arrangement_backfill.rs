@@ -351,9 +351,6 @@ impl ArrangementBackfillExecutor {
         }
         let finished_at_start = state.is_completely_finished();
         let first_epoch = first.epoch;
-        if finished_at_start {
-            core.report_progress(&first, &state, true).await;
-        }
         yield Message::Barrier(first);
         // The replicated table reads a fully committed snapshot: wait for the first barrier's `prev`.
         core.args.storage.wait_for_epoch(first_epoch.prev).await;
@@ -483,10 +480,32 @@ impl ArrangementBackfillExecutor {
                 }
             }
         } else {
-            core.args
-                .stats
-                .finished
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            // Already finished (a rebuilt actor whose progress is committed as completed): as in RisingWave,
+            // report done on the barrier after the first. The first barrier after a recovery is its Initial
+            // barrier, whose collection carries no progress to meta's tracker, which recovery has rebuilt with
+            // every backfill actor pending: a report there would be lost and the job never finish.
+            loop {
+                match upstream.next().await {
+                    None => {
+                        return Err(StreamExecutorError::ChannelClosed(format!(
+                            "upstream of backfill actor {actor_id}"
+                        )))?;
+                    }
+                    Some(msg) => match msg? {
+                        Message::Chunk(c) => yield Message::Chunk(c),
+                        Message::Barrier(barrier) => {
+                            core.args.state_table.commit(barrier.epoch)?;
+                            core.report_progress(&barrier, &state, true).await;
+                            core.args
+                                .stats
+                                .finished
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            yield Message::Barrier(barrier);
+                            break;
+                        }
+                    },
+                }
+            }
         }
 
         // Backfill done: pass everything through, committing the (unchanging) progress table every barrier.
