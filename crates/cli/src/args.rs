@@ -917,6 +917,8 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             per worker (label `worker`, 0..jobs-1) showing the worker's current seed
   --serve-for SECS          0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
                             (default: not at all)
+  --event-log FILE          write the event log of the one run (--plan FILE, or --seeds N..N+1): every
+                            step, barrier, commit, unregister, recovery step and persist, with virtual time
   --otlp-endpoint URL       send the trace of every seed that fails or gets stuck to this OTLP/gRPC collector
                             (e.g. http://127.0.0.1:4317, Jaeger's): the worker reruns the seed (it replays
                             exactly) with the exporter, so passing seeds cost nothing; each trace's resource
@@ -965,6 +967,7 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         metrics_addr: None,
         serve_for: None,
         otlp_endpoint: None,
+        event_log: None,
     };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
@@ -1027,6 +1030,13 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
             return Err(exclusive("--plan", other, reason));
         }
     }
+    let one_run = given("--plan") || soak.seeds.end - soak.seeds.start == 1;
+    if given("--event-log") && (!one_run || given("--replay") || given("--shrink")) {
+        return Err(ArgError::Pointless {
+            flag: "--event-log",
+            reason: "writes the event log of one run: give --plan FILE or --seeds N..N+1",
+        });
+    }
     for other in ["--kill-rate", "--background-ddl-rate"] {
         if given("--plan") && given(other) {
             return Err(exclusive("--plan", other, "a plan file is drawn already"));
@@ -1079,7 +1089,7 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 24] = [
+const SOAK_FLAGS: [&str; 25] = [
     "--replay",
     "--plan",
     "--shrink",
@@ -1104,6 +1114,7 @@ const SOAK_FLAGS: [&str; 24] = [
     "--metrics-addr",
     "--serve-for",
     "--otlp-endpoint",
+    "--event-log",
 ];
 
 fn set_soak(
@@ -1133,6 +1144,8 @@ fn set_soak(
         "--background-ddl-rate" => set_rate(soak, flag, v, |g, r| g.background_ddl_rate = r)?,
         "--plan" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
         "--plan" => soak.plan = Some(PathBuf::from(v)),
+        "--event-log" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
+        "--event-log" => soak.event_log = Some(PathBuf::from(v)),
         "--shrink" => soak.shrink = true,
         "--shard" => soak.shard = Some(shard(v)?),
         "--results" if v.is_empty() => return Err(ArgError::MissingValue(flag)),

@@ -54,6 +54,8 @@ pub struct SoakArgs {
     pub serve_for: Option<Duration>,
     /// Send the trace of every failing or stuck seed here (OTLP/gRPC).
     pub otlp_endpoint: Option<String>,
+    /// Write the event log of the one run (`--plan`, or a range of one seed) here.
+    pub event_log: Option<PathBuf>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -232,51 +234,60 @@ impl Triage {
     }
 }
 
-/// Run each run that `runs` yields on `jobs` threads; each finished run goes to `on_row` on the calling
-/// thread, in the order they finish. Stops starting runs once `stop` is set. `observer` sees each run on its
-/// worker thread.
-fn run_parallel(
-    runs: impl Iterator<Item = RunSpec> + Send,
+/// What every worker of a campaign shares.
+struct Workers<'a> {
     jobs: usize,
-    campaign: &str,
-    stop: &AtomicBool,
-    observer: &SoakObserver,
-    traces: Option<&traces::SoakTraces>,
-    mut on_row: impl FnMut(SeedRow),
-) {
-    let next = std::sync::Mutex::new(runs);
-    let (tx, rx) = mpsc::channel::<SeedRow>();
-    std::thread::scope(|scope| {
-        for worker in 0..jobs.max(1) {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let spec = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some(spec) = spec else {
-                        return;
-                    };
-                    let on_cluster = observer.seed_started(worker, spec.mode().as_str());
-                    let hooks = ReproHooks {
-                        on_cluster,
-                        ..Default::default()
-                    };
-                    let row = spec.run(campaign, hooks);
-                    observer.seed_finished(worker, &row);
-                    if let Some(t) = traces {
-                        t.trace_failure(&spec, campaign, &row);
+    campaign: &'a str,
+    /// Set: start no more runs.
+    stop: &'a AtomicBool,
+    /// Sees each run on its worker thread (`--metrics-addr`).
+    observer: &'a SoakObserver,
+    traces: Option<&'a traces::SoakTraces>,
+    event_log: Option<&'a std::path::Path>,
+}
+
+impl Workers<'_> {
+    /// Run each run that `runs` yields on `jobs` threads; each finished run goes to `on_row` on the calling
+    /// thread, in the order they finish.
+    fn run(&self, runs: impl Iterator<Item = RunSpec> + Send, mut on_row: impl FnMut(SeedRow)) {
+        let next = std::sync::Mutex::new(runs);
+        let (tx, rx) = mpsc::channel::<SeedRow>();
+        std::thread::scope(|scope| {
+            for worker in 0..self.jobs.max(1) {
+                let tx = tx.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    while !self.stop.load(Ordering::Relaxed) {
+                        let spec = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some(spec) = spec else {
+                            return;
+                        };
+                        if tx.send(self.run_one(worker, &spec)).is_err() {
+                            return;
+                        }
                     }
-                    if tx.send(row).is_err() {
-                        return;
-                    }
-                }
-            });
+                });
+            }
+            drop(tx);
+            for row in rx {
+                on_row(row);
+            }
+        });
+    }
+
+    fn run_one(&self, worker: usize, spec: &RunSpec) -> SeedRow {
+        let on_cluster = self.observer.seed_started(worker, spec.mode().as_str());
+        let hooks = ReproHooks {
+            on_cluster,
+            ..Default::default()
+        };
+        let row = spec.run(self.campaign, hooks, self.event_log);
+        self.observer.seed_finished(worker, &row);
+        if let Some(t) = self.traces {
+            t.trace_failure(spec, self.campaign, &row);
         }
-        drop(tx);
-        for row in rx {
-            on_row(row);
-        }
-    });
+        row
+    }
 }
 
 /// Why a soak could not run.
@@ -372,37 +383,37 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
     let runs = seeds_to_run(args, &done).map(|seed| args.spec(seed));
     let traces =
         traces::SoakTraces::start(args.otlp_endpoint.as_deref()).map_err(SoakError::Traces)?;
-    run_parallel(
-        runs,
-        args.jobs,
-        &campaign,
-        &stop,
+    let workers = Workers {
+        jobs: args.jobs,
+        campaign: &campaign,
+        stop: &stop,
         observer,
-        traces.as_ref(),
-        |row| {
-            let line = serde_json::to_string(&row).expect("a row serializes");
-            if let Some((path, file)) = sink.as_mut()
-                && let Err(source) = file
-                    .write_all(format!("{line}\n").as_bytes())
-                    .and_then(|()| file.flush())
-            {
-                write_error.get_or_insert(SoakError::WriteResults {
-                    path: path.clone(),
-                    source,
-                });
-                stop.store(true, Ordering::Relaxed);
-            }
-            if args.json {
-                println!("{line}");
-            }
-            progress.record(&row, wall.elapsed());
-            if args.duration.is_some_and(|d| wall.elapsed() >= d) {
-                stop.store(true, Ordering::Relaxed);
-            }
-            triage.add(&row);
-            ran += 1;
-        },
-    );
+        traces: traces.as_ref(),
+        event_log: args.event_log.as_deref(),
+    };
+    workers.run(runs, |row| {
+        let line = serde_json::to_string(&row).expect("a row serializes");
+        if let Some((path, file)) = sink.as_mut()
+            && let Err(source) = file
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| file.flush())
+        {
+            write_error.get_or_insert(SoakError::WriteResults {
+                path: path.clone(),
+                source,
+            });
+            stop.store(true, Ordering::Relaxed);
+        }
+        if args.json {
+            println!("{line}");
+        }
+        progress.record(&row, wall.elapsed());
+        if args.duration.is_some_and(|d| wall.elapsed() >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        triage.add(&row);
+        ran += 1;
+    });
     progress.finish();
     if ran < to_run && write_error.is_none() {
         let resume = match &args.results {
@@ -580,27 +591,27 @@ fn replay_file(
     let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
-    run_parallel(
-        runs.into_iter(),
+    let workers = Workers {
         jobs,
-        "replay",
-        &stop,
+        campaign: "replay",
+        stop: &stop,
         observer,
-        None,
-        |now| {
-            let was = before[now.replay.as_str()];
-            if was.outcome == now.outcome && was.digest == now.digest {
-                same += 1;
-                println!("seed {}: same", now.seed);
-            } else {
-                differ += 1;
-                println!(
-                    "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
-                    now.seed, was.outcome, now.outcome, was.digest, now.digest
-                );
-            }
-        },
-    );
+        traces: None,
+        event_log: None,
+    };
+    workers.run(runs.into_iter(), |now| {
+        let was = before[now.replay.as_str()];
+        if was.outcome == now.outcome && was.digest == now.digest {
+            same += 1;
+            println!("seed {}: same", now.seed);
+        } else {
+            differ += 1;
+            println!(
+                "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
+                now.seed, was.outcome, now.outcome, was.digest, now.digest
+            );
+        }
+    });
     println!("replayed {}: {same} same, {differ} differ", same + differ);
     Ok(u8::from(differ > 0))
 }
@@ -665,6 +676,7 @@ mod tests {
             metrics_addr: None,
             serve_for: None,
             otlp_endpoint: None,
+            event_log: None,
         }
     }
 

@@ -43,7 +43,8 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
         on_cluster: None,
         tracing_layer: epochlab_telemetry::run_layer(None),
     };
-    let row = spec.run(&format!("plan={}", path.display()), hooks);
+    let campaign = format!("plan={}", path.display());
+    let row = spec.run(&campaign, hooks, args.event_log.as_deref());
     if args.json {
         println!("{}", serde_json::to_string(&row).expect("a row serializes"));
     }

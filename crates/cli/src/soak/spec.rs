@@ -1,6 +1,8 @@
 //! What one soak run is (a seed of the directed scenario, a seed's random plan, or a plan file), how it
 //! runs, how it becomes a results row, and the command that replays it.
 
+use std::path::Path;
+
 use epochlab_meta::DropMode;
 use epochlab_sim::workload::{FailureKind, GenParams, Plan, PlanReport, generate, run_plan};
 use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
@@ -90,12 +92,15 @@ impl RunSpec {
         }
     }
 
-    /// Run it.
-    pub fn run(&self, campaign: &str, hooks: ReproHooks) -> SeedRow {
+    /// Run it; with `event_log`, write the run's event log there.
+    pub fn run(&self, campaign: &str, hooks: ReproHooks, event_log: Option<&Path>) -> SeedRow {
         let wall = WallTimer::start();
         match (self, self.plan()) {
             (RunSpec::Directed(p), _) => {
                 let out = run_repro_with(p, hooks);
+                if let Some(path) = event_log {
+                    write_log(path, out.log.lines());
+                }
                 let (digest, virtual_ms) = (out.digest, out.virtual_elapsed.as_millis() as u64);
                 let wall_ms = wall.elapsed().as_millis() as u64;
                 row_of_repro(campaign, &out.value, digest, virtual_ms, wall_ms)
@@ -103,8 +108,8 @@ impl RunSpec {
             (_, plan) => {
                 let plan = plan.expect("a random or plan run plays a plan");
                 let out = run_plan(&plan, self.mode(), hooks);
-                if let Ok(path) = std::env::var("DBG_LOG") {
-                    std::fs::write(path, out.log.lines().join("\n")).unwrap();
+                if let Some(path) = event_log {
+                    write_log(path, out.log.lines());
                 }
                 let mut row = self.row_of_plan(campaign, &out.value);
                 row.digest = out.digest;
@@ -138,6 +143,19 @@ impl RunSpec {
             wall_ms: 0,
             replay: self.replay(),
         }
+    }
+}
+
+/// Write a run's event log (one line per event, with virtual time) to `path`.
+fn write_log(path: &Path, lines: Vec<String>) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    match std::fs::write(path, text) {
+        Ok(()) => eprintln!("soak: event log written to {}", path.display()),
+        Err(e) => eprintln!(
+            "soak: cannot write the event log to {}: {e}",
+            path.display()
+        ),
     }
 }
 

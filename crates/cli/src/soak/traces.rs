@@ -51,7 +51,7 @@ impl SoakTraces {
             on_cluster: None,
             tracing_layer: Some(tracer.layer()),
         };
-        let again = spec.run(campaign, hooks);
+        let again = spec.run(campaign, hooks, None);
         if again.digest != row.digest {
             eprintln!(
                 "soak: seed {}: the traced rerun differs (digest {})",
