@@ -341,7 +341,11 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let triage = text(&out.stdout);
     assert!(
-        triage.contains("first seed 44: cargo xtask soak --scenario random --mode buggy"),
+        triage.contains("first seed 44: I2 zombie-access"),
+        "{triage}"
+    );
+    assert!(
+        triage.contains("replay: cargo xtask soak --scenario random --mode buggy"),
         "{triage}"
     );
     let replay = epochlab(["soak", "--replay", results, "--jobs", "2"]);
