@@ -392,7 +392,8 @@ fn bad_soak_input_is_one_line_and_exit_2() {
     let malformed = dir.join("malformed.jsonl");
     std::fs::write(&malformed, "{\"seed\": 1}\nnot json\n").unwrap();
     let malformed = malformed.to_str().unwrap();
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
+        &["soak", "--results", malformed],
         &["soak", "--seeds", "5..3"],
         &["soak", "--shard", "3/2"],
         &["soak", "--jobs", "0"],

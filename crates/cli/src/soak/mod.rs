@@ -9,7 +9,7 @@ mod spec;
 mod traces;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -144,24 +144,17 @@ fn count_to_run(args: &SoakArgs, done: &BTreeSet<u64>) -> u64 {
     share - skipped
 }
 
-/// The rows of a results file that belong to `campaign`.
-pub fn read_results(path: &std::path::Path, campaign: &str) -> std::io::Result<Vec<SeedRow>> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut rows = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line?;
-        if let Ok(row) = serde_json::from_str::<SeedRow>(&line)
-            && row.campaign == campaign
-            && row.version == RESULTS_VERSION
-        {
-            rows.push(row);
-        }
+/// The rows of a results file that belong to `campaign` (none when the file does not exist yet). A line that
+/// is not a row is an error, but for a torn last line.
+pub fn read_results(path: &std::path::Path, campaign: &str) -> Result<Vec<SeedRow>, SoakError> {
+    if !path.exists() {
+        return Ok(Vec::new());
     }
-    Ok(rows)
+    let rows = read_all(path)?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.campaign == campaign && r.version == RESULTS_VERSION)
+        .collect())
 }
 
 /// A campaign's tally: outcome counts and failures by signature. It grows with the signatures, not with the
@@ -356,10 +349,7 @@ fn campaign_or_replay(args: &SoakArgs, observer: &SoakObserver) -> Result<u8, So
 fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakError> {
     let campaign = args.campaign();
     let before: Vec<SeedRow> = match &args.results {
-        Some(path) => read_results(path, &campaign).map_err(|source| SoakError::ReadResults {
-            path: path.display().to_string(),
-            source,
-        })?,
+        Some(path) => read_results(path, &campaign)?,
         None => Vec::new(),
     };
     let done: BTreeSet<u64> = before.iter().map(|r| r.seed).collect();
