@@ -182,7 +182,14 @@ fn test(args: &[String]) -> Result {
 
 fn bench(args: &[String]) -> Result {
     let mut cmd = cargo()?;
-    cmd.args(["bench", "-q", "--workspace"]);
+    cmd.args(["bench", "-q"]);
+    // `-p X` benches X only; otherwise every crate's benchmarks.
+    let picks_package = args
+        .iter()
+        .any(|a| a == "-p" || a == "--package" || a.starts_with("--package="));
+    if !picks_package {
+        cmd.arg("--workspace");
+    }
     cmd.args(args);
     run("cargo bench", cmd)
 }

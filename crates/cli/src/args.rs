@@ -60,7 +60,7 @@ OUTCOMES
 EXIT STATUS
   0 every mode met its expectation: buggy failed, fixed passed, purge-before-reset did not get stuck
   1 a mode that must pass failed or got stuck (or buggy got stuck), or the two --check-determinism runs of a
-    mode differed, or one of them crashed
+    mode differed, or one of them crashed, or --otlp-endpoint could not deliver the traces (one line says why)
   2 bad input
   3 nothing that must pass failed, but some mode could not show what it is for: buggy was not_reproducible
     (or passed), or fixed was not_reproducible";

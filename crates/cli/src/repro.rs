@@ -50,6 +50,8 @@ pub struct Run {
     pub digest: String,
     pub virtual_ms: u64,
     pub wall_ms: u64,
+    /// Why the run's traces could not be delivered, if they could not.
+    pub trace_error: Option<String>,
 }
 
 /// The flags that select exactly this run.
@@ -122,12 +124,7 @@ fn run_one(
         // Fold in the run's final values and release its cluster (its gauges keep their last values).
         m.end_run(0);
     }
-    if let Some(t) = tracer
-        && let Err(e) = t.finish()
-    {
-        let mode = params.mode.as_str();
-        eprintln!("epochlab repro: traces of the {mode} run: {e}");
-    }
+    let trace_error = tracer.and_then(|t| t.finish().err());
     let wall_ms = millis(wall.elapsed());
     if let Some(path) = event_log {
         let mut text = out.log.lines().join("\n");
@@ -142,6 +139,7 @@ fn run_one(
         digest: out.digest,
         virtual_ms: millis(out.virtual_elapsed),
         wall_ms,
+        trace_error,
     })
 }
 
@@ -206,8 +204,9 @@ impl Telemetry {
         }
     }
 
-    /// Say where the traces went, then serve as long as asked.
-    fn finish(self, serve_for: Option<std::time::Duration>) {
+    /// Say where the traces went (or, in one line, that they could not be delivered), then serve as long as
+    /// asked.
+    fn finish(self, serve_for: Option<std::time::Duration>, trace_error: Option<&str>) {
         if let Some(j) = &self.jaeger {
             let ui = j.ui_addr();
             eprintln!("Jaeger UI: http://{ui}/search?service=epochlab");
@@ -216,7 +215,10 @@ impl Telemetry {
                 None => eprintln!("no failing span among the traces"),
             }
         } else if let Some(endpoint) = &self.otlp_endpoint {
-            eprintln!("traces sent to {endpoint} (service epochlab)");
+            match trace_error {
+                None => eprintln!("traces sent to {endpoint} (service epochlab)"),
+                Some(e) => eprintln!("epochlab repro: traces not delivered to {endpoint}: {e}"),
+            }
         }
         // The flags guarantee that --serve-for comes with metrics or the embedded Jaeger.
         match (serve_for, &self.jaeger) {
@@ -270,8 +272,15 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     }
     let _ = stdout.flush();
     drop(stdout);
-    telemetry.finish(args.serve_for);
-    Ok(exit_code(runs.iter().map(|r| Verdict::of(&r.report))))
+    let trace_error = runs.iter().find_map(|r| r.trace_error.as_deref());
+    telemetry.finish(args.serve_for, trace_error);
+    let code = exit_code(runs.iter().map(|r| Verdict::of(&r.report)));
+    // Traces the user asked for that did not arrive make the command fail.
+    Ok(if trace_error.is_some() {
+        code.max(1)
+    } else {
+        code
+    })
 }
 
 /// One JSON object on one line.

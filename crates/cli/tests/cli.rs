@@ -462,3 +462,28 @@ fn a_soak_sends_the_traces_of_its_failing_seeds() {
         "the failing span is there"
     );
 }
+
+/// `--otlp-endpoint` that cannot deliver: one line on stderr and exit 1 (the run itself passed).
+#[test]
+fn undeliverable_traces_are_one_line_and_exit_1() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = epochlab([
+        "repro",
+        "--mode",
+        "fixed",
+        "--json",
+        "--otlp-endpoint",
+        endpoint.as_str(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "epochlab repro: traces not delivered to {endpoint}: "
+        )),
+        "{stderr}"
+    );
+}
