@@ -487,3 +487,43 @@ fn undeliverable_traces_are_one_line_and_exit_1() {
         "{stderr}"
     );
 }
+
+/// The Kubernetes Job's pod command, as the kubelet expands it for completion index 3, is one `epochlab soak`
+/// accepts: it runs shard 3/8 into its own results file (stopped after a second here).
+#[test]
+fn the_soak_jobs_pod_command_runs_its_shard() {
+    let manifest = include_str!("../../../deploy/k8s/soak-job.yaml");
+    let dir = std::env::temp_dir().join(format!("epochlab-k8s-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let results_dir = dir.to_str().unwrap();
+    let mut lines = manifest.lines().skip_while(|l| l.trim() != "args:").skip(1);
+    let mut args: Vec<String> = Vec::new();
+    for line in lines.by_ref() {
+        let Some(arg) = line.trim().strip_prefix("- ") else {
+            break;
+        };
+        let arg = arg
+            .replace("$(JOB_COMPLETION_INDEX)", "3")
+            .replace("$(CPUS)", "2")
+            .replace("/results", results_dir)
+            .replace("0.0.0.0:9464", "127.0.0.1:0");
+        args.push(arg);
+    }
+    assert_eq!(args.first().map(String::as_str), Some("soak"), "{args:?}");
+    let shard = args.iter().position(|a| a == "--shard").expect("a --shard");
+    assert_eq!(args[shard + 1], "3/8");
+    let out = epochlab(args.iter().map(String::as_str).chain(["--duration", "1"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let results = std::fs::read_to_string(dir.join("shard-3.jsonl")).unwrap();
+    let seeds: Vec<u64> = results
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seed"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(!seeds.is_empty());
+    assert!(seeds.iter().all(|s| s % 8 == 3), "{seeds:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
