@@ -53,7 +53,8 @@ impl EventLog {
         &self.clock
     }
 
-    /// Record one event: `kind` is a short fixed name ("inject barrier"), `detail` its ids and values.
+    /// Record one event: `kind` is a short fixed name ("inject barrier"), `detail` its ids and values. It is
+    /// also an INFO line of target `epochlab::event` (`RUST_LOG=epochlab::event=info`).
     pub fn record(&self, kind: &str, detail: fmt::Arguments<'_>) {
         let us = self.clock.elapsed_us();
         let line = format!(
@@ -61,6 +62,8 @@ impl EventLog {
             us / 1_000_000,
             us % 1_000_000
         );
+        // The same line for `RUST_LOG` (target `epochlab::event`), stamped with virtual time like the log.
+        tracing::info!(target: "epochlab::event", "{line}");
         let mut inner = self.lock();
         inner.digest.update(line.as_bytes());
         inner.digest.update(b"\n");
