@@ -38,6 +38,8 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --check-determinism       run each mode twice in two child processes and compare their event logs
   --event-log PATH          write each run's event log to PATH (with more than one mode, the mode goes
                             before PATH's extension: run.log becomes run.buggy.log, ...); off by default
+  --log-file PATH           write the runs' log lines to PATH (the levels of RUST_LOG if set, else info), each
+                            stamped with its run's virtual time, mode and seed; off by default
   --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the runs go; off by default
   --jaeger                  collect every epoch's trace in an embedded Jaeger (UI on --jaeger-addr)
   --jaeger-addr HOST:PORT   needs --jaeger; the Jaeger UI's address, default 127.0.0.1:16686 (OTLP on a free
@@ -230,6 +232,8 @@ pub struct ReproArgs {
     pub check_determinism: bool,
     /// Write every event-log line here (used by --check-determinism's children); see [`Self::event_log_of`].
     pub event_log: Option<PathBuf>,
+    /// Write the runs' log lines here (at `RUST_LOG`'s levels, else INFO), stamped with virtual time.
+    pub log_file: Option<PathBuf>,
     pub metrics_addr: Option<SocketAddr>,
     pub serve_for: Option<Duration>,
     pub jaeger: bool,
@@ -246,6 +250,7 @@ impl Default for ReproArgs {
             json: false,
             check_determinism: false,
             event_log: None,
+            log_file: None,
             metrics_addr: None,
             serve_for: None,
             jaeger: false,
@@ -279,6 +284,7 @@ pub enum Flag {
     Json,
     CheckDeterminism,
     EventLog,
+    LogFile,
     MetricsAddr,
     Jaeger,
     JaegerAddr,
@@ -287,7 +293,7 @@ pub enum Flag {
 }
 
 impl Flag {
-    pub const ALL: [Flag; 18] = [
+    pub const ALL: [Flag; 19] = [
         Flag::Mode,
         Flag::Seed,
         Flag::Rows,
@@ -301,6 +307,7 @@ impl Flag {
         Flag::Json,
         Flag::CheckDeterminism,
         Flag::EventLog,
+        Flag::LogFile,
         Flag::MetricsAddr,
         Flag::Jaeger,
         Flag::JaegerAddr,
@@ -323,6 +330,7 @@ impl Flag {
             Flag::Json => "--json",
             Flag::CheckDeterminism => "--check-determinism",
             Flag::EventLog => "--event-log",
+            Flag::LogFile => "--log-file",
             Flag::MetricsAddr => "--metrics-addr",
             Flag::Jaeger => "--jaeger",
             Flag::JaegerAddr => "--jaeger-addr",
@@ -451,6 +459,8 @@ impl ReproArgs {
             Flag::CheckDeterminism => self.check_determinism = true,
             Flag::EventLog if v.is_empty() => return Err(ArgError::MissingValue(flag.name())),
             Flag::EventLog => self.event_log = Some(PathBuf::from(v)),
+            Flag::LogFile if v.is_empty() => return Err(ArgError::MissingValue(flag.name())),
+            Flag::LogFile => self.log_file = Some(PathBuf::from(v)),
             Flag::MetricsAddr => self.metrics_addr = Some(address(flag, v, "127.0.0.1:9464")?),
             Flag::Jaeger => self.jaeger = true,
             Flag::JaegerAddr => self.jaeger_addr = Some(address(flag, v, "127.0.0.1:16686")?),
@@ -482,6 +492,13 @@ impl ReproArgs {
                 flag: "--serve-for",
                 reason: "needs --metrics-addr or --jaeger: it keeps serving metrics and the embedded \
                          Jaeger (with --otlp-endpoint the traces go elsewhere and nothing is served)",
+            });
+        }
+        if self.check_determinism && self.log_file.is_some() {
+            return Err(ArgError::Exclusive {
+                a: "--log-file",
+                b: "--check-determinism",
+                reason: "the check runs its children without logs",
             });
         }
         if self.check_determinism && self.event_log.is_some() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use epochlab_sim::{ReproHooks, ReproParams, ReproReport, run_repro_with};
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
-    RuntimeHandle, WallTimer, run_layer, wait_for_ctrl_c,
+    RuntimeHandle, WallTimer, run_layer_to, wait_for_ctrl_c,
 };
 
 use crate::args::ReproArgs;
@@ -29,7 +29,7 @@ pub enum ReproError {
     Tracer { mode: &'static str, detail: String },
     #[error(transparent)]
     Determinism(#[from] DeterminismError),
-    #[error("cannot write the event log to {path}: {detail}")]
+    #[error("cannot write the log to {path}: {detail}")]
     EventLog { path: String, detail: String },
 }
 
@@ -103,6 +103,7 @@ fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError>
 
 fn run_one(
     params: &ReproParams,
+    log_file: Option<&std::path::Path>,
     event_log: Option<&std::path::Path>,
     metrics: Option<&Arc<Metrics>>,
     traces: Option<&Traces<'_>>,
@@ -117,7 +118,7 @@ fn run_one(
     });
     let hooks = ReproHooks {
         on_cluster: hook,
-        tracing_layer: run_layer(tracer.as_ref()),
+        tracing_layer: run_layer_to(tracer.as_ref(), log_file.and_then(append_to)),
     };
     let out = run_repro_with(params, hooks);
     if let Some(m) = metrics {
@@ -241,6 +242,12 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
         return Ok(determinism::check(args)?);
     }
     // A path the user asked to keep a log in must be writable before anything runs.
+    if let Some(path) = &args.log_file {
+        std::fs::write(path, b"").map_err(|e| ReproError::EventLog {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    }
     for &mode in &args.modes {
         if let Some(path) = args.event_log_of(mode) {
             std::fs::write(&path, b"").map_err(|e| ReproError::EventLog {
@@ -259,7 +266,14 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
         };
         let log = args.event_log_of(mode);
         let metrics = telemetry.metrics.as_ref();
-        runs.push(run_one(&params, log.as_deref(), metrics, traces.as_ref())?);
+        let log_file = args.log_file.as_deref();
+        runs.push(run_one(
+            &params,
+            log_file,
+            log.as_deref(),
+            metrics,
+            traces.as_ref(),
+        )?);
     }
     drop(traces);
     let mut stdout = std::io::stdout().lock();
@@ -281,6 +295,11 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     } else {
         code
     })
+}
+
+/// The log file, opened to append one run's lines after the previous run's.
+fn append_to(path: &std::path::Path) -> Option<std::fs::File> {
+    std::fs::OpenOptions::new().append(true).open(path).ok()
 }
 
 /// One JSON object on one line.

@@ -527,3 +527,40 @@ fn the_soak_jobs_pod_command_runs_its_shard() {
     assert!(seeds.iter().all(|s| s % 8 == 3), "{seeds:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--log-file`: the run's log lines, on the run's virtual clock, with its mode and seed; the unregister is an
+/// INFO line and the actor failure an ERROR line that carries the error.
+#[test]
+fn the_log_file_is_on_the_virtual_clock() {
+    let path = std::env::temp_dir().join(format!("epochlab-log-{}.log", std::process::id()));
+    let out = epochlab([
+        "repro",
+        "--mode",
+        "buggy",
+        "--json",
+        "--log-file",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stamp = |l: &str| -> f64 {
+        let t = l.split_whitespace().next().unwrap();
+        t.strip_suffix('s').unwrap().parse().unwrap()
+    };
+    assert!(log.lines().all(|l| l.contains(" buggy seed=1 ")), "{log}");
+    let unregister = log
+        .lines()
+        .find(|l| l.contains("INFO") && l.contains("unregister tables"))
+        .expect("an unregister line");
+    let failure = log
+        .lines()
+        .find(|l| l.contains("ERROR") && l.contains("not found (by the backfill persist check)"))
+        .expect("the actor failure as an ERROR line");
+    // Virtual seconds since the run started: the failure comes after the unregister, within the run.
+    assert!(
+        stamp(unregister) < stamp(failure),
+        "{unregister}\n{failure}"
+    );
+    assert!(stamp(failure) < 600.0, "{failure}");
+}

@@ -86,3 +86,38 @@ impl Clock {
         }
     }
 }
+
+thread_local! {
+    /// The simulation running on this thread, if any: its clock and a label (`buggy seed=1`).
+    static CURRENT_RUN: std::cell::RefCell<Option<(Clock, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marks the simulation running on this thread until dropped, so that log lines can be stamped with its
+/// virtual time and label ([`with_current_run`]).
+pub struct CurrentRunGuard(());
+
+impl Drop for CurrentRunGuard {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// A simulation with `clock` starts on this thread.
+pub fn enter_run(clock: Clock, label: String) -> CurrentRunGuard {
+    CURRENT_RUN.with(|c| *c.borrow_mut() = Some((clock, label)));
+    CurrentRunGuard(())
+}
+
+/// Name the run on this thread (e.g. its mode and seed), once the caller knows it.
+pub fn label_current_run(label: String) {
+    CURRENT_RUN.with(|c| {
+        if let Some((_, l)) = c.borrow_mut().as_mut() {
+            *l = label;
+        }
+    });
+}
+
+/// The run on this thread, if any: its clock and label.
+pub fn with_current_run<R>(f: impl FnOnce(Option<(&Clock, &str)>) -> R) -> R {
+    CURRENT_RUN.with(|c| f(c.borrow().as_ref().map(|(clock, l)| (clock, l.as_str()))))
+}

@@ -111,6 +111,8 @@ where
         .expect("building a current-thread runtime cannot fail");
     rt.block_on(async move {
         let clock = Clock::virtual_from(origin_unix_ms);
+        // Log lines of this run carry its virtual time (see `epochlab_common::clock::with_current_run`).
+        let _run = epochlab_common::clock::enter_run(clock.clone(), format!("seed={seed}"));
         let log = EventLog::new(clock.clone());
         let ctx = SimContext {
             seed,

@@ -289,6 +289,8 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
     // The capture must see the clock, which exists only inside the run: install it there, per thread,
     // with the caller's layer in the same subscriber.
     let out = crate::runtime::try_run(p.seed, REPRO_TIME_LIMIT, move |ctx| async move {
+        let label = format!("{} seed={}", p.mode.as_str(), p.seed);
+        epochlab_common::clock::label_current_run(label);
         let capture = Capture::new(ctx.clock.clone());
         let subscriber = tracing_subscriber::registry()
             .with(hooks.tracing_layer)

@@ -158,20 +158,60 @@ pub fn wait_for_ctrl_c(rt: &tokio::runtime::Handle) {
     let _ = rt.block_on(tokio::signal::ctrl_c());
 }
 
+/// Log lines stamped with the virtual time of the simulation running on the thread (seconds since its start)
+/// and its label (mode and seed), so that they line up with the event log and the spans; wall time outside
+/// a simulation.
+struct VirtualTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        epochlab_common::clock::with_current_run(|run| match run {
+            Some((clock, label)) => {
+                let us = clock.elapsed_us();
+                write!(w, "{:>6}.{:06}s {label}", us / 1_000_000, us % 1_000_000)
+            }
+            None => tracing_subscriber::fmt::time::SystemTime.format_time(w),
+        })
+    }
+}
+
 /// The one place a run's tracing is put together: a fmt layer on stderr filtered by `RUST_LOG` (only when it is
 /// set), and the OpenTelemetry layer of `tracer` (when traces are exported). `None` when neither is wanted,
 /// which keeps the cost of spans near zero.
 pub fn run_layer(tracer: Option<&RunTracer>) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
+    run_layer_to(tracer, None)
+}
+
+/// [`run_layer`], and the log lines also appended to `log_file` (at `RUST_LOG`'s levels, else INFO).
+pub fn run_layer_to(
+    tracer: Option<&RunTracer>,
+    log_file: Option<std::fs::File>,
+) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
     use tracing_subscriber::filter::EnvFilter;
-    let fmt = std::env::var("RUST_LOG").ok().map(|spec| {
+    let spec = std::env::var("RUST_LOG").ok();
+    let stderr = spec.clone().map(|spec| {
         tracing_subscriber::fmt::layer()
+            .with_timer(VirtualTime)
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_filter(EnvFilter::new(spec))
     });
+    let file = log_file.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_timer(VirtualTime)
+            .with_writer(std::sync::Mutex::new(f))
+            .with_ansi(false)
+            .with_filter(EnvFilter::new(spec.unwrap_or_else(|| "info".into())))
+    });
+    let fmt: Option<Box<dyn Layer<Registry> + Send + Sync>> = match (stderr, file) {
+        (None, None) => None,
+        (Some(a), None) => Some(Box::new(a)),
+        (None, Some(b)) => Some(Box::new(b)),
+        (Some(a), Some(b)) => Some(Box::new(a.and_then(b))),
+    };
     match (fmt, tracer) {
         (None, None) => None,
-        (Some(f), None) => Some(Box::new(f)),
+        (Some(f), None) => Some(f),
         (None, Some(t)) => Some(t.layer()),
         (Some(f), Some(t)) => Some(Box::new(f.and_then(t.layer()))),
     }

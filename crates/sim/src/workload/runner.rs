@@ -40,6 +40,8 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
     let p = plan.clone();
     let limit = Duration::from_millis(plan.end_ms()) + 4 * SETTLE_BUDGET + STALL_LIMIT;
     let out = crate::runtime::try_run(plan.seed, limit, move |ctx| async move {
+        let label = format!("{} seed={}", mode.as_str(), ctx.seed);
+        epochlab_common::clock::label_current_run(label);
         let subscriber = tracing_subscriber::registry().with(hooks.tracing_layer);
         let _guard = tracing::subscriber::set_default(subscriber);
         play(ctx, p, mode, hooks.on_cluster).await
