@@ -124,9 +124,52 @@ pub struct Unregister {
     pub reason: String,
 }
 
+/// The invariants as metric label values, each counted from the start of a run.
+pub const INVARIANT_LABELS: [&str; 5] = [
+    "i1_commit_order",
+    "i2_unregister_in_use",
+    "i2_zombie_access",
+    "i3_table_set",
+    "oracle",
+];
+
+/// The label of an invariant name (`I2 zombie-access` is `i2_zombie_access`).
+pub fn invariant_label(invariant: &str) -> &'static str {
+    match invariant {
+        "I1 commit-order" => "i1_commit_order",
+        "I2 unregister-in-use" => "i2_unregister_in_use",
+        "I2 zombie-access" => "i2_zombie_access",
+        "I3 table-set" => "i3_table_set",
+        _ => "oracle",
+    }
+}
+
+/// Violations found so far in a run, by invariant label (the zombie-access detector counts its own: see
+/// [`ZombieAccessDetector::accesses`]). Metrics read it while the run goes.
+#[derive(Clone, Default)]
+pub struct ViolationCounts(Arc<Mutex<BTreeMap<&'static str, u64>>>);
+
+impl ViolationCounts {
+    fn add(&self, label: &'static str) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(label)
+            .or_default() += 1;
+    }
+
+    /// The count of `label` so far.
+    pub fn get(&self, label: &str) -> u64 {
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(label).copied().unwrap_or(0)
+    }
+}
+
 #[derive(Clone)]
 pub struct Checkers {
     violations: Arc<Mutex<Vec<Violation>>>,
+    counts: ViolationCounts,
     unregisters: Arc<Mutex<Vec<Unregister>>>,
 }
 
@@ -136,6 +179,7 @@ impl Checkers {
     pub fn install(cluster: &Arc<Cluster>, mode: DropMode) -> Self {
         let this = Self {
             violations: Arc::default(),
+            counts: cluster.violations.clone(),
             unregisters: Arc::default(),
         };
         let weak = Arc::downgrade(cluster);
@@ -215,6 +259,7 @@ impl Checkers {
     pub fn violation(&self, v: Violation) {
         let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
         if !all.contains(&v) {
+            self.counts.add(invariant_label(v.invariant));
             all.push(v);
         }
     }

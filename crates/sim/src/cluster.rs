@@ -19,7 +19,7 @@ use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
 use epochlab_stream::{ComputeEnv, ComputeNode, DmlError, StreamConfig};
 use tokio::task::JoinHandle;
 
-use crate::checkers::ZombieAccessDetector;
+use crate::checkers::{ViolationCounts, ZombieAccessDetector};
 use crate::runtime::SimContext;
 
 #[derive(Clone, Debug)]
@@ -51,6 +51,8 @@ pub struct Cluster {
     pub exchange: ExchangeRegistry,
     /// (I2 zombie-access) every access by an actor to a table meta has unregistered.
     pub zombie: ZombieAccessDetector,
+    /// The checkers' violations so far, by invariant (for metrics).
+    pub violations: ViolationCounts,
     /// Every actor failure, typed.
     pub failures: ActorFailureLog,
     env: ComputeEnv,
@@ -122,6 +124,7 @@ impl Cluster {
             backfill,
             exchange,
             zombie,
+            violations: ViolationCounts::default(),
             failures: env.failures.clone(),
             env,
             nodes: Mutex::new(nodes),

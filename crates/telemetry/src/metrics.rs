@@ -20,6 +20,7 @@ use std::time::Duration;
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_sim::Cluster;
+use epochlab_sim::checkers::INVARIANT_LABELS;
 use epochlab_stream::executor::FailureReason;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -121,6 +122,7 @@ struct Families {
     uncommitted_bytes: IntGaugeVec,
     rejected_writes: IntCounterVec,
     actor_failures: IntCounterVec,
+    invariant_violations: IntCounterVec,
     soak_seeds: IntCounterVec,
     soak_failures: IntCounterVec,
     soak_in_progress: IntGaugeVec,
@@ -287,6 +289,12 @@ impl Metrics {
                 "Actors that failed.",
                 &["mode", "reason"],
             ),
+            invariant_violations: counter(
+                "epochlab_invariant_violations_total",
+                "Invariant violations the checkers found (I1 commit order, I2 unregister in use, I2 zombie \
+                 access by the detector, I3 table set, oracle).",
+                &["mode", "invariant"],
+            ),
             soak_seeds: counter(
                 "epochlab_soak_seeds_total",
                 "Seeds a soak has finished, by outcome (passed, failed or stuck).",
@@ -335,6 +343,9 @@ impl Metrics {
             }
             for r in FailureReason::ALL {
                 f.actor_failures.with_label_values(&[mode, r.as_str()]);
+            }
+            for i in INVARIANT_LABELS {
+                f.invariant_violations.with_label_values(&[mode, i]);
             }
             for o in SeedOutcome::ALL {
                 f.soak_seeds.with_label_values(&[mode, o.as_str()]);
@@ -615,6 +626,14 @@ fn refresh_run(
     f.uncommitted_bytes
         .with_label_values(&gauge_labels)
         .set(uncommitted as i64);
+    for label in INVARIANT_LABELS {
+        let n = match label {
+            "i2_zombie_access" => c.zombie.accesses().len() as u64,
+            _ => c.violations.get(label),
+        };
+        let counter = f.invariant_violations.with_label_values(&[mode, label]);
+        add_delta(cursors, format!("invariant/{label}"), n, &counter);
+    }
 
     let mut missing: BTreeMap<String, u64> = BTreeMap::new();
     let mut series = BTreeSet::new();
@@ -785,6 +804,54 @@ mod tests {
         let recoveries: u64 = reports.iter().map(|r| r.recoveries).sum();
         let got = sum(&text, "epochlab_recoveries_total", &[]);
         assert_eq!(got as u64, recoveries);
+    }
+
+    #[test]
+    fn invariant_violations_are_counted_per_mode_from_zero() {
+        let modes = ["fixed", "purge-before-reset"];
+        let metrics = Arc::new(Metrics::new(&modes));
+        let text = metrics.render();
+        for mode in modes {
+            for invariant in INVARIANT_LABELS {
+                let labels = [
+                    format!("mode=\"{mode}\""),
+                    format!("invariant=\"{invariant}\""),
+                ];
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                assert_eq!(
+                    sum(&text, "epochlab_invariant_violations_total", &labels),
+                    0.0,
+                    "{text}"
+                );
+            }
+        }
+        // Seed 39's random plan breaks I2 in purge-before-reset (RisingWave #15852's window); fixed holds.
+        let plan = epochlab_sim::workload::generate(39, &Default::default());
+        let mut reports = Vec::new();
+        for mode in [DropMode::Fixed, DropMode::PurgeBeforeReset] {
+            let m = metrics.clone();
+            let hooks = ReproHooks {
+                on_cluster: Some(Box::new(move |cluster| {
+                    m.start_run(0, RunSource::starting_now(mode.as_str(), cluster));
+                })),
+                tracing_layer: None,
+            };
+            reports.push(epochlab_sim::workload::run_plan(&plan, mode, hooks).value);
+            metrics.end_run(0);
+        }
+        let text = metrics.render();
+        let of = |mode: &str| {
+            let label = format!("mode=\"{mode}\"");
+            sum(
+                &text,
+                "epochlab_invariant_violations_total",
+                &[label.as_str()],
+            )
+        };
+        assert_eq!(of("fixed"), 0.0, "the fix violates nothing: {text}");
+        let purge = reports[1].violations.len();
+        assert!(purge > 0, "{:?}", reports[1]);
+        assert!(of("purge-before-reset") >= 1.0, "{text}");
     }
 
     #[test]
