@@ -29,7 +29,7 @@ fn prometheus_scrapes_a_repro_run() {
         18,
         "the dashboard's expressions were all found"
     );
-    assert_eq!(alert_exprs().len(), 4);
+    assert_eq!(alert_exprs().len(), 5);
 
     // The run, observed by an in-process metrics server on a free port.
     let metrics = Arc::new(Metrics::new(&["buggy"]));
