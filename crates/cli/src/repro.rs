@@ -6,7 +6,7 @@ use std::sync::Arc;
 use epochlab_sim::{ReproHooks, ReproParams, ReproReport, run_repro_with};
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
-    RuntimeHandle, WallTimer, run_layer_to, wait_for_ctrl_c,
+    RuntimeHandle, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
 use crate::args::ReproArgs;
@@ -92,7 +92,7 @@ struct Traces<'a> {
 fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError> {
     let mode = params.mode.as_str();
     let attributes = vec![
-        KeyValue::new("service.instance.id", format!("{mode}-{}", params.seed)),
+        KeyValue::new("service.instance.id", instance_id(mode, params.seed)),
         KeyValue::new("epochlab.seed", params.seed as i64),
         KeyValue::new("epochlab.mode", mode),
         KeyValue::new("epochlab.scenario", "risingwave-14910"),

@@ -15,7 +15,7 @@ pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSou
 pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
 pub use tokio::runtime::Handle as RuntimeHandle;
-pub use tracer::{ExportRuntime, RunTracer, run_layer, run_layer_to, wait_for_ctrl_c};
+pub use tracer::{ExportRuntime, RunTracer, instance_id, run_layer, run_layer_to, wait_for_ctrl_c};
 
 /// Wall-clock time spent by a run, for reports (telemetry is where real time is read).
 pub struct WallTimer(std::time::Instant);

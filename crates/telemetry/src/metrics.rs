@@ -325,9 +325,8 @@ impl Metrics {
         };
         for mode in modes {
             for worker in 0..workers.max(1) {
+                // Timestamps appear with their run: a 0 would read as 1970.
                 let labels = [*mode, &worker.to_string()];
-                f.injected_ts.with_label_values(&labels);
-                f.committed_ts.with_label_values(&labels);
                 f.lag.with_label_values(&labels);
                 f.inflight.with_label_values(&labels);
                 f.registered_tables.with_label_values(&labels);
@@ -804,6 +803,19 @@ mod tests {
         let recoveries: u64 = reports.iter().map(|r| r.recoveries).sum();
         let got = sum(&text, "epochlab_recoveries_total", &[]);
         assert_eq!(got as u64, recoveries);
+    }
+
+    #[test]
+    fn no_timestamp_before_its_run_and_every_instance_id_is_new() {
+        let text = Metrics::new(&["buggy", "fixed"]).render();
+        assert!(
+            !text.contains("_timestamp_seconds{"),
+            "a 0 timestamp reads as 1970: {text}"
+        );
+        assert_ne!(
+            crate::instance_id("buggy", 1),
+            crate::instance_id("buggy", 1)
+        );
     }
 
     #[test]

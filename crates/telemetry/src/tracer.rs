@@ -66,6 +66,14 @@ impl<E: SpanExporter> SpanExporter for VirtualTimeExporter<E> {
     }
 }
 
+/// `service.instance.id` of one run: its mode and seed, the process and the run's number in it, so that no
+/// two runs share one (`buggy-1-4242.0`).
+pub fn instance_id(mode: &str, seed: u64) -> String {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{mode}-{seed}-{}.{n}", std::process::id())
+}
+
 /// One run's tracer provider.
 pub struct RunTracer {
     provider: SdkTracerProvider,

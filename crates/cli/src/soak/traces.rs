@@ -3,7 +3,7 @@
 //! the cost of tracing every passing seed.
 
 use epochlab_sim::ReproHooks;
-use epochlab_telemetry::{ExportRuntime, KeyValue, RunTracer};
+use epochlab_telemetry::{ExportRuntime, KeyValue, RunTracer, instance_id};
 
 use super::{RunSpec, SeedRow};
 
@@ -34,7 +34,7 @@ impl SoakTraces {
         }
         let mode = spec.mode().as_str();
         let attributes = vec![
-            KeyValue::new("service.instance.id", format!("{mode}-{}", row.seed)),
+            KeyValue::new("service.instance.id", instance_id(mode, row.seed)),
             KeyValue::new("epochlab.seed", row.seed as i64),
             KeyValue::new("epochlab.mode", mode),
             KeyValue::new("epochlab.scenario", spec.scenario()),
