@@ -965,27 +965,7 @@ epochlab soak-report FILES...
 /// Parse `epochlab soak`'s arguments.
 pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     let mut repro = ReproArgs::default();
-    let mut soak = crate::soak::SoakArgs {
-        seeds: 0..100,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        shard: None,
-        scenario: crate::soak::Scenario::Random(GenParams::default()),
-        params: ReproParams {
-            mode: DropMode::Fixed,
-            ..ReproParams::default()
-        },
-        mode_given: false,
-        results: None,
-        duration: None,
-        json: false,
-        replay: None,
-        plan: None,
-        shrink: false,
-        metrics_addr: None,
-        serve_for: None,
-        otlp_endpoint: None,
-        event_log: None,
-    };
+    let mut soak = crate::soak::SoakArgs::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut it = argv.iter();
     while let Some(arg) = it.next() {

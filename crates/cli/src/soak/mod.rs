@@ -91,6 +91,33 @@ pub struct Group {
     pub replay: String,
 }
 
+impl Default for SoakArgs {
+    /// What `epochlab soak` runs without flags.
+    fn default() -> Self {
+        Self {
+            seeds: 0..100,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            shard: None,
+            scenario: Scenario::Random(epochlab_sim::workload::GenParams::default()),
+            params: ReproParams {
+                mode: epochlab_meta::DropMode::Fixed,
+                ..ReproParams::default()
+            },
+            mode_given: false,
+            results: None,
+            duration: None,
+            json: false,
+            replay: None,
+            plan: None,
+            shrink: false,
+            metrics_addr: None,
+            serve_for: None,
+            otlp_endpoint: None,
+            event_log: None,
+        }
+    }
+}
+
 impl SoakArgs {
     /// The campaign key: the scenario and its settings, without the seed.
     pub fn campaign(&self) -> String {
@@ -642,7 +669,6 @@ fn spec_of_replay(command: &str) -> Result<RunSpec, String> {
 #[cfg(test)]
 mod tests {
     use epochlab_meta::DropMode;
-    use epochlab_sim::workload::GenParams;
 
     use super::*;
 
@@ -650,23 +676,7 @@ mod tests {
         SoakArgs {
             seeds: 10..40,
             jobs: 1,
-            shard: None,
-            scenario: Scenario::Random(GenParams::default()),
-            params: ReproParams {
-                mode: DropMode::Fixed,
-                ..ReproParams::default()
-            },
-            mode_given: false,
-            results: None,
-            duration: None,
-            json: false,
-            replay: None,
-            plan: None,
-            shrink: false,
-            metrics_addr: None,
-            serve_for: None,
-            otlp_endpoint: None,
-            event_log: None,
+            ..SoakArgs::default()
         }
     }
 
