@@ -329,11 +329,12 @@ pub enum SoakError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}:{line}: {detail}")]
+    #[error("{path}:{line}: cannot replay `{command}`: {source}")]
     Unreplayable {
         path: String,
         line: usize,
-        detail: String,
+        command: String,
+        source: ReplayError,
     },
     #[error(transparent)]
     PlanFile(#[from] epochlab_sim::workload::PlanFileError),
@@ -598,10 +599,11 @@ fn replay_file(
     let rows = read_all(path)?;
     let mut runs = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
-        let spec = spec_of_replay(&r.replay).map_err(|detail| SoakError::Unreplayable {
+        let spec = spec_of_replay(&r.replay).map_err(|source| SoakError::Unreplayable {
             path: path.display().to_string(),
             line: i + 1,
-            detail: format!("cannot replay `{}`: {detail}", r.replay),
+            command: r.replay.clone(),
+            source,
         })?;
         runs.push(spec);
     }
@@ -633,36 +635,44 @@ fn replay_file(
     Ok(u8::from(differ > 0))
 }
 
+/// Why a results row's replay command names no single run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("neither `cargo xtask repro` nor `cargo xtask soak`")]
+    NotXtask,
+    #[error(transparent)]
+    Flags(#[from] crate::args::ArgError),
+    #[error("not one run of one mode")]
+    NotOneRepro,
+    #[error("not one seed or one plan")]
+    NotOneSoakRun,
+    #[error(transparent)]
+    Plan(#[from] epochlab_sim::workload::PlanFileError),
+}
+
 /// The run of a replay command (`cargo xtask repro ...` or `cargo xtask soak ...` of one seed or plan).
-fn spec_of_replay(command: &str) -> Result<RunSpec, String> {
+fn spec_of_replay(command: &str) -> Result<RunSpec, ReplayError> {
+    use crate::args::Invocation;
     let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
-    let Some(("cargo", rest)) = words.split_first().map(|(a, r)| (a.as_str(), r)) else {
-        return Err("not a cargo xtask command".into());
+    let [cargo, xtask, cmd, flags @ ..] = words.as_slice() else {
+        return Err(ReplayError::NotXtask);
     };
-    match rest {
-        [x, cmd, flags @ ..] if x == "xtask" && cmd == "repro" => {
-            match crate::args::ReproArgs::parse(flags).map_err(|e| e.to_string())? {
-                crate::args::Invocation::Repro(a) if a.modes.len() == 1 => {
-                    Ok(RunSpec::Directed(ReproParams {
-                        mode: a.modes[0],
-                        ..a.params
-                    }))
-                }
-                _ => Err("not one run of one mode".into()),
+    match (cargo.as_str(), xtask.as_str(), cmd.as_str()) {
+        ("cargo", "xtask", "repro") => match crate::args::ReproArgs::parse(flags)? {
+            Invocation::Repro(a) if a.modes.len() == 1 => Ok(RunSpec::Directed(ReproParams {
+                mode: a.modes[0],
+                ..a.params
+            })),
+            _ => Err(ReplayError::NotOneRepro),
+        },
+        ("cargo", "xtask", "soak") => match crate::args::parse_soak(flags)? {
+            Invocation::Soak(a) if a.plan.is_some() => {
+                Ok(plan_cmd::spec_of_plan_file(&a).map(|(spec, _)| spec)?)
             }
-        }
-        [x, cmd, flags @ ..] if x == "xtask" && cmd == "soak" => {
-            match crate::args::parse_soak(flags).map_err(|e| e.to_string())? {
-                crate::args::Invocation::Soak(a) if a.plan.is_some() => {
-                    plan_cmd::spec_of_plan_file(&a).map_err(|e| e.to_string())
-                }
-                crate::args::Invocation::Soak(a) if a.seeds.end - a.seeds.start == 1 => {
-                    Ok(a.spec(a.seeds.start))
-                }
-                _ => Err("not one seed or one plan".into()),
-            }
-        }
-        _ => Err("neither `cargo xtask repro` nor `cargo xtask soak`".into()),
+            Invocation::Soak(a) if a.seeds.end - a.seeds.start == 1 => Ok(a.spec(a.seeds.start)),
+            _ => Err(ReplayError::NotOneSoakRun),
+        },
+        _ => Err(ReplayError::NotXtask),
     }
 }
 

@@ -9,8 +9,9 @@ use super::{RunSpec, Scenario, SeedRow, SoakArgs, SoakError, Triage};
 /// Plan runs a shrink may take, at most.
 pub const SHRINK_MAX_RUNS: u32 = 400;
 
-/// The run of `--plan FILE`: the file's plan, in `--mode` if given, else the file's mode, else `fixed`.
-pub fn spec_of_plan_file(args: &SoakArgs) -> Result<RunSpec, PlanFileError> {
+/// The run of `--plan FILE`: the file's plan, in `--mode` if given, else the file's mode, else `fixed`; and
+/// what the file expects of it (an expectation holds only in the file's own mode).
+pub fn spec_of_plan_file(args: &SoakArgs) -> Result<(RunSpec, Option<Expected>), PlanFileError> {
     let path = args.plan.as_ref().expect("called with --plan");
     let file = PlanFile::load(path)?;
     let own = file.mode().expect("load checked the mode");
@@ -18,26 +19,22 @@ pub fn spec_of_plan_file(args: &SoakArgs) -> Result<RunSpec, PlanFileError> {
         (false, Some(m)) => m,
         _ => args.params.mode,
     };
-    Ok(RunSpec::Plan {
+    let expected = file.expect.filter(|_| own.is_none_or(|m| m == mode));
+    let spec = RunSpec::Plan {
         plan: Box::new(file.plan),
         mode,
         path: path.display().to_string(),
-    })
+    };
+    Ok((spec, expected))
 }
 
 /// `--plan FILE`: run it once (or shrink it), print the verdict, and compare with the file's expectation.
 pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
-    let spec = spec_of_plan_file(args)?;
+    let (spec, expected) = spec_of_plan_file(args)?;
     if args.shrink {
         return shrink_spec(args, &spec);
     }
     let path = args.plan.as_ref().expect("called with --plan");
-    let file = PlanFile::load(path)?;
-    // The expectation holds for the file's own mode.
-    let own_mode = file.mode().expect("load checked the mode");
-    let expected = file
-        .expect
-        .filter(|_| own_mode.is_none_or(|m| m == spec.mode()));
     // One run: RUST_LOG shows its log lines.
     let hooks = ReproHooks {
         on_cluster: None,
