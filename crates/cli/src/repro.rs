@@ -127,13 +127,11 @@ fn run_one(
     }
     let trace_error = tracer.and_then(|t| t.finish().err());
     let wall_ms = millis(wall.elapsed());
-    if let Some(path) = event_log {
-        let mut text = out.log.lines().join("\n");
-        text.push('\n');
-        if let Err(e) = std::fs::write(path, text) {
-            let path = path.display();
-            eprintln!("epochlab repro: cannot write the event log to {path}: {e}");
-        }
+    if let Some(path) = event_log
+        && let Err(e) = write_event_log(path, &out.log.lines())
+    {
+        let path = path.display();
+        eprintln!("epochlab repro: cannot write the event log to {path}: {e}");
     }
     Ok(Run {
         report: out.value,
@@ -295,6 +293,13 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     } else {
         code
     })
+}
+
+/// Write a run's event log, a line per event.
+pub fn write_event_log(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text)
 }
 
 /// The log file, opened to append one run's lines after the previous run's.

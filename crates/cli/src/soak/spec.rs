@@ -148,9 +148,7 @@ impl RunSpec {
 
 /// Write a run's event log (one line per event, with virtual time) to `path`.
 fn write_log(path: &Path, lines: Vec<String>) {
-    let mut text = lines.join("\n");
-    text.push('\n');
-    match std::fs::write(path, text) {
+    match crate::repro::write_event_log(path, &lines) {
         Ok(()) => eprintln!("soak: event log written to {}", path.display()),
         Err(e) => eprintln!(
             "soak: cannot write the event log to {}: {e}",
