@@ -62,6 +62,11 @@ impl ZombieAccessDetector {
         })
     }
 
+    /// How many kinds of access (actor, table, read or write) have been seen.
+    pub fn count(&self) -> usize {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Every kind of access seen, in order of first occurrence.
     pub fn accesses(&self) -> Vec<ZombieAccess> {
         let mut all: Vec<ZombieAccess> = self

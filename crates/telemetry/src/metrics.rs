@@ -627,7 +627,7 @@ fn refresh_run(
         .set(uncommitted as i64);
     for label in INVARIANT_LABELS {
         let n = match label {
-            "i2_zombie_access" => c.zombie.accesses().len() as u64,
+            "i2_zombie_access" => c.zombie.count() as u64,
             _ => c.violations.get(label),
         };
         let counter = f.invariant_violations.with_label_values(&[mode, label]);
