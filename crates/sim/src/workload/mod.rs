@@ -14,6 +14,7 @@ pub use file::{Expected, PlanFile, PlanFileError};
 pub use generate::{GenParams, generate};
 pub use plan::{
     Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step,
+    StepError,
 };
 pub use runner::{STALL_LIMIT, run_plan};
 pub use shrink::{ShrinkOutcome, shrink};

@@ -151,9 +151,32 @@ pub enum PlanError {
     #[error("the plan has {0} steps; at most {MAX_STEPS}")]
     TooManySteps(usize),
     #[error("step {index}: {reason}")]
-    Step { index: usize, reason: String },
+    Step { index: usize, reason: StepError },
     #[error("cluster: {0}")]
-    Cluster(String),
+    Cluster(&'static str),
+}
+
+/// Why one step of a plan cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    #[error("steps must be in order of at_ms")]
+    OutOfOrder,
+    #[error("at_ms beyond the longest plan (one hour)")]
+    TooLate,
+    #[error("a table needs parallelism 1..=64 and at most 1000000 rows")]
+    Table,
+    #[error("a job needs parallelism 1..=64")]
+    JobParallelism,
+    #[error("sink_ms_per_chunk at most 60000")]
+    SinkDelay,
+    #[error("dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%")]
+    Dml,
+    #[error("kill names nodes 1..={nodes} and restarts within an hour")]
+    Kill { nodes: u32 },
+    #[error("rpc delay needs min_ms <= max_ms <= 60000 and lasts at most an hour")]
+    RpcDelay,
+    #[error("rpc fail names a node 1..={nodes} and at most 1000 calls")]
+    RpcFail { nodes: u32 },
 }
 
 impl Plan {
@@ -180,24 +203,19 @@ impl Plan {
             None
         };
         if let Some(e) = cluster_error {
-            return Err(PlanError::Cluster(e.into()));
+            return Err(PlanError::Cluster(e));
         }
         let mut last = 0;
         for (index, step) in self.steps.iter().enumerate() {
-            let bad = |reason: &str| PlanError::Step {
-                index,
-                reason: reason.to_string(),
-            };
+            let bad = |reason: StepError| PlanError::Step { index, reason };
             if step.at_ms < last {
-                return Err(bad("steps must be in order of at_ms"));
+                return Err(bad(StepError::OutOfOrder));
             }
             if step.at_ms > MAX_DURATION_MS {
-                return Err(bad("at_ms beyond the longest plan (one hour)"));
+                return Err(bad(StepError::TooLate));
             }
             last = step.at_ms;
-            step.action
-                .check(c.compute_nodes)
-                .map_err(|reason| bad(&reason))?;
+            step.action.check(c.compute_nodes).map_err(bad)?;
         }
         Ok(())
     }
@@ -236,22 +254,20 @@ impl Plan {
 }
 
 impl Action {
-    fn check(&self, nodes: u32) -> Result<(), String> {
+    fn check(&self, nodes: u32) -> Result<(), StepError> {
         let parallelism_ok = |p: u32| (1..=64).contains(&p);
         match self {
             Action::CreateTable {
                 parallelism, rows, ..
-            } if !parallelism_ok(*parallelism) || *rows > 1_000_000 => {
-                Err("a table needs parallelism 1..=64 and at most 1000000 rows".into())
-            }
+            } if !parallelism_ok(*parallelism) || *rows > 1_000_000 => Err(StepError::Table),
             Action::CreateMv { job, .. } | Action::CreateSink { job, .. }
                 if !parallelism_ok(job.parallelism) =>
             {
-                Err("a job needs parallelism 1..=64".into())
+                Err(StepError::JobParallelism)
             }
             Action::CreateSink {
                 sink_ms_per_chunk, ..
-            } if *sink_ms_per_chunk > 60_000 => Err("sink_ms_per_chunk at most 60000".into()),
+            } if *sink_ms_per_chunk > 60_000 => Err(StepError::SinkDelay),
             Action::Dml {
                 rows_per_s,
                 duration_ms,
@@ -263,10 +279,7 @@ impl Action {
                 || *duration_ms > MAX_DURATION_MS
                 || u32::from(*update_pct) + u32::from(*delete_pct) > 100 =>
             {
-                Err(
-                    "dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%"
-                        .into(),
-                )
+                Err(StepError::Dml)
             }
             Action::Kill {
                 nodes: victims,
@@ -274,9 +287,7 @@ impl Action {
             } if victims.iter().any(|n| *n == 0 || *n > nodes)
                 || *restart_after_ms > MAX_DURATION_MS =>
             {
-                Err(format!(
-                    "kill names nodes 1..={nodes} and restarts within an hour"
-                ))
+                Err(StepError::Kill { nodes })
             }
             Action::RpcDelay {
                 min_ms,
@@ -284,14 +295,12 @@ impl Action {
                 duration_ms,
                 ..
             } if min_ms > max_ms || *max_ms > 60_000 || *duration_ms > MAX_DURATION_MS => {
-                Err("rpc delay needs min_ms <= max_ms <= 60000".into())
+                Err(StepError::RpcDelay)
             }
             Action::RpcFail { node, count, .. }
                 if node.is_some_and(|n| n == 0 || n > nodes) || *count > 1000 =>
             {
-                Err(format!(
-                    "rpc fail names a node 1..={nodes} and at most 1000 calls"
-                ))
+                Err(StepError::RpcFail { nodes })
             }
             _ => Ok(()),
         }

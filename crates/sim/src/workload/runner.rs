@@ -123,7 +123,7 @@ async fn play(
     let stalled = tokio::select! {
         biased;
         stuck = watchdog(&run.cluster) => Some(stuck),
-        settled = work => settled.err(),
+        settled = work => settled.err().map(|stuck| stuck.to_string()),
     };
     let report = match stalled {
         Some(what) => PlanReport::stuck(what),
@@ -182,12 +182,31 @@ async fn play_steps(run: &Arc<Run>, plan: &Plan) {
     }
 }
 
+/// Why a step was skipped.
+#[derive(Debug, thiserror::Error)]
+enum Skipped {
+    #[error("{0} does not exist")]
+    NoSuchJob(String),
+    #[error("every named node is down already")]
+    NodesDown,
+}
+
+/// What settling waited for in vain.
+#[derive(Debug, thiserror::Error)]
+enum Stuck {
+    /// A phase outlived its budget: what the barrier manager waits for.
+    #[error("{0}")]
+    Budget(String),
+    #[error("flush after settling failed twice: {0}")]
+    Flush(epochlab_meta::DdlError),
+}
+
 /// The id of a job the plan named, if it exists now.
-fn id_of(run: &Run, name: &str) -> Result<TableId, String> {
+fn id_of(run: &Run, name: &str) -> Result<TableId, Skipped> {
     lock(&run.names)
         .get(name)
         .copied()
-        .ok_or_else(|| format!("{name} does not exist"))
+        .ok_or_else(|| Skipped::NoSuchJob(name.to_string()))
 }
 
 fn spawn(run: &Arc<Run>, task: impl std::future::Future<Output = ()> + Send + 'static) {
@@ -195,7 +214,7 @@ fn spawn(run: &Arc<Run>, task: impl std::future::Future<Output = ()> + Send + 's
 }
 
 /// Start one step; `Err` says why it was skipped.
-fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), String> {
+fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
     let cluster = &run.cluster;
     match action.clone() {
         Action::CreateTable {
@@ -379,7 +398,7 @@ async fn create_job(
 }
 
 /// Kill the named nodes that are up; start each again after `restart_after`.
-fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), String> {
+fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), Skipped> {
     let mut killed = Vec::new();
     for &n in nodes {
         let w = WorkerId(n);
@@ -389,7 +408,7 @@ fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), St
         }
     }
     if killed.is_empty() {
-        return Err("every named node is down already".into());
+        return Err(Skipped::NodesDown);
     }
     event!(
         run.cluster.ctx.log,
@@ -522,7 +541,7 @@ fn promote(cluster: &Cluster, model: &mut TableModel) {
 
 /// End the plan: stop DML, lift network faults, bring every node back, lift rate limits, wait for every
 /// job to be created, and commit a checkpoint. `Err` says what is stuck.
-async fn settle(run: &Arc<Run>) -> Result<(), String> {
+async fn settle(run: &Arc<Run>) -> Result<(), Stuck> {
     let cluster = &run.cluster;
     event!(cluster.ctx.log, "workload", "settle");
     run.stop_dml.store(true, Ordering::Relaxed);
@@ -550,7 +569,7 @@ async fn settle(run: &Arc<Run>) -> Result<(), String> {
         event!(cluster.ctx.log, "workload", "settle flush failed: {e}");
         within(run, "recovery did not finish", cluster.wait_ready()).await?;
         let again = within(run, "no checkpoint committed", cluster.meta.flush()).await?;
-        again.map_err(|e| format!("flush after settling failed twice: {e}"))?;
+        again.map_err(Stuck::Flush)?;
     }
     let mut models = lock(&run.models);
     for model in models.values_mut() {
@@ -563,14 +582,14 @@ async fn within<T>(
     run: &Run,
     what: &str,
     f: impl std::future::Future<Output = T>,
-) -> Result<T, String> {
+) -> Result<T, Stuck> {
     tokio::time::timeout(SETTLE_BUDGET, f)
         .await
-        .map_err(|_| crate::scenario::stuck_report(&run.cluster, what))
+        .map_err(|_| Stuck::Budget(crate::scenario::stuck_report(&run.cluster, what)))
 }
 
 /// Jobs still backfilling get their rate limit lifted, so that settling does not wait on a throttle.
-async fn lift_rate_limits(run: &Run) -> Result<(), String> {
+async fn lift_rate_limits(run: &Run) -> Result<(), Stuck> {
     let creating: Vec<TableId> = run
         .cluster
         .meta
