@@ -454,22 +454,36 @@ fn open_append(path: &std::path::Path) -> Result<(String, std::fs::File), SoakEr
         path: shown.clone(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
         .open(path)
         .map_err(error)?;
-    let text = std::fs::read(path).map_err(error)?;
-    if !text.is_empty() && !text.ends_with(b"\n") {
-        let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        file.set_len(keep as u64).map_err(error)?;
-        eprintln!(
-            "soak: {shown}: cut off a torn last line ({} bytes, a write that a crash cut short)",
-            text.len() - keep
-        );
+    if !ends_torn(&mut file).map_err(error)? {
+        return Ok((shown, file));
     }
+    // Rare: read the whole file only to find where its last complete line ends.
+    let text = std::fs::read(path).map_err(error)?;
+    let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    file.set_len(keep as u64).map_err(error)?;
+    eprintln!(
+        "soak: {shown}: cut off a torn last line ({} bytes, a write that a crash cut short)",
+        text.len() - keep
+    );
     Ok((shown, file))
+}
+
+/// Whether a non-empty file's last byte is not a newline (only that byte is read).
+fn ends_torn(file: &mut std::fs::File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
 }
 
 /// Progress on stderr: a bar on a terminal (seeds done, failures, seeds/s, virtual/wall ratio), else a
