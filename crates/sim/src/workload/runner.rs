@@ -698,16 +698,26 @@ fn key_of(r: &OwnedRow) -> i64 {
     }
 }
 
+/// The first difference of two row lists sorted by key, in one pass.
 fn first_difference(got: &[OwnedRow], want: &[OwnedRow], anomalies: &[String]) -> String {
     if let Some(a) = anomalies.first() {
         return format!("sink anomaly: {a}");
     }
-    let extra = got.iter().find(|r| !want.contains(r));
-    let missing = want.iter().find(|r| !got.contains(r));
-    match (extra, missing) {
-        (_, Some(m)) => format!("row {m:?} missing"),
-        (Some(e), None) => format!("row {e:?} extra"),
-        (None, None) => "rows differ in order".into(),
+    let (mut i, mut j) = (0, 0);
+    while let (Some(g), Some(w)) = (got.get(i), want.get(j)) {
+        match key_of(g).cmp(&key_of(w)) {
+            std::cmp::Ordering::Less => return format!("row {g:?} extra"),
+            std::cmp::Ordering::Greater => return format!("row {w:?} missing"),
+            std::cmp::Ordering::Equal if g != w => {
+                return format!("row {g:?} where its upstream has {w:?}");
+            }
+            std::cmp::Ordering::Equal => (i, j) = (i + 1, j + 1),
+        }
+    }
+    match (got.get(i), want.get(j)) {
+        (_, Some(w)) => format!("row {w:?} missing"),
+        (Some(g), None) => format!("row {g:?} extra"),
+        (None, None) => "the rows are equal".into(),
     }
 }
 
@@ -753,5 +763,28 @@ impl PlanReport {
         self.steps = steps as u32;
         self.steps_skipped = skipped;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_difference_is_named() {
+        let rows = |kv: &[(i64, i64)]| -> Vec<OwnedRow> {
+            kv.iter().map(|(k, v)| table_row(*k, *v)).collect()
+        };
+        let want = rows(&[(1, 0), (2, 0), (3, 0)]);
+        let diff = |got: &[(i64, i64)]| first_difference(&rows(got), &want, &[]);
+        assert!(
+            diff(&[(1, 0), (3, 0)])
+                .ends_with("Int64(2)), Some(Int64(0)), Some(Utf8(\"payload\"))] missing")
+        );
+        assert!(diff(&[(1, 0), (2, 0), (3, 0), (4, 0)]).ends_with("extra"));
+        assert!(diff(&[(1, 0), (2, 1), (3, 0)]).contains("where its upstream has"));
+        assert!(diff(&[(0, 0), (1, 0), (2, 0), (3, 0)]).ends_with("extra"));
+        let anomaly = first_difference(&want, &want, &["epoch 5: duplicate".into()]);
+        assert_eq!(anomaly, "sink anomaly: epoch 5: duplicate");
     }
 }
