@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use epochlab_common::samples::Samples;
+use epochlab_common::trace::{self, Park};
+use epochlab_common::vspan;
 use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
-use epochlab_common::{trace, vspan};
 use epochlab_storage::SyncResult;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -223,9 +224,9 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
     }
 
     async fn inject(&mut self, scheduled: Option<crate::schedule::Scheduled>) -> BarrierResult<()> {
-        let (command, notifier, wants_checkpoint) = match scheduled {
-            Some(s) => (s.command, Some(s.notifier), s.checkpoint),
-            None => (Command::Plain(None), None, false),
+        let (command, notifier, wants_checkpoint, caller) = match scheduled {
+            Some(s) => (s.command, Some(s.notifier), s.checkpoint, Some(s.caller)),
+            None => (Command::Plain(None), None, false, None),
         };
         let checkpoint = wants_checkpoint
             || command.need_checkpoint()
@@ -243,7 +244,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         let nodes: BTreeSet<WorkerId> = info.nodes().collect();
         let clock = self.context.clock().clone();
         let span = vspan!(
-            parent: None,
+            parent: trace::root(),
             "epoch",
             clock,
             epoch.curr = curr.0 as i64,
@@ -264,6 +265,9 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 nodes = nodes.len() as i64
             );
             trace::end(&inject, &clock);
+        }
+        if let Some(caller) = caller.filter(|c| !c.is_disabled()) {
+            span.follows_from(&caller);
         }
         barrier.tracing_context = TracingContext(Some(span.clone()));
         event!(
@@ -447,8 +451,14 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         tracing::warn!(%err, "barrier failed; starting recovery");
         self.collecting = FuturesUnordered::new();
         for mut node in self.in_flight.drain(..) {
+            // Zombie actors may still work on the epoch until recovery resets their nodes: it ends then.
             let why = format!("abandoned by recovery: {err}");
-            trace::fail(&node.span, self.context.clock(), &why);
+            trace::park_failed(
+                node.span.clone(),
+                self.context.clock(),
+                &why,
+                Park::Recovery,
+            );
             for n in &mut node.notifiers {
                 n.notify_collection_failed(BarrierError::CollectionFailed(err.to_string()));
             }

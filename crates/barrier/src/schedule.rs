@@ -59,6 +59,8 @@ pub struct Scheduled {
     pub command: Command,
     pub checkpoint: bool,
     pub(crate) notifier: Notifier,
+    /// The span that asked for the command (e.g. `drop streaming job`): its barrier's epoch links to it.
+    pub(crate) caller: tracing::Span,
 }
 
 struct Queue {
@@ -135,6 +137,7 @@ impl BarrierScheduler {
                 collected: Some(collected_tx),
                 finished: Some(finished_tx),
             },
+            caller: tracing::Span::current(),
         });
         drop(q);
         self.inner.changed.notify_one();

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use epochlab_meta::DropMode;
-use epochlab_sim::ReproParams;
 use epochlab_sim::workload::GenParams;
+use epochlab_sim::{ReproParams, TracePer};
 
 pub const REPRO_HELP: &str = "\
 epochlab repro: make `row [Some(Int16(0))] not found` (RisingWave #14910) happen, and show the fix hold.
@@ -41,10 +41,12 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --log-file PATH           write the runs' log lines to PATH (the levels of RUST_LOG if set, else info), each
                             stamped with its run's virtual time, mode and seed; off by default
   --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the runs go; off by default
-  --jaeger                  collect every epoch's trace in an embedded Jaeger (UI on --jaeger-addr)
+  --jaeger                  collect the runs' traces in an embedded Jaeger (UI on --jaeger-addr)
   --jaeger-addr HOST:PORT   needs --jaeger; the Jaeger UI's address, default 127.0.0.1:16686 (OTLP on a free
                             loopback port)
   --otlp-endpoint URL       send traces to an external collector instead (OTLP/gRPC, e.g. http://127.0.0.1:4317)
+  --trace-per run|epoch     default run: each run is one trace (root span `run`: epochs, drop, kill, recovery);
+                            epoch: a trace per epoch (and per drop, kill and recovery), for long runs
   --serve-for SECS          0..=86400; needs --metrics-addr or --jaeger: keep serving this long after the runs end
                             (default: with --jaeger until Ctrl-C, otherwise not at all)
   -h, --help                this text
@@ -132,6 +134,8 @@ pub enum ArgError {
     NotAMode(String),
     #[error("{flag} takes on or off, not `{value}`")]
     NotOnOff { flag: &'static str, value: String },
+    #[error("--trace-per takes run or epoch, not `{0}`")]
+    NotATracePer(String),
     #[error("{flag} takes HOST:PORT, such as {example}, not `{value}`")]
     NotAnAddress {
         flag: &'static str,
@@ -240,6 +244,8 @@ pub struct ReproArgs {
     /// `None`: [`DEFAULT_JAEGER_ADDR`].
     pub jaeger_addr: Option<SocketAddr>,
     pub otlp_endpoint: Option<String>,
+    /// One trace per run (the default) or per epoch.
+    pub trace_per: TracePer,
 }
 
 impl Default for ReproArgs {
@@ -256,6 +262,7 @@ impl Default for ReproArgs {
             jaeger: false,
             jaeger_addr: None,
             otlp_endpoint: None,
+            trace_per: TracePer::Run,
         }
     }
 }
@@ -289,11 +296,12 @@ pub enum Flag {
     Jaeger,
     JaegerAddr,
     OtlpEndpoint,
+    TracePer,
     ServeFor,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 19] = [
+    pub const ALL: [Flag; 20] = [
         Flag::Mode,
         Flag::Seed,
         Flag::Rows,
@@ -312,6 +320,7 @@ impl Flag {
         Flag::Jaeger,
         Flag::JaegerAddr,
         Flag::OtlpEndpoint,
+        Flag::TracePer,
         Flag::ServeFor,
     ];
 
@@ -335,6 +344,7 @@ impl Flag {
             Flag::Jaeger => "--jaeger",
             Flag::JaegerAddr => "--jaeger-addr",
             Flag::OtlpEndpoint => "--otlp-endpoint",
+            Flag::TracePer => "--trace-per",
             Flag::ServeFor => "--serve-for",
         }
     }
@@ -465,6 +475,9 @@ impl ReproArgs {
             Flag::Jaeger => self.jaeger = true,
             Flag::JaegerAddr => self.jaeger_addr = Some(address(flag, v, "127.0.0.1:16686")?),
             Flag::OtlpEndpoint => self.otlp_endpoint = Some(url(v)?),
+            Flag::TracePer => {
+                self.trace_per = TracePer::parse(v).ok_or(ArgError::NotATracePer(v.to_string()))?
+            }
             Flag::ServeFor => {
                 self.serve_for = Some(Duration::from_secs(number(flag, v, SERVE_FOR)?))
             }

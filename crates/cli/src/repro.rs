@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use epochlab_sim::{ReproHooks, ReproParams, ReproReport, run_repro_with};
+use epochlab_sim::{ReproHooks, ReproParams, ReproReport, TracePer, run_repro_with};
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
     RuntimeHandle, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
@@ -103,6 +103,7 @@ fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError>
 
 fn run_one(
     params: &ReproParams,
+    trace_per: TracePer,
     log_file: Option<&std::path::Path>,
     event_log: Option<&std::path::Path>,
     metrics: Option<&Arc<Metrics>>,
@@ -119,6 +120,7 @@ fn run_one(
     let hooks = ReproHooks {
         on_cluster: hook,
         tracing_layer: run_layer_to(tracer.as_ref(), log_file.and_then(append_to)),
+        trace_per,
     };
     let out = run_repro_with(params, hooks);
     if let Some(m) = metrics {
@@ -267,6 +269,7 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
         let log_file = args.log_file.as_deref();
         runs.push(run_one(
             &params,
+            args.trace_per,
             log_file,
             log.as_deref(),
             metrics,

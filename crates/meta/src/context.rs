@@ -8,9 +8,11 @@ use std::sync::Arc;
 use epochlab_barrier::{
     Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, Command, CommandContext,
     CreateMviewProgress, GlobalBarrierManagerContext, RecoveredState, ScheduledBarriers,
+    TracingContext,
 };
+use epochlab_common::trace::{self, Cause, Park};
+use epochlab_common::vspan;
 use epochlab_common::{ActorId, Clock, Epoch, EventLog, WorkerId, event};
-use epochlab_common::{trace, vspan};
 use epochlab_rpc::{Network, Request, Response};
 use epochlab_storage::SyncResult;
 
@@ -48,7 +50,7 @@ async fn inject_and_collect(
     network: Network,
     clock: Clock,
     worker: WorkerId,
-    barrier: Barrier,
+    mut barrier: Barrier,
     to_send: BTreeSet<ActorId>,
     to_collect: BTreeSet<ActorId>,
 ) -> BarrierResult<BarrierCompleteResponse> {
@@ -60,35 +62,45 @@ async fn inject_and_collect(
         epoch.prev = barrier.epoch.prev.0 as i64,
         actors = to_collect.len() as i64
     );
-    // Recovery may drop this future before it finishes: the guard then ends the span as abandoned.
+    // The node's work on this barrier (its actors, its sync) goes under this node's collection.
+    barrier.tracing_context = TracingContext(Some(span.clone()));
+    // Recovery may drop this future before it finishes: the guard then parks the span until the node is reset.
     let mut guard = SpanGuard {
         span,
         clock,
+        worker,
         done: false,
     };
     let result = inject_and_collect_inner(network, worker, barrier, to_send, to_collect).await;
     match &result {
         Ok(_) => trace::end(&guard.span, &guard.clock),
-        Err(e) => trace::fail(&guard.span, &guard.clock, &e.to_string()),
+        Err(e) => {
+            trace::link(&guard.span, Cause::NodeKilled(worker));
+            trace::fail(&guard.span, &guard.clock, &e.to_string());
+            trace::mark(Cause::CollectFailed, &guard.span);
+        }
     }
     guard.done = true;
     result
 }
 
-/// Ends a span as failed if it is dropped before it was ended.
+/// Parks a collection's span if it is dropped before it was ended: until its node is reset, the node's actors
+/// may still work on the barrier.
 struct SpanGuard {
     span: tracing::Span,
     clock: Clock,
+    worker: WorkerId,
     done: bool,
 }
 
 impl Drop for SpanGuard {
     fn drop(&mut self) {
         if !self.done {
-            trace::fail(
-                &self.span,
+            trace::park_failed(
+                self.span.clone(),
                 &self.clock,
                 "abandoned: recovery dropped the collection",
+                Park::Worker(self.worker),
             );
         }
     }

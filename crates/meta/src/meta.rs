@@ -745,7 +745,8 @@ impl MetaNode {
     /// unregister its state tables when the drop mode says so.
     pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
         let clock = self.inner.clock.clone();
-        let span = vspan!(parent: None, "drop streaming job", clock, table_id = id.0 as i64);
+        let span =
+            vspan!(parent: trace::root(), "drop streaming job", clock, table_id = id.0 as i64);
         let result = self.drop_job_inner(id).instrument(span.clone()).await;
         match &result {
             Ok(()) => trace::end(&span, &clock),

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use epochlab_barrier::{
     AddMutation, Barrier, BarrierKind, Command, InflightActorInfo, Mutation, ScheduledBarriers,
+    TracingContext,
 };
 use epochlab_common::plan::StreamActorDesc;
+use epochlab_common::trace::{self, Park};
 use epochlab_common::{ActorId, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event};
-use epochlab_common::{trace, vspan};
+use epochlab_common::{Clock, vspan};
 use epochlab_recovery::{RecoveryContext, RecoveryError, RecoveryResult};
 use epochlab_rpc::{Request, Response, RpcError, RpcKind};
 use futures::future::{join_all, try_join_all};
@@ -19,6 +21,14 @@ use tracing::Instrument;
 use crate::catalog::{ActorPlacement, JobState, RelationKind};
 use crate::meta::MetaInner;
 use crate::progress::CreateAborted;
+
+/// End `span` as `result` says.
+fn end_as<T>(span: &tracing::Span, clock: &Clock, result: &RecoveryResult<T>) {
+    match result {
+        Ok(_) => trace::end(span, clock),
+        Err(e) => trace::fail(span, clock, &e.to_string()),
+    }
+}
 
 /// One job's actor descriptions and their placement.
 type JobActors = (Vec<StreamActorDesc>, Vec<ActorPlacement>);
@@ -59,7 +69,11 @@ impl Recovery {
             .instrument(span.clone())
             .await;
         match &result {
-            Ok(_) => trace::end(&span, clock),
+            Ok(_) => {
+                trace::end(&span, clock);
+                // The node's actors are gone: collections abandoned on it end now.
+                trace::release(Park::Worker(worker), clock);
+            }
             Err(e) => trace::fail(&span, clock, &e.to_string()),
         }
         result.map(|_| ())
@@ -295,10 +309,45 @@ impl RecoveryContext for Recovery {
             "prev={mce} curr={curr} kind=initial mutation=add command=recovery nodes={:?}",
             nodes.iter().map(|w| w.0).collect::<Vec<_>>()
         );
+        let clock = &inner.clock;
+        let epoch = vspan!(
+            "epoch",
+            clock,
+            epoch.curr = curr.0 as i64,
+            epoch.prev = mce.0 as i64,
+            barrier.kind = "initial",
+            mutation = "add",
+            command = "recovery"
+        );
+        // A `collect barrier` span per node, as for any barrier; each node's copy carries its own.
+        let per_node: Vec<(WorkerId, tracing::Span, Barrier)> = nodes
+            .iter()
+            .map(|&w| {
+                let span = vspan!(parent: &epoch, "collect barrier", clock, worker_id = w.0 as i64,
+                    epoch.prev = mce.0 as i64);
+                let mut b = barrier.clone();
+                b.tracing_context = TracingContext(Some(span.clone()));
+                (w, span, b)
+            })
+            .collect();
         // Inject on every node first (an actor's upstreams may be elsewhere), then collect from each.
-        try_join_all(nodes.iter().map(|&w| self.inject(w, barrier.clone(), info))).await?;
-        try_join_all(nodes.iter().map(|&w| self.collect(w, mce))).await?;
-        Ok(curr)
+        let injected = try_join_all(
+            per_node
+                .iter()
+                .map(|(w, _, b)| self.inject(*w, b.clone(), info)),
+        )
+        .await;
+        let result = match injected {
+            Ok(_) => try_join_all(per_node.iter().map(|(w, _, _)| self.collect(*w, mce)))
+                .await
+                .map(|_| curr),
+            Err(e) => Err(e),
+        };
+        for (_, span, _) in &per_node {
+            end_as(span, clock, &result);
+        }
+        end_as(&epoch, clock, &result);
+        result
     }
 
     fn mark_ready(&self) {

@@ -13,7 +13,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 use epochlab_barrier::{InflightActorInfo, RecoveredState};
-use epochlab_common::{Epoch, EventLog, SimRng, TableId, event, trace, vspan};
+use epochlab_common::trace::{self, Cause, Park};
+use epochlab_common::{Epoch, EventLog, SimRng, TableId, event, vspan};
 use tracing::Instrument;
 
 pub use drop_mode::{DropMode, ParseDropModeError};
@@ -99,6 +100,31 @@ async fn step<C: RecoveryContext, T>(
     out
 }
 
+/// [`step`] for a step that can fail: a failure marks its span.
+async fn try_step<C: RecoveryContext, T>(
+    ctx: &C,
+    name: &'static str,
+    fut: impl Future<Output = RecoveryResult<T>>,
+) -> RecoveryResult<T> {
+    let clock = ctx.log().clock().clone();
+    let span = vspan!("recovery step", clock, otel.name = name);
+    let out = fut.instrument(span.clone()).await;
+    match &out {
+        Ok(_) => trace::end(&span, &clock),
+        Err(e) => trace::fail(&span, &clock, &e.to_string()),
+    }
+    out
+}
+
+/// Run one step that takes no time (it only changes meta's state) in its own span.
+fn instant_step<C: RecoveryContext, T>(ctx: &C, name: &'static str, f: impl FnOnce() -> T) -> T {
+    let clock = ctx.log().clock();
+    let span = vspan!("recovery step", clock, otel.name = name);
+    let out = span.in_scope(f);
+    trace::end(&span, clock);
+    out
+}
+
 /// Recover: retried until an attempt succeeds. `mode` decides when the tables of dropped and dirty jobs
 /// are unregistered. The whole recovery is one trace, a span per step.
 pub async fn recover<C: RecoveryContext>(
@@ -109,7 +135,10 @@ pub async fn recover<C: RecoveryContext>(
     last_epoch: Epoch,
 ) -> RecoveredState {
     let clock = ctx.log().clock().clone();
-    let span = vspan!(parent: None, "recovery", clock, reason = reason, drop_mode = mode.as_str());
+    let span = vspan!(parent: trace::root(), "recovery", clock, reason = reason, drop_mode = mode.as_str());
+    // Caused by the collection that failed (it links, in turn, to the kill of its node, if any).
+    trace::link(&span, Cause::CollectFailed);
+    trace::forget(Cause::CollectFailed);
     let state = recover_inner(ctx, config, mode, reason, last_epoch)
         .instrument(span.clone())
         .await;
@@ -125,13 +154,15 @@ async fn recover_inner<C: RecoveryContext>(
     last_epoch: Epoch,
 ) -> RecoveredState {
     event!(ctx.log(), "recovery", "start reason={reason}");
-    let aborted = ctx.abort_and_mark_blocked();
-    event!(
-        ctx.log(),
-        "recovery step",
-        "abort and mark blocked aborted={aborted}"
-    );
-    let mut pending = clean_dirty_jobs(ctx, mode);
+    instant_step(ctx, "abort and mark blocked", || {
+        let aborted = ctx.abort_and_mark_blocked();
+        event!(
+            ctx.log(),
+            "recovery step",
+            "abort and mark blocked aborted={aborted}"
+        );
+    });
+    let mut pending = instant_step(ctx, "clean dirty jobs", || clean_dirty_jobs(ctx, mode));
     ctx.recover_background_progress();
     slow_step(ctx, "recover background progress", &config.recover_progress).await;
     let (first, max) = config.backoff;
@@ -202,7 +233,7 @@ async fn attempt_once<C: RecoveryContext>(
     pending: &mut Vec<TableId>,
     last_epoch: Epoch,
 ) -> RecoveryResult<RecoveredState> {
-    let dropped = ctx.pre_apply_drops();
+    let dropped = instant_step(ctx, "pre-apply drops", || ctx.pre_apply_drops());
     if !dropped.is_empty() {
         event!(
             ctx.log(),
@@ -214,28 +245,36 @@ async fn attempt_once<C: RecoveryContext>(
         pending.extend(dropped);
     }
     if mode.unregisters_in_recovery_before_reset() {
-        unregister_pending(ctx, pending, "recovery, before reset");
+        instant_step(ctx, "unregister dropped tables", || {
+            unregister_pending(ctx, pending, "recovery, before reset")
+        });
     }
     slow_step(ctx, "migrate actors", &config.migrate_actors).await;
     let generation = ctx.next_generation();
-    step(ctx, "reset nodes", ctx.reset_nodes(generation)).await?;
+    let reset = try_step(ctx, "reset nodes", ctx.reset_nodes(generation)).await;
+    // Epochs abandoned by this recovery end here: no actor of theirs runs any more (on a node that could not
+    // be reset, they end with the run).
+    trace::release(Park::Recovery, ctx.log().clock());
+    reset?;
     event!(
         ctx.log(),
         "recovery step",
         "reset nodes generation={generation}"
     );
     if mode.unregisters_in_recovery_after_reset() {
-        unregister_pending(ctx, pending, "recovery, after reset");
+        instant_step(ctx, "unregister dropped tables", || {
+            unregister_pending(ctx, pending, "recovery, after reset")
+        });
     }
-    let info = step(ctx, "rebuild actors", ctx.rebuild_actors()).await?;
+    let info = try_step(ctx, "rebuild actors", ctx.rebuild_actors()).await?;
     event!(
         ctx.log(),
         "recovery step",
         "rebuild actors actors={}",
         info.actor_count()
     );
-    let mce = step(ctx, "wait epoch commit", ctx.wait_epoch_commit()).await?;
-    let curr = step(
+    let mce = try_step(ctx, "wait epoch commit", ctx.wait_epoch_commit()).await?;
+    let curr = try_step(
         ctx,
         "inject initial barrier",
         ctx.inject_initial(&info, mce, last_epoch),

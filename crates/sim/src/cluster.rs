@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_barrier::{BarrierManagerStats, SchedulerStatus};
+use epochlab_common::trace::{self, Cause};
 use epochlab_common::{
     ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
+    vspan,
 };
 use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
@@ -198,19 +200,27 @@ impl Cluster {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&worker);
-        match node {
-            Some(n) => {
-                n.kill();
-                true
-            }
-            None => false,
-        }
+        let Some(n) = node else {
+            return false;
+        };
+        let span =
+            vspan!(parent: trace::root(), "kill node", self.env.clock, worker_id = worker.0 as i64);
+        span.in_scope(|| n.kill());
+        trace::end(&span, &self.env.clock);
+        trace::mark(Cause::NodeKilled(worker), &span);
+        true
     }
 
     /// Start a killed node again, empty, at the cluster's current generation.
     pub fn restart(&self, worker: WorkerId) {
+        let clock = &self.env.clock;
+        let span = vspan!(parent: trace::root(), "restart node", clock, worker_id = worker.0 as i64, generation = tracing::field::Empty);
+        let _entered = span.enter();
         let generation = self.meta.add_worker(worker);
+        span.record("generation", generation as i64);
+        trace::forget(Cause::NodeKilled(worker));
         let node = Arc::new(ComputeNode::start(worker, self.env.clone(), generation));
+        trace::end(&span, clock);
         let old = self
             .nodes
             .lock()

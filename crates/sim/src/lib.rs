@@ -18,6 +18,7 @@ pub mod workload;
 pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
+pub use epochlab_common::trace::TracePer;
 pub use runtime::{SimContext, SimOutput, TimedOut, run, run_with_origin, try_run};
 pub use scenario::{
     ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,

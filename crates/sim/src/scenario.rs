@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::plan::SinkKind;
-use epochlab_common::{DataType, Op, OwnedRow, TableId, VnodeCount, WorkerId, event, row};
+use epochlab_common::trace::{self, TracePer};
+use epochlab_common::{DataType, Op, OwnedRow, TableId, VnodeCount, WorkerId, event, row, vspan};
 use epochlab_meta::{DropMode, JobOptions, JobState, MetaConfig, Relation, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_state_table::{Check, StateTableError};
@@ -272,6 +273,8 @@ pub type TracingLayer =
 pub struct ReproHooks {
     pub on_cluster: Option<ClusterHook>,
     pub tracing_layer: Option<TracingLayer>,
+    /// One trace for the run (a root span `run`), or one per epoch.
+    pub trace_per: TracePer,
 }
 
 /// Run the scenario on the deterministic runtime.
@@ -296,6 +299,24 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             .with(hooks.tracing_layer)
             .with(capture.clone());
         let _guard = tracing::subscriber::set_default(subscriber);
+        let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
+            vspan!(
+                parent: None,
+                "run",
+                ctx.clock,
+                mode = p.mode.as_str(),
+                seed = p.seed as i64,
+                scenario = "risingwave-14910",
+                rows = p.rows as i64,
+                vnodes = p.vnodes as i64,
+                parallelism = p.parallelism as i64,
+                compute_nodes = p.compute_nodes as i64,
+                rate_limit = p.rate_limit as i64,
+                barrier_latency_ms = p.barrier_latency_ms as i64,
+                checkpoint_frequency = p.checkpoint_frequency as i64,
+                persist_check = p.persist_check
+            )
+        });
         scenario(ctx, p, capture, hooks.on_cluster).await
     });
     out.map(|value| {

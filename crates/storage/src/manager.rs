@@ -203,6 +203,10 @@ impl HummockManager {
         let result = self.unregister_tables_inner(tables, reason);
         if let (Some(span), Some(log)) = (&span, &self.log) {
             trace::end(span, log.clock());
+            // A zombie that later finds one of these tables' rows gone links back here.
+            for &t in tables {
+                trace::mark(trace::Cause::TableUnregistered(t), span);
+            }
         }
         result
     }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_common::plan::SinkKind;
-use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row};
+use epochlab_common::trace;
+use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row, vspan};
 use epochlab_meta::{DropMode, JobOptions, JobState, RelationKind, SinkOptions};
 use tokio::task::JoinHandle;
 use tracing_subscriber::layer::SubscriberExt;
@@ -44,6 +45,19 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
         epochlab_common::clock::label_current_run(label);
         let subscriber = tracing_subscriber::registry().with(hooks.tracing_layer);
         let _guard = tracing::subscriber::set_default(subscriber);
+        let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
+            vspan!(
+                parent: None,
+                "run",
+                ctx.clock,
+                mode = mode.as_str(),
+                seed = ctx.seed as i64,
+                scenario = "random",
+                steps = p.steps.len() as i64,
+                compute_nodes = p.cluster.compute_nodes as i64,
+                vnodes = p.cluster.vnodes as i64
+            )
+        });
         play(ctx, p, mode, hooks.on_cluster).await
     });
     out.map(|value| {

@@ -30,15 +30,6 @@ impl Actor {
     async fn run_inner(mut self) -> StreamExecutorResult<()> {
         while let Some(barrier) = self.consumer.next().await {
             let barrier = barrier?;
-            let span = epochlab_common::vspan!(
-                parent: &barrier.tracing_context.span(),
-                "actor barrier",
-                self.clock,
-                actor_id = self.id.0 as i64,
-                worker_id = self.barrier_manager.worker().0 as i64,
-                epoch.curr = barrier.epoch.curr.0 as i64
-            );
-            epochlab_common::trace::end(&span, &self.clock);
             let stop = barrier.is_stop(self.id);
             self.barrier_manager.collect(self.id, &barrier).await;
             if stop {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use epochlab_barrier::{Barrier, BarrierCompleteResponse, BarrierKind, CreateMviewProgress};
 use epochlab_common::plan::StreamActorDesc;
-use epochlab_common::{ActorId, Epoch, EpochPair, WorkerId, event, trace, vspan};
+use epochlab_common::{ActorId, Clock, Epoch, EpochPair, WorkerId, event, trace, vspan};
 use epochlab_storage::{StorageResult, SyncResult};
 use futures::FutureExt;
 use futures::StreamExt;
@@ -77,11 +77,78 @@ pub(crate) enum LocalEvent {
 pub struct LocalBarrierManager {
     worker: WorkerId,
     tx: mpsc::Sender<LocalEvent>,
+    spans: ActorSpans,
+}
+
+/// Each actor's `actor barrier` span per epoch on this node: from meta's inject reaching the node until the
+/// actor collects the barrier (or fails, or the node is reset). A child of the node's `collect barrier`
+/// span; the actor's own work on the barrier (e.g. `persist backfill state`) goes under it. Empty when no
+/// one records spans. At most one entry per (injected epoch, actor to collect), so bounded by meta's
+/// in-flight limit.
+#[derive(Clone, Default)]
+struct ActorSpans(std::sync::Arc<std::sync::Mutex<BTreeMap<(Epoch, ActorId), tracing::Span>>>);
+
+impl ActorSpans {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Epoch, ActorId), tracing::Span>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Open the spans of `actors` for the barrier after `prev` (under `parent`).
+    fn open(
+        &self,
+        clock: &Clock,
+        parent: &tracing::Span,
+        worker: WorkerId,
+        barrier: &Barrier,
+        actors: &BTreeSet<ActorId>,
+    ) {
+        if parent.is_disabled() {
+            return;
+        }
+        let mut spans = self.lock();
+        for &actor in actors {
+            let span = vspan!(parent: parent, "actor barrier", clock, actor_id = actor.0 as i64,
+                worker_id = worker.0 as i64, epoch.curr = barrier.epoch.curr.0 as i64,
+                epoch.prev = barrier.epoch.prev.0 as i64);
+            spans.insert((barrier.epoch.prev, actor), span);
+        }
+    }
+
+    fn get(&self, prev: Epoch, actor: ActorId) -> Option<tracing::Span> {
+        self.lock().get(&(prev, actor)).cloned()
+    }
+
+    /// End the span of `actor` at the barrier after `prev` (collected).
+    fn close(&self, clock: &Clock, prev: Epoch, actor: ActorId) {
+        let span = self.lock().remove(&(prev, actor));
+        if let Some(span) = span {
+            trace::end(&span, clock);
+        }
+    }
+
+    /// Fail the spans of the actors `which` selects with `message`.
+    fn fail(&self, clock: &Clock, which: impl Fn(ActorId) -> bool, message: &str) {
+        let failed: Vec<tracing::Span> = {
+            let mut spans = self.lock();
+            let keys: Vec<(Epoch, ActorId)> =
+                spans.keys().filter(|(_, a)| which(*a)).copied().collect();
+            keys.into_iter().filter_map(|k| spans.remove(&k)).collect()
+        };
+        for span in failed {
+            trace::fail(&span, clock, message);
+        }
+    }
 }
 
 impl LocalBarrierManager {
     pub fn worker(&self) -> WorkerId {
         self.worker
+    }
+
+    /// The `actor barrier` span of `actor` at the barrier after `prev`, if spans are recorded and it is open:
+    /// the parent of the actor's own work on that barrier.
+    pub fn actor_span(&self, prev: Epoch, actor: ActorId) -> Option<tracing::Span> {
+        self.spans.get(prev, actor)
     }
 
     async fn send(&self, ev: LocalEvent) {
@@ -213,6 +280,7 @@ impl LocalBarrierWorker {
         let handle = LocalBarrierManager {
             worker: env.worker,
             tx,
+            spans: ActorSpans::default(),
         };
         let this = Self {
             env,
@@ -276,6 +344,11 @@ impl LocalBarrierWorker {
                 let _ = reply.send(r);
             }
             LocalEvent::Drop { actors, reply } => {
+                let dropped: BTreeSet<ActorId> = actors.iter().copied().collect();
+                let clock = &self.env.clock;
+                self.handle
+                    .spans
+                    .fail(clock, |a| dropped.contains(&a), "actor dropped");
                 for a in actors {
                     if let Some(e) = self.actors.remove(&a) {
                         e.abort.abort();
@@ -378,6 +451,9 @@ impl LocalBarrierWorker {
             }
         }
         let prev = barrier.epoch.prev;
+        let parent = barrier.tracing_context.span();
+        let spans = &self.handle.spans;
+        spans.open(&self.env.clock, &parent, worker, &barrier, &to_collect);
         let remaining = match self.epochs.remove(&prev) {
             None => to_collect.clone(),
             Some(EpochState::Stashed(collected)) => {
@@ -385,6 +461,10 @@ impl LocalBarrierWorker {
                     collected.is_subset(&to_collect),
                     "actors collected a barrier they were not sent"
                 );
+                // Collected before meta's inject arrived: their spans end at once.
+                for &a in &collected {
+                    spans.close(&self.env.clock, prev, a);
+                }
                 to_collect.difference(&collected).copied().collect()
             }
             Some(_) => return Err(LocalBarrierError::InjectedTwice { prev, worker }),
@@ -422,6 +502,7 @@ impl LocalBarrierWorker {
     }
 
     fn collect(&mut self, actor: ActorId, epoch: EpochPair) {
+        self.handle.spans.close(&self.env.clock, epoch.prev, actor);
         let state = self
             .epochs
             .entry(epoch.prev)
@@ -555,6 +636,10 @@ impl LocalBarrierWorker {
             worker: self.env.worker,
             error: error.clone(),
         };
+        let message = error.to_string();
+        self.handle
+            .spans
+            .fail(&self.env.clock, |a| a == actor, &message);
         self.failed.insert(actor, error);
         // Every epoch still being collected fails; meta will recover.
         let pending: Vec<Epoch> = self
@@ -587,6 +672,9 @@ impl LocalBarrierWorker {
         for (_, e) in std::mem::take(&mut self.actors) {
             e.abort.abort();
         }
+        self.handle
+            .spans
+            .fail(&self.env.clock, |_| true, "aborted by the node's reset");
         self.env.active.clear();
         self.failed.clear();
         self.epochs.clear();

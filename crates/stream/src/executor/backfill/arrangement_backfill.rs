@@ -191,20 +191,34 @@ impl Core {
         state: &mut BackfillState,
     ) -> StreamExecutorResult<()> {
         let clock = self.args.clock.clone();
+        let actor = self.args.actor_id;
+        let manager = &self.args.barrier_manager;
+        // Under the actor's span for this barrier (on this node), else under the barrier's own context.
+        let parent = manager
+            .actor_span(barrier.epoch.prev, actor)
+            .unwrap_or_else(|| barrier.tracing_context.span());
+        let table_id = self.args.state_table.table_id();
         let span = vspan!(
-            parent: &barrier.tracing_context.span(),
+            parent: &parent,
             "persist backfill state",
             clock,
-            actor_id = self.args.actor_id.0 as i64,
-            table_id = self.args.state_table.table_id().0 as i64,
+            actor_id = actor.0 as i64,
+            worker_id = manager.worker().0 as i64,
+            table_id = table_id.0 as i64,
             epoch.curr = barrier.epoch.curr.0 as i64,
             epoch.prev = barrier.epoch.prev.0 as i64,
-            vnodes = tracing::field::Empty
+            vnodes = tracing::field::Empty,
+            vnode = tracing::field::Empty
         );
-        let result = self.persist_state_per_vnode_inner(barrier.epoch, state, &span);
+        let result =
+            span.in_scope(|| self.persist_state_per_vnode_inner(barrier.epoch, state, &span));
         match &result {
             Ok(()) => trace::end(&span, &clock),
-            Err(e) => trace::fail(&span, &clock, &e.to_string()),
+            Err(e) => {
+                // A progress row that is gone: the unregister that removed the table explains why.
+                trace::link(&span, trace::Cause::TableUnregistered(table_id));
+                trace::fail(&span, &clock, &e.to_string());
+            }
         }
         result
     }
@@ -230,6 +244,7 @@ impl Core {
                 continue;
             }
             let (old, new) = state.get_commit_state(vnode, pk_len);
+            span.record("vnode", vnode.to_index() as i64);
             let how = self.write_progress_row(vnode, old, &new)?;
             written.push((vnode, how));
             span.record("vnodes", describe(&written).as_str());
