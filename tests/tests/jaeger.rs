@@ -3,12 +3,13 @@
 //! `unregister tables` started before it (buggy); and that with the fix `unregister tables` starts only after
 //! the Stop barrier's `collect barrier` or, when that barrier failed, after every `reset node` (fixed).
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use epochlab_meta::DropMode;
-use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
+use epochlab_sim::{ReproHooks, ReproParams, TracePer, run_repro_with};
 use epochlab_telemetry::{EmbeddedJaeger, KeyValue, RunTracer};
 use serde_json::Value;
 
@@ -26,13 +27,67 @@ fn get(addr: SocketAddr, path: &str) -> String {
 #[derive(Debug)]
 struct Span {
     op: String,
+    trace: String,
+    id: String,
+    /// The parent's id (`CHILD_OF`).
+    parent: Option<String>,
+    /// Spans this one links to (`FOLLOWS_FROM`).
+    links: Vec<String>,
     start: u64,
     end: u64,
     tags: serde_json::Map<String, Value>,
 }
 
+impl Span {
+    fn failed(&self) -> bool {
+        self.tags.get("error") == Some(&Value::Bool(true))
+    }
+}
+
+fn parse_span(s: &Value) -> Span {
+    let tags = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|kv| (kv["key"].as_str().unwrap().to_string(), kv["value"].clone()))
+        .collect();
+    let refs: Vec<(String, String)> = s["references"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .map(|r| {
+                    let kind = r["refType"].as_str().unwrap().to_string();
+                    (kind, r["spanID"].as_str().unwrap().to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let start = s["startTime"].as_u64().unwrap();
+    Span {
+        op: s["operationName"].as_str().unwrap().to_string(),
+        trace: s["traceID"].as_str().unwrap().to_string(),
+        id: s["spanID"].as_str().unwrap().to_string(),
+        parent: refs
+            .iter()
+            .find(|(k, _)| k == "CHILD_OF")
+            .map(|(_, id)| id.clone()),
+        links: refs
+            .iter()
+            .filter(|(k, _)| k == "FOLLOWS_FROM")
+            .map(|(_, id)| id.clone())
+            .collect(),
+        start,
+        end: start + s["duration"].as_u64().unwrap(),
+        tags,
+    }
+}
+
 /// Run `mode` with traces going to an embedded collector; return every span it lists.
 fn spans_of(mode: DropMode) -> Vec<Span> {
+    spans_per(mode, TracePer::Run)
+}
+
+fn spans_per(mode: DropMode, trace_per: TracePer) -> Vec<Span> {
     let jaeger = EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
     let tracer = RunTracer::start(
         &jaeger.otlp_endpoint(),
@@ -43,7 +98,7 @@ fn spans_of(mode: DropMode) -> Vec<Span> {
     let hooks = ReproHooks {
         on_cluster: None,
         tracing_layer: Some(tracer.layer()),
-        ..Default::default()
+        trace_per,
     };
     run_repro_with(
         &ReproParams {
@@ -55,24 +110,12 @@ fn spans_of(mode: DropMode) -> Vec<Span> {
     tracer.finish().unwrap();
     let body = get(jaeger.ui_addr(), "/api/traces?service=epochlab&limit=5000");
     let json: Value = serde_json::from_str(&body).unwrap();
-    let mut out = Vec::new();
-    for t in json["data"].as_array().unwrap() {
-        for s in t["spans"].as_array().unwrap() {
-            let tags = s["tags"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|kv| (kv["key"].as_str().unwrap().to_string(), kv["value"].clone()))
-                .collect();
-            let start = s["startTime"].as_u64().unwrap();
-            out.push(Span {
-                op: s["operationName"].as_str().unwrap().to_string(),
-                start,
-                end: start + s["duration"].as_u64().unwrap(),
-                tags,
-            });
-        }
-    }
+    let out: Vec<Span> = json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["spans"].as_array().unwrap().iter().map(parse_span))
+        .collect();
     assert!(
         out.iter().any(|s| s.op == "epoch"),
         "epoch traces were collected"
@@ -168,4 +211,148 @@ fn fixed_trace_unregisters_after_collection_or_reset() {
             );
         }
     }
+}
+
+/// The chain of operations from `span` up to its trace's root.
+fn ancestry<'a>(spans: &'a [Span], span: &'a Span) -> Vec<&'a Span> {
+    let mut out = vec![span];
+    let mut at = span;
+    while let Some(p) = at.parent.as_ref() {
+        at = spans
+            .iter()
+            .find(|s| &s.id == p)
+            .expect("the parent is in the trace");
+        out.push(at);
+    }
+    out
+}
+
+fn by_id<'a>(spans: &'a [Span], id: &str) -> &'a Span {
+    spans
+        .iter()
+        .find(|s| s.id == id)
+        .expect("a linked span is in the trace")
+}
+
+#[test]
+fn a_buggy_run_is_one_trace_that_shows_why() {
+    let spans = spans_of(DropMode::Buggy);
+    let traces: BTreeSet<&str> = spans.iter().map(|s| s.trace.as_str()).collect();
+    assert_eq!(traces.len(), 1, "one trace for the run, no stray ones");
+    let roots: Vec<&Span> = spans.iter().filter(|s| s.parent.is_none()).collect();
+    assert_eq!(
+        roots.len(),
+        1,
+        "one root: {:?}",
+        roots.iter().map(|r| &r.op).collect::<Vec<_>>()
+    );
+    assert_eq!(roots[0].op, "run");
+    assert_eq!(roots[0].tags["mode"], "buggy");
+    for s in &spans {
+        if let Some(p) = s.parent.as_ref().map(|p| by_id(&spans, p)) {
+            assert!(
+                s.start <= p.end,
+                "{} starts after its parent {} ended",
+                s.op,
+                p.op
+            );
+            assert!(
+                s.start >= p.start,
+                "{} starts before its parent {}",
+                s.op,
+                p.op
+            );
+        }
+    }
+    let failing = ops(&spans, "persist backfill state")
+        .into_iter()
+        .find(|s| s.failed())
+        .expect("a failed persist");
+    let chain: Vec<&str> = ancestry(&spans, failing)
+        .iter()
+        .map(|s| s.op.as_str())
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "persist backfill state",
+            "actor barrier",
+            "collect barrier",
+            "epoch",
+            "run"
+        ]
+    );
+    let actor = ancestry(&spans, failing)[1];
+    assert_eq!(actor.tags["actor_id"], failing.tags["actor_id"]);
+    assert_eq!(actor.tags["worker_id"], failing.tags["worker_id"]);
+    assert!(actor.failed(), "the actor's span carries its failure");
+    // The failing persist links to the unregister that removed its table, which ran before it.
+    let cause = failing
+        .links
+        .iter()
+        .map(|id| by_id(&spans, id))
+        .find(|s| s.op == "unregister tables")
+        .expect("a link to the unregister");
+    assert!(cause.start < failing.start);
+    assert_eq!(ancestry(&spans, cause)[1].op, "drop streaming job");
+    // The recovery links to the failed collection, and that to the kill of its node.
+    let recovery = ops(&spans, "recovery")
+        .into_iter()
+        .find(|r| !r.links.is_empty())
+        .expect("a recovery caused by a failure");
+    let collect = by_id(&spans, &recovery.links[0]);
+    assert_eq!(collect.op, "collect barrier");
+    assert!(collect.failed());
+    let kill = by_id(&spans, collect.links.first().expect("a link to the kill"));
+    assert_eq!(kill.op, "kill node");
+    assert_eq!(kill.tags["worker_id"], collect.tags["worker_id"]);
+    let steps: BTreeSet<&str> = spans
+        .iter()
+        .filter(|s| s.parent.as_deref() == Some(recovery.id.as_str()))
+        .map(|s| s.op.as_str())
+        .collect();
+    for step in [
+        "abort and mark blocked",
+        "reset nodes",
+        "rebuild actors",
+        "inject initial barrier",
+    ] {
+        assert!(steps.contains(step), "recovery step {step} in {steps:?}");
+    }
+    assert!(!ops(&spans, "restart node").is_empty());
+}
+
+#[test]
+fn per_epoch_traces_hold_the_failing_persists_in_their_epochs() {
+    let spans = spans_per(DropMode::Buggy, TracePer::Epoch);
+    assert!(ops(&spans, "run").is_empty(), "no run span");
+    let failing: BTreeSet<&str> = ops(&spans, "persist backfill state")
+        .into_iter()
+        .filter(|s| s.failed())
+        .map(|s| s.trace.as_str())
+        .collect();
+    assert!(!failing.is_empty());
+    for trace in failing {
+        let root = spans
+            .iter()
+            .find(|s| s.trace == trace && s.parent.is_none())
+            .expect("a root");
+        assert_eq!(root.op, "epoch", "a failing persist's trace is its epoch's");
+    }
+    let roots: BTreeSet<&str> = spans
+        .iter()
+        .filter(|s| s.parent.is_none())
+        .map(|s| s.op.as_str())
+        .collect();
+    assert_eq!(
+        roots,
+        BTreeSet::from([
+            "drop streaming job",
+            "epoch",
+            "kill node",
+            "recovery",
+            "restart node"
+        ]),
+        "only stories of their own start traces"
+    );
 }

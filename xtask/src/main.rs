@@ -5,7 +5,7 @@
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
-//! - `screenshot [OUT.png]`: run the buggy repro with the embedded Jaeger and render the failing epoch's trace in
+//! - `screenshot [OUT.png]`: run the buggy repro with the embedded Jaeger and render the failing persist's trace in
 //!   headless Chromium (`apt-get install chromium`) to a PNG (default `target/epochlab-failing-trace.png`).
 //! - `protoc`: print the path of the vendored `protoc` (for `export PROTOC=$(cargo xtask protoc)`).
 //!
@@ -233,7 +233,9 @@ fn epochlab_command(subcommand: &str, args: &[OsString]) -> Result {
     }
 }
 
-/// Render the failing epoch's trace, as the Jaeger UI shows it, to a PNG with headless Chromium.
+/// Render the trace of the buggy run's failing persist, as the Jaeger UI shows it, to a PNG with headless
+/// Chromium. The run has a rate limit of 10 rows/s, so the drop comes after 5 epochs instead of 30 and the
+/// unregister, the kill and the red persist fit, with the epochs before them, in one tall window.
 fn screenshot(args: &[String]) -> Result {
     use std::io::BufRead;
     let out = args
@@ -261,6 +263,8 @@ fn screenshot(args: &[String]) -> Result {
         "--jaeger",
         "--jaeger-addr",
         addr,
+        "--rate-limit",
+        "10",
         "--serve-for",
         "60",
     ]);
@@ -272,13 +276,16 @@ fn screenshot(args: &[String]) -> Result {
         message: format!("cannot start the repro: {e}"),
     })?;
     let stderr = child.stderr.take().expect("piped");
-    let url = std::io::BufReader::new(stderr)
-        .lines()
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = lines
+        .by_ref()
         .map_while(std::result::Result::ok)
         .find_map(|l| {
-            l.strip_prefix("the failing epoch's trace: ")
+            l.strip_prefix("the failing persist's trace: ")
                 .map(str::to_string)
         });
+    // Keep reading what the repro prints: a closed pipe would make its next line fail.
+    std::thread::spawn(move || lines.for_each(drop));
     let result = match url {
         Some(url) => {
             let profile =
@@ -297,7 +304,7 @@ fn screenshot(args: &[String]) -> Result {
                     "--disable-sync",
                 ])
                 .arg(format!("--user-data-dir={}", profile.display()))
-                .args(["--virtual-time-budget=5000", "--window-size=1600,1000"])
+                .args(["--virtual-time-budget=5000", "--window-size=1600,3600"])
                 .arg(format!("--screenshot={}", out.display()))
                 .arg(&url)
                 .stdout(std::process::Stdio::null())

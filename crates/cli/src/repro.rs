@@ -212,7 +212,7 @@ impl Telemetry {
             let ui = j.ui_addr();
             eprintln!("Jaeger UI: http://{ui}/search?service=epochlab");
             match failing_trace(ui) {
-                Some(id) => eprintln!("the failing epoch's trace: http://{ui}/trace/{id}"),
+                Some(id) => eprintln!("the failing persist's trace: http://{ui}/trace/{id}"),
                 None => eprintln!("no failing span among the traces"),
             }
         } else if let Some(endpoint) = &self.otlp_endpoint {

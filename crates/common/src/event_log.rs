@@ -62,8 +62,8 @@ impl EventLog {
             us / 1_000_000,
             us % 1_000_000
         );
-        // The same line for `RUST_LOG` (target `epochlab::event`), stamped with virtual time like the log.
-        tracing::info!(target: "epochlab::event", "{line}");
+        // The same event for `RUST_LOG` (target `epochlab::event`); the log format stamps it with virtual time.
+        tracing::info!(target: "epochlab::event", "{kind}: {detail}");
         let mut inner = self.lock();
         inner.digest.update(line.as_bytes());
         inner.digest.update(b"\n");

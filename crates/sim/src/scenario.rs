@@ -268,6 +268,26 @@ pub type ClusterHook = Box<dyn FnOnce(Arc<Cluster>) + Send>;
 pub type TracingLayer =
     Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
 
+/// Make `layer` (if any) and `extra` the thread's subscriber for the run. Not `.with(Option<layer>)`: an
+/// optional layer does not pass the subscriber on to the layers inside it (`on_register_dispatch`), which the
+/// telemetry's log format needs to find trace ids.
+pub(crate) fn install<L>(layer: Option<TracingLayer>, extra: L) -> tracing::subscriber::DefaultGuard
+where
+    L: tracing_subscriber::Layer<
+            tracing_subscriber::layer::Layered<TracingLayer, tracing_subscriber::Registry>,
+        > + tracing_subscriber::Layer<tracing_subscriber::Registry>
+        + Send
+        + Sync
+        + 'static,
+{
+    match layer {
+        Some(layer) => {
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(layer).with(extra))
+        }
+        None => tracing::subscriber::set_default(tracing_subscriber::registry().with(extra)),
+    }
+}
+
 /// Ways to observe a run from outside.
 #[derive(Default)]
 pub struct ReproHooks {
@@ -295,10 +315,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
         let label = format!("{} seed={}", p.mode.as_str(), p.seed);
         epochlab_common::clock::label_current_run(label);
         let capture = Capture::new(ctx.clock.clone());
-        let subscriber = tracing_subscriber::registry()
-            .with(hooks.tracing_layer)
-            .with(capture.clone());
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let _guard = install(hooks.tracing_layer, capture.clone());
         let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
             vspan!(
                 parent: None,

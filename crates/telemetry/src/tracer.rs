@@ -183,7 +183,68 @@ impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
     }
 }
 
-/// The one place a run's tracing is put together: a fmt layer on stderr filtered by `RUST_LOG` (only when it is
+/// A log line: the run's virtual time and label ([`VirtualTime`]), the trace id of the span in scope when
+/// spans are exported (`trace=…`, to find the line's trace in Jaeger), the level, the target, the innermost
+/// span's name, and the event's fields.
+struct RunFormat {
+    dispatch: DispatchSlot,
+}
+
+/// The run's subscriber, caught when it is built: the formatter looks trace ids up through it (the thread's
+/// default dispatcher is not reachable from inside one of its own callbacks).
+#[derive(Clone, Default)]
+struct DispatchSlot(std::sync::Arc<std::sync::OnceLock<tracing::dispatcher::WeakDispatch>>);
+
+struct CatchDispatch(DispatchSlot);
+
+impl<S: tracing::Subscriber> Layer<S> for CatchDispatch {
+    fn on_register_dispatch(&self, subscriber: &tracing::Dispatch) {
+        let _ = self.0.0.set(subscriber.downgrade());
+    }
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for RunFormat
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing_subscriber::fmt::time::FormatTime;
+        VirtualTime.format_time(&mut w)?;
+        let span = ctx.parent_span();
+        if let Some(id) = span.as_ref().and_then(|s| self.trace_id(&s.id())) {
+            write!(w, " trace={id}")?;
+        }
+        let meta = event.metadata();
+        write!(w, " {:>5} {}:", meta.level(), meta.target())?;
+        if let Some(span) = &span {
+            write!(w, " {}:", span.name())?;
+        }
+        w.write_char(' ')?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+impl RunFormat {
+    /// The OpenTelemetry trace id of span `id`, if an OpenTelemetry layer records it.
+    fn trace_id(&self, id: &tracing::Id) -> Option<String> {
+        use opentelemetry::trace::TraceContextExt;
+        let dispatch = self.dispatch.0.get()?.upgrade()?;
+        let cx = tracing_opentelemetry::get_otel_context(id, &dispatch)?;
+        let span_context = cx.span().span_context().clone();
+        span_context
+            .is_valid()
+            .then(|| span_context.trace_id().to_string())
+    }
+}
+
+/// The one place a run's tracing is put together: a fmt layer ([`RunFormat`]) on stderr filtered by `RUST_LOG` (only when it is
 /// set), and the OpenTelemetry layer of `tracer` (when traces are exported). `None` when neither is wanted,
 /// which keeps the cost of spans near zero.
 pub fn run_layer(tracer: Option<&RunTracer>) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
@@ -197,16 +258,21 @@ pub fn run_layer_to(
 ) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
     use tracing_subscriber::filter::EnvFilter;
     let spec = std::env::var("RUST_LOG").ok();
+    let slot = DispatchSlot::default();
     let stderr = spec.clone().map(|spec| {
         tracing_subscriber::fmt::layer()
-            .with_timer(VirtualTime)
+            .event_format(RunFormat {
+                dispatch: slot.clone(),
+            })
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_filter(EnvFilter::new(spec))
     });
     let file = log_file.map(|f| {
         tracing_subscriber::fmt::layer()
-            .with_timer(VirtualTime)
+            .event_format(RunFormat {
+                dispatch: slot.clone(),
+            })
             .with_writer(std::sync::Mutex::new(f))
             .with_ansi(false)
             .with_filter(EnvFilter::new(spec.unwrap_or_else(|| "info".into())))
@@ -221,6 +287,8 @@ pub fn run_layer_to(
         (None, None) => None,
         (Some(f), None) => Some(f),
         (None, Some(t)) => Some(t.layer()),
-        (Some(f), Some(t)) => Some(Box::new(f.and_then(t.layer()))),
+        (Some(f), Some(t)) => Some(Box::new(
+            f.and_then(t.layer()).and_then(CatchDispatch(slot)),
+        )),
     }
 }

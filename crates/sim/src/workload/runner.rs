@@ -14,7 +14,6 @@ use epochlab_common::trace;
 use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row, vspan};
 use epochlab_meta::{DropMode, JobOptions, JobState, RelationKind, SinkOptions};
 use tokio::task::JoinHandle;
-use tracing_subscriber::layer::SubscriberExt;
 
 use super::model::TableModel;
 use super::plan::{Action, JobSpec, Plan, PlanCluster};
@@ -43,8 +42,10 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
     let out = crate::runtime::try_run(plan.seed, limit, move |ctx| async move {
         let label = format!("{} seed={}", mode.as_str(), ctx.seed);
         epochlab_common::clock::label_current_run(label);
-        let subscriber = tracing_subscriber::registry().with(hooks.tracing_layer);
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let _guard = crate::scenario::install(
+            hooks.tracing_layer,
+            None::<tracing_subscriber::layer::Identity>,
+        );
         let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
             vspan!(
                 parent: None,
