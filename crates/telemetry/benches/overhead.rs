@@ -1,5 +1,6 @@
 //! The cost of tracing: the default repro (buggy mode) with OTLP export to the embedded collector, beside the
 //! same run without an exporter, in the same process. Wall time per run, median of 7 each, flush included.
+//! Fails (exit 1) above a ratio of 1.15.
 //!
 //! `cargo xtask bench -p epochlab-telemetry`
 
@@ -9,6 +10,9 @@ use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{EmbeddedJaeger, KeyValue, RunTracer, run_layer};
 
 const RUNS: usize = 7;
+
+/// The most that exporting every span may cost, as a multiple of the run without an exporter.
+const RATIO_MAX: f64 = 1.15;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -60,8 +64,10 @@ fn main() {
         "  OTLP export to Jaeger:    {:>8.1} ms",
         on.as_secs_f64() * 1e3
     );
-    println!(
-        "  ratio (on / off):         {:>8.2}x",
-        on.as_secs_f64() / off.as_secs_f64()
-    );
+    let ratio = on.as_secs_f64() / off.as_secs_f64();
+    println!("  ratio (on / off):         {ratio:>8.2}x (budget {RATIO_MAX}x)");
+    if ratio > RATIO_MAX {
+        eprintln!("overhead: OTLP export costs {ratio:.2}x, above the budget of {RATIO_MAX}x");
+        std::process::exit(1);
+    }
 }
