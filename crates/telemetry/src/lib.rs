@@ -10,7 +10,7 @@ mod metrics;
 mod server;
 mod tracer;
 
-pub use jaeger::{EmbeddedJaeger, JaegerError, MAX_TRACES};
+pub use jaeger::{DurationError, EmbeddedJaeger, JaegerError, MAX_TRACES, parse_duration};
 pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSource, SeedOutcome};
 pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;

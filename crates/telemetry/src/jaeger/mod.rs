@@ -1,9 +1,13 @@
 //! An OTLP collector with the Jaeger UI in this process (otlp-embedded), on its own real-time runtime thread.
 
+mod duration;
+
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
+
+pub use duration::{DurationError, parse_duration};
 
 /// How many traces the collector keeps: enough that a run's failing trace is still listed when it ends.
 pub const MAX_TRACES: u32 = 5000;
