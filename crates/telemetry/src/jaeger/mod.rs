@@ -1,16 +1,34 @@
-//! An OTLP collector with the Jaeger UI in this process (otlp-embedded), on its own real-time runtime thread.
+//! An OTLP collector with the Jaeger UI in this process, on its own real-time runtime thread.
+//!
+//! The spans go into epochlab's own bounded [`SpanIndex`] (`index`), which serves Jaeger's query API
+//! (`api`: search by service, operation, tags, duration and time, as Jaeger's own store does). otlp-embedded
+//! supplies the OTLP protocol types and the Jaeger UI's assets; its own store is not used (its search filters
+//! only by service and root operation).
 
+mod api;
+mod collector;
 mod duration;
+mod index;
+mod query;
+mod render;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
 pub use duration::{DurationError, parse_duration};
+pub use query::{DEFAULT_LIMIT, QueryError, TraceQuery};
+
+use index::{IndexLimits, SpanIndex};
 
 /// How many traces the collector keeps: enough that a run's failing trace is still listed when it ends.
 pub const MAX_TRACES: u32 = 5000;
+
+/// The collector's budget for its spans (estimated as each span's encoded size plus a fixed overhead). When
+/// either bound is exceeded the least recently updated trace goes.
+pub const MAX_INDEX_BYTES: usize = 1 << 30;
 
 /// Why the collector could not start.
 #[derive(Debug, thiserror::Error)]
@@ -126,16 +144,21 @@ async fn serve(
             return;
         }
     };
-    let state = otlp_embedded::State::new(otlp_embedded::Config {
-        max_length: MAX_TRACES,
-        max_memory_usage: 1 << 30,
-    });
-    let service =
-        otlp_embedded::TraceServiceServer::new(otlp_embedded::TraceServiceImpl::new(state.clone()));
+    let limits = IndexLimits {
+        max_traces: MAX_TRACES as usize,
+        max_bytes: MAX_INDEX_BYTES,
+    };
+    let index = Arc::new(tokio::sync::RwLock::new(SpanIndex::new(limits)));
+    let service = otlp_embedded::TraceServiceServer::new(collector::Collector::new(index.clone()));
     let grpc = tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming(incoming);
-    let app = otlp_embedded::ui_app(state, "/");
+    // otlp-embedded's UI router serves the assets; its store stays empty (our routes answer the API).
+    let assets = otlp_embedded::State::new(otlp_embedded::Config {
+        max_length: 1,
+        max_memory_usage: 0,
+    });
+    let app = api::router(index, otlp_embedded::ui_app(assets, "/"));
     let local = ui.local_addr().unwrap_or(ui_addr);
     let _ = ready.send(Ok((local, handle)));
     tokio::select! {
