@@ -22,7 +22,7 @@ pub enum ReproError {
     #[error("metrics: {0}")]
     Metrics(String),
     #[error("Jaeger: {0}")]
-    Jaeger(String),
+    Jaeger(#[from] epochlab_telemetry::JaegerError),
     #[error("traces: {0}")]
     Export(String),
     #[error("traces of the {mode} run: {detail}")]
@@ -168,7 +168,7 @@ impl Telemetry {
             None => (None, None),
         };
         let jaeger = match args.jaeger {
-            true => Some(EmbeddedJaeger::start(args.jaeger_addr()).map_err(ReproError::Jaeger)?),
+            true => Some(EmbeddedJaeger::start(args.jaeger_addr())?),
             false => None,
         };
         // `OTEL_EXPORTER_OTLP_ENDPOINT` is honoured when no collector is named on the command line.

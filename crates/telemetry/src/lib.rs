@@ -10,7 +10,10 @@ mod metrics;
 mod server;
 mod tracer;
 
-pub use jaeger::{EmbeddedJaeger, MAX_TRACES};
+pub use jaeger::{
+    DEFAULT_LIMIT, DurationError, EmbeddedJaeger, JaegerError, MAX_INDEX_BYTES, MAX_TRACES,
+    QueryError, TraceQuery, parse_duration,
+};
 pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSource, SeedOutcome};
 pub use opentelemetry::KeyValue;
 pub use server::MetricsServer;
