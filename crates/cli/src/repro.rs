@@ -336,20 +336,15 @@ fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
 
 /// The id of a trace in the collector that holds a failed `persist backfill state` span (the first failure).
 fn failing_trace(ui: std::net::SocketAddr) -> Option<String> {
-    let body = http_get(ui, "/api/traces?service=epochlab&limit=5000")?;
+    // The collector's own search: a trace with a failed `persist backfill state` span, the earliest one.
+    let query = "/api/traces?service=epochlab&operation=persist%20backfill%20state&tag=error:true&limit=100000";
+    let body = http_get(ui, query)?;
     let traces: serde_json::Value = serde_json::from_str(&body).ok()?;
-    let failed = |span: &&serde_json::Value| {
-        span["operationName"] == "persist backfill state"
-            && span["tags"].as_array().is_some_and(|tags| {
-                tags.iter()
-                    .any(|t| t["key"] == "error" && t["value"] == true)
-            })
+    let start = |t: &serde_json::Value| {
+        let spans = t["spans"].as_array().into_iter().flatten();
+        spans.filter_map(|s| s["startTime"].as_u64()).min()
     };
-    traces["data"]
-        .as_array()?
-        .iter()
-        .flat_map(|trace| trace["spans"].as_array().into_iter().flatten())
-        .find(failed)?["traceID"]
+    traces["data"].as_array()?.iter().min_by_key(|t| start(t))?["traceID"]
         .as_str()
         .map(str::to_string)
 }

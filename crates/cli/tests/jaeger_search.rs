@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// `epochlab repro --mode all --jaeger` serving on a free port; killed when dropped.
+/// `epochlab repro --mode all --jaeger --trace-per <per>` serving on a free port; killed when dropped.
 struct Served {
     child: Child,
     addr: SocketAddr,
 }
 
 impl Served {
-    fn start() -> Self {
+    fn start(per: &str) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_epochlab"))
             .args([
                 "repro",
@@ -28,7 +28,7 @@ impl Served {
                 "--jaeger-addr",
                 "127.0.0.1:0",
             ])
-            .args(["--serve-for", "300"])
+            .args(["--trace-per", per, "--serve-for", "300"])
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -205,9 +205,31 @@ fn url(s: &str) -> String {
         .collect()
 }
 
+/// With a trace per run, the failing persist finds exactly the buggy run's trace (not fixed's, whose only
+/// errors are epochs that recovery abandoned).
+#[test]
+fn a_failing_persist_finds_the_buggy_runs_trace() {
+    let served = Served::start("run");
+    let (status, everything) = served.get("/api/traces?service=epochlab&limit=100000");
+    assert_eq!(status, 200);
+    let all = model(&everything);
+    assert_eq!(all.len(), 3, "a trace per mode");
+    let buggy = expect(&all, |s| s.op == "run" && has(s, "mode", "buggy"));
+    assert_eq!(buggy.len(), 1);
+    let query = format!(
+        "operation={}&tags={}",
+        url("persist backfill state"),
+        url(r#"{"error":"true"}"#)
+    );
+    assert_eq!(served.search_set(&query), buggy);
+    let errors = served.search_set(&format!("tags={}", url(r#"{"error":"true"}"#)));
+    assert!(errors.len() > 1, "fixed's abandoned epochs are errors too");
+}
+
+/// With a trace per epoch there are many traces, so each parameter can be shown to split them.
 #[test]
 fn every_search_parameter_returns_exactly_the_matching_traces() {
-    let served = Served::start();
+    let served = Served::start("epoch");
     let (status, everything) = served.get("/api/traces?service=epochlab&limit=100000");
     assert_eq!(status, 200);
     let all = model(&everything);

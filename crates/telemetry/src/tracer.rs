@@ -113,16 +113,15 @@ impl RunTracer {
     pub fn layer(&self) -> Box<dyn Layer<Registry> + Send + Sync> {
         Box::new(
             // Only the span's own fields become tags: no code location, thread, level or target per span (they
-            // cost a conversion each and say nothing about the run), no busy/idle times (real time), and no
-            // OpenTelemetry context switch on every poll of an instrumented future.
+            // cost a conversion each and say nothing about the run), and no busy/idle times (real time). Context
+            // activation stays on: without it some parents were never exported and the traces were incomplete.
             tracing_opentelemetry::layer()
                 .with_tracer(self.provider.tracer("epochlab"))
                 .with_tracked_inactivity(false)
                 .with_location(false)
                 .with_threads(false)
                 .with_level(false)
-                .with_target(false)
-                .with_context_activation(false),
+                .with_target(false),
         )
     }
 

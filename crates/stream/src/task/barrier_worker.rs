@@ -274,6 +274,15 @@ pub(crate) struct LocalBarrierWorker {
     syncing: FuturesOrdered<BoxFuture<'static, (Epoch, Epoch, StorageResult<SyncResult>)>>,
 }
 
+/// A node that stops (killed, or the run ends) ends its actors' open spans: handles to it may outlive it.
+impl Drop for LocalBarrierWorker {
+    fn drop(&mut self) {
+        self.handle
+            .spans
+            .fail(&self.env.clock, |_| true, "the node stopped");
+    }
+}
+
 impl LocalBarrierWorker {
     pub(crate) fn new(env: BuildEnv) -> (Self, mpsc::Receiver<LocalEvent>) {
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
