@@ -8,7 +8,9 @@ use opentelemetry::{KeyValue, Value};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
+};
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::Registry;
 
@@ -74,6 +76,12 @@ pub fn instance_id(mode: &str, seed: u64) -> String {
     format!("{mode}-{seed}-{}.{n}", std::process::id())
 }
 
+/// How often spans are exported while a run goes (wall time).
+const EXPORT_EVERY: Duration = Duration::from_millis(5);
+
+/// Spans waiting for export, at most (beyond it the processor drops them; a soak seed's trace has ~2,000).
+const MAX_QUEUED_SPANS: usize = 1 << 16;
+
 /// One run's tracer provider.
 pub struct RunTracer {
     provider: SdkTracerProvider,
@@ -99,12 +107,21 @@ impl RunTracer {
             .with_service_name("epochlab")
             .with_attributes(attributes)
             .build();
+        // Export while the run goes (every few ms of wall time, on the processor's thread), so that little is
+        // left for the flush at the end; a queue large enough that a long run's spans are never dropped.
+        let batch = BatchConfigBuilder::default()
+            .with_scheduled_delay(EXPORT_EVERY)
+            .with_max_queue_size(MAX_QUEUED_SPANS)
+            .build();
+        let processor = BatchSpanProcessor::builder(VirtualTimeExporter {
+            inner: exporter,
+            wall0,
+        })
+        .with_batch_config(batch)
+        .build();
         let provider = SdkTracerProvider::builder()
             .with_resource(resource)
-            .with_batch_exporter(VirtualTimeExporter {
-                inner: exporter,
-                wall0,
-            })
+            .with_span_processor(processor)
             .build();
         Ok(Self { provider })
     }
