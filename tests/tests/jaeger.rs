@@ -43,6 +43,7 @@ fn spans_of(mode: DropMode) -> Vec<Span> {
     let hooks = ReproHooks {
         on_cluster: None,
         tracing_layer: Some(tracer.layer()),
+        time_observers: Vec::new(),
     };
     run_repro_with(
         &ReproParams {

@@ -48,6 +48,7 @@ fn prometheus_scrapes_a_repro_run() {
     let hooks = ReproHooks {
         on_cluster: Some(hook),
         tracing_layer: None,
+        time_observers: Vec::new(),
     };
     let out = run_repro_with(&params, hooks);
     let wall_origin_ms: u64 = origin_rx.recv().unwrap();

@@ -119,6 +119,7 @@ fn run_one(
     let hooks = ReproHooks {
         on_cluster: hook,
         tracing_layer: run_layer_to(tracer.as_ref(), log_file.and_then(append_to)),
+        time_observers: Vec::new(),
     };
     let out = run_repro_with(params, hooks);
     if let Some(m) = metrics {

@@ -39,6 +39,7 @@ fn main() {
         let hooks = ReproHooks {
             on_cluster: None,
             tracing_layer: run_layer(Some(&tracer)),
+            time_observers: Vec::new(),
         };
         let traced = run_repro_with(&params, hooks);
         tracer.finish().expect("flush");

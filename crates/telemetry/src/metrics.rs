@@ -703,6 +703,7 @@ mod tests {
                 m.start_run(worker, RunSource::starting_now("buggy", cluster));
             })),
             tracing_layer: None,
+            time_observers: Vec::new(),
         };
         let params = ReproParams {
             seed,
@@ -785,6 +786,7 @@ mod tests {
                     m.add_run(RunSource::starting_now("buggy", cluster));
                 })),
                 tracing_layer: None,
+                time_observers: Vec::new(),
             };
             let params = ReproParams {
                 seed,
@@ -847,6 +849,7 @@ mod tests {
                     m.start_run(0, RunSource::starting_now(mode.as_str(), cluster));
                 })),
                 tracing_layer: None,
+                time_observers: Vec::new(),
             };
             reports.push(epochlab_sim::workload::run_plan(&plan, mode, hooks).value);
             metrics.end_run(0);

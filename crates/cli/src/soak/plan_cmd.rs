@@ -39,6 +39,7 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
     let hooks = ReproHooks {
         on_cluster: None,
         tracing_layer: epochlab_telemetry::run_layer(None),
+        time_observers: Vec::new(),
     };
     let campaign = format!("plan={}", path.display());
     let row = spec.run(&campaign, hooks, args.event_log.as_deref());

@@ -50,6 +50,7 @@ impl SoakTraces {
         let hooks = ReproHooks {
             on_cluster: None,
             tracing_layer: Some(tracer.layer()),
+            time_observers: Vec::new(),
         };
         let again = spec.run(campaign, hooks, None);
         if again.digest != row.digest {
