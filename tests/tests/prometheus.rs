@@ -32,7 +32,7 @@ fn prometheus_scrapes_a_repro_run() {
     assert_eq!(alert_exprs().len(), 5);
 
     // The run, observed by an in-process metrics server on a free port.
-    let metrics = Arc::new(Metrics::new(&["buggy"]));
+    let metrics = Arc::new(Metrics::new());
     let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), metrics.clone()).unwrap();
     let m = metrics.clone();
     let (origin_tx, origin_rx) = std::sync::mpsc::channel();

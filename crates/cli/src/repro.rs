@@ -111,8 +111,10 @@ fn run_one(
     let wall = WallTimer::start();
     let tracer = traces.map(|t| tracer(params, t)).transpose()?;
     let hook: Option<epochlab_sim::ClusterHook> = metrics.map(|m| {
-        let m = m.clone();
         let mode = params.mode.as_str();
+        // The mode's series exist from the start of its run, counters at 0.
+        m.prepare_run(0, mode);
+        let m = m.clone();
         Box::new(move |cluster| m.add_run(RunSource::starting_now(mode, cluster)))
             as epochlab_sim::ClusterHook
     });
@@ -157,8 +159,7 @@ impl Telemetry {
     fn start(args: &ReproArgs) -> Result<Self, ReproError> {
         let (metrics, server) = match args.metrics_addr {
             Some(addr) => {
-                let modes: Vec<&str> = args.modes.iter().map(|m| m.as_str()).collect();
-                let metrics = Arc::new(Metrics::new(&modes));
+                let metrics = Arc::new(Metrics::new());
                 let server =
                     MetricsServer::start(addr, metrics.clone()).map_err(ReproError::Metrics)?;
                 eprintln!("metrics: http://{}/metrics", server.local_addr());
