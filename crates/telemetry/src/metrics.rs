@@ -113,6 +113,14 @@ pub struct FinishedSeed<'a> {
 }
 
 struct Families {
+    epochs: EpochFamilies,
+    backfill: BackfillFamilies,
+    health: HealthFamilies,
+    soak: SoakFamilies,
+}
+
+/// Epochs, barriers, checkpoints and recoveries.
+struct EpochFamilies {
     injected_ts: GaugeVec,
     committed_ts: GaugeVec,
     lag: GaugeVec,
@@ -121,21 +129,33 @@ struct Families {
     checkpoints: IntCounterVec,
     recoveries: IntCounterVec,
     recovery_duration: HistogramVec,
+}
+
+/// Backfill progress per table, actor and vnode.
+struct BackfillFamilies {
     vnode_persisted: GaugeVec,
     vnode_committed: IntGaugeVec,
     vnode_finished: IntGaugeVec,
     backfill_rows: IntCounterVec,
     state_missing: IntCounterVec,
+}
+
+/// Storage, actor failures and invariant violations.
+struct HealthFamilies {
     registered_tables: IntGaugeVec,
     uncommitted_bytes: IntGaugeVec,
     rejected_writes: IntCounterVec,
     actor_failures: IntCounterVec,
     invariant_violations: IntCounterVec,
-    soak_seeds: IntCounterVec,
-    soak_failures: IntCounterVec,
-    soak_in_progress: IntGaugeVec,
-    soak_virtual: CounterVec,
-    soak_wall: CounterVec,
+}
+
+/// A soak's own series.
+struct SoakFamilies {
+    seeds: IntCounterVec,
+    failures: IntCounterVec,
+    in_progress: IntGaugeVec,
+    virtual_time: CounterVec,
+    wall_time: CounterVec,
 }
 
 pub struct Metrics {
@@ -202,194 +222,234 @@ fn latency_buckets() -> Vec<f64> {
     prometheus::exponential_buckets(0.001, 2.0, 18).expect("valid buckets")
 }
 
-impl Families {
-    fn register(registry: &Registry) -> Self {
-        let register = |c: Box<dyn prometheus::core::Collector>| {
-            registry.register(c).expect("unique metric");
-        };
-        let gauge = |name: &str, help: &str, labels: &[&str]| {
-            let g = GaugeVec::new(Opts::new(name, help), labels).expect("valid gauge");
-            register(Box::new(g.clone()));
-            g
-        };
-        let igauge = |name: &str, help: &str, labels: &[&str]| {
-            let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge");
-            register(Box::new(g.clone()));
-            g
-        };
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            register(Box::new(c.clone()));
-            c
-        };
-        let fcounter = |name: &str, help: &str, labels: &[&str]| {
-            let c = CounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            register(Box::new(c.clone()));
-            c
-        };
-        let histogram = |name: &str, help: &str| {
-            let h = HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(latency_buckets()),
-                &["mode"],
-            )
-            .expect("valid histogram");
-            register(Box::new(h.clone()));
-            h
-        };
-        let [mode_worker, mode] = [&["mode", "worker"][..], &["mode"][..]];
-        let vnode = &["mode", "worker", "table_id", "vnode"][..];
+/// Makes the families, each registered once.
+struct Make<'a>(&'a Registry);
+
+impl Make<'_> {
+    fn register<C: prometheus::core::Collector + Clone + 'static>(&self, c: C) -> C {
+        self.0.register(Box::new(c.clone())).expect("unique metric");
+        c
+    }
+
+    fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+        self.register(GaugeVec::new(Opts::new(name, help), labels).expect("valid gauge"))
+    }
+
+    fn igauge(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+        self.register(IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge"))
+    }
+
+    fn counter(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        self.register(IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
+    }
+
+    fn fcounter(&self, name: &str, help: &str, labels: &[&str]) -> CounterVec {
+        self.register(CounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
+    }
+
+    /// A histogram of seconds by mode.
+    fn histogram(&self, name: &str, help: &str) -> HistogramVec {
+        let opts = HistogramOpts::new(name, help).buckets(latency_buckets());
+        self.register(HistogramVec::new(opts, &["mode"]).expect("valid histogram"))
+    }
+}
+
+const MODE: &[&str] = &["mode"];
+const MODE_WORKER: &[&str] = &["mode", "worker"];
+const VNODE: &[&str] = &["mode", "worker", "table_id", "vnode"];
+
+impl EpochFamilies {
+    fn register(m: &Make<'_>) -> Self {
         Self {
-            injected_ts: gauge(
+            injected_ts: m.gauge(
                 "epochlab_epoch_injected_timestamp_seconds",
                 "Physical time of the last injected epoch (its curr), shifted onto the wall clock.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            committed_ts: gauge(
+            committed_ts: m.gauge(
                 "epochlab_epoch_committed_timestamp_seconds",
                 "Physical time of the max committed epoch, shifted onto the wall clock.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            lag: gauge(
+            lag: m.gauge(
                 "epochlab_epoch_lag_seconds",
                 "Injected minus committed epoch, in seconds of simulated time.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            inflight: igauge(
+            inflight: m.igauge(
                 "epochlab_barrier_inflight",
                 "Barriers injected and not yet completed.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            latency: histogram(
+            latency: m.histogram(
                 "epochlab_barrier_latency_seconds",
                 "Barrier latency from inject to fully collected, simulated seconds.",
             ),
-            checkpoints: counter(
+            checkpoints: m.counter(
                 "epochlab_checkpoints_total",
                 "Checkpoint epochs committed.",
-                mode,
+                MODE,
             ),
-            recoveries: counter(
+            recoveries: m.counter(
                 "epochlab_recoveries_total",
                 "Recoveries after a failure.",
-                mode,
+                MODE,
             ),
-            recovery_duration: histogram(
+            recovery_duration: m.histogram(
                 "epochlab_recovery_duration_seconds",
                 "Duration of a recovery, simulated seconds.",
             ),
-            vnode_persisted: gauge(
+        }
+    }
+}
+
+impl BackfillFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            vnode_persisted: m.gauge(
                 "epochlab_backfill_vnode_persisted_epoch_timestamp_seconds",
                 "Epoch (physical time, shifted onto the wall clock) of the last backfill progress row written for a vnode.",
-                vnode,
+                VNODE,
             ),
-            vnode_committed: igauge(
+            vnode_committed: m.igauge(
                 "epochlab_backfill_vnode_committed",
                 "1 when the vnode's last progress row is in committed storage of a registered table.",
-                vnode,
+                VNODE,
             ),
-            vnode_finished: igauge(
+            vnode_finished: m.igauge(
                 "epochlab_backfill_vnode_finished",
                 "1 when the vnode's last progress row says its backfill finished.",
-                vnode,
+                VNODE,
             ),
-            backfill_rows: counter(
+            backfill_rows: m.counter(
                 "epochlab_backfill_rows_total",
                 "Snapshot rows a backfill actor has read.",
                 &["mode", "table_id", "actor_id"],
             ),
-            state_missing: counter(
+            state_missing: m.counter(
                 "epochlab_backfill_state_missing_total",
                 "Backfill progress rows found missing from storage (`row [...] not found`).",
                 &["mode", "table_id"],
             ),
-            registered_tables: igauge(
+        }
+    }
+}
+
+impl HealthFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            registered_tables: m.igauge(
                 "epochlab_storage_registered_tables",
                 "Tables registered in the storage version.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            uncommitted_bytes: igauge(
+            uncommitted_bytes: m.igauge(
                 "epochlab_storage_uncommitted_bytes",
                 "Bytes flushed on compute nodes and not yet synced.",
-                mode_worker,
+                MODE_WORKER,
             ),
-            rejected_writes: counter(
+            rejected_writes: m.counter(
                 "epochlab_storage_rejected_writes_total",
                 "Writes storage refused or dropped.",
                 &["mode", "reason"],
             ),
-            actor_failures: counter(
+            actor_failures: m.counter(
                 "epochlab_actor_failures_total",
                 "Actors that failed.",
                 &["mode", "reason"],
             ),
-            invariant_violations: counter(
+            invariant_violations: m.counter(
                 "epochlab_invariant_violations_total",
                 "Invariant violations the checkers found (I1 commit order, I2 unregister in use, I2 zombie \
                  access by the detector, I3 table set, oracle).",
                 &["mode", "invariant"],
             ),
-            soak_seeds: counter(
+        }
+    }
+}
+
+impl SoakFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            seeds: m.counter(
                 "epochlab_soak_seeds_total",
                 "Seeds a soak has finished, by outcome (passed, failed or stuck).",
                 &["mode", "outcome"],
             ),
-            soak_failures: counter(
+            failures: m.counter(
                 "epochlab_soak_failures_total",
                 "Failed and stuck seeds by signature (the error with numbers masked); signatures beyond the \
                  first 64 count as `other`.",
                 &["mode", "signature"],
             ),
-            soak_in_progress: igauge(
+            in_progress: m.igauge(
                 "epochlab_soak_seeds_in_progress",
                 "Seeds running now.",
-                mode,
+                MODE,
             ),
-            soak_virtual: fcounter(
+            virtual_time: m.fcounter(
                 "epochlab_soak_virtual_seconds_total",
                 "Simulated time of the finished seeds; its rate is simulated seconds per wall-clock second.",
-                mode,
+                MODE,
             ),
-            soak_wall: fcounter(
+            wall_time: m.fcounter(
                 "epochlab_soak_wall_seconds_total",
                 "Wall-clock time the finished seeds took, summed over workers; rate(virtual) / rate(wall) is \
                  one worker's speed-up.",
-                mode,
+                MODE,
             ),
+        }
+    }
+}
+
+impl Families {
+    fn register(registry: &Registry) -> Self {
+        let m = Make(registry);
+        Self {
+            epochs: EpochFamilies::register(&m),
+            backfill: BackfillFamilies::register(&m),
+            health: HealthFamilies::register(&m),
+            soak: SoakFamilies::register(&m),
         }
     }
 
     /// The soak's series of `mode`, at 0.
     fn init_soak(&self, mode: &str) {
         for o in SeedOutcome::ALL {
-            self.soak_seeds.with_label_values(&[mode, o.as_str()]);
+            self.soak.seeds.with_label_values(&[mode, o.as_str()]);
         }
-        self.soak_failures
+        self.soak
+            .failures
             .with_label_values(&[mode, OTHER_SIGNATURE]);
-        self.soak_in_progress.with_label_values(&[mode]);
-        self.soak_virtual.with_label_values(&[mode]);
-        self.soak_wall.with_label_values(&[mode]);
+        self.soak.in_progress.with_label_values(&[mode]);
+        self.soak.virtual_time.with_label_values(&[mode]);
+        self.soak.wall_time.with_label_values(&[mode]);
     }
 
     /// Every series of `mode` and `worker` without a table, actor, vnode or signature label, counters at 0
     /// (timestamps appear with their first epoch: a 0 would read as 1970).
     fn init_run(&self, mode: &str, worker: usize) {
         let labels = [mode, &worker.to_string()];
-        self.lag.with_label_values(&labels);
-        self.inflight.with_label_values(&labels);
-        self.registered_tables.with_label_values(&labels);
-        self.uncommitted_bytes.with_label_values(&labels);
-        self.latency.with_label_values(&[mode]);
-        self.checkpoints.with_label_values(&[mode]);
-        self.recoveries.with_label_values(&[mode]);
-        self.recovery_duration.with_label_values(&[mode]);
+        self.epochs.lag.with_label_values(&labels);
+        self.epochs.inflight.with_label_values(&labels);
+        self.health.registered_tables.with_label_values(&labels);
+        self.health.uncommitted_bytes.with_label_values(&labels);
+        self.epochs.latency.with_label_values(&[mode]);
+        self.epochs.checkpoints.with_label_values(&[mode]);
+        self.epochs.recoveries.with_label_values(&[mode]);
+        self.epochs.recovery_duration.with_label_values(&[mode]);
         for r in REJECT_REASONS {
-            self.rejected_writes.with_label_values(&[mode, r]);
+            self.health.rejected_writes.with_label_values(&[mode, r]);
         }
         for r in FailureReason::ALL {
-            self.actor_failures.with_label_values(&[mode, r.as_str()]);
+            self.health
+                .actor_failures
+                .with_label_values(&[mode, r.as_str()]);
         }
         for i in INVARIANT_LABELS {
-            self.invariant_violations.with_label_values(&[mode, i]);
+            self.health
+                .invariant_violations
+                .with_label_values(&[mode, i]);
         }
         self.init_soak(mode);
     }
@@ -466,9 +526,9 @@ impl Metrics {
         let slot = (source.mode.clone(), worker);
         for (table, vnode) in vnode_series.remove(&slot).unwrap_or_default() {
             let labels = [slot.0.as_str(), &worker.to_string(), &table, &vnode];
-            let _ = self.f.vnode_persisted.remove_label_values(&labels);
-            let _ = self.f.vnode_committed.remove_label_values(&labels);
-            let _ = self.f.vnode_finished.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_persisted.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_committed.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_finished.remove_label_values(&labels);
         }
         let cursors = BTreeMap::new();
         live.insert(worker, Live { source, cursors });
@@ -505,23 +565,26 @@ impl Metrics {
 
     /// A soak's seed of `mode` has started.
     pub fn seed_started(&self, mode: &str) {
-        self.f.soak_in_progress.with_label_values(&[mode]).inc();
+        self.f.soak.in_progress.with_label_values(&[mode]).inc();
     }
 
     /// A soak's seed has finished (it had started with [`Metrics::seed_started`]).
     pub fn seed_finished(&self, seed: FinishedSeed<'_>) {
         let mode = seed.mode;
-        self.f.soak_in_progress.with_label_values(&[mode]).dec();
+        self.f.soak.in_progress.with_label_values(&[mode]).dec();
         self.f
-            .soak_seeds
+            .soak
+            .seeds
             .with_label_values(&[mode, seed.outcome.as_str()])
             .inc();
         self.f
-            .soak_virtual
+            .soak
+            .virtual_time
             .with_label_values(&[mode])
             .inc_by(seed.virtual_time.as_secs_f64());
         self.f
-            .soak_wall
+            .soak
+            .wall_time
             .with_label_values(&[mode])
             .inc_by(seed.wall_time.as_secs_f64());
         if let Some(signature) = seed.signature {
@@ -534,7 +597,7 @@ impl Metrics {
             } else {
                 OTHER_SIGNATURE
             };
-            let counter = self.f.soak_failures.with_label_values(&[mode, label]);
+            let counter = self.f.soak.failures.with_label_values(&[mode, label]);
             let id = format!("soak_failures/{mode}/{label}");
             if label == OTHER_SIGNATURE {
                 // Exists at 0 from the campaign's start.

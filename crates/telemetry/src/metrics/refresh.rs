@@ -97,34 +97,37 @@ impl<'a> Pass<'a> {
         let origin = self.s.wall_origin_ms;
         if !injected.is_invalid() {
             let ts = wall_seconds(injected, origin);
-            f.injected_ts.with_label_values(&labels).set(ts);
+            f.epochs.injected_ts.with_label_values(&labels).set(ts);
         }
         if !committed.is_invalid() {
             let ts = wall_seconds(committed, origin);
-            f.committed_ts.with_label_values(&labels).set(ts);
+            f.epochs.committed_ts.with_label_values(&labels).set(ts);
         }
         if !injected.is_invalid() && !committed.is_invalid() {
             let lag_ms = injected
                 .physical_time()
                 .saturating_sub(committed.physical_time());
-            f.lag.with_label_values(&labels).set(lag_ms as f64 / 1000.0);
+            f.epochs
+                .lag
+                .with_label_values(&labels)
+                .set(lag_ms as f64 / 1000.0);
         }
         let in_flight = stats.in_flight.load(Ordering::Relaxed) as i64;
-        f.inflight.with_label_values(&labels).set(in_flight);
-        let latency = f.latency.with_label_values(&[mode]);
+        f.epochs.inflight.with_label_values(&labels).set(in_flight);
+        let latency = f.epochs.latency.with_label_values(&[mode]);
         fold(self.cursors, "latency".into(), &stats.latencies, |us| {
             latency.observe(us as f64 / 1e6)
         });
-        let recovery = f.recovery_duration.with_label_values(&[mode]);
+        let recovery = f.epochs.recovery_duration.with_label_values(&[mode]);
         let durations = &stats.recovery_durations;
         fold(self.cursors, "recovery".into(), durations, |us| {
             recovery.observe(us as f64 / 1e6)
         });
         let checkpoints = stats.checkpoints.load(Ordering::Relaxed);
-        let counter = f.checkpoints.with_label_values(&[mode]);
+        let counter = f.epochs.checkpoints.with_label_values(&[mode]);
         add_delta(self.cursors, "checkpoints".into(), checkpoints, &counter);
         let recoveries = stats.recoveries.load(Ordering::Relaxed);
-        let counter = f.recoveries.with_label_values(&[mode]);
+        let counter = f.epochs.recoveries.with_label_values(&[mode]);
         add_delta(self.cursors, "recoveries".into(), recoveries, &counter);
     }
 
@@ -133,16 +136,19 @@ impl<'a> Pass<'a> {
         let (f, mode, c) = (self.f, self.mode, &self.s.cluster);
         let labels = self.gauge_labels();
         let registered = c.hummock.registered_tables().len() as i64;
-        f.registered_tables
+        f.health
+            .registered_tables
             .with_label_values(&labels)
             .set(registered);
         let dropped = c.hummock.dropped_write_count();
         let counter = f
+            .health
             .rejected_writes
             .with_label_values(&[mode, "unregistered_table"]);
         add_delta(self.cursors, "dropped_writes".into(), dropped, &counter);
         let mut uncommitted = 0;
         let stale = f
+            .health
             .rejected_writes
             .with_label_values(&[mode, "stale_generation"]);
         for node in c.nodes() {
@@ -157,12 +163,13 @@ impl<'a> Pass<'a> {
             add_delta(self.cursors, format!("{id}/rejected"), rejected, &stale);
             for (reason, n) in node.stats().failures_by_reason() {
                 let reason = reason.as_str();
-                let counter = f.actor_failures.with_label_values(&[mode, reason]);
+                let counter = f.health.actor_failures.with_label_values(&[mode, reason]);
                 add_delta(self.cursors, format!("{id}/failures/{reason}"), n, &counter);
             }
         }
         let uncommitted = uncommitted as i64;
-        f.uncommitted_bytes
+        f.health
+            .uncommitted_bytes
             .with_label_values(&labels)
             .set(uncommitted);
     }
@@ -177,6 +184,7 @@ impl<'a> Pass<'a> {
             };
             let counter = self
                 .f
+                .health
                 .invariant_violations
                 .with_label_values(&[self.mode, label]);
             add_delta(self.cursors, format!("invariant/{label}"), n, &counter);
@@ -201,9 +209,10 @@ impl<'a> Pass<'a> {
             let table_label = table.to_string();
             let actor_label = actor.to_string();
             let rows = st.snapshot_rows.load(Ordering::Relaxed);
-            let counter = f
-                .backfill_rows
-                .with_label_values(&[mode, &table_label, &actor_label]);
+            let counter =
+                f.backfill
+                    .backfill_rows
+                    .with_label_values(&[mode, &table_label, &actor_label]);
             self.born_delta(
                 format!("backfill_rows/{table_label}/{actor_label}"),
                 rows,
@@ -215,19 +224,26 @@ impl<'a> Pass<'a> {
                 let vnode = vnode.to_string();
                 let labels = [mode, self.worker, table_label.as_str(), &vnode];
                 let ts = wall_seconds(epoch, self.s.wall_origin_ms);
-                f.vnode_persisted.with_label_values(&labels).set(ts);
+                f.backfill
+                    .vnode_persisted
+                    .with_label_values(&labels)
+                    .set(ts);
                 let is_committed = epoch <= committed && registered.contains(&table);
                 let is_committed = i64::from(is_committed);
-                f.vnode_committed
+                f.backfill
+                    .vnode_committed
                     .with_label_values(&labels)
                     .set(is_committed);
                 let finished = i64::from(finished);
-                f.vnode_finished.with_label_values(&labels).set(finished);
+                f.backfill
+                    .vnode_finished
+                    .with_label_values(&labels)
+                    .set(finished);
                 series.insert((table_label.clone(), vnode));
             }
         }
         for (table, n) in missing {
-            let counter = f.state_missing.with_label_values(&[mode, &table]);
+            let counter = f.backfill.state_missing.with_label_values(&[mode, &table]);
             self.born_delta(format!("state_missing/{table}"), n, counter);
         }
         series
