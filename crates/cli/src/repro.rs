@@ -327,6 +327,10 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
         writable(path, metrics_out_error)?;
     }
     let telemetry = Telemetry::start(args)?;
+    if let Some(x) = args.pace() {
+        // Said before the runs: at 1x they take as long as they simulate, about half a minute each.
+        eprintln!("paced at {x}x wall clock: {x} s of simulated time per second (--pace)");
+    }
     let runs = run_modes(args, &telemetry)?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
