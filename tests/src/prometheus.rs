@@ -144,7 +144,74 @@ pub fn start_prometheus_with(bin: &Path, scrape_configs: &str) -> Prometheus {
     }
 }
 
+/// Prometheus serving the TSDB blocks in `data` (made by `promtool tsdb create-blocks-from`), scraping nothing
+/// and evaluating no rules, as the README starts it for a `--metrics-out` timeline; ready when this returns.
+pub fn start_prometheus_on_blocks(bin: &Path, data: &Path) -> Prometheus {
+    let dir = std::env::temp_dir().join(format!(
+        "epochlab-prom-blocks-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("prometheus.yml"), "global: {}\n").unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let child = Command::new(bin)
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!("--storage.tsdb.path={}", data.display()))
+        .arg("--storage.tsdb.retention.time=10y")
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let prom = Prometheus {
+        child,
+        addr,
+        _dir: TempDir(dir),
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !get(addr, "/-/ready").is_some_and(|b| b.contains("Ready")) {
+        assert!(Instant::now() < deadline, "prometheus did not get ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    prom
+}
+
 impl Prometheus {
+    /// The series of a range query from `start` to `end` (Unix seconds) every `step` seconds: each series'
+    /// labels and its (time, value) points.
+    pub fn query_range(
+        &self,
+        q: &str,
+        start: f64,
+        end: f64,
+        step: f64,
+    ) -> Vec<(serde_json::Value, Vec<(f64, f64)>)> {
+        let path = format!(
+            "/api/v1/query_range?query={}&start={start:.3}&end={end:.3}&step={step}",
+            encode(q)
+        );
+        let v = self.api(&path);
+        let result = v["data"]["result"].as_array().cloned().unwrap_or_default();
+        result
+            .into_iter()
+            .map(|s| {
+                let points = s["values"].as_array().cloned().unwrap_or_default();
+                let points = points
+                    .iter()
+                    .map(|p| {
+                        let t = p[0].as_f64().unwrap();
+                        (t, p[1].as_str().unwrap().parse::<f64>().unwrap())
+                    })
+                    .collect();
+                (s["metric"].clone(), points)
+            })
+            .collect()
+    }
+
     /// The body of an API call; panics unless it succeeded.
     pub fn api(&self, path_and_query: &str) -> serde_json::Value {
         let body = get(self.addr, path_and_query).unwrap_or_default();

@@ -77,3 +77,67 @@ fn virtual_time_is_not_wall_time() {
         "an hour of virtual time must not take an hour"
     );
 }
+
+/// Pacing a run against the wall clock and sampling its metrics (both on the simulation's thread, each time
+/// virtual time moves on) change nothing in it: the same event log, byte for byte, and digest as a run that is
+/// neither paced nor sampled. RisingWave #14910's scenario in every mode, and a random workload plan.
+#[test]
+fn a_paced_and_sampled_run_is_the_same_run() {
+    use std::sync::Arc;
+
+    use epochlab_meta::DropMode;
+    use epochlab_sim::{ReproHooks, ReproParams, TimeObserver, run_repro, run_repro_with};
+    use epochlab_telemetry::{Metrics, Pacer, RunSource, Timeline, WallStart};
+
+    const PACE: f64 = 300.0;
+    // The hooks of a run of `mode` paced at PACE and sampled every 100 ms of virtual time.
+    let watched = |mode: DropMode| {
+        let metrics = Arc::new(Metrics::new());
+        metrics.prepare_run(0, mode.as_str());
+        let timeline = Timeline::new(metrics.clone(), Duration::from_millis(100));
+        let start = WallStart::now();
+        let sampler = timeline.sampler(mode.as_str(), start);
+        let m = metrics.clone();
+        let observers: Vec<Arc<dyn TimeObserver>> =
+            vec![sampler.clone(), Arc::new(Pacer::new(PACE, start))];
+        let hooks = ReproHooks {
+            on_cluster: Some(Box::new(move |cluster| {
+                m.add_run(RunSource::started_at(mode.as_str(), cluster, start))
+            })),
+            time_observers: observers,
+            ..Default::default()
+        };
+        (hooks, metrics, timeline, sampler)
+    };
+    for mode in DropMode::ALL {
+        let params = ReproParams {
+            mode,
+            ..Default::default()
+        };
+        let plain = run_repro(&params);
+        let (hooks, metrics, timeline, sampler) = watched(mode);
+        let wall = std::time::Instant::now();
+        let paced = run_repro_with(&params, hooks);
+        let took = wall.elapsed();
+        metrics.end_run(0);
+        sampler.finish(paced.virtual_elapsed);
+        assert_eq!(paced.log.lines(), plain.log.lines(), "{mode}");
+        assert_eq!(paced.digest, plain.digest, "{mode}");
+        // Not a speed target: a paced run cannot be faster than its pace allows.
+        let floor = paced.virtual_elapsed.div_f64(PACE);
+        assert!(took >= floor, "{mode}: {took:?} < {floor:?}");
+        let samples = timeline.runs()[0].samples as u128;
+        let want = paced.virtual_elapsed.as_millis() / 100;
+        assert!(
+            samples >= want,
+            "{mode}: {samples} samples, {want} expected"
+        );
+    }
+    let plan = epochlab_sim::workload::generate(39, &Default::default());
+    let mode = DropMode::PurgeBeforeReset;
+    let plain = epochlab_sim::workload::run_plan(&plan, mode, ReproHooks::default());
+    let (hooks, ..) = watched(mode);
+    let paced = epochlab_sim::workload::run_plan(&plan, mode, hooks);
+    assert_eq!(paced.log.lines(), plain.log.lines());
+    assert_eq!(paced.digest, plain.digest);
+}

@@ -99,6 +99,7 @@ fn spans_per(mode: DropMode, trace_per: TracePer) -> Vec<Span> {
         on_cluster: None,
         tracing_layer: Some(tracer.layer()),
         trace_per,
+        ..Default::default()
     };
     run_repro_with(
         &ReproParams {

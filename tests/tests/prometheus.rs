@@ -32,7 +32,7 @@ fn prometheus_scrapes_a_repro_run() {
     assert_eq!(alert_exprs().len(), 5);
 
     // The run, observed by an in-process metrics server on a free port.
-    let metrics = Arc::new(Metrics::new(&["buggy"]));
+    let metrics = Arc::new(Metrics::new());
     let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), metrics.clone()).unwrap();
     let m = metrics.clone();
     let (origin_tx, origin_rx) = std::sync::mpsc::channel();
@@ -148,5 +148,32 @@ fn prometheus_scrapes_a_repro_run() {
     }
     for e in alert_exprs() {
         query(&prom, &e);
+    }
+}
+
+/// The dashboard selects runs by mode: a `mode` template variable that every query uses, and a legend that
+/// names the mode on every series (with `--mode all`, or a soak beside a repro, the modes' series share panels).
+#[test]
+fn every_dashboard_query_and_legend_has_the_mode() {
+    let path = epochlab_tests::prometheus::repo().join("deploy/grafana/epochlab.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let vars = dashboard["templating"]["list"].as_array().unwrap();
+    let mode = vars
+        .iter()
+        .find(|v| v["name"] == "mode")
+        .expect("a mode variable");
+    assert_eq!(mode["includeAll"], true, "{mode}");
+    let panels = dashboard["panels"].as_array().unwrap();
+    let targets: Vec<&serde_json::Value> = panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(targets.len(), dashboard_exprs().len());
+    for t in targets {
+        let legend = t["legendFormat"].as_str().unwrap_or("");
+        assert!(legend.contains("{{mode}}"), "legend `{legend}` of {t}");
+        let expr = t["expr"].as_str().unwrap();
+        assert!(expr.contains("mode=~\"$mode\""), "query `{expr}`");
     }
 }

@@ -41,6 +41,14 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --log-file PATH           write the runs' log lines to PATH (the levels of RUST_LOG if set, else info), each
                             stamped with its run's virtual time, mode and seed; off by default
   --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics while the runs go; off by default
+  --pace X                  0.01..=100000 or off: run simulated time at X times the wall clock (1: real time);
+                            default 1 with --metrics-addr, so that a scrape every second sees the run unfold,
+                            else off (as fast as it goes). Pacing changes no run: same events, same digest
+  --metrics-out PATH        sample every metric of each run every --metrics-interval-ms of simulated time and
+                            write them to PATH as OpenMetrics text with timestamps (the run's simulated time
+                            shifted onto its wall-clock start), for `promtool tsdb create-blocks-from
+                            openmetrics PATH DIR`; off by default
+  --metrics-interval-ms N   10..=3600000, default 1000; needs --metrics-out: the sampling interval
   --jaeger                  collect the runs' traces in an embedded Jaeger (UI on --jaeger-addr)
   --jaeger-addr HOST:PORT   needs --jaeger; the Jaeger UI's address, default 127.0.0.1:16686 (OTLP on a free
                             loopback port)
@@ -51,7 +59,7 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             (default: with --jaeger until Ctrl-C, otherwise not at all)
   -h, --help                this text
 
---check-determinism excludes --event-log, --metrics-addr, --jaeger and --otlp-endpoint: its children run
+--check-determinism excludes --event-log, --metrics-addr, --metrics-out, --pace, --jaeger and --otlp-endpoint: its children run
 without telemetry and it compares their event logs itself. It checks determinism only: it exits 0 when
 every mode's two runs are identical, whatever their outcomes (shown per mode).
 
@@ -94,6 +102,11 @@ pub const RATE_LIMIT: Range = Range {
 pub const BARRIER_LATENCY_MS: Range = Range { lo: 0, hi: 60_000 };
 pub const CHECKPOINT_FREQUENCY: Range = Range { lo: 1, hi: 10_000 };
 pub const SERVE_FOR: Range = Range { lo: 0, hi: 86_400 };
+pub const METRICS_INTERVAL_MS: Range = Range {
+    lo: 10,
+    hi: 3_600_000,
+};
+pub const DEFAULT_METRICS_INTERVAL: Duration = Duration::from_millis(1000);
 pub const JOBS: Range = Range { lo: 1, hi: 256 };
 pub const DURATION: Range = Range {
     lo: 1,
@@ -144,6 +157,11 @@ pub enum ArgError {
     },
     #[error("--otlp-endpoint takes a URL such as http://127.0.0.1:4317, not `{0}`")]
     NotAUrl(String),
+    #[error(
+        "--pace takes a number from 0.01 to 100000 (simulated seconds per wall-clock second; 1 is real time) \
+         or off, not `{0}`"
+    )]
+    NotAPace(String),
     /// A flag that would do nothing without another.
     #[error("{flag} {reason}")]
     Pointless {
@@ -246,6 +264,23 @@ pub struct ReproArgs {
     pub otlp_endpoint: Option<String>,
     /// One trace per run (the default) or per epoch.
     pub trace_per: TracePer,
+    /// `--pace`; see [`Self::pace`].
+    pub pace: PaceFlag,
+    /// Write every run's metrics timeline here (OpenMetrics text).
+    pub metrics_out: Option<PathBuf>,
+    /// `None`: [`DEFAULT_METRICS_INTERVAL`].
+    pub metrics_interval: Option<Duration>,
+}
+
+/// What `--pace` says.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum PaceFlag {
+    /// Not given: paced at 1 with `--metrics-addr`, else not at all.
+    #[default]
+    Default,
+    Off,
+    /// Simulated seconds per wall-clock second.
+    Times(f64),
 }
 
 impl Default for ReproArgs {
@@ -263,6 +298,9 @@ impl Default for ReproArgs {
             jaeger_addr: None,
             otlp_endpoint: None,
             trace_per: TracePer::Run,
+            pace: PaceFlag::Default,
+            metrics_out: None,
+            metrics_interval: None,
         }
     }
 }
@@ -298,10 +336,13 @@ pub enum Flag {
     OtlpEndpoint,
     TracePer,
     ServeFor,
+    Pace,
+    MetricsOut,
+    MetricsIntervalMs,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 20] = [
+    pub const ALL: [Flag; 23] = [
         Flag::Mode,
         Flag::Seed,
         Flag::Rows,
@@ -322,6 +363,9 @@ impl Flag {
         Flag::OtlpEndpoint,
         Flag::TracePer,
         Flag::ServeFor,
+        Flag::Pace,
+        Flag::MetricsOut,
+        Flag::MetricsIntervalMs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -346,6 +390,9 @@ impl Flag {
             Flag::OtlpEndpoint => "--otlp-endpoint",
             Flag::TracePer => "--trace-per",
             Flag::ServeFor => "--serve-for",
+            Flag::Pace => "--pace",
+            Flag::MetricsOut => "--metrics-out",
+            Flag::MetricsIntervalMs => "--metrics-interval-ms",
         }
     }
 
@@ -392,6 +439,17 @@ fn address(flag: Flag, value: &str, example: &'static str) -> Result<SocketAddr,
         example,
         value: value.to_string(),
     })
+}
+
+fn pace(value: &str) -> Result<PaceFlag, ArgError> {
+    use epochlab_telemetry::{MAX_PACE, MIN_PACE};
+    if value == "off" {
+        return Ok(PaceFlag::Off);
+    }
+    match value.parse::<f64>() {
+        Ok(x) if (MIN_PACE..=MAX_PACE).contains(&x) => Ok(PaceFlag::Times(x)),
+        _ => Err(ArgError::NotAPace(value.to_string())),
+    }
 }
 
 fn url(value: &str) -> Result<String, ArgError> {
@@ -481,6 +539,13 @@ impl ReproArgs {
             Flag::ServeFor => {
                 self.serve_for = Some(Duration::from_secs(number(flag, v, SERVE_FOR)?))
             }
+            Flag::Pace => self.pace = pace(v)?,
+            Flag::MetricsOut if v.is_empty() => return Err(ArgError::MissingValue(flag.name())),
+            Flag::MetricsOut => self.metrics_out = Some(PathBuf::from(v)),
+            Flag::MetricsIntervalMs => {
+                let ms = number(flag, v, METRICS_INTERVAL_MS)?;
+                self.metrics_interval = Some(Duration::from_millis(ms))
+            }
         }
         Ok(())
     }
@@ -507,6 +572,18 @@ impl ReproArgs {
                          Jaeger (with --otlp-endpoint the traces go elsewhere and nothing is served)",
             });
         }
+        if self.pace == PaceFlag::Off && self.metrics_addr.is_none() {
+            return Err(ArgError::Pointless {
+                flag: "--pace off",
+                reason: "needs --metrics-addr: only a run that serves metrics is paced by default",
+            });
+        }
+        if self.metrics_interval.is_some() && self.metrics_out.is_none() {
+            return Err(ArgError::Pointless {
+                flag: "--metrics-interval-ms",
+                reason: "needs --metrics-out: it is how often the timeline written there is sampled",
+            });
+        }
         if self.check_determinism && self.log_file.is_some() {
             return Err(ArgError::Exclusive {
                 a: "--log-file",
@@ -524,6 +601,8 @@ impl ReproArgs {
         if self.check_determinism {
             let given = [
                 (self.metrics_addr.is_some(), "--metrics-addr"),
+                (self.metrics_out.is_some(), "--metrics-out"),
+                (self.pace != PaceFlag::Default, "--pace"),
                 (self.jaeger, "--jaeger"),
                 (self.otlp_endpoint.is_some(), "--otlp-endpoint"),
             ];
@@ -540,6 +619,20 @@ impl ReproArgs {
 
     pub fn jaeger_addr(&self) -> SocketAddr {
         self.jaeger_addr.unwrap_or(DEFAULT_JAEGER_ADDR)
+    }
+
+    /// Simulated seconds per wall-clock second, or `None`: as fast as it goes. A run that serves metrics is
+    /// paced at 1 unless `--pace` says otherwise.
+    pub fn pace(&self) -> Option<f64> {
+        match self.pace {
+            PaceFlag::Times(x) => Some(x),
+            PaceFlag::Off => None,
+            PaceFlag::Default => self.metrics_addr.map(|_| 1.0),
+        }
+    }
+
+    pub fn metrics_interval(&self) -> Duration {
+        self.metrics_interval.unwrap_or(DEFAULT_METRICS_INTERVAL)
     }
 
     /// Where the event log of `mode`'s run goes: `--event-log` itself when one mode runs, else with the mode
@@ -731,6 +824,11 @@ mod tests {
             assert!(line.contains(&want), "{flag}: `{line}` lacks `{want}`");
         }
         assert!(REPRO_HELP.contains(&format!("{}..={}", SERVE_FOR.lo, SERVE_FOR.hi)));
+        let interval = DEFAULT_METRICS_INTERVAL.as_millis();
+        let (lo, hi) = (METRICS_INTERVAL_MS.lo, METRICS_INTERVAL_MS.hi);
+        assert!(REPRO_HELP.contains(&format!("{lo}..={hi}, default {interval}")));
+        let (lo, hi) = (epochlab_telemetry::MIN_PACE, epochlab_telemetry::MAX_PACE);
+        assert!(REPRO_HELP.contains(&format!("--pace X                  {lo}..={hi} or off")));
         for flag in Flag::ALL {
             assert!(
                 REPRO_HELP.contains(&format!("  {} ", flag.name())),
@@ -852,6 +950,67 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_serves_metrics_is_paced_at_1_unless_told_otherwise() {
+        let pace = |args: &[&str]| parse(args).expect("valid").pace();
+        let addr = ["--metrics-addr", "127.0.0.1:0"];
+        assert_eq!(pace(&[]), None);
+        assert_eq!(pace(&addr), Some(1.0));
+        assert_eq!(pace(&[&addr[..], &["--pace", "off"]].concat()), None);
+        assert_eq!(pace(&[&addr[..], &["--pace=2.5"]].concat()), Some(2.5));
+        assert_eq!(pace(&["--pace", "4"]), Some(4.0));
+        assert_eq!(pace(&["--pace", "0.01"]), Some(0.01));
+        assert_eq!(pace(&["--pace", "100000"]), Some(100_000.0));
+        for bad in ["0", "-1", "0.001", "100001", "x", "inf", "NaN", "", "1x"] {
+            assert_eq!(
+                parse(&["--pace", bad]).unwrap_err(),
+                ArgError::NotAPace(bad.into()),
+                "{bad}"
+            );
+        }
+        let err = parse(&["--pace", "off"]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ArgError::Pointless {
+                    flag: "--pace off",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn metrics_out_samples_every_second_unless_told_otherwise() {
+        let a = parse(&["--metrics-out", "run.om"]).expect("valid");
+        assert_eq!(a.metrics_out, Some(PathBuf::from("run.om")));
+        assert_eq!(a.metrics_interval(), Duration::from_secs(1));
+        assert_eq!(a.pace(), None, "a timeline alone is not paced");
+        let a = parse(&["--metrics-out=run.om", "--metrics-interval-ms", "250"]).expect("valid");
+        assert_eq!(a.metrics_interval(), Duration::from_millis(250));
+        for out_of_range in ["9", "3600001"] {
+            let args = [
+                "--metrics-out",
+                "r.om",
+                "--metrics-interval-ms",
+                out_of_range,
+            ];
+            let err = parse(&args).unwrap_err();
+            assert!(matches!(err, ArgError::OutOfRange { .. }), "{err:?}");
+        }
+        let err = parse(&["--metrics-interval-ms", "250"]).unwrap_err();
+        let want = "--metrics-interval-ms";
+        assert!(
+            matches!(err, ArgError::Pointless { flag, .. } if flag == want),
+            "{err:?}"
+        );
+        assert_eq!(
+            parse(&["--metrics-out="]).unwrap_err(),
+            ArgError::MissingValue("--metrics-out")
+        );
+    }
+
+    #[test]
     fn flags_that_exclude_each_other_are_rejected() {
         let exclusive = |args: &[&str], flag: &str| match parse(args) {
             Err(ArgError::Exclusive { a, .. }) => assert_eq!(a, flag, "{args:?}"),
@@ -864,6 +1023,8 @@ mod tests {
         for (flag, value) in [
             ("--event-log", Some("x.log")),
             ("--metrics-addr", Some("127.0.0.1:0")),
+            ("--metrics-out", Some("run.om")),
+            ("--pace", Some("2")),
             ("--jaeger", None),
             ("--otlp-endpoint", Some("http://x:4317")),
         ] {

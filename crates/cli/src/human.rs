@@ -9,7 +9,7 @@ use crate::repro::{Run, replay};
 
 const ERROR_WIDTH: usize = 44;
 
-pub fn print(out: &mut impl Write, p: &ReproParams, runs: &[Run]) {
+pub fn print(out: &mut impl Write, p: &ReproParams, pace: Option<f64>, runs: &[Run]) {
     let _ = writeln!(
         out,
         "epochlab repro: RisingWave #14910, seed {}: {} rows, {} vnodes, parallelism {}, {} compute nodes, \
@@ -24,6 +24,12 @@ pub fn print(out: &mut impl Write, p: &ReproParams, runs: &[Run]) {
         p.checkpoint_frequency,
         if p.persist_check { "on" } else { "off" },
     );
+    if let Some(x) = pace {
+        let _ = writeln!(
+            out,
+            "paced at {x}x wall clock (--pace): {x} s of simulated time per second of wall time\n"
+        );
+    }
     table(out, runs);
     for r in runs {
         details(out, &r.report);

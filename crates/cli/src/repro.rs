@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use epochlab_sim::{ReproHooks, ReproParams, ReproReport, TracePer, run_repro_with};
+use epochlab_sim::{ReproHooks, ReproParams, ReproReport, TimeObserver, TracePer, run_repro_with};
 use epochlab_telemetry::{
-    EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, RunSource, RunTracer,
-    RuntimeHandle, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
+    EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, RunSource, RunTracer,
+    RuntimeHandle, Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
 use crate::args::ReproArgs;
@@ -31,6 +31,8 @@ pub enum ReproError {
     Determinism(#[from] DeterminismError),
     #[error("cannot write the log to {path}: {detail}")]
     EventLog { path: String, detail: String },
+    #[error("cannot write the metrics timeline to {path}: {detail}")]
+    MetricsOut { path: String, detail: String },
 }
 
 impl ReproError {
@@ -101,31 +103,53 @@ fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError>
         .map_err(|detail| ReproError::Tracer { mode, detail })
 }
 
+/// How the runs are watched: metrics (served, sampled into a timeline, or both), pacing and traces.
+struct Watch<'a> {
+    metrics: Option<&'a Arc<Metrics>>,
+    timeline: Option<&'a Arc<Timeline>>,
+    pace: Option<f64>,
+    traces: Option<&'a Traces<'a>>,
+    trace_per: TracePer,
+}
+
 fn run_one(
     params: &ReproParams,
-    trace_per: TracePer,
     log_file: Option<&std::path::Path>,
     event_log: Option<&std::path::Path>,
-    metrics: Option<&Arc<Metrics>>,
-    traces: Option<&Traces<'_>>,
+    watch: &Watch<'_>,
 ) -> Result<Run, ReproError> {
     let wall = WallTimer::start();
-    let tracer = traces.map(|t| tracer(params, t)).transpose()?;
-    let hook: Option<epochlab_sim::ClusterHook> = metrics.map(|m| {
+    let tracer = watch.traces.map(|t| tracer(params, t)).transpose()?;
+    let mode = params.mode.as_str();
+    // The run's wall-clock start: what its metrics' times are shifted onto and its pace measured from.
+    let start = WallStart::now();
+    let hook: Option<epochlab_sim::ClusterHook> = watch.metrics.map(|m| {
+        m.prepare_run(0, mode);
         let m = m.clone();
-        let mode = params.mode.as_str();
-        Box::new(move |cluster| m.add_run(RunSource::starting_now(mode, cluster)))
+        Box::new(move |cluster| m.add_run(RunSource::started_at(mode, cluster, start)))
             as epochlab_sim::ClusterHook
     });
+    let sampler = watch.timeline.map(|t| t.sampler(mode, start));
+    let mut time_observers: Vec<Arc<dyn TimeObserver>> = Vec::new();
+    if let Some(s) = &sampler {
+        time_observers.push(s.clone());
+    }
+    if let Some(pace) = watch.pace {
+        time_observers.push(Arc::new(Pacer::new(pace, start)));
+    }
     let hooks = ReproHooks {
         on_cluster: hook,
         tracing_layer: run_layer_to(tracer.as_ref(), log_file.and_then(append_to)),
-        trace_per,
+        trace_per: watch.trace_per,
+        time_observers,
     };
     let out = run_repro_with(params, hooks);
-    if let Some(m) = metrics {
+    if let Some(m) = watch.metrics {
         // Fold in the run's final values and release its cluster (its gauges keep their last values).
         m.end_run(0);
+    }
+    if let Some(s) = sampler {
+        s.finish(out.virtual_elapsed);
     }
     let trace_error = tracer.and_then(|t| t.finish().err());
     let wall_ms = millis(wall.elapsed());
@@ -149,6 +173,8 @@ struct Telemetry {
     metrics: Option<Arc<Metrics>>,
     /// Serves `/metrics` until dropped.
     _server: Option<MetricsServer>,
+    /// `--metrics-out`: where the runs' timeline goes, and the timeline.
+    timeline: Option<(std::path::PathBuf, Arc<Timeline>)>,
     jaeger: Option<EmbeddedJaeger>,
     otlp_endpoint: Option<String>,
     export_rt: Option<ExportRuntime>,
@@ -156,16 +182,23 @@ struct Telemetry {
 
 impl Telemetry {
     fn start(args: &ReproArgs) -> Result<Self, ReproError> {
-        let (metrics, server) = match args.metrics_addr {
-            Some(addr) => {
-                let modes: Vec<&str> = args.modes.iter().map(|m| m.as_str()).collect();
-                let metrics = Arc::new(Metrics::new(&modes));
+        let wanted = args.metrics_addr.is_some() || args.metrics_out.is_some();
+        let metrics = wanted.then(|| Arc::new(Metrics::new()));
+        let server = match (args.metrics_addr, &metrics) {
+            (Some(addr), Some(metrics)) => {
                 let server =
                     MetricsServer::start(addr, metrics.clone()).map_err(ReproError::Metrics)?;
                 eprintln!("metrics: http://{}/metrics", server.local_addr());
-                (Some(metrics), Some(server))
+                Some(server)
             }
-            None => (None, None),
+            _ => None,
+        };
+        let timeline = match (&args.metrics_out, &metrics) {
+            (Some(path), Some(m)) => Some((
+                path.clone(),
+                Timeline::new(m.clone(), args.metrics_interval()),
+            )),
+            _ => None,
         };
         let jaeger = match args.jaeger {
             true => Some(EmbeddedJaeger::start(args.jaeger_addr())?),
@@ -185,6 +218,7 @@ impl Telemetry {
         Ok(Self {
             metrics,
             _server: server,
+            timeline,
             jaeger,
             otlp_endpoint,
             export_rt,
@@ -203,6 +237,32 @@ impl Telemetry {
             }),
             _ => None,
         }
+    }
+
+    /// Write `--metrics-out`'s timeline and say, on one line, what it holds (or why it could not be written).
+    fn write_timeline(&self, interval: std::time::Duration) {
+        let Some((path, timeline)) = &self.timeline else {
+            return;
+        };
+        let shown = path.display();
+        if let Err(e) = std::fs::write(path, timeline.to_openmetrics()) {
+            eprintln!("epochlab repro: cannot write the metrics timeline to {shown}: {e}");
+            return;
+        }
+        let seconds = |ms: u64| format!("{}.{:03}", ms / 1000, ms % 1000);
+        let runs: Vec<String> = timeline
+            .runs()
+            .iter()
+            .map(|r| {
+                let (first, last) = (seconds(r.first_ms), seconds(r.last_ms));
+                format!("{} {} samples at {first}..{last}", r.mode, r.samples)
+            })
+            .collect();
+        eprintln!(
+            "metrics timeline: {shown}: {} (Unix seconds, every {} ms of simulated time)",
+            runs.join(", "),
+            interval.as_millis()
+        );
     }
 
     /// Say where the traces went (or, in one line, that they could not be delivered), then serve as long as
@@ -236,57 +296,55 @@ impl Telemetry {
     }
 }
 
+/// A file the user asked for must be writable before anything runs.
+fn writable(
+    path: &std::path::Path,
+    err: fn(String, String) -> ReproError,
+) -> Result<(), ReproError> {
+    std::fs::write(path, b"").map_err(|e| err(path.display().to_string(), e.to_string()))
+}
+
+fn log_error(path: String, detail: String) -> ReproError {
+    ReproError::EventLog { path, detail }
+}
+
+fn metrics_out_error(path: String, detail: String) -> ReproError {
+    ReproError::MetricsOut { path, detail }
+}
+
 /// Run the requested modes; the exit status, or an error found late (an address that cannot be listened on).
 pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     if args.check_determinism {
         return Ok(determinism::check(args)?);
     }
-    // A path the user asked to keep a log in must be writable before anything runs.
     if let Some(path) = &args.log_file {
-        std::fs::write(path, b"").map_err(|e| ReproError::EventLog {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        writable(path, log_error)?;
     }
     for &mode in &args.modes {
         if let Some(path) = args.event_log_of(mode) {
-            std::fs::write(&path, b"").map_err(|e| ReproError::EventLog {
-                path: path.display().to_string(),
-                detail: e.to_string(),
-            })?;
+            writable(&path, log_error)?;
         }
     }
-    let telemetry = Telemetry::start(args)?;
-    let traces = telemetry.traces();
-    let mut runs: Vec<Run> = Vec::new();
-    for &mode in &args.modes {
-        let params = ReproParams {
-            mode,
-            ..args.params.clone()
-        };
-        let log = args.event_log_of(mode);
-        let metrics = telemetry.metrics.as_ref();
-        let log_file = args.log_file.as_deref();
-        runs.push(run_one(
-            &params,
-            args.trace_per,
-            log_file,
-            log.as_deref(),
-            metrics,
-            traces.as_ref(),
-        )?);
+    if let Some(path) = &args.metrics_out {
+        writable(path, metrics_out_error)?;
     }
-    drop(traces);
+    let telemetry = Telemetry::start(args)?;
+    if let Some(x) = args.pace() {
+        // Said before the runs: at 1x they take as long as they simulate, about half a minute each.
+        eprintln!("paced at {x}x wall clock: {x} s of simulated time per second (--pace)");
+    }
+    let runs = run_modes(args, &telemetry)?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         for r in &runs {
             print_json(&mut stdout, &RunRow::of(r));
         }
     } else {
-        human::print(&mut stdout, &args.params, &runs);
+        human::print(&mut stdout, &args.params, args.pace(), &runs);
     }
     let _ = stdout.flush();
     drop(stdout);
+    telemetry.write_timeline(args.metrics_interval());
     let trace_error = runs.iter().find_map(|r| r.trace_error.as_deref());
     telemetry.finish(args.serve_for, trace_error);
     let code = exit_code(runs.iter().map(|r| Verdict::of(&r.report)));
@@ -296,6 +354,29 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     } else {
         code
     })
+}
+
+/// Each mode's run, one after the other.
+fn run_modes(args: &ReproArgs, telemetry: &Telemetry) -> Result<Vec<Run>, ReproError> {
+    let traces = telemetry.traces();
+    let watch = Watch {
+        metrics: telemetry.metrics.as_ref(),
+        timeline: telemetry.timeline.as_ref().map(|(_, t)| t),
+        pace: args.pace(),
+        traces: traces.as_ref(),
+        trace_per: args.trace_per,
+    };
+    let mut runs: Vec<Run> = Vec::new();
+    for &mode in &args.modes {
+        let params = ReproParams {
+            mode,
+            ..args.params.clone()
+        };
+        let log = args.event_log_of(mode);
+        let log_file = args.log_file.as_deref();
+        runs.push(run_one(&params, log_file, log.as_deref(), &watch)?);
+    }
+    Ok(runs)
 }
 
 /// Write a run's event log, a line per event.

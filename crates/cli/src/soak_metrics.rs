@@ -62,6 +62,7 @@ impl SoakObserver {
     pub fn seed_started(&self, worker: usize, mode: &str) -> Option<ClusterHook> {
         let metrics = self.metrics.clone()?;
         metrics.seed_started(mode);
+        metrics.prepare_run(worker, mode);
         let mode = mode.to_string();
         Some(Box::new(move |cluster| {
             metrics.start_run(worker, RunSource::starting_now(&mode, cluster))

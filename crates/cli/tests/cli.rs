@@ -78,7 +78,7 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
-    let cases: [&[&str]; 10] = [
+    let cases: [&[&str]; 14] = [
         &[],
         &["soak", "--serve-for", "5"],
         &["soak", "--metrics-addr", "localhost:9464"],
@@ -95,6 +95,10 @@ fn bad_input_is_exit_2_with_one_line_on_stderr() {
             "http://127.0.0.1:4317",
         ],
         &["repro", "--check-determinism", "--event-log", "x.log"],
+        &["repro", "--pace", "0"],
+        &["repro", "--pace", "off"],
+        &["repro", "--metrics-interval-ms", "500"],
+        &["repro", "--metrics-out", "/nonexistent-dir/run.om"],
     ];
     for args in cases {
         let out = epochlab(args);

@@ -19,7 +19,9 @@ pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use epochlab_common::trace::TracePer;
-pub use runtime::{SimContext, SimOutput, TimedOut, run, run_with_origin, try_run};
+pub use runtime::{
+    SimContext, SimOutput, TimeObserver, TimedOut, run, run_with_origin, try_run, try_run_observed,
+};
 pub use scenario::{
     ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,
     run_repro_with,

@@ -1,4 +1,5 @@
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
@@ -43,6 +44,18 @@ pub struct TimedOut {
     pub limit: Duration,
     /// The last lines of the event log.
     pub tail: Vec<String>,
+}
+
+/// Told of a run's virtual time as it moves on, on the simulation's thread: how telemetry paces a run against
+/// the wall clock and samples its metrics, without a task or a timer of its own in the run.
+///
+/// The runtime's time only moves when every task waits: it then jumps to the next timer. An observer is
+/// called right after each jump, before anything runs at the new time, so what the run shows then is what it
+/// showed at every instant since the previous jump. It may block the thread (that is how pacing works) but
+/// must not touch the run: the run's tasks, timers and event log are the same with or without observers.
+pub trait TimeObserver: Send + Sync {
+    /// Virtual time has moved on to `now` (since the run started).
+    fn advanced(&self, now: Duration);
 }
 
 /// How much virtual time a run may take by default before it is declared hung.
@@ -104,13 +117,48 @@ where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
 {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
+    try_run_observed(seed, origin_unix_ms, time_limit, Vec::new(), program)
+}
+
+/// Run `program` as [`try_run_with_origin`] does, telling each of `observers` whenever virtual time moves on.
+pub fn try_run_observed<F, Fut, T>(
+    seed: u64,
+    origin_unix_ms: u64,
+    time_limit: Duration,
+    observers: Vec<Arc<dyn TimeObserver>>,
+    program: F,
+) -> SimOutput<Result<T, TimedOut>>
+where
+    F: FnOnce(SimContext) -> Fut,
+    Fut: Future<Output = T>,
+{
+    // The run's clock while the program runs (observers are told nothing before or after).
+    let run_clock: Arc<Mutex<Option<Clock>>> = Arc::default();
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    if !observers.is_empty() {
+        // The scheduler calls this after each park of its thread, which is where paused time jumps; it
+        // schedules nothing, so the run's order of tasks is the same with it or without it.
+        let clock = run_clock.clone();
+        builder.on_thread_unpark(move || {
+            let now = clock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|c| Duration::from_micros(c.elapsed_us()));
+            if let Some(now) = now {
+                for o in &observers {
+                    o.advanced(now);
+                }
+            }
+        });
+    }
+    let rt = builder
         .build()
         .expect("building a current-thread runtime cannot fail");
     rt.block_on(async move {
         let clock = Clock::virtual_from(origin_unix_ms);
+        *run_clock.lock().unwrap_or_else(|e| e.into_inner()) = Some(clock.clone());
         // Log lines of this run carry its virtual time (see `epochlab_common::clock::with_current_run`).
         let _run = epochlab_common::clock::enter_run(clock.clone(), format!("seed={seed}"));
         let log = EventLog::new(clock.clone());
@@ -131,6 +179,7 @@ where
                 })
             }
         };
+        run_clock.lock().unwrap_or_else(|e| e.into_inner()).take();
         SimOutput {
             value,
             seed,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_common::plan::SinkKind;
 use epochlab_common::trace::{self, TracePer};
 use epochlab_common::{DataType, Op, OwnedRow, TableId, VnodeCount, WorkerId, event, row, vspan};
@@ -23,7 +24,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use crate::capture::{Capture, CapturedLine};
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::runtime::{SimContext, SimOutput};
+use crate::runtime::{SimContext, SimOutput, TimeObserver, try_run_observed};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReproParams {
@@ -295,6 +296,8 @@ pub struct ReproHooks {
     pub tracing_layer: Option<TracingLayer>,
     /// One trace for the run (a root span `run`), or one per epoch.
     pub trace_per: TracePer,
+    /// Told whenever the run's virtual time moves on (pacing, metrics sampling); see [`TimeObserver`].
+    pub time_observers: Vec<Arc<dyn TimeObserver>>,
 }
 
 /// Run the scenario on the deterministic runtime.
@@ -311,7 +314,9 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
     let p = params.clone();
     // The capture must see the clock, which exists only inside the run: install it there, per thread,
     // with the caller's layer in the same subscriber.
-    let out = crate::runtime::try_run(p.seed, REPRO_TIME_LIMIT, move |ctx| async move {
+    let observers = hooks.time_observers;
+    let (origin, limit) = (DEFAULT_ORIGIN_UNIX_MS, REPRO_TIME_LIMIT);
+    let out = try_run_observed(p.seed, origin, limit, observers, move |ctx| async move {
         let label = format!("{} seed={}", p.mode.as_str(), p.seed);
         epochlab_common::clock::label_current_run(label);
         let capture = Capture::new(ctx.clock.clone());

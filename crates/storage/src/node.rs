@@ -85,8 +85,6 @@ pub struct NodeStorageStats {
     pub applied_deltas: AtomicU64,
     pub pruned_imms: AtomicU64,
     pub synced_bytes: AtomicU64,
-    /// Duration of each sync (upload), µs of (virtual) time.
-    pub sync_durations: epochlab_common::samples::Samples,
 }
 
 impl NodeStorage {
@@ -204,7 +202,6 @@ impl NodeStorage {
             up.unsynced_bytes -= bytes;
             (imms, up.clear_count, state.generation)
         };
-        let started = tokio::time::Instant::now();
         let latency = self.inner.upload_latency_us.load(Ordering::Relaxed);
         if latency > 0 {
             tokio::time::sleep(Duration::from_micros(latency)).await;
@@ -228,10 +225,6 @@ impl NodeStorage {
             .stats
             .synced_bytes
             .fetch_add(result.size_bytes() as u64, Ordering::Relaxed);
-        self.inner
-            .stats
-            .sync_durations
-            .record(started.elapsed().as_micros() as u64);
         Ok(result)
     }
 

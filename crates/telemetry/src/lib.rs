@@ -7,7 +7,9 @@
 
 mod jaeger;
 mod metrics;
+mod pace;
 mod server;
+mod timeline;
 mod tracer;
 
 pub use jaeger::{
@@ -16,7 +18,9 @@ pub use jaeger::{
 };
 pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSource, SeedOutcome};
 pub use opentelemetry::KeyValue;
+pub use pace::{MAX_PACE, MIN_PACE, Pacer, WallStart};
 pub use server::MetricsServer;
+pub use timeline::{RunSampler, RunSpan, Timeline};
 pub use tokio::runtime::Handle as RuntimeHandle;
 pub use tracer::{ExportRuntime, RunTracer, instance_id, run_layer, run_layer_to, wait_for_ctrl_c};
 

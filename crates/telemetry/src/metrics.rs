@@ -1,7 +1,12 @@
 //! The metrics: names, units and labels per the project's conventions (`epochlab_` prefix, base units,
-//! counters end in `_total`, bounded labels). Every series without a table, actor, vnode or signature label
-//! exists from the start, for each mode that will run (and each worker); table, actor and vnode series appear
-//! when their table or actor does.
+//! counters end in `_total`, bounded labels).
+//!
+//! A mode exports nothing until its first run starts (or, in a soak, until the campaign starts: the soak's own
+//! series). From then on every series without a table, actor, vnode or signature label exists, counters at 0.
+//! Counters with such a label are born at 0 as well: a new one is exported at 0 first, and the growth it
+//! already had is added at the next refresh, so that `increase()` and `rate()` see every step, even the first
+//! (Prometheus takes a counter's first sample as its start). Table, actor and vnode gauges appear when their
+//! table or actor does.
 //!
 //! Runs are observed per worker (a soak's worker thread; `repro` has one, worker 0): each worker has at most
 //! one current run. Counters and histograms are sums over every run a worker ever had: a run's growth is folded
@@ -12,20 +17,22 @@
 //! The soak's own series (`epochlab_soak_*`) count finished seeds by outcome and failure signature, the seeds
 //! in progress, and the virtual and wall time the seeds took; `repro` exports them at 0.
 
+mod refresh;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use epochlab_common::Epoch;
-use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_sim::Cluster;
 use epochlab_sim::checkers::INVARIANT_LABELS;
 use epochlab_stream::executor::FailureReason;
+use prometheus::proto::MetricFamily;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+use crate::pace::WallStart;
 
 /// Why storage rejects writes: a flush from a reset node's old generation, or rows of an unregistered table
 /// dropped at commit.
@@ -49,13 +56,15 @@ pub struct RunSource {
 impl RunSource {
     /// A run that started now.
     pub fn starting_now(mode: &str, cluster: Arc<Cluster>) -> Self {
-        let wall_origin_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        Self::started_at(mode, cluster, WallStart::now())
+    }
+
+    /// A run that started at `start` (the start its pacer and its timeline measure from).
+    pub fn started_at(mode: &str, cluster: Arc<Cluster>, start: WallStart) -> Self {
         Self {
             mode: mode.to_string(),
             cluster,
-            wall_origin_ms,
+            wall_origin_ms: start.unix_ms(),
         }
     }
 }
@@ -104,30 +113,49 @@ pub struct FinishedSeed<'a> {
 }
 
 struct Families {
+    epochs: EpochFamilies,
+    backfill: BackfillFamilies,
+    health: HealthFamilies,
+    soak: SoakFamilies,
+}
+
+/// Epochs, barriers, checkpoints and recoveries.
+struct EpochFamilies {
     injected_ts: GaugeVec,
     committed_ts: GaugeVec,
     lag: GaugeVec,
     inflight: IntGaugeVec,
     latency: HistogramVec,
-    sync: HistogramVec,
     checkpoints: IntCounterVec,
     recoveries: IntCounterVec,
     recovery_duration: HistogramVec,
+}
+
+/// Backfill progress per table, actor and vnode.
+struct BackfillFamilies {
     vnode_persisted: GaugeVec,
     vnode_committed: IntGaugeVec,
     vnode_finished: IntGaugeVec,
     backfill_rows: IntCounterVec,
     state_missing: IntCounterVec,
+}
+
+/// Storage, actor failures and invariant violations.
+struct HealthFamilies {
     registered_tables: IntGaugeVec,
     uncommitted_bytes: IntGaugeVec,
     rejected_writes: IntCounterVec,
     actor_failures: IntCounterVec,
     invariant_violations: IntCounterVec,
-    soak_seeds: IntCounterVec,
-    soak_failures: IntCounterVec,
-    soak_in_progress: IntGaugeVec,
-    soak_virtual: CounterVec,
-    soak_wall: CounterVec,
+}
+
+/// A soak's own series.
+struct SoakFamilies {
+    seeds: IntCounterVec,
+    failures: IntCounterVec,
+    in_progress: IntGaugeVec,
+    virtual_time: CounterVec,
+    wall_time: CounterVec,
 }
 
 pub struct Metrics {
@@ -143,6 +171,40 @@ struct Live {
     cursors: BTreeMap<String, u64>,
 }
 
+/// Counters with a table, actor or signature label: which series exist, and the growth of those born lately,
+/// held back until a refresh has shown them at 0.
+#[derive(Default)]
+struct Births {
+    born: BTreeSet<String>,
+    /// Born since the last refresh ended: the next one shows them at 0.
+    fresh: Vec<(IntCounter, u64)>,
+    /// Shown at 0 by the last refresh: added at the start of the next one.
+    shown: Vec<(IntCounter, u64)>,
+}
+
+impl Births {
+    /// Add `delta` to the series `id` of `counter`: now, or once it has been shown at 0 if the series is new.
+    fn add(&mut self, id: String, counter: IntCounter, delta: u64) {
+        if self.born.insert(id) {
+            self.fresh.push((counter, delta));
+        } else if delta > 0 {
+            counter.inc_by(delta);
+        }
+    }
+
+    /// A refresh starts: add what the series it showed at 0 last time had grown by.
+    fn settle(&mut self) {
+        for (counter, delta) in self.shown.drain(..) {
+            counter.inc_by(delta);
+        }
+    }
+
+    /// A refresh ends: what it shows at 0 is added at the next one.
+    fn seal(&mut self) {
+        self.shown.append(&mut self.fresh);
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// Each worker's current run.
@@ -153,206 +215,265 @@ struct State {
     released: Vec<RunSource>,
     /// The signatures with a series of their own (at most [`MAX_SIGNATURES`]).
     signatures: BTreeSet<String>,
+    births: Births,
 }
 
 fn latency_buckets() -> Vec<f64> {
     prometheus::exponential_buckets(0.001, 2.0, 18).expect("valid buckets")
 }
 
-impl Metrics {
-    /// Metrics for runs of the given modes on one worker (`repro`), every unlabelled series present at 0.
-    pub fn new(modes: &[&str]) -> Self {
-        Self::with_workers(modes, 1)
+/// Makes the families, each registered once.
+struct Make<'a>(&'a Registry);
+
+impl Make<'_> {
+    fn register<C: prometheus::core::Collector + Clone + 'static>(&self, c: C) -> C {
+        self.0.register(Box::new(c.clone())).expect("unique metric");
+        c
     }
 
-    /// Metrics for runs of the given modes on workers `0..workers` (a soak's `--jobs`), every series without a
-    /// table, actor, vnode or signature label present at 0.
-    pub fn with_workers(modes: &[&str], workers: usize) -> Self {
-        let registry = Registry::new();
-        let register = |c: Box<dyn prometheus::core::Collector>| {
-            registry.register(c).expect("unique metric");
-        };
-        let gauge = |name: &str, help: &str, labels: &[&str]| {
-            let g = GaugeVec::new(Opts::new(name, help), labels).expect("valid gauge");
-            register(Box::new(g.clone()));
-            g
-        };
-        let igauge = |name: &str, help: &str, labels: &[&str]| {
-            let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge");
-            register(Box::new(g.clone()));
-            g
-        };
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            register(Box::new(c.clone()));
-            c
-        };
-        let fcounter = |name: &str, help: &str, labels: &[&str]| {
-            let c = CounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            register(Box::new(c.clone()));
-            c
-        };
-        let histogram = |name: &str, help: &str| {
-            let h = HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(latency_buckets()),
-                &["mode"],
-            )
-            .expect("valid histogram");
-            register(Box::new(h.clone()));
-            h
-        };
-        let f = Families {
-            injected_ts: gauge(
+    fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+        self.register(GaugeVec::new(Opts::new(name, help), labels).expect("valid gauge"))
+    }
+
+    fn igauge(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+        self.register(IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge"))
+    }
+
+    fn counter(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        self.register(IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
+    }
+
+    fn fcounter(&self, name: &str, help: &str, labels: &[&str]) -> CounterVec {
+        self.register(CounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
+    }
+
+    /// A histogram of seconds by mode.
+    fn histogram(&self, name: &str, help: &str) -> HistogramVec {
+        let opts = HistogramOpts::new(name, help).buckets(latency_buckets());
+        self.register(HistogramVec::new(opts, &["mode"]).expect("valid histogram"))
+    }
+}
+
+const MODE: &[&str] = &["mode"];
+const MODE_WORKER: &[&str] = &["mode", "worker"];
+const VNODE: &[&str] = &["mode", "worker", "table_id", "vnode"];
+
+impl EpochFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            injected_ts: m.gauge(
                 "epochlab_epoch_injected_timestamp_seconds",
                 "Physical time of the last injected epoch (its curr), shifted onto the wall clock.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            committed_ts: gauge(
+            committed_ts: m.gauge(
                 "epochlab_epoch_committed_timestamp_seconds",
                 "Physical time of the max committed epoch, shifted onto the wall clock.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            lag: gauge(
+            lag: m.gauge(
                 "epochlab_epoch_lag_seconds",
                 "Injected minus committed epoch, in seconds of simulated time.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            inflight: igauge(
+            inflight: m.igauge(
                 "epochlab_barrier_inflight",
                 "Barriers injected and not yet completed.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            latency: histogram(
+            latency: m.histogram(
                 "epochlab_barrier_latency_seconds",
                 "Barrier latency from inject to fully collected, simulated seconds.",
             ),
-            sync: histogram(
-                "epochlab_barrier_sync_duration_seconds",
-                "Duration of a compute node's sync (upload) of a checkpoint epoch, simulated seconds.",
-            ),
-            checkpoints: counter(
+            checkpoints: m.counter(
                 "epochlab_checkpoints_total",
                 "Checkpoint epochs committed.",
-                &["mode"],
+                MODE,
             ),
-            recoveries: counter(
+            recoveries: m.counter(
                 "epochlab_recoveries_total",
                 "Recoveries after a failure.",
-                &["mode"],
+                MODE,
             ),
-            recovery_duration: histogram(
+            recovery_duration: m.histogram(
                 "epochlab_recovery_duration_seconds",
                 "Duration of a recovery, simulated seconds.",
             ),
-            vnode_persisted: gauge(
+        }
+    }
+}
+
+impl BackfillFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            vnode_persisted: m.gauge(
                 "epochlab_backfill_vnode_persisted_epoch_timestamp_seconds",
                 "Epoch (physical time, shifted onto the wall clock) of the last backfill progress row written for a vnode.",
-                &["mode", "worker", "table_id", "vnode"],
+                VNODE,
             ),
-            vnode_committed: igauge(
+            vnode_committed: m.igauge(
                 "epochlab_backfill_vnode_committed",
                 "1 when the vnode's last progress row is in committed storage of a registered table.",
-                &["mode", "worker", "table_id", "vnode"],
+                VNODE,
             ),
-            vnode_finished: igauge(
+            vnode_finished: m.igauge(
                 "epochlab_backfill_vnode_finished",
                 "1 when the vnode's last progress row says its backfill finished.",
-                &["mode", "worker", "table_id", "vnode"],
+                VNODE,
             ),
-            backfill_rows: counter(
+            backfill_rows: m.counter(
                 "epochlab_backfill_rows_total",
                 "Snapshot rows a backfill actor has read.",
                 &["mode", "table_id", "actor_id"],
             ),
-            state_missing: counter(
+            state_missing: m.counter(
                 "epochlab_backfill_state_missing_total",
                 "Backfill progress rows found missing from storage (`row [...] not found`).",
                 &["mode", "table_id"],
             ),
-            registered_tables: igauge(
+        }
+    }
+}
+
+impl HealthFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            registered_tables: m.igauge(
                 "epochlab_storage_registered_tables",
                 "Tables registered in the storage version.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            uncommitted_bytes: igauge(
+            uncommitted_bytes: m.igauge(
                 "epochlab_storage_uncommitted_bytes",
                 "Bytes flushed on compute nodes and not yet synced.",
-                &["mode", "worker"],
+                MODE_WORKER,
             ),
-            rejected_writes: counter(
+            rejected_writes: m.counter(
                 "epochlab_storage_rejected_writes_total",
                 "Writes storage refused or dropped.",
                 &["mode", "reason"],
             ),
-            actor_failures: counter(
+            actor_failures: m.counter(
                 "epochlab_actor_failures_total",
                 "Actors that failed.",
                 &["mode", "reason"],
             ),
-            invariant_violations: counter(
+            invariant_violations: m.counter(
                 "epochlab_invariant_violations_total",
                 "Invariant violations the checkers found (I1 commit order, I2 unregister in use, I2 zombie \
                  access by the detector, I3 table set, oracle).",
                 &["mode", "invariant"],
             ),
-            soak_seeds: counter(
+        }
+    }
+}
+
+impl SoakFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            seeds: m.counter(
                 "epochlab_soak_seeds_total",
                 "Seeds a soak has finished, by outcome (passed, failed or stuck).",
                 &["mode", "outcome"],
             ),
-            soak_failures: counter(
+            failures: m.counter(
                 "epochlab_soak_failures_total",
                 "Failed and stuck seeds by signature (the error with numbers masked); signatures beyond the \
                  first 64 count as `other`.",
                 &["mode", "signature"],
             ),
-            soak_in_progress: igauge(
+            in_progress: m.igauge(
                 "epochlab_soak_seeds_in_progress",
                 "Seeds running now.",
-                &["mode"],
+                MODE,
             ),
-            soak_virtual: fcounter(
+            virtual_time: m.fcounter(
                 "epochlab_soak_virtual_seconds_total",
                 "Simulated time of the finished seeds; its rate is simulated seconds per wall-clock second.",
-                &["mode"],
+                MODE,
             ),
-            soak_wall: fcounter(
+            wall_time: m.fcounter(
                 "epochlab_soak_wall_seconds_total",
                 "Wall-clock time the finished seeds took, summed over workers; rate(virtual) / rate(wall) is \
                  one worker's speed-up.",
-                &["mode"],
+                MODE,
             ),
-        };
-        for mode in modes {
-            for worker in 0..workers.max(1) {
-                // Timestamps appear with their run: a 0 would read as 1970.
-                let labels = [*mode, &worker.to_string()];
-                f.lag.with_label_values(&labels);
-                f.inflight.with_label_values(&labels);
-                f.registered_tables.with_label_values(&labels);
-                f.uncommitted_bytes.with_label_values(&labels);
-            }
-            f.latency.with_label_values(&[mode]);
-            f.sync.with_label_values(&[mode]);
-            f.checkpoints.with_label_values(&[mode]);
-            f.recoveries.with_label_values(&[mode]);
-            f.recovery_duration.with_label_values(&[mode]);
-            for r in REJECT_REASONS {
-                f.rejected_writes.with_label_values(&[mode, r]);
-            }
-            for r in FailureReason::ALL {
-                f.actor_failures.with_label_values(&[mode, r.as_str()]);
-            }
-            for i in INVARIANT_LABELS {
-                f.invariant_violations.with_label_values(&[mode, i]);
-            }
-            for o in SeedOutcome::ALL {
-                f.soak_seeds.with_label_values(&[mode, o.as_str()]);
-            }
-            f.soak_failures.with_label_values(&[mode, OTHER_SIGNATURE]);
-            f.soak_in_progress.with_label_values(&[mode]);
-            f.soak_virtual.with_label_values(&[mode]);
-            f.soak_wall.with_label_values(&[mode]);
+        }
+    }
+}
+
+impl Families {
+    fn register(registry: &Registry) -> Self {
+        let m = Make(registry);
+        Self {
+            epochs: EpochFamilies::register(&m),
+            backfill: BackfillFamilies::register(&m),
+            health: HealthFamilies::register(&m),
+            soak: SoakFamilies::register(&m),
+        }
+    }
+
+    /// The soak's series of `mode`, at 0.
+    fn init_soak(&self, mode: &str) {
+        for o in SeedOutcome::ALL {
+            self.soak.seeds.with_label_values(&[mode, o.as_str()]);
+        }
+        self.soak
+            .failures
+            .with_label_values(&[mode, OTHER_SIGNATURE]);
+        self.soak.in_progress.with_label_values(&[mode]);
+        self.soak.virtual_time.with_label_values(&[mode]);
+        self.soak.wall_time.with_label_values(&[mode]);
+    }
+
+    /// Every series of `mode` and `worker` without a table, actor, vnode or signature label, counters at 0
+    /// (timestamps appear with their first epoch: a 0 would read as 1970).
+    fn init_run(&self, mode: &str, worker: usize) {
+        let labels = [mode, &worker.to_string()];
+        self.epochs.lag.with_label_values(&labels);
+        self.epochs.inflight.with_label_values(&labels);
+        self.health.registered_tables.with_label_values(&labels);
+        self.health.uncommitted_bytes.with_label_values(&labels);
+        self.epochs.latency.with_label_values(&[mode]);
+        self.epochs.checkpoints.with_label_values(&[mode]);
+        self.epochs.recoveries.with_label_values(&[mode]);
+        self.epochs.recovery_duration.with_label_values(&[mode]);
+        for r in REJECT_REASONS {
+            self.health.rejected_writes.with_label_values(&[mode, r]);
+        }
+        for r in FailureReason::ALL {
+            self.health
+                .actor_failures
+                .with_label_values(&[mode, r.as_str()]);
+        }
+        for i in INVARIANT_LABELS {
+            self.health
+                .invariant_violations
+                .with_label_values(&[mode, i]);
+        }
+        self.init_soak(mode);
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Metrics for `repro`'s runs, on one worker: nothing until a run starts.
+    pub fn new() -> Self {
+        Self::with_workers(&[], 1)
+    }
+
+    /// Metrics for a soak of `soak_modes` on workers `0..workers` (its `--jobs`): the soak's series of those
+    /// modes exist at 0 from now on; a mode's other series from its first seed's start.
+    pub fn with_workers(soak_modes: &[&str], workers: usize) -> Self {
+        let registry = Registry::new();
+        let f = Families::register(&registry);
+        for mode in soak_modes {
+            f.init_soak(mode);
         }
         Self {
             registry,
@@ -366,43 +487,51 @@ impl Metrics {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A run of `mode` on `worker` is about to start: the mode's series exist from now on (counters at 0), before
+    /// the run has a cluster to read.
+    pub fn prepare_run(&self, worker: usize, mode: &str) {
+        self.f.init_run(mode, worker);
+    }
+
     /// Read a run's cluster from now on, as worker 0's current run (see [`Metrics::start_run`]).
     pub fn add_run(&self, source: RunSource) {
         self.start_run(0, source);
     }
 
-    /// Read `source`'s cluster from now on as `worker`'s current run, until [`Metrics::end_run`]. A current run
-    /// the worker still has is folded in and released first (and dropped later, outside the simulation that
-    /// is starting: this is called from inside it). The table and vnode gauges that the worker's previous run
-    /// of the same mode set are removed: they described a run that is gone.
+    /// Read `source`'s cluster from now on as `worker`'s current run, until [`Metrics::end_run`]; the mode's
+    /// series exist from now on. A current run the worker still has is folded in and released first (and
+    /// dropped later, outside the simulation that is starting: this is called from inside it). The table and
+    /// vnode gauges that the worker's previous run of the same mode set are removed: they described a run that
+    /// is gone.
     pub fn start_run(&self, worker: usize, source: RunSource) {
         assert!(
             worker < self.workers,
             "worker {worker} of {} (the worker label is bounded by --jobs)",
             self.workers
         );
+        self.f.init_run(&source.mode, worker);
         let mut state = self.lock();
-        if let Some(mut old) = state.live.remove(&worker) {
-            let series = refresh_run(&self.f, worker, &old.source, &mut old.cursors);
-            state
-                .vnode_series
-                .insert((old.source.mode.clone(), worker), series);
-            state.released.push(old.source);
+        let State {
+            live,
+            vnode_series,
+            released,
+            births,
+            ..
+        } = &mut *state;
+        if let Some(mut old) = live.remove(&worker) {
+            let series = refresh::run(&self.f, births, worker, &old.source, &mut old.cursors);
+            vnode_series.insert((old.source.mode.clone(), worker), series);
+            released.push(old.source);
         }
         let slot = (source.mode.clone(), worker);
-        for (table, vnode) in state.vnode_series.remove(&slot).unwrap_or_default() {
+        for (table, vnode) in vnode_series.remove(&slot).unwrap_or_default() {
             let labels = [slot.0.as_str(), &worker.to_string(), &table, &vnode];
-            let _ = self.f.vnode_persisted.remove_label_values(&labels);
-            let _ = self.f.vnode_committed.remove_label_values(&labels);
-            let _ = self.f.vnode_finished.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_persisted.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_committed.remove_label_values(&labels);
+            let _ = self.f.backfill.vnode_finished.remove_label_values(&labels);
         }
-        state.live.insert(
-            worker,
-            Live {
-                source,
-                cursors: BTreeMap::new(),
-            },
-        );
+        let cursors = BTreeMap::new();
+        live.insert(worker, Live { source, cursors });
     }
 
     /// `worker`'s current run has finished: fold in its final values and release its cluster (dropped here, on
@@ -410,13 +539,19 @@ impl Metrics {
     pub fn end_run(&self, worker: usize) {
         let (ended, released) = {
             let mut state = self.lock();
-            let ended = state.live.remove(&worker).map(|mut run| {
-                let series = refresh_run(&self.f, worker, &run.source, &mut run.cursors);
-                let slot = (run.source.mode.clone(), worker);
-                state.vnode_series.insert(slot, series);
+            let State {
+                live,
+                vnode_series,
+                released,
+                births,
+                ..
+            } = &mut *state;
+            let ended = live.remove(&worker).map(|mut run| {
+                let series = refresh::run(&self.f, births, worker, &run.source, &mut run.cursors);
+                vnode_series.insert((run.source.mode.clone(), worker), series);
                 run
             });
-            (ended, std::mem::take(&mut state.released))
+            (ended, std::mem::take(released))
         };
         drop(ended);
         drop(released);
@@ -430,38 +565,45 @@ impl Metrics {
 
     /// A soak's seed of `mode` has started.
     pub fn seed_started(&self, mode: &str) {
-        self.f.soak_in_progress.with_label_values(&[mode]).inc();
+        self.f.soak.in_progress.with_label_values(&[mode]).inc();
     }
 
     /// A soak's seed has finished (it had started with [`Metrics::seed_started`]).
     pub fn seed_finished(&self, seed: FinishedSeed<'_>) {
         let mode = seed.mode;
-        self.f.soak_in_progress.with_label_values(&[mode]).dec();
+        self.f.soak.in_progress.with_label_values(&[mode]).dec();
         self.f
-            .soak_seeds
+            .soak
+            .seeds
             .with_label_values(&[mode, seed.outcome.as_str()])
             .inc();
         self.f
-            .soak_virtual
+            .soak
+            .virtual_time
             .with_label_values(&[mode])
             .inc_by(seed.virtual_time.as_secs_f64());
         self.f
-            .soak_wall
+            .soak
+            .wall_time
             .with_label_values(&[mode])
             .inc_by(seed.wall_time.as_secs_f64());
         if let Some(signature) = seed.signature {
-            let label = {
-                let mut state = self.lock();
-                if state.signatures.contains(signature) {
-                    signature
-                } else if state.signatures.len() < MAX_SIGNATURES {
-                    state.signatures.insert(signature.to_string());
-                    signature
-                } else {
-                    OTHER_SIGNATURE
-                }
+            let mut state = self.lock();
+            let label = if state.signatures.contains(signature) {
+                signature
+            } else if state.signatures.len() < MAX_SIGNATURES {
+                state.signatures.insert(signature.to_string());
+                signature
+            } else {
+                OTHER_SIGNATURE
             };
-            self.f.soak_failures.with_label_values(&[mode, label]).inc();
+            let counter = self.f.soak.failures.with_label_values(&[mode, label]);
+            let id = format!("soak_failures/{mode}/{label}");
+            if label == OTHER_SIGNATURE {
+                // Exists at 0 from the campaign's start.
+                state.births.born.insert(id.clone());
+            }
+            state.births.add(id, counter, 1);
         }
     }
 
@@ -474,205 +616,43 @@ impl Metrics {
         String::from_utf8(buf).unwrap_or_default()
     }
 
+    /// Every series of `mode`, each current run folded in first: one sample of a run's timeline. Runs released
+    /// meanwhile stay held until [`Metrics::end_run`] (this is called from inside a simulation).
+    pub fn families_of(&self, mode: &str) -> Vec<MetricFamily> {
+        let released = self.refresh();
+        self.lock().released.extend(released);
+        let mut families = self.registry.gather();
+        for family in &mut families {
+            let of_mode = |m: &prometheus::proto::Metric| {
+                m.get_label()
+                    .iter()
+                    .any(|l| l.name() == "mode" && l.value() == mode)
+            };
+            let metrics: Vec<_> = family.take_metric().into_iter().filter(of_mode).collect();
+            family.set_metric(metrics);
+        }
+        families.retain(|f| !f.get_metric().is_empty());
+        families
+    }
+
     /// Fold in every current run; hands back the released runs, to be dropped once the lock is let go.
     fn refresh(&self) -> Vec<RunSource> {
         let mut state = self.lock();
         let State {
-            live, vnode_series, ..
+            live,
+            vnode_series,
+            births,
+            released,
+            ..
         } = &mut *state;
+        births.settle();
         for (&worker, run) in live.iter_mut() {
-            let series = refresh_run(&self.f, worker, &run.source, &mut run.cursors);
+            let series = refresh::run(&self.f, births, worker, &run.source, &mut run.cursors);
             vnode_series.insert((run.source.mode.clone(), worker), series);
         }
-        std::mem::take(&mut state.released)
+        births.seal();
+        std::mem::take(released)
     }
-}
-
-/// Seconds since the Unix epoch of `epoch`'s physical time, shifted onto the run's wall-clock start.
-fn wall_seconds(epoch: Epoch, wall_origin_ms: u64) -> f64 {
-    let sim_ms = epoch
-        .as_unix_millis()
-        .saturating_sub(DEFAULT_ORIGIN_UNIX_MS);
-    (wall_origin_ms + sim_ms) as f64 / 1000.0
-}
-
-/// Fold the samples recorded since the cursor `key` into `observe`.
-fn fold(
-    cursors: &mut BTreeMap<String, u64>,
-    key: String,
-    samples: &epochlab_common::samples::Samples,
-    mut observe: impl FnMut(u64),
-) {
-    let cursor = cursors.get(&key).copied().unwrap_or(0);
-    let (next, new) = samples.since(cursor);
-    for v in new {
-        observe(v);
-    }
-    cursors.insert(key, next);
-}
-
-/// Add to `counter` what a run's monotone `total` grew by since the cursor `key`.
-fn add_delta(cursors: &mut BTreeMap<String, u64>, key: String, total: u64, counter: &IntCounter) {
-    let last = cursors.insert(key, total).unwrap_or(0);
-    if total > last {
-        counter.inc_by(total - last);
-    }
-}
-
-/// Fold one run's growth into the counters and histograms (with the run's own cursors) and set the gauges of
-/// its worker; the (table, vnode) series it set.
-fn refresh_run(
-    f: &Families,
-    worker: usize,
-    s: &RunSource,
-    cursors: &mut BTreeMap<String, u64>,
-) -> BTreeSet<(String, String)> {
-    let mode = s.mode.as_str();
-    let worker = worker.to_string();
-    let gauge_labels = [mode, worker.as_str()];
-    let c = &s.cluster;
-    let stats = c.barrier_stats();
-    let injected = Epoch(stats.last_injected_epoch.load(Ordering::Relaxed));
-    let committed = c.hummock.max_committed_epoch();
-    if !injected.is_invalid() {
-        f.injected_ts
-            .with_label_values(&gauge_labels)
-            .set(wall_seconds(injected, s.wall_origin_ms));
-    }
-    if !committed.is_invalid() {
-        f.committed_ts
-            .with_label_values(&gauge_labels)
-            .set(wall_seconds(committed, s.wall_origin_ms));
-    }
-    if !injected.is_invalid() && !committed.is_invalid() {
-        let lag_ms = injected
-            .physical_time()
-            .saturating_sub(committed.physical_time());
-        f.lag
-            .with_label_values(&gauge_labels)
-            .set(lag_ms as f64 / 1000.0);
-    }
-    f.inflight
-        .with_label_values(&gauge_labels)
-        .set(stats.in_flight.load(Ordering::Relaxed) as i64);
-    let latency = f.latency.with_label_values(&[mode]);
-    fold(cursors, "latency".into(), &stats.latencies, |us| {
-        latency.observe(us as f64 / 1e6)
-    });
-    let recovery = f.recovery_duration.with_label_values(&[mode]);
-    fold(
-        cursors,
-        "recovery".into(),
-        &stats.recovery_durations,
-        |us| recovery.observe(us as f64 / 1e6),
-    );
-    add_delta(
-        cursors,
-        "checkpoints".into(),
-        stats.checkpoints.load(Ordering::Relaxed),
-        &f.checkpoints.with_label_values(&[mode]),
-    );
-    add_delta(
-        cursors,
-        "recoveries".into(),
-        stats.recoveries.load(Ordering::Relaxed),
-        &f.recoveries.with_label_values(&[mode]),
-    );
-
-    let registered = c.hummock.registered_tables();
-    f.registered_tables
-        .with_label_values(&gauge_labels)
-        .set(registered.len() as i64);
-    add_delta(
-        cursors,
-        "dropped_writes".into(),
-        c.hummock.dropped_write_count(),
-        &f.rejected_writes
-            .with_label_values(&[mode, "unregistered_table"]),
-    );
-    let mut uncommitted = 0;
-    let sync = f.sync.with_label_values(&[mode]);
-    for node in c.nodes() {
-        // A restarted node has fresh stats: key its cursors by the stats' address as well.
-        let id = format!("{}/{:p}", node.worker(), node.storage().stats());
-        uncommitted += node.storage().uncommitted_bytes();
-        fold(
-            cursors,
-            format!("{id}/sync"),
-            &node.storage().stats().sync_durations,
-            |us| sync.observe(us as f64 / 1e6),
-        );
-        add_delta(
-            cursors,
-            format!("{id}/rejected"),
-            node.storage()
-                .stats()
-                .rejected_stale_writes
-                .load(Ordering::Relaxed),
-            &f.rejected_writes
-                .with_label_values(&[mode, "stale_generation"]),
-        );
-        for (reason, n) in node.stats().failures_by_reason() {
-            let reason = reason.as_str();
-            add_delta(
-                cursors,
-                format!("{id}/failures/{reason}"),
-                n,
-                &f.actor_failures.with_label_values(&[mode, reason]),
-            );
-        }
-    }
-    f.uncommitted_bytes
-        .with_label_values(&gauge_labels)
-        .set(uncommitted as i64);
-    for label in INVARIANT_LABELS {
-        let n = match label {
-            "i2_zombie_access" => c.zombie.count() as u64,
-            _ => c.violations.get(label),
-        };
-        let counter = f.invariant_violations.with_label_values(&[mode, label]);
-        add_delta(cursors, format!("invariant/{label}"), n, &counter);
-    }
-
-    let mut missing: BTreeMap<String, u64> = BTreeMap::new();
-    let mut series = BTreeSet::new();
-    for ((table, actor), st) in c.backfill.all() {
-        let table_label = table.to_string();
-        let actor_label = actor.to_string();
-        add_delta(
-            cursors,
-            format!("backfill_rows/{table_label}/{actor_label}"),
-            st.snapshot_rows.load(Ordering::Relaxed),
-            &f.backfill_rows
-                .with_label_values(&[mode, &table_label, &actor_label]),
-        );
-        *missing.entry(table_label.clone()).or_default() +=
-            st.state_missing.load(Ordering::Relaxed);
-        for (vnode, (epoch, finished)) in st.persisted() {
-            let vnode = vnode.to_string();
-            let labels = [mode, worker.as_str(), table_label.as_str(), &vnode];
-            f.vnode_persisted
-                .with_label_values(&labels)
-                .set(wall_seconds(epoch, s.wall_origin_ms));
-            let is_committed = epoch <= committed && registered.contains(&table);
-            f.vnode_committed
-                .with_label_values(&labels)
-                .set(i64::from(is_committed));
-            f.vnode_finished
-                .with_label_values(&labels)
-                .set(i64::from(finished));
-            series.insert((table_label.clone(), vnode));
-        }
-    }
-    for (table, n) in missing {
-        add_delta(
-            cursors,
-            format!("state_missing/{table}"),
-            n,
-            &f.state_missing.with_label_values(&[mode, &table]),
-        );
-    }
-    series
 }
 
 #[cfg(test)]
@@ -680,6 +660,7 @@ mod tests {
     use std::sync::Weak;
 
     use epochlab_meta::DropMode;
+    use epochlab_sim::workload::PlanReport;
     use epochlab_sim::{ReproHooks, ReproParams, ReproReport, run_repro_with};
 
     use super::*;
@@ -739,6 +720,9 @@ mod tests {
             );
         }
         assert_eq!(metrics.live_runs(), 0);
+        // A table's counters are born at 0: the first scrape after the runs shows them at 0 if they were born
+        // at the end of a run; the next one their counts.
+        metrics.render();
         let text = metrics.render();
         let recoveries: u64 = runs.iter().map(|(r, _)| r.recoveries).sum();
         assert!(recoveries >= 3);
@@ -774,7 +758,7 @@ mod tests {
 
     #[test]
     fn a_run_replaced_without_end_is_folded_in_and_released() {
-        let metrics = Arc::new(Metrics::new(&["buggy"]));
+        let metrics = Arc::new(Metrics::new());
         let (tx, rx) = std::sync::mpsc::channel();
         let mut reports = Vec::new();
         for seed in [5, 6] {
@@ -808,11 +792,11 @@ mod tests {
     }
 
     #[test]
-    fn no_timestamp_before_its_run_and_every_instance_id_is_new() {
-        let text = Metrics::new(&["buggy", "fixed"]).render();
+    fn a_mode_exports_nothing_before_its_run_and_every_instance_id_is_new() {
+        let text = Metrics::new().render();
         assert!(
-            !text.contains("_timestamp_seconds{"),
-            "a 0 timestamp reads as 1970: {text}"
+            !text.lines().any(|l| l.starts_with("epochlab_")),
+            "no run has started: {text}"
         );
         assert_ne!(
             crate::instance_id("buggy", 1),
@@ -820,52 +804,47 @@ mod tests {
         );
     }
 
+    /// Run seed 39's random plan in `mode` as worker 0's run; what the metrics showed as the run started.
+    fn run_plan_39(metrics: &Arc<Metrics>, mode: DropMode) -> (PlanReport, String) {
+        let plan = epochlab_sim::workload::generate(39, &Default::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let m = metrics.clone();
+        let hooks = ReproHooks {
+            on_cluster: Some(Box::new(move |cluster| {
+                m.start_run(0, RunSource::starting_now(mode.as_str(), cluster));
+                tx.send(m.render()).unwrap();
+            })),
+            ..Default::default()
+        };
+        let report = epochlab_sim::workload::run_plan(&plan, mode, hooks).value;
+        metrics.end_run(0);
+        (report, rx.recv().unwrap())
+    }
+
     #[test]
     fn invariant_violations_are_counted_per_mode_from_zero() {
-        let modes = ["fixed", "purge-before-reset"];
-        let metrics = Arc::new(Metrics::new(&modes));
-        let text = metrics.render();
-        for mode in modes {
-            for invariant in INVARIANT_LABELS {
-                let labels = [
-                    format!("mode=\"{mode}\""),
-                    format!("invariant=\"{invariant}\""),
-                ];
-                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-                assert_eq!(
-                    sum(&text, "epochlab_invariant_violations_total", &labels),
-                    0.0,
-                    "{text}"
-                );
-            }
-        }
+        let metrics = Arc::new(Metrics::new());
         // Seed 39's random plan breaks I2 in purge-before-reset (RisingWave #15852's window); fixed holds.
-        let plan = epochlab_sim::workload::generate(39, &Default::default());
-        let mut reports = Vec::new();
-        for mode in [DropMode::Fixed, DropMode::PurgeBeforeReset] {
-            let m = metrics.clone();
-            let hooks = ReproHooks {
-                on_cluster: Some(Box::new(move |cluster| {
-                    m.start_run(0, RunSource::starting_now(mode.as_str(), cluster));
-                })),
-                tracing_layer: None,
-                ..Default::default()
-            };
-            reports.push(epochlab_sim::workload::run_plan(&plan, mode, hooks).value);
-            metrics.end_run(0);
+        let (fixed, at_start) = run_plan_39(&metrics, DropMode::Fixed);
+        let mode = |m: &str| format!("mode=\"{m}\"");
+        for invariant in INVARIANT_LABELS {
+            let labels = [format!("invariant=\"{invariant}\""), mode("fixed")];
+            let want = format!(
+                "epochlab_invariant_violations_total{{{}}} 0",
+                labels.join(",")
+            );
+            assert!(at_start.contains(&want), "{want}: {at_start}");
         }
+        let purge = mode("purge-before-reset");
+        assert!(!at_start.contains(&purge), "not started yet: {at_start}");
+        let (purge_report, at_start) = run_plan_39(&metrics, DropMode::PurgeBeforeReset);
+        let zeros = sum(&at_start, "epochlab_invariant_violations_total", &[&purge]);
+        assert_eq!(zeros, 0.0, "{at_start}");
         let text = metrics.render();
-        let of = |mode: &str| {
-            let label = format!("mode=\"{mode}\"");
-            sum(
-                &text,
-                "epochlab_invariant_violations_total",
-                &[label.as_str()],
-            )
-        };
+        let of = |m: &str| sum(&text, "epochlab_invariant_violations_total", &[&mode(m)]);
+        assert!(fixed.violations.is_empty(), "{fixed:?}");
         assert_eq!(of("fixed"), 0.0, "the fix violates nothing: {text}");
-        let purge = reports[1].violations.len();
-        assert!(purge > 0, "{:?}", reports[1]);
+        assert!(!purge_report.violations.is_empty(), "{purge_report:?}");
         assert!(of("purge-before-reset") >= 1.0, "{text}");
     }
 
@@ -884,11 +863,14 @@ mod tests {
                 format!("epochlab_soak_seeds_in_progress{{mode=\"{mode}\"}} 0"),
                 format!("epochlab_soak_virtual_seconds_total{{mode=\"{mode}\"}} 0"),
                 format!("epochlab_soak_wall_seconds_total{{mode=\"{mode}\"}} 0"),
-                format!("epochlab_barrier_inflight{{mode=\"{mode}\",worker=\"2\"}} 0"),
             ] {
                 assert!(text.contains(&name), "{name}\n{text}");
             }
         }
+        assert!(
+            !text.contains("epochlab_barrier_inflight"),
+            "no seed ran: {text}"
+        );
         let signatures: Vec<String> = (0..MAX_SIGNATURES + 6)
             .map(|i| format!("sig {i}"))
             .collect();
@@ -911,6 +893,7 @@ mod tests {
             virtual_time: Duration::from_millis(500),
             wall_time: Duration::from_millis(20),
         });
+        metrics.render(); // shows the signatures' series at 0
         let text = metrics.render();
         let failures = "epochlab_soak_failures_total";
         assert_eq!(sum(&text, failures, &[]), (MAX_SIGNATURES + 8) as f64);
@@ -933,5 +916,26 @@ mod tests {
         assert!((virtual_s - (72.0 * 1.5 + 0.5)).abs() < 1e-6, "{virtual_s}");
         let wall_s = sum(&text, "epochlab_soak_wall_seconds_total", &["buggy"]);
         assert!((wall_s - 73.0 * 0.02).abs() < 1e-6, "{wall_s}");
+
+        // A signature's series is born at 0: a scrape sees it at 0 before it sees it grow.
+        let metrics = Metrics::with_workers(&["fixed"], 1);
+        metrics.seed_started("fixed");
+        metrics.seed_finished(FinishedSeed {
+            mode: "fixed",
+            outcome: SeedOutcome::Stuck,
+            signature: Some("stuck: N barrier(s) in flight"),
+            virtual_time: Duration::from_secs(180),
+            wall_time: Duration::from_millis(20),
+        });
+        let new = [
+            "mode=\"fixed\"",
+            "signature=\"stuck: N barrier(s) in flight\"",
+        ];
+        let first = metrics.render();
+        assert!(
+            first.contains(&format!("{failures}{{{}}} 0", new.join(","))),
+            "{first}"
+        );
+        assert_eq!(sum(&metrics.render(), failures, &new), 1.0);
     }
 }

@@ -20,7 +20,7 @@ use super::plan::{Action, JobSpec, Plan, PlanCluster};
 use super::verdict::{FailureKind, PlanReport};
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::runtime::{SimContext, SimOutput};
+use crate::runtime::{SimContext, SimOutput, try_run_observed};
 use crate::scenario::{ReproHooks, Violation, base_network, cluster_config_for};
 
 /// A run with no epoch committed for this long is stuck.
@@ -39,7 +39,9 @@ const DML_TICK: Duration = Duration::from_millis(100);
 pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<PlanReport> {
     let p = plan.clone();
     let limit = Duration::from_millis(plan.end_ms()) + 4 * SETTLE_BUDGET + STALL_LIMIT;
-    let out = crate::runtime::try_run(plan.seed, limit, move |ctx| async move {
+    let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
+    let observers = hooks.time_observers;
+    let out = try_run_observed(plan.seed, origin, limit, observers, move |ctx| async move {
         let label = format!("{} seed={}", mode.as_str(), ctx.seed);
         epochlab_common::clock::label_current_run(label);
         let _guard = crate::scenario::install(
