@@ -85,10 +85,15 @@ fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Where a run's spans go: the collector's endpoint and a real-time runtime to export from.
-struct Traces<'a> {
-    endpoint: String,
-    rt: &'a RuntimeHandle,
+/// Where a run's spans go.
+enum Traces<'a> {
+    /// Straight into the embedded Jaeger's index.
+    Embedded(&'a EmbeddedJaeger),
+    /// Over OTLP/gRPC to a collector, from a real-time runtime.
+    Otlp {
+        endpoint: String,
+        rt: &'a RuntimeHandle,
+    },
 }
 
 fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError> {
@@ -99,8 +104,11 @@ fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError>
         KeyValue::new("epochlab.mode", mode),
         KeyValue::new("epochlab.scenario", "risingwave-14910"),
     ];
-    RunTracer::start(&t.endpoint, attributes, t.rt)
-        .map_err(|detail| ReproError::Tracer { mode, detail })
+    match t {
+        Traces::Embedded(jaeger) => Ok(RunTracer::start_embedded(jaeger, attributes)),
+        Traces::Otlp { endpoint, rt } => RunTracer::start(endpoint, attributes, rt)
+            .map_err(|detail| ReproError::Tracer { mode, detail }),
+    }
 }
 
 /// How the runs are watched: metrics (served, sampled into a timeline, or both), pacing and traces.
@@ -227,11 +235,8 @@ impl Telemetry {
 
     fn traces(&self) -> Option<Traces<'_>> {
         match (&self.jaeger, &self.otlp_endpoint, &self.export_rt) {
-            (Some(j), _, _) => Some(Traces {
-                endpoint: j.otlp_endpoint(),
-                rt: j.handle(),
-            }),
-            (None, Some(endpoint), Some(rt)) => Some(Traces {
+            (Some(j), _, _) => Some(Traces::Embedded(j)),
+            (None, Some(endpoint), Some(rt)) => Some(Traces::Otlp {
                 endpoint: endpoint.clone(),
                 rt: rt.handle(),
             }),

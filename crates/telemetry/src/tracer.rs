@@ -40,6 +40,9 @@ impl<E> VirtualTimeExporter<E> {
         let end = attr_i64(span, "vt.end_us").unwrap_or(start).max(start);
         span.start_time = self.wall0 + Duration::from_micros(start as u64);
         span.end_time = self.wall0 + Duration::from_micros(end as u64);
+        // Said by the span's times now: not tags of their own.
+        span.attributes
+            .retain(|kv| !kv.key.as_str().starts_with("vt."));
         // Events (log lines inside the span) keep real stamps: pin them to the span's end.
         for e in span.events.events.iter_mut() {
             e.timestamp = span.end_time;
@@ -76,8 +79,10 @@ pub fn instance_id(mode: &str, seed: u64) -> String {
     format!("{mode}-{seed}-{}.{n}", std::process::id())
 }
 
-/// How often spans are exported while a run goes (wall time).
-const EXPORT_EVERY: Duration = Duration::from_millis(5);
+/// How often spans are exported while a run goes (wall time). A repro run takes ~25 ms: its spans go at its
+/// end, in one batch, rather than in small batches whose exports compete with the run for the CPU (measured
+/// slower on 2 cores); a paced or long run exports every second.
+const EXPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// Spans waiting for export, at most (beyond it the processor drops them; a soak seed's trace has ~2,000).
 const MAX_QUEUED_SPANS: usize = 1 << 16;
@@ -103,12 +108,24 @@ impl RunTracer {
             .with_endpoint(endpoint)
             .build()
             .map_err(|e| format!("cannot build the OTLP exporter for {endpoint}: {e}"))?;
+        Ok(Self::with_exporter(exporter, attributes, wall0))
+    }
+
+    /// Export a run that starts now straight into the embedded collector's index (no network round trip).
+    pub fn start_embedded(jaeger: &crate::EmbeddedJaeger, attributes: Vec<KeyValue>) -> Self {
+        Self::with_exporter(jaeger.exporter(), attributes, SystemTime::now())
+    }
+
+    fn with_exporter<E: SpanExporter + 'static>(
+        exporter: E,
+        attributes: Vec<KeyValue>,
+        wall0: SystemTime,
+    ) -> Self {
         let resource = Resource::builder()
             .with_service_name("epochlab")
             .with_attributes(attributes)
             .build();
-        // Export while the run goes (every few ms of wall time, on the processor's thread), so that little is
-        // left for the flush at the end; a queue large enough that a long run's spans are never dropped.
+        // A queue large enough that a long run's spans are never dropped.
         let batch = BatchConfigBuilder::default()
             .with_scheduled_delay(EXPORT_EVERY)
             .with_max_queue_size(MAX_QUEUED_SPANS)
@@ -123,7 +140,7 @@ impl RunTracer {
             .with_resource(resource)
             .with_span_processor(processor)
             .build();
-        Ok(Self { provider })
+        Self { provider }
     }
 
     /// The layer to add to the run's subscriber.
@@ -132,13 +149,16 @@ impl RunTracer {
             // Only the span's own fields become tags: no code location, thread, level or target per span (they
             // cost a conversion each and say nothing about the run), and no busy/idle times (real time). Context
             // activation stays on: without it some parents were never exported and the traces were incomplete.
+            // Events at INFO and above (the event log's lines) become the spans' logs; TRACE lines stay in the
+            // log.
             tracing_opentelemetry::layer()
                 .with_tracer(self.provider.tracer("epochlab"))
                 .with_tracked_inactivity(false)
                 .with_location(false)
                 .with_threads(false)
                 .with_level(false)
-                .with_target(false),
+                .with_target(false)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
         )
     }
 
@@ -147,9 +167,16 @@ impl RunTracer {
         self.provider
             .force_flush()
             .map_err(|e| format!("flushing spans: {e}"))?;
-        self.provider
-            .shutdown()
-            .map_err(|e| format!("shutting the tracer down: {e}"))
+        // Every span is delivered: stopping the processor's thread (about a millisecond) need not hold up the
+        // caller.
+        let provider = self.provider;
+        std::thread::Builder::new()
+            .name("epochlab-tracer-stop".into())
+            .spawn(move || {
+                let _ = provider.shutdown();
+            })
+            .map(drop)
+            .map_err(|e| format!("stopping the tracer: {e}"))
     }
 }
 

@@ -9,6 +9,7 @@ mod api;
 mod collector;
 mod duration;
 mod index;
+mod local;
 mod query;
 mod render;
 
@@ -17,6 +18,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
+
+/// HTTP/2 flow-control windows of the OTLP server.
+const OTLP_WINDOW_BYTES: u32 = 8 << 20;
 
 pub use duration::{DurationError, parse_duration};
 pub use query::{DEFAULT_LIMIT, QueryError, TraceQuery};
@@ -50,6 +54,7 @@ pub enum JaegerError {
 }
 
 pub struct EmbeddedJaeger {
+    index: api::SharedIndex,
     ui_addr: SocketAddr,
     otlp_addr: SocketAddr,
     handle: tokio::runtime::Handle,
@@ -67,6 +72,12 @@ impl EmbeddedJaeger {
             .map_err(JaegerError::OtlpPort)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+        let limits = IndexLimits {
+            max_traces: MAX_TRACES as usize,
+            max_bytes: MAX_INDEX_BYTES,
+        };
+        let index = Arc::new(tokio::sync::RwLock::new(SpanIndex::new(limits)));
+        let served = index.clone();
         let thread = std::thread::Builder::new()
             .name("epochlab-jaeger".into())
             .spawn(move || {
@@ -85,7 +96,12 @@ impl EmbeddedJaeger {
                     }
                 };
                 let handle = rt.handle().clone();
-                rt.block_on(serve(ui_addr, otlp_addr, handle, ready_tx, shutdown_rx));
+                let listen = Listen {
+                    ui_addr,
+                    otlp_addr,
+                    index: served,
+                };
+                rt.block_on(serve(listen, handle, ready_tx, shutdown_rx));
             })
             .map_err(|source| JaegerError::Start {
                 what: "thread",
@@ -93,6 +109,7 @@ impl EmbeddedJaeger {
             })?;
         let (ui_addr, handle) = ready_rx.recv().map_err(|_| JaegerError::Stopped)??;
         Ok(Self {
+            index,
             ui_addr,
             otlp_addr,
             handle,
@@ -110,16 +127,31 @@ impl EmbeddedJaeger {
         format!("http://{}", self.otlp_addr)
     }
 
+    /// An exporter that puts spans straight into this collector's index (no OTLP/gRPC round trip).
+    pub fn exporter(&self) -> local::LocalExporter {
+        local::LocalExporter::new(self.index.clone())
+    }
+
     /// The collector's runtime (exporters are built on it).
     pub fn handle(&self) -> &tokio::runtime::Handle {
         &self.handle
     }
 }
 
-/// Listen on both addresses, say so on `ready`, and serve until `shutdown`.
-async fn serve(
+/// Where the collector listens, and the index it serves.
+struct Listen {
     ui_addr: SocketAddr,
     otlp_addr: SocketAddr,
+    index: api::SharedIndex,
+}
+
+/// Listen on both addresses, say so on `ready`, and serve until `shutdown`.
+async fn serve(
+    Listen {
+        ui_addr,
+        otlp_addr,
+        index,
+    }: Listen,
     handle: tokio::runtime::Handle,
     ready: std::sync::mpsc::Sender<Ready>,
     shutdown: oneshot::Receiver<()>,
@@ -135,7 +167,8 @@ async fn serve(
         }
     };
     let incoming = match tonic::transport::server::TcpIncoming::bind(otlp_addr) {
-        Ok(i) => i,
+        // No Nagle delay on a batch's last segment, which the exporter waits for at the end of a run.
+        Ok(i) => i.with_nodelay(Some(true)),
         Err(source) => {
             let _ = ready.send(Err(JaegerError::Listen {
                 addr: otlp_addr,
@@ -144,13 +177,11 @@ async fn serve(
             return;
         }
     };
-    let limits = IndexLimits {
-        max_traces: MAX_TRACES as usize,
-        max_bytes: MAX_INDEX_BYTES,
-    };
-    let index = Arc::new(tokio::sync::RwLock::new(SpanIndex::new(limits)));
     let service = otlp_embedded::TraceServiceServer::new(collector::Collector::new(index.clone()));
+    // Windows large enough that a batch of spans arrives without waiting for flow-control updates.
     let grpc = tonic::transport::Server::builder()
+        .initial_stream_window_size(OTLP_WINDOW_BYTES)
+        .initial_connection_window_size(OTLP_WINDOW_BYTES)
         .add_service(service)
         .serve_with_incoming(incoming);
     // otlp-embedded's UI router serves the assets; its store stays empty (our routes answer the API).
