@@ -67,9 +67,11 @@ fn nanos(t: SystemTime) -> u64 {
 }
 
 fn span(s: SpanData) -> Span {
-    let parent = (s.parent_span_id != SpanId::INVALID)
-        .then(|| s.parent_span_id.to_bytes().to_vec())
-        .unwrap_or_default();
+    let parent = if s.parent_span_id == SpanId::INVALID {
+        Vec::new()
+    } else {
+        s.parent_span_id.to_bytes().to_vec()
+    };
     let (code, message) = match &s.status {
         Status::Unset => (0, String::new()),
         Status::Ok => (1, String::new()),
