@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use epochlab_meta::DropMode;
 use epochlab_sim::{ReproHooks, ReproParams, TracePer, run_repro_with};
-use epochlab_telemetry::{EmbeddedJaeger, KeyValue, RunTracer};
+use epochlab_telemetry::{EmbeddedJaeger, ExportRuntime, KeyValue, RunTracer};
 use serde_json::Value;
 
 fn get(addr: SocketAddr, path: &str) -> String {
@@ -89,10 +89,12 @@ fn spans_of(mode: DropMode) -> Vec<Span> {
 
 fn spans_per(mode: DropMode, trace_per: TracePer) -> Vec<Span> {
     let jaeger = EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // Over OTLP/gRPC, as `--otlp-endpoint` sends (`--jaeger` puts spans into the index directly).
+    let rt = ExportRuntime::start().unwrap();
     let tracer = RunTracer::start(
         &jaeger.otlp_endpoint(),
         vec![KeyValue::new("epochlab.mode", mode.as_str())],
-        jaeger.handle(),
+        &rt,
     )
     .unwrap();
     let hooks = ReproHooks {

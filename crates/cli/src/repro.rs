@@ -6,7 +6,7 @@ use std::sync::Arc;
 use epochlab_sim::{ReproHooks, ReproParams, ReproReport, TimeObserver, TracePer, run_repro_with};
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, RunSource, RunTracer,
-    RuntimeHandle, Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
+    Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
 use crate::args::ReproArgs;
@@ -92,7 +92,7 @@ enum Traces<'a> {
     /// Over OTLP/gRPC to a collector, from a real-time runtime.
     Otlp {
         endpoint: String,
-        rt: &'a RuntimeHandle,
+        rt: &'a ExportRuntime,
     },
 }
 
@@ -238,7 +238,7 @@ impl Telemetry {
             (Some(j), _, _) => Some(Traces::Embedded(j)),
             (None, Some(endpoint), Some(rt)) => Some(Traces::Otlp {
                 endpoint: endpoint.clone(),
-                rt: rt.handle(),
+                rt,
             }),
             _ => None,
         }

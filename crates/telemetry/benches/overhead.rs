@@ -58,8 +58,8 @@ fn main() {
         embedded.push(traced(&params, tracer, start, &digest));
 
         let start = Instant::now();
-        let tracer = RunTracer::start(&jaeger.otlp_endpoint(), attributes(), export_rt.handle())
-            .expect("tracer");
+        let tracer =
+            RunTracer::start(&jaeger.otlp_endpoint(), attributes(), &export_rt).expect("tracer");
         otlp.push(traced(&params, tracer, start, &digest));
     }
     let off = median(off);

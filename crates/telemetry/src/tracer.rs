@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::{KeyValue, Value};
-use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_otlp::WithTonicConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
@@ -79,13 +79,14 @@ pub fn instance_id(mode: &str, seed: u64) -> String {
     format!("{mode}-{seed}-{}.{n}", std::process::id())
 }
 
-/// How often spans are exported while a run goes (wall time). A repro run takes ~25 ms: its spans go at its
-/// end, in one batch, rather than in small batches whose exports compete with the run for the CPU (measured
-/// slower on 2 cores); a paced or long run exports every second.
-const EXPORT_EVERY: Duration = Duration::from_secs(1);
+/// How often spans go over OTLP/gRPC while a run goes (wall time), besides whenever 512 are waiting: the
+/// network round trips overlap the run instead of all waiting at its end.
+const OTLP_EXPORT_EVERY: Duration = Duration::from_millis(5);
 
-/// Spans waiting for export, at most (beyond it the processor drops them; a soak seed's trace has ~2,000).
-const MAX_QUEUED_SPANS: usize = 1 << 16;
+/// How often spans go into the embedded collector: a repro run (~25 ms) puts its spans in at its end, in one
+/// batch, which costs the run less than small batches competing with it for the CPU; a long run, every second
+/// (or whenever 512 are waiting).
+const LOCAL_EXPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// One run's tracer provider.
 pub struct RunTracer {
@@ -99,36 +100,49 @@ impl RunTracer {
     pub fn start(
         endpoint: &str,
         attributes: Vec<KeyValue>,
-        rt: &tokio::runtime::Handle,
+        rt: &ExportRuntime,
     ) -> Result<Self, String> {
         let wall0 = SystemTime::now();
-        let _guard = rt.enter();
+        let channel = rt.channel(endpoint)?;
+        let _guard = rt.handle().enter();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
-            .with_endpoint(endpoint)
+            .with_channel(channel)
             .build()
             .map_err(|e| format!("cannot build the OTLP exporter for {endpoint}: {e}"))?;
-        Ok(Self::with_exporter(exporter, attributes, wall0))
+        Ok(Self::with_exporter(
+            exporter,
+            attributes,
+            wall0,
+            OTLP_EXPORT_EVERY,
+        ))
     }
 
     /// Export a run that starts now straight into the embedded collector's index (no network round trip).
     pub fn start_embedded(jaeger: &crate::EmbeddedJaeger, attributes: Vec<KeyValue>) -> Self {
-        Self::with_exporter(jaeger.exporter(), attributes, SystemTime::now())
+        Self::with_exporter(
+            jaeger.exporter(),
+            attributes,
+            SystemTime::now(),
+            LOCAL_EXPORT_EVERY,
+        )
     }
 
     fn with_exporter<E: SpanExporter + 'static>(
         exporter: E,
         attributes: Vec<KeyValue>,
         wall0: SystemTime,
+        every: Duration,
     ) -> Self {
         let resource = Resource::builder()
             .with_service_name("epochlab")
             .with_attributes(attributes)
             .build();
-        // A queue large enough that a long run's spans are never dropped.
+        // The default queue (2,048 spans): the processor exports as soon as 512 are waiting, so a long run's
+        // spans are not dropped, and a larger queue is allocated and touched in full for every run (a queue of
+        // 65,536 cost 11 ms a run).
         let batch = BatchConfigBuilder::default()
-            .with_scheduled_delay(EXPORT_EVERY)
-            .with_max_queue_size(MAX_QUEUED_SPANS)
+            .with_scheduled_delay(every)
             .build();
         let processor = BatchSpanProcessor::builder(VirtualTimeExporter {
             inner: exporter,
@@ -180,9 +194,11 @@ impl RunTracer {
     }
 }
 
-/// A real-time runtime on its own thread, for exporters that send to an external collector.
+/// A real-time runtime on its own thread, for exporters that send to an external collector, and their
+/// connections: one per endpoint, shared by the runs of the process (a run need not connect again).
 pub struct ExportRuntime {
     rt: Option<tokio::runtime::Runtime>,
+    channels: std::sync::Mutex<std::collections::BTreeMap<String, tonic::transport::Channel>>,
 }
 
 impl ExportRuntime {
@@ -193,7 +209,10 @@ impl ExportRuntime {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the export runtime: {e}"))?;
-        Ok(Self { rt: Some(rt) })
+        Ok(Self {
+            rt: Some(rt),
+            channels: Default::default(),
+        })
     }
 
     pub fn handle(&self) -> &tokio::runtime::Handle {
@@ -201,6 +220,23 @@ impl ExportRuntime {
             .as_ref()
             .expect("runtime lives until dropped")
             .handle()
+    }
+
+    /// The connection to `endpoint` (made on first use, on this runtime).
+    fn channel(&self, endpoint: &str) -> Result<tonic::transport::Channel, String> {
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = channels.get(endpoint) {
+            return Ok(c.clone());
+        }
+        let _guard = self.handle().enter();
+        let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())
+            .map_err(|e| format!("not an OTLP endpoint: {endpoint}: {e}"))?
+            .tcp_nodelay(true)
+            // The exporter's own default, which it requires the channel to have.
+            .timeout(Duration::from_secs(10))
+            .connect_lazy();
+        channels.insert(endpoint.to_string(), channel.clone());
+        Ok(channel)
     }
 }
 

@@ -43,7 +43,7 @@ impl SoakTraces {
                 row.signature.clone().unwrap_or_default(),
             ),
         ];
-        let tracer = match RunTracer::start(&self.endpoint, attributes, self.rt.handle()) {
+        let tracer = match RunTracer::start(&self.endpoint, attributes, &self.rt) {
             Ok(t) => t,
             Err(e) => return eprintln!("soak: seed {}: no trace: {e}", row.seed),
         };

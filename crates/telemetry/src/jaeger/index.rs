@@ -186,6 +186,14 @@ impl SpanIndex {
 
     /// Make `id` the most recently updated trace, creating it if new.
     fn touch(&mut self, id: &[u8]) {
+        // Already the most recently updated (the usual case: a batch's spans share one trace).
+        if self
+            .recency
+            .last_key_value()
+            .is_some_and(|(_, last)| last.as_slice() == id)
+        {
+            return;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let trace = self
