@@ -145,7 +145,8 @@ pub fn start_prometheus_with(bin: &Path, scrape_configs: &str) -> Prometheus {
 }
 
 /// Prometheus serving the TSDB blocks in `data` (made by `promtool tsdb create-blocks-from`), scraping nothing
-/// and evaluating no rules, as the README starts it for a `--metrics-out` timeline; ready when this returns.
+/// and evaluating no rules (`deploy/prometheus/timeline.yml`), as the README starts it for a `--metrics-out`
+/// timeline; ready when this returns.
 pub fn start_prometheus_on_blocks(bin: &Path, data: &Path) -> Prometheus {
     let dir = std::env::temp_dir().join(format!(
         "epochlab-prom-blocks-{}-{}",
@@ -153,13 +154,11 @@ pub fn start_prometheus_on_blocks(bin: &Path, data: &Path) -> Prometheus {
         free_port()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("prometheus.yml"), "global: {}\n").unwrap();
+    // The repository's own config for a timeline, as the README starts it.
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/prometheus/timeline.yml");
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let child = Command::new(bin)
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
+        .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", data.display()))
         .arg("--storage.tsdb.retention.time=10y")
         .arg(format!("--web.listen-address={addr}"))

@@ -270,6 +270,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             span.follows_from(&caller);
         }
         barrier.tracing_context = TracingContext(Some(span.clone()));
+        let entered = span.enter();
         event!(
             self.context.log(),
             "inject barrier",
@@ -279,6 +280,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             command.name(),
             nodes.iter().map(|w| w.0).collect::<Vec<_>>()
         );
+        drop(entered);
         for &worker in &nodes {
             let to_collect = info.actors.get(&worker).cloned().unwrap_or_default();
             let to_send = info.sources.get(&worker).cloned().unwrap_or_default();
@@ -359,11 +361,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             node.remaining.remove(&worker),
             "worker {worker} collected epoch {prev} twice"
         );
-        event!(
-            self.context.log(),
-            "collect barrier",
-            "prev={prev} worker={worker}"
-        );
+        node.span.in_scope(|| {
+            event!(
+                self.context.log(),
+                "collect barrier",
+                "prev={prev} worker={worker}"
+            )
+        });
         node.responses.push(resp);
         if node.remaining.is_empty() {
             let now = self.context.clock().elapsed_us();
@@ -413,7 +417,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             BarrierKind::Checkpoint => {
                 let clock = self.context.clock();
                 let span = vspan!(parent: &node.span, "commit epoch", clock, epoch = ctx.prev_epoch.0 as i64);
-                if let Err(e) = self.context.commit_epoch(&ctx, syncs) {
+                if let Err(e) = span.in_scope(|| self.context.commit_epoch(&ctx, syncs)) {
                     trace::fail(&span, clock, &e.to_string());
                     return Err(e);
                 }

@@ -565,6 +565,19 @@ impl ReproArgs {
                 reason: "needs --jaeger: it is the embedded Jaeger UI's address",
             });
         }
+        let otlp_env =
+            std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty());
+        if self.trace_per != TracePer::Run
+            && !self.jaeger
+            && self.otlp_endpoint.is_none()
+            && !otlp_env
+        {
+            return Err(ArgError::Pointless {
+                flag: "--trace-per",
+                reason: "needs --jaeger or --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT): it shapes the \
+                         traces they receive",
+            });
+        }
         if self.serve_for.is_some() && self.metrics_addr.is_none() && !self.jaeger {
             return Err(ArgError::Pointless {
                 flag: "--serve-for",
@@ -940,6 +953,7 @@ mod tests {
         };
         pointless(&["--jaeger-addr", "127.0.0.1:1"], "--jaeger-addr");
         pointless(&["--serve-for", "5"], "--serve-for");
+        pointless(&["--trace-per", "epoch"], "--trace-per");
         pointless(
             &["--serve-for", "5", "--otlp-endpoint", "http://x:4317"],
             "--serve-for",

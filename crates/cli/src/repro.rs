@@ -263,8 +263,16 @@ impl Telemetry {
                 format!("{} {} samples at {first}..{last}", r.mode, r.samples)
             })
             .collect();
+        let from = timeline
+            .runs()
+            .iter()
+            .map(|r| r.first_ms)
+            .min()
+            .unwrap_or(0);
+        let to = timeline.runs().iter().map(|r| r.last_ms).max().unwrap_or(0);
         eprintln!(
-            "metrics timeline: {shown}: {} (Unix seconds, every {} ms of simulated time)",
+            "metrics timeline: {shown}: {} (Unix seconds, every {} ms of simulated time; in a Grafana URL: \
+             &from={from}&to={to})",
             runs.join(", "),
             interval.as_millis()
         );

@@ -63,7 +63,8 @@ impl EventLog {
             us % 1_000_000
         );
         // The same event for `RUST_LOG` (target `epochlab::event`); the log format stamps it with virtual time.
-        tracing::info!(target: "epochlab::event", "{kind}: {detail}");
+        // `vt_us` places the event at its virtual time in the exported span (the log format does not print it).
+        tracing::info!(target: "epochlab::event", vt_us = us as i64, "{kind}: {detail}");
         let mut inner = self.lock();
         inner.digest.update(line.as_bytes());
         inner.digest.update(b"\n");

@@ -43,9 +43,18 @@ impl<E> VirtualTimeExporter<E> {
         // Said by the span's times now: not tags of their own.
         span.attributes
             .retain(|kv| !kv.key.as_str().starts_with("vt."));
-        // Events (log lines inside the span) keep real stamps: pin them to the span's end.
+        // Events (log lines inside the span) at their virtual time (`vt_us`, set by the event log), else at the
+        // span's end: their own stamps are real time.
         for e in span.events.events.iter_mut() {
-            e.timestamp = span.end_time;
+            let at = e.attributes.iter().find_map(|kv| match kv.value {
+                Value::I64(us) if kv.key.as_str() == "vt_us" => Some(us),
+                _ => None,
+            });
+            e.timestamp = match at {
+                Some(us) => self.wall0 + Duration::from_micros(us.max(0) as u64),
+                None => span.end_time,
+            };
+            e.attributes.retain(|kv| kv.key.as_str() != "vt_us");
         }
     }
 }
@@ -270,6 +279,16 @@ impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
     }
 }
 
+/// An event's fields as a log line shows them: the message, then `name=value`; not the virtual-time fields (the
+/// line's stamp says it).
+fn run_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| match field.name() {
+        name if name.starts_with("vt.") || name == "vt_us" => Ok(()),
+        "message" => write!(w, "{value:?}"),
+        name => write!(w, " {name}={value:?}"),
+    })
+}
+
 /// A log line: the run's virtual time and label ([`VirtualTime`]), the trace id of the span in scope when
 /// spans are exported (`trace=…`, to find the line's trace in Jaeger), the level, the target, the innermost
 /// span's name, and the event's fields.
@@ -348,6 +367,7 @@ pub fn run_layer_to(
     let slot = DispatchSlot::default();
     let stderr = spec.clone().map(|spec| {
         tracing_subscriber::fmt::layer()
+            .fmt_fields(run_fields())
             .event_format(RunFormat {
                 dispatch: slot.clone(),
             })
@@ -357,6 +377,7 @@ pub fn run_layer_to(
     });
     let file = log_file.map(|f| {
         tracing_subscriber::fmt::layer()
+            .fmt_fields(run_fields())
             .event_format(RunFormat {
                 dispatch: slot.clone(),
             })

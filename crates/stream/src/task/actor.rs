@@ -22,7 +22,7 @@ impl Actor {
         let id = self.id;
         let manager = self.barrier_manager.clone();
         if let Err(e) = self.run_inner().await {
-            tracing::error!(actor_id = id.0, error = %e, "actor failed");
+            // The local barrier manager logs it, as an ERROR line in the actor's span.
             manager.notify_failure(id, e).await;
         }
     }

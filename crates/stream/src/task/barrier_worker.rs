@@ -118,6 +118,15 @@ impl ActorSpans {
         self.lock().get(&(prev, actor)).cloned()
     }
 
+    /// The oldest open span of `actor`, if any.
+    fn oldest_of(&self, actor: ActorId) -> Option<tracing::Span> {
+        let spans = self.lock();
+        spans
+            .iter()
+            .find(|((_, a), _)| *a == actor)
+            .map(|(_, s)| s.clone())
+    }
+
     /// End the span of `actor` at the barrier after `prev` (collected).
     fn close(&self, clock: &Clock, prev: Epoch, actor: ActorId) {
         let span = self.lock().remove(&(prev, actor));
@@ -623,6 +632,13 @@ impl LocalBarrierWorker {
     }
 
     fn on_actor_failure(&mut self, actor: ActorId, error: StreamExecutorError) {
+        // The ERROR line, in the span of the barrier the actor was working on (so that it names its trace).
+        let span = self
+            .handle
+            .spans
+            .oldest_of(actor)
+            .unwrap_or_else(tracing::Span::none);
+        span.in_scope(|| tracing::error!(actor_id = actor.0, error = %error, "actor failed"));
         let reason = error.reason();
         event!(
             self.env.log,
