@@ -34,28 +34,34 @@ fn attr_i64(span: &SpanData, key: &str) -> Option<i64> {
 
 impl<E> VirtualTimeExporter<E> {
     fn rewrite(&self, span: &mut SpanData) {
-        let Some(start) = attr_i64(span, "vt.start_us") else {
-            return;
+        to_virtual_time(span, self.wall0);
+    }
+}
+
+/// Move `span`'s times (and its events') from real time to the simulated times in its fields, shifted so that
+/// the run's start is `wall0`.
+pub(crate) fn to_virtual_time(span: &mut SpanData, wall0: SystemTime) {
+    let Some(start) = attr_i64(span, "vt.start_us") else {
+        return;
+    };
+    let end = attr_i64(span, "vt.end_us").unwrap_or(start).max(start);
+    span.start_time = wall0 + Duration::from_micros(start as u64);
+    span.end_time = wall0 + Duration::from_micros(end as u64);
+    // Said by the span's times now: not tags of their own.
+    span.attributes
+        .retain(|kv| !kv.key.as_str().starts_with("vt."));
+    // Events (log lines inside the span) at their virtual time (`vt_us`, set by the event log), else at the
+    // span's end: their own stamps are real time.
+    for e in span.events.events.iter_mut() {
+        let at = e.attributes.iter().find_map(|kv| match kv.value {
+            Value::I64(us) if kv.key.as_str() == "vt_us" => Some(us),
+            _ => None,
+        });
+        e.timestamp = match at {
+            Some(us) => wall0 + Duration::from_micros(us.max(0) as u64),
+            None => span.end_time,
         };
-        let end = attr_i64(span, "vt.end_us").unwrap_or(start).max(start);
-        span.start_time = self.wall0 + Duration::from_micros(start as u64);
-        span.end_time = self.wall0 + Duration::from_micros(end as u64);
-        // Said by the span's times now: not tags of their own.
-        span.attributes
-            .retain(|kv| !kv.key.as_str().starts_with("vt."));
-        // Events (log lines inside the span) at their virtual time (`vt_us`, set by the event log), else at the
-        // span's end: their own stamps are real time.
-        for e in span.events.events.iter_mut() {
-            let at = e.attributes.iter().find_map(|kv| match kv.value {
-                Value::I64(us) if kv.key.as_str() == "vt_us" => Some(us),
-                _ => None,
-            });
-            e.timestamp = match at {
-                Some(us) => self.wall0 + Duration::from_micros(us.max(0) as u64),
-                None => span.end_time,
-            };
-            e.attributes.retain(|kv| kv.key.as_str() != "vt_us");
-        }
+        e.attributes.retain(|kv| kv.key.as_str() != "vt_us");
     }
 }
 
@@ -92,11 +98,6 @@ pub fn instance_id(mode: &str, seed: u64) -> String {
 /// network round trips overlap the run instead of all waiting at its end.
 const OTLP_EXPORT_EVERY: Duration = Duration::from_millis(5);
 
-/// How often spans go into the embedded collector: a repro run (~25 ms) puts its spans in at its end, in one
-/// batch, which costs the run less than small batches competing with it for the CPU; a long run, every second
-/// (or whenever 512 are waiting).
-const LOCAL_EXPORT_EVERY: Duration = Duration::from_secs(1);
-
 /// One run's tracer provider.
 pub struct RunTracer {
     provider: SdkTracerProvider,
@@ -127,14 +128,18 @@ impl RunTracer {
         ))
     }
 
-    /// Export a run that starts now straight into the embedded collector's index (no network round trip).
+    /// Export a run that starts now straight into the embedded collector's index: the spans wait in memory
+    /// and go in, on the caller's thread, when the run is flushed (no thread, no queue, no network).
     pub fn start_embedded(jaeger: &crate::EmbeddedJaeger, attributes: Vec<KeyValue>) -> Self {
-        Self::with_exporter(
-            jaeger.exporter(),
-            attributes,
-            SystemTime::now(),
-            LOCAL_EXPORT_EVERY,
-        )
+        let resource = Resource::builder()
+            .with_service_name("epochlab")
+            .with_attributes(attributes)
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_resource(resource)
+            .with_span_processor(jaeger.processor(SystemTime::now()))
+            .build();
+        Self { provider }
     }
 
     fn with_exporter<E: SpanExporter + 'static>(

@@ -1,56 +1,122 @@
 //! Spans into the embedded collector's index without a network hop: the same OTLP data a gRPC exporter would
-//! send (`ResourceSpans`), handed over on the span processor's thread. `--jaeger` uses it; `--otlp-endpoint`
-//! sends over OTLP/gRPC.
+//! send (`ResourceSpans`), handed over when the run is flushed. `--jaeger` uses it; `--otlp-endpoint` sends
+//! over OTLP/gRPC.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use opentelemetry::trace::{SpanId, Status};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
 use otlp_embedded::proto::common::v1::{AnyValue, ArrayValue, KeyValue, any_value};
 use otlp_embedded::proto::resource::v1::Resource as ProtoResource;
 use otlp_embedded::proto::trace::v1::{ResourceSpans, ScopeSpans, Span, span};
 
 use super::api::SharedIndex;
+use super::index::SpanIndex;
 
-/// An exporter that records each batch in the embedded collector's index.
+/// Spans kept at most while a run goes; beyond it they go into the index at once if it is free, else they are
+/// dropped (and counted: the flush then fails, naming how many).
+const MAX_BUFFERED_SPANS: usize = 1 << 16;
+
+/// A span processor that keeps a run's finished spans in memory and puts them into the embedded collector's
+/// index when the run is flushed, on the flushing thread: no thread, no queue and no network per run, so a
+/// traced run costs little more than an untraced one. Spans go in as the same OTLP `ResourceSpans` a gRPC
+/// exporter would send. The flush must not be called from inside a tokio runtime (it takes the index's lock
+/// blocking).
 #[derive(Debug)]
-pub struct LocalExporter {
+pub struct LocalProcessor {
     index: SharedIndex,
+    /// The run's wall-clock start, onto which its simulated times are shifted.
+    wall0: SystemTime,
     resource: Vec<KeyValue>,
+    spans: Mutex<Vec<SpanData>>,
+    dropped: AtomicU64,
 }
 
-impl LocalExporter {
-    pub(super) fn new(index: SharedIndex) -> Self {
+impl LocalProcessor {
+    pub(super) fn new(index: SharedIndex, wall0: SystemTime) -> Self {
         Self {
             index,
+            wall0,
             resource: Vec::new(),
+            spans: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
         }
     }
-}
 
-impl SpanExporter for LocalExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let spans = ResourceSpans {
+    fn take(&self) -> Vec<SpanData> {
+        std::mem::take(&mut *self.spans.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Put `batch` into the index with `lock` (blocking, or trying).
+    fn record<'a>(
+        &'a self,
+        batch: Vec<SpanData>,
+        lock: impl FnOnce(&'a SharedIndex) -> Option<tokio::sync::RwLockWriteGuard<'a, SpanIndex>>,
+    ) -> Result<u64, Vec<SpanData>> {
+        let Some(mut index) = lock(&self.index) else {
+            return Err(batch);
+        };
+        let spans = batch
+            .into_iter()
+            .map(|mut s| {
+                crate::tracer::to_virtual_time(&mut s, self.wall0);
+                span(s)
+            })
+            .collect();
+        let batch = ResourceSpans {
             resource: Some(ProtoResource {
                 attributes: self.resource.clone(),
                 ..Default::default()
             }),
             scope_spans: vec![ScopeSpans {
-                spans: batch.into_iter().map(span).collect(),
+                spans,
                 ..Default::default()
             }],
             schema_url: String::new(),
         };
-        // The processor's own thread, outside any runtime: blocking on the lock is what it is for.
-        let rejected = self.index.blocking_write().record(spans);
-        match rejected {
+        Ok(index.record(batch))
+    }
+}
+
+impl SpanProcessor for LocalProcessor {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
+        spans.push(span);
+        if spans.len() < MAX_BUFFERED_SPANS {
+            return;
+        }
+        let full = std::mem::take(&mut *spans);
+        drop(spans);
+        // A long run: into the index now if nobody holds it (this may be the simulation's thread).
+        if let Err(rest) = self.record(full, |i| i.try_write().ok()) {
+            self.dropped.fetch_add(rest.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        let batch = self.take();
+        let refused = match self.record(batch, |i| Some(i.blocking_write())) {
+            Ok(n) => n,
+            Err(_) => unreachable!("a blocking lock is always taken"),
+        };
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        match refused + dropped {
             0 => Ok(()),
             n => Err(OTelSdkError::InternalFailure(format!(
-                "the collector refused {n} spans (beyond its byte budget for one trace)"
+                "{n} spans lost (beyond the collector's byte budget for one trace, or {MAX_BUFFERED_SPANS} \
+                 waiting while the index was busy)"
             ))),
         }
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: std::time::Duration) -> OTelSdkResult {
+        self.force_flush()
     }
 
     fn set_resource(&mut self, resource: &Resource) {

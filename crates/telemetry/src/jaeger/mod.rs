@@ -127,9 +127,10 @@ impl EmbeddedJaeger {
         format!("http://{}", self.otlp_addr)
     }
 
-    /// An exporter that puts spans straight into this collector's index (no OTLP/gRPC round trip).
-    pub fn exporter(&self) -> local::LocalExporter {
-        local::LocalExporter::new(self.index.clone())
+    /// A span processor that puts a run's spans straight into this collector's index when the run is flushed
+    /// (no OTLP/gRPC round trip); the run started at `wall0`.
+    pub fn processor(&self, wall0: std::time::SystemTime) -> local::LocalProcessor {
+        local::LocalProcessor::new(self.index.clone(), wall0)
     }
 
     /// The collector's runtime (exporters are built on it).
