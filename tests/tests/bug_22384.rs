@@ -60,3 +60,30 @@ fn purge_before_reset_is_not_a_mode_of_22384() {
     assert_eq!(r.outcome, Outcome::NotReproducible);
     assert!(r.error.unwrap().contains("has the modes buggy, fixed"));
 }
+
+/// The checker detects the bug, not a script: a random plan that found #22384 (saved in
+/// `tests/regressions/`) fires I4 full-collection with the barrier manager's toggle at `buggy` and stops firing
+/// when only that toggle is flipped to `fixed`; the plan and the seed stay the same.
+#[test]
+fn flipping_the_toggle_on_a_random_plan_fires_and_silences_the_checker() {
+    use epochlab_sim::workload::{PlanFile, run_plan};
+    use epochlab_sim::{BugMode, ReproHooks};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions/22384-kill-while-collecting.json");
+    let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let buggy = file
+        .run(None)
+        .expect("the file names bug 22384 in buggy mode");
+    assert_eq!((buggy.bug(), buggy.mode()), (BugId::Rw22384, Mode::Buggy));
+    let i4 = |run: BugMode| {
+        let report = run_plan(&file.plan, run, ReproHooks::default()).value;
+        let fired = report
+            .violations
+            .iter()
+            .any(|v| v.invariant == "I4 full-collection");
+        (fired, report.outcome)
+    };
+    assert_eq!(i4(buggy), (true, Outcome::Failed));
+    let fixed = BugMode::new(BugId::Rw22384, Mode::Fixed).unwrap();
+    assert_eq!(i4(fixed), (false, Outcome::Passed));
+}

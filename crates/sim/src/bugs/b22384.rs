@@ -323,11 +323,17 @@ fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> Re
         };
         return report.not_reproducible(why);
     } else {
-        report.notes.push(format!(
-            "epoch {} was never committed: recovery resumed from the epoch before it, and view m equals its \
-             query",
-            fault.epoch
-        ));
+        let commit = format!(" commit epoch: epoch={} ", fault.epoch);
+        let committed = s.ctx.log.lines().iter().any(|l| l.contains(&commit));
+        report.notes.push(if committed {
+            format!("epoch {} was committed after every node collected it", fault.epoch)
+        } else {
+            format!(
+                "epoch {} was never committed: recovery resumed from the epoch before it, and view m equals \
+                 its query",
+                fault.epoch
+            )
+        });
     }
     report
 }
