@@ -85,13 +85,13 @@ fn virtual_time_is_not_wall_time() {
 fn a_paced_and_sampled_run_is_the_same_run() {
     use std::sync::Arc;
 
-    use epochlab_meta::DropMode;
+    use epochlab_sim::Mode;
     use epochlab_sim::{ReproHooks, ReproParams, TimeObserver, run_repro, run_repro_with};
     use epochlab_telemetry::{Metrics, Pacer, RunSource, Timeline, WallStart};
 
     const PACE: f64 = 300.0;
     // The hooks of a run of `mode` paced at PACE and sampled every 100 ms of virtual time.
-    let watched = |mode: DropMode| {
+    let watched = |mode: Mode| {
         let metrics = Arc::new(Metrics::new());
         metrics.prepare_run(0, mode.as_str());
         let timeline = Timeline::new(metrics.clone(), Duration::from_millis(100));
@@ -109,7 +109,7 @@ fn a_paced_and_sampled_run_is_the_same_run() {
         };
         (hooks, metrics, timeline, sampler)
     };
-    for mode in DropMode::ALL {
+    for mode in Mode::ALL {
         let params = ReproParams {
             mode,
             ..Default::default()
@@ -134,9 +134,9 @@ fn a_paced_and_sampled_run_is_the_same_run() {
         );
     }
     let plan = epochlab_sim::workload::generate(39, &Default::default());
-    let mode = DropMode::PurgeBeforeReset;
+    let mode = epochlab_sim::BugMode::of_14910(Mode::PurgeBeforeReset);
     let plain = epochlab_sim::workload::run_plan(&plan, mode, ReproHooks::default());
-    let (hooks, ..) = watched(mode);
+    let (hooks, ..) = watched(mode.mode());
     let paced = epochlab_sim::workload::run_plan(&plan, mode, hooks);
     assert_eq!(paced.log.lines(), plain.log.lines());
     assert_eq!(paced.digest, plain.digest);

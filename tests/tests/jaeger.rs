@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use epochlab_meta::DropMode;
+use epochlab_sim::Mode;
 use epochlab_sim::{ReproHooks, ReproParams, TracePer, run_repro_with};
 use epochlab_telemetry::{EmbeddedJaeger, ExportRuntime, KeyValue, RunTracer};
 use serde_json::Value;
@@ -83,11 +83,11 @@ fn parse_span(s: &Value) -> Span {
 }
 
 /// Run `mode` with traces going to an embedded collector; return every span it lists.
-fn spans_of(mode: DropMode) -> Vec<Span> {
+fn spans_of(mode: Mode) -> Vec<Span> {
     spans_per(mode, TracePer::Run)
 }
 
-fn spans_per(mode: DropMode, trace_per: TracePer) -> Vec<Span> {
+fn spans_per(mode: Mode, trace_per: TracePer) -> Vec<Span> {
     let jaeger = EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
     // Over OTLP/gRPC, as `--otlp-endpoint` sends (`--jaeger` puts spans into the index directly).
     let rt = ExportRuntime::start().unwrap();
@@ -132,7 +132,7 @@ fn ops<'a>(spans: &'a [Span], op: &str) -> Vec<&'a Span> {
 
 #[test]
 fn buggy_trace_shows_the_unregister_before_the_failing_persist() {
-    let spans = spans_of(DropMode::Buggy);
+    let spans = spans_of(Mode::Buggy);
     let failing: Vec<&Span> = ops(&spans, "persist backfill state")
         .into_iter()
         .filter(|s| s.tags.get("error") == Some(&Value::Bool(true)))
@@ -162,7 +162,7 @@ fn buggy_trace_shows_the_unregister_before_the_failing_persist() {
 
 #[test]
 fn fixed_trace_unregisters_after_collection_or_reset() {
-    let spans = spans_of(DropMode::Fixed);
+    let spans = spans_of(Mode::Fixed);
     assert!(
         ops(&spans, "persist backfill state")
             .iter()
@@ -239,7 +239,7 @@ fn by_id<'a>(spans: &'a [Span], id: &str) -> &'a Span {
 
 #[test]
 fn a_buggy_run_is_one_trace_that_shows_why() {
-    let spans = spans_of(DropMode::Buggy);
+    let spans = spans_of(Mode::Buggy);
     let traces: BTreeSet<&str> = spans.iter().map(|s| s.trace.as_str()).collect();
     assert_eq!(traces.len(), 1, "one trace for the run, no stray ones");
     let roots: Vec<&Span> = spans.iter().filter(|s| s.parent.is_none()).collect();
@@ -327,7 +327,7 @@ fn a_buggy_run_is_one_trace_that_shows_why() {
 
 #[test]
 fn per_epoch_traces_hold_the_failing_persists_in_their_epochs() {
-    let spans = spans_per(DropMode::Buggy, TracePer::Epoch);
+    let spans = spans_per(Mode::Buggy, TracePer::Epoch);
     assert!(ops(&spans, "run").is_empty(), "no run span");
     let failing: BTreeSet<&str> = ops(&spans, "persist backfill state")
         .into_iter()

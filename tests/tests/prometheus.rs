@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
-use epochlab_meta::DropMode;
+use epochlab_sim::Mode;
 use epochlab_sim::{ClusterHook, Outcome, ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{Metrics, MetricsServer, RunSource};
 use epochlab_tests::prometheus::{
@@ -42,7 +42,7 @@ fn prometheus_scrapes_a_repro_run() {
         m.add_run(source)
     });
     let params = ReproParams {
-        mode: DropMode::Buggy,
+        mode: Mode::Buggy,
         ..Default::default()
     };
     let hooks = ReproHooks {

@@ -1,12 +1,11 @@
 //! Every plan in `tests/regressions/` replays to its expected outcome and signature (digests change whenever
-//! the engine does; signatures do not). A plan that caught #14910 in `buggy` mode must also pass in `fixed`
-//! mode: the fix holds on every plan that found the bug.
+//! the engine does; signatures do not). A plan that caught a bug of the catalogue in `buggy` mode must also
+//! pass with that bug's toggle flipped to `fixed`: the fix holds on every plan that found the bug.
 
 use std::path::PathBuf;
 
-use epochlab_meta::DropMode;
-use epochlab_sim::ReproHooks;
 use epochlab_sim::workload::{PlanFile, run_plan};
+use epochlab_sim::{BugMode, Mode, ReproHooks};
 
 fn regression_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions");
@@ -19,9 +18,9 @@ fn regression_files() -> Vec<PathBuf> {
     files
 }
 
-/// (outcome, signature) of the plan in `mode`.
-fn verdict(file: &PlanFile, mode: DropMode) -> (String, Option<String>) {
-    let report = run_plan(&file.plan, mode, ReproHooks::default()).value;
+/// (outcome, signature) of the plan in `run`'s bug and mode.
+fn verdict(file: &PlanFile, run: BugMode) -> (String, Option<String>) {
+    let report = run_plan(&file.plan, run, ReproHooks::default()).value;
     (report.outcome.as_str().to_string(), report.signature())
 }
 
@@ -45,24 +44,23 @@ fn every_regression_plan_replays_to_its_signature() {
             .expect
             .clone()
             .expect("a regression names its expected outcome");
-        let mode = file
-            .mode()
-            .expect("a valid mode")
-            .expect("a regression names its mode");
-        let got = verdict(&file, mode);
+        assert!(file.mode.is_some(), "{}: names its mode", path.display());
+        let run = file.run(None).expect("a valid bug and mode");
+        let got = verdict(&file, run);
         if got != (expect.outcome.clone(), expect.signature.clone()) {
             failures.push(format!(
                 "{} ({}): expected {} {:?}, got {} {:?}",
                 path.display(),
-                mode.as_str(),
+                run.label(),
                 expect.outcome,
                 expect.signature,
                 got.0,
                 got.1
             ));
         }
-        if mode == DropMode::Buggy && expect.outcome == "failed" {
-            let fixed = verdict(&file, DropMode::Fixed);
+        if run.mode() == Mode::Buggy && expect.outcome == "failed" {
+            let fixed = BugMode::new(run.bug(), Mode::Fixed).expect("every bug has fixed");
+            let fixed = verdict(&file, fixed);
             if fixed != ("passed".to_string(), None) {
                 failures.push(format!("{} (fixed): {fixed:?}", path.display()));
             }

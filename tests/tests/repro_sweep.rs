@@ -5,7 +5,7 @@
 //! must still catch every run the check would have caught.
 
 use epochlab_common::SimRng;
-use epochlab_meta::DropMode;
+use epochlab_sim::Mode;
 use epochlab_sim::{Outcome, ReproParams, ReproReport, run_repro};
 
 /// Shapes across the flags' ranges.
@@ -16,7 +16,7 @@ fn shape(i: u64, checkpoint_frequency: u32) -> ReproParams {
     let rows = rng.range_f64(lo, 100_000f64.ln()).exp() as usize;
     ReproParams {
         seed: 1000 + i,
-        mode: DropMode::Buggy,
+        mode: Mode::Buggy,
         rows,
         vnodes,
         parallelism: 1 + rng.range_u64(0..8) as usize,
@@ -28,7 +28,7 @@ fn shape(i: u64, checkpoint_frequency: u32) -> ReproParams {
 }
 
 /// What the fixed drop order promises on one run; `Err` says what broke.
-fn fixed_holds(p: &ReproParams, mode: DropMode) -> Result<(), String> {
+fn fixed_holds(p: &ReproParams, mode: Mode) -> Result<(), String> {
     let out = run_repro(&ReproParams { mode, ..p.clone() });
     let r = &out.value;
     if r.outcome != Outcome::Passed {
@@ -65,7 +65,7 @@ fn fixed_holds(p: &ReproParams, mode: DropMode) -> Result<(), String> {
 }
 
 /// The sweep's verdict on a drop order that claims to be the fix: every shape must hold.
-fn fixed_sweep(mode: DropMode, runs: u64) -> Result<(), String> {
+fn fixed_sweep(mode: Mode, runs: u64) -> Result<(), String> {
     let broken: Vec<String> = (0..runs)
         .filter_map(|i| fixed_holds(&shape(i, 1), mode).err())
         .collect();
@@ -107,14 +107,14 @@ fn buggy_fails_or_explains_and_fixed_holds_across_shapes() {
         failed * 2 >= runs,
         "buggy failed in only {failed} of {runs} shapes"
     );
-    fixed_sweep(DropMode::Fixed, runs).unwrap();
+    fixed_sweep(Mode::Fixed, runs).unwrap();
 }
 
 /// Flip only the drop order of `fixed` to the buggy one (the buggy mode differs from the fixed one in
 /// nothing else): the fixed sweep must notice.
 #[test]
 fn the_fixed_sweep_fails_with_the_buggy_drop_order() {
-    let verdict = fixed_sweep(DropMode::Buggy, 12);
+    let verdict = fixed_sweep(Mode::Buggy, 12);
     assert!(verdict.is_err(), "the sweep passed the buggy drop order");
 }
 
@@ -159,7 +159,7 @@ fn other_checkpoint_frequencies() {
         for i in 0..6 {
             let p = shape(100 + i, freq);
             assert_buggy_explained(&p, &run_repro(&p).value);
-            fixed_holds(&p, DropMode::Fixed).unwrap();
+            fixed_holds(&p, Mode::Fixed).unwrap();
         }
     }
 }
@@ -203,7 +203,7 @@ fn default_scenario_shows_the_original_failure() {
         r.violations
     );
     let fixed = ReproParams {
-        mode: DropMode::Fixed,
+        mode: Mode::Fixed,
         ..Default::default()
     };
     assert_eq!(run_repro(&fixed).value.outcome, Outcome::Passed);
@@ -236,11 +236,11 @@ fn edge_settings_end_with_an_outcome() {
         },
     ];
     for p in cases {
-        for mode in DropMode::ALL {
+        for mode in Mode::ALL {
             let p = ReproParams { mode, ..p.clone() };
             let r = run_repro(&p).value;
             assert_ne!(r.outcome, Outcome::Stuck, "{p:?}: {:?}", r.error);
-            if mode == DropMode::Fixed {
+            if mode == Mode::Fixed {
                 assert_ne!(r.outcome, Outcome::Failed, "{p:?}: {:?}", r.error);
             }
         }

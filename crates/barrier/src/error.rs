@@ -31,3 +31,11 @@ pub enum BarrierError {
     #[error("the barrier manager stopped")]
     Shutdown,
 }
+
+impl BarrierError {
+    /// The worker itself was lost (its connection failed: unreachable, dead, a failed call), as opposed to an
+    /// error the worker answered with. RisingWave's control-stream error, which meta weighs per epoch.
+    pub fn is_worker_lost(&self) -> bool {
+        matches!(self, BarrierError::Rpc { .. })
+    }
+}

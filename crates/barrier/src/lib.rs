@@ -7,12 +7,14 @@
 //! crate does not depend on executors.
 
 mod barrier;
+mod collect;
 mod command;
 mod error;
 mod manager;
 mod schedule;
 
 pub use barrier::{AddMutation, Barrier, BarrierKind, Mutation, TracingContext, UpdateMutation};
+pub use collect::OnWorkerErr;
 pub use command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };

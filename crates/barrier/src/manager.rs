@@ -3,8 +3,10 @@
 //! One task. It injects a barrier when a command is scheduled or the interval ticks, as long as fewer than
 //! `in_flight_limit` barriers are in flight. It sends each barrier to every compute node that has actors and
 //! collects each node's completion. It completes the **prefix** of fully collected barriers, in epoch
-//! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. Any error
-//! fails every in-flight barrier and hands over to the context's recovery.
+//! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. A worker's
+//! connection error first asks each in-flight epoch whether it is still valid without the worker
+//! ([`OnWorkerErr`], RisingWave #22384); then, as every other error, it fails every in-flight barrier and
+//! hands over to the context's recovery.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
@@ -23,6 +25,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::barrier::{Barrier, BarrierKind, TracingContext};
+use crate::collect::{NodeToCollect, OnWorkerErr, is_valid_after_worker_err};
 use crate::command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };
@@ -37,6 +40,8 @@ pub struct BarrierConfig {
     pub checkpoint_frequency: u32,
     /// RisingWave's `in_flight_barrier_nums`.
     pub in_flight_limit: usize,
+    /// What a worker's error does to the epochs that wait for it (RisingWave #22384).
+    pub on_worker_err: OnWorkerErr,
 }
 
 impl Default for BarrierConfig {
@@ -45,6 +50,7 @@ impl Default for BarrierConfig {
             interval: Duration::from_millis(1000),
             checkpoint_frequency: 1,
             in_flight_limit: 10_000,
+            on_worker_err: OnWorkerErr::default(),
         }
     }
 }
@@ -148,7 +154,8 @@ struct EpochNode {
     /// The epoch's root span: from inject until the epoch completes or recovery abandons it.
     span: tracing::Span,
     ctx: Arc<CommandContext>,
-    remaining: BTreeSet<WorkerId>,
+    /// The nodes not collected from yet (RisingWave's `node_to_collect`).
+    node_to_collect: NodeToCollect,
     responses: Vec<BarrierCompleteResponse>,
     notifiers: Vec<Notifier>,
     injected_at_us: u64,
@@ -211,9 +218,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 _ = interval.tick(), if can_inject => Event::Tick,
             };
             let result = match event {
-                Event::Collected(prev, worker, result) => {
-                    self.handle_collected(prev, worker, result).await
+                Event::Collected(prev, worker, Ok(resp)) => {
+                    self.handle_collected(prev, worker, resp).await
                 }
+                Event::Collected(_, worker, Err(err)) if err.is_worker_lost() => {
+                    self.on_worker_err(worker, err).await
+                }
+                Event::Collected(_, _, Err(err)) => Err(err),
                 Event::Scheduled(s) => self.inject(Some(s)).await,
                 Event::Tick => self.inject(None).await,
             };
@@ -290,6 +301,10 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             self.collecting
                 .push(async move { (prev, worker, fut.await) }.boxed());
         }
+        let node_to_collect = nodes
+            .iter()
+            .map(|w| (*w, info.actors.get(w).is_none_or(BTreeSet::is_empty)))
+            .collect();
         let mut notifiers = Vec::new();
         if let Some(mut n) = notifier {
             n.notify_injected();
@@ -305,7 +320,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 command,
                 info,
             }),
-            remaining: nodes,
+            node_to_collect,
             responses: Vec::new(),
             notifiers,
             injected_at_us: self.context.clock().elapsed_us(),
@@ -338,7 +353,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             .iter()
             .take(3)
             .map(|n| {
-                let workers = n.remaining.iter().map(|w| w.0).collect();
+                let workers = n.node_to_collect.keys().map(|w| w.0).collect();
                 (n.ctx.prev_epoch.0, workers, n.injected_at_us)
             })
             .collect();
@@ -349,16 +364,15 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         &mut self,
         prev: Epoch,
         worker: WorkerId,
-        result: BarrierResult<BarrierCompleteResponse>,
+        resp: BarrierCompleteResponse,
     ) -> BarrierResult<()> {
-        let resp = result?;
         let node = self
             .in_flight
             .iter_mut()
             .find(|n| n.ctx.prev_epoch == prev)
             .expect("collected a barrier that is not in flight");
         assert!(
-            node.remaining.remove(&worker),
+            node.node_to_collect.remove(&worker).is_some(),
             "worker {worker} collected epoch {prev} twice"
         );
         node.span.in_scope(|| {
@@ -369,7 +383,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             )
         });
         node.responses.push(resp);
-        if node.remaining.is_empty() {
+        if node.node_to_collect.is_empty() {
             let now = self.context.clock().elapsed_us();
             self.stats.latencies.record(now - node.injected_at_us);
         }
@@ -378,12 +392,37 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         result
     }
 
+    /// A worker's connection failed (RisingWave's control-stream error). Each in-flight epoch is asked whether
+    /// it is still valid without the worker, which may update what it waits for ([`OnWorkerErr`]). As with
+    /// RisingWave's per-database isolation, the failure does not abandon the epochs at once: what is fully
+    /// collected by now completes first, then an epoch that is no longer valid fails them all into recovery.
+    async fn on_worker_err(&mut self, worker: WorkerId, err: BarrierError) -> BarrierResult<()> {
+        let rule = self.config.on_worker_err;
+        let mut valid = true;
+        for node in &mut self.in_flight {
+            // Every epoch is asked (no short cut): each one's bookkeeping follows the rule.
+            valid &= is_valid_after_worker_err(&mut node.node_to_collect, worker, rule);
+        }
+        event!(
+            self.context.log(),
+            "worker error",
+            "worker={worker} valid={valid} waiting={:?}",
+            self.in_flight
+                .iter()
+                .map(|n| (n.ctx.prev_epoch.0, n.node_to_collect.len()))
+                .collect::<Vec<_>>()
+        );
+        self.complete_prefix().await?;
+        self.publish_waiting();
+        if valid { Ok(()) } else { Err(err) }
+    }
+
     /// Complete every fully collected barrier at the front, in epoch order.
     async fn complete_prefix(&mut self) -> BarrierResult<()> {
         while self
             .in_flight
             .front()
-            .is_some_and(|n| n.remaining.is_empty())
+            .is_some_and(|n| n.node_to_collect.is_empty())
         {
             let mut node = self.in_flight.pop_front().unwrap();
             self.stats

@@ -9,8 +9,8 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use epochlab_meta::DropMode;
 use epochlab_sim::workload::GenParams;
+use epochlab_sim::{BugError, BugId, BugMode, Mode};
 use epochlab_sim::{ReproParams, TracePer};
 
 pub const REPRO_HELP: &str = "\
@@ -21,7 +21,10 @@ it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one o
 while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --mode M                  buggy | fixed | purge-before-reset | all, default all
+  --bug ID                  14910 (default) | 22384 | all: the bug of the catalogue (`epochlab bugs`) whose
+                            directed scenario runs; the scenario flags below (--rows to --persist-check) are
+                            #14910's, and the other bugs' scenarios take none of them
+  --mode M                  buggy | fixed | purge-before-reset (14910 only) | all, default all: the bug's modes
   --seed N                  0..=18446744073709551615, default 1: the seed of every timing
   --rows N                  1..=10000000, default 10000: rows in the table
   --vnodes N                1..=32768, default 256: vnodes per table
@@ -145,6 +148,11 @@ pub enum ArgError {
     },
     #[error("--mode must be buggy, fixed, purge-before-reset or all, not `{0}`")]
     NotAMode(String),
+    #[error("--bug: {0}")]
+    NotABug(BugError),
+    /// A mode that a selected bug does not have.
+    #[error("--mode: {0}")]
+    NotAModeOfTheBug(BugError),
     #[error("{flag} takes on or off, not `{value}`")]
     NotOnOff { flag: &'static str, value: String },
     #[error("--trace-per takes run or epoch, not `{0}`")]
@@ -174,6 +182,8 @@ pub enum ArgError {
     NotAShard(String),
     #[error("--mode of a soak is one of buggy, fixed or purge-before-reset, not `{0}`")]
     NotASoakMode(String),
+    #[error("--bug of a soak is one bug of the catalogue, not all: run one campaign per bug")]
+    SoakBugAll,
     #[error("--scenario takes random or 14910, not `{0}`")]
     NotAScenario(String),
     #[error("{flag} takes a probability from 0 to 1, such as 0.5, not `{value}`")]
@@ -192,10 +202,10 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|bugs [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
-    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak [FLAGS]")]
+    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|bugs [FLAGS]")]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
     Repro(#[from] ArgError),
@@ -203,6 +213,8 @@ pub enum CliError {
     Soak(ArgError),
     #[error("epochlab soak-report: name the results files to merge: epochlab soak-report FILES...")]
     SoakReportNoFiles,
+    #[error("epochlab bugs: takes no argument, not `{0}`")]
+    BugsTakesNothing(String),
 }
 
 /// What the command line asks for.
@@ -215,6 +227,8 @@ pub enum Invocation {
     Soak(Box<crate::soak::SoakArgs>),
     /// `epochlab soak-report FILES...`.
     SoakReport(Vec<PathBuf>),
+    /// `epochlab bugs`: the catalogue.
+    Bugs,
 }
 
 /// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
@@ -241,6 +255,8 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
         "soak-report" => Ok(Invocation::SoakReport(
             rest.iter().map(PathBuf::from).collect(),
         )),
+        "bugs" if rest.is_empty() => Ok(Invocation::Bugs),
+        "bugs" => Err(CliError::BugsTakesNothing(rest[0].clone())),
         "-h" | "--help" | "help" => Ok(Invocation::Help),
         other => Err(CliError::UnknownCommand(other.to_string())),
     }
@@ -248,7 +264,10 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
 
 #[derive(Clone, Debug)]
 pub struct ReproArgs {
-    pub modes: Vec<DropMode>,
+    /// `--bug`: the bugs whose scenarios run.
+    pub bugs: Vec<BugId>,
+    /// `--mode`: one mode, or every one (each bug runs those of its modes that are in here).
+    pub modes: Vec<Mode>,
     pub params: ReproParams,
     pub json: bool,
     pub check_determinism: bool,
@@ -286,7 +305,8 @@ pub enum PaceFlag {
 impl Default for ReproArgs {
     fn default() -> Self {
         Self {
-            modes: DropMode::ALL.to_vec(),
+            bugs: vec![BugId::Rw14910],
+            modes: Mode::ALL.to_vec(),
             params: ReproParams::default(),
             json: false,
             check_determinism: false,
@@ -305,17 +325,26 @@ impl Default for ReproArgs {
     }
 }
 
-/// The modes `--mode` selects: one drop mode, or `all`.
-pub fn parse_modes(s: &str) -> Option<Vec<DropMode>> {
+/// The bugs `--bug` selects: one, or `all` (every implemented bug).
+pub fn parse_bugs(s: &str) -> Result<Vec<BugId>, BugError> {
     match s {
-        "all" => Some(DropMode::ALL.to_vec()),
-        one => one.parse::<DropMode>().ok().map(|m| vec![m]),
+        "all" => Ok(BugId::ALL.to_vec()),
+        one => one.parse::<BugId>().map(|b| vec![b]),
+    }
+}
+
+/// The modes `--mode` selects: one mode, or `all`.
+pub fn parse_modes(s: &str) -> Option<Vec<Mode>> {
+    match s {
+        "all" => Some(Mode::ALL.to_vec()),
+        one => one.parse::<Mode>().ok().map(|m| vec![m]),
     }
 }
 
 /// The flags of `epochlab repro`, but `-h`/`--help`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Flag {
+    Bug,
     Mode,
     Seed,
     Rows,
@@ -342,7 +371,8 @@ pub enum Flag {
 }
 
 impl Flag {
-    pub const ALL: [Flag; 23] = [
+    pub const ALL: [Flag; 24] = [
+        Flag::Bug,
         Flag::Mode,
         Flag::Seed,
         Flag::Rows,
@@ -370,6 +400,7 @@ impl Flag {
 
     pub fn name(self) -> &'static str {
         match self {
+            Flag::Bug => "--bug",
             Flag::Mode => "--mode",
             Flag::Seed => "--seed",
             Flag::Rows => "--rows",
@@ -505,12 +536,14 @@ impl ReproArgs {
             a.set(flag, value)?;
         }
         a.check_combinations()?;
+        a.check_bugs(&seen)?;
         Ok(Invocation::Repro(Box::new(a)))
     }
 
     fn set(&mut self, flag: Flag, v: &str) -> Result<(), ArgError> {
         let p = &mut self.params;
         match flag {
+            Flag::Bug => self.bugs = parse_bugs(v).map_err(ArgError::NotABug)?,
             Flag::Mode => self.modes = parse_modes(v).ok_or(ArgError::NotAMode(v.to_string()))?,
             Flag::Seed => p.seed = number(flag, v, SEED)?,
             Flag::Rows => p.rows = number(flag, v, ROWS)?,
@@ -630,6 +663,46 @@ impl ReproArgs {
         Ok(())
     }
 
+    /// A mode given alone must be one of every selected bug's; #14910's scenario flags go with #14910 only.
+    fn check_bugs(&self, seen: &BTreeSet<Flag>) -> Result<(), ArgError> {
+        if let [mode] = self.modes[..] {
+            for &bug in &self.bugs {
+                bug.check_mode(mode).map_err(ArgError::NotAModeOfTheBug)?;
+            }
+        }
+        let others = self.bugs.iter().any(|b| *b != BugId::Rw14910);
+        let scenario = (Flag::Rows as usize..=Flag::PersistCheck as usize)
+            .map(|i| Flag::ALL[i])
+            .find(|f| seen.contains(f));
+        match scenario {
+            Some(flag) if others => Err(ArgError::Pointless {
+                flag: flag.name(),
+                reason: "sets #14910's scenario, and --bug selects another: its scenario has fixed settings",
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The runs, in order: each selected bug in each of its modes that `--mode` selects.
+    pub fn runs(&self) -> Vec<BugMode> {
+        let mut runs = Vec::new();
+        for &bug in &self.bugs {
+            for &mode in &self.modes {
+                runs.extend(BugMode::new(bug, mode).ok());
+            }
+        }
+        runs
+    }
+
+    /// The parameters of one run.
+    pub fn params_of(&self, run: BugMode) -> ReproParams {
+        ReproParams {
+            bug: run.bug(),
+            mode: run.mode(),
+            ..self.params.clone()
+        }
+    }
+
     pub fn jaeger_addr(&self) -> SocketAddr {
         self.jaeger_addr.unwrap_or(DEFAULT_JAEGER_ADDR)
     }
@@ -648,21 +721,21 @@ impl ReproArgs {
         self.metrics_interval.unwrap_or(DEFAULT_METRICS_INTERVAL)
     }
 
-    /// Where the event log of `mode`'s run goes: `--event-log` itself when one mode runs, else with the mode
-    /// before the extension (`run.log` → `run.buggy.log`; `run` → `run.buggy`).
-    pub fn event_log_of(&self, mode: DropMode) -> Option<PathBuf> {
+    /// Where the event log of `run` goes: `--event-log` itself when one run goes, else with the mode (and a
+    /// bug other than 14910) before the extension (`run.log` → `run.buggy.log`, `run.22384-buggy.log`).
+    pub fn event_log_of(&self, run: BugMode) -> Option<PathBuf> {
         let path = self.event_log.as_deref()?;
-        if self.modes.len() <= 1 {
+        if self.runs().len() <= 1 {
             return Some(path.to_path_buf());
         }
-        Some(with_mode(path, mode))
+        Some(with_mode(path, &run.label().replace(' ', "-")))
     }
 }
 
-fn with_mode(path: &Path, mode: DropMode) -> PathBuf {
+fn with_mode(path: &Path, label: &str) -> PathBuf {
     let mut name = path.file_stem().unwrap_or_default().to_os_string();
     name.push(".");
-    name.push(mode.as_str());
+    name.push(label);
     if let Some(ext) = path.extension() {
         name.push(".");
         name.push(ext);
@@ -689,7 +762,7 @@ mod tests {
     #[test]
     fn defaults_run_every_mode_with_the_scenario_defaults() {
         let a = parse(&[]).expect("no flags");
-        assert_eq!(a.modes, DropMode::ALL.to_vec());
+        assert_eq!(a.modes, Mode::ALL.to_vec());
         assert_eq!(a.params, ReproParams::default());
         assert!(a.params.persist_check);
         assert_eq!(a.jaeger_addr(), "127.0.0.1:16686".parse().expect("address"));
@@ -717,7 +790,7 @@ mod tests {
             "--json",
         ])
         .expect("valid flags");
-        assert_eq!(a.modes, vec![DropMode::Fixed]);
+        assert_eq!(a.modes, vec![Mode::Fixed]);
         let p = &a.params;
         assert_eq!(
             (p.seed, p.rows, p.vnodes, p.parallelism, p.compute_nodes),
@@ -1053,26 +1126,47 @@ mod tests {
     #[test]
     fn the_event_log_of_several_modes_goes_to_one_file_each() {
         let a = parse(&["--event-log", "/tmp/run.log"]).expect("valid");
-        let paths: Vec<PathBuf> = a.modes.iter().filter_map(|&m| a.event_log_of(m)).collect();
+        let paths: Vec<PathBuf> = a.runs().iter().filter_map(|&r| a.event_log_of(r)).collect();
         let want = [
             "/tmp/run.buggy.log",
             "/tmp/run.fixed.log",
             "/tmp/run.purge-before-reset.log",
         ];
         assert_eq!(paths, want.map(PathBuf::from).to_vec());
+        let fixed = BugMode::of_14910(Mode::Fixed);
         let a = parse(&["--event-log", "events", "--mode", "all"]).expect("valid");
-        assert_eq!(
-            a.event_log_of(DropMode::Fixed),
-            Some(PathBuf::from("events.fixed"))
-        );
+        assert_eq!(a.event_log_of(fixed), Some(PathBuf::from("events.fixed")));
         let a = parse(&["--event-log", "/tmp/run.log", "--mode", "fixed"]).expect("valid");
+        assert_eq!(a.event_log_of(fixed), Some(PathBuf::from("/tmp/run.log")));
+        assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
+        let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
+        let runs = a.runs();
+        assert_eq!(runs.len(), 5);
         assert_eq!(
-            a.event_log_of(DropMode::Fixed),
-            Some(PathBuf::from("/tmp/run.log"))
+            a.event_log_of(runs[4]),
+            Some(PathBuf::from("r.22384-fixed.log"))
         );
+    }
+
+    #[test]
+    fn a_bug_takes_its_own_modes_and_no_other_scenario_flags() {
+        let a = parse(&["--bug", "22384"]).expect("valid");
+        let modes: Vec<Mode> = a.runs().iter().map(|r| r.mode()).collect();
+        assert_eq!(modes, [Mode::Buggy, Mode::Fixed]);
+        let err = parse(&["--bug", "22384", "--mode", "purge-before-reset"]);
         assert_eq!(
-            parse(&[]).expect("valid").event_log_of(DropMode::Fixed),
-            None
+            err.unwrap_err().to_string(),
+            "--mode: bug 22384 has the modes buggy, fixed, not `purge-before-reset`"
+        );
+        let err = parse(&["--bug", "all", "--rows", "5"]).unwrap_err();
+        assert!(
+            matches!(err, ArgError::Pointless { flag: "--rows", .. }),
+            "{err}"
+        );
+        let err = parse(&["--bug", "16815"]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("--bug: no bug `16815`"),
+            "{err}"
         );
     }
 }
@@ -1091,7 +1185,10 @@ the directed scenario of `epochlab repro` instead.
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
-  --mode M                  buggy | fixed | purge-before-reset, default fixed
+  --bug ID                  14910 (default) | 22384: the bug of the catalogue (`epochlab bugs`) whose toggle
+                            --mode sets (every other bug's toggle stays fixed); not with --plan (a plan file
+                            names its bug) or --replay
+  --mode M                  buggy | fixed | purge-before-reset (14910 only), default fixed
   --scenario S              random (default): a random plan per seed; 14910: the directed scenario
   --kill-rate F             0..=1, random plans: the chance that a kill opportunity (every 5 to 15 s, and
                             after some drops) kills every node or each node with probability 0.5; default 0.5
@@ -1176,6 +1273,7 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         set_soak(&mut soak, &mut repro, flag, value)?;
     }
     soak.params = ReproParams {
+        bug: soak.params.bug,
         mode: soak.params.mode,
         ..repro.params
     };
@@ -1227,7 +1325,14 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
             return Err(exclusive("--plan", other, "a plan file is drawn already"));
         }
     }
+    if given("--plan") && given("--bug") {
+        return Err(exclusive("--plan", "--bug", "a plan file names its bug"));
+    }
+    if !given("--plan") {
+        BugMode::new(soak.params.bug, soak.params.mode).map_err(ArgError::NotAModeOfTheBug)?;
+    }
     let replay_excludes = [
+        "--bug",
         "--shrink",
         "--seeds",
         "--shard",
@@ -1245,6 +1350,11 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
     }
     match &soak.scenario {
         Scenario::Directed => {
+            if soak.params.bug != BugId::Rw14910 {
+                let reason =
+                    "the directed scenario of a soak is #14910's; other bugs soak random plans";
+                return Err(exclusive("--bug", "--scenario 14910", reason));
+            }
             for flag in ["--kill-rate", "--background-ddl-rate", "--shrink"] {
                 if given(flag) {
                     let reason = "applies to random plans (--scenario random or --plan)";
@@ -1274,7 +1384,8 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 25] = [
+const SOAK_FLAGS: [&str; 26] = [
+    "--bug",
     "--replay",
     "--plan",
     "--shrink",
@@ -1311,6 +1422,8 @@ fn set_soak(
     match flag {
         "--seeds" => soak.seeds = seed_range(v)?,
         "--jobs" => soak.jobs = number(Flag::Seed, v, JOBS).map_err(|e| rename(e, flag))?,
+        "--bug" if v == "all" => return Err(ArgError::SoakBugAll),
+        "--bug" => soak.params.bug = v.parse().map_err(ArgError::NotABug)?,
         "--mode" => {
             soak.params.mode = v
                 .parse()
@@ -1428,9 +1541,9 @@ mod soak_tests {
         .unwrap();
         assert_eq!(
             (a.seeds, a.jobs, a.params.mode, a.params.rows),
-            (5..9, 2, DropMode::Buggy, 50)
+            (5..9, 2, Mode::Buggy, 50)
         );
-        assert_eq!(soak(&[]).unwrap().params.mode, DropMode::Fixed);
+        assert_eq!(soak(&[]).unwrap().params.mode, Mode::Fixed);
         assert_eq!(soak(&["--shard", "1/4"]).unwrap().shard, Some((1, 4)));
         for bad in [
             &["--seeds", "9..5"][..],

@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
-use epochlab_meta::DropMode;
 use epochlab_sim::ReproParams;
 
 use crate::args::ReproArgs;
@@ -143,11 +142,8 @@ pub fn check(args: &ReproArgs) -> Result<u8, DeterminismError> {
     let exe = std::env::current_exe().map_err(DeterminismError::CurrentExe)?;
     let dir = TempDir::create()?;
     let mut ok = true;
-    for &mode in &args.modes {
-        let params = ReproParams {
-            mode,
-            ..args.params.clone()
-        };
+    for run in args.runs() {
+        let params = args.params_of(run);
         let row = check_mode(&exe, &dir.0, &params)?;
         ok &= row.verdict == Determinism::Deterministic;
         let mut stdout = std::io::stdout().lock();
@@ -185,9 +181,9 @@ fn check_mode(
     dir: &Path,
     params: &ReproParams,
 ) -> Result<DeterminismRow, DeterminismError> {
-    let mode = params.mode;
+    let mode = crate::repro::label(params);
     let mut row = DeterminismRow {
-        mode: mode.as_str().to_string(),
+        mode: mode.clone(),
         verdict: Determinism::Deterministic,
         digests: Vec::new(),
         outcomes: Vec::new(),
@@ -201,7 +197,7 @@ fn check_mode(
     };
     let mut logs = Vec::new();
     for i in 1..=2 {
-        match child(exe, &log_path(dir, mode, i), params)? {
+        match child(exe, &log_path(dir, &mode, i), params)? {
             Ok((run, log)) => {
                 row.digests.push(run.digest);
                 row.outcomes.push(run.outcome);
@@ -222,8 +218,8 @@ fn check_mode(
     Ok(row)
 }
 
-fn log_path(dir: &Path, mode: DropMode, i: usize) -> PathBuf {
-    dir.join(format!("{}-{i}.log", mode.as_str()))
+fn log_path(dir: &Path, label: &str, i: usize) -> PathBuf {
+    dir.join(format!("{}-{i}.log", label.replace(' ', "-")))
 }
 
 fn print_human(out: &mut impl Write, row: &DeterminismRow) {
@@ -276,6 +272,7 @@ mod tests {
 
     fn row_json() -> String {
         serde_json::to_string(&RunRow {
+            bug: "14910".into(),
             mode: "buggy".into(),
             seed: 1,
             outcome: "not_reproducible".into(),

@@ -1,7 +1,7 @@
 //! What each mode's run must show, and the exit status that follows: the one place that decides both the
 //! table's `(unexpected)` / `(not shown)` marks and `epochlab repro`'s exit status.
 
-use epochlab_meta::DropMode;
+use epochlab_sim::Mode;
 use epochlab_sim::{Outcome, ReproReport};
 
 /// What a mode's run is for.
@@ -27,11 +27,11 @@ pub enum Verdict {
 }
 
 impl Expectation {
-    pub fn of(mode: DropMode) -> Self {
+    pub fn of(mode: Mode) -> Self {
         match mode {
-            DropMode::Buggy => Expectation::Fails,
-            DropMode::Fixed => Expectation::Passes,
-            DropMode::PurgeBeforeReset => Expectation::Finishes,
+            Mode::Buggy => Expectation::Fails,
+            Mode::Fixed => Expectation::Passes,
+            Mode::PurgeBeforeReset => Expectation::Finishes,
         }
     }
 
@@ -102,16 +102,16 @@ mod tests {
         Outcome::Stuck,
     ];
 
-    fn code(mode: DropMode, outcome: Outcome) -> u8 {
+    fn code(mode: Mode, outcome: Outcome) -> u8 {
         Expectation::of(mode).judge(outcome).exit_code()
     }
 
     #[test]
     fn every_mode_and_outcome_has_its_exit_code() {
         let table = [
-            (DropMode::Buggy, [0, 3, 3, 1]),
-            (DropMode::Fixed, [1, 0, 3, 1]),
-            (DropMode::PurgeBeforeReset, [0, 0, 0, 1]),
+            (Mode::Buggy, [0, 3, 3, 1]),
+            (Mode::Fixed, [1, 0, 3, 1]),
+            (Mode::PurgeBeforeReset, [0, 0, 0, 1]),
         ];
         for (mode, codes) in table {
             for (outcome, want) in OUTCOMES.into_iter().zip(codes) {
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn marks_follow_the_exit_code() {
-        for mode in [DropMode::Buggy, DropMode::Fixed, DropMode::PurgeBeforeReset] {
+        for mode in [Mode::Buggy, Mode::Fixed, Mode::PurgeBeforeReset] {
             for outcome in OUTCOMES {
                 let v = Expectation::of(mode).judge(outcome);
                 let want = match v.exit_code() {

@@ -75,7 +75,7 @@ fn table(out: &mut impl Write, runs: &[Run]) {
         let _ = writeln!(
             out,
             "{:<19} {:<29} {:<44} {:>6} {:>20} {:>10} {:>8.1} s {:>5} ms",
-            rep.params.mode.as_str(),
+            crate::repro::label(&rep.params),
             outcome,
             error,
             rep.epochs,
@@ -99,7 +99,7 @@ fn block(out: &mut impl Write, prefix: &str, text: &str) {
 /// Below the table: a failure's error, check, timeline and original log lines; a not_reproducible or stuck
 /// run's reason in full; every note and violation.
 fn details(out: &mut impl Write, rep: &ReproReport) {
-    let mode = rep.params.mode.as_str();
+    let mode = &crate::repro::label(&rep.params);
     let error = rep.error.as_deref().unwrap_or("");
     match rep.outcome {
         Outcome::Passed => {}
@@ -118,7 +118,7 @@ fn details(out: &mut impl Write, rep: &ReproReport) {
 }
 
 fn failure(out: &mut impl Write, rep: &ReproReport) {
-    let mode = rep.params.mode.as_str();
+    let mode = &crate::repro::label(&rep.params);
     let error = rep.error.as_deref().unwrap_or("failed");
     let _ = writeln!(out);
     block(out, &format!("{mode}: "), error);
@@ -128,7 +128,13 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
     if !rep.timeline.is_empty() {
         let _ = writeln!(
             out,
-            "{mode}: timeline (virtual seconds: the drop, the fault, the unregister, the actor's persists, recovery)"
+            "{mode}: timeline (virtual seconds){}",
+            match rep.params.bug {
+                epochlab_sim::BugId::Rw14910 => {
+                    ": the drop, the fault, the unregister, the actor's persists, recovery"
+                }
+                _ => ": the epoch, its collections, the kill, the commit, recovery",
+            }
         );
         for l in &rep.timeline {
             let _ = writeln!(out, "  {l}");
@@ -144,4 +150,21 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
         }
         let _ = writeln!(out, "  {error}");
     }
+}
+
+/// `epochlab bugs`: each bug of the catalogue, with its mechanism, fix, links, modes and command.
+pub fn catalogue() -> String {
+    let mut out = String::new();
+    for bug in epochlab_sim::BugId::ALL {
+        let info = bug.info();
+        out.push_str(&format!(
+            "{bug}\n  mechanism: {}\n  fix:       {}\n  links:     {}\n  modes:     {}\n  command:   {}\n",
+            info.mechanism,
+            info.fix,
+            info.links.join(" "),
+            epochlab_sim::bugs::mode_list(bug),
+            info.command
+        ));
+    }
+    out
 }

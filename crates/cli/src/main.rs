@@ -1,4 +1,5 @@
-//! `epochlab`: reproduce RisingWave #14910 on demand, from a seed, and show the fix hold.
+//! `epochlab`: reproduce RisingWave recovery bugs (#14910, #22384) on demand, from a seed, and show each fix
+//! hold.
 //!
 //! Bad input gets one line on stderr and exit status 2; see `epochlab repro --help` for the others.
 
@@ -19,10 +20,14 @@ fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
             println!(
-                "usage: epochlab repro|soak [FLAGS]\n\n{}\n\n{}",
+                "usage: epochlab repro|soak|bugs [FLAGS]\n\n{}\n\n{}",
                 args::REPRO_HELP,
                 args::SOAK_HELP
             );
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Bugs) => {
+            print!("{}", human::catalogue());
             ExitCode::SUCCESS
         }
         Ok(Invocation::SoakHelp) => {

@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use epochlab_sim::{ReproHooks, ReproParams, ReproReport, TimeObserver, TracePer, run_repro_with};
+use epochlab_sim::{
+    BugId, ReproHooks, ReproParams, ReproReport, TimeObserver, TracePer, run_repro_with,
+};
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, RunSource, RunTracer,
     Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
@@ -56,10 +58,30 @@ pub struct Run {
     pub trace_error: Option<String>,
 }
 
-/// The flags that select exactly this run.
+/// The run's name in tables and logs: the mode for #14910, `22384 buggy` for the other bugs.
+pub fn label(p: &ReproParams) -> String {
+    match p.bug {
+        BugId::Rw14910 => p.mode.as_str().to_string(),
+        bug => format!("{bug} {}", p.mode),
+    }
+}
+
+/// The flags that select exactly this run (#14910's scenario settings only for #14910).
 pub fn flags(p: &ReproParams) -> Vec<String> {
     let persist_check = if p.persist_check { "on" } else { "off" };
+    let own = [
+        ("--bug", p.bug.as_str().to_string()),
+        ("--mode", p.mode.as_str().to_string()),
+        ("--seed", p.seed.to_string()),
+    ];
+    if p.bug != BugId::Rw14910 {
+        return own
+            .into_iter()
+            .flat_map(|(f, v)| [f.to_string(), v])
+            .collect();
+    }
     [
+        ("--bug", p.bug.as_str().to_string()),
         ("--mode", p.mode.as_str().to_string()),
         ("--seed", p.seed.to_string()),
         ("--rows", p.rows.to_string()),
@@ -102,7 +124,8 @@ fn tracer(params: &ReproParams, t: &Traces<'_>) -> Result<RunTracer, ReproError>
         KeyValue::new("service.instance.id", instance_id(mode, params.seed)),
         KeyValue::new("epochlab.seed", params.seed as i64),
         KeyValue::new("epochlab.mode", mode),
-        KeyValue::new("epochlab.scenario", "risingwave-14910"),
+        KeyValue::new("epochlab.scenario", params.bug.scenario_name()),
+        KeyValue::new("epochlab.bug", params.bug.as_str()),
     ];
     match t {
         Traces::Embedded(jaeger) => Ok(RunTracer::start_embedded(jaeger, attributes)),
@@ -333,8 +356,8 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     if let Some(path) = &args.log_file {
         writable(path, log_error)?;
     }
-    for &mode in &args.modes {
-        if let Some(path) = args.event_log_of(mode) {
+    for run in args.runs() {
+        if let Some(path) = args.event_log_of(run) {
             writable(&path, log_error)?;
         }
     }
@@ -369,7 +392,7 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     })
 }
 
-/// Each mode's run, one after the other.
+/// Each bug's run in each mode, one after the other.
 fn run_modes(args: &ReproArgs, telemetry: &Telemetry) -> Result<Vec<Run>, ReproError> {
     let traces = telemetry.traces();
     let watch = Watch {
@@ -380,12 +403,9 @@ fn run_modes(args: &ReproArgs, telemetry: &Telemetry) -> Result<Vec<Run>, ReproE
         trace_per: args.trace_per,
     };
     let mut runs: Vec<Run> = Vec::new();
-    for &mode in &args.modes {
-        let params = ReproParams {
-            mode,
-            ..args.params.clone()
-        };
-        let log = args.event_log_of(mode);
+    for run in args.runs() {
+        let params = args.params_of(run);
+        let log = args.event_log_of(run);
         let log_file = args.log_file.as_deref();
         runs.push(run_one(&params, log_file, log.as_deref(), &watch)?);
     }

@@ -8,6 +8,8 @@ use crate::repro::{Run, replay};
 /// One run (`epochlab repro --json`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRow {
+    /// The bug of the catalogue (`14910`, `22384`).
+    pub bug: String,
     pub mode: String,
     pub seed: u64,
     /// `failed`, `passed`, `not_reproducible` or `stuck`.
@@ -63,6 +65,7 @@ impl RunRow {
     pub fn of(run: &Run) -> Self {
         let r = &run.report;
         Self {
+            bug: r.params.bug.as_str().to_string(),
             mode: r.params.mode.as_str().to_string(),
             seed: r.params.seed,
             outcome: r.outcome.as_str().to_string(),

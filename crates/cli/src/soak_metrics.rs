@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_meta::DropMode;
 use epochlab_sim::ClusterHook;
+use epochlab_sim::Mode;
 use epochlab_telemetry::{FinishedSeed, Metrics, MetricsServer, RunSource, SeedOutcome};
 
 use crate::soak::{SeedRow, SoakArgs};
@@ -45,7 +45,7 @@ impl SoakObserver {
             return Ok(Self::off());
         };
         let modes: Vec<&str> = match &args.replay {
-            Some(_) => DropMode::ALL.iter().map(|m| m.as_str()).collect(),
+            Some(_) => Mode::ALL.iter().map(|m| m.as_str()).collect(),
             None => vec![args.params.mode.as_str()],
         };
         let metrics = Arc::new(Metrics::with_workers(&modes, args.jobs));

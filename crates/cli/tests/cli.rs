@@ -10,6 +10,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct RunRow {
+    bug: String,
     mode: String,
     seed: u64,
     outcome: String,
@@ -154,6 +155,60 @@ fn fixed_passes_with_one_json_row() {
     assert_eq!(row.verdict, "met");
     assert!(!row.digest.is_empty());
     assert!(row.replay.contains("--persist-check on"), "{}", row.replay);
+    assert_eq!(row.bug, "14910");
+}
+
+/// `--bug all`: every bug's buggy mode fails with its own symptom and its fix passes (exit 0); each row names
+/// its bug and replays with `--bug`.
+#[test]
+fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
+    let out = epochlab(["repro", "--bug", "all", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<RunRow> = rows(&out);
+    let runs: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.bug.as_str(), r.mode.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("14910", "buggy", "failed"),
+            ("14910", "fixed", "passed"),
+            ("14910", "purge-before-reset", "passed"),
+            ("22384", "buggy", "failed"),
+            ("22384", "fixed", "passed"),
+        ]
+    );
+    let error = |i: usize| rows[i].error.clone().unwrap_or_default();
+    assert!(
+        error(0).starts_with("row [Some(Int16(0))] not found"),
+        "{}",
+        error(0)
+    );
+    assert!(error(3).starts_with("epoch "), "{}", error(3));
+    assert!(
+        error(3).contains(" committed without worker "),
+        "{}",
+        error(3)
+    );
+    assert!(
+        rows[3]
+            .replay
+            .ends_with("--bug 22384 --mode buggy --seed 1"),
+        "{}",
+        rows[3].replay
+    );
+    let catalogue = epochlab(["bugs"]);
+    assert_eq!(catalogue.status.code(), Some(0));
+    assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));
+    let bad = epochlab(["repro", "--bug", "22384", "--mode", "purge-before-reset"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        text(&bad.stderr).lines().count(),
+        1,
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 #[test]
@@ -349,7 +404,7 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
         "{triage}"
     );
     assert!(
-        triage.contains("replay: cargo xtask soak --scenario random --mode buggy"),
+        triage.contains("replay: cargo xtask soak --scenario random --bug 14910 --mode buggy"),
         "{triage}"
     );
     let replay = epochlab(["soak", "--replay", results, "--jobs", "2"]);

@@ -1,6 +1,7 @@
 //! Invariant checkers (reference §10.19), run as the simulation goes:
-//! - (I1, I4) committed epochs strictly increase, and each was collected from every node it was sent to
-//!   (from the event log, [`check_commits`]);
+//! - (I1) committed epochs strictly increase, and (I4 full-collection) each was collected from every node it
+//!   was sent to: no epoch is committed without a node it had to collect from (RisingWave #22384), from the
+//!   event log, [`check_commits`];
 //! - (I2) in the fixed modes, no table is unregistered while an actor that reads or writes it runs;
 //! - (I3) after each recovery, the registered tables equal the catalog's;
 //! - (I5) persisted backfill rows equal the executor's committed copy, and positions only move forward: the
@@ -130,11 +131,12 @@ pub struct Unregister {
 }
 
 /// The invariants as metric label values, each counted from the start of a run.
-pub const INVARIANT_LABELS: [&str; 5] = [
+pub const INVARIANT_LABELS: [&str; 6] = [
     "i1_commit_order",
     "i2_unregister_in_use",
     "i2_zombie_access",
     "i3_table_set",
+    "i4_full_collection",
     "oracle",
 ];
 
@@ -145,6 +147,7 @@ pub fn invariant_label(invariant: &str) -> &'static str {
         "I2 unregister-in-use" => "i2_unregister_in_use",
         "I2 zombie-access" => "i2_zombie_access",
         "I3 table-set" => "i3_table_set",
+        "I4 full-collection" => "i4_full_collection",
         _ => "oracle",
     }
 }
@@ -302,7 +305,7 @@ impl Checkers {
     pub fn check_end(&self, cluster: &Cluster) {
         self.check_tables(cluster, "at the end", true);
         if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
-            self.violation(Violation::new("I1 commit-order", e.to_string()));
+            self.violation(Violation::new(e.invariant(), e.to_string()));
         }
     }
 }
@@ -316,7 +319,19 @@ pub enum CommitCheckError {
     /// A commit of an epoch that no `inject barrier` line injected.
     #[error("commit of an epoch never injected: {line}")]
     NeverInjected { epoch: u64, line: String },
-    /// (I4) The nodes that collected the epoch are not the nodes it was injected to.
+    /// (I4) The epoch was committed before every node it was injected to had collected it.
+    #[error(
+        "epoch {epoch} committed without worker {missing} (collected from {collected:?}, injected to \
+         {injected:?})",
+        missing = missing.iter().cloned().collect::<Vec<_>>().join(", ")
+    )]
+    CommittedWithout {
+        epoch: u64,
+        missing: BTreeSet<String>,
+        collected: BTreeSet<String>,
+        injected: BTreeSet<String>,
+    },
+    /// (I4) Nodes collected the epoch that it was not injected to.
     #[error(
         "epoch {epoch} committed with collections from {collected:?}, injected to {injected:?}"
     )]
@@ -332,6 +347,17 @@ pub enum CommitCheckError {
         field: &'static str,
         line: String,
     },
+}
+
+impl CommitCheckError {
+    /// The invariant the error breaks: I4 full-collection for a commit without every node, else I1.
+    pub fn invariant(&self) -> &'static str {
+        match self {
+            CommitCheckError::CommittedWithout { .. }
+            | CommitCheckError::CollectedFromOthers { .. } => "I4 full-collection",
+            _ => "I1 commit-order",
+        }
+    }
 }
 
 /// (I1, I4) on an event log: committed epochs strictly increase, and an epoch is committed only after every
@@ -393,6 +419,15 @@ pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
                     line: line.clone(),
                 })?;
             let got = collected.get(&e).cloned().unwrap_or_default();
+            let missing: BTreeSet<String> = want.difference(&got).cloned().collect();
+            if !missing.is_empty() {
+                return Err(CommitCheckError::CommittedWithout {
+                    epoch: n,
+                    missing,
+                    collected: got,
+                    injected: want.clone(),
+                });
+            }
             if &got != want {
                 return Err(CommitCheckError::CollectedFromOthers {
                     epoch: n,
@@ -465,16 +500,26 @@ mod tests {
         let err = check_commits(&log(&[INJECT_10, COLLECT_10_2, COMMIT_10])).unwrap_err();
         assert_eq!(
             err,
-            CommitCheckError::CollectedFromOthers {
+            CommitCheckError::CommittedWithout {
                 epoch: 10,
+                missing: BTreeSet::from(["1".to_string()]),
                 collected: BTreeSet::from(["2".to_string()]),
                 injected: BTreeSet::from(["1".to_string(), "2".to_string()]),
             }
         );
         assert_eq!(
             err.to_string(),
-            r#"epoch 10 committed with collections from {"2"}, injected to {"1", "2"}"#
+            r#"epoch 10 committed without worker 1 (collected from {"2"}, injected to {"1", "2"})"#
         );
+        assert_eq!(err.invariant(), "I4 full-collection");
+        let err = check_commits(&log(&[INJECT_20, COLLECT_10_2, COMMIT_20]));
+        assert!(matches!(
+            err,
+            Err(CommitCheckError::CommittedWithout { .. })
+        ));
+        let extra = "  1.3 collect barrier: prev=20 worker=2";
+        let err = check_commits(&log(&[INJECT_20, COLLECT_20_1, extra, COMMIT_20])).unwrap_err();
+        assert!(matches!(err, CommitCheckError::CollectedFromOthers { .. }));
         let bad = "  1.7 commit epoch: epoch=x10 workers=[1]";
         assert_eq!(
             check_commits(&log(&[bad])),

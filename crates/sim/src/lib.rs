@@ -8,6 +8,7 @@
 //!
 //! [`Cluster`] assembles meta, compute nodes, the network and the shared registries inside such a run.
 
+pub mod bugs;
 pub mod capture;
 pub mod checkers;
 pub mod cluster;
@@ -15,6 +16,7 @@ pub mod runtime;
 pub mod scenario;
 pub mod workload;
 
+pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Toggles};
 pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;

@@ -13,7 +13,7 @@ use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_common::plan::SinkKind;
 use epochlab_common::trace::{self, TracePer};
 use epochlab_common::{DataType, Op, OwnedRow, TableId, VnodeCount, WorkerId, event, row, vspan};
-use epochlab_meta::{DropMode, JobOptions, JobState, MetaConfig, Relation, SinkOptions};
+use epochlab_meta::{JobOptions, JobState, MetaConfig, Relation, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_state_table::{Check, StateTableError};
 use epochlab_stream::StreamConfig;
@@ -21,6 +21,7 @@ use epochlab_stream::executor::StreamExecutorError;
 use epochlab_stream::task::build::ActorFailure;
 use tracing_subscriber::layer::SubscriberExt;
 
+use crate::bugs::{BugError, BugId, Mode, Toggles};
 use crate::capture::{Capture, CapturedLine};
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
@@ -28,8 +29,10 @@ use crate::runtime::{SimContext, SimOutput, TimeObserver, try_run_observed};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReproParams {
+    /// The bug of the catalogue whose directed scenario runs (the settings below are #14910's).
+    pub bug: BugId,
     pub seed: u64,
-    pub mode: DropMode,
+    pub mode: Mode,
     pub rows: usize,
     pub vnodes: u32,
     pub parallelism: usize,
@@ -49,8 +52,9 @@ pub struct ReproParams {
 impl Default for ReproParams {
     fn default() -> Self {
         Self {
+            bug: BugId::Rw14910,
             seed: 1,
-            mode: DropMode::Buggy,
+            mode: Mode::Buggy,
             rows: 10_000,
             vnodes: 256,
             parallelism: 2,
@@ -65,8 +69,16 @@ impl Default for ReproParams {
 }
 
 impl ReproParams {
+    /// The engine's toggles for this run's bug and mode.
+    pub fn toggles(&self) -> Result<Toggles, BugError> {
+        Toggles::of(self.bug, self.mode)
+    }
+
     /// Why these parameters cannot produce the interleaving, if they cannot.
     pub fn impossible(&self) -> Option<String> {
+        if let Err(e) = self.toggles() {
+            return Some(e.to_string());
+        }
         if self.rows == 0 {
             return Some("the table is empty: there is no backfill to persist".into());
         }
@@ -206,7 +218,7 @@ const SINK_NAME: &str = "sink_14910";
 
 fn cluster_config(p: &ReproParams) -> ClusterConfig {
     let mut config = cluster_config_for(
-        p.mode,
+        p.toggles().unwrap_or_default(),
         p.vnodes,
         p.barrier_interval_ms,
         p.checkpoint_frequency,
@@ -216,9 +228,9 @@ fn cluster_config(p: &ReproParams) -> ClusterConfig {
     config
 }
 
-/// A cluster in `mode` at this pace; shared by the directed scenario and random plans.
+/// A cluster with these toggles at this pace; shared by the directed scenarios and random plans.
 pub(crate) fn cluster_config_for(
-    mode: DropMode,
+    toggles: Toggles,
     vnodes: u32,
     barrier_interval_ms: u64,
     checkpoint_frequency: u32,
@@ -228,7 +240,8 @@ pub(crate) fn cluster_config_for(
     let interval = Duration::from_millis(barrier_interval_ms);
     meta.barrier.interval = interval;
     meta.barrier.checkpoint_frequency = checkpoint_frequency;
-    meta.drop_mode = mode;
+    meta.drop_mode = toggles.drop_mode;
+    meta.barrier.on_worker_err = toggles.on_worker_err;
     meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
     // interval to one and a half: the zombie window scales with the cluster's pace, not with a constant.
@@ -317,7 +330,10 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
     let observers = hooks.time_observers;
     let (origin, limit) = (DEFAULT_ORIGIN_UNIX_MS, REPRO_TIME_LIMIT);
     let out = try_run_observed(p.seed, origin, limit, observers, move |ctx| async move {
-        let label = format!("{} seed={}", p.mode.as_str(), p.seed);
+        let label = match p.bug {
+            BugId::Rw14910 => format!("{} seed={}", p.mode.as_str(), p.seed),
+            bug => format!("{bug} {} seed={}", p.mode.as_str(), p.seed),
+        };
         epochlab_common::clock::label_current_run(label);
         let capture = Capture::new(ctx.clock.clone());
         let _guard = install(hooks.tracing_layer, capture.clone());
@@ -327,8 +343,9 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
                 "run",
                 ctx.clock,
                 mode = p.mode.as_str(),
+                bug = p.bug.as_str(),
                 seed = p.seed as i64,
-                scenario = "risingwave-14910",
+                scenario = p.bug.scenario_name(),
                 rows = p.rows as i64,
                 vnodes = p.vnodes as i64,
                 parallelism = p.parallelism as i64,
@@ -339,7 +356,10 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
                 persist_check = p.persist_check
             )
         });
-        scenario(ctx, p, capture, hooks.on_cluster).await
+        match p.bug {
+            BugId::Rw14910 => scenario(ctx, p, capture, hooks.on_cluster).await,
+            BugId::Rw22384 => crate::bugs::b22384::scenario(ctx, p, hooks.on_cluster).await,
+        }
     });
     out.map(|value| {
         value.unwrap_or_else(|timed_out| {
@@ -357,7 +377,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
 }
 
 impl ReproReport {
-    fn new(params: ReproParams) -> Self {
+    pub(crate) fn new(params: ReproParams) -> Self {
         Self {
             params,
             outcome: Outcome::Passed,
@@ -376,7 +396,7 @@ impl ReproReport {
         }
     }
 
-    fn not_reproducible(mut self, why: String) -> Self {
+    pub(crate) fn not_reproducible(mut self, why: String) -> Self {
         self.outcome = Outcome::NotReproducible;
         self.error = Some(why);
         self
@@ -485,7 +505,7 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, p.mode);
+    let checkers = Checkers::install(&cluster, p.toggles().unwrap_or_default().drop_mode);
     base_network(&cluster);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &cluster.meta;
@@ -853,7 +873,12 @@ fn verdict(
         }
     } else if report.recoveries == 0 {
         return report.not_reproducible("no recovery happened".into());
-    } else if p.mode.is_before_the_fix() {
+    } else if p
+        .toggles()
+        .unwrap_or_default()
+        .drop_mode
+        .is_before_the_fix()
+    {
         let why = why_buggy_passed(setup, record);
         return report.not_reproducible(why);
     }

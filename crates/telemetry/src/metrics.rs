@@ -659,7 +659,7 @@ impl Metrics {
 mod tests {
     use std::sync::Weak;
 
-    use epochlab_meta::DropMode;
+    use epochlab_sim::Mode;
     use epochlab_sim::workload::PlanReport;
     use epochlab_sim::{ReproHooks, ReproParams, ReproReport, run_repro_with};
 
@@ -688,7 +688,7 @@ mod tests {
         };
         let params = ReproParams {
             seed,
-            mode: DropMode::Buggy,
+            mode: Mode::Buggy,
             ..Default::default()
         };
         let out = run_repro_with(&params, hooks);
@@ -774,7 +774,7 @@ mod tests {
             };
             let params = ReproParams {
                 seed,
-                mode: DropMode::Buggy,
+                mode: Mode::Buggy,
                 ..Default::default()
             };
             reports.push(run_repro_with(&params, hooks).value);
@@ -805,7 +805,7 @@ mod tests {
     }
 
     /// Run seed 39's random plan in `mode` as worker 0's run; what the metrics showed as the run started.
-    fn run_plan_39(metrics: &Arc<Metrics>, mode: DropMode) -> (PlanReport, String) {
+    fn run_plan_39(metrics: &Arc<Metrics>, mode: Mode) -> (PlanReport, String) {
         let plan = epochlab_sim::workload::generate(39, &Default::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let m = metrics.clone();
@@ -816,7 +816,8 @@ mod tests {
             })),
             ..Default::default()
         };
-        let report = epochlab_sim::workload::run_plan(&plan, mode, hooks).value;
+        let run = epochlab_sim::BugMode::of_14910(mode);
+        let report = epochlab_sim::workload::run_plan(&plan, run, hooks).value;
         metrics.end_run(0);
         (report, rx.recv().unwrap())
     }
@@ -825,7 +826,7 @@ mod tests {
     fn invariant_violations_are_counted_per_mode_from_zero() {
         let metrics = Arc::new(Metrics::new());
         // Seed 39's random plan breaks I2 in purge-before-reset (RisingWave #15852's window); fixed holds.
-        let (fixed, at_start) = run_plan_39(&metrics, DropMode::Fixed);
+        let (fixed, at_start) = run_plan_39(&metrics, Mode::Fixed);
         let mode = |m: &str| format!("mode=\"{m}\"");
         for invariant in INVARIANT_LABELS {
             let labels = [format!("invariant=\"{invariant}\""), mode("fixed")];
@@ -837,7 +838,7 @@ mod tests {
         }
         let purge = mode("purge-before-reset");
         assert!(!at_start.contains(&purge), "not started yet: {at_start}");
-        let (purge_report, at_start) = run_plan_39(&metrics, DropMode::PurgeBeforeReset);
+        let (purge_report, at_start) = run_plan_39(&metrics, Mode::PurgeBeforeReset);
         let zeros = sum(&at_start, "epochlab_invariant_violations_total", &[&purge]);
         assert_eq!(zeros, 0.0, "{at_start}");
         let text = metrics.render();

@@ -23,8 +23,8 @@ use crate::soak_metrics::{MetricsError, SoakObserver};
 pub use spec::{RunSpec, Scenario};
 use spec::{directed_campaign, random_campaign};
 
-/// The results format's version.
-pub const RESULTS_VERSION: u32 = 1;
+/// The results format's version (2: rows carry `bug`).
+pub const RESULTS_VERSION: u32 = 2;
 
 /// What a soak campaign runs.
 #[derive(Clone, Debug)]
@@ -65,6 +65,9 @@ pub struct SeedRow {
     /// The campaign's settings, so that a results file resumes only the same campaign.
     pub campaign: String,
     pub seed: u64,
+    /// The bug of the catalogue whose toggle the mode sets (`14910`, `22384`); rows of version 1 had none.
+    #[serde(default = "bug_14910")]
+    pub bug: String,
     pub mode: String,
     pub scenario: String,
     /// `passed`, `failed` or `stuck`.
@@ -79,6 +82,10 @@ pub struct SeedRow {
     pub virtual_ms: u64,
     pub wall_ms: u64,
     pub replay: String,
+}
+
+fn bug_14910() -> String {
+    "14910".into()
 }
 
 /// A soak's failures of one signature.
@@ -100,7 +107,7 @@ impl Default for SoakArgs {
             shard: None,
             scenario: Scenario::Random(epochlab_sim::workload::GenParams::default()),
             params: ReproParams {
-                mode: epochlab_meta::DropMode::Fixed,
+                mode: epochlab_sim::Mode::Fixed,
                 ..ReproParams::default()
             },
             mode_given: false,
@@ -123,7 +130,7 @@ impl SoakArgs {
     pub fn campaign(&self) -> String {
         match &self.scenario {
             Scenario::Directed => directed_campaign(&self.params),
-            Scenario::Random(g) => random_campaign(self.params.mode, g),
+            Scenario::Random(g) => random_campaign(self.run(), g),
         }
     }
 
@@ -136,10 +143,16 @@ impl SoakArgs {
             }),
             Scenario::Random(g) => RunSpec::Random {
                 seed,
-                mode: self.params.mode,
+                run: self.run(),
                 generate: g.clone(),
             },
         }
+    }
+
+    /// The campaign's bug and mode (the parser checked that the bug has the mode).
+    pub fn run(&self) -> epochlab_sim::BugMode {
+        epochlab_sim::BugMode::new(self.params.bug, self.params.mode)
+            .expect("the soak's mode is one of its bug's")
     }
 }
 
@@ -692,7 +705,7 @@ fn spec_of_replay(command: &str) -> Result<RunSpec, ReplayError> {
 
 #[cfg(test)]
 mod tests {
-    use epochlab_meta::DropMode;
+    use epochlab_sim::Mode;
 
     use super::*;
 
@@ -737,10 +750,16 @@ mod tests {
         other.params.rows = 5;
         assert_ne!(key, other.campaign());
         let random = args().campaign();
-        assert!(random.starts_with("scenario=random --mode"), "{random}");
+        assert!(
+            random.starts_with("scenario=random --bug 14910 --mode"),
+            "{random}"
+        );
         let mut buggy = args();
-        buggy.params.mode = DropMode::Buggy;
+        buggy.params.mode = Mode::Buggy;
         assert_ne!(random, buggy.campaign());
+        let mut other_bug = buggy.clone();
+        other_bug.params.bug = epochlab_sim::BugId::Rw22384;
+        assert_ne!(buggy.campaign(), other_bug.campaign());
     }
 
     #[test]
@@ -749,6 +768,7 @@ mod tests {
             version: RESULTS_VERSION,
             campaign: "c".into(),
             seed,
+            bug: "14910".into(),
             mode: "buggy".into(),
             scenario: "14910".into(),
             outcome: if sig.is_some() { "failed" } else { "passed" }.into(),
@@ -778,7 +798,7 @@ mod tests {
         let p = ReproParams {
             seed: 77,
             rows: 123,
-            mode: DropMode::Fixed,
+            mode: Mode::Fixed,
             persist_check: false,
             ..Default::default()
         };
@@ -788,11 +808,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let mut random = args();
-        random.params.mode = DropMode::Buggy;
+        random.params.mode = Mode::Buggy;
         let spec = random.spec(17);
         let back = spec_of_replay(&spec.replay()).expect("a random seed replays");
         assert_eq!(back.replay(), spec.replay());
-        assert_eq!((back.seed(), back.mode()), (17, DropMode::Buggy));
+        assert_eq!((back.seed(), back.mode()), (17, Mode::Buggy));
         assert!(spec_of_replay("cargo xtask repro --mode all").is_err());
         assert!(spec_of_replay("rm -rf /").is_err());
         assert!(spec_of_replay("cargo xtask soak --seeds 1..5").is_err());

@@ -15,14 +15,15 @@ pub fn spec_of_plan_file(args: &SoakArgs) -> Result<(RunSpec, Option<Expected>),
     let path = args.plan.as_ref().expect("called with --plan");
     let file = PlanFile::load(path)?;
     let own = file.mode().expect("load checked the mode");
-    let mode = match (args.mode_given, own) {
-        (false, Some(m)) => m,
-        _ => args.params.mode,
-    };
-    let expected = file.expect.filter(|_| own.is_none_or(|m| m == mode));
+    let given = args.mode_given.then_some(args.params.mode);
+    let run = file.run(given).map_err(|source| PlanFileError::Bug {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let expected = file.expect.filter(|_| own.is_none_or(|m| m == run.mode()));
     let spec = RunSpec::Plan {
         plan: Box::new(file.plan),
-        mode,
+        run,
         path: path.display().to_string(),
     };
     Ok((spec, expected))
@@ -94,12 +95,15 @@ pub fn shrink_first_failure(args: &SoakArgs, triage: &Triage) -> Result<u8, Soak
 /// Shrink one failing run's plan; print the smallest plan and, on the last line, the path of its file.
 fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
     let plan = spec.plan().expect("only plan runs shrink");
-    let mode = spec.mode();
+    let mode = match spec {
+        RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => *run,
+        RunSpec::Directed(_) => unreachable!("only plan runs shrink"),
+    };
     eprintln!(
         "shrink: seed {} ({} steps, mode {}), at most {SHRINK_MAX_RUNS} runs on {} threads",
         plan.seed,
         plan.steps.len(),
-        mode.as_str(),
+        mode.label(),
         args.jobs
     );
     let mut steps = plan.steps.len();
@@ -112,7 +116,7 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
     let Some(found) = found else {
         println!(
             "shrink: the plan passes in mode {}: nothing to shrink",
-            mode.as_str()
+            mode.label()
         );
         return Ok(0);
     };

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use epochlab_meta::DropMode;
 use epochlab_sim::workload::{FailureKind, GenParams, Plan, PlanReport, generate, run_plan};
-use epochlab_sim::{Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with};
+use epochlab_sim::{
+    BugId, BugMode, Mode, Outcome, ReproHooks, ReproParams, ReproReport, run_repro_with,
+};
 use epochlab_telemetry::WallTimer;
 
 use super::{RESULTS_VERSION, SeedRow};
@@ -26,12 +27,12 @@ pub enum RunSpec {
     Directed(ReproParams),
     Random {
         seed: u64,
-        mode: DropMode,
+        run: BugMode,
         generate: GenParams,
     },
     Plan {
         plan: Box<Plan>,
-        mode: DropMode,
+        run: BugMode,
         path: String,
     },
 }
@@ -45,10 +46,17 @@ impl RunSpec {
         }
     }
 
-    pub fn mode(&self) -> DropMode {
+    pub fn mode(&self) -> Mode {
         match self {
             RunSpec::Directed(p) => p.mode,
-            RunSpec::Random { mode, .. } | RunSpec::Plan { mode, .. } => *mode,
+            RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => run.mode(),
+        }
+    }
+
+    pub fn bug(&self) -> BugId {
+        match self {
+            RunSpec::Directed(p) => p.bug,
+            RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => run.bug(),
         }
     }
 
@@ -66,17 +74,18 @@ impl RunSpec {
             RunSpec::Directed(p) => replay(p),
             RunSpec::Random {
                 seed,
-                mode,
+                run,
                 generate,
             } => format!(
-                "cargo xtask soak --scenario random --mode {} --kill-rate {} --background-ddl-rate {} --seeds {seed}..{}",
-                mode.as_str(),
+                "cargo xtask soak --scenario random --bug {} --mode {} --kill-rate {} --background-ddl-rate {} --seeds {seed}..{}",
+                run.bug(),
+                run.mode(),
                 generate.kill_rate,
                 generate.background_ddl_rate,
                 seed + 1
             ),
-            RunSpec::Plan { mode, path, .. } => {
-                format!("cargo xtask soak --mode {} --plan {path}", mode.as_str())
+            RunSpec::Plan { run, path, .. } => {
+                format!("cargo xtask soak --mode {} --plan {path}", run.mode())
             }
         }
     }
@@ -107,7 +116,11 @@ impl RunSpec {
             }
             (_, plan) => {
                 let plan = plan.expect("a random or plan run plays a plan");
-                let out = run_plan(&plan, self.mode(), hooks);
+                let run = match self {
+                    RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => *run,
+                    RunSpec::Directed(_) => unreachable!("a directed run plays no plan"),
+                };
+                let out = run_plan(&plan, run, hooks);
                 if let Some(path) = event_log {
                     write_log(path, out.log.lines());
                 }
@@ -132,6 +145,7 @@ impl RunSpec {
             version: RESULTS_VERSION,
             campaign: campaign.to_string(),
             seed: self.seed(),
+            bug: self.bug().as_str().to_string(),
             mode: self.mode().as_str().to_string(),
             scenario: self.scenario().into(),
             outcome: r.outcome.as_str().into(),
@@ -162,14 +176,15 @@ pub fn directed_campaign(p: &ReproParams) -> String {
     let all = flags(p);
     let pairs = all.chunks(2).filter(|kv| kv[0] != "--seed");
     let parts: Vec<String> = pairs.map(|kv| kv.join(" ")).collect();
-    format!("scenario=14910 {}", parts.join(" "))
+    format!("scenario={} {}", p.bug, parts.join(" "))
 }
 
 /// The campaign key of random plans with these settings.
-pub fn random_campaign(mode: DropMode, g: &GenParams) -> String {
+pub fn random_campaign(run: BugMode, g: &GenParams) -> String {
     format!(
-        "scenario=random --mode {} --kill-rate {} --background-ddl-rate {}",
-        mode.as_str(),
+        "scenario=random --bug {} --mode {} --kill-rate {} --background-ddl-rate {}",
+        run.bug(),
+        run.mode(),
         g.kill_rate,
         g.background_ddl_rate
     )
@@ -201,8 +216,9 @@ pub fn row_of_repro(
         version: RESULTS_VERSION,
         campaign: campaign.to_string(),
         seed: r.params.seed,
+        bug: r.params.bug.as_str().to_string(),
         mode: r.params.mode.as_str().to_string(),
-        scenario: "14910".into(),
+        scenario: r.params.bug.as_str().into(),
         outcome: outcome.into(),
         kind,
         detail: r.error.clone(),

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use epochlab_meta::DropMode;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{PLAN_VERSION, Plan, PlanError};
+use crate::bugs::{BugError, BugId, BugMode, Mode};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,7 +16,10 @@ pub struct PlanFile {
     /// What the plan caught, in one line (a regression's reason to exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caught: Option<String>,
-    /// `buggy`, `fixed` or `purge-before-reset`.
+    /// The bug of the catalogue whose toggle the mode sets (`14910` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bug: Option<String>,
+    /// `buggy`, `fixed` or `purge-before-reset` (one of the bug's modes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,16 +48,17 @@ pub enum PlanFileError {
     Parse { path: String, detail: String },
     #[error("{path}: {source}")]
     Invalid { path: String, source: PlanError },
-    #[error("{path}: mode `{value}` is not buggy, fixed or purge-before-reset")]
-    Mode { path: String, value: String },
+    #[error("{path}: {source}")]
+    Bug { path: String, source: BugError },
 }
 
 impl PlanFile {
-    pub fn new(plan: Plan, mode: DropMode) -> Self {
+    pub fn new(plan: Plan, run: BugMode) -> Self {
         Self {
             version: PLAN_VERSION,
             caught: None,
-            mode: Some(mode.as_str().to_string()),
+            bug: Some(run.bug().as_str().to_string()),
+            mode: Some(run.mode().as_str().to_string()),
             expect: None,
             plan,
         }
@@ -73,6 +77,7 @@ impl PlanFile {
                 Ok(plan) => PlanFile {
                     version: plan.version,
                     caught: None,
+                    bug: None,
                     mode: None,
                     expect: None,
                     plan,
@@ -100,17 +105,30 @@ impl PlanFile {
                 path: shown.clone(),
                 source,
             })?;
-        file.mode()
-            .map_err(|value| PlanFileError::Mode { path: shown, value })?;
+        file.run(None).map_err(|source| PlanFileError::Bug {
+            path: shown,
+            source,
+        })?;
         Ok(file)
     }
 
-    /// The file's mode, if it names one; `Err` holds a name that is not a mode.
-    pub fn mode(&self) -> Result<Option<DropMode>, String> {
-        match &self.mode {
-            None => Ok(None),
-            Some(m) => m.parse().map(Some).map_err(|_| m.clone()),
-        }
+    /// The file's bug (`14910` unless it names another).
+    pub fn bug(&self) -> Result<BugId, BugError> {
+        self.bug.as_deref().map_or(Ok(BugId::Rw14910), str::parse)
+    }
+
+    /// The file's mode, if it names one.
+    pub fn mode(&self) -> Result<Option<Mode>, BugError> {
+        self.mode.as_deref().map(str::parse).transpose()
+    }
+
+    /// What a run of the file is of: its bug, in `mode` if given, else in the file's mode, else `fixed`.
+    pub fn run(&self, mode: Option<Mode>) -> Result<BugMode, BugError> {
+        let mode = match mode {
+            Some(m) => m,
+            None => self.mode()?.unwrap_or(Mode::Fixed),
+        };
+        BugMode::new(self.bug()?, mode)
     }
 
     pub fn to_json(&self) -> String {

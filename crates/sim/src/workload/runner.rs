@@ -12,12 +12,13 @@ use std::time::Duration;
 use epochlab_common::plan::SinkKind;
 use epochlab_common::trace;
 use epochlab_common::{Op, OwnedRow, ScalarImpl, TableId, WorkerId, event, row, vspan};
-use epochlab_meta::{DropMode, JobOptions, JobState, RelationKind, SinkOptions};
+use epochlab_meta::{JobOptions, JobState, RelationKind, SinkOptions};
 use tokio::task::JoinHandle;
 
 use super::model::TableModel;
 use super::plan::{Action, JobSpec, Plan, PlanCluster};
 use super::verdict::{FailureKind, PlanReport};
+use crate::bugs::BugMode;
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::runtime::{SimContext, SimOutput, try_run_observed};
@@ -35,14 +36,14 @@ const DML_TIMEOUT: Duration = Duration::from_secs(30);
 /// DML streams send a batch this often.
 const DML_TICK: Duration = Duration::from_millis(100);
 
-/// Run `plan` in `mode` on the deterministic runtime.
-pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<PlanReport> {
+/// Run `plan` with `run`'s bug in its mode on the deterministic runtime.
+pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanReport> {
     let p = plan.clone();
     let limit = Duration::from_millis(plan.end_ms()) + 4 * SETTLE_BUDGET + STALL_LIMIT;
     let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
     let observers = hooks.time_observers;
     let out = try_run_observed(plan.seed, origin, limit, observers, move |ctx| async move {
-        let label = format!("{} seed={}", mode.as_str(), ctx.seed);
+        let label = format!("{} seed={}", run.label(), ctx.seed);
         epochlab_common::clock::label_current_run(label);
         let _guard = crate::scenario::install(
             hooks.tracing_layer,
@@ -53,7 +54,8 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
                 parent: None,
                 "run",
                 ctx.clock,
-                mode = mode.as_str(),
+                mode = run.mode().as_str(),
+                bug = run.bug().as_str(),
                 seed = ctx.seed as i64,
                 scenario = "random",
                 steps = p.steps.len() as i64,
@@ -61,7 +63,7 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
                 vnodes = p.cluster.vnodes as i64
             )
         });
-        play(ctx, p, mode, hooks.on_cluster).await
+        play(ctx, p, run, hooks.on_cluster).await
     });
     out.map(|value| {
         value.unwrap_or_else(|timed_out| {
@@ -74,9 +76,9 @@ pub fn run_plan(plan: &Plan, mode: DropMode, hooks: ReproHooks) -> SimOutput<Pla
     })
 }
 
-fn cluster_config(c: &PlanCluster, mode: DropMode) -> ClusterConfig {
+fn cluster_config(c: &PlanCluster, run: BugMode) -> ClusterConfig {
     let mut config = cluster_config_for(
-        mode,
+        run.toggles(),
         c.vnodes,
         c.barrier_interval_ms,
         c.checkpoint_frequency,
@@ -106,14 +108,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn play(
     ctx: SimContext,
     plan: Plan,
-    mode: DropMode,
+    mode: BugMode,
     hook: Option<crate::scenario::ClusterHook>,
 ) -> PlanReport {
     let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&plan.cluster, mode)).await);
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, mode);
+    let checkers = Checkers::install(&cluster, mode.toggles().drop_mode);
     base_network(&cluster);
     let run = Arc::new(Run {
         cluster,
@@ -130,7 +132,7 @@ async fn play(
         ctx.log,
         "workload",
         "mode={} steps={}",
-        mode.as_str(),
+        mode.label(),
         plan.steps.len()
     );
     let work = async {
@@ -651,8 +653,9 @@ async fn all_created(cluster: &Cluster) {
 /// The verdict of a settled run.
 fn judge(run: &Run) -> PlanReport {
     let cluster = &run.cluster;
-    check_oracle(run);
+    // The commit checks first: an early commit (I4) explains the oracle's difference that follows from it.
     run.checkers.check_end(cluster);
+    check_oracle(run);
     let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
     let mut violations = cluster.zombie.violations(|job| !catalog.contains(&job));
     violations.extend(run.checkers.violations());

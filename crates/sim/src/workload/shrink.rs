@@ -3,10 +3,9 @@
 //! same signature. Candidates are tried in a fixed order, `jobs` at a time, and the first that keeps the
 //! signature wins, so a shrink is as deterministic as a run.
 
-use epochlab_meta::DropMode;
-
 use super::plan::{Action, Plan};
 use super::runner::run_plan;
+use crate::bugs::BugMode;
 use crate::scenario::ReproHooks;
 
 /// What a shrink found.
@@ -24,7 +23,7 @@ pub struct ShrinkOutcome {
 /// `progress` hears each accepted step.
 pub fn shrink(
     plan: &Plan,
-    mode: DropMode,
+    mode: BugMode,
     jobs: usize,
     max_runs: u32,
     mut progress: impl FnMut(&Plan),
@@ -60,7 +59,7 @@ pub fn shrink(
 }
 
 /// The index of the first candidate whose run fails with `signature`; the batch runs on its own threads.
-fn first_keeping(batch: &[Plan], mode: DropMode, signature: &str) -> Option<usize> {
+fn first_keeping(batch: &[Plan], mode: BugMode, signature: &str) -> Option<usize> {
     let signatures: Vec<Option<String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = batch
             .iter()

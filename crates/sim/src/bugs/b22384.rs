@@ -1,0 +1,374 @@
+//! RisingWave #22384: meta tracks, per in-flight epoch, the nodes it still has to collect from
+//! (`node_to_collect`). On a worker's error, `is_valid_after_worker_err` removed the worker's entry whatever it
+//! had to collect; an epoch whose only missing node was the crashed one then looked fully collected and was
+//! committed without that node's data, and recovery resumed from the new max committed epoch: silent data
+//! loss. Its toggle is [`OnWorkerErr`] (`BarrierConfig::on_worker_err`, read in the barrier crate's
+//! `collect` module); its directed scenario is [`scenario`], after RisingWave's
+//! `worker_crash_no_early_commit` test (PR #22393).
+//!
+//! The scenario: two compute nodes with disjoint actors. The table's actor runs on one (the survivor); a view
+//! over it and a slow sink over it run on the other (the victim), so the victim collects each epoch with
+//! data a sink delay after the survivor. Rows are inserted; once the survivor has collected their epoch E,
+//! the victim is killed before it responds. Buggy: E is committed without the victim, whose view rows of E
+//! are lost; the checker I4 full-collection and the oracle (the view against its query over the committed
+//! table) catch it. Fixed: E is never committed, and recovery resumes from the epoch before.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use epochlab_barrier::OnWorkerErr;
+use epochlab_common::plan::SinkKind;
+use epochlab_common::{DataType, Epoch, Op, OwnedRow, TableId, WorkerId, event, row};
+use epochlab_meta::{JobOptions, SinkOptions};
+
+use super::{BugId, BugInfo, Mode, Toggles};
+use crate::checkers::Checkers;
+use crate::cluster::Cluster;
+use crate::runtime::SimContext;
+use crate::scenario::{
+    ClusterHook, Outcome, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
+    stuck_report,
+};
+
+pub const INFO: BugInfo = BugInfo {
+    id: BugId::Rw22384,
+    mechanism: "a worker crashes while an epoch waits for it; meta drops the worker from the epoch's nodes to \
+                collect, so the epoch looks collected and is committed without the worker's data",
+    fix: "on a worker's error, forget only workers that had nothing to collect; the epoch fails into recovery",
+    links: &[
+        "https://github.com/risingwavelabs/risingwave/pull/22384",
+        "https://github.com/risingwavelabs/risingwave/pull/22393",
+    ],
+    modes: &[Mode::Buggy, Mode::Fixed],
+    command: "cargo xtask repro --bug 22384",
+};
+
+/// The barrier manager's rule on a worker's error in `mode`.
+pub(crate) fn on_worker_err(mode: Mode) -> OnWorkerErr {
+    match mode {
+        Mode::Buggy => OnWorkerErr::RemoveAlways,
+        _ => OnWorkerErr::RemoveIfNothingToCollect,
+    }
+}
+
+/// Rows in the table before the fault.
+const ROWS: i64 = 100;
+/// The slow sink's time per chunk, above the barrier interval (1 s): the barrier after a chunk waits on the
+/// victim's node for at least half a second after the survivor collected it.
+const SINK_DELAY: Duration = Duration::from_millis(1500);
+/// Budgets of the phases (virtual time).
+const COLLECT_BUDGET: Duration = Duration::from_secs(10);
+const RECOVERY_BUDGET: Duration = Duration::from_secs(120);
+
+/// The fault's numbers, drawn from the seed before anything else (the same in both modes).
+#[derive(Clone, Debug)]
+struct Draw {
+    /// Rows inserted in the epoch the victim will not collect.
+    inserts: i64,
+    /// The kill comes this long after the survivor collected (within the victim's sink delay).
+    kill_after: Duration,
+    restart_after: Duration,
+}
+
+impl Draw {
+    fn from_seed(ctx: &SimContext) -> Self {
+        let rng = &ctx.rng;
+        Self {
+            inserts: rng.range_u64(3..10) as i64,
+            kill_after: rng.duration(Duration::ZERO..SINK_DELAY / 4),
+            restart_after: rng.duration(Duration::from_millis(300)..Duration::from_secs(1)),
+        }
+    }
+}
+
+struct Setup {
+    ctx: SimContext,
+    cluster: Arc<Cluster>,
+    checkers: Checkers,
+    table: TableId,
+    view: TableId,
+    survivor: WorkerId,
+    victim: WorkerId,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.cluster.shutdown();
+    }
+}
+
+/// What the fault did: the epoch the victim did not collect, and whether it had before the kill.
+struct Fault {
+    epoch: Epoch,
+    victim_had_collected: bool,
+}
+
+/// The directed scenario of #22384.
+pub(crate) async fn scenario(
+    ctx: SimContext,
+    p: ReproParams,
+    hook: Option<ClusterHook>,
+) -> ReproReport {
+    let report = ReproReport::new(p.clone());
+    let toggles = match p.toggles() {
+        Ok(t) => t,
+        Err(e) => return report.not_reproducible(e.to_string()),
+    };
+    let draw = Draw::from_seed(&ctx);
+    event!(
+        ctx.log,
+        "scenario",
+        "bug=22384 mode={} plan={draw:?}",
+        p.mode
+    );
+    let setup = match setup(&ctx, toggles, hook).await {
+        Ok(s) => s,
+        Err(why) => return report.not_reproducible(why),
+    };
+    match fault_and_recover(&setup, &draw).await {
+        Ok(fault) => verdict(&setup, &p, &fault, report),
+        Err(stuck) => {
+            let mut report = counted(report, &setup);
+            report.outcome = Outcome::Stuck;
+            report.error = Some(stuck);
+            report
+        }
+    }
+}
+
+fn table_row(k: i64) -> OwnedRow {
+    row![k, 1i64, "payload"]
+}
+
+/// Two nodes; the table on one, a view and a slow sink over it on the other, all created.
+async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Result<Setup, String> {
+    let mut config = cluster_config_for(t, 16, 1000, 1, true);
+    config.compute_nodes = 2;
+    let cluster = Arc::new(Cluster::start(ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = Checkers::install(&cluster, t.drop_mode);
+    base_network(&cluster);
+    let meta = &cluster.meta;
+    let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
+    let table = meta.create_table("t", types, vec![0], 1).await;
+    let table = table.map_err(|e| format!("create table: {e}"))?;
+    let rows = (0..ROWS).map(|k| (Op::Insert, table_row(k))).collect();
+    cluster.dml(table, rows).await.map_err(|e| e.to_string())?;
+    meta.flush().await.map_err(|e| e.to_string())?;
+    let job = JobOptions {
+        parallelism: 1,
+        rate_limit: None,
+        background: false,
+    };
+    let view = meta.create_materialized_view("m", table, job.clone()).await;
+    let view = view.map_err(|e| format!("create view: {e}"))?;
+    let sink = SinkOptions {
+        kind: SinkKind::Blackhole,
+        chunk_delay: SINK_DELAY,
+        sink_rate_limit: None,
+    };
+    let sink = meta.create_sink("s", table, job, sink).await;
+    let sink = sink.map_err(|e| format!("create sink: {e}"))?;
+    let workers = |id: TableId| -> BTreeSet<WorkerId> {
+        let rel = meta
+            .relation(id)
+            .expect("created relations are in the catalog");
+        let more = rel.sink_fragment.iter().flat_map(|f| f.actors.iter());
+        rel.actors.iter().chain(more).map(|a| a.worker).collect()
+    };
+    let (on_table, on_view, on_sink) = (workers(table), workers(view), workers(sink));
+    let (Some(&survivor), Some(&victim)) = (on_table.first(), on_view.first()) else {
+        return Err("the jobs have no actors".into());
+    };
+    if on_table.len() != 1 || on_view != on_sink || on_view.contains(&survivor) {
+        return Err(format!(
+            "the placement is not disjoint: table on {on_table:?}, view on {on_view:?}, sink on {on_sink:?}"
+        ));
+    }
+    Ok(Setup {
+        ctx: ctx.clone(),
+        cluster,
+        checkers,
+        table,
+        view,
+        survivor,
+        victim,
+    })
+}
+
+/// Whether the event log shows `worker` collected the barrier whose prev is `epoch`.
+fn collected(s: &Setup, epoch: Epoch, worker: WorkerId) -> bool {
+    let needle = format!(" collect barrier: prev={epoch} worker={worker}");
+    s.ctx.log.lines().iter().any(|l| l.contains(&needle))
+}
+
+/// Insert rows, wait until the survivor collected their epoch, kill the victim before it responds, restart
+/// it, and wait for recovery and a checkpoint after it.
+async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, String> {
+    let rows = (ROWS..ROWS + draw.inserts)
+        .map(|k| (Op::Insert, table_row(k)))
+        .collect();
+    s.cluster
+        .dml(s.table, rows)
+        .await
+        .map_err(|e| e.to_string())?;
+    // The rows are in the epoch after the last barrier injected: the next barrier's prev.
+    let stats = s.cluster.barrier_stats().clone();
+    let epoch = Epoch(stats.last_injected_epoch.load(Ordering::Relaxed));
+    let waited = tokio::time::timeout(COLLECT_BUDGET, async {
+        while !collected(s, epoch, s.survivor) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    if waited.await.is_err() {
+        return Err(stuck_report(&s.cluster, "the survivor never collected"));
+    }
+    tokio::time::sleep(draw.kill_after).await;
+    let victim_had_collected = collected(s, epoch, s.victim);
+    event!(
+        s.ctx.log,
+        "scenario",
+        "kill worker {} while epoch {epoch} waits for it (worker {} collected it)",
+        s.victim,
+        s.survivor
+    );
+    s.cluster.kill(s.victim);
+    tokio::time::sleep(draw.restart_after).await;
+    s.cluster.restart(s.victim);
+    let recovered = tokio::time::timeout(RECOVERY_BUDGET, async {
+        while stats.recoveries.load(Ordering::Relaxed) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        s.cluster.wait_ready().await;
+        s.cluster.meta.flush().await
+    });
+    match recovered.await {
+        Ok(Ok(())) => Ok(Fault {
+            epoch,
+            victim_had_collected,
+        }),
+        Ok(Err(e)) => Err(stuck_report(&s.cluster, &format!("the flush failed: {e}"))),
+        Err(_) => Err(stuck_report(&s.cluster, "recovery did not finish")),
+    }
+}
+
+fn counted(mut report: ReproReport, s: &Setup) -> ReproReport {
+    let stats = s.cluster.barrier_stats();
+    report.epochs = stats.injected.load(Ordering::Relaxed);
+    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
+    report.max_committed_epoch = s.cluster.hummock.max_committed_epoch().0;
+    report
+}
+
+/// (oracle) The view holds its query over the committed table: every row of `t`.
+fn check_view(s: &Setup) {
+    let key = |r: &OwnedRow| format!("{r:?}");
+    let want: BTreeSet<String> = s.cluster.committed_rows(s.table).iter().map(key).collect();
+    let got: BTreeSet<String> = s.cluster.committed_rows(s.view).iter().map(key).collect();
+    let missing = want.difference(&got).count();
+    let extra = got.difference(&want).count();
+    if missing + extra > 0 {
+        let mut v = Violation::new(
+            "oracle",
+            format!("view m differs from its query: {missing} rows missing, {extra} extra"),
+        );
+        v.table = Some(s.view.0);
+        s.checkers.violation(v);
+    }
+}
+
+fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> ReproReport {
+    let mut report = counted(report, s);
+    s.checkers.check_end(&s.cluster);
+    check_view(s);
+    report.violations = s.checkers.violations();
+    report.timeline = timeline(&s.ctx.log.lines());
+    if let Some(failure) = s.cluster.failures.first_state_error() {
+        report.outcome = Outcome::Failed;
+        report.error = Some(failure.error.to_string());
+        report.caught_by = Some(format!(
+            "actor failure ({})",
+            failure.error.reason().as_str()
+        ));
+        report.failing_actor = Some(failure.actor.0);
+    } else if !report.violations.is_empty() {
+        // The symptoms first, each beside the check that saw it.
+        let details: Vec<&str> = report
+            .violations
+            .iter()
+            .map(|v| v.detail.as_str())
+            .collect();
+        let checks: Vec<String> = report
+            .violations
+            .iter()
+            .map(|v| format!("{} checker", v.invariant))
+            .collect();
+        report.outcome = Outcome::Failed;
+        report.error = Some(details.join("; "));
+        report.caught_by = Some(checks.join(", "));
+    } else if report.recoveries == 0 {
+        return report.not_reproducible("no recovery happened".into());
+    } else if p.mode == Mode::Buggy {
+        let why = if fault.victim_had_collected {
+            format!(
+                "worker {} had collected epoch {} before it was killed",
+                s.victim, fault.epoch
+            )
+        } else {
+            format!("epoch {} was not committed before recovery", fault.epoch)
+        };
+        return report.not_reproducible(why);
+    } else {
+        let commit = format!(" commit epoch: epoch={} ", fault.epoch);
+        let committed = s.ctx.log.lines().iter().any(|l| l.contains(&commit));
+        report.notes.push(if committed {
+            format!("epoch {} was committed after every node collected it", fault.epoch)
+        } else {
+            format!(
+                "epoch {} was never committed: recovery resumed from the epoch before it, and view m equals \
+                 its query",
+                fault.epoch
+            )
+        });
+    }
+    report
+}
+
+/// The story from the inserts to the end of the recovery.
+fn timeline(lines: &[String]) -> Vec<String> {
+    let from = lines
+        .iter()
+        .rposition(|l| l.contains(" scenario: kill worker"))
+        .and_then(|i| {
+            lines[..i]
+                .iter()
+                .rposition(|l| l.contains(" inject barrier: "))
+        })
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for l in &lines[from..] {
+        let keep = [
+            " scenario: ",
+            " inject barrier: ",
+            " collect barrier: ",
+            " commit epoch: ",
+            " kill node: ",
+            " worker error: ",
+            " barrier failed: ",
+            " recovery",
+        ]
+        .iter()
+        .any(|k| l.contains(k));
+        if keep {
+            out.push(l.clone());
+        }
+        if out.len() >= 40 || l.contains(" recovery: done") {
+            break;
+        }
+    }
+    out
+}

@@ -1,0 +1,255 @@
+//! The catalogue of RisingWave bugs epochlab reproduces on demand: each one's id (the RisingWave issue or PR
+//! number users know), its mechanism in one line, the RisingWave fix, its modes and the command that shows it.
+//!
+//! A run names a bug and a mode; [`Toggles::of`] turns them into the engine's toggles, every one at its fixed
+//! value but the named bug's. Each toggle is a config field of the crate where RisingWave had the bug, read
+//! there in exactly one place; nothing else in the engine knows which bug is on. Adding a bug is a module
+//! here (its toggle in [`Toggles`], its directed scenario) and a row in [`BugId`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use epochlab_barrier::OnWorkerErr;
+use epochlab_meta::DropMode;
+
+pub mod b14910;
+pub mod b22384;
+
+/// A bug of the catalogue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BugId {
+    /// RisingWave #14910: a dropped job's state tables unregistered while its actors still ran.
+    #[default]
+    Rw14910,
+    /// RisingWave #22384: an epoch committed without a crashed worker's data.
+    Rw22384,
+}
+
+/// What the catalogue says about one bug.
+#[derive(Clone, Copy, Debug)]
+pub struct BugInfo {
+    pub id: BugId,
+    /// The mechanism, in one line.
+    pub mechanism: &'static str,
+    /// The RisingWave fix, in one line.
+    pub fix: &'static str,
+    /// The issue and pull requests, as links.
+    pub links: &'static [&'static str],
+    /// The modes a run of the bug can take, `buggy` first.
+    pub modes: &'static [Mode],
+    /// The command that shows it.
+    pub command: &'static str,
+}
+
+impl BugId {
+    /// Every implemented bug, in catalogue order.
+    pub const ALL: [BugId; 2] = [BugId::Rw14910, BugId::Rw22384];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BugId::Rw14910 => "14910",
+            BugId::Rw22384 => "22384",
+        }
+    }
+
+    pub fn info(self) -> &'static BugInfo {
+        match self {
+            BugId::Rw14910 => &b14910::INFO,
+            BugId::Rw22384 => &b22384::INFO,
+        }
+    }
+
+    pub fn modes(self) -> &'static [Mode] {
+        self.info().modes
+    }
+
+    /// The directed scenario's name in traces (`risingwave-14910`).
+    pub fn scenario_name(self) -> &'static str {
+        match self {
+            BugId::Rw14910 => "risingwave-14910",
+            BugId::Rw22384 => "risingwave-22384",
+        }
+    }
+
+    /// `mode` if the bug has it.
+    pub fn check_mode(self, mode: Mode) -> Result<Mode, BugError> {
+        if self.modes().contains(&mode) {
+            Ok(mode)
+        } else {
+            Err(BugError::NoSuchMode { bug: self, mode })
+        }
+    }
+}
+
+impl fmt::Display for BugId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A bug id or mode that the catalogue does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BugError {
+    #[error("no bug `{0}` in the catalogue (one of {ids}, or all)", ids = ids())]
+    Unknown(String),
+    #[error("bug {bug} has the modes {modes}, not `{mode}`", modes = mode_list(*bug))]
+    NoSuchMode { bug: BugId, mode: Mode },
+    #[error("no mode `{0}` (buggy, fixed or purge-before-reset)")]
+    UnknownMode(String),
+}
+
+fn ids() -> String {
+    BugId::ALL.map(BugId::as_str).join(", ")
+}
+
+/// A bug's modes, as `buggy, fixed`.
+pub fn mode_list(bug: BugId) -> String {
+    let modes: Vec<&str> = bug.modes().iter().map(|m| m.as_str()).collect();
+    modes.join(", ")
+}
+
+impl FromStr for BugId {
+    type Err = BugError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        BugId::ALL
+            .into_iter()
+            .find(|b| b.as_str() == s)
+            .ok_or_else(|| BugError::Unknown(s.to_string()))
+    }
+}
+
+/// The mode of a run: the bug's code before the fix, after it, or (#14910 only) RisingWave #15852's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    Buggy,
+    Fixed,
+    PurgeBeforeReset,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Buggy, Mode::Fixed, Mode::PurgeBeforeReset];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Buggy => "buggy",
+            Mode::Fixed => "fixed",
+            Mode::PurgeBeforeReset => "purge-before-reset",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = BugError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| BugError::UnknownMode(s.to_string()))
+    }
+}
+
+/// A bug and one of its modes: what a run is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BugMode {
+    bug: BugId,
+    mode: Mode,
+}
+
+impl BugMode {
+    /// `mode` of `bug`, if the bug has that mode.
+    pub fn new(bug: BugId, mode: Mode) -> Result<Self, BugError> {
+        let mode = bug.check_mode(mode)?;
+        Ok(Self { bug, mode })
+    }
+
+    /// The run of #14910 in `mode` (it has every mode).
+    pub fn of_14910(mode: Mode) -> Self {
+        Self {
+            bug: BugId::Rw14910,
+            mode,
+        }
+    }
+
+    pub fn bug(self) -> BugId {
+        self.bug
+    }
+
+    pub fn mode(self) -> Mode {
+        self.mode
+    }
+
+    pub fn toggles(self) -> Toggles {
+        Toggles::of(self.bug, self.mode).expect("a BugMode's mode is one of its bug's")
+    }
+
+    /// The run's label in logs: `buggy` for #14910, `22384 buggy` for the others.
+    pub fn label(self) -> String {
+        match self.bug {
+            BugId::Rw14910 => self.mode.as_str().to_string(),
+            bug => format!("{bug} {}", self.mode),
+        }
+    }
+}
+
+/// Every toggle of the engine, each where RisingWave had its bug. The default is every bug fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Toggles {
+    /// #14910: when meta unregisters a dropped job's tables (`MetaConfig::drop_mode`).
+    pub drop_mode: DropMode,
+    /// #22384: what a worker's error does to the nodes an epoch still waits for
+    /// (`BarrierConfig::on_worker_err`).
+    pub on_worker_err: OnWorkerErr,
+}
+
+impl Default for Toggles {
+    fn default() -> Self {
+        Self {
+            drop_mode: DropMode::Fixed,
+            on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
+        }
+    }
+}
+
+impl Toggles {
+    /// The toggles of a run of `bug` in `mode`: that bug's toggle set by its module, the others fixed.
+    pub fn of(bug: BugId, mode: Mode) -> Result<Self, BugError> {
+        let mode = bug.check_mode(mode)?;
+        let mut t = Toggles::default();
+        match bug {
+            BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
+            BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bug_has_buggy_and_fixed_and_only_its_own_toggle() {
+        for bug in BugId::ALL {
+            assert_eq!(bug.as_str().parse::<BugId>(), Ok(bug));
+            assert_eq!(bug.info().id, bug);
+            assert_eq!(&bug.modes()[..2], &[Mode::Buggy, Mode::Fixed]);
+            assert_eq!(Toggles::of(bug, Mode::Fixed), Ok(Toggles::default()));
+            assert_ne!(Toggles::of(bug, Mode::Buggy), Ok(Toggles::default()));
+        }
+        assert_eq!(
+            Toggles::of(BugId::Rw22384, Mode::PurgeBeforeReset)
+                .unwrap_err()
+                .to_string(),
+            "bug 22384 has the modes buggy, fixed, not `purge-before-reset`"
+        );
+        assert!("16815".parse::<BugId>().is_err());
+    }
+}
