@@ -21,9 +21,9 @@ it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one o
 while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --bug ID                  14910 (default) | 22384 | all: the bug of the catalogue (`epochlab bugs`) whose
-                            directed scenario runs; the scenario flags below (--rows to --persist-check) are
-                            #14910's, and the other bugs' scenarios take none of them
+  --bug ID                  14910 (default) | 22384 | 16815 | all: the bug of the catalogue (`epochlab bugs`)
+                            whose directed scenario runs; the scenario flags below (--rows to --persist-check)
+                            are #14910's, and the other bugs' scenarios take none of them
   --mode M                  buggy | fixed | purge-before-reset (14910 only) | all, default all: the bug's modes
   --seed N                  0..=18446744073709551615, default 1: the seed of every timing
   --rows N                  1..=10000000, default 10000: rows in the table
@@ -1185,9 +1185,9 @@ the directed scenario of `epochlab repro` instead.
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
-  --bug ID                  14910 (default) | 22384: the bug of the catalogue (`epochlab bugs`) whose toggle
-                            --mode sets (every other bug's toggle stays fixed); not with --plan (a plan file
-                            names its bug) or --replay
+  --bug ID                  14910 (default) | 22384 | 16815: the bug of the catalogue (`epochlab bugs`)
+                            whose toggle --mode sets (every other bug's toggle stays fixed); not with --plan
+                            (a plan file names its bug) or --replay
   --mode M                  buggy | fixed | purge-before-reset (14910 only), default fixed
   --scenario S              random (default): a random plan per seed; 14910: the directed scenario
   --kill-rate F             0..=1, random plans: the chance that a kill opportunity (every 5 to 15 s, and

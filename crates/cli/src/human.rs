@@ -133,7 +133,12 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
                 epochlab_sim::BugId::Rw14910 => {
                     ": the drop, the fault, the unregister, the actor's persists, recovery"
                 }
-                _ => ": the epoch, its collections, the kill, the commit, recovery",
+                epochlab_sim::BugId::Rw22384 => {
+                    ": the epoch, its collections, the kill, the commit, recovery"
+                }
+                epochlab_sim::BugId::Rw16815 => {
+                    ": the table, the view's backfill, its progress, the failure"
+                }
             }
         );
         for l in &rep.timeline {

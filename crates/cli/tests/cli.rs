@@ -177,6 +177,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("14910", "purge-before-reset", "passed"),
             ("22384", "buggy", "failed"),
             ("22384", "fixed", "passed"),
+            ("16815", "buggy", "failed"),
+            ("16815", "fixed", "passed"),
         ]
     );
     let error = |i: usize| rows[i].error.clone().unwrap_or_default();
@@ -198,9 +200,15 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         rows[3].replay
     );
+    assert!(
+        error(5).starts_with("backfill progress for vnode "),
+        "{}",
+        error(5)
+    );
     let catalogue = epochlab(["bugs"]);
     assert_eq!(catalogue.status.code(), Some(0));
     assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));
+    assert!(text(&catalogue.stdout).contains("16815\n  mechanism: "));
     let bad = epochlab(["repro", "--bug", "22384", "--mode", "purge-before-reset"]);
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(

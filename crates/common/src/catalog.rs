@@ -74,6 +74,18 @@ impl TableDesc {
         }
     }
 
+    /// The columns a row is hashed by to find its vnode (indices into the row): the distribution key's
+    /// columns; none for a singleton (vnode 0). A vnode-column table's vnode is not a hash: its pk is given.
+    pub fn dist_key_indices(&self) -> Vec<usize> {
+        match &self.distribution {
+            Distribution::Singleton => vec![],
+            Distribution::HashDistKey { dist_key_in_pk } => {
+                dist_key_in_pk.iter().map(|&i| self.pk_indices[i]).collect()
+            }
+            Distribution::VnodeColumn { .. } => self.pk_indices.clone(),
+        }
+    }
+
     pub fn pk_types(&self) -> Vec<DataType> {
         self.pk_indices
             .iter()

@@ -116,7 +116,7 @@ impl Relation {
         DispatcherDesc {
             downstream_fragment: self.fragment_id,
             kind: DispatcherKind::Hash {
-                dist_key_indices: upstream.desc.pk_indices.clone(),
+                dist_key_indices: upstream.desc.dist_key_indices(),
                 mapping: self.mapping(),
                 vnode_count: self.desc.vnode_count,
             },

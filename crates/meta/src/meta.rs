@@ -470,16 +470,32 @@ impl MetaNode {
         pk_indices: Vec<usize>,
         parallelism: usize,
     ) -> Result<TableId, DdlError> {
+        let dist_key_in_pk = (0..pk_indices.len()).collect();
+        self.create_table_distributed(name, column_types, pk_indices, dist_key_in_pk, parallelism)
+            .await
+    }
+
+    /// `CREATE TABLE name (columns) PRIMARY KEY (pk) DISTRIBUTED BY (dist key)`: hash-distributed by the pk
+    /// columns at `dist_key_in_pk` (positions within the pk; a strict subset, say `(a)` of pk `(a, b)`).
+    pub async fn create_table_distributed(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        pk_indices: Vec<usize>,
+        dist_key_in_pk: Vec<usize>,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
         if parallelism == 0
             || pk_indices.is_empty()
             || pk_indices.iter().any(|&i| i >= column_types.len())
+            || dist_key_in_pk.is_empty()
+            || dist_key_in_pk.iter().any(|&i| i >= pk_indices.len())
         {
             return Err(DdlError::Invalid(format!(
                 "bad table definition for {name}"
             )));
         }
         let id = self.inner.next_table_id();
-        let dist_key_in_pk = (0..pk_indices.len()).collect();
         let desc = Arc::new(TableDesc::hash(
             id,
             column_types,

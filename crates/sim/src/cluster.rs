@@ -236,8 +236,9 @@ impl Cluster {
         let worker_of: BTreeMap<ActorId, WorkerId> =
             rel.actors.iter().map(|a| (a.actor_id, a.worker)).collect();
         let mut per_actor: BTreeMap<ActorId, Vec<(Op, OwnedRow)>> = BTreeMap::new();
+        let dist_key = rel.desc.dist_key_indices();
         for (op, row) in rows {
-            let vnode = VirtualNode::compute_row(&row, &rel.desc.pk_indices, rel.desc.vnode_count);
+            let vnode = VirtualNode::compute_row(&row, &dist_key, rel.desc.vnode_count);
             per_actor
                 .entry(mapping.owner(vnode))
                 .or_default()

@@ -249,6 +249,7 @@ pub(crate) fn cluster_config_for(
     meta.recovery.migrate_actors = interval / 4..interval * 3 / 2;
     let stream = StreamConfig {
         persist_check,
+        backfill_vnode: toggles.backfill_vnode,
         barrier_channel_capacity: meta.barrier.in_flight_limit + 1,
         ..StreamConfig::default()
     };
@@ -359,6 +360,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
         match p.bug {
             BugId::Rw14910 => scenario(ctx, p, capture, hooks.on_cluster).await,
             BugId::Rw22384 => crate::bugs::b22384::scenario(ctx, p, hooks.on_cluster).await,
+            BugId::Rw16815 => crate::bugs::b16815::scenario(ctx, p, hooks.on_cluster).await,
         }
     });
     out.map(|value| {

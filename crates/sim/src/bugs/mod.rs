@@ -11,8 +11,10 @@ use std::str::FromStr;
 
 use epochlab_barrier::OnWorkerErr;
 use epochlab_meta::DropMode;
+use epochlab_stream::BackfillVnode;
 
 pub mod b14910;
+pub mod b16815;
 pub mod b22384;
 
 /// A bug of the catalogue.
@@ -23,6 +25,8 @@ pub enum BugId {
     Rw14910,
     /// RisingWave #22384: an epoch committed without a crashed worker's data.
     Rw22384,
+    /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
+    Rw16815,
 }
 
 /// What the catalogue says about one bug.
@@ -43,12 +47,13 @@ pub struct BugInfo {
 
 impl BugId {
     /// Every implemented bug, in catalogue order.
-    pub const ALL: [BugId; 2] = [BugId::Rw14910, BugId::Rw22384];
+    pub const ALL: [BugId; 3] = [BugId::Rw14910, BugId::Rw22384, BugId::Rw16815];
 
     pub fn as_str(self) -> &'static str {
         match self {
             BugId::Rw14910 => "14910",
             BugId::Rw22384 => "22384",
+            BugId::Rw16815 => "16815",
         }
     }
 
@@ -56,6 +61,7 @@ impl BugId {
         match self {
             BugId::Rw14910 => &b14910::INFO,
             BugId::Rw22384 => &b22384::INFO,
+            BugId::Rw16815 => &b16815::INFO,
         }
     }
 
@@ -68,6 +74,7 @@ impl BugId {
         match self {
             BugId::Rw14910 => "risingwave-14910",
             BugId::Rw22384 => "risingwave-22384",
+            BugId::Rw16815 => "risingwave-16815",
         }
     }
 
@@ -207,6 +214,9 @@ pub struct Toggles {
     /// #22384: what a worker's error does to the nodes an epoch still waits for
     /// (`BarrierConfig::on_worker_err`).
     pub on_worker_err: OnWorkerErr,
+    /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks
+    /// (`StreamConfig::backfill_vnode`).
+    pub backfill_vnode: BackfillVnode,
 }
 
 impl Default for Toggles {
@@ -214,6 +224,7 @@ impl Default for Toggles {
         Self {
             drop_mode: DropMode::Fixed,
             on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
+            backfill_vnode: BackfillVnode::DistKey,
         }
     }
 }
@@ -226,6 +237,7 @@ impl Toggles {
         match bug {
             BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
             BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
+            BugId::Rw16815 => t.backfill_vnode = b16815::backfill_vnode(mode),
         }
         Ok(t)
     }
@@ -250,6 +262,6 @@ mod tests {
                 .to_string(),
             "bug 22384 has the modes buggy, fixed, not `purge-before-reset`"
         );
-        assert!("16815".parse::<BugId>().is_err());
+        assert!("16816".parse::<BugId>().is_err());
     }
 }

@@ -58,6 +58,12 @@ pub enum StreamExecutorError {
         stored: String,
         committed: String,
     },
+    /// The backfill has no progress for a vnode (RisingWave's message; #16815's symptom when an upstream row's
+    /// vnode is derived from its pk rather than the table's distribution key).
+    #[error(
+        "backfill progress for vnode {vnode} not found, backfill_state not initialized properly"
+    )]
+    ProgressNotFound { vnode: u32 },
     #[error("{0}")]
     Internal(String),
 }
@@ -113,7 +119,8 @@ impl StreamExecutorError {
             Self::StateTable(
                 StateTableError::RowExists { .. } | StateTableError::OldRowMismatch { .. },
             )
-            | Self::ProgressDiverged { .. } => FailureReason::InconsistentState,
+            | Self::ProgressDiverged { .. }
+            | Self::ProgressNotFound { .. } => FailureReason::InconsistentState,
             Self::StateTable(StateTableError::Storage(S::StaleGeneration { .. }))
             | Self::Storage(S::StaleGeneration { .. }) => FailureReason::StaleGeneration,
             Self::StateTable(StateTableError::Storage(S::InconsistentOperation(_)))

@@ -230,6 +230,8 @@ pub(crate) struct BuildEnv {
     pub dml_channel_capacity: usize,
     /// RisingWave's debug-build checks on backfill progress (see `StreamConfig::persist_check`).
     pub persist_check: bool,
+    /// RisingWave #16815's toggle (see `StreamConfig::backfill_vnode`).
+    pub backfill_vnode: crate::BackfillVnode,
     /// Barriers a source actor may have queued (meta never has more in flight).
     pub barrier_channel_capacity: usize,
 }
@@ -348,6 +350,7 @@ fn build_node(
                 rate_limit: *rate_limit,
                 chunk_size: *chunk_size,
                 persist_check: env.persist_check,
+                backfill_vnode: env.backfill_vnode,
                 storage: env.storage.clone(),
                 barrier_manager: barrier_manager.clone(),
                 stats: env.backfill.actor(state_table.table_id, actor_id),

@@ -24,6 +24,19 @@ pub struct StreamConfig {
     /// RisingWave's debug-build checks on backfill progress: the backfill reads each progress row before it
     /// updates it, and the progress table checks every write against storage. Off is a release build.
     pub persist_check: bool,
+    /// RisingWave #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream
+    /// chunks (read only in `mark_chunk_ref_by_vnode`).
+    pub backfill_vnode: BackfillVnode,
+}
+
+/// How the arrangement backfill computes the vnode of an upstream row (RisingWave #16815).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackfillVnode {
+    /// Before the fix: hash the row's whole pk, whatever the table is distributed by.
+    Pk,
+    /// The fix: the table's distribution key, as the table distributes its rows.
+    #[default]
+    DistKey,
 }
 
 impl Default for StreamConfig {
@@ -32,6 +45,7 @@ impl Default for StreamConfig {
             dml_channel_capacity: 64,
             barrier_channel_capacity: 10_001,
             persist_check: true,
+            backfill_vnode: BackfillVnode::DistKey,
         }
     }
 }
@@ -113,6 +127,7 @@ impl ComputeNode {
             failures: env.failures.clone(),
             dml_channel_capacity: env.config.dml_channel_capacity,
             persist_check: env.config.persist_check,
+            backfill_vnode: env.config.backfill_vnode,
             barrier_channel_capacity: env.config.barrier_channel_capacity,
         });
         let barrier_manager = barrier_worker.handle();

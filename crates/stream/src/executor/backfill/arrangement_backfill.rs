@@ -15,6 +15,7 @@ use futures_async_stream::try_stream;
 use super::snapshot::SnapshotReader;
 use super::state::{BackfillProgressPerVnode, BackfillState};
 use super::stats::BackfillActorStats;
+use crate::BackfillVnode;
 use crate::executor::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
     expect_first_barrier,
@@ -52,6 +53,8 @@ pub struct BackfillArgs {
     pub chunk_size: usize,
     /// RisingWave's debug-build check: read each progress row before updating it.
     pub persist_check: bool,
+    /// RisingWave #16815: how upstream rows' vnodes are derived when chunks are marked.
+    pub backfill_vnode: BackfillVnode,
     pub storage: NodeStorage,
     pub barrier_manager: LocalBarrierManager,
     pub stats: Arc<BackfillActorStats>,
@@ -158,7 +161,15 @@ impl Core {
                 continue;
             }
             let pk = row.project(&self.pk_indices);
-            let vnode = self.args.upstream_table.compute_vnode_by_pk(&pk)?;
+            let vnode = match self.args.backfill_vnode {
+                // RisingWave before #16815: `VirtualNode::compute_row(row, pk_indices)`.
+                BackfillVnode::Pk => {
+                    let whole_pk: Vec<usize> = (0..pk.len()).collect();
+                    let count = self.args.upstream_table.desc().vnode_count;
+                    VirtualNode::compute_row(&pk, &whole_pk, count)
+                }
+                BackfillVnode::DistKey => self.args.upstream_table.compute_vnode_by_pk(&pk)?,
+            };
             let visible = match state.get_progress(vnode)? {
                 BackfillProgressPerVnode::NotStarted => false,
                 BackfillProgressPerVnode::Completed { .. } => true,

@@ -147,11 +147,11 @@ impl BackfillState {
         &self,
         vnode: VirtualNode,
     ) -> StreamExecutorResult<&BackfillProgressPerVnode> {
-        self.per_vnode.get(&vnode).map(|s| &s.current).ok_or_else(|| {
-            StreamExecutorError::Internal(format!(
-                "Backfill progress for vnode {vnode:?} not found, backfill_state not initialized properly"
-            ))
-        })
+        self.per_vnode.get(&vnode).map(|s| &s.current).ok_or(
+            StreamExecutorError::ProgressNotFound {
+                vnode: vnode.to_index() as u32,
+            },
+        )
     }
 
     pub fn has_progress(&self) -> bool {

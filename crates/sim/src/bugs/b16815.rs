@@ -1,0 +1,297 @@
+//! RisingWave #16815: the arrangement backfill marks each upstream chunk row by row (`mark_chunk_ref_by_vnode`):
+//! a row is forwarded iff its vnode's snapshot has already passed it. Before the fix the vnode was computed by
+//! hashing the row's **pk**, while the upstream table distributes rows by its **distribution key**. With a
+//! distribution key that is a strict subset of the pk, the computed vnode is often not one the actor owns
+//! ("backfill progress for vnode V not found"), and when it is owned the row is judged by the wrong vnode's
+//! position: updates are dropped or applied twice. Its toggle is [`BackfillVnode`]
+//! (`StreamConfig::backfill_vnode`, read in the arrangement backfill's `mark_chunk_ref_by_vnode`); its directed
+//! scenario is [`scenario`], after RisingWave's `e2e_test/backfill/sink/different_pk_and_dist_key.slt`.
+//!
+//! The scenario: a table with pk (a, b) distributed by a, loaded; a rate-limited view over it, created in the
+//! background with two backfill actors, while DML keeps updating the table, so that upstream chunks reach the
+//! backfill mid-snapshot. Buggy: the backfill fails with the vnode-not-found error (or the view differs from its
+//! query: the oracle). Fixed: the view equals its query.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
+use epochlab_meta::{JobOptions, JobState};
+use epochlab_stream::BackfillVnode;
+
+use super::{BugId, BugInfo, Mode, Toggles};
+use crate::checkers::Checkers;
+use crate::cluster::Cluster;
+use crate::runtime::SimContext;
+use crate::scenario::{
+    ClusterHook, Outcome, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
+    stuck_report,
+};
+
+pub const INFO: BugInfo = BugInfo {
+    id: BugId::Rw16815,
+    mechanism: "arrangement backfill computes an upstream row's vnode from its pk, not the table's distribution \
+                key: the vnode is not the actor's (progress not found) or the wrong one (rows dropped or doubled)",
+    fix: "compute the vnode as the upstream table distributes rows (`compute_vnode_by_pk` through its \
+          distribution)",
+    links: &["https://github.com/risingwavelabs/risingwave/pull/16815"],
+    modes: &[Mode::Buggy, Mode::Fixed],
+    command: "cargo xtask repro --bug 16815",
+};
+
+/// How the arrangement backfill derives an upstream row's vnode in `mode`.
+pub(crate) fn backfill_vnode(mode: Mode) -> BackfillVnode {
+    match mode {
+        Mode::Buggy => BackfillVnode::Pk,
+        _ => BackfillVnode::DistKey,
+    }
+}
+
+/// Distinct values of `a` (the distribution key) and of `b` per `a`.
+const KEYS_A: i64 = 32;
+const KEYS_B: i64 = 4;
+/// Snapshot rows per second per backfill actor: the backfill spans several barriers.
+const RATE_LIMIT: u32 = 8;
+/// Budgets of the phases (virtual time).
+const UPDATE_ROUNDS: u32 = 100;
+const CREATE_BUDGET: Duration = Duration::from_secs(60);
+
+struct Setup {
+    ctx: SimContext,
+    cluster: Arc<Cluster>,
+    checkers: Checkers,
+    table: TableId,
+    view: TableId,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.cluster.shutdown();
+    }
+}
+
+/// The directed scenario of #16815.
+pub(crate) async fn scenario(
+    ctx: SimContext,
+    p: ReproParams,
+    hook: Option<ClusterHook>,
+) -> ReproReport {
+    let report = ReproReport::new(p.clone());
+    let toggles = match p.toggles() {
+        Ok(t) => t,
+        Err(e) => return report.not_reproducible(e.to_string()),
+    };
+    event!(ctx.log, "scenario", "bug=16815 mode={}", p.mode);
+    let setup = match setup(&ctx, toggles, hook).await {
+        Ok(s) => s,
+        Err(why) => return report.not_reproducible(why),
+    };
+    match update_while_backfilling(&setup).await {
+        Ok(()) => verdict(&setup, &p, report),
+        Err(stuck) => {
+            let mut report = counted(report, &setup);
+            report.outcome = Outcome::Stuck;
+            report.error = Some(stuck);
+            report
+        }
+    }
+}
+
+fn table_row(a: i64, b: i64, v: i64) -> OwnedRow {
+    row![a, b, v]
+}
+
+/// One node; table t (a, b, v) with pk (a, b) distributed by a, loaded; view m over it created in the
+/// background, rate-limited, on two actors.
+async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Result<Setup, String> {
+    let config = cluster_config_for(t, 16, 1000, 1, true);
+    let cluster = Arc::new(Cluster::start(ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = Checkers::install(&cluster, t.drop_mode);
+    base_network(&cluster);
+    let meta = &cluster.meta;
+    let types = vec![DataType::Int64, DataType::Int64, DataType::Int64];
+    let table = meta
+        .create_table_distributed("t", types, vec![0, 1], vec![0], 2)
+        .await;
+    let table = table.map_err(|e| format!("create table: {e}"))?;
+    let rows = (0..KEYS_A)
+        .flat_map(|a| (0..KEYS_B).map(move |b| (Op::Insert, table_row(a, b, 0))))
+        .collect();
+    cluster.dml(table, rows).await.map_err(|e| e.to_string())?;
+    meta.flush().await.map_err(|e| e.to_string())?;
+    let job = JobOptions {
+        parallelism: 2,
+        rate_limit: Some(RATE_LIMIT),
+        background: true,
+    };
+    let view = meta.create_materialized_view("m", table, job).await;
+    let view = view.map_err(|e| format!("create view: {e}"))?;
+    Ok(Setup {
+        ctx: ctx.clone(),
+        cluster,
+        checkers,
+        table,
+        view,
+    })
+}
+
+fn creating(s: &Setup) -> bool {
+    s.cluster
+        .meta
+        .relation(s.view)
+        .is_some_and(|r| r.state == JobState::Creating)
+}
+
+fn failed(s: &Setup) -> bool {
+    s.cluster.failures.first_state_error().is_some()
+}
+
+/// Update random rows every 100 ms while the backfill runs, then wait for the view to be created (or for the
+/// backfill to fail) and for a checkpoint after it.
+async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
+    let rng = &s.ctx.rng;
+    // The value each row holds: an update deletes that version and inserts the next.
+    let mut model: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for round in 1..=UPDATE_ROUNDS as i64 {
+        if !creating(s) || failed(s) {
+            break;
+        }
+        let mut rows = Vec::new();
+        let mut keys = BTreeSet::new();
+        for _ in 0..3 {
+            keys.insert((
+                rng.range_u64(0..KEYS_A as u64) as i64,
+                rng.range_u64(0..KEYS_B as u64) as i64,
+            ));
+        }
+        for (a, b) in keys {
+            let old = model.insert((a, b), round).unwrap_or(0);
+            rows.push((Op::UpdateDelete, table_row(a, b, old)));
+            rows.push((Op::UpdateInsert, table_row(a, b, round)));
+        }
+        s.cluster
+            .dml(s.table, rows)
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let done = tokio::time::timeout(CREATE_BUDGET, async {
+        while creating(s) && !failed(s) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    if done.await.is_err() {
+        return Err(stuck_report(
+            &s.cluster,
+            "the view's backfill did not finish",
+        ));
+    }
+    if failed(s) {
+        return Ok(());
+    }
+    s.cluster.wait_ready().await;
+    s.cluster
+        .meta
+        .flush()
+        .await
+        .map_err(|e| format!("the flush failed: {e}"))
+}
+
+fn counted(mut report: ReproReport, s: &Setup) -> ReproReport {
+    let stats = s.cluster.barrier_stats();
+    report.epochs = stats.injected.load(Ordering::Relaxed);
+    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
+    report.max_committed_epoch = s.cluster.hummock.max_committed_epoch().0;
+    report
+}
+
+/// (oracle) The view holds its query over the committed table: every row of `t`.
+fn check_view(s: &Setup) {
+    let key = |r: &OwnedRow| format!("{r:?}");
+    let want: BTreeSet<String> = s.cluster.committed_rows(s.table).iter().map(key).collect();
+    let got: BTreeSet<String> = s.cluster.committed_rows(s.view).iter().map(key).collect();
+    let missing = want.difference(&got).count();
+    let extra = got.difference(&want).count();
+    if missing + extra > 0 {
+        let mut v = Violation::new(
+            "oracle",
+            format!("view m differs from its query: {missing} rows missing, {extra} extra"),
+        );
+        v.table = Some(s.view.0);
+        s.checkers.violation(v);
+    }
+}
+
+fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
+    let mut report = counted(report, s);
+    let failure = s.cluster.failures.first_state_error();
+    if failure.is_none() {
+        // A failed backfill leaves the view unfinished: the oracle judges only a created view.
+        s.checkers.check_end(&s.cluster);
+        check_view(s);
+    }
+    report.violations = s.checkers.violations();
+    report.timeline = timeline(&s.ctx.log.lines());
+    if let Some(failure) = failure {
+        report.outcome = Outcome::Failed;
+        report.error = Some(failure.error.to_string());
+        report.caught_by = Some(format!(
+            "actor failure ({})",
+            failure.error.reason().as_str()
+        ));
+        report.failing_actor = Some(failure.actor.0);
+    } else if !report.violations.is_empty() {
+        let details: Vec<&str> = report
+            .violations
+            .iter()
+            .map(|v| v.detail.as_str())
+            .collect();
+        let checks: Vec<String> = report
+            .violations
+            .iter()
+            .map(|v| format!("{} checker", v.invariant))
+            .collect();
+        report.outcome = Outcome::Failed;
+        report.error = Some(details.join("; "));
+        report.caught_by = Some(checks.join(", "));
+    } else if p.mode == Mode::Buggy {
+        return report.not_reproducible(
+            "every upstream row's pk vnode happened to judge it as its distribution-key vnode would".into(),
+        );
+    } else {
+        report.notes.push(
+            "every upstream row was judged by its distribution-key vnode; view m equals its query"
+                .into(),
+        );
+    }
+    report
+}
+
+/// The story of the backfill: from the table's creation, the DDL, the backfill's persists and the failure.
+fn timeline(lines: &[String]) -> Vec<String> {
+    let from = lines
+        .iter()
+        .position(|l| l.contains(" ddl: create table t "))
+        .unwrap_or(0);
+    let keep = [
+        " scenario: ",
+        " ddl: ",
+        " persist backfill state: ",
+        " actor failure: ",
+    ];
+    let mut out: Vec<String> = lines[from..]
+        .iter()
+        .filter(|l| keep.iter().any(|k| l.contains(k)))
+        .cloned()
+        .collect();
+    if let Some(i) = out.iter().position(|l| l.contains(" actor failure: ")) {
+        out.truncate(i + 1);
+    }
+    let from = out.len().saturating_sub(40);
+    out.split_off(from)
+}

@@ -1,0 +1,94 @@
+//! RisingWave #16815 (wrong vnode derivation in arrangement backfill), directed: a table with pk (a, b)
+//! distributed by a, a view over it backfilled by two actors while DML keeps updating the table.
+
+use epochlab_sim::{BugId, Mode, Outcome, ReproParams, ReproReport, run_repro};
+
+fn run(mode: Mode, seed: u64) -> ReproReport {
+    let params = ReproParams {
+        bug: BugId::Rw16815,
+        mode,
+        seed,
+        ..ReproParams::default()
+    };
+    run_repro(&params).value
+}
+
+/// Buggy: an upstream row's vnode, hashed from its whole pk, is not one of the actor's: the backfill fails
+/// with RisingWave's message, as a state error of the backfill actor.
+#[test]
+fn buggy_fails_with_backfill_progress_not_found() {
+    for seed in 1..4 {
+        let r = run(Mode::Buggy, seed);
+        assert_eq!(r.outcome, Outcome::Failed, "seed {seed}: {r:?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.starts_with("backfill progress for vnode "), "{error}");
+        assert!(error.contains(" not found"), "{error}");
+        assert_eq!(
+            r.caught_by.as_deref(),
+            Some("actor failure (inconsistent_state)")
+        );
+        assert!(r.timeline.last().unwrap().contains(" actor failure: "));
+    }
+}
+
+/// Fixed: every upstream row is judged by its distribution-key vnode; the view is created and equals its query.
+#[test]
+fn fixed_backfills_the_view_equal_to_its_query() {
+    for seed in 1..4 {
+        let r = run(Mode::Fixed, seed);
+        assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {r:?}");
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert!(
+            r.notes[0].contains("view m equals its query"),
+            "{:?}",
+            r.notes
+        );
+    }
+}
+
+/// The same seed gives the same run, in each mode.
+#[test]
+fn the_scenario_is_deterministic() {
+    for mode in [Mode::Buggy, Mode::Fixed] {
+        let params = ReproParams {
+            bug: BugId::Rw16815,
+            mode,
+            ..ReproParams::default()
+        };
+        assert_eq!(run_repro(&params).digest, run_repro(&params).digest);
+    }
+}
+
+/// The toggle, not the script, makes the failure: the same seed and scenario, only
+/// `StreamConfig::backfill_vnode` flipped between pk and distribution key, fails and passes.
+#[test]
+fn flipping_the_toggle_on_the_same_run_makes_the_failure_appear_and_disappear() {
+    use epochlab_sim::{BugMode, Toggles};
+    use epochlab_stream::BackfillVnode;
+    let buggy = BugMode::new(BugId::Rw16815, Mode::Buggy).unwrap();
+    let fixed = BugMode::new(BugId::Rw16815, Mode::Fixed).unwrap();
+    assert_eq!(buggy.toggles().backfill_vnode, BackfillVnode::Pk);
+    assert_eq!(fixed.toggles(), Toggles::default());
+    assert_eq!(
+        Toggles {
+            backfill_vnode: BackfillVnode::Pk,
+            ..Toggles::default()
+        },
+        buggy.toggles()
+    );
+    for seed in [7, 11] {
+        let failed = run(Mode::Buggy, seed);
+        let passed = run(Mode::Fixed, seed);
+        assert_eq!(failed.outcome, Outcome::Failed, "seed {seed}");
+        assert_eq!(passed.outcome, Outcome::Passed, "seed {seed}");
+        assert!(passed.failing_actor.is_none());
+    }
+}
+
+/// A mode the bug does not have is not run.
+#[test]
+fn purge_before_reset_is_not_a_mode_of_16815() {
+    let r = run(Mode::PurgeBeforeReset, 1);
+    assert_eq!(r.outcome, Outcome::NotReproducible);
+    assert!(r.error.unwrap().contains("has the modes buggy, fixed"));
+}
