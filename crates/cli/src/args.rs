@@ -1141,10 +1141,14 @@ mod tests {
         assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
         let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
         let runs = a.runs();
-        assert_eq!(runs.len(), 5);
+        assert_eq!(runs.len(), 7);
         assert_eq!(
             a.event_log_of(runs[4]),
             Some(PathBuf::from("r.22384-fixed.log"))
+        );
+        assert_eq!(
+            a.event_log_of(runs[5]),
+            Some(PathBuf::from("r.16815-buggy.log"))
         );
     }
 
@@ -1163,9 +1167,9 @@ mod tests {
             matches!(err, ArgError::Pointless { flag: "--rows", .. }),
             "{err}"
         );
-        let err = parse(&["--bug", "16815"]).unwrap_err();
+        let err = parse(&["--bug", "19138"]).unwrap_err();
         assert!(
-            err.to_string().starts_with("--bug: no bug `16815`"),
+            err.to_string().starts_with("--bug: no bug `19138`"),
             "{err}"
         );
     }
