@@ -80,6 +80,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
             action: Action::Flush,
         });
     }
+    distribute_some_by_a_pk_subset(&d, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -91,6 +92,16 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
 
 fn parallelism(d: &Draw, c: &PlanCluster) -> u32 {
     d.between(1, u64::from(c.compute_nodes) * 2 + 1) as u32
+}
+
+/// Some tables get pk (k, s) distributed by k, a strict subset of the pk (RisingWave #16815's shape). Drawn
+/// last, so that every other draw of a seed's plan is what it was before tables could take this shape.
+fn distribute_some_by_a_pk_subset(d: &Draw, steps: &mut [Step]) {
+    for step in steps {
+        if let Action::CreateTable { pk_ks, .. } = &mut step.action {
+            *pk_ks = d.chance(0.3);
+        }
+    }
 }
 
 /// A table of the plan, and what the jobs over it must keep up with.
@@ -137,6 +148,7 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
                 name: name.clone(),
                 parallelism,
                 rows,
+                pk_ks: false,
             },
         });
         let busy = d.chance(0.5);
@@ -360,5 +372,28 @@ mod tests {
         let plan = generate(7, &GenParams::default());
         let text = serde_json::to_string_pretty(&plan).unwrap();
         assert_eq!(serde_json::from_str::<Plan>(&text).unwrap(), plan);
+    }
+
+    /// About one table in three is distributed by a strict subset of its pk; a plan file without the field
+    /// reads as pk (k), and a pk (k) table writes none.
+    #[test]
+    fn some_tables_are_distributed_by_a_strict_subset_of_the_pk() {
+        let (mut subset, mut whole) = (0, 0);
+        for seed in 0..200 {
+            for step in generate(seed, &GenParams::default()).steps {
+                if let Action::CreateTable { pk_ks, .. } = step.action {
+                    if pk_ks { subset += 1 } else { whole += 1 }
+                }
+            }
+        }
+        assert!(
+            subset > 0 && whole > subset,
+            "{subset} of {}",
+            subset + whole
+        );
+        let old = r#"{"op": "create_table", "name": "t1", "parallelism": 2, "rows": 10}"#;
+        let action: Action = serde_json::from_str(old).unwrap();
+        assert!(matches!(action, Action::CreateTable { pk_ks: false, .. }));
+        assert!(!serde_json::to_string(&action).unwrap().contains("pk_ks"));
     }
 }

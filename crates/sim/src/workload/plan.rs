@@ -53,10 +53,14 @@ pub struct Step {
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     /// `CREATE TABLE name (k BIGINT PRIMARY KEY, v BIGINT, s VARCHAR)`, then `rows` inserted and flushed.
+    /// With `pk_ks`, the pk is (k, s) and the table is distributed by k, a strict subset of its pk (the shape
+    /// of RisingWave #16815); `s` is the same in every row, so k alone is still unique.
     CreateTable {
         name: String,
         parallelism: u32,
         rows: u32,
+        #[serde(default, skip_serializing_if = "is_false")]
+        pk_ks: bool,
     },
     /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`, with arrangement backfill.
     CreateMv { name: String, job: JobSpec },
@@ -342,9 +346,15 @@ impl std::fmt::Display for Action {
                 name,
                 parallelism,
                 rows,
+                pk_ks,
             } => write!(
                 f,
-                "create table {name} (parallelism {parallelism}), load {rows} rows"
+                "create table {name} (parallelism {parallelism}{}), load {rows} rows",
+                if *pk_ks {
+                    ", pk (k, s) distributed by k"
+                } else {
+                    ""
+                }
             ),
             Action::CreateMv { name, job: j } => write!(f, "create mv {name} {}", job(j)),
             Action::CreateSink {
@@ -401,4 +411,9 @@ impl std::fmt::Display for Action {
             },
         }
     }
+}
+
+/// serde's `skip_serializing_if` for flags whose default (false) older plan files leave out.
+fn is_false(b: &bool) -> bool {
+    !*b
 }

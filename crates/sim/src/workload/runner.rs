@@ -240,7 +240,11 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             name,
             parallelism,
             rows,
-        } => spawn(run, create_table(run.clone(), name, parallelism, rows)),
+            pk_ks,
+        } => spawn(
+            run,
+            create_table(run.clone(), name, parallelism, rows, pk_ks),
+        ),
         Action::CreateMv { name, job } => {
             let upstream = id_of(run, &job.upstream)?;
             spawn(run, create_job(run.clone(), name, upstream, job, None));
@@ -336,12 +340,18 @@ fn table_row(k: i64, v: i64) -> OwnedRow {
     row![k, v, "payload"]
 }
 
-async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32) {
+async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, pk_ks: bool) {
     use epochlab_common::DataType;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &run.cluster.meta;
+    // pk (k, s) distributed by k, or pk (k).
+    let (pk, dist_key_in_pk) = if pk_ks {
+        (vec![0, 2], vec![0])
+    } else {
+        (vec![0], vec![0])
+    };
     let result = meta
-        .create_table(&name, types, vec![0], parallelism as usize)
+        .create_table_distributed(&name, types, pk, dist_key_in_pk, parallelism as usize)
         .await;
     let id = match result {
         Ok(id) => id,

@@ -131,10 +131,12 @@ fn simpler(action: &Action) -> Vec<Action> {
             name,
             parallelism,
             rows,
+            pk_ks,
         } => out.extend(half(u64::from(*rows), 1).map(|r| Action::CreateTable {
             name: name.clone(),
             parallelism: *parallelism,
             rows: r as u32,
+            pk_ks: *pk_ks,
         })),
         Action::Dml { .. } => out.extend(simpler_dml(action)),
         Action::RpcDelay {
