@@ -1,6 +1,6 @@
 //! The cost of tracing: the default repro (buggy mode) with its spans exported, beside the same run without an
 //! exporter, in the same process. Wall time per run, flush included; the three kinds of run alternate, and
-//! each figure is the median of 15.
+//! each figure is the median of 31.
 //! - into the embedded Jaeger (what `--jaeger` does: the spans go into its index on the processor's thread);
 //! - over OTLP/gRPC to a collector on loopback (what `--otlp-endpoint` does; the collector is the embedded
 //!   one, in this process, so its decoding is counted too).
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{EmbeddedJaeger, ExportRuntime, KeyValue, RunTracer, run_layer};
 
-const RUNS: usize = 15;
+const RUNS: usize = 31;
 
 /// The most that exporting every span may cost, as a multiple of the run without an exporter.
 const RATIO_MAX: f64 = 1.15;

@@ -131,7 +131,8 @@ impl RunTracer {
     /// Export a run that starts now straight into the embedded collector's index: the spans wait in memory
     /// and go in, on the caller's thread, when the run is flushed (no thread, no queue, no network).
     pub fn start_embedded(jaeger: &crate::EmbeddedJaeger, attributes: Vec<KeyValue>) -> Self {
-        let resource = Resource::builder()
+        // Without the SDK's environment and SDK detectors: the embedded UI needs only these attributes.
+        let resource = Resource::builder_empty()
             .with_service_name("epochlab")
             .with_attributes(attributes)
             .build();
