@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
@@ -26,8 +25,7 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
-    stuck_report,
+    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
 };
 
 pub const INFO: BugInfo = BugInfo {
@@ -91,7 +89,7 @@ pub(crate) async fn scenario(
     match update_while_backfilling(&setup).await {
         Ok(()) => verdict(&setup, &p, report),
         Err(stuck) => {
-            let mut report = counted(report, &setup);
+            let mut report = super::counted(report, &setup.cluster);
             report.outcome = Outcome::Stuck;
             report.error = Some(stuck);
             report
@@ -202,38 +200,13 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
         .map_err(|e| format!("the flush failed: {e}"))
 }
 
-fn counted(mut report: ReproReport, s: &Setup) -> ReproReport {
-    let stats = s.cluster.barrier_stats();
-    report.epochs = stats.injected.load(Ordering::Relaxed);
-    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
-    report.max_committed_epoch = s.cluster.hummock.max_committed_epoch().0;
-    report
-}
-
-/// (oracle) The view holds its query over the committed table: every row of `t`.
-fn check_view(s: &Setup) {
-    let key = |r: &OwnedRow| format!("{r:?}");
-    let want: BTreeSet<String> = s.cluster.committed_rows(s.table).iter().map(key).collect();
-    let got: BTreeSet<String> = s.cluster.committed_rows(s.view).iter().map(key).collect();
-    let missing = want.difference(&got).count();
-    let extra = got.difference(&want).count();
-    if missing + extra > 0 {
-        let mut v = Violation::new(
-            "oracle",
-            format!("view m differs from its query: {missing} rows missing, {extra} extra"),
-        );
-        v.table = Some(s.view.0);
-        s.checkers.violation(v);
-    }
-}
-
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
-    let mut report = counted(report, s);
+    let mut report = super::counted(report, &s.cluster);
     let failure = s.cluster.failures.first_state_error();
     if failure.is_none() {
         // A failed backfill leaves the view unfinished: the oracle judges only a created view.
         s.checkers.check_end(&s.cluster);
-        check_view(s);
+        super::check_view(&s.cluster, &s.checkers, s.table, s.view);
     }
     report.violations = s.checkers.violations();
     report.timeline = timeline(&s.ctx.log.lines());

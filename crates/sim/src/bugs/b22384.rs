@@ -28,8 +28,7 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
-    stuck_report,
+    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
 };
 
 pub const INFO: BugInfo = BugInfo {
@@ -130,7 +129,7 @@ pub(crate) async fn scenario(
     match fault_and_recover(&setup, &draw).await {
         Ok(fault) => verdict(&setup, &p, &fault, report),
         Err(stuck) => {
-            let mut report = counted(report, &setup);
+            let mut report = super::counted(report, &setup.cluster);
             report.outcome = Outcome::Stuck;
             report.error = Some(stuck);
             report
@@ -256,35 +255,10 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, String> {
     }
 }
 
-fn counted(mut report: ReproReport, s: &Setup) -> ReproReport {
-    let stats = s.cluster.barrier_stats();
-    report.epochs = stats.injected.load(Ordering::Relaxed);
-    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
-    report.max_committed_epoch = s.cluster.hummock.max_committed_epoch().0;
-    report
-}
-
-/// (oracle) The view holds its query over the committed table: every row of `t`.
-fn check_view(s: &Setup) {
-    let key = |r: &OwnedRow| format!("{r:?}");
-    let want: BTreeSet<String> = s.cluster.committed_rows(s.table).iter().map(key).collect();
-    let got: BTreeSet<String> = s.cluster.committed_rows(s.view).iter().map(key).collect();
-    let missing = want.difference(&got).count();
-    let extra = got.difference(&want).count();
-    if missing + extra > 0 {
-        let mut v = Violation::new(
-            "oracle",
-            format!("view m differs from its query: {missing} rows missing, {extra} extra"),
-        );
-        v.table = Some(s.view.0);
-        s.checkers.violation(v);
-    }
-}
-
 fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> ReproReport {
-    let mut report = counted(report, s);
+    let mut report = super::counted(report, &s.cluster);
     s.checkers.check_end(&s.cluster);
-    check_view(s);
+    super::check_view(&s.cluster, &s.checkers, s.table, s.view);
     report.violations = s.checkers.violations();
     report.timeline = timeline(&s.ctx.log.lines());
     if let Some(failure) = s.cluster.failures.first_state_error() {

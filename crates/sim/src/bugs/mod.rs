@@ -243,6 +243,42 @@ impl Toggles {
     }
 }
 
+/// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch.
+pub(crate) fn counted(
+    mut report: crate::scenario::ReproReport,
+    cluster: &crate::cluster::Cluster,
+) -> crate::scenario::ReproReport {
+    use std::sync::atomic::Ordering;
+    let stats = cluster.barrier_stats();
+    report.epochs = stats.injected.load(Ordering::Relaxed);
+    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
+    report.max_committed_epoch = cluster.hummock.max_committed_epoch().0;
+    report
+}
+
+/// (oracle) The view `view` holds its query over the committed `table`: every row of it, nothing else.
+pub(crate) fn check_view(
+    cluster: &crate::cluster::Cluster,
+    checkers: &crate::checkers::Checkers,
+    table: epochlab_common::TableId,
+    view: epochlab_common::TableId,
+) {
+    use std::collections::BTreeSet;
+    let key = |r: &epochlab_common::OwnedRow| format!("{r:?}");
+    let want: BTreeSet<String> = cluster.committed_rows(table).iter().map(key).collect();
+    let got: BTreeSet<String> = cluster.committed_rows(view).iter().map(key).collect();
+    let missing = want.difference(&got).count();
+    let extra = got.difference(&want).count();
+    if missing + extra > 0 {
+        let mut v = crate::scenario::Violation::new(
+            "oracle",
+            format!("view m differs from its query: {missing} rows missing, {extra} extra"),
+        );
+        v.table = Some(view.0);
+        checkers.violation(v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
