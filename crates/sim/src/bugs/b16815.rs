@@ -20,7 +20,7 @@ use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
 use epochlab_meta::{JobOptions, JobState};
 use epochlab_stream::BackfillVnode;
 
-use super::{BugId, BugInfo, Mode, Toggles};
+use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
@@ -84,14 +84,14 @@ pub(crate) async fn scenario(
     event!(ctx.log, "scenario", "bug=16815 mode={}", p.mode);
     let setup = match setup(&ctx, toggles, hook).await {
         Ok(s) => s,
-        Err(why) => return report.not_reproducible(why),
+        Err(why) => return report.not_reproducible(why.to_string()),
     };
     match update_while_backfilling(&setup).await {
         Ok(()) => verdict(&setup, &p, report),
         Err(stuck) => {
             let mut report = super::counted(report, &setup.cluster);
             report.outcome = Outcome::Stuck;
-            report.error = Some(stuck);
+            report.error = Some(stuck.to_string());
             report
         }
     }
@@ -103,7 +103,11 @@ fn table_row(a: i64, b: i64, v: i64) -> OwnedRow {
 
 /// One node; table t (a, b, v) with pk (a, b) distributed by a, loaded; view m over it created in the
 /// background, rate-limited, on two actors.
-async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Result<Setup, String> {
+async fn setup(
+    ctx: &SimContext,
+    t: Toggles,
+    hook: Option<ClusterHook>,
+) -> Result<Setup, ScenarioError> {
     let config = cluster_config_for(t, 16, 1000, 1, true);
     let cluster = Arc::new(Cluster::start(ctx, config).await);
     if let Some(hook) = hook {
@@ -116,19 +120,19 @@ async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Resul
     let table = meta
         .create_table_distributed("t", types, vec![0, 1], vec![0], 2)
         .await;
-    let table = table.map_err(|e| format!("create table: {e}"))?;
+    let table = table.map_err(ScenarioError::ddl("create table"))?;
     let rows = (0..KEYS_A)
         .flat_map(|a| (0..KEYS_B).map(move |b| (Op::Insert, table_row(a, b, 0))))
         .collect();
-    cluster.dml(table, rows).await.map_err(|e| e.to_string())?;
-    meta.flush().await.map_err(|e| e.to_string())?;
+    cluster.dml(table, rows).await?;
+    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
     let job = JobOptions {
         parallelism: 2,
         rate_limit: Some(RATE_LIMIT),
         background: true,
     };
     let view = meta.create_materialized_view("m", table, job).await;
-    let view = view.map_err(|e| format!("create view: {e}"))?;
+    let view = view.map_err(ScenarioError::ddl("create view"))?;
     Ok(Setup {
         ctx: ctx.clone(),
         cluster,
@@ -151,7 +155,7 @@ fn failed(s: &Setup) -> bool {
 
 /// Update random rows every 100 ms while the backfill runs, then wait for the view to be created (or for the
 /// backfill to fail) and for a checkpoint after it.
-async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
+async fn update_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     let rng = &s.ctx.rng;
     // The value each row holds: an update deletes that version and inserts the next.
     let mut model: BTreeMap<(i64, i64), i64> = BTreeMap::new();
@@ -172,10 +176,7 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
             rows.push((Op::UpdateDelete, table_row(a, b, old)));
             rows.push((Op::UpdateInsert, table_row(a, b, round)));
         }
-        s.cluster
-            .dml(s.table, rows)
-            .await
-            .map_err(|e| e.to_string())?;
+        s.cluster.dml(s.table, rows).await?;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let done = tokio::time::timeout(CREATE_BUDGET, async {
@@ -184,10 +185,10 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
         }
     });
     if done.await.is_err() {
-        return Err(stuck_report(
+        return Err(ScenarioError::Stuck(stuck_report(
             &s.cluster,
             "the view's backfill did not finish",
-        ));
+        )));
     }
     if failed(s) {
         return Ok(());
@@ -197,7 +198,7 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), String> {
         .meta
         .flush()
         .await
-        .map_err(|e| format!("the flush failed: {e}"))
+        .map_err(ScenarioError::ddl("the flush failed"))
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {

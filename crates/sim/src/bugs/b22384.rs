@@ -23,7 +23,7 @@ use epochlab_common::plan::SinkKind;
 use epochlab_common::{DataType, Epoch, Op, OwnedRow, TableId, WorkerId, event, row};
 use epochlab_meta::{JobOptions, SinkOptions};
 
-use super::{BugId, BugInfo, Mode, Toggles};
+use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
@@ -124,14 +124,14 @@ pub(crate) async fn scenario(
     );
     let setup = match setup(&ctx, toggles, hook).await {
         Ok(s) => s,
-        Err(why) => return report.not_reproducible(why),
+        Err(why) => return report.not_reproducible(why.to_string()),
     };
     match fault_and_recover(&setup, &draw).await {
         Ok(fault) => verdict(&setup, &p, &fault, report),
         Err(stuck) => {
             let mut report = super::counted(report, &setup.cluster);
             report.outcome = Outcome::Stuck;
-            report.error = Some(stuck);
+            report.error = Some(stuck.to_string());
             report
         }
     }
@@ -142,7 +142,11 @@ fn table_row(k: i64) -> OwnedRow {
 }
 
 /// Two nodes; the table on one, a view and a slow sink over it on the other, all created.
-async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Result<Setup, String> {
+async fn setup(
+    ctx: &SimContext,
+    t: Toggles,
+    hook: Option<ClusterHook>,
+) -> Result<Setup, ScenarioError> {
     let mut config = cluster_config_for(t, 16, 1000, 1, true);
     config.compute_nodes = 2;
     let cluster = Arc::new(Cluster::start(ctx, config).await);
@@ -154,24 +158,24 @@ async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Resul
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = meta.create_table("t", types, vec![0], 1).await;
-    let table = table.map_err(|e| format!("create table: {e}"))?;
+    let table = table.map_err(ScenarioError::ddl("create table"))?;
     let rows = (0..ROWS).map(|k| (Op::Insert, table_row(k))).collect();
-    cluster.dml(table, rows).await.map_err(|e| e.to_string())?;
-    meta.flush().await.map_err(|e| e.to_string())?;
+    cluster.dml(table, rows).await?;
+    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
     let job = JobOptions {
         parallelism: 1,
         rate_limit: None,
         background: false,
     };
     let view = meta.create_materialized_view("m", table, job.clone()).await;
-    let view = view.map_err(|e| format!("create view: {e}"))?;
+    let view = view.map_err(ScenarioError::ddl("create view"))?;
     let sink = SinkOptions {
         kind: SinkKind::Blackhole,
         chunk_delay: SINK_DELAY,
         sink_rate_limit: None,
     };
     let sink = meta.create_sink("s", table, job, sink).await;
-    let sink = sink.map_err(|e| format!("create sink: {e}"))?;
+    let sink = sink.map_err(ScenarioError::ddl("create sink"))?;
     let workers = |id: TableId| -> BTreeSet<WorkerId> {
         let rel = meta
             .relation(id)
@@ -181,12 +185,12 @@ async fn setup(ctx: &SimContext, t: Toggles, hook: Option<ClusterHook>) -> Resul
     };
     let (on_table, on_view, on_sink) = (workers(table), workers(view), workers(sink));
     let (Some(&survivor), Some(&victim)) = (on_table.first(), on_view.first()) else {
-        return Err("the jobs have no actors".into());
+        return Err(ScenarioError::Placement("the jobs have no actors".into()));
     };
     if on_table.len() != 1 || on_view != on_sink || on_view.contains(&survivor) {
-        return Err(format!(
+        return Err(ScenarioError::Placement(format!(
             "the placement is not disjoint: table on {on_table:?}, view on {on_view:?}, sink on {on_sink:?}"
-        ));
+        )));
     }
     Ok(Setup {
         ctx: ctx.clone(),
@@ -207,14 +211,11 @@ fn collected(s: &Setup, epoch: Epoch, worker: WorkerId) -> bool {
 
 /// Insert rows, wait until the survivor collected their epoch, kill the victim before it responds, restart
 /// it, and wait for recovery and a checkpoint after it.
-async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, String> {
+async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, ScenarioError> {
     let rows = (ROWS..ROWS + draw.inserts)
         .map(|k| (Op::Insert, table_row(k)))
         .collect();
-    s.cluster
-        .dml(s.table, rows)
-        .await
-        .map_err(|e| e.to_string())?;
+    s.cluster.dml(s.table, rows).await?;
     // The rows are in the epoch after the last barrier injected: the next barrier's prev.
     let stats = s.cluster.barrier_stats().clone();
     let epoch = Epoch(stats.last_injected_epoch.load(Ordering::Relaxed));
@@ -224,7 +225,10 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, String> {
         }
     });
     if waited.await.is_err() {
-        return Err(stuck_report(&s.cluster, "the survivor never collected"));
+        return Err(ScenarioError::Stuck(stuck_report(
+            &s.cluster,
+            "the survivor never collected",
+        )));
     }
     tokio::time::sleep(draw.kill_after).await;
     let victim_had_collected = collected(s, epoch, s.victim);
@@ -250,8 +254,14 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, String> {
             epoch,
             victim_had_collected,
         }),
-        Ok(Err(e)) => Err(stuck_report(&s.cluster, &format!("the flush failed: {e}"))),
-        Err(_) => Err(stuck_report(&s.cluster, "recovery did not finish")),
+        Ok(Err(e)) => Err(ScenarioError::Stuck(stuck_report(
+            &s.cluster,
+            &format!("the flush failed: {e}"),
+        ))),
+        Err(_) => Err(ScenarioError::Stuck(stuck_report(
+            &s.cluster,
+            "recovery did not finish",
+        ))),
     }
 }
 

@@ -243,6 +243,32 @@ impl Toggles {
     }
 }
 
+/// Why a directed bug scenario did not reach its verdict: in its setup (the run is `not_reproducible`) or
+/// while it ran (`stuck`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScenarioError {
+    #[error("{what}: {source}")]
+    Ddl {
+        what: &'static str,
+        #[source]
+        source: epochlab_meta::DdlError,
+    },
+    #[error("DML: {0}")]
+    Dml(#[from] epochlab_stream::DmlError),
+    #[error("{0}")]
+    Placement(String),
+    /// The cluster's state when a step ran out of its budget ([`crate::scenario::stuck_report`]).
+    #[error("{0}")]
+    Stuck(String),
+}
+
+impl ScenarioError {
+    /// A DDL step's error, named.
+    pub(crate) fn ddl(what: &'static str) -> impl FnOnce(epochlab_meta::DdlError) -> Self {
+        move |source| ScenarioError::Ddl { what, source }
+    }
+}
+
 /// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch.
 pub(crate) fn counted(
     mut report: crate::scenario::ReproReport,
