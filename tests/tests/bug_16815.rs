@@ -92,3 +92,45 @@ fn purge_before_reset_is_not_a_mode_of_16815() {
     assert_eq!(r.outcome, Outcome::NotReproducible);
     assert!(r.error.unwrap().contains("has the modes buggy, fixed"));
 }
+
+/// With one backfill actor every vnode is the actor's, so the buggy pk vnode is never missing: a row is
+/// judged by the wrong vnode's position instead, and an update is dropped or applied twice. A debug build
+/// (`--persist-check on`) sees it in the view's state-table write check; a release build (`off`) writes
+/// blindly and only the oracle sees the view differ from its query. The fix holds in both.
+#[test]
+fn with_one_actor_the_wrong_vnode_gives_wrong_results() {
+    let run = |mode, persist_check, seed| {
+        let params = ReproParams {
+            bug: BugId::Rw16815,
+            mode,
+            seed,
+            parallelism: 1,
+            persist_check,
+            ..ReproParams::default()
+        };
+        run_repro(&params).value
+    };
+    for seed in 1..4 {
+        let debug = run(Mode::Buggy, true, seed);
+        assert_eq!(debug.outcome, Outcome::Failed, "seed {seed}: {debug:?}");
+        let error = debug.error.unwrap_or_default();
+        assert!(error.starts_with("row ["), "{error}");
+        assert!(
+            error.ends_with(" not found (by the state-table write check)"),
+            "{error}"
+        );
+        let release = run(Mode::Buggy, false, seed);
+        assert_eq!(release.outcome, Outcome::Failed, "seed {seed}: {release:?}");
+        let error = release.error.unwrap_or_default();
+        assert!(
+            error.starts_with("view m differs from its query: "),
+            "{error}"
+        );
+        assert_eq!(release.caught_by.as_deref(), Some("oracle checker"));
+        assert!(release.failing_actor.is_none());
+        for persist_check in [true, false] {
+            let fixed = run(Mode::Fixed, persist_check, seed);
+            assert_eq!(fixed.outcome, Outcome::Passed, "seed {seed}: {fixed:?}");
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use epochlab_sim::workload::GenParams;
-use epochlab_sim::{BugError, BugId, BugMode, Mode};
+use epochlab_sim::{BugError, BugId, BugMode, Mode, Setting};
 use epochlab_sim::{ReproParams, TracePer};
 
 pub const REPRO_HELP: &str = "\
@@ -170,6 +170,12 @@ pub enum ArgError {
          or off, not `{0}`"
     )]
     NotAPace(String),
+    /// A scenario setting that a selected bug's directed scenario does not read.
+    #[error(
+        "{flag} is not a setting of bug {bug}'s scenario (it reads {reads})",
+        reads = settings_of(*bug)
+    )]
+    NotASettingOf { flag: &'static str, bug: BugId },
     /// A flag that would do nothing without another.
     #[error("{flag} {reason}")]
     Pointless {
@@ -341,6 +347,19 @@ pub fn parse_modes(s: &str) -> Option<Vec<Mode>> {
     }
 }
 
+/// The flags that set `bug`'s directed scenario, as `--parallelism`, or `no flag`.
+pub fn settings_of(bug: BugId) -> String {
+    let flags: Vec<&str> = Flag::ALL
+        .into_iter()
+        .filter(|f| f.setting().is_some_and(|s| bug.reads(s)))
+        .map(Flag::name)
+        .collect();
+    match flags.is_empty() {
+        true => "no flag".into(),
+        false => flags.join(", "),
+    }
+}
+
 /// The flags of `epochlab repro`, but `-h`/`--help`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Flag {
@@ -425,6 +444,21 @@ impl Flag {
             Flag::MetricsOut => "--metrics-out",
             Flag::MetricsIntervalMs => "--metrics-interval-ms",
         }
+    }
+
+    /// The scenario setting the flag sets, if it sets one.
+    fn setting(self) -> Option<Setting> {
+        Some(match self {
+            Flag::Rows => Setting::Rows,
+            Flag::Vnodes => Setting::Vnodes,
+            Flag::Parallelism => Setting::Parallelism,
+            Flag::ComputeNodes => Setting::ComputeNodes,
+            Flag::RateLimit => Setting::RateLimit,
+            Flag::BarrierLatencyMs => Setting::BarrierLatency,
+            Flag::CheckpointFrequency => Setting::CheckpointFrequency,
+            Flag::PersistCheck => Setting::PersistCheck,
+            _ => return None,
+        })
     }
 
     fn from_name(name: &str) -> Option<Flag> {
@@ -663,24 +697,26 @@ impl ReproArgs {
         Ok(())
     }
 
-    /// A mode given alone must be one of every selected bug's; #14910's scenario flags go with #14910 only.
+    /// A mode given alone must be one of every selected bug's; a scenario setting must be read by every
+    /// selected bug's scenario (the catalogue's [`epochlab_sim::BugInfo::settings`]).
     fn check_bugs(&self, seen: &BTreeSet<Flag>) -> Result<(), ArgError> {
         if let [mode] = self.modes[..] {
             for &bug in &self.bugs {
                 bug.check_mode(mode).map_err(ArgError::NotAModeOfTheBug)?;
             }
         }
-        let others = self.bugs.iter().any(|b| *b != BugId::Rw14910);
-        let scenario = (Flag::Rows as usize..=Flag::PersistCheck as usize)
-            .map(|i| Flag::ALL[i])
-            .find(|f| seen.contains(f));
-        match scenario {
-            Some(flag) if others => Err(ArgError::Pointless {
-                flag: flag.name(),
-                reason: "sets #14910's scenario, and --bug selects another: its scenario has fixed settings",
-            }),
-            _ => Ok(()),
+        for flag in seen {
+            let Some(setting) = flag.setting() else {
+                continue;
+            };
+            if let Some(&bug) = self.bugs.iter().find(|b| !b.reads(setting)) {
+                return Err(ArgError::NotASettingOf {
+                    flag: flag.name(),
+                    bug,
+                });
+            }
         }
+        Ok(())
     }
 
     /// The runs, in order: each selected bug in each of its modes that `--mode` selects.
@@ -1153,7 +1189,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bug_takes_its_own_modes_and_no_other_scenario_flags() {
+    fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
         let a = parse(&["--bug", "22384"]).expect("valid");
         let modes: Vec<Mode> = a.runs().iter().map(|r| r.mode()).collect();
         assert_eq!(modes, [Mode::Buggy, Mode::Fixed]);
@@ -1163,13 +1199,35 @@ mod tests {
             "--mode: bug 22384 has the modes buggy, fixed, not `purge-before-reset`"
         );
         let err = parse(&["--bug", "all", "--rows", "5"]).unwrap_err();
-        assert!(
-            matches!(err, ArgError::Pointless { flag: "--rows", .. }),
-            "{err}"
+        assert_eq!(
+            err,
+            ArgError::NotASettingOf {
+                flag: "--rows",
+                bug: BugId::Rw22384
+            }
         );
-        let err = parse(&["--bug", "19138"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--rows is not a setting of bug 22384's scenario (it reads no flag)"
+        );
+        let one_actor = [
+            "--bug",
+            "16815",
+            "--parallelism",
+            "1",
+            "--persist-check",
+            "off",
+        ];
+        let a = parse(&one_actor).expect("#16815 reads these two");
+        assert_eq!(a.params_of(a.runs()[0]).parallelism, 1);
+        let err = parse(&["--bug", "16815", "--vnodes", "8"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--vnodes is not a setting of bug 16815's scenario (it reads --parallelism, --persist-check)"
+        );
+        let err = parse(&["--bug", "99999"]).unwrap_err();
         assert!(
-            err.to_string().starts_with("--bug: no bug `19138`"),
+            err.to_string().starts_with("--bug: no bug `99999`"),
             "{err}"
         );
     }

@@ -163,11 +163,12 @@ pub fn catalogue() -> String {
     for bug in epochlab_sim::BugId::ALL {
         let info = bug.info();
         out.push_str(&format!(
-            "{bug}\n  mechanism: {}\n  fix:       {}\n  links:     {}\n  modes:     {}\n  command:   {}\n",
+            "{bug}\n  mechanism: {}\n  fix:       {}\n  links:     {}\n  modes:     {}\n  settings:  {}\n  command:   {}\n",
             info.mechanism,
             info.fix,
             info.links.join(" "),
             epochlab_sim::bugs::mode_list(bug),
+            crate::args::settings_of(bug),
             info.command
         ));
     }

@@ -16,7 +16,7 @@ pub mod runtime;
 pub mod scenario;
 pub mod workload;
 
-pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Toggles};
+pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Setting, Toggles};
 pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;

@@ -29,7 +29,8 @@ use crate::runtime::{SimContext, SimOutput, TimeObserver, try_run_observed};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReproParams {
-    /// The bug of the catalogue whose directed scenario runs (the settings below are #14910's).
+    /// The bug of the catalogue whose directed scenario runs. The settings below are #14910's; another bug's
+    /// scenario reads those its catalogue row lists ([`crate::BugInfo::settings`]).
     pub bug: BugId,
     pub seed: u64,
     pub mode: Mode,
@@ -44,8 +45,8 @@ pub struct ReproParams {
     pub barrier_interval_ms: u64,
     pub checkpoint_frequency: u32,
     /// The debug-build checks of RisingWave (`--persist-check on`): the backfill reads its progress row
-    /// before each write, and the progress table checks every write against storage. Off behaves as a
-    /// release build: writes are blind, and only independent checkers can see a divergence.
+    /// before each write, and the progress and view tables check every write against their contents. Off
+    /// behaves as a release build: writes are blind, and only independent checkers can see a divergence.
     pub persist_check: bool,
 }
 

@@ -5,7 +5,7 @@
 
 use epochlab_meta::DropMode;
 
-use super::{BugId, BugInfo, Mode};
+use super::{BugId, BugInfo, Mode, Setting};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw14910,
@@ -18,6 +18,7 @@ pub const INFO: BugInfo = BugInfo {
     ],
     modes: &[Mode::Buggy, Mode::Fixed, Mode::PurgeBeforeReset],
     command: "cargo xtask repro --bug 14910",
+    settings: &Setting::ALL,
 };
 
 /// The drop mode of a run in `mode`.

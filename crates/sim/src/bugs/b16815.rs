@@ -20,7 +20,7 @@ use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
 use epochlab_meta::{JobOptions, JobState};
 use epochlab_stream::BackfillVnode;
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use super::{BugId, BugInfo, Mode, ScenarioError, Setting, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
@@ -37,6 +37,7 @@ pub const INFO: BugInfo = BugInfo {
     links: &["https://github.com/risingwavelabs/risingwave/pull/16815"],
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 16815",
+    settings: &[Setting::Parallelism, Setting::PersistCheck],
 };
 
 /// How the arrangement backfill derives an upstream row's vnode in `mode`.
@@ -82,7 +83,7 @@ pub(crate) async fn scenario(
         Err(e) => return report.not_reproducible(e.to_string()),
     };
     event!(ctx.log, "scenario", "bug=16815 mode={}", p.mode);
-    let setup = match setup(&ctx, toggles, hook).await {
+    let setup = match setup(&ctx, toggles, &p, hook).await {
         Ok(s) => s,
         Err(why) => return report.not_reproducible(why.to_string()),
     };
@@ -102,13 +103,16 @@ fn table_row(a: i64, b: i64, v: i64) -> OwnedRow {
 }
 
 /// One node; table t (a, b, v) with pk (a, b) distributed by a, loaded; view m over it created in the
-/// background, rate-limited, on two actors.
+/// background, rate-limited, on `--parallelism` actors (two by default). With one actor every vnode is its
+/// own, so the buggy vnode never goes missing and a row is judged by the wrong vnode's position instead:
+/// the view's state-table check (`--persist-check on`) or the oracle (`off`) sees the wrong result.
 async fn setup(
     ctx: &SimContext,
     t: Toggles,
+    p: &ReproParams,
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
-    let config = cluster_config_for(t, 16, 1000, 1, true);
+    let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
     let cluster = Arc::new(Cluster::start(ctx, config).await);
     if let Some(hook) = hook {
         hook(cluster.clone());
@@ -127,7 +131,7 @@ async fn setup(
     cluster.dml(table, rows).await?;
     meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
     let job = JobOptions {
-        parallelism: 2,
+        parallelism: p.parallelism,
         rate_limit: Some(RATE_LIMIT),
         background: true,
     };

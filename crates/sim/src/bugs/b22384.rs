@@ -42,6 +42,7 @@ pub const INFO: BugInfo = BugInfo {
     ],
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 22384",
+    settings: &[],
 };
 
 /// The barrier manager's rule on a worker's error in `mode`.

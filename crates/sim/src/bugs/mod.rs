@@ -43,6 +43,34 @@ pub struct BugInfo {
     pub modes: &'static [Mode],
     /// The command that shows it.
     pub command: &'static str,
+    /// The settings of [`crate::ReproParams`] its directed scenario reads; the others are fixed by it.
+    pub settings: &'static [Setting],
+}
+
+/// A setting of [`crate::ReproParams`] that a directed scenario may read (`repro --rows` and so on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Setting {
+    Rows,
+    Vnodes,
+    Parallelism,
+    ComputeNodes,
+    RateLimit,
+    BarrierLatency,
+    CheckpointFrequency,
+    PersistCheck,
+}
+
+impl Setting {
+    pub const ALL: [Setting; 8] = [
+        Setting::Rows,
+        Setting::Vnodes,
+        Setting::Parallelism,
+        Setting::ComputeNodes,
+        Setting::RateLimit,
+        Setting::BarrierLatency,
+        Setting::CheckpointFrequency,
+        Setting::PersistCheck,
+    ];
 }
 
 impl BugId {
@@ -67,6 +95,11 @@ impl BugId {
 
     pub fn modes(self) -> &'static [Mode] {
         self.info().modes
+    }
+
+    /// Whether its directed scenario reads `setting`.
+    pub fn reads(self, setting: Setting) -> bool {
+        self.info().settings.contains(&setting)
     }
 
     /// The directed scenario's name in traces (`risingwave-14910`).

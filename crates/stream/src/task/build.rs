@@ -228,7 +228,7 @@ pub(crate) struct BuildEnv {
     pub stats: Arc<StreamStats>,
     pub failures: ActorFailureLog,
     pub dml_channel_capacity: usize,
-    /// RisingWave's debug-build checks on backfill progress (see `StreamConfig::persist_check`).
+    /// RisingWave's debug-build checks on backfill progress and views (see `StreamConfig::persist_check`).
     pub persist_check: bool,
     /// RisingWave #16815's toggle (see `StreamConfig::backfill_vnode`).
     pub backfill_vnode: crate::BackfillVnode,
@@ -327,11 +327,7 @@ fn build_node(
                 },
             );
             // A release build (persist check off) writes progress rows blindly.
-            let progress_level = if env.persist_check {
-                OpConsistencyLevel::ConsistentOldValue
-            } else {
-                OpConsistencyLevel::Inconsistent
-            };
+            let progress_level = consistency_level(env.persist_check);
             let progress = StateTable::with_options(
                 state_table.clone(),
                 &env.storage,
@@ -362,11 +358,13 @@ fn build_node(
         StreamNode::Materialize { table, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             check_vnode_count(desc, table)?;
+            // A release build (persist check off) skips the sanity check of each write against storage.
             let options = StateTableOptions {
                 accessor: Some(Accessor {
                     actor: actor_id,
                     job: desc.job_id,
                 }),
+                op_consistency_level: consistency_level(env.persist_check),
                 ..Default::default()
             };
             let state =
@@ -395,6 +393,16 @@ fn build_node(
             ))
         }
     })
+}
+
+/// The consistency level of a checked state table: RisingWave's debug builds check every write against
+/// the table's contents (`--persist-check on`); release builds write blindly.
+fn consistency_level(persist_check: bool) -> OpConsistencyLevel {
+    if persist_check {
+        OpConsistencyLevel::ConsistentOldValue
+    } else {
+        OpConsistencyLevel::Inconsistent
+    }
 }
 
 /// A state table of the actor has as many vnodes as the actor's bitmap.

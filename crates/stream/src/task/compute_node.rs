@@ -21,8 +21,8 @@ pub struct StreamConfig {
     pub dml_channel_capacity: usize,
     /// Barriers a source actor may have queued: meta's in-flight limit (plus recovery's Initial barrier).
     pub barrier_channel_capacity: usize,
-    /// RisingWave's debug-build checks on backfill progress: the backfill reads each progress row before it
-    /// updates it, and the progress table checks every write against storage. Off is a release build.
+    /// RisingWave's debug-build checks: the backfill reads each progress row before it updates it, and the
+    /// progress and materialized tables check every write against their contents. Off is a release build.
     pub persist_check: bool,
     /// RisingWave #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream
     /// chunks (read only in `mark_chunk_ref_by_vnode`).
