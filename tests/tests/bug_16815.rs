@@ -134,3 +134,27 @@ fn with_one_actor_the_wrong_vnode_gives_wrong_results() {
         }
     }
 }
+
+/// The checker detects the bug, not a script: a random plan that found #16815's wrong results (saved in
+/// `tests/regressions/`) fails the oracle with the backfill's toggle at `buggy`, and passes when only that
+/// toggle is flipped to `fixed`; the plan and the seed stay the same.
+#[test]
+fn flipping_the_toggle_on_a_random_plan_fires_and_silences_the_oracle() {
+    use epochlab_sim::workload::{PlanFile, run_plan};
+    use epochlab_sim::{BugMode, ReproHooks};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions/16815-wrong-vnode-one-actor.json");
+    let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let buggy = file
+        .run(None)
+        .expect("the file names bug 16815 in buggy mode");
+    assert_eq!((buggy.bug(), buggy.mode()), (BugId::Rw16815, Mode::Buggy));
+    let oracle = |run: BugMode| {
+        let report = run_plan(&file.plan, run, ReproHooks::default()).value;
+        let fired = report.violations.iter().any(|v| v.invariant == "oracle");
+        (fired, report.outcome)
+    };
+    assert_eq!(oracle(buggy), (true, Outcome::Failed));
+    let fixed = BugMode::new(BugId::Rw16815, Mode::Fixed).unwrap();
+    assert_eq!(oracle(fixed), (false, Outcome::Passed));
+}

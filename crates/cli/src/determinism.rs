@@ -146,13 +146,13 @@ pub fn check(args: &ReproArgs) -> Result<u8, DeterminismError> {
         let params = args.params_of(run);
         let row = check_mode(&exe, &dir.0, &params)?;
         ok &= row.verdict == Determinism::Deterministic;
-        let mut stdout = std::io::stdout().lock();
+        let mut text = Vec::new();
         if args.json {
-            print_json(&mut stdout, &row);
+            print_json(&mut text, &row);
         } else {
-            print_human(&mut stdout, &row);
+            print_human(&mut text, &row);
         }
-        let _ = stdout.flush();
+        out!("{}", String::from_utf8_lossy(&text));
     }
     Ok(if ok { 0 } else { 1 })
 }

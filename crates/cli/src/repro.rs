@@ -370,16 +370,15 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
         eprintln!("paced at {x}x wall clock: {x} s of simulated time per second (--pace)");
     }
     let runs = run_modes(args, &telemetry)?;
-    let mut stdout = std::io::stdout().lock();
+    let mut text = Vec::new();
     if args.json {
         for r in &runs {
-            print_json(&mut stdout, &RunRow::of(r));
+            print_json(&mut text, &RunRow::of(r));
         }
     } else {
-        human::print(&mut stdout, &args.params, args.pace(), &runs);
+        human::print(&mut text, &args.params, args.pace(), &runs);
     }
-    let _ = stdout.flush();
-    drop(stdout);
+    out!("{}", String::from_utf8_lossy(&text));
     telemetry.write_timeline(args.metrics_interval());
     let trace_error = runs.iter().find_map(|r| r.trace_error.as_deref());
     telemetry.finish(args.serve_for, trace_error);

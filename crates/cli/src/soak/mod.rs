@@ -262,7 +262,7 @@ impl Triage {
         if to_stderr {
             eprint!("{}", self.text());
         } else {
-            print!("{}", self.text());
+            out!("{}", self.text());
         }
     }
 }
@@ -436,7 +436,7 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
             stop.store(true, Ordering::Relaxed);
         }
         if args.json {
-            println!("{line}");
+            outln!("{line}");
         }
         progress.record(&row, wall.elapsed());
         if args.duration.is_some_and(|d| wall.elapsed() >= d) {
@@ -605,14 +605,14 @@ pub fn report(files: &[PathBuf]) -> Result<u8, SoakError> {
         }
     }
     if campaigns.is_empty() {
-        println!("soak-report: no results rows in {} file(s)", files.len());
+        outln!("soak-report: no results rows in {} file(s)", files.len());
     }
     let mut failed = false;
     for (campaign, seeds) in &campaigns {
         let triage = Triage::of(seeds.values());
         failed |= triage.failed();
-        println!("campaign {campaign}");
-        print!("{}", triage.text());
+        outln!("campaign {campaign}");
+        out!("{}", triage.text());
     }
     Ok(u8::from(failed))
 }
@@ -649,16 +649,20 @@ fn replay_file(
         let was = before[now.replay.as_str()];
         if was.outcome == now.outcome && was.digest == now.digest {
             same += 1;
-            println!("seed {}: same", now.seed);
+            outln!("seed {}: same", now.seed);
         } else {
             differ += 1;
-            println!(
+            outln!(
                 "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
-                now.seed, was.outcome, now.outcome, was.digest, now.digest
+                now.seed,
+                was.outcome,
+                now.outcome,
+                was.digest,
+                now.digest
             );
         }
     });
-    println!("replayed {}: {same} same, {differ} differ", same + differ);
+    outln!("replayed {}: {same} same, {differ} differ", same + differ);
     Ok(u8::from(differ > 0))
 }
 

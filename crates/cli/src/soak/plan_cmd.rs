@@ -45,7 +45,7 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
     let campaign = format!("plan={}", path.display());
     let row = spec.run(&campaign, hooks, args.event_log.as_deref());
     if args.json {
-        println!("{}", serde_json::to_string(&row).expect("a row serializes"));
+        outln!("{}", serde_json::to_string(&row).expect("a row serializes"));
     }
     print_verdict(&row, expected.as_ref(), args.json);
     Ok(u8::from(row.outcome != "passed"))
@@ -78,14 +78,14 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
     if to_stderr {
         eprintln!("{text}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
 }
 
 /// `--shrink` after a campaign: shrink the lowest failing seed.
 pub fn shrink_first_failure(args: &SoakArgs, triage: &Triage) -> Result<u8, SoakError> {
     let Some(seed) = triage.first_failure() else {
-        println!("shrink: every seed passed: nothing to shrink");
+        outln!("shrink: every seed passed: nothing to shrink");
         return Ok(0);
     };
     debug_assert!(matches!(args.scenario, Scenario::Random(_)));
@@ -114,7 +114,7 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
         }
     });
     let Some(found) = found else {
-        println!(
+        outln!(
             "shrink: the plan passes in mode {}: nothing to shrink",
             mode.label()
         );
@@ -136,16 +136,16 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
         path: path.display().to_string(),
         source,
     })?;
-    println!(
+    outln!(
         "shrink: {} steps -> {} steps in {} runs, still `{}`",
         found.steps_before,
         found.plan.steps.len(),
         found.runs,
         found.signature
     );
-    print!("{}", found.plan.describe());
-    println!("replay: cargo xtask soak --plan {}", path.display());
-    println!("{}", path.display());
+    out!("{}", found.plan.describe());
+    outln!("replay: cargo xtask soak --plan {}", path.display());
+    outln!("{}", path.display());
     Ok(1)
 }
 
