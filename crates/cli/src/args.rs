@@ -619,6 +619,19 @@ impl ReproArgs {
 
     /// Reject flags that would do nothing in the combination given.
     fn check_combinations(&self) -> Result<(), ArgError> {
+        if self.bugs.len() > 1 {
+            let metrics = [
+                (self.metrics_addr.is_some(), "--metrics-addr"),
+                (self.metrics_out.is_some(), "--metrics-out"),
+            ];
+            if let Some((_, flag)) = metrics.into_iter().find(|(given, _)| *given) {
+                return Err(ArgError::Exclusive {
+                    a: flag,
+                    b: "--bug all",
+                    reason: "series are labelled by mode, and several bugs share the mode names: pick one bug",
+                });
+            }
+        }
         if self.jaeger && self.otlp_endpoint.is_some() {
             return Err(ArgError::Exclusive {
                 a: "--jaeger",
@@ -1224,6 +1237,18 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "--vnodes is not a setting of bug 16815's scenario (it reads --parallelism, --persist-check)"
+        );
+        let err = parse(&["--bug", "all", "--metrics-out", "run.om"]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ArgError::Exclusive {
+                    a: "--metrics-out",
+                    b: "--bug all",
+                    ..
+                }
+            ),
+            "{err}"
         );
         let err = parse(&["--bug", "99999"]).unwrap_err();
         assert!(
