@@ -447,7 +447,7 @@ impl Flag {
     }
 
     /// The scenario setting the flag sets, if it sets one.
-    fn setting(self) -> Option<Setting> {
+    pub fn setting(self) -> Option<Setting> {
         Some(match self {
             Flag::Rows => Setting::Rows,
             Flag::Vnodes => Setting::Vnodes,

@@ -2,28 +2,68 @@
 
 use std::io::Write;
 
-use epochlab_sim::{Outcome, ReproParams, ReproReport};
+use epochlab_sim::{BugId, Outcome, ReproParams, ReproReport, Setting};
 
 use crate::expect::Verdict;
 use crate::repro::{Run, replay};
 
 const ERROR_WIDTH: usize = 44;
 
+/// `epochlab repro: RisingWave #14910, seed 1: 10000 rows, ...`: each bug run, with the settings its
+/// scenario reads.
+fn header(p: &ReproParams, runs: &[Run]) -> String {
+    let mut bugs: Vec<BugId> = runs.iter().map(|r| r.report.params.bug).collect();
+    bugs.dedup();
+    let settings = |bug: BugId| {
+        let read: Vec<String> = Setting::ALL
+            .into_iter()
+            .filter(|s| bug.reads(*s))
+            .map(|s| setting_text(p, s))
+            .collect();
+        match read.is_empty() {
+            true => "its scenario's own settings".to_string(),
+            false => read.join(", "),
+        }
+    };
+    match bugs[..] {
+        [bug] => format!(
+            "epochlab repro: RisingWave #{bug}, seed {}: {}",
+            p.seed,
+            settings(bug)
+        ),
+        _ => {
+            let each: Vec<String> = bugs
+                .into_iter()
+                .map(|b| format!("RisingWave #{b}: {}", settings(b)))
+                .collect();
+            format!("epochlab repro: seed {}; {}", p.seed, each.join("; "))
+        }
+    }
+}
+
+/// A setting as the header says it (`10000 rows`, `persist check on`).
+fn setting_text(p: &ReproParams, s: Setting) -> String {
+    match s {
+        Setting::Rows => format!("{} rows", p.rows),
+        Setting::Vnodes => format!("{} vnodes", p.vnodes),
+        Setting::Parallelism => format!("parallelism {}", p.parallelism),
+        Setting::ComputeNodes => format!("{} compute nodes", p.compute_nodes),
+        Setting::RateLimit => format!("rate limit {} row/s", p.rate_limit),
+        Setting::BarrierLatency => format!("sink {} ms/chunk", p.barrier_latency_ms),
+        Setting::CheckpointFrequency => {
+            format!("checkpoint every {} barrier(s)", p.checkpoint_frequency)
+        }
+        Setting::PersistCheck => {
+            format!(
+                "persist check {}",
+                if p.persist_check { "on" } else { "off" }
+            )
+        }
+    }
+}
+
 pub fn print(out: &mut impl Write, p: &ReproParams, pace: Option<f64>, runs: &[Run]) {
-    let _ = writeln!(
-        out,
-        "epochlab repro: RisingWave #14910, seed {}: {} rows, {} vnodes, parallelism {}, {} compute nodes, \
-         rate limit {} row/s, sink {} ms/chunk, checkpoint every {} barrier(s), persist check {}\n",
-        p.seed,
-        p.rows,
-        p.vnodes,
-        p.parallelism,
-        p.compute_nodes,
-        p.rate_limit,
-        p.barrier_latency_ms,
-        p.checkpoint_frequency,
-        if p.persist_check { "on" } else { "off" },
-    );
+    let _ = writeln!(out, "{}\n", header(p, runs));
     if let Some(x) = pace {
         let _ = writeln!(
             out,

@@ -4,14 +4,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use epochlab_sim::{
-    BugId, ReproHooks, ReproParams, ReproReport, TimeObserver, TracePer, run_repro_with,
+    BugId, ReproHooks, ReproParams, ReproReport, Setting, TimeObserver, TracePer, run_repro_with,
 };
 use epochlab_telemetry::{
     EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, RunSource, RunTracer,
     Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
-use crate::args::ReproArgs;
+use crate::args::{Flag, ReproArgs};
 use crate::determinism::{self, DeterminismError};
 use crate::expect::{Verdict, exit_code};
 use crate::human;
@@ -66,36 +66,35 @@ pub fn label(p: &ReproParams) -> String {
     }
 }
 
-/// The flags that select exactly this run (#14910's scenario settings only for #14910).
+/// The flags that select exactly this run: the bug, mode and seed, and every setting its scenario reads.
 pub fn flags(p: &ReproParams) -> Vec<String> {
-    let persist_check = if p.persist_check { "on" } else { "off" };
     let own = [
         ("--bug", p.bug.as_str().to_string()),
         ("--mode", p.mode.as_str().to_string()),
         ("--seed", p.seed.to_string()),
     ];
-    if p.bug != BugId::Rw14910 {
-        return own
-            .into_iter()
-            .flat_map(|(f, v)| [f.to_string(), v])
-            .collect();
+    let settings = Flag::ALL.into_iter().filter_map(|f| {
+        let setting = f.setting().filter(|s| p.bug.reads(*s))?;
+        Some((f.name(), setting_value(p, setting)))
+    });
+    own.into_iter()
+        .chain(settings)
+        .flat_map(|(f, v)| [f.to_string(), v])
+        .collect()
+}
+
+/// A setting's value in `p`, as its flag takes it.
+fn setting_value(p: &ReproParams, setting: Setting) -> String {
+    match setting {
+        Setting::Rows => p.rows.to_string(),
+        Setting::Vnodes => p.vnodes.to_string(),
+        Setting::Parallelism => p.parallelism.to_string(),
+        Setting::ComputeNodes => p.compute_nodes.to_string(),
+        Setting::RateLimit => p.rate_limit.to_string(),
+        Setting::BarrierLatency => p.barrier_latency_ms.to_string(),
+        Setting::CheckpointFrequency => p.checkpoint_frequency.to_string(),
+        Setting::PersistCheck => if p.persist_check { "on" } else { "off" }.to_string(),
     }
-    [
-        ("--bug", p.bug.as_str().to_string()),
-        ("--mode", p.mode.as_str().to_string()),
-        ("--seed", p.seed.to_string()),
-        ("--rows", p.rows.to_string()),
-        ("--vnodes", p.vnodes.to_string()),
-        ("--parallelism", p.parallelism.to_string()),
-        ("--compute-nodes", p.compute_nodes.to_string()),
-        ("--rate-limit", p.rate_limit.to_string()),
-        ("--barrier-latency-ms", p.barrier_latency_ms.to_string()),
-        ("--checkpoint-frequency", p.checkpoint_frequency.to_string()),
-        ("--persist-check", persist_check.to_string()),
-    ]
-    .into_iter()
-    .flat_map(|(f, v)| [f.to_string(), v])
-    .collect()
 }
 
 /// The command that replays one run exactly.

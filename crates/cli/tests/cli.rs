@@ -219,6 +219,46 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
     );
 }
 
+/// A run of another bug with its scenario's settings replays exactly: the replay command carries them.
+#[test]
+fn a_bug_run_with_its_settings_replays_from_its_replay_command() {
+    let args = [
+        "--bug",
+        "16815",
+        "--mode",
+        "buggy",
+        "--parallelism",
+        "1",
+        "--persist-check",
+        "off",
+    ];
+    let out = epochlab([&["repro", "--json"][..], &args].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first: Vec<RunRow> = rows(&out);
+    let error = first[0].error.clone().unwrap_or_default();
+    assert!(
+        error.starts_with("view m differs from its query: "),
+        "{error}"
+    );
+    let replay = first[0]
+        .replay
+        .strip_prefix("cargo xtask repro ")
+        .expect("a repro command");
+    assert!(
+        replay.ends_with("--parallelism 1 --persist-check off"),
+        "{replay}"
+    );
+    let again = epochlab(
+        [
+            &["repro", "--json"][..],
+            &replay.split(' ').collect::<Vec<_>>(),
+        ]
+        .concat(),
+    );
+    let again: Vec<RunRow> = rows(&again);
+    assert_eq!(again[0].digest, first[0].digest);
+}
+
 #[test]
 fn a_table_of_one_row_is_an_outcome_not_a_panic() {
     let out = epochlab(["repro", "--rows", "1", "--mode", "buggy", "--json"]);
