@@ -4,6 +4,7 @@
 //!
 //! `cargo xtask bench -p epochlab-sim --bench backfill`; `EPOCHLAB_BENCH_ROWS=N` sets the table size.
 
+use epochlab_bench::{Figure, Report};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -133,8 +134,14 @@ fn main() {
         "  baseline: scan + decode from a BTreeMap:           {:>12.0} rows/s",
         rate(base)
     );
-    println!(
-        "  ratio (backfill / baseline):                       {:>12.3}",
-        rate(ours) / rate(base)
-    );
+    let mut report = Report::new("backfill");
+    let ratio = report.add(Figure {
+        name: "arrangement backfill".into(),
+        unit: "rows/s".into(),
+        value: rate(ours),
+        baseline: "scan + decode from a BTreeMap".into(),
+        baseline_value: rate(base),
+    });
+    println!("  ratio (backfill / baseline):                       {ratio:>12.3}");
+    report.finish();
 }

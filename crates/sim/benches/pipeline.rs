@@ -10,6 +10,7 @@
 //!
 //! `cargo xtask bench -p epochlab-sim`; `EPOCHLAB_BENCH_ROWS=N` sets the row count (default 200000).
 
+use epochlab_bench::{Figure, Report};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::Ordering;
@@ -176,12 +177,18 @@ fn main() {
         "  baseline BTreeMap insert (same keys):  {:>12.0} rows/s",
         rate(base)
     );
-    println!(
-        "  ratio (pipeline / baseline):           {:>12.3}",
-        rate(ours) / rate(base)
-    );
+    let mut report = Report::new("pipeline");
+    let ratio = report.add(Figure {
+        name: "DML pipeline".into(),
+        unit: "rows/s".into(),
+        value: rate(ours),
+        baseline: "BTreeMap insert of the same keys".into(),
+        baseline_value: rate(base),
+    });
+    println!("  ratio (pipeline / baseline):           {ratio:>12.3}");
     let (idle, loaded) = latencies();
     println!("barrier latency, inject to collected (simulated time; RPC 1-3 ms, sink 3 ms/chunk)");
     println!("  idle:   {}", percentiles(idle));
     println!("  loaded: {}", percentiles(loaded));
+    report.finish();
 }

@@ -4,6 +4,7 @@
 //!
 //! `cargo xtask bench -p epochlab-state-table`; set `EPOCHLAB_BENCH_ROWS=100000` to run one size only.
 
+use epochlab_bench::{Figure, Report};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -168,6 +169,7 @@ fn main() {
         .build()
         .unwrap();
     println!("state table vs BTreeMap<Vec<u8>, Vec<u8>> (best of {REPEATS}; ns per row)");
+    let mut report = Report::new("state-table");
     println!(
         "{:>9} {:>8} {:>14} {:>14} {:>7}",
         "rows", "op", "state table", "BTreeMap", "ratio"
@@ -188,7 +190,15 @@ fn main() {
         for (name, f) in ops {
             let a = min_of(&ours, f).as_nanos() as f64 / n as f64;
             let b = min_of(&base, f).as_nanos() as f64 / n as f64;
-            println!("{n:>9} {name:>8} {a:>14.1} {b:>14.1} {:>6.2}x", a / b);
+            let ratio = report.add(Figure {
+                name: format!("{name} {n} rows"),
+                unit: "ns/row".into(),
+                value: a,
+                baseline: "BTreeMap<Vec<u8>, Vec<u8>>".into(),
+                baseline_value: b,
+            });
+            println!("{n:>9} {name:>8} {a:>14.1} {b:>14.1} {ratio:>6.2}x");
         }
     }
+    report.finish();
 }

@@ -9,6 +9,7 @@
 //!
 //! `cargo xtask bench -p epochlab-telemetry`
 
+use epochlab_bench::{Figure, Report};
 use std::time::{Duration, Instant};
 
 use epochlab_sim::{ReproHooks, ReproParams, run_repro_with};
@@ -65,13 +66,20 @@ fn main() {
     let off = median(off);
     println!("repro (buggy, defaults), median of {RUNS} runs, wall clock; digest {digest}");
     println!("  without an exporter:          {:>8.1} ms", ms(off));
+    let mut report = Report::new("overhead");
     let mut over = Vec::new();
     for (what, runs) in [
         ("into the embedded Jaeger", embedded),
         ("OTLP/gRPC to a collector", otlp),
     ] {
         let on = median(runs);
-        let ratio = on.as_secs_f64() / off.as_secs_f64();
+        let ratio = report.add(Figure {
+            name: format!("repro traced {what}"),
+            unit: "ms".into(),
+            value: ms(on),
+            baseline: "repro without an exporter".into(),
+            baseline_value: ms(off),
+        });
         println!(
             "  {what}: {:>8.1} ms, {ratio:.2}x (budget {RATIO_MAX}x)",
             ms(on)
@@ -80,6 +88,7 @@ fn main() {
             over.push(format!("{what} costs {ratio:.2}x"));
         }
     }
+    report.finish();
     if !over.is_empty() {
         eprintln!(
             "overhead: above the budget of {RATIO_MAX}x: {}",
