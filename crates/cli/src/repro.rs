@@ -7,8 +7,8 @@ use epochlab_sim::{
     BugId, ReproHooks, ReproParams, ReproReport, Setting, TimeObserver, TracePer, run_repro_with,
 };
 use epochlab_telemetry::{
-    EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, RunSource, RunTracer,
-    Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
+    EmbeddedJaeger, ExportRuntime, KeyValue, Metrics, MetricsServer, Pacer, Progress, RunSource,
+    RunTracer, Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
 use crate::args::{Flag, ReproArgs};
@@ -159,8 +159,16 @@ fn run_one(
         Box::new(move |cluster| m.add_run(RunSource::started_at(mode, cluster, start)))
             as epochlab_sim::ClusterHook
     });
+    let progress = Progress::on_terminal(&label(params));
+    let hook = match &progress {
+        Some(p) => Some(p.hook(hook)),
+        None => hook,
+    };
     let sampler = watch.timeline.map(|t| t.sampler(mode, start));
     let mut time_observers: Vec<Arc<dyn TimeObserver>> = Vec::new();
+    if let Some(p) = &progress {
+        time_observers.push(p.clone());
+    }
     if let Some(s) = &sampler {
         time_observers.push(s.clone());
     }
@@ -174,6 +182,9 @@ fn run_one(
         time_observers,
     };
     let out = run_repro_with(params, hooks);
+    if let Some(p) = progress {
+        p.finish();
+    }
     if let Some(m) = watch.metrics {
         // Fold in the run's final values and release its cluster (its gauges keep their last values).
         m.end_run(0);

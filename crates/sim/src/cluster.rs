@@ -252,6 +252,22 @@ impl Cluster {
         Ok(())
     }
 
+    /// The jobs still creating and the snapshot rows their backfill has consumed, in all.
+    pub fn backfill_progress(&self) -> (usize, u64) {
+        let creating: Vec<TableId> = {
+            let catalog = self.meta.catalog();
+            let jobs = catalog.relations.values();
+            jobs.filter(|r| r.state == epochlab_meta::JobState::Creating)
+                .map(|r| r.id)
+                .collect()
+        };
+        let rows = creating
+            .iter()
+            .filter_map(|&id| self.meta.backfill_progress(id))
+            .sum();
+        (creating.len(), rows)
+    }
+
     /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
     pub fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
         let mce = self.hummock.max_committed_epoch();

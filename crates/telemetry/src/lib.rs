@@ -8,6 +8,7 @@
 mod jaeger;
 mod metrics;
 mod pace;
+mod progress;
 mod server;
 mod timeline;
 mod tracer;
@@ -19,6 +20,7 @@ pub use jaeger::{
 pub use metrics::{FinishedSeed, MAX_SIGNATURES, Metrics, OTHER_SIGNATURE, RunSource, SeedOutcome};
 pub use opentelemetry::KeyValue;
 pub use pace::{MAX_PACE, MIN_PACE, Pacer, WallStart};
+pub use progress::Progress;
 pub use server::MetricsServer;
 pub use timeline::{RunSampler, RunSpan, Timeline};
 pub use tokio::runtime::Handle as RuntimeHandle;
