@@ -28,6 +28,7 @@ mod human;
 mod repro;
 mod row;
 mod soak;
+mod slt;
 mod soak_metrics;
 
 use std::process::ExitCode;
@@ -63,6 +64,17 @@ fn main() -> ExitCode {
             out!("{}", human::catalogue());
             ExitCode::SUCCESS
         }
+        Ok(Invocation::SltHelp) => {
+            outln!("{}", slt::SLT_HELP);
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Slt(a)) => match slt::run(&a) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab slt: {e}");
+                ExitCode::from(2)
+            }
+        },
         Ok(Invocation::SoakHelp) => {
             outln!("{}", args::SOAK_HELP);
             ExitCode::SUCCESS
