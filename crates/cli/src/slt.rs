@@ -349,7 +349,7 @@ fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wal
         if let Some(f) = &r.failure {
             outln!("  record {f}");
         }
-        if let Some(e) = &r.error {
+        if let Some(e) = r.error.as_ref().filter(|_| r.kind != Some("record")) {
             outln!("  {}: {e}", r.kind.unwrap_or(r.outcome.as_str()));
         }
         for v in r.violations.iter().take(5) {
