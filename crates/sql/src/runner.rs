@@ -350,9 +350,15 @@ async fn play(
         records.len(),
         p.kill
     );
+    let mut runner = sqllogictest::Runner::new(make);
+    // `skipif kill` / `onlyif kill`: records that assert a timing which kills (and the WAIT after a background
+    // CREATE MATERIALIZED VIEW under kills) would change.
+    if p.kill {
+        runner.add_label("kill");
+    }
     let mut play = Play {
         engine,
-        runner: sqllogictest::Runner::new(make),
+        runner,
         rng: SimRng::new(p.seed ^ 0x736c_745f_6b69_6c6c),
         params: p,
         report: FileReport::new(&file),
