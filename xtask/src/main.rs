@@ -34,7 +34,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let raw: Vec<OsString> = args.collect();
-    if matches!(cmd.as_str(), "repro" | "soak" | "soak-report" | "bugs" | "slt") {
+    if matches!(
+        cmd.as_str(),
+        "repro" | "soak" | "soak-report" | "bugs" | "slt"
+    ) {
         return finish(epochlab_command(&cmd, &raw));
     }
     let rest: Vec<String> = match raw.into_iter().enumerate().map(utf8).collect() {

@@ -1353,7 +1353,10 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
             (false, Some(v)) => v,
             (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
         };
-        if matches!(flag, "--slt" | "--kill" | "--kill-rate" | "--background-ddl-rate") {
+        if matches!(
+            flag,
+            "--slt" | "--kill" | "--kill-rate" | "--background-ddl-rate"
+        ) {
             slt_values.insert(flag, value.to_string());
         }
         set_soak(&mut soak, &mut repro, flag, value)?;

@@ -27,8 +27,8 @@ mod expect;
 mod human;
 mod repro;
 mod row;
-mod soak;
 mod slt;
+mod soak;
 mod soak_metrics;
 
 use std::process::ExitCode;

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproHooks};
 use epochlab_sql::{FileReport, SltError, SltParams, run_file};
-use epochlab_telemetry::{ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to};
+use epochlab_telemetry::{
+    ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to,
+};
 
 use crate::args::{ArgError, Invocation};
 use crate::soak::{RESULTS_VERSION, SeedRow};
@@ -154,7 +156,9 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
             }
             "--bug" => bug = v.parse().map_err(ArgError::NotABug)?,
             "--mode" => {
-                mode = v.parse().map_err(|_| ArgError::NotASoakMode(v.to_string()))?;
+                mode = v
+                    .parse()
+                    .map_err(|_| ArgError::NotASoakMode(v.to_string()))?;
             }
             "--kill" => a.params.kill = true,
             "--kill-rate" => kill_rate = Some(probability(flag, v)?),
@@ -276,9 +280,11 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
             } else {
                 PathBuf::from(format!("{}.{}", path.display(), i + 1))
             };
-            crate::repro::write_event_log(&path, &out.log.lines()).map_err(|e| SltRunError::Write {
-                path: path.display().to_string(),
-                why: e.to_string(),
+            crate::repro::write_event_log(&path, &out.log.lines()).map_err(|e| {
+                SltRunError::Write {
+                    path: path.display().to_string(),
+                    why: e.to_string(),
+                }
             })?;
         }
         let r = &out.value;
@@ -294,7 +300,14 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
     Ok(u8::from(failed))
 }
 
-fn json_row(p: &SltParams, file: &Path, r: &FileReport, digest: &str, virtual_ms: u64, wall_ms: u64) -> String {
+fn json_row(
+    p: &SltParams,
+    file: &Path,
+    r: &FileReport,
+    digest: &str,
+    virtual_ms: u64,
+    wall_ms: u64,
+) -> String {
     let failure = r.failure.as_ref().map(|f| {
         serde_json::json!({
             "file": f.file, "line": f.line, "sql": f.sql, "expected": f.expected, "actual": f.actual,
@@ -408,7 +421,13 @@ impl SltCampaign {
 
     /// Every file under `seed`, one after the other, each in its fresh cluster: one row. The first file that
     /// fails (or gets stuck) is the row's detail, with the command that replays that file alone.
-    pub fn run_seed(&self, campaign: &str, seed: u64, hooks: ReproHooks, event_log: Option<&Path>) -> SeedRow {
+    pub fn run_seed(
+        &self,
+        campaign: &str,
+        seed: u64,
+        hooks: ReproHooks,
+        event_log: Option<&Path>,
+    ) -> SeedRow {
         let wall = WallTimer::start();
         let p = SltParams {
             seed,
@@ -437,21 +456,33 @@ impl SltCampaign {
             recoveries += r.recoveries;
             kills += r.kills;
             if r.outcome != Outcome::Passed && verdict.is_none() {
-                let record = r.failure.as_ref().map(|f| format!(" at {}:{}", f.file, f.line)).unwrap_or_default();
+                let record = r
+                    .failure
+                    .as_ref()
+                    .map(|f| format!(" at {}:{}", f.file, f.line))
+                    .unwrap_or_default();
                 let detail = format!(
                     "{}{record}: {}; replay this file: {}",
                     file.display(),
                     r.error.as_deref().unwrap_or(""),
                     replay(&p, file)
                 );
-                verdict = Some((r.outcome.as_str().into(), r.kind.map(str::to_string), detail, r.signature()));
+                verdict = Some((
+                    r.outcome.as_str().into(),
+                    r.kind.map(str::to_string),
+                    detail,
+                    r.signature(),
+                ));
             }
         }
         let (outcome, kind, detail, signature) = verdict.unwrap_or_else(|| {
             (
                 "passed".into(),
                 None,
-                format!("{} files, {kills} nodes killed, {recoveries} recoveries", self.files.len()),
+                format!(
+                    "{} files, {kills} nodes killed, {recoveries} recoveries",
+                    self.files.len()
+                ),
                 None,
             )
         });
@@ -538,10 +569,22 @@ mod tests {
         assert!(a.params.kill);
         assert_eq!(a.params.kill_rate, 1.0);
         assert_eq!(a.params.background_ddl_rate, 0.0);
-        assert!(matches!(args(&["--kill-rate", "0.5", "x.slt"]), Err(ArgError::Pointless { .. })));
-        assert!(matches!(args(&["--seed", "1"]), Err(ArgError::SltFiles { .. })));
-        assert!(matches!(args(&["--mode", "purge-before-reset", "--bug", "22384", "x.slt"]), Err(ArgError::NotAModeOfTheBug(_))));
-        assert!(matches!(args(&["--kill", "--kill", "x.slt"]), Err(ArgError::Repeated("--kill"))));
+        assert!(matches!(
+            args(&["--kill-rate", "0.5", "x.slt"]),
+            Err(ArgError::Pointless { .. })
+        ));
+        assert!(matches!(
+            args(&["--seed", "1"]),
+            Err(ArgError::SltFiles { .. })
+        ));
+        assert!(matches!(
+            args(&["--mode", "purge-before-reset", "--bug", "22384", "x.slt"]),
+            Err(ArgError::NotAModeOfTheBug(_))
+        ));
+        assert!(matches!(
+            args(&["--kill", "--kill", "x.slt"]),
+            Err(ArgError::Repeated("--kill"))
+        ));
     }
 
     #[test]

@@ -273,7 +273,10 @@ impl Session {
             }
             "CREATE" => {
                 let object = w.peek_upper_at(1).unwrap_or_default();
-                if !matches!(object.as_str(), "TABLE" | "MATERIALIZED" | "VIEW" | "OR" | "IF") {
+                if !matches!(
+                    object.as_str(),
+                    "TABLE" | "MATERIALIZED" | "VIEW" | "OR" | "IF"
+                ) {
                     return Err(unsupported_words(&s.tokens, 2));
                 }
             }
@@ -1537,7 +1540,12 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
         T::BigInt(_) | T::Int8(_) => DataType::Int64,
         T::Varchar(_) | T::CharacterVarying(_) | T::Text | T::String(_) => DataType::Varchar,
         T::Boolean | T::Bool => DataType::Boolean,
-        other => return Err(SqlError::Unsupported(format!("type {}", other.to_string().to_lowercase()))),
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "type {}",
+                other.to_string().to_lowercase()
+            )));
+        }
     })
 }
 

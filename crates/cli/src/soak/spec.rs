@@ -117,7 +117,9 @@ impl RunSpec {
     pub fn run(&self, campaign: &str, hooks: ReproHooks, event_log: Option<&Path>) -> SeedRow {
         let wall = WallTimer::start();
         match (self, self.plan()) {
-            (RunSpec::Slt { seed, campaign: c }, _) => c.run_seed(campaign, *seed, hooks, event_log),
+            (RunSpec::Slt { seed, campaign: c }, _) => {
+                c.run_seed(campaign, *seed, hooks, event_log)
+            }
             (RunSpec::Directed(p), _) => {
                 let out = run_repro_with(p, hooks);
                 if let Some(path) = event_log {
