@@ -405,7 +405,7 @@ impl SltCampaign {
         let p = &self.params;
         let mut cmd = format!(
             "cargo xtask soak --slt {} --bug {} --mode {}",
-            self.pattern,
+            shell_word(&self.pattern),
             p.run.bug(),
             p.run.mode()
         );
@@ -456,17 +456,17 @@ impl SltCampaign {
             recoveries += r.recoveries;
             kills += r.kills;
             if r.outcome != Outcome::Passed && verdict.is_none() {
-                let record = r
-                    .failure
-                    .as_ref()
-                    .map(|f| format!(" at {}:{}", f.file, f.line))
-                    .unwrap_or_default();
-                let detail = format!(
-                    "{}{record}: {}; replay this file: {}",
-                    file.display(),
-                    r.error.as_deref().unwrap_or(""),
-                    replay(&p, file)
-                );
+                let at = match &r.failure {
+                    Some(f) => format!("{}:{}", f.file, f.line),
+                    None => file.display().to_string(),
+                };
+                let error = r.error.as_deref().unwrap_or("");
+                // A record's error starts with its place already.
+                let error = match error.strip_prefix(&at) {
+                    Some(rest) => rest.trim_start_matches(": ").to_string(),
+                    None => error.to_string(),
+                };
+                let detail = format!("{at}: {error}; replay this file: {}", replay(&p, file));
                 verdict = Some((
                     r.outcome.as_str().into(),
                     r.kind.map(str::to_string),
@@ -511,7 +511,9 @@ pub fn soak_scenario(
     bug: BugId,
     mode: Mode,
 ) -> Result<crate::soak::Scenario, ArgError> {
+    // A replay command (`soak --replay`) splits at spaces without a shell: its pattern keeps its quotes.
     let pattern = values.get("--slt").cloned().unwrap_or_default();
+    let pattern = pattern.trim_matches('\'').to_string();
     let files = expand(&pattern)?;
     let kill = values.contains_key("--kill");
     let rate = |flag: &'static str, default: f64| -> Result<f64, ArgError> {
@@ -536,6 +538,15 @@ pub fn soak_scenario(
         files,
         params,
     })))
+}
+
+/// `pattern` as one shell word: quoted when it has glob characters or spaces.
+fn shell_word(pattern: &str) -> String {
+    if pattern.contains(['*', '?', '[', ' ']) {
+        format!("'{pattern}'")
+    } else {
+        pattern.to_string()
+    }
 }
 
 /// One digest for several runs (FNV-1a over theirs, in order).
