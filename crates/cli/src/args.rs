@@ -214,10 +214,10 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak|bugs [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|slt|bugs [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
-    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|bugs [FLAGS]")]
+    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|slt|bugs [FLAGS]")]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
     Repro(#[from] ArgError),
