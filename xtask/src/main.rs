@@ -1,8 +1,8 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
 //! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
-//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`: the same for `epochlab soak`, `epochlab soak-report` and
-//!   `epochlab bugs` (the catalogue).
+//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`: the same for `epochlab soak`,
+//!   `epochlab soak-report`, `epochlab bugs` (the catalogue) and `epochlab slt` (sqllogictest files).
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 const USAGE: &str =
-    "usage: cargo xtask <repro|soak|soak-report|bugs|test|bench|screenshot|protoc> [ARGS...]";
+    "usage: cargo xtask <repro|soak|soak-report|bugs|slt|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -34,7 +34,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let raw: Vec<OsString> = args.collect();
-    if matches!(cmd.as_str(), "repro" | "soak" | "soak-report" | "bugs") {
+    if matches!(
+        cmd.as_str(),
+        "repro" | "soak" | "soak-report" | "bugs" | "slt"
+    ) {
         return finish(epochlab_command(&cmd, &raw));
     }
     let rest: Vec<String> = match raw.into_iter().enumerate().map(utf8).collect() {

@@ -3,7 +3,7 @@
 //! Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`); a repeated flag is rejected, as is a
 //! flag that would do nothing in the combination given.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
@@ -188,6 +188,12 @@ pub enum ArgError {
     NotAShard(String),
     #[error("--mode of a soak is one of buggy, fixed or purge-before-reset, not `{0}`")]
     NotASoakMode(String),
+    /// `epochlab slt`'s `--seed`.
+    #[error("--seed takes a whole number in 0..=18446744073709551615, not `{0}`")]
+    NotASeed(String),
+    /// `epochlab slt FILES...` or `soak --slt GLOB` named no file (or a bad pattern).
+    #[error("{}{why}", if pattern.is_empty() { String::new() } else { format!("`{pattern}`: ") })]
+    SltFiles { pattern: String, why: String },
     #[error("--bug of a soak is one bug of the catalogue, not all: run one campaign per bug")]
     SoakBugAll,
     #[error("--scenario takes random or 14910, not `{0}`")]
@@ -208,10 +214,10 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak|bugs [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|slt|bugs [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
-    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|bugs [FLAGS]")]
+    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|slt|bugs [FLAGS]")]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
     Repro(#[from] ArgError),
@@ -221,6 +227,8 @@ pub enum CliError {
     SoakReportNoFiles,
     #[error("epochlab bugs: takes no argument, not `{0}`")]
     BugsTakesNothing(String),
+    #[error("epochlab slt: {0}")]
+    Slt(ArgError),
 }
 
 /// What the command line asks for.
@@ -235,6 +243,10 @@ pub enum Invocation {
     SoakReport(Vec<PathBuf>),
     /// `epochlab bugs`: the catalogue.
     Bugs,
+    /// `epochlab slt --help`.
+    SltHelp,
+    /// `epochlab slt FILES...`: sqllogictest files against the simulated cluster.
+    Slt(Box<crate::slt::SltArgs>),
 }
 
 /// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
@@ -261,6 +273,7 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
         "soak-report" => Ok(Invocation::SoakReport(
             rest.iter().map(PathBuf::from).collect(),
         )),
+        "slt" => crate::slt::parse(rest).map_err(CliError::Slt),
         "bugs" if rest.is_empty() => Ok(Invocation::Bugs),
         "bugs" => Err(CliError::BugsTakesNothing(rest[0].clone())),
         "-h" | "--help" | "help" => Ok(Invocation::Help),
@@ -1281,6 +1294,12 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             after some drops) kills every node or each node with probability 0.5; default 0.5
   --background-ddl-rate F   0..=1, random plans: the chance that a view or sink is created in the background;
                             default 0.5
+  --slt GLOB                run sqllogictest files (`epochlab slt --help`) instead of random plans: every file
+                            matching GLOB (quote it: 'tests/slt/**/*.slt'), each in a fresh cluster, under each
+                            seed; a seed fails when a file does, its detail naming the file, the record and the
+                            `cargo xtask slt` command that replays that file alone
+  --kill                    with --slt: kill compute nodes as RisingWave's simulation runner does (then
+                            --kill-rate defaults to 1.0 and --background-ddl-rate to 0.0)
   --plan FILE               run one plan file (as written by --shrink, or from tests/regressions/) in its own
                             mode unless --mode is given; compares with the file's expected outcome if it has one
   --shrink                  shrink the plan of --plan FILE, or of the lowest failing seed of the campaign:
@@ -1339,6 +1358,8 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     let mut repro = ReproArgs::default();
     let mut soak = crate::soak::SoakArgs::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
+    // The values of `--slt` and its rates, read once every flag is known (their defaults differ).
+    let mut slt_values: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         if arg == "-h" || arg == "--help" {
@@ -1350,14 +1371,28 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         if !seen.insert(flag.to_string()) {
             return Err(ArgError::Repeated(flag));
         }
-        let switch = flag == "--json" || flag == "--shrink";
+        let switch = flag == "--json" || flag == "--shrink" || flag == "--kill";
         let value = match (switch, inline) {
             (true, None) => "",
             (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
             (false, Some(v)) => v,
             (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
         };
+        if matches!(
+            flag,
+            "--slt" | "--kill" | "--kill-rate" | "--background-ddl-rate"
+        ) {
+            slt_values.insert(flag, value.to_string());
+        }
         set_soak(&mut soak, &mut repro, flag, value)?;
+    }
+    if seen.contains("--slt") {
+        soak.scenario = crate::slt::soak_scenario(&slt_values, soak.params.bug, soak.params.mode)?;
+    } else if seen.contains("--kill") {
+        return Err(ArgError::Pointless {
+            flag: "--kill",
+            reason: "needs --slt (random plans draw their kills with --kill-rate)",
+        });
     }
     soak.params = ReproParams {
         bug: soak.params.bug,
@@ -1457,6 +1492,20 @@ fn check_soak(soak: &crate::soak::SoakArgs, seen: &BTreeSet<String>) -> Result<(
                 });
             }
         }
+        Scenario::Slt(_) => {
+            for other in ["--scenario", "--plan", "--shrink", "--replay"] {
+                if given(other) {
+                    let reason = "--slt runs sqllogictest files, not plans";
+                    return Err(exclusive("--slt", other, reason));
+                }
+            }
+            if let Some(flag) = DIRECTED_FLAGS.iter().find(|f| given(f)) {
+                return Err(ArgError::Pointless {
+                    flag,
+                    reason: "sets the directed scenario: it needs --scenario 14910",
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -1471,8 +1520,10 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 26] = [
+const SOAK_FLAGS: [&str; 28] = [
     "--bug",
+    "--slt",
+    "--kill",
     "--replay",
     "--plan",
     "--shrink",
@@ -1542,6 +1593,9 @@ fn set_soak(
         "--json" => soak.json = true,
         "--replay" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
         "--replay" => soak.replay = Some(PathBuf::from(v)),
+        // Read after every flag (`crate::slt::soak_scenario`).
+        "--slt" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
+        "--slt" | "--kill" => {}
         repro_flag => {
             let f = Flag::from_name(repro_flag).expect("a repro flag");
             repro.set(f, v)?;

@@ -27,6 +27,7 @@ mod expect;
 mod human;
 mod repro;
 mod row;
+mod slt;
 mod soak;
 mod soak_metrics;
 
@@ -53,9 +54,10 @@ fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
             outln!(
-                "usage: epochlab repro|soak|bugs [FLAGS]\n\n{}\n\n{}",
+                "usage: epochlab repro|soak|slt|bugs [FLAGS]\n\n{}\n\n{}\n\n{}",
                 args::REPRO_HELP,
-                args::SOAK_HELP
+                args::SOAK_HELP,
+                slt::SLT_HELP
             );
             ExitCode::SUCCESS
         }
@@ -63,6 +65,17 @@ fn main() -> ExitCode {
             out!("{}", human::catalogue());
             ExitCode::SUCCESS
         }
+        Ok(Invocation::SltHelp) => {
+            outln!("{}", slt::SLT_HELP);
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Slt(a)) => match slt::run(&a) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab slt: {e}");
+                ExitCode::from(2)
+            }
+        },
         Ok(Invocation::SoakHelp) => {
             outln!("{}", args::SOAK_HELP);
             ExitCode::SUCCESS

@@ -230,7 +230,7 @@ fn cluster_config(p: &ReproParams) -> ClusterConfig {
 }
 
 /// A cluster with these toggles at this pace; shared by the directed scenarios and random plans.
-pub(crate) fn cluster_config_for(
+pub fn cluster_config_for(
     toggles: Toggles,
     vnodes: u32,
     barrier_interval_ms: u64,
@@ -262,7 +262,7 @@ pub(crate) fn cluster_config_for(
 }
 
 /// The network's latencies outside faults: barriers 1 to 5 ms, version deltas 5 to 30 ms.
-pub(crate) fn base_network(cluster: &Cluster) {
+pub fn base_network(cluster: &Cluster) {
     for kind in [RpcKind::InjectBarrier, RpcKind::BarrierComplete] {
         let range = Duration::from_millis(1)..Duration::from_millis(5);
         cluster.network.set_latency(kind, range);
@@ -287,7 +287,7 @@ pub type TracingLayer =
 /// Make `layer` (if any) and `extra` the thread's subscriber for the run. Not `.with(Option<layer>)`: an
 /// optional layer does not pass the subscriber on to the layers inside it (`on_register_dispatch`), which the
 /// telemetry's log format needs to find trace ids.
-pub(crate) fn install<L>(layer: Option<TracingLayer>, extra: L) -> tracing::subscriber::DefaultGuard
+pub fn install<L>(layer: Option<TracingLayer>, extra: L) -> tracing::subscriber::DefaultGuard
 where
     L: tracing_subscriber::Layer<
             tracing_subscriber::layer::Layered<TracingLayer, tracing_subscriber::Registry>,
@@ -823,7 +823,7 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), EarlyEnd> {
 }
 
 /// What the barrier manager is waiting for.
-pub(crate) fn stuck_report(cluster: &Cluster, what: &str) -> String {
+pub fn stuck_report(cluster: &Cluster, what: &str) -> String {
     let stats = cluster.barrier_stats();
     format!(
         "{what}: {} barrier(s) in flight, {} injected, {} completed, last completed prev epoch {}, last \

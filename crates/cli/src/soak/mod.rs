@@ -131,6 +131,7 @@ impl SoakArgs {
         match &self.scenario {
             Scenario::Directed => directed_campaign(&self.params),
             Scenario::Random(g) => random_campaign(self.run(), g),
+            Scenario::Slt(c) => c.key(),
         }
     }
 
@@ -145,6 +146,10 @@ impl SoakArgs {
                 seed,
                 run: self.run(),
                 generate: g.clone(),
+            },
+            Scenario::Slt(c) => RunSpec::Slt {
+                seed,
+                campaign: c.clone(),
             },
         }
     }

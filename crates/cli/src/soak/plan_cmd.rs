@@ -97,7 +97,7 @@ fn shrink_spec(args: &SoakArgs, spec: &RunSpec) -> Result<u8, SoakError> {
     let plan = spec.plan().expect("only plan runs shrink");
     let mode = match spec {
         RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => *run,
-        RunSpec::Directed(_) => unreachable!("only plan runs shrink"),
+        RunSpec::Directed(_) | RunSpec::Slt { .. } => unreachable!("only plan runs shrink"),
     };
     eprintln!(
         "shrink: seed {} ({} steps, mode {}), at most {SHRINK_MAX_RUNS} runs on {} threads",

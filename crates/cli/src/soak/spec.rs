@@ -19,6 +19,8 @@ pub enum Scenario {
     Random(GenParams),
     /// The #14910 scenario of `epochlab repro`, with its settings.
     Directed,
+    /// Sqllogictest files (`--slt GLOB`), each in a fresh cluster, under each seed.
+    Slt(Box<crate::slt::SltCampaign>),
 }
 
 /// One run.
@@ -35,6 +37,11 @@ pub enum RunSpec {
         run: BugMode,
         path: String,
     },
+    /// Every file of an `--slt` campaign under one seed.
+    Slt {
+        seed: u64,
+        campaign: Box<crate::slt::SltCampaign>,
+    },
 }
 
 impl RunSpec {
@@ -43,6 +50,7 @@ impl RunSpec {
             RunSpec::Directed(p) => p.seed,
             RunSpec::Random { seed, .. } => *seed,
             RunSpec::Plan { plan, .. } => plan.seed,
+            RunSpec::Slt { seed, .. } => *seed,
         }
     }
 
@@ -50,6 +58,7 @@ impl RunSpec {
         match self {
             RunSpec::Directed(p) => p.mode,
             RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => run.mode(),
+            RunSpec::Slt { campaign, .. } => campaign.params.run.mode(),
         }
     }
 
@@ -57,6 +66,7 @@ impl RunSpec {
         match self {
             RunSpec::Directed(p) => p.bug,
             RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => run.bug(),
+            RunSpec::Slt { campaign, .. } => campaign.params.run.bug(),
         }
     }
 
@@ -65,6 +75,7 @@ impl RunSpec {
             RunSpec::Directed(_) => "14910",
             RunSpec::Random { .. } => "random",
             RunSpec::Plan { .. } => "plan",
+            RunSpec::Slt { .. } => "slt",
         }
     }
 
@@ -87,13 +98,14 @@ impl RunSpec {
             RunSpec::Plan { run, path, .. } => {
                 format!("cargo xtask soak --mode {} --plan {path}", run.mode())
             }
+            RunSpec::Slt { seed, campaign } => campaign.replay(*seed),
         }
     }
 
     /// The plan this run plays, if it plays one.
     pub fn plan(&self) -> Option<Plan> {
         match self {
-            RunSpec::Directed(_) => None,
+            RunSpec::Directed(_) | RunSpec::Slt { .. } => None,
             RunSpec::Random {
                 seed, generate: g, ..
             } => Some(generate(*seed, g)),
@@ -105,6 +117,9 @@ impl RunSpec {
     pub fn run(&self, campaign: &str, hooks: ReproHooks, event_log: Option<&Path>) -> SeedRow {
         let wall = WallTimer::start();
         match (self, self.plan()) {
+            (RunSpec::Slt { seed, campaign: c }, _) => {
+                c.run_seed(campaign, *seed, hooks, event_log)
+            }
             (RunSpec::Directed(p), _) => {
                 let out = run_repro_with(p, hooks);
                 if let Some(path) = event_log {
@@ -118,7 +133,9 @@ impl RunSpec {
                 let plan = plan.expect("a random or plan run plays a plan");
                 let run = match self {
                     RunSpec::Random { run, .. } | RunSpec::Plan { run, .. } => *run,
-                    RunSpec::Directed(_) => unreachable!("a directed run plays no plan"),
+                    RunSpec::Directed(_) | RunSpec::Slt { .. } => {
+                        unreachable!("a directed or slt run plays no plan")
+                    }
                 };
                 let out = run_plan(&plan, run, hooks);
                 if let Some(path) = event_log {

@@ -1,0 +1,136 @@
+//! `epochlab slt` and `epochlab soak --slt` as a user runs them: exit statuses, what a failing record prints,
+//! one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn epochlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .expect("epochlab runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn temp(name: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("epochlab-slt-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+#[test]
+fn passing_files_exit_0() {
+    let out = epochlab(&[
+        "slt",
+        "tests/slt/basic.slt",
+        "tests/slt/risingwave/ddl/throttle.slt",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert_eq!(stdout.matches("  passed  ").count(), 2, "{stdout}");
+}
+
+#[test]
+fn a_failing_record_prints_file_line_sql_expected_actual_and_replay() {
+    let f = temp(
+        "fails.slt",
+        "statement ok\nCREATE TABLE t (v int);\n\nquery I\nSELECT count(*) FROM t;\n----\n1\n",
+    );
+    let out = epochlab(&["slt", "--seed", "4", f.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("fails.slt:4: SELECT count(*) FROM t;"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("expected: 1") && stdout.contains("actual:   0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("replay: cargo xtask slt --seed 4 --bug 14910 --mode fixed "),
+        "{stdout}"
+    );
+    let out = epochlab(&["slt", "--json", f.to_str().unwrap()]);
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON row");
+    assert_eq!(row["outcome"], "failed");
+    assert_eq!(row["failure"]["line"], 4);
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_line() {
+    let malformed = temp(
+        "malformed.slt",
+        "statement ok\nSELECT 1;\n\nstatement nope\nSELECT 2;\n",
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["slt", "no/such.slt"], "no/such.slt: no such file"),
+        (
+            vec!["slt", malformed.to_str().unwrap()],
+            "malformed.slt:4: parse error",
+        ),
+        (vec!["slt"], "name the files to run"),
+        (
+            vec!["slt", "--kill-rate", "0.5", "x.slt"],
+            "--kill-rate needs --kill",
+        ),
+        (
+            vec!["slt", "--kill", "--kill-rate", "2", "x.slt"],
+            "--kill-rate",
+        ),
+        (vec!["slt", "--frobnicate", "x.slt"], "unknown flag"),
+        (
+            vec!["slt", "tests/slt/nothing-here-*.slt"],
+            "no file matches",
+        ),
+        (vec!["soak", "--kill"], "--kill needs --slt"),
+        (
+            vec!["soak", "--slt", "tests/slt/*.slt", "--scenario", "14910"],
+            "--slt",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = epochlab(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn soak_over_files_finds_14910_in_buggy_and_replays_it() {
+    let out = epochlab(&[
+        "soak",
+        "--slt",
+        "tests/slt/recovery/drop_sink_*.slt",
+        "--kill",
+        "--mode",
+        "buggy",
+        "--seeds",
+        "0..3",
+        "--jobs",
+        "2",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("row [Some(Int16(N))] not found"),
+        "{stdout}"
+    );
+    let replay = stdout
+        .lines()
+        .find_map(|l| l.split("replay this file: ").nth(1))
+        .expect("a replay command of the file");
+    let words: Vec<&str> = replay.split_whitespace().collect();
+    assert_eq!(&words[..3], &["cargo", "xtask", "slt"]);
+    let out = epochlab(&words[2..]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("not found (by the backfill persist check)"));
+}

@@ -1,0 +1,37 @@
+//! What a statement can fail with: one line, never a panic.
+
+use epochlab_meta::DdlError;
+
+/// An error of one SQL statement, as the client sees it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SqlError {
+    /// The text is not SQL that `sqlparser` (PostgreSQL dialect) reads.
+    #[error("sql parser error: {0}")]
+    Parse(String),
+    /// A construct outside the subset the engine implements, named.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// A statement the subset has, with a wrong argument (a column that does not exist, a bad value).
+    #[error("{0}")]
+    Invalid(String),
+    /// A name that exists already, or does not exist (RisingWave's wording: its simulation runner and test
+    /// files match on `Catalog error`, `exists` and `not found`).
+    #[error("Catalog error: {0}")]
+    Catalog(String),
+    /// A DML statement that could not reach its table's actors (a node down, recovery running): nothing was
+    /// written. RisingWave's wording, which its simulation runner retries on.
+    #[error("no reader for dml in table {table}: {why}")]
+    NoReader { table: String, why: String },
+    /// A `WITH` option given twice (RisingWave's wording).
+    #[error("Duplicated option: {0}")]
+    DuplicatedOption(String),
+    /// A `WITH` option the statement does not take (RisingWave's wording).
+    #[error("unexpected options in WITH clause: {0}")]
+    UnexpectedOptions(String),
+    /// The engine refused or failed the DDL (recovery running, a barrier failed, ...).
+    #[error("{0}")]
+    Ddl(#[from] DdlError),
+    /// A statement that waited longer than its (virtual) budget.
+    #[error("{0} timed out after {1} s")]
+    Timeout(&'static str, u64),
+}

@@ -1,0 +1,1902 @@
+//! The SQL front end: the subset of RisingWave's SQL that the engine implements, read with `sqlparser`
+//! (PostgreSQL dialect) and mapped onto meta's DDL, the cluster's DML path and reads of committed storage.
+//!
+//! RisingWave's own statements that `sqlparser` does not know (`FLUSH`, `WAIT`, `RECOVER`, `SHOW JOBS`,
+//! `CREATE SINK`, `DROP SINK`, `ALTER SYSTEM`, `ALTER ... SET PARALLELISM`, `SET`) are read from its tokens by
+//! [`Words`]; the rest goes through `sqlparser`'s `Statement`. Anything else is
+//! [`SqlError::Unsupported`], naming the construct.
+//!
+//! The engine's views and sinks copy their upstream's rows (`SELECT *`): a view's projection and `WHERE` are
+//! kept here, in its [`Def`], and applied when it is read. The view's state table therefore holds the rows
+//! of its upstream that the arrangement backfill and the upstream's changes put there, which is what recovery
+//! and the checkers look at; what a query sees is the same as if the view had projected and filtered them.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use epochlab_barrier::SchedulerStatus;
+use epochlab_common::plan::SinkKind;
+use epochlab_common::{DataType, Datum, Op, OwnedRow, ScalarImpl, TableId};
+use epochlab_meta::{JobOptions, JobState, Relation, RelationKind, SinkOptions};
+use epochlab_sim::Cluster;
+use sqlparser::ast::{
+    self, ColumnOption, CreateTableOptions, Expr as Ast, FunctionArg, FunctionArgExpr,
+    FunctionArguments, GroupByExpr, LimitClause, ObjectName, ObjectNamePart, OrderByKind,
+    OrderBySort, Query, SelectItem, SetExpr, SqlOption, Statement, TableConstraint, TableFactor,
+    TableObject,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+use crate::error::SqlError;
+use crate::expr::{Column, Expr, bind, cast, format_datum, literal, order_datums, resolve};
+
+/// Rows per DML chunk sent to the cluster.
+const DML_BATCH: usize = 1024;
+
+/// How long `WAIT` waits for background jobs (virtual time).
+const WAIT_BUDGET: Duration = Duration::from_secs(3600);
+
+/// How long `RECOVER` waits for the recovery it starts (virtual time).
+const RECOVER_BUDGET: Duration = Duration::from_secs(600);
+
+/// The name of the hidden row id column of a table without a primary key (RisingWave's).
+pub const ROW_ID: &str = "_row_id";
+
+/// What a relation is, as SQL names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Table,
+    MaterializedView,
+    Sink,
+}
+
+impl Kind {
+    fn of(kind: RelationKind) -> Self {
+        match kind {
+            RelationKind::Table => Kind::Table,
+            RelationKind::MaterializedView => Kind::MaterializedView,
+            RelationKind::Sink => Kind::Sink,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Table => "table",
+            Kind::MaterializedView => "materialized view",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
+/// What SQL knows of a relation beyond meta's catalog: its columns, its filter, its statement.
+#[derive(Clone, Debug)]
+pub struct Def {
+    pub kind: Kind,
+    /// The columns SQL sees; each `src` is a position in the stored rows.
+    pub columns: Vec<Column>,
+    /// The view's `WHERE` (and its upstream's), over the stored rows.
+    pub filter: Option<Expr>,
+    /// A table's stored columns (the visible ones, then `_row_id` when it has no primary key).
+    pub stored: Vec<DataType>,
+    /// A table without a primary key: the last stored column is its hidden row id.
+    pub row_id: bool,
+    /// The table's primary key, as positions in the stored rows.
+    pub pk: Vec<usize>,
+    /// The statement that created it (`SHOW JOBS`).
+    pub statement: String,
+}
+
+/// The output of one statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A query's rows, every value as text, and whether each column is a number.
+    Rows {
+        numeric: Vec<bool>,
+        rows: Vec<Vec<String>>,
+    },
+    /// A statement that returns no rows, with the rows it affected.
+    Done(u64),
+}
+
+/// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
+pub struct Engine {
+    pub cluster: Arc<Cluster>,
+    defs: Mutex<BTreeMap<String, Def>>,
+    next_row_id: Mutex<BTreeMap<TableId, i64>>,
+    notes: Mutex<Vec<String>>,
+    /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
+    pub default_parallelism: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Engine {
+    pub fn new(cluster: Arc<Cluster>, default_parallelism: usize) -> Arc<Self> {
+        Arc::new(Self {
+            cluster,
+            defs: Mutex::default(),
+            next_row_id: Mutex::default(),
+            notes: Mutex::default(),
+            default_parallelism: default_parallelism.max(1),
+        })
+    }
+
+    /// Things the front end accepted without doing them (options ignored, system settings it does not have).
+    pub fn notes(&self) -> Vec<String> {
+        lock(&self.notes).clone()
+    }
+
+    fn note(&self, note: String) {
+        let mut notes = lock(&self.notes);
+        if !notes.contains(&note) && notes.len() < 64 {
+            notes.push(note);
+        }
+    }
+
+    /// The relation named `name` in meta's catalog, with SQL's definition of it.
+    fn lookup(&self, name: &str) -> Option<(Relation, Def)> {
+        let rel = self.cluster.meta.relation_by_name(name)?;
+        let def = lock(&self.defs).get(name).cloned()?;
+        (def.kind == Kind::of(rel.kind)).then_some((rel, def))
+    }
+
+    /// Jobs still creating, each with its statement and its backfill's progress.
+    fn creating_jobs(&self) -> Vec<(TableId, String, String)> {
+        let relations: Vec<Relation> = self
+            .cluster
+            .meta
+            .catalog()
+            .relations
+            .values()
+            .filter(|r| r.state == JobState::Creating && r.upstream.is_some())
+            .cloned()
+            .collect();
+        let defs = lock(&self.defs).clone();
+        relations
+            .into_iter()
+            .map(|r| {
+                let statement = defs
+                    .get(&r.name)
+                    .map_or_else(|| r.name.clone(), |d| d.statement.clone());
+                let consumed = self.cluster.meta.backfill_progress(r.id).unwrap_or(0);
+                let total = r
+                    .upstream
+                    .map_or(0, |u| self.cluster.committed_rows(u).len() as u64);
+                let progress = if total == 0 {
+                    0.0
+                } else {
+                    (consumed as f64 * 100.0 / total as f64).min(100.0)
+                };
+                (r.id, statement, format!("{progress:.2}%"))
+            })
+            .collect()
+    }
+
+    fn row_ids(&self, table: TableId, n: usize) -> i64 {
+        let mut ids = lock(&self.next_row_id);
+        let next = ids.entry(table).or_insert(0);
+        let first = *next;
+        *next += n as i64;
+        first
+    }
+}
+
+/// One connection's session: its settings, over the shared engine.
+pub struct Session {
+    engine: Arc<Engine>,
+    /// `SET BACKGROUND_DDL`: a CREATE of a view or sink returns once its job has started.
+    pub background_ddl: bool,
+    /// `SET STREAMING_RATE_LIMIT`: new jobs' backfill rows per second per actor.
+    pub streaming_rate_limit: Option<u32>,
+    /// `SET BACKFILL_RATE_LIMIT`: the same, taking precedence.
+    pub backfill_rate_limit: Option<u32>,
+    /// `SET STREAMING_PARALLELISM`.
+    pub parallelism: Option<usize>,
+    /// `SET RW_IMPLICIT_FLUSH`: every DML statement is followed by a `FLUSH`.
+    pub implicit_flush: bool,
+}
+
+impl Session {
+    pub fn new(engine: Arc<Engine>) -> Self {
+        Self {
+            engine,
+            background_ddl: false,
+            streaming_rate_limit: None,
+            backfill_rate_limit: None,
+            parallelism: None,
+            implicit_flush: false,
+        }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    fn cluster(&self) -> &Cluster {
+        &self.engine.cluster
+    }
+
+    /// Run every statement of `sql` in turn; the output is the last one's.
+    pub async fn execute(&mut self, sql: &str) -> Result<Output, SqlError> {
+        let statements = split_statements(sql)?;
+        if statements.is_empty() {
+            return Err(SqlError::Invalid("empty statement".into()));
+        }
+        let mut out = Output::Done(0);
+        for s in statements {
+            out = self.statement(&s).await?;
+        }
+        Ok(out)
+    }
+
+    async fn statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
+        let mut w = Words::new(&s.tokens);
+        let first = w.peek_upper().unwrap_or_default();
+        match first.as_str() {
+            "FLUSH" => {
+                w.next();
+                w.end()?;
+                self.flush().await?;
+                return Ok(Output::Done(0));
+            }
+            "WAIT" => {
+                w.next();
+                w.end()?;
+                self.wait().await?;
+                return Ok(Output::Done(0));
+            }
+            "RECOVER" => {
+                w.next();
+                w.end()?;
+                self.recover().await?;
+                return Ok(Output::Done(0));
+            }
+            "SHOW" => {
+                w.next();
+                if w.eat("JOBS") {
+                    w.end()?;
+                    return Ok(self.show_jobs());
+                }
+                return Err(unsupported_words(&s.tokens, 2));
+            }
+            "SET" => return self.set(&mut w),
+            "DROP" => return self.drop(&mut w).await,
+            "ALTER" => return self.alter(&mut w).await,
+            "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
+                return self.create_sink(&mut w, &s.text).await;
+            }
+            "CREATE" => {
+                let object = w.peek_upper_at(1).unwrap_or_default();
+                if !matches!(
+                    object.as_str(),
+                    "TABLE" | "MATERIALIZED" | "VIEW" | "OR" | "IF"
+                ) {
+                    return Err(unsupported_words(&s.tokens, 2));
+                }
+            }
+            _ => {}
+        }
+        let statement = parse_one(&s.text)?;
+        match statement {
+            Statement::CreateTable(ct) => self.create_table(&ct, &s.text).await,
+            Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
+            Statement::Insert(ins) => self.insert(&ins).await,
+            Statement::Update(up) => self.update(&up).await,
+            Statement::Delete(del) => self.delete(&del).await,
+            Statement::Query(q) => {
+                let (columns, rows) = self.query(&q).await?;
+                Ok(rows_output(&columns, rows))
+            }
+            _ => Err(unsupported_words(&s.tokens, 2)),
+        }
+    }
+
+    // ---- utility statements ----
+
+    async fn flush(&self) -> Result<(), SqlError> {
+        Ok(self.cluster().meta.flush().await?)
+    }
+
+    /// `WAIT`: until no job is still creating.
+    async fn wait(&self) -> Result<(), SqlError> {
+        let cluster = self.cluster();
+        let waited = tokio::time::timeout(WAIT_BUDGET, async {
+            loop {
+                let creating = cluster
+                    .meta
+                    .catalog()
+                    .relations
+                    .values()
+                    .any(|r| r.state == JobState::Creating);
+                if !creating {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        waited.map_err(|_| SqlError::Timeout("WAIT", WAIT_BUDGET.as_secs()))
+    }
+
+    /// `RECOVER`: fail the next barrier injection, so that meta recovers, and wait until it has.
+    async fn recover(&self) -> Result<(), SqlError> {
+        let cluster = self.cluster();
+        let stats = cluster.barrier_stats();
+        let before = stats.recoveries.load(AtomicOrdering::Relaxed);
+        cluster
+            .network
+            .fail_next(epochlab_rpc::RpcKind::InjectBarrier, None, 1);
+        let done = tokio::time::timeout(RECOVER_BUDGET, async {
+            loop {
+                let recovered = stats.recoveries.load(AtomicOrdering::Relaxed) > before;
+                if recovered && cluster.meta.scheduler().status() == SchedulerStatus::Ready {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        done.map_err(|_| SqlError::Timeout("RECOVER", RECOVER_BUDGET.as_secs()))
+    }
+
+    fn show_jobs(&self) -> Output {
+        let rows = self
+            .engine
+            .creating_jobs()
+            .into_iter()
+            .map(|(id, statement, progress)| vec![id.0.to_string(), statement, progress])
+            .collect();
+        Output::Rows {
+            numeric: vec![true, false, false],
+            rows,
+        }
+    }
+
+    /// `SET name (= | TO) value`.
+    fn set(&mut self, w: &mut Words<'_>) -> Result<Output, SqlError> {
+        w.next();
+        let name = w.ident()?;
+        if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
+            return Err(SqlError::Parse(format!(
+                "expected = or TO after SET {name}"
+            )));
+        }
+        let value = w.setting_value()?;
+        w.end()?;
+        match name.as_str() {
+            "background_ddl" => self.background_ddl = value.bool()?,
+            "streaming_rate_limit" => self.streaming_rate_limit = value.rate_limit()?,
+            "backfill_rate_limit" => self.backfill_rate_limit = value.rate_limit()?,
+            "streaming_parallelism" => {
+                self.parallelism = match value.number()? {
+                    Some(0) | None => None,
+                    Some(n) => Some(usize::try_from(n).map_err(|_| value.invalid())?),
+                }
+            }
+            "rw_implicit_flush" => self.implicit_flush = value.bool()?,
+            "enable_arrangement_backfill"
+            | "streaming_enable_arrangement_backfill"
+            | "rw_streaming_enable_arrangement_backfill" => self.engine.note(format!(
+                "SET {name}: every view and sink uses arrangement backfill here"
+            )),
+            "query_mode" | "rw_batch_enable_sort_agg" | "timezone" | "client_min_messages" => {
+                self.engine.note(format!(
+                    "SET {name} accepted and ignored: it changes nothing here"
+                ))
+            }
+            other => return Err(SqlError::Unsupported(format!("SET {other}"))),
+        }
+        Ok(Output::Done(0))
+    }
+
+    // ---- DDL ----
+
+    fn parallelism(&self) -> usize {
+        self.parallelism.unwrap_or(self.engine.default_parallelism)
+    }
+
+    fn rate_limit(&self) -> Option<u32> {
+        self.backfill_rate_limit.or(self.streaming_rate_limit)
+    }
+
+    /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given.
+    fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
+        let Some(rel) = self.cluster().meta.relation_by_name(name) else {
+            return Ok(false);
+        };
+        if if_not_exists {
+            return Ok(true);
+        }
+        let creating = if rel.state == JobState::Creating {
+            " (table is in creating procedure)"
+        } else {
+            ""
+        };
+        Err(SqlError::Catalog(format!(
+            "{} with name \"{name}\" exists{creating}",
+            Kind::of(rel.kind).as_str()
+        )))
+    }
+
+    async fn create_table(&self, ct: &ast::CreateTable, text: &str) -> Result<Output, SqlError> {
+        if ct.query.is_some() {
+            return Err(SqlError::Unsupported("CREATE TABLE AS".into()));
+        }
+        let name = object_name(&ct.name)?;
+        if self.check_free(&name, ct.if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        if let CreateTableOptions::With(options) = &ct.table_options {
+            for o in options {
+                let key = option_key(o)?;
+                if key == "connector" {
+                    return Err(SqlError::Unsupported(
+                        "CREATE TABLE with a connector (a source)".into(),
+                    ));
+                }
+                self.engine.note(format!(
+                    "CREATE TABLE {name}: option {key} accepted and ignored"
+                ));
+            }
+        }
+        if ct.columns.is_empty() {
+            return Err(SqlError::Invalid(format!("table {name} has no columns")));
+        }
+        let mut columns = Vec::new();
+        let mut pk_names: Vec<String> = Vec::new();
+        for (i, c) in ct.columns.iter().enumerate() {
+            let col = ident(&c.name);
+            if columns.iter().any(|x: &Column| x.name == col) {
+                return Err(SqlError::Invalid(format!(
+                    "column \"{col}\" specified more than once"
+                )));
+            }
+            columns.push(Column {
+                name: col.clone(),
+                ty: data_type(&c.data_type)?,
+                src: i,
+            });
+            for o in &c.options {
+                match &o.option {
+                    ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
+                    ColumnOption::Null | ColumnOption::NotNull => {}
+                    other => return Err(SqlError::Unsupported(format!("column option {other}"))),
+                }
+            }
+        }
+        for constraint in &ct.constraints {
+            match constraint {
+                TableConstraint::PrimaryKey(pk) => {
+                    if !pk_names.is_empty() {
+                        return Err(SqlError::Invalid(format!(
+                            "multiple primary keys for table {name} are not allowed"
+                        )));
+                    }
+                    for c in &pk.columns {
+                        match &c.column.expr {
+                            Ast::Identifier(id) => pk_names.push(ident(id)),
+                            other => {
+                                return Err(SqlError::Unsupported(format!(
+                                    "primary key expression {other}"
+                                )));
+                            }
+                        }
+                    }
+                }
+                other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
+            }
+        }
+        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty).collect();
+        let row_id = pk_names.is_empty();
+        let pk = if row_id {
+            stored.push(DataType::Int64);
+            vec![stored.len() - 1]
+        } else {
+            pk_names
+                .iter()
+                .map(|n| resolve(&columns, n))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        let def = Def {
+            kind: Kind::Table,
+            columns,
+            filter: None,
+            stored: stored.clone(),
+            row_id,
+            pk: pk.clone(),
+            statement: text.trim().to_string(),
+        };
+        lock(&self.engine.defs).insert(name.clone(), def);
+        self.cluster()
+            .meta
+            .create_table(&name, stored, pk, self.parallelism())
+            .await?;
+        Ok(Output::Done(0))
+    }
+
+    async fn create_mv(&self, cv: &ast::CreateView, text: &str) -> Result<Output, SqlError> {
+        if !cv.materialized {
+            return Err(SqlError::Unsupported(
+                "CREATE VIEW (only materialized views)".into(),
+            ));
+        }
+        if cv.or_replace || cv.or_alter {
+            return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
+        }
+        let name = object_name(&cv.name)?;
+        let options = match &cv.options {
+            CreateTableOptions::None => Vec::new(),
+            CreateTableOptions::With(o) => o.clone(),
+            other => return Err(SqlError::Unsupported(format!("view options {other}"))),
+        };
+        let mut rate_limit = self.rate_limit();
+        for (key, value) in distinct_options(&options)? {
+            match key.as_str() {
+                "streaming_rate_limit" | "backfill_rate_limit" => {
+                    rate_limit = positive_u32(&literal(&value)?, &key)?;
+                }
+                other => return Err(SqlError::UnexpectedOptions(other.to_string())),
+            }
+        }
+        if self.check_free(&name, cv.if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
+        lock(&self.engine.defs).insert(name.clone(), def);
+        let options = JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.background_ddl,
+        };
+        self.cluster()
+            .meta
+            .create_materialized_view(&name, upstream, options)
+            .await?;
+        Ok(Output::Done(0))
+    }
+
+    /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (connector = 'blackhole', ...)`.
+    async fn create_sink(&self, w: &mut Words<'_>, text: &str) -> Result<Output, SqlError> {
+        w.next();
+        w.next();
+        let if_not_exists = w.eat_seq(&["IF", "NOT", "EXISTS"]);
+        let name = w.ident()?;
+        let query_text = if w.eat("FROM") {
+            let from = w.ident()?;
+            format!("SELECT * FROM {from}")
+        } else if w.eat("AS") {
+            w.text_until_with()
+        } else {
+            return Err(SqlError::Parse(format!(
+                "expected FROM or AS after CREATE SINK {name}"
+            )));
+        };
+        if !w.eat("WITH") {
+            return Err(SqlError::Invalid(format!(
+                "sink {name} needs WITH (connector = ...)"
+            )));
+        }
+        let options = w.options()?;
+        w.end()?;
+        let mut connector = None;
+        let mut rate_limit = self.rate_limit();
+        let mut seen = Vec::new();
+        for (key, value) in options {
+            if seen.contains(&key) {
+                return Err(SqlError::DuplicatedOption(key));
+            }
+            seen.push(key.clone());
+            match key.as_str() {
+                "connector" => connector = Some(value),
+                "streaming_rate_limit" | "backfill_rate_limit" => {
+                    rate_limit = positive_u32(&value.datum()?, &key)?;
+                }
+                _ => self.engine.note(format!(
+                    "CREATE SINK {name}: option {key} accepted and ignored"
+                )),
+            }
+        }
+        match connector.as_ref().map(SettingValue::text) {
+            Some(c) if c.eq_ignore_ascii_case("blackhole") => {}
+            Some(c) => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
+            None => {
+                return Err(SqlError::Invalid(format!(
+                    "sink {name} needs WITH (connector = ...)"
+                )));
+            }
+        }
+        if self.check_free(&name, if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        let query = match parse_one(&query_text)? {
+            Statement::Query(q) => q,
+            _ => return Err(SqlError::Parse("expected a query after AS".into())),
+        };
+        let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
+        lock(&self.engine.defs).insert(name.clone(), def);
+        let options = JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.background_ddl,
+        };
+        let sink = SinkOptions {
+            kind: SinkKind::Blackhole,
+            ..SinkOptions::default()
+        };
+        self.cluster()
+            .meta
+            .create_sink(&name, upstream, options, sink)
+            .await?;
+        Ok(Output::Done(0))
+    }
+
+    /// The upstream and definition of a view or sink: `SELECT cols FROM relation [WHERE predicate]`.
+    fn view_of(&self, q: &Query, kind: Kind, text: &str) -> Result<(TableId, Def), SqlError> {
+        let select = simple_select(q)?;
+        if q.order_by.is_some() || q.limit_clause.is_some() {
+            return Err(SqlError::Unsupported(format!(
+                "ORDER BY or LIMIT in a {}",
+                kind.as_str()
+            )));
+        }
+        let from = single_from(select)?;
+        let (name, args) = match from {
+            TableFactor::Table { name, args, .. } => (object_name(name)?, args),
+            _ => return Err(SqlError::Unsupported("subquery in FROM".into())),
+        };
+        if args.is_some() {
+            return Err(SqlError::Unsupported(format!(
+                "table function {name} in a {}",
+                kind.as_str()
+            )));
+        }
+        let (rel, up) = self.readable(&name)?;
+        let mut filter = up.filter.clone();
+        if let Some(w) = &select.selection {
+            let pred = bind(w, &up.columns, &name)?;
+            filter = Some(match filter {
+                None => pred,
+                Some(f) => Expr::And(Box::new(f), Box::new(pred)),
+            });
+        }
+        let mut columns = Vec::new();
+        for item in &select.projection {
+            match item {
+                SelectItem::Wildcard(_) => columns.extend(up.columns.iter().cloned()),
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let col = column_ref(e, &up.columns, &name).map_err(|err| match e {
+                        Ast::Function(_) => SqlError::Unsupported(format!(
+                            "aggregation in a {} ({e})",
+                            kind.as_str()
+                        )),
+                        _ => err,
+                    })?;
+                    let mut col = col;
+                    if let SelectItem::ExprWithAlias { alias, .. } = item {
+                        col.name = ident(alias);
+                    }
+                    columns.push(col);
+                }
+                other => return Err(SqlError::Unsupported(format!("select item {other}"))),
+            }
+        }
+        let def = Def {
+            kind,
+            columns,
+            filter,
+            stored: up.stored.clone(),
+            row_id: false,
+            pk: Vec::new(),
+            statement: text.trim().to_string(),
+        };
+        Ok((rel.id, def))
+    }
+
+    /// A relation a query or a view may read: it exists, is not a sink, and is created.
+    fn readable(&self, name: &str) -> Result<(Relation, Def), SqlError> {
+        let Some((rel, def)) = self.engine.lookup(name) else {
+            return Err(SqlError::Catalog(format!(
+                "table or source not found: {name}"
+            )));
+        };
+        if def.kind == Kind::Sink {
+            return Err(SqlError::Invalid(format!("sink {name} cannot be read")));
+        }
+        if rel.state != JobState::Created {
+            return Err(SqlError::Catalog(format!(
+                "{} \"{name}\" is still being created (table is in creating procedure)",
+                def.kind.as_str()
+            )));
+        }
+        Ok((rel, def))
+    }
+
+    /// `DROP (TABLE | MATERIALIZED VIEW | SINK) [IF EXISTS] name`.
+    async fn drop(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
+        w.next();
+        let kind = if w.eat("TABLE") {
+            Kind::Table
+        } else if w.eat_seq(&["MATERIALIZED", "VIEW"]) {
+            Kind::MaterializedView
+        } else if w.eat("SINK") {
+            Kind::Sink
+        } else {
+            return Err(unsupported_words(w.tokens, 2));
+        };
+        let if_exists = w.eat_seq(&["IF", "EXISTS"]);
+        let name = w.ident()?;
+        if w.eat("CASCADE") {
+            return Err(SqlError::Unsupported("DROP ... CASCADE".into()));
+        }
+        w.eat("RESTRICT");
+        w.end()?;
+        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
+            if if_exists {
+                return Ok(Output::Done(0));
+            }
+            return Err(SqlError::Catalog(format!(
+                "{} not found: {name}",
+                kind.as_str()
+            )));
+        };
+        let actual = Kind::of(rel.kind);
+        if actual != kind {
+            return Err(SqlError::Invalid(format!(
+                "\"{name}\" is a {}, not a {}",
+                actual.as_str(),
+                kind.as_str()
+            )));
+        }
+        self.cluster().meta.drop_job(rel.id).await?;
+        Ok(Output::Done(0))
+    }
+
+    /// `ALTER SYSTEM SET name TO value` (noted), `ALTER (TABLE | MATERIALIZED VIEW | SINK) name SET
+    /// (STREAMING_RATE_LIMIT | BACKFILL_RATE_LIMIT | PARALLELISM) (= | TO) value`.
+    async fn alter(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
+        w.next();
+        if w.eat("SYSTEM") {
+            if !w.eat("SET") {
+                return Err(unsupported_words(w.tokens, 3));
+            }
+            let name = w.ident()?;
+            if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
+                return Err(SqlError::Parse(format!("expected = or TO after {name}")));
+            }
+            let value = w.setting_value()?;
+            w.end()?;
+            self.engine.note(format!(
+                "ALTER SYSTEM SET {name} TO {} accepted and ignored: epochlab has no such system parameter at runtime",
+                value.text()
+            ));
+            return Ok(Output::Done(0));
+        }
+        let kind = if w.eat("TABLE") {
+            Kind::Table
+        } else if w.eat_seq(&["MATERIALIZED", "VIEW"]) {
+            Kind::MaterializedView
+        } else if w.eat("SINK") {
+            Kind::Sink
+        } else {
+            return Err(unsupported_words(w.tokens, 2));
+        };
+        let name = w.ident()?;
+        if !w.eat("SET") {
+            return Err(unsupported_words(w.tokens, 2));
+        }
+        let setting = w.ident()?;
+        if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
+            return Err(SqlError::Parse(format!("expected = or TO after {setting}")));
+        }
+        let value = w.setting_value()?;
+        w.end()?;
+        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
+            return Err(SqlError::Catalog(format!(
+                "{} not found: {name}",
+                kind.as_str()
+            )));
+        };
+        match setting.as_str() {
+            "parallelism" => Err(SqlError::Unsupported(
+                "ALTER ... SET PARALLELISM (this engine has no rescheduling)".into(),
+            )),
+            "streaming_rate_limit" | "backfill_rate_limit" if kind != Kind::Table => {
+                let limit = value.rate_limit()?;
+                self.cluster().meta.set_rate_limit(rel.id, limit).await?;
+                Ok(Output::Done(0))
+            }
+            other => Err(SqlError::Unsupported(format!(
+                "ALTER {} ... SET {other}",
+                kind.as_str().to_uppercase()
+            ))),
+        }
+    }
+
+    // ---- DML ----
+
+    /// A table DML may write: it exists, is a table, and the cluster is ready for DML.
+    fn writable(&self, name: &str) -> Result<(Relation, Def), SqlError> {
+        let Some((rel, def)) = self.engine.lookup(name) else {
+            return Err(SqlError::Catalog(format!("table not found: {name}")));
+        };
+        if def.kind != Kind::Table {
+            return Err(SqlError::Invalid(format!(
+                "cannot write to {} {name}",
+                def.kind.as_str()
+            )));
+        }
+        if let SchedulerStatus::Blocked(why) = self.cluster().meta.scheduler().status() {
+            return Err(SqlError::NoReader {
+                table: name.to_string(),
+                why: format!("the cluster is recovering ({why})"),
+            });
+        }
+        Ok((rel, def))
+    }
+
+    /// Send `ops` to the table, in batches; an update's two halves stay in one batch.
+    async fn send(
+        &self,
+        name: &str,
+        table: TableId,
+        ops: Vec<(Op, OwnedRow)>,
+    ) -> Result<(), SqlError> {
+        let mut batch = Vec::with_capacity(DML_BATCH.min(ops.len()));
+        let mut ops = ops.into_iter().peekable();
+        while let Some((op, row)) = ops.next() {
+            let pair = op == Op::UpdateDelete;
+            batch.push((op, row));
+            if pair && let Some(next) = ops.next() {
+                batch.push(next);
+            }
+            if batch.len() >= DML_BATCH || ops.peek().is_none() {
+                let chunk = std::mem::take(&mut batch);
+                self.cluster()
+                    .dml(table, chunk)
+                    .await
+                    .map_err(|e| SqlError::NoReader {
+                        table: name.to_string(),
+                        why: e.to_string(),
+                    })?;
+            }
+        }
+        if self.implicit_flush {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
+        if ins.returning.is_some() || ins.on.is_some() {
+            return Err(SqlError::Unsupported(
+                "INSERT ... RETURNING / ON CONFLICT".into(),
+            ));
+        }
+        let name = match &ins.table {
+            TableObject::TableName(n) => object_name(n)?,
+            other => return Err(SqlError::Unsupported(format!("INSERT INTO {other}"))),
+        };
+        let (rel, def) = self.writable(&name)?;
+        // Which stored column each value goes to.
+        let targets: Vec<&Column> = if ins.columns.is_empty() {
+            def.columns.iter().collect()
+        } else {
+            ins.columns
+                .iter()
+                .map(|c| {
+                    let n = object_name(c)?;
+                    def.columns
+                        .iter()
+                        .find(|x| x.name == n)
+                        .ok_or_else(|| SqlError::Invalid(format!("column \"{n}\" does not exist")))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let Some(source) = &ins.source else {
+            return Err(SqlError::Unsupported(
+                "INSERT without VALUES or SELECT".into(),
+            ));
+        };
+        let values: Vec<Vec<Datum>> = match source.body.as_ref() {
+            SetExpr::Values(v) => v
+                .rows
+                .iter()
+                .map(|r| r.content.iter().map(literal).collect::<Result<Vec<_>, _>>())
+                .collect::<Result<_, _>>()?,
+            _ => self.query(source).await?.1,
+        };
+        let first_id = if def.row_id {
+            self.engine.row_ids(rel.id, values.len())
+        } else {
+            0
+        };
+        let mut ops = Vec::with_capacity(values.len());
+        for (i, v) in values.into_iter().enumerate() {
+            if v.len() != targets.len() {
+                return Err(SqlError::Invalid(format!(
+                    "INSERT has {} values for {} columns",
+                    v.len(),
+                    targets.len()
+                )));
+            }
+            let mut row: Vec<Datum> = vec![None; def.stored.len()];
+            for (value, col) in v.into_iter().zip(&targets) {
+                row[col.src] = cast(value, col.ty)?;
+            }
+            if def.row_id {
+                row[def.stored.len() - 1] = Some(ScalarImpl::Int64(first_id + i as i64));
+            }
+            if def.pk.iter().any(|&p| row[p].is_none()) {
+                return Err(SqlError::Invalid(format!(
+                    "null value in a primary key column of table {name}"
+                )));
+            }
+            ops.push((Op::Insert, OwnedRow::new(row)));
+        }
+        let n = ops.len() as u64;
+        self.send(&name, rel.id, ops).await?;
+        Ok(Output::Done(n))
+    }
+
+    /// The table's rows that `selection` picks, after a `FLUSH` (so that they include every earlier write).
+    async fn rows_where(
+        &self,
+        name: &str,
+        rel: &Relation,
+        def: &Def,
+        selection: Option<&Ast>,
+    ) -> Result<Vec<OwnedRow>, SqlError> {
+        let pred = selection.map(|s| bind(s, &def.columns, name)).transpose()?;
+        self.flush().await?;
+        let rows = self.cluster().committed_rows(rel.id);
+        Ok(rows
+            .into_iter()
+            .filter(|r| pred.as_ref().is_none_or(|p| p.holds(r)))
+            .collect())
+    }
+
+    async fn update(&self, up: &ast::Update) -> Result<Output, SqlError> {
+        if up.from.is_some() || up.returning.is_some() || !up.table.joins.is_empty() {
+            return Err(SqlError::Unsupported(
+                "UPDATE ... FROM / RETURNING / JOIN".into(),
+            ));
+        }
+        let name = match &up.table.relation {
+            TableFactor::Table { name, .. } => object_name(name)?,
+            other => return Err(SqlError::Unsupported(format!("UPDATE {other}"))),
+        };
+        let (rel, def) = self.writable(&name)?;
+        let mut sets = Vec::new();
+        for a in &up.assignments {
+            let col = match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => object_name(n)?,
+                ast::AssignmentTarget::Tuple(_) => {
+                    return Err(SqlError::Unsupported("UPDATE SET (tuple)".into()));
+                }
+            };
+            let c = def
+                .columns
+                .iter()
+                .find(|c| c.name == col)
+                .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
+            sets.push((c.src, cast(literal(&a.value)?, c.ty)?));
+        }
+        let touches_pk = sets.iter().any(|(src, _)| def.pk.contains(src));
+        let rows = self
+            .rows_where(&name, &rel, &def, up.selection.as_ref())
+            .await?;
+        let mut ops = Vec::with_capacity(rows.len() * 2);
+        for old in &rows {
+            let mut new = old.datums().to_vec();
+            for (src, v) in &sets {
+                new[*src] = v.clone();
+            }
+            let new = OwnedRow::new(new);
+            if touches_pk {
+                ops.push((Op::Delete, old.clone()));
+                ops.push((Op::Insert, new));
+            } else {
+                ops.push((Op::UpdateDelete, old.clone()));
+                ops.push((Op::UpdateInsert, new));
+            }
+        }
+        self.send(&name, rel.id, ops).await?;
+        Ok(Output::Done(rows.len() as u64))
+    }
+
+    async fn delete(&self, del: &ast::Delete) -> Result<Output, SqlError> {
+        let tables = match &del.from {
+            ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+        };
+        let [table] = tables.as_slice() else {
+            return Err(SqlError::Unsupported("DELETE from several tables".into()));
+        };
+        if del.using.is_some() || del.returning.is_some() || !table.joins.is_empty() {
+            return Err(SqlError::Unsupported(
+                "DELETE ... USING / RETURNING / JOIN".into(),
+            ));
+        }
+        let name = match &table.relation {
+            TableFactor::Table { name, .. } => object_name(name)?,
+            other => return Err(SqlError::Unsupported(format!("DELETE FROM {other}"))),
+        };
+        let (rel, def) = self.writable(&name)?;
+        let rows = self
+            .rows_where(&name, &rel, &def, del.selection.as_ref())
+            .await?;
+        let n = rows.len() as u64;
+        let ops = rows.into_iter().map(|r| (Op::Delete, r)).collect();
+        self.send(&name, rel.id, ops).await?;
+        Ok(Output::Done(n))
+    }
+
+    // ---- queries ----
+
+    /// The rows a `FROM` item gives: its columns and rows (a relation at the max committed epoch, through its
+    /// view's filter; `generate_series(a, b)`; `rw_catalog.rw_ddl_progress`).
+    fn scan(&self, from: &TableFactor) -> Result<(String, Vec<Column>, Vec<OwnedRow>), SqlError> {
+        let TableFactor::Table { name, args, .. } = from else {
+            return Err(SqlError::Unsupported("subquery in FROM".into()));
+        };
+        let name = object_name_path(name)?;
+        if let Some(args) = args {
+            if name != "generate_series" {
+                return Err(SqlError::Unsupported(format!("table function {name}")));
+            }
+            let bounds: Vec<i64> = args
+                .args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => match literal(e)? {
+                        Some(ScalarImpl::Int64(n)) => Ok(n),
+                        _ => Err(SqlError::Invalid("generate_series takes integers".into())),
+                    },
+                    _ => Err(SqlError::Invalid("generate_series takes integers".into())),
+                })
+                .collect::<Result<_, _>>()?;
+            let (lo, hi, step) = match bounds.as_slice() {
+                [lo, hi] => (*lo, *hi, 1),
+                [lo, hi, step] if *step != 0 => (*lo, *hi, *step),
+                _ => {
+                    return Err(SqlError::Invalid(
+                        "generate_series(start, stop[, step]) with a step other than 0".into(),
+                    ));
+                }
+            };
+            let count = if step > 0 {
+                (hi - lo) / step + 1
+            } else {
+                (lo - hi) / -step + 1
+            };
+            if count > 10_000_000 {
+                return Err(SqlError::Invalid(
+                    "generate_series: more than 10,000,000 rows".into(),
+                ));
+            }
+            let rows = (0..count.max(0))
+                .map(|i| OwnedRow::new(vec![Some(ScalarImpl::Int64(lo + i * step))]))
+                .collect();
+            let columns = vec![Column {
+                name: "generate_series".into(),
+                ty: DataType::Int64,
+                src: 0,
+            }];
+            return Ok(("generate_series".into(), columns, rows));
+        }
+        if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
+            let rows = self
+                .engine
+                .creating_jobs()
+                .into_iter()
+                .map(|(id, statement, progress)| {
+                    OwnedRow::new(vec![
+                        Some(ScalarImpl::Int64(i64::from(id.0))),
+                        Some(ScalarImpl::Utf8(statement.into())),
+                        Some(ScalarImpl::Utf8(progress.into())),
+                    ])
+                })
+                .collect();
+            let col = |name: &str, ty, src| Column {
+                name: name.into(),
+                ty,
+                src,
+            };
+            let columns = vec![
+                col("ddl_id", DataType::Int64, 0),
+                col("ddl_statement", DataType::Varchar, 1),
+                col("progress", DataType::Varchar, 2),
+            ];
+            return Ok(("rw_ddl_progress".into(), columns, rows));
+        }
+        if name.contains('.') {
+            return Err(SqlError::Catalog(format!(
+                "table or source not found: {name}"
+            )));
+        }
+        let (rel, def) = self.readable(&name)?;
+        let rows = self
+            .cluster()
+            .committed_rows(rel.id)
+            .into_iter()
+            .filter(|r| def.filter.as_ref().is_none_or(|f| f.holds(r)))
+            .collect();
+        Ok((name, def.columns, rows))
+    }
+
+    /// `SELECT cols | aggregates FROM source [WHERE ...] [ORDER BY ...] [LIMIT n] [OFFSET m]`: the columns'
+    /// types and the rows.
+    async fn query(&self, q: &Query) -> Result<(Vec<DataType>, Vec<Vec<Datum>>), SqlError> {
+        let select = simple_select(q)?;
+        let (name, columns, rows) = if select.from.is_empty() {
+            (String::new(), Vec::new(), vec![OwnedRow::new(Vec::new())])
+        } else {
+            self.scan(single_from(select)?)?
+        };
+        let rows: Vec<OwnedRow> = match &select.selection {
+            Some(w) => {
+                let pred = bind(w, &columns, &name)?;
+                rows.into_iter().filter(|r| pred.holds(r)).collect()
+            }
+            None => rows,
+        };
+        let mut items = Vec::new();
+        for item in &select.projection {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    items.extend(columns.iter().map(|c| Item::Column(c.clone())))
+                }
+                SelectItem::UnnamedExpr(e) => items.push(item_of(e, &columns, &name, None)?),
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    items.push(item_of(expr, &columns, &name, Some(ident(alias)))?)
+                }
+                other => return Err(SqlError::Unsupported(format!("select item {other}"))),
+            }
+        }
+        let aggregates = items
+            .iter()
+            .filter(|i| matches!(i, Item::Agg { .. }))
+            .count();
+        let (types, mut out): (Vec<DataType>, Vec<Vec<Datum>>) = if aggregates == 0 {
+            let types = items.iter().map(Item::ty).collect();
+            let out = rows
+                .iter()
+                .map(|r| items.iter().map(|i| i.value(r)).collect())
+                .collect();
+            (types, out)
+        } else if aggregates == items.len() {
+            let types = items.iter().map(Item::ty).collect();
+            (
+                types,
+                vec![items.iter().map(|i| i.aggregate(&rows)).collect()],
+            )
+        } else {
+            return Err(SqlError::Unsupported(
+                "aggregates beside plain columns (GROUP BY)".into(),
+            ));
+        };
+        if let Some(order) = &q.order_by {
+            let OrderByKind::Expressions(exprs) = &order.kind else {
+                return Err(SqlError::Unsupported("ORDER BY ALL".into()));
+            };
+            let mut keys = Vec::new();
+            for o in exprs {
+                let pos = match &o.expr {
+                    Ast::Value(_) => match literal(&o.expr)? {
+                        Some(ScalarImpl::Int64(n)) if n >= 1 && (n as usize) <= items.len() => {
+                            n as usize - 1
+                        }
+                        _ => {
+                            return Err(SqlError::Invalid(format!("ORDER BY position {}", o.expr)));
+                        }
+                    },
+                    e => {
+                        let n = match e {
+                            Ast::Identifier(id) => ident(id),
+                            Ast::CompoundIdentifier(p) if p.len() == 2 => ident(&p[1]),
+                            other => {
+                                return Err(SqlError::Unsupported(format!("ORDER BY {other}")));
+                            }
+                        };
+                        items.iter().position(|i| i.name() == n).ok_or_else(|| {
+                            SqlError::Unsupported(format!(
+                                "ORDER BY {n}, which is not in the select list"
+                            ))
+                        })?
+                    }
+                };
+                let desc = matches!(o.options.sort, Some(OrderBySort::Desc));
+                let nulls_first = o.options.nulls_first.unwrap_or(desc);
+                keys.push((pos, desc, nulls_first));
+            }
+            out.sort_by(|a, b| {
+                for &(pos, desc, nulls_first) in &keys {
+                    let ord = match (&a[pos], &b[pos]) {
+                        (None, None) => std::cmp::Ordering::Equal,
+                        (None, Some(_)) if nulls_first => std::cmp::Ordering::Less,
+                        (None, Some(_)) => std::cmp::Ordering::Greater,
+                        (Some(_), None) if nulls_first => std::cmp::Ordering::Greater,
+                        (Some(_), None) => std::cmp::Ordering::Less,
+                        (x, y) => {
+                            let o = order_datums(x, y);
+                            if desc { o.reverse() } else { o }
+                        }
+                    };
+                    if ord != std::cmp::Ordering::Equal {
+                        return ord;
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+        }
+        if let Some(limit) = &q.limit_clause {
+            let (limit, offset) = match limit {
+                LimitClause::LimitOffset {
+                    limit,
+                    offset,
+                    limit_by,
+                } if limit_by.is_empty() => (limit.as_ref(), offset.as_ref().map(|o| &o.value)),
+                other => return Err(SqlError::Unsupported(format!("{other}"))),
+            };
+            let count = |e: Option<&Ast>| -> Result<Option<usize>, SqlError> {
+                match e.map(literal).transpose()? {
+                    None => Ok(None),
+                    Some(Some(ScalarImpl::Int64(n))) if n >= 0 => Ok(Some(n as usize)),
+                    Some(_) => Err(SqlError::Invalid("LIMIT and OFFSET take a count".into())),
+                }
+            };
+            let skip = count(offset)?.unwrap_or(0);
+            let take = count(limit)?.unwrap_or(usize::MAX);
+            out = out.into_iter().skip(skip).take(take).collect();
+        }
+        Ok((types, out))
+    }
+}
+
+/// One item of a select list.
+enum Item {
+    Column(Column),
+    Literal(Datum, String),
+    Agg {
+        func: Agg,
+        arg: Option<Column>,
+        name: String,
+    },
+}
+
+#[derive(Clone, Copy)]
+enum Agg {
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+impl Item {
+    fn name(&self) -> String {
+        match self {
+            Item::Column(c) => c.name.clone(),
+            Item::Literal(_, n) | Item::Agg { name: n, .. } => n.clone(),
+        }
+    }
+
+    fn ty(&self) -> DataType {
+        match self {
+            Item::Column(c) => c.ty,
+            Item::Literal(Some(ScalarImpl::Utf8(_)), _) => DataType::Varchar,
+            Item::Literal(Some(ScalarImpl::Bool(_)), _) => DataType::Boolean,
+            Item::Literal(..) => DataType::Int64,
+            Item::Agg {
+                func: Agg::Min | Agg::Max,
+                arg: Some(c),
+                ..
+            } => c.ty,
+            Item::Agg { .. } => DataType::Int64,
+        }
+    }
+
+    fn value(&self, row: &OwnedRow) -> Datum {
+        match self {
+            Item::Column(c) => row.datum_at(c.src).clone(),
+            Item::Literal(d, _) => d.clone(),
+            Item::Agg { .. } => None,
+        }
+    }
+
+    fn aggregate(&self, rows: &[OwnedRow]) -> Datum {
+        let Item::Agg { func, arg, .. } = self else {
+            return None;
+        };
+        let values = || {
+            rows.iter().filter_map(move |r| {
+                arg.as_ref()
+                    .map_or(Some(None), |c| r.datum_at(c.src).clone().map(Some))
+            })
+        };
+        match func {
+            Agg::Count => Some(ScalarImpl::Int64(values().count() as i64)),
+            Agg::Sum => {
+                let mut any = false;
+                let mut sum = 0i64;
+                for v in values().flatten() {
+                    if let Some(n) = cast(Some(v), DataType::Int64)
+                        .ok()
+                        .flatten()
+                        .and_then(|s| s.as_int64())
+                    {
+                        sum = sum.wrapping_add(n);
+                        any = true;
+                    }
+                }
+                any.then_some(ScalarImpl::Int64(sum))
+            }
+            Agg::Min | Agg::Max => {
+                let mut best: Option<ScalarImpl> = None;
+                for v in values().flatten() {
+                    let better = best.as_ref().is_none_or(|b| {
+                        let o = order_datums(&Some(v.clone()), &Some(b.clone()));
+                        match func {
+                            Agg::Min => o == std::cmp::Ordering::Less,
+                            _ => o == std::cmp::Ordering::Greater,
+                        }
+                    });
+                    if better {
+                        best = Some(v);
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+fn item_of(
+    e: &Ast,
+    columns: &[Column],
+    relation: &str,
+    alias: Option<String>,
+) -> Result<Item, SqlError> {
+    match e {
+        Ast::Function(f) => {
+            let fname = object_name(&f.name)?;
+            let func = match fname.as_str() {
+                "count" => Agg::Count,
+                "sum" => Agg::Sum,
+                "min" => Agg::Min,
+                "max" => Agg::Max,
+                other => return Err(SqlError::Unsupported(format!("function {other}"))),
+            };
+            if f.over.is_some() || f.filter.is_some() {
+                return Err(SqlError::Unsupported(format!(
+                    "window or FILTER on {fname}"
+                )));
+            }
+            let args = match &f.args {
+                FunctionArguments::List(l)
+                    if l.duplicate_treatment.is_none() && l.clauses.is_empty() =>
+                {
+                    &l.args
+                }
+                _ => return Err(SqlError::Unsupported(format!("arguments of {fname}: {e}"))),
+            };
+            let arg = match args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if matches!(func, Agg::Count) => {
+                    None
+                }
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
+                    Some(column_ref(a, columns, relation)?)
+                }
+                _ => return Err(SqlError::Unsupported(format!("arguments of {fname}: {e}"))),
+            };
+            Ok(Item::Agg {
+                func,
+                arg,
+                name: alias.unwrap_or(fname),
+            })
+        }
+        Ast::Identifier(_) | Ast::CompoundIdentifier(_) | Ast::Nested(_) => {
+            let mut c = column_ref(e, columns, relation)?;
+            if let Some(a) = alias {
+                c.name = a;
+            }
+            Ok(Item::Column(c))
+        }
+        Ast::Value(_) | Ast::UnaryOp { .. } | Ast::Cast { .. } => Ok(Item::Literal(
+            literal(e)?,
+            alias.unwrap_or_else(|| "?column?".into()),
+        )),
+        Ast::Subquery(_) => Err(SqlError::Unsupported("subquery".into())),
+        other => Err(SqlError::Unsupported(format!(
+            "expression {other} in a select list"
+        ))),
+    }
+}
+
+/// A column named by `e` (possibly qualified by the relation).
+fn column_ref(e: &Ast, columns: &[Column], relation: &str) -> Result<Column, SqlError> {
+    let name = match e {
+        Ast::Identifier(id) => ident(id),
+        Ast::CompoundIdentifier(p) if p.len() == 2 && ident(&p[0]) == relation => ident(&p[1]),
+        Ast::Nested(inner) => return column_ref(inner, columns, relation),
+        Ast::Function(f) => return Err(SqlError::Unsupported(format!("function {}", f.name))),
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "expression {other} (only columns here)"
+            )));
+        }
+    };
+    columns
+        .iter()
+        .find(|c| c.name == name)
+        .cloned()
+        .ok_or_else(|| SqlError::Invalid(format!("column \"{name}\" does not exist")))
+}
+
+fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
+    let numeric = types
+        .iter()
+        .map(|t| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64))
+        .collect();
+    let rows = rows
+        .into_iter()
+        .map(|r| r.iter().map(format_datum).collect())
+        .collect();
+    Output::Rows { numeric, rows }
+}
+
+/// The one `SELECT` of a query, with nothing the subset lacks.
+fn simple_select(q: &Query) -> Result<&ast::Select, SqlError> {
+    if q.with.is_some() {
+        return Err(SqlError::Unsupported(
+            "WITH (common table expression)".into(),
+        ));
+    }
+    if q.fetch.is_some() || !q.locks.is_empty() {
+        return Err(SqlError::Unsupported("FETCH or FOR UPDATE".into()));
+    }
+    let select = match q.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::SetOperation { op, .. } => return Err(SqlError::Unsupported(format!("{op}"))),
+        SetExpr::Values(_) => return Err(SqlError::Unsupported("VALUES as a query".into())),
+        SetExpr::Query(_) => return Err(SqlError::Unsupported("subquery".into())),
+        other => return Err(SqlError::Unsupported(format!("query {other}"))),
+    };
+    if select.distinct.is_some() {
+        return Err(SqlError::Unsupported("DISTINCT".into()));
+    }
+    match &select.group_by {
+        GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty() => {}
+        _ => return Err(SqlError::Unsupported("GROUP BY".into())),
+    }
+    if select.having.is_some() {
+        return Err(SqlError::Unsupported("HAVING".into()));
+    }
+    if select.top.is_some()
+        || select.into.is_some()
+        || !select.named_window.is_empty()
+        || select.qualify.is_some()
+    {
+        return Err(SqlError::Unsupported("TOP, INTO, WINDOW or QUALIFY".into()));
+    }
+    Ok(select)
+}
+
+/// The one relation of a `FROM`.
+fn single_from(select: &ast::Select) -> Result<&TableFactor, SqlError> {
+    match select.from.as_slice() {
+        [one] if one.joins.is_empty() => Ok(&one.relation),
+        [_] | [_, _, ..] => Err(SqlError::Unsupported("JOIN".into())),
+        [] => Err(SqlError::Invalid("a FROM is needed here".into())),
+    }
+}
+
+/// An identifier as SQL means it: unquoted ones are lower-cased.
+fn ident(id: &ast::Ident) -> String {
+    match id.quote_style {
+        Some(_) => id.value.clone(),
+        None => id.value.to_lowercase(),
+    }
+}
+
+/// A one-part name.
+fn object_name(n: &ObjectName) -> Result<String, SqlError> {
+    match n.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
+        [
+            ObjectNamePart::Identifier(schema),
+            ObjectNamePart::Identifier(id),
+        ] if ident(schema) == "public" => Ok(ident(id)),
+        _ => Err(SqlError::Unsupported(format!("qualified name {n}"))),
+    }
+}
+
+/// A name with its parts joined by dots (`rw_catalog.rw_ddl_progress`), `public.` dropped.
+fn object_name_path(n: &ObjectName) -> Result<String, SqlError> {
+    let parts =
+        n.0.iter()
+            .map(|p| match p {
+                ObjectNamePart::Identifier(id) => Ok(ident(id)),
+                other => Err(SqlError::Unsupported(format!("name {other}"))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+    let parts: Vec<&str> = match parts.first().map(String::as_str) {
+        Some("public") if parts.len() == 2 => parts[1..].iter().map(String::as_str).collect(),
+        _ => parts.iter().map(String::as_str).collect(),
+    };
+    Ok(parts.join("."))
+}
+
+/// The engine's type of a SQL type.
+pub fn data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
+    use ast::DataType as T;
+    Ok(match t {
+        T::SmallInt(_) | T::Int2(_) => DataType::Int16,
+        T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Int32,
+        T::BigInt(_) | T::Int8(_) => DataType::Int64,
+        T::Varchar(_) | T::CharacterVarying(_) | T::Text | T::String(_) => DataType::Varchar,
+        T::Boolean | T::Bool => DataType::Boolean,
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "type {}",
+                other.to_string().to_lowercase()
+            )));
+        }
+    })
+}
+
+fn option_key(o: &SqlOption) -> Result<String, SqlError> {
+    match o {
+        SqlOption::KeyValue { key, .. } => Ok(object_name_path(key)?),
+        other => Err(SqlError::Unsupported(format!("option {other}"))),
+    }
+}
+
+/// `WITH (key = value, ...)` as pairs; a key given twice is RisingWave's `Duplicated option`.
+fn distinct_options(options: &[SqlOption]) -> Result<Vec<(String, Ast)>, SqlError> {
+    let mut out: Vec<(String, Ast)> = Vec::new();
+    for o in options {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(SqlError::Unsupported(format!("option {o}")));
+        };
+        let key = object_name_path(key)?;
+        if out.iter().any(|(k, _)| *k == key) {
+            return Err(SqlError::DuplicatedOption(key));
+        }
+        out.push((key, value.clone()));
+    }
+    Ok(out)
+}
+
+/// A rate limit: a positive number, or none for 0.
+fn positive_u32(d: &Datum, what: &str) -> Result<Option<u32>, SqlError> {
+    match d {
+        Some(ScalarImpl::Int64(n)) if *n >= 0 => {
+            let n =
+                u32::try_from(*n).map_err(|_| SqlError::Invalid(format!("{what} out of range")))?;
+            Ok((n > 0).then_some(n))
+        }
+        None => Ok(None),
+        _ => Err(SqlError::Invalid(format!(
+            "{what} takes a non-negative integer"
+        ))),
+    }
+}
+
+/// `sqlparser`'s reading of one statement.
+fn parse_one(text: &str) -> Result<Statement, SqlError> {
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| {
+        let e = e.to_string();
+        SqlError::Parse(
+            e.strip_prefix("sql parser error: ")
+                .unwrap_or(&e)
+                .to_string(),
+        )
+    })?;
+    match statements.len() {
+        1 => Ok(statements.remove(0)),
+        0 => Err(SqlError::Invalid("empty statement".into())),
+        _ => Err(SqlError::Invalid("one statement at a time".into())),
+    }
+}
+
+/// One statement of a record: its tokens and its text.
+struct Stmt {
+    tokens: Vec<Token>,
+    text: String,
+}
+
+/// The statements of `sql`, split at `;` outside parentheses.
+fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| SqlError::Parse(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut current: Vec<Token> = Vec::new();
+    let mut depth = 0i32;
+    let mut flush = |current: &mut Vec<Token>| {
+        let text: String = current.iter().map(|t| t.to_string()).collect();
+        let tokens: Vec<Token> = std::mem::take(current)
+            .into_iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        if !tokens.is_empty() {
+            out.push(Stmt { tokens, text });
+        }
+    };
+    for t in tokens {
+        match &t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if depth <= 0 => {
+                flush(&mut current);
+                continue;
+            }
+            Token::Whitespace(
+                Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_),
+            ) => {
+                current.push(Token::Whitespace(Whitespace::Space));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(t);
+    }
+    flush(&mut current);
+    Ok(out)
+}
+
+/// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like
+/// heads), upper-cased.
+fn unsupported_words(tokens: &[Token], n: usize) -> SqlError {
+    let words: Vec<String> = tokens
+        .iter()
+        .take(n + 1)
+        .map_while(|t| match t {
+            Token::Word(w) => Some(w.value.to_uppercase()),
+            _ => None,
+        })
+        .collect();
+    let n = if words.get(1).is_some_and(|w| w == "MATERIALIZED") {
+        n + 1
+    } else {
+        n
+    };
+    let head: Vec<String> = words.into_iter().take(n).collect();
+    let head = if head.is_empty() {
+        tokens.first().map_or_else(String::new, |t| t.to_string())
+    } else {
+        head.join(" ")
+    };
+    SqlError::Unsupported(head)
+}
+
+/// A value of `SET`, `ALTER ... SET` or a sink's `WITH`: a word, a number or a string.
+#[derive(Clone, Debug)]
+pub enum SettingValue {
+    Word(String),
+    Number(i64),
+    Text(String),
+}
+
+impl SettingValue {
+    fn text(&self) -> String {
+        match self {
+            SettingValue::Word(w) | SettingValue::Text(w) => w.clone(),
+            SettingValue::Number(n) => n.to_string(),
+        }
+    }
+
+    fn invalid(&self) -> SqlError {
+        SqlError::Invalid(format!("invalid value {}", self.text()))
+    }
+
+    fn bool(&self) -> Result<bool, SqlError> {
+        match self.text().to_ascii_lowercase().as_str() {
+            "true" | "on" | "t" | "1" => Ok(true),
+            "false" | "off" | "f" | "0" => Ok(false),
+            _ => Err(self.invalid()),
+        }
+    }
+
+    /// A number, or `None` for `DEFAULT`.
+    fn number(&self) -> Result<Option<i64>, SqlError> {
+        match self {
+            SettingValue::Number(n) => Ok(Some(*n)),
+            SettingValue::Word(w) if w.eq_ignore_ascii_case("default") => Ok(None),
+            SettingValue::Text(t) => t.trim().parse().map(Some).map_err(|_| self.invalid()),
+            _ => Err(self.invalid()),
+        }
+    }
+
+    fn rate_limit(&self) -> Result<Option<u32>, SqlError> {
+        match self.number()? {
+            None => Ok(None),
+            Some(n) => positive_u32(&Some(ScalarImpl::Int64(n)), "rate limit"),
+        }
+    }
+
+    fn datum(&self) -> Result<Datum, SqlError> {
+        match self {
+            SettingValue::Number(n) => Ok(Some(ScalarImpl::Int64(*n))),
+            _ => Err(self.invalid()),
+        }
+    }
+}
+
+/// A cursor over a statement's tokens (whitespace left out), for RisingWave's own statements.
+struct Words<'a> {
+    tokens: &'a [Token],
+    pos: usize,
+}
+
+impl<'a> Words<'a> {
+    fn new(tokens: &'a [Token]) -> Self {
+        Self { tokens, pos: 0 }
+    }
+
+    fn next(&mut self) -> Option<&'a Token> {
+        let t = self.tokens.get(self.pos);
+        self.pos += 1;
+        t
+    }
+
+    fn peek_upper_at(&self, ahead: usize) -> Option<String> {
+        match self.tokens.get(self.pos + ahead) {
+            Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_uppercase()),
+            _ => None,
+        }
+    }
+
+    fn peek_upper(&self) -> Option<String> {
+        self.peek_upper_at(0)
+    }
+
+    fn eat(&mut self, word: &str) -> bool {
+        if self.peek_upper().as_deref() == Some(word) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_seq(&mut self, words: &[&str]) -> bool {
+        let all = words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| self.peek_upper_at(i).as_deref() == Some(*w));
+        if all {
+            self.pos += words.len();
+        }
+        all
+    }
+
+    fn eat_token(&mut self, t: &Token) -> bool {
+        if self.tokens.get(self.pos) == Some(t) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn ident(&mut self) -> Result<String, SqlError> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(match w.quote_style {
+                Some(_) => w.value.clone(),
+                None => w.value.to_lowercase(),
+            }),
+            Some(other) => Err(SqlError::Parse(format!("expected a name, found {other}"))),
+            None => Err(SqlError::Parse("expected a name, found the end".into())),
+        }
+    }
+
+    fn setting_value(&mut self) -> Result<SettingValue, SqlError> {
+        let negative = self.eat_token(&Token::Minus);
+        match self.next() {
+            Some(Token::Number(n, _)) => {
+                let v: i64 = n
+                    .parse()
+                    .map_err(|_| SqlError::Invalid(format!("invalid number {n}")))?;
+                Ok(SettingValue::Number(if negative { -v } else { v }))
+            }
+            Some(Token::Word(w)) if !negative => Ok(SettingValue::Word(w.value.clone())),
+            Some(Token::SingleQuotedString(s)) if !negative => Ok(SettingValue::Text(s.clone())),
+            Some(other) => Err(SqlError::Parse(format!("expected a value, found {other}"))),
+            None => Err(SqlError::Parse("expected a value, found the end".into())),
+        }
+    }
+
+    /// `(key = value, ...)`.
+    fn options(&mut self) -> Result<Vec<(String, SettingValue)>, SqlError> {
+        if !self.eat_token(&Token::LParen) {
+            return Err(SqlError::Parse("expected ( after WITH".into()));
+        }
+        let mut out = Vec::new();
+        loop {
+            let mut key = self.ident()?;
+            while self.eat_token(&Token::Period) {
+                key.push('.');
+                key.push_str(&self.ident()?);
+            }
+            if !self.eat_token(&Token::Eq) {
+                return Err(SqlError::Parse(format!("expected = after {key}")));
+            }
+            out.push((key, self.setting_value()?));
+            if self.eat_token(&Token::RParen) {
+                return Ok(out);
+            }
+            if !self.eat_token(&Token::Comma) {
+                return Err(SqlError::Parse("expected , or ) in WITH (...)".into()));
+            }
+        }
+    }
+
+    /// The text from here to the last `WITH (` outside parentheses (or the end); the cursor moves there.
+    fn text_until_with(&mut self) -> String {
+        let mut depth = 0i32;
+        let mut end = self.tokens.len();
+        for i in self.pos..self.tokens.len() {
+            match &self.tokens[i] {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                Token::Word(w)
+                    if depth == 0
+                        && w.quote_style.is_none()
+                        && w.value.eq_ignore_ascii_case("with")
+                        && self.tokens.get(i + 1) == Some(&Token::LParen) =>
+                {
+                    end = i;
+                }
+                _ => {}
+            }
+        }
+        let text = self.tokens[self.pos..end]
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.pos = end;
+        text
+    }
+
+    fn end(&self) -> Result<(), SqlError> {
+        match self.tokens.get(self.pos) {
+            None => Ok(()),
+            Some(t) => Err(SqlError::Parse(format!(
+                "unexpected {t} at the end of the statement"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_parentheses() {
+        let s = split_statements("create table t (a int, b int); ; insert into t values (1, 2);")
+            .unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(s[0].text.starts_with("create table t (a int, b int)"));
+    }
+
+    #[test]
+    fn unsupported_names_the_construct() {
+        let tokens = |sql: &str| split_statements(sql).unwrap().remove(0).tokens;
+        assert_eq!(
+            unsupported_words(&tokens("create index i on t(a)"), 2).to_string(),
+            "unsupported: CREATE INDEX"
+        );
+        assert_eq!(
+            unsupported_words(&tokens("drop materialized view m"), 2).to_string(),
+            "unsupported: DROP MATERIALIZED VIEW"
+        );
+    }
+}

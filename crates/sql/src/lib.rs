@@ -1,0 +1,18 @@
+//! SQL workloads for the simulated cluster.
+//!
+//! - [`frontend`]: the subset of RisingWave's SQL the engine implements, read with `sqlparser` (PostgreSQL
+//!   dialect) and mapped onto meta's DDL, the DML path and reads at the max committed epoch. Anything else is
+//!   an error that names the construct (`unsupported: JOIN`), never a panic.
+//! - [`db`]: the `sqllogictest` crate's `AsyncDB` over a session.
+//! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
+//!   kill mode (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
+
+pub mod db;
+pub mod error;
+pub mod expr;
+pub mod frontend;
+pub mod runner;
+
+pub use error::SqlError;
+pub use frontend::{Engine, Output, Session};
+pub use runner::{FileReport, RecordFailure, SltError, SltParams, run_file};

@@ -1,0 +1,868 @@
+//! A sqllogictest file run in a fresh simulated cluster, as RisingWave's simulation runs its `.slt` files
+//! (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
+//!
+//! Without `kill`, each record runs once through the `sqllogictest` runner and the first that fails ends the
+//! file. With `kill`, the runner behaves as RisingWave's:
+//! - before a statement or query, with probability `kill_rate`, a killer waits U(0, 1 s), kills none, every or
+//!   each (p = 0.5) compute node, each after U(0, 1 s), restarts each U(0, 1 s) later (20 s later one time in
+//!   ten, past the heartbeat timeout, so that its actors move), then waits 15 s; the next record starts after it;
+//! - DML, `FLUSH` and `ALTER` are not killed, and are retried (1, 2, 4, ... s apart, 5 times) only on
+//!   `no reader for dml`;
+//! - any other failed record is retried up to 5 times, 2, 4, 8, 16, 32 s apart; a retried CREATE may meet
+//!   `exists` and a retried DROP `not found` (both `Catalog error`) without failing;
+//! - with `background_ddl_rate`, each CREATE MATERIALIZED VIEW is preceded by `SET BACKGROUND_DDL = true` with
+//!   that probability (else `false`), and one created in the background is followed by `WAIT`.
+//!
+//! An actor failure on its state (a missing row, a diverged progress row) fails the file after the record
+//! during which it happened. When every record has passed, the run settles and the checkers judge it: I2 (the
+//! zombie-access detector, and unregister-in-use in the modes that promise it), I3, I1 and I4.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
+use epochlab_meta::JobState;
+use epochlab_sim::checkers::Checkers;
+use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
+use epochlab_sim::{BugMode, Cluster, Outcome, ReproHooks, SimOutput, Violation, try_run_observed};
+use sqllogictest::{
+    DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
+};
+
+use crate::db::SimDb;
+use crate::error::SqlError;
+use crate::frontend::{Engine, Session};
+
+/// Retries of a failed record under kills (RisingWave's `max_retry`).
+const MAX_RETRY: usize = 5;
+
+/// A run with no epoch committed for this long is stuck.
+const STALL_LIMIT: Duration = Duration::from_secs(180);
+
+/// Settling after the last record may take this long.
+const SETTLE_BUDGET: Duration = Duration::from_secs(300);
+
+/// How one file runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SltParams {
+    pub seed: u64,
+    /// The bug whose toggle the mode sets (every other bug's toggle stays at its fix).
+    pub run: BugMode,
+    /// Kill compute nodes around records, as RisingWave's simulation runner does.
+    pub kill: bool,
+    /// With `kill`: the probability that a record gets a killer.
+    pub kill_rate: f64,
+    /// The share of CREATE MATERIALIZED VIEW statements run as background DDL.
+    pub background_ddl_rate: f64,
+    pub compute_nodes: u32,
+    pub vnodes: u32,
+    pub barrier_interval_ms: u64,
+    pub checkpoint_frequency: u32,
+    /// Parallelism of a job when the file sets none (`SET STREAMING_PARALLELISM`).
+    pub parallelism: usize,
+    /// RisingWave's debug-build checks (see `epochlab repro --persist-check`).
+    pub persist_check: bool,
+}
+
+impl Default for SltParams {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            run: BugMode::of_14910(epochlab_sim::Mode::Fixed),
+            kill: false,
+            kill_rate: 1.0,
+            background_ddl_rate: 0.0,
+            compute_nodes: 3,
+            vnodes: 256,
+            barrier_interval_ms: 1000,
+            checkpoint_frequency: 1,
+            parallelism: 3,
+            persist_check: true,
+        }
+    }
+}
+
+/// A file that cannot run: bad input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SltError {
+    #[error("{0}: no such file")]
+    Missing(String),
+    #[error("{path}: cannot read: {why}")]
+    Unreadable { path: String, why: String },
+    /// A malformed record: where and why.
+    #[error("{at}: {why}")]
+    Malformed { at: String, why: String },
+}
+
+/// The record that failed: where, what, what was expected and what came.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordFailure {
+    pub file: String,
+    pub line: u32,
+    pub sql: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl std::fmt::Display for RecordFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}\n  expected: {}\n  actual:   {}",
+            self.file,
+            self.line,
+            self.sql.trim(),
+            self.expected.trim_end().replace('\n', "\n            "),
+            self.actual.trim_end().replace('\n', "\n            ")
+        )
+    }
+}
+
+/// How a file's run ended.
+#[derive(Clone, Debug)]
+pub struct FileReport {
+    pub file: String,
+    pub outcome: Outcome,
+    /// For a failure: `record` (a record's result), `actor_failure`, `invariant`.
+    pub kind: Option<&'static str>,
+    /// What failed or is stuck, in one line.
+    pub error: Option<String>,
+    /// The record that failed, or during which an actor failed.
+    pub failure: Option<RecordFailure>,
+    pub violations: Vec<Violation>,
+    /// Records run (statements and queries), kills (nodes killed), retries.
+    pub records: u32,
+    pub kills: u32,
+    pub retries: u32,
+    pub recoveries: u64,
+    pub epochs: u64,
+    /// What the front end accepted without doing (ignored options and settings).
+    pub notes: Vec<String>,
+}
+
+impl FileReport {
+    fn new(file: &str) -> Self {
+        Self {
+            file: file.to_string(),
+            outcome: Outcome::Passed,
+            kind: None,
+            error: None,
+            failure: None,
+            violations: Vec::new(),
+            records: 0,
+            kills: 0,
+            retries: 0,
+            recoveries: 0,
+            epochs: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    fn stuck(file: &str, what: String) -> Self {
+        let mut r = Self::new(file);
+        r.outcome = Outcome::Stuck;
+        r.error = Some(what);
+        r
+    }
+
+    /// The signature of a failure or a stuck run: its kind and its error with numbers masked.
+    pub fn signature(&self) -> Option<String> {
+        let error = self.error.as_deref()?;
+        match self.outcome {
+            Outcome::Failed => Some(format!(
+                "{}: {}",
+                self.kind.unwrap_or("record"),
+                epochlab_sim::workload::mask(error)
+            )),
+            Outcome::Stuck => Some(epochlab_sim::workload::stuck_signature(error)),
+            _ => None,
+        }
+    }
+}
+
+/// The records of `path`, or why they cannot run.
+pub fn parse_file(path: &Path, p: &SltParams) -> Result<Vec<Record<DefaultColumnType>>, SltError> {
+    let shown = path.display().to_string();
+    if !path.exists() {
+        return Err(SltError::Missing(shown));
+    }
+    if path.to_str().is_none() {
+        return Err(SltError::Unreadable {
+            path: shown,
+            why: "the path is not UTF-8".into(),
+        });
+    }
+    std::fs::read_to_string(path).map_err(|e| SltError::Unreadable {
+        path: shown.clone(),
+        why: e.to_string(),
+    })?;
+    let records =
+        sqllogictest::parse_file::<DefaultColumnType>(path).map_err(|e| SltError::Malformed {
+            at: e.location().to_string().replace('\n', " "),
+            why: format!("parse error: {}", e.kind()),
+        })?;
+    for r in &records {
+        match r {
+            Record::System { loc, .. } => {
+                return Err(SltError::Malformed {
+                    at: loc.to_string(),
+                    why: "unsupported: system command".into(),
+                });
+            }
+            Record::Statement { loc, sql, .. } | Record::Query { loc, sql, .. }
+                if p.kill
+                    && p.background_ddl_rate > 0.0
+                    && matches!(SqlCmd::of(sql), SqlCmd::SetBackgroundDdl { .. }) =>
+            {
+                return Err(SltError::Malformed {
+                    at: loc.to_string(),
+                    why: "SET BACKGROUND_DDL cannot run with --background-ddl-rate > 0 (the runner sets it)"
+                        .into(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(records)
+}
+
+/// Run the file at `path` with `p` on the deterministic runtime.
+pub fn run_file(
+    path: &Path,
+    p: &SltParams,
+    hooks: ReproHooks,
+) -> Result<SimOutput<FileReport>, SltError> {
+    let records = parse_file(path, p)?;
+    let file = path.display().to_string();
+    let statements = records
+        .iter()
+        .filter(|r| matches!(r, Record::Statement { .. } | Record::Query { .. }))
+        .count() as u64;
+    // Each record may take its retries' backoff (62 s) and a killer's 37 s; queries wait for backfills.
+    let limit = Duration::from_secs(3600 + 120 * statements);
+    let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
+    let params = p.clone();
+    let name = file.clone();
+    let out = try_run_observed(
+        p.seed,
+        origin,
+        limit,
+        hooks.time_observers,
+        move |ctx| async move {
+            let label = format!("{} seed={} {name}", params.run.label(), ctx.seed);
+            epochlab_common::clock::label_current_run(label);
+            let _guard = install(
+                hooks.tracing_layer,
+                None::<tracing_subscriber::layer::Identity>,
+            );
+            let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
+                vspan!(
+                    parent: None,
+                    "run",
+                    ctx.clock,
+                    mode = params.run.mode().as_str(),
+                    bug = params.run.bug().as_str(),
+                    seed = ctx.seed as i64,
+                    scenario = "slt",
+                    file = name.as_str(),
+                    kill = params.kill
+                )
+            });
+            play(ctx, name, records, params, hooks.on_cluster).await
+        },
+    );
+    Ok(out.map(|v| {
+        v.unwrap_or_else(|t| {
+            FileReport::stuck(
+                &file,
+                format!(
+                    "the run exceeded its virtual time limit of {} s; last events: {}",
+                    t.limit.as_secs(),
+                    t.tail.join(" | ")
+                ),
+            )
+        })
+    }))
+}
+
+/// Why a record failed: the `sqllogictest` runner's verdict, or the kill runner's own.
+enum RecordError {
+    Test(TestError),
+    /// A background CREATE whose view did not finish (RisingWave's `wait_background_mv_finished`).
+    Background(String),
+}
+
+impl From<TestError> for RecordError {
+    fn from(e: TestError) -> Self {
+        RecordError::Test(e)
+    }
+}
+
+type Runner = sqllogictest::Runner<
+    SimDb,
+    Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>,
+>;
+
+/// The state of one file's run.
+struct Play {
+    engine: Arc<Engine>,
+    runner: Runner,
+    params: SltParams,
+    rng: SimRng,
+    report: FileReport,
+    background_ddl: bool,
+}
+
+async fn play(
+    ctx: epochlab_sim::SimContext,
+    file: String,
+    records: Vec<Record<DefaultColumnType>>,
+    p: SltParams,
+    hook: Option<epochlab_sim::ClusterHook>,
+) -> FileReport {
+    let mut config = cluster_config_for(
+        p.run.toggles(),
+        p.vnodes,
+        p.barrier_interval_ms,
+        p.checkpoint_frequency,
+        p.persist_check,
+    );
+    config.compute_nodes = p.compute_nodes;
+    let cluster = Arc::new(Cluster::start(&ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = Checkers::install(&cluster, p.run.toggles().drop_mode);
+    base_network(&cluster);
+    let engine = Engine::new(cluster.clone(), p.parallelism);
+    let make = {
+        let engine = engine.clone();
+        Box::new(move || futures::future::ready(Ok(SimDb::new(engine.clone()))))
+            as Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>
+    };
+    event!(
+        ctx.log,
+        "slt",
+        "file={file} records={} kill={}",
+        records.len(),
+        p.kill
+    );
+    let mut runner = sqllogictest::Runner::new(make);
+    // `skipif kill` / `onlyif kill`: records that assert a timing which kills (and the WAIT after a background
+    // CREATE MATERIALIZED VIEW under kills) would change.
+    if p.kill {
+        runner.add_label("kill");
+    }
+    let mut play = Play {
+        engine,
+        runner,
+        rng: SimRng::new(p.seed ^ 0x736c_745f_6b69_6c6c),
+        params: p,
+        report: FileReport::new(&file),
+        background_ddl: false,
+    };
+    let stalled = {
+        let work = async {
+            play.records(records).await;
+            if play.report.outcome == Outcome::Passed {
+                play.settle().await
+            } else {
+                Ok(())
+            }
+        };
+        tokio::select! {
+            biased;
+            stuck = watchdog(&cluster) => Some(stuck),
+            settled = work => settled.err(),
+        }
+    };
+    let mut report = std::mem::replace(&mut play.report, FileReport::new(&file));
+    match stalled {
+        Some(what) => {
+            report.outcome = Outcome::Stuck;
+            report.kind = None;
+            report.error = Some(what);
+        }
+        None => judge(&cluster, &checkers, &mut report),
+    }
+    let stats = cluster.barrier_stats();
+    report.epochs = stats.injected.load(Ordering::Relaxed);
+    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
+    report.notes = play.engine.notes();
+    event!(ctx.log, "slt", "outcome={}", report.outcome.as_str());
+    cluster.shutdown();
+    report
+}
+
+/// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
+async fn watchdog(cluster: &Cluster) -> String {
+    let mut last = (
+        cluster.hummock.max_committed_epoch(),
+        tokio::time::Instant::now(),
+    );
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = cluster.hummock.max_committed_epoch();
+        if now != last.0 {
+            last = (now, tokio::time::Instant::now());
+        } else if last.1.elapsed() >= STALL_LIMIT {
+            return stuck_report(cluster, "no epoch committed for 180 s");
+        }
+    }
+}
+
+/// The checkers' verdict on a run whose records all passed (or the actor failure that failed one).
+fn judge(cluster: &Cluster, checkers: &Checkers, report: &mut FileReport) {
+    if report.outcome == Outcome::Passed {
+        checkers.check_end(cluster);
+    }
+    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let mut violations = cluster.zombie.violations(|job| !catalog.contains(&job));
+    violations.extend(checkers.violations());
+    report.violations = violations.clone();
+    if report.outcome != Outcome::Passed {
+        return;
+    }
+    if let Some(f) = cluster.failures.first_state_error() {
+        report.outcome = Outcome::Failed;
+        report.kind = Some("actor_failure");
+        report.error = Some(format!("actor {}: {}", f.actor, f.error));
+    } else if let Some(v) = violations.first() {
+        report.outcome = Outcome::Failed;
+        report.kind = Some("invariant");
+        report.error = Some(v.to_string());
+    }
+}
+
+/// What a record's SQL is, as RisingWave's runner tells (by its first words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum SqlCmd {
+    Create { is_create_table_as: bool },
+    CreateMaterializedView { name: String },
+    SetBackgroundDdl { enable: bool },
+    Drop,
+    Dml,
+    Flush,
+    Alter,
+    Others,
+}
+
+impl SqlCmd {
+    fn of(sql: &str) -> Self {
+        let lower = sql.to_lowercase();
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        match words.first().copied().unwrap_or("") {
+            "create" => match words.get(1).copied() {
+                Some("materialized") => {
+                    let rest: Vec<&str> = words.iter().skip(3).copied().collect();
+                    let name = match rest.as_slice() {
+                        ["if", "not", "exists", name, ..] | [name, ..] => *name,
+                        [] => return SqlCmd::Others,
+                    };
+                    let name = name.split(['(', ';']).next().unwrap_or(name);
+                    SqlCmd::CreateMaterializedView {
+                        name: name.trim_matches('"').to_string(),
+                    }
+                }
+                Some(_) => SqlCmd::Create {
+                    is_create_table_as: words.len() >= 4 && words[1] == "table" && words[3] == "as",
+                },
+                None => SqlCmd::Others,
+            },
+            "set" if lower.contains("background_ddl") => SqlCmd::SetBackgroundDdl {
+                enable: lower.contains("true"),
+            },
+            "drop" => SqlCmd::Drop,
+            "insert" | "update" | "delete" => SqlCmd::Dml,
+            "flush" => SqlCmd::Flush,
+            "alter" => SqlCmd::Alter,
+            _ => SqlCmd::Others,
+        }
+    }
+
+    /// Not killed: not atomic under a kill (RisingWave's `ignore_kill`).
+    fn ignore_kill(&self) -> bool {
+        matches!(
+            self,
+            SqlCmd::Dml
+                | SqlCmd::Flush
+                | SqlCmd::Alter
+                | SqlCmd::Create {
+                    is_create_table_as: true
+                }
+        )
+    }
+}
+
+/// Where a record is and its SQL.
+fn located(record: &Record<DefaultColumnType>) -> Option<(String, u32, String)> {
+    match record {
+        Record::Statement { loc, sql, .. } | Record::Query { loc, sql, .. } => {
+            Some((loc.file().to_string(), loc.line(), sql.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the record expects success.
+fn expects_success(record: &Record<DefaultColumnType>) -> bool {
+    matches!(
+        record,
+        Record::Statement {
+            expected: StatementExpect::Ok | StatementExpect::Count(_),
+            ..
+        } | Record::Query {
+            expected: QueryExpect::Results { .. },
+            ..
+        }
+    )
+}
+
+impl Play {
+    fn cluster(&self) -> &Arc<Cluster> {
+        &self.engine.cluster
+    }
+
+    async fn records(&mut self, records: Vec<Record<DefaultColumnType>>) {
+        for record in records {
+            if let Record::Halt { .. } = record {
+                break;
+            }
+            let at = located(&record);
+            if at.is_some() {
+                self.report.records += 1;
+            }
+            let result = match (&at, self.params.kill) {
+                (Some((_, _, sql)), true) => {
+                    let cmd = SqlCmd::of(sql);
+                    self.run_killed(record.clone(), cmd).await
+                }
+                _ => self
+                    .runner
+                    .run_async(record.clone())
+                    .await
+                    .map(|_| ())
+                    .map_err(RecordError::from),
+            };
+            if let Err(e) = result {
+                self.fail_record(&record, &e);
+                return;
+            }
+            if let Some(f) = self.cluster().failures.first_state_error() {
+                self.report.outcome = Outcome::Failed;
+                self.report.kind = Some("actor_failure");
+                self.report.error = Some(format!("actor {}: {}", f.actor, f.error));
+                if let Some((file, line, sql)) = at {
+                    self.report.failure = Some(RecordFailure {
+                        file,
+                        line,
+                        sql,
+                        expected: "no actor failure".into(),
+                        actual: format!("actor {} failed during this record: {}", f.actor, f.error),
+                    });
+                }
+                return;
+            }
+        }
+    }
+
+    fn fail_record(&mut self, record: &Record<DefaultColumnType>, e: &RecordError) {
+        let e = match e {
+            RecordError::Test(e) => e,
+            RecordError::Background(why) => {
+                let (file, line, sql) = located(record).unwrap_or_default();
+                self.report.outcome = Outcome::Failed;
+                self.report.kind = Some("record");
+                self.report.error = Some(format!("{file}:{line}: {why}"));
+                self.report.failure = Some(RecordFailure {
+                    file,
+                    line,
+                    sql,
+                    expected: "the view created in the background".into(),
+                    actual: why.clone(),
+                });
+                return;
+            }
+        };
+        let (file, line, sql) = located(record).unwrap_or_else(|| {
+            let loc = e.location();
+            (loc.file().to_string(), loc.line(), String::new())
+        });
+        let (expected, actual) = match e.kind() {
+            TestErrorKind::QueryResultMismatch {
+                expected, actual, ..
+            }
+            | TestErrorKind::QueryResultColumnsMismatch {
+                expected, actual, ..
+            } => (expected, actual),
+            TestErrorKind::Fail { err, .. } => ("success".into(), format!("error: {err}")),
+            TestErrorKind::Ok { .. } => ("an error".into(), "success".into()),
+            TestErrorKind::ErrorMismatch {
+                err, expected_err, ..
+            } => (format!("error: {expected_err}"), format!("error: {err}")),
+            TestErrorKind::StatementResultMismatch {
+                expected, actual, ..
+            } => (
+                format!("{expected} rows affected"),
+                format!("{actual} rows affected"),
+            ),
+            other => ("success".into(), other.to_string()),
+        };
+        let first_line = actual.lines().next().unwrap_or("").to_string();
+        self.report.outcome = Outcome::Failed;
+        self.report.kind = Some("record");
+        self.report.error = Some(format!(
+            "{file}:{line}: {} (expected {})",
+            first_line,
+            expected.lines().next().unwrap_or("")
+        ));
+        self.report.failure = Some(RecordFailure {
+            file,
+            line,
+            sql,
+            expected,
+            actual,
+        });
+    }
+
+    /// A statement or query under kills, as RisingWave's simulation runner runs it.
+    async fn run_killed(
+        &mut self,
+        record: Record<DefaultColumnType>,
+        cmd: SqlCmd,
+    ) -> Result<(), RecordError> {
+        let p = self.params.clone();
+        if let (Record::Statement { .. }, SqlCmd::CreateMaterializedView { .. }) = (&record, &cmd)
+            && p.background_ddl_rate > 0.0
+        {
+            let background = self.rng.bool(p.background_ddl_rate.min(1.0));
+            let sql = format!("SET BACKGROUND_DDL={background};");
+            self.runner.run_async(statement_like(&record, sql)).await?;
+            self.background_ddl = background;
+        }
+        if cmd.ignore_kill() {
+            for i in 0usize.. {
+                match self.runner.run_async(record.clone()).await {
+                    Ok(_) => break,
+                    Err(e)
+                        if i < MAX_RETRY
+                            && e.to_string().contains("no reader for dml in table") =>
+                    {
+                        self.report.retries += 1;
+                        tokio::time::sleep(Duration::from_secs(1 << i)).await;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            return Ok(());
+        }
+        let killer = self
+            .rng
+            .bool(p.kill_rate.clamp(0.0, 1.0))
+            .then(|| self.spawn_killer());
+        let mut result = Ok(());
+        for i in 0usize.. {
+            if i > 0 {
+                self.report.retries += 1;
+                tokio::time::sleep(Duration::from_secs(1 << i)).await;
+            }
+            match self.runner.run_async(record.clone()).await {
+                Ok(_) => {
+                    if let SqlCmd::CreateMaterializedView { name } = &cmd
+                        && self.background_ddl
+                        && expects_success(&record)
+                        && let Err(why) = self.wait_background(name).await
+                    {
+                        if i >= MAX_RETRY {
+                            result = Err(RecordError::Background(why));
+                            break;
+                        }
+                        continue;
+                    }
+                    break;
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    let catalog = msg.contains("Catalog error");
+                    match &cmd {
+                        SqlCmd::Create {
+                            is_create_table_as: false,
+                        }
+                        | SqlCmd::CreateMaterializedView { .. }
+                            if i != 0 && catalog && msg.contains("exists") =>
+                        {
+                            break;
+                        }
+                        SqlCmd::Drop if i != 0 && catalog && msg.contains("not found") => break,
+                        _ if i >= MAX_RETRY => {
+                            result = Err(e.into());
+                            break;
+                        }
+                        _ => {
+                            event!(
+                                self.cluster().ctx.log,
+                                "slt",
+                                "record failed, retry {}: {}",
+                                i + 1,
+                                msg.lines().next().unwrap_or("")
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        if let SqlCmd::SetBackgroundDdl { enable } = cmd {
+            self.background_ddl = enable;
+        }
+        if let Some(k) = killer {
+            self.report.kills += k.await.unwrap_or(0);
+        }
+        result
+    }
+
+    /// `WAIT`, then the view must exist and be created (RisingWave's `wait_background_mv_finished`).
+    async fn wait_background(&self, name: &str) -> Result<(), String> {
+        let mut s = Session::new(self.engine.clone());
+        s.execute("WAIT")
+            .await
+            .map_err(|e| format!("WAIT failed: {e}"))?;
+        match self.cluster().meta.relation_by_name(&name.to_lowercase()) {
+            Some(r) if r.state == JobState::Created => Ok(()),
+            Some(_) => Err(format!(
+                "materialized view {name} is still being created after WAIT"
+            )),
+            None => Err(format!(
+                "materialized view {name} does not exist after WAIT"
+            )),
+        }
+    }
+
+    /// A killer: U(0, 1 s), then kill none, every or each (p = 0.5) node, each U(0, 1 s) apart and restarted
+    /// U(0, 1 s) later (plus 20 s one time in ten), then 15 s. Every draw is made here, in order.
+    fn spawn_killer(&self) -> tokio::task::JoinHandle<u32> {
+        let rng = &self.rng;
+        let start = rng.duration(Duration::ZERO..Duration::from_secs(1));
+        let nodes: Vec<WorkerId> = (1..=self.params.compute_nodes).map(WorkerId).collect();
+        let chosen: Vec<WorkerId> = match rng.range_u64(0..3) {
+            0 => Vec::new(),
+            1 => nodes,
+            _ => nodes.into_iter().filter(|_| rng.bool(0.5)).collect(),
+        };
+        let plan: Vec<(WorkerId, Duration, Duration)> = chosen
+            .into_iter()
+            .map(|w| {
+                let kill_after = rng.duration(Duration::ZERO..Duration::from_secs(1));
+                let mut down = rng.duration(Duration::ZERO..Duration::from_secs(1));
+                if rng.bool(0.1) {
+                    down += Duration::from_secs(20);
+                }
+                (w, kill_after, down)
+            })
+            .collect();
+        let cluster = self.cluster().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(start).await;
+            let kills = plan.into_iter().map(|(w, kill_after, down)| {
+                let cluster = cluster.clone();
+                async move {
+                    tokio::time::sleep(kill_after).await;
+                    if !cluster.kill(w) {
+                        return 0;
+                    }
+                    event!(
+                        cluster.ctx.log,
+                        "kill node",
+                        "workers=[{w}] restart_after={down:?}"
+                    );
+                    tokio::time::sleep(down).await;
+                    cluster.restart(w);
+                    event!(cluster.ctx.log, "restart node", "worker={w}");
+                    1
+                }
+            });
+            let killed: u32 = futures::future::join_all(kills).await.into_iter().sum();
+            tokio::time::sleep(Duration::from_secs(15)).await;
+            killed
+        })
+    }
+
+    /// After the last record: every node up and recovery done, then a checkpoint.
+    async fn settle(&mut self) -> Result<(), String> {
+        let cluster = self.cluster().clone();
+        let budget = |what: &str| stuck_report(&cluster, what);
+        tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
+            .await
+            .map_err(|_| budget("recovery did not finish"))?;
+        for _ in 0..3 {
+            match tokio::time::timeout(SETTLE_BUDGET, cluster.meta.flush()).await {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => {
+                    event!(cluster.ctx.log, "slt", "settle flush failed: {e}");
+                    tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
+                        .await
+                        .map_err(|_| budget("recovery did not finish"))?;
+                }
+                Err(_) => return Err(budget("no checkpoint committed")),
+            }
+        }
+        Err(budget("settle: three flushes failed"))
+    }
+}
+
+/// A statement record with another SQL, at the same place.
+fn statement_like(record: &Record<DefaultColumnType>, sql: String) -> Record<DefaultColumnType> {
+    match record {
+        Record::Statement {
+            loc,
+            conditions,
+            connection,
+            ..
+        } => Record::Statement {
+            loc: loc.clone(),
+            conditions: conditions.clone(),
+            connection: connection.clone(),
+            sql,
+            expected: StatementExpect::Ok,
+            retry: None,
+        },
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_classified_as_risingwave_does() {
+        assert_eq!(
+            SqlCmd::of("create  table  t as select 1;"),
+            SqlCmd::Create {
+                is_create_table_as: true
+            }
+        );
+        assert_eq!(
+            SqlCmd::of("  create table  t (a int);"),
+            SqlCmd::Create {
+                is_create_table_as: false
+            }
+        );
+        assert_eq!(
+            SqlCmd::of(" create materialized   view  m_1 as select 1;"),
+            SqlCmd::CreateMaterializedView { name: "m_1".into() }
+        );
+        assert_eq!(
+            SqlCmd::of("CREATE MATERIALIZED VIEW if not exists m_1 as select 1;"),
+            SqlCmd::CreateMaterializedView { name: "m_1".into() }
+        );
+        assert_eq!(
+            SqlCmd::of("SET BACKGROUND_DDL=true;"),
+            SqlCmd::SetBackgroundDdl { enable: true }
+        );
+        assert!(SqlCmd::of("insert into t values (1)").ignore_kill());
+        assert!(!SqlCmd::of("drop sink s").ignore_kill());
+    }
+}

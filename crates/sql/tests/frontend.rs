@@ -1,0 +1,141 @@
+//! The front end on statements outside the subset: a one-line error that names the construct, never a panic.
+
+use std::sync::Arc;
+
+use epochlab_sim::{Cluster, ClusterConfig, run};
+use epochlab_sql::{Engine, Output, Session};
+
+const OUTSIDE: &[(&str, &str)] = &[
+    (
+        "SELECT * FROM t a JOIN t b ON a.k = b.k",
+        "unsupported: JOIN",
+    ),
+    ("SELECT * FROM t, t AS u", "unsupported: JOIN"),
+    (
+        "SELECT k, count(*) FROM t GROUP BY k",
+        "unsupported: GROUP BY",
+    ),
+    (
+        "SELECT count(*) FROM t HAVING count(*) > 1",
+        "unsupported: HAVING",
+    ),
+    (
+        "WITH x AS (SELECT * FROM t) SELECT * FROM x",
+        "unsupported: WITH",
+    ),
+    (
+        "SELECT * FROM (SELECT * FROM t) s",
+        "unsupported: subquery in FROM",
+    ),
+    ("SELECT k + 1 FROM t", "unsupported: expression"),
+    ("SELECT * FROM t WHERE k LIKE 'a%'", "unsupported"),
+    ("CREATE INDEX i ON t (k)", "unsupported: CREATE INDEX"),
+    (
+        "CREATE FUNCTION f() RETURNS int AS 'select 1' LANGUAGE sql",
+        "unsupported: CREATE FUNCTION",
+    ),
+    (
+        "CREATE VIEW v AS SELECT * FROM t",
+        "unsupported: CREATE VIEW",
+    ),
+    (
+        "CREATE TABLE x AS SELECT * FROM t",
+        "unsupported: CREATE TABLE AS",
+    ),
+    ("DROP INDEX i", "unsupported: DROP INDEX"),
+    ("ALTER TABLE t ADD COLUMN z int", "unsupported: ALTER TABLE"),
+    ("BEGIN", "unsupported: BEGIN"),
+    ("EXPLAIN SELECT * FROM t", "unsupported: EXPLAIN"),
+    ("SHOW TABLES", "unsupported: SHOW TABLES"),
+    ("COPY t FROM STDIN", "unsupported"),
+    ("UPDATE t SET v = v + 1", "unsupported: expression"),
+    (
+        "INSERT INTO t VALUES (1, 'x') ON CONFLICT DO NOTHING",
+        "unsupported",
+    ),
+    ("SELECT 1.5", "unsupported: numeric literal 1.5"),
+    (
+        "CREATE MATERIALIZED VIEW m WITH (streaming_rate_limit = 1, streaming_rate_limit = 2) AS SELECT * FROM t",
+        "Duplicated option: streaming_rate_limit",
+    ),
+    (
+        "CREATE MATERIALIZED VIEW m WITH (foo = 1) AS SELECT * FROM t",
+        "unexpected options in WITH clause: foo",
+    ),
+    ("SELEC 1", "sql parser error"),
+    ("SELECT * FROM t WHERE", "sql parser error"),
+    ("'", "sql parser error"),
+    ("", "empty statement"),
+    (";;", "empty statement"),
+    (
+        "INSERT INTO t VALUES (1)",
+        "INSERT has 1 values for 2 columns",
+    ),
+    (
+        "INSERT INTO t VALUES (NULL, 'x')",
+        "null value in a primary key column",
+    ),
+    (
+        "INSERT INTO t VALUES (99999999999, 'x')",
+        "integer out of range",
+    ),
+    ("SELECT * FROM generate_series(1, 3, 0)", "generate_series"),
+    ("CREATE SINK s FROM t", "needs WITH (connector = ...)"),
+    (
+        "CREATE SINK s FROM t WITH (connector = 'blackhole', connector = 'x')",
+        "Duplicated option: connector",
+    ),
+    ("SET background_ddl = maybe", "invalid value maybe"),
+    (
+        "ALTER MATERIALIZED VIEW nope SET STREAMING_RATE_LIMIT = 1",
+        "Catalog error",
+    ),
+];
+
+#[test]
+fn statements_outside_the_subset_are_one_line_errors() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v varchar)")
+            .await
+            .unwrap();
+        for (sql, want) in OUTSIDE {
+            let err = s.execute(sql).await.expect_err(sql).to_string();
+            assert!(err.contains(want), "{sql}: {err}");
+            assert!(!err.contains('\n'), "{sql}: not one line: {err}");
+        }
+        // Inside the subset, for contrast.
+        s.execute("INSERT INTO t VALUES (1, 'a'), (2, NULL)")
+            .await
+            .unwrap();
+        s.execute("FLUSH").await.unwrap();
+        let out = s
+            .execute("SELECT v, k FROM t WHERE v IS NULL OR k IN (1) ORDER BY k DESC LIMIT 5")
+            .await
+            .unwrap();
+        let Output::Rows { rows, numeric } = out else {
+            panic!("rows")
+        };
+        assert_eq!(numeric, vec![false, true]);
+        assert_eq!(
+            rows,
+            vec![
+                vec!["NULL".to_string(), "2".into()],
+                vec!["a".into(), "1".into()]
+            ]
+        );
+        let out = s
+            .execute("SELECT * FROM generate_series(1, 5) LIMIT 2 OFFSET 1")
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            Output::Rows {
+                numeric: vec![true],
+                rows: vec![vec!["2".into()], vec!["3".into()]]
+            }
+        );
+        cluster.shutdown();
+    });
+}
