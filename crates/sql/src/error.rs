@@ -14,10 +14,13 @@ pub enum SqlError {
     /// A statement the subset has, with a wrong argument (a column that does not exist, a bad value).
     #[error("{0}")]
     Invalid(String),
-    /// A name that exists already, or does not exist (RisingWave's wording: its simulation runner and test
-    /// files match on `Catalog error`, `exists` and `not found`).
-    #[error("Catalog error: {0}")]
-    Catalog(String),
+    /// A name that exists already, does not exist, or names a job still being created (RisingWave's wording,
+    /// which its test files match; the kill runner's retries match on `problem`).
+    #[error("Catalog error: {message}")]
+    Catalog {
+        problem: CatalogProblem,
+        message: String,
+    },
     /// A DML statement that could not reach its table's actors (a node down, recovery running): nothing was
     /// written. RisingWave's wording, which its simulation runner retries on.
     #[error("no reader for dml in table {table}: {why}")]
@@ -34,4 +37,22 @@ pub enum SqlError {
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),
+}
+
+/// What a catalog error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatalogProblem {
+    /// The name is taken (`... with name "m" exists`).
+    Exists,
+    /// No relation has the name (`... not found: m`).
+    NotFound,
+    /// The relation is a job still being created, which a query cannot read yet.
+    StillCreating,
+}
+
+impl SqlError {
+    /// A catalog error about `problem`, saying `message`.
+    pub fn catalog(problem: CatalogProblem, message: String) -> Self {
+        SqlError::Catalog { problem, message }
+    }
 }

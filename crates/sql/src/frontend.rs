@@ -31,7 +31,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
-use crate::error::SqlError;
+use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, Expr, bind, cast, format_datum, literal, order_datums, resolve};
 
 /// Rows per DML chunk sent to the cluster.
@@ -418,10 +418,13 @@ impl Session {
         } else {
             ""
         };
-        Err(SqlError::Catalog(format!(
-            "{} with name \"{name}\" exists{creating}",
-            Kind::of(rel.kind).as_str()
-        )))
+        Err(SqlError::catalog(
+            CatalogProblem::Exists,
+            format!(
+                "{} with name \"{name}\" exists{creating}",
+                Kind::of(rel.kind).as_str()
+            ),
+        ))
     }
 
     async fn create_table(&self, ct: &ast::CreateTable, text: &str) -> Result<Output, SqlError> {
@@ -701,18 +704,22 @@ impl Session {
     /// A relation a query or a view may read: it exists, is not a sink, and is created.
     fn readable(&self, name: &str) -> Result<(Relation, Def), SqlError> {
         let Some((rel, def)) = self.engine.lookup(name) else {
-            return Err(SqlError::Catalog(format!(
-                "table or source not found: {name}"
-            )));
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table or source not found: {name}"),
+            ));
         };
         if def.kind == Kind::Sink {
             return Err(SqlError::Invalid(format!("sink {name} cannot be read")));
         }
         if rel.state != JobState::Created {
-            return Err(SqlError::Catalog(format!(
-                "{} \"{name}\" is still being created (table is in creating procedure)",
-                def.kind.as_str()
-            )));
+            return Err(SqlError::catalog(
+                CatalogProblem::StillCreating,
+                format!(
+                    "{} \"{name}\" is still being created (table is in creating procedure)",
+                    def.kind.as_str()
+                ),
+            ));
         }
         Ok((rel, def))
     }
@@ -740,10 +747,10 @@ impl Session {
             if if_exists {
                 return Ok(Output::Done(0));
             }
-            return Err(SqlError::Catalog(format!(
-                "{} not found: {name}",
-                kind.as_str()
-            )));
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("{} not found: {name}", kind.as_str()),
+            ));
         };
         let actual = Kind::of(rel.kind);
         if actual != kind {
@@ -797,10 +804,10 @@ impl Session {
         let value = w.setting_value()?;
         w.end()?;
         let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
-            return Err(SqlError::Catalog(format!(
-                "{} not found: {name}",
-                kind.as_str()
-            )));
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("{} not found: {name}", kind.as_str()),
+            ));
         };
         match setting.as_str() {
             "parallelism" => Err(SqlError::Unsupported(
@@ -823,7 +830,10 @@ impl Session {
     /// A table DML may write: it exists, is a table, and the cluster is ready for DML.
     fn writable(&self, name: &str) -> Result<(Relation, Def), SqlError> {
         let Some((rel, def)) = self.engine.lookup(name) else {
-            return Err(SqlError::Catalog(format!("table not found: {name}")));
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table not found: {name}"),
+            ));
         };
         if def.kind != Kind::Table {
             return Err(SqlError::Invalid(format!(
@@ -1115,9 +1125,10 @@ impl Session {
             return Ok(("rw_ddl_progress".into(), columns, rows));
         }
         if name.contains('.') {
-            return Err(SqlError::Catalog(format!(
-                "table or source not found: {name}"
-            )));
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table or source not found: {name}"),
+            ));
         }
         let (rel, def) = self.readable(&name)?;
         let rows = self

@@ -33,7 +33,7 @@ use sqllogictest::{
 };
 
 use crate::db::SimDb;
-use crate::error::SqlError;
+use crate::error::{CatalogProblem, SqlError};
 use crate::frontend::{Engine, Session};
 
 /// Retries of a failed record under kills (RisingWave's `max_retry`).
@@ -647,10 +647,7 @@ impl Play {
             for i in 0usize.. {
                 match self.runner.run_async(record.clone()).await {
                     Ok(_) => break,
-                    Err(e)
-                        if i < MAX_RETRY
-                            && e.to_string().contains("no reader for dml in table") =>
-                    {
+                    Err(e) if i < MAX_RETRY && Failure::of(&e) == Failure::NoReader => {
                         self.report.retries += 1;
                         tokio::time::sleep(Duration::from_secs(1 << i)).await;
                     }
@@ -686,17 +683,17 @@ impl Play {
                 }
                 Err(e) => {
                     let msg = e.to_string();
-                    let catalog = msg.contains("Catalog error");
+                    let failure = Failure::of(&e);
                     match &cmd {
                         SqlCmd::Create {
                             is_create_table_as: false,
                         }
                         | SqlCmd::CreateMaterializedView { .. }
-                            if i != 0 && catalog && msg.contains("exists") =>
+                            if i != 0 && failure == Failure::Exists =>
                         {
                             break;
                         }
-                        SqlCmd::Drop if i != 0 && catalog && msg.contains("not found") => break,
+                        SqlCmd::Drop if i != 0 && failure == Failure::NotFound => break,
                         _ if i >= MAX_RETRY => {
                             result = Err(e.into());
                             break;
@@ -864,5 +861,35 @@ mod tests {
         );
         assert!(SqlCmd::of("insert into t values (1)").ignore_kill());
         assert!(!SqlCmd::of("drop sink s").ignore_kill());
+    }
+}
+
+/// What a failed record's error means to the kill runner's retries: the engine's own error, read by its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    /// DML that reached no reader (RisingWave's `no reader for dml in table`): retried.
+    NoReader,
+    /// A CREATE's name is taken: a retried CREATE had succeeded before the kill.
+    Exists,
+    /// A DROP's name is gone: a retried DROP had succeeded before the kill.
+    NotFound,
+    Other,
+}
+
+impl Failure {
+    fn of(e: &TestError) -> Self {
+        let err = match e.kind() {
+            TestErrorKind::Fail { err, .. } | TestErrorKind::ErrorMismatch { err, .. } => err,
+            _ => return Failure::Other,
+        };
+        match err.downcast_ref::<SqlError>() {
+            Some(SqlError::NoReader { .. }) => Failure::NoReader,
+            Some(SqlError::Catalog { problem, .. }) => match problem {
+                CatalogProblem::Exists => Failure::Exists,
+                CatalogProblem::NotFound => Failure::NotFound,
+                CatalogProblem::StillCreating => Failure::Other,
+            },
+            _ => Failure::Other,
+        }
     }
 }
