@@ -136,6 +136,44 @@ fn statements_outside_the_subset_are_one_line_errors() {
                 rows: vec![vec!["2".into()], vec!["3".into()]]
             }
         );
+        // A background view under a rate limit: one row of SHOW JOBS and of rw_ddl_progress until WAIT.
+        s.execute("INSERT INTO t SELECT * FROM generate_series(3, 400)")
+            .await
+            .expect_err("two columns");
+        s.execute("SET BACKGROUND_DDL = true; SET STREAMING_RATE_LIMIT = 10")
+            .await
+            .unwrap();
+        s.execute("CREATE MATERIALIZED VIEW bg AS SELECT k FROM t")
+            .await
+            .unwrap();
+        let Output::Rows { rows, .. } = s.execute("SHOW JOBS").await.unwrap() else {
+            panic!("rows")
+        };
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0][1], "CREATE MATERIALIZED VIEW bg AS SELECT k FROM t");
+        assert!(rows[0][2].ends_with('%'), "{rows:?}");
+        let err = s.execute("SELECT * FROM bg").await.unwrap_err().to_string();
+        assert!(err.contains("still being created"), "{err}");
+        s.execute("WAIT").await.unwrap();
+        let out = s
+            .execute("SELECT count(*) FROM rw_catalog.rw_ddl_progress")
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            Output::Rows {
+                numeric: vec![true],
+                rows: vec![vec!["0".into()]]
+            }
+        );
+        let out = s.execute("SELECT count(*) FROM bg").await.unwrap();
+        assert_eq!(
+            out,
+            Output::Rows {
+                numeric: vec![true],
+                rows: vec![vec!["2".into()]]
+            }
+        );
         cluster.shutdown();
     });
 }
