@@ -63,6 +63,14 @@ pub enum Command {
         actors: BTreeMap<WorkerId, BTreeSet<ActorId>>,
         unregistered_table_ids: Vec<TableId>,
     },
+    /// `CANCEL JOB`: stop a creating job's actors (RisingWave's `CancelStreamingJob`). Like a drop, it is
+    /// accepted while recovery runs, and recovery pre-applies it; `unregistered_table_ids` are the job's state
+    /// tables.
+    CancelStreamingJob {
+        job_id: TableId,
+        actors: BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        unregistered_table_ids: Vec<TableId>,
+    },
     Throttle(BTreeMap<ActorId, Option<u32>>),
 }
 
@@ -74,6 +82,7 @@ impl Command {
             Command::Resume => "resume",
             Command::CreateStreamingJob { .. } => "create streaming job",
             Command::DropStreamingJobs { .. } => "drop streaming jobs",
+            Command::CancelStreamingJob { .. } => "cancel streaming job",
             Command::Throttle(_) => "throttle",
         }
     }
@@ -85,7 +94,34 @@ impl Command {
 
     /// Drops (and cancels) are accepted while the scheduler is blocked for recovery.
     pub fn is_drop(&self) -> bool {
-        matches!(self, Command::DropStreamingJobs { .. })
+        matches!(
+            self,
+            Command::DropStreamingJobs { .. } | Command::CancelStreamingJob { .. }
+        )
+    }
+
+    /// The state tables a drop or cancel leaves to be unregistered (none for other commands).
+    pub fn unregistered_table_ids(&self) -> &[TableId] {
+        match self {
+            Command::DropStreamingJobs {
+                unregistered_table_ids,
+                ..
+            }
+            | Command::CancelStreamingJob {
+                unregistered_table_ids,
+                ..
+            } => unregistered_table_ids,
+            _ => &[],
+        }
+    }
+
+    /// The actors a drop or cancel stops (none for other commands).
+    pub fn stopped_actors(&self) -> Option<&BTreeMap<WorkerId, BTreeSet<ActorId>>> {
+        match self {
+            Command::DropStreamingJobs { actors, .. }
+            | Command::CancelStreamingJob { actors, .. } => Some(actors),
+            _ => None,
+        }
     }
 
     pub fn to_mutation(&self) -> Option<Mutation> {
@@ -94,7 +130,8 @@ impl Command {
             Command::Pause => Some(Mutation::Pause),
             Command::Resume => Some(Mutation::Resume),
             Command::CreateStreamingJob { mutation, .. } => Some(Mutation::Add(mutation.clone())),
-            Command::DropStreamingJobs { actors, .. } => {
+            Command::DropStreamingJobs { actors, .. }
+            | Command::CancelStreamingJob { actors, .. } => {
                 Some(Mutation::Stop(actors.values().flatten().copied().collect()))
             }
             Command::Throttle(t) => Some(Mutation::Throttle(t.clone())),
@@ -117,7 +154,7 @@ impl Command {
     /// The actor info after this command's barrier: stopped actors collect no more barriers.
     pub fn post_apply(&self, info: &InflightActorInfo) -> InflightActorInfo {
         let mut info = info.clone();
-        if let Command::DropStreamingJobs { actors, .. } = self {
+        if let Some(actors) = self.stopped_actors() {
             let stopped: BTreeSet<ActorId> = actors.values().flatten().copied().collect();
             InflightActorInfo::remove(&mut info.actors, &stopped);
             InflightActorInfo::remove(&mut info.sources, &stopped);

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use epochlab_common::TableId;
 use tokio::sync::{Notify, oneshot};
 
 use crate::command::Command;
@@ -114,6 +115,16 @@ impl BarrierScheduler {
 
     pub fn status(&self) -> SchedulerStatus {
         self.inner.lock().status.clone()
+    }
+
+    /// The state tables of the drops and cancels still queued for a barrier (buffered while recovery ran,
+    /// after it pre-applied what it found): their unregister is still to come.
+    pub fn queued_drop_tables(&self) -> Vec<TableId> {
+        let q = self.inner.lock();
+        q.queue
+            .iter()
+            .flat_map(|s| s.command.unregistered_table_ids().iter().copied())
+            .collect()
     }
 
     fn push(&self, command: Command, checkpoint: bool) -> BarrierResult<Receivers> {

@@ -21,7 +21,7 @@ it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one o
 while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --bug ID                  14910 (default) | 22384 | 16815 | all: the bug of the catalogue (`epochlab bugs`)
+  --bug ID                  14910 (default) | 22384 | 16815 | 15144 | all: the bug of the catalogue (`epochlab bugs`)
                             whose directed scenario runs; the scenario flags below (--rows to --persist-check)
                             are #14910's, and the other bugs' scenarios take none of them
   --mode M                  buggy | fixed | purge-before-reset (14910 only) | all, default all: the bug's modes
@@ -1203,7 +1203,7 @@ mod tests {
         assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
         let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
         let runs = a.runs();
-        assert_eq!(runs.len(), 7);
+        assert_eq!(runs.len(), 9);
         assert_eq!(
             a.event_log_of(runs[4]),
             Some(PathBuf::from("r.22384-fixed.log"))
@@ -1276,16 +1276,18 @@ epochlab soak: run many seeds, each its own deterministic simulation, on worker 
 seed and group the failures by signature (the error with ids, epochs and values masked).
 
 Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and sinks
-with arrangement backfill, foreground and background, drops while they backfill, throttles) with faults (node
-kills and restarts, failed and delayed RPCs), runs it, lets the cluster settle and checks: actor state errors,
-the invariants (commit order, tables unregistered while in use or touched after, registered tables), and an
-oracle (every view and sink equals its table; every table holds what its DML left). `--scenario 14910` runs
+with arrangement backfill, foreground and background, drops and cancels while they backfill, throttles; a
+compaction group per job or RisingWave's static groups) with faults (node kills and restarts, failed and
+delayed RPCs), runs it, lets the cluster settle and checks: actor state errors, the invariants (commit order,
+tables unregistered while in use or touched after, registered tables), an oracle (every view and sink equals
+its table; every table holds what its DML left), and stalls (no epoch committed for 180 s, as when a
+compaction group's writes stop). `--scenario 14910` runs
 the directed scenario of `epochlab repro` instead.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
-  --bug ID                  14910 (default) | 22384 | 16815: the bug of the catalogue (`epochlab bugs`)
+  --bug ID                  14910 (default) | 22384 | 16815 | 15144: the bug of the catalogue (`epochlab bugs`)
                             whose toggle --mode sets (every other bug's toggle stays fixed); not with --plan
                             (a plan file names its bug) or --replay
   --mode M                  buggy | fixed | purge-before-reset (14910 only), default fixed

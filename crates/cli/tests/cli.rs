@@ -179,6 +179,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("22384", "fixed", "passed"),
             ("16815", "buggy", "failed"),
             ("16815", "fixed", "passed"),
+            ("15144", "buggy", "failed"),
+            ("15144", "fixed", "passed"),
         ]
     );
     let error = |i: usize| rows[i].error.clone().unwrap_or_default();
@@ -205,10 +207,18 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(5)
     );
+    assert!(error(7).starts_with("stalled: "), "{}", error(7));
+    assert!(
+        error(7).contains("inconsistency table info between catalog and hummock"),
+        "{}",
+        error(7)
+    );
+    assert_eq!(rows[7].bug, "15144");
     let catalogue = epochlab(["bugs"]);
     assert_eq!(catalogue.status.code(), Some(0));
     assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));
     assert!(text(&catalogue.stdout).contains("16815\n  mechanism: "));
+    assert!(text(&catalogue.stdout).contains("15144\n  mechanism: "));
     let bad = epochlab(["repro", "--bug", "22384", "--mode", "purge-before-reset"]);
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use epochlab_barrier::{
-    Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, Command, CommandContext,
+    Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, CommandContext,
     CreateMviewProgress, GlobalBarrierManagerContext, RecoveredState, ScheduledBarriers,
     TracingContext,
 };
@@ -188,17 +188,12 @@ impl GlobalBarrierManagerContext for MetaContext {
                     inner.scheduler.force_checkpoint_in_next_barrier();
                 }
             }
-            if let Command::DropStreamingJobs {
-                actors,
-                unregistered_table_ids,
-                ..
-            } = command
-            {
-                inner.drop_actors(&actors).await;
+            if let Some(actors) = command.stopped_actors() {
+                inner.drop_actors(actors).await;
                 if inner.config.drop_mode.unregisters_in_post_collect() {
                     inner
                         .hummock
-                        .unregister_tables(&unregistered_table_ids, "drop collected");
+                        .unregister_tables(command.unregistered_table_ids(), "drop collected");
                 }
             }
             Ok(())

@@ -1,12 +1,14 @@
 //! Meta (reference §6, §7): the catalog of tables, views and sinks with their fragments and actors; DDL that
 //! rides on barriers; and the context the global barrier manager runs against, including recovery.
 
+mod cancel;
 mod catalog;
 mod context;
 mod meta;
 mod progress;
 mod recovery;
 
+pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 pub use catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 pub use epochlab_recovery::{DropMode, ParseDropModeError, RecoveryConfig, RecoveryError};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};

@@ -21,6 +21,7 @@ use epochlab_storage::HummockManager;
 use thiserror::Error;
 use tracing::Instrument;
 
+use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 use crate::catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
@@ -35,6 +36,10 @@ pub struct MetaConfig {
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
+    /// What recovery's pre-apply of a buffered cancel does with the job's tables (RisingWave #15144).
+    pub pre_apply_cancel: PreApplyCancel,
+    /// Which compaction group a job's state tables join.
+    pub compaction_groups: GroupPlacement,
 }
 
 impl Default for MetaConfig {
@@ -45,6 +50,8 @@ impl Default for MetaConfig {
             vnode_count: VnodeCount::DEFAULT,
             recovery: RecoveryConfig::default(),
             heartbeat_timeout: Duration::from_secs(15),
+            pre_apply_cancel: PreApplyCancel::default(),
+            compaction_groups: GroupPlacement::default(),
         }
     }
 }
@@ -287,6 +294,48 @@ impl MetaInner {
         ids.next_table += 1;
         id
     }
+
+    /// Register a job's state tables in storage, in the groups the placement gives them.
+    fn register(&self, rel: &Relation) {
+        let tables = rel.state_tables();
+        match self.config.compaction_groups {
+            GroupPlacement::PerJob if !tables.is_empty() => {
+                self.hummock.register_tables(&tables);
+            }
+            GroupPlacement::PerJob => {}
+            GroupPlacement::Static => {
+                let (own, internal): (Vec<TableId>, Vec<TableId>) =
+                    tables.into_iter().partition(|t| *t == rel.id);
+                for (group, tables) in [
+                    (MATERIALIZED_VIEW_GROUP, own),
+                    (STATE_DEFAULT_GROUP, internal),
+                ] {
+                    if !tables.is_empty() {
+                        self.hummock.register_tables_in(group, &tables);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The catalog as compaction tasks see it (RisingWave's compactors subscribe to the table catalog): the
+/// state tables of every relation in it, creating ones included.
+struct CatalogView(std::sync::Weak<MetaInner>);
+
+impl epochlab_storage::CompactionCatalog for CatalogView {
+    fn table(&self, table: TableId) -> Option<Arc<TableDesc>> {
+        let inner = self.0.upgrade()?;
+        let catalog = inner.catalog();
+        catalog.relations.values().find_map(|r| {
+            let progress = r.progress_table.iter().find(|d| d.table_id == table);
+            if r.kind != RelationKind::Sink && r.id == table {
+                Some(r.desc.clone())
+            } else {
+                progress.cloned()
+            }
+        })
+    }
 }
 
 /// The meta node. Cheap to clone.
@@ -339,6 +388,8 @@ impl MetaNode {
             rng,
             on_recovered: Mutex::new(None),
         });
+        let catalog = CatalogView(Arc::downgrade(&inner));
+        inner.hummock.set_compaction_catalog(Arc::new(catalog));
         let manager = GlobalBarrierManager::new(
             Arc::new(MetaContext::new(inner.clone())),
             scheduled,
@@ -677,9 +728,7 @@ impl MetaNode {
             rel.name,
             rel.all_actors().count()
         );
-        if !tables.is_empty() {
-            inner.hummock.register_tables(&tables);
-        }
+        inner.register(&rel);
         let actors = by_worker(rel.all_actors());
         let sources = if rel.kind == RelationKind::Table {
             actors.clone()
@@ -760,10 +809,31 @@ impl MetaNode {
     /// `DROP` a table, view or sink: remove it from the catalog, stop its actors with a Stop barrier, and
     /// unregister its state tables when the drop mode says so.
     pub async fn drop_job(&self, id: TableId) -> Result<(), DdlError> {
+        self.drop_or_cancel(id, Removal::Drop).await
+    }
+
+    /// `CANCEL JOB`: a job still being created (a background one, say) is removed from the catalog and its
+    /// actors are stopped as a drop's (RisingWave's `CancelStreamingJob`, accepted while recovery runs,
+    /// which pre-applies it). Its tables go where the drop mode sends a drop's, unless recovery pre-applies
+    /// the cancel: then [`PreApplyCancel`] decides.
+    pub async fn cancel_job(&self, id: TableId) -> Result<(), DdlError> {
+        self.drop_or_cancel(id, Removal::Cancel).await
+    }
+
+    async fn drop_or_cancel(&self, id: TableId, removal: Removal) -> Result<(), DdlError> {
         let clock = self.inner.clock.clone();
-        let span =
-            vspan!(parent: trace::root(), "drop streaming job", clock, table_id = id.0 as i64);
-        let result = self.drop_job_inner(id).instrument(span.clone()).await;
+        let span = match removal {
+            Removal::Drop => {
+                vspan!(parent: trace::root(), "drop streaming job", clock, table_id = id.0 as i64)
+            }
+            Removal::Cancel => {
+                vspan!(parent: trace::root(), "cancel streaming job", clock, table_id = id.0 as i64)
+            }
+        };
+        let result = self
+            .drop_job_inner(id, removal)
+            .instrument(span.clone())
+            .await;
         match &result {
             Ok(()) => trace::end(&span, &clock),
             Err(e) => trace::fail(&span, &clock, &e.to_string()),
@@ -771,34 +841,58 @@ impl MetaNode {
         result
     }
 
-    async fn drop_job_inner(&self, id: TableId) -> Result<(), DdlError> {
+    /// Take the job out of the catalog (a cancel only while it is being created).
+    fn remove_from_catalog(&self, id: TableId, removal: Removal) -> Result<Relation, DdlError> {
+        let mut catalog = self.inner.catalog();
+        let rel = catalog
+            .get(id)
+            .cloned()
+            .ok_or_else(|| DdlError::NotFound(format!("relation {id}")))?;
+        if catalog.downstreams(id).next().is_some() {
+            return Err(DdlError::HasDependents(rel.name));
+        }
+        if removal == Removal::Cancel && rel.state != JobState::Creating {
+            return Err(DdlError::Invalid(format!(
+                "{} {} is not being created: nothing to cancel",
+                rel.kind.as_str(),
+                rel.name
+            )));
+        }
+        catalog.relations.remove(&id);
+        Ok(rel)
+    }
+
+    async fn drop_job_inner(&self, id: TableId, removal: Removal) -> Result<(), DdlError> {
         let inner = &self.inner;
-        let rel = {
-            let mut catalog = inner.catalog();
-            let rel = catalog
-                .get(id)
-                .cloned()
-                .ok_or_else(|| DdlError::NotFound(format!("relation {id}")))?;
-            if catalog.downstreams(id).next().is_some() {
-                return Err(DdlError::HasDependents(rel.name));
-            }
-            catalog.relations.remove(&id);
-            rel
-        };
-        inner.tracker().remove(id, CreateAborted::Dropped);
+        let rel = self.remove_from_catalog(id, removal)?;
         let tables = rel.state_tables();
+        let actors = by_worker(rel.all_actors());
+        let command = match removal {
+            Removal::Drop => {
+                inner.tracker().remove(id, CreateAborted::Dropped);
+                Command::DropStreamingJobs {
+                    job_ids: vec![id],
+                    actors,
+                    unregistered_table_ids: tables.clone(),
+                }
+            }
+            Removal::Cancel => {
+                inner.tracker().remove(id, CreateAborted::Cancelled);
+                Command::CancelStreamingJob {
+                    job_id: id,
+                    actors,
+                    unregistered_table_ids: tables.clone(),
+                }
+            }
+        };
         event!(
             inner.log,
             "ddl",
-            "drop {} {} id={id} tables={tables:?}",
+            "{} {} {} id={id} tables={tables:?}",
+            removal.as_str(),
             rel.kind.as_str(),
             rel.name
         );
-        let command = Command::DropStreamingJobs {
-            job_ids: vec![id],
-            actors: by_worker(rel.all_actors()),
-            unregistered_table_ids: tables.clone(),
-        };
         let result = inner.scheduler.run_command(command).await;
         if inner.config.drop_mode.caller_unregisters_on_return() {
             // RisingWave before the fix: the result is ignored and the tables go at once.
@@ -812,5 +906,21 @@ impl MetaNode {
         }
         // Post-collect unregistered them, or recovery will.
         Ok(result?)
+    }
+}
+
+/// How a job leaves the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Removal {
+    Drop,
+    Cancel,
+}
+
+impl Removal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Removal::Drop => "drop",
+            Removal::Cancel => "cancel",
+        }
     }
 }

@@ -12,6 +12,8 @@ use tokio::sync::oneshot;
 pub enum CreateAborted {
     #[error("it was dropped")]
     Dropped,
+    #[error("it was cancelled")]
+    Cancelled,
     #[error("recovery cleaned it up")]
     CleanedByRecovery,
     #[error("its creation failed")]

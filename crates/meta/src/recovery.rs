@@ -204,26 +204,52 @@ impl RecoveryContext for Recovery {
         self.inner.tracker().recover(jobs);
     }
 
+    /// RisingWave's `pre_apply_drop_cancel`: the buffered drops and cancels are done, without a barrier (their
+    /// jobs are out of the catalog already, so recovery does not rebuild their actors). A drop's tables go to
+    /// recovery to unregister; a cancel's as [`PreApplyCancel`] says (RisingWave #15144).
     fn pre_apply_drops(&self) -> Vec<TableId> {
-        self.scheduled
-            .pre_apply_drop_scheduled()
-            .into_iter()
-            .flat_map(|c| match c {
+        let hand_over = self
+            .inner
+            .config
+            .pre_apply_cancel
+            .hands_tables_to_recovery();
+        let mut tables = Vec::new();
+        for command in self.scheduled.pre_apply_drop_scheduled() {
+            match command {
                 Command::DropStreamingJobs {
                     unregistered_table_ids,
                     ..
-                } => unregistered_table_ids,
-                _ => Vec::new(),
-            })
-            .collect()
+                } => tables.extend(unregistered_table_ids),
+                Command::CancelStreamingJob {
+                    job_id,
+                    unregistered_table_ids,
+                    ..
+                } => {
+                    event!(
+                        self.inner.log,
+                        "recovery step",
+                        "pre-apply cancel job={job_id} tables={unregistered_table_ids:?} unregister={hand_over}"
+                    );
+                    if hand_over {
+                        tables.extend(unregistered_table_ids);
+                    }
+                }
+                _ => {}
+            }
+        }
+        tables
     }
 
     fn unregister(&self, tables: &[TableId], reason: &str) {
         self.inner.hummock.unregister_tables(tables, reason);
     }
 
+    /// Unregister every table that neither the catalog nor a drop or cancel still queued accounts for (the
+    /// queued one's unregister is still to come: recovery pre-applies it again after the reset, or its
+    /// barrier runs after recovery).
     fn purge(&self, reason: &str) -> Vec<TableId> {
-        let keep: BTreeSet<TableId> = self.inner.catalog().state_tables().into_iter().collect();
+        let mut keep: BTreeSet<TableId> = self.inner.catalog().state_tables().into_iter().collect();
+        keep.extend(self.inner.scheduler.queued_drop_tables());
         self.inner.hummock.purge(&keep, reason)
     }
 

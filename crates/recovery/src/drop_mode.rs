@@ -55,6 +55,19 @@ impl DropMode {
         self == DropMode::Fixed
     }
 
+    /// Recovery unregisters the tables of the drops and cancels it pre-applies once the nodes are reset (its
+    /// second pre-apply, as RisingWave's) at once: no actor of theirs runs any more.
+    pub fn unregisters_pre_applied_after_reset(self) -> bool {
+        self != DropMode::Buggy
+    }
+
+    /// Once recovery is done, every registered table the catalog does not know belongs to a drop still
+    /// queued for its barrier: recovery unregistered the rest (the checkers' I3 after recovery is exact). Not
+    /// so in `Buggy`, where the callers of pre-applied drops unregister when they hear "done".
+    pub fn settles_the_table_set(self) -> bool {
+        self != DropMode::Buggy
+    }
+
     /// Recovery unregisters dirty creating jobs' tables as it cleans them, before the reset.
     pub fn unregisters_dirty_jobs_when_cleaned(self) -> bool {
         self == DropMode::Buggy
@@ -136,6 +149,12 @@ mod tests {
                 by_caller == 1,
                 "{m}"
             );
+            assert_eq!(
+                m.unregisters_pre_applied_after_reset(),
+                by_caller == 0,
+                "{m}"
+            );
+            assert_eq!(m.settles_the_table_set(), by_caller == 0, "{m}");
         }
     }
 }

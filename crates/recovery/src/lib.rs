@@ -56,7 +56,8 @@ pub trait RecoveryContext: Send + Sync {
     /// Report buffered drops as done to their callers; returns their tables.
     fn pre_apply_drops(&self) -> Vec<TableId>;
     fn unregister(&self, tables: &[TableId], reason: &str);
-    /// Unregister every registered table the catalog does not know; returns them.
+    /// Unregister every registered table that neither the catalog nor a queued drop or cancel accounts for;
+    /// returns them.
     fn purge(&self, reason: &str) -> Vec<TableId>;
     /// Reset every live node to `generation` (abort its actors, drop its uncommitted data), all of them
     /// concurrently. Fails unless every live node acknowledged; the others are still reset.
@@ -226,6 +227,24 @@ fn unregister_pending<C: RecoveryContext>(ctx: &C, pending: &mut Vec<TableId>, r
     }
 }
 
+/// RisingWave pre-applies drops and cancels once more after the reset (they came while the nodes were being
+/// reset; their actors must not be rebuilt), after its purge. Their tables are unregistered at once where
+/// recovery unregisters: the nodes are reset.
+fn pre_apply_again<C: RecoveryContext>(ctx: &C, mode: DropMode) {
+    let dropped = ctx.pre_apply_drops();
+    if dropped.is_empty() {
+        return;
+    }
+    event!(
+        ctx.log(),
+        "recovery step",
+        "pre-apply drops again tables={dropped:?}"
+    );
+    if mode.unregisters_pre_applied_after_reset() {
+        ctx.unregister(&dropped, "recovery, pre-applied after reset");
+    }
+}
+
 async fn attempt_once<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,
@@ -266,6 +285,7 @@ async fn attempt_once<C: RecoveryContext>(
             unregister_pending(ctx, pending, "recovery, after reset")
         });
     }
+    instant_step(ctx, "pre-apply drops again", || pre_apply_again(ctx, mode));
     let info = try_step(ctx, "rebuild actors", ctx.rebuild_actors()).await?;
     event!(
         ctx.log(),

@@ -243,9 +243,16 @@ async fn run(ctx: &Recorder, mode: DropMode) -> Vec<Call> {
     ctx.calls()
 }
 
-/// The steps after a successful reset.
+/// The steps after a successful reset (and, in `fixed`, its unregister and purge): drops buffered during
+/// the attempt are pre-applied again, then the actors are rebuilt.
 fn tail() -> Vec<Call> {
-    vec![Rebuild, WaitEpochCommit, InjectInitial, MarkReady]
+    vec![
+        PreApplyDrops,
+        Rebuild,
+        WaitEpochCommit,
+        InjectInitial,
+        MarkReady,
+    ]
 }
 
 fn concat(parts: Vec<Vec<Call>>) -> Vec<Call> {
@@ -399,6 +406,45 @@ async fn buggy_never_unregisters_in_an_attempt() {
         tail(),
     ]);
     assert_eq!(calls, expected);
+}
+
+/// A drop (or cancel) buffered while the nodes were being reset is pre-applied once more after the reset
+/// (after `fixed`'s purge, as RisingWave's second pre-apply comes after its purge), and its tables are
+/// unregistered at once, since no actor of its runs any more; in `buggy` its caller unregisters.
+#[tokio::test(start_paused = true)]
+async fn a_drop_buffered_during_the_reset_is_pre_applied_after_it() {
+    for mode in DropMode::ALL {
+        let ctx = Recorder::new().with_drop(0, &[10]).with_drop(1, &[40]);
+        let calls = run(&ctx, mode).await;
+        let again = "recovery, pre-applied after reset";
+        let expected = match mode {
+            DropMode::Buggy => concat(vec![
+                vec![Abort, CleanDirtyJobs, PreApplyDrops],
+                resets(2, &[]),
+                vec![PreApplyDrops],
+            ]),
+            DropMode::Fixed => {
+                let after = "recovery, after reset";
+                concat(vec![
+                    vec![Abort, CleanDirtyJobs, PreApplyDrops],
+                    resets(2, &[]),
+                    vec![unregister(&[10], after), purge(after), PreApplyDrops],
+                    vec![unregister(&[40], again)],
+                ])
+            }
+            DropMode::PurgeBeforeReset => {
+                let before = "recovery, before reset";
+                concat(vec![
+                    vec![Abort, CleanDirtyJobs, PreApplyDrops],
+                    vec![unregister(&[10], before), purge(before)],
+                    resets(2, &[]),
+                    vec![PreApplyDrops, unregister(&[40], again)],
+                ])
+            }
+        };
+        let rest = vec![Rebuild, WaitEpochCommit, InjectInitial, MarkReady];
+        assert_eq!(calls, concat(vec![expected, rest]), "{mode}");
+    }
 }
 
 /// Backoff doubles between failed attempts, from 20 ms.

@@ -3,7 +3,8 @@
 //!   was sent to: no epoch is committed without a node it had to collect from (RisingWave #22384), from the
 //!   event log, [`check_commits`];
 //! - (I2) in the fixed modes, no table is unregistered while an actor that reads or writes it runs;
-//! - (I3) after each recovery, the registered tables equal the catalog's;
+//! - (I3) after each recovery, the registered tables equal the catalog's (but for drops still queued for their
+//!   barrier), and at the end of a run they equal it;
 //! - (I5) persisted backfill rows equal the executor's committed copy, and positions only move forward: the
 //!   executor checks both itself and fails with a typed error, which the scenario reports.
 
@@ -212,9 +213,10 @@ impl Checkers {
             }));
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
+        let exact = mode.settles_the_table_set();
         cluster.meta.set_recovery_hook(Arc::new(move || {
             if let Some(cluster) = weak.upgrade() {
-                me.check_tables(&cluster, "after recovery", false);
+                me.check_tables_after_recovery(&cluster, exact);
             }
         }));
         this
@@ -279,31 +281,60 @@ impl Checkers {
             .clone()
     }
 
-    /// (I3) every table of the catalog is registered; at the end of a run (`exact`), nothing else is. Right
-    /// after a recovery a drop may still be on its way (buffered while recovery ran, its job already out of
-    /// the catalog), so there only the first half holds.
-    fn check_tables(&self, cluster: &Cluster, when: &str, exact: bool) {
+    /// (I3) right after a recovery: every table of the catalog is registered, and (where the drop mode
+    /// settles the table set, `exact`) every registered table is the catalog's or a drop's still queued for
+    /// its barrier (buffered at the end of the recovery, its job already out of the catalog). A table that
+    /// is neither was left behind by a drop or cancel the recovery applied (RisingWave #15144).
+    fn check_tables_after_recovery(&self, cluster: &Cluster, exact: bool) {
+        let queued: BTreeSet<TableId> = exact
+            .then(|| cluster.meta.scheduler().queued_drop_tables())
+            .into_iter()
+            .flatten()
+            .collect();
+        self.check_tables(cluster, "after recovery", exact.then_some(&queued));
+    }
+
+    /// (I3) every table of the catalog is registered; with `may_also` (at the end of a run: nothing), every
+    /// registered table is the catalog's or one of those.
+    fn check_tables(&self, cluster: &Cluster, when: &str, may_also: Option<&BTreeSet<TableId>>) {
         let registered = cluster.hummock.registered_tables();
         let catalog: BTreeSet<TableId> =
             cluster.meta.catalog().state_tables().into_iter().collect();
-        let broken = if exact {
-            registered != catalog
-        } else {
-            !catalog.is_subset(&registered)
+        let missing: Vec<TableId> = catalog.difference(&registered).copied().collect();
+        let stale: Vec<TableId> = match may_also {
+            Some(also) => registered
+                .iter()
+                .filter(|t| !catalog.contains(t) && !also.contains(t))
+                .copied()
+                .collect(),
+            None => Vec::new(),
         };
-        if broken {
-            self.violation(Violation::new(
-                "I3 table-set",
-                format!(
-                    "{when}: registered tables {registered:?} differ from the catalog's {catalog:?}"
-                ),
+        if missing.is_empty() && stale.is_empty() {
+            return;
+        }
+        // One table named, the rest counted: the same failure has one signature however many tables.
+        let mut parts = Vec::new();
+        if let Some(t) = stale.first() {
+            parts.push(format!(
+                "table {t} is registered, but the catalog does not know it ({} such)",
+                stale.len()
             ));
         }
+        if let Some(t) = missing.first() {
+            parts.push(format!(
+                "table {t} of the catalog is not registered ({} such)",
+                missing.len()
+            ));
+        }
+        let mut v = Violation::new("I3 table-set", format!("{when}: {}", parts.join("; ")));
+        v.table = stale.first().or(missing.first()).map(|t| t.0);
+        v.at_us = Some(cluster.ctx.clock.elapsed_us());
+        self.violation(v);
     }
 
     /// The checks at the end of a run.
     pub fn check_end(&self, cluster: &Cluster) {
-        self.check_tables(cluster, "at the end", true);
+        self.check_tables(cluster, "at the end", Some(&BTreeSet::new()));
         if let Err(e) = check_commits(&cluster.ctx.log.lines()) {
             self.violation(Violation::new(e.invariant(), e.to_string()));
         }

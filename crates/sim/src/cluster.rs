@@ -14,7 +14,7 @@ use epochlab_common::{
 };
 use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
-use epochlab_storage::{CommittedStore, HummockManager};
+use epochlab_storage::{CommittedStore, CompactionConfig, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
 use epochlab_stream::task::build::ActorFailureLog;
 use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
@@ -30,6 +30,8 @@ pub struct ClusterConfig {
     pub meta: MetaConfig,
     pub stream: StreamConfig,
     pub exchange: ExchangeConfig,
+    /// When storage compacts a group's L0 and when the group's writes stop.
+    pub compaction: CompactionConfig,
 }
 
 impl Default for ClusterConfig {
@@ -39,6 +41,7 @@ impl Default for ClusterConfig {
             meta: MetaConfig::default(),
             stream: StreamConfig::default(),
             exchange: ExchangeConfig::default(),
+            compaction: CompactionConfig::default(),
         }
     }
 }
@@ -79,6 +82,7 @@ impl Cluster {
             CommittedStore::default(),
             Some(ctx.log.clone()),
         ));
+        hummock.set_compaction_config(config.compaction);
         let network = Network::new(ctx.rng.clone());
         let exchange = ExchangeRegistry::new(config.exchange);
         let zombie = ZombieAccessDetector::default();

@@ -243,6 +243,7 @@ pub fn cluster_config_for(
     meta.barrier.checkpoint_frequency = checkpoint_frequency;
     meta.drop_mode = toggles.drop_mode;
     meta.barrier.on_worker_err = toggles.on_worker_err;
+    meta.pre_apply_cancel = toggles.pre_apply_cancel;
     meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
     // interval to one and a half: the zombie window scales with the cluster's pace, not with a constant.
@@ -362,6 +363,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             BugId::Rw14910 => scenario(ctx, p, capture, hooks.on_cluster).await,
             BugId::Rw22384 => crate::bugs::b22384::scenario(ctx, p, hooks.on_cluster).await,
             BugId::Rw16815 => crate::bugs::b16815::scenario(ctx, p, hooks.on_cluster).await,
+            BugId::Rw15144 => crate::bugs::b15144::scenario(ctx, p, hooks.on_cluster).await,
         }
     });
     out.map(|value| {
@@ -822,8 +824,19 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), EarlyEnd> {
     }
 }
 
-/// What the barrier manager is waiting for.
+/// What the barrier manager is waiting for (and, if a compaction group's writes are stopped, why: the
+/// nodes hold back that group's data, so no barrier can complete).
 pub fn stuck_report(cluster: &Cluster, what: &str) -> String {
+    let mut report = barrier_report(cluster, what);
+    if let Some(stop) = write_stop_report(cluster) {
+        report.push_str("; ");
+        report.push_str(&stop);
+    }
+    report
+}
+
+/// What the barrier manager is waiting for, alone.
+pub(crate) fn barrier_report(cluster: &Cluster, what: &str) -> String {
     let stats = cluster.barrier_stats();
     format!(
         "{what}: {} barrier(s) in flight, {} injected, {} completed, last completed prev epoch {}, last \
@@ -837,6 +850,31 @@ pub fn stuck_report(cluster: &Cluster, what: &str) -> String {
         cluster.meta.scheduler().status(),
         stats.waiting_description()
     )
+}
+
+/// The compaction groups whose writes are stopped, and why, in one line; `None` when none is.
+pub(crate) fn write_stop_report(cluster: &Cluster) -> Option<String> {
+    let stopped = cluster.hummock.write_stopped_groups();
+    if stopped.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = stopped
+        .iter()
+        .map(|(group, g)| {
+            let cause = g
+                .last_error
+                .as_ref()
+                .map_or_else(|| "no compaction ran".to_string(), |e| e.to_string());
+            format!(
+                "writes to group {group} stopped at {} L0 sub-levels at {:.3} s, after {} failed compaction \
+                 tasks: {cause}",
+                g.sub_levels,
+                g.write_stopped_since_us.unwrap_or(0) as f64 / 1e6,
+                g.failures
+            )
+        })
+        .collect();
+    Some(parts.join("; "))
 }
 
 fn fill_counts(report: &mut ReproReport, setup: &Setup) {

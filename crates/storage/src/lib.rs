@@ -11,10 +11,13 @@
 //! [`NodeStorage::seal_epoch`] and [`NodeStorage::sync`] gather a node's imms up to an epoch, meta's
 //! [`HummockManager::commit_epoch`] makes them committed and emits a [`VersionDelta`], and each node applies
 //! deltas in order ([`NodeStorage::apply_version_delta`]), which prunes staging data at or below the new max
-//! committed epoch from every local instance.
+//! committed epoch from every local instance. Each commit adds an L0 sub-level to the compaction groups it
+//! brought data to, and [`compaction`] empties them, once every member table of the group resolves in the
+//! catalog; a group whose L0 reaches the write-stop limit holds back its nodes' syncs.
 
 pub mod access;
 pub mod committed;
+pub mod compaction;
 pub mod error;
 pub mod imm;
 pub mod local;
@@ -25,6 +28,9 @@ pub mod version;
 
 pub use access::{Access, AccessKind, AccessObserver, Accessor};
 pub use committed::CommittedStore;
+pub use compaction::{
+    CompactionCatalog, CompactionConfig, CompactionError, CompactionStats, GroupCompaction,
+};
 pub use error::{Inconsistency, StorageError, StorageResult};
 pub use imm::Imm;
 pub use local::{LocalIter, LocalStateStore, NewLocalOptions, OpConsistencyLevel};

@@ -3,12 +3,17 @@
 //! fetch the ones after its pinned version (delivery, with its latency, belongs to the RPC layer).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use epochlab_common::watch::Watch;
 use epochlab_common::{Epoch, EventLog, TableId, WorkerId, event, trace, vspan};
 
 use crate::committed::CommittedStore;
+use crate::compaction::{
+    Compaction, CompactionCatalog, CompactionConfig, CompactionError, CompactionStats,
+    GroupCompaction,
+};
 use crate::error::{StorageError, StorageResult};
 use crate::node::SyncResult;
 use crate::version::{GroupChange, GroupId, HummockVersion, VersionDelta};
@@ -23,6 +28,9 @@ pub type UnregisterHook = Arc<dyn Fn(&[TableId], &str) + Send + Sync>;
 pub struct HummockManager {
     inner: Mutex<Inner>,
     unregister_hook: Mutex<Option<UnregisterHook>>,
+    /// The catalog compaction tasks resolve member tables against (meta's); none: every table resolves.
+    catalog: Mutex<Option<Arc<dyn CompactionCatalog>>>,
+    compaction_stats: Arc<CompactionStats>,
     committed: CommittedStore,
     latest: Watch<u64>,
     log: Option<EventLog>,
@@ -38,6 +46,10 @@ struct Inner {
     /// Every epoch committed, so that an external system (a sink target) can tell a committed epoch from one
     /// that recovery abandoned below a later commit.
     committed_epochs: BTreeSet<Epoch>,
+    /// Every group's L0 and compaction state.
+    compaction: Compaction,
+    /// Groups that tables join rather than create (RisingWave's static groups): never destroyed.
+    static_groups: BTreeSet<GroupId>,
 }
 
 /// What `commit_epoch` did.
@@ -58,8 +70,12 @@ impl HummockManager {
                 contexts: BTreeMap::new(),
                 dropped_write_count: 0,
                 committed_epochs: BTreeSet::new(),
+                compaction: Compaction::default(),
+                static_groups: BTreeSet::new(),
             }),
             unregister_hook: Mutex::new(None),
+            catalog: Mutex::new(None),
+            compaction_stats: Arc::default(),
             committed,
             latest: Watch::new(0),
             log,
@@ -75,6 +91,42 @@ impl HummockManager {
             .unregister_hook
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// When compaction runs and when writes stop.
+    pub fn set_compaction_config(&self, config: CompactionConfig) {
+        assert!(config.is_valid(), "{config:?}");
+        self.lock().compaction.config = config;
+    }
+
+    /// The catalog that compaction tasks resolve member tables against (meta installs its own).
+    pub fn set_compaction_catalog(&self, catalog: Arc<dyn CompactionCatalog>) {
+        *self.catalog.lock().unwrap_or_else(|e| e.into_inner()) = Some(catalog);
+    }
+
+    pub fn compaction_stats(&self) -> &Arc<CompactionStats> {
+        &self.compaction_stats
+    }
+
+    /// Every group's compaction state (groups that never had data are absent).
+    pub fn group_compaction(&self) -> BTreeMap<GroupId, GroupCompaction> {
+        self.lock().compaction.groups.clone()
+    }
+
+    /// The groups whose writes are stopped, with their state.
+    pub fn write_stopped_groups(&self) -> BTreeMap<GroupId, GroupCompaction> {
+        let inner = self.lock();
+        inner
+            .compaction
+            .groups
+            .iter()
+            .filter(|(_, g)| g.write_stopped_since_us.is_some())
+            .map(|(id, g)| (*id, g.clone()))
+            .collect()
+    }
+
+    fn now_us(&self) -> u64 {
+        self.log.as_ref().map_or(0, |l| l.clock().elapsed_us())
     }
 
     pub fn committed_store(&self) -> &CommittedStore {
@@ -170,6 +222,10 @@ impl HummockManager {
                 "table {t} is already registered"
             );
         }
+        assert!(
+            inner.static_groups.is_empty(),
+            "a group per job beside static groups"
+        );
         let group = inner.next_group;
         inner.next_group += 1;
         let mce = inner.version.max_committed_epoch;
@@ -191,6 +247,46 @@ impl HummockManager {
             );
         }
         (group, delta)
+    }
+
+    /// Register `tables` in `group`, a static group (RisingWave's `StateDefault` 2 and `MaterializedView` 3),
+    /// created the first time. A static group is never destroyed.
+    pub fn register_tables_in(&self, group: GroupId, tables: &[TableId]) -> Arc<VersionDelta> {
+        let mut inner = self.lock();
+        for t in tables {
+            assert!(
+                !inner.version.contains_table(*t),
+                "table {t} is already registered"
+            );
+        }
+        let change = if inner.version.groups.contains_key(&group) {
+            GroupChange::AddTables {
+                group,
+                tables: tables.to_vec(),
+            }
+        } else {
+            assert!(
+                inner.static_groups.contains(&group) || inner.next_group == 2,
+                "static group {group} beside groups per job"
+            );
+            GroupChange::Create {
+                group,
+                tables: tables.to_vec(),
+            }
+        };
+        inner.static_groups.insert(group);
+        let mce = inner.version.max_committed_epoch;
+        let delta = self.push_delta(&mut inner, mce, vec![change]);
+        drop(inner);
+        if let Some(log) = &self.log {
+            event!(
+                log,
+                "register tables",
+                "tables={tables:?} group={group} version={}",
+                delta.id
+            );
+        }
+        delta
     }
 
     /// Remove `tables` from their groups; groups left empty are destroyed. Unknown tables are ignored (they
@@ -226,12 +322,14 @@ impl HummockManager {
         if by_group.is_empty() {
             return None;
         }
+        let affected: BTreeSet<GroupId> = by_group.keys().copied().collect();
         let mut changes = Vec::new();
         for (group, ts) in by_group {
             let remaining = inner.version.groups[&group].len() - ts.len();
             changes.push(GroupChange::RemoveTables { group, tables: ts });
-            if remaining == 0 {
+            if remaining == 0 && !inner.static_groups.contains(&group) {
                 changes.push(GroupChange::Destroy { group });
+                inner.compaction.groups.remove(&group);
             }
         }
         let removed: Vec<TableId> = changes
@@ -261,6 +359,8 @@ impl HummockManager {
         if let Some(hook) = hook {
             hook(&removed, reason);
         }
+        // The groups' members changed: a task that failed on one of them may succeed now.
+        self.compact(&affected);
         Some(delta)
     }
 
@@ -311,9 +411,13 @@ impl HummockManager {
         }
         let workers: Vec<u32> = syncs.iter().map(|s| s.worker.0).collect();
         let mut dropped_rows: BTreeMap<TableId, usize> = BTreeMap::new();
+        let mut fed: BTreeSet<GroupId> = BTreeSet::new();
         for s in syncs {
             for sst in s.ssts {
-                if inner.version.contains_table(sst.table_id) {
+                if let Some(group) = inner.version.group_of(sst.table_id) {
+                    if !sst.entries.is_empty() {
+                        fed.insert(group);
+                    }
                     self.committed.apply(sst.table_id, sst.entries);
                 } else {
                     *dropped_rows.entry(sst.table_id).or_default() += sst.entries.len();
@@ -324,6 +428,11 @@ impl HummockManager {
         inner.dropped_write_count += dropped_total as u64;
         let delta = self.push_delta(&mut inner, epoch, Vec::new());
         inner.committed_epochs.insert(epoch);
+        for group in &fed {
+            inner
+                .compaction
+                .add_sub_level(*group, &self.compaction_stats);
+        }
         drop(inner);
         for (table, rows) in &dropped_rows {
             tracing::warn!(table_id = table.0, rows, %epoch, "table doesn't belong to any group: its writes are dropped");
@@ -336,9 +445,114 @@ impl HummockManager {
                 delta.id
             );
         }
+        // Each group the commit brought data to has one more L0 sub-level: compact those that are due.
+        self.compact(&fed);
         Ok(CommitOutcome {
             delta,
             dropped_rows,
         })
+    }
+
+    /// Run a compaction task for each of `groups` that is due, then stop or resume writes where the groups'
+    /// L0 now says so.
+    fn compact(&self, groups: &BTreeSet<GroupId>) {
+        for &group in groups {
+            let due = self.lock().compaction.due(group);
+            if due {
+                self.run_task(group);
+            }
+        }
+        self.apply_write_limits();
+    }
+
+    /// One compaction task of `group`: every member table must resolve in the catalog. The catalog is asked
+    /// without holding the manager's lock (meta's catalog may call into storage while it holds its own).
+    fn run_task(&self, group: GroupId) {
+        let members: Vec<TableId> = match self.lock().version.groups.get(&group) {
+            Some(m) => m.iter().copied().collect(),
+            None => return,
+        };
+        let catalog = self
+            .catalog
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let missing: Vec<TableId> = match &catalog {
+            Some(c) => members
+                .into_iter()
+                .filter(|t| c.table(*t).is_none())
+                .collect(),
+            None => Vec::new(),
+        };
+        let stats = &self.compaction_stats;
+        stats.tasks.fetch_add(1, Ordering::Relaxed);
+        let result = if missing.is_empty() {
+            stats.succeeded.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        } else {
+            let e = CompactionError::InconsistentTableInfo {
+                group,
+                tables: missing,
+            };
+            stats.failed(&e);
+            tracing::warn!(group, error = %e, "compaction task failed");
+            Err(e)
+        };
+        let now = self.now_us();
+        self.lock().compaction.finish(group, result, now);
+    }
+
+    /// Stop the writes of groups whose L0 reached the limit, resume those back under it; each change is a
+    /// version delta (nodes hold back a stopped group's data) and an event.
+    fn apply_write_limits(&self) {
+        let mut inner = self.lock();
+        let changes = inner.compaction.write_limit_changes();
+        if changes.is_empty() {
+            return;
+        }
+        let now = self.now_us();
+        let mut lines = Vec::new();
+        for (group, stopped) in changes {
+            let mce = inner.version.max_committed_epoch;
+            let delta = self.push_delta(
+                &mut inner,
+                mce,
+                vec![GroupChange::WriteLimit { group, stopped }],
+            );
+            let limit = inner.compaction.config.write_stop_sub_levels;
+            let g = inner.compaction.groups.entry(group).or_default();
+            if stopped {
+                g.write_stopped_since_us = Some(now);
+                self.compaction_stats
+                    .write_stops
+                    .fetch_add(1, Ordering::Relaxed);
+                let why = g
+                    .last_error
+                    .as_ref()
+                    .map_or_else(|| "no compaction yet".to_string(), |e| e.to_string());
+                lines.push((
+                    "write stop",
+                    format!(
+                        "group={group} sub_levels={} limit={limit} version={} cause={why}",
+                        g.sub_levels, delta.id
+                    ),
+                ));
+            } else {
+                g.write_stopped_since_us = None;
+                lines.push((
+                    "write resume",
+                    format!(
+                        "group={group} sub_levels={} version={}",
+                        g.sub_levels, delta.id
+                    ),
+                ));
+            }
+        }
+        drop(inner);
+        if let Some(log) = &self.log {
+            for (kind, line) in lines {
+                event!(log, kind, "{line}");
+            }
+        }
     }
 }

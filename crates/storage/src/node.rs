@@ -1,7 +1,7 @@
 //! One compute node's storage (RisingWave's `HummockStorage` with its event handler and uploader): the version
 //! the node has pinned, every local instance's read version, and the uploader that seals and syncs epochs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -53,6 +53,8 @@ pub(crate) struct NodeInner {
     pub(crate) committed: CommittedStore,
     pub(crate) state: Mutex<NodeState>,
     mce: Watch<Epoch>,
+    /// Bumped by every version installed and every clear: what a sync held back by a write stop waits on.
+    changes: Watch<u64>,
     pub(crate) stats: NodeStorageStats,
     upload_latency_us: AtomicU64,
     /// Set once, by a checker: told of every access of a local store that knows its actor.
@@ -85,6 +87,8 @@ pub struct NodeStorageStats {
     pub applied_deltas: AtomicU64,
     pub pruned_imms: AtomicU64,
     pub synced_bytes: AtomicU64,
+    /// Syncs that waited because a group of their data had its writes stopped.
+    pub write_stopped_syncs: AtomicU64,
 }
 
 impl NodeStorage {
@@ -107,6 +111,7 @@ impl NodeStorage {
                     uploader: Uploader::default(),
                 }),
                 mce,
+                changes: Watch::new(0),
                 stats: NodeStorageStats::default(),
                 upload_latency_us: AtomicU64::new(0),
                 access_observer: std::sync::OnceLock::new(),
@@ -183,8 +188,10 @@ impl NodeStorage {
         Ok(())
     }
 
-    /// Gather every flushed imm at or below `epoch` into one result per table ("upload" them). Takes the
-    /// configured upload latency; a `clear()` meanwhile fails the sync.
+    /// Gather every flushed imm at or below `epoch` into one result per table ("upload" them). Data of a
+    /// group whose writes are stopped waits until the pinned version lifts the stop (RisingWave's write
+    /// limiter holds the actor's flush; here the node's sync waits: either way the barrier cannot complete).
+    /// Takes the configured upload latency; a `clear()` meanwhile fails the sync.
     pub async fn sync(&self, epoch: Epoch) -> StorageResult<SyncResult> {
         let (imms, clear_count, generation) = {
             let mut state = self.lock();
@@ -202,6 +209,9 @@ impl NodeStorage {
             up.unsynced_bytes -= bytes;
             (imms, up.clear_count, state.generation)
         };
+        let tables: BTreeSet<TableId> = imms.iter().map(|i| i.table_id).collect();
+        self.wait_for_write_limits(&tables, clear_count, epoch)
+            .await?;
         let latency = self.inner.upload_latency_us.load(Ordering::Relaxed);
         if latency > 0 {
             tokio::time::sleep(Duration::from_micros(latency)).await;
@@ -228,6 +238,40 @@ impl NodeStorage {
         Ok(result)
     }
 
+    /// Wait until no group of `tables` has its writes stopped in the pinned version; fails if the node is
+    /// cleared meanwhile.
+    async fn wait_for_write_limits(
+        &self,
+        tables: &BTreeSet<TableId>,
+        clear_count: u64,
+        epoch: Epoch,
+    ) -> StorageResult<()> {
+        let stopped =
+            |state: &NodeState| state.pinned.write_stopped_group_of(tables.iter().copied());
+        let Some(group) = stopped(&self.lock()) else {
+            return Ok(());
+        };
+        self.inner
+            .stats
+            .write_stopped_syncs
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(worker = self.inner.worker.0, %epoch, group, "sync held back: the group's writes are stopped");
+        self.inner
+            .changes
+            .wait_for(|_| {
+                let state = self.lock();
+                state.uploader.clear_count != clear_count || stopped(&state).is_none()
+            })
+            .await;
+        if self.lock().uploader.clear_count != clear_count {
+            return Err(StorageError::SyncCleared {
+                worker: self.inner.worker,
+                epoch,
+            });
+        }
+        Ok(())
+    }
+
     /// Recovery's reset of this node's storage: drop all uncommitted data (the uploader's and every local
     /// instance's staging), fail pending syncs, and move to `generation`. Local stores created before keep the
     /// old generation, so their later flushes are rejected.
@@ -248,6 +292,11 @@ impl NodeStorage {
         state.instances.retain(|_, rv| {
             let Some(rv) = rv.upgrade() else { return false };
             rv.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            true
+        });
+        drop(state);
+        self.inner.changes.update(|n| {
+            *n += 1;
             true
         });
     }
@@ -301,6 +350,10 @@ impl NodeStorage {
             let changed = *cur != mce;
             *cur = mce;
             changed
+        });
+        self.inner.changes.update(|n| {
+            *n += 1;
+            true
         });
     }
 

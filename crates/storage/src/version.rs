@@ -14,6 +14,9 @@ pub struct HummockVersion {
     pub groups: BTreeMap<GroupId, BTreeSet<TableId>>,
     pub max_committed_epoch: Epoch,
     table_to_group: BTreeMap<TableId, GroupId>,
+    /// Groups whose writes are stopped (RisingWave's write limits): a node holds back the data of their
+    /// tables until a version lifts the stop.
+    write_stopped: BTreeSet<GroupId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +31,17 @@ pub enum GroupChange {
     },
     Destroy {
         group: GroupId,
+    },
+    /// Tables join a group that exists (RisingWave's static groups).
+    AddTables {
+        group: GroupId,
+        tables: Vec<TableId>,
+    },
+    /// The group's writes stop (`stopped`) or resume: its uncompacted data passed the write-stop limit, or a
+    /// compaction brought it back under.
+    WriteLimit {
+        group: GroupId,
+        stopped: bool,
     },
 }
 
@@ -56,6 +70,13 @@ impl fmt::Display for VersionDelta {
                     write!(f, " remove {tables:?} from group {group}")?
                 }
                 GroupChange::Destroy { group } => write!(f, " destroy group {group}")?,
+                GroupChange::AddTables { group, tables } => {
+                    write!(f, " add {tables:?} to group {group}")?
+                }
+                GroupChange::WriteLimit { group, stopped } => {
+                    let verb = if *stopped { "stop" } else { "resume" };
+                    write!(f, " {verb} writes to group {group}")?
+                }
             }
         }
         Ok(())
@@ -75,6 +96,22 @@ impl HummockVersion {
         self.table_to_group.keys().copied()
     }
 
+    /// Whether the group's writes are stopped.
+    pub fn is_write_stopped(&self, group: GroupId) -> bool {
+        self.write_stopped.contains(&group)
+    }
+
+    /// The first group among those of `tables` whose writes are stopped.
+    pub fn write_stopped_group_of(
+        &self,
+        tables: impl IntoIterator<Item = TableId>,
+    ) -> Option<GroupId> {
+        tables
+            .into_iter()
+            .filter_map(|t| self.group_of(t))
+            .find(|g| self.write_stopped.contains(g))
+    }
+
     /// Apply a delta; the caller has checked that it follows this version.
     pub fn apply(&mut self, delta: &VersionDelta) {
         assert_eq!(delta.prev_id, self.id, "delta applied out of order");
@@ -84,7 +121,8 @@ impl HummockVersion {
         );
         for change in &delta.group_changes {
             match change {
-                GroupChange::Create { group, tables } => {
+                GroupChange::Create { group, tables }
+                | GroupChange::AddTables { group, tables } => {
                     let members = self.groups.entry(*group).or_default();
                     for t in tables {
                         members.insert(*t);
@@ -108,6 +146,18 @@ impl HummockVersion {
                         members.is_empty(),
                         "destroyed group {group} still has members"
                     );
+                    self.write_stopped.remove(group);
+                }
+                GroupChange::WriteLimit { group, stopped } => {
+                    assert!(
+                        self.groups.contains_key(group),
+                        "write limit of unknown group {group}"
+                    );
+                    if *stopped {
+                        self.write_stopped.insert(*group);
+                    } else {
+                        self.write_stopped.remove(group);
+                    }
                 }
             }
         }

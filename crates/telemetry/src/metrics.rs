@@ -144,6 +144,11 @@ struct BackfillFamilies {
 struct HealthFamilies {
     registered_tables: IntGaugeVec,
     uncommitted_bytes: IntGaugeVec,
+    compaction_tasks: IntCounterVec,
+    compaction_failures: IntCounterVec,
+    write_stops: IntCounterVec,
+    write_stopped_groups: IntGaugeVec,
+    l0_sub_levels: IntGaugeVec,
     rejected_writes: IntCounterVec,
     actor_failures: IntCounterVec,
     invariant_violations: IntCounterVec,
@@ -348,6 +353,32 @@ impl HealthFamilies {
                 "Bytes flushed on compute nodes and not yet synced.",
                 MODE_WORKER,
             ),
+            compaction_tasks: m.counter(
+                "epochlab_compaction_tasks_total",
+                "Compaction tasks run, one per compaction group whose L0 reached the trigger.",
+                MODE,
+            ),
+            compaction_failures: m.counter(
+                "epochlab_compaction_failures_total",
+                "Compaction tasks that failed, by reason (`inconsistent_table_info`: a member table of the \
+                 group that the catalog does not know, RisingWave #15144).",
+                &["mode", "reason"],
+            ),
+            write_stops: m.counter(
+                "epochlab_storage_write_stops_total",
+                "Times a compaction group's writes stopped: its L0 reached the write-stop limit.",
+                MODE,
+            ),
+            write_stopped_groups: m.igauge(
+                "epochlab_storage_write_stopped_groups",
+                "Compaction groups whose writes are stopped now (their nodes hold back syncs: barriers stall).",
+                MODE_WORKER,
+            ),
+            l0_sub_levels: m.igauge(
+                "epochlab_storage_max_l0_sub_levels",
+                "The most L0 sub-levels of any compaction group now (commits since its last compaction).",
+                MODE_WORKER,
+            ),
             rejected_writes: m.counter(
                 "epochlab_storage_rejected_writes_total",
                 "Writes storage refused or dropped.",
@@ -434,6 +465,15 @@ impl Families {
         self.epochs.inflight.with_label_values(&labels);
         self.health.registered_tables.with_label_values(&labels);
         self.health.uncommitted_bytes.with_label_values(&labels);
+        self.health.write_stopped_groups.with_label_values(&labels);
+        self.health.l0_sub_levels.with_label_values(&labels);
+        self.health.compaction_tasks.with_label_values(&[mode]);
+        self.health.write_stops.with_label_values(&[mode]);
+        for r in epochlab_storage::CompactionError::REASONS {
+            self.health
+                .compaction_failures
+                .with_label_values(&[mode, r]);
+        }
         self.epochs.latency.with_label_values(&[mode]);
         self.epochs.checkpoints.with_label_values(&[mode]);
         self.epochs.recoveries.with_label_values(&[mode]);
@@ -804,9 +844,9 @@ mod tests {
         );
     }
 
-    /// Run seed 39's random plan in `mode` as worker 0's run; what the metrics showed as the run started.
-    fn run_plan_39(metrics: &Arc<Metrics>, mode: Mode) -> (PlanReport, String) {
-        let plan = epochlab_sim::workload::generate(39, &Default::default());
+    /// Run seed 21's random plan in `mode` as worker 0's run; what the metrics showed as the run started.
+    fn run_plan_21(metrics: &Arc<Metrics>, mode: Mode) -> (PlanReport, String) {
+        let plan = epochlab_sim::workload::generate(21, &Default::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let m = metrics.clone();
         let hooks = ReproHooks {
@@ -825,8 +865,8 @@ mod tests {
     #[test]
     fn invariant_violations_are_counted_per_mode_from_zero() {
         let metrics = Arc::new(Metrics::new());
-        // Seed 39's random plan breaks I2 in purge-before-reset (RisingWave #15852's window); fixed holds.
-        let (fixed, at_start) = run_plan_39(&metrics, Mode::Fixed);
+        // Seed 21's random plan breaks I2 in purge-before-reset (RisingWave #15852's window); fixed holds.
+        let (fixed, at_start) = run_plan_21(&metrics, Mode::Fixed);
         let mode = |m: &str| format!("mode=\"{m}\"");
         for invariant in INVARIANT_LABELS {
             let labels = [format!("invariant=\"{invariant}\""), mode("fixed")];
@@ -838,7 +878,7 @@ mod tests {
         }
         let purge = mode("purge-before-reset");
         assert!(!at_start.contains(&purge), "not started yet: {at_start}");
-        let (purge_report, at_start) = run_plan_39(&metrics, Mode::PurgeBeforeReset);
+        let (purge_report, at_start) = run_plan_21(&metrics, Mode::PurgeBeforeReset);
         let zeros = sum(&at_start, "epochlab_invariant_violations_total", &[&purge]);
         assert_eq!(zeros, 0.0, "{at_start}");
         let text = metrics.render();
@@ -847,6 +887,59 @@ mod tests {
         assert_eq!(of("fixed"), 0.0, "the fix violates nothing: {text}");
         assert!(!purge_report.violations.is_empty(), "{purge_report:?}");
         assert!(of("purge-before-reset") >= 1.0, "{text}");
+    }
+
+    /// #15144's directed run in `mode`, observed as worker 0's run; what the metrics showed when it started
+    /// and when it ended.
+    fn run_15144(metrics: &Arc<Metrics>, mode: Mode) -> (String, String) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let m = metrics.clone();
+        let hooks = ReproHooks {
+            on_cluster: Some(Box::new(move |cluster| {
+                m.start_run(0, RunSource::starting_now(mode.as_str(), cluster));
+                tx.send(m.render()).unwrap();
+            })),
+            ..Default::default()
+        };
+        let params = ReproParams {
+            bug: epochlab_sim::BugId::Rw15144,
+            mode,
+            ..Default::default()
+        };
+        run_repro_with(&params, hooks);
+        let at_end = metrics.render();
+        metrics.end_run(0);
+        (rx.recv().unwrap(), at_end)
+    }
+
+    /// The compaction failures of #15144 are counted by reason from 0, with the write stop and the stopped
+    /// group; the fix has neither.
+    #[test]
+    fn compaction_failures_and_write_stops_are_counted_from_zero() {
+        let metrics = Arc::new(Metrics::new());
+        let reason = "reason=\"inconsistent_table_info\"";
+        for (mode, failing) in [(Mode::Buggy, true), (Mode::Fixed, false)] {
+            let (at_start, at_end) = run_15144(&metrics, mode);
+            let m = format!("mode=\"{}\"", mode.as_str());
+            let zero = format!("epochlab_compaction_failures_total{{{m},{reason}}} 0");
+            assert!(at_start.contains(&zero), "{zero}: {at_start}");
+            let failures = sum(&at_end, "epochlab_compaction_failures_total", &[&m]);
+            let stops = sum(&at_end, "epochlab_storage_write_stops_total", &[&m]);
+            let stopped = sum(&at_end, "epochlab_storage_write_stopped_groups", &[&m]);
+            let tasks = sum(&at_end, "epochlab_compaction_tasks_total", &[&m]);
+            assert!(tasks > 0.0, "{at_end}");
+            if failing {
+                assert!(
+                    failures >= 60.0 && stops == 1.0 && stopped == 1.0,
+                    "{at_end}"
+                );
+            } else {
+                assert!(
+                    failures == 0.0 && stops == 0.0 && stopped == 0.0,
+                    "{at_end}"
+                );
+            }
+        }
     }
 
     #[test]

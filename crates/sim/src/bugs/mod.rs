@@ -10,10 +10,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use epochlab_barrier::OnWorkerErr;
-use epochlab_meta::DropMode;
+use epochlab_meta::{DropMode, PreApplyCancel};
 use epochlab_stream::BackfillVnode;
 
 pub mod b14910;
+pub mod b15144;
 pub mod b16815;
 pub mod b22384;
 
@@ -27,6 +28,8 @@ pub enum BugId {
     Rw22384,
     /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
     Rw16815,
+    /// RisingWave #15144: a cancel pre-applied by recovery leaves the job's tables registered in storage.
+    Rw15144,
 }
 
 /// What the catalogue says about one bug.
@@ -75,13 +78,19 @@ impl Setting {
 
 impl BugId {
     /// Every implemented bug, in catalogue order.
-    pub const ALL: [BugId; 3] = [BugId::Rw14910, BugId::Rw22384, BugId::Rw16815];
+    pub const ALL: [BugId; 4] = [
+        BugId::Rw14910,
+        BugId::Rw22384,
+        BugId::Rw16815,
+        BugId::Rw15144,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             BugId::Rw14910 => "14910",
             BugId::Rw22384 => "22384",
             BugId::Rw16815 => "16815",
+            BugId::Rw15144 => "15144",
         }
     }
 
@@ -90,6 +99,7 @@ impl BugId {
             BugId::Rw14910 => &b14910::INFO,
             BugId::Rw22384 => &b22384::INFO,
             BugId::Rw16815 => &b16815::INFO,
+            BugId::Rw15144 => &b15144::INFO,
         }
     }
 
@@ -108,6 +118,7 @@ impl BugId {
             BugId::Rw14910 => "risingwave-14910",
             BugId::Rw22384 => "risingwave-22384",
             BugId::Rw16815 => "risingwave-16815",
+            BugId::Rw15144 => "risingwave-15144",
         }
     }
 
@@ -250,6 +261,9 @@ pub struct Toggles {
     /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks
     /// (`StreamConfig::backfill_vnode`).
     pub backfill_vnode: BackfillVnode,
+    /// #15144: what recovery's pre-apply of a buffered cancel does with the job's state tables
+    /// (`MetaConfig::pre_apply_cancel`).
+    pub pre_apply_cancel: PreApplyCancel,
 }
 
 impl Default for Toggles {
@@ -258,6 +272,7 @@ impl Default for Toggles {
             drop_mode: DropMode::Fixed,
             on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
             backfill_vnode: BackfillVnode::DistKey,
+            pre_apply_cancel: PreApplyCancel::Unregister,
         }
     }
 }
@@ -271,6 +286,7 @@ impl Toggles {
             BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
             BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
             BugId::Rw16815 => t.backfill_vnode = b16815::backfill_vnode(mode),
+            BugId::Rw15144 => t.pre_apply_cancel = b15144::pre_apply_cancel(mode),
         }
         Ok(t)
     }
@@ -290,6 +306,9 @@ pub(crate) enum ScenarioError {
     Dml(#[from] epochlab_stream::DmlError),
     #[error("{0}")]
     Placement(String),
+    /// The run got where its bug could not show (it is `not_reproducible`, with this reason).
+    #[error("{0}")]
+    NotShown(String),
     /// The cluster's state when a step ran out of its budget ([`crate::scenario::stuck_report`]).
     #[error("{0}")]
     Stuck(String),

@@ -62,12 +62,13 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     let d = Draw {
         rng: SimRng::new(seed ^ PLAN_SALT),
     };
-    let cluster = PlanCluster {
+    let mut cluster = PlanCluster {
         compute_nodes: d.pick(&[1, 2, 3, 3, 3, 4]),
         vnodes: d.pick(&[16, 64, 256, 256]),
         barrier_interval_ms: d.pick(&[250, 500, 1000, 1000]),
         checkpoint_frequency: d.pick(&[1, 1, 2, 5, 10]),
         persist_check: d.chance(0.9),
+        static_groups: false,
     };
     let mut steps = Vec::new();
     let tables = tables(&d, &cluster, g, &mut steps);
@@ -81,6 +82,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
         });
     }
     distribute_some_by_a_pk_subset(&d, &mut steps);
+    cancel_some_creating_jobs(&d, &mut cluster, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -102,6 +104,80 @@ fn distribute_some_by_a_pk_subset(d: &Draw, steps: &mut [Step]) {
             *pk_ks = d.chance(0.3);
         }
     }
+}
+
+/// RisingWave #15144's shape, drawn after every other draw (so every earlier draw of a seed's plan is what it
+/// was before): static compaction groups in half the plans, and `CANCEL JOB`s of rate-limited background
+/// jobs (they backfill for a while) that no earlier step drops, mostly soon after killed nodes are back,
+/// while recovery may still run (so that it pre-applies the cancel): after the plan's kills, and after a
+/// quick kill opportunity drawn for most of those jobs soon after their create; some at any time of their
+/// backfill.
+fn cancel_some_creating_jobs(d: &Draw, c: &mut PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    c.static_groups = d.chance(0.5);
+    let dropped_at = |name: &str| {
+        steps
+            .iter()
+            .filter(|s| matches!(&s.action, Action::Drop { name: n } if n == name))
+            .map(|s| s.at_ms)
+            .min()
+            .unwrap_or(u64::MAX)
+    };
+    let jobs: Vec<(u64, u64, String)> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreateMv { name, job } | Action::CreateSink { name, job, .. }
+                if job.background && job.rate_limit.is_some() =>
+            {
+                Some((s.at_ms, dropped_at(name), name.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let interval = c.barrier_interval_ms;
+    // (kill at, restart after) of the plan's kills, then of the kills drawn here.
+    let mut kills: Vec<(u64, u64)> = steps
+        .iter()
+        .filter(|s| matches!(s.action, Action::Kill { .. }))
+        .map(|s| (s.at_ms, s.action.lasts_ms()))
+        .collect();
+    let mut added = Vec::new();
+    for (created_at, _, _) in &jobs {
+        if d.chance(0.6) {
+            let kill_at = created_at + d.between(interval, 4 * interval);
+            if let Some(k) = quick_kill(d, c, g, kill_at) {
+                kills.push((kill_at, k.action.lasts_ms()));
+                added.push(k);
+            }
+        }
+    }
+    let mut cancelled = std::collections::BTreeSet::new();
+    for (kill_at, restart) in kills {
+        let at_ms = kill_at + restart + d.between(0, 2 * interval);
+        let targets: Vec<&String> = jobs
+            .iter()
+            .filter(|(from, to, name)| *from < kill_at && at_ms < *to && !cancelled.contains(name))
+            .map(|(_, _, name)| name)
+            .collect();
+        if targets.is_empty() || !d.chance(0.8) {
+            continue;
+        }
+        let name = d.pick(&targets).clone();
+        cancelled.insert(name.clone());
+        added.push(Step {
+            at_ms,
+            action: Action::Cancel { name },
+        });
+    }
+    for (created_at, dropped_at, name) in &jobs {
+        let at_ms = created_at + d.between(interval, 20 * interval);
+        if !cancelled.contains(name) && at_ms < *dropped_at && d.chance(0.2) {
+            added.push(Step {
+                at_ms,
+                action: Action::Cancel { name: name.clone() },
+            });
+        }
+    }
+    steps.extend(added);
 }
 
 /// A table of the plan, and what the jobs over it must keep up with.
@@ -286,6 +362,25 @@ fn kill(d: &Draw, c: &PlanCluster, g: &GenParams, at_ms: u64) -> Option<Step> {
     })
 }
 
+/// A kill opportunity as [`kill`]'s, restarted within a second (recovery's attempts then back off briefly).
+fn quick_kill(d: &Draw, c: &PlanCluster, g: &GenParams, at_ms: u64) -> Option<Step> {
+    if !d.chance(g.kill_rate) {
+        return None;
+    }
+    let all = d.chance(0.5);
+    let nodes: Vec<u32> = (1..=c.compute_nodes)
+        .filter(|_| all || d.chance(0.5))
+        .collect();
+    let restart_after_ms = d.between(200, 1000);
+    (!nodes.is_empty()).then_some(Step {
+        at_ms,
+        action: Action::Kill {
+            nodes,
+            restart_after_ms,
+        },
+    })
+}
+
 /// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
 /// injection.
 fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
@@ -395,5 +490,43 @@ mod tests {
         let action: Action = serde_json::from_str(old).unwrap();
         assert!(matches!(action, Action::CreateTable { pk_ks: false, .. }));
         assert!(!serde_json::to_string(&action).unwrap().contains("pk_ks"));
+    }
+
+    /// About half the plans use static compaction groups, and some cancel background jobs, a good part of
+    /// them right after a kill; a plan file without the field reads as a group per job, and writes none.
+    #[test]
+    fn some_plans_share_static_groups_and_cancel_creating_jobs() {
+        let (mut static_groups, mut cancels, mut after_kill) = (0, 0, 0);
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            static_groups += usize::from(plan.cluster.static_groups);
+            let kills: Vec<u64> = plan
+                .steps
+                .iter()
+                .filter(|s| matches!(s.action, Action::Kill { .. }))
+                .map(|s| s.at_ms + s.action.lasts_ms())
+                .collect();
+            for s in &plan.steps {
+                if matches!(s.action, Action::Cancel { .. }) {
+                    cancels += 1;
+                    let soon = |back: &u64| s.at_ms >= *back && s.at_ms - back <= 2000;
+                    after_kill += usize::from(kills.iter().any(soon));
+                }
+            }
+        }
+        assert!((60..140).contains(&static_groups), "{static_groups} of 200");
+        assert!(
+            cancels >= 50 && after_kill * 2 >= cancels,
+            "{after_kill} of {cancels}"
+        );
+        let old = r#"{"compute_nodes": 1, "vnodes": 16, "barrier_interval_ms": 100,
+            "checkpoint_frequency": 1, "persist_check": true}"#;
+        let cluster: PlanCluster = serde_json::from_str(old).unwrap();
+        assert!(!cluster.static_groups);
+        assert!(
+            !serde_json::to_string(&cluster)
+                .unwrap()
+                .contains("static_groups")
+        );
     }
 }

@@ -37,6 +37,11 @@ pub struct PlanCluster {
     pub checkpoint_frequency: u32,
     /// RisingWave's debug-build check of backfill progress rows (see `StreamConfig::persist_check`).
     pub persist_check: bool,
+    /// Jobs' state tables share RisingWave's static compaction groups (a table's and a view's own tables in
+    /// group 3, backfill progress tables in group 2) instead of a group per job. Absent from older plan
+    /// files, which read as a group per job.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub static_groups: bool,
 }
 
 /// One action at a virtual time (ms after the cluster started).
@@ -73,6 +78,9 @@ pub enum Action {
     },
     /// `DROP` a table, view or sink.
     Drop { name: String },
+    /// `CANCEL JOB`: a view or sink still being created (a background one) is dropped; refused once it
+    /// is created. Accepted while recovery runs, which pre-applies it.
+    Cancel { name: String },
     /// `ALTER ... SET BACKFILL_RATE_LIMIT`: `None` lifts the limit.
     Throttle {
         name: String,
@@ -228,13 +236,18 @@ impl Plan {
     pub fn describe(&self) -> String {
         let c = &self.cluster;
         let mut out = format!(
-            "plan (seed {}): {} nodes, {} vnodes, barrier every {} ms, checkpoint every {}, persist check {}\n",
+            "plan (seed {}): {} nodes, {} vnodes, barrier every {} ms, checkpoint every {}, persist check {}{}\n",
             self.seed,
             c.compute_nodes,
             c.vnodes,
             c.barrier_interval_ms,
             c.checkpoint_frequency,
-            if c.persist_check { "on" } else { "off" }
+            if c.persist_check { "on" } else { "off" },
+            if c.static_groups {
+                ", static compaction groups"
+            } else {
+                ""
+            }
         );
         for (i, s) in self.steps.iter().enumerate() {
             out.push_str(&format!(
@@ -367,6 +380,7 @@ impl std::fmt::Display for Action {
                 job(j)
             ),
             Action::Drop { name } => write!(f, "drop {name}"),
+            Action::Cancel { name } => write!(f, "cancel {name}"),
             Action::Throttle { name, rate_limit } => {
                 write!(f, "throttle {name} to {}", limit(rate_limit))
             }

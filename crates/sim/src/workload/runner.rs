@@ -85,6 +85,9 @@ fn cluster_config(c: &PlanCluster, run: BugMode) -> ClusterConfig {
         c.persist_check,
     );
     config.compute_nodes = c.compute_nodes;
+    if c.static_groups {
+        config.meta.compaction_groups = epochlab_meta::GroupPlacement::Static;
+    }
     config
 }
 
@@ -267,6 +270,17 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             spawn(run, async move {
                 let result = run2.cluster.meta.drop_job(id).await;
                 ddl_result(&run2, &format!("drop {name}"), result);
+                if run2.cluster.meta.relation(id).is_none() {
+                    lock(&run2.names).remove(&name);
+                }
+            });
+        }
+        Action::Cancel { name } => {
+            let id = id_of(run, &name)?;
+            let run2 = run.clone();
+            spawn(run, async move {
+                let result = run2.cluster.meta.cancel_job(id).await;
+                ddl_result(&run2, &format!("cancel {name}"), result);
                 if run2.cluster.meta.relation(id).is_none() {
                     lock(&run2.names).remove(&name);
                 }

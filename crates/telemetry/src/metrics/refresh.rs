@@ -78,6 +78,7 @@ pub(super) fn run(
     };
     pass.barriers();
     pass.storage();
+    pass.compaction();
     pass.invariants();
     pass.backfill()
 }
@@ -172,6 +173,46 @@ impl<'a> Pass<'a> {
             .uncommitted_bytes
             .with_label_values(&labels)
             .set(uncommitted);
+    }
+
+    /// Compaction tasks and their failures, write stops, and the groups' L0 now.
+    fn compaction(&mut self) {
+        let (f, mode, c) = (self.f, self.mode, &self.s.cluster);
+        let labels = self.gauge_labels();
+        let stats = c.hummock.compaction_stats();
+        let tasks = stats.tasks.load(Ordering::Relaxed);
+        let counter = f.health.compaction_tasks.with_label_values(&[mode]);
+        add_delta(self.cursors, "compaction_tasks".into(), tasks, &counter);
+        for reason in epochlab_storage::CompactionError::REASONS {
+            let counter = f
+                .health
+                .compaction_failures
+                .with_label_values(&[mode, reason]);
+            let n = stats.failures(reason);
+            add_delta(
+                self.cursors,
+                format!("compaction_failures/{reason}"),
+                n,
+                &counter,
+            );
+        }
+        let stops = stats.write_stops.load(Ordering::Relaxed);
+        let counter = f.health.write_stops.with_label_values(&[mode]);
+        add_delta(self.cursors, "write_stops".into(), stops, &counter);
+        let groups = c.hummock.group_compaction();
+        let stopped = groups
+            .values()
+            .filter(|g| g.write_stopped_since_us.is_some())
+            .count();
+        let max = groups.values().map(|g| g.sub_levels).max().unwrap_or(0);
+        f.health
+            .write_stopped_groups
+            .with_label_values(&labels)
+            .set(stopped as i64);
+        f.health
+            .l0_sub_levels
+            .with_label_values(&labels)
+            .set(i64::from(max));
     }
 
     /// The checkers' violations by invariant (the detector's accesses as `i2_zombie_access`).

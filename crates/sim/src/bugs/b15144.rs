@@ -1,0 +1,504 @@
+//! RisingWave #15144: meta drops a job from the catalog at once and unregisters its state tables from storage
+//! later: after the Stop barrier, or in recovery. Recovery pre-applies the drops and cancels buffered while it
+//! runs (`pre_apply_drop_cancel`), and before the fix (#15355) a pre-applied cancel of a creating job dropped
+//! its fragments but never unregistered its tables. Storage kept them in their compaction group while the
+//! catalog no longer knew them: every compaction task of the group failed ("inconsistency table info between
+//! catalog and hummock"), the group's L0 grew with every commit until its writes stopped, and then no barrier
+//! could complete, until meta restarted and purged (#16511 and #20010 are the same deadlock by a drop). The
+//! mirror image of #14910, where the unregister came too early. Its toggle is [`PreApplyCancel`]
+//! (`MetaConfig::pre_apply_cancel`, read in meta's `Recovery::pre_apply_drops`); its directed scenario is
+//! [`scenario`].
+//!
+//! The scenario: two nodes, RisingWave's static compaction groups (a table and a view share group 3); a
+//! table loaded, a view over it created in the background with a slow backfill. A node is killed; while
+//! recovery retries its attempts, the node comes back and the user cancels the view, so the cancel is buffered
+//! and recovery pre-applies it after the reset. Then rows keep arriving in the table. Buggy: the view's
+//! tables stay registered (I3 table-set after recovery), compaction of group 3 fails, its writes stop at the
+//! limit and the barriers stall. Fixed: the tables are unregistered, group 3 compacts, every row commits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
+use epochlab_meta::{GroupPlacement, JobOptions, PreApplyCancel};
+use epochlab_storage::{CompactionConfig, GroupCompaction, GroupId};
+
+use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use crate::checkers::Checkers;
+use crate::cluster::Cluster;
+use crate::runtime::SimContext;
+use crate::scenario::{
+    ClusterHook, Outcome, ReproParams, ReproReport, barrier_report, base_network,
+    cluster_config_for, stuck_report, write_stop_report,
+};
+
+pub const INFO: BugInfo = BugInfo {
+    id: BugId::Rw15144,
+    mechanism: "recovery pre-applies a buffered CANCEL of a creating job and never unregisters its tables: \
+                storage keeps them while the catalog forgets them, compaction of their group fails \
+                (inconsistency table info between catalog and hummock), its L0 grows to the write stop and \
+                barriers stall",
+    fix: "recovery's pre-apply of a cancel unregisters the job's tables as it does a drop's \
+          (`pre_apply_drop_cancel`)",
+    links: &[
+        "https://github.com/risingwavelabs/risingwave/issues/15144",
+        "https://github.com/risingwavelabs/risingwave/pull/15355",
+        "https://github.com/risingwavelabs/risingwave/pull/20010",
+    ],
+    modes: &[Mode::Buggy, Mode::Fixed],
+    command: "cargo xtask repro --bug 15144",
+    settings: &[],
+};
+
+/// What recovery's pre-apply of a cancel does with the job's tables in `mode`.
+pub(crate) fn pre_apply_cancel(mode: Mode) -> PreApplyCancel {
+    match mode {
+        Mode::Buggy => PreApplyCancel::KeepRegistered,
+        _ => PreApplyCancel::Unregister,
+    }
+}
+
+/// The cluster's pace: a checkpoint every barrier.
+const INTERVAL: Duration = Duration::from_millis(100);
+/// Rows loaded, and the view's backfill rate per actor: it backfills for far longer than the scenario runs.
+const ROWS: i64 = 400;
+const RATE_LIMIT: u32 = 4;
+/// Writes go on for this many rounds past the write-stop limit, one round per barrier interval.
+const ROUNDS_PAST_LIMIT: u32 = 40;
+/// Barrier intervals without a commit while rows keep arriving: a stall.
+const STALL_INTERVALS: u32 = 20;
+/// Budgets of the phases (virtual time).
+const RECOVERY_BUDGET: Duration = Duration::from_secs(60);
+
+/// The run's numbers, drawn from the seed before anything else (the same in both modes).
+#[derive(Clone, Debug)]
+struct Draw {
+    /// Which node is killed (both host actors of the table and of the view).
+    victim: WorkerId,
+    /// How long the view backfills before the kill.
+    kill_after: Duration,
+    /// Rows inserted per round.
+    rows_per_round: i64,
+}
+
+impl Draw {
+    fn from_seed(ctx: &SimContext) -> Self {
+        let rng = &ctx.rng;
+        Self {
+            victim: WorkerId(1 + rng.range_u64(0..2) as u32),
+            kill_after: rng.duration(Duration::from_millis(500)..Duration::from_millis(1500)),
+            rows_per_round: rng.range_u64(2..8) as i64,
+        }
+    }
+}
+
+struct Setup {
+    ctx: SimContext,
+    cluster: Arc<Cluster>,
+    checkers: Checkers,
+    table: TableId,
+    view: TableId,
+    /// The view's state tables: its own and its backfill's progress table.
+    view_tables: Vec<TableId>,
+    limit: CompactionConfig,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.cluster.shutdown();
+    }
+}
+
+/// How the writes after recovery ended.
+enum Writes {
+    /// Every round went through and a flush committed them: the rows the table must hold.
+    Committed { rows: i64 },
+    /// No epoch committed for [`STALL_INTERVALS`]: what the barrier manager waits for.
+    Stalled { since_us: u64, waiting: String },
+}
+
+/// The directed scenario of #15144.
+pub(crate) async fn scenario(
+    ctx: SimContext,
+    p: ReproParams,
+    hook: Option<ClusterHook>,
+) -> ReproReport {
+    let report = ReproReport::new(p.clone());
+    let toggles = match p.toggles() {
+        Ok(t) => t,
+        Err(e) => return report.not_reproducible(e.to_string()),
+    };
+    let draw = Draw::from_seed(&ctx);
+    event!(
+        ctx.log,
+        "scenario",
+        "bug=15144 mode={} draw={draw:?}",
+        p.mode
+    );
+    let setup = match setup(&ctx, toggles, hook).await {
+        Ok(s) => s,
+        Err(why) => return report.not_reproducible(why.to_string()),
+    };
+    let writes = match kill_and_cancel(&setup, &draw).await {
+        Ok(()) => write_rows(&setup, &draw).await,
+        Err(e) => Err(e),
+    };
+    match writes {
+        Ok(writes) => verdict(&setup, &p, writes, report),
+        Err(ScenarioError::NotShown(why)) => {
+            super::counted(report, &setup.cluster).not_reproducible(why)
+        }
+        Err(stuck) => {
+            let mut report = super::counted(report, &setup.cluster);
+            report.outcome = Outcome::Stuck;
+            report.error = Some(stuck.to_string());
+            report
+        }
+    }
+}
+
+fn table_row(k: i64) -> OwnedRow {
+    row![k, 0i64, "payload"]
+}
+
+/// Two nodes with RisingWave's static compaction groups; table t loaded and flushed; view m over it created
+/// in the background, its backfill rate-limited on two actors.
+async fn setup(
+    ctx: &SimContext,
+    t: Toggles,
+    hook: Option<ClusterHook>,
+) -> Result<Setup, ScenarioError> {
+    let mut config = cluster_config_for(t, 16, INTERVAL.as_millis() as u64, 1, true);
+    config.compute_nodes = 2;
+    config.meta.compaction_groups = GroupPlacement::Static;
+    let limit = config.compaction;
+    let cluster = Arc::new(Cluster::start(ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = Checkers::install(&cluster, t.drop_mode);
+    base_network(&cluster);
+    let meta = &cluster.meta;
+    let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
+    let table = meta.create_table("t", types, vec![0], 2).await;
+    let table = table.map_err(ScenarioError::ddl("create table"))?;
+    let rows = (0..ROWS).map(|k| (Op::Insert, table_row(k))).collect();
+    cluster.dml(table, rows).await?;
+    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
+    let job = JobOptions {
+        parallelism: 2,
+        rate_limit: Some(RATE_LIMIT),
+        background: true,
+    };
+    let view = meta.create_materialized_view("m", table, job).await;
+    let view = view.map_err(ScenarioError::ddl("create view"))?;
+    let view_tables = meta
+        .relation(view)
+        .map(|r| r.state_tables())
+        .unwrap_or_default();
+    Ok(Setup {
+        ctx: ctx.clone(),
+        cluster,
+        checkers,
+        table,
+        view,
+        view_tables,
+        limit,
+    })
+}
+
+/// Whether recovery's second attempt (the first failed: the victim was dead) is migrating actors: it has
+/// pre-applied what was buffered and will reset the nodes next.
+fn second_attempt_migrating(lines: &[String]) -> bool {
+    let Some(attempt) = lines
+        .iter()
+        .rposition(|l| l.contains(" recovery: attempt=2"))
+    else {
+        return false;
+    };
+    lines[attempt..]
+        .iter()
+        .any(|l| l.contains(" recovery step: migrate actors "))
+}
+
+/// Let the view backfill, kill a node, and once recovery's second attempt is migrating actors, start the
+/// node again and cancel the view: the cancel is buffered and recovery pre-applies it after the reset.
+async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
+    let cluster = &s.cluster;
+    tokio::time::sleep(draw.kill_after).await;
+    if cluster.meta.backfill_progress(s.view).is_none() {
+        return Err(ScenarioError::NotShown(
+            "the view finished its backfill before the kill: there is nothing to cancel".into(),
+        ));
+    }
+    event!(s.ctx.log, "scenario", "kill worker {}", draw.victim);
+    cluster.kill(draw.victim);
+    let waited = tokio::time::timeout(RECOVERY_BUDGET, async {
+        while !second_attempt_migrating(&s.ctx.log.lines()) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    if waited.await.is_err() {
+        return Err(ScenarioError::Stuck(stuck_report(
+            cluster,
+            "recovery never retried after the kill",
+        )));
+    }
+    cluster.restart(draw.victim);
+    event!(
+        s.ctx.log,
+        "scenario",
+        "worker {} is back; cancel view m while recovery runs",
+        draw.victim
+    );
+    let canceller = {
+        let cluster = cluster.clone();
+        let view = s.view;
+        tokio::spawn(async move { cluster.meta.cancel_job(view).await })
+    };
+    let done = tokio::time::timeout(RECOVERY_BUDGET, async {
+        let result = canceller.await;
+        cluster.wait_ready().await;
+        result
+    });
+    match done.await {
+        Ok(Ok(result)) => {
+            let ok = result.is_ok();
+            event!(s.ctx.log, "scenario", "cancel returned ok={ok}");
+            Ok(())
+        }
+        Ok(Err(e)) => Err(ScenarioError::Stuck(format!(
+            "the cancel's task failed: {e}"
+        ))),
+        Err(_) => Err(ScenarioError::Stuck(stuck_report(
+            cluster,
+            "the cancel or the recovery did not finish",
+        ))),
+    }
+}
+
+/// Insert rows every barrier interval for the write-stop limit and [`ROUNDS_PAST_LIMIT`] more rounds, then
+/// flush; stop early at a stall.
+async fn write_rows(s: &Setup, draw: &Draw) -> Result<Writes, ScenarioError> {
+    let cluster = &s.cluster;
+    let rounds = s.limit.write_stop_sub_levels + ROUNDS_PAST_LIMIT;
+    let stall = INTERVAL * STALL_INTERVALS;
+    event!(s.ctx.log, "scenario", "insert rows for {rounds} rounds");
+    let mut next = ROWS;
+    let mut last = (
+        cluster.hummock.max_committed_epoch(),
+        s.ctx.clock.elapsed_us(),
+    );
+    for _ in 0..rounds {
+        let rows = (next..next + draw.rows_per_round)
+            .map(|k| (Op::Insert, table_row(k)))
+            .collect();
+        cluster.dml(s.table, rows).await?;
+        next += draw.rows_per_round;
+        tokio::time::sleep(INTERVAL).await;
+        let (mce, now) = (
+            cluster.hummock.max_committed_epoch(),
+            s.ctx.clock.elapsed_us(),
+        );
+        if mce != last.0 {
+            last = (mce, now);
+        } else if now - last.1 >= stall.as_micros() as u64 {
+            let waiting = barrier_report(cluster, "barriers");
+            event!(
+                s.ctx.log,
+                "scenario",
+                "stalled: no commit for {} ms",
+                stall.as_millis()
+            );
+            return Ok(Writes::Stalled {
+                since_us: last.1,
+                waiting,
+            });
+        }
+    }
+    let flushed = tokio::time::timeout(stall, cluster.meta.flush()).await;
+    match flushed {
+        Ok(Ok(())) => Ok(Writes::Committed { rows: next }),
+        Ok(Err(e)) => Err(ScenarioError::ddl("the flush failed")(e)),
+        Err(_) => Ok(Writes::Stalled {
+            since_us: last.1,
+            waiting: barrier_report(cluster, "the flush did not commit"),
+        }),
+    }
+}
+
+/// The group whose writes are stopped, if any, with its state.
+fn stopped_group(cluster: &Cluster) -> Option<(GroupId, GroupCompaction)> {
+    cluster.hummock.write_stopped_groups().into_iter().next()
+}
+
+fn secs(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+/// The stall in one line: since when no barrier completed, the group whose writes stopped, why compaction
+/// failed, and what the barrier manager waits for.
+fn stall_error(s: &Setup, since_us: u64, waiting: &str) -> String {
+    let blocked = write_stop_report(&s.cluster)
+        .unwrap_or_else(|| "no compaction group's writes are stopped".into());
+    let limit = s.limit.write_stop_sub_levels;
+    format!(
+        "stalled: no barrier completed since {} (write-stop limit {limit}): {blocked}; {waiting}",
+        secs(since_us)
+    )
+}
+
+fn verdict(s: &Setup, p: &ReproParams, writes: Writes, report: ReproReport) -> ReproReport {
+    let mut report = super::counted(report, &s.cluster);
+    let stalled = match &writes {
+        Writes::Stalled { since_us, waiting } => Some(stall_error(s, *since_us, waiting)),
+        Writes::Committed { rows } => {
+            s.checkers.check_end(&s.cluster);
+            check_table(s, *rows);
+            None
+        }
+    };
+    report.violations = s.checkers.violations();
+    report.timeline = timeline(s);
+    let i3 = report
+        .violations
+        .iter()
+        .any(|v| v.invariant == "I3 table-set");
+    if let Some(error) = stalled {
+        report.outcome = Outcome::Failed;
+        report.error = Some(error);
+        report.caught_by = Some(if i3 {
+            "I3 table-set checker (after recovery), then the stall of the write stop".into()
+        } else {
+            "the stall of the write stop".into()
+        });
+        report.notes.push(
+            "RisingWave stays stalled until meta restarts: its rectification purges the tables the catalog \
+             does not know"
+                .into(),
+        );
+    } else if let Some(v) = report.violations.first() {
+        report.outcome = Outcome::Failed;
+        report.error = Some(v.to_string());
+        report.caught_by = Some(format!("{} checker", v.invariant));
+    } else if p.mode == Mode::Buggy {
+        return report.not_reproducible(why_buggy_passed(s));
+    } else {
+        report.notes.push(how_it_passed(s));
+    }
+    report
+}
+
+/// (oracle) Table t holds every row loaded and inserted.
+fn check_table(s: &Setup, rows: i64) {
+    let got = s.cluster.committed_rows(s.table).len() as i64;
+    if got != rows {
+        let mut v = crate::scenario::Violation::new(
+            "oracle",
+            format!("table t has {got} rows committed, {rows} were written"),
+        );
+        v.table = Some(s.table.0);
+        s.checkers.violation(v);
+    }
+}
+
+/// Where the cancelled view's tables went, from the event log.
+fn cancel_story(s: &Setup) -> String {
+    let tables = format!("{:?}", s.view_tables);
+    let lines = s.ctx.log.lines();
+    let names: Vec<String> = s.view_tables.iter().map(|t| format!("{t:?}")).collect();
+    let unregistered = lines.iter().find(|l| {
+        l.contains(" unregister tables: ") && names.iter().all(|n| l.contains(n.as_str()))
+    });
+    match unregistered {
+        Some(l) => format!(
+            "the cancelled view's tables {tables} were unregistered: {}",
+            l.trim()
+        ),
+        None => format!("the cancelled view's tables {tables} were never unregistered"),
+    }
+}
+
+fn how_it_passed(s: &Setup) -> String {
+    let max = s
+        .cluster
+        .hummock
+        .compaction_stats()
+        .max_sub_levels
+        .load(std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{}; every compaction of group 3 then succeeded (at most {max} L0 sub-levels, the write stop is at {}) \
+         and every row committed",
+        cancel_story(s),
+        s.limit.write_stop_sub_levels
+    )
+}
+
+fn why_buggy_passed(s: &Setup) -> String {
+    let lines = s.ctx.log.lines();
+    let again = lines
+        .iter()
+        .any(|l| l.contains(" pre-apply cancel ") && l.contains(&format!("job={}", s.view)));
+    if !again {
+        return format!(
+            "recovery never pre-applied the cancel (its barrier ran after recovery); {}",
+            cancel_story(s)
+        );
+    }
+    format!(
+        "the cancel was pre-applied, but its tables did not stay registered: {}",
+        cancel_story(s)
+    )
+}
+
+/// The story: the DDL, the kill, recovery's attempts and pre-applies, unregisters, the write stop and the
+/// stall; the first compaction failure of the stopped group, from storage, in its place.
+fn timeline(s: &Setup) -> Vec<String> {
+    let lines = s.ctx.log.lines();
+    let from = lines
+        .iter()
+        .position(|l| l.contains(" ddl: create table t "))
+        .unwrap_or(0);
+    let keep = [
+        " scenario: ",
+        " ddl: ",
+        " kill node: ",
+        " add worker: ",
+        " recovery: ",
+        " recovery failed: ",
+        " recovery step: pre-apply",
+        " recovery step: reset nodes",
+        " recovery step: purge",
+        " unregister tables: ",
+        " register tables: ",
+        " write stop: ",
+        " write resume: ",
+    ];
+    let mut out: Vec<(u64, String)> = lines[from..]
+        .iter()
+        .filter(|l| keep.iter().any(|k| l.contains(k)))
+        .map(|l| (line_us(l), l.clone()))
+        .collect();
+    if let Some((group, g)) = stopped_group(&s.cluster)
+        && let (Some(at), Some(e)) = (g.failing_since_us, &g.last_error)
+    {
+        let line = format!(
+            "{:>6}.{:06} compaction failed: {e} (group {group}: {} tasks in a row since)",
+            at / 1_000_000,
+            at % 1_000_000,
+            g.failures
+        );
+        out.push((at, line));
+        out.sort_by_key(|(at, _)| *at);
+    }
+    let lines: Vec<String> = out.into_iter().map(|(_, l)| l).collect();
+    let from = lines.len().saturating_sub(40);
+    lines[from..].to_vec()
+}
+
+/// The virtual time of an event-log line, µs.
+fn line_us(line: &str) -> u64 {
+    let t = line.split_whitespace().next().unwrap_or("0");
+    let (s, us) = t.split_once('.').unwrap_or((t, "0"));
+    s.parse::<u64>().unwrap_or(0) * 1_000_000 + us.parse::<u64>().unwrap_or(0)
+}
