@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use epochlab_barrier::{
     Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, Command, CommandContext,
-    CreateMviewProgress, GlobalBarrierManagerContext, RecoveredState, ScheduledBarriers,
-    TracingContext,
+    CreateMviewProgress, GlobalBarrierManagerContext, PausedReason, RecoveredState,
+    ScheduledBarriers, TracingContext,
 };
 use epochlab_common::trace::{self, Cause, Park};
 use epochlab_common::vspan;
@@ -172,6 +172,7 @@ impl GlobalBarrierManagerContext for MetaContext {
         let inner = self.inner.clone();
         let command = ctx.command.clone();
         let checkpoint = ctx.kind.is_checkpoint();
+        let (prev, nodes) = (ctx.prev_epoch, ctx.info.nodes().collect::<Vec<_>>());
         async move {
             // Creating jobs whose backfill is done become created on a checkpoint.
             let done = inner.tracker().update(&progress);
@@ -188,18 +189,28 @@ impl GlobalBarrierManagerContext for MetaContext {
                     inner.scheduler.force_checkpoint_in_next_barrier();
                 }
             }
-            if let Command::DropStreamingJobs {
-                actors,
-                unregistered_table_ids,
-                ..
-            } = command
-            {
-                inner.drop_actors(&actors).await;
-                if inner.config.drop_mode.unregisters_in_post_collect() {
-                    inner
-                        .hummock
-                        .unregister_tables(&unregistered_table_ids, "drop collected");
+            match command {
+                Command::DropStreamingJobs {
+                    actors,
+                    unregistered_table_ids,
+                    ..
+                } => {
+                    inner.drop_actors(&actors).await;
+                    if inner.config.drop_mode.unregisters_in_post_collect() {
+                        inner
+                            .hummock
+                            .unregister_tables(&unregistered_table_ids, "drop collected");
+                    }
                 }
+                Command::Pause(PausedReason::ConfigChange) => {
+                    inner.wait_for_config_change(prev, nodes).await?;
+                }
+                Command::RescheduleFragment {
+                    job_id,
+                    vnode_bitmaps,
+                    ..
+                } => inner.apply_reschedule(job_id, &vnode_bitmaps),
+                _ => {}
             }
             Ok(())
         }
