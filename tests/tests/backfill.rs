@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_barrier::Command;
+use epochlab_barrier::{Command, PausedReason};
 use epochlab_common::plan::SinkKind;
 use epochlab_common::{TableId, VnodeCount, WorkerId};
 use epochlab_meta::{JobOptions, JobState, MetaConfig, SinkOptions};
@@ -370,7 +370,10 @@ fn pause_and_resume_a_backfill() {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        meta.scheduler().run_command(Command::Pause).await.unwrap();
+        meta.scheduler()
+            .run_command(Command::Pause(PausedReason::Manual))
+            .await
+            .unwrap();
         // Rows already held by flow control may still land; then nothing moves.
         tokio::time::sleep(Duration::from_secs(3)).await;
         let paused_at = meta.backfill_progress(mv).unwrap();

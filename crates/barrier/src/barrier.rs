@@ -2,8 +2,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
-use epochlab_common::plan::DispatcherDesc;
-use epochlab_common::{ActorId, Bitmap, EpochPair};
+use epochlab_common::plan::{ActorMapping, DispatcherDesc};
+use epochlab_common::{ActorId, Bitmap, EpochPair, FragmentId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BarrierKind {
@@ -60,8 +60,19 @@ pub struct AddMutation {
     pub pause: bool,
 }
 
+/// A new hash mapping for an upstream actor's dispatcher towards a rescheduled fragment (RisingWave's
+/// `DispatcherUpdate`): rows after the barrier go by it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatcherUpdate {
+    /// The dispatcher's downstream fragment (an actor has at most one dispatcher per downstream fragment).
+    pub downstream_fragment: FragmentId,
+    pub mapping: Arc<ActorMapping>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UpdateMutation {
+    /// New dispatcher mappings of upstream actors, by actor.
+    pub dispatchers: BTreeMap<ActorId, Vec<DispatcherUpdate>>,
     /// New vnode bitmaps of actors whose ownership changes (scaling).
     pub vnode_bitmaps: BTreeMap<ActorId, Arc<Bitmap>>,
     /// Actors that stop at this barrier.
@@ -161,6 +172,14 @@ impl Barrier {
         }
     }
 
+    /// The new mappings of `actor`'s dispatchers, when this barrier reschedules a fragment downstream of it.
+    pub fn as_update_dispatchers(&self, actor: ActorId) -> Option<&[DispatcherUpdate]> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Update(u)) => u.dispatchers.get(&actor).map(Vec::as_slice),
+            _ => None,
+        }
+    }
+
     /// The new rate limit of `actor`, when this barrier throttles it.
     pub fn as_throttle(&self, actor: ActorId) -> Option<Option<u32>> {
         match self.mutation.as_deref() {
@@ -208,7 +227,20 @@ mod tests {
     #[test]
     fn update_stops_dropped_actors_and_carries_bitmaps() {
         let bitmap = Arc::new(Bitmap::partition(8, 2).remove(0));
+        let other = Arc::new(Bitmap::partition(8, 2).remove(1));
+        let mapping = Arc::new(ActorMapping::from_bitmaps(&[
+            (ActorId(1), bitmap.clone()),
+            (ActorId(2), other),
+        ]));
         let update = UpdateMutation {
+            dispatchers: [(
+                ActorId(3),
+                vec![DispatcherUpdate {
+                    downstream_fragment: FragmentId(7),
+                    mapping: mapping.clone(),
+                }],
+            )]
+            .into(),
             vnode_bitmaps: [(ActorId(1), bitmap.clone())].into(),
             dropped_actors: [ActorId(2)].into(),
         };
@@ -218,6 +250,9 @@ mod tests {
         assert_eq!(b.as_update_vnode_bitmap(ActorId(1)), Some(bitmap));
         assert_eq!(b.as_update_vnode_bitmap(ActorId(2)), None);
         assert!(b.all_stop_actors().is_some_and(|s| s.contains(&ActorId(2))));
+        let updates = b.as_update_dispatchers(ActorId(3)).unwrap();
+        assert_eq!(updates[0].mapping, mapping);
+        assert!(b.as_update_dispatchers(ActorId(1)).is_none());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use epochlab_common::{ActorId, Epoch, TableId, WorkerId};
+use epochlab_common::{ActorId, Bitmap, Epoch, TableId, WorkerId};
 use epochlab_storage::SyncResult;
 
-use crate::barrier::{AddMutation, BarrierKind, Mutation};
+use crate::barrier::{AddMutation, BarrierKind, DispatcherUpdate, Mutation, UpdateMutation};
 
 /// Which actors, on which node, a barrier is sent to (sources) and collected from (all).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,12 +43,22 @@ impl InflightActorInfo {
     }
 }
 
+/// Why the cluster is paused (RisingWave's `PausedReason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PausedReason {
+    /// Before a configuration change (a reschedule): the Pause's barrier stops other barriers until it is
+    /// completed, and meta's post-collect makes sure every node has its epoch committed before the change.
+    ConfigChange,
+    /// Asked for (`ALTER SYSTEM SET pause_on_next_bootstrap`, tests): no more than a Pause mutation.
+    Manual,
+}
+
 /// What a barrier carries out (RisingWave's `Command`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// A barrier with an optional plain mutation (periodic barriers, `FLUSH`).
     Plain(Option<Mutation>),
-    Pause,
+    Pause(PausedReason),
     Resume,
     /// Create a table, view or sink: its actors are built before the barrier and collect it.
     CreateStreamingJob {
@@ -72,19 +83,35 @@ pub enum Command {
         unregistered_table_ids: Vec<TableId>,
     },
     Throttle(BTreeMap<ActorId, Option<u32>>),
+    /// Move vnodes among the existing actors of a job's fragments (RisingWave's `RescheduleFragment`, scaling
+    /// without new actors): an `Update` mutation with the actors' new vnode bitmaps and the new hash mappings
+    /// of the upstream dispatchers. Meta applies it to its catalog once the barrier is collected.
+    RescheduleFragment {
+        job_id: TableId,
+        vnode_bitmaps: BTreeMap<ActorId, Arc<Bitmap>>,
+        dispatchers: BTreeMap<ActorId, Vec<DispatcherUpdate>>,
+    },
 }
 
 impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Plain(_) => "plain",
-            Command::Pause => "pause",
+            Command::Pause(_) => "pause",
             Command::Resume => "resume",
             Command::CreateStreamingJob { .. } => "create streaming job",
             Command::DropStreamingJobs { .. } => "drop streaming jobs",
             Command::CancelStreamingJob { .. } => "cancel streaming job",
             Command::Throttle(_) => "throttle",
+            Command::RescheduleFragment { .. } => "reschedule fragment",
         }
+    }
+
+    /// Whether no other barrier may be injected while this one is in flight (RisingWave's
+    /// `should_pause_inject_barrier`): a configuration change's Pause must complete, its post-collect
+    /// included, before the change's own barrier goes out.
+    pub fn should_pause_inject_barrier(&self) -> bool {
+        matches!(self, Command::Pause(PausedReason::ConfigChange))
     }
 
     /// Every command but a plain barrier or a resume forces a checkpoint (RisingWave's `need_checkpoint`).
@@ -127,7 +154,7 @@ impl Command {
     pub fn to_mutation(&self) -> Option<Mutation> {
         match self {
             Command::Plain(m) => m.clone(),
-            Command::Pause => Some(Mutation::Pause),
+            Command::Pause(_) => Some(Mutation::Pause),
             Command::Resume => Some(Mutation::Resume),
             Command::CreateStreamingJob { mutation, .. } => Some(Mutation::Add(mutation.clone())),
             Command::DropStreamingJobs { actors, .. }
@@ -135,6 +162,15 @@ impl Command {
                 Some(Mutation::Stop(actors.values().flatten().copied().collect()))
             }
             Command::Throttle(t) => Some(Mutation::Throttle(t.clone())),
+            Command::RescheduleFragment {
+                vnode_bitmaps,
+                dispatchers,
+                ..
+            } => Some(Mutation::Update(UpdateMutation {
+                dispatchers: dispatchers.clone(),
+                vnode_bitmaps: vnode_bitmaps.clone(),
+                dropped_actors: BTreeSet::new(),
+            })),
         }
     }
 

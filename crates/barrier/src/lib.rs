@@ -13,10 +13,13 @@ mod error;
 mod manager;
 mod schedule;
 
-pub use barrier::{AddMutation, Barrier, BarrierKind, Mutation, TracingContext, UpdateMutation};
+pub use barrier::{
+    AddMutation, Barrier, BarrierKind, DispatcherUpdate, Mutation, TracingContext, UpdateMutation,
+};
 pub use collect::OnWorkerErr;
 pub use command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
+    PausedReason,
 };
 pub use error::{BarrierError, BarrierResult};
 pub use manager::{

@@ -3,7 +3,8 @@
 //! One task. It injects a barrier when a command is scheduled or the interval ticks, as long as fewer than
 //! `in_flight_limit` barriers are in flight. It sends each barrier to every compute node that has actors and
 //! collects each node's completion. It completes the **prefix** of fully collected barriers, in epoch
-//! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. A worker's
+//! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. While a
+//! configuration change's Pause is in flight nothing else is injected. A worker's
 //! connection error first asks each in-flight epoch whether it is still valid without the worker
 //! ([`OnWorkerErr`], RisingWave #22384); then, as every other error, it fails every in-flight barrier and
 //! hands over to the context's recovery.
@@ -210,7 +211,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         interval.tick().await;
         loop {
-            let can_inject = self.in_flight.len() < self.config.in_flight_limit;
+            let can_inject = self.can_inject();
             let event = tokio::select! {
                 biased;
                 Some((prev, worker, result)) = self.collecting.next() => Event::Collected(prev, worker, result),
@@ -232,6 +233,16 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 self.failure_recovery(err).await;
             }
         }
+    }
+
+    /// RisingWave's `CheckpointControl::can_inject_barrier`: fewer barriers in flight than the limit, and no
+    /// configuration change's Pause among them (it must complete, its post-collect included, first).
+    fn can_inject(&self) -> bool {
+        self.in_flight.len() < self.config.in_flight_limit
+            && !self
+                .in_flight
+                .iter()
+                .any(|n| n.ctx.command.should_pause_inject_barrier())
     }
 
     async fn inject(&mut self, scheduled: Option<crate::schedule::Scheduled>) -> BarrierResult<()> {

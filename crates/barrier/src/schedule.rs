@@ -64,6 +64,31 @@ pub struct Scheduled {
     pub(crate) caller: tracing::Span,
 }
 
+impl Scheduled {
+    /// A command to queue, with the receivers its caller waits on.
+    fn new(command: Command, checkpoint: bool) -> (Self, Receivers) {
+        let (injected_tx, injected) = oneshot::channel();
+        let (collected_tx, collected) = oneshot::channel();
+        let (finished_tx, finished) = oneshot::channel();
+        let scheduled = Self {
+            command,
+            checkpoint,
+            notifier: Notifier {
+                injected: Some(injected_tx),
+                collected: Some(collected_tx),
+                finished: Some(finished_tx),
+            },
+            caller: tracing::Span::current(),
+        };
+        let receivers = Receivers {
+            injected,
+            collected,
+            finished,
+        };
+        (scheduled, receivers)
+    }
+}
+
 struct Queue {
     queue: VecDeque<Scheduled>,
     status: SchedulerStatus,
@@ -128,9 +153,6 @@ impl BarrierScheduler {
     }
 
     fn push(&self, command: Command, checkpoint: bool) -> BarrierResult<Receivers> {
-        let (injected_tx, injected) = oneshot::channel();
-        let (collected_tx, collected) = oneshot::channel();
-        let (finished_tx, finished) = oneshot::channel();
         let mut q = self.inner.lock();
         if let SchedulerStatus::Blocked(reason) = &q.status
             && !command.is_drop()
@@ -140,23 +162,11 @@ impl BarrierScheduler {
         if q.queue.len() >= MAX_QUEUED_COMMANDS {
             return Err(BarrierError::QueueFull(q.queue.len()));
         }
-        q.queue.push_back(Scheduled {
-            command,
-            checkpoint,
-            notifier: Notifier {
-                injected: Some(injected_tx),
-                collected: Some(collected_tx),
-                finished: Some(finished_tx),
-            },
-            caller: tracing::Span::current(),
-        });
+        let (scheduled, receivers) = Scheduled::new(command, checkpoint);
+        q.queue.push_back(scheduled);
         drop(q);
         self.inner.changed.notify_one();
-        Ok(Receivers {
-            injected,
-            collected,
-            finished,
-        })
+        Ok(receivers)
     }
 
     /// Run `command` on a barrier and wait until it is collected and finished. Returns `Ok` also when a
@@ -164,11 +174,34 @@ impl BarrierScheduler {
     /// drop order relies on).
     pub async fn run_command(&self, command: Command) -> BarrierResult<()> {
         let checkpoint = command.need_checkpoint();
-        let rx = self.push(command, checkpoint)?;
-        // The manager may drop the injected notifier without sending (pre-applied drops): not an error.
-        let _ = rx.injected.await;
-        rx.collected.await.map_err(|_| BarrierError::Shutdown)??;
-        let _ = rx.finished.await;
+        self.push(command, checkpoint)?.finished().await
+    }
+
+    /// Run `commands` on consecutive barriers (RisingWave's `run_multiple_commands`): they are queued at once,
+    /// so no other command comes between them. Waits for each to be collected and finished in turn; the first
+    /// error ends the wait (a recovery fails the ones still queued).
+    pub async fn run_commands(&self, commands: Vec<Command>) -> BarrierResult<()> {
+        let receivers = {
+            let mut q = self.inner.lock();
+            if let SchedulerStatus::Blocked(reason) = &q.status {
+                return Err(BarrierError::Blocked(reason.clone()));
+            }
+            if q.queue.len() + commands.len() > MAX_QUEUED_COMMANDS {
+                return Err(BarrierError::QueueFull(q.queue.len()));
+            }
+            let mut receivers = Vec::with_capacity(commands.len());
+            for command in commands {
+                let checkpoint = command.need_checkpoint();
+                let (scheduled, rx) = Scheduled::new(command, checkpoint);
+                q.queue.push_back(scheduled);
+                receivers.push(rx);
+            }
+            receivers
+        };
+        self.inner.changed.notify_one();
+        for rx in receivers {
+            rx.finished().await?;
+        }
         Ok(())
     }
 
@@ -189,6 +222,17 @@ struct Receivers {
     injected: oneshot::Receiver<()>,
     collected: oneshot::Receiver<BarrierResult<()>>,
     finished: oneshot::Receiver<()>,
+}
+
+impl Receivers {
+    /// Wait until the command's barrier is collected and finished.
+    async fn finished(self) -> BarrierResult<()> {
+        // The manager may drop the injected notifier without sending (pre-applied drops): not an error.
+        let _ = self.injected.await;
+        self.collected.await.map_err(|_| BarrierError::Shutdown)??;
+        let _ = self.finished.await;
+        Ok(())
+    }
 }
 
 impl ScheduledBarriers {

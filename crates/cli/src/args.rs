@@ -21,9 +21,10 @@ it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one o
 while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --bug ID                  14910 (default) | 22384 | 16815 | 15144 | all: the bug of the catalogue (`epochlab bugs`)
-                            whose directed scenario runs; the scenario flags below (--rows to --persist-check)
-                            are #14910's, and the other bugs' scenarios take none of them
+  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | all: the bug of the catalogue
+                            (`epochlab bugs`) whose directed scenario runs; the scenario flags below (--rows
+                            to --persist-check) are #14910's, and another bug's scenario takes only those
+                            `epochlab bugs` lists as its settings (#16815: --parallelism, --persist-check)
   --mode M                  buggy | fixed | purge-before-reset (14910 only) | all, default all: the bug's modes
   --seed N                  0..=18446744073709551615, default 1: the seed of every timing
   --rows N                  1..=10000000, default 10000: rows in the table
@@ -1212,6 +1213,10 @@ mod tests {
             a.event_log_of(runs[5]),
             Some(PathBuf::from("r.16815-buggy.log"))
         );
+        assert_eq!(
+            a.event_log_of(runs[8]),
+            Some(PathBuf::from("r.19138-fixed.log"))
+        );
     }
 
     #[test]
@@ -1268,6 +1273,9 @@ mod tests {
             err.to_string().starts_with("--bug: no bug `99999`"),
             "{err}"
         );
+        let a = parse(&["--bug", "19138"]).expect("valid");
+        let modes: Vec<Mode> = a.runs().iter().map(|r| r.mode()).collect();
+        assert_eq!(modes, [Mode::Buggy, Mode::Fixed]);
     }
 }
 
@@ -1276,20 +1284,20 @@ epochlab soak: run many seeds, each its own deterministic simulation, on worker 
 seed and group the failures by signature (the error with ids, epochs and values masked).
 
 Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and sinks
-with arrangement backfill, foreground and background, drops and cancels while they backfill, throttles; a
-compaction group per job or RisingWave's static groups) with faults (node kills and restarts, failed and
-delayed RPCs), runs it, lets the cluster settle and checks: actor state errors, the invariants (commit order,
-tables unregistered while in use or touched after, registered tables), an oracle (every view and sink equals
-its table; every table holds what its DML left), and stalls (no epoch committed for 180 s, as when a
-compaction group's writes stop). `--scenario 14910` runs
-the directed scenario of `epochlab repro` instead.
+with arrangement backfill, foreground and background, drops and cancels while they backfill, throttles,
+reschedules; a compaction group per job or RisingWave's static groups) with faults (node kills and restarts,
+failed and delayed RPCs), runs it, lets the cluster settle and checks: actor state errors, the invariants
+(commit order, tables unregistered while in use or touched after, registered tables), an oracle (every view
+and sink equals its table; every table holds what its DML left), and stalls (no epoch committed for 180 s, as
+when a compaction group's writes stop). `--scenario 14910` runs the directed scenario of `epochlab repro`
+instead.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
-  --bug ID                  14910 (default) | 22384 | 16815 | 15144: the bug of the catalogue (`epochlab bugs`)
-                            whose toggle --mode sets (every other bug's toggle stays fixed); not with --plan
-                            (a plan file names its bug) or --replay
+  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144: the bug of the catalogue
+                            (`epochlab bugs`) whose toggle --mode sets (every other bug's toggle stays fixed);
+                            not with --plan (a plan file names its bug) or --replay
   --mode M                  buggy | fixed | purge-before-reset (14910 only), default fixed
   --scenario S              random (default): a random plan per seed; 14910: the directed scenario
   --kill-rate F             0..=1, random plans: the chance that a kill opportunity (every 5 to 15 s, and

@@ -179,6 +179,9 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
                 epochlab_sim::BugId::Rw16815 => {
                     ": the table, the view's backfill, its progress, the failure"
                 }
+                epochlab_sim::BugId::Rw19138 => {
+                    ": the pause, its commit, the update, the new owners' progress reads and persists, the failure"
+                }
                 epochlab_sim::BugId::Rw15144 => {
                     ": the kill, recovery's pre-apply of the cancel, unregisters, compaction, the write stop"
                 }

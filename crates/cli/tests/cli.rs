@@ -179,6 +179,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("22384", "fixed", "passed"),
             ("16815", "buggy", "failed"),
             ("16815", "fixed", "passed"),
+            ("19138", "buggy", "failed"),
+            ("19138", "fixed", "passed"),
             ("15144", "buggy", "failed"),
             ("15144", "fixed", "passed"),
         ]
@@ -207,17 +209,35 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(5)
     );
-    assert!(error(7).starts_with("stalled: "), "{}", error(7));
     assert!(
-        error(7).contains("inconsistency table info between catalog and hummock"),
+        error(7).starts_with("backfill progress of vnode "),
         "{}",
         error(7)
     );
-    assert_eq!(rows[7].bug, "15144");
+    assert!(
+        error(7).ends_with("(by the backfill persist check)"),
+        "{}",
+        error(7)
+    );
+    assert!(
+        rows[7]
+            .replay
+            .ends_with("--bug 19138 --mode buggy --seed 1"),
+        "{}",
+        rows[7].replay
+    );
+    assert!(error(9).starts_with("stalled: "), "{}", error(9));
+    assert!(
+        error(9).contains("inconsistency table info between catalog and hummock"),
+        "{}",
+        error(9)
+    );
+    assert_eq!(rows[9].bug, "15144");
     let catalogue = epochlab(["bugs"]);
     assert_eq!(catalogue.status.code(), Some(0));
     assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));
     assert!(text(&catalogue.stdout).contains("16815\n  mechanism: "));
+    assert!(text(&catalogue.stdout).contains("19138\n  mechanism: "));
     assert!(text(&catalogue.stdout).contains("15144\n  mechanism: "));
     let bad = epochlab(["repro", "--bug", "22384", "--mode", "purge-before-reset"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -428,7 +448,7 @@ fn a_metrics_port_in_use_is_exit_2_with_one_line() {
 #[test]
 fn a_soak_with_metrics_runs_the_same_seeds() {
     let base = [
-        "soak", "--mode", "buggy", "--seeds", "40..46", "--jobs", "2", "--json",
+        "soak", "--mode", "buggy", "--seeds", "52..58", "--jobs", "2", "--json",
     ];
     let digests = |extra: &[&str]| -> std::collections::BTreeMap<u64, String> {
         let out = epochlab(base.iter().chain(extra));
@@ -452,13 +472,13 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let results = dir.join("r.jsonl");
     let results = results.to_str().unwrap();
     let campaign = [
-        "soak", "--mode", "buggy", "--seeds", "40..48", "--jobs", "2",
+        "soak", "--mode", "buggy", "--seeds", "52..60", "--jobs", "2",
     ];
     let out = epochlab(campaign.iter().copied().chain(["--results", results]));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let triage = text(&out.stdout);
     assert!(
-        triage.contains("first seed 44: I2 zombie-access"),
+        triage.contains("first seed 56: I2 zombie-access"),
         "{triage}"
     );
     assert!(
@@ -474,7 +494,7 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let shrink = std::process::Command::new(env!("CARGO_BIN_EXE_epochlab"))
         .current_dir(&dir)
         .args([
-            "soak", "--mode", "buggy", "--seeds", "44..45", "--shrink", "--jobs", "2",
+            "soak", "--mode", "buggy", "--seeds", "56..57", "--shrink", "--jobs", "2",
         ])
         .output()
         .unwrap();

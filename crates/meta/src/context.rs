@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use epochlab_barrier::{
-    Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, CommandContext,
-    CreateMviewProgress, GlobalBarrierManagerContext, RecoveredState, ScheduledBarriers,
-    TracingContext,
+    Barrier, BarrierCompleteResponse, BarrierError, BarrierResult, Command, CommandContext,
+    CreateMviewProgress, GlobalBarrierManagerContext, PausedReason, RecoveredState,
+    ScheduledBarriers, TracingContext,
 };
 use epochlab_common::trace::{self, Cause, Park};
 use epochlab_common::vspan;
@@ -172,6 +172,7 @@ impl GlobalBarrierManagerContext for MetaContext {
         let inner = self.inner.clone();
         let command = ctx.command.clone();
         let checkpoint = ctx.kind.is_checkpoint();
+        let (prev, nodes) = (ctx.prev_epoch, ctx.info.nodes().collect::<Vec<_>>());
         async move {
             // Creating jobs whose backfill is done become created on a checkpoint.
             let done = inner.tracker().update(&progress);
@@ -195,6 +196,17 @@ impl GlobalBarrierManagerContext for MetaContext {
                         .hummock
                         .unregister_tables(command.unregistered_table_ids(), "drop collected");
                 }
+            }
+            match command {
+                Command::Pause(PausedReason::ConfigChange) => {
+                    inner.wait_for_config_change(prev, nodes).await?;
+                }
+                Command::RescheduleFragment {
+                    job_id,
+                    vnode_bitmaps,
+                    ..
+                } => inner.apply_reschedule(job_id, &vnode_bitmaps),
+                _ => {}
             }
             Ok(())
         }

@@ -25,6 +25,7 @@ use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STA
 use crate::catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
+use crate::reschedule::ConfigChangeWait;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
@@ -36,6 +37,8 @@ pub struct MetaConfig {
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
+    /// What a reschedule's Pause waits for before its Update goes out (RisingWave #19138).
+    pub config_change_wait: ConfigChangeWait,
     /// What recovery's pre-apply of a buffered cancel does with the job's tables (RisingWave #15144).
     pub pre_apply_cancel: PreApplyCancel,
     /// Which compaction group a job's state tables join.
@@ -50,6 +53,7 @@ impl Default for MetaConfig {
             vnode_count: VnodeCount::DEFAULT,
             recovery: RecoveryConfig::default(),
             heartbeat_timeout: Duration::from_secs(15),
+            config_change_wait: ConfigChangeWait::EpochCommit,
             pre_apply_cancel: PreApplyCancel::default(),
             compaction_groups: GroupPlacement::default(),
         }
@@ -75,6 +79,9 @@ pub enum DdlError {
         #[source]
         source: RpcError,
     },
+    /// A reschedule's bitmaps do not partition the job's vnodes among its actors.
+    #[error("{0}")]
+    BadAssignment(#[from] crate::reschedule::BadAssignment),
     /// A foreground job's creation ended before its backfill finished.
     #[error("{} {name} was not created: {reason}", kind.as_str())]
     NotCreated {
@@ -189,6 +196,10 @@ pub(crate) struct MetaInner {
     pub rng: SimRng,
     /// Called when recovery has marked the cluster ready (checkers).
     pub on_recovered: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// RisingWave's reschedule lock: a reschedule holds it exclusively; a create holds it shared from its
+    /// actors' build until its Add barrier is collected, so that no Update reaches actors their upstream does
+    /// not dispatch to yet.
+    pub reschedule_lock: tokio::sync::RwLock<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -387,6 +398,7 @@ impl MetaNode {
             clock,
             rng,
             on_recovered: Mutex::new(None),
+            reschedule_lock: tokio::sync::RwLock::new(()),
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
@@ -699,6 +711,8 @@ impl MetaNode {
     /// Register the job's tables, build its actors, and run its Add barrier. On failure, clean up.
     async fn create_job(&self, rel: Relation) -> Result<TableId, DdlError> {
         let inner = &self.inner;
+        // Until the Add barrier is collected no reschedule runs (see `MetaInner::reschedule_lock`).
+        let shared = inner.reschedule_lock.read().await;
         // RisingWave's DDL and recovery exclude each other (its reschedule lock): a create that comes while
         // recovery runs is refused before it touches the catalog, or recovery would rebuild the actors of a
         // job whose creation then fails and unregisters its tables (zombies of a job never created).
@@ -761,6 +775,7 @@ impl MetaNode {
                 .map_err(DdlError::from),
             Err(e) => Err(DdlError::from(e)),
         };
+        drop(shared);
         let kind = rel.kind.as_str();
         if let Err(e) = result {
             event!(

@@ -25,6 +25,8 @@ pub enum CreateAborted {
 pub type Finished = oneshot::Receiver<Result<(), CreateAborted>>;
 
 struct TrackedJob {
+    /// Every backfill actor of the job.
+    actors: BTreeSet<ActorId>,
     pending: BTreeSet<ActorId>,
     consumed_rows: BTreeMap<ActorId, u64>,
     waiter: Option<oneshot::Sender<Result<(), CreateAborted>>>,
@@ -42,7 +44,8 @@ impl CreateTracker {
         self.jobs.insert(
             job,
             TrackedJob {
-                pending: actors,
+                pending: actors.clone(),
+                actors,
                 consumed_rows: BTreeMap::new(),
                 waiter: wait.then_some(tx),
             },
@@ -71,7 +74,8 @@ impl CreateTracker {
             self.jobs.insert(
                 job,
                 TrackedJob {
-                    pending: actors,
+                    pending: actors.clone(),
+                    actors,
                     consumed_rows: BTreeMap::new(),
                     waiter,
                 },
@@ -81,6 +85,15 @@ impl CreateTracker {
             if let Some(w) = j.waiter {
                 let _ = w.send(Err(CreateAborted::CleanedByRecovery));
             }
+        }
+    }
+
+    /// A reschedule of `job` was collected (RisingWave's `refresh_after_reschedule`): done reports were about
+    /// the actors' old vnodes, so every backfill actor is pending again; each reports done once its new
+    /// vnodes are (an actor with every vnode completed does so on its next barrier).
+    pub fn refresh_after_reschedule(&mut self, job: TableId) {
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.pending = j.actors.clone();
         }
     }
 
@@ -153,6 +166,20 @@ mod tests {
         assert!(t.update(&[report(3, true, 500)]).is_empty());
         assert_eq!(t.update(&[report(4, true, 500)]), vec![job]);
         assert_eq!(t.consumed_rows(job), Some(1000));
+    }
+
+    /// After a reschedule every actor must report done again, about its new vnodes.
+    #[test]
+    fn a_reschedule_forgets_done_reports() {
+        let job = TableId(2);
+        let mut t = CreateTracker::default();
+        assert!(t.add(job, [ActorId(3), ActorId(4)].into(), false).is_none());
+        assert!(t.update(&[report(3, true, 500)]).is_empty());
+        t.refresh_after_reschedule(job);
+        assert!(t.update(&[report(4, true, 300)]).is_empty());
+        assert_eq!(t.update(&[report(3, true, 200)]), vec![job]);
+        assert_eq!(t.consumed_rows(job), Some(500));
+        t.refresh_after_reschedule(TableId(9));
     }
 
     /// A job recovery no longer lists fails its waiter.

@@ -243,6 +243,7 @@ pub fn cluster_config_for(
     meta.barrier.checkpoint_frequency = checkpoint_frequency;
     meta.drop_mode = toggles.drop_mode;
     meta.barrier.on_worker_err = toggles.on_worker_err;
+    meta.config_change_wait = toggles.config_change_wait;
     meta.pre_apply_cancel = toggles.pre_apply_cancel;
     meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
@@ -363,6 +364,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             BugId::Rw14910 => scenario(ctx, p, capture, hooks.on_cluster).await,
             BugId::Rw22384 => crate::bugs::b22384::scenario(ctx, p, hooks.on_cluster).await,
             BugId::Rw16815 => crate::bugs::b16815::scenario(ctx, p, hooks.on_cluster).await,
+            BugId::Rw19138 => crate::bugs::b19138::scenario(ctx, p, hooks.on_cluster).await,
             BugId::Rw15144 => crate::bugs::b15144::scenario(ctx, p, hooks.on_cluster).await,
         }
     });

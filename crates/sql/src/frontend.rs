@@ -811,7 +811,7 @@ impl Session {
         };
         match setting.as_str() {
             "parallelism" => Err(SqlError::Unsupported(
-                "ALTER ... SET PARALLELISM (this engine has no rescheduling)".into(),
+                "ALTER ... SET PARALLELISM (a reschedule here moves vnodes among a job's actors, never changes their number)".into(),
             )),
             "streaming_rate_limit" | "backfill_rate_limit" if kind != Kind::Table => {
                 let limit = value.rate_limit()?;

@@ -10,12 +10,13 @@ use std::fmt;
 use std::str::FromStr;
 
 use epochlab_barrier::OnWorkerErr;
-use epochlab_meta::{DropMode, PreApplyCancel};
+use epochlab_meta::{ConfigChangeWait, DropMode, PreApplyCancel};
 use epochlab_stream::BackfillVnode;
 
 pub mod b14910;
 pub mod b15144;
 pub mod b16815;
+pub mod b19138;
 pub mod b22384;
 
 /// A bug of the catalogue.
@@ -28,6 +29,8 @@ pub enum BugId {
     Rw22384,
     /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
     Rw16815,
+    /// RisingWave #19138: a job rescheduled while it backfills; its new vnodes' progress read too early.
+    Rw19138,
     /// RisingWave #15144: a cancel pre-applied by recovery leaves the job's tables registered in storage.
     Rw15144,
 }
@@ -78,10 +81,11 @@ impl Setting {
 
 impl BugId {
     /// Every implemented bug, in catalogue order.
-    pub const ALL: [BugId; 4] = [
+    pub const ALL: [BugId; 5] = [
         BugId::Rw14910,
         BugId::Rw22384,
         BugId::Rw16815,
+        BugId::Rw19138,
         BugId::Rw15144,
     ];
 
@@ -90,6 +94,7 @@ impl BugId {
             BugId::Rw14910 => "14910",
             BugId::Rw22384 => "22384",
             BugId::Rw16815 => "16815",
+            BugId::Rw19138 => "19138",
             BugId::Rw15144 => "15144",
         }
     }
@@ -99,6 +104,7 @@ impl BugId {
             BugId::Rw14910 => &b14910::INFO,
             BugId::Rw22384 => &b22384::INFO,
             BugId::Rw16815 => &b16815::INFO,
+            BugId::Rw19138 => &b19138::INFO,
             BugId::Rw15144 => &b15144::INFO,
         }
     }
@@ -118,6 +124,7 @@ impl BugId {
             BugId::Rw14910 => "risingwave-14910",
             BugId::Rw22384 => "risingwave-22384",
             BugId::Rw16815 => "risingwave-16815",
+            BugId::Rw19138 => "risingwave-19138",
             BugId::Rw15144 => "risingwave-15144",
         }
     }
@@ -261,6 +268,9 @@ pub struct Toggles {
     /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks
     /// (`StreamConfig::backfill_vnode`).
     pub backfill_vnode: BackfillVnode,
+    /// #19138: what a reschedule's Pause waits for before its Update goes out
+    /// (`MetaConfig::config_change_wait`).
+    pub config_change_wait: ConfigChangeWait,
     /// #15144: what recovery's pre-apply of a buffered cancel does with the job's state tables
     /// (`MetaConfig::pre_apply_cancel`).
     pub pre_apply_cancel: PreApplyCancel,
@@ -272,6 +282,7 @@ impl Default for Toggles {
             drop_mode: DropMode::Fixed,
             on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
             backfill_vnode: BackfillVnode::DistKey,
+            config_change_wait: ConfigChangeWait::EpochCommit,
             pre_apply_cancel: PreApplyCancel::Unregister,
         }
     }
@@ -286,6 +297,7 @@ impl Toggles {
             BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
             BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
             BugId::Rw16815 => t.backfill_vnode = b16815::backfill_vnode(mode),
+            BugId::Rw19138 => t.config_change_wait = b19138::config_change_wait(mode),
             BugId::Rw15144 => t.pre_apply_cancel = b15144::pre_apply_cancel(mode),
         }
         Ok(t)

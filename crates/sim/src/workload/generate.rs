@@ -83,6 +83,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     }
     distribute_some_by_a_pk_subset(&d, &mut steps);
     cancel_some_creating_jobs(&d, &mut cluster, g, &mut steps);
+    reschedule_some_jobs(&d, &cluster, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -178,6 +179,36 @@ fn cancel_some_creating_jobs(d: &Draw, c: &mut PlanCluster, g: &GenParams, steps
         }
     }
     steps.extend(added);
+}
+
+/// About half the views and sinks of two actors or more are rescheduled once (RisingWave #19138's shape),
+/// within ten barrier intervals of their creation, so often while they backfill. Drawn after every other
+/// draw, so that the rest of a seed's plan is what it was before plans could reschedule.
+fn reschedule_some_jobs(d: &Draw, c: &PlanCluster, steps: &mut Vec<Step>) {
+    let interval = c.barrier_interval_ms;
+    let jobs: Vec<(u64, String)> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreateMv { name, job } | Action::CreateSink { name, job, .. }
+                if job.parallelism >= 2 =>
+            {
+                Some((s.at_ms, name.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    for (at_ms, name) in jobs {
+        if !d.chance(0.5) {
+            continue;
+        }
+        steps.push(Step {
+            at_ms: at_ms + d.between(interval, 10 * interval),
+            action: Action::Reschedule {
+                name,
+                rotate: d.between(1, u64::from(c.vnodes)) as u32,
+            },
+        });
+    }
 }
 
 /// A table of the plan, and what the jobs over it must keep up with.
@@ -527,6 +558,42 @@ mod tests {
             !serde_json::to_string(&cluster)
                 .unwrap()
                 .contains("static_groups")
+        );
+    }
+
+    /// About half the jobs of two actors or more are rescheduled, each soon after its creation.
+    #[test]
+    fn some_jobs_are_rescheduled_soon_after_their_creation() {
+        let (mut rescheduled, mut jobs) = (0, 0);
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            for step in &plan.steps {
+                match &step.action {
+                    Action::CreateMv { job, .. } | Action::CreateSink { job, .. }
+                        if job.parallelism >= 2 =>
+                    {
+                        jobs += 1
+                    }
+                    Action::Reschedule { name, rotate } => {
+                        rescheduled += 1;
+                        assert!(*rotate >= 1 && *rotate < plan.cluster.vnodes);
+                        let created = plan.steps.iter().find(|s| match &s.action {
+                            Action::CreateMv { name: n, .. }
+                            | Action::CreateSink { name: n, .. } => n == name,
+                            _ => false,
+                        });
+                        let created = created.expect("a rescheduled job is created").at_ms;
+                        let interval = plan.cluster.barrier_interval_ms;
+                        assert!(step.at_ms >= created + interval);
+                        assert!(step.at_ms < created + 10 * interval);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(
+            rescheduled > jobs / 4 && rescheduled < jobs * 3 / 4,
+            "{rescheduled} of {jobs}"
         );
     }
 }

@@ -95,6 +95,10 @@ pub enum Action {
         update_pct: u8,
         delete_pct: u8,
     },
+    /// Reschedule a view or sink (RisingWave's `RescheduleFragment`, a Pause, an Update and a Resume): the
+    /// owner of vnode `v` becomes the actor that owned `v + rotate` (modulo the vnode count), so each actor
+    /// keeps as many vnodes.
+    Reschedule { name: String, rotate: u32 },
     /// `FLUSH`.
     Flush,
     /// Kill compute nodes (by worker id) and start them again, empty, `restart_after_ms` later.
@@ -395,6 +399,9 @@ impl std::fmt::Display for Action {
                 "dml on {table}: {rows_per_s} rows/s for {:.1} s ({update_pct}% updates, {delete_pct}% deletes)",
                 *duration_ms as f64 / 1000.0
             ),
+            Action::Reschedule { name, rotate } => {
+                write!(f, "reschedule {name}: vnode owners rotated by {rotate}")
+            }
             Action::Flush => write!(f, "flush"),
             Action::Kill {
                 nodes,

@@ -294,6 +294,21 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
                 ddl_result(&run2, &format!("throttle {name}"), result);
             });
         }
+        Action::Reschedule { name, rotate } => {
+            let id = id_of(run, &name)?;
+            let run2 = run.clone();
+            spawn(run, async move {
+                let meta = &run2.cluster.meta;
+                let result = match meta.relation(id) {
+                    Some(rel) => {
+                        meta.reschedule(id, rel.rotated_vnodes(rotate as usize))
+                            .await
+                    }
+                    None => Err(epochlab_meta::DdlError::NotFound(name.clone())),
+                };
+                ddl_result(&run2, &format!("reschedule {name}"), result);
+            });
+        }
         Action::Dml {
             table,
             rows_per_s,

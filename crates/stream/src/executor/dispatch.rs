@@ -33,7 +33,8 @@ impl Dispatcher {
 
 /// The consumer at the end of every actor (RisingWave's `DispatchExecutor`): sends chunks to downstream
 /// actors by hash of the distribution key, to all (broadcast) or to the one (no-shuffle); sends every barrier
-/// to every output; adds outputs on `Add` before sending and removes stopped ones after. Yields only barriers.
+/// to every output; adds outputs on `Add` before sending and removes stopped ones after, and after an `Update`
+/// hashes by the rescheduled fragment's new mapping. Yields only barriers.
 pub struct DispatchExecutor {
     actor_id: ActorId,
     input: BoxedExecutor,
@@ -105,6 +106,17 @@ impl DispatchExecutor {
                             d.outputs.retain(|a, _| !stopped.contains(a));
                         }
                         dispatchers.retain(|d| !d.outputs.is_empty());
+                    }
+                    // A reschedule downstream: rows after this barrier go by the new mapping.
+                    for update in barrier.as_update_dispatchers(actor_id).unwrap_or_default() {
+                        for d in &mut dispatchers {
+                            if d.desc.downstream_fragment != update.downstream_fragment {
+                                continue;
+                            }
+                            if let DispatcherKind::Hash { mapping, .. } = &mut d.desc.kind {
+                                *mapping = update.mapping.clone();
+                            }
+                        }
                     }
                     yield barrier;
                 }

@@ -1,3 +1,4 @@
+use epochlab_common::ActorId;
 use epochlab_state_table::StateTable;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
@@ -7,15 +8,20 @@ use super::{
 };
 
 /// Writes every change into the table's state table and forwards it; commits on each barrier before
-/// yielding it.
+/// yielding it, and takes the actor's new vnode bitmap (a reschedule) after.
 pub struct MaterializeExecutor {
+    actor_id: ActorId,
     input: BoxedExecutor,
     table: StateTable,
 }
 
 impl MaterializeExecutor {
-    pub fn new(input: BoxedExecutor, table: StateTable) -> Self {
-        Self { input, table }
+    pub fn new(actor_id: ActorId, input: BoxedExecutor, table: StateTable) -> Self {
+        Self {
+            actor_id,
+            input,
+            table,
+        }
     }
 
     #[try_stream(ok = Message, error = StreamExecutorError)]
@@ -38,7 +44,11 @@ impl MaterializeExecutor {
                         barrier.epoch,
                         "state committed before the barrier is yielded"
                     );
+                    let update = barrier.as_update_vnode_bitmap(self.actor_id);
                     yield Message::Barrier(barrier);
+                    if let Some(vnodes) = update {
+                        self.table.update_vnode_bitmap(vnodes)?;
+                    }
                 }
             }
         }

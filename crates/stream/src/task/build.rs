@@ -369,7 +369,7 @@ fn build_node(
             };
             let state =
                 StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
-            Box::new(MaterializeExecutor::new(input, state))
+            Box::new(MaterializeExecutor::new(actor_id, input, state))
         }
         StreamNode::FlowControl { rate_limit, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;

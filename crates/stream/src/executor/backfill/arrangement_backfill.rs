@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use epochlab_barrier::{Barrier, CreateMviewProgress};
 use epochlab_common::{
@@ -341,6 +342,40 @@ impl Core {
         }
     }
 
+    /// Take a new vnode bitmap after a barrier (a reschedule): both tables own the new vnodes, the lost ones
+    /// leave the state, and the gained ones take the progress their old owner persisted, read from the
+    /// progress table now. That row is right only once the epoch that wrote it is committed and pinned on this
+    /// node: what the reschedule's Pause waits for (RisingWave #19138).
+    fn update_vnodes(
+        &mut self,
+        state: &mut BackfillState,
+        vnodes: Arc<Bitmap>,
+        epoch: EpochPair,
+    ) -> StreamExecutorResult<()> {
+        self.args.state_table.update_vnode_bitmap(vnodes.clone())?;
+        self.args
+            .upstream_table
+            .update_vnode_bitmap(vnodes.clone())?;
+        let pk_len = self.pk_indices.len();
+        let gained = state.update_vnodes(&self.args.state_table, &vnodes, pk_len)?;
+        let lost = self.args.vnodes.iter_ones().filter(|v| !vnodes.is_set(*v));
+        let lost: Vec<String> = lost.map(|v| v.to_string()).collect();
+        let gained: Vec<String> = gained.iter().map(|(v, p)| format!("{v}:{p}")).collect();
+        event!(
+            self.args.log,
+            "backfill vnodes",
+            "actor={} epoch={} pinned={} gained=[{}] lost=[{}]",
+            self.args.actor_id,
+            epoch.curr,
+            self.args.storage.max_committed_epoch(),
+            gained.join(" "),
+            lost.join(" ")
+        );
+        self.args.stats.retain_vnodes(&vnodes);
+        self.args.vnodes = vnodes;
+        Ok(())
+    }
+
     async fn report_progress(&self, barrier: &Barrier, state: &BackfillState, done: bool) {
         self.args
             .barrier_manager
@@ -355,6 +390,19 @@ impl Core {
             )
             .await;
     }
+}
+
+/// Where the executor is between two barriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Reading the snapshot of its unfinished vnodes, marking and buffering upstream chunks.
+    Backfilling,
+    /// The snapshot is read: forward the upstream; at the barrier every vnode completes and is reported done.
+    Finishing,
+    /// Every vnode completed: pass everything through. `report_done` reports done at the next barrier (an
+    /// actor rebuilt with its progress completed, or one whose new vnodes are all completed after a
+    /// reschedule: meta's tracker waits for it again).
+    Done { report_done: bool },
 }
 
 impl ArrangementBackfillExecutor {
@@ -375,15 +423,23 @@ impl ArrangementBackfillExecutor {
                 "actor {actor_id} is new but its progress table has rows"
             )))?;
         }
-        let finished_at_start = state.is_completely_finished();
+        // Already finished (a rebuilt actor whose progress is committed as completed): as in RisingWave,
+        // report done on the barrier after the first. The first barrier after a recovery is its Initial
+        // barrier, whose collection carries no progress to meta's tracker, which recovery has rebuilt with
+        // every backfill actor pending: a report there would be lost and the job never finish.
+        let mut phase = if state.is_completely_finished() {
+            Phase::Done { report_done: true }
+        } else {
+            Phase::Backfilling
+        };
         let first_epoch = first.epoch;
         yield Message::Barrier(first);
         // The replicated table reads a fully committed snapshot: wait for the first barrier's `prev`.
         core.args.storage.wait_for_epoch(first_epoch.prev).await;
         core.args.upstream_table.init_epoch(first_epoch);
 
-        if !finished_at_start {
-            'backfill: loop {
+        loop {
+            let barrier = if phase == Phase::Backfilling {
                 let mut snapshot = if paused {
                     None
                 } else {
@@ -433,7 +489,8 @@ impl ArrangementBackfillExecutor {
                         yield Message::Chunk(chunk);
                     }
                     core.args.stats.record_epoch(read_this_epoch);
-                    break 'backfill;
+                    phase = Phase::Finishing;
+                    continue;
                 };
                 // RisingWave #14842: an epoch without any snapshot row still reads one, so that progress
                 // through tombstones is never lost.
@@ -462,14 +519,6 @@ impl ArrangementBackfillExecutor {
                     core.args.upstream_table.write_chunk(chunk)?;
                 }
                 core.args.upstream_table.commit(barrier.epoch)?;
-                if barrier.is_pause() {
-                    paused = true;
-                } else if barrier.is_resume() {
-                    paused = false;
-                }
-                if let Some(limit) = barrier.as_throttle(actor_id) {
-                    core.rate_limit = limit.filter(|l| *l > 0);
-                }
                 core.args.stats.record_epoch(read_this_epoch);
                 core.report_progress(&barrier, &state, false).await;
                 core.persist_state_per_vnode(&barrier, &mut state)?;
@@ -477,72 +526,66 @@ impl ArrangementBackfillExecutor {
                     actor = actor_id.0,
                     "barrier persisted actor={actor_id} barrier={barrier:?}"
                 );
-                yield Message::Barrier(barrier);
-            }
-
-            // Finish on the next barrier: every vnode completed, persisted, reported done.
-            loop {
-                match upstream.next().await {
-                    None => {
-                        return Err(StreamExecutorError::ChannelClosed(format!(
-                            "upstream of backfill actor {actor_id}"
-                        )))?;
-                    }
-                    Some(msg) => match msg? {
-                        Message::Chunk(c) => yield Message::Chunk(c),
-                        Message::Barrier(barrier) => {
-                            state.finish_all();
-                            core.args.stats.record_epoch(0);
-                            core.report_progress(&barrier, &state, true).await;
-                            core.persist_state_per_vnode(&barrier, &mut state)?;
-                            core.args
-                                .stats
-                                .finished
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
-                            yield Message::Barrier(barrier);
-                            break;
+                barrier
+            } else {
+                // Finishing or done: forward the upstream until the barrier.
+                let barrier = loop {
+                    match upstream.next().await {
+                        // The upstream ends after a barrier that stops this actor.
+                        None if matches!(phase, Phase::Done { .. }) => return Ok(()),
+                        None => {
+                            return Err(StreamExecutorError::ChannelClosed(format!(
+                                "upstream of backfill actor {actor_id}"
+                            )))?;
                         }
-                    },
-                }
-            }
-        } else {
-            // Already finished (a rebuilt actor whose progress is committed as completed): as in RisingWave,
-            // report done on the barrier after the first. The first barrier after a recovery is its Initial
-            // barrier, whose collection carries no progress to meta's tracker, which recovery has rebuilt with
-            // every backfill actor pending: a report there would be lost and the job never finish.
-            loop {
-                match upstream.next().await {
-                    None => {
-                        return Err(StreamExecutorError::ChannelClosed(format!(
-                            "upstream of backfill actor {actor_id}"
-                        )))?;
+                        Some(msg) => match msg? {
+                            Message::Chunk(c) => yield Message::Chunk(c),
+                            Message::Barrier(b) => break b,
+                        },
                     }
-                    Some(msg) => match msg? {
-                        Message::Chunk(c) => yield Message::Chunk(c),
-                        Message::Barrier(barrier) => {
-                            core.args.state_table.commit(barrier.epoch)?;
+                };
+                core.args.upstream_table.commit(barrier.epoch)?;
+                match phase {
+                    Phase::Finishing => {
+                        // Every vnode completed, persisted, reported done.
+                        state.finish_all();
+                        core.args.stats.record_epoch(0);
+                        core.report_progress(&barrier, &state, true).await;
+                        core.persist_state_per_vnode(&barrier, &mut state)?;
+                        core.args.stats.finished.store(true, Ordering::Relaxed);
+                    }
+                    _ => {
+                        // The progress table does not change: commit it for the epoch.
+                        core.args.state_table.commit(barrier.epoch)?;
+                        if phase == (Phase::Done { report_done: true }) {
                             core.report_progress(&barrier, &state, true).await;
-                            core.args
-                                .stats
-                                .finished
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
-                            yield Message::Barrier(barrier);
-                            break;
+                            core.args.stats.finished.store(true, Ordering::Relaxed);
                         }
-                    },
+                    }
                 }
+                phase = Phase::Done { report_done: false };
+                barrier
+            };
+            if barrier.is_pause() {
+                paused = true;
+            } else if barrier.is_resume() {
+                paused = false;
             }
-        }
-
-        // Backfill done: pass everything through, committing the (unchanging) progress table every barrier.
-        #[for_await]
-        for msg in upstream {
-            match msg? {
-                Message::Chunk(c) => yield Message::Chunk(c),
-                Message::Barrier(b) => {
-                    core.args.state_table.commit(b.epoch)?;
-                    yield Message::Barrier(b);
-                }
+            if let Some(limit) = barrier.as_throttle(actor_id) {
+                core.rate_limit = limit.filter(|l| *l > 0);
+            }
+            let new_vnodes = barrier.as_update_vnode_bitmap(actor_id);
+            let epoch = barrier.epoch;
+            yield Message::Barrier(barrier);
+            // A reschedule: the new bitmap applies from the next epoch (RisingWave's `post_yield_barrier`).
+            if let Some(vnodes) = new_vnodes {
+                core.update_vnodes(&mut state, vnodes, epoch)?;
+                phase = if state.is_completely_finished() {
+                    Phase::Done { report_done: true }
+                } else {
+                    core.args.stats.finished.store(false, Ordering::Relaxed);
+                    Phase::Backfilling
+                };
             }
         }
     }

@@ -102,6 +102,22 @@ impl BackfillProgressPerVnode {
     }
 }
 
+/// `none`, `at [Some(Int64(7))] (3 rows)` or `done (5 rows)`: a vnode's progress in one short phrase.
+impl std::fmt::Display for BackfillProgressPerVnode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotStarted => f.write_str("none"),
+            Self::InProgress {
+                current_pos,
+                snapshot_row_count,
+            } => write!(f, "at {current_pos:?} ({snapshot_row_count} rows)"),
+            Self::Completed {
+                snapshot_row_count, ..
+            } => write!(f, "done ({snapshot_row_count} rows)"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct BackfillStatePerVnode {
     pub committed: BackfillProgressPerVnode,
@@ -123,11 +139,7 @@ impl BackfillState {
         let mut per_vnode = BTreeMap::new();
         for v in vnodes.iter_ones() {
             let vnode = VirtualNode::from_index(v);
-            let progress =
-                match state_table.get_row(&OwnedRow::new(vec![Some(vnode.to_scalar())]))? {
-                    Some(row) => BackfillProgressPerVnode::decode(&row, pk_len)?,
-                    None => BackfillProgressPerVnode::NotStarted,
-                };
+            let progress = Self::read(state_table, vnode, pk_len)?;
             per_vnode.insert(
                 vnode,
                 BackfillStatePerVnode {
@@ -137,6 +149,49 @@ impl BackfillState {
             );
         }
         Ok(Self { per_vnode })
+    }
+
+    /// A new vnode bitmap (a reschedule): vnodes outside `vnodes` leave; each one gained takes the progress
+    /// its row in `state_table` holds now (the table must own `vnodes` already). Returns the gained vnodes with
+    /// the progress read.
+    pub fn update_vnodes(
+        &mut self,
+        state_table: &StateTable,
+        vnodes: &Arc<Bitmap>,
+        pk_len: usize,
+    ) -> StreamExecutorResult<Vec<(VirtualNode, BackfillProgressPerVnode)>> {
+        self.per_vnode.retain(|v, _| vnodes.is_set(v.to_index()));
+        let mut gained = Vec::new();
+        for v in vnodes.iter_ones() {
+            let vnode = VirtualNode::from_index(v);
+            if self.per_vnode.contains_key(&vnode) {
+                continue;
+            }
+            let progress = Self::read(state_table, vnode, pk_len)?;
+            gained.push((vnode, progress.clone()));
+            self.per_vnode.insert(
+                vnode,
+                BackfillStatePerVnode {
+                    committed: progress.clone(),
+                    current: progress,
+                },
+            );
+        }
+        Ok(gained)
+    }
+
+    /// The progress `state_table` holds for `vnode` at its epoch; no row is `NotStarted`.
+    fn read(
+        state_table: &StateTable,
+        vnode: VirtualNode,
+        pk_len: usize,
+    ) -> StreamExecutorResult<BackfillProgressPerVnode> {
+        Ok(
+            match state_table.get_row(&OwnedRow::new(vec![Some(vnode.to_scalar())]))? {
+                Some(row) => BackfillProgressPerVnode::decode(&row, pk_len)?,
+                None => BackfillProgressPerVnode::NotStarted,
+            },
+        )
     }
 
     pub fn vnodes(&self) -> impl Iterator<Item = (VirtualNode, &BackfillStatePerVnode)> {

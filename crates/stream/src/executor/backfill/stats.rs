@@ -42,6 +42,14 @@ impl BackfillActorStats {
             .insert(vnode, (epoch, finished));
     }
 
+    /// The actor owns `vnodes` now (a reschedule): forget what it persisted for the others.
+    pub(crate) fn retain_vnodes(&self, vnodes: &epochlab_common::Bitmap) {
+        self.persisted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|v, _| vnodes.is_set(v.to_index()));
+    }
+
     /// Per vnode: the epoch its progress row was last written in, and whether that row said finished.
     pub fn persisted(&self) -> BTreeMap<VirtualNode, (Epoch, bool)> {
         self.persisted
