@@ -1204,7 +1204,7 @@ mod tests {
         assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
         let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
         let runs = a.runs();
-        assert_eq!(runs.len(), 9);
+        assert_eq!(runs.len(), 11);
         assert_eq!(
             a.event_log_of(runs[4]),
             Some(PathBuf::from("r.22384-fixed.log"))
@@ -1216,6 +1216,10 @@ mod tests {
         assert_eq!(
             a.event_log_of(runs[8]),
             Some(PathBuf::from("r.19138-fixed.log"))
+        );
+        assert_eq!(
+            a.event_log_of(runs[10]),
+            Some(PathBuf::from("r.15144-fixed.log"))
         );
     }
 
