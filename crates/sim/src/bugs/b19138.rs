@@ -370,34 +370,10 @@ fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
     }
     report.violations = s.checkers.violations();
     report.timeline = timeline(&s.ctx.log.lines());
-    if let Some(failure) = failure {
-        report.outcome = Outcome::Failed;
-        report.error = Some(failure.error.to_string());
-        report.caught_by = Some(format!(
-            "actor failure ({})",
-            failure.error.reason().as_str()
-        ));
-        report.failing_actor = Some(failure.actor.0);
-        if let epochlab_stream::executor::StreamExecutorError::ProgressDiverged { vnode, .. } =
-            &failure.error
-        {
-            report.failing_vnode = Some(*vnode);
-        }
-    } else if !report.violations.is_empty() {
-        let details: Vec<&str> = report
-            .violations
-            .iter()
-            .map(|v| v.detail.as_str())
-            .collect();
-        let checks: Vec<String> = report
-            .violations
-            .iter()
-            .map(|v| format!("{} checker", v.invariant))
-            .collect();
-        report.outcome = Outcome::Failed;
-        report.error = Some(details.join("; "));
-        report.caught_by = Some(checks.join(", "));
-    } else if p.mode == Mode::Buggy {
+    if super::failed(&mut report, failure) {
+        return report;
+    }
+    if p.mode == Mode::Buggy {
         return report.not_reproducible(
             "every new owner read the progress its vnodes' old owner had last written: the Pause's commit \
              reached the nodes before the Update did"

@@ -272,30 +272,10 @@ fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> Re
     super::check_view(&s.cluster, &s.checkers, s.table, s.view);
     report.violations = s.checkers.violations();
     report.timeline = timeline(&s.ctx.log.lines());
-    if let Some(failure) = s.cluster.failures.first_state_error() {
-        report.outcome = Outcome::Failed;
-        report.error = Some(failure.error.to_string());
-        report.caught_by = Some(format!(
-            "actor failure ({})",
-            failure.error.reason().as_str()
-        ));
-        report.failing_actor = Some(failure.actor.0);
-    } else if !report.violations.is_empty() {
-        // The symptoms first, each beside the check that saw it.
-        let details: Vec<&str> = report
-            .violations
-            .iter()
-            .map(|v| v.detail.as_str())
-            .collect();
-        let checks: Vec<String> = report
-            .violations
-            .iter()
-            .map(|v| format!("{} checker", v.invariant))
-            .collect();
-        report.outcome = Outcome::Failed;
-        report.error = Some(details.join("; "));
-        report.caught_by = Some(checks.join(", "));
-    } else if report.recoveries == 0 {
+    if super::failed(&mut report, s.cluster.failures.first_state_error()) {
+        return report;
+    }
+    if report.recoveries == 0 {
         return report.not_reproducible("no recovery happened".into());
     } else if p.mode == Mode::Buggy {
         let why = if fault.victim_had_collected {

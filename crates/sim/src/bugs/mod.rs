@@ -346,6 +346,46 @@ pub(crate) fn counted(
     report
 }
 
+/// A directed scenario's failure, if the run has one: the first state error of an actor (the error, the
+/// actor, the vnode when the error names one), else the violations (the symptoms first, each beside the
+/// check that saw it). `false` when the run neither failed an actor nor broke a check.
+pub(crate) fn failed(
+    report: &mut crate::scenario::ReproReport,
+    failure: Option<epochlab_stream::task::build::ActorFailure>,
+) -> bool {
+    use epochlab_stream::executor::StreamExecutorError;
+    if let Some(failure) = failure {
+        report.outcome = crate::scenario::Outcome::Failed;
+        report.error = Some(failure.error.to_string());
+        report.caught_by = Some(format!(
+            "actor failure ({})",
+            failure.error.reason().as_str()
+        ));
+        report.failing_actor = Some(failure.actor.0);
+        if let StreamExecutorError::ProgressDiverged { vnode, .. } = &failure.error {
+            report.failing_vnode = Some(*vnode);
+        }
+        return true;
+    }
+    if report.violations.is_empty() {
+        return false;
+    }
+    let details: Vec<&str> = report
+        .violations
+        .iter()
+        .map(|v| v.detail.as_str())
+        .collect();
+    let checks: Vec<String> = report
+        .violations
+        .iter()
+        .map(|v| format!("{} checker", v.invariant))
+        .collect();
+    report.outcome = crate::scenario::Outcome::Failed;
+    report.error = Some(details.join("; "));
+    report.caught_by = Some(checks.join(", "));
+    true
+}
+
 /// (oracle) The view `view` holds its query over the committed `table`: every row of it, nothing else.
 pub(crate) fn check_view(
     cluster: &crate::cluster::Cluster,
