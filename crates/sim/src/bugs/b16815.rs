@@ -25,7 +25,7 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
+    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for,
 };
 
 pub const INFO: BugInfo = BugInfo {
@@ -183,26 +183,7 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
         s.cluster.dml(s.table, rows).await?;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let done = tokio::time::timeout(CREATE_BUDGET, async {
-        while creating(s) && !failed(s) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    if done.await.is_err() {
-        return Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
-            "the view's backfill did not finish",
-        )));
-    }
-    if failed(s) {
-        return Ok(());
-    }
-    s.cluster.wait_ready().await;
-    s.cluster
-        .meta
-        .flush()
-        .await
-        .map_err(ScenarioError::ddl("the flush failed"))
+    super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {

@@ -338,26 +338,7 @@ async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     // Past the new owners' first persist, then updates that the new mapping routes to them.
     tokio::time::sleep(Duration::from_millis(2 * BARRIER_INTERVAL_MS)).await;
     update_rows(s, &mut BTreeMap::new(), UPDATE_ROUNDS).await?;
-    let done = tokio::time::timeout(CREATE_BUDGET, async {
-        while creating(s) && !failed(s) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    if done.await.is_err() {
-        return Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
-            "the view's backfill did not finish",
-        )));
-    }
-    if failed(s) {
-        return Ok(());
-    }
-    s.cluster.wait_ready().await;
-    s.cluster
-        .meta
-        .flush()
-        .await
-        .map_err(ScenarioError::ddl("the flush failed"))
+    super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {

@@ -346,6 +346,38 @@ pub(crate) fn counted(
     report
 }
 
+/// Waits (at most `budget` of virtual time) until `view` is created or an actor has failed; once created,
+/// until the cluster is ready and a checkpoint after it has committed. Out of budget is `Stuck`.
+pub(crate) async fn await_created(
+    cluster: &crate::cluster::Cluster,
+    view: epochlab_common::TableId,
+    budget: std::time::Duration,
+) -> Result<(), ScenarioError> {
+    let creating = || {
+        let rel = cluster.meta.relation(view);
+        rel.is_some_and(|r| r.state == epochlab_meta::JobState::Creating)
+    };
+    let failed = || cluster.failures.first_state_error().is_some();
+    let done = tokio::time::timeout(budget, async {
+        while creating() && !failed() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    });
+    if done.await.is_err() {
+        let report = crate::scenario::stuck_report(cluster, "the view's backfill did not finish");
+        return Err(ScenarioError::Stuck(report));
+    }
+    if failed() {
+        return Ok(());
+    }
+    cluster.wait_ready().await;
+    cluster
+        .meta
+        .flush()
+        .await
+        .map_err(ScenarioError::ddl("the flush failed"))
+}
+
 /// A directed scenario's failure, if the run has one: the first state error of an actor (the error, the
 /// actor, the vnode when the error names one), else the violations (the symptoms first, each beside the
 /// check that saw it). `false` when the run neither failed an actor nor broke a check.
