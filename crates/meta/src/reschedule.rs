@@ -44,15 +44,6 @@ pub enum ConfigChangeWait {
     EpochCommit,
 }
 
-impl ConfigChangeWait {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConfigChangeWait::None => "none",
-            ConfigChangeWait::EpochCommit => "epoch-commit",
-        }
-    }
-}
-
 impl Relation {
     /// The job's first fragment with vnode ownership rotated by `k`: the owner of vnode `v` becomes the actor
     /// that owned `v + k` (mod the vnode count). Each actor keeps as many vnodes; with two actors or more and

@@ -255,14 +255,11 @@ fn steady(s: &Setup) -> Result<bool, ScenarioError> {
     Ok(done(1) && !done(0) && in_flight <= 1 && caught_up)
 }
 
-/// Update `rounds` random rows, one round every [`UPDATE_EVERY`], while the view is being created. `values`
-/// holds each key's value: an update deletes that version and inserts the next.
-async fn update_rows(
-    s: &Setup,
-    values: &mut BTreeMap<i64, i64>,
-    rounds: u32,
-) -> Result<(), ScenarioError> {
+/// Update `rounds` random rows, one round every [`UPDATE_EVERY`], while the view is being created.
+async fn update_rows(s: &Setup, rounds: u32) -> Result<(), ScenarioError> {
     let rng = &s.ctx.rng;
+    // The value each key holds: an update deletes that version and inserts the next.
+    let mut values: BTreeMap<i64, i64> = BTreeMap::new();
     for _ in 0..rounds {
         if !creating(s) || failed(s) {
             break;
@@ -337,7 +334,7 @@ async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
         .map_err(ScenarioError::ddl("reschedule"))?;
     // Past the new owners' first persist, then updates that the new mapping routes to them.
     tokio::time::sleep(Duration::from_millis(2 * BARRIER_INTERVAL_MS)).await;
-    update_rows(s, &mut BTreeMap::new(), UPDATE_ROUNDS).await?;
+    update_rows(s, UPDATE_ROUNDS).await?;
     super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
 }
 
