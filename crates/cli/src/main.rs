@@ -35,14 +35,24 @@ use std::process::ExitCode;
 
 use args::Invocation;
 
-/// Writes to standard output; a closed pipe exits with status 0 (everything a results file keeps is
-/// already written by then), any other error with one line on stderr and status 1.
+/// Set once standard output's reader has gone away: later output is dropped.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to standard output. Once the reader has gone away (`| head`) the rest of the output is dropped and
+/// the command ends with its own exit status, so a pipe does not hide a failure; any other error is one line
+/// on stderr and status 1.
 fn write_stdout(text: std::fmt::Arguments<'_>) {
     use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     match out.write_fmt(text).and_then(|()| out.flush()) {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed)
+        }
         Err(e) => {
             eprintln!("epochlab: cannot write to standard output: {e}");
             std::process::exit(1)

@@ -533,6 +533,13 @@ pub fn soak_scenario(
         background_ddl_rate: rate("--background-ddl-rate", 0.0)?,
         ..SltParams::default()
     };
+    // Every file is read before any seed runs: a missing or malformed one is bad input, as for `slt`.
+    for f in &files {
+        epochlab_sql::runner::parse_file(f, &params).map_err(|e| ArgError::SltFiles {
+            pattern: pattern.clone(),
+            why: e.to_string(),
+        })?;
+    }
     Ok(crate::soak::Scenario::Slt(Box::new(SltCampaign {
         pattern,
         files,

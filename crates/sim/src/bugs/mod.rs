@@ -394,7 +394,9 @@ pub(crate) fn failed(
             failure.error.reason().as_str()
         ));
         report.failing_actor = Some(failure.actor.0);
-        if let StreamExecutorError::ProgressDiverged { vnode, .. } = &failure.error {
+        if let StreamExecutorError::ProgressDiverged { vnode, .. }
+        | StreamExecutorError::ProgressNotFound { vnode } = &failure.error
+        {
             report.failing_vnode = Some(*vnode);
         }
         return true;
