@@ -215,10 +215,12 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak|slt|bugs [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
-    #[error("epochlab: unknown command `{0}`; usage: epochlab repro|soak|slt|bugs [FLAGS]")]
+    #[error(
+        "epochlab: unknown command `{0}`; usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS]"
+    )]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
     Repro(#[from] ArgError),
@@ -275,7 +277,10 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
             rest.iter().map(PathBuf::from).collect(),
         )),
         "slt" => crate::slt::parse(rest).map_err(CliError::Slt),
-        "bugs" if rest.is_empty() => Ok(Invocation::Bugs),
+        // The catalogue is all `bugs` says; its help is the catalogue.
+        "bugs" if rest.is_empty() || matches!(rest, [h] if h == "-h" || h == "--help") => {
+            Ok(Invocation::Bugs)
+        }
         "bugs" => Err(CliError::BugsTakesNothing(rest[0].clone())),
         "-h" | "--help" | "help" => Ok(Invocation::Help),
         other => Err(CliError::UnknownCommand(other.to_string())),

@@ -64,7 +64,7 @@ fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
             outln!(
-                "usage: epochlab repro|soak|slt|bugs [FLAGS]\n\n{}\n\n{}\n\n{}",
+                "usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS]\n\n{}\n\n{}\n\n{}",
                 args::REPRO_HELP,
                 args::SOAK_HELP,
                 slt::SLT_HELP
