@@ -148,12 +148,7 @@ pub(crate) async fn scenario(
         Err(ScenarioError::NotShown(why)) => {
             super::counted(report, &setup.cluster).not_reproducible(why)
         }
-        Err(stuck) => {
-            let mut report = super::counted(report, &setup.cluster);
-            report.outcome = Outcome::Stuck;
-            report.error = Some(stuck.to_string());
-            report
-        }
+        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
     }
 }
 

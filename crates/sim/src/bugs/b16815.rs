@@ -24,9 +24,7 @@ use super::{BugId, BugInfo, Mode, ScenarioError, Setting, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for,
-};
+use crate::scenario::{ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw16815,
@@ -89,12 +87,7 @@ pub(crate) async fn scenario(
     };
     match update_while_backfilling(&setup).await {
         Ok(()) => verdict(&setup, &p, report),
-        Err(stuck) => {
-            let mut report = super::counted(report, &setup.cluster);
-            report.outcome = Outcome::Stuck;
-            report.error = Some(stuck.to_string());
-            report
-        }
+        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
     }
 }
 

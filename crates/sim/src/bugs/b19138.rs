@@ -36,7 +36,7 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
+    ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
 };
 
 pub const INFO: BugInfo = BugInfo {
@@ -120,12 +120,7 @@ pub(crate) async fn scenario(
     };
     match reschedule_while_backfilling(&setup).await {
         Ok(()) => verdict(&setup, &p, report),
-        Err(ScenarioError::Stuck(why)) => {
-            let mut report = super::counted(report, &setup.cluster);
-            report.outcome = Outcome::Stuck;
-            report.error = Some(why);
-            report
-        }
+        Err(stuck @ ScenarioError::Stuck(_)) => super::stuck(report, &setup.cluster, stuck),
         Err(why) => super::counted(report, &setup.cluster).not_reproducible(why.to_string()),
     }
 }

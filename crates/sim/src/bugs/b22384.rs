@@ -28,7 +28,7 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
+    ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
 };
 
 pub const INFO: BugInfo = BugInfo {
@@ -129,12 +129,7 @@ pub(crate) async fn scenario(
     };
     match fault_and_recover(&setup, &draw).await {
         Ok(fault) => verdict(&setup, &p, &fault, report),
-        Err(stuck) => {
-            let mut report = super::counted(report, &setup.cluster);
-            report.outcome = Outcome::Stuck;
-            report.error = Some(stuck.to_string());
-            report
-        }
+        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
     }
 }
 

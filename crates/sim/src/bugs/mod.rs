@@ -420,6 +420,19 @@ pub(crate) fn failed(
     true
 }
 
+/// A directed scenario that ran out of a step's budget: `stuck`, with the run's counts and the cluster's
+/// state when it gave up.
+pub(crate) fn stuck(
+    report: crate::scenario::ReproReport,
+    cluster: &crate::cluster::Cluster,
+    why: ScenarioError,
+) -> crate::scenario::ReproReport {
+    let mut report = counted(report, cluster);
+    report.outcome = crate::scenario::Outcome::Stuck;
+    report.error = Some(why.to_string());
+    report
+}
+
 /// (oracle) The view `view` holds its query over the committed `table`: every row of it, nothing else.
 pub(crate) fn check_view(
     cluster: &crate::cluster::Cluster,
