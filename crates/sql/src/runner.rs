@@ -292,7 +292,18 @@ pub fn run_file(
 enum RecordError {
     Test(TestError),
     /// A background CREATE whose view did not finish (RisingWave's `wait_background_mv_finished`).
-    Background(String),
+    Background(BackgroundError),
+}
+
+/// Why a view created in the background was not there after `WAIT`.
+#[derive(Debug, thiserror::Error)]
+enum BackgroundError {
+    #[error("WAIT failed: {0}")]
+    Wait(SqlError),
+    #[error("materialized view {0} is still being created after WAIT")]
+    StillCreating(String),
+    #[error("materialized view {0} does not exist after WAIT")]
+    Gone(String),
 }
 
 impl From<TestError> for RecordError {
@@ -582,7 +593,7 @@ impl Play {
                     line,
                     sql,
                     expected: "the view created in the background".into(),
-                    actual: why.clone(),
+                    actual: why.to_string(),
                 });
                 return;
             }
@@ -721,19 +732,13 @@ impl Play {
     }
 
     /// `WAIT`, then the view must exist and be created (RisingWave's `wait_background_mv_finished`).
-    async fn wait_background(&self, name: &str) -> Result<(), String> {
+    async fn wait_background(&self, name: &str) -> Result<(), BackgroundError> {
         let mut s = Session::new(self.engine.clone());
-        s.execute("WAIT")
-            .await
-            .map_err(|e| format!("WAIT failed: {e}"))?;
+        s.execute("WAIT").await.map_err(BackgroundError::Wait)?;
         match self.cluster().meta.relation_by_name(&name.to_lowercase()) {
             Some(r) if r.state == JobState::Created => Ok(()),
-            Some(_) => Err(format!(
-                "materialized view {name} is still being created after WAIT"
-            )),
-            None => Err(format!(
-                "materialized view {name} does not exist after WAIT"
-            )),
+            Some(_) => Err(BackgroundError::StillCreating(name.to_string())),
+            None => Err(BackgroundError::Gone(name.to_string())),
         }
     }
 
