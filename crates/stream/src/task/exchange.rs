@@ -7,12 +7,12 @@
 //! `concurrent_barriers` barriers wait in a channel: an actor gets past a barrier only as fast as its
 //! downstream takes the previous one, and barriers queue upstream, behind data.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use epochlab_common::ActorId;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 
 use crate::executor::Message;
 
@@ -53,10 +53,30 @@ struct Permits {
     barriers: Semaphore,
 }
 
+/// One channel's queue. A channel that was never used holds no buffer: a job of parallelism `p` behind a
+/// hash exchange has `p * p` channels, so an empty one must cost a few words, not a pre-allocated block.
+#[derive(Default)]
+struct Queue {
+    messages: VecDeque<(Message, Permit)>,
+    rx_waker: Option<Waker>,
+    sender_gone: bool,
+    receiver_gone: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    permits: Permits,
+}
+
+impl Shared {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The sending end of an exchange channel.
 pub struct PermitSender {
-    tx: mpsc::UnboundedSender<(Message, Permit)>,
-    permits: Arc<Permits>,
+    shared: Arc<Shared>,
     max_chunk_permits: usize,
 }
 
@@ -67,40 +87,78 @@ pub struct ReceiverGone;
 impl PermitSender {
     /// Wait for the message's permits, then send it.
     pub async fn send(&self, msg: Message) -> Result<(), ReceiverGone> {
+        let permits = &self.shared.permits;
         let permit = match &msg {
             Message::Chunk(c) => {
                 let n = c.cardinality().clamp(1, self.max_chunk_permits) as u32;
-                let p = self.permits.records.acquire_many(n).await;
+                let p = permits.records.acquire_many(n).await;
                 p.map_err(|_| ReceiverGone)?.forget();
                 Permit::Records(n)
             }
             Message::Barrier(_) => {
-                let p = self.permits.barriers.acquire().await;
+                let p = permits.barriers.acquire().await;
                 p.map_err(|_| ReceiverGone)?.forget();
                 Permit::Barrier
             }
         };
-        self.tx.send((msg, permit)).map_err(|_| ReceiverGone)
+        let waker = {
+            let mut q = self.shared.queue();
+            if q.receiver_gone {
+                return Err(ReceiverGone);
+            }
+            q.messages.push_back((msg, permit));
+            q.rx_waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PermitSender {
+    fn drop(&mut self) {
+        let waker = {
+            let mut q = self.shared.queue();
+            q.sender_gone = true;
+            q.rx_waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 }
 
 /// The receiving end of an exchange channel: taking a message gives its permits back.
 pub struct PermitReceiver {
-    rx: mpsc::UnboundedReceiver<(Message, Permit)>,
-    permits: Arc<Permits>,
+    shared: Arc<Shared>,
 }
 
 impl PermitReceiver {
+    /// Like tokio's channels, a receive spends the task's cooperative budget, so a busy actor yields to the
+    /// others as it did when the exchange was a tokio channel (the simulation's schedule is unchanged).
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        self.rx.poll_recv(cx).map(|m| {
-            m.map(|(msg, permit)| {
-                match permit {
-                    Permit::Records(n) => self.permits.records.add_permits(n as usize),
-                    Permit::Barrier => self.permits.barriers.add_permits(1),
-                }
-                msg
-            })
-        })
+        let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+        let mut q = self.shared.queue();
+        if let Some((msg, permit)) = q.messages.pop_front() {
+            drop(q);
+            let permits = &self.shared.permits;
+            match permit {
+                Permit::Records(n) => permits.records.add_permits(n as usize),
+                Permit::Barrier => permits.barriers.add_permits(1),
+            }
+            coop.made_progress();
+            return Poll::Ready(Some(msg));
+        }
+        if q.sender_gone {
+            coop.made_progress();
+            return Poll::Ready(None);
+        }
+        match &mut q.rx_waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 
     pub async fn recv(&mut self) -> Option<Message> {
@@ -110,26 +168,33 @@ impl PermitReceiver {
 
 impl Drop for PermitReceiver {
     fn drop(&mut self) {
-        // A sender waiting for permits must learn that nobody will give them back.
-        self.permits.records.close();
-        self.permits.barriers.close();
+        // A sender waiting for permits must learn that nobody will give them back; queued messages go now.
+        let messages = {
+            let mut q = self.shared.queue();
+            q.receiver_gone = true;
+            std::mem::take(&mut q.messages)
+        };
+        drop(messages);
+        self.shared.permits.records.close();
+        self.shared.permits.barriers.close();
     }
 }
 
 /// A channel with `config`'s permits.
 pub fn permit_channel(config: ExchangeConfig) -> (PermitSender, PermitReceiver) {
     assert!(config.initial_permits > config.batched_permits && config.concurrent_barriers > 0);
-    let (tx, rx) = mpsc::unbounded_channel();
-    let permits = Arc::new(Permits {
-        records: Semaphore::new(config.initial_permits),
-        barriers: Semaphore::new(config.concurrent_barriers),
+    let shared = Arc::new(Shared {
+        queue: Mutex::default(),
+        permits: Permits {
+            records: Semaphore::new(config.initial_permits),
+            barriers: Semaphore::new(config.concurrent_barriers),
+        },
     });
     let sender = PermitSender {
-        tx,
-        permits: permits.clone(),
+        shared: shared.clone(),
         max_chunk_permits: config.max_chunk_permits(),
     };
-    (sender, PermitReceiver { rx, permits })
+    (sender, PermitReceiver { shared })
 }
 
 type Key = (u64, ActorId, ActorId);
