@@ -288,6 +288,15 @@ impl Cluster {
             .collect()
     }
 
+    /// Visit every committed row of `table` as of the max committed epoch, in key order, without collecting
+    /// them (a checker of a large table must not hold a second copy of it).
+    pub fn for_each_committed_row(&self, table: TableId, mut f: impl FnMut(OwnedRow)) {
+        let mce = self.hummock.max_committed_epoch();
+        self.hummock.committed_store().for_each(table, mce, |_, v| {
+            f(value_encoding::decode_row(v).expect("committed rows decode"))
+        });
+    }
+
     /// A collecting sink's rows as of the max committed epoch, and any anomalies (duplicates, lost rows).
     pub fn sink_rows(&self, sink: TableId) -> Option<(Vec<OwnedRow>, Vec<String>)> {
         self.sinks

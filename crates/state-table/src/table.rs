@@ -280,6 +280,7 @@ impl StateTable {
         if let Some(old) = pending_delete {
             self.delete(old)?;
         }
+        self.local.try_flush()?;
         Ok(())
     }
 

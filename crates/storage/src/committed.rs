@@ -1,6 +1,15 @@
 //! Committed data: what meta's `commit_epoch` has made durable (RisingWave's SSTs in object storage),
 //! multi-versioned by epoch. Whether a node may *see* a table's committed data is decided by the version it
 //! has pinned, not here (see [`crate::local`]).
+//!
+//! Layout, as Hummock's: each commit of a table becomes a sorted run of immutable blocks (an SST of
+//! `BLOCK_BYTES` blocks: keys and values back to back in one buffer, a 16-byte entry per version), and runs
+//! merge size-tiered (the newest two whenever the older is at most twice the newer), so a table of `n` rows
+//! has at most `log2(n)` runs and each row is copied `O(log n)` times. A merge streams block by block and
+//! frees each input block as it passes, so it needs one block of headroom, not a second copy of the table.
+//! A merge keeps of the older run only each key's newest version, and every version of the newer run:
+//! enough for every reader at or above the previous max committed epoch (all readers in this model are).
+//! A row costs its key and value bytes plus 16.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -9,59 +18,424 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use epochlab_common::{Epoch, TableId};
 
+use crate::imm::Imm;
+
+/// A block is cut at the first key boundary past this many bytes of keys and values.
+const BLOCK_BYTES: usize = 64 * 1024;
+/// The high bit of an entry's `val_end` marks a delete (a tombstone; its value is empty).
+const TOMBSTONE: u32 = 1 << 31;
+
 #[derive(Clone, Default)]
 pub struct CommittedStore {
     tables: Arc<RwLock<BTreeMap<TableId, TableData>>>,
 }
 
+/// One table's runs, oldest first. Epochs grow from run to run: a newer run's versions of a key are newer.
 #[derive(Default)]
 struct TableData {
-    rows: BTreeMap<Bytes, Versions>,
+    runs: Vec<Run>,
 }
 
-/// The versions kept of one key: the newest and the one before it, which is enough for every reader at or
-/// above the previous max committed epoch (all readers in this model are). Inline: no allocation per key.
-/// A `None` value is a delete.
-struct Versions {
-    latest: (Epoch, Option<Bytes>),
-    /// Boxed: most keys are written once, and a small entry keeps the tree's nodes in cache.
-    previous: Option<Box<(Epoch, Option<Bytes>)>>,
+/// One version of a key. Its key starts where the previous entry's value ends (or at 0).
+#[derive(Clone, Copy)]
+struct Entry {
+    epoch: Epoch,
+    key_end: u32,
+    /// The value's end; `TOMBSTONE` set for a delete.
+    val_end: u32,
 }
 
-impl Versions {
-    fn new(epoch: Epoch, value: Option<Bytes>) -> Self {
-        Self {
-            latest: (epoch, value),
-            previous: None,
-        }
-    }
+/// Immutable sorted versions: by key, then by epoch ascending. A key's versions never straddle two blocks.
+struct Block {
+    data: Bytes,
+    entries: Vec<Entry>,
+}
 
-    fn push(&mut self, epoch: Epoch, value: Option<Bytes>) {
-        let last = self.latest.0;
-        assert!(
-            epoch >= last,
-            "committed versions of a key must not go back in epoch"
-        );
-        if epoch == last {
-            self.latest.1 = value;
+impl Block {
+    fn start(&self, i: usize) -> usize {
+        if i == 0 {
+            0
         } else {
-            let prev = std::mem::replace(&mut self.latest, (epoch, value));
-            self.previous = Some(Box::new(prev));
+            (self.entries[i - 1].val_end & !TOMBSTONE) as usize
+        }
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        &self.data[self.start(i)..self.entries[i].key_end as usize]
+    }
+
+    fn value_range(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        let e = self.entries[i];
+        (e.val_end & TOMBSTONE == 0).then_some(e.key_end as usize..e.val_end as usize)
+    }
+
+    /// The index just past the versions of the key at `i`.
+    fn key_end_index(&self, i: usize) -> usize {
+        let key = self.key(i);
+        let mut j = i + 1;
+        while j < self.entries.len() && self.key(j) == key {
+            j += 1;
+        }
+        j
+    }
+
+    /// Among the versions `i..j` of one key, the newest at or below `epoch`: `Some(None)` for a delete.
+    fn visible(&self, i: usize, j: usize, epoch: Epoch) -> Option<Option<std::ops::Range<usize>>> {
+        (i..j)
+            .rev()
+            .find(|&x| self.entries[x].epoch <= epoch)
+            .map(|x| self.value_range(x))
+    }
+
+    /// The first index whose key is not below `bound`.
+    fn seek(&self, bound: Bound<&[u8]>) -> usize {
+        let n = self.entries.len();
+        match bound {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => partition(n, |i| self.key(i) < k),
+            Bound::Excluded(k) => partition(n, |i| self.key(i) <= k),
         }
     }
 }
 
-/// Batches at least this large relative to the table are merged by rebuilding the tree from two sorted runs
-/// (linear) instead of inserting key by key (a descent per key).
-const REBUILD_RATIO: usize = 4;
-
-fn visible_at(versions: &Versions, epoch: Epoch) -> Option<&Bytes> {
-    if versions.latest.0 <= epoch {
-        return versions.latest.1.as_ref();
+/// The first `i` in `0..n` for which `below(i)` is false (`below` must be monotone).
+fn partition(n: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
-    match versions.previous.as_deref() {
-        Some((e, v)) if *e <= epoch => v.as_ref(),
-        _ => None,
+    lo
+}
+
+struct Run {
+    blocks: Vec<Block>,
+    versions: usize,
+    max_epoch: Epoch,
+}
+
+/// Writes versions in order into blocks.
+#[derive(Default)]
+struct RunBuilder {
+    blocks: Vec<Block>,
+    data: Vec<u8>,
+    entries: Vec<Entry>,
+    versions: usize,
+    max_epoch: Epoch,
+}
+
+impl RunBuilder {
+    /// The versions of one key, epochs ascending.
+    fn push_key<'v, I>(&mut self, key: &[u8], versions: I)
+    where
+        I: Iterator<Item = (Epoch, Option<&'v [u8]>)> + Clone,
+    {
+        let size: usize = versions
+            .clone()
+            .map(|(_, v)| key.len() + v.map_or(0, <[u8]>::len))
+            .sum();
+        if !self.data.is_empty() && self.data.len() + size > BLOCK_BYTES {
+            self.cut();
+        }
+        if self.data.capacity() == 0 {
+            self.data.reserve_exact(BLOCK_BYTES.max(size));
+        }
+        for (epoch, value) in versions {
+            self.data.extend_from_slice(key);
+            let key_end = self.data.len();
+            self.data.extend_from_slice(value.unwrap_or_default());
+            let val_end = u32::try_from(self.data.len()).expect("a block is under 2 GiB");
+            assert!(val_end & TOMBSTONE == 0, "a block is under 2 GiB");
+            let val_end = if value.is_some() {
+                val_end
+            } else {
+                val_end | TOMBSTONE
+            };
+            self.entries.push(Entry {
+                epoch,
+                key_end: key_end as u32,
+                val_end,
+            });
+            self.versions += 1;
+            self.max_epoch = self.max_epoch.max(epoch);
+        }
+    }
+
+    fn cut(&mut self) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.shrink_to_fit();
+        let mut data = std::mem::take(&mut self.data);
+        if data.capacity() > data.len() + data.len() / 8 {
+            data.shrink_to_fit();
+        }
+        self.blocks.push(Block {
+            data: Bytes::from(data),
+            entries,
+        });
+    }
+
+    fn finish(mut self) -> Run {
+        self.cut();
+        self.blocks.shrink_to_fit();
+        Run {
+            blocks: self.blocks,
+            versions: self.versions,
+            max_epoch: self.max_epoch,
+        }
+    }
+}
+
+/// A position in a borrowed run.
+struct Cursor<'a> {
+    run: &'a Run,
+    block: usize,
+    entry: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn seek(run: &'a Run, bound: Bound<&[u8]>) -> Self {
+        // The first block whose last key is not below the bound holds the first key not below it.
+        let last_below = |b: &Block| {
+            let last = b.key(b.entries.len() - 1);
+            match bound {
+                Bound::Unbounded => false,
+                Bound::Included(k) => last < k,
+                Bound::Excluded(k) => last <= k,
+            }
+        };
+        let block = partition(run.blocks.len(), |i| last_below(&run.blocks[i]));
+        let entry = run.blocks.get(block).map_or(0, |b| b.seek(bound));
+        Cursor { run, block, entry }
+    }
+
+    fn current(&self) -> Option<(&'a Block, usize)> {
+        let b = self.run.blocks.get(self.block)?;
+        Some((b, self.entry))
+    }
+
+    fn key(&self) -> Option<&'a [u8]> {
+        self.current().map(|(b, i)| b.key(i))
+    }
+
+    /// Move past the current key's versions.
+    fn advance(&mut self) {
+        let Some((b, i)) = self.current() else { return };
+        self.entry = b.key_end_index(i);
+        if self.entry >= b.entries.len() {
+            self.block += 1;
+            self.entry = 0;
+        }
+    }
+}
+
+/// Visit the live rows of `runs` in `range` as of `epoch`, in key order; `f` returns false to stop.
+fn visit(
+    runs: &[Run],
+    range: (Bound<&[u8]>, Bound<&[u8]>),
+    epoch: Epoch,
+    mut f: impl FnMut(&Block, usize, std::ops::Range<usize>) -> bool,
+) {
+    let mut cursors: Vec<Cursor> = runs
+        .iter()
+        .rev()
+        .map(|r| Cursor::seek(r, range.0))
+        .collect();
+    let past_end = |k: &[u8]| match range.1 {
+        Bound::Unbounded => false,
+        Bound::Included(e) => k > e,
+        Bound::Excluded(e) => k >= e,
+    };
+    loop {
+        let Some(min) = cursors.iter().filter_map(Cursor::key).min() else {
+            return;
+        };
+        if past_end(min) {
+            return;
+        }
+        // Newest run first: the first run with a version at or below `epoch` decides.
+        let mut decided = false;
+        let mut keep_going = true;
+        for c in cursors.iter_mut() {
+            if c.key() != Some(min) {
+                continue;
+            }
+            if !decided {
+                let (b, i) = c.current().expect("a cursor with a key");
+                if let Some(v) = b.visible(i, b.key_end_index(i), epoch) {
+                    decided = true;
+                    if let Some(range) = v {
+                        keep_going = f(b, i, range);
+                    }
+                }
+            }
+            c.advance();
+        }
+        if !keep_going {
+            return;
+        }
+    }
+}
+
+/// An owned run consumed block by block: each block is freed once the cursor leaves it.
+struct Draining {
+    blocks: std::vec::IntoIter<Block>,
+    current: Option<Block>,
+    entry: usize,
+}
+
+impl Draining {
+    fn new(run: Run) -> Self {
+        let mut blocks = run.blocks.into_iter();
+        let current = blocks.next();
+        Draining {
+            blocks,
+            current,
+            entry: 0,
+        }
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        self.current.as_ref().map(|b| b.key(self.entry))
+    }
+
+    /// Append the current key's versions (epochs ascending) to `out`, tagged with `from`; returns the
+    /// index past them.
+    fn take_versions(&self, out: &mut Vec<Version>, from: Side) -> usize {
+        let b = self.current.as_ref().expect("a current block");
+        let end = b.key_end_index(self.entry);
+        // Of the older run, only a key's newest version: every reader reads at or above the previous max
+        // committed epoch, which is at or above every epoch of the older run.
+        let first = if from == Side::Older {
+            end - 1
+        } else {
+            self.entry
+        };
+        for i in first..end {
+            out.push((b.entries[i].epoch, b.value_range(i), from));
+        }
+        end
+    }
+
+    fn data(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |b| &b.data[..])
+    }
+
+    fn advance_to(&mut self, end: usize) {
+        let len = self.current.as_ref().map_or(0, |b| b.entries.len());
+        self.entry = end;
+        if self.entry >= len {
+            self.current = self.blocks.next();
+            self.entry = 0;
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Older,
+    Newer,
+}
+
+/// A version found during a merge: its epoch, its value's place in its block (`None`: a delete), its run.
+type Version = (Epoch, Option<std::ops::Range<usize>>, Side);
+
+/// Merge two adjacent runs (`newer` after `older`) into one: of a key, the older run's newest version and
+/// every version of the newer run (of two versions at one epoch, the newer run's).
+fn merge(older: Run, newer: Run) -> Run {
+    let (mut a, mut b) = (Draining::new(older), Draining::new(newer));
+    let mut out = RunBuilder::default();
+    let mut versions: Vec<Version> = Vec::new();
+    loop {
+        let (take_a, take_b) = match (a.key(), b.key()) {
+            (None, None) => break,
+            (Some(_), None) => (true, false),
+            (None, Some(_)) => (false, true),
+            (Some(x), Some(y)) => (x <= y, y <= x),
+        };
+        versions.clear();
+        let end_a = take_a.then(|| a.take_versions(&mut versions, Side::Older));
+        let end_b = take_b.then(|| b.take_versions(&mut versions, Side::Newer));
+        versions.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                *earlier = later.clone();
+            }
+            same
+        });
+        let key = if take_a { a.key() } else { b.key() }.expect("a key");
+        let resolve = |(epoch, range, side): &Version| {
+            let data = if *side == Side::Older {
+                a.data()
+            } else {
+                b.data()
+            };
+            (*epoch, range.clone().map(|r| &data[r]))
+        };
+        out.push_key(key, versions.iter().map(resolve));
+        if let Some(end) = end_a {
+            a.advance_to(end);
+        }
+        if let Some(end) = end_b {
+            b.advance_to(end);
+        }
+    }
+    out.finish()
+}
+
+/// A k-way merge of sorted imms into one run: a heap of (key, imm index), so that a key's versions come out
+/// oldest first.
+fn run_of_imms(imms: &[Arc<Imm>]) -> Run {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut pos = vec![0usize; imms.len()];
+    let mut heap: BinaryHeap<Reverse<(&[u8], usize)>> = imms
+        .iter()
+        .enumerate()
+        .filter(|(_, imm)| !imm.is_empty())
+        .map(|(n, imm)| Reverse((imm.key(0), n)))
+        .collect();
+    let mut out = RunBuilder::default();
+    let mut versions: Vec<(Epoch, Option<&[u8]>)> = Vec::new();
+    while let Some(Reverse((key, _))) = heap.peek().copied() {
+        versions.clear();
+        while let Some(Reverse((k, n))) = heap.peek().copied()
+            && k == key
+        {
+            heap.pop();
+            let imm = &imms[n];
+            let epoch = imm.epoch;
+            match versions.last_mut() {
+                Some(last) if last.0 == epoch => last.1 = imm.value(pos[n]),
+                _ => versions.push((epoch, imm.value(pos[n]))),
+            }
+            pos[n] += 1;
+            if pos[n] < imm.len() {
+                heap.push(Reverse((imm.key(pos[n]), n)));
+            }
+        }
+        out.push_key(key, versions.iter().copied());
+    }
+    out.finish()
+}
+
+impl TableData {
+    /// Merge the newest runs while the older of the two is at most twice the newer (size-tiered).
+    fn compact(&mut self) {
+        while let [.., older, newer] = self.runs.as_slice() {
+            if older.versions > 2 * newer.versions {
+                break;
+            }
+            let newer = self.runs.pop().expect("two runs");
+            let older = self.runs.pop().expect("two runs");
+            self.runs.push(merge(older, newer));
+        }
     }
 }
 
@@ -74,39 +448,43 @@ impl CommittedStore {
         self.tables.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Add the writes of one table; `entries` are `(key, epoch, value)`, sorted by key then epoch, and epochs
-    /// only grow per key.
-    pub fn apply(&self, table_id: TableId, entries: Vec<(Bytes, Epoch, Option<Bytes>)>) {
-        use std::collections::btree_map::Entry;
-        debug_assert!(
-            entries
-                .windows(2)
-                .all(|w| (&w[0].0, w[0].1) <= (&w[1].0, w[1].1))
-        );
+    /// Add the synced imms of one table (oldest first: by epoch, then in flush order), whose epochs are at or
+    /// above every epoch the table already has, as one run. Of two writes of a key at one epoch (a spilled
+    /// mem-table's and a later one) the later is kept.
+    pub fn apply(&self, table_id: TableId, imms: &[Arc<Imm>]) {
+        let Some(oldest_new) = imms.iter().filter(|i| !i.is_empty()).map(|i| i.epoch).min() else {
+            return;
+        };
+        debug_assert!(imms.windows(2).all(|w| w[0].epoch <= w[1].epoch));
+        let run = run_of_imms(imms);
         let mut tables = self.write();
         let table = tables.entry(table_id).or_default();
-        if entries.len() >= 64 && entries.len() * REBUILD_RATIO >= table.rows.len() {
-            table.rows = merge_sorted(std::mem::take(&mut table.rows), entries);
-            return;
-        }
-        for (key, epoch, value) in entries {
-            match table.rows.entry(key) {
-                Entry::Occupied(mut o) => o.get_mut().push(epoch, value),
-                Entry::Vacant(v) => {
-                    v.insert(Versions::new(epoch, value));
-                }
-            }
-        }
+        assert!(
+            table.runs.last().is_none_or(|r| r.max_epoch <= oldest_new),
+            "committed versions of a key must not go back in epoch"
+        );
+        table.runs.push(run);
+        table.compact();
     }
 
     /// The value of `key` as of `epoch`.
     pub fn get(&self, table_id: TableId, key: &[u8], epoch: Epoch) -> Option<Bytes> {
         let tables = self.read();
-        let versions = tables.get(&table_id)?.rows.get(key)?;
-        visible_at(versions, epoch).cloned()
+        let table = tables.get(&table_id)?;
+        for run in table.runs.iter().rev() {
+            let c = Cursor::seek(run, Bound::Included(key));
+            let Some((b, i)) = c.current().filter(|(b, i)| b.key(*i) == key) else {
+                continue;
+            };
+            if let Some(v) = b.visible(i, b.key_end_index(i), epoch) {
+                return v.map(|r| b.data.slice(r));
+            }
+        }
+        None
     }
 
-    /// Up to `limit` live rows in `range` as of `epoch`, in key order (tombstones skipped).
+    /// Up to `limit` live rows in `range` as of `epoch`, in key order (tombstones skipped). Keys and values
+    /// share the blocks' buffers: no row is copied.
     pub fn scan(
         &self,
         table_id: TableId,
@@ -118,53 +496,42 @@ impl CommittedStore {
         let Some(table) = tables.get(&table_id) else {
             return Vec::new();
         };
-        table
-            .rows
-            .range::<[u8], _>(range)
-            .filter_map(|(k, versions)| visible_at(versions, epoch).map(|v| (k.clone(), v.clone())))
-            .take(limit)
-            .collect()
+        let mut out = Vec::new();
+        if limit == 0 {
+            return out;
+        }
+        visit(&table.runs, range, epoch, |b, i, v| {
+            let key = b.data.slice(b.start(i)..b.entries[i].key_end as usize);
+            out.push((key, b.data.slice(v)));
+            out.len() < limit
+        });
+        out
+    }
+
+    /// Visit every live row of `table` as of `epoch`, in key order, without collecting them.
+    pub fn for_each(&self, table_id: TableId, epoch: Epoch, mut f: impl FnMut(&[u8], &[u8])) {
+        let tables = self.read();
+        let Some(table) = tables.get(&table_id) else {
+            return;
+        };
+        let full = (Bound::Unbounded, Bound::Unbounded);
+        visit(&table.runs, full, epoch, |b, i, v| {
+            f(b.key(i), &b.data[v]);
+            true
+        });
     }
 
     /// Live keys of a table at `epoch` (tests and checkers).
     pub fn count(&self, table_id: TableId, epoch: Epoch) -> usize {
-        self.read().get(&table_id).map_or(0, |t| {
-            t.rows
-                .values()
-                .filter(|v| visible_at(v, epoch).is_some())
-                .count()
-        })
+        let mut n = 0;
+        self.for_each(table_id, epoch, |_, _| n += 1);
+        n
     }
-}
 
-/// Merge a table's rows with a sorted batch into a new tree, built in one linear pass.
-fn merge_sorted(
-    old: BTreeMap<Bytes, Versions>,
-    batch: Vec<(Bytes, Epoch, Option<Bytes>)>,
-) -> BTreeMap<Bytes, Versions> {
-    let mut out: Vec<(Bytes, Versions)> = Vec::with_capacity(old.len() + batch.len());
-    let mut old = old.into_iter().peekable();
-    for (key, epoch, value) in batch {
-        while let Some((k, _)) = old.peek() {
-            if *k >= key {
-                break;
-            }
-            out.push(old.next().unwrap());
-        }
-        match out.last_mut() {
-            Some((k, versions)) if *k == key => versions.push(epoch, value),
-            _ => match old.next_if(|(k, _)| *k == key) {
-                Some((k, mut versions)) => {
-                    versions.push(epoch, value);
-                    out.push((k, versions));
-                }
-                None => out.push((key, Versions::new(epoch, value))),
-            },
-        }
+    /// The number of runs of a table (tests: the merge policy keeps it logarithmic).
+    pub fn runs(&self, table_id: TableId) -> usize {
+        self.read().get(&table_id).map_or(0, |t| t.runs.len())
     }
-    out.extend(old);
-    // Sorted input: `from_iter` detects the run and bulk-builds the tree.
-    out.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -175,38 +542,136 @@ mod tests {
         Bytes::from(i.to_be_bytes().to_vec())
     }
 
-    /// Both apply paths (key by key, and the linear rebuild) give the same versions.
+    /// `(key, epoch, value)` sorted by key then epoch, as imms: one per epoch, oldest first.
+    fn imms(batch: &[(Bytes, Epoch, Option<Bytes>)]) -> Vec<Arc<Imm>> {
+        let epochs: std::collections::BTreeSet<Epoch> = batch.iter().map(|e| e.1).collect();
+        epochs
+            .into_iter()
+            .map(|epoch| {
+                let kvs: Vec<_> = batch
+                    .iter()
+                    .filter(|e| e.1 == epoch)
+                    .map(|e| (&e.0, e.2.as_ref()))
+                    .collect();
+                Arc::new(Imm::new(TableId(1), epoch, kvs.into_iter()))
+            })
+            .collect()
+    }
+
+    /// A model: every version of every key, in a `BTreeMap`.
+    #[derive(Default)]
+    struct Model(BTreeMap<Bytes, Vec<(Epoch, Option<Bytes>)>>);
+
+    impl Model {
+        fn apply(&mut self, entries: &[(Bytes, Epoch, Option<Bytes>)]) {
+            for (key, e, v) in entries {
+                self.0.entry(key.clone()).or_default().push((*e, v.clone()));
+            }
+        }
+
+        fn scan(&self, epoch: Epoch) -> Vec<(Bytes, Bytes)> {
+            let visible = |vs: &Vec<(Epoch, Option<Bytes>)>| {
+                vs.iter()
+                    .rev()
+                    .find(|(e, _)| *e <= epoch)
+                    .and_then(|(_, v)| v.clone())
+            };
+            self.0
+                .iter()
+                .filter_map(|(k, vs)| visible(vs).map(|v| (k.clone(), v)))
+                .collect()
+        }
+    }
+
+    /// Many commits of overlapping keys (updates, deletes, several epochs of one key in one commit): reads
+    /// at the newest epoch and at the one before agree with a model that keeps every version, across merges.
     #[test]
-    fn rebuild_and_per_key_paths_agree() {
+    fn runs_agree_with_a_model_across_merges() {
         let t = TableId(1);
-        let (a, b) = (CommittedStore::default(), CommittedStore::default());
+        let store = CommittedStore::default();
+        let mut model = Model::default();
+        let mut rng = 7u64;
+        let mut next = || {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 33) as u32
+        };
+        for commit in 1..=200u64 {
+            let epoch = commit * 10;
+            let n = 1 + next() % if commit % 50 == 0 { 3000 } else { 40 };
+            let mut batch: Vec<(Bytes, Epoch, Option<Bytes>)> = (0..n)
+                .map(|_| {
+                    let key = next() % 5000;
+                    // 32-byte values: the large commits fill several blocks.
+                    let value =
+                        (next() % 5 != 0).then(|| Bytes::from(next().to_be_bytes().repeat(8)));
+                    (k(key), Epoch(epoch + u64::from(next() % 2)), value)
+                })
+                .collect();
+            batch.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
+            batch.dedup_by(|x, y| x.0 == y.0 && x.1 == y.1);
+            model.apply(&batch);
+            store.apply(t, &imms(&batch));
+            let full = (Bound::Unbounded, Bound::Unbounded);
+            // The newest epoch, and the previous commit's newest (the previous max committed epoch).
+            for read in [Epoch(epoch + 1), Epoch(epoch - 9)] {
+                assert_eq!(
+                    store.scan(t, full, read, usize::MAX),
+                    model.scan(read),
+                    "commit {commit}"
+                );
+            }
+        }
+        assert!(store.runs(t) <= 12, "{} runs", store.runs(t));
+        let blocks = store.read()[&t]
+            .runs
+            .iter()
+            .map(|r| r.blocks.len())
+            .sum::<usize>();
+        assert!(blocks > store.runs(t), "some run has several blocks");
+        let e = Epoch(2001);
+        let want = model.scan(e);
+        assert_eq!(store.count(t, e), want.len());
+        for (key, v) in want.iter().step_by(37) {
+            assert_eq!(store.get(t, key, e).as_ref(), Some(v));
+        }
+        let (lo, hi) = (k(1000), k(2000));
+        let ranged = store.scan(
+            t,
+            (Bound::Excluded(&lo[..]), Bound::Included(&hi[..])),
+            e,
+            10,
+        );
+        let model_ranged: Vec<_> = want
+            .into_iter()
+            .filter(|(key, _)| *key > lo && *key <= hi)
+            .take(10)
+            .collect();
+        assert_eq!(ranged, model_ranged);
+    }
+
+    #[test]
+    fn point_reads_see_versions_and_deletes() {
+        let t = TableId(1);
+        let s = CommittedStore::default();
         let first: Vec<_> = (0..200)
             .map(|i| (k(i * 2), Epoch(10), Some(k(i))))
             .collect();
-        a.apply(t, first.clone());
-        b.apply(t, first);
-        // Overlapping and new keys, two epochs of one key, a delete: large (rebuild) vs. in small slices.
-        let mut second: Vec<_> = (0..300)
-            .map(|i| (k(i), Epoch(20), Some(k(1000 + i))))
-            .collect();
-        second.insert(6, (k(5), Epoch(21), None));
-        second.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
-        a.apply(t, second.clone());
-        for chunk in second.chunks(7) {
-            b.apply(t, chunk.to_vec());
-        }
-        for epoch in [Epoch(10), Epoch(20), Epoch(21), Epoch(99)] {
-            let full = (Bound::Unbounded, Bound::Unbounded);
-            assert_eq!(
-                a.scan(t, full, epoch, usize::MAX),
-                b.scan(t, full, epoch, usize::MAX)
-            );
-        }
-        assert_eq!(a.get(t, &k(4), Epoch(10)), Some(k(2)));
-        assert_eq!(a.get(t, &k(4), Epoch(20)), Some(k(1004)));
-        assert_eq!(a.get(t, &k(5), Epoch(20)), Some(k(1005)));
-        assert_eq!(a.get(t, &k(5), Epoch(21)), None);
-        assert_eq!(a.get(t, &k(3), Epoch(10)), None);
-        assert_eq!(a.count(t, Epoch(21)), 349); // keys 0..300, even keys 300..400, minus the delete
+        s.apply(t, &imms(&first));
+        s.apply(
+            t,
+            &imms(&[
+                (k(4), Epoch(20), Some(k(1004))),
+                (k(5), Epoch(20), Some(k(1005))),
+            ]),
+        );
+        s.apply(t, &imms(&[(k(5), Epoch(21), None)]));
+        assert_eq!(s.get(t, &k(4), Epoch(10)), Some(k(2)));
+        assert_eq!(s.get(t, &k(4), Epoch(20)), Some(k(1004)));
+        assert_eq!(s.get(t, &k(5), Epoch(20)), Some(k(1005)));
+        assert_eq!(s.get(t, &k(5), Epoch(21)), None);
+        assert_eq!(s.get(t, &k(3), Epoch(10)), None);
+        assert_eq!(s.count(t, Epoch(21)), 200);
     }
 }

@@ -1,79 +1,176 @@
 //! Immutable batches ("imms", RisingWave's `SharedBufferBatch`): a mem-table flushed at an epoch. Sorted by
-//! key; a `None` value is a delete (tombstone).
+//! key; a `None` value is a delete (tombstone). Keys and values lie back to back in one shared buffer with
+//! 8 bytes of offsets per entry, so an imm costs its bytes plus 8 per row, and reading a key or value out of
+//! it is a slice of that buffer, not a copy.
 
 use std::ops::Bound;
 
 use bytes::Bytes;
 use epochlab_common::{Epoch, TableId};
 
-#[derive(Debug)]
+/// The high bit of an entry's `val_end` marks a delete.
+const TOMBSTONE: u32 = 1 << 31;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    key_end: u32,
+    /// The value's end; `TOMBSTONE` set for a delete. The next key starts here.
+    val_end: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
 pub struct Imm {
     pub table_id: TableId,
     pub epoch: Epoch,
-    kvs: Vec<(Bytes, Option<Bytes>)>,
-    size_bytes: usize,
+    data: Bytes,
+    entries: Vec<Entry>,
 }
 
 impl Imm {
     /// `kvs` must be sorted by key with no duplicates.
-    pub fn new(table_id: TableId, epoch: Epoch, kvs: Vec<(Bytes, Option<Bytes>)>) -> Self {
-        debug_assert!(
-            kvs.windows(2).all(|w| w[0].0 < w[1].0),
-            "imm keys must be sorted"
-        );
-        let size_bytes = kvs
-            .iter()
-            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()))
+    pub fn new<K, V>(
+        table_id: TableId,
+        epoch: Epoch,
+        kvs: impl ExactSizeIterator<Item = (K, Option<V>)> + Clone,
+    ) -> Self
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let bytes: usize = kvs
+            .clone()
+            .map(|(k, v)| k.as_ref().len() + v.as_ref().map_or(0, |v| v.as_ref().len()))
             .sum();
-        Self {
+        assert!(bytes < TOMBSTONE as usize, "an imm is under 2 GiB");
+        let mut data = Vec::with_capacity(bytes);
+        let mut entries = Vec::with_capacity(kvs.len());
+        for (k, v) in kvs {
+            data.extend_from_slice(k.as_ref());
+            let key_end = data.len() as u32;
+            data.extend_from_slice(v.as_ref().map_or(&[][..], |v| v.as_ref()));
+            let val_end = data.len() as u32 | if v.is_some() { 0 } else { TOMBSTONE };
+            entries.push(Entry { key_end, val_end });
+        }
+        let imm = Self {
             table_id,
             epoch,
-            kvs,
-            size_bytes,
-        }
+            data: Bytes::from(data),
+            entries,
+        };
+        debug_assert!(
+            (1..imm.len()).all(|i| imm.key(i - 1) < imm.key(i)),
+            "imm keys must be sorted"
+        );
+        imm
+    }
+
+    fn start(&self, i: usize) -> usize {
+        start_of(&self.entries, i)
+    }
+
+    /// The key of entry `i`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        &self.data[self.start(i)..self.entries[i].key_end as usize]
+    }
+
+    /// The value of entry `i`; `None` for a delete.
+    pub fn value(&self, i: usize) -> Option<&[u8]> {
+        let e = self.entries[i];
+        (e.val_end & TOMBSTONE == 0).then(|| &self.data[e.key_end as usize..e.val_end as usize])
+    }
+
+    /// Entry `i` as shared bytes (no copy).
+    pub fn entry_bytes(&self, i: usize) -> (Bytes, Option<Bytes>) {
+        let e = self.entries[i];
+        let key = self.data.slice(self.start(i)..e.key_end as usize);
+        let value = (e.val_end & TOMBSTONE == 0)
+            .then(|| self.data.slice(e.key_end as usize..e.val_end as usize));
+        (key, value)
     }
 
     /// `Some(None)` for a tombstone, `None` when the key is not in this batch.
-    pub fn get(&self, key: &[u8]) -> Option<Option<&Bytes>> {
-        self.kvs
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|i| self.kvs[i].1.as_ref())
+    pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        let i = self.partition(|k| k < key);
+        (i < self.len() && self.key(i) == key).then(|| self.entry_bytes(i).1)
+    }
+
+    fn partition(&self, below: impl Fn(&[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if below(self.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The index range of keys within `range`.
     pub fn index_range(&self, range: &(Bound<Bytes>, Bound<Bytes>)) -> std::ops::Range<usize> {
         let start = match &range.0 {
-            Bound::Included(k) => self.kvs.partition_point(|(x, _)| x < k),
-            Bound::Excluded(k) => self.kvs.partition_point(|(x, _)| x <= k),
+            Bound::Included(k) => self.partition(|x| x < k),
+            Bound::Excluded(k) => self.partition(|x| x <= k),
             Bound::Unbounded => 0,
         };
         let end = match &range.1 {
-            Bound::Included(k) => self.kvs.partition_point(|(x, _)| x <= k),
-            Bound::Excluded(k) => self.kvs.partition_point(|(x, _)| x < k),
-            Bound::Unbounded => self.kvs.len(),
+            Bound::Included(k) => self.partition(|x| x <= k),
+            Bound::Excluded(k) => self.partition(|x| x < k),
+            Bound::Unbounded => self.len(),
         };
         start..end.max(start)
     }
 
-    pub fn entry(&self, i: usize) -> (&Bytes, Option<&Bytes>) {
-        let (k, v) = &self.kvs[i];
-        (k, v.as_ref())
-    }
-
-    pub fn kvs(&self) -> &[(Bytes, Option<Bytes>)] {
-        &self.kvs
-    }
-
     pub fn len(&self) -> usize {
-        self.kvs.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.kvs.is_empty()
+        self.entries.is_empty()
     }
 
+    /// Bytes of keys and values.
     pub fn size_bytes(&self) -> usize {
-        self.size_bytes
+        self.data.len()
+    }
+}
+
+fn start_of(entries: &[Entry], i: usize) -> usize {
+    if i == 0 {
+        0
+    } else {
+        (entries[i - 1].val_end & !TOMBSTONE) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_values_and_deletes_read_back() {
+        let kvs: Vec<(&[u8], Option<&[u8]>)> = vec![
+            (b"a", Some(b"1")),
+            (b"b", None),
+            (b"c", Some(b"")),
+            (b"d", Some(b"44")),
+        ];
+        let imm = Imm::new(TableId(1), Epoch(1), kvs.iter().copied());
+        assert_eq!(imm.len(), 4);
+        assert_eq!(imm.size_bytes(), 4 + 3);
+        for (i, (k, v)) in kvs.iter().enumerate() {
+            assert_eq!(imm.key(i), *k);
+            assert_eq!(imm.value(i), *v);
+        }
+        assert_eq!(imm.get(b"a"), Some(Some(Bytes::from_static(b"1"))));
+        assert_eq!(imm.get(b"b"), Some(None));
+        assert_eq!(imm.get(b"c"), Some(Some(Bytes::new())));
+        assert_eq!(imm.get(b"bb"), None);
+        let r = (
+            Bound::Excluded(Bytes::from_static(b"a")),
+            Bound::Included(Bytes::from_static(b"c")),
+        );
+        assert_eq!(imm.index_range(&r), 1..3);
     }
 }

@@ -33,7 +33,10 @@ pub use compaction::{
 };
 pub use error::{Inconsistency, StorageError, StorageResult};
 pub use imm::Imm;
-pub use local::{LocalIter, LocalStateStore, NewLocalOptions, OpConsistencyLevel};
+pub use local::{
+    LocalIter, LocalStateStore, MEM_TABLE_SPILL_THRESHOLD_BYTES, NewLocalOptions,
+    OpConsistencyLevel,
+};
 pub use manager::{CommitOutcome, HummockManager};
 pub use mem_table::{KeyOp, MemTable};
 pub use node::{NodeStorage, NodeStorageStats, SstData, SyncResult};

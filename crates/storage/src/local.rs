@@ -19,6 +19,10 @@ use crate::imm::Imm;
 use crate::mem_table::{KeyOp, MemTable};
 use crate::node::NodeInner;
 
+/// A mem-table larger than this spills into an imm before its epoch ends (RisingWave's
+/// `mem_table_spill_threshold`, 4 MiB by default): a large load in one epoch holds sorted batches, not a tree.
+pub const MEM_TABLE_SPILL_THRESHOLD_BYTES: usize = 4 << 20;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OpConsistencyLevel {
     /// No checks; the last write of a key wins.
@@ -230,15 +234,8 @@ impl LocalStateStore {
                 current,
             });
         }
-        let kvs: Vec<(Bytes, Option<Bytes>)> = self
-            .mem_table
-            .drain()
-            .into_iter()
-            .map(|(k, op)| {
-                let v = op.new_value().cloned();
-                (k, v)
-            })
-            .collect();
+        let ops = self.mem_table.drain();
+        let kvs = ops.iter().map(|(k, op)| (k, op.new_value()));
         let imm = Arc::new(Imm::new(self.opts.table_id, epoch, kvs));
         let size = imm.size_bytes();
         self.read_version().staging.push_front(imm.clone());
@@ -246,6 +243,22 @@ impl LocalStateStore {
             self.node.upload(imm);
         }
         Ok(size)
+    }
+
+    /// Spill the mem-table into an imm of the current epoch once it holds more than
+    /// [`MEM_TABLE_SPILL_THRESHOLD_BYTES`] (RisingWave's `try_flush`). Later writes of the epoch go to a fresh
+    /// mem-table; reads see the spilled imm, newest first, like any other of the epoch. Returns whether it
+    /// spilled.
+    pub fn try_flush(&mut self) -> StorageResult<bool> {
+        if self.mem_table.size_bytes() <= MEM_TABLE_SPILL_THRESHOLD_BYTES {
+            return Ok(false);
+        }
+        self.flush()?;
+        self.node
+            .stats
+            .mem_table_spills
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(true)
     }
 
     /// Move to the next epoch. The mem-table must have been flushed.
@@ -322,7 +335,7 @@ fn read_below_mem_table(
                 continue;
             }
             if let Some(v) = imm.get(key) {
-                return v.cloned();
+                return v;
             }
         }
     }
@@ -389,11 +402,20 @@ impl Source {
     }
 
     /// The head, after `prepare`.
-    fn head(&self) -> Option<(&Bytes, Option<&Bytes>)> {
+    fn head(&self) -> Option<(&[u8], Option<&[u8]>)> {
         match self {
-            Source::Mem(v, i) => v.get(*i).map(|(k, v)| (k, v.as_ref())),
-            Source::Imm(imm, i, end) => (*i < *end).then(|| imm.entry(*i)),
-            Source::Committed(c) => c.buf.front().map(|(k, v)| (k, Some(v))),
+            Source::Mem(v, i) => v.get(*i).map(|(k, v)| (&k[..], v.as_deref())),
+            Source::Imm(imm, i, end) => (*i < *end).then(|| (imm.key(*i), imm.value(*i))),
+            Source::Committed(c) => c.buf.front().map(|(k, v)| (&k[..], Some(&v[..]))),
+        }
+    }
+
+    /// The head as shared bytes (no copy of the data).
+    fn head_bytes(&self) -> Option<(Bytes, Option<Bytes>)> {
+        match self {
+            Source::Mem(v, i) => v.get(*i).cloned(),
+            Source::Imm(imm, i, end) => (*i < *end).then(|| imm.entry_bytes(*i)),
+            Source::Committed(c) => c.buf.front().map(|(k, v)| (k.clone(), Some(v.clone()))),
         }
     }
 
@@ -421,7 +443,7 @@ impl Iterator for LocalIter {
                 s.prepare();
             }
             // The smallest head key; among equal keys the first (newest) layer's value wins.
-            let mut best: Option<(usize, &Bytes)> = None;
+            let mut best: Option<(usize, &[u8])> = None;
             for (i, s) in self.sources.iter().enumerate() {
                 if let Some((k, _)) = s.head()
                     && best.is_none_or(|(_, bk)| k < bk)
@@ -430,12 +452,11 @@ impl Iterator for LocalIter {
                 }
             }
             let (i, _) = best?;
-            let (key, value) = {
-                let (k, v) = self.sources[i].head().expect("the best source has a head");
-                (k.clone(), v.cloned())
-            };
+            let (key, value) = self.sources[i]
+                .head_bytes()
+                .expect("the best source has a head");
             for s in self.sources.iter_mut() {
-                if s.head().is_some_and(|(k, _)| *k == key) {
+                if s.head().is_some_and(|(k, _)| k == &key[..]) {
                     s.advance();
                 }
             }

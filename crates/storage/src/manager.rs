@@ -415,12 +415,12 @@ impl HummockManager {
         for s in syncs {
             for sst in s.ssts {
                 if let Some(group) = inner.version.group_of(sst.table_id) {
-                    if !sst.entries.is_empty() {
+                    if !sst.is_empty() {
                         fed.insert(group);
                     }
-                    self.committed.apply(sst.table_id, sst.entries);
+                    self.committed.apply(sst.table_id, &sst.imms);
                 } else {
-                    *dropped_rows.entry(sst.table_id).or_default() += sst.entries.len();
+                    *dropped_rows.entry(sst.table_id).or_default() += sst.len();
                 }
             }
         }

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use epochlab_common::watch::Watch;
 use epochlab_common::{Epoch, TableId, WorkerId};
 
@@ -16,11 +15,23 @@ use crate::imm::Imm;
 use crate::local::{LocalStateStore, NewLocalOptions, ReadVersion};
 use crate::version::{HummockVersion, VersionDelta};
 
-/// One table's synced writes: `(key, epoch, value)`, by key then epoch.
+/// One table's synced writes: its imms, oldest first (by epoch, then in flush order), shared with the
+/// instances' read versions until they are pruned (no copy is made to upload them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SstData {
     pub table_id: TableId,
-    pub entries: Vec<(Bytes, Epoch, Option<Bytes>)>,
+    pub imms: Vec<Arc<Imm>>,
+}
+
+impl SstData {
+    /// Entries (versions of keys) in all its imms.
+    pub fn len(&self) -> usize {
+        self.imms.iter().map(|i| i.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.imms.iter().all(|i| i.is_empty())
+    }
 }
 
 /// What a node's sync of an epoch produced, tagged with the node and its generation so that meta can reject
@@ -37,8 +48,8 @@ impl SyncResult {
     pub fn size_bytes(&self) -> usize {
         self.ssts
             .iter()
-            .flat_map(|s| &s.entries)
-            .map(|(k, _, v)| k.len() + 8 + v.as_ref().map_or(0, |v| v.len()))
+            .flat_map(|s| &s.imms)
+            .map(|i| i.size_bytes() + 8 * i.len())
             .sum()
     }
 }
@@ -89,6 +100,8 @@ pub struct NodeStorageStats {
     pub synced_bytes: AtomicU64,
     /// Syncs that waited because a group of their data had its writes stopped.
     pub write_stopped_syncs: AtomicU64,
+    /// Mem-tables flushed before their epoch ended because they outgrew the spill threshold.
+    pub mem_table_spills: AtomicU64,
 }
 
 impl NodeStorage {
@@ -378,22 +391,14 @@ impl NodeInner {
     }
 }
 
-/// Merge imms (any epochs, any tables) into one sorted entry list per table.
+/// Group imms (any epochs, any tables; oldest first) by table, keeping their order.
 fn merge_imms(imms: Vec<Arc<Imm>>) -> Vec<SstData> {
-    let mut by_table: BTreeMap<TableId, Vec<(Bytes, Epoch, Option<Bytes>)>> = BTreeMap::new();
+    let mut by_table: BTreeMap<TableId, Vec<Arc<Imm>>> = BTreeMap::new();
     for imm in imms {
-        let entries = by_table.entry(imm.table_id).or_default();
-        entries.extend(
-            imm.kvs()
-                .iter()
-                .map(|(k, v)| (k.clone(), imm.epoch, v.clone())),
-        );
+        by_table.entry(imm.table_id).or_default().push(imm);
     }
     by_table
         .into_iter()
-        .map(|(table_id, mut entries)| {
-            entries.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-            SstData { table_id, entries }
-        })
+        .map(|(table_id, imms)| SstData { table_id, imms })
         .collect()
 }
