@@ -47,15 +47,20 @@ impl VirtualNode {
     /// The vnode of `row` by the datums at `dist_key_indices`: CRC-32 of their value encoding, modulo the
     /// count. An empty distribution key (a singleton table) maps to vnode 0.
     pub fn compute_row(row: &OwnedRow, dist_key_indices: &[usize], count: VnodeCount) -> Self {
-        if dist_key_indices.is_empty() {
+        Self::compute_datums(dist_key_indices.iter().map(|&i| row.datum_at(i)), count)
+    }
+
+    /// The vnode of a distribution key given as its datums (the same hash as [`Self::compute_row`]).
+    pub fn compute_datums<'a>(
+        datums: impl ExactSizeIterator<Item = &'a crate::Datum>,
+        count: VnodeCount,
+    ) -> Self {
+        if datums.len() == 0 {
             return Self(0);
         }
         let mut h = Crc32::default();
-        let mut buf = Vec::with_capacity(16);
-        for &i in dist_key_indices {
-            buf.clear();
-            value_encoding::encode_datum(row.datum_at(i), &mut buf);
-            h.update(&buf);
+        for d in datums {
+            value_encoding::visit_encoded(d, |b| h.update(b));
         }
         Self((h.finish() % count.get() as u32) as u16)
     }

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use epochlab_common::{
-    Bitmap, DataType, Epoch, EpochPair, Op, OwnedRow, StreamChunk, TableId, VirtualNode, memcmp,
+    Bitmap, DataType, Datum, Epoch, EpochPair, Op, OwnedRow, StreamChunk, TableId, VirtualNode, memcmp,
     value_encoding,
 };
 use epochlab_storage::{
@@ -139,16 +139,21 @@ impl StateTable {
 
     /// The vnode of a pk.
     pub fn compute_vnode_by_pk(&self, pk: &OwnedRow) -> StateTableResult<VirtualNode> {
+        self.vnode_of(|p| pk.datum_at(p))
+    }
+
+    /// The vnode of the pk whose `p`-th datum is `pk_at(p)`.
+    fn vnode_of<'a>(&self, pk_at: impl Fn(usize) -> &'a Datum) -> StateTableResult<VirtualNode> {
         let count = self.desc.vnode_count;
         Ok(match &self.desc.distribution {
             Distribution::Singleton => VirtualNode::from_index(0),
             Distribution::HashDistKey { dist_key_in_pk } => {
-                VirtualNode::compute_row(pk, dist_key_in_pk, count)
+                VirtualNode::compute_datums(dist_key_in_pk.iter().map(|&p| pk_at(p)), count)
             }
             Distribution::VnodeColumn {
                 vnode_col_idx_in_pk,
             } => {
-                let d = pk.datum_at(*vnode_col_idx_in_pk);
+                let d = pk_at(*vnode_col_idx_in_pk);
                 let v = d
                     .as_ref()
                     .and_then(VirtualNode::from_scalar)
@@ -168,16 +173,30 @@ impl StateTable {
 
     /// The storage key of a pk, after checking its vnode is this table's.
     fn key_of_pk(&self, pk: &OwnedRow) -> StateTableResult<Bytes> {
-        let vnode = self.compute_vnode_by_pk(pk)?;
+        self.key_of(|p| pk.datum_at(p))
+    }
+
+    /// The storage key of a full row's pk, built from the row without projecting it.
+    fn key_of_row(&self, row: &OwnedRow) -> StateTableResult<Bytes> {
+        let pk_indices = &self.desc.pk_indices;
+        self.key_of(|p| row.datum_at(pk_indices[p]))
+    }
+
+    /// Vnode (2 bytes BE) then the memcomparable pk, whose `p`-th datum is `pk_at(p)`.
+    fn key_of<'a>(&self, pk_at: impl Fn(usize) -> &'a Datum) -> StateTableResult<Bytes> {
+        let vnode = self.vnode_of(&pk_at)?;
         if !self.vnodes.is_set(vnode.to_index()) {
             return Err(StateTableError::VnodeNotOwned {
                 table_id: self.desc.table_id,
                 vnode,
             });
         }
-        let mut key = Vec::with_capacity(VirtualNode::SIZE + pk.len() * 9);
+        let orders = &self.desc.pk_orders;
+        let mut key = Vec::with_capacity(VirtualNode::SIZE + orders.len() * 9);
         key.extend_from_slice(&vnode.to_be_bytes());
-        memcmp::encode_row(pk, &self.desc.pk_orders, &mut key);
+        for (p, &order) in orders.iter().enumerate() {
+            memcmp::encode_datum(pk_at(p), order, &mut key);
+        }
         Ok(Bytes::from(key))
     }
 
@@ -216,21 +235,19 @@ impl StateTable {
     }
 
     pub fn insert(&mut self, row: &OwnedRow) -> StateTableResult<()> {
-        let pk = self.pk_of(row);
-        let key = self.key_of_pk(&pk)?;
+        let key = self.key_of_row(row)?;
         let value = self.encode_value(row);
         self.local
             .insert(key, value, None)
-            .map_err(|e| self.map_write_error(&pk, e))
+            .map_err(|e| self.map_write_error(&self.pk_of(row), e))
     }
 
     pub fn delete(&mut self, row: &OwnedRow) -> StateTableResult<()> {
-        let pk = self.pk_of(row);
-        let key = self.key_of_pk(&pk)?;
+        let key = self.key_of_row(row)?;
         let old = self.encode_value(row);
         self.local
             .delete(key, old)
-            .map_err(|e| self.map_write_error(&pk, e))
+            .map_err(|e| self.map_write_error(&self.pk_of(row), e))
     }
 
     /// Replace `old` by `new`; both must have the same pk.

@@ -1,5 +1,6 @@
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use epochlab_barrier::Barrier;
 use epochlab_common::ActorId;
@@ -28,9 +29,43 @@ impl MergeExecutor {
     }
 }
 
+/// Which upstreams woke the merge since it last polled them, and the merge's own waker. Each upstream's
+/// channel is polled with a waker of its own ([`UpstreamWaker`]), so a poll of the merge skips the upstreams
+/// that have nothing new: with `p` upstreams, a barrier costs `p` channel polls, not `p` per wake-up.
+#[derive(Default)]
+struct Wakeups {
+    woken: Vec<bool>,
+    task: Option<Waker>,
+}
+
+struct UpstreamWaker {
+    index: usize,
+    wakeups: Arc<Mutex<Wakeups>>,
+}
+
+impl Wake for UpstreamWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let task = {
+            let mut w = self.wakeups.lock().unwrap_or_else(|e| e.into_inner());
+            w.woken[self.index] = true;
+            w.task.clone()
+        };
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
+}
+
 struct SelectReceivers {
     actor_id: ActorId,
     upstreams: Vec<(ActorId, PermitReceiver)>,
+    wakeups: Arc<Mutex<Wakeups>>,
+    /// One waker per upstream, made once.
+    wakers: Vec<Waker>,
     /// Indices of upstreams that have not yet delivered the pending barrier.
     active: Vec<usize>,
     blocked: Vec<usize>,
@@ -38,6 +73,56 @@ struct SelectReceivers {
     /// Round-robin start among `active`, so that no upstream starves (and the order is deterministic).
     next: usize,
     ended: bool,
+}
+
+impl SelectReceivers {
+    fn new(actor_id: ActorId, upstreams: Vec<(ActorId, PermitReceiver)>) -> Self {
+        let n = upstreams.len();
+        let wakeups = Arc::new(Mutex::new(Wakeups {
+            // Every upstream is polled once before its waker has been registered.
+            woken: vec![true; n],
+            task: None,
+        }));
+        let wakers = (0..n)
+            .map(|index| {
+                let wakeups = wakeups.clone();
+                Waker::from(Arc::new(UpstreamWaker { index, wakeups }))
+            })
+            .collect();
+        SelectReceivers {
+            actor_id,
+            upstreams,
+            wakeups,
+            wakers,
+            active: (0..n).collect(),
+            blocked: Vec::with_capacity(n),
+            pending: None,
+            next: 0,
+            ended: false,
+        }
+    }
+
+    /// Register the task's waker; whether upstream `idx` must be polled, clearing its mark. An upstream not
+    /// woken since its last poll would answer `Pending` without any effect, so skipping it changes nothing;
+    /// but when the task's cooperative budget is spent a poll defers the task's wake-up, so then every
+    /// upstream is polled as before and the schedule stays the same.
+    fn take_woken(&self, idx: usize) -> bool {
+        let mut w = self.wakeups.lock().unwrap_or_else(|e| e.into_inner());
+        let woken = std::mem::replace(&mut w.woken[idx], false);
+        woken || !tokio::task::coop::has_budget_remaining()
+    }
+
+    fn register(&self, cx: &Context<'_>) {
+        let mut w = self.wakeups.lock().unwrap_or_else(|e| e.into_inner());
+        match &w.task {
+            Some(t) if t.will_wake(cx.waker()) => {}
+            _ => w.task = Some(cx.waker().clone()),
+        }
+    }
+}
+
+fn mark_woken(wakeups: &Mutex<Wakeups>, idx: usize) {
+    wakeups.lock().unwrap_or_else(|e| e.into_inner()).woken[idx] = true;
 }
 
 impl Stream for SelectReceivers {
@@ -48,6 +133,7 @@ impl Stream for SelectReceivers {
         if this.ended {
             return Poll::Ready(None);
         }
+        this.register(cx);
         'outer: loop {
             if this.active.is_empty() {
                 let barrier = this
@@ -66,8 +152,17 @@ impl Stream for SelectReceivers {
             for k in 0..n {
                 let pos = (this.next + k) % n;
                 let idx = this.active[pos];
+                if !this.take_woken(idx) {
+                    continue;
+                }
                 let (up_id, rx) = &mut this.upstreams[idx];
-                match rx.poll_recv(cx) {
+                let mut up_cx = Context::from_waker(&this.wakers[idx]);
+                let polled = rx.poll_recv(&mut up_cx);
+                if polled.is_ready() {
+                    // More may wait behind this message, and no wake-up will say so.
+                    mark_woken(&this.wakeups, idx);
+                }
+                match polled {
                     Poll::Ready(Some(Message::Chunk(c))) => {
                         this.next = (pos + 1) % n;
                         return Poll::Ready(Some(Ok(Message::Chunk(c))));
@@ -105,17 +200,7 @@ impl Stream for SelectReceivers {
 
 impl Execute for MergeExecutor {
     fn execute(self: Box<Self>) -> BoxedMessageStream {
-        let n = self.upstreams.len();
-        SelectReceivers {
-            actor_id: self.actor_id,
-            upstreams: self.upstreams,
-            active: (0..n).collect(),
-            blocked: Vec::with_capacity(n),
-            pending: None,
-            next: 0,
-            ended: false,
-        }
-        .boxed()
+        SelectReceivers::new(self.actor_id, self.upstreams).boxed()
     }
 
     fn identity(&self) -> String {
