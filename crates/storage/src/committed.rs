@@ -18,6 +18,7 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use epochlab_common::{Epoch, TableId};
 
+use crate::filter::{KeyFilter, key_hash};
 use crate::imm::Imm;
 
 /// A block is cut at the first key boundary past this many bytes of keys and values.
@@ -115,6 +116,8 @@ fn partition(n: usize, below: impl Fn(usize) -> bool) -> usize {
 struct Run {
     blocks: Vec<Block>,
     versions: usize,
+    /// Over the run's keys: a point read skips a run that does not have the key.
+    filter: KeyFilter,
 }
 
 /// Writes versions in order into blocks.
@@ -124,6 +127,7 @@ struct RunBuilder {
     data: Vec<u8>,
     entries: Vec<Entry>,
     versions: usize,
+    hashes: Vec<u64>,
 }
 
 impl RunBuilder {
@@ -142,6 +146,7 @@ impl RunBuilder {
         if self.data.capacity() == 0 {
             self.data.reserve_exact(BLOCK_BYTES.max(size));
         }
+        self.hashes.push(key_hash(key));
         for (epoch, value) in versions {
             self.data.extend_from_slice(key);
             let key_end = self.data.len();
@@ -184,6 +189,7 @@ impl RunBuilder {
         Run {
             blocks: self.blocks,
             versions: self.versions,
+            filter: KeyFilter::build(&self.hashes),
         }
     }
 }
@@ -466,9 +472,17 @@ impl CommittedStore {
 
     /// The value of `key` as of `epoch`.
     pub fn get(&self, table_id: TableId, key: &[u8], epoch: Epoch) -> Option<Bytes> {
+        self.get_hashed(table_id, key, key_hash(key), epoch)
+    }
+
+    /// [`Self::get`] with the key's filter hash computed once by the caller.
+    pub fn get_hashed(&self, table_id: TableId, key: &[u8], hash: u64, epoch: Epoch) -> Option<Bytes> {
         let tables = self.read();
         let table = tables.get(&table_id)?;
         for run in table.runs.iter().rev() {
+            if !run.filter.may_contain(hash) {
+                continue;
+            }
             let c = Cursor::seek(run, Bound::Included(key));
             let Some((b, i)) = c.current().filter(|(b, i)| b.key(*i) == key) else {
                 continue;

@@ -8,6 +8,8 @@ use std::ops::Bound;
 use bytes::Bytes;
 use epochlab_common::{Epoch, TableId};
 
+use crate::filter::{KeyFilter, key_hash};
+
 /// The high bit of an entry's `val_end` marks a delete.
 const TOMBSTONE: u32 = 1 << 31;
 
@@ -24,6 +26,7 @@ pub struct Imm {
     pub epoch: Epoch,
     data: Bytes,
     entries: Vec<Entry>,
+    filter: KeyFilter,
 }
 
 impl Imm {
@@ -44,7 +47,9 @@ impl Imm {
         assert!(bytes < TOMBSTONE as usize, "an imm is under 2 GiB");
         let mut data = Vec::with_capacity(bytes);
         let mut entries = Vec::with_capacity(kvs.len());
+        let mut hashes = Vec::with_capacity(kvs.len());
         for (k, v) in kvs {
+            hashes.push(key_hash(k.as_ref()));
             data.extend_from_slice(k.as_ref());
             let key_end = data.len() as u32;
             data.extend_from_slice(v.as_ref().map_or(&[][..], |v| v.as_ref()));
@@ -56,6 +61,7 @@ impl Imm {
             epoch,
             data: Bytes::from(data),
             entries,
+            filter: KeyFilter::build(&hashes),
         };
         debug_assert!(
             (1..imm.len()).all(|i| imm.key(i - 1) < imm.key(i)),
@@ -90,6 +96,14 @@ impl Imm {
 
     /// `Some(None)` for a tombstone, `None` when the key is not in this batch.
     pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.get_hashed(key, key_hash(key))
+    }
+
+    /// [`Self::get`] with the key's filter hash computed once by the caller.
+    pub fn get_hashed(&self, key: &[u8], hash: u64) -> Option<Option<Bytes>> {
+        if !self.filter.may_contain(hash) {
+            return None;
+        }
         let i = self.partition(|k| k < key);
         (i < self.len() && self.key(i) == key).then(|| self.entry_bytes(i).1)
     }

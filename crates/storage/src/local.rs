@@ -297,11 +297,16 @@ impl LocalStateStore {
             .range(borrowed)
             .map(|(k, op)| (k.clone(), op.new_value().cloned()))
             .collect();
-        sources.push(Source::Mem(mem.into_iter().collect(), 0));
+        // Empty layers are left out: a read of a freshly committed table has one source, and merges nothing.
+        if !mem.is_empty() {
+            sources.push(Source::Mem(mem, 0));
+        }
         for imm in self.read_version().staging.iter() {
             if imm.epoch <= epoch {
                 let r = imm.index_range(&range);
-                sources.push(Source::Imm(imm.clone(), r.start, r.end));
+                if !r.is_empty() {
+                    sources.push(Source::Imm(imm.clone(), r.start, r.end));
+                }
             }
         }
         if let Some(bound) = self.committed_bound(epoch) {
@@ -328,19 +333,20 @@ fn read_below_mem_table(
     key: &[u8],
     read_epoch: Epoch,
 ) -> Option<Bytes> {
+    let hash = crate::filter::key_hash(key);
     {
         let rv = read_version.lock().unwrap_or_else(|e| e.into_inner());
         for imm in rv.staging.iter() {
             if imm.epoch > read_epoch {
                 continue;
             }
-            if let Some(v) = imm.get(key) {
+            if let Some(v) = imm.get_hashed(key, hash) {
                 return v;
             }
         }
     }
     let bound = committed_bound(node, table_id, read_epoch)?;
-    node.committed.get(table_id, key, bound)
+    node.committed.get_hashed(table_id, key, hash, bound)
 }
 
 /// Up to which epoch a read at `read_epoch` sees `table_id`'s committed data on `node`: none at all when the
@@ -419,6 +425,23 @@ impl Source {
         }
     }
 
+    /// The head, taken out (no copy or reference count for a committed row), and the source advanced.
+    fn take_head(&mut self) -> Option<(Bytes, Option<Bytes>)> {
+        match self {
+            Source::Mem(v, i) => {
+                let head = v.get_mut(*i).map(std::mem::take);
+                *i += 1;
+                head
+            }
+            Source::Imm(imm, i, end) => {
+                let head = (*i < *end).then(|| imm.entry_bytes(*i));
+                *i += 1;
+                head
+            }
+            Source::Committed(c) => c.buf.pop_front().map(|(k, v)| (k, Some(v))),
+        }
+    }
+
     fn advance(&mut self) {
         match self {
             Source::Mem(_, i) | Source::Imm(_, i, _) => *i += 1,
@@ -438,6 +461,16 @@ impl Iterator for LocalIter {
     type Item = (Bytes, Bytes);
 
     fn next(&mut self) -> Option<(Bytes, Bytes)> {
+        if let [only] = self.sources.as_mut_slice() {
+            // One layer: its rows in order, deletes skipped, nothing to compare.
+            loop {
+                only.prepare();
+                let (key, value) = only.take_head()?;
+                if let Some(v) = value {
+                    return Some((key, v));
+                }
+            }
+        }
         loop {
             for s in self.sources.iter_mut() {
                 s.prepare();
