@@ -3,8 +3,8 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use epochlab_common::{
-    Bitmap, DataType, Datum, Epoch, EpochPair, Op, OwnedRow, StreamChunk, TableId, VirtualNode, memcmp,
-    value_encoding,
+    Bitmap, DataType, Datum, Epoch, EpochPair, Op, OwnedRow, StreamChunk, TableId, VirtualNode,
+    memcmp, value_encoding,
 };
 use epochlab_storage::{
     Accessor, KeyOp, LocalStateStore, NewLocalOptions, NodeStorage, OpConsistencyLevel,
@@ -17,7 +17,10 @@ use epochlab_common::catalog::{Distribution, TableDesc};
 /// A chunk's encoded rows: per row, its key (or why it has none) and its value, as ranges of `buf`.
 struct EncodedRows {
     buf: Bytes,
-    spans: Vec<(StateTableResult<std::ops::Range<usize>>, std::ops::Range<usize>)>,
+    spans: Vec<(
+        StateTableResult<std::ops::Range<usize>>,
+        std::ops::Range<usize>,
+    )>,
 }
 
 /// One change to a table, with old values where it has them.
@@ -306,7 +309,9 @@ impl StateTable {
                 self.write_encoded(&encoded, j, old, Op::Delete)?;
             }
             match op {
-                Op::Insert | Op::UpdateInsert => self.write_encoded(&encoded, i, row, Op::Insert)?,
+                Op::Insert | Op::UpdateInsert => {
+                    self.write_encoded(&encoded, i, row, Op::Insert)?
+                }
                 Op::Delete => self.write_encoded(&encoded, i, row, Op::Delete)?,
                 Op::UpdateDelete => pending_delete = Some((i, row)),
             }
@@ -325,7 +330,10 @@ impl StateTable {
         let pk_indices = &self.desc.pk_indices;
         let value_len = |row: &OwnedRow| -> usize {
             let indices = &self.desc.value_indices;
-            indices.iter().map(|&i| value_encoding::encoded_len(row.datum_at(i))).sum()
+            indices
+                .iter()
+                .map(|&i| value_encoding::encoded_len(row.datum_at(i)))
+                .sum()
         };
         let capacity = rows
             .iter()

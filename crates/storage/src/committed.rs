@@ -131,6 +131,14 @@ struct RunBuilder {
 }
 
 impl RunBuilder {
+    /// A builder for about `versions` versions.
+    fn with_capacity(versions: usize) -> Self {
+        Self {
+            hashes: Vec::with_capacity(versions),
+            ..Self::default()
+        }
+    }
+
     /// The versions of one key, epochs ascending.
     fn push_key<'v, I>(&mut self, key: &[u8], versions: I)
     where
@@ -171,7 +179,9 @@ impl RunBuilder {
         if self.entries.is_empty() {
             return;
         }
-        let mut entries = std::mem::take(&mut self.entries);
+        // The next block is about as long as this one.
+        let next = Vec::with_capacity(self.entries.len());
+        let mut entries = std::mem::replace(&mut self.entries, next);
         entries.shrink_to_fit();
         let mut data = std::mem::take(&mut self.data);
         if data.capacity() > data.len() + data.len() / 8 {
@@ -351,8 +361,8 @@ type Version = (Epoch, Option<std::ops::Range<usize>>, Side);
 /// Merge two adjacent runs (`newer` after `older`) into one: of a key, the older run's newest version and
 /// every version of the newer run (of two versions at one epoch, the newer run's).
 fn merge(older: Run, newer: Run) -> Run {
+    let mut out = RunBuilder::with_capacity(older.versions + newer.versions);
     let (mut a, mut b) = (Draining::new(older), Draining::new(newer));
-    let mut out = RunBuilder::default();
     let mut versions: Vec<Version> = Vec::new();
     loop {
         let (take_a, take_b) = match (a.key(), b.key()) {
@@ -407,7 +417,7 @@ fn run_of_imms(imms: &[Arc<Imm>]) -> Run {
         .filter(|(_, imm)| !imm.is_empty())
         .map(|(n, imm)| Reverse((imm.key(0), n)))
         .collect();
-    let mut out = RunBuilder::default();
+    let mut out = RunBuilder::with_capacity(imms.iter().map(|i| i.len()).sum());
     let mut versions: Vec<(Epoch, Option<&[u8]>)> = Vec::new();
     while let Some(Reverse((key, _))) = heap.peek().copied() {
         versions.clear();
@@ -476,7 +486,13 @@ impl CommittedStore {
     }
 
     /// [`Self::get`] with the key's filter hash computed once by the caller.
-    pub fn get_hashed(&self, table_id: TableId, key: &[u8], hash: u64, epoch: Epoch) -> Option<Bytes> {
+    pub fn get_hashed(
+        &self,
+        table_id: TableId,
+        key: &[u8],
+        hash: u64,
+        epoch: Epoch,
+    ) -> Option<Bytes> {
         let tables = self.read();
         let table = tables.get(&table_id)?;
         for run in table.runs.iter().rev() {

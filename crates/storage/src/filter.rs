@@ -2,7 +2,7 @@
 //! filter says the key is not there. A write to a fresh key (every insert into a new view) checks every layer
 //! below the mem-table and finds nothing; without filters that is a binary search per layer.
 
-/// About 1% false positives at 10 bits and 4 probes per key.
+/// About 1% false positives at 10 bits (rounded up to a power of two in all) and 4 probes per key.
 const BITS_PER_KEY: usize = 10;
 const PROBES: u64 = 4;
 
@@ -32,11 +32,15 @@ pub struct KeyFilter {
 impl KeyFilter {
     /// A filter of `hashes` (one per key).
     pub fn build(hashes: &[u64]) -> Self {
-        let words = (hashes.len() * BITS_PER_KEY).div_ceil(64).max(1);
+        // A power of two, so that a probe is a mask, not a division.
+        let words = (hashes.len() * BITS_PER_KEY)
+            .div_ceil(64)
+            .max(1)
+            .next_power_of_two();
         let mut bits = vec![0u64; words].into_boxed_slice();
-        let n = (words * 64) as u64;
+        let mask = (words * 64 - 1) as u64;
         for &h in hashes {
-            for bit in probes(h, n) {
+            for bit in probes(h, mask) {
                 bits[(bit / 64) as usize] |= 1 << (bit % 64);
             }
         }
@@ -45,15 +49,15 @@ impl KeyFilter {
 
     /// False only if the key of hash `h` was not among those the filter was built from.
     pub fn may_contain(&self, h: u64) -> bool {
-        let n = (self.bits.len() * 64) as u64;
-        probes(h, n).all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        let mask = (self.bits.len() * 64 - 1) as u64;
+        probes(h, mask).all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 }
 
-/// Double hashing: probe `i` is `h1 + i * h2` modulo the filter's bits.
-fn probes(h: u64, n: u64) -> impl Iterator<Item = u64> {
+/// Double hashing: probe `i` is `h1 + i * h2` modulo the filter's bits (`mask + 1`, a power of two).
+fn probes(h: u64, mask: u64) -> impl Iterator<Item = u64> {
     let (h1, h2) = (h & 0xffff_ffff, (h >> 32) | 1);
-    (0..PROBES).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % n)
+    (0..PROBES).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) & mask)
 }
 
 #[cfg(test)]
