@@ -106,6 +106,11 @@ impl PermitSender {
             if q.receiver_gone {
                 return Err(ReceiverGone);
             }
+            if q.messages.capacity() == 0 {
+                // Most channels of a wide exchange only ever hold a barrier at a time: room for one
+                // message, not the four a first push would reserve (p² channels of them).
+                q.messages.reserve_exact(1);
+            }
             q.messages.push_back((msg, permit));
             q.rx_waker.take()
         };
