@@ -70,6 +70,21 @@ impl Imm {
         imm
     }
 
+    /// One imm of two of the same table and epoch; of a key in both, `newer`'s entry. Built in place from
+    /// the two (no list of the merged entries in between).
+    pub fn merge(older: &Imm, newer: &Imm) -> Imm {
+        debug_assert!(older.table_id == newer.table_id && older.epoch == newer.epoch);
+        let it = Merged {
+            older,
+            newer,
+            i: 0,
+            j: 0,
+            len: 0,
+        };
+        let len = it.clone().count();
+        Imm::new(newer.table_id, newer.epoch, Merged { len, ..it })
+    }
+
     fn start(&self, i: usize) -> usize {
         start_of(&self.entries, i)
     }
@@ -150,6 +165,46 @@ impl Imm {
     }
 }
 
+/// The entries of two sorted imms in key order, the newer's where both have a key.
+#[derive(Clone)]
+struct Merged<'a> {
+    older: &'a Imm,
+    newer: &'a Imm,
+    i: usize,
+    j: usize,
+    /// What is left, once counted (an exact-size iterator for `Imm::new`).
+    len: usize,
+}
+
+impl<'a> Iterator for Merged<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let (o, n) = (self.older, self.newer);
+        let order = match (self.i < o.len(), self.j < n.len()) {
+            (false, false) => return None,
+            (true, true) => o.key(self.i).cmp(n.key(self.j)),
+            (true, false) => Less,
+            (false, true) => Greater,
+        };
+        self.len = self.len.saturating_sub(1);
+        if order == Less {
+            self.i += 1;
+            return Some((o.key(self.i - 1), o.value(self.i - 1)));
+        }
+        self.i += usize::from(order == Equal);
+        self.j += 1;
+        Some((n.key(self.j - 1), n.value(self.j - 1)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl ExactSizeIterator for Merged<'_> {}
+
 fn start_of(entries: &[Entry], i: usize) -> usize {
     if i == 0 {
         0
@@ -186,5 +241,27 @@ mod tests {
             Bound::Included(Bytes::from_static(b"c")),
         );
         assert_eq!(imm.index_range(&r), 1..3);
+    }
+
+    /// A merge keeps every key once, the newer imm's entry where both have it.
+    #[test]
+    fn merge_prefers_the_newer() {
+        let older: Vec<(&[u8], Option<&[u8]>)> =
+            vec![(b"a", Some(b"1")), (b"b", Some(b"2")), (b"d", None)];
+        let newer: Vec<(&[u8], Option<&[u8]>)> =
+            vec![(b"b", None), (b"c", Some(b"3")), (b"d", Some(b"4"))];
+        let (o, n) = (
+            Imm::new(TableId(1), Epoch(1), older.into_iter()),
+            Imm::new(TableId(1), Epoch(1), newer.into_iter()),
+        );
+        let m = Imm::merge(&o, &n);
+        let got: Vec<_> = (0..m.len()).map(|i| (m.key(i), m.value(i))).collect();
+        let want: Vec<(&[u8], Option<&[u8]>)> = vec![
+            (b"a", Some(b"1")),
+            (b"b", None),
+            (b"c", Some(b"3")),
+            (b"d", Some(b"4")),
+        ];
+        assert_eq!(got, want);
     }
 }

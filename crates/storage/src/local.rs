@@ -23,6 +23,10 @@ use crate::node::NodeInner;
 /// `mem_table_spill_threshold`, 4 MiB by default): a large load in one epoch holds sorted batches, not a tree.
 pub const MEM_TABLE_SPILL_THRESHOLD_BYTES: usize = 4 << 20;
 
+/// Spilled imms of one epoch merge up to this size (four spills): fewer imms for a point read to probe,
+/// without holding two copies of a large epoch while merging.
+const MERGED_IMM_MAX_BYTES: usize = 4 * MEM_TABLE_SPILL_THRESHOLD_BYTES;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OpConsistencyLevel {
     /// No checks; the last write of a key wins.
@@ -242,7 +246,38 @@ impl LocalStateStore {
         if !self.opts.is_replicated {
             self.node.upload(imm);
         }
+        self.merge_staged();
         Ok(size)
+    }
+
+    /// Merge the epoch's two newest imms while the older is at most twice the newer and the result is at
+    /// most `MERGED_IMM_MAX_BYTES` (RisingWave merges imms too): an epoch of many spills keeps a quarter of
+    /// them, so a point read probes fewer filters. The uploader's copy of the pair is replaced by the merge.
+    fn merge_staged(&mut self) {
+        loop {
+            let (newer, older) = {
+                let rv = self.read_version();
+                match (rv.staging.front(), rv.staging.get(1)) {
+                    (Some(n), Some(o))
+                        if n.epoch == o.epoch
+                            && o.len() <= 2 * n.len()
+                            && o.size_bytes() + n.size_bytes() <= MERGED_IMM_MAX_BYTES =>
+                    {
+                        (n.clone(), o.clone())
+                    }
+                    _ => return,
+                }
+            };
+            let merged = Arc::new(Imm::merge(&older, &newer));
+            {
+                let mut rv = self.read_version();
+                rv.staging.drain(..2);
+                rv.staging.push_front(merged.clone());
+            }
+            if !self.opts.is_replicated {
+                self.node.replace_unsynced(&older, &newer, merged);
+            }
+        }
     }
 
     /// Spill the mem-table into an imm of the current epoch once it holds more than

@@ -381,6 +381,24 @@ impl NodeInner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Put `merged` where `older` waits for upload, and drop `newer` (an instance merged its two newest imms
+    /// of one epoch).
+    pub(crate) fn replace_unsynced(&self, older: &Arc<Imm>, newer: &Arc<Imm>, merged: Arc<Imm>) {
+        let mut state = self.lock_state();
+        let up = &mut state.uploader;
+        let Some(imms) = up.unsynced.get_mut(&merged.epoch) else {
+            debug_assert!(false, "merged imms of an epoch not waiting for upload");
+            return;
+        };
+        let (before, after) = (older.size_bytes() + newer.size_bytes(), merged.size_bytes());
+        imms.retain(|i| !Arc::ptr_eq(i, newer));
+        match imms.iter_mut().find(|i| Arc::ptr_eq(i, older)) {
+            Some(slot) => *slot = merged,
+            None => debug_assert!(false, "the older imm waits for upload"),
+        }
+        up.unsynced_bytes = up.unsynced_bytes - before + after;
+    }
+
     /// Hand a flushed imm of a non-replicated instance to the uploader.
     pub(crate) fn upload(&self, imm: Arc<Imm>) {
         let mut state = self.lock_state();
