@@ -27,6 +27,10 @@ pub const MEM_TABLE_SPILL_THRESHOLD_BYTES: usize = 4 << 20;
 /// without holding two copies of a large epoch while merging.
 const MERGED_IMM_MAX_BYTES: usize = 4 * MEM_TABLE_SPILL_THRESHOLD_BYTES;
 
+/// An epoch's imms merge only once there are more than this many: a few spills cost a few filter probes,
+/// less than copying them again.
+const MERGE_IMMS_ABOVE: usize = 4;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OpConsistencyLevel {
     /// No checks; the last write of a key wins.
@@ -250,16 +254,24 @@ impl LocalStateStore {
         Ok(size)
     }
 
-    /// Merge the epoch's two newest imms while the older is at most twice the newer and the result is at
-    /// most `MERGED_IMM_MAX_BYTES` (RisingWave merges imms too): an epoch of many spills keeps a quarter of
-    /// them, so a point read probes fewer filters. The uploader's copy of the pair is replaced by the merge.
+    /// Once an epoch has more than `MERGE_IMMS_ABOVE` imms, merge its two newest while the older is at most
+    /// twice the newer and the result is at most `MERGED_IMM_MAX_BYTES` (RisingWave merges imms too): an
+    /// epoch of many spills keeps about a quarter of them, so a point read probes fewer filters. The
+    /// uploader's copy of the pair is replaced by the merge.
     fn merge_staged(&mut self) {
         loop {
             let (newer, older) = {
                 let rv = self.read_version();
+                let epoch = rv.staging.front().map(|i| i.epoch);
+                let of_epoch = rv
+                    .staging
+                    .iter()
+                    .take_while(|i| Some(i.epoch) == epoch)
+                    .count();
                 match (rv.staging.front(), rv.staging.get(1)) {
                     (Some(n), Some(o))
-                        if n.epoch == o.epoch
+                        if of_epoch > MERGE_IMMS_ABOVE
+                            && n.epoch == o.epoch
                             && o.len() <= 2 * n.len()
                             && o.size_bytes() + n.size_bytes() <= MERGED_IMM_MAX_BYTES =>
                     {
