@@ -187,8 +187,12 @@ pub enum ArgError {
     NotASeedRange(String),
     #[error("--shard takes K/N with K < N, not `{0}`")]
     NotAShard(String),
-    #[error("--mode of a soak is one of buggy, fixed or purge-before-reset, not `{0}`")]
-    NotASoakMode(String),
+    /// `--mode` of a command that runs one mode (`soak`, `slt`).
+    #[error("--mode of {command} is one of buggy, fixed or purge-before-reset, not `{value}`")]
+    NotASingleMode {
+        command: &'static str,
+        value: String,
+    },
     /// `epochlab slt`'s `--seed`.
     #[error("--seed takes a whole number in 0..=18446744073709551615, not `{0}`")]
     NotASeed(String),
@@ -1582,9 +1586,10 @@ fn set_soak(
         "--bug" if v == "all" => return Err(ArgError::SoakBugAll),
         "--bug" => soak.params.bug = v.parse().map_err(ArgError::NotABug)?,
         "--mode" => {
-            soak.params.mode = v
-                .parse()
-                .map_err(|_| ArgError::NotASoakMode(v.to_string()))?;
+            soak.params.mode = v.parse().map_err(|_| ArgError::NotASingleMode {
+                command: "a soak",
+                value: v.to_string(),
+            })?;
             soak.mode_given = true;
         }
         "--scenario" => {

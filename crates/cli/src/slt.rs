@@ -156,9 +156,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
             }
             "--bug" => bug = v.parse().map_err(ArgError::NotABug)?,
             "--mode" => {
-                mode = v
-                    .parse()
-                    .map_err(|_| ArgError::NotASoakMode(v.to_string()))?;
+                mode = v.parse().map_err(|_| ArgError::NotASingleMode {
+                    command: "slt",
+                    value: v.to_string(),
+                })?;
             }
             "--kill" => a.params.kill = true,
             "--kill-rate" => kill_rate = Some(probability(flag, v)?),

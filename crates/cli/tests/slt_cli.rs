@@ -86,6 +86,10 @@ fn bad_input_is_exit_2_with_one_line() {
         ),
         (vec!["slt", "--frobnicate", "x.slt"], "unknown flag"),
         (
+            vec!["slt", "--mode", "all", "x.slt"],
+            "--mode of slt is one of buggy, fixed or purge-before-reset",
+        ),
+        (
             vec!["slt", "tests/slt/nothing-here-*.slt"],
             "no file matches",
         ),
