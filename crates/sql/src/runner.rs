@@ -27,6 +27,7 @@ use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
 use epochlab_meta::JobState;
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
+use epochlab_sim::workload::watchdog;
 use epochlab_sim::{BugMode, Cluster, Outcome, ReproHooks, SimOutput, Violation, try_run_observed};
 use sqllogictest::{
     DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
@@ -38,9 +39,6 @@ use crate::frontend::{Engine, Session};
 
 /// Retries of a failed record under kills (RisingWave's `max_retry`).
 const MAX_RETRY: usize = 5;
-
-/// A run with no epoch committed for this long is stuck.
-const STALL_LIMIT: Duration = Duration::from_secs(180);
 
 /// Settling after the last record may take this long.
 const SETTLE_BUDGET: Duration = Duration::from_secs(300);
@@ -387,7 +385,7 @@ async fn play(
         tokio::select! {
             biased;
             stuck = watchdog(&cluster) => Some(stuck),
-            settled = work => settled.err(),
+            settled = work => settled.err().map(|Stuck(report)| report),
         }
     };
     let mut report = std::mem::replace(&mut play.report, FileReport::new(&file));
@@ -406,23 +404,6 @@ async fn play(
     event!(ctx.log, "slt", "outcome={}", report.outcome.as_str());
     cluster.shutdown();
     report
-}
-
-/// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
-async fn watchdog(cluster: &Cluster) -> String {
-    let mut last = (
-        cluster.hummock.max_committed_epoch(),
-        tokio::time::Instant::now(),
-    );
-    loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = cluster.hummock.max_committed_epoch();
-        if now != last.0 {
-            last = (now, tokio::time::Instant::now());
-        } else if last.1.elapsed() >= STALL_LIMIT {
-            return stuck_report(cluster, "no epoch committed for 180 s");
-        }
-    }
 }
 
 /// The checkers' verdict on a run whose records all passed (or the actor failure that failed one).
@@ -792,9 +773,9 @@ impl Play {
     }
 
     /// After the last record: every node up and recovery done, then a checkpoint.
-    async fn settle(&mut self) -> Result<(), String> {
+    async fn settle(&mut self) -> Result<(), Stuck> {
         let cluster = self.cluster().clone();
-        let budget = |what: &str| stuck_report(&cluster, what);
+        let budget = |what: &str| Stuck(stuck_report(&cluster, what));
         tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
             .await
             .map_err(|_| budget("recovery did not finish"))?;
@@ -813,6 +794,11 @@ impl Play {
         Err(budget("settle: three flushes failed"))
     }
 }
+
+/// The run could not settle: the stuck report (what it waited for, and what the barrier manager waits for).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Stuck(String);
 
 /// A statement record with another SQL, at the same place.
 fn statement_like(record: &Record<DefaultColumnType>, sql: String) -> Record<DefaultColumnType> {

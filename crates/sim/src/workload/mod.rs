@@ -16,6 +16,6 @@ pub use plan::{
     Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step,
     StepError,
 };
-pub use runner::{STALL_LIMIT, run_plan};
+pub use runner::{STALL_LIMIT, run_plan, watchdog};
 pub use shrink::{ShrinkOutcome, shrink};
 pub use verdict::{FailureKind, PlanReport, failure_signature, mask, stuck_signature};

@@ -158,8 +158,9 @@ async fn play(
     report
 }
 
-/// Resolves (with what the barrier manager waits for) once no epoch has committed for [`STALL_LIMIT`].
-async fn watchdog(cluster: &Cluster) -> String {
+/// Resolves (with what the barrier manager waits for, and every node's barrier state) once no epoch has
+/// committed for [`STALL_LIMIT`]. Shared by every runner of workloads (random plans, sqllogictest files).
+pub async fn watchdog(cluster: &Cluster) -> String {
     let mut last = (
         cluster.hummock.max_committed_epoch(),
         tokio::time::Instant::now(),
