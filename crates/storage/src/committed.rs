@@ -236,11 +236,15 @@ impl<'a> Cursor<'a> {
         self.current().map(|(b, i)| b.key(i))
     }
 
-    /// Move past the current key's versions.
-    fn advance(&mut self) {
-        let Some((b, i)) = self.current() else { return };
-        self.entry = b.key_end_index(i);
-        if self.entry >= b.entries.len() {
+    /// Move to `end`, the index past the current key's versions in the current block.
+    fn advance_to(&mut self, end: usize) {
+        self.entry = end;
+        if self
+            .run
+            .blocks
+            .get(self.block)
+            .is_none_or(|b| end >= b.entries.len())
+        {
             self.block += 1;
             self.entry = 0;
         }
@@ -278,16 +282,15 @@ fn visit(
             if c.key() != Some(min) {
                 continue;
             }
-            if !decided {
-                let (b, i) = c.current().expect("a cursor with a key");
-                if let Some(v) = b.visible(i, b.key_end_index(i), epoch) {
-                    decided = true;
-                    if let Some(range) = v {
-                        keep_going = f(b, i, range);
-                    }
+            let (b, i) = c.current().expect("a cursor with a key");
+            let end = b.key_end_index(i);
+            if !decided && let Some(v) = b.visible(i, end, epoch) {
+                decided = true;
+                if let Some(range) = v {
+                    keep_going = f(b, i, range);
                 }
             }
-            c.advance();
+            c.advance_to(end);
         }
         if !keep_going {
             return;
