@@ -84,12 +84,21 @@ pub fn encode_row(row: &OwnedRow) -> Vec<u8> {
 
 /// Encode only the datums at `indices`.
 pub fn encode_row_projected(row: &OwnedRow, indices: &[usize]) -> Vec<u8> {
-    let len = indices.iter().map(|&i| encoded_len(row.datum_at(i))).sum();
-    let mut buf = Vec::with_capacity(len);
-    for &i in indices {
-        encode_datum(row.datum_at(i), &mut buf);
-    }
+    let mut buf = Vec::with_capacity(projected_len(row, indices));
+    encode_projected_into(row, indices, &mut buf);
     buf
+}
+
+/// The length of the encoding of the datums at `indices`.
+pub fn projected_len(row: &OwnedRow, indices: &[usize]) -> usize {
+    indices.iter().map(|&i| encoded_len(row.datum_at(i))).sum()
+}
+
+/// Append the encoding of the datums at `indices` to `buf`.
+pub fn encode_projected_into(row: &OwnedRow, indices: &[usize], buf: &mut Vec<u8>) {
+    for &i in indices {
+        encode_datum(row.datum_at(i), buf);
+    }
 }
 
 fn take<'a>(bytes: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], DecodeError> {

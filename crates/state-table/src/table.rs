@@ -327,17 +327,14 @@ impl StateTable {
     /// chunk costs one allocation instead of two per row. A row whose key cannot be built keeps its error,
     /// returned when the row's turn comes (as a row-by-row write would).
     fn encode_rows(&self, rows: &[(Op, &OwnedRow)]) -> EncodedRows {
-        let pk_indices = &self.desc.pk_indices;
-        let value_len = |row: &OwnedRow| -> usize {
-            let indices = &self.desc.value_indices;
-            indices
-                .iter()
-                .map(|&i| value_encoding::encoded_len(row.datum_at(i)))
-                .sum()
-        };
+        let (pk_indices, value_indices) = (&self.desc.pk_indices, &self.desc.value_indices);
         let capacity = rows
             .iter()
-            .map(|(_, r)| VirtualNode::SIZE + pk_indices.len() * 9 + value_len(r))
+            .map(|(_, r)| {
+                VirtualNode::SIZE
+                    + pk_indices.len() * 9
+                    + value_encoding::projected_len(r, value_indices)
+            })
             .sum();
         let mut buf = Vec::with_capacity(capacity);
         let mut spans = Vec::with_capacity(rows.len());
@@ -354,9 +351,7 @@ impl StateTable {
                 self.desc.column_types.len(),
                 "row width must match the table"
             );
-            for &i in &self.desc.value_indices {
-                value_encoding::encode_datum(row.datum_at(i), &mut buf);
-            }
+            value_encoding::encode_projected_into(row, value_indices, &mut buf);
             spans.push((key, value_start..buf.len()));
         }
         EncodedRows {
