@@ -219,11 +219,11 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
     #[error(
-        "epochlab: unknown command `{0}`; usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS]"
+        "epochlab: unknown command `{0}`; usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS]"
     )]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
@@ -254,6 +254,10 @@ pub enum Invocation {
     SltHelp,
     /// `epochlab slt FILES...`: sqllogictest files against the simulated cluster.
     Slt(Box<crate::slt::SltArgs>),
+    /// `epochlab triage --help`.
+    TriageHelp,
+    /// `epochlab triage FILE...`: which known bug a log shows.
+    Triage(Vec<PathBuf>),
 }
 
 /// The arguments after the program's name, as text; `argument N` counts from 1 after the program's name.
@@ -281,6 +285,8 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
             rest.iter().map(PathBuf::from).collect(),
         )),
         "slt" => crate::slt::parse(rest).map_err(CliError::Slt),
+        "triage" if rest.iter().any(|a| a == "-h" || a == "--help") => Ok(Invocation::TriageHelp),
+        "triage" => Ok(Invocation::Triage(rest.iter().map(PathBuf::from).collect())),
         // The catalogue is all `bugs` says; its help is the catalogue.
         "bugs" if rest.is_empty() || matches!(rest, [h] if h == "-h" || h == "--help") => {
             Ok(Invocation::Bugs)

@@ -217,6 +217,20 @@ pub fn catalogue() -> String {
             crate::args::settings_of(bug),
             info.command
         ));
+        out.push_str(&record(bug));
     }
     out
+}
+
+/// The "record" part of a catalogue entry: what RisingWave's own history says, and how epochlab differs.
+fn record(bug: epochlab_sim::BugId) -> String {
+    let r = bug.record();
+    format!(
+        "  record:\n    refs:      {}\n    symptom:   {} ({})\n    where:     {}\n    differs:   {}\n",
+        r.refs,
+        r.symptom.text,
+        r.symptom.kind.as_str(),
+        r.site,
+        r.differs
+    )
 }

@@ -30,6 +30,7 @@ mod row;
 mod slt;
 mod soak;
 mod soak_metrics;
+mod triage;
 
 use std::process::ExitCode;
 
@@ -64,10 +65,11 @@ fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
             outln!(
-                "usage: epochlab repro|soak|soak-report|slt|bugs [FLAGS]\n\n{}\n\n{}\n\n{}",
+                "usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS]\n\n{}\n\n{}\n\n{}\n\n{}",
                 args::REPRO_HELP,
                 args::SOAK_HELP,
-                slt::SLT_HELP
+                slt::SLT_HELP,
+                triage::TRIAGE_HELP
             );
             ExitCode::SUCCESS
         }
@@ -83,6 +85,17 @@ fn main() -> ExitCode {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
                 eprintln!("epochlab slt: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Ok(Invocation::TriageHelp) => {
+            outln!("{}", triage::TRIAGE_HELP);
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Triage(files)) => match triage::run(&files) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab triage: {e}");
                 ExitCode::from(2)
             }
         },

@@ -18,6 +18,7 @@ pub mod b15144;
 pub mod b16815;
 pub mod b19138;
 pub mod b22384;
+pub mod record;
 
 /// A bug of the catalogue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,0 +1,111 @@
+//! `epochlab triage` on logs as RisingWave printed them: the seed's own failure log (#14910), excerpts written
+//! from each entry's record, a gzipped log, a log of no known bug, and bad input.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/triage")
+        .join(name)
+}
+
+fn triage(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .arg("triage")
+        .args(args)
+        .output()
+        .expect("epochlab runs")
+}
+
+fn on(name: &str) -> (Option<i32>, String) {
+    let out = triage(&[fixture(name).as_os_str()]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn the_seed_failure_log_is_14910() {
+    let (code, out) = on("seed-failure-log.md");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.starts_with("RisingWave #14910 at ") && out.contains("seed-failure-log.md:50 (panic)"),
+        "{out}"
+    );
+    assert!(out.contains("row [Some(Int16(0))] not found"), "{out}");
+    assert!(out.contains("actor 176007,"), "{out}");
+    assert!(out.contains("table 177014"), "{out}");
+    assert!(
+        out.contains("reproduce: cargo xtask repro --bug 14910"),
+        "{out}"
+    );
+    assert_eq!(out.matches("RisingWave #").count(), 1, "{out}");
+}
+
+#[test]
+fn the_16815_pr_error_chain_is_16815() {
+    let (code, out) = on("16815-different-pk-and-dist-key.log");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("RisingWave #16815 at "), "{out}");
+    assert!(out.contains("actor 38,"), "{out}");
+    assert!(out.contains("epoch 6481195908136960"), "{out}");
+}
+
+#[test]
+fn the_19138_scale_in_panic_is_19138() {
+    let (code, out) = on("19138-scale-in.log");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("RisingWave #19138 at "), "{out}");
+    assert!(out.contains("no_shuffle_backfill.rs:689:13"), "{out}");
+}
+
+#[test]
+fn a_gzipped_log_reads_as_its_text() {
+    let text = std::fs::read(fixture("seed-failure-log.md")).unwrap();
+    let dir = std::env::temp_dir().join(format!("epochlab-triage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ci-log.txt.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&text).unwrap();
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let out = triage(&[path.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("ci-log.txt.gz:50 (panic)"), "{stdout}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_log_of_no_known_bug_exits_1_and_lists_what_it_found() {
+    let (code, out) = on("no-known-bug.log");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.starts_with("no known bug's symptom in 8 lines of 1 file(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("found 1 panic(s) and 2 error(s) in 2 group(s)"),
+        "{out}"
+    );
+    assert!(out.contains("error x2 first at "), "{out}");
+    assert!(
+        out.contains("called `Option::unwrap()` on a `None` value"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [vec![], vec!["/nonexistent/log.txt"], vec!["/"]] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let out = triage(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("epochlab triage: "), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}

@@ -1,0 +1,210 @@
+//! What RisingWave's own record says of each catalogue entry: the issue and pull requests, the symptom exactly as
+//! RisingWave logged, errored or panicked at the bug's commit, where in RisingWave it happened, and what epochlab
+//! models differently. `epochlab bugs` prints it and `epochlab triage` matches logs against its [`Symptom`]s.
+//!
+//! Every text here is checked against the thread or the source it cites; where the record does not say a thing
+//! (which CI run, which path), the text says so rather than guess.
+
+use super::BugId;
+
+/// How a symptom shows in RisingWave's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymptomKind {
+    /// A Rust panic (`thread '..' panicked at FILE:LINE:COL:` and the message, often over several lines).
+    Panic,
+    /// An actor's error, reported in the failed barrier's error chain (`Actor N exited unexpectedly: ..`).
+    ActorError,
+    /// A line a component logs (a warning or an error) and goes on.
+    LoggedLine,
+    /// Nothing in the log: the bug shows only as data (a committed epoch without a worker's writes).
+    Silent,
+}
+
+impl SymptomKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymptomKind::Panic => "panic",
+            SymptomKind::ActorError => "actor error",
+            SymptomKind::LoggedLine => "logged line",
+            SymptomKind::Silent => "silent (no log line)",
+        }
+    }
+}
+
+/// A symptom in a log: the text as RisingWave printed it, and its masked pattern.
+#[derive(Clone, Copy, Debug)]
+pub struct Symptom {
+    pub kind: SymptomKind,
+    /// As RisingWave printed it at the bug's commit, with one example's ids.
+    pub text: &'static str,
+    /// The same text masked as triage masks a log line: every run of digits is `N`, a list `N, N, ..` is one
+    /// `N`, Debug's pretty-printing folded (`VirtualNode(\n 196,\n)` is `VirtualNode(N)`). Empty for
+    /// [`SymptomKind::Silent`].
+    pub pattern: &'static str,
+}
+
+/// The record of one catalogue entry.
+#[derive(Clone, Copy, Debug)]
+pub struct Record {
+    /// The issue, the pull requests and what each did, with dates.
+    pub refs: &'static str,
+    pub symptom: Symptom,
+    /// The component, file and function where the symptom came from.
+    pub site: &'static str,
+    /// What epochlab models differently from RisingWave (there is always something).
+    pub differs: &'static str,
+}
+
+impl BugId {
+    /// What RisingWave's record says of this entry.
+    pub fn record(self) -> &'static Record {
+        match self {
+            BugId::Rw14910 => &R14910,
+            BugId::Rw22384 => &R22384,
+            BugId::Rw16815 => &R16815,
+            BugId::Rw19138 => &R19138,
+            BugId::Rw15144 => &R15144,
+        }
+    }
+}
+
+const R14910: Record = Record {
+    refs: "issue #14910 (2024-02-01; the recovery test's failure, reproduced in PR #14888); PR #15355 \
+           (2024-03-07, recovery's pre-applied drops and cancels unregister) and PR #15852 (2024-03-26, \
+           unregister after the Stop barrier is collected, purge in recovery); PR #15787 turned the panic into \
+           an actor error",
+    symptom: Symptom {
+        kind: SymptomKind::Panic,
+        text: "row [Some(Int16(0))] not found",
+        pattern: "row [Some(Int16(N))] not found",
+    },
+    site: "stream: executor/backfill/utils.rs, `persist_state_per_vnode` (its debug-build read of the old progress \
+           row), under the arrangement backfill's barrier; the cause in meta: `drop_streaming_jobs_impl` \
+           unregistered the job's state tables from Hummock once the failed Stop returned, before recovery reset \
+           the compute nodes",
+    differs: "the old-row check runs in every build and fails the actor with a typed error (RisingWave's was \
+              debug-only and panicked); one meta node, no etcd, and the CI run's kill timing is drawn, not \
+              recorded",
+};
+
+const R22384: Record = Record {
+    refs: "PR #22384 (2025-06-27, \"fix incorrectly marking worker node as barrier collected\"), with its test in \
+           PR #22393 (2025-07-02, worker_crash_no_early_commit.rs); no issue",
+    symptom: Symptom {
+        kind: SymptomKind::Silent,
+        text: "no log line: the epoch is committed without the crashed worker's data, and recovery resumes from \
+               that epoch",
+        pattern: "",
+    },
+    site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
+           collect even when it had actors there), called for the in-flight epochs on a worker's error",
+    differs: "epochlab has one database and a global recovery; the lost data shows as an oracle violation after \
+              recovery, where RisingWave's test checks that `commit_epoch` is never called",
+};
+
+const R16815: Record = Record {
+    refs: "PR #16815 (2024-05-20, \"arrangement backfill should use dist key instead of pk to derive vnode\"); \
+           found by e2e_test/backfill/sink/different_pk_and_dist_key.slt; no issue",
+    symptom: Symptom {
+        kind: SymptomKind::ActorError,
+        text: "Backfill progress for vnode VirtualNode(196) not found, backfill_state not initialized properly",
+        pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
+    },
+    site: "stream: executor/backfill/utils.rs, `mark_chunk_ref_by_vnode` (the vnode from the pk), then \
+           `BackfillState::get_progress` in the arrangement backfill",
+    differs: "epochlab's tables have a dist key that is a prefix of the pk and 256 or fewer vnodes; a row whose \
+              wrong vnode this actor owns is caught by the oracle (wrong results), as RisingWave's would only be \
+              by its results",
+};
+
+const R19138: Record = Record {
+    refs: "issue #19138 (2024-10-26, v2.0.2; closed as not a bug: rescaling a backfilling job was not supported); \
+           the assertion came with PR #12767 (2023); issue #19142 tracked support, PR #23998 (2026-01-12) added it",
+    symptom: Symptom {
+        kind: SymptomKind::Panic,
+        text: "All vnode partitions should have same state (no scale-in supported)",
+        pattern: "All vnode partitions should have same state (no scale-in supported)",
+    },
+    site: "stream: executor/backfill/no_shuffle_backfill.rs, the no-shuffle `BackfillExecutor` recovering its \
+           backfill state after compute nodes were scaled in (6 to 2 cores) under a backfilling SINK INTO TABLE",
+    differs: "the recorded job was a SINK INTO TABLE; epochlab scales in a view's no-shuffle backfill, and its \
+              scale-in is a compute node removed at recovery",
+};
+
+const R15144: Record = Record {
+    refs: "issue #15144 (2024-02-20, titled \"inconsistency table info between catalog and hummock\"); PR #15355 \
+           (recovery's `pre_apply_drop_cancel` never unregistered a cancelled job's tables; it \"might cause\" \
+           #15144); the write-stop deadlock is #16511 and #20010 (a dropped-tables cache in the catalog)",
+    symptom: Symptom {
+        kind: SymptomKind::LoggedLine,
+        text: "Failed to fetch filter key extractor tables [1001]. [1001] may be removed by meta-service.",
+        pattern: "Failed to fetch filter key extractor tables [N]. [N] may be removed by meta-service.",
+    },
+    site: "storage: hummock/compactor/compactor_runner.rs, the compactor's fetch of the task's table infos (after \
+           narrowing them to the tables its input SSTs hold); the cause in meta: recovery's \
+           `pre_apply_drop_cancel`",
+    differs: "one compaction group and a miniature compactor in the compute node's process; the stall is modelled \
+              as #16511's write stop, which the record ties to later issues, not to #15144 itself",
+};
+
+/// A log line as triage compares it: Debug's pretty-printing folded (whitespace after `(`/`[` and before
+/// `)`/`]` dropped, a comma before a closing bracket dropped, runs of whitespace one space), every run of
+/// digits standing alone `N`, and a list of masked numbers one `N`.
+pub fn mask(text: &str) -> String {
+    let folded = fold_debug(text);
+    let mut digits = String::with_capacity(folded.len());
+    // Digits inside a name (`Int16`, `b14910`) are kept; a number standing alone is masked.
+    let (mut in_number, mut in_name) = (false, false);
+    for c in folded.chars() {
+        if c.is_ascii_digit() && !in_name {
+            if !in_number {
+                digits.push('N');
+            }
+            in_number = true;
+            continue;
+        }
+        in_name = (c.is_alphanumeric() || c == '_') && !in_number || in_name && c.is_ascii_digit();
+        in_number = false;
+        digits.push(c);
+    }
+    let mut out = digits;
+    while out.contains("N, N") {
+        out = out.replace("N, N", "N");
+    }
+    out
+}
+
+/// Debug's `{:#?}` layout folded to `{:?}`'s: `row [\n    Some(\n  Int16(\n 0,\n ),\n ),\n] not found` is
+/// `row [Some(Int16(0))] not found`.
+pub fn fold_debug(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = String::with_capacity(text.len());
+    for w in words {
+        let glue = out.ends_with(['(', '[']) || w.starts_with([')', ']']);
+        if !out.is_empty() && !glue {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    while let Some(i) = out.find(",)").or_else(|| out.find(",]")) {
+        out.remove(i);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A symptom's pattern is its text, masked: what triage will see in a log line that printed it.
+    #[test]
+    fn every_pattern_is_its_text_masked() {
+        for bug in BugId::ALL {
+            let s = bug.record().symptom;
+            match s.kind {
+                SymptomKind::Silent => assert!(s.pattern.is_empty(), "{bug}"),
+                _ => assert_eq!(mask(s.text), s.pattern, "{bug}"),
+            }
+        }
+    }
+}
