@@ -1,8 +1,9 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
 //! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
-//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`: the same for `epochlab soak`,
-//!   `epochlab soak-report`, `epochlab bugs` (the catalogue) and `epochlab slt` (sqllogictest files).
+//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`, `triage FILES...`: the same for
+//!   `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue), `epochlab slt` (sqllogictest
+//!   files) and `epochlab triage` (which known bug a log shows).
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
@@ -18,8 +19,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str =
-    "usage: cargo xtask <repro|soak|soak-report|bugs|slt|test|bench|screenshot|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|triage|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     let raw: Vec<OsString> = args.collect();
     if matches!(
         cmd.as_str(),
-        "repro" | "soak" | "soak-report" | "bugs" | "slt"
+        "repro" | "soak" | "soak-report" | "bugs" | "slt" | "triage"
     ) {
         return finish(epochlab_command(&cmd, &raw));
     }
