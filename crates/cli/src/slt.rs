@@ -394,6 +394,7 @@ fn json_row(
         "failure": failure,
         "signature": r.signature(),
         "records": r.records,
+        "killers": r.killers,
         "kills": r.kills,
         "retries": r.retries,
         "recoveries": r.recoveries,
@@ -410,7 +411,7 @@ fn json_row(
 
 fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wall_ms: u64) {
     outln!(
-        "{}  {}  records={} kills={} retries={} recoveries={} virtual={:.1}s wall={:.2}s",
+        "{}  {}  records={} killers={} kills={} retries={} recoveries={} virtual={:.1}s wall={:.2}s",
         file.display(),
         if r.skipped {
             "passed (skipped: in KILL_IGNORE_FILES)"
@@ -418,6 +419,7 @@ fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wal
             r.outcome.as_str()
         },
         r.records,
+        r.killers,
         r.kills,
         r.retries,
         r.recoveries,

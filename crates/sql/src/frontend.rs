@@ -308,6 +308,13 @@ impl Session {
                     w.end()?;
                     return Ok(self.show_jobs());
                 }
+                if w.eat("BACKGROUND_DDL") {
+                    w.end()?;
+                    return Ok(Output::Rows {
+                        numeric: vec![false],
+                        rows: vec![vec![self.background_ddl.to_string()]],
+                    });
+                }
                 return Err(unsupported_words(&s.tokens, 2));
             }
             "SET" => return self.set(&mut w),

@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
-use epochlab_meta::JobState;
+use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
 use epochlab_sim::workload::watchdog;
@@ -263,6 +263,8 @@ pub struct FileReport {
     pub violations: Vec<Violation>,
     /// Records run (statements and queries), kills (nodes killed), retries.
     pub records: u32,
+    /// Killers drawn (under kills, each record but DML, FLUSH, ALTER and CREATE TABLE AS may draw one).
+    pub killers: u32,
     pub kills: u32,
     pub retries: u32,
     pub recoveries: u64,
@@ -283,6 +285,7 @@ impl FileReport {
             failure: None,
             violations: Vec::new(),
             records: 0,
+            killers: 0,
             kills: 0,
             retries: 0,
             recoveries: 0,
@@ -793,6 +796,7 @@ impl Play {
             self.background_ddl = enable;
         }
         if let Some(k) = killer {
+            self.report.killers += 1;
             self.report.kills += k.await.unwrap_or(0);
         }
         result
@@ -818,6 +822,7 @@ impl Play {
         }
         let background = self.ddl_rng.bool(rate);
         let sql = format!("SET BACKGROUND_DDL={background};");
+        event!(self.cluster().ctx.log, "slt", "runner: {sql}");
         self.runner.run_async(statement_like(record, sql)).await?;
         self.background_ddl = background;
         Ok(())
@@ -872,6 +877,12 @@ impl Play {
                 SqlCmd::CreateMaterializedView { name }
                     if i != 0 && failure == Failure::InCreatingProcedure && self.background_ddl =>
                 {
+                    event!(
+                        self.cluster().ctx.log,
+                        "slt",
+                        "retry {}: {name} is in creating procedure: WAIT and check it",
+                        i
+                    );
                     if self.wait_background(name).await.is_ok() {
                         return Ok(());
                     }
@@ -911,7 +922,12 @@ impl Play {
     async fn wait_background(&self, name: &str) -> Result<(), BackgroundError> {
         let mut db = SimDb::new(self.engine.clone());
         db.execute("WAIT").await.map_err(BackgroundError::Wait)?;
-        match self.cluster().meta.relation_by_name(&name.to_lowercase()) {
+        // `pg_matviews` lists materialized views only.
+        let name = name.to_lowercase();
+        match self.cluster().meta.relation_by_name(&name) {
+            Some(r) if r.kind != RelationKind::MaterializedView => {
+                Err(BackgroundError::Gone(name.to_string()))
+            }
             Some(r) if r.state == JobState::Created => Ok(()),
             Some(_) => Err(BackgroundError::StillCreating(name.to_string())),
             None => Err(BackgroundError::Gone(name.to_string())),
