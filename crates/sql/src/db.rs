@@ -10,7 +10,8 @@ use crate::frontend::{Engine, Output, Session};
 
 /// One connection of a test file, as RisingWave's simulation client (`src/tests/simulation/src/client.rs`):
 /// it connects on first use, and when its frontend was killed it reconnects on the next statement and replays
-/// the `SET` statements it ran (each variable's last, in the order they were last set). While the frontend is
+/// the `SET` statements it ran (each variable's last, in the order they were last set; only those that
+/// succeeded, where RisingWave's client kept a failed one too and then failed every reconnect on it). While the frontend is
 /// down a (re)connect fails with `connection refused`; a kill fails the statement in flight with `connection
 /// closed`, while what it sent on (a DDL meta runs) goes on in its own task.
 pub struct SimDb {
@@ -73,9 +74,7 @@ impl SimDb {
     /// Run `sql` on the connected session; a kill of the frontend meanwhile fails it with `connection closed`.
     pub async fn execute(&mut self, sql: &str) -> Result<Output, SqlError> {
         let (mut session, generation) = self.connected().await?;
-        if sql.trim_start().to_lowercase().starts_with("set") {
-            self.remember_set(sql);
-        }
+        let is_set = sql.trim_start().to_lowercase().starts_with("set");
         let text = sql.to_string();
         let mut task = tokio::spawn(async move {
             let out = session.execute(&text).await;
@@ -89,6 +88,9 @@ impl SimDb {
             joined = &mut task => match joined {
                 Ok((session, out)) => {
                     self.session = Some((session, generation));
+                    if is_set && out.is_ok() {
+                        self.remember_set(sql);
+                    }
                     out
                 }
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
