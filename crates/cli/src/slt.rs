@@ -695,6 +695,36 @@ mod tests {
     }
 
     #[test]
+    fn role_flags_and_the_runner_parse_and_replay() {
+        let Ok(Invocation::Slt(a)) = args(&["--kill-frontend", "--kill-compactor", "x.slt"]) else {
+            panic!("parses")
+        };
+        assert!(a.params.kill);
+        assert_eq!(
+            a.params.kill_roles,
+            KillRoles {
+                frontend: true,
+                compute: false,
+                compactor: true
+            }
+        );
+        assert_eq!(a.params.runner, RunnerEra::R2024);
+        assert!(replay(&a.params, Path::new("x.slt")).contains(
+            "--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt"
+        ));
+        let Ok(Invocation::Slt(a)) = args(&["--kill", "--kill-compute", "--runner=latest", "x.slt"])
+        else {
+            panic!("parses")
+        };
+        assert_eq!(a.params.kill_roles, KillRoles::ALL);
+        assert!(replay(&a.params, Path::new("x.slt")).ends_with("--runner latest x.slt"));
+        assert!(matches!(
+            args(&["--kill", "--runner", "2025", "x.slt"]),
+            Err(ArgError::NotARunner(_))
+        ));
+    }
+
+    #[test]
     fn a_replay_names_the_file_and_the_kill_settings() {
         let p = SltParams {
             seed: 7,
