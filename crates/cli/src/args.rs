@@ -1425,9 +1425,15 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     }
     if seen.contains("--slt") {
         soak.scenario = crate::slt::soak_scenario(&slt_values, soak.params.bug, soak.params.mode)?;
-    } else if let Some(flag) = ["--kill", "--kill-frontend", "--kill-compute", "--kill-compactor", "--runner"]
-        .into_iter()
-        .find(|f| seen.contains(*f))
+    } else if let Some(flag) = [
+        "--kill",
+        "--kill-frontend",
+        "--kill-compute",
+        "--kill-compactor",
+        "--runner",
+    ]
+    .into_iter()
+    .find(|f| seen.contains(*f))
     {
         return Err(ArgError::Pointless {
             flag,
@@ -1640,7 +1646,8 @@ fn set_soak(
         "--replay" => soak.replay = Some(PathBuf::from(v)),
         // Read after every flag (`crate::slt::soak_scenario`).
         "--slt" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
-        "--slt" | "--kill" | "--kill-frontend" | "--kill-compute" | "--kill-compactor" | "--runner" => {}
+        "--slt" | "--kill" | "--kill-frontend" | "--kill-compute" | "--kill-compactor"
+        | "--runner" => {}
         repro_flag => {
             let f = Flag::from_name(repro_flag).expect("a repro flag");
             repro.set(f, v)?;

@@ -712,7 +712,8 @@ mod tests {
         assert!(replay(&a.params, Path::new("x.slt")).contains(
             "--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt"
         ));
-        let Ok(Invocation::Slt(a)) = args(&["--kill", "--kill-compute", "--runner=latest", "x.slt"])
+        let Ok(Invocation::Slt(a)) =
+            args(&["--kill", "--kill-compute", "--runner=latest", "x.slt"])
         else {
             panic!("parses")
         };

@@ -107,7 +107,10 @@ fn bad_input_is_exit_2_with_one_line() {
             "--kill-frontend takes no value",
         ),
         (vec!["slt", "--kill-meta", "x.slt"], "unknown flag"),
-        (vec!["soak", "--kill-compactor"], "--kill-compactor needs --slt"),
+        (
+            vec!["soak", "--kill-compactor"],
+            "--kill-compactor needs --slt",
+        ),
         (
             vec!["soak", "--slt", "tests/slt/*.slt", "--scenario", "14910"],
             "--slt",
@@ -172,7 +175,10 @@ fn help_names_the_roles_killed_and_says_meta_is_never_killed() {
 
 #[test]
 fn a_kill_ignore_file_is_skipped_under_kill_and_the_json_says_so() {
-    let dir = std::env::temp_dir().join(format!("epochlab-slt-cli-{}/transaction", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "epochlab-slt-cli-{}/transaction",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("tolerance.slt");
     std::fs::write(&f, "query I\nSELECT 1;\n----\n2\n").unwrap();

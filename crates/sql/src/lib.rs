@@ -15,6 +15,4 @@ pub mod runner;
 
 pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};
-pub use runner::{
-    FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file,
-};
+pub use runner::{FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file};

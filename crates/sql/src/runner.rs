@@ -679,7 +679,9 @@ impl Play {
             // Under kills every record goes through the kill runner, as RisingWave's loop did.
             let result = match &at {
                 _ if self.params.kill => {
-                    let cmd = at.as_ref().map_or(SqlCmd::Others, |(_, _, sql)| SqlCmd::of(sql));
+                    let cmd = at
+                        .as_ref()
+                        .map_or(SqlCmd::Others, |(_, _, sql)| SqlCmd::of(sql));
                     self.run_killed(record.clone(), cmd).await
                 }
                 _ => self
@@ -812,7 +814,10 @@ impl Play {
         let rate = self.params.background_ddl_rate.clamp(0.0, 1.0);
         if !matches!(
             (record, cmd),
-            (Record::Statement { .. }, SqlCmd::CreateMaterializedView { .. })
+            (
+                Record::Statement { .. },
+                SqlCmd::CreateMaterializedView { .. }
+            )
         ) || !self
             .params
             .runner
@@ -829,7 +834,10 @@ impl Play {
     }
 
     /// DML, FLUSH, ALTER, CREATE TABLE AS: no killer; retried only on `no reader for dml`.
-    async fn run_not_killed(&mut self, record: Record<DefaultColumnType>) -> Result<(), RecordError> {
+    async fn run_not_killed(
+        &mut self,
+        record: Record<DefaultColumnType>,
+    ) -> Result<(), RecordError> {
         for i in 0usize.. {
             match self.runner.run_async(record.clone()).await {
                 Ok(_) => break,
@@ -1027,7 +1035,11 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<Pla
     targets.extend(role(roles.compute, compute_nodes, &|i| {
         KillTarget::Compute(WorkerId(i))
     }));
-    targets.extend(role(roles.compactor, COMPACTOR_NODES, &KillTarget::Compactor));
+    targets.extend(role(
+        roles.compactor,
+        COMPACTOR_NODES,
+        &KillTarget::Compactor,
+    ));
     targets
         .into_iter()
         .map(|target| {

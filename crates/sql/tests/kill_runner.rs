@@ -39,7 +39,7 @@ const COMPUTE: KillRoles = KillRoles {
     compactor: false,
 };
 
-/// 1. In 2024 a CREATE MATERIALIZED VIEW under kills is preceded by `SET BACKGROUND_DDL=<draw>` even at rate
+/// Difference 1: In 2024 a CREATE MATERIALIZED VIEW under kills is preceded by `SET BACKGROUND_DDL=<draw>` even at rate
 /// 0 (so `false`), overriding the file's own `SET BACKGROUND_DDL=true`; today's runner leaves it.
 #[test]
 fn set_background_ddl_at_rate_0_overrides_the_files_setting_in_2024_only() {
@@ -59,11 +59,15 @@ fn set_background_ddl_at_rate_0_overrides_the_files_setting_in_2024_only() {
         ..killing(1, COMPUTE, 0.0)
     };
     let r = run_file(&f, &latest, ReproHooks::default()).unwrap().value;
-    assert_eq!(r.outcome, Outcome::Failed, "today's runner leaves the file's SET");
+    assert_eq!(
+        r.outcome,
+        Outcome::Failed,
+        "today's runner leaves the file's SET"
+    );
     assert_eq!(r.failure.unwrap().line, 10);
 }
 
-/// 1. The draws come from an rng of their own, seeded by the seed alone: the kill draws do not move them.
+/// Difference 1: The draws come from an rng of their own, seeded by the seed alone: the kill draws do not move them.
 #[test]
 fn background_ddl_draws_do_not_depend_on_the_kill_draws() {
     let mut text = String::from("statement ok\nCREATE TABLE t (v int);\n\n");
@@ -83,17 +87,24 @@ fn background_ddl_draws_do_not_depend_on_the_kill_draws() {
         out.log
             .lines()
             .iter()
-            .filter_map(|l| l.split_once("runner: SET BACKGROUND_DDL=").map(|(_, v)| v.to_string()))
+            .filter_map(|l| {
+                l.split_once("runner: SET BACKGROUND_DDL=")
+                    .map(|(_, v)| v.to_string())
+            })
             .collect()
     };
     let calm = draws(0.0);
     assert_eq!(calm.len(), 10);
     assert!(calm.iter().any(|d| d.starts_with("true")), "{calm:?}");
     assert!(calm.iter().any(|d| d.starts_with("false")), "{calm:?}");
-    assert_eq!(calm, draws(0.5), "the kill draws moved the background DDL draws");
+    assert_eq!(
+        calm,
+        draws(0.5),
+        "the kill draws moved the background DDL draws"
+    );
 }
 
-/// 2. A CREATE of a name whose job is still being created is RisingWave's meta's `table is in creating
+/// Difference 2: A CREATE of a name whose job is still being created is RisingWave's meta's `table is in creating
 /// procedure: <id>` (not the frontend's `Catalog error: ... exists`), with or without IF NOT EXISTS.
 #[test]
 fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
@@ -120,7 +131,10 @@ fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
                 "{sql}: {err}"
             );
             let text = err.to_string();
-            assert!(text.starts_with("table is in creating procedure: "), "{text}");
+            assert!(
+                text.starts_with("table is in creating procedure: "),
+                "{text}"
+            );
             assert!(!text.contains("Catalog error"), "{text}");
         }
         s.execute("WAIT").await.unwrap();
@@ -129,7 +143,10 @@ fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
             .await
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("Catalog error") && err.contains("exists"), "{err}");
+        assert!(
+            err.starts_with("Catalog error") && err.contains("exists"),
+            "{err}"
+        );
         s.execute("CREATE MATERIALIZED VIEW IF NOT EXISTS m AS SELECT * FROM t")
             .await
             .unwrap();
@@ -137,7 +154,7 @@ fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
     });
 }
 
-/// 2. The runner on `table is in creating procedure`: a background CREATE MATERIALIZED VIEW whose frontend
+/// Difference 2: The runner on `table is in creating procedure`: a background CREATE MATERIALIZED VIEW whose frontend
 /// died with it in flight is retried, meets the job meta still runs, WAITs and checks the view.
 #[test]
 fn a_retried_background_create_in_creating_procedure_waits_for_the_view() {
@@ -174,10 +191,13 @@ fn a_retried_background_create_in_creating_procedure_waits_for_the_view() {
             waited.push(seed);
         }
     }
-    assert!(!waited.is_empty(), "no seed met `table is in creating procedure`");
+    assert!(
+        !waited.is_empty(),
+        "no seed met `table is in creating procedure`"
+    );
 }
 
-/// 3. Every record the parser returns (comments and blank lines too) draws its killer, but DML.
+/// Difference 3: Every record the parser returns (comments and blank lines too) draws its killer, but DML.
 #[test]
 fn every_record_draws_a_killer_but_dml() {
     let text = "# a comment\n# on two lines\n\nstatement ok\nCREATE TABLE t (v int);\n\n\
@@ -196,7 +216,7 @@ fn every_record_draws_a_killer_but_dml() {
     assert_eq!(r.killers as usize, records.len() - 1, "{records:?}");
 }
 
-/// 4. `KILL_IGNORE_FILES`: under kills such a file is not run (matched by whole path components, as
+/// Difference 4: `KILL_IGNORE_FILES`: under kills such a file is not run (matched by whole path components, as
 /// `Path::ends_with`); the latest list has the cursor files too.
 #[test]
 fn kill_ignore_files_are_not_run_under_kills() {
@@ -214,7 +234,10 @@ fn kill_ignore_files_are_not_run_under_kills() {
     let r = run_file(&cursor, &killing(1, COMPUTE, 1.0), ReproHooks::default())
         .unwrap()
         .value;
-    assert!(!r.skipped && r.outcome == Outcome::Failed, "not in 2024's list");
+    assert!(
+        !r.skipped && r.outcome == Outcome::Failed,
+        "not in 2024's list"
+    );
     let latest = SltParams {
         runner: RunnerEra::Latest,
         ..killing(1, COMPUTE, 1.0)
@@ -229,7 +252,7 @@ fn kill_ignore_files_are_not_run_under_kills() {
     assert!(!era.kill_ignored(Path::new("e2e_test/batch/now.slt")));
 }
 
-/// 5. The kill draw per role, as `Cluster::kill_node`: none, all, or each with p = 0.5; never meta.
+/// Difference 5: The kill draw per role, as `Cluster::kill_node`: none, all, or each with p = 0.5; never meta.
 #[test]
 fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
     let rng = epochlab_common::SimRng::new(11);
@@ -288,7 +311,7 @@ async fn rows(db: &mut SimDb, sql: &str) -> Result<Vec<Vec<String>>, SqlError> {
     }
 }
 
-/// 5. A killed frontend: the statement in flight fails with `connection closed` (what it sent to meta goes
+/// Difference 5: A killed frontend: the statement in flight fails with `connection closed` (what it sent to meta goes
 /// on), a connect while it is down is refused, and after its restart the client reconnects and replays
 /// its `SET`s.
 #[test]
@@ -344,7 +367,7 @@ fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() 
     });
 }
 
-/// 5. A killed compactor: no compaction task runs while it is down (L0 grows past the trigger); the tasks
+/// Difference 5: A killed compactor: no compaction task runs while it is down (L0 grows past the trigger); the tasks
 /// that fell due run when it is back.
 #[test]
 fn a_killed_compactor_stops_compaction_until_it_is_back() {
@@ -369,12 +392,24 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
                 .unwrap();
             s.execute("FLUSH").await.unwrap();
         }
-        let tasks = cluster.hummock.compaction_stats().tasks.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(max_l0(&cluster) > trigger, "L0 grows while the compactor is down");
+        let tasks = cluster
+            .hummock
+            .compaction_stats()
+            .tasks
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            max_l0(&cluster) > trigger,
+            "L0 grows while the compactor is down"
+        );
         cluster.restart_compactor();
         assert!(max_l0(&cluster) < trigger, "the due task ran at restart");
         assert!(
-            cluster.hummock.compaction_stats().tasks.load(std::sync::atomic::Ordering::Relaxed) > tasks
+            cluster
+                .hummock
+                .compaction_stats()
+                .tasks
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > tasks
         );
         cluster.shutdown();
     });
