@@ -1152,6 +1152,29 @@ mod tests {
         );
         assert!(SqlCmd::of("insert into t values (1)").ignore_kill());
         assert!(!SqlCmd::of("drop sink s").ignore_kill());
+        // RisingWave's first-word match keeps the semicolon: `flush;` is not `flush`.
+        assert!(SqlCmd::of("FLUSH").ignore_kill());
+        assert!(!SqlCmd::of("FLUSH;").ignore_kill());
+    }
+
+    #[test]
+    fn the_runner_era_decides_each_difference() {
+        let (old, new) = (RunnerEra::R2024, RunnerEra::Latest);
+        assert!(old.sets_background_ddl(0.0, false));
+        assert!(old.sets_background_ddl(0.0, true));
+        assert!(!new.sets_background_ddl(0.0, false));
+        assert!(new.sets_background_ddl(0.5, false));
+        assert!(!new.sets_background_ddl(0.5, true));
+        assert!(old.refuses_file_background_ddl() && !new.refuses_file_background_ddl());
+        let waits = |era: RunnerEra| (0..6).map(|i| era.backoff(i).as_secs()).collect::<Vec<_>>();
+        assert_eq!(waits(old), vec![1, 2, 4, 8, 16, 32]);
+        assert_eq!(waits(new), vec![1, 2, 4, 8, 10, 10]);
+        assert_eq!(old.kill_ignore_files().len(), 7);
+        assert!(new.kill_ignored(Path::new("e2e_test/transaction/cursor.slt")));
+        assert!(!old.kill_ignored(Path::new("e2e_test/transaction/cursor.slt")));
+        assert_eq!("2024".parse(), Ok(old));
+        assert_eq!("latest".parse(), Ok(new));
+        assert!("2025".parse::<RunnerEra>().is_err());
     }
 }
 
