@@ -193,6 +193,9 @@ pub enum ArgError {
         command: &'static str,
         value: String,
     },
+    /// `--runner` of `slt` (and `soak --slt`).
+    #[error("--runner takes 2024 or latest, not `{0}`")]
+    NotARunner(String),
     /// `epochlab slt`'s `--seed`.
     #[error("--seed takes a whole number in 0..=18446744073709551615, not `{0}`")]
     NotASeed(String),
@@ -1327,8 +1330,10 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
                             matching GLOB (quote it: 'tests/slt/**/*.slt'), each in a fresh cluster, under each
                             seed; a seed fails when a file does, its detail naming the file, the record and the
                             `cargo xtask slt` command that replays that file alone
-  --kill                    with --slt: kill compute nodes as RisingWave's simulation runner does (then
-                            --kill-rate defaults to 1.0 and --background-ddl-rate to 0.0)
+  --kill                    with --slt: kill nodes of every role the engine has (frontend, compute nodes,
+                            compactor; never meta) as RisingWave's simulation runner does (then --kill-rate
+                            defaults to 1.0 and --background-ddl-rate to 0.0); --kill-frontend, --kill-compute,
+                            --kill-compactor: those roles only; --runner 2024|latest: see `epochlab slt --help`
   --plan FILE               run one plan file (as written by --shrink, or from tests/regressions/) in its own
                             mode unless --mode is given; compares with the file's expected outcome if it has one
   --shrink                  shrink the plan of --plan FILE, or of the lowest failing seed of the campaign:
@@ -1400,7 +1405,9 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         if !seen.insert(flag.to_string()) {
             return Err(ArgError::Repeated(flag));
         }
-        let switch = flag == "--json" || flag == "--shrink" || flag == "--kill";
+        let switch = flag == "--json"
+            || flag == "--shrink"
+            || flag.starts_with("--kill") && flag != "--kill-rate";
         let value = match (switch, inline) {
             (true, None) => "",
             (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
@@ -1409,7 +1416,14 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
         };
         if matches!(
             flag,
-            "--slt" | "--kill" | "--kill-rate" | "--background-ddl-rate"
+            "--slt"
+                | "--kill"
+                | "--kill-frontend"
+                | "--kill-compute"
+                | "--kill-compactor"
+                | "--runner"
+                | "--kill-rate"
+                | "--background-ddl-rate"
         ) {
             slt_values.insert(flag, value.to_string());
         }
@@ -1417,9 +1431,18 @@ pub fn parse_soak(argv: &[String]) -> Result<Invocation, ArgError> {
     }
     if seen.contains("--slt") {
         soak.scenario = crate::slt::soak_scenario(&slt_values, soak.params.bug, soak.params.mode)?;
-    } else if seen.contains("--kill") {
+    } else if let Some(flag) = [
+        "--kill",
+        "--kill-frontend",
+        "--kill-compute",
+        "--kill-compactor",
+        "--runner",
+    ]
+    .into_iter()
+    .find(|f| seen.contains(*f))
+    {
         return Err(ArgError::Pointless {
-            flag: "--kill",
+            flag,
             reason: "needs --slt (random plans draw their kills with --kill-rate)",
         });
     }
@@ -1549,10 +1572,14 @@ fn exclusive(a: &'static str, b: &str, reason: &'static str) -> ArgError {
     ArgError::Exclusive { a, b, reason }
 }
 
-const SOAK_FLAGS: [&str; 28] = [
+const SOAK_FLAGS: [&str; 32] = [
     "--bug",
     "--slt",
     "--kill",
+    "--kill-frontend",
+    "--kill-compute",
+    "--kill-compactor",
+    "--runner",
     "--replay",
     "--plan",
     "--shrink",
@@ -1625,7 +1652,8 @@ fn set_soak(
         "--replay" => soak.replay = Some(PathBuf::from(v)),
         // Read after every flag (`crate::slt::soak_scenario`).
         "--slt" if v.is_empty() => return Err(ArgError::MissingValue(flag)),
-        "--slt" | "--kill" => {}
+        "--slt" | "--kill" | "--kill-frontend" | "--kill-compute" | "--kill-compactor"
+        | "--runner" => {}
         repro_flag => {
             let f = Flag::from_name(repro_flag).expect("a repro flag");
             repro.set(f, v)?;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproHooks};
-use epochlab_sql::{FileReport, SltError, SltParams, run_file};
+use epochlab_sql::{FileReport, KillRoles, RunnerEra, SltError, SltParams, run_file};
 use epochlab_telemetry::{
     ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to,
 };
@@ -30,12 +30,28 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seed N                  0..=2^64-1, default 0: the seed of every file's run
   --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144: the bug whose toggle --mode sets
   --mode M                  buggy | fixed (default) | purge-before-reset (14910 only)
-  --kill                    kill compute nodes as RisingWave's simulation runner does: before a statement or
-                            query (not DML, FLUSH or ALTER), with probability --kill-rate, after U(0, 1 s);
-                            failed records retried up to 5 times with backoff
-  --kill-rate F             0..=1, default 1.0; needs --kill
-  --background-ddl-rate F   0..=1, default 0.0; needs --kill: the share of CREATE MATERIALIZED VIEW statements
-                            run as background DDL (followed by WAIT)
+  --kill                    kill nodes of every role the engine has (the frontend, the 3 compute nodes, the
+                            compactor) as RisingWave's simulation runner's --kill does: before every record
+                            the parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE
+                            TABLE AS), with probability --kill-rate, after U(0, 1 s), per role none, all or
+                            each with p = 0.5, each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed
+                            records retried up to 5 times with backoff; files of RisingWave's KILL_IGNORE_FILES
+                            are skipped. Meta is never killed (RisingWave's --kill killed meta nodes too, never
+                            all; a meta that restarts from its store is not modelled yet)
+  --kill-frontend           kill the frontend only (with the other --kill-ROLE flags: those roles): its
+                            connections close, a statement in flight fails with `connection closed`, the
+                            client reconnects and replays its SETs, the runner retries the record
+  --kill-compute            kill compute nodes only (or with the other --kill-ROLE flags)
+  --kill-compactor          kill the compactor only (or with the other --kill-ROLE flags): compaction stops
+                            while it is down; tasks that fell due run when it is back
+  --kill-rate F             0..=1, default 1.0; needs a kill flag
+  --background-ddl-rate F   0..=1, default 0.0; needs a kill flag: before each CREATE MATERIALIZED VIEW the
+                            runner sets BACKGROUND_DDL to true with this probability, else false (2024: also
+                            at 0, overriding the file's own SET); one created in the background is
+                            followed by WAIT
+  --runner R                2024 (default) | latest: RisingWave's runner as at f21fb9b7915 (what the seed's CI
+                            ran), or today's: no SET BACKGROUND_DDL at rate 0 (#20681) nor after the file set
+                            it, backoff capped at 10 s, two more KILL_IGNORE_FILES; needs a kill flag
   --json                    one JSON object per file on stdout
   --event-log FILE          write each file's event log (with several files: FILE.N, N from 1)
   --log-file FILE           the runs' log lines (at RUST_LOG's levels, else INFO), with virtual time
@@ -57,11 +73,15 @@ pub struct SltArgs {
     pub otlp_endpoint: Option<String>,
 }
 
-const FLAGS: [&str; 10] = [
+const FLAGS: [&str; 14] = [
     "--seed",
     "--bug",
     "--mode",
     "--kill",
+    "--kill-frontend",
+    "--kill-compute",
+    "--kill-compactor",
+    "--runner",
     "--kill-rate",
     "--background-ddl-rate",
     "--json",
@@ -117,7 +137,8 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
     };
     let mut seen: Vec<&'static str> = Vec::new();
     let (mut bug, mut mode) = (BugId::Rw14910, Mode::Fixed);
-    let (mut kill_rate, mut bg_rate) = (None, None);
+    let (mut kill_rate, mut bg_rate, mut runner) = (None, None, None);
+    let (mut all, mut roles) = (false, KillRoles::NONE);
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         if arg == "-h" || arg == "--help" {
@@ -140,7 +161,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
             return Err(ArgError::Repeated(flag));
         }
         seen.push(flag);
-        let switch = flag == "--kill" || flag == "--json";
+        let switch = flag == "--json" || flag.starts_with("--kill") && flag != "--kill-rate";
         let v = match (switch, inline) {
             (true, None) => "",
             (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
@@ -161,7 +182,11 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
                     value: v.to_string(),
                 })?;
             }
-            "--kill" => a.params.kill = true,
+            "--kill" => all = true,
+            "--kill-frontend" => roles.frontend = true,
+            "--kill-compute" => roles.compute = true,
+            "--kill-compactor" => roles.compactor = true,
+            "--runner" => runner = Some(v.parse().map_err(|_| ArgError::NotARunner(v.into()))?),
             "--kill-rate" => kill_rate = Some(probability(flag, v)?),
             "--background-ddl-rate" => bg_rate = Some(probability(flag, v)?),
             "--json" => a.json = true,
@@ -172,17 +197,21 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
         }
     }
     a.params.run = BugMode::new(bug, mode).map_err(ArgError::NotAModeOfTheBug)?;
+    a.params.kill_roles = if all { KillRoles::ALL } else { roles };
+    a.params.kill = a.params.kill_roles.any();
     for (flag, given) in [
         ("--kill-rate", kill_rate.is_some()),
         ("--background-ddl-rate", bg_rate.is_some()),
+        ("--runner", runner.is_some()),
     ] {
         if given && !a.params.kill {
             return Err(ArgError::Pointless {
                 flag,
-                reason: "needs --kill (RisingWave's runner reads it only when it kills)",
+                reason: "needs --kill or a --kill-ROLE flag (RisingWave's runner reads it only when it kills)",
             });
         }
     }
+    a.params.runner = runner.unwrap_or_default();
     a.params.kill_rate = kill_rate.unwrap_or(1.0);
     a.params.background_ddl_rate = bg_rate.unwrap_or(0.0);
     if a.files.is_empty() {
@@ -202,15 +231,39 @@ pub fn replay(p: &SltParams, file: &Path) -> String {
         p.run.bug(),
         p.run.mode()
     );
-    if p.kill {
-        cmd.push_str(&format!(
-            " --kill --kill-rate {} --background-ddl-rate {}",
-            p.kill_rate, p.background_ddl_rate
-        ));
-    }
+    cmd.push_str(&kill_flags(p));
     cmd.push(' ');
     cmd.push_str(&file.display().to_string());
     cmd
+}
+
+/// The kill flags that give `p` (empty without kills), each with a leading space.
+pub fn kill_flags(p: &SltParams) -> String {
+    if !p.kill {
+        return String::new();
+    }
+    let mut out = String::new();
+    if p.kill_roles == KillRoles::ALL {
+        out.push_str(" --kill");
+    } else {
+        for (on, flag) in [
+            (p.kill_roles.frontend, " --kill-frontend"),
+            (p.kill_roles.compute, " --kill-compute"),
+            (p.kill_roles.compactor, " --kill-compactor"),
+        ] {
+            if on {
+                out.push_str(flag);
+            }
+        }
+    }
+    out.push_str(&format!(
+        " --kill-rate {} --background-ddl-rate {}",
+        p.kill_rate, p.background_ddl_rate
+    ));
+    if p.runner != RunnerEra::default() {
+        out.push_str(&format!(" --runner {}", p.runner.as_str()));
+    }
+    out
 }
 
 /// Why `epochlab slt` could not run: bad input.
@@ -325,6 +378,14 @@ fn json_row(
         "bug": p.run.bug().as_str(),
         "mode": p.run.mode().as_str(),
         "kill": p.kill,
+        "kill_roles": {
+            "frontend": p.kill && p.kill_roles.frontend,
+            "compute": p.kill && p.kill_roles.compute,
+            "compactor": p.kill && p.kill_roles.compactor,
+            "meta": false,
+        },
+        "runner": p.runner.as_str(),
+        "skipped": r.skipped,
         "kill_rate": p.kill_rate,
         "background_ddl_rate": p.background_ddl_rate,
         "outcome": r.outcome.as_str(),
@@ -333,6 +394,7 @@ fn json_row(
         "failure": failure,
         "signature": r.signature(),
         "records": r.records,
+        "killers": r.killers,
         "kills": r.kills,
         "retries": r.retries,
         "recoveries": r.recoveries,
@@ -349,10 +411,15 @@ fn json_row(
 
 fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wall_ms: u64) {
     outln!(
-        "{}  {}  records={} kills={} retries={} recoveries={} virtual={:.1}s wall={:.2}s",
+        "{}  {}  records={} killers={} kills={} retries={} recoveries={} virtual={:.1}s wall={:.2}s",
         file.display(),
-        r.outcome.as_str(),
+        if r.skipped {
+            "passed (skipped: in KILL_IGNORE_FILES)"
+        } else {
+            r.outcome.as_str()
+        },
         r.records,
+        r.killers,
         r.kills,
         r.retries,
         r.recoveries,
@@ -390,7 +457,7 @@ impl SltCampaign {
     /// The campaign key: the pattern and the settings, without the seed.
     pub fn key(&self) -> String {
         let p = &self.params;
-        format!(
+        let mut key = format!(
             "scenario=slt --slt {} --bug {} --mode {} --kill {} --kill-rate {} --background-ddl-rate {}",
             self.pattern,
             p.run.bug(),
@@ -398,7 +465,12 @@ impl SltCampaign {
             p.kill,
             p.kill_rate,
             p.background_ddl_rate
-        )
+        );
+        // Kept as before for the default roles and runner, so that older results files still resume.
+        if p.kill && (p.kill_roles != KillRoles::ALL || p.runner != RunnerEra::default()) {
+            key.push_str(&kill_flags(p));
+        }
+        key
     }
 
     /// The soak command that replays one seed (every file).
@@ -410,12 +482,7 @@ impl SltCampaign {
             p.run.bug(),
             p.run.mode()
         );
-        if p.kill {
-            cmd.push_str(&format!(
-                " --kill --kill-rate {} --background-ddl-rate {}",
-                p.kill_rate, p.background_ddl_rate
-            ));
-        }
+        cmd.push_str(&kill_flags(p));
         cmd.push_str(&format!(" --seeds {seed}..{}", seed + 1));
         cmd
     }
@@ -516,7 +583,26 @@ pub fn soak_scenario(
     let pattern = values.get("--slt").cloned().unwrap_or_default();
     let pattern = pattern.trim_matches('\'').to_string();
     let files = expand(&pattern)?;
-    let kill = values.contains_key("--kill");
+    let roles = if values.contains_key("--kill") {
+        KillRoles::ALL
+    } else {
+        KillRoles {
+            frontend: values.contains_key("--kill-frontend"),
+            compute: values.contains_key("--kill-compute"),
+            compactor: values.contains_key("--kill-compactor"),
+        }
+    };
+    let kill = roles.any();
+    let runner = match values.get("--runner") {
+        Some(_) if !kill => {
+            return Err(ArgError::Pointless {
+                flag: "--runner",
+                reason: "with --slt needs --kill or a --kill-ROLE flag",
+            });
+        }
+        Some(v) => v.parse().map_err(|_| ArgError::NotARunner(v.clone()))?,
+        None => RunnerEra::default(),
+    };
     let rate = |flag: &'static str, default: f64| -> Result<f64, ArgError> {
         match values.get(flag) {
             Some(_) if !kill => Err(ArgError::Pointless {
@@ -530,6 +616,8 @@ pub fn soak_scenario(
     let params = SltParams {
         run: BugMode::new(bug, mode).map_err(ArgError::NotAModeOfTheBug)?,
         kill,
+        kill_roles: roles,
+        runner,
         kill_rate: rate("--kill-rate", 1.0)?,
         background_ddl_rate: rate("--background-ddl-rate", 0.0)?,
         ..SltParams::default()
@@ -603,6 +691,37 @@ mod tests {
         assert!(matches!(
             args(&["--kill", "--kill", "x.slt"]),
             Err(ArgError::Repeated("--kill"))
+        ));
+    }
+
+    #[test]
+    fn role_flags_and_the_runner_parse_and_replay() {
+        let Ok(Invocation::Slt(a)) = args(&["--kill-frontend", "--kill-compactor", "x.slt"]) else {
+            panic!("parses")
+        };
+        assert!(a.params.kill);
+        assert_eq!(
+            a.params.kill_roles,
+            KillRoles {
+                frontend: true,
+                compute: false,
+                compactor: true
+            }
+        );
+        assert_eq!(a.params.runner, RunnerEra::R2024);
+        assert!(replay(&a.params, Path::new("x.slt")).contains(
+            "--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt"
+        ));
+        let Ok(Invocation::Slt(a)) =
+            args(&["--kill", "--kill-compute", "--runner=latest", "x.slt"])
+        else {
+            panic!("parses")
+        };
+        assert_eq!(a.params.kill_roles, KillRoles::ALL);
+        assert!(replay(&a.params, Path::new("x.slt")).ends_with("--runner latest x.slt"));
+        assert!(matches!(
+            args(&["--kill", "--runner", "2025", "x.slt"]),
+            Err(ArgError::NotARunner(_))
         ));
     }
 

@@ -95,6 +95,23 @@ fn bad_input_is_exit_2_with_one_line() {
         ),
         (vec!["soak", "--kill"], "--kill needs --slt"),
         (
+            vec!["slt", "--kill", "--runner", "2023", "x.slt"],
+            "--runner takes 2024 or latest, not `2023`",
+        ),
+        (
+            vec!["slt", "--runner", "latest", "x.slt"],
+            "--runner needs --kill or a --kill-ROLE flag",
+        ),
+        (
+            vec!["slt", "--kill-frontend=yes", "x.slt"],
+            "--kill-frontend takes no value",
+        ),
+        (vec!["slt", "--kill-meta", "x.slt"], "unknown flag"),
+        (
+            vec!["soak", "--kill-compactor"],
+            "--kill-compactor needs --slt",
+        ),
+        (
             vec!["soak", "--slt", "tests/slt/*.slt", "--scenario", "14910"],
             "--slt",
         ),
@@ -137,4 +154,40 @@ fn soak_over_files_finds_14910_in_buggy_and_replays_it() {
     let out = epochlab(&words[2..]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("not found (by the backfill persist check)"));
+}
+
+#[test]
+fn help_names_the_roles_killed_and_says_meta_is_never_killed() {
+    let out = epochlab(&["slt", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    for want in [
+        "--kill-frontend",
+        "--kill-compute",
+        "--kill-compactor",
+        "--runner R",
+        "Meta is never killed",
+        "KILL_IGNORE_FILES",
+    ] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+}
+
+#[test]
+fn a_kill_ignore_file_is_skipped_under_kill_and_the_json_says_so() {
+    let dir = std::env::temp_dir().join(format!(
+        "epochlab-slt-cli-{}/transaction",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("tolerance.slt");
+    std::fs::write(&f, "query I\nSELECT 1;\n----\n2\n").unwrap();
+    let out = epochlab(&["slt", "--kill", "--json", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON row");
+    assert_eq!(row["skipped"], true);
+    assert_eq!(row["runner"], "2024");
+    assert_eq!(row["kill_roles"]["meta"], false);
+    let out = epochlab(&["slt", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "runs without kills");
 }

@@ -233,6 +233,17 @@ impl Cluster {
         assert!(old.is_none(), "restarted worker {worker} was running");
     }
 
+    /// Kill the compactor node: compaction stops until [`Cluster::restart_compactor`]. `false` when it was
+    /// down already.
+    pub fn kill_compactor(&self) -> bool {
+        self.hummock.set_compactor_up(false)
+    }
+
+    /// Start the killed compactor again: the tasks that fell due meanwhile run.
+    pub fn restart_compactor(&self) {
+        self.hummock.set_compactor_up(true);
+    }
+
     /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.
     pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
         let rel = self.meta.relation(table).ok_or(DmlError::NoTable(table))?;

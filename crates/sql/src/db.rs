@@ -5,18 +5,98 @@ use std::time::Duration;
 
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
-use crate::error::SqlError;
+use crate::error::{ConnectionError, SqlError};
 use crate::frontend::{Engine, Output, Session};
 
-/// One connection of a test file: a [`Session`] over the file's cluster.
+/// One connection of a test file, as RisingWave's simulation client (`src/tests/simulation/src/client.rs`):
+/// it connects on first use, and when its frontend was killed it reconnects on the next statement and replays
+/// the `SET` statements it ran (each variable's last, in the order they were last set; only those that
+/// succeeded, where RisingWave's client kept a failed one too and then failed every reconnect on it). While the frontend is
+/// down a (re)connect fails with `connection refused`; a kill fails the statement in flight with `connection
+/// closed`, while what it sent on (a DDL meta runs) goes on in its own task.
 pub struct SimDb {
-    session: Session,
+    engine: Arc<Engine>,
+    /// The session and the frontend generation it is connected to; `None` before the first statement.
+    session: Option<(Session, u64)>,
+    /// The `SET` statements run, by variable, the last set last.
+    set_stmts: Vec<(String, String)>,
 }
+
+/// Replayed `SET` statements of one connection, at most (bounded like everything else).
+const MAX_SET_STMTS: usize = 64;
 
 impl SimDb {
     pub fn new(engine: Arc<Engine>) -> Self {
         Self {
-            session: Session::new(engine),
+            engine,
+            session: None,
+            set_stmts: Vec::new(),
+        }
+    }
+
+    /// The session of the current frontend, connecting (and replaying the `SET`s) when there is none.
+    async fn connected(&mut self) -> Result<(Session, u64), SqlError> {
+        let generation = self
+            .engine
+            .frontend_up()
+            .ok_or(SqlError::Connection(ConnectionError::Refused))?;
+        if let Some((s, g)) = self.session.take()
+            && g == generation
+        {
+            return Ok((s, g));
+        }
+        let mut session = Session::new(self.engine.clone());
+        for (_, sql) in &self.set_stmts {
+            session.execute(sql).await?;
+        }
+        Ok((session, generation))
+    }
+
+    /// Remember a `SET` statement for replay (RisingWave's client keys them by variable).
+    fn remember_set(&mut self, sql: &str) {
+        let words: Vec<String> = sql
+            .split(|c: char| c.is_whitespace() || c == '=')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let key = match words.as_slice() {
+            [_, scope, var, ..] if scope == "session" || scope == "local" => var.clone(),
+            [_, var, ..] => var.clone(),
+            _ => return,
+        };
+        self.set_stmts.retain(|(k, _)| *k != key);
+        if self.set_stmts.len() == MAX_SET_STMTS {
+            self.set_stmts.remove(0);
+        }
+        self.set_stmts.push((key, sql.to_string()));
+    }
+
+    /// Run `sql` on the connected session; a kill of the frontend meanwhile fails it with `connection closed`.
+    pub async fn execute(&mut self, sql: &str) -> Result<Output, SqlError> {
+        let (mut session, generation) = self.connected().await?;
+        let is_set = sql.trim_start().to_lowercase().starts_with("set");
+        let text = sql.to_string();
+        let mut task = tokio::spawn(async move {
+            let out = session.execute(&text).await;
+            (session, out)
+        });
+        tokio::select! {
+            biased;
+            () = self.engine.frontend_killed(generation) => {
+                Err(SqlError::Connection(ConnectionError::Closed))
+            }
+            joined = &mut task => match joined {
+                Ok((session, out)) => {
+                    self.session = Some((session, generation));
+                    if is_set && out.is_ok() {
+                        self.remember_set(sql);
+                    }
+                    out
+                }
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // Aborted: the run is ending.
+                Err(_) => Err(SqlError::Connection(ConnectionError::Closed)),
+            },
         }
     }
 }
@@ -27,7 +107,7 @@ impl AsyncDB for SimDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        Ok(match self.session.execute(sql).await? {
+        Ok(match self.execute(sql).await? {
             Output::Rows { numeric, rows } => DBOutput::Rows {
                 types: numeric
                     .into_iter()

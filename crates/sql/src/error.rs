@@ -34,9 +34,30 @@ pub enum SqlError {
     /// The engine refused or failed the DDL (recovery running, a barrier failed, ...).
     #[error("{0}")]
     Ddl(#[from] DdlError),
+    /// A CREATE whose name belongs to a job still being created. RisingWave's frontend catalog did not list
+    /// creating jobs at f21fb9b7915, so the CREATE reached meta, whose `check_relation_name_duplicated`
+    /// bailed with this (an internal error, not the frontend's `Catalog error: ... exists`), whatever the
+    /// job's kind and with or without `IF NOT EXISTS`. The kill runner waits for the view on it.
+    #[error("table is in creating procedure: {id}")]
+    InCreatingProcedure { id: u32 },
+    /// The session's frontend was killed while the statement ran, or is down when the client connects.
+    #[error("{0}")]
+    Connection(ConnectionError),
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),
+}
+
+/// A client's connection to a killed frontend (tokio-postgres's wording, which RisingWave's runner saw).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionError {
+    /// The frontend died with the statement in flight: the client has no result (the DDL it sent to meta
+    /// may still finish, as meta runs each DDL in a task of its own).
+    #[error("connection closed")]
+    Closed,
+    /// The frontend is down: a (re)connect fails.
+    #[error("error connecting to server: Connection refused")]
+    Refused,
 }
 
 /// What a catalog error is about.

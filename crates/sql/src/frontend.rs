@@ -110,6 +110,16 @@ pub struct Engine {
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
     pub default_parallelism: usize,
+    /// The frontend node: up or down, and its generation (one more at each kill).
+    frontend: tokio::sync::watch::Sender<FrontendLife>,
+}
+
+/// The frontend node's life. Sessions are its connections: a kill closes them all, and a client reconnects
+/// once it is up again. Its catalog (the definitions) is meta's, so it survives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontendLife {
+    pub up: bool,
+    pub generation: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -124,7 +134,42 @@ impl Engine {
             next_row_id: Mutex::default(),
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
+            frontend: tokio::sync::watch::Sender::new(FrontendLife {
+                up: true,
+                generation: 0,
+            }),
         })
+    }
+
+    /// The frontend's generation when it is up; `None` while it is down.
+    pub fn frontend_up(&self) -> Option<u64> {
+        let life = *self.frontend.borrow();
+        life.up.then_some(life.generation)
+    }
+
+    /// Kill the frontend: every connection closes, in-flight statements fail with `connection closed`.
+    /// `false` when it was down already.
+    pub fn kill_frontend(&self) -> bool {
+        self.frontend.send_if_modified(|life| {
+            let was_up = life.up;
+            if was_up {
+                life.up = false;
+                life.generation += 1;
+            }
+            was_up
+        })
+    }
+
+    /// Start the killed frontend again; clients reconnect to it.
+    pub fn restart_frontend(&self) {
+        self.frontend.send_modify(|life| life.up = true);
+    }
+
+    /// Resolves once the frontend of `generation` has been killed.
+    pub async fn frontend_killed(&self, generation: u64) {
+        let mut rx = self.frontend.subscribe();
+        // The sender lives as long as the engine, which the caller holds.
+        let _ = rx.wait_for(|life| life.generation != generation).await;
     }
 
     /// Things the front end accepted without doing them (options ignored, system settings it does not have).
@@ -262,6 +307,13 @@ impl Session {
                 if w.eat("JOBS") {
                     w.end()?;
                     return Ok(self.show_jobs());
+                }
+                if w.eat("BACKGROUND_DDL") {
+                    w.end()?;
+                    return Ok(Output::Rows {
+                        numeric: vec![false],
+                        rows: vec![vec![self.background_ddl.to_string()]],
+                    });
                 }
                 return Err(unsupported_words(&s.tokens, 2));
             }
@@ -405,23 +457,23 @@ impl Session {
         self.backfill_rate_limit.or(self.streaming_rate_limit)
     }
 
-    /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given.
+    /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
+    /// still being created is RisingWave's meta's `table is in creating procedure` (see
+    /// [`SqlError::InCreatingProcedure`]), not `exists`.
     fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
         let Some(rel) = self.cluster().meta.relation_by_name(name) else {
             return Ok(false);
         };
+        if rel.state == JobState::Creating {
+            return Err(SqlError::InCreatingProcedure { id: rel.id.0 });
+        }
         if if_not_exists {
             return Ok(true);
         }
-        let creating = if rel.state == JobState::Creating {
-            " (table is in creating procedure)"
-        } else {
-            ""
-        };
         Err(SqlError::catalog(
             CatalogProblem::Exists,
             format!(
-                "{} with name \"{name}\" exists{creating}",
+                "{} with name \"{name}\" exists",
                 Kind::of(rel.kind).as_str()
             ),
         ))

@@ -13,6 +13,6 @@ pub mod expr;
 pub mod frontend;
 pub mod runner;
 
-pub use error::SqlError;
+pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};
-pub use runner::{FileReport, RecordFailure, SltError, SltParams, run_file};
+pub use runner::{FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file};

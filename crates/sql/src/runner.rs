@@ -1,17 +1,24 @@
 //! A sqllogictest file run in a fresh simulated cluster, as RisingWave's simulation runs its `.slt` files
-//! (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
+//! (`src/tests/simulation/src/slt.rs` and `cluster.rs` at f21fb9b7915), and judged by the run's checkers.
 //!
 //! Without `kill`, each record runs once through the `sqllogictest` runner and the first that fails ends the
-//! file. With `kill`, the runner behaves as RisingWave's:
-//! - before a statement or query, with probability `kill_rate`, a killer waits U(0, 1 s), kills none, every or
-//!   each (p = 0.5) compute node, each after U(0, 1 s), restarts each U(0, 1 s) later (20 s later one time in
-//!   ten, past the heartbeat timeout, so that its actors move), then waits 15 s; the next record starts after it;
-//! - DML, `FLUSH` and `ALTER` are not killed, and are retried (1, 2, 4, ... s apart, 5 times) only on
-//!   `no reader for dml`;
-//! - any other failed record is retried up to 5 times, 2, 4, 8, 16, 32 s apart; a retried CREATE may meet
-//!   `exists` and a retried DROP `not found` (both `Catalog error`) without failing;
-//! - with `background_ddl_rate`, each CREATE MATERIALIZED VIEW is preceded by `SET BACKGROUND_DDL = true` with
-//!   that probability (else `false`), and one created in the background is followed by `WAIT`.
+//! file. With `kill`, the runner behaves as RisingWave's ([`RunnerEra::R2024`], the default; see
+//! [`RunnerEra`] for what today's runner does differently):
+//! - a file of `KILL_IGNORE_FILES` is not run at all;
+//! - every record the parser returns (comments, blank lines, control records and includes too) gets the
+//!   treatment below; each CREATE MATERIALIZED VIEW statement is preceded by `SET BACKGROUND_DDL=<draw>`,
+//!   the draw `true` with probability `background_ddl_rate` (so `false` at 0), from an rng of its own seeded
+//!   by the seed alone (RisingWave's `ChaChaRng::seed_from_u64(seed)`);
+//! - DML, `FLUSH`, `ALTER` and `CREATE TABLE AS` are not killed, and are retried (1, 2, 4, ... s apart, 5
+//!   times) only on `no reader for dml`;
+//! - any other record draws, with probability `kill_rate`, a killer: it waits U(0, 1 s), then per role
+//!   (frontend, compute, compactor: [`KillRoles`]; meta is never killed) kills none, every or each (p = 0.5)
+//!   node of the role, each after U(0, 1 s), restarts each U(0, 1 s) later (20 s later one time in ten, past
+//!   the heartbeat timeout), then waits 15 s; the next record starts after it;
+//! - a failed record is retried up to 5 times, 2, 4, 8, 16, 32 s apart; a retried CREATE may meet `exists`
+//!   and a retried DROP `not found` (both `Catalog error`) without failing; a retried CREATE MATERIALIZED VIEW
+//!   created in the background that meets `table is in creating procedure` runs `WAIT` and checks the view;
+//!   one created in the background is followed by `WAIT` too.
 //!
 //! An actor failure on its state (a missing row, a diverged progress row) fails the file after the record
 //! during which it happened. When every record has passed, the run settles and the checkers judge it: I2 (the
@@ -24,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
-use epochlab_meta::JobState;
+use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
 use epochlab_sim::workload::watchdog;
@@ -35,7 +42,7 @@ use sqllogictest::{
 
 use crate::db::SimDb;
 use crate::error::{CatalogProblem, SqlError};
-use crate::frontend::{Engine, Session};
+use crate::frontend::Engine;
 
 /// Retries of a failed record under kills (RisingWave's `max_retry`).
 const MAX_RETRY: usize = 5;
@@ -49,8 +56,12 @@ pub struct SltParams {
     pub seed: u64,
     /// The bug whose toggle the mode sets (every other bug's toggle stays at its fix).
     pub run: BugMode,
-    /// Kill compute nodes around records, as RisingWave's simulation runner does.
+    /// Kill nodes around records, as RisingWave's simulation runner does (the roles: `kill_roles`).
     pub kill: bool,
+    /// With `kill`: the roles whose nodes a killer may kill.
+    pub kill_roles: KillRoles,
+    /// Which RisingWave runner the kill mode follows.
+    pub runner: RunnerEra,
     /// With `kill`: the probability that a record gets a killer.
     pub kill_rate: f64,
     /// The share of CREATE MATERIALIZED VIEW statements run as background DDL.
@@ -71,6 +82,8 @@ impl Default for SltParams {
             seed: 0,
             run: BugMode::of_14910(epochlab_sim::Mode::Fixed),
             kill: false,
+            kill_roles: KillRoles::ALL,
+            runner: RunnerEra::R2024,
             kill_rate: 1.0,
             background_ddl_rate: 0.0,
             compute_nodes: 3,
@@ -79,6 +92,123 @@ impl Default for SltParams {
             checkpoint_frequency: 1,
             parallelism: 3,
             persist_check: true,
+        }
+    }
+}
+
+/// The roles of the nodes a killer may kill. RisingWave's `--kill` also killed meta nodes (never all of
+/// them); the engine's meta cannot restart from its store yet, so meta is never killed here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KillRoles {
+    /// The frontend (one): its connections close, the statements in flight fail with `connection closed`.
+    pub frontend: bool,
+    /// The compute nodes: their actors stop, recovery follows.
+    pub compute: bool,
+    /// The compactor (one): compaction stops while it is down.
+    pub compactor: bool,
+}
+
+impl KillRoles {
+    /// Every role the engine has (`--kill`).
+    pub const ALL: Self = Self {
+        frontend: true,
+        compute: true,
+        compactor: true,
+    };
+    pub const NONE: Self = Self {
+        frontend: false,
+        compute: false,
+        compactor: false,
+    };
+
+    pub fn any(self) -> bool {
+        self.frontend || self.compute || self.compactor
+    }
+}
+
+/// Which RisingWave simulation runner `kill` follows. One place decides each difference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunnerEra {
+    /// `src/tests/simulation/src/slt.rs` at f21fb9b7915 (2024), what the seed's CI ran.
+    #[default]
+    R2024,
+    /// Today's runner, for the differences modelled here: `SET BACKGROUND_DDL` only at a rate above 0
+    /// (RisingWave #20681) and never after the file set it to `true` itself (a `SET BACKGROUND_DDL` is then
+    /// allowed at any rate), backoff capped at 10 s, and two more `KILL_IGNORE_FILES`.
+    Latest,
+}
+
+impl RunnerEra {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunnerEra::R2024 => "2024",
+            RunnerEra::Latest => "latest",
+        }
+    }
+
+    /// Files not run at all under kills (RisingWave's `KILL_IGNORE_FILES`).
+    pub fn kill_ignore_files(self) -> &'static [&'static str] {
+        const R2024: &[&str] = &[
+            "tpch_snapshot.slt",
+            "tpch_upstream.slt",
+            "search_path.slt",
+            "transaction/now.slt",
+            "transaction/read_only_multi_conn.slt",
+            "transaction/read_only.slt",
+            "transaction/tolerance.slt",
+        ];
+        const LATEST: &[&str] = &[
+            "tpch_snapshot.slt",
+            "tpch_upstream.slt",
+            "search_path.slt",
+            "transaction/now.slt",
+            "transaction/read_only_multi_conn.slt",
+            "transaction/read_only.slt",
+            "transaction/tolerance.slt",
+            "transaction/cursor.slt",
+            "transaction/cursor_multi_conn.slt",
+        ];
+        match self {
+            RunnerEra::R2024 => R2024,
+            RunnerEra::Latest => LATEST,
+        }
+    }
+
+    /// Whether a file is skipped under kills: RisingWave matched with `Path::ends_with`, whole components.
+    pub fn kill_ignored(self, path: &Path) -> bool {
+        self.kill_ignore_files().iter().any(|f| path.ends_with(f))
+    }
+
+    /// Whether a CREATE MATERIALIZED VIEW gets `SET BACKGROUND_DDL=<draw>` first.
+    fn sets_background_ddl(self, rate: f64, file_set_it: bool) -> bool {
+        match self {
+            RunnerEra::R2024 => true,
+            RunnerEra::Latest => rate > 0.0 && !file_set_it,
+        }
+    }
+
+    /// Whether a file's own `SET BACKGROUND_DDL` is refused at a rate above 0 (2024: it would be overridden).
+    fn refuses_file_background_ddl(self) -> bool {
+        self == RunnerEra::R2024
+    }
+
+    /// The wait before the `i`-th retry (also after the `i`-th failure of a record that is not killed).
+    fn backoff(self, i: usize) -> Duration {
+        let secs = 1u64 << i.min(16);
+        match self {
+            RunnerEra::R2024 => Duration::from_secs(secs),
+            RunnerEra::Latest => Duration::from_secs(secs.min(10)),
+        }
+    }
+}
+
+impl std::str::FromStr for RunnerEra {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "2024" => Ok(RunnerEra::R2024),
+            "latest" => Ok(RunnerEra::Latest),
+            other => Err(format!("`{other}` (expected 2024 or latest)")),
         }
     }
 }
@@ -133,12 +263,16 @@ pub struct FileReport {
     pub violations: Vec<Violation>,
     /// Records run (statements and queries), kills (nodes killed), retries.
     pub records: u32,
+    /// Killers drawn (under kills, each record but DML, FLUSH, ALTER and CREATE TABLE AS may draw one).
+    pub killers: u32,
     pub kills: u32,
     pub retries: u32,
     pub recoveries: u64,
     pub epochs: u64,
     /// What the front end accepted without doing (ignored options and settings).
     pub notes: Vec<String>,
+    /// Not run: under kills, a file of RisingWave's `KILL_IGNORE_FILES` (it passes, as in RisingWave).
+    pub skipped: bool,
 }
 
 impl FileReport {
@@ -151,11 +285,13 @@ impl FileReport {
             failure: None,
             violations: Vec::new(),
             records: 0,
+            killers: 0,
             kills: 0,
             retries: 0,
             recoveries: 0,
             epochs: 0,
             notes: Vec::new(),
+            skipped: false,
         }
     }
 
@@ -212,6 +348,7 @@ pub fn parse_file(path: &Path, p: &SltParams) -> Result<Vec<Record<DefaultColumn
             }
             Record::Statement { loc, sql, .. } | Record::Query { loc, sql, .. }
                 if p.kill
+                    && p.runner.refuses_file_background_ddl()
                     && p.background_ddl_rate > 0.0
                     && matches!(SqlCmd::of(sql), SqlCmd::SetBackgroundDdl { .. }) =>
             {
@@ -235,12 +372,9 @@ pub fn run_file(
 ) -> Result<SimOutput<FileReport>, SltError> {
     let records = parse_file(path, p)?;
     let file = path.display().to_string();
-    let statements = records
-        .iter()
-        .filter(|r| matches!(r, Record::Statement { .. } | Record::Query { .. }))
-        .count() as u64;
-    // Each record may take its retries' backoff (62 s) and a killer's 37 s; queries wait for backfills.
-    let limit = Duration::from_secs(3600 + 120 * statements);
+    // Each record (under kills every one, comments included) may take its retries' backoff (62 s) and a
+    // killer's 37 s; queries wait for backfills.
+    let limit = Duration::from_secs(3600 + 120 * records.len() as u64);
     let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
     let params = p.clone();
     let name = file.clone();
@@ -320,9 +454,16 @@ struct Play {
     engine: Arc<Engine>,
     runner: Runner,
     params: SltParams,
+    /// The kill draws (RisingWave's `thread_rng`).
     rng: SimRng,
+    /// The `SET BACKGROUND_DDL` draws: a stream of their own, seeded by the seed alone (RisingWave's
+    /// `ChaChaRng::seed_from_u64(seed)`), so that kill draws never shift them.
+    ddl_rng: SimRng,
     report: FileReport,
+    /// The session's `BACKGROUND_DDL` as the runner knows it.
     background_ddl: bool,
+    /// The file set `BACKGROUND_DDL` to `true` itself (today's runner then draws no more).
+    file_background_ddl: bool,
 }
 
 async fn play(
@@ -332,6 +473,12 @@ async fn play(
     p: SltParams,
     hook: Option<epochlab_sim::ClusterHook>,
 ) -> FileReport {
+    if p.kill && p.runner.kill_ignored(Path::new(&file)) {
+        event!(ctx.log, "slt", "file={file} skipped: in KILL_IGNORE_FILES");
+        let mut report = FileReport::new(&file);
+        report.skipped = true;
+        return report;
+    }
     let mut config = cluster_config_for(
         p.run.toggles(),
         p.vnodes,
@@ -369,9 +516,11 @@ async fn play(
         engine,
         runner,
         rng: SimRng::new(p.seed ^ 0x736c_745f_6b69_6c6c),
+        ddl_rng: SimRng::new(p.seed),
         params: p,
         report: FileReport::new(&file),
         background_ddl: false,
+        file_background_ddl: false,
     };
     let stalled = {
         let work = async {
@@ -527,9 +676,12 @@ impl Play {
             if at.is_some() {
                 self.report.records += 1;
             }
-            let result = match (&at, self.params.kill) {
-                (Some((_, _, sql)), true) => {
-                    let cmd = SqlCmd::of(sql);
+            // Under kills every record goes through the kill runner, as RisingWave's loop did.
+            let result = match &at {
+                _ if self.params.kill => {
+                    let cmd = at
+                        .as_ref()
+                        .map_or(SqlCmd::Others, |(_, _, sql)| SqlCmd::of(sql));
                     self.run_killed(record.clone(), cmd).await
                 }
                 _ => self
@@ -620,152 +772,186 @@ impl Play {
         });
     }
 
-    /// A statement or query under kills, as RisingWave's simulation runner runs it.
+    /// A record under kills, as RisingWave's simulation runner runs it (every record, whatever it is).
     async fn run_killed(
         &mut self,
         record: Record<DefaultColumnType>,
         cmd: SqlCmd,
     ) -> Result<(), RecordError> {
-        let p = self.params.clone();
-        if let (Record::Statement { .. }, SqlCmd::CreateMaterializedView { .. }) = (&record, &cmd)
-            && p.background_ddl_rate > 0.0
+        let era = self.params.runner;
+        if let SqlCmd::SetBackgroundDdl { enable } = cmd
+            && era == RunnerEra::Latest
         {
-            let background = self.rng.bool(p.background_ddl_rate.min(1.0));
-            let sql = format!("SET BACKGROUND_DDL={background};");
-            self.runner.run_async(statement_like(&record, sql)).await?;
-            self.background_ddl = background;
+            self.file_background_ddl = enable;
+            self.background_ddl = enable;
         }
+        self.set_background_ddl(&record, &cmd).await?;
         if cmd.ignore_kill() {
-            for i in 0usize.. {
-                match self.runner.run_async(record.clone()).await {
-                    Ok(_) => break,
-                    Err(e) if i < MAX_RETRY && Failure::of(&e) == Failure::NoReader => {
-                        self.report.retries += 1;
-                        tokio::time::sleep(Duration::from_secs(1 << i)).await;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            return Ok(());
+            return self.run_not_killed(record).await;
         }
         let killer = self
             .rng
-            .bool(p.kill_rate.clamp(0.0, 1.0))
+            .bool(self.params.kill_rate.clamp(0.0, 1.0))
             .then(|| self.spawn_killer());
-        let mut result = Ok(());
-        for i in 0usize.. {
-            if i > 0 {
-                self.report.retries += 1;
-                tokio::time::sleep(Duration::from_secs(1 << i)).await;
-            }
-            match self.runner.run_async(record.clone()).await {
-                Ok(_) => {
-                    if let SqlCmd::CreateMaterializedView { name } = &cmd
-                        && self.background_ddl
-                        && expects_success(&record)
-                        && let Err(why) = self.wait_background(name).await
-                    {
-                        if i >= MAX_RETRY {
-                            result = Err(RecordError::Background(why));
-                            break;
-                        }
-                        continue;
-                    }
-                    break;
-                }
-                Err(e) => {
-                    let msg = e.to_string();
-                    let failure = Failure::of(&e);
-                    match &cmd {
-                        SqlCmd::Create {
-                            is_create_table_as: false,
-                        }
-                        | SqlCmd::CreateMaterializedView { .. }
-                            if i != 0 && failure == Failure::Exists =>
-                        {
-                            break;
-                        }
-                        SqlCmd::Drop if i != 0 && failure == Failure::NotFound => break,
-                        _ if i >= MAX_RETRY => {
-                            result = Err(e.into());
-                            break;
-                        }
-                        _ => {
-                            event!(
-                                self.cluster().ctx.log,
-                                "slt",
-                                "record failed, retry {}: {}",
-                                i + 1,
-                                msg.lines().next().unwrap_or("")
-                            );
-                        }
-                    }
-                }
-            }
-        }
+        let result = self.run_retried(&record, &cmd).await;
         if let SqlCmd::SetBackgroundDdl { enable } = cmd {
             self.background_ddl = enable;
         }
         if let Some(k) = killer {
+            self.report.killers += 1;
             self.report.kills += k.await.unwrap_or(0);
         }
         result
     }
 
-    /// `WAIT`, then the view must exist and be created (RisingWave's `wait_background_mv_finished`).
+    /// Before a CREATE MATERIALIZED VIEW statement: `SET BACKGROUND_DDL=<draw>`, the draw `true` with
+    /// probability `background_ddl_rate` (2024: at every rate, so `false` at 0; today: only above 0).
+    async fn set_background_ddl(
+        &mut self,
+        record: &Record<DefaultColumnType>,
+        cmd: &SqlCmd,
+    ) -> Result<(), RecordError> {
+        let rate = self.params.background_ddl_rate.clamp(0.0, 1.0);
+        if !matches!(
+            (record, cmd),
+            (
+                Record::Statement { .. },
+                SqlCmd::CreateMaterializedView { .. }
+            )
+        ) || !self
+            .params
+            .runner
+            .sets_background_ddl(rate, self.file_background_ddl)
+        {
+            return Ok(());
+        }
+        let background = self.ddl_rng.bool(rate);
+        let sql = format!("SET BACKGROUND_DDL={background};");
+        event!(self.cluster().ctx.log, "slt", "runner: {sql}");
+        self.runner.run_async(statement_like(record, sql)).await?;
+        self.background_ddl = background;
+        Ok(())
+    }
+
+    /// DML, FLUSH, ALTER, CREATE TABLE AS: no killer; retried only on `no reader for dml`.
+    async fn run_not_killed(
+        &mut self,
+        record: Record<DefaultColumnType>,
+    ) -> Result<(), RecordError> {
+        for i in 0usize.. {
+            match self.runner.run_async(record.clone()).await {
+                Ok(_) => break,
+                Err(e) if i < MAX_RETRY && Failure::of(&e) == Failure::NoReader => {
+                    self.report.retries += 1;
+                    tokio::time::sleep(self.params.runner.backoff(i)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Run a record, retrying (up to 5 times) what a kill may have failed.
+    async fn run_retried(
+        &mut self,
+        record: &Record<DefaultColumnType>,
+        cmd: &SqlCmd,
+    ) -> Result<(), RecordError> {
+        for i in 0usize.. {
+            if i > 0 {
+                self.report.retries += 1;
+                tokio::time::sleep(self.params.runner.backoff(i)).await;
+            }
+            let e = match self.runner.run_async(record.clone()).await {
+                Ok(_) => match self.after_background_create(record, cmd).await {
+                    Err(why) if i >= MAX_RETRY => return Err(RecordError::Background(why)),
+                    Err(_) => continue,
+                    Ok(()) => return Ok(()),
+                },
+                Err(e) => e,
+            };
+            let failure = Failure::of(&e);
+            match cmd {
+                SqlCmd::Create {
+                    is_create_table_as: false,
+                }
+                | SqlCmd::CreateMaterializedView { .. }
+                    if i != 0 && failure == Failure::Exists =>
+                {
+                    return Ok(());
+                }
+                SqlCmd::Drop if i != 0 && failure == Failure::NotFound => return Ok(()),
+                _ if i >= MAX_RETRY => return Err(e.into()),
+                SqlCmd::CreateMaterializedView { name }
+                    if i != 0 && failure == Failure::InCreatingProcedure && self.background_ddl =>
+                {
+                    event!(
+                        self.cluster().ctx.log,
+                        "slt",
+                        "retry {}: {name} is in creating procedure: WAIT and check it",
+                        i
+                    );
+                    if self.wait_background(name).await.is_ok() {
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            event!(
+                self.cluster().ctx.log,
+                "slt",
+                "record failed, retry {}: {}",
+                i + 1,
+                e.to_string().lines().next().unwrap_or("")
+            );
+        }
+        unreachable!("the retry loop returns")
+    }
+
+    /// After a CREATE MATERIALIZED VIEW that passed with background DDL on (and expects success): `WAIT`
+    /// and the view.
+    async fn after_background_create(
+        &self,
+        record: &Record<DefaultColumnType>,
+        cmd: &SqlCmd,
+    ) -> Result<(), BackgroundError> {
+        match cmd {
+            SqlCmd::CreateMaterializedView { name }
+                if self.background_ddl && expects_success(record) =>
+            {
+                self.wait_background(name).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `WAIT` on a new connection, then the view must exist and be created (RisingWave's
+    /// `wait_background_mv_finished`).
     async fn wait_background(&self, name: &str) -> Result<(), BackgroundError> {
-        let mut s = Session::new(self.engine.clone());
-        s.execute("WAIT").await.map_err(BackgroundError::Wait)?;
-        match self.cluster().meta.relation_by_name(&name.to_lowercase()) {
+        let mut db = SimDb::new(self.engine.clone());
+        db.execute("WAIT").await.map_err(BackgroundError::Wait)?;
+        // `pg_matviews` lists materialized views only.
+        let name = name.to_lowercase();
+        match self.cluster().meta.relation_by_name(&name) {
+            Some(r) if r.kind != RelationKind::MaterializedView => {
+                Err(BackgroundError::Gone(name.to_string()))
+            }
             Some(r) if r.state == JobState::Created => Ok(()),
             Some(_) => Err(BackgroundError::StillCreating(name.to_string())),
             None => Err(BackgroundError::Gone(name.to_string())),
         }
     }
 
-    /// A killer: U(0, 1 s), then kill none, every or each (p = 0.5) node, each U(0, 1 s) apart and restarted
-    /// U(0, 1 s) later (plus 20 s one time in ten), then 15 s. Every draw is made here, in order.
+    /// A killer: U(0, 1 s), then the nodes of [`plan_kills`], then 15 s. Every draw is made here, in order.
     fn spawn_killer(&self) -> tokio::task::JoinHandle<u32> {
-        let rng = &self.rng;
-        let start = rng.duration(Duration::ZERO..Duration::from_secs(1));
-        let nodes: Vec<WorkerId> = (1..=self.params.compute_nodes).map(WorkerId).collect();
-        let chosen: Vec<WorkerId> = match rng.range_u64(0..3) {
-            0 => Vec::new(),
-            1 => nodes,
-            _ => nodes.into_iter().filter(|_| rng.bool(0.5)).collect(),
-        };
-        let plan: Vec<(WorkerId, Duration, Duration)> = chosen
-            .into_iter()
-            .map(|w| {
-                let kill_after = rng.duration(Duration::ZERO..Duration::from_secs(1));
-                let mut down = rng.duration(Duration::ZERO..Duration::from_secs(1));
-                if rng.bool(0.1) {
-                    down += Duration::from_secs(20);
-                }
-                (w, kill_after, down)
-            })
-            .collect();
-        let cluster = self.cluster().clone();
+        let start = self.rng.duration(Duration::ZERO..Duration::from_secs(1));
+        let plan = plan_kills(&self.rng, self.params.kill_roles, self.params.compute_nodes);
+        let engine = self.engine.clone();
         tokio::spawn(async move {
             tokio::time::sleep(start).await;
-            let kills = plan.into_iter().map(|(w, kill_after, down)| {
-                let cluster = cluster.clone();
-                async move {
-                    tokio::time::sleep(kill_after).await;
-                    if !cluster.kill(w) {
-                        return 0;
-                    }
-                    event!(
-                        cluster.ctx.log,
-                        "kill node",
-                        "workers=[{w}] restart_after={down:?}"
-                    );
-                    tokio::time::sleep(down).await;
-                    cluster.restart(w);
-                    event!(cluster.ctx.log, "restart node", "worker={w}");
-                    1
-                }
-            });
+            let kills = plan
+                .into_iter()
+                .map(|k| kill_and_restart(engine.clone(), k));
             let killed: u32 = futures::future::join_all(kills).await.into_iter().sum();
             tokio::time::sleep(Duration::from_secs(15)).await;
             killed
@@ -793,6 +979,120 @@ impl Play {
         }
         Err(budget("settle: three flushes failed"))
     }
+}
+
+/// A node of the cluster that a killer may kill (RisingWave's node names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KillTarget {
+    Frontend(u32),
+    Compute(WorkerId),
+    Compactor(u32),
+}
+
+impl std::fmt::Display for KillTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KillTarget::Frontend(i) => write!(f, "frontend-{i}"),
+            KillTarget::Compute(w) => write!(f, "compute-{w}"),
+            KillTarget::Compactor(i) => write!(f, "compactor-{i}"),
+        }
+    }
+}
+
+/// One node's kill: after `kill_after`, down for `down`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedKill {
+    pub target: KillTarget,
+    pub kill_after: Duration,
+    pub down: Duration,
+}
+
+/// Frontends and compactors of the cluster (one of each: the engine has one of each service).
+const FRONTEND_NODES: u32 = 1;
+const COMPACTOR_NODES: u32 = 1;
+
+/// The nodes to kill, as RisingWave's `Cluster::kill_node` and `kill_nodes` (`cluster.rs` at f21fb9b7915):
+/// for each role in its order (meta: never here; frontend, compute, compactor), a draw of 0..3: 0 kills
+/// none, 1 every node of the role, 2 each with p = 0.5; then per node U(0, 1 s) before its kill and U(0, 1 s)
+/// down, plus 20 s (`restart_delay_secs`) one time in ten.
+pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<PlannedKill> {
+    let mut targets = Vec::new();
+    let role = |on: bool, count: u32, target: &dyn Fn(u32) -> KillTarget| -> Vec<KillTarget> {
+        if !on {
+            return Vec::new();
+        }
+        let draw = rng.range_u64(0..3);
+        (1..=count)
+            .filter(|_| match draw {
+                0 => false,
+                1 => true,
+                _ => rng.bool(0.5),
+            })
+            .map(target)
+            .collect()
+    };
+    targets.extend(role(roles.frontend, FRONTEND_NODES, &KillTarget::Frontend));
+    targets.extend(role(roles.compute, compute_nodes, &|i| {
+        KillTarget::Compute(WorkerId(i))
+    }));
+    targets.extend(role(
+        roles.compactor,
+        COMPACTOR_NODES,
+        &KillTarget::Compactor,
+    ));
+    targets
+        .into_iter()
+        .map(|target| {
+            let kill_after = rng.duration(Duration::ZERO..Duration::from_secs(1));
+            let mut down = rng.duration(Duration::ZERO..Duration::from_secs(1));
+            if rng.bool(0.1) {
+                down += Duration::from_secs(20);
+            }
+            PlannedKill {
+                target,
+                kill_after,
+                down,
+            }
+        })
+        .collect()
+}
+
+/// Kill one node after its delay and restart it after its downtime; 1 when it was killed (it was up).
+async fn kill_and_restart(engine: Arc<Engine>, k: PlannedKill) -> u32 {
+    tokio::time::sleep(k.kill_after).await;
+    let cluster = engine.cluster.clone();
+    let killed = match k.target {
+        KillTarget::Frontend(_) => engine.kill_frontend(),
+        KillTarget::Compute(w) => cluster.kill(w),
+        KillTarget::Compactor(_) => cluster.kill_compactor(),
+    };
+    if !killed {
+        return 0;
+    }
+    let down = k.down;
+    match k.target {
+        KillTarget::Compute(w) => event!(
+            cluster.ctx.log,
+            "kill node",
+            "workers=[{w}] restart_after={down:?}"
+        ),
+        other => event!(
+            cluster.ctx.log,
+            "kill node",
+            "node={other} restart_after={down:?}"
+        ),
+    }
+    tokio::time::sleep(down).await;
+    match k.target {
+        KillTarget::Frontend(_) => engine.restart_frontend(),
+        KillTarget::Compute(w) => cluster.restart(w),
+        KillTarget::Compactor(_) => cluster.restart_compactor(),
+    }
+    match k.target {
+        KillTarget::Compute(w) => event!(cluster.ctx.log, "restart node", "worker={w}"),
+        other => event!(cluster.ctx.log, "restart node", "node={other}"),
+    }
+    1
 }
 
 /// The run could not settle: the stuck report (what it waited for, and what the barrier manager waits for).
@@ -852,6 +1152,29 @@ mod tests {
         );
         assert!(SqlCmd::of("insert into t values (1)").ignore_kill());
         assert!(!SqlCmd::of("drop sink s").ignore_kill());
+        // RisingWave's first-word match keeps the semicolon: `flush;` is not `flush`.
+        assert!(SqlCmd::of("FLUSH").ignore_kill());
+        assert!(!SqlCmd::of("FLUSH;").ignore_kill());
+    }
+
+    #[test]
+    fn the_runner_era_decides_each_difference() {
+        let (old, new) = (RunnerEra::R2024, RunnerEra::Latest);
+        assert!(old.sets_background_ddl(0.0, false));
+        assert!(old.sets_background_ddl(0.0, true));
+        assert!(!new.sets_background_ddl(0.0, false));
+        assert!(new.sets_background_ddl(0.5, false));
+        assert!(!new.sets_background_ddl(0.5, true));
+        assert!(old.refuses_file_background_ddl() && !new.refuses_file_background_ddl());
+        let waits = |era: RunnerEra| (0..6).map(|i| era.backoff(i).as_secs()).collect::<Vec<_>>();
+        assert_eq!(waits(old), vec![1, 2, 4, 8, 16, 32]);
+        assert_eq!(waits(new), vec![1, 2, 4, 8, 10, 10]);
+        assert_eq!(old.kill_ignore_files().len(), 7);
+        assert!(new.kill_ignored(Path::new("e2e_test/transaction/cursor.slt")));
+        assert!(!old.kill_ignored(Path::new("e2e_test/transaction/cursor.slt")));
+        assert_eq!("2024".parse(), Ok(old));
+        assert_eq!("latest".parse(), Ok(new));
+        assert!("2025".parse::<RunnerEra>().is_err());
     }
 }
 
@@ -864,6 +1187,8 @@ enum Failure {
     Exists,
     /// A DROP's name is gone: a retried DROP had succeeded before the kill.
     NotFound,
+    /// A CREATE's name is a job still being created (`table is in creating procedure`): not `exists`.
+    InCreatingProcedure,
     Other,
 }
 
@@ -875,6 +1200,7 @@ impl Failure {
         };
         match err.downcast_ref::<SqlError>() {
             Some(SqlError::NoReader { .. }) => Failure::NoReader,
+            Some(SqlError::InCreatingProcedure { .. }) => Failure::InCreatingProcedure,
             Some(SqlError::Catalog { problem, .. }) => match problem {
                 CatalogProblem::Exists => Failure::Exists,
                 CatalogProblem::NotFound => Failure::NotFound,

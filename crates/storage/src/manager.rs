@@ -31,6 +31,8 @@ pub struct HummockManager {
     /// The catalog compaction tasks resolve member tables against (meta's); none: every table resolves.
     catalog: Mutex<Option<Arc<dyn CompactionCatalog>>>,
     compaction_stats: Arc<CompactionStats>,
+    /// The compactor node is up: compaction tasks run. While it is down (killed) none does, and L0 grows.
+    compactor_up: std::sync::atomic::AtomicBool,
     committed: CommittedStore,
     latest: Watch<u64>,
     log: Option<EventLog>,
@@ -76,6 +78,7 @@ impl HummockManager {
             unregister_hook: Mutex::new(None),
             catalog: Mutex::new(None),
             compaction_stats: Arc::default(),
+            compactor_up: std::sync::atomic::AtomicBool::new(true),
             committed,
             latest: Watch::new(0),
             log,
@@ -456,6 +459,10 @@ impl HummockManager {
     /// Run a compaction task for each of `groups` that is due, then stop or resume writes where the groups'
     /// L0 now says so.
     fn compact(&self, groups: &BTreeSet<GroupId>) {
+        if !self.compactor_up.load(Ordering::Relaxed) {
+            self.apply_write_limits();
+            return;
+        }
         for &group in groups {
             let due = self.lock().compaction.due(group);
             if due {
@@ -463,6 +470,26 @@ impl HummockManager {
             }
         }
         self.apply_write_limits();
+    }
+
+    /// The compactor node goes down (`false`) or comes back (`true`); whether that changed anything. Tasks
+    /// run within a commit here, so none is ever in flight when it dies: a task that falls due while it is
+    /// down waits, as RisingWave's meta cancels an expired compactor's tasks and schedules them again, and
+    /// at restart every due group gets its task.
+    pub fn set_compactor_up(&self, up: bool) -> bool {
+        if self.compactor_up.swap(up, Ordering::Relaxed) == up {
+            return false;
+        }
+        if up {
+            let groups: BTreeSet<GroupId> = self.lock().compaction.groups.keys().copied().collect();
+            self.compact(&groups);
+        }
+        true
+    }
+
+    /// Whether the compactor node is up.
+    pub fn compactor_up(&self) -> bool {
+        self.compactor_up.load(Ordering::Relaxed)
     }
 
     /// One compaction task of `group`: every member table must resolve in the catalog. The catalog is asked

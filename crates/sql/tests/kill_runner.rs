@@ -1,0 +1,416 @@
+//! The kill runner against RisingWave's at f21fb9b7915 (`src/tests/simulation/src/slt.rs`, `cluster.rs`): one
+//! test per difference that issue 21 lists, each able to fail if the difference came back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
+use epochlab_sql::db::SimDb;
+use epochlab_sql::runner::{KillTarget, plan_kills};
+use epochlab_sql::{
+    ConnectionError, Engine, KillRoles, Output, RunnerEra, Session, SltParams, SqlError, run_file,
+};
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+
+fn temp(dir: &str, name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("epochlab-kill-runner-{}", std::process::id()))
+        .join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn killing(seed: u64, roles: KillRoles, kill_rate: f64) -> SltParams {
+    SltParams {
+        seed,
+        kill: true,
+        kill_roles: roles,
+        kill_rate,
+        ..SltParams::default()
+    }
+}
+
+const COMPUTE: KillRoles = KillRoles {
+    frontend: false,
+    compute: true,
+    compactor: false,
+};
+
+/// Difference 1: In 2024 a CREATE MATERIALIZED VIEW under kills is preceded by `SET BACKGROUND_DDL=<draw>` even at rate
+/// 0 (so `false`), overriding the file's own `SET BACKGROUND_DDL=true`; today's runner leaves it.
+#[test]
+fn set_background_ddl_at_rate_0_overrides_the_files_setting_in_2024_only() {
+    let f = temp(
+        "bg",
+        "override.slt",
+        "statement ok\nSET BACKGROUND_DDL=true;\n\nstatement ok\nCREATE TABLE t (v int);\n\n\
+         statement ok\nCREATE MATERIALIZED VIEW m AS SELECT * FROM t;\n\n\
+         query T\nSHOW BACKGROUND_DDL;\n----\nfalse\n",
+    );
+    let r2024 = run_file(&f, &killing(1, COMPUTE, 0.0), ReproHooks::default())
+        .unwrap()
+        .value;
+    assert_eq!(r2024.outcome, Outcome::Passed, "{:?}", r2024.error);
+    let latest = SltParams {
+        runner: RunnerEra::Latest,
+        ..killing(1, COMPUTE, 0.0)
+    };
+    let r = run_file(&f, &latest, ReproHooks::default()).unwrap().value;
+    assert_eq!(
+        r.outcome,
+        Outcome::Failed,
+        "today's runner leaves the file's SET"
+    );
+    assert_eq!(r.failure.unwrap().line, 10);
+}
+
+/// Difference 1: The draws come from an rng of their own, seeded by the seed alone: the kill draws do not move them.
+#[test]
+fn background_ddl_draws_do_not_depend_on_the_kill_draws() {
+    let mut text = String::from("statement ok\nCREATE TABLE t (v int);\n\n");
+    for i in 0..10 {
+        text.push_str(&format!(
+            "statement ok\nCREATE MATERIALIZED VIEW m{i} AS SELECT * FROM t;\n\n"
+        ));
+    }
+    let f = temp("draws", "draws.slt", &text);
+    let draws = |kill_rate: f64| -> Vec<String> {
+        let p = SltParams {
+            background_ddl_rate: 0.5,
+            ..killing(7, COMPUTE, kill_rate)
+        };
+        let out = run_file(&f, &p, ReproHooks::default()).unwrap();
+        assert_eq!(out.value.outcome, Outcome::Passed, "{:?}", out.value.error);
+        out.log
+            .lines()
+            .iter()
+            .filter_map(|l| {
+                l.split_once("runner: SET BACKGROUND_DDL=")
+                    .map(|(_, v)| v.to_string())
+            })
+            .collect()
+    };
+    let calm = draws(0.0);
+    assert_eq!(calm.len(), 10);
+    assert!(calm.iter().any(|d| d.starts_with("true")), "{calm:?}");
+    assert!(calm.iter().any(|d| d.starts_with("false")), "{calm:?}");
+    assert_eq!(
+        calm,
+        draws(0.5),
+        "the kill draws moved the background DDL draws"
+    );
+}
+
+/// Difference 2: A CREATE of a name whose job is still being created is RisingWave's meta's `table is in creating
+/// procedure: <id>` (not the frontend's `Catalog error: ... exists`), with or without IF NOT EXISTS.
+#[test]
+fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        for sql in [
+            "CREATE TABLE t (v int)",
+            "INSERT INTO t SELECT * FROM generate_series(1, 400)",
+            "FLUSH",
+            "SET BACKGROUND_DDL = true; SET STREAMING_RATE_LIMIT = 10",
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM t",
+        ] {
+            s.execute(sql).await.unwrap();
+        }
+        for sql in [
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM t",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS m AS SELECT * FROM t",
+            "CREATE TABLE m (v int)",
+        ] {
+            let err = s.execute(sql).await.unwrap_err();
+            assert!(
+                matches!(err, SqlError::InCreatingProcedure { .. }),
+                "{sql}: {err}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.starts_with("table is in creating procedure: "),
+                "{text}"
+            );
+            assert!(!text.contains("Catalog error"), "{text}");
+        }
+        s.execute("WAIT").await.unwrap();
+        let err = s
+            .execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("Catalog error") && err.contains("exists"),
+            "{err}"
+        );
+        s.execute("CREATE MATERIALIZED VIEW IF NOT EXISTS m AS SELECT * FROM t")
+            .await
+            .unwrap();
+        cluster.shutdown();
+    });
+}
+
+/// Difference 2: The runner on `table is in creating procedure`: a background CREATE MATERIALIZED VIEW whose frontend
+/// died with it in flight is retried, meets the job meta still runs, WAITs and checks the view.
+#[test]
+fn a_retried_background_create_in_creating_procedure_waits_for_the_view() {
+    let f = temp(
+        "creating",
+        "creating.slt",
+        "statement ok\nCREATE TABLE t (v int);\n\n\
+         statement ok\nINSERT INTO t SELECT * FROM generate_series(1, 3000);\n\n\
+         statement ok\nFLUSH;\n\n\
+         statement ok\nSET STREAMING_RATE_LIMIT = 100;\n\n\
+         statement ok\nCREATE MATERIALIZED VIEW m AS SELECT * FROM t;\n\n\
+         query I\nSELECT count(*) FROM m;\n----\n3000\n",
+    );
+    let frontend = KillRoles {
+        frontend: true,
+        compute: false,
+        compactor: false,
+    };
+    let mut waited = Vec::new();
+    for seed in 0..12 {
+        let p = SltParams {
+            background_ddl_rate: 1.0,
+            ..killing(seed, frontend, 1.0)
+        };
+        let out = run_file(&f, &p, ReproHooks::default()).unwrap();
+        let r = &out.value;
+        assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {:?}", r.error);
+        if out
+            .log
+            .lines()
+            .iter()
+            .any(|l| l.contains("m is in creating procedure: WAIT and check it"))
+        {
+            waited.push(seed);
+        }
+    }
+    assert!(
+        !waited.is_empty(),
+        "no seed met `table is in creating procedure`"
+    );
+}
+
+/// Difference 3: Every record the parser returns (comments and blank lines too) draws its killer, but DML.
+#[test]
+fn every_record_draws_a_killer_but_dml() {
+    let text = "# a comment\n# on two lines\n\nstatement ok\nCREATE TABLE t (v int);\n\n\
+                # another\nstatement ok\nINSERT INTO t VALUES (1);\n\nstatement ok\nFLUSH;\n\n\
+                query I\nSELECT count(*) FROM t;\n----\n1\n\n# the end\n";
+    let f = temp("every", "every.slt", text);
+    let records = sqllogictest::parse_file::<DefaultColumnType>(&f).unwrap();
+    let r = run_file(&f, &killing(3, COMPUTE, 1.0), ReproHooks::default())
+        .unwrap()
+        .value;
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.error);
+    assert_eq!(r.records, 4, "statements and queries");
+    assert!(records.len() > 6, "{records:?}");
+    // Not the INSERT. `FLUSH;` draws one: RisingWave's `extract_sql_command` reads the first word with its
+    // semicolon (`flush;`), which is not `flush`.
+    assert_eq!(r.killers as usize, records.len() - 1, "{records:?}");
+}
+
+/// Difference 4: `KILL_IGNORE_FILES`: under kills such a file is not run (matched by whole path components, as
+/// `Path::ends_with`); the latest list has the cursor files too.
+#[test]
+fn kill_ignore_files_are_not_run_under_kills() {
+    let failing = "query I\nSELECT 1;\n----\n2\n";
+    let now = temp("ignore/transaction", "now.slt", failing);
+    let r = run_file(&now, &killing(1, COMPUTE, 1.0), ReproHooks::default())
+        .unwrap()
+        .value;
+    assert!(r.skipped && r.outcome == Outcome::Passed, "{:?}", r.error);
+    let r = run_file(&now, &SltParams::default(), ReproHooks::default())
+        .unwrap()
+        .value;
+    assert!(!r.skipped && r.outcome == Outcome::Failed);
+    let cursor = temp("ignore/transaction", "cursor.slt", failing);
+    let r = run_file(&cursor, &killing(1, COMPUTE, 1.0), ReproHooks::default())
+        .unwrap()
+        .value;
+    assert!(
+        !r.skipped && r.outcome == Outcome::Failed,
+        "not in 2024's list"
+    );
+    let latest = SltParams {
+        runner: RunnerEra::Latest,
+        ..killing(1, COMPUTE, 1.0)
+    };
+    let r = run_file(&cursor, &latest, ReproHooks::default())
+        .unwrap()
+        .value;
+    assert!(r.skipped, "in today's list");
+    let era = RunnerEra::R2024;
+    assert!(era.kill_ignored(Path::new("e2e_test/tpch/tpch_snapshot.slt")));
+    assert!(!era.kill_ignored(Path::new("e2e_test/my_tpch_snapshot.slt")));
+    assert!(!era.kill_ignored(Path::new("e2e_test/batch/now.slt")));
+}
+
+/// Difference 5: The kill draw per role, as `Cluster::kill_node`: none, all, or each with p = 0.5; never meta.
+#[test]
+fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
+    let rng = epochlab_common::SimRng::new(11);
+    let (mut none, mut all, mut some) = (0, 0, 0);
+    let (mut frontends, mut compactors) = (0, 0);
+    for _ in 0..600 {
+        let plan = plan_kills(&rng, KillRoles::ALL, 3);
+        let computes = plan
+            .iter()
+            .filter(|k| matches!(k.target, KillTarget::Compute(_)))
+            .count();
+        match computes {
+            0 => none += 1,
+            3 => all += 1,
+            _ => some += 1,
+        }
+        frontends += plan
+            .iter()
+            .filter(|k| matches!(k.target, KillTarget::Frontend(_)))
+            .count();
+        compactors += plan
+            .iter()
+            .filter(|k| matches!(k.target, KillTarget::Compactor(_)))
+            .count();
+        for k in &plan {
+            assert!(k.kill_after < Duration::from_secs(1));
+            assert!(k.down < Duration::from_secs(21));
+        }
+    }
+    // P(none) = 1/3 + 1/3 * 1/8, P(all) = 1/3 + 1/3 * 1/8, P(some) = 1/3 * 6/8.
+    assert!((200..300).contains(&none), "{none} {all} {some}");
+    assert!((200..300).contains(&all), "{none} {all} {some}");
+    assert!((100..200).contains(&some), "{none} {all} {some}");
+    // One node of the role: killed with p = 1/3 + 1/3 * 1/2.
+    assert!((250..350).contains(&frontends), "{frontends}");
+    assert!((250..350).contains(&compactors), "{compactors}");
+    let only = KillRoles {
+        frontend: false,
+        compute: false,
+        compactor: true,
+    };
+    for _ in 0..50 {
+        assert!(
+            plan_kills(&rng, only, 3)
+                .iter()
+                .all(|k| matches!(k.target, KillTarget::Compactor(1)))
+        );
+    }
+}
+
+async fn rows(db: &mut SimDb, sql: &str) -> Result<Vec<Vec<String>>, SqlError> {
+    match db.run(sql).await? {
+        DBOutput::Rows { rows, .. } => Ok(rows),
+        DBOutput::StatementComplete(_) => Ok(Vec::new()),
+        _ => unreachable!(),
+    }
+}
+
+/// Difference 5: A killed frontend: the statement in flight fails with `connection closed` (what it sent to meta goes
+/// on), a connect while it is down is refused, and after its restart the client reconnects and replays
+/// its `SET`s.
+#[test]
+fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() {
+    run(2, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let engine = Engine::new(cluster.clone(), 2);
+        let mut db = SimDb::new(engine.clone());
+        for sql in [
+            "CREATE TABLE t (v int)",
+            "INSERT INTO t SELECT * FROM generate_series(1, 400)",
+            "FLUSH",
+            "SET STREAMING_RATE_LIMIT = 10",
+            "SET BACKGROUND_DDL = false",
+        ] {
+            db.run(sql).await.unwrap();
+        }
+        let killer = {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                assert!(engine.kill_frontend());
+            })
+        };
+        let err = db
+            .execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+            .await
+            .unwrap_err();
+        assert_eq!(err, SqlError::Connection(ConnectionError::Closed));
+        killer.await.unwrap();
+        let err = db.execute("SHOW JOBS").await.unwrap_err();
+        assert_eq!(err, SqlError::Connection(ConnectionError::Refused));
+        engine.restart_frontend();
+        // The replayed SETs: BACKGROUND_DDL false, and the rate limit (a second view is as slow).
+        assert_eq!(
+            rows(&mut db, "SHOW BACKGROUND_DDL").await.unwrap(),
+            vec![vec!["false".to_string()]]
+        );
+        // Meta went on with the view the killed frontend had sent.
+        let jobs = rows(&mut db, "SHOW JOBS").await.unwrap();
+        assert_eq!(jobs.len(), 1, "{jobs:?}");
+        db.run("WAIT").await.unwrap();
+        assert_eq!(
+            rows(&mut db, "SELECT count(*) FROM m").await.unwrap(),
+            vec![vec!["400".to_string()]]
+        );
+        let mut fresh = Session::new(engine.clone());
+        let Output::Rows { rows, .. } = fresh.execute("SHOW BACKGROUND_DDL").await.unwrap() else {
+            panic!("rows")
+        };
+        assert_eq!(rows, vec![vec!["false".to_string()]]);
+        cluster.shutdown();
+    });
+}
+
+/// Difference 5: A killed compactor: no compaction task runs while it is down (L0 grows past the trigger); the tasks
+/// that fell due run when it is back.
+#[test]
+fn a_killed_compactor_stops_compaction_until_it_is_back() {
+    run(3, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        s.execute("CREATE TABLE t (v int)").await.unwrap();
+        let max_l0 = |c: &Cluster| {
+            c.hummock
+                .group_compaction()
+                .values()
+                .map(|g| g.sub_levels)
+                .max()
+                .unwrap_or(0)
+        };
+        let trigger = epochlab_storage::CompactionConfig::default().trigger_sub_levels;
+        assert!(cluster.kill_compactor());
+        assert!(!cluster.kill_compactor(), "down already");
+        for i in 0..(trigger * 3) {
+            s.execute(&format!("INSERT INTO t VALUES ({i})"))
+                .await
+                .unwrap();
+            s.execute("FLUSH").await.unwrap();
+        }
+        let tasks = cluster
+            .hummock
+            .compaction_stats()
+            .tasks
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            max_l0(&cluster) > trigger,
+            "L0 grows while the compactor is down"
+        );
+        cluster.restart_compactor();
+        assert!(max_l0(&cluster) < trigger, "the due task ran at restart");
+        assert!(
+            cluster
+                .hummock
+                .compaction_stats()
+                .tasks
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > tasks
+        );
+        cluster.shutdown();
+    });
+}
