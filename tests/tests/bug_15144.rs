@@ -162,3 +162,22 @@ fn the_stall_is_the_soaks_stuck_and_the_fix_commits_every_row() {
     let passed = play(&file, fixed);
     assert_eq!(passed.outcome, Outcome::Passed, "{passed:?}");
 }
+
+/// A task fails only when its input holds the orphan's data: the same plan with the kill and everything after
+/// it 2 s earlier (the view has committed no rows yet, so group 3's L0 holds none of them when the cancel is
+/// pre-applied) leaves the tables registered all the same (I3), but every compaction task succeeds and every
+/// row commits: no stall.
+#[test]
+fn without_the_orphans_data_in_l0_no_task_fails_and_nothing_stalls() {
+    let mut file = regression("15144-cancel-then-writes-stall.json");
+    for step in &mut file.plan.steps[2..] {
+        step.at_ms -= 2000;
+    }
+    let buggy = file
+        .run(None)
+        .expect("the file names bug 15144 in buggy mode");
+    let report = play(&file, buggy);
+    assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
+    let invariants: Vec<&str> = report.violations.iter().map(|v| v.invariant).collect();
+    assert_eq!(invariants, ["I3 table-set", "I3 table-set"], "{report:?}");
+}
