@@ -29,7 +29,8 @@ use crate::scenario::{ClusterHook, ReproParams, ReproReport, base_network, clust
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw16815,
     mechanism: "arrangement backfill computes an upstream row's vnode from its pk, not the table's distribution \
-                key: the vnode is not the actor's (progress not found) or the wrong one (rows dropped or doubled)",
+                key: the vnode is not the actor's (`Backfill progress for vnode VirtualNode(..) not found, \
+                backfill_state not initialized properly`) or the wrong one (rows dropped or doubled)",
     fix: "compute the vnode as the upstream table distributes rows (`compute_vnode_by_pk` through its \
           distribution)",
     links: &["https://github.com/risingwavelabs/risingwave/pull/16815"],
