@@ -21,7 +21,10 @@ fn buggy_fails_with_backfill_progress_not_found() {
         let r = run(Mode::Buggy, seed);
         assert_eq!(r.outcome, Outcome::Failed, "seed {seed}: {r:?}");
         let error = r.error.clone().unwrap_or_default();
-        assert!(error.starts_with("backfill progress for vnode "), "{error}");
+        assert!(
+            error.starts_with("Backfill progress for vnode VirtualNode("),
+            "{error}"
+        );
         assert!(error.contains(" not found"), "{error}");
         assert_eq!(
             r.caught_by.as_deref(),

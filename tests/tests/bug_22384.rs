@@ -26,7 +26,22 @@ fn buggy_commits_an_epoch_without_the_crashed_worker() {
         assert!(error.contains("view m differs from its query: "), "{error}");
         let invariants: Vec<&str> = r.violations.iter().map(|v| v.invariant).collect();
         assert_eq!(invariants, ["I4 full-collection", "oracle"], "seed {seed}");
-        assert!(r.timeline.iter().any(|l| l.contains(" worker error: ")));
+        let at = |s: &str| r.timeline.iter().position(|l| l.contains(s));
+        let worker_error = at(" worker error: ").expect("the worker's error");
+        assert!(
+            r.timeline[worker_error].contains("valid=false"),
+            "{:#?}",
+            r.timeline
+        );
+        // The epoch is committed by the global recovery path (`clear_on_err`), after the error, before the
+        // in-flight barriers are abandoned.
+        let clear = at(" clear on err: ").expect("the global recovery path completes first");
+        let failed = at(" barrier failed: ").expect("then recovery");
+        assert!(worker_error < clear && clear < failed, "{:#?}", r.timeline);
+        let commit = r.timeline[clear..failed]
+            .iter()
+            .any(|l| l.contains(" commit epoch: "));
+        assert!(commit, "{:#?}", r.timeline);
     }
 }
 
@@ -39,6 +54,11 @@ fn fixed_never_commits_the_epoch() {
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert!(r.recoveries >= 1);
         assert!(r.notes[0].contains("was never committed"), "{:?}", r.notes);
+        assert!(
+            !r.timeline.iter().any(|l| l.contains(" clear on err: ")),
+            "nothing was left collected: {:#?}",
+            r.timeline
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! Which nodes an in-flight epoch still waits for (RisingWave's `node_to_collect`), and what a worker's error
-//! does to it: the place of RisingWave #22384 (fixed by PR #22384, tested by #22393).
+//! does to it (RisingWave's `barrier/utils.rs`): the place of RisingWave #22384 (fixed by PR #22384, tested by
+//! #22393). The barrier manager asks the in-flight epochs in order and stops at the first that is not valid.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +40,19 @@ pub(crate) fn is_valid_after_worker_err(
     }
 }
 
+/// Ask the in-flight epochs, in epoch order, whether each is still valid after `worker`'s error, and stop at
+/// the first that is not (RisingWave's `DatabaseCheckpointControl::is_valid_after_worker_err`): the epochs
+/// after it are not asked, so their nodes to collect stay as they were. Returns the index of that epoch.
+pub(crate) fn first_invalid_after_worker_err<'a>(
+    epochs: impl IntoIterator<Item = &'a mut NodeToCollect>,
+    worker: WorkerId,
+    rule: OnWorkerErr,
+) -> Option<usize> {
+    epochs
+        .into_iter()
+        .position(|n| !is_valid_after_worker_err(n, worker, rule))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +76,37 @@ mod tests {
             assert!(is_valid_after_worker_err(&mut idle, WorkerId(3), rule));
             assert!(is_valid_after_worker_err(&mut idle, WorkerId(4), rule));
             assert_eq!(idle, nodes(&[(1, false)]), "{rule:?}");
+        }
+    }
+
+    /// The walk stops at the first epoch the worker's loss makes invalid: under the buggy rule that epoch
+    /// loses the worker (and looks collected when it waited for no one else), the idle epoch before it loses
+    /// it under both rules, and the epoch after it is not asked.
+    #[test]
+    fn the_walk_stops_at_the_first_invalid_epoch() {
+        for rule in [
+            OnWorkerErr::RemoveAlways,
+            OnWorkerErr::RemoveIfNothingToCollect,
+        ] {
+            let mut epochs = [
+                nodes(&[(1, false), (2, true)]),
+                nodes(&[(2, false)]),
+                nodes(&[(1, false), (2, false)]),
+            ];
+            let at = first_invalid_after_worker_err(epochs.iter_mut(), WorkerId(2), rule);
+            assert_eq!(at, Some(1), "{rule:?}");
+            assert_eq!(epochs[0], nodes(&[(1, false)]), "{rule:?}");
+            assert_eq!(
+                epochs[1].is_empty(),
+                rule == OnWorkerErr::RemoveAlways,
+                "{rule:?}"
+            );
+            assert_eq!(epochs[2], nodes(&[(1, false), (2, false)]), "{rule:?}");
+            let mut idle = [nodes(&[(1, false), (3, true)])];
+            assert_eq!(
+                first_invalid_after_worker_err(idle.iter_mut(), WorkerId(3), rule),
+                None
+            );
         }
     }
 }

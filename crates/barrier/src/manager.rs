@@ -4,10 +4,12 @@
 //! `in_flight_limit` barriers are in flight. It sends each barrier to every compute node that has actors and
 //! collects each node's completion. It completes the **prefix** of fully collected barriers, in epoch
 //! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. While a
-//! configuration change's Pause is in flight nothing else is injected. A worker's
-//! connection error first asks each in-flight epoch whether it is still valid without the worker
-//! ([`OnWorkerErr`], RisingWave #22384); then, as every other error, it fails every in-flight barrier and
-//! hands over to the context's recovery.
+//! configuration change's Pause is in flight nothing else is injected. A worker's connection error first asks
+//! the in-flight epochs, in order and up to the first that is not, whether each is still valid without the
+//! worker ([`OnWorkerErr`], RisingWave #22384). Then, as every other error, it goes to the global recovery
+//! path: as RisingWave's `clear_on_err`, that first completes the barriers fully collected at the front
+//! (unless completing one is what failed), fails every other in-flight barrier and hands over to the
+//! context's recovery.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
@@ -26,7 +28,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::barrier::{Barrier, BarrierKind, TracingContext};
-use crate::collect::{NodeToCollect, OnWorkerErr, is_valid_after_worker_err};
+use crate::collect::{NodeToCollect, OnWorkerErr, first_invalid_after_worker_err};
 use crate::command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };
@@ -176,6 +178,8 @@ pub struct GlobalBarrierManager<C> {
     /// In-flight barriers in epoch order (RisingWave's `CheckpointControl`).
     in_flight: VecDeque<EpochNode>,
     collecting: Collecting,
+    /// Completing a barrier failed: recovery completes nothing more (RisingWave's `CompletingTask::Err`).
+    completing_failed: bool,
 }
 
 enum Event {
@@ -197,6 +201,7 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             num_uncheckpointed: 0,
             in_flight: VecDeque::new(),
             collecting: FuturesUnordered::new(),
+            completing_failed: false,
         }
     }
 
@@ -403,29 +408,34 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         result
     }
 
-    /// A worker's connection failed (RisingWave's control-stream error). Each in-flight epoch is asked whether
-    /// it is still valid without the worker, which may update what it waits for ([`OnWorkerErr`]). As with
-    /// RisingWave's per-database isolation, the failure does not abandon the epochs at once: what is fully
-    /// collected by now completes first, then an epoch that is no longer valid fails them all into recovery.
+    /// A worker's connection failed (RisingWave's control-stream error). The in-flight epochs are asked in
+    /// epoch order whether each is still valid without the worker, which may update what it waits for
+    /// ([`OnWorkerErr`]); the walk stops at the first that is not (RisingWave's
+    /// `DatabaseCheckpointControl::is_valid_after_worker_err`), so the epochs after it are not asked. If every
+    /// epoch is still valid, what is fully collected now completes as after any collection; if one is not, the
+    /// error goes to [`Self::failure_recovery`], which first completes the collected prefix (RisingWave's
+    /// `clear_on_err`) and then recovers.
     async fn on_worker_err(&mut self, worker: WorkerId, err: BarrierError) -> BarrierResult<()> {
         let rule = self.config.on_worker_err;
-        let mut valid = true;
-        for node in &mut self.in_flight {
-            // Every epoch is asked (no short cut): each one's bookkeeping follows the rule.
-            valid &= is_valid_after_worker_err(&mut node.node_to_collect, worker, rule);
-        }
+        let epochs = self.in_flight.iter_mut().map(|n| &mut n.node_to_collect);
+        let invalid_at = first_invalid_after_worker_err(epochs, worker, rule);
         event!(
             self.context.log(),
             "worker error",
-            "worker={worker} valid={valid} waiting={:?}",
+            "worker={worker} valid={} invalid_at={:?} waiting={:?}",
+            invalid_at.is_none(),
+            invalid_at.map(|i| self.in_flight[i].ctx.prev_epoch.0),
             self.in_flight
                 .iter()
                 .map(|n| (n.ctx.prev_epoch.0, n.node_to_collect.len()))
                 .collect::<Vec<_>>()
         );
+        if invalid_at.is_some() {
+            return Err(err);
+        }
         self.complete_prefix().await?;
         self.publish_waiting();
-        if valid { Ok(()) } else { Err(err) }
+        Ok(())
     }
 
     /// Complete every fully collected barrier at the front, in epoch order.
@@ -440,6 +450,8 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
                 .in_flight
                 .store(self.in_flight.len() as u64, Ordering::Relaxed);
             if let Err(e) = self.complete_barrier(&mut node).await {
+                // Recovery must not complete more (RisingWave's `CompletingTask::Err`).
+                self.completing_failed = true;
                 // This barrier failed, too: its caller hears of it with the others.
                 trace::fail(&node.span, self.context.clock(), &e.to_string());
                 for n in &mut node.notifiers {
@@ -495,7 +507,26 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         Ok(())
     }
 
+    /// RisingWave's `clear_on_err`, then recovery: unless completing a barrier is what failed, the barriers
+    /// already fully collected at the front complete first (committed, in epoch order); every other in-flight
+    /// barrier is abandoned.
     async fn failure_recovery(&mut self, err: BarrierError) {
+        if !std::mem::take(&mut self.completing_failed)
+            && self
+                .in_flight
+                .front()
+                .is_some_and(|n| n.node_to_collect.is_empty())
+        {
+            event!(
+                self.context.log(),
+                "clear on err",
+                "complete the collected barriers before recovery: error={err}"
+            );
+            if let Err(e) = self.complete_prefix().await {
+                tracing::error!(%e, "failed to complete barrier during recovery");
+                self.completing_failed = false;
+            }
+        }
         event!(
             self.context.log(),
             "barrier failed",

@@ -205,7 +205,7 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         rows[3].replay
     );
     assert!(
-        error(5).starts_with("backfill progress for vnode "),
+        error(5).starts_with("Backfill progress for vnode VirtualNode("),
         "{}",
         error(5)
     );
@@ -228,7 +228,7 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
     );
     assert!(error(9).starts_with("stalled: "), "{}", error(9));
     assert!(
-        error(9).contains("inconsistency table info between catalog and hummock"),
+        error(9).contains("may be removed by meta-service."),
         "{}",
         error(9)
     );

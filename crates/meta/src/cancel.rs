@@ -9,9 +9,10 @@ use epochlab_storage::GroupId;
 /// either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PreApplyCancel {
-    /// Before the fix (RisingWave #15355): the job's fragments are dropped and its tables handed to nobody,
-    /// so storage keeps them registered while the catalog no longer knows them. A compaction task of their
-    /// group then fails ("inconsistency table info between catalog and hummock") until meta restarts and
+    /// Before RisingWave PR #15355 (which says this path "might cause" #15144): the job's fragments are
+    /// dropped and its tables handed to nobody, so storage keeps them registered while the catalog no longer
+    /// knows them. A compaction task whose input holds their data then fails (the compactor's `Failed to
+    /// fetch filter key extractor tables [..]. [..] may be removed by meta-service.`) until meta restarts and
     /// purges.
     KeepRegistered,
     /// The fix: the tables go to recovery with the dropped jobs', which unregisters them.

@@ -414,12 +414,13 @@ impl HummockManager {
         }
         let workers: Vec<u32> = syncs.iter().map(|s| s.worker.0).collect();
         let mut dropped_rows: BTreeMap<TableId, usize> = BTreeMap::new();
-        let mut fed: BTreeSet<GroupId> = BTreeSet::new();
+        // Per group the commit brings data to, the tables whose data it brings: one L0 sub-level each.
+        let mut fed: BTreeMap<GroupId, BTreeSet<TableId>> = BTreeMap::new();
         for s in syncs {
             for sst in s.ssts {
                 if let Some(group) = inner.version.group_of(sst.table_id) {
                     if !sst.is_empty() {
-                        fed.insert(group);
+                        fed.entry(group).or_default().insert(sst.table_id);
                     }
                     self.committed.apply(sst.table_id, &sst.imms);
                 } else {
@@ -431,10 +432,10 @@ impl HummockManager {
         inner.dropped_write_count += dropped_total as u64;
         let delta = self.push_delta(&mut inner, epoch, Vec::new());
         inner.committed_epochs.insert(epoch);
-        for group in &fed {
+        for (group, tables) in &fed {
             inner
                 .compaction
-                .add_sub_level(*group, &self.compaction_stats);
+                .add_sub_level(*group, tables, &self.compaction_stats);
         }
         drop(inner);
         for (table, rows) in &dropped_rows {
@@ -449,7 +450,7 @@ impl HummockManager {
             );
         }
         // Each group the commit brought data to has one more L0 sub-level: compact those that are due.
-        self.compact(&fed);
+        self.compact(&fed.into_keys().collect());
         Ok(CommitOutcome {
             delta,
             dropped_rows,
@@ -492,37 +493,46 @@ impl HummockManager {
         self.compactor_up.load(Ordering::Relaxed)
     }
 
-    /// One compaction task of `group`: every member table must resolve in the catalog. The catalog is asked
-    /// without holding the manager's lock (meta's catalog may call into storage while it holds its own).
+    /// One compaction task of `group`, as RisingWave's compactor runs it: the task's table ids are the tables
+    /// whose data its input (the L0 sub-levels) holds and that are still members of the group (RisingWave's
+    /// `compact_table_ids`, filtered by `existing_table_ids`); each must resolve in the catalog (the filter key
+    /// extractor fetch), or the task fails. The catalog is asked without holding the manager's lock (meta's
+    /// catalog may call into storage while it holds its own).
     fn run_task(&self, group: GroupId) {
-        let members: Vec<TableId> = match self.lock().version.groups.get(&group) {
-            Some(m) => m.iter().copied().collect(),
-            None => return,
+        let compact_tables: Vec<TableId> = {
+            let inner = self.lock();
+            let Some(members) = inner.version.groups.get(&group) else {
+                return;
+            };
+            let input = inner.compaction.input_tables(group);
+            input.intersection(members).copied().collect()
         };
         let catalog = self
             .catalog
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let missing: Vec<TableId> = match &catalog {
-            Some(c) => members
-                .into_iter()
+        let removed_tables: Vec<TableId> = match &catalog {
+            Some(c) => compact_tables
+                .iter()
+                .copied()
                 .filter(|t| c.table(*t).is_none())
                 .collect(),
             None => Vec::new(),
         };
         let stats = &self.compaction_stats;
         stats.tasks.fetch_add(1, Ordering::Relaxed);
-        let result = if missing.is_empty() {
+        let result = if removed_tables.is_empty() {
             stats.succeeded.fetch_add(1, Ordering::Relaxed);
             Ok(())
         } else {
-            let e = CompactionError::InconsistentTableInfo {
+            let e = CompactionError::FilterKeyExtractorNotFound {
                 group,
-                tables: missing,
+                compact_tables,
+                removed_tables,
             };
             stats.failed(&e);
-            tracing::warn!(group, error = %e, "compaction task failed");
+            tracing::error!(group, "{e}");
             Err(e)
         };
         let now = self.now_us();

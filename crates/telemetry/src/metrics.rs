@@ -360,8 +360,8 @@ impl HealthFamilies {
             ),
             compaction_failures: m.counter(
                 "epochlab_compaction_failures_total",
-                "Compaction tasks that failed, by reason (`inconsistent_table_info`: a member table of the \
-                 group that the catalog does not know, RisingWave #15144).",
+                "Compaction tasks that failed, by reason (`filter_key_extractor_not_found`: the task's input \
+                 holds data of a table the catalog does not know, RisingWave #15144).",
                 &["mode", "reason"],
             ),
             write_stops: m.counter(
@@ -917,7 +917,7 @@ mod tests {
     #[test]
     fn compaction_failures_and_write_stops_are_counted_from_zero() {
         let metrics = Arc::new(Metrics::new());
-        let reason = "reason=\"inconsistent_table_info\"";
+        let reason = "reason=\"filter_key_extractor_not_found\"";
         for (mode, failing) in [(Mode::Buggy, true), (Mode::Fixed, false)] {
             let (at_start, at_end) = run_15144(&metrics, mode);
             let m = format!("mode=\"{}\"", mode.as_str());

@@ -1,26 +1,31 @@
 //! RisingWave #15144: meta drops a job from the catalog at once and unregisters its state tables from storage
 //! later: after the Stop barrier, or in recovery. Recovery pre-applies the drops and cancels buffered while it
-//! runs (`pre_apply_drop_cancel`), and before the fix (#15355) a pre-applied cancel of a creating job dropped
-//! its fragments but never unregistered its tables. Storage kept them in their compaction group while the
-//! catalog no longer knew them: every compaction task of the group failed ("inconsistency table info between
-//! catalog and hummock"), the group's L0 grew with every commit until its writes stopped, and then no barrier
-//! could complete, until meta restarted and purged (#16511 and #20010 are the same deadlock by a drop). The
-//! mirror image of #14910, where the unregister came too early. Its toggle is [`PreApplyCancel`]
+//! runs (`pre_apply_drop_cancel`); before PR #15355 a pre-applied cancel of a creating job dropped its fragments
+//! but never unregistered its tables, and that PR says this "might cause" #15144. Storage then keeps the tables
+//! in their compaction group while the catalog no longer knows them. A compaction task narrows its table ids to
+//! those whose data its input holds; when that input holds the orphan's data, the compactor cannot fetch the
+//! table's filter key extractor and fails the task, logging `Failed to fetch filter key extractor tables
+//! [{..}. [[..]] may be removed by meta-service. ` (RisingWave's `compactor_runner.rs`; #15144's title speaks
+//! of "inconsistency table info between catalog and hummock"). The failing sub-levels stay, the group's L0
+//! grows with every commit until its writes stop, and then no barrier completes until meta restarts and
+//! purges: that stall is the story of #16511 and #20010 (the same orphan left by a drop). The mirror image of
+//! #14910, where the unregister came too early. Its toggle is [`PreApplyCancel`]
 //! (`MetaConfig::pre_apply_cancel`, read in meta's `Recovery::pre_apply_drops`); its directed scenario is
 //! [`scenario`].
 //!
 //! The scenario: two nodes, RisingWave's static compaction groups (a table and a view share group 3); a
-//! table loaded, a view over it created in the background with a slow backfill. A node is killed; while
-//! recovery retries its attempts, the node comes back and the user cancels the view, so the cancel is buffered
-//! and recovery pre-applies it after the reset. Then rows keep arriving in the table. Buggy: the view's
-//! tables stay registered (I3 table-set after recovery), compaction of group 3 fails, its writes stop at the
-//! limit and the barriers stall. Fixed: the tables are unregistered, group 3 compacts, every row commits.
+//! table loaded, a view over it created in the background with a slow backfill. Once group 3's L0 holds the
+//! view's data, a node is killed; while recovery retries its attempts, the node comes back and the user
+//! cancels the view, so the cancel is buffered and recovery pre-applies it after the reset. Then rows keep
+//! arriving in the table. Buggy: the view's tables stay registered (I3 table-set after recovery), the next
+//! compaction task of group 3 reads the view's data and fails, its writes stop at the limit and the barriers
+//! stall. Fixed: the tables are unregistered, group 3 compacts, every row commits.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use epochlab_meta::{GroupPlacement, JobOptions, PreApplyCancel};
+use epochlab_meta::{GroupPlacement, JobOptions, MATERIALIZED_VIEW_GROUP, PreApplyCancel};
 use epochlab_storage::{CompactionConfig, GroupCompaction, GroupId};
 
 use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
@@ -34,15 +39,17 @@ use crate::scenario::{
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw15144,
-    mechanism: "recovery pre-applies a buffered CANCEL of a creating job and never unregisters its tables: \
-                storage keeps them while the catalog forgets them, compaction of their group fails \
-                (inconsistency table info between catalog and hummock), its L0 grows to the write stop and \
-                barriers stall",
-    fix: "recovery's pre-apply of a cancel unregisters the job's tables as it does a drop's \
+    mechanism: "recovery pre-applies a buffered CANCEL of a creating job and never unregisters its tables \
+                (PR #15355: this \"might cause\" #15144): storage keeps them while the catalog forgets them; a \
+                compaction task whose input holds their data fails (`Failed to fetch filter key extractor \
+                tables [..]. [..] may be removed by meta-service.`), and its group's L0 grows to the write \
+                stop, where barriers stall (the stall of #16511 and #20010)",
+    fix: "PR #15355: recovery's pre-apply of a cancel unregisters the job's tables as it does a drop's \
           (`pre_apply_drop_cancel`)",
     links: &[
         "https://github.com/risingwavelabs/risingwave/issues/15144",
         "https://github.com/risingwavelabs/risingwave/pull/15355",
+        "https://github.com/risingwavelabs/risingwave/issues/16511",
         "https://github.com/risingwavelabs/risingwave/pull/20010",
     ],
     modes: &[Mode::Buggy, Mode::Fixed],
@@ -69,6 +76,10 @@ const ROUNDS_PAST_LIMIT: u32 = 40;
 const STALL_INTERVALS: u32 = 20;
 /// Budgets of the phases (virtual time).
 const RECOVERY_BUDGET: Duration = Duration::from_secs(60);
+const L0_BUDGET: Duration = Duration::from_secs(5);
+/// The static group of the table's and the view's own state (RisingWave's `MaterializedView` group, 3): the
+/// table's rows keep coming to it after the cancel.
+const VIEW_GROUP: GroupId = MATERIALIZED_VIEW_GROUP;
 
 /// The run's numbers, drawn from the seed before anything else (the same in both modes).
 #[derive(Clone, Debug)]
@@ -216,11 +227,32 @@ fn second_attempt_migrating(lines: &[String]) -> bool {
         .any(|l| l.contains(" recovery step: migrate actors "))
 }
 
-/// Let the view backfill, kill a node, and once recovery's second attempt is migrating actors, start the
-/// node again and cancel the view: the cancel is buffered and recovery pre-applies it after the reset.
+/// Whether group 3's L0 holds data of the view's tables: what a compaction task of the group then reads.
+fn view_data_in_l0(s: &Setup) -> bool {
+    s.cluster
+        .hummock
+        .group_compaction()
+        .get(&VIEW_GROUP)
+        .is_some_and(|g| s.view_tables.iter().any(|t| g.l0_tables.contains(t)))
+}
+
+/// Let the view backfill, kill a node as soon as group 3's L0 holds the view's data, and once recovery's
+/// second attempt is migrating actors, start the node again and cancel the view: the cancel is buffered and
+/// recovery pre-applies it after the reset.
 async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
     let cluster = &s.cluster;
     tokio::time::sleep(draw.kill_after).await;
+    let in_l0 = tokio::time::timeout(L0_BUDGET, async {
+        while !view_data_in_l0(s) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    if in_l0.await.is_err() {
+        return Err(ScenarioError::NotShown(format!(
+            "group {VIEW_GROUP}'s L0 never held the view's data for {} ms: no compaction task would read it",
+            L0_BUDGET.as_millis()
+        )));
+    }
     if cluster.meta.backfill_progress(s.view).is_none() {
         return Err(ScenarioError::NotShown(
             "the view finished its backfill before the kill: there is nothing to cancel".into(),

@@ -2,7 +2,7 @@
 //! a row is forwarded iff its vnode's snapshot has already passed it. Before the fix the vnode was computed by
 //! hashing the row's **pk**, while the upstream table distributes rows by its **distribution key**. With a
 //! distribution key that is a strict subset of the pk, the computed vnode is often not one the actor owns
-//! ("backfill progress for vnode V not found"), and when it is owned the row is judged by the wrong vnode's
+//! ("Backfill progress for vnode VirtualNode(V) not found"), and when it is owned the row is judged by the wrong vnode's
 //! position: updates are dropped or applied twice. Its toggle is [`BackfillVnode`]
 //! (`StreamConfig::backfill_vnode`, read in the arrangement backfill's `mark_chunk_ref_by_vnode`); its directed
 //! scenario is [`scenario`], after RisingWave's `e2e_test/backfill/sink/different_pk_and_dist_key.slt`.
@@ -29,7 +29,8 @@ use crate::scenario::{ClusterHook, ReproParams, ReproReport, base_network, clust
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw16815,
     mechanism: "arrangement backfill computes an upstream row's vnode from its pk, not the table's distribution \
-                key: the vnode is not the actor's (progress not found) or the wrong one (rows dropped or doubled)",
+                key: the vnode is not the actor's (`Backfill progress for vnode VirtualNode(..) not found, \
+                backfill_state not initialized properly`) or the wrong one (rows dropped or doubled)",
     fix: "compute the vnode as the upstream table distributes rows (`compute_vnode_by_pk` through its \
           distribution)",
     links: &["https://github.com/risingwavelabs/risingwave/pull/16815"],

@@ -1,17 +1,23 @@
-//! RisingWave #22384: meta tracks, per in-flight epoch, the nodes it still has to collect from
-//! (`node_to_collect`). On a worker's error, `is_valid_after_worker_err` removed the worker's entry whatever it
-//! had to collect; an epoch whose only missing node was the crashed one then looked fully collected and was
-//! committed without that node's data, and recovery resumed from the new max committed epoch: silent data
-//! loss. Its toggle is [`OnWorkerErr`] (`BarrierConfig::on_worker_err`, read in the barrier crate's
-//! `collect` module); its directed scenario is [`scenario`], after RisingWave's
-//! `worker_crash_no_early_commit` test (PR #22393).
+//! RisingWave #22384 (a PR, 2025-06): meta tracks, per in-flight epoch, the nodes it still has to collect from
+//! (`node_to_collect`, each with whether the node had nothing to collect). On a worker's error,
+//! `DatabaseCheckpointControl::is_valid_after_worker_err` walks the in-flight epochs in order and stops at the
+//! first the worker's loss makes invalid; before the fix, `utils::is_valid_after_worker_err` removed the
+//! worker's entry whatever it had to collect, so that first epoch, when the crashed worker was the only node
+//! it still waited for, was left with nothing to collect. The database is reported failed; with per-database
+//! isolation off (as in the PR's test, #22393) the error takes the global recovery path, whose `clear_on_err`
+//! first completes the barriers already collected: that epoch is committed without the worker's data, and
+//! recovery resumes from the new max committed epoch (silent data loss). Its toggle is [`OnWorkerErr`]
+//! (`BarrierConfig::on_worker_err`, read in the barrier crate's `collect` module); its directed scenario is
+//! [`scenario`], after RisingWave's `worker_crash_no_early_commit` test (PR #22393).
 //!
 //! The scenario: two compute nodes with disjoint actors. The table's actor runs on one (the survivor); a view
 //! over it and a slow sink over it run on the other (the victim), so the victim collects each epoch with
 //! data a sink delay after the survivor. Rows are inserted; once the survivor has collected their epoch E,
-//! the victim is killed before it responds. Buggy: E is committed without the victim, whose view rows of E
-//! are lost; the checker I4 full-collection and the oracle (the view against its query over the committed
-//! table) catch it. Fixed: E is never committed, and recovery resumes from the epoch before.
+//! the victim is killed before it responds. Buggy: the first in-flight epoch the victim had not collected (E,
+//! or one before it still held up by the slow sink) is committed without the victim by the global recovery
+//! path, and the victim's view rows of it are lost; the checker I4 full-collection and the oracle (the view
+//! against its query over the committed table) catch it. Fixed: no epoch the victim had not collected is
+//! committed, and recovery resumes from the epoch before.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -33,9 +39,13 @@ use crate::scenario::{
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw22384,
-    mechanism: "a worker crashes while an epoch waits for it; meta drops the worker from the epoch's nodes to \
-                collect, so the epoch looks collected and is committed without the worker's data",
-    fix: "on a worker's error, forget only workers that had nothing to collect; the epoch fails into recovery",
+    mechanism: "a worker crashes while an epoch waits for it; meta's is_valid_after_worker_err, walking the \
+                in-flight epochs in order, removes the worker from the first epoch that waits for its actors \
+                and reports the database failed; the global recovery path (isolation off, as in the test PR \
+                #22393) first completes the collected barriers (clear_on_err), so that epoch, left waiting for \
+                nobody, is committed without the worker's data",
+    fix: "PR #22384: on a worker's error, remove only a worker that had nothing to collect; the epoch that \
+          waited for the worker's actors stays uncollected and recovery abandons it",
     links: &[
         "https://github.com/risingwavelabs/risingwave/pull/22384",
         "https://github.com/risingwavelabs/risingwave/pull/22393",
@@ -318,6 +328,7 @@ fn timeline(lines: &[String]) -> Vec<String> {
             " commit epoch: ",
             " kill node: ",
             " worker error: ",
+            " clear on err: ",
             " barrier failed: ",
             " recovery",
         ]

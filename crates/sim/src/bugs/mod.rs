@@ -395,10 +395,13 @@ pub(crate) fn failed(
             failure.error.reason().as_str()
         ));
         report.failing_actor = Some(failure.actor.0);
-        if let StreamExecutorError::ProgressDiverged { vnode, .. }
-        | StreamExecutorError::ProgressNotFound { vnode } = &failure.error
-        {
-            report.failing_vnode = Some(*vnode);
+        let vnode = match &failure.error {
+            StreamExecutorError::ProgressDiverged { vnode, .. } => Some(*vnode),
+            StreamExecutorError::ProgressNotFound { vnode } => Some(vnode.to_index() as u32),
+            _ => None,
+        };
+        if vnode.is_some() {
+            report.failing_vnode = vnode;
         }
         return true;
     }

@@ -12,7 +12,7 @@ mod sink;
 mod tests;
 
 use epochlab_barrier::Barrier;
-use epochlab_common::StreamChunk;
+use epochlab_common::{StreamChunk, VirtualNode};
 use epochlab_state_table::StateTableError;
 use epochlab_storage::StorageError;
 use futures::StreamExt;
@@ -58,12 +58,14 @@ pub enum StreamExecutorError {
         stored: String,
         committed: String,
     },
-    /// The backfill has no progress for a vnode (RisingWave's message; #16815's symptom when an upstream row's
-    /// vnode is derived from its pk rather than the table's distribution key).
+    /// The backfill has no progress for a vnode: RisingWave's `BackfillState::get_progress` error, with its
+    /// format (`{:#?}` of the vnode; epochlab's `VirtualNode` prints its Debug on one line, where RisingWave's
+    /// derived Debug spreads it over three). #16815's symptom when an upstream row's vnode is derived from its
+    /// pk rather than the table's distribution key.
     #[error(
-        "backfill progress for vnode {vnode} not found, backfill_state not initialized properly"
+        "Backfill progress for vnode {vnode:#?} not found, backfill_state not initialized properly"
     )]
-    ProgressNotFound { vnode: u32 },
+    ProgressNotFound { vnode: VirtualNode },
     #[error("{0}")]
     Internal(String),
 }

@@ -202,11 +202,10 @@ impl BackfillState {
         &self,
         vnode: VirtualNode,
     ) -> StreamExecutorResult<&BackfillProgressPerVnode> {
-        self.per_vnode.get(&vnode).map(|s| &s.current).ok_or(
-            StreamExecutorError::ProgressNotFound {
-                vnode: vnode.to_index() as u32,
-            },
-        )
+        self.per_vnode
+            .get(&vnode)
+            .map(|s| &s.current)
+            .ok_or(StreamExecutorError::ProgressNotFound { vnode })
     }
 
     pub fn has_progress(&self) -> bool {
