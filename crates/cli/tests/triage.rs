@@ -109,3 +109,11 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn the_15144_compactor_line_is_15144() {
+    let (code, out) = on("15144-compactor.log");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("RisingWave #15144 at "), "{out}");
+    assert!(out.contains("15144-compactor.log:3 (logged line)"), "{out}");
+}

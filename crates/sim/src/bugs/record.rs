@@ -97,9 +97,12 @@ const R22384: Record = Record {
         pattern: "",
     },
     site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
-           collect even when it had actors there), called for the in-flight epochs on a worker's error",
-    differs: "epochlab has one database and a global recovery; the lost data shows as an oracle violation after \
-              recovery, where RisingWave's test checks that `commit_epoch` is never called",
+           collect whatever it had to collect), walked in order over the in-flight epochs by \
+           `DatabaseCheckpointControl::is_valid_after_worker_err`; the commit is `clear_on_err` finishing the \
+           collected front barriers (barrier/worker.rs)",
+    differs: "one database, no creating-job barrier control, and a synchronous commit; the lost data shows as an \
+              I4 full-collection and oracle violation after recovery, where RisingWave's test only checks that \
+              `commit_epoch` is never called",
 };
 
 const R16815: Record = Record {
@@ -107,14 +110,15 @@ const R16815: Record = Record {
            found by e2e_test/backfill/sink/different_pk_and_dist_key.slt; no issue",
     symptom: Symptom {
         kind: SymptomKind::ActorError,
-        text: "Backfill progress for vnode VirtualNode(196) not found, backfill_state not initialized properly",
+        text: "Backfill progress for vnode VirtualNode(196) not found, backfill_state not initialized properly \
+               (`bail!` with `{:#?}`: the vnode spans three lines)",
         pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
     },
-    site: "stream: executor/backfill/utils.rs, `mark_chunk_ref_by_vnode` (the vnode from the pk), then \
-           `BackfillState::get_progress` in the arrangement backfill",
-    differs: "epochlab's tables have a dist key that is a prefix of the pk and 256 or fewer vnodes; a row whose \
-              wrong vnode this actor owns is caught by the oracle (wrong results), as RisingWave's would only be \
-              by its results",
+    site: "stream: executor/backfill/utils.rs, `BackfillState::get_progress`, reached from \
+           `mark_chunk_ref_by_vnode` with a vnode computed from the pk, in the arrangement backfill",
+    differs: "a typed error whose vnode prints on one line; a dist key that is a prefix of the pk; a wrong vnode \
+              that the actor owns shows as wrong results, caught by the view's write check or the oracle, which \
+              RisingWave's CI had no equivalent of",
 };
 
 const R19138: Record = Record {
@@ -137,14 +141,16 @@ const R15144: Record = Record {
            #15144); the write-stop deadlock is #16511 and #20010 (a dropped-tables cache in the catalog)",
     symptom: Symptom {
         kind: SymptomKind::LoggedLine,
-        text: "Failed to fetch filter key extractor tables [1001]. [1001] may be removed by meta-service.",
-        pattern: "Failed to fetch filter key extractor tables [N]. [N] may be removed by meta-service.",
+        text: "Failed to fetch filter key extractor tables [{1, 2}. [[2]] may be removed by meta-service. ",
+        pattern: "Failed to fetch filter key extractor tables [{N}. [[N]] may be removed by meta-service.",
     },
-    site: "storage: hummock/compactor/compactor_runner.rs, the compactor's fetch of the task's table infos (after \
-           narrowing them to the tables its input SSTs hold); the cause in meta: recovery's \
-           `pre_apply_drop_cancel`",
-    differs: "one compaction group and a miniature compactor in the compute node's process; the stall is modelled \
-              as #16511's write stop, which the record ties to later issues, not to #15144 itself",
+    site: "storage: hummock/compactor/compactor_runner.rs, `compact` (an error log, then the task ends \
+           `ExecuteFailed`): the task's table ids are those its input SSTs hold, filtered by the group's \
+           `existing_table_ids`, then fetched from the filter key extractor manager; the cause in meta: \
+           recovery's `pre_apply_drop_cancel`",
+    differs: "a task reads the whole L0 but not the base level's overlapping files; the ids print sorted (a \
+              HashSet in RisingWave); the catalog lookup is a call, not an RPC; the stall is #16511's write \
+              stop, which the record ties to #16511 and #20010, not to #15144 itself",
 };
 
 /// A log line as triage compares it: Debug's pretty-printing folded (whitespace after `(`/`[` and before
@@ -196,14 +202,19 @@ pub fn fold_debug(text: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A symptom's pattern is its text, masked: what triage will see in a log line that printed it.
+    /// A symptom's pattern is its text (up to a note in parentheses), masked: what triage sees in a log line
+    /// that printed it.
     #[test]
     fn every_pattern_is_its_text_masked() {
         for bug in BugId::ALL {
             let s = bug.record().symptom;
             match s.kind {
                 SymptomKind::Silent => assert!(s.pattern.is_empty(), "{bug}"),
-                _ => assert_eq!(mask(s.text), s.pattern, "{bug}"),
+                _ => assert!(
+                    mask(s.text).starts_with(s.pattern),
+                    "{bug}: {}",
+                    mask(s.text)
+                ),
             }
         }
     }
