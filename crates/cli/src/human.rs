@@ -180,6 +180,9 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
                     ": the table, the view's backfill, its progress, the failure"
                 }
                 epochlab_sim::BugId::Rw19138 => {
+                    ": the sink's backfill, the node removed, recovery's scale-in, the recovered states, the failure"
+                }
+                epochlab_sim::BugId::RescheduleUnpinned => {
                     ": the pause, its commit, the update, the new owners' progress reads and persists, the failure"
                 }
                 epochlab_sim::BugId::Rw15144 => {

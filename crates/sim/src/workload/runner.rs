@@ -420,6 +420,7 @@ async fn create_job(
         parallelism: job.parallelism as usize,
         rate_limit: job.rate_limit,
         background: job.background,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     // The name is known once the job is in the catalog, so that a drop can find a job still creating.
     let watch = {

@@ -1,4 +1,5 @@
-//! RisingWave #19138 (a job rescheduled while it backfills), directed: a rate-limited view over a table whose
+//! epochlab's reschedule-unpinned check (not a RisingWave bug; once filed under #19138): a job rescheduled
+//! online while it backfills, directed: a rate-limited view over a table whose
 //! rows lie in one actor's half of the vnodes; once the other actor has finished, the halves are swapped.
 //! Also the reschedule itself (the catalog, the dispatchers, bad assignments) and a random plan that found it.
 
@@ -12,7 +13,7 @@ use epochlab_sim::{BugId, Cluster, ClusterConfig, Mode, Outcome, ReproParams, ru
 
 fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproReport> {
     let params = ReproParams {
-        bug: BugId::Rw19138,
+        bug: BugId::RescheduleUnpinned,
         mode,
         seed,
         ..ReproParams::default()
@@ -90,8 +91,8 @@ fn the_scenario_is_deterministic() {
 fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
     use epochlab_sim::workload::{PlanFile, run_plan};
     use epochlab_sim::{BugMode, ReproHooks, Toggles};
-    let buggy = BugMode::new(BugId::Rw19138, Mode::Buggy).unwrap();
-    let fixed = BugMode::new(BugId::Rw19138, Mode::Fixed).unwrap();
+    let buggy = BugMode::new(BugId::RescheduleUnpinned, Mode::Buggy).unwrap();
+    let fixed = BugMode::new(BugId::RescheduleUnpinned, Mode::Fixed).unwrap();
     assert_eq!(fixed.toggles(), Toggles::default());
     assert_eq!(
         buggy.toggles(),
@@ -105,7 +106,7 @@ fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
         assert_eq!(run(Mode::Fixed, seed).value.outcome, Outcome::Passed);
     }
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("regressions/19138-reschedule-while-backfilling.json");
+        .join("regressions/reschedule-unpinned-while-backfilling.json");
     let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.run(None), Ok(buggy));
     let persist_check = |run: BugMode| {
@@ -121,7 +122,7 @@ fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
 
 /// A mode the bug does not have is not run.
 #[test]
-fn purge_before_reset_is_not_a_mode_of_19138() {
+fn purge_before_reset_is_not_a_mode_of_reschedule_unpinned() {
     let r = run(Mode::PurgeBeforeReset, 1).value;
     assert_eq!(r.outcome, Outcome::NotReproducible);
     assert!(r.error.unwrap().contains("has the modes buggy, fixed"));
