@@ -507,3 +507,108 @@ impl Execute for NoShuffleBackfillExecutor {
         format!("Backfill(actor {})", self.core.args.actor_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use epochlab_common::catalog::TableDesc;
+    use epochlab_common::{DataType, Epoch, TableId, VnodeCount, WorkerId, row};
+    use epochlab_storage::{CommittedStore, NodeStorage};
+
+    use super::*;
+
+    const VNODES: u32 = 8;
+
+    /// A progress table over every vnode, with `progress(v)` written for each vnode `v` (in its first epoch,
+    /// read back from its own writes).
+    fn table_with(progress: impl Fn(usize) -> BackfillProgressPerVnode) -> StateTable {
+        let count = VnodeCount::new(VNODES).unwrap();
+        let desc = Arc::new(TableDesc::backfill_state(
+            TableId(7),
+            &[DataType::Int64],
+            count,
+        ));
+        let node = NodeStorage::new(
+            WorkerId(1),
+            CommittedStore::default(),
+            Default::default(),
+            1,
+        );
+        let mut t = StateTable::new(desc, &node, Arc::new(Bitmap::ones(VNODES as usize)));
+        t.init_epoch(EpochPair::new(Epoch::test(2), Epoch::test(1)));
+        for v in 0..VNODES as usize {
+            if let Some(r) = progress(v).encode(VirtualNode::from_index(v), 1) {
+                t.insert(&r).unwrap();
+            }
+        }
+        t
+    }
+
+    fn at(pos: i64, rows: u64) -> BackfillProgressPerVnode {
+        BackfillProgressPerVnode::InProgress {
+            current_pos: row![pos],
+            snapshot_row_count: rows,
+        }
+    }
+
+    fn done(rows: u64) -> BackfillProgressPerVnode {
+        BackfillProgressPerVnode::Completed {
+            current_pos: Some(row![99i64]),
+            snapshot_row_count: rows,
+        }
+    }
+
+    /// The same row in every vnode (what one actor writes): its state is recovered.
+    #[test]
+    fn uniform_states_recover() {
+        let s = NoShuffleBackfillState::recover(&table_with(|_| at(5, 3)), 1).unwrap();
+        assert_eq!(s.current_pos, Some(row![5i64]));
+        assert!(!s.is_finished);
+        assert_eq!(s.row_count, 3);
+        let s = NoShuffleBackfillState::recover(&table_with(|_| done(4)), 1).unwrap();
+        assert!(s.is_finished);
+        let s = NoShuffleBackfillState::recover(
+            &table_with(|_| BackfillProgressPerVnode::NotStarted),
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.current_pos, s.is_finished, s.row_count),
+            (None, false, 0)
+        );
+        // Unfinished at different positions (two unfinished actors merged) passes the check, as in RisingWave:
+        // the first vnode's state wins.
+        let s = NoShuffleBackfillState::recover(&table_with(|v| at(v as i64, 1)), 1).unwrap();
+        assert_eq!(s.current_pos, Some(row![0i64]));
+    }
+
+    /// Vnodes of a finished and an unfinished actor merged into one (a scale-in): RisingWave's assertion, with
+    /// its operands (`left` the later vnode's `backfill_finished`, `right` the first vnode's).
+    #[test]
+    fn mixed_states_trip_the_assertion() {
+        let err = NoShuffleBackfillState::recover(
+            &table_with(|v| if v < 4 { at(5, 3) } else { done(2) }),
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            StreamExecutorError::BackfillStatesDiffer {
+                first_vnode: 0,
+                vnode: 4,
+                expected: false,
+                finished: true,
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("All vnode partitions should have same state (no scale-in supported)")
+        );
+        assert!(text.ends_with("(assertion `left == right` failed, left: true, right: false)"));
+        assert_eq!(
+            err.reason(),
+            crate::executor::FailureReason::InconsistentState
+        );
+    }
+}
