@@ -259,7 +259,7 @@ fn scale_in_some_no_shuffle_sinks(
         let rate = u64::from(job.rate_limit.unwrap_or(1).max(1) * t.parallelism);
         let load = u64::from(loads.get(&job.upstream).copied().unwrap_or(0));
         let end_ms = load * 1000 / rate;
-        let at_ms = step.at_ms + interval + d.between(end_ms * 6 / 10, end_ms * 11 / 10 + 1);
+        let at_ms = step.at_ms + interval + d.between(end_ms, end_ms * 18 / 10 + 1);
         chosen.push((i, t.parallelism, at_ms.min(ends(name).saturating_sub(1))));
     }
     let mut removal = None;
