@@ -190,3 +190,30 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
             .any(|l| l.contains("backfill state recovered: ") && l.contains("finished=true"))
     );
 }
+
+/// The random plan that found it (saved in `tests/regressions/`) fails with the recorded assertion with the
+/// toggle at `buggy`, and passes at `fixed`.
+#[test]
+fn the_regression_plan_fails_buggy_and_passes_fixed() {
+    use epochlab_sim::ReproHooks;
+    use epochlab_sim::workload::{PlanFile, run_plan};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions/19138-no-shuffle-scaled-in-while-backfilling.json");
+    let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let buggy = BugMode::new(BugId::Rw19138, Mode::Buggy).unwrap();
+    let fixed = BugMode::new(BugId::Rw19138, Mode::Fixed).unwrap();
+    assert_eq!(file.run(None), Ok(buggy));
+    assert!(
+        file.plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.action, epochlab_sim::workload::Action::RemoveNode { .. }))
+    );
+    let recorded = |run: BugMode| {
+        let report = run_plan(&file.plan, run, ReproHooks::default()).value;
+        let fired = report.signature().is_some_and(|s| s.contains(RECORDED));
+        (fired, report.outcome)
+    };
+    assert_eq!(recorded(buggy), (true, Outcome::Failed));
+    assert_eq!(recorded(fixed), (false, Outcome::Passed));
+}
