@@ -1214,7 +1214,7 @@ mod tests {
         assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
         let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
         let runs = a.runs();
-        assert_eq!(runs.len(), 11);
+        assert_eq!(runs.len(), 13);
         assert_eq!(
             a.event_log_of(runs[4]),
             Some(PathBuf::from("r.22384-fixed.log"))
@@ -1230,6 +1230,10 @@ mod tests {
         assert_eq!(
             a.event_log_of(runs[10]),
             Some(PathBuf::from("r.15144-fixed.log"))
+        );
+        assert_eq!(
+            a.event_log_of(runs[11]),
+            Some(PathBuf::from("r.reschedule-unpinned-buggy.log"))
         );
     }
 
