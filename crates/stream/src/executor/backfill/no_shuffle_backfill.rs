@@ -216,8 +216,8 @@ async fn next_event(
 
 /// What the epoch loop ended with.
 enum EpochEnd {
-    /// A barrier, with the snapshot still to read on (`false`) or read to its end (`true`).
-    Barrier(Barrier, bool),
+    /// A barrier.
+    Barrier(Barrier),
     /// The snapshot ended before the barrier.
     SnapshotDone,
 }
@@ -380,7 +380,6 @@ impl NoShuffleBackfillExecutor {
             this.args.vnodes.count_ones()
         );
         let first_epoch = first.epoch;
-        let was_finished = state.is_finished;
         yield Message::Barrier(first);
         this.args.storage.wait_for_epoch(first_epoch.prev).await;
         this.args.upstream_table.init_epoch(first_epoch);
@@ -406,7 +405,7 @@ impl NoShuffleBackfillExecutor {
                     }
                     Next::Upstream(Some(msg)) => match msg? {
                         Message::Chunk(c) => buffered.push_back(c.compact()),
-                        Message::Barrier(b) => break EpochEnd::Barrier(b, false),
+                        Message::Barrier(b) => break EpochEnd::Barrier(b),
                     },
                     Next::Snapshot(rows) => match rows? {
                         Some(rows) => {
@@ -417,7 +416,7 @@ impl NoShuffleBackfillExecutor {
                     },
                 }
             };
-            let (barrier, complete) = match end {
+            let barrier = match end {
                 EpochEnd::SnapshotDone => {
                     // Everything the upstream sent this epoch goes out as it is; the barrier finishes.
                     for chunk in buffered.drain(..) {
@@ -427,74 +426,115 @@ impl NoShuffleBackfillExecutor {
                     this.args.stats.record_epoch(read);
                     break;
                 }
-                EpochEnd::Barrier(b, complete) => (b, complete),
+                EpochEnd::Barrier(b) => b,
             };
-            // RisingWave's rule: an epoch without a snapshot row reads one, so progress through tombstones is
-            // not lost; an empty rest of the snapshot ends the backfill after this barrier.
-            let mut complete = complete;
-            if read == 0 && !paused {
-                let mut one = MergedSnapshot::new(
-                    &this.args.upstream_table,
-                    state.current_pos.as_ref(),
-                    &this.args.vnodes,
-                )?;
-                match one.next_row()? {
-                    Some(row) => {
-                        read = 1;
-                        yield Message::Chunk(this.snapshot_chunk(&mut state, vec![row]));
-                    }
-                    None => complete = true,
-                }
+            let (chunks, complete) =
+                this.end_epoch(&mut state, &mut buffered, &mut read, paused)?;
+            for chunk in chunks {
+                yield Message::Chunk(chunk);
             }
-            for chunk in buffered.drain(..) {
-                this.args.upstream_table.write_chunk(&chunk)?;
-                if let Some(pos) = &state.current_pos {
-                    let marked = this.mark_chunk(&chunk, pos);
-                    if marked.cardinality() > 0 {
-                        yield Message::Chunk(marked.compact());
-                    }
-                }
-            }
-            this.args.upstream_table.commit(barrier.epoch)?;
-            this.args.stats.record_epoch(read);
-            this.report_progress(&barrier, &state, false).await;
-            this.persist_state(barrier.epoch, &mut state)?;
-            this.apply_mutation(&barrier, &mut paused)?;
+            this.finish_epoch(&barrier, &mut state, read, &mut paused)
+                .await?;
             yield Message::Barrier(barrier);
             if complete {
                 break;
             }
         }
+        #[for_await]
+        for msg in forward_after_backfill(this, upstream, state, paused) {
+            yield msg?;
+        }
+    }
+}
 
-        // Finished, or finishing: forward the upstream; at the next barrier persist the finished state (if it
-        // was not already) and report done, then pass everything through.
-        let mut reported = false;
-        while let Some(msg) = upstream.next().await {
-            match msg? {
-                Message::Chunk(c) => {
-                    if !reported {
-                        this.args.upstream_table.write_chunk(&c)?;
-                    }
-                    yield Message::Chunk(c);
+/// Finished, or finishing: forward the upstream; at the next barrier persist the finished state (if it was
+/// not already) and report done, then pass everything through.
+#[try_stream(ok = Message, error = StreamExecutorError)]
+async fn forward_after_backfill(
+    mut this: Core,
+    mut upstream: BoxedMessageStream,
+    mut state: NoShuffleBackfillState,
+    mut paused: bool,
+) {
+    let mut reported = false;
+    while let Some(msg) = upstream.next().await {
+        match msg? {
+            Message::Chunk(c) => {
+                if !reported {
+                    this.args.upstream_table.write_chunk(&c)?;
                 }
-                Message::Barrier(b) => {
-                    this.args.upstream_table.commit(b.epoch)?;
-                    if !reported {
-                        if !was_finished {
-                            state.is_finished = true;
-                        }
-                        this.persist_state(b.epoch, &mut state)?;
-                        this.report_progress(&b, &state, true).await;
-                        this.args.stats.finished.store(true, Ordering::Relaxed);
-                        reported = true;
-                    } else {
-                        this.args.state_table.commit(b.epoch)?;
-                    }
-                    this.apply_mutation(&b, &mut paused)?;
-                    yield Message::Barrier(b);
+                yield Message::Chunk(c);
+            }
+            Message::Barrier(b) => {
+                this.args.upstream_table.commit(b.epoch)?;
+                if reported {
+                    this.args.state_table.commit(b.epoch)?;
+                } else {
+                    state.is_finished = true;
+                    this.persist_state(b.epoch, &mut state)?;
+                    this.report_progress(&b, &state, true).await;
+                    this.args.stats.finished.store(true, Ordering::Relaxed);
+                    reported = true;
+                }
+                this.apply_mutation(&b, &mut paused)?;
+                yield Message::Barrier(b);
+            }
+        }
+    }
+}
+
+impl Core {
+    /// At an epoch's barrier: RisingWave's rule that an epoch without a snapshot row reads one (so progress
+    /// through tombstones is not lost; an empty rest of the snapshot ends the backfill after this barrier),
+    /// then the buffered upstream chunks written into the replicated copy and marked by the position. Returns
+    /// the chunks to emit and whether the snapshot is done.
+    fn end_epoch(
+        &mut self,
+        state: &mut NoShuffleBackfillState,
+        buffered: &mut VecDeque<StreamChunk>,
+        read: &mut u64,
+        paused: bool,
+    ) -> StreamExecutorResult<(Vec<StreamChunk>, bool)> {
+        let mut out = Vec::new();
+        let mut complete = false;
+        if *read == 0 && !paused {
+            let table = &self.args.upstream_table;
+            let mut one =
+                MergedSnapshot::new(table, state.current_pos.as_ref(), &self.args.vnodes)?;
+            match one.next_row()? {
+                Some(row) => {
+                    *read = 1;
+                    out.push(self.snapshot_chunk(state, vec![row]));
+                }
+                None => complete = true,
+            }
+        }
+        for chunk in buffered.drain(..) {
+            self.args.upstream_table.write_chunk(&chunk)?;
+            if let Some(pos) = &state.current_pos {
+                let marked = self.mark_chunk(&chunk, pos);
+                if marked.cardinality() > 0 {
+                    out.push(marked.compact());
                 }
             }
         }
+        Ok((out, complete))
+    }
+
+    /// The rest of an epoch's barrier: commit the replicated copy, report progress, persist the state, apply
+    /// the barrier's mutations.
+    async fn finish_epoch(
+        &mut self,
+        barrier: &Barrier,
+        state: &mut NoShuffleBackfillState,
+        read: u64,
+        paused: &mut bool,
+    ) -> StreamExecutorResult<()> {
+        self.args.upstream_table.commit(barrier.epoch)?;
+        self.args.stats.record_epoch(read);
+        self.report_progress(barrier, state, false).await;
+        self.persist_state(barrier.epoch, state)?;
+        self.apply_mutation(barrier, paused)
     }
 }
 
