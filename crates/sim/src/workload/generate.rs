@@ -182,8 +182,8 @@ fn cancel_some_creating_jobs(d: &Draw, c: &mut PlanCluster, g: &GenParams, steps
     steps.extend(added);
 }
 
-/// About half the views and sinks of two actors or more are rescheduled once (epochlab's reschedule-unpinned shape),
-/// within ten barrier intervals of their creation, so often while they backfill. Drawn after every other
+/// About half the views and sinks of two actors or more are rescheduled once (epochlab's reschedule-unpinned
+/// shape), within ten barrier intervals of their creation, so often while they backfill. Drawn after every other
 /// draw, so that the rest of a seed's plan is what it was before plans could reschedule.
 fn reschedule_some_jobs(d: &Draw, c: &PlanCluster, steps: &mut Vec<Step>) {
     let interval = c.barrier_interval_ms;
