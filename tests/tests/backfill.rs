@@ -83,6 +83,7 @@ async fn backfill_case(
         parallelism: c.p_job,
         rate_limit: c.rate_limit,
         background: true,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let mv = cluster
         .meta
@@ -322,6 +323,7 @@ fn throttle_changes_the_rate_limit() {
             parallelism: 2,
             rate_limit: Some(1),
             background: true,
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let mv = cluster
             .meta
@@ -363,6 +365,7 @@ fn pause_and_resume_a_backfill() {
             parallelism: 2,
             rate_limit: Some(2),
             background: true,
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let meta = &cluster.meta;
         let mv = meta
@@ -430,6 +433,7 @@ fn drop_during_backfill() {
             parallelism: 2,
             rate_limit: Some(1),
             background: true,
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let mv = cluster
             .meta
@@ -513,6 +517,7 @@ async fn load_and_create_background_view(
         parallelism: 2,
         rate_limit,
         background: true,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let mv = cluster
         .meta

@@ -1,14 +1,12 @@
-//! RisingWave #19138 (a job rescheduled while it backfills), directed: a rate-limited view over a table whose
-//! rows lie in one actor's half of the vnodes; once the other actor has finished, the halves are swapped.
-//! Also the reschedule itself (the catalog, the dispatchers, bad assignments) and a random plan that found it.
+//! RisingWave #19138 as recorded, directed: a sink over a table backfilling through no-shuffle backfill, one of
+//! whose actors has finished while the other has not; one compute node is removed for good, and recovery
+//! scales the table and the sink in. Buggy (v2.0.2): the sink's remaining actor recovers vnodes in two states
+//! and fails with RisingWave's assertion. Fixed (PR #23998): the scale-in skips the sink's no-shuffle group.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::{ActorId, Bitmap, DataType, Op, VnodeCount, row};
-use epochlab_meta::{BadAssignment, ConfigChangeWait, DdlError, JobOptions, JobState, MetaConfig};
-use epochlab_sim::{BugId, Cluster, ClusterConfig, Mode, Outcome, ReproParams, run_repro};
+use epochlab_meta::RescheduleBackfilling;
+use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproParams, Toggles, run_repro};
 
 fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproReport> {
     let params = ReproParams {
@@ -20,58 +18,84 @@ fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproRepo
     run_repro(&params)
 }
 
-/// Buggy: the Update goes out before the nodes have pinned the Pause's commit; the new owner of the vnode the
-/// old owner read last resumes from the row before, and its next persist of that vnode finds the newer row.
+const RECORDED: &str = "All vnode partitions should have same state (no scale-in supported)";
+
+/// Buggy: the run fails with the recorded assertion (the later vnode finished, the first not: `left: true,
+/// right: false`, as in the issue), within a bounded virtual time, with the scale-in in its story.
 #[test]
-fn buggy_fails_with_the_backfill_persist_check() {
+fn buggy_fails_with_the_recorded_assertion() {
     for seed in 1..4 {
-        let r = run(Mode::Buggy, seed).value;
+        let out = run(Mode::Buggy, seed);
+        let r = out.value;
         assert_eq!(r.outcome, Outcome::Failed, "seed {seed}: {r:?}");
         let error = r.error.clone().unwrap_or_default();
-        assert!(error.starts_with("backfill progress of vnode "), "{error}");
-        assert!(
-            error.ends_with("(by the backfill persist check)"),
-            "{error}"
-        );
+        assert!(error.starts_with(RECORDED), "{error}");
+        assert!(error.ends_with("left: true, right: false)"), "{error}");
         assert_eq!(
             r.caught_by.as_deref(),
             Some("actor failure (inconsistent_state)")
         );
         assert!(r.failing_vnode.is_some());
-        // The story: the reschedule, the new owners' reads of their vnodes' progress, the failure.
         assert!(
-            r.timeline[0].contains(" inject barrier: "),
+            out.virtual_elapsed < Duration::from_secs(60),
+            "{:?}",
+            out.virtual_elapsed
+        );
+        assert!(r.timeline.iter().any(|l| l.contains(" worker removed: ")));
+        assert!(
+            r.timeline
+                .iter()
+                .any(|l| l.contains("recovery step: scale in sink s")),
             "{:?}",
             r.timeline
-        );
-        assert!(r.timeline.iter().any(|l| l.contains(" backfill vnodes: ")));
-        assert!(
-            !r.timeline
-                .iter()
-                .any(|l| l.contains(" wait epoch commit: "))
         );
         assert!(r.timeline.last().unwrap().contains(" actor failure: "));
     }
 }
 
-/// Fixed: the Pause's post-collect waits until both nodes have pinned its commit; each new owner resumes
-/// where the old owner stopped, the updates after the reschedule reach the new owners, and the view equals
-/// its query.
+/// Fixed: the scale-in skips the group of the sink still backfilling; its actors move whole, the backfill
+/// ends, and the sink equals its query (the rows loaded and those inserted after the recovery).
 #[test]
-fn fixed_resumes_where_the_old_owner_stopped() {
+fn fixed_skips_the_unreschedulable_group_and_the_sink_equals_its_query() {
     for seed in 1..4 {
         let out = run(Mode::Fixed, seed);
         let r = out.value;
         assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {r:?}");
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert!(
-            r.notes[0].contains("view m equals its query"),
+            r.notes[0].contains("sink s equals its query"),
             "{:?}",
             r.notes
         );
         let lines = out.log.lines();
-        let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap();
-        assert!(at(" wait epoch commit: ") < at("command=reschedule fragment"));
+        assert!(lines.iter().any(|l| {
+            l.contains("scale in skipped group=1: a backfill that cannot be rescheduled")
+        }));
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.contains("recovery step: scale in sink"))
+        );
+    }
+}
+
+/// The toggle, not the script, makes the failure: only `reschedule_backfilling` differs between the modes,
+/// and the same seed fails and passes.
+#[test]
+fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
+    let buggy = BugMode::new(BugId::Rw19138, Mode::Buggy).unwrap();
+    let fixed = BugMode::new(BugId::Rw19138, Mode::Fixed).unwrap();
+    assert_eq!(fixed.toggles(), Toggles::default());
+    assert_eq!(
+        buggy.toggles(),
+        Toggles {
+            reschedule_backfilling: RescheduleBackfilling::MviewsListed,
+            ..Toggles::default()
+        }
+    );
+    for seed in [7, 11] {
+        assert_eq!(run(Mode::Buggy, seed).value.outcome, Outcome::Failed);
+        assert_eq!(run(Mode::Fixed, seed).value.outcome, Outcome::Passed);
     }
 }
 
@@ -83,173 +107,113 @@ fn the_scenario_is_deterministic() {
     }
 }
 
-/// The toggle, not the script, makes the failure: the same seed and scenario with only
-/// `MetaConfig::config_change_wait` flipped fails and passes; and a random plan that found the bug (saved in
-/// `tests/regressions/`) fires the backfill persist check with the toggle at `buggy` and not at `fixed`.
+/// A no-shuffle sink that has finished its backfill scales in with its table even with the buggy toggle: the
+/// merged actor's vnodes are all finished, its state recovers, and the sink keeps equal to the table (rows
+/// inserted after the scale-in included). Its upstream's online reschedule is refused.
 #[test]
-fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
-    use epochlab_sim::workload::{PlanFile, run_plan};
-    use epochlab_sim::{BugMode, ReproHooks, Toggles};
-    let buggy = BugMode::new(BugId::Rw19138, Mode::Buggy).unwrap();
-    let fixed = BugMode::new(BugId::Rw19138, Mode::Fixed).unwrap();
-    assert_eq!(fixed.toggles(), Toggles::default());
-    assert_eq!(
-        buggy.toggles(),
-        Toggles {
-            config_change_wait: ConfigChangeWait::None,
-            ..Toggles::default()
-        }
-    );
-    for seed in [7, 11] {
-        assert_eq!(run(Mode::Buggy, seed).value.outcome, Outcome::Failed);
-        assert_eq!(run(Mode::Fixed, seed).value.outcome, Outcome::Passed);
-    }
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("regressions/19138-reschedule-while-backfilling.json");
-    let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(file.run(None), Ok(buggy));
-    let persist_check = |run: BugMode| {
-        let report = run_plan(&file.plan, run, ReproHooks::default()).value;
-        let fired = report
-            .signature()
-            .is_some_and(|s| s.ends_with("(by the backfill persist check)"));
-        (fired, report.outcome)
-    };
-    assert_eq!(persist_check(buggy), (true, Outcome::Failed));
-    assert_eq!(persist_check(fixed), (false, Outcome::Passed));
-}
-
-/// A mode the bug does not have is not run.
-#[test]
-fn purge_before_reset_is_not_a_mode_of_19138() {
-    let r = run(Mode::PurgeBeforeReset, 1).value;
-    assert_eq!(r.outcome, Outcome::NotReproducible);
-    assert!(r.error.unwrap().contains("has the modes buggy, fixed"));
-}
-
-/// The reschedule itself, on a view that has finished its backfill: the catalog and the upstream's hash
-/// dispatchers take the new bitmaps (rows written after it reach their vnodes' new owners, and the view stays
-/// equal to its table); an assignment that moves nothing runs no barrier; bad ones are refused.
-#[test]
-fn a_reschedule_moves_vnodes_and_routes_rows_to_their_new_owners() {
-    let out = epochlab_sim::try_run(5, Duration::from_secs(600), |ctx| async move {
-        let mut meta = MetaConfig {
-            vnode_count: VnodeCount::new(16).unwrap(),
-            ..MetaConfig::default()
-        };
+fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
+    use epochlab_common::plan::SinkKind;
+    use epochlab_common::{DataType, Op, WorkerId, row};
+    use epochlab_meta::{DdlError, JobOptions, JobState, MetaConfig, SinkOptions, StreamScanType};
+    use epochlab_sim::{Cluster, ClusterConfig};
+    let out = epochlab_sim::run(5, |_ctx| async move {
+        let mut meta = MetaConfig::default();
         meta.barrier.interval = Duration::from_millis(200);
+        meta.reschedule_backfilling = RescheduleBackfilling::MviewsListed;
         let config = ClusterConfig {
-            compute_nodes: 2,
+            compute_nodes: 3,
             meta,
-            ..ClusterConfig::default()
+            ..Default::default()
         };
-        let cluster = Arc::new(Cluster::start(&ctx, config).await);
-        let meta = &cluster.meta;
+        let cluster = Cluster::start(&_ctx, config).await;
         let types = vec![DataType::Int64, DataType::Int64];
-        let t = meta.create_table("t", types, vec![0], 2).await.unwrap();
-        let rows = (0..100)
-            .map(|k| (Op::Insert, row![k as i64, 0i64]))
-            .collect();
+        let t = cluster
+            .meta
+            .create_table("t", types, vec![0], 3)
+            .await
+            .unwrap();
+        let rows = (0..300i64).map(|k| (Op::Insert, row![k, k])).collect();
         cluster.dml(t, rows).await.unwrap();
-        meta.flush().await.unwrap();
-        let m = meta
-            .create_materialized_view("m", t, JobOptions::parallelism(3))
-            .await
-            .unwrap();
-        assert_eq!(meta.relation(m).unwrap().state, JobState::Created);
-        let before = meta.relation(m).unwrap();
-        let injected = || {
-            cluster
-                .barrier_stats()
-                .injected
-                .load(std::sync::atomic::Ordering::Relaxed)
+        cluster.meta.flush().await.unwrap();
+        let job = JobOptions {
+            parallelism: 1,
+            rate_limit: None,
+            background: false,
+            scan_type: StreamScanType::Backfill,
         };
-
-        // Nothing moves: no barrier.
-        let n = injected();
-        meta.reschedule(m, before.rotated_vnodes(0)).await.unwrap();
-        assert_eq!(injected(), n);
-
-        // Bad assignments and a table are refused, before any barrier.
-        let mut twice = before.rotated_vnodes(0);
-        let first = *twice.keys().next().unwrap();
-        twice.insert(first, Arc::new(Bitmap::ones(16)));
-        let err = meta.reschedule(m, twice).await.unwrap_err();
-        assert!(
-            matches!(
-                &err,
-                DdlError::BadAssignment(BadAssignment::NotAPartition { owners: 2, .. })
-            ),
-            "{err}"
+        let sink = SinkOptions {
+            kind: SinkKind::Collecting,
+            ..Default::default()
+        };
+        let s = cluster.meta.create_sink("s", t, job, sink).await.unwrap();
+        let rel = cluster.meta.relation(s).unwrap();
+        let table = cluster.meta.relation(t).unwrap();
+        assert_eq!(
+            rel.actors.len(),
+            3,
+            "the table's parallelism, not the one asked"
         );
-        let mut other: BTreeMap<ActorId, Arc<Bitmap>> = before.rotated_vnodes(0);
-        other.insert(ActorId(999), Arc::new(Bitmap::zeros(16)));
-        assert!(matches!(
-            meta.reschedule(m, other).await,
-            Err(DdlError::BadAssignment(BadAssignment::Actors { .. }))
-        ));
-        let table = meta.relation(t).unwrap();
-        let err = meta
-            .reschedule(t, table.rotated_vnodes(3))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("only views and sinks"), "{err}");
-        assert_eq!(injected(), n);
-
-        // A real move: a Pause, the Update, a Resume, on consecutive barriers; the catalog takes the bitmaps.
-        let rotated = before.rotated_vnodes(5);
-        meta.reschedule(m, rotated.clone()).await.unwrap();
-        let lines = ctx.log.lines();
-        let ddl = lines
-            .iter()
-            .position(|l| l.contains(" ddl: reschedule "))
-            .unwrap();
-        let commands: Vec<&str> = lines[ddl..]
-            .iter()
-            .filter(|l| l.contains(" inject barrier: "))
-            .take(3)
-            .map(|l| {
-                l.split(" command=")
-                    .nth(1)
-                    .unwrap()
-                    .split(" nodes=")
-                    .next()
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(commands, ["pause", "reschedule fragment", "resume"]);
-        let after = meta.relation(m).unwrap();
-        for a in &after.actors {
-            assert_eq!(a.vnodes, rotated[&a.actor_id]);
+        for (a, b) in rel.actors.iter().zip(&table.actors) {
+            assert_eq!((a.worker, &a.vnodes), (b.worker, &b.vnodes));
         }
-        // Rows written now go to the vnodes' new owners: updates of every row, and new rows.
-        let updates = (0..100)
-            .flat_map(|k| {
-                [
-                    (Op::UpdateDelete, row![k as i64, 0i64]),
-                    (Op::UpdateInsert, row![k as i64, 1i64]),
-                ]
-            })
-            .chain((100..150).map(|k| (Op::Insert, row![k as i64, 1i64])))
-            .collect();
-        cluster.dml(t, updates).await.unwrap();
-        meta.flush().await.unwrap();
+        let refused = cluster.meta.reschedule(s, rel.rotated_vnodes(1)).await;
+        assert!(matches!(refused, Err(DdlError::Invalid(_))), "{refused:?}");
+        cluster.meta.flush().await.unwrap();
+        assert!(cluster.remove_node(WorkerId(2)));
         tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(
-            cluster.failures.failures().is_empty(),
-            "{:?}",
-            cluster.failures.failures()
-        );
-        let sorted = |mut rows: Vec<epochlab_common::OwnedRow>| {
-            rows.sort_by_key(|r| format!("{r:?}"));
-            rows
-        };
-        let view = sorted(cluster.committed_rows(m));
-        assert_eq!(view.len(), 150);
-        assert_eq!(view, sorted(cluster.committed_rows(t)));
+        cluster.wait_ready().await;
+        let late = (300..310i64).map(|k| (Op::Insert, row![k, k])).collect();
+        cluster.dml(t, late).await.unwrap();
+        cluster.meta.flush().await.unwrap();
+        let rel = cluster.meta.relation(s).unwrap();
+        assert_eq!(rel.state, JobState::Created);
+        assert_eq!(rel.actors.len(), 2, "scaled in");
+        assert!(cluster.failures.first_state_error().is_none());
+        let (got, anomalies) = cluster.sink_rows(s).unwrap();
+        assert!(anomalies.is_empty(), "{anomalies:?}");
+        let key = |r: &epochlab_common::OwnedRow| format!("{r:?}");
+        let got: std::collections::BTreeSet<String> = got.iter().map(key).collect();
+        let want = cluster.committed_rows(t);
+        assert_eq!(got, want.iter().map(key).collect());
+        assert_eq!(got.len(), 310);
         cluster.shutdown();
     });
-    if let Err(t) = out.value {
-        panic!("the run hung; last events:\n{}", t.tail.join("\n"));
-    }
+    let lines = out.log.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("recovery step: scale in sink s"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("backfill state recovered: ") && l.contains("finished=true"))
+    );
+}
+
+/// The random plan that found it (saved in `tests/regressions/`) fails with the recorded assertion with the
+/// toggle at `buggy`, and passes at `fixed`.
+#[test]
+fn the_regression_plan_fails_buggy_and_passes_fixed() {
+    use epochlab_sim::ReproHooks;
+    use epochlab_sim::workload::{PlanFile, run_plan};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions/19138-no-shuffle-scaled-in-while-backfilling.json");
+    let file = PlanFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let buggy = BugMode::new(BugId::Rw19138, Mode::Buggy).unwrap();
+    let fixed = BugMode::new(BugId::Rw19138, Mode::Fixed).unwrap();
+    assert_eq!(file.run(None), Ok(buggy));
+    assert!(
+        file.plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.action, epochlab_sim::workload::Action::RemoveNode { .. }))
+    );
+    let recorded = |run: BugMode| {
+        let report = run_plan(&file.plan, run, ReproHooks::default()).value;
+        let fired = report.signature().is_some_and(|s| s.contains(RECORDED));
+        (fired, report.outcome)
+    };
+    assert_eq!(recorded(buggy), (true, Outcome::Failed));
+    assert_eq!(recorded(fixed), (false, Outcome::Passed));
 }

@@ -63,6 +63,7 @@ fn slow(background: bool) -> JobOptions {
         parallelism: 2,
         rate_limit: Some(1),
         background,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     }
 }
 

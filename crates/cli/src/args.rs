@@ -21,7 +21,8 @@ it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one o
 while the Stop barrier is in flight; recovery starts while the sink's actors on another node still run.
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | all: the bug of the catalogue
+  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | reschedule-unpinned (epochlab's
+                            own check, not a RisingWave bug) | all: the bug of the catalogue
                             (`epochlab bugs`) whose directed scenario runs; the scenario flags below (--rows
                             to --persist-check) are #14910's, and another bug's scenario takes only those
                             `epochlab bugs` lists as its settings (#16815: --parallelism, --persist-check)
@@ -1222,7 +1223,7 @@ mod tests {
         assert_eq!(parse(&[]).expect("valid").event_log_of(fixed), None);
         let a = parse(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
         let runs = a.runs();
-        assert_eq!(runs.len(), 11);
+        assert_eq!(runs.len(), 13);
         assert_eq!(
             a.event_log_of(runs[4]),
             Some(PathBuf::from("r.22384-fixed.log"))
@@ -1238,6 +1239,10 @@ mod tests {
         assert_eq!(
             a.event_log_of(runs[10]),
             Some(PathBuf::from("r.15144-fixed.log"))
+        );
+        assert_eq!(
+            a.event_log_of(runs[11]),
+            Some(PathBuf::from("r.reschedule-unpinned-buggy.log"))
         );
     }
 
@@ -1317,9 +1322,9 @@ instead.
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seeds A..B              half-open range of seeds, default 0..100
   --jobs N                  1..=256 worker threads, default the number of cores
-  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144: the bug of the catalogue
-                            (`epochlab bugs`) whose toggle --mode sets (every other bug's toggle stays fixed);
-                            not with --plan (a plan file names its bug) or --replay
+  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | reschedule-unpinned: the bug of
+                            the catalogue (`epochlab bugs`) whose toggle --mode sets (every other bug's toggle
+                            stays fixed); not with --plan (a plan file names its bug) or --replay
   --mode M                  buggy | fixed | purge-before-reset (14910 only), default fixed
   --scenario S              random (default): a random plan per seed; 14910: the directed scenario
   --kill-rate F             0..=1, random plans: the chance that a kill opportunity (every 5 to 15 s, and

@@ -27,14 +27,15 @@ fn header(p: &ReproParams, runs: &[Run]) -> String {
     };
     match bugs[..] {
         [bug] => format!(
-            "epochlab repro: RisingWave #{bug}, seed {}: {}",
+            "epochlab repro: {}, seed {}: {}",
+            bug.title(),
             p.seed,
             settings(bug)
         ),
         _ => {
             let each: Vec<String> = bugs
                 .into_iter()
-                .map(|b| format!("RisingWave #{b}: {}", settings(b)))
+                .map(|b| format!("{}: {}", b.title(), settings(b)))
                 .collect();
             format!("epochlab repro: seed {}; {}", p.seed, each.join("; "))
         }
@@ -180,6 +181,9 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
                     ": the table, the view's backfill, its progress, the failure"
                 }
                 epochlab_sim::BugId::Rw19138 => {
+                    ": the sink's backfill, the node removed, recovery's scale-in, the recovered states, the failure"
+                }
+                epochlab_sim::BugId::RescheduleUnpinned => {
                     ": the pause, its commit, the update, the new owners' progress reads and persists, the failure"
                 }
                 epochlab_sim::BugId::Rw15144 => {

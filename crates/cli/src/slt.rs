@@ -28,7 +28,8 @@ WHERE, ORDER BY, LIMIT) at the max committed epoch. Anything else is `unsupporte
 
 FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --seed N                  0..=2^64-1, default 0: the seed of every file's run
-  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144: the bug whose toggle --mode sets
+  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | reschedule-unpinned: the bug
+                            whose toggle --mode sets
   --mode M                  buggy | fixed (default) | purge-before-reset (14910 only)
   --kill                    kill nodes of every role the engine has (the frontend, the 3 compute nodes, the
                             compactor) as RisingWave's simulation runner's --kill does: before every record

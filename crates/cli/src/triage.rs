@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::BugId;
-use epochlab_sim::bugs::record::{SymptomKind, fold_debug, mask};
+use epochlab_sim::bugs::record::{fold_debug, mask};
 
 pub const TRIAGE_HELP: &str = "\
 epochlab triage FILE...: which known bug is this log?
@@ -228,7 +228,7 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     let mut matched = false;
     for bug in BugId::ALL {
         let symptom = bug.record().symptom;
-        if symptom.kind != SymptomKind::Silent && masked.contains(symptom.pattern) {
+        if !symptom.pattern.is_empty() && masked.contains(symptom.pattern) {
             matched = true;
             findings.matches.push(Match {
                 bug,
@@ -357,8 +357,8 @@ fn print(findings: &Findings, files: usize) {
         let info = m.bug.info();
         let record = m.bug.record();
         outln!(
-            "RisingWave #{} at {}:{} ({})",
-            m.bug,
+            "{} at {}:{} ({})",
+            m.bug.title(),
             m.file,
             m.line,
             record.symptom.kind.as_str()

@@ -183,6 +183,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("19138", "fixed", "passed"),
             ("15144", "buggy", "failed"),
             ("15144", "fixed", "passed"),
+            ("reschedule-unpinned", "buggy", "failed"),
+            ("reschedule-unpinned", "fixed", "passed"),
         ]
     );
     let error = |i: usize| rows[i].error.clone().unwrap_or_default();
@@ -210,14 +212,32 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         error(5)
     );
     assert!(
-        error(7).starts_with("backfill progress of vnode "),
+        error(7)
+            .starts_with("All vnode partitions should have same state (no scale-in supported): "),
         "{}",
         error(7)
     );
     assert!(
-        error(7).ends_with("(by the backfill persist check)"),
+        error(7).ends_with("(assertion `left == right` failed, left: true, right: false)"),
         "{}",
         error(7)
+    );
+    assert!(
+        error(11).starts_with("backfill progress of vnode "),
+        "{}",
+        error(11)
+    );
+    assert!(
+        error(11).ends_with("(by the backfill persist check)"),
+        "{}",
+        error(11)
+    );
+    assert!(
+        rows[11]
+            .replay
+            .ends_with("--bug reschedule-unpinned --mode buggy --seed 1"),
+        "{}",
+        rows[11].replay
     );
     assert!(
         rows[7]
@@ -239,6 +259,9 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
     assert!(text(&catalogue.stdout).contains("16815\n  mechanism: "));
     assert!(text(&catalogue.stdout).contains("19138\n  mechanism: "));
     assert!(text(&catalogue.stdout).contains("15144\n  mechanism: "));
+    assert!(
+        text(&catalogue.stdout).contains("reschedule-unpinned\n  mechanism: epochlab's own check")
+    );
     let bad = epochlab(["repro", "--bug", "22384", "--mode", "purge-before-reset"]);
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(

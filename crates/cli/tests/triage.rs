@@ -59,7 +59,7 @@ fn the_19138_scale_in_panic_is_19138() {
     let (code, out) = on("19138-scale-in.log");
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("RisingWave #19138 at "), "{out}");
-    assert!(out.contains("no_shuffle_backfill.rs:689:13"), "{out}");
+    assert!(out.contains("no_shuffle_backfill.rs:607:13"), "{out}");
 }
 
 #[test]

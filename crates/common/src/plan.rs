@@ -107,6 +107,18 @@ pub enum StreamNode {
         chunk_size: usize,
         input: Box<StreamNode>,
     },
+    /// No-shuffle backfill (RisingWave's `StreamScan` of type `Backfill`) over `input` (a Merge of the one
+    /// upstream actor with the same vnodes): reads the upstream's snapshot of its vnodes in pk order, one
+    /// position for all of them, persisted per vnode in `state_table`.
+    Backfill {
+        upstream_table: Arc<TableDesc>,
+        state_table: Arc<TableDesc>,
+        /// Snapshot rows per second per actor; `None` is unlimited.
+        rate_limit: Option<u32>,
+        /// Rows per snapshot chunk at most.
+        chunk_size: usize,
+        input: Box<StreamNode>,
+    },
     /// Write every change into a table's state table, then forward it.
     Materialize {
         table: Arc<TableDesc>,
@@ -143,6 +155,7 @@ impl StreamActorDesc {
                 StreamNode::Dml { .. } => true,
                 StreamNode::Merge { .. } => false,
                 StreamNode::ArrangementBackfill { input, .. }
+                | StreamNode::Backfill { input, .. }
                 | StreamNode::Materialize { input, .. }
                 | StreamNode::FlowControl { input, .. }
                 | StreamNode::Sink { input, .. } => has_dml(input),

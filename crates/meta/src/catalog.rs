@@ -30,6 +30,29 @@ impl RelationKind {
     }
 }
 
+/// How a job over a table reads its upstream (RisingWave's `StreamScanType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamScanType {
+    /// Arrangement backfill: the job's own parallelism, a hash exchange from the upstream, progress per vnode.
+    #[default]
+    ArrangementBackfill,
+    /// No-shuffle backfill (RisingWave's `Backfill`): the upstream's distribution, one upstream actor per
+    /// backfill actor through a `NoShuffle` dispatcher, one position per actor. RisingWave plans it where no
+    /// reshuffle is needed (a `SINK INTO TABLE`, a view over a view with the same distribution, or with
+    /// `streaming_use_arrangement_backfill` off).
+    Backfill,
+}
+
+impl StreamScanType {
+    /// Whether a job backfilling with it may be rescheduled (RisingWave's `is_reschedulable`, PR #23998).
+    pub fn is_reschedulable(self) -> bool {
+        match self {
+            StreamScanType::ArrangementBackfill => true,
+            StreamScanType::Backfill => false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
     /// Its creating barrier has not been collected yet.
@@ -60,8 +83,11 @@ pub struct Relation {
     pub rate_limit: Option<u32>,
     /// A sink's limit on all rows it writes, per second per actor.
     pub sink_rate_limit: Option<u32>,
-    /// The arrangement backfill's progress table (views and sinks).
+    /// The backfill's progress table (views and sinks).
     pub progress_table: Option<Arc<TableDesc>>,
+    /// How a view or sink reads its upstream; a no-shuffle job's actor `i` has the vnodes and the worker of
+    /// its upstream's actor `i`.
+    pub scan_type: StreamScanType,
     /// Created in the background: DDL returned before the backfill finished, and the job survives recovery.
     pub background: bool,
     /// A sink's own fragment, fed by the backfill fragment (`actors`) through a hash exchange: the sink's
@@ -111,8 +137,16 @@ impl Relation {
         self.actors.iter_mut().chain(sink)
     }
 
-    /// The hash dispatcher an upstream actor uses towards this job.
-    pub fn dispatcher_from(&self, upstream: &Relation) -> DispatcherDesc {
+    /// The dispatcher upstream actor `i` of `upstream` uses towards this job: a hash dispatcher to every
+    /// actor, or (no-shuffle backfill) a `NoShuffle` one to actor `i`.
+    pub fn dispatcher_from(&self, upstream: &Relation, i: usize) -> DispatcherDesc {
+        if self.scan_type == StreamScanType::Backfill {
+            return DispatcherDesc {
+                downstream_fragment: self.fragment_id,
+                kind: DispatcherKind::NoShuffle,
+                downstream_actors: vec![self.actors[i].actor_id],
+            };
+        }
         DispatcherDesc {
             downstream_fragment: self.fragment_id,
             kind: DispatcherKind::Hash {
@@ -149,22 +183,38 @@ impl Catalog {
             .collect()
     }
 
-    /// Arrangement backfill over `rel`'s upstream, followed (under a rate limit) by a flow-control executor,
-    /// as RisingWave's plan puts one after a rate-limited `StreamScan`.
-    fn backfill_node(&self, rel: &Relation) -> StreamNode {
+    /// The backfill of `rel`'s actor `i` over its upstream (arrangement backfill over a merge of every upstream
+    /// actor, or no-shuffle backfill over upstream actor `i`), followed (under a rate limit) by a flow-control
+    /// executor, as RisingWave's plan puts one after a rate-limited `StreamScan`.
+    fn backfill_node(&self, rel: &Relation, i: usize) -> StreamNode {
         let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
-        let backfill = StreamNode::ArrangementBackfill {
-            upstream_table: up.desc.clone(),
-            state_table: rel
-                .progress_table
-                .clone()
-                .expect("a job over a table has a progress table"),
-            rate_limit: rel.rate_limit,
-            chunk_size: BACKFILL_CHUNK_SIZE,
-            input: Box::new(StreamNode::Merge {
-                upstream_fragment: up.fragment_id,
-                upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
-            }),
+        let upstream_table = up.desc.clone();
+        let state_table = rel
+            .progress_table
+            .clone()
+            .expect("a job over a table has a progress table");
+        let (rate_limit, chunk_size) = (rel.rate_limit, BACKFILL_CHUNK_SIZE);
+        let backfill = match rel.scan_type {
+            StreamScanType::ArrangementBackfill => StreamNode::ArrangementBackfill {
+                upstream_table,
+                state_table,
+                rate_limit,
+                chunk_size,
+                input: Box::new(StreamNode::Merge {
+                    upstream_fragment: up.fragment_id,
+                    upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
+                }),
+            },
+            StreamScanType::Backfill => StreamNode::Backfill {
+                upstream_table,
+                state_table,
+                rate_limit,
+                chunk_size,
+                input: Box::new(StreamNode::Merge {
+                    upstream_fragment: up.fragment_id,
+                    upstream_actors: vec![up.actors[i].actor_id],
+                }),
+            },
         };
         match rel.rate_limit {
             Some(limit) => StreamNode::FlowControl {
@@ -175,8 +225,8 @@ impl Catalog {
         }
     }
 
-    /// The executor tree of the actors of `rel`'s first fragment.
-    pub fn node_of(&self, rel: &Relation) -> StreamNode {
+    /// The executor tree of actor `i` of `rel`'s first fragment.
+    pub fn node_of(&self, rel: &Relation, i: usize) -> StreamNode {
         match rel.kind {
             RelationKind::Table => StreamNode::Materialize {
                 table: rel.desc.clone(),
@@ -187,9 +237,9 @@ impl Catalog {
             },
             RelationKind::MaterializedView => StreamNode::Materialize {
                 table: rel.desc.clone(),
-                input: Box::new(self.backfill_node(rel)),
+                input: Box::new(self.backfill_node(rel, i)),
             },
-            RelationKind::Sink => self.backfill_node(rel),
+            RelationKind::Sink => self.backfill_node(rel, i),
         }
     }
 
@@ -217,11 +267,11 @@ impl Catalog {
     /// catalog (a job being created gets its upstream's dispatchers by its Add barrier instead: build it
     /// before adding it here). A sink's backfill actor `i` feeds its sink actor `i` without a shuffle.
     pub fn actor_descs(&self, rel: &Relation) -> Vec<StreamActorDesc> {
-        let node = self.node_of(rel);
-        let dispatchers: Vec<DispatcherDesc> = self
-            .downstreams(rel.id)
-            .map(|d| d.dispatcher_from(rel))
-            .collect();
+        let dispatchers = |i: usize| -> Vec<DispatcherDesc> {
+            self.downstreams(rel.id)
+                .map(|d| d.dispatcher_from(rel, i))
+                .collect()
+        };
         let desc = |a: &ActorPlacement, fragment_id, node: StreamNode, d: Vec<DispatcherDesc>| {
             StreamActorDesc {
                 actor_id: a.actor_id,
@@ -234,7 +284,7 @@ impl Catalog {
         };
         let mut out = Vec::new();
         for (i, a) in rel.actors.iter().enumerate() {
-            let mut d = dispatchers.clone();
+            let mut d = dispatchers(i);
             if let Some(f) = &rel.sink_fragment {
                 d.push(DispatcherDesc {
                     downstream_fragment: f.fragment_id,
@@ -242,7 +292,7 @@ impl Catalog {
                     downstream_actors: vec![f.actors[i].actor_id],
                 });
             }
-            out.push(desc(a, rel.fragment_id, node.clone(), d));
+            out.push(desc(a, rel.fragment_id, self.node_of(rel, i), d));
         }
         if let Some(f) = &rel.sink_fragment {
             for (a, up) in f.actors.iter().zip(&rel.actors) {

@@ -8,10 +8,14 @@ mod meta;
 mod progress;
 mod recovery;
 mod reschedule;
+mod scale;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
-pub use catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
+pub use catalog::{
+    ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind, StreamScanType,
+};
 pub use epochlab_recovery::{DropMode, ParseDropModeError, RecoveryConfig, RecoveryError};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
 pub use progress::CreateAborted;
 pub use reschedule::{BadAssignment, ConfigChangeWait};
+pub use scale::RescheduleBackfilling;

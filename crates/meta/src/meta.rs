@@ -22,10 +22,13 @@ use thiserror::Error;
 use tracing::Instrument;
 
 use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
-use crate::catalog::{ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind};
+use crate::catalog::{
+    ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind, StreamScanType,
+};
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
 use crate::reschedule::ConfigChangeWait;
+use crate::scale::RescheduleBackfilling;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
@@ -37,8 +40,10 @@ pub struct MetaConfig {
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
-    /// What a reschedule's Pause waits for before its Update goes out (RisingWave #19138).
+    /// What a reschedule's Pause waits for before its Update goes out (epochlab's reschedule-unpinned check).
     pub config_change_wait: ConfigChangeWait,
+    /// Which backfilling jobs recovery's scale-in reschedules (RisingWave #19138).
+    pub reschedule_backfilling: RescheduleBackfilling,
     /// What recovery's pre-apply of a buffered cancel does with the job's tables (RisingWave #15144).
     pub pre_apply_cancel: PreApplyCancel,
     /// Which compaction group a job's state tables join.
@@ -54,6 +59,7 @@ impl Default for MetaConfig {
             recovery: RecoveryConfig::default(),
             heartbeat_timeout: Duration::from_secs(15),
             config_change_wait: ConfigChangeWait::EpochCommit,
+            reschedule_backfilling: RescheduleBackfilling::ReschedulableOnly,
             pre_apply_cancel: PreApplyCancel::default(),
             compaction_groups: GroupPlacement::default(),
         }
@@ -128,6 +134,9 @@ pub struct JobOptions {
     /// Return once the job's Add barrier is collected instead of when its backfill finishes; the job then
     /// survives recovery and resumes its backfill (`SET BACKGROUND_DDL = true`).
     pub background: bool,
+    /// How the job reads its upstream. A no-shuffle job (`StreamScanType::Backfill`) takes its upstream's
+    /// distribution: `parallelism` is ignored, its actors are its upstream's, one to one.
+    pub scan_type: StreamScanType,
 }
 
 impl JobOptions {
@@ -136,6 +145,7 @@ impl JobOptions {
             parallelism,
             rate_limit: None,
             background: false,
+            scan_type: StreamScanType::ArrangementBackfill,
         }
     }
 }
@@ -175,6 +185,9 @@ pub(crate) struct WorkerInfo {
 pub(crate) struct ClusterState {
     /// Live workers (not expired): the generation each runs at and its last heartbeat.
     pub workers: BTreeMap<WorkerId, WorkerInfo>,
+    /// Workers removed from the cluster for good (a scale-in): the next recovery scales their actors in
+    /// rather than moving them.
+    pub removed: BTreeSet<WorkerId>,
     /// The current recovery generation (actors and exchange channels belong to one).
     pub generation: u64,
     /// The last generation handed out: each recovery attempt takes a new one, even if an earlier attempt
@@ -299,6 +312,30 @@ impl MetaInner {
         Ok((fragment, placement))
     }
 
+    /// A new fragment whose actor `i` has the worker and the vnodes of `like[i]` (a no-shuffle job beside its
+    /// upstream's actors, as RisingWave schedules it).
+    pub fn place_like(
+        &self,
+        like: &[ActorPlacement],
+    ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
+        let mut ids = lock(&self.ids);
+        let fragment = FragmentId(ids.next_fragment);
+        ids.next_fragment += 1;
+        let placement = like
+            .iter()
+            .map(|a| {
+                let actor_id = ActorId(ids.next_actor);
+                ids.next_actor += 1;
+                ActorPlacement {
+                    actor_id,
+                    worker: a.worker,
+                    vnodes: a.vnodes.clone(),
+                }
+            })
+            .collect();
+        Ok((fragment, placement))
+    }
+
     pub fn next_table_id(&self) -> TableId {
         let mut ids = lock(&self.ids);
         let id = TableId(ids.next_table);
@@ -382,6 +419,7 @@ impl MetaNode {
             tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState {
                 workers: BTreeMap::new(),
+                removed: BTreeSet::new(),
                 generation: 1,
                 last_allocated_generation: 1,
             }),
@@ -430,6 +468,7 @@ impl MetaNode {
     /// A compute node joins (or rejoins after a restart) at the cluster's current generation.
     pub fn add_worker(&self, worker: WorkerId) -> u64 {
         let mut cluster = self.inner.cluster();
+        cluster.removed.remove(&worker);
         let generation = cluster.generation;
         let now = self.inner.clock.elapsed_us();
         cluster.workers.insert(
@@ -459,6 +498,19 @@ impl MetaNode {
         if let Some(w) = self.inner.cluster().workers.get_mut(&worker) {
             w.last_heartbeat_us = now;
         }
+    }
+
+    /// Remove a compute node from the cluster for good (RisingWave: a compute node scaled away, as in #19138's
+    /// 6 to 2 cores). Its data is no longer accepted; the next recovery scales its actors in onto the other
+    /// workers' actors (see `scale.rs`) rather than moving them whole. The caller stops the node.
+    pub fn remove_worker(&self, worker: WorkerId) {
+        {
+            let mut cluster = self.inner.cluster();
+            cluster.workers.remove(&worker);
+            cluster.removed.insert(worker);
+        }
+        self.inner.hummock.remove_context(worker);
+        event!(self.inner.log, "worker removed", "worker={worker}");
     }
 
     /// Remove workers whose last heartbeat is older than the timeout; returns them. Their data is no longer
@@ -580,6 +632,7 @@ impl MetaNode {
             rate_limit: None,
             sink_rate_limit: None,
             progress_table: None,
+            scan_type: StreamScanType::default(),
             background: false,
             sink_fragment: None,
         };
@@ -634,11 +687,15 @@ impl MetaNode {
         let progress_id = self.inner.next_table_id();
         let progress =
             TableDesc::backfill_state(progress_id, &up.desc.pk_types(), up.desc.vnode_count);
-        let (fragment_id, actors) = self.inner.place(options.parallelism, id.0 as usize)?;
+        let place = |inner: &MetaInner| match options.scan_type {
+            StreamScanType::ArrangementBackfill => inner.place(options.parallelism, id.0 as usize),
+            StreamScanType::Backfill => inner.place_like(&up.actors),
+        };
+        let (fragment_id, actors) = place(&self.inner)?;
         // A sink runs in its own fragment, its actors beside the backfill's, behind a hash exchange.
         let sink_fragment = match kind {
             RelationKind::Sink => {
-                let (fragment_id, actors) = self.inner.place(options.parallelism, id.0 as usize)?;
+                let (fragment_id, actors) = place(&self.inner)?;
                 Some(Fragment {
                     fragment_id,
                     actors,
@@ -664,6 +721,7 @@ impl MetaNode {
             rate_limit: options.rate_limit.filter(|l| *l > 0),
             sink_rate_limit: sink.and_then(|s| s.sink_rate_limit),
             progress_table: Some(Arc::new(progress)),
+            scan_type: options.scan_type,
             background: options.background,
             sink_fragment,
         })
@@ -727,9 +785,8 @@ impl MetaNode {
             let descs = catalog.actor_descs(&rel);
             let mut adds = BTreeMap::new();
             if let Some(up) = rel.upstream.and_then(|u| catalog.get(u)) {
-                let dispatcher = rel.dispatcher_from(up);
-                for a in &up.actors {
-                    adds.insert(a.actor_id, vec![dispatcher.clone()]);
+                for (i, a) in up.actors.iter().enumerate() {
+                    adds.insert(a.actor_id, vec![rel.dispatcher_from(up, i)]);
                 }
             }
             (descs, adds)

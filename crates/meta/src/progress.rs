@@ -97,6 +97,16 @@ impl CreateTracker {
         }
     }
 
+    /// Recovery scaled `job` in (RisingWave's `refresh_after_reschedule`, PR #23998): its backfill actors are now
+    /// `actors`, every one pending; reports of the old ones no longer count.
+    pub fn refresh_after_scale(&mut self, job: TableId, actors: BTreeSet<ActorId>) {
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.pending = actors.clone();
+            j.actors = actors;
+            j.consumed_rows.clear();
+        }
+    }
+
     /// Rows consumed so far by a job's backfill.
     pub fn consumed_rows(&self, job: TableId) -> Option<u64> {
         self.jobs.get(&job).map(|j| j.consumed_rows.values().sum())

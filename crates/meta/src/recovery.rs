@@ -79,7 +79,7 @@ impl Recovery {
         result.map(|_| ())
     }
 
-    /// Move the actors of dead workers onto live ones, round-robin; returns every job's actor descriptions
+    /// Scale in off removed workers, then move the actors of dead workers onto live ones, round-robin; returns every job's actor descriptions
     /// and placement, and the actors to inject into and collect from.
     fn migrate_actors(&self) -> RecoveryResult<(Vec<JobActors>, InflightActorInfo)> {
         let inner = &self.inner;
@@ -87,6 +87,8 @@ impl Recovery {
         if workers.is_empty() {
             return Err(RecoveryError::NoWorkers);
         }
+        // Workers removed for good: their actors are scaled in first (RisingWave's `scale_actors`).
+        inner.scale_in();
         let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
         let mut catalog = inner.catalog();
         let mut i = 0usize;

@@ -1,6 +1,8 @@
 //! Rescheduling a job's fragments: moving vnodes among its existing actors (RisingWave's
 //! `RescheduleFragment`, scaling without new actors), and the wait that makes it safe while the job backfills:
-//! the place of RisingWave #19138 (a backfilling job rescheduled; support added by PR #23998).
+//! the place of epochlab's own reschedule-unpinned check (the wait is RisingWave's `wait_epoch_commit` from PR
+//! #5517, removed by #20493; no RisingWave bug is filed under it). A no-shuffle job is not rescheduled on its
+//! own; recovery's scale-in (`scale.rs`) is where RisingWave #19138 lives.
 //!
 //! Meta runs it as RisingWave's `run_config_change_command_with_pause`: three commands queued at once, on
 //! consecutive barriers.
@@ -27,11 +29,11 @@ use epochlab_rpc::Request;
 use futures::future::join_all;
 use tracing::Instrument;
 
-use crate::catalog::{Catalog, Relation, RelationKind};
+use crate::catalog::{Catalog, Relation, RelationKind, StreamScanType};
 use crate::meta::{DdlError, MetaInner, MetaNode};
 
 /// What the post-collect of a configuration change's Pause waits for before the change's barrier may go out.
-/// The one toggle of RisingWave #19138, read only by [`MetaInner::wait_for_config_change`].
+/// The one toggle of epochlab's reschedule-unpinned check, read only by [`MetaInner::wait_for_config_change`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ConfigChangeWait {
     /// Before the fix: nothing beyond meta's own commit. The Update reaches an actor before its node has pinned
@@ -185,6 +187,14 @@ fn reschedule_command(
             rel.name
         )));
     }
+    // RisingWave schedules a no-shuffle job with its upstream: it is not rescheduled on its own.
+    if rel.scan_type == StreamScanType::Backfill {
+        return Err(DdlError::Invalid(format!(
+            "{} {} uses no-shuffle backfill: it takes its upstream's distribution",
+            rel.kind.as_str(),
+            rel.name
+        )));
+    }
     check_assignment(rel, bitmaps)?;
     if rel.actors.iter().all(|a| bitmaps[&a.actor_id] == a.vnodes) {
         return Ok(None);
@@ -310,6 +320,7 @@ mod tests {
             rate_limit: None,
             sink_rate_limit: None,
             progress_table: None,
+            scan_type: StreamScanType::ArrangementBackfill,
             background: true,
             sink_fragment: None,
         }

@@ -215,6 +215,16 @@ impl Cluster {
         true
     }
 
+    /// Remove a compute node for good (a scale-in, as RisingWave #19138's 6 to 2 cores): kill it and tell meta,
+    /// whose next recovery (the kill starts one) scales the node's actors in onto the others.
+    pub fn remove_node(&self, worker: WorkerId) -> bool {
+        let killed = self.kill(worker);
+        if killed {
+            self.meta.remove_worker(worker);
+        }
+        killed
+    }
+
     /// Start a killed node again, empty, at the cluster's current generation.
     pub fn restart(&self, worker: WorkerId) {
         let clock = &self.env.clock;

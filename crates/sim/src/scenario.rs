@@ -244,6 +244,7 @@ pub fn cluster_config_for(
     meta.drop_mode = toggles.drop_mode;
     meta.barrier.on_worker_err = toggles.on_worker_err;
     meta.config_change_wait = toggles.config_change_wait;
+    meta.reschedule_backfilling = toggles.reschedule_backfilling;
     meta.pre_apply_cancel = toggles.pre_apply_cancel;
     meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
@@ -366,6 +367,9 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             BugId::Rw16815 => crate::bugs::b16815::scenario(ctx, p, hooks.on_cluster).await,
             BugId::Rw19138 => crate::bugs::b19138::scenario(ctx, p, hooks.on_cluster).await,
             BugId::Rw15144 => crate::bugs::b15144::scenario(ctx, p, hooks.on_cluster).await,
+            BugId::RescheduleUnpinned => {
+                crate::bugs::reschedule_unpinned::scenario(ctx, p, hooks.on_cluster).await
+            }
         }
     });
     out.map(|value| {
@@ -529,6 +533,7 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         parallelism: p.parallelism,
         rate_limit: Some(p.rate_limit),
         background: true,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let sink_options = SinkOptions {
         kind: SinkKind::Blackhole,

@@ -608,6 +608,7 @@ impl Session {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.background_ddl,
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         self.cluster()
             .meta
@@ -679,6 +680,7 @@ impl Session {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.background_ddl,
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,

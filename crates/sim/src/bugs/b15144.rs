@@ -195,6 +195,7 @@ async fn setup(
         parallelism: 2,
         rate_limit: Some(RATE_LIMIT),
         background: true,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let view = meta.create_materialized_view("m", table, job).await;
     let view = view.map_err(ScenarioError::ddl("create view"))?;

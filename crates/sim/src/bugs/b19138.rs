@@ -1,34 +1,32 @@
-//! RisingWave #19138: a job rescheduled (its vnodes moved among its actors) while it still backfills. The
-//! reschedule is RisingWave's `RescheduleFragment` between a `Pause(ConfigChange)` and a `Resume`; the new
-//! owner of a vnode takes over its backfill from the progress row the old owner wrote. That row, and the
-//! snapshot the old owner read up to it, were written in the epoch the Pause closes: the new owner reads them
-//! right only if its node has already pinned the version that commits the Pause's epoch. The fix's side is
-//! the Pause's post-collect, which waits until every node has (`wait_epoch_commit`) before the Update goes out.
-//! Before the fix it returned at once: the Update arrives within milliseconds, the version tens or hundreds of
-//! milliseconds later, and the new owner resumes from an older position: it emits again rows the old owner
-//! emitted, and its in-memory copy of the row no longer matches storage once the commit arrives. Its toggle is
-//! [`ConfigChangeWait`] (`MetaConfig::config_change_wait`, read in meta's post-collect of the Pause).
+//! RisingWave #19138 (2024-10-26, v2.0.2), as recorded: the compute nodes were scaled down (6 to 2 cores) while
+//! a `SINK INTO TABLE` still backfilled; at recovery meta scaled the sink's fragments in, and its actors
+//! panicked in no-shuffle backfill's `recover_backfill_state` on the assertion that all their vnodes' progress
+//! rows agree (`All vnode partitions should have same state (no scale-in supported)`, PR #12767): an actor had
+//! taken vnodes of an actor that had finished and of one that had not. The maintainers closed it as not a bug
+//! (rescaling a backfilling job was not supported); #19142 tracked the support, which PR #23998 added.
 //!
-//! RisingWave itself had no support at the time of #19138 (v2.0.2): rescheduling a backfilling job tripped a
-//! backfill assertion (`All vnode partitions should have same state (no scale-in supported)`); #19142 tracked
-//! the support and PR #23998 added it. epochlab models the supported reschedule and the ordering it rests on.
+//! Why the sink was scaled at all: v2.0.2's recovery scaled actors only when no background job was being
+//! created, but its list of such jobs held materialized views only, so a creating sink did not stop it. Since
+//! PR #23998 meta's scale skips the jobs whose backfill cannot be rescheduled (`is_reschedulable`: no-shuffle
+//! backfill is not) and refreshes the progress tracker of the ones it scales. The toggle is
+//! [`RescheduleBackfilling`] (`MetaConfig::reschedule_backfilling`, read only by meta's recovery scale-in).
 //!
-//! The scenario: two nodes; a table whose rows lie almost all in the first half of the vnodes; a rate-limited
-//! view over it in the background on two actors, so that the second actor (the second half) finishes early
-//! while the first still backfills. Right after a barrier the view is rescheduled by swapping the halves: the
-//! idle actor takes over the busy one's vnodes. Buggy: it resumes the vnode read in the Pause's epoch from the
-//! position before, and its next persist of that vnode finds the newer row (the backfill persist check,
-//! `backfill progress of vnode V in storage ... differs from the committed copy ...`). Fixed: it resumes where
-//! the old owner stopped, and the view equals its query.
+//! The scenario: two nodes; a table whose rows lie almost all in its first actor's vnodes; a rate-limited sink
+//! over it, created in the background with no-shuffle backfill (one backfill actor beside each table actor,
+//! with its vnodes), so that the second backfill actor finishes early while the first still backfills. Then
+//! the second actor's node is removed for good; recovery scales the table and the sink in to one actor each.
+//! Buggy: the sink's remaining actor gets the finished vnodes beside its unfinished ones and fails with the
+//! recorded assertion. Fixed: the scale-in skips the table's no-shuffle group (the sink cannot be
+//! rescheduled), the removed node's actors move whole, and the sink ends equal to its query.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, VirtualNode, event, row};
-use epochlab_meta::{ConfigChangeWait, JobOptions, JobState};
-use epochlab_rpc::RpcKind;
+use epochlab_barrier::SchedulerStatus;
+use epochlab_common::plan::SinkKind;
+use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, WorkerId, event, row};
+use epochlab_meta::{JobOptions, JobState, RescheduleBackfilling, SinkOptions, StreamScanType};
 use epochlab_stream::executor::backfill::BackfillActorStats;
 
 use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
@@ -36,64 +34,56 @@ use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
 use crate::scenario::{
-    ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
+    ClusterHook, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
 };
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw19138,
-    mechanism: "a backfilling job is rescheduled (Pause, Update with new vnode bitmaps, Resume) and the Update \
-                goes out before every node has pinned the Pause's commit: the new owner of a vnode resumes from \
-                an older progress row than the one its old owner wrote",
-    fix: "the Pause's post-collect waits until every node has the Pause's epoch committed \
-          (`wait_epoch_commit`) before the Update; RisingWave supports rescheduling backfilling jobs since \
-          PR #23998",
+    mechanism: "a compute node is removed while a sink still backfills through no-shuffle backfill; \
+                recovery scales the sink in, so one actor gets the vnodes of an actor that had finished and \
+                of one that had not, and recovering its state it finds their progress rows disagree: `All \
+                vnode partitions should have same state (no scale-in supported)`",
+    fix: "not a bug at the time (a backfilling job could not be rescaled; #19142 tracked support); PR #23998: \
+          meta's scale skips background jobs whose backfill cannot be rescheduled (no-shuffle backfill), \
+          and refreshes the progress tracker of the creating jobs it scales",
     links: &[
         "https://github.com/risingwavelabs/risingwave/issues/19138",
         "https://github.com/risingwavelabs/risingwave/issues/19142",
         "https://github.com/risingwavelabs/risingwave/pull/23998",
+        "https://github.com/risingwavelabs/risingwave/pull/12767",
     ],
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 19138",
     settings: &[],
 };
 
-/// What a reschedule's Pause waits for in `mode`.
-pub(crate) fn config_change_wait(mode: Mode) -> ConfigChangeWait {
+/// Which backfilling jobs recovery's scale-in reschedules in `mode`.
+pub(crate) fn reschedule_backfilling(mode: Mode) -> RescheduleBackfilling {
     match mode {
-        Mode::Buggy => ConfigChangeWait::None,
-        _ => ConfigChangeWait::EpochCommit,
+        Mode::Buggy => RescheduleBackfilling::MviewsListed,
+        _ => RescheduleBackfilling::ReschedulableOnly,
     }
 }
 
 const VNODES: u32 = 16;
-/// Rows in each vnode of the first actor's half; the second half holds [`FEW_ROWS`] in all.
-const ROWS_PER_BUSY_VNODE: usize = 24;
+/// Rows in each vnode of the first half; the second half holds [`FEW_ROWS`] in all.
+const ROWS_PER_BUSY_VNODE: usize = 16;
 const FEW_ROWS: usize = 2;
-/// Snapshot rows per second per backfill actor: a chunk of this many rows a second.
+/// Snapshot rows per second per backfill actor.
 const RATE_LIMIT: u32 = 8;
-/// Long enough that the Pause (which waits behind the chunk flow control holds, up to a second after the
-/// barrier before it) and the version that commits it both come before the next barrier.
-const BARRIER_INTERVAL_MS: u64 = 3000;
-/// Version deltas reach a node this long after the commit; barriers take 1 to 5 ms.
-const VERSION_DELAY: std::ops::Range<Duration> =
-    Duration::from_millis(200)..Duration::from_millis(400);
-/// The reschedule goes this long after a barrier's injection.
-const AFTER_BARRIER: Duration = Duration::from_millis(100);
-/// DML rounds after the reschedule (the new owners run).
-const UPDATE_ROUNDS: u32 = 10;
-const UPDATE_EVERY: Duration = Duration::from_millis(200);
-/// Budgets of the phases (virtual time).
+const BARRIER_INTERVAL_MS: u64 = 500;
+/// Rows inserted after the recovery (they reach the sink through its upstream).
+const LATE_ROWS: i64 = 6;
 const SETTLE_BUDGET: Duration = Duration::from_secs(60);
-const CREATE_BUDGET: Duration = Duration::from_secs(120);
+const CREATE_BUDGET: Duration = Duration::from_secs(180);
 
 struct Setup {
     ctx: SimContext,
     cluster: Arc<Cluster>,
     checkers: Checkers,
     table: TableId,
-    view: TableId,
+    sink: TableId,
     progress_table: TableId,
-    keys: Vec<i64>,
 }
 
 impl Drop for Setup {
@@ -118,18 +108,14 @@ pub(crate) async fn scenario(
         Ok(s) => s,
         Err(why) => return report.not_reproducible(why.to_string()),
     };
-    match reschedule_while_backfilling(&setup).await {
+    match scale_in_while_backfilling(&setup).await {
         Ok(()) => verdict(&setup, &p, report),
         Err(stuck @ ScenarioError::Stuck(_)) => super::stuck(report, &setup.cluster, stuck),
         Err(why) => super::counted(report, &setup.cluster).not_reproducible(why.to_string()),
     }
 }
 
-fn table_row(k: i64, v: i64) -> OwnedRow {
-    row![k, v]
-}
-
-/// Keys whose vnodes are `ROWS_PER_BUSY_VNODE` to each vnode of the first half, and `FEW_ROWS` in the second.
+/// Keys with `ROWS_PER_BUSY_VNODE` in each vnode of the first half, and `FEW_ROWS` in the second.
 fn keys() -> Vec<i64> {
     let count = epochlab_common::VnodeCount::new(VNODES).expect("a valid vnode count");
     let half = VNODES as usize / 2;
@@ -137,7 +123,7 @@ fn keys() -> Vec<i64> {
     let mut few = 0;
     let mut keys = Vec::new();
     for k in 0.. {
-        let v = VirtualNode::compute_row(&row![k], &[0], count).to_index();
+        let v = epochlab_common::VirtualNode::compute_row(&row![k], &[0], count).to_index();
         if v < half && per_vnode[v] < ROWS_PER_BUSY_VNODE {
             per_vnode[v] += 1;
             keys.push(k);
@@ -152,8 +138,8 @@ fn keys() -> Vec<i64> {
     keys
 }
 
-/// Two nodes; table t (k, v) loaded; view m over it created in the background, rate-limited, on two actors
-/// (one per node).
+/// Two nodes; table t (k, v) on two actors, loaded; sink s over it created in the background with no-shuffle
+/// backfill, rate-limited.
 async fn setup(
     ctx: &SimContext,
     t: Toggles,
@@ -167,17 +153,13 @@ async fn setup(
     }
     let checkers = Checkers::install(&cluster, t.drop_mode);
     base_network(&cluster);
-    cluster
-        .network
-        .set_latency(RpcKind::VersionDelta, VERSION_DELAY);
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64];
     let table = meta.create_table("t", types, vec![0], 2).await;
     let table = table.map_err(ScenarioError::ddl("create table"))?;
-    let keys = keys();
-    let rows = keys
-        .iter()
-        .map(|k| (Op::Insert, table_row(*k, 0)))
+    let rows = keys()
+        .into_iter()
+        .map(|k| (Op::Insert, row![k, 0i64]))
         .collect();
     cluster.dml(table, rows).await?;
     meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
@@ -185,115 +167,69 @@ async fn setup(
         parallelism: 2,
         rate_limit: Some(RATE_LIMIT),
         background: true,
+        scan_type: StreamScanType::Backfill,
     };
-    let view = meta.create_materialized_view("m", table, job).await;
-    let view = view.map_err(ScenarioError::ddl("create view"))?;
+    let sink = SinkOptions {
+        kind: SinkKind::Collecting,
+        ..SinkOptions::default()
+    };
+    let sink = meta.create_sink("s", table, job, sink).await;
+    let sink = sink.map_err(ScenarioError::ddl("create sink"))?;
     let progress_table = meta
-        .relation(view)
+        .relation(sink)
         .and_then(|r| r.progress_table.map(|d| d.table_id))
-        .ok_or_else(|| ScenarioError::Placement("view m has no progress table".into()))?;
+        .ok_or_else(|| ScenarioError::Placement("sink s has no progress table".into()))?;
     Ok(Setup {
         ctx: ctx.clone(),
         cluster,
         checkers,
         table,
-        view,
+        sink,
         progress_table,
-        keys,
     })
 }
 
 fn creating(s: &Setup) -> bool {
-    s.cluster
-        .meta
-        .relation(s.view)
-        .is_some_and(|r| r.state == JobState::Creating)
+    let rel = s.cluster.meta.relation(s.sink);
+    rel.is_some_and(|r| r.state == JobState::Creating)
 }
 
-fn failed(s: &Setup) -> bool {
-    s.cluster.failures.first_state_error().is_some()
-}
-
-/// The backfill stats of the view's actors, in the catalog's order (the first owns the busy half).
-fn backfill_stats(s: &Setup) -> Result<Vec<Arc<BackfillActorStats>>, ScenarioError> {
-    let rel = s
-        .cluster
-        .meta
-        .relation(s.view)
-        .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
-    let actors: Vec<ActorId> = rel.actors.iter().map(|a| a.actor_id).collect();
+/// The sink's backfill actors (catalog order) with their workers and stats.
+fn backfill_actors(
+    s: &Setup,
+) -> Result<Vec<(ActorId, WorkerId, Arc<BackfillActorStats>)>, ScenarioError> {
+    let rel = s.cluster.meta.relation(s.sink);
+    let rel = rel.ok_or_else(|| ScenarioError::Placement("sink s is gone".into()))?;
     let all = s.cluster.backfill.of_table(s.progress_table);
-    Ok(actors
+    let stats = |a: ActorId| all.iter().find(|(b, _)| *b == a).map(|(_, st)| st.clone());
+    Ok(rel
+        .actors
         .iter()
-        .filter_map(|a| all.iter().find(|(b, _)| b == a).map(|(_, st)| st.clone()))
+        .filter_map(|a| stats(a.actor_id).map(|st| (a.actor_id, a.worker, st)))
         .collect())
 }
 
-/// Whether the reschedule may come: the second actor has finished its backfill and the first has not; at most
-/// one barrier is in flight (the first actor keeps up: the barrier it has not passed yet waits behind one
-/// held chunk at most); every node has pinned meta's last commit (the first actor's progress before the
-/// Pause's epoch is visible everywhere).
-fn steady(s: &Setup) -> Result<bool, ScenarioError> {
-    let stats = backfill_stats(s)?;
-    let done = |i: usize| {
-        stats
-            .get(i)
-            .is_some_and(|st| st.finished.load(Ordering::Relaxed))
-    };
-    let mce = s.cluster.hummock.max_committed_epoch();
-    let caught_up = s
-        .cluster
-        .nodes()
-        .iter()
-        .all(|n| n.storage().max_committed_epoch() == mce);
-    let in_flight = s.cluster.barrier_stats().in_flight.load(Ordering::Relaxed);
-    Ok(done(1) && !done(0) && in_flight <= 1 && caught_up)
-}
-
-/// Update `rounds` random rows, one round every [`UPDATE_EVERY`], while the view is being created.
-async fn update_rows(s: &Setup, rounds: u32) -> Result<(), ScenarioError> {
-    let rng = &s.ctx.rng;
-    // The value each key holds: an update deletes that version and inserts the next.
-    let mut values: BTreeMap<i64, i64> = BTreeMap::new();
-    for _ in 0..rounds {
-        if !creating(s) || failed(s) {
-            break;
-        }
-        let mut picked = BTreeSet::new();
-        for _ in 0..3 {
-            picked.insert(s.keys[rng.range_u64(0..s.keys.len() as u64) as usize]);
-        }
-        let mut rows = Vec::new();
-        for k in picked {
-            let v = values.entry(k).or_insert(0);
-            rows.push((Op::UpdateDelete, table_row(k, *v)));
-            *v += 1;
-            rows.push((Op::UpdateInsert, table_row(k, *v)));
-        }
-        s.cluster.dml(s.table, rows).await?;
-        tokio::time::sleep(UPDATE_EVERY).await;
-    }
-    Ok(())
-}
-
-/// Wait until the cluster is [`steady`] right after a barrier's injection.
-async fn await_reschedule_point(s: &Setup) -> Result<(), ScenarioError> {
+/// Once the second backfill actor has finished (its row committed) and the first has not: the second's node.
+async fn await_mixed_states(s: &Setup) -> Result<WorkerId, ScenarioError> {
     let ready = tokio::time::timeout(SETTLE_BUDGET, async {
         loop {
-            if !creating(s) || failed(s) {
-                return Err(ScenarioError::Placement(
-                    "the view was created (or failed) before the reschedule".into(),
+            if !creating(s) {
+                return Err(ScenarioError::NotShown(
+                    "the sink finished its backfill before a node was removed".into(),
                 ));
             }
-            if steady(s)? {
-                // Right after a barrier's injection, and still steady: go.
-                let injected = || s.cluster.barrier_stats().injected.load(Ordering::Relaxed);
-                let before = injected();
-                while injected() == before {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                if steady(s)? {
-                    return Ok(());
+            let actors = backfill_actors(s)?;
+            let done = |i: usize| {
+                actors
+                    .get(i)
+                    .is_some_and(|(_, _, st)| st.finished.load(Ordering::Relaxed))
+            };
+            if actors.len() == 2 && done(1) && !done(0) {
+                // The finished row is in storage once a checkpoint after it has committed.
+                let persisted = actors[1].2.last_persisted_epoch.load(Ordering::Relaxed);
+                let mce = s.cluster.hummock.max_committed_epoch();
+                if persisted > 0 && mce.0 >= persisted {
+                    return Ok(actors[1].1);
                 }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -301,45 +237,81 @@ async fn await_reschedule_point(s: &Setup) -> Result<(), ScenarioError> {
     });
     match ready.await {
         Ok(r) => r,
-        Err(_) => Err(ScenarioError::Stuck(stuck_report(
+        Err(_) => Err(ScenarioError::Stuck(crate::scenario::stuck_report(
             &s.cluster,
-            "the view's backfill did not reach the reschedule point",
+            "the sink's backfill did not reach mixed states",
         ))),
     }
 }
 
-/// Once the second actor has finished and the first has not, right after a barrier, swap the actors' vnodes;
-/// then updates, which the new mapping routes to the new owners; then wait for the view (or a failure). No DML
-/// before the reschedule: the first actor then reads whole chunks only, one a second, and the one it reads in
-/// the Pause's epoch is the only one its new owner reads again (all at once, before that epoch's commit reaches
-/// it: re-inserted rows the view's table cannot see yet).
-async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
-    await_reschedule_point(s).await?;
-    tokio::time::sleep(AFTER_BARRIER).await;
-    let rel = s
-        .cluster
-        .meta
-        .relation(s.view)
-        .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
-    let swapped = rel.rotated_vnodes(VNODES as usize / 2);
-    s.cluster
-        .meta
-        .reschedule(s.view, swapped)
-        .await
-        .map_err(ScenarioError::ddl("reschedule"))?;
-    // Past the new owners' first persist, then updates that the new mapping routes to them.
-    tokio::time::sleep(Duration::from_millis(2 * BARRIER_INTERVAL_MS)).await;
-    update_rows(s, UPDATE_ROUNDS).await?;
-    super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
+/// Remove the finished actor's node, then insert rows once recovery is done, and wait for the sink (or a
+/// failure).
+async fn scale_in_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
+    let worker = await_mixed_states(s).await?;
+    event!(
+        s.ctx.log,
+        "scenario",
+        "remove worker={worker} while the sink backfills"
+    );
+    if !s.cluster.remove_node(worker) {
+        return Err(ScenarioError::Placement(format!(
+            "worker {worker} is not running"
+        )));
+    }
+    // Recovery is done, or its rebuilt actor failed (as in RisingWave, every later attempt fails the same way:
+    // the cluster stays in recovery until the sink is dropped).
+    let failed = || s.cluster.failures.first_state_error().is_some();
+    let recovered = tokio::time::timeout(SETTLE_BUDGET, async {
+        tokio::time::sleep(Duration::from_millis(BARRIER_INTERVAL_MS)).await;
+        while !failed() && s.cluster.meta.scheduler().status() != SchedulerStatus::Ready {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    if recovered.await.is_err() {
+        let report =
+            crate::scenario::stuck_report(&s.cluster, "recovery after the scale-in did not end");
+        return Err(ScenarioError::Stuck(report));
+    }
+    if failed() {
+        return Ok(());
+    }
+    let late = (0..LATE_ROWS)
+        .map(|i| (Op::Insert, row![1_000_000 + i, 1i64]))
+        .collect();
+    s.cluster.dml(s.table, late).await?;
+    super::await_created(&s.cluster, s.sink, CREATE_BUDGET).await
+}
+
+/// (oracle) The sink holds its query over the committed table, without duplicates or lost rows.
+fn check_sink(s: &Setup) {
+    let key = |r: &OwnedRow| format!("{r:?}");
+    let want: std::collections::BTreeSet<String> =
+        s.cluster.committed_rows(s.table).iter().map(key).collect();
+    let Some((rows, anomalies)) = s.cluster.sink_rows(s.sink) else {
+        return;
+    };
+    let got: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
+    let missing = want.difference(&got).count();
+    let extra = got.difference(&want).count();
+    if missing + extra + anomalies.len() > 0 {
+        let mut v = Violation::new(
+            "oracle",
+            format!(
+                "sink s differs from its query: {missing} rows missing, {extra} extra, {} anomalies",
+                anomalies.len()
+            ),
+        );
+        v.table = Some(s.sink.0);
+        s.checkers.violation(v);
+    }
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
     let mut report = super::counted(report, &s.cluster);
     let failure = s.cluster.failures.first_state_error();
     if failure.is_none() {
-        // A failed backfill leaves the view unfinished: the oracle judges only a created view.
         s.checkers.check_end(&s.cluster);
-        super::check_view(&s.cluster, &s.checkers, s.table, s.view);
+        check_sink(s);
     }
     report.violations = s.checkers.violations();
     report.timeline = timeline(&s.ctx.log.lines());
@@ -348,49 +320,37 @@ fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
     }
     if p.mode == Mode::Buggy {
         return report.not_reproducible(
-            "every new owner read the progress its vnodes' old owner had last written: the Pause's commit \
-             reached the nodes before the Update did"
-                .into(),
-        );
-    } else {
-        report.notes.push(
-            "the Update went out once every node had the Pause's epoch committed; each new owner resumed where \
-             the old owner stopped; view m equals its query"
-                .into(),
+            "the scale-in left every actor of the sink with vnodes in one state".into(),
         );
     }
+    report.notes.push(
+        "recovery's scale-in skipped the sink's no-shuffle group (its backfill cannot be rescheduled); the \
+         removed node's actors moved whole, and sink s equals its query"
+            .into(),
+    );
     report
 }
 
-/// The story of the reschedule: from the barrier before it, the Pause, its commit and versions, the Update, the
-/// new owners' reads of their vnodes' progress, their persists, and the failure.
+/// The story: the node removed, recovery's scale-in, the backfill actors' recovered states, the failure.
 fn timeline(lines: &[String]) -> Vec<String> {
-    let Some(ddl) = lines.iter().position(|l| l.contains(" ddl: reschedule ")) else {
+    let Some(from) = lines.iter().position(|l| l.contains(" worker removed: ")) else {
         return Vec::new();
     };
-    let from = lines[..ddl]
-        .iter()
-        .rposition(|l| l.contains(" inject barrier: "))
-        .unwrap_or(ddl);
     let keep = [
-        " ddl: ",
-        " inject barrier: ",
-        " commit epoch: ",
-        " apply version: ",
-        " wait epoch commit: ",
-        " backfill vnodes: ",
+        " scenario: ",
+        " worker removed: ",
+        " recovery step: ",
+        " backfill state recovered: ",
         " persist backfill state: ",
         " actor failure: ",
     ];
-    let mut out: Vec<String> = lines[from..]
+    let mut out: Vec<String> = lines[from.saturating_sub(1)..]
         .iter()
         .filter(|l| keep.iter().any(|k| l.contains(k)))
         .cloned()
         .collect();
     if let Some(i) = out.iter().position(|l| l.contains(" actor failure: ")) {
         out.truncate(i + 1);
-    } else {
-        out.truncate(40);
     }
     let from = out.len().saturating_sub(40);
     out.split_off(from)

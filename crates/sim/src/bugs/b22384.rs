@@ -172,6 +172,7 @@ async fn setup(
         parallelism: 1,
         rate_limit: None,
         background: false,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let view = meta.create_materialized_view("m", table, job.clone()).await;
     let view = view.map_err(ScenarioError::ddl("create view"))?;

@@ -1,5 +1,7 @@
 //! The catalogue of RisingWave bugs epochlab reproduces on demand: each one's id (the RisingWave issue or PR
 //! number users know), its mechanism in one line, the RisingWave fix, its modes and the command that shows it.
+//! An entry that is epochlab's own check rather than a RisingWave bug has a name instead of a number
+//! (`reschedule-unpinned`), and its `fix` says what epochlab checks.
 //!
 //! A run names a bug and a mode; [`Toggles::of`] turns them into the engine's toggles, every one at its fixed
 //! value but the named bug's. Each toggle is a config field of the crate where RisingWave had the bug, read
@@ -10,7 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use epochlab_barrier::OnWorkerErr;
-use epochlab_meta::{ConfigChangeWait, DropMode, PreApplyCancel};
+use epochlab_meta::{ConfigChangeWait, DropMode, PreApplyCancel, RescheduleBackfilling};
 use epochlab_stream::BackfillVnode;
 
 pub mod b14910;
@@ -19,6 +21,7 @@ pub mod b16815;
 pub mod b19138;
 pub mod b22384;
 pub mod record;
+pub mod reschedule_unpinned;
 
 /// A bug of the catalogue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,10 +33,12 @@ pub enum BugId {
     Rw22384,
     /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
     Rw16815,
-    /// RisingWave #19138: a job rescheduled while it backfills; its new vnodes' progress read too early.
+    /// RisingWave #19138: a no-shuffle backfill scaled in while it backfills; its vnodes' states differ.
     Rw19138,
     /// RisingWave #15144: a cancel pre-applied by recovery leaves the job's tables registered in storage.
     Rw15144,
+    /// epochlab's own: an online reschedule's Update sent before the nodes pinned its Pause's commit.
+    RescheduleUnpinned,
 }
 
 /// What the catalogue says about one bug.
@@ -82,12 +87,13 @@ impl Setting {
 
 impl BugId {
     /// Every implemented bug, in catalogue order.
-    pub const ALL: [BugId; 5] = [
+    pub const ALL: [BugId; 6] = [
         BugId::Rw14910,
         BugId::Rw22384,
         BugId::Rw16815,
         BugId::Rw19138,
         BugId::Rw15144,
+        BugId::RescheduleUnpinned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -97,6 +103,7 @@ impl BugId {
             BugId::Rw16815 => "16815",
             BugId::Rw19138 => "19138",
             BugId::Rw15144 => "15144",
+            BugId::RescheduleUnpinned => "reschedule-unpinned",
         }
     }
 
@@ -107,6 +114,7 @@ impl BugId {
             BugId::Rw16815 => &b16815::INFO,
             BugId::Rw19138 => &b19138::INFO,
             BugId::Rw15144 => &b15144::INFO,
+            BugId::RescheduleUnpinned => &reschedule_unpinned::INFO,
         }
     }
 
@@ -119,7 +127,16 @@ impl BugId {
         self.info().settings.contains(&setting)
     }
 
-    /// The directed scenario's name in traces (`risingwave-14910`).
+    /// How a user names it: `RisingWave #14910`, or `epochlab's reschedule-unpinned` for an entry that is
+    /// epochlab's own check.
+    pub fn title(self) -> String {
+        match self {
+            BugId::RescheduleUnpinned => format!("epochlab's {self}"),
+            _ => format!("RisingWave #{self}"),
+        }
+    }
+
+    /// The directed scenario's name in traces (`risingwave-14910`; `epochlab-...` for epochlab's own checks).
     pub fn scenario_name(self) -> &'static str {
         match self {
             BugId::Rw14910 => "risingwave-14910",
@@ -127,6 +144,7 @@ impl BugId {
             BugId::Rw16815 => "risingwave-16815",
             BugId::Rw19138 => "risingwave-19138",
             BugId::Rw15144 => "risingwave-15144",
+            BugId::RescheduleUnpinned => "epochlab-reschedule-unpinned",
         }
     }
 
@@ -269,8 +287,10 @@ pub struct Toggles {
     /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks
     /// (`StreamConfig::backfill_vnode`).
     pub backfill_vnode: BackfillVnode,
-    /// #19138: what a reschedule's Pause waits for before its Update goes out
-    /// (`MetaConfig::config_change_wait`).
+    /// #19138: which backfilling jobs recovery's scale-in reschedules (`MetaConfig::reschedule_backfilling`).
+    pub reschedule_backfilling: RescheduleBackfilling,
+    /// epochlab's reschedule-unpinned check: what an online reschedule's Pause waits for before its Update goes
+    /// out (`MetaConfig::config_change_wait`).
     pub config_change_wait: ConfigChangeWait,
     /// #15144: what recovery's pre-apply of a buffered cancel does with the job's state tables
     /// (`MetaConfig::pre_apply_cancel`).
@@ -283,6 +303,7 @@ impl Default for Toggles {
             drop_mode: DropMode::Fixed,
             on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
             backfill_vnode: BackfillVnode::DistKey,
+            reschedule_backfilling: RescheduleBackfilling::ReschedulableOnly,
             config_change_wait: ConfigChangeWait::EpochCommit,
             pre_apply_cancel: PreApplyCancel::Unregister,
         }
@@ -298,8 +319,11 @@ impl Toggles {
             BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
             BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
             BugId::Rw16815 => t.backfill_vnode = b16815::backfill_vnode(mode),
-            BugId::Rw19138 => t.config_change_wait = b19138::config_change_wait(mode),
+            BugId::Rw19138 => t.reschedule_backfilling = b19138::reschedule_backfilling(mode),
             BugId::Rw15144 => t.pre_apply_cancel = b15144::pre_apply_cancel(mode),
+            BugId::RescheduleUnpinned => {
+                t.config_change_wait = reschedule_unpinned::config_change_wait(mode)
+            }
         }
         Ok(t)
     }
@@ -396,7 +420,8 @@ pub(crate) fn failed(
         ));
         report.failing_actor = Some(failure.actor.0);
         let vnode = match &failure.error {
-            StreamExecutorError::ProgressDiverged { vnode, .. } => Some(*vnode),
+            StreamExecutorError::ProgressDiverged { vnode, .. }
+            | StreamExecutorError::BackfillStatesDiffer { vnode, .. } => Some(*vnode),
             StreamExecutorError::ProgressNotFound { vnode } => Some(vnode.to_index() as u32),
             _ => None,
         };

@@ -84,6 +84,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     distribute_some_by_a_pk_subset(&d, &mut steps);
     cancel_some_creating_jobs(&d, &mut cluster, g, &mut steps);
     reschedule_some_jobs(&d, &cluster, &mut steps);
+    scale_in_some_no_shuffle_sinks(&d, &cluster, &tables, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -181,8 +182,8 @@ fn cancel_some_creating_jobs(d: &Draw, c: &mut PlanCluster, g: &GenParams, steps
     steps.extend(added);
 }
 
-/// About half the views and sinks of two actors or more are rescheduled once (RisingWave #19138's shape),
-/// within ten barrier intervals of their creation, so often while they backfill. Drawn after every other
+/// About half the views and sinks of two actors or more are rescheduled once (epochlab's reschedule-unpinned
+/// shape), within ten barrier intervals of their creation, so often while they backfill. Drawn after every other
 /// draw, so that the rest of a seed's plan is what it was before plans could reschedule.
 fn reschedule_some_jobs(d: &Draw, c: &PlanCluster, steps: &mut Vec<Step>) {
     let interval = c.barrier_interval_ms;
@@ -209,6 +210,79 @@ fn reschedule_some_jobs(d: &Draw, c: &PlanCluster, steps: &mut Vec<Step>) {
             },
         });
     }
+}
+
+/// RisingWave #19138's shape, drawn after every other draw (so every earlier draw of a seed's plan is what it
+/// was before): some rate-limited background sinks take no-shuffle backfill (and lose their reschedule: a
+/// no-shuffle job is not rescheduled on its own; a `SINK INTO TABLE` over a table with its distribution: the
+/// table's parallelism, if it keeps up at it), and
+/// for most of them a compute node is removed for good around the time their backfill should end (the
+/// table's load over the rate of all its actors), before any drop or cancel of the sink: at most one node
+/// per plan, never on a one-node cluster.
+fn scale_in_some_no_shuffle_sinks(
+    d: &Draw,
+    c: &PlanCluster,
+    tables: &[TableInfo],
+    steps: &mut Vec<Step>,
+) {
+    let interval = c.barrier_interval_ms;
+    let loads: std::collections::BTreeMap<String, u32> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreateTable { name, rows, .. } => Some((name.clone(), *rows)),
+            _ => None,
+        })
+        .collect();
+    let ends = |name: &str| {
+        let ends = steps.iter().filter(|s| match &s.action {
+            Action::Drop { name: n } | Action::Cancel { name: n } => n == name,
+            _ => false,
+        });
+        ends.map(|s| s.at_ms).min().unwrap_or(u64::MAX)
+    };
+    let mut chosen: Vec<(usize, u32, u64)> = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let Action::CreateSink { name, job, .. } = &step.action else {
+            continue;
+        };
+        let Some(t) = tables.iter().find(|t| t.name == job.upstream) else {
+            continue;
+        };
+        let fits = job.background
+            && t.parallelism >= 2
+            && job.rate_limit.is_some()
+            && t.keeps_up(job.rate_limit, t.parallelism);
+        if !fits || !d.chance(0.6) {
+            continue;
+        }
+        // When its backfill should end: the load over the rate of all its actors.
+        let rate = u64::from(job.rate_limit.unwrap_or(1).max(1) * t.parallelism);
+        let load = u64::from(loads.get(&job.upstream).copied().unwrap_or(0));
+        let end_ms = load * 1000 / rate;
+        let at_ms = step.at_ms + interval + d.between(end_ms, end_ms * 18 / 10 + 1);
+        chosen.push((i, t.parallelism, at_ms.min(ends(name).saturating_sub(1))));
+    }
+    let mut removal = None;
+    let mut no_shuffle = std::collections::BTreeSet::new();
+    for (i, parallelism, at_ms) in chosen {
+        if let Action::CreateSink { name, job, .. } = &mut steps[i].action {
+            job.no_shuffle = true;
+            job.parallelism = parallelism;
+            no_shuffle.insert(name.clone());
+        }
+        if c.compute_nodes >= 2 && removal.is_none() && at_ms > steps[i].at_ms && d.chance(0.9) {
+            let node = d.between(1, u64::from(c.compute_nodes) + 1) as u32;
+            removal = Some(Step {
+                at_ms,
+                action: Action::RemoveNode { node },
+            });
+        }
+    }
+    // A no-shuffle job is not rescheduled on its own (meta refuses it): its reschedule goes.
+    steps.retain(
+        |s| !matches!(&s.action, Action::Reschedule { name, .. } if no_shuffle.contains(name)),
+    );
+    steps.extend(removal);
 }
 
 /// A table of the plan, and what the jobs over it must keep up with.
@@ -327,6 +401,7 @@ fn jobs(d: &Draw, c: &PlanCluster, g: &GenParams, tables: &[TableInfo], steps: &
             parallelism,
             rate_limit: rate_limit(d, table, parallelism, &limits),
             background: d.chance(g.background_ddl_rate),
+            no_shuffle: false,
         };
         let (name, action) = if d.chance(0.5) {
             let name = format!("mv{i}");
@@ -474,6 +549,35 @@ mod tests {
             generate(1, &GenParams::default()),
             generate(2, &GenParams::default())
         );
+    }
+
+    /// Some plans have #19138's shape: a no-shuffle sink (over a table of two actors or more) and a node
+    /// removed for good after its create; at most one removal per plan, never on a one-node cluster.
+    #[test]
+    fn some_plans_scale_in_a_no_shuffle_sink() {
+        let (mut shaped, mut removals) = (0, 0);
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            let sink_at = plan.steps.iter().find_map(|s| match &s.action {
+                Action::CreateSink { job, .. } if job.no_shuffle => Some(s.at_ms),
+                _ => None,
+            });
+            let removed: Vec<u64> = plan
+                .steps
+                .iter()
+                .filter(|s| matches!(s.action, Action::RemoveNode { .. }))
+                .map(|s| s.at_ms)
+                .collect();
+            assert!(removed.len() <= 1, "seed {seed}");
+            if !removed.is_empty() {
+                removals += 1;
+                assert!(plan.cluster.compute_nodes >= 2, "seed {seed}");
+                assert!(sink_at.is_some_and(|at| at < removed[0]), "seed {seed}");
+            }
+            shaped += usize::from(sink_at.is_some());
+        }
+        eprintln!("{shaped} plans of 200 with a no-shuffle sink, {removals} with a node removed");
+        assert!(removals >= 10 && shaped > removals, "{shaped} {removals}");
     }
 
     #[test]

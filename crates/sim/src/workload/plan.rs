@@ -101,6 +101,9 @@ pub enum Action {
     Reschedule { name: String, rotate: u32 },
     /// `FLUSH`.
     Flush,
+    /// Remove a compute node (by worker id) for good, killed if it runs: the next recovery scales its actors in
+    /// onto the other nodes' (RisingWave #19138's scale-down). Skipped if it would leave no node.
+    RemoveNode { node: u32 },
     /// Kill compute nodes (by worker id) and start them again, empty, `restart_after_ms` later.
     Kill {
         nodes: Vec<u32>,
@@ -131,6 +134,11 @@ pub struct JobSpec {
     pub rate_limit: Option<u32>,
     /// `SET BACKGROUND_DDL = true`: the create returns once the job's first barrier is collected.
     pub background: bool,
+    /// No-shuffle backfill (RisingWave's `Backfill` scan): the job takes its upstream's distribution, one
+    /// backfill actor per upstream actor (`parallelism` is then the upstream's). Absent from older plan files,
+    /// which read as arrangement backfill.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_shuffle: bool,
 }
 
 /// The requests a plan can delay or fail.
@@ -318,6 +326,9 @@ impl Action {
             } if min_ms > max_ms || *max_ms > 60_000 || *duration_ms > MAX_DURATION_MS => {
                 Err(StepError::RpcDelay)
             }
+            Action::RemoveNode { node } if *node == 0 || *node > nodes => {
+                Err(StepError::Kill { nodes })
+            }
             Action::RpcFail { node, count, .. }
                 if node.is_some_and(|n| n == 0 || n > nodes) || *count > 1000 =>
             {
@@ -347,9 +358,10 @@ impl std::fmt::Display for Action {
         };
         let job = |j: &JobSpec| {
             format!(
-                "over {} (parallelism {}, backfill {}, {})",
+                "over {} (parallelism {}, {}backfill {}, {})",
                 j.upstream,
                 j.parallelism,
+                if j.no_shuffle { "no-shuffle " } else { "" },
                 limit(&j.rate_limit),
                 if j.background {
                     "background"
@@ -403,6 +415,7 @@ impl std::fmt::Display for Action {
                 write!(f, "reschedule {name}: vnode owners rotated by {rotate}")
             }
             Action::Flush => write!(f, "flush"),
+            Action::RemoveNode { node } => write!(f, "remove node {node} for good"),
             Action::Kill {
                 nodes,
                 restart_after_ms,

@@ -101,6 +101,9 @@ struct Run {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     restarts: Mutex<Vec<JoinHandle<()>>>,
     dead: Mutex<BTreeSet<WorkerId>>,
+    /// Nodes removed for good, of the plan's `compute_nodes`.
+    removed: Mutex<BTreeSet<WorkerId>>,
+    compute_nodes: u32,
     skipped: AtomicU32,
 }
 
@@ -129,6 +132,8 @@ async fn play(
         tasks: Mutex::default(),
         restarts: Mutex::default(),
         dead: Mutex::default(),
+        removed: Mutex::default(),
+        compute_nodes: plan.cluster.compute_nodes,
         skipped: AtomicU32::new(0),
     });
     event!(
@@ -212,6 +217,8 @@ enum Skipped {
     NoSuchJob(String),
     #[error("every named node is down already")]
     NodesDown,
+    #[error("no node would be left, or it is removed already")]
+    LastNode,
 }
 
 /// What settling waited for in vain.
@@ -333,6 +340,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             nodes,
             restart_after_ms,
         } => kill(run, &nodes, Duration::from_millis(restart_after_ms))?,
+        Action::RemoveNode { node } => remove_node(run, WorkerId(node))?,
         Action::RpcDelay {
             rpc,
             min_ms,
@@ -420,6 +428,11 @@ async fn create_job(
         parallelism: job.parallelism as usize,
         rate_limit: job.rate_limit,
         background: job.background,
+        scan_type: if job.no_shuffle {
+            epochlab_meta::StreamScanType::Backfill
+        } else {
+            epochlab_meta::StreamScanType::ArrangementBackfill
+        },
     };
     // The name is known once the job is in the catalog, so that a drop can find a job still creating.
     let watch = {
@@ -485,6 +498,23 @@ fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), Sk
         }
     });
     lock(&run.restarts).push(restart);
+    Ok(())
+}
+
+/// Remove `w` for good (a dead node is not restarted); skipped if no other node would be left.
+fn remove_node(run: &Arc<Run>, w: WorkerId) -> Result<(), Skipped> {
+    let nodes = run.compute_nodes as usize;
+    let mut removed = lock(&run.removed);
+    if removed.contains(&w) || removed.len() + 1 >= nodes {
+        return Err(Skipped::LastNode);
+    }
+    removed.insert(w);
+    if lock(&run.dead).remove(&w) {
+        run.cluster.meta.remove_worker(w);
+    } else {
+        run.cluster.remove_node(w);
+    }
+    event!(run.cluster.ctx.log, "remove node", "worker={w}");
     Ok(())
 }
 

@@ -19,7 +19,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use thiserror::Error;
 
-pub use backfill::{ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry};
+pub use backfill::{
+    ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, NoShuffleBackfillExecutor,
+};
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
 pub use flow_control::FlowControlExecutor;
@@ -66,6 +68,19 @@ pub enum StreamExecutorError {
         "Backfill progress for vnode {vnode:#?} not found, backfill_state not initialized properly"
     )]
     ProgressNotFound { vnode: VirtualNode },
+    /// RisingWave's assertion in the no-shuffle backfill's `recover_backfill_state` (PR #12767), the comment
+    /// above it as the message: the progress rows of an actor's vnodes disagree on `backfill_finished`, as
+    /// after a scale-in merged the vnodes of actors at different stages (RisingWave #19138). RisingWave's
+    /// `assert_eq!(state.is_finished, expected_state.is_finished)` panicked; here it fails the actor.
+    #[error(
+        "All vnode partitions should have same state (no scale-in supported): vnode {vnode} backfill_finished={finished}, its first vnode {first_vnode} backfill_finished={expected} (assertion `left == right` failed, left: {finished}, right: {expected})"
+    )]
+    BackfillStatesDiffer {
+        first_vnode: u32,
+        vnode: u32,
+        expected: bool,
+        finished: bool,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -122,7 +137,8 @@ impl StreamExecutorError {
                 StateTableError::RowExists { .. } | StateTableError::OldRowMismatch { .. },
             )
             | Self::ProgressDiverged { .. }
-            | Self::ProgressNotFound { .. } => FailureReason::InconsistentState,
+            | Self::ProgressNotFound { .. }
+            | Self::BackfillStatesDiffer { .. } => FailureReason::InconsistentState,
             Self::StateTable(StateTableError::Storage(S::StaleGeneration { .. }))
             | Self::Storage(S::StaleGeneration { .. }) => FailureReason::StaleGeneration,
             Self::StateTable(StateTableError::Storage(S::InconsistentOperation(_)))

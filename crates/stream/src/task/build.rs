@@ -19,7 +19,7 @@ use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, FailureReason, FlowControlExecutor, MaterializeExecutor, MergeExecutor,
-    SinkExecutor, SinkRegistry, StreamExecutorError,
+    NoShuffleBackfillExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -128,6 +128,12 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
             t
         }
         StreamNode::ArrangementBackfill {
+            upstream_table,
+            state_table,
+            input,
+            ..
+        }
+        | StreamNode::Backfill {
             upstream_table,
             state_table,
             input,
@@ -274,6 +280,71 @@ pub(crate) fn build_actor(
     Ok((actor, barrier_tx))
 }
 
+/// The tables and limits of a backfill node.
+struct BackfillTables<'a> {
+    upstream_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+    state_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+    rate_limit: Option<u32>,
+    chunk_size: usize,
+}
+
+/// What a backfill executor (arrangement or no-shuffle) is built from: a replicated copy of the upstream table
+/// over the actor's vnodes, and its progress table.
+fn backfill_args(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    t: BackfillTables<'_>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BackfillArgs, BuildError> {
+    let actor_id = desc.actor_id;
+    let (upstream_table, state_table) = (t.upstream_table, t.state_table);
+    for table in [upstream_table, state_table] {
+        check_vnode_count(desc, table)?;
+    }
+    let accessor = Some(Accessor {
+        actor: actor_id,
+        job: desc.job_id,
+    });
+    let replicated = StateTable::with_options(
+        upstream_table.clone(),
+        &env.storage,
+        desc.vnodes.clone(),
+        StateTableOptions {
+            op_consistency_level: OpConsistencyLevel::Inconsistent,
+            is_replicated: true,
+            accessor,
+        },
+    );
+    // A release build (persist check off) writes progress rows blindly.
+    let progress_level = consistency_level(env.persist_check);
+    let progress = StateTable::with_options(
+        state_table.clone(),
+        &env.storage,
+        desc.vnodes.clone(),
+        StateTableOptions {
+            op_consistency_level: progress_level,
+            is_replicated: false,
+            accessor,
+        },
+    );
+    let args = BackfillArgs {
+        actor_id,
+        upstream_table: replicated,
+        state_table: progress,
+        vnodes: desc.vnodes.clone(),
+        rate_limit: t.rate_limit,
+        chunk_size: t.chunk_size,
+        persist_check: env.persist_check,
+        backfill_vnode: env.backfill_vnode,
+        storage: env.storage.clone(),
+        barrier_manager: barrier_manager.clone(),
+        stats: env.backfill.actor(state_table.table_id, actor_id),
+        log: env.log.clone(),
+        clock: env.clock.clone(),
+    };
+    Ok(args)
+}
+
 fn build_node(
     env: &BuildEnv,
     desc: &StreamActorDesc,
@@ -309,51 +380,31 @@ fn build_node(
             input,
         } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            for t in [upstream_table, state_table] {
-                check_vnode_count(desc, t)?;
-            }
-            let accessor = Some(Accessor {
-                actor: actor_id,
-                job: desc.job_id,
-            });
-            let replicated = StateTable::with_options(
-                upstream_table.clone(),
-                &env.storage,
-                desc.vnodes.clone(),
-                StateTableOptions {
-                    op_consistency_level: OpConsistencyLevel::Inconsistent,
-                    is_replicated: true,
-                    accessor,
-                },
-            );
-            // A release build (persist check off) writes progress rows blindly.
-            let progress_level = consistency_level(env.persist_check);
-            let progress = StateTable::with_options(
-                state_table.clone(),
-                &env.storage,
-                desc.vnodes.clone(),
-                StateTableOptions {
-                    op_consistency_level: progress_level,
-                    is_replicated: false,
-                    accessor,
-                },
-            );
-            let args = BackfillArgs {
-                actor_id,
-                upstream_table: replicated,
-                state_table: progress,
-                vnodes: desc.vnodes.clone(),
+            let tables = BackfillTables {
+                upstream_table,
+                state_table,
                 rate_limit: *rate_limit,
                 chunk_size: *chunk_size,
-                persist_check: env.persist_check,
-                backfill_vnode: env.backfill_vnode,
-                storage: env.storage.clone(),
-                barrier_manager: barrier_manager.clone(),
-                stats: env.backfill.actor(state_table.table_id, actor_id),
-                log: env.log.clone(),
-                clock: env.clock.clone(),
             };
+            let args = backfill_args(env, desc, tables, barrier_manager)?;
             Box::new(ArrangementBackfillExecutor::new(input, args))
+        }
+        StreamNode::Backfill {
+            upstream_table,
+            state_table,
+            rate_limit,
+            chunk_size,
+            input,
+        } => {
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            let tables = BackfillTables {
+                upstream_table,
+                state_table,
+                rate_limit: *rate_limit,
+                chunk_size: *chunk_size,
+            };
+            let args = backfill_args(env, desc, tables, barrier_manager)?;
+            Box::new(NoShuffleBackfillExecutor::new(input, args))
         }
         StreamNode::Materialize { table, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;

@@ -345,7 +345,7 @@ impl Core {
     /// Take a new vnode bitmap after a barrier (a reschedule): both tables own the new vnodes, the lost ones
     /// leave the state, and the gained ones take the progress their old owner persisted, read from the
     /// progress table now. That row is right only once the epoch that wrote it is committed and pinned on this
-    /// node: what the reschedule's Pause waits for (RisingWave #19138).
+    /// node: what the reschedule's Pause waits for (epochlab's reschedule-unpinned check).
     fn update_vnodes(
         &mut self,
         state: &mut BackfillState,

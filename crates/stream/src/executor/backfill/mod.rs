@@ -1,11 +1,14 @@
-//! Arrangement backfill (reference §5): a job created over a table that already has rows reads the table's
-//! snapshot per vnode while it forwards the table's new changes, and persists its progress per vnode.
+//! Backfill (reference §5): a job created over a table that already has rows reads the table's snapshot while
+//! it forwards the table's new changes, and persists its progress per vnode. Arrangement backfill (per-vnode
+//! positions, any upstream distribution) and no-shuffle backfill (one position, the upstream's distribution).
 
 mod arrangement_backfill;
+mod no_shuffle_backfill;
 mod snapshot;
 mod state;
 mod stats;
 
 pub use arrangement_backfill::{ArrangementBackfillExecutor, BackfillArgs};
+pub use no_shuffle_backfill::{NoShuffleBackfillExecutor, NoShuffleBackfillState};
 pub use state::{BackfillProgressPerVnode, BackfillState};
 pub use stats::{BackfillActorStats, BackfillRegistry};
