@@ -240,4 +240,26 @@ mod tests {
             }
         }
     }
+
+    /// The README's catalogue says what the record says: each entry's row holds its texts as they are here.
+    #[test]
+    fn the_readme_table_is_the_record() {
+        let readme = include_str!("../../../../README.md");
+        for bug in BugId::ALL {
+            let r = bug.record();
+            let title = match bug {
+                BugId::RescheduleUnpinned => bug.to_string(),
+                _ => format!("#{bug}"),
+            };
+            let row = format!(
+                "| {title} | {} | {} ({}) | {} | {} |",
+                r.refs,
+                r.symptom.text,
+                r.symptom.kind.as_str(),
+                r.site,
+                r.differs
+            );
+            assert!(readme.contains(&row), "README.md lacks the row\n{row}");
+        }
+    }
 }
