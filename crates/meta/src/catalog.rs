@@ -152,7 +152,16 @@ impl Catalog {
     /// Arrangement backfill over `rel`'s upstream, followed (under a rate limit) by a flow-control executor,
     /// as RisingWave's plan puts one after a rate-limited `StreamScan`.
     fn backfill_node(&self, rel: &Relation) -> StreamNode {
-        let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
+        let up_id = rel.upstream.expect("a job over a table has an upstream");
+        // A job enters the catalog only while its upstream is there, and a drop refuses a table with
+        // dependents (`MetaNode::create_job`, `remove_from_catalog`).
+        let up = self.relations.get(&up_id).unwrap_or_else(|| {
+            panic!(
+                "the upstream {up_id} of {} {} is not in the catalog",
+                rel.kind.as_str(),
+                rel.name
+            )
+        });
         let backfill = StreamNode::ArrangementBackfill {
             upstream_table: up.desc.clone(),
             state_table: rel

@@ -27,8 +27,12 @@ use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
 use epochlab_meta::JobState;
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
+use epochlab_sim::workload::FailureKind;
 use epochlab_sim::workload::watchdog;
-use epochlab_sim::{BugMode, Cluster, Outcome, ReproHooks, SimOutput, Violation, try_run_observed};
+use epochlab_sim::{
+    BugMode, Cluster, Outcome, ReproHooks, RunError, SimOutput, TaskPanic, Violation,
+    try_run_observed,
+};
 use sqllogictest::{
     DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
 };
@@ -124,7 +128,7 @@ impl std::fmt::Display for RecordFailure {
 pub struct FileReport {
     pub file: String,
     pub outcome: Outcome,
-    /// For a failure: `record` (a record's result), `actor_failure`, `invariant`.
+    /// For a failure: `record` (a record's result), `actor_failure`, `invariant`, `panic` (a task panicked).
     pub kind: Option<&'static str>,
     /// What failed or is stuck, in one line.
     pub error: Option<String>,
@@ -139,6 +143,8 @@ pub struct FileReport {
     pub epochs: u64,
     /// What the front end accepted without doing (ignored options and settings).
     pub notes: Vec<String>,
+    /// The panic that ended the run (kind `panic`).
+    pub panic: Option<TaskPanic>,
 }
 
 impl FileReport {
@@ -156,7 +162,18 @@ impl FileReport {
             recoveries: 0,
             epochs: 0,
             notes: Vec::new(),
+            panic: None,
         }
+    }
+
+    /// A run a task's panic ended: `failed`, kind `panic`, its error the message and the location.
+    fn panicked(file: &str, p: TaskPanic) -> Self {
+        let mut r = Self::new(file);
+        r.outcome = Outcome::Failed;
+        r.kind = Some(FailureKind::Panic.as_str());
+        r.error = Some(p.to_string());
+        r.panic = Some(p);
+        r
     }
 
     fn stuck(file: &str, what: String) -> Self {
@@ -272,17 +289,17 @@ pub fn run_file(
             play(ctx, name, records, params, hooks.on_cluster).await
         },
     );
-    Ok(out.map(|v| {
-        v.unwrap_or_else(|t| {
-            FileReport::stuck(
-                &file,
-                format!(
-                    "the run exceeded its virtual time limit of {} s; last events: {}",
-                    t.limit.as_secs(),
-                    t.tail.join(" | ")
-                ),
-            )
-        })
+    Ok(out.map(|v| match v {
+        Ok(report) => report,
+        Err(RunError::TimedOut(t)) => FileReport::stuck(
+            &file,
+            format!(
+                "the run exceeded its virtual time limit of {} s; last events: {}",
+                t.limit.as_secs(),
+                t.tail.join(" | ")
+            ),
+        ),
+        Err(RunError::Panicked(p)) => FileReport::panicked(&file, p),
     }))
 }
 
