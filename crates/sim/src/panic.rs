@@ -78,7 +78,14 @@ pub(crate) struct WatchGuard(());
 impl Drop for WatchGuard {
     fn drop(&mut self) {
         // `try_with`: the thread may be tearing its locals down.
-        let _ = SLOT.try_with(|s| s.borrow_mut().take());
+        let slot = SLOT.try_with(|s| s.borrow_mut().take()).ok().flatten();
+        // A panic the run could not report (one in a time observer, say, which unwinds through the runtime
+        // itself) leaves the run unwinding: say what the quiet hook kept, or nobody would see it.
+        if std::thread::panicking()
+            && let Some(p) = slot.and_then(|s| s.first)
+        {
+            eprintln!("a simulated run ended by a panic it could not report: {p}");
+        }
     }
 }
 
