@@ -279,6 +279,7 @@ mod tests {
             verdict: "met".into(),
             error: Some("why".into()),
             caught_by: None,
+            kind: None,
             failing_vnode: None,
             failing_actor: None,
             epochs: 3,

@@ -20,6 +20,8 @@ pub struct RunRow {
     pub error: Option<String>,
     /// Which check made the run fail.
     pub caught_by: Option<String>,
+    /// A failure's kind: `actor_failure`, `invariant`, `oracle` or `panic` (a task panicked).
+    pub kind: Option<String>,
     pub failing_vnode: Option<u32>,
     pub failing_actor: Option<u32>,
     pub epochs: u64,
@@ -72,6 +74,11 @@ impl RunRow {
             verdict: crate::expect::Verdict::of(r).as_str().to_string(),
             error: r.error.clone(),
             caught_by: r.caught_by.clone(),
+            kind: (r.outcome == epochlab_sim::Outcome::Failed).then(|| {
+                epochlab_sim::workload::FailureKind::of_repro(r)
+                    .as_str()
+                    .to_string()
+            }),
             failing_vnode: r.failing_vnode,
             failing_actor: r.failing_actor,
             epochs: r.epochs,

@@ -17,6 +17,7 @@ struct RunRow {
     verdict: String,
     error: Option<String>,
     caught_by: Option<String>,
+    kind: Option<String>,
     failing_vnode: Option<u32>,
     failing_actor: Option<u32>,
     epochs: u64,

@@ -187,7 +187,16 @@ impl Catalog {
     /// actor, or no-shuffle backfill over upstream actor `i`), followed (under a rate limit) by a flow-control
     /// executor, as RisingWave's plan puts one after a rate-limited `StreamScan`.
     fn backfill_node(&self, rel: &Relation, i: usize) -> StreamNode {
-        let up = &self.relations[&rel.upstream.expect("a job over a table has an upstream")];
+        let up_id = rel.upstream.expect("a job over a table has an upstream");
+        // A job enters the catalog only while its upstream is there, and a drop refuses a table with
+        // dependents (`MetaNode::create_job`, `remove_from_catalog`).
+        let up = self.relations.get(&up_id).unwrap_or_else(|| {
+            panic!(
+                "the upstream {up_id} of {} {} is not in the catalog",
+                rel.kind.as_str(),
+                rel.name
+            )
+        });
         let upstream_table = up.desc.clone();
         let state_table = rel
             .progress_table

@@ -753,17 +753,7 @@ impl MetaNode {
     }
 
     fn upstream_table(&self, id: TableId) -> Result<Relation, DdlError> {
-        let rel = self
-            .relation(id)
-            .ok_or_else(|| DdlError::NotFound(format!("table {id}")))?;
-        if rel.kind == RelationKind::Sink || rel.state != JobState::Created {
-            return Err(DdlError::Invalid(format!(
-                "{} {} cannot be scanned",
-                rel.kind.as_str(),
-                rel.name
-            )));
-        }
-        Ok(rel)
+        scannable(&self.inner.catalog(), id).cloned()
     }
 
     /// Register the job's tables, build its actors, and run its Add barrier. On failure, clean up.
@@ -781,6 +771,13 @@ impl MetaNode {
         let tables = rel.state_tables();
         let (descs, adds) = {
             let mut catalog = inner.catalog();
+            // The upstream was there when the job was planned, but this create may have waited (for the lock,
+            // behind a reschedule) while a drop took it away: as RisingWave's `start_create_table_procedure`
+            // does (`ensure_table_or_source_id` of each dependency under the catalog lock), check it again in
+            // the same critical section that puts the job in the catalog, where a drop then sees a dependent.
+            if let Some(up) = rel.upstream {
+                scannable(&catalog, up)?;
+            }
             catalog.relations.insert(id, rel.clone());
             let descs = catalog.actor_descs(&rel);
             let mut adds = BTreeMap::new();
@@ -979,6 +976,21 @@ impl MetaNode {
         // Post-collect unregistered them, or recovery will.
         Ok(result?)
     }
+}
+
+/// The table `id`, if a job may scan it: it exists, it is not a sink, and its creation has finished.
+fn scannable(catalog: &Catalog, id: TableId) -> Result<&Relation, DdlError> {
+    let rel = catalog
+        .get(id)
+        .ok_or_else(|| DdlError::NotFound(format!("table {id}")))?;
+    if rel.kind == RelationKind::Sink || rel.state != JobState::Created {
+        return Err(DdlError::Invalid(format!(
+            "{} {} cannot be scanned",
+            rel.kind.as_str(),
+            rel.name
+        )));
+    }
+    Ok(rel)
 }
 
 /// How a job leaves the catalog.

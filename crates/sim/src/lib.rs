@@ -12,6 +12,7 @@ pub mod bugs;
 pub mod capture;
 pub mod checkers;
 pub mod cluster;
+pub mod panic;
 pub mod runtime;
 pub mod scenario;
 pub mod workload;
@@ -22,7 +23,8 @@ pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use epochlab_common::trace::TracePer;
 pub use runtime::{
-    SimContext, SimOutput, TimeObserver, TimedOut, run, run_with_origin, try_run, try_run_observed,
+    RunError, SimContext, SimOutput, TaskPanic, TimeObserver, TimedOut, run, run_with_origin,
+    try_run, try_run_observed,
 };
 pub use scenario::{
     ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,

@@ -1,9 +1,13 @@
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_common::{Clock, EventLog, SimRng};
+use futures::FutureExt;
+
+pub use crate::panic::TaskPanic;
 
 /// What a simulated program gets: its seed, the RNG, the clock and the event log.
 #[derive(Clone)]
@@ -93,8 +97,19 @@ where
     })
 }
 
+/// Why a run did not finish.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the run exceeded its virtual time limit of {} s", .0.limit.as_secs())]
+    TimedOut(TimedOut),
+    /// A task of the run (the program itself or one it spawned) panicked: the run ended there.
+    #[error(transparent)]
+    Panicked(TaskPanic),
+}
+
 /// Run `program` as [`run`] does, but a program that exceeds `time_limit` of virtual time yields
-/// `Err(TimedOut)` instead of a panic.
+/// `Err(TimedOut)` instead of a panic. A task that panics still makes this panic (with its message and
+/// location), as it would a test: see [`try_run_observed`] for a run that reports it.
 pub fn try_run<F, Fut, T>(
     seed: u64,
     time_limit: Duration,
@@ -117,17 +132,25 @@ where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
 {
-    try_run_observed(seed, origin_unix_ms, time_limit, Vec::new(), program)
+    try_run_observed(seed, origin_unix_ms, time_limit, Vec::new(), program).map(|v| match v {
+        Ok(v) => Ok(v),
+        Err(RunError::TimedOut(t)) => Err(t),
+        // Raised again outside the run, so that the default hook prints it.
+        Err(RunError::Panicked(p)) => panic!("simulation with seed {seed}: {p}"),
+    })
 }
 
-/// Run `program` as [`try_run_with_origin`] does, telling each of `observers` whenever virtual time moves on.
+/// Run `program` on a fresh deterministic runtime, telling each of `observers` whenever virtual time moves on.
+/// It ends with `Err(RunError::TimedOut)` after `time_limit` of virtual time, and with
+/// `Err(RunError::Panicked)` at the first panic of any of its tasks, at the virtual instant of the panic (see
+/// [`crate::panic`]); a run without a panic is the same, event for event, as it would be without the watch.
 pub fn try_run_observed<F, Fut, T>(
     seed: u64,
     origin_unix_ms: u64,
     time_limit: Duration,
     observers: Vec<Arc<dyn TimeObserver>>,
     program: F,
-) -> SimOutput<Result<T, TimedOut>>
+) -> SimOutput<Result<T, RunError>>
 where
     F: FnOnce(SimContext) -> Fut,
     Fut: Future<Output = T>,
@@ -168,16 +191,31 @@ where
             clock: clock.clone(),
             log: log.clone(),
         };
-        let value = match tokio::time::timeout(time_limit, program(ctx)).await {
-            Ok(v) => Ok(v),
-            Err(_) => {
-                let lines = log.lines();
-                let tail = lines[lines.len().saturating_sub(20)..].to_vec();
-                Err(TimedOut {
-                    limit: time_limit,
-                    tail,
-                })
-            }
+        let _watch = crate::panic::watch(clock.clone());
+        let program =
+            AssertUnwindSafe(tokio::time::timeout(time_limit, program(ctx))).catch_unwind();
+        let value = tokio::select! {
+            biased;
+            p = crate::panic::Panicked => Err(RunError::Panicked(p)),
+            done = program => match done {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(_)) => {
+                    let lines = log.lines();
+                    let tail = lines[lines.len().saturating_sub(20)..].to_vec();
+                    Err(RunError::TimedOut(TimedOut {
+                        limit: time_limit,
+                        tail,
+                    }))
+                }
+                // The program itself panicked: the hook recorded where.
+                Err(payload) => Err(RunError::Panicked(crate::panic::first().unwrap_or_else(|| {
+                    TaskPanic {
+                        message: crate::panic::message_of(payload.as_ref()),
+                        location: "<unknown>".to_string(),
+                        at: Duration::from_micros(clock.elapsed_us()),
+                    }
+                }))),
+            },
         };
         run_clock.lock().unwrap_or_else(|e| e.into_inner()).take();
         SimOutput {

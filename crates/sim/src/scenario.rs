@@ -25,7 +25,7 @@ use crate::bugs::{BugError, BugId, Mode, Toggles};
 use crate::capture::{Capture, CapturedLine};
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::runtime::{SimContext, SimOutput, TimeObserver, try_run_observed};
+use crate::runtime::{RunError, SimContext, SimOutput, TaskPanic, TimeObserver, try_run_observed};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReproParams {
@@ -213,6 +213,8 @@ pub struct ReproReport {
     pub caught_by: Option<String>,
     /// Explanations beside the outcome (e.g. why a check that was on did not fire).
     pub notes: Vec<String>,
+    /// The panic that ended the run (outcome `failed`, kind `panic`).
+    pub panic: Option<TaskPanic>,
 }
 
 const SINK_NAME: &str = "sink_14910";
@@ -372,8 +374,9 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
             }
         }
     });
-    out.map(|value| {
-        value.unwrap_or_else(|timed_out| {
+    out.map(|value| match value {
+        Ok(report) => report,
+        Err(RunError::TimedOut(timed_out)) => {
             let mut report = ReproReport::new(params.clone());
             report.outcome = Outcome::Stuck;
             report.error = Some(format!(
@@ -383,7 +386,8 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
                 timed_out.tail.join(" | ")
             ));
             report
-        })
+        }
+        Err(RunError::Panicked(p)) => ReproReport::new(params.clone()).panicked(p),
     })
 }
 
@@ -404,7 +408,17 @@ impl ReproReport {
             violations: Vec::new(),
             caught_by: None,
             notes: Vec::new(),
+            panic: None,
         }
+    }
+
+    /// A run a task's panic ended: `failed`, kind `panic`, with its message and location.
+    pub fn panicked(mut self, p: TaskPanic) -> Self {
+        self.outcome = Outcome::Failed;
+        self.error = Some(p.to_string());
+        self.caught_by = Some("task panic".to_string());
+        self.panic = Some(p);
+        self
     }
 
     pub(crate) fn not_reproducible(mut self, why: String) -> Self {

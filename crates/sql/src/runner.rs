@@ -34,8 +34,12 @@ use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
 use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
+use epochlab_sim::workload::FailureKind;
 use epochlab_sim::workload::watchdog;
-use epochlab_sim::{BugMode, Cluster, Outcome, ReproHooks, SimOutput, Violation, try_run_observed};
+use epochlab_sim::{
+    BugMode, Cluster, Outcome, ReproHooks, RunError, SimOutput, TaskPanic, Violation,
+    try_run_observed,
+};
 use sqllogictest::{
     DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
 };
@@ -254,7 +258,7 @@ impl std::fmt::Display for RecordFailure {
 pub struct FileReport {
     pub file: String,
     pub outcome: Outcome,
-    /// For a failure: `record` (a record's result), `actor_failure`, `invariant`.
+    /// For a failure: `record` (a record's result), `actor_failure`, `invariant`, `panic` (a task panicked).
     pub kind: Option<&'static str>,
     /// What failed or is stuck, in one line.
     pub error: Option<String>,
@@ -273,6 +277,8 @@ pub struct FileReport {
     pub notes: Vec<String>,
     /// Not run: under kills, a file of RisingWave's `KILL_IGNORE_FILES` (it passes, as in RisingWave).
     pub skipped: bool,
+    /// The panic that ended the run (kind `panic`).
+    pub panic: Option<TaskPanic>,
 }
 
 impl FileReport {
@@ -292,7 +298,18 @@ impl FileReport {
             epochs: 0,
             notes: Vec::new(),
             skipped: false,
+            panic: None,
         }
+    }
+
+    /// A run a task's panic ended: `failed`, kind `panic`, its error the message and the location.
+    fn panicked(file: &str, p: TaskPanic) -> Self {
+        let mut r = Self::new(file);
+        r.outcome = Outcome::Failed;
+        r.kind = Some(FailureKind::Panic.as_str());
+        r.error = Some(p.to_string());
+        r.panic = Some(p);
+        r
     }
 
     fn stuck(file: &str, what: String) -> Self {
@@ -406,17 +423,17 @@ pub fn run_file(
             play(ctx, name, records, params, hooks.on_cluster).await
         },
     );
-    Ok(out.map(|v| {
-        v.unwrap_or_else(|t| {
-            FileReport::stuck(
-                &file,
-                format!(
-                    "the run exceeded its virtual time limit of {} s; last events: {}",
-                    t.limit.as_secs(),
-                    t.tail.join(" | ")
-                ),
-            )
-        })
+    Ok(out.map(|v| match v {
+        Ok(report) => report,
+        Err(RunError::TimedOut(t)) => FileReport::stuck(
+            &file,
+            format!(
+                "the run exceeded its virtual time limit of {} s; last events: {}",
+                t.limit.as_secs(),
+                t.tail.join(" | ")
+            ),
+        ),
+        Err(RunError::Panicked(p)) => FileReport::panicked(&file, p),
     }))
 }
 

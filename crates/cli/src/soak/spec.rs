@@ -219,7 +219,7 @@ pub fn row_of_repro(
     let error = r.error.as_deref().unwrap_or("");
     let (outcome, kind, signature) = match r.outcome {
         Outcome::Failed => {
-            let kind = FailureKind::of_checker(r.caught_by.as_deref());
+            let kind = FailureKind::of_repro(r);
             let sig = epochlab_sim::workload::failure_signature(kind, error);
             ("failed", Some(kind.as_str().to_string()), Some(sig))
         }

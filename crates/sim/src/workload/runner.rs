@@ -21,7 +21,7 @@ use super::verdict::{FailureKind, PlanReport};
 use crate::bugs::BugMode;
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::runtime::{SimContext, SimOutput, try_run_observed};
+use crate::runtime::{RunError, SimContext, SimOutput, try_run_observed};
 use crate::scenario::{ReproHooks, Violation, base_network, cluster_config_for};
 
 /// A run with no epoch committed for this long is stuck.
@@ -65,14 +65,14 @@ pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanR
         });
         play(ctx, p, run, hooks.on_cluster).await
     });
-    out.map(|value| {
-        value.unwrap_or_else(|timed_out| {
-            PlanReport::stuck(format!(
-                "the run exceeded its virtual time limit of {} s; last events: {}",
-                timed_out.limit.as_secs(),
-                timed_out.tail.join(" | ")
-            ))
-        })
+    out.map(|value| match value {
+        Ok(report) => report,
+        Err(RunError::TimedOut(timed_out)) => PlanReport::stuck(format!(
+            "the run exceeded its virtual time limit of {} s; last events: {}",
+            timed_out.limit.as_secs(),
+            timed_out.tail.join(" | ")
+        )),
+        Err(RunError::Panicked(p)) => PlanReport::panicked(p),
     })
 }
 

@@ -1,7 +1,8 @@
 //! A plan run's verdict, and failure signatures: one decision for both the random plans and the directed
 //! scenario, so a soak groups them alike.
 
-use crate::scenario::{Outcome, Violation};
+use crate::runtime::TaskPanic;
+use crate::scenario::{Outcome, ReproReport, Violation};
 
 /// What caught a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -12,6 +13,8 @@ pub enum FailureKind {
     Invariant,
     /// A view or sink differs from the model of its query, or a table from what the model knows it holds.
     Oracle,
+    /// A task of the run panicked (the run ended there, as madsim ends a simulation).
+    Panic,
 }
 
 impl FailureKind {
@@ -20,12 +23,16 @@ impl FailureKind {
             FailureKind::ActorFailure => "actor_failure",
             FailureKind::Invariant => "invariant",
             FailureKind::Oracle => "oracle",
+            FailureKind::Panic => "panic",
         }
     }
 
-    /// The kind of a failure caught by a checker named `caught_by` (the directed scenario's report).
-    pub fn of_checker(caught_by: Option<&str>) -> Self {
-        match caught_by {
+    /// The kind of a directed scenario's failure: a panic, or the kind of the checker named `caught_by`.
+    pub fn of_repro(report: &ReproReport) -> Self {
+        if report.panic.is_some() {
+            return FailureKind::Panic;
+        }
+        match report.caught_by.as_deref() {
             Some("oracle checker") => FailureKind::Oracle,
             Some(c) if c.starts_with('I') => FailureKind::Invariant,
             _ => FailureKind::ActorFailure,
@@ -78,6 +85,8 @@ pub struct PlanReport {
     pub steps_skipped: u32,
     pub epochs: u64,
     pub recoveries: u64,
+    /// The panic that ended the run (kind `panic`).
+    pub panic: Option<TaskPanic>,
 }
 
 impl PlanReport {
@@ -91,6 +100,7 @@ impl PlanReport {
             steps_skipped: 0,
             epochs: 0,
             recoveries: 0,
+            panic: None,
         }
     }
 
@@ -104,6 +114,14 @@ impl PlanReport {
             error: Some(error),
             violations,
             ..Self::new(Outcome::Failed)
+        }
+    }
+
+    /// A run a task's panic ended: `failed`, kind `panic`, its error the message and the location.
+    pub fn panicked(p: TaskPanic) -> Self {
+        Self {
+            panic: Some(p.clone()),
+            ..Self::failed(FailureKind::Panic, p.to_string(), Vec::new())
         }
     }
 
