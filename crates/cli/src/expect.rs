@@ -52,6 +52,11 @@ impl Expectation {
 
 impl Verdict {
     pub fn of(report: &ReproReport) -> Self {
+        // A task panic is an engine defect, never a bug's symptom: a buggy run that panicked did not fail the
+        // way it is for, and a fixed or purge-before-reset run must not panic either.
+        if report.panic.is_some() {
+            return Verdict::Unexpected;
+        }
         Expectation::of(report.params.mode).judge(report.outcome)
     }
 
@@ -143,5 +148,23 @@ mod tests {
         assert_eq!(exit_code([NotShown, Met, Met]), 3);
         assert_eq!(exit_code([NotShown, Unexpected, Met]), 1);
         assert_eq!(exit_code([Met, Met, Unexpected]), 1);
+    }
+
+    /// A panic is never what a mode's run is for: unexpected in every mode, though its outcome is `failed`.
+    #[test]
+    fn a_panic_is_unexpected_in_every_mode() {
+        for mode in [Mode::Buggy, Mode::Fixed, Mode::PurgeBeforeReset] {
+            let params = epochlab_sim::ReproParams {
+                mode,
+                ..Default::default()
+            };
+            let report = ReproReport::new(params).panicked(epochlab_sim::TaskPanic {
+                message: "boom".to_string(),
+                location: "x.rs:1:1".to_string(),
+                at: std::time::Duration::ZERO,
+            });
+            assert_eq!(report.outcome, Outcome::Failed);
+            assert_eq!(Verdict::of(&report), Verdict::Unexpected, "{mode:?}");
+        }
     }
 }

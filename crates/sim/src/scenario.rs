@@ -392,7 +392,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
 }
 
 impl ReproReport {
-    pub(crate) fn new(params: ReproParams) -> Self {
+    pub fn new(params: ReproParams) -> Self {
         Self {
             params,
             outcome: Outcome::Passed,
