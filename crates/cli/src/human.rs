@@ -99,7 +99,7 @@ fn clip(s: &str) -> String {
 fn table(out: &mut impl Write, runs: &[Run]) {
     let _ = writeln!(
         out,
-        "{:<19} {:<29} {:<44} {:>6} {:>20} {:>10} {:>10} {:>8}",
+        "{:<25} {:<29} {:<44} {:>6} {:>20} {:>10} {:>10} {:>8}",
         "mode",
         "outcome",
         "error",
@@ -115,7 +115,7 @@ fn table(out: &mut impl Write, runs: &[Run]) {
         let outcome = format!("{}{}", rep.outcome.as_str(), Verdict::of(rep).mark());
         let _ = writeln!(
             out,
-            "{:<19} {:<29} {:<44} {:>6} {:>20} {:>10} {:>8.1} s {:>5} ms",
+            "{:<25} {:<29} {:<44} {:>6} {:>20} {:>10} {:>8.1} s {:>5} ms",
             crate::repro::label(&rep.params),
             outcome,
             error,
