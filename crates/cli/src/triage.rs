@@ -205,6 +205,9 @@ fn continues(event: &str, line: &str) -> bool {
     if line.trim().is_empty() {
         return false;
     }
+    if starts_event(line) {
+        return false;
+    }
     if line.starts_with([' ', '\t', ')', ']', '}']) {
         return true;
     }
@@ -215,6 +218,19 @@ fn continues(event: &str, line: &str) -> bool {
         && !line.starts_with("note:")
         && !line.starts_with('#')
         && !starts_with_timestamp(line)
+}
+
+/// A line that begins a log event whatever its indent: RisingWave's `2024-02-01T..` or epochlab's
+/// right-aligned virtual time (`    18.273000s ..`).
+fn starts_event(line: &str) -> bool {
+    let t = line.trim_start();
+    if starts_with_timestamp(t) {
+        return true;
+    }
+    let secs = t.split_whitespace().next().unwrap_or("");
+    secs.strip_suffix('s').is_some_and(|n| {
+        n.contains('.') && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.')
+    })
 }
 
 /// `2024-02-01T..`: a new log event.
@@ -228,7 +244,7 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     let mut matched = false;
     for bug in BugId::ALL {
         let symptom = bug.record().symptom;
-        if !symptom.pattern.is_empty() && masked.contains(symptom.pattern) {
+        if symptom.patterns().any(|p| masked.contains(p)) {
             matched = true;
             findings.matches.push(Match {
                 bug,

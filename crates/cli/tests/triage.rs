@@ -117,3 +117,37 @@ fn the_15144_compactor_line_is_15144() {
     assert!(out.starts_with("RisingWave #15144 at "), "{out}");
     assert!(out.contains("15144-compactor.log:3 (logged line)"), "{out}");
 }
+
+/// epochlab's own log of each directed buggy run (`repro --log-file`) names its entry: the symptom epochlab
+/// prints is the recorded one (or, for #19138, epochlab's form of it), and its events are read one by one.
+#[test]
+fn each_buggy_runs_own_log_names_its_bug() {
+    let dir = std::env::temp_dir().join(format!("epochlab-triage-own-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for bug in ["14910", "16815", "19138", "15144"] {
+        let log = dir.join(format!("{bug}.log"));
+        let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
+            .args(["repro", "--bug", bug, "--mode", "buggy", "--log-file"])
+            .arg(&log)
+            .output()
+            .expect("epochlab runs");
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{bug}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let out = triage(&[log.as_os_str()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{bug}: {stdout}");
+        let first = stdout.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with(&format!("RisingWave #{bug} at ")),
+            "{bug}: {stdout}"
+        );
+        // An event is one line of epochlab's log, not the lines after it.
+        let line = stdout.lines().nth(1).unwrap_or("");
+        assert!(line.len() < 400, "{bug}: {line}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -45,6 +45,18 @@ pub struct Symptom {
     /// [`SymptomKind::Silent`] and [`SymptomKind::OwnCheck`]; a part of the masked text when the text has
     /// more than a log line shows (the panic's location, a note).
     pub pattern: &'static str,
+    /// The pattern of epochlab's own message for it, where that differs from RisingWave's (empty where
+    /// epochlab prints RisingWave's text), so that triage names the entry in epochlab's logs too.
+    pub epochlab_pattern: &'static str,
+}
+
+impl Symptom {
+    /// The masked patterns a log event is matched against: RisingWave's, and epochlab's where it differs.
+    pub fn patterns(&self) -> impl Iterator<Item = &'static str> {
+        [self.pattern, self.epochlab_pattern]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+    }
 }
 
 /// The record of one catalogue entry.
@@ -82,6 +94,7 @@ const R14910: Record = Record {
         kind: SymptomKind::Panic,
         text: "row [Some(Int16(0))] not found",
         pattern: "row [Some(Int16(N))] not found",
+        epochlab_pattern: "",
     },
     site: "stream: executor/backfill/utils.rs, `persist_state_per_vnode` (its debug-build read of the old progress \
            row), under the arrangement backfill's barrier; the cause in meta: `drop_streaming_jobs_impl` \
@@ -100,6 +113,7 @@ const R22384: Record = Record {
         text: "no log line: the epoch is committed without the crashed worker's data, and recovery resumes from \
                that epoch",
         pattern: "",
+        epochlab_pattern: "",
     },
     site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
            collect whatever it had to collect), walked in order over the in-flight epochs by \
@@ -118,6 +132,7 @@ const R16815: Record = Record {
         text: "Backfill progress for vnode VirtualNode(196) not found, backfill_state not initialized properly \
                (`bail!` with `{:#?}`: the vnode spans three lines)",
         pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
+        epochlab_pattern: "",
     },
     site: "stream: executor/backfill/utils.rs, `BackfillState::get_progress`, reached from \
            `mark_chunk_ref_by_vnode` with a vnode computed from the pk, in the arrangement backfill",
@@ -135,6 +150,7 @@ const R19138: Record = Record {
                failed (left: true, right: false; the comment above it: All vnode partitions should have same \
                state (no scale-in supported))",
         pattern: "no_shuffle_backfill.rs:N:N: assertion `left == right` failed",
+        epochlab_pattern: "All vnode partitions should have same state (no scale-in supported)",
     },
     site: "stream: executor/backfill/no_shuffle_backfill.rs, `BackfillExecutor::recover_backfill_state` \
            (`assert_eq!` of each vnode's is_finished against the first's), after the compute nodes were scaled \
@@ -153,6 +169,7 @@ const RESCHEDULE_UNPINNED: Record = Record {
         text: "epochlab's backfill persist check: backfill progress of vnode V in storage .. differs from the \
                committed copy ..",
         pattern: "",
+        epochlab_pattern: "",
     },
     site: "epochlab meta: the post-collect of a Pause(ConfigChange) (`MetaInner::wait_for_config_change`)",
     differs: "RisingWave has no such bug on record: it did not support rescheduling a backfilling job until PR \
@@ -167,6 +184,7 @@ const R15144: Record = Record {
         kind: SymptomKind::LoggedLine,
         text: "Failed to fetch filter key extractor tables [{1, 2}. [[2]] may be removed by meta-service. ",
         pattern: "Failed to fetch filter key extractor tables [{N}. [[N]] may be removed by meta-service.",
+        epochlab_pattern: "",
     },
     site: "storage: hummock/compactor/compactor_runner.rs, `compact` (an error log, then the task ends \
            `ExecuteFailed`): the task's table ids are those its input SSTs hold, filtered by the group's \
