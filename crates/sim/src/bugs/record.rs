@@ -157,8 +157,8 @@ const R19138: Record = Record {
            in (6 to 2 cores) under a backfilling SINK INTO TABLE; v2.0.2's recovery skipped scaling only \
            background materialized views still creating, not sinks",
     differs: "a typed actor error carrying the comment and both sides, not a panic; the scale-in is a node \
-              removed for good at recovery, not fewer cores; the job is a sink over a table, not SINK INTO \
-              TABLE; the snapshot is read from a replicated copy of the upstream",
+              removed for good at recovery, not fewer cores; the job is a sink over a table, not a SINK \
+              INTO TABLE with NOW(); the snapshot is read from a replicated copy of the upstream",
 };
 
 const RESCHEDULE_UNPINNED: Record = Record {
