@@ -368,7 +368,10 @@ impl Default for ReproArgs {
 pub fn parse_bugs(s: &str) -> Result<Vec<BugId>, BugError> {
     match s {
         "all" => Ok(BugId::ALL.to_vec()),
-        one => one.parse::<BugId>().map(|b| vec![b]),
+        one => one.parse::<BugId>().map(|b| vec![b]).map_err(|e| match e {
+            BugError::Unknown(s) => BugError::UnknownOrAll(s),
+            e => e,
+        }),
     }
 }
 

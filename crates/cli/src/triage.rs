@@ -41,6 +41,8 @@ const TEXT_CHARS_MAX: usize = 400;
 pub enum TriageError {
     #[error("name the log files to triage: epochlab triage FILE... (epochlab triage --help)")]
     NoFiles,
+    #[error("triage takes no flag but --help, not `{0}` (a file named so: ./{0})")]
+    Flag(String),
     #[error("cannot open {path}: {source}")]
     Open {
         path: PathBuf,
@@ -66,8 +68,12 @@ pub struct Match {
     pub bug: BugId,
     pub file: String,
     pub line: u64,
+    /// What the matching event is in the log: `panic`, `error` or `line` (a line that quotes the symptom).
+    pub kind: &'static str,
     pub text: String,
     pub context: Context,
+    /// Later events with the same entry's symptom (a panic repeated, the same failure logged twice).
+    pub more: u64,
 }
 
 /// What the log says around a match, from the events before it (the nearest first).
@@ -101,6 +107,12 @@ pub struct Findings {
 pub fn run(files: &[PathBuf]) -> Result<u8, TriageError> {
     if files.is_empty() {
         return Err(TriageError::NoFiles);
+    }
+    if let Some(flag) = files
+        .iter()
+        .find(|p| p.to_string_lossy().starts_with('-') && *p != Path::new("-"))
+    {
+        return Err(TriageError::Flag(flag.display().to_string()));
     }
     // Every file is opened before any is read: a missing one is bad input, not half a report.
     let readers: Vec<(String, Box<dyn BufRead>)> = files
@@ -244,16 +256,24 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     let mut matched = false;
     for bug in BugId::ALL {
         let symptom = bug.record().symptom;
-        if symptom.patterns().any(|p| masked.contains(p)) {
-            matched = true;
-            findings.matches.push(Match {
-                bug,
-                file: name.to_string(),
-                line: event.line,
-                text: shorten(&fold_debug(&event.text)),
-                context: context_of(&event, context),
-            });
+        if !symptom.patterns().any(|p| masked.contains(p)) {
+            continue;
         }
+        matched = true;
+        // One match per entry: the first event, and a count of the others.
+        if let Some(m) = findings.matches.iter_mut().find(|m| m.bug == bug) {
+            m.more += 1;
+            continue;
+        }
+        findings.matches.push(Match {
+            bug,
+            file: name.to_string(),
+            line: event.line,
+            kind: event_kind(&event.text),
+            text: shorten(&fold_debug(&event.text)),
+            context: context_of(&event, context),
+            more: 0,
+        });
     }
     if !matched && let Some(kind) = problem_kind(&event.text) {
         group(name, kind, &event, &masked, findings);
@@ -261,6 +281,18 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     context.push_back(event);
     if context.len() > CONTEXT_EVENTS {
         context.pop_front();
+    }
+}
+
+/// What a matching event is: a `panic`, an `error` (an ERROR line, an error chain), or a `line` that quotes
+/// the symptom.
+fn event_kind(text: &str) -> &'static str {
+    if text.contains("panicked at") {
+        "panic"
+    } else if text.contains(" ERROR ") || text.contains("rror:") {
+        "error"
+    } else {
+        "line"
     }
 }
 
@@ -371,13 +403,16 @@ fn executor_of(text: &str) -> Option<String> {
 fn print(findings: &Findings, files: usize) {
     for m in &findings.matches {
         let info = m.bug.info();
-        let record = m.bug.record();
+        let more = match m.more {
+            0 => String::new(),
+            n => format!(", and {n} later event(s) with its symptom"),
+        };
         outln!(
-            "{} at {}:{} ({})",
+            "{} at {}:{} ({}{more})",
             m.bug.title(),
             m.file,
             m.line,
-            record.symptom.kind.as_str()
+            m.kind
         );
         outln!("  line:      {}", m.text);
         let c = &m.context;

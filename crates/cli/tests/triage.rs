@@ -50,6 +50,7 @@ fn the_16815_pr_error_chain_is_16815() {
     let (code, out) = on("16815-different-pk-and-dist-key.log");
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("RisingWave #16815 at "), "{out}");
+    assert!(out.lines().next().unwrap().ends_with("(error)"), "{out}");
     assert!(out.contains("actor 38,"), "{out}");
     assert!(out.contains("epoch 6481195908136960"), "{out}");
 }
@@ -99,7 +100,12 @@ fn a_log_of_no_known_bug_exits_1_and_lists_what_it_found() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    for args in [vec![], vec!["/nonexistent/log.txt"], vec!["/"]] {
+    for args in [
+        vec![],
+        vec!["/nonexistent/log.txt"],
+        vec!["/"],
+        vec!["--bogus"],
+    ] {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
         let out = triage(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -115,7 +121,7 @@ fn the_15144_compactor_line_is_15144() {
     let (code, out) = on("15144-compactor.log");
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("RisingWave #15144 at "), "{out}");
-    assert!(out.contains("15144-compactor.log:3 (logged line)"), "{out}");
+    assert!(out.contains("15144-compactor.log:3 (error)"), "{out}");
 }
 
 /// epochlab's own log of each directed buggy run (`repro --log-file`) names its entry: the symptom epochlab
@@ -145,7 +151,9 @@ fn each_buggy_runs_own_log_names_its_bug() {
             first.starts_with(&format!("RisingWave #{bug} at ")),
             "{bug}: {stdout}"
         );
-        // An event is one line of epochlab's log, not the lines after it.
+        // One match per entry, the later events counted; an event is one line of epochlab's log.
+        let heads = stdout.lines().filter(|l| l.starts_with("RisingWave #"));
+        assert_eq!(heads.count(), 1, "{bug}: {stdout}");
         let line = stdout.lines().nth(1).unwrap_or("");
         assert!(line.len() < 400, "{bug}: {line}");
     }

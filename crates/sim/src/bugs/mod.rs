@@ -167,8 +167,11 @@ impl fmt::Display for BugId {
 /// A bug id or mode that the catalogue does not have.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BugError {
-    #[error("no bug `{0}` in the catalogue (one of {ids}, or all)", ids = ids())]
+    #[error("no bug `{0}` in the catalogue (one of {ids})", ids = ids())]
     Unknown(String),
+    /// Where `all` is accepted too (`repro --bug`).
+    #[error("no bug `{0}` in the catalogue (one of {ids}, or all)", ids = ids())]
+    UnknownOrAll(String),
     #[error("bug {bug} has the modes {modes}, not `{mode}`", modes = mode_list(*bug))]
     NoSuchMode { bug: BugId, mode: Mode },
     #[error("no mode `{0}` (buggy, fixed or purge-before-reset)")]

@@ -28,7 +28,7 @@ impl SymptomKind {
             SymptomKind::Panic => "panic",
             SymptomKind::ActorError => "actor error",
             SymptomKind::LoggedLine => "logged line",
-            SymptomKind::Silent => "silent (no log line)",
+            SymptomKind::Silent => "silent",
             SymptomKind::OwnCheck => "none: epochlab's own check",
         }
     }
