@@ -8,7 +8,7 @@ use std::time::Duration;
 use epochlab_barrier::{Command, PausedReason};
 use epochlab_common::plan::SinkKind;
 use epochlab_common::{TableId, VnodeCount, WorkerId};
-use epochlab_meta::{JobOptions, JobState, MetaConfig, SinkOptions};
+use epochlab_meta::{JobOptions, JobState, MetaConfig, SinkOptions, StreamScanType};
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_tests::{Oracle, check_commits, schema};
 use proptest::prelude::*;
@@ -26,6 +26,7 @@ struct Case {
     vnodes: u32,
     /// DML batches sent while the backfill runs (at most; the loop stops when the jobs are created).
     dml_batches: usize,
+    scan_type: StreamScanType,
 }
 
 impl Case {
@@ -41,6 +42,7 @@ impl Case {
             interval_ms: 100,
             vnodes: 256,
             dml_batches: 20,
+            scan_type: StreamScanType::ArrangementBackfill,
         }
     }
 }
@@ -83,7 +85,7 @@ async fn backfill_case(
         parallelism: c.p_job,
         rate_limit: c.rate_limit,
         background: true,
-        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+        scan_type: c.scan_type,
     };
     let mv = cluster
         .meta
@@ -300,6 +302,27 @@ fn rate_limited_backfill() {
             }
         });
         check_commits(&out.log.lines()).unwrap();
+    }
+}
+
+/// No-shuffle backfill (one position per actor), rate limited so that its actors lag behind the barriers,
+/// while DML inserts rows past the end of the snapshot: an epoch in which an actor read no snapshot row reads
+/// one at its barrier, and when that read finds the snapshot ended, the epoch's upstream rows past the
+/// position must still reach the view and the sink (before the fix, seeds 13 and 47 lost such rows).
+#[test]
+fn rate_limited_no_shuffle_backfill_keeps_rows_past_the_snapshot_end() {
+    let limits = [7u32, 20, 50, 30];
+    let parallelisms = [2usize, 3, 4, 6];
+    for seed in 0..60u64 {
+        let p = parallelisms[(seed % 4) as usize];
+        let mut c = Case::new(seed, 3, p, p, 300);
+        c.rate_limit = Some(limits[((seed / 4) % 4) as usize]);
+        c.interval_ms = 1000;
+        c.checkpoint_frequency = if seed % 2 == 0 { 1 } else { 5 };
+        c.dml_batches = 1000;
+        c.vnodes = 64;
+        c.scan_type = StreamScanType::Backfill;
+        run_case(c);
     }
 }
 
@@ -690,6 +713,7 @@ proptest! {
             interval_ms: 200,
             vnodes,
             dml_batches,
+            scan_type: StreamScanType::ArrangementBackfill,
         };
         run_case(c);
     }

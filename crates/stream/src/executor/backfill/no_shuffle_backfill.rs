@@ -488,6 +488,12 @@ impl Core {
     /// through tombstones is not lost; an empty rest of the snapshot ends the backfill after this barrier),
     /// then the buffered upstream chunks written into the replicated copy and marked by the position. Returns
     /// the chunks to emit and whether the snapshot is done.
+    ///
+    /// The snapshot read here is of the copy as of the previous barrier: this epoch's upstream chunks are not
+    /// in it. So when that read finds the rest of the snapshot empty, the chunks go out unmarked, as when the
+    /// snapshot ends within the epoch (RisingWave: at the end of the snapshot a chunk is never marked, or the
+    /// buffer's rows past the position are lost): marked, a row inserted this epoch past the position would be
+    /// hidden, and no later snapshot read, the backfill being done, would ever emit it.
     fn end_epoch(
         &mut self,
         state: &mut NoShuffleBackfillState,
@@ -511,11 +517,13 @@ impl Core {
         }
         for chunk in buffered.drain(..) {
             self.args.upstream_table.write_chunk(&chunk)?;
-            if let Some(pos) = &state.current_pos {
-                let marked = self.mark_chunk(&chunk, pos);
-                if marked.cardinality() > 0 {
-                    out.push(marked.compact());
-                }
+            let marked = match (&state.current_pos, complete) {
+                (_, true) => chunk,
+                (Some(pos), false) => self.mark_chunk(&chunk, pos),
+                (None, false) => continue,
+            };
+            if marked.cardinality() > 0 {
+                out.push(marked.compact());
             }
         }
         Ok((out, complete))
