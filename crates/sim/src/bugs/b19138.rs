@@ -33,9 +33,7 @@ use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{
-    ClusterHook, ReproParams, ReproReport, Violation, base_network, cluster_config_for,
-};
+use crate::scenario::{ClusterHook, ReproParams, ReproReport, Violation};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw19138,
@@ -117,25 +115,7 @@ pub(crate) async fn scenario(
 
 /// Keys with `ROWS_PER_BUSY_VNODE` in each vnode of the first half, and `FEW_ROWS` in the second.
 fn keys() -> Vec<i64> {
-    let count = epochlab_common::VnodeCount::new(VNODES).expect("a valid vnode count");
-    let half = VNODES as usize / 2;
-    let mut per_vnode = vec![0usize; VNODES as usize];
-    let mut few = 0;
-    let mut keys = Vec::new();
-    for k in 0.. {
-        let v = epochlab_common::VirtualNode::compute_row(&row![k], &[0], count).to_index();
-        if v < half && per_vnode[v] < ROWS_PER_BUSY_VNODE {
-            per_vnode[v] += 1;
-            keys.push(k);
-        } else if v >= half && few < FEW_ROWS {
-            few += 1;
-            keys.push(k);
-        }
-        if keys.len() == half * ROWS_PER_BUSY_VNODE + FEW_ROWS {
-            break;
-        }
-    }
-    keys
+    super::skewed_keys(VNODES, ROWS_PER_BUSY_VNODE, FEW_ROWS)
 }
 
 /// Two nodes; table t (k, v) on two actors, loaded; sink s over it created in the background with no-shuffle
@@ -145,14 +125,8 @@ async fn setup(
     t: Toggles,
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
-    let mut config = cluster_config_for(t, VNODES, BARRIER_INTERVAL_MS, 1, true);
-    config.compute_nodes = 2;
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.drop_mode);
-    base_network(&cluster);
+    let (cluster, checkers) =
+        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS).await;
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64];
     let table = meta.create_table("t", types, vec![0], 2).await;

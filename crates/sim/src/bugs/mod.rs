@@ -361,6 +361,54 @@ impl ScenarioError {
     }
 }
 
+/// Keys of a one-column table over `vnodes` vnodes (distributed by the key) whose rows are skewed: `busy` in
+/// each vnode of the first half, `few` in all of the second half. The reschedule and scale-in scenarios use it
+/// so that one backfill actor finishes while the other still reads.
+pub(crate) fn skewed_keys(vnodes: u32, busy: usize, few: usize) -> Vec<i64> {
+    use epochlab_common::{VirtualNode, VnodeCount, row};
+    let count = VnodeCount::new(vnodes).expect("a valid vnode count");
+    let half = vnodes as usize / 2;
+    let mut per_vnode = vec![0usize; vnodes as usize];
+    let (mut in_second_half, mut keys) = (0, Vec::new());
+    for k in 0.. {
+        let v = VirtualNode::compute_row(&row![k], &[0], count).to_index();
+        if v < half && per_vnode[v] < busy {
+            per_vnode[v] += 1;
+            keys.push(k);
+        } else if v >= half && in_second_half < few {
+            in_second_half += 1;
+            keys.push(k);
+        }
+        if keys.len() == half * busy + few {
+            break;
+        }
+    }
+    keys
+}
+
+/// A directed scenario's cluster of two compute nodes: started with `t`'s toggles, `hook` given the cluster,
+/// the checkers installed and the base network laid.
+pub(crate) async fn start_two_nodes(
+    ctx: &crate::runtime::SimContext,
+    t: Toggles,
+    hook: Option<crate::scenario::ClusterHook>,
+    vnodes: u32,
+    barrier_interval_ms: u64,
+) -> (
+    std::sync::Arc<crate::cluster::Cluster>,
+    crate::checkers::Checkers,
+) {
+    let mut config = crate::scenario::cluster_config_for(t, vnodes, barrier_interval_ms, 1, true);
+    config.compute_nodes = 2;
+    let cluster = std::sync::Arc::new(crate::cluster::Cluster::start(ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    let checkers = crate::checkers::Checkers::install(&cluster, t.drop_mode);
+    crate::scenario::base_network(&cluster);
+    (cluster, checkers)
+}
+
 /// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch.
 pub(crate) fn counted(
     mut report: crate::scenario::ReproReport,

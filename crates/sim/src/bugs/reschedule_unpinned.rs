@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, VirtualNode, event, row};
+use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, event, row};
 use epochlab_meta::{ConfigChangeWait, JobOptions, JobState};
 use epochlab_rpc::RpcKind;
 use epochlab_stream::executor::backfill::BackfillActorStats;
@@ -36,9 +36,7 @@ use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{
-    ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
-};
+use crate::scenario::{ClusterHook, ReproParams, ReproReport, stuck_report};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::RescheduleUnpinned,
@@ -137,25 +135,7 @@ fn table_row(k: i64, v: i64) -> OwnedRow {
 
 /// Keys whose vnodes are `ROWS_PER_BUSY_VNODE` to each vnode of the first half, and `FEW_ROWS` in the second.
 fn keys() -> Vec<i64> {
-    let count = epochlab_common::VnodeCount::new(VNODES).expect("a valid vnode count");
-    let half = VNODES as usize / 2;
-    let mut per_vnode = vec![0usize; VNODES as usize];
-    let mut few = 0;
-    let mut keys = Vec::new();
-    for k in 0.. {
-        let v = VirtualNode::compute_row(&row![k], &[0], count).to_index();
-        if v < half && per_vnode[v] < ROWS_PER_BUSY_VNODE {
-            per_vnode[v] += 1;
-            keys.push(k);
-        } else if v >= half && few < FEW_ROWS {
-            few += 1;
-            keys.push(k);
-        }
-        if keys.len() == half * ROWS_PER_BUSY_VNODE + FEW_ROWS {
-            break;
-        }
-    }
-    keys
+    super::skewed_keys(VNODES, ROWS_PER_BUSY_VNODE, FEW_ROWS)
 }
 
 /// Two nodes; table t (k, v) loaded; view m over it created in the background, rate-limited, on two actors
@@ -165,14 +145,8 @@ async fn setup(
     t: Toggles,
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
-    let mut config = cluster_config_for(t, VNODES, BARRIER_INTERVAL_MS, 1, true);
-    config.compute_nodes = 2;
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.drop_mode);
-    base_network(&cluster);
+    let (cluster, checkers) =
+        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS).await;
     cluster
         .network
         .set_latency(RpcKind::VersionDelta, VERSION_DELAY);
