@@ -256,7 +256,7 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     let mut matched = false;
     for bug in BugId::ALL {
         let symptom = bug.record().symptom;
-        if !symptom.patterns().any(|p| masked.contains(p)) {
+        if !symptom.shown_by(&masked) {
             continue;
         }
         matched = true;
@@ -537,6 +537,18 @@ something else broke at 42
         assert_eq!(f.groups.len(), 2, "{:?}", f.groups);
         let errors = f.groups.values().find(|g| g.kind == "error").unwrap();
         assert_eq!((errors.count, errors.line), (2, 3));
+    }
+
+    #[test]
+    fn the_same_text_panicked_elsewhere_is_not_the_entry() {
+        let f = findings(
+            "thread 'a' panicked at src/stream/src/executor/mview/materialize.rs:300:13:\nrow [Some(Int16(0))] not found\n",
+        );
+        assert!(f.matches.is_empty(), "{f:?}");
+        let f = findings(
+            "thread 'a' panicked at src/stream/src/executor/backfill/utils.rs:767:25:\nrow [Some(Int16(0))] not found\n",
+        );
+        assert_eq!(f.matches.len(), 1, "{f:?}");
     }
 
     #[test]

@@ -48,9 +48,26 @@ pub struct Symptom {
     /// The pattern of epochlab's own message for it, where that differs from RisingWave's (empty where
     /// epochlab prints RisingWave's text), so that triage names the entry in epochlab's logs too.
     pub epochlab_pattern: &'static str,
+    /// For a panic, the source file it came from (`executor/backfill/utils.rs`): a panic with the same text
+    /// at another place is not this entry's. Empty where the symptom is not a panic.
+    pub panic_file: &'static str,
 }
 
 impl Symptom {
+    /// Whether a log event (masked) shows this symptom: one of its patterns, and for a panic event its file.
+    pub fn shown_by(&self, masked: &str) -> bool {
+        if !self.patterns().any(|p| masked.contains(p)) {
+            return false;
+        }
+        match masked.find("panicked at ") {
+            Some(at) if !self.panic_file.is_empty() => {
+                let location = masked[at..].split_whitespace().nth(2).unwrap_or("");
+                location.contains(self.panic_file)
+            }
+            _ => true,
+        }
+    }
+
     /// The masked patterns a log event is matched against: RisingWave's, and epochlab's where it differs.
     pub fn patterns(&self) -> impl Iterator<Item = &'static str> {
         [self.pattern, self.epochlab_pattern]
@@ -95,6 +112,7 @@ const R14910: Record = Record {
         text: "row [Some(Int16(0))] not found",
         pattern: "row [Some(Int16(N))] not found",
         epochlab_pattern: "",
+        panic_file: "executor/backfill/utils.rs",
     },
     site: "stream: executor/backfill/utils.rs, `persist_state_per_vnode` (its debug-build read of the old progress \
            row), under the arrangement backfill's barrier; the cause in meta: `drop_streaming_jobs_impl` \
@@ -114,6 +132,7 @@ const R22384: Record = Record {
                that epoch",
         pattern: "",
         epochlab_pattern: "",
+        panic_file: "",
     },
     site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
            collect whatever it had to collect), walked in order over the in-flight epochs by \
@@ -133,6 +152,7 @@ const R16815: Record = Record {
                (`bail!` with `{:#?}`: the vnode spans three lines)",
         pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
         epochlab_pattern: "",
+        panic_file: "",
     },
     site: "stream: executor/backfill/utils.rs, `BackfillState::get_progress`, reached from \
            `mark_chunk_ref_by_vnode` with a vnode computed from the pk, in the arrangement backfill",
@@ -151,6 +171,7 @@ const R19138: Record = Record {
                state (no scale-in supported))",
         pattern: "no_shuffle_backfill.rs:N:N: assertion `left == right` failed",
         epochlab_pattern: "All vnode partitions should have same state (no scale-in supported)",
+        panic_file: "executor/backfill/no_shuffle_backfill.rs",
     },
     site: "stream: executor/backfill/no_shuffle_backfill.rs, `BackfillExecutor::recover_backfill_state` \
            (`assert_eq!` of each vnode's is_finished against the first's), after the compute nodes were scaled \
@@ -170,6 +191,7 @@ const RESCHEDULE_UNPINNED: Record = Record {
                committed copy ..",
         pattern: "",
         epochlab_pattern: "",
+        panic_file: "",
     },
     site: "epochlab meta: the post-collect of a Pause(ConfigChange) (`MetaInner::wait_for_config_change`)",
     differs: "RisingWave has no such bug on record: it did not support rescheduling a backfilling job until PR \
@@ -185,6 +207,7 @@ const R15144: Record = Record {
         text: "Failed to fetch filter key extractor tables [{1, 2}. [[2]] may be removed by meta-service. ",
         pattern: "Failed to fetch filter key extractor tables [{N}. [[N]] may be removed by meta-service.",
         epochlab_pattern: "",
+        panic_file: "",
     },
     site: "storage: hummock/compactor/compactor_runner.rs, `compact` (an error log, then the task ends \
            `ExecuteFailed`): the task's table ids are those its input SSTs hold, filtered by the group's \
