@@ -206,13 +206,18 @@ impl RunnerEra {
     }
 }
 
+/// A `--runner` value that names no era.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` (expected 2024 or latest)")]
+pub struct UnknownRunnerEra(pub String);
+
 impl std::str::FromStr for RunnerEra {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownRunnerEra;
+    fn from_str(s: &str) -> Result<Self, UnknownRunnerEra> {
         match s {
             "2024" => Ok(RunnerEra::R2024),
             "latest" => Ok(RunnerEra::Latest),
-            other => Err(format!("`{other}` (expected 2024 or latest)")),
+            other => Err(UnknownRunnerEra(other.to_string())),
         }
     }
 }
