@@ -63,6 +63,39 @@ pub struct BackfillArgs {
     pub clock: epochlab_common::Clock,
 }
 
+/// How many snapshot rows a read takes, one decision for both backfill executors: the chunk size, under the
+/// rate limit (rows per second per actor; `None` and 0 are unlimited), at least one. A throttle barrier
+/// changes the limit. As in RisingWave at the time of #14910, the limit only sizes the snapshot chunks here;
+/// the pace is kept by the flow-control executor that follows in the plan, so a barrier waits behind the row
+/// that flow control holds.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SnapshotBatch {
+    chunk_size: usize,
+    rate_limit: Option<u32>,
+}
+
+impl SnapshotBatch {
+    pub(super) fn of(args: &BackfillArgs) -> Self {
+        let mut batch = Self {
+            chunk_size: args.chunk_size,
+            rate_limit: None,
+        };
+        batch.throttle(args.rate_limit);
+        batch
+    }
+
+    /// A throttle barrier's new limit.
+    pub(super) fn throttle(&mut self, limit: Option<u32>) {
+        self.rate_limit = limit.filter(|l| *l > 0);
+    }
+
+    /// Rows a snapshot read takes at most.
+    pub(super) fn rows(&self) -> usize {
+        let limit = self.rate_limit.map_or(usize::MAX, |l| l as usize);
+        self.chunk_size.min(limit).max(1)
+    }
+}
+
 /// RisingWave's `ArrangementBackfillExecutor`: per epoch, read the snapshot of every unfinished vnode from its
 /// position, preferring upstream messages; buffer upstream chunks; at the barrier, forward the part of them
 /// the snapshot has already passed, replicate them into the replicated table (so later snapshot reads see
@@ -78,10 +111,7 @@ struct Core {
     args: BackfillArgs,
     pk_indices: Vec<usize>,
     pk_orders: Vec<OrderType>,
-    /// Rows per second per actor (`None`: unlimited). As in RisingWave at the time of #14910, it only sizes
-    /// the snapshot chunks here; the pace is kept by the flow-control executor that follows in the plan,
-    /// so a barrier waits behind the row that flow control holds.
-    rate_limit: Option<u32>,
+    batch: SnapshotBatch,
 }
 
 enum Next {
@@ -114,7 +144,7 @@ impl ArrangementBackfillExecutor {
             core: Core {
                 pk_indices: desc.pk_indices.clone(),
                 pk_orders: desc.pk_orders.clone(),
-                rate_limit: args.rate_limit.filter(|l| *l > 0),
+                batch: SnapshotBatch::of(&args),
                 args,
             },
         }
@@ -122,11 +152,6 @@ impl ArrangementBackfillExecutor {
 }
 
 impl Core {
-    fn builder_capacity(&self) -> usize {
-        let limit = self.rate_limit.map_or(usize::MAX, |l| l as usize);
-        self.args.chunk_size.min(limit).max(1)
-    }
-
     /// A full (or drained) snapshot chunk of `vnode`: move its position to the last row and count the rows.
     fn handle_snapshot_chunk(
         &self,
@@ -448,7 +473,7 @@ impl ArrangementBackfillExecutor {
                 let mut builders: BTreeMap<VirtualNode, StreamChunkBuilder> = BTreeMap::new();
                 let mut buffered: Vec<StreamChunk> = Vec::new();
                 let mut read_this_epoch = 0u64;
-                let capacity = core.builder_capacity();
+                let capacity = core.batch.rows();
                 let barrier = loop {
                     match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
                         Next::Upstream(None) => {
@@ -572,7 +597,7 @@ impl ArrangementBackfillExecutor {
                 paused = false;
             }
             if let Some(limit) = barrier.as_throttle(actor_id) {
-                core.rate_limit = limit.filter(|l| *l > 0);
+                core.batch.throttle(limit);
             }
             let new_vnodes = barrier.as_update_vnode_bitmap(actor_id);
             let epoch = barrier.epoch;

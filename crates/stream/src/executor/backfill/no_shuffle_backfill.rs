@@ -30,7 +30,7 @@ use epochlab_state_table::{StateTable, StateTableResult};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::arrangement_backfill::BackfillArgs;
+use super::arrangement_backfill::{BackfillArgs, SnapshotBatch};
 use super::state::BackfillProgressPerVnode;
 use crate::executor::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
@@ -190,7 +190,7 @@ struct Core {
     args: BackfillArgs,
     pk_indices: Vec<usize>,
     pk_orders: Vec<OrderType>,
-    rate_limit: Option<u32>,
+    batch: SnapshotBatch,
 }
 
 enum Next {
@@ -230,7 +230,7 @@ impl NoShuffleBackfillExecutor {
             core: Core {
                 pk_indices: desc.pk_indices.clone(),
                 pk_orders: desc.pk_orders.clone(),
-                rate_limit: args.rate_limit.filter(|l| *l > 0),
+                batch: SnapshotBatch::of(&args),
                 args,
             },
         }
@@ -238,11 +238,6 @@ impl NoShuffleBackfillExecutor {
 }
 
 impl Core {
-    fn capacity(&self) -> usize {
-        let limit = self.rate_limit.map_or(usize::MAX, |l| l as usize);
-        self.args.chunk_size.min(limit).max(1)
-    }
-
     /// A snapshot chunk: the position moves to its last row.
     fn snapshot_chunk(
         &self,
@@ -346,7 +341,7 @@ impl Core {
             *paused = false;
         }
         if let Some(limit) = barrier.as_throttle(actor) {
-            self.rate_limit = limit.filter(|l| *l > 0);
+            self.batch.throttle(limit);
         }
         if barrier.as_update_vnode_bitmap(actor).is_some() {
             return Err(StreamExecutorError::Internal(format!(
@@ -395,7 +390,7 @@ impl NoShuffleBackfillExecutor {
                 )?),
             };
             let mut read = 0u64;
-            let capacity = this.capacity();
+            let capacity = this.batch.rows();
             let end = loop {
                 match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
                     Next::Upstream(None) => {
