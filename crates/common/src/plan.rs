@@ -42,6 +42,29 @@ impl ActorMapping {
     }
 }
 
+/// How a job over a table reads its upstream (RisingWave's `StreamScanType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamScanType {
+    /// Arrangement backfill: the job's own parallelism, a hash exchange from the upstream, progress per vnode.
+    #[default]
+    ArrangementBackfill,
+    /// No-shuffle backfill (RisingWave's `Backfill`): the upstream's distribution, one upstream actor per
+    /// backfill actor through a `NoShuffle` dispatcher, one position per actor. RisingWave plans it where no
+    /// reshuffle is needed (a `SINK INTO TABLE`, a view over a view with the same distribution, or with
+    /// `streaming_use_arrangement_backfill` off).
+    Backfill,
+}
+
+impl StreamScanType {
+    /// Whether a job backfilling with it may be rescheduled (RisingWave's `is_reschedulable`, PR #23998).
+    pub fn is_reschedulable(self) -> bool {
+        match self {
+            StreamScanType::ArrangementBackfill => true,
+            StreamScanType::Backfill => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DispatcherKind {
     /// Rows go to the actor owning the vnode of their distribution key.
@@ -96,21 +119,12 @@ pub enum StreamNode {
         upstream_fragment: FragmentId,
         upstream_actors: Vec<ActorId>,
     },
-    /// Arrangement backfill over `input` (a Merge of the upstream table's actors): reads the upstream table's
-    /// snapshot per vnode through a replicated copy, and persists its progress in `state_table`.
-    ArrangementBackfill {
-        upstream_table: Arc<TableDesc>,
-        state_table: Arc<TableDesc>,
-        /// Snapshot rows per second per actor; `None` is unlimited.
-        rate_limit: Option<u32>,
-        /// Rows per snapshot chunk at most.
-        chunk_size: usize,
-        input: Box<StreamNode>,
-    },
-    /// No-shuffle backfill (RisingWave's `StreamScan` of type `Backfill`) over `input` (a Merge of the one
-    /// upstream actor with the same vnodes): reads the upstream's snapshot of its vnodes in pk order, one
-    /// position for all of them, persisted per vnode in `state_table`.
-    Backfill {
+    /// A backfill over `input` (RisingWave's `StreamScan`): reads the upstream table's snapshot through a
+    /// replicated copy, merges it with the upstream's changes, and persists its progress per vnode in
+    /// `state_table`. `scan_type` says which executor: arrangement backfill over a Merge of every upstream
+    /// actor, or no-shuffle backfill over a Merge of the one upstream actor with the same vnodes.
+    StreamScan {
+        scan_type: StreamScanType,
         upstream_table: Arc<TableDesc>,
         state_table: Arc<TableDesc>,
         /// Snapshot rows per second per actor; `None` is unlimited.
@@ -154,8 +168,7 @@ impl StreamActorDesc {
             match n {
                 StreamNode::Dml { .. } => true,
                 StreamNode::Merge { .. } => false,
-                StreamNode::ArrangementBackfill { input, .. }
-                | StreamNode::Backfill { input, .. }
+                StreamNode::StreamScan { input, .. }
                 | StreamNode::Materialize { input, .. }
                 | StreamNode::FlowControl { input, .. }
                 | StreamNode::Sink { input, .. } => has_dml(input),

@@ -30,28 +30,7 @@ impl RelationKind {
     }
 }
 
-/// How a job over a table reads its upstream (RisingWave's `StreamScanType`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StreamScanType {
-    /// Arrangement backfill: the job's own parallelism, a hash exchange from the upstream, progress per vnode.
-    #[default]
-    ArrangementBackfill,
-    /// No-shuffle backfill (RisingWave's `Backfill`): the upstream's distribution, one upstream actor per
-    /// backfill actor through a `NoShuffle` dispatcher, one position per actor. RisingWave plans it where no
-    /// reshuffle is needed (a `SINK INTO TABLE`, a view over a view with the same distribution, or with
-    /// `streaming_use_arrangement_backfill` off).
-    Backfill,
-}
-
-impl StreamScanType {
-    /// Whether a job backfilling with it may be rescheduled (RisingWave's `is_reschedulable`, PR #23998).
-    pub fn is_reschedulable(self) -> bool {
-        match self {
-            StreamScanType::ArrangementBackfill => true,
-            StreamScanType::Backfill => false,
-        }
-    }
-}
+pub use epochlab_common::plan::StreamScanType;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
@@ -203,27 +182,21 @@ impl Catalog {
             .clone()
             .expect("a job over a table has a progress table");
         let (rate_limit, chunk_size) = (rel.rate_limit, BACKFILL_CHUNK_SIZE);
-        let backfill = match rel.scan_type {
-            StreamScanType::ArrangementBackfill => StreamNode::ArrangementBackfill {
-                upstream_table,
-                state_table,
-                rate_limit,
-                chunk_size,
-                input: Box::new(StreamNode::Merge {
-                    upstream_fragment: up.fragment_id,
-                    upstream_actors: up.actors.iter().map(|a| a.actor_id).collect(),
-                }),
-            },
-            StreamScanType::Backfill => StreamNode::Backfill {
-                upstream_table,
-                state_table,
-                rate_limit,
-                chunk_size,
-                input: Box::new(StreamNode::Merge {
-                    upstream_fragment: up.fragment_id,
-                    upstream_actors: vec![up.actors[i].actor_id],
-                }),
-            },
+        // Arrangement backfill merges every upstream actor; no-shuffle backfill its one peer.
+        let upstream_actors = match rel.scan_type {
+            StreamScanType::ArrangementBackfill => up.actors.iter().map(|a| a.actor_id).collect(),
+            StreamScanType::Backfill => vec![up.actors[i].actor_id],
+        };
+        let backfill = StreamNode::StreamScan {
+            scan_type: rel.scan_type,
+            upstream_table,
+            state_table,
+            rate_limit,
+            chunk_size,
+            input: Box::new(StreamNode::Merge {
+                upstream_fragment: up.fragment_id,
+                upstream_actors,
+            }),
         };
         match rel.rate_limit {
             Some(limit) => StreamNode::FlowControl {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use epochlab_barrier::Barrier;
-use epochlab_common::plan::{StreamActorDesc, StreamNode};
+use epochlab_common::plan::{StreamActorDesc, StreamNode, StreamScanType};
 use epochlab_common::{ActorId, Clock, EventLog, WorkerId};
 use epochlab_state_table::{StateTable, StateTableOptions};
 use epochlab_storage::{Accessor, NodeStorage, OpConsistencyLevel};
@@ -127,13 +127,7 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
             t.push(table.table_id);
             t
         }
-        StreamNode::ArrangementBackfill {
-            upstream_table,
-            state_table,
-            input,
-            ..
-        }
-        | StreamNode::Backfill {
+        StreamNode::StreamScan {
             upstream_table,
             state_table,
             input,
@@ -372,7 +366,8 @@ fn build_node(
                 .collect();
             Box::new(MergeExecutor::new(actor_id, upstreams))
         }
-        StreamNode::ArrangementBackfill {
+        StreamNode::StreamScan {
+            scan_type,
             upstream_table,
             state_table,
             rate_limit,
@@ -387,24 +382,12 @@ fn build_node(
                 chunk_size: *chunk_size,
             };
             let args = backfill_args(env, desc, tables, barrier_manager)?;
-            Box::new(ArrangementBackfillExecutor::new(input, args))
-        }
-        StreamNode::Backfill {
-            upstream_table,
-            state_table,
-            rate_limit,
-            chunk_size,
-            input,
-        } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            let tables = BackfillTables {
-                upstream_table,
-                state_table,
-                rate_limit: *rate_limit,
-                chunk_size: *chunk_size,
-            };
-            let args = backfill_args(env, desc, tables, barrier_manager)?;
-            Box::new(NoShuffleBackfillExecutor::new(input, args))
+            match scan_type {
+                StreamScanType::ArrangementBackfill => {
+                    Box::new(ArrangementBackfillExecutor::new(input, args))
+                }
+                StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
+            }
         }
         StreamNode::Materialize { table, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
