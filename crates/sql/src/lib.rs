@@ -7,6 +7,7 @@
 //! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
 //!   kill mode (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
 
+pub mod catalog;
 pub mod db;
 pub mod error;
 pub mod expr;
