@@ -12,7 +12,9 @@ pub mod db;
 pub mod error;
 pub mod expr;
 pub mod frontend;
+pub mod handler;
 pub mod runner;
+pub mod session_config;
 
 pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};
