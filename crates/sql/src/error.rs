@@ -43,6 +43,9 @@ pub enum SqlError {
     /// The session's frontend was killed while the statement ran, or is down when the client connects.
     #[error("{0}")]
     Connection(ConnectionError),
+    /// An expression failed to bind or evaluate (types, casts, overflow: RisingWave's wording).
+    #[error("{0}")]
+    Expr(#[from] crate::scalar::ExprError),
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),
