@@ -7,27 +7,29 @@ use epochlab_sql::{Engine, Output, Session};
 
 const OUTSIDE: &[(&str, &str)] = &[
     (
-        "SELECT * FROM t a JOIN t b ON a.k = b.k",
-        "unsupported: JOIN",
-    ),
-    ("SELECT * FROM t, t AS u", "unsupported: JOIN"),
-    (
-        "SELECT k, count(*) FROM t GROUP BY k",
-        "unsupported: GROUP BY",
+        "SELECT lag(k) OVER () FROM t",
+        "unsupported: window function",
     ),
     (
-        "SELECT count(*) FROM t HAVING count(*) > 1",
-        "unsupported: HAVING",
+        "CREATE MATERIALIZED VIEW m AS SELECT k, count(*) FROM t GROUP BY k",
+        "unsupported: streaming agg",
     ),
     (
-        "WITH x AS (SELECT * FROM t) SELECT * FROM x",
-        "unsupported: WITH",
+        "CREATE MATERIALIZED VIEW m AS SELECT * FROM t a JOIN t b ON a.k = b.k",
+        "unsupported: streaming join",
     ),
     (
-        "SELECT * FROM (SELECT * FROM t) s",
-        "unsupported: subquery in FROM",
+        "SELECT * FROM t a JOIN t b USING (k) JOIN t c ON b.v = v",
+        "column reference \"v\" is ambiguous",
     ),
-    ("SELECT k + 1 FROM t", "unsupported: expression"),
+    (
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM t u WHERE u.k = t.k)",
+        "unsupported: correlated subquery",
+    ),
+    (
+        "SELECT k, v FROM t GROUP BY k",
+        "must appear in the GROUP BY clause",
+    ),
     ("SELECT * FROM t WHERE k LIKE 'a%'", "unsupported"),
     (
         "CREATE INDEX i ON t (nope)",
@@ -36,10 +38,6 @@ const OUTSIDE: &[(&str, &str)] = &[
     (
         "CREATE FUNCTION f() RETURNS int AS 'select 1' LANGUAGE sql",
         "unsupported: CREATE FUNCTION",
-    ),
-    (
-        "CREATE VIEW v AS SELECT * FROM t",
-        "unsupported: CREATE VIEW",
     ),
     (
         "CREATE TABLE x AS SELECT * FROM t",
@@ -51,7 +49,10 @@ const OUTSIDE: &[(&str, &str)] = &[
     ("EXPLAIN SELECT * FROM t", "unsupported: EXPLAIN"),
     ("SHOW TABLES FROM nope", "schema not found: nope"),
     ("COPY t FROM STDIN", "unsupported"),
-    ("UPDATE t SET v = v + 1", "unsupported: expression"),
+    (
+        "UPDATE t SET k = k + 1",
+        "update modifying the PK column is unsupported",
+    ),
     (
         "INSERT INTO t VALUES (1, 'x') ON CONFLICT DO NOTHING",
         "unsupported",
@@ -78,11 +79,11 @@ const OUTSIDE: &[(&str, &str)] = &[
         "INSERT INTO t VALUES (NULL, 'x')",
         "null value in a primary key column",
     ),
+    ("INSERT INTO t VALUES (99999999999, 'x')", "out of range"),
     (
-        "INSERT INTO t VALUES (99999999999, 'x')",
-        "integer out of range",
+        "SELECT * FROM generate_series(1, 3, 0)",
+        "step size cannot equal zero",
     ),
-    ("SELECT * FROM generate_series(1, 3, 0)", "generate_series"),
     ("CREATE SINK s FROM t", "needs WITH (connector = ...)"),
     (
         "CREATE SINK s FROM t WITH (connector = 'blackhole', connector = 'x')",

@@ -484,11 +484,13 @@ impl Session {
         upstream: Option<epochlab_common::TableId>,
     ) -> Result<u32, SqlError> {
         let mut r = relation_for_job(self, kind, name, columns, pk, definition)?;
+        r.depends_on = self.take_resolved();
         let mut catalog = self.engine().catalog();
         if let Some(up) = upstream
             && let Some(u) = catalog
                 .relations()
                 .find(|x| x.table_id == Some(up) && x.kind != RelationKind::Index)
+            && !r.depends_on.contains(&u.id)
         {
             r.depends_on.push(u.id);
         }
@@ -515,5 +517,37 @@ impl Session {
                 Err(e.into())
             }
         }
+    }
+}
+
+impl Session {
+    /// Lists a logical view: its columns, its query, and the relations its query resolved.
+    // `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
+    #[allow(clippy::clone_on_copy)]
+    pub fn register_view(
+        &self,
+        name: &str,
+        names: &[String],
+        types: &[epochlab_common::DataType],
+        definition: &str,
+        query: &str,
+    ) -> Result<u32, SqlError> {
+        let columns = names
+            .iter()
+            .zip(types)
+            .map(|(n, t)| ColumnCatalog::new(n.clone(), t.clone()))
+            .collect();
+        let mut r = relation_for_job(
+            self,
+            RelationKind::View,
+            name,
+            columns,
+            Vec::new(),
+            definition,
+        )?;
+        r.dist_key.clear();
+        r.view_query = Some(query.to_string());
+        r.depends_on = self.take_resolved();
+        Ok(self.engine().catalog().create_relation(r)?)
     }
 }

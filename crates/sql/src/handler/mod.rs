@@ -13,6 +13,7 @@ mod describe;
 mod drop;
 pub mod parse;
 mod privilege;
+mod resolve;
 mod set;
 mod show;
 mod user;
@@ -27,6 +28,7 @@ use crate::frontend::{Engine, Output, Session};
 use parse::{Cursor, Name};
 
 pub use ddl_catalog::relation_for_job;
+pub use resolve::Resolved;
 
 impl Engine {
     /// The catalog, locked (never held across an await).
@@ -40,6 +42,7 @@ pub type HandlerResult = Result<Output, SqlError>;
 
 /// Runs `tokens` (whitespace dropped) when it is one of the handlers' statements.
 pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Option<HandlerResult> {
+    session.clear_resolved();
     let mut c = Cursor::new(tokens);
     let first = c.keyword_at(0)?;
     let second = c.keyword_at(1).unwrap_or_default();
