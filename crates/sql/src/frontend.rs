@@ -34,6 +34,8 @@ use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, format_datum, literal, resolve};
 use crate::handler::Resolved;
+use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
+use crate::handler::parse::Name;
 use crate::scalar::ExprNode;
 use crate::scalar::cast::CastContext;
 use crate::session_config::SessionConfig;
@@ -352,7 +354,10 @@ impl Session {
         }
         let statement = parse_one(&s.text)?;
         match statement {
-            Statement::CreateTable(ct) => self.create_table(&ct, &s.text).await,
+            Statement::CreateTable(ct) => {
+                self.create_table(&ct, &s.text, &TableExtras::default())
+                    .await
+            }
             Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
             Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
             Statement::Insert(ins) => self.insert(&ins).await,
@@ -461,29 +466,35 @@ impl Session {
         ))
     }
 
-    async fn create_table(&self, ct: &ast::CreateTable, text: &str) -> Result<Output, SqlError> {
+    /// `CREATE TABLE`, with RisingWave's clauses `sqlparser` does not read in `extras` (see
+    /// [`crate::handler::create_table`]).
+    pub(crate) async fn create_table(
+        &self,
+        ct: &ast::CreateTable,
+        text: &str,
+        extras: &TableExtras,
+    ) -> Result<Output, SqlError> {
         if ct.query.is_some() {
             return Err(SqlError::Unsupported("CREATE TABLE AS".into()));
         }
-        let name = object_name(&ct.name)?;
+        let target = self.job_target(&Name::of_object(&ct.name)?)?;
+        let name = target.job.clone();
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
+        let mut connector = None;
         if let CreateTableOptions::With(options) = &ct.table_options {
-            for o in options {
-                let key = option_key(o)?;
+            for (key, value) in distinct_options(options)? {
                 if key == "connector" {
-                    return Err(SqlError::Unsupported(
-                        "CREATE TABLE with a connector (a source)".into(),
-                    ));
+                    connector = Some(literal(&value)?.map_or_else(String::new, |v| v.to_string()));
                 }
-                self.engine.note(format!(
-                    "CREATE TABLE {name}: option {key} accepted and ignored"
-                ));
             }
+            self.engine.note(format!(
+                "CREATE TABLE {name}: its WITH options are kept in the catalog; no connector runs here"
+            ));
         }
-        if ct.columns.is_empty() {
-            return Err(SqlError::Invalid(format!("table {name} has no columns")));
+        if let (Some(c), Some(f)) = (&connector, &extras.format) {
+            validate_compatibility(c, f)?;
         }
         let mut columns = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
@@ -554,16 +565,15 @@ impl Session {
         if row_id {
             listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
         }
-        let mut shown = ct.clone();
-        shown.if_not_exists = false;
         let id = self.register_job(
             CatalogKind::Table,
-            &name,
+            &target,
             listed,
             pk.clone(),
-            &shown.to_string(),
+            &table_definition(ct, extras),
             None,
         )?;
+        self.set_table_extras(id, connector, extras);
         lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
             .cluster()
@@ -578,7 +588,8 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
         }
-        let name = object_name(&cv.name)?;
+        let target = self.job_target(&Name::of_object(&cv.name)?)?;
+        let name = target.job.clone();
         let options = match &cv.options {
             CreateTableOptions::None => Vec::new(),
             CreateTableOptions::With(o) => o.clone(),
@@ -601,7 +612,7 @@ impl Session {
         shown.if_not_exists = false;
         let id = self.register_job(
             CatalogKind::MaterializedView,
-            &name,
+            &target,
             listed_columns(&def),
             Vec::new(),
             &shown.to_string(),
@@ -628,7 +639,8 @@ impl Session {
         w.next();
         w.next();
         let if_not_exists = w.eat_seq(&["IF", "NOT", "EXISTS"]);
-        let name = w.ident()?;
+        let target = self.job_target(&Name(vec![w.ident()?]))?;
+        let name = target.job.clone();
         let query_text = if w.eat("FROM") {
             let from = w.ident()?;
             format!("SELECT * FROM {from}")
@@ -683,7 +695,7 @@ impl Session {
         let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
         let id = self.register_job(
             CatalogKind::Sink,
-            &name,
+            &target,
             listed_columns(&def),
             Vec::new(),
             text,
@@ -753,7 +765,8 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
-        let name = object_name(&cv.name)?;
+        let target = self.job_target(&Name::of_object(&cv.name)?)?;
+        let name = target.job.clone();
         if lock(&self.engine.views).contains_key(&name) {
             if cv.if_not_exists {
                 return Ok(Output::Done(0));
@@ -775,7 +788,7 @@ impl Session {
         let mut shown = cv.clone();
         shown.if_not_exists = false;
         self.register_view(
-            &name,
+            &target,
             &columns,
             &types,
             &shown.to_string(),
@@ -1361,13 +1374,6 @@ fn object_name_path(n: &ObjectName) -> Result<String, SqlError> {
 /// The engine's type of a SQL type.
 pub fn data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
     crate::binder::bind_data_type(t)
-}
-
-fn option_key(o: &SqlOption) -> Result<String, SqlError> {
-    match o {
-        SqlOption::KeyValue { key, .. } => Ok(object_name_path(key)?),
-        other => Err(SqlError::Unsupported(format!("option {other}"))),
-    }
 }
 
 /// `WITH (key = value, ...)` as pairs; a key given twice is RisingWave's `Duplicated option`.

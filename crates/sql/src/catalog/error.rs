@@ -57,6 +57,14 @@ pub enum CatalogError {
     DropCurrentDatabase,
     #[error("Permission denied: cannot rename the currently open database")]
     RenameCurrentDatabase,
+    /// A connector that does not take the `FORMAT ... ENCODE ...` given (RisingWave's
+    /// `validate_compatibility`).
+    #[error("Protocol error: connector {connector} does not support format {format}{}", encode.as_ref().map_or_else(String::new, |e| format!(" with encode {e}")))]
+    FormatNotSupported {
+        connector: String,
+        format: String,
+        encode: Option<String>,
+    },
     #[error("Catalog error: too many objects (at most {0})")]
     TooMany(usize),
 }

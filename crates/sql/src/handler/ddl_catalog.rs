@@ -19,12 +19,20 @@ use crate::catalog::{
 use crate::error::SqlError;
 use crate::frontend::{Output, Session, data_type};
 
-/// A relation's catalog entry for a job the front end creates (table, materialized view, sink), in the
-/// session's creation schema. Its `table_id` is set once meta has the job.
+/// Where a new job goes: its schema, its name there, and the name the front end and meta keep it under.
+#[derive(Clone, Debug)]
+pub struct JobTarget {
+    pub schema: String,
+    pub name: String,
+    pub job: String,
+}
+
+/// A relation's catalog entry for a job the front end creates (table, materialized view, sink, view).
+/// Its `table_id` is set once meta has the job.
 pub fn relation_for_job(
     session: &Session,
     kind: RelationKind,
-    name: &str,
+    target: &JobTarget,
     columns: Vec<ColumnCatalog>,
     pk: Vec<usize>,
     definition: &str,
@@ -32,14 +40,10 @@ pub fn relation_for_job(
     for c in &columns {
         check_valid_column_name(&c.name)?;
     }
-    let schema = session.engine().catalog().creation_schema(
-        &session.database,
-        &session.search_path(),
-        &session.user,
-    )?;
     Ok(RelationCatalog {
-        name: name.into(),
-        schema,
+        name: target.name.clone(),
+        schema: target.schema.clone(),
+        job: target.job.clone(),
         database: session.database.clone(),
         kind,
         columns,
@@ -52,6 +56,16 @@ pub fn relation_for_job(
 }
 
 impl Session {
+    /// Where a new relation called `name` goes (its schema named, or the search path's first).
+    pub fn job_target(&self, name: &super::Name) -> Result<JobTarget, SqlError> {
+        let (schema, n) = self.creation_target(name)?;
+        Ok(JobTarget {
+            job: crate::catalog::job_name(&self.database, &schema, &n),
+            schema,
+            name: n,
+        })
+    }
+
     /// `CREATE DATABASE | SCHEMA | CONNECTION [IF NOT EXISTS] name ...`.
     pub(super) fn handle_create_catalog(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
         c.expect(&["CREATE"])?;
@@ -187,7 +201,11 @@ impl Session {
         let columns_text = c.text_until("WITH");
         c.expect(&["WITH"])?;
         let options = c.options()?.unwrap_or_default();
-        let format = format_encode(c)?;
+        let format = if c.is("FORMAT") {
+            Some(super::create_table::format_encode(c)?)
+        } else {
+            None
+        };
         c.end()?;
         let (defs, columns) = source_columns(name.last(), &columns_text)?;
         let connector = options
@@ -195,6 +213,10 @@ impl Session {
             .find(|(k, _)| k == "connector")
             .map(|(_, v)| v.text())
             .ok_or_else(|| SqlError::Invalid("missing field `connector`".into()))?;
+        if let Some(f) = &format {
+            super::create_table::validate_compatibility(&connector, f)?;
+        }
+        let format = format.map(|f| f.sql).unwrap_or_default();
         let (schema, n) = self.creation_target(&name)?;
         let definition = format!(
             "CREATE SOURCE {n} {defs} WITH ({}){format}",
@@ -420,22 +442,6 @@ fn index_columns(table: &RelationCatalog, info: &IndexInfo) -> Vec<ColumnCatalog
     cols
 }
 
-/// `FORMAT f ENCODE e`, as ` FORMAT F ENCODE E` (empty when absent).
-pub(super) fn format_encode(c: &mut Cursor<'_>) -> Result<String, SqlError> {
-    if !c.eat(&["FORMAT"]) {
-        return Ok(String::new());
-    }
-    let format = c.ident()?.to_uppercase();
-    c.expect(&["ENCODE"])?;
-    let encode = c.ident()?.to_uppercase();
-    let rest = c.options()?;
-    let mut out = format!(" FORMAT {format} ENCODE {encode}");
-    if let Some(o) = rest {
-        out.push_str(&format!(" ({})", options_sql(&o)));
-    }
-    Ok(out)
-}
-
 /// `key = value, ...` as `SHOW CREATE` prints a `WITH` clause.
 pub(super) fn options_sql(options: &[(String, Value)]) -> String {
     options
@@ -477,13 +483,13 @@ impl Session {
     pub fn register_job(
         &self,
         kind: RelationKind,
-        name: &str,
+        target: &JobTarget,
         columns: Vec<ColumnCatalog>,
         pk: Vec<usize>,
         definition: &str,
         upstream: Option<epochlab_common::TableId>,
     ) -> Result<u32, SqlError> {
-        let mut r = relation_for_job(self, kind, name, columns, pk, definition)?;
+        let mut r = relation_for_job(self, kind, target, columns, pk, definition)?;
         r.depends_on = self.take_resolved();
         let mut catalog = self.engine().catalog();
         if let Some(up) = upstream
@@ -526,7 +532,7 @@ impl Session {
     #[allow(clippy::clone_on_copy)]
     pub fn register_view(
         &self,
-        name: &str,
+        target: &JobTarget,
         names: &[String],
         types: &[epochlab_common::DataType],
         definition: &str,
@@ -540,7 +546,7 @@ impl Session {
         let mut r = relation_for_job(
             self,
             RelationKind::View,
-            name,
+            target,
             columns,
             Vec::new(),
             definition,
@@ -549,5 +555,20 @@ impl Session {
         r.view_query = Some(query.to_string());
         r.depends_on = self.take_resolved();
         Ok(self.engine().catalog().create_relation(r)?)
+    }
+}
+
+impl Session {
+    /// Records a new table's connector and `APPEND ONLY`.
+    pub fn set_table_extras(
+        &self,
+        id: u32,
+        connector: Option<String>,
+        extras: &super::create_table::TableExtras,
+    ) {
+        if let Some(r) = self.engine().catalog().relation_mut(id) {
+            r.connector = connector;
+            r.append_only = extras.append_only;
+        }
     }
 }

@@ -8,6 +8,7 @@
 
 mod alter;
 mod comment;
+pub mod create_table;
 mod ddl_catalog;
 mod describe;
 mod drop;
@@ -27,7 +28,7 @@ use crate::error::SqlError;
 use crate::frontend::{Engine, Output, Session};
 use parse::{Cursor, Name};
 
-pub use ddl_catalog::relation_for_job;
+pub use ddl_catalog::{JobTarget, relation_for_job};
 pub use resolve::Resolved;
 
 impl Engine {
@@ -53,6 +54,7 @@ pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Opti
         ("DESCRIBE", _) | ("DESC", _) => session.handle_describe(&mut c),
         ("CREATE", "DATABASE" | "SCHEMA" | "CONNECTION") => session.handle_create_catalog(&mut c),
         ("CREATE", "USER") => session.handle_create_user(&mut c),
+        ("CREATE", "TABLE") => return session.handle_create_table(tokens).await,
         ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text),
         ("CREATE", "INDEX") => return session.handle_create_index(&mut c, text).await,
         ("DROP", "DATABASE" | "SCHEMA" | "USER" | "CONNECTION") => {
