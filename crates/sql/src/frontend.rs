@@ -607,6 +607,7 @@ impl Session {
         if self.check_free(&name, cv.if_not_exists)? {
             return Ok(Output::Done(0));
         }
+        self.check_output_names(&cv.query, &cv.columns)?;
         let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
         let mut shown = cv.clone();
         shown.if_not_exists = false;
@@ -652,8 +653,9 @@ impl Session {
             )));
         };
         if !w.eat("WITH") {
-            return Err(SqlError::Invalid(format!(
-                "sink {name} needs WITH (connector = ...)"
+            // RisingWave's parser requires the clause.
+            return Err(SqlError::Parse(format!(
+                "Expected WITH, found: EOF (sink {name} needs WITH (connector = ...))"
             )));
         }
         let options = w.options()?;
@@ -950,7 +952,7 @@ impl Session {
             ));
         }
         let name = match &ins.table {
-            TableObject::TableName(n) => object_name(n)?,
+            TableObject::TableName(n) => self.resolve_dml_table(&Name::of_object(n)?, true)?,
             other => return Err(SqlError::Unsupported(format!("INSERT INTO {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1124,7 +1126,9 @@ impl Session {
             ));
         }
         let name = match &up.table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => {
+                self.resolve_dml_table(&Name::of_object(name)?, false)?
+            }
             other => return Err(SqlError::Unsupported(format!("UPDATE {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1192,7 +1196,9 @@ impl Session {
             ));
         }
         let name = match &table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => {
+                self.resolve_dml_table(&Name::of_object(name)?, false)?
+            }
             other => return Err(SqlError::Unsupported(format!("DELETE FROM {other}"))),
         };
         let (rel, def) = self.writable(&name)?;

@@ -84,7 +84,7 @@ const OUTSIDE: &[(&str, &str)] = &[
         "SELECT * FROM generate_series(1, 3, 0)",
         "step size cannot equal zero",
     ),
-    ("CREATE SINK s FROM t", "needs WITH (connector = ...)"),
+    ("CREATE SINK s FROM t", "sql parser error: Expected WITH"),
     (
         "CREATE SINK s FROM t WITH (connector = 'blackhole', connector = 'x')",
         "Duplicated option: connector",

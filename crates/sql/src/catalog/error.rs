@@ -65,6 +65,11 @@ pub enum CatalogError {
         format: String,
         encode: Option<String>,
     },
+    /// DML on a materialized view or an index.
+    #[error("Invalid input syntax: cannot change {kind} \"{name}\"", kind = .0.as_str(), name = .1)]
+    CannotChange(RelationKind, String),
+    #[error("Bind error: append-only table does not support update or delete")]
+    AppendOnlyDml,
     #[error("Catalog error: too many objects (at most {0})")]
     TooMany(usize),
 }

@@ -38,9 +38,7 @@ pub fn split_create_table(tokens: &[Token]) -> Result<Option<(String, TableExtra
     let mut kept: Vec<Token> = Vec::new();
     let mut depth = 0i32;
     let mut i = 0;
-    let word = |t: Option<&Token>, w: &str| {
-        matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-    };
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     while i < tokens.len() {
         let t = &tokens[i];
         match t {
@@ -121,11 +119,12 @@ fn compatible(connector: &str, format: &str) -> Option<&'static [&'static str]> 
 
 /// `connector` takes `f`, else RisingWave's error.
 pub fn validate_compatibility(connector: &str, f: &FormatEncode) -> Result<(), CatalogError> {
-    let encodes = compatible(connector, &f.format).ok_or_else(|| CatalogError::FormatNotSupported {
-        connector: connector.into(),
-        format: camel(&f.format),
-        encode: None,
-    })?;
+    let encodes =
+        compatible(connector, &f.format).ok_or_else(|| CatalogError::FormatNotSupported {
+            connector: connector.into(),
+            format: camel(&f.format),
+            encode: None,
+        })?;
     if !encodes.contains(&f.encode.as_str()) {
         return Err(CatalogError::FormatNotSupported {
             connector: connector.into(),
@@ -202,7 +201,11 @@ mod tests {
         assert!(extras.append_only);
         assert_eq!(extras.format.unwrap().sql, " FORMAT PLAIN ENCODE JSON");
         assert!(!text.to_lowercase().contains("append"));
-        assert!(split_create_table(&tokens("create table t (v int)")).unwrap().is_none());
+        assert!(
+            split_create_table(&tokens("create table t (v int)"))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -214,7 +217,10 @@ mod tests {
         };
         assert!(validate_compatibility("datagen", &f("PLAIN", "JSON")).is_ok());
         let err = validate_compatibility("datagen", &f("DEBEZIUM", "JSON")).unwrap_err();
-        assert!(err.to_string().contains("connector datagen does not support format Debezium"));
+        assert!(
+            err.to_string()
+                .contains("connector datagen does not support format Debezium")
+        );
         assert!(validate_compatibility("datagen", &f("PLAIN", "AVRO")).is_err());
     }
 }

@@ -500,6 +500,12 @@ impl Session {
         {
             r.depends_on.push(u.id);
         }
+        if let Some(up) = upstream
+            && r.pk.is_empty()
+            && let Some(u) = catalog.relations().find(|x| x.table_id == Some(up))
+        {
+            add_stream_key(&mut r, u);
+        }
         Ok(catalog.create_relation(r)?)
     }
 
@@ -570,5 +576,53 @@ impl Session {
             r.connector = connector;
             r.append_only = extras.append_only;
         }
+    }
+}
+
+/// A job over one upstream keeps the upstream's key: its key columns the job's output leaves out are hidden
+/// columns named after the upstream (`t._row_id`, as RisingWave names them), and they are the job's primary
+/// and distribution key.
+// `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
+#[allow(clippy::clone_on_copy)]
+fn add_stream_key(r: &mut RelationCatalog, upstream: &RelationCatalog) {
+    let mut key = Vec::new();
+    for &p in &upstream.pk {
+        let c = &upstream.columns[p];
+        let hidden_name = format!("{}.{}", upstream.name, c.name);
+        let found = r
+            .columns
+            .iter()
+            .position(|x| (!c.hidden && x.name == c.name) || x.name == hidden_name);
+        let at = found.unwrap_or_else(|| {
+            r.columns
+                .push(ColumnCatalog::hidden(hidden_name, c.ty.clone()));
+            r.columns.len() - 1
+        });
+        key.push(at);
+    }
+    r.pk = key.clone();
+    r.dist_key = key;
+}
+
+impl Session {
+    /// The output names of a new materialized view (its column list, else its query's names) are not
+    /// PostgreSQL's system column names (RisingWave checks them before planning).
+    pub fn check_output_names(
+        &self,
+        query: &sqlparser::ast::Query,
+        given: &[sqlparser::ast::ViewColumnDef],
+    ) -> Result<(), SqlError> {
+        for c in given {
+            let n = match c.name.quote_style {
+                Some(_) => c.name.value.clone(),
+                None => c.name.value.to_lowercase(),
+            };
+            check_valid_column_name(&n)?;
+        }
+        let bound = crate::binder::Binder::new(self, true).bind_query(query)?;
+        for n in bound.names.iter().skip(given.len()) {
+            check_valid_column_name(n)?;
+        }
+        Ok(())
     }
 }

@@ -78,8 +78,8 @@ impl Session {
     }
 
     fn resolved_kind(&self, r: &RelationCatalog) -> Result<Resolved, SqlError> {
-    // `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
-    #[allow(clippy::clone_on_copy)]
+        // `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
+        #[allow(clippy::clone_on_copy)]
         Ok(match r.kind {
             RelationKind::Table | RelationKind::MaterializedView => Resolved::Job(r.job_name()),
             RelationKind::View => Resolved::View(r.job_name()),
@@ -121,5 +121,38 @@ impl Session {
             table_job: table.job_name(),
             columns,
         })
+    }
+}
+
+impl Session {
+    /// The table a DML statement writes, by its job's name: RisingWave's `resolve_dml_table` (a
+    /// materialized view or an index cannot change; an append-only table takes inserts only).
+    pub fn resolve_dml_table(&self, name: &Name, is_insert: bool) -> Result<String, SqlError> {
+        let (_, n) = self.schema_qualified(name)?;
+        let r = match self.resolve_any(name) {
+            Ok(r) => r,
+            // A job meta has that the catalog does not list (its CREATE was cut off by a kill).
+            Err(CatalogError::NotFound(..))
+                if name.0.len() == 1
+                    && self.engine().cluster.meta.relation_by_name(&n).is_some() =>
+            {
+                return Ok(n);
+            }
+            Err(CatalogError::NotFound(_, n)) => {
+                return Err(CatalogError::NotFound("table", n).into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match r.kind {
+            RelationKind::Table => {}
+            RelationKind::Index | RelationKind::MaterializedView => {
+                return Err(CatalogError::CannotChange(r.kind, n).into());
+            }
+            _ => return Err(CatalogError::NotFound("table", n).into()),
+        }
+        if r.append_only && !is_insert {
+            return Err(CatalogError::AppendOnlyDml.into());
+        }
+        Ok(r.job_name())
     }
 }
