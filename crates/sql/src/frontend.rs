@@ -116,7 +116,7 @@ pub enum Output {
 /// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
 pub struct Engine {
     pub cluster: Arc<Cluster>,
-    defs: Mutex<BTreeMap<String, Def>>,
+    pub(crate) defs: Mutex<BTreeMap<String, Def>>,
     /// Logical views (`CREATE VIEW`): no job, a stored query expanded when bound.
     views: Mutex<BTreeMap<String, ViewDef>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
@@ -135,7 +135,7 @@ pub struct FrontendLife {
     pub generation: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -191,7 +191,7 @@ impl Engine {
         lock(&self.notes).clone()
     }
 
-    fn note(&self, note: String) {
+    pub(crate) fn note(&self, note: String) {
         let mut notes = lock(&self.notes);
         if !notes.contains(&note) && notes.len() < 64 {
             notes.push(note);
@@ -277,7 +277,7 @@ impl Session {
         &self.engine
     }
 
-    fn cluster(&self) -> &Cluster {
+    pub(crate) fn cluster(&self) -> &Cluster {
         &self.engine.cluster
     }
 
@@ -337,6 +337,7 @@ impl Session {
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await;
             }
+            "EXPLAIN" => {}
             "CREATE" => {
                 let object = w.peek_upper_at(1).unwrap_or_default();
                 if !matches!(
@@ -350,7 +351,10 @@ impl Session {
         }
         let statement = parse_one(&s.text)?;
         match statement {
-            Statement::CreateTable(ct) => self.create_table(&ct, &s.text).await,
+            Statement::CreateTable(ct) => match &ct.query {
+                Some(q) => self.create_table_as(&ct, q, &s.text).await,
+                None => self.create_table(&ct, &s.text).await,
+            },
             Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
             Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
             Statement::Insert(ins) => self.insert(&ins).await,
@@ -360,13 +364,16 @@ impl Session {
                 let (columns, rows) = self.query(&q).await?;
                 Ok(rows_output(&columns, rows))
             }
+            Statement::Explain {
+                statement, options, ..
+            } => self.explain(&statement, options.as_deref()),
             _ => Err(unsupported_words(&s.tokens, 2)),
         }
     }
 
     // ---- utility statements ----
 
-    async fn flush(&self) -> Result<(), SqlError> {
+    pub(crate) async fn flush(&self) -> Result<(), SqlError> {
         Ok(self.cluster().meta.flush().await?)
     }
 
@@ -464,7 +471,7 @@ impl Session {
 
     // ---- DDL ----
 
-    fn parallelism(&self) -> usize {
+    pub(crate) fn parallelism(&self) -> usize {
         self.parallelism.unwrap_or(self.engine.default_parallelism)
     }
 
@@ -475,7 +482,7 @@ impl Session {
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
     /// still being created is RisingWave's meta's `table is in creating procedure` (see
     /// [`SqlError::InCreatingProcedure`]), not `exists`.
-    fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
+    pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
         let Some(rel) = self.cluster().meta.relation_by_name(name) else {
             return Ok(false);
         };
@@ -494,10 +501,11 @@ impl Session {
         ))
     }
 
-    async fn create_table(&self, ct: &ast::CreateTable, text: &str) -> Result<Output, SqlError> {
-        if ct.query.is_some() {
-            return Err(SqlError::Unsupported("CREATE TABLE AS".into()));
-        }
+    pub(crate) async fn create_table(
+        &self,
+        ct: &ast::CreateTable,
+        text: &str,
+    ) -> Result<Output, SqlError> {
         let name = object_name(&ct.name)?;
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
@@ -613,14 +621,20 @@ impl Session {
         if self.check_free(&name, cv.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
-        lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.background_ddl,
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
+        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text) {
+            Ok(v) => v,
+            Err(SqlError::Unsupported(_)) => {
+                return self.create_mv_graph(&name, &cv.query, options, text).await;
+            }
+            Err(e) => return Err(e),
+        };
+        lock(&self.engine.defs).insert(name.clone(), def);
         self.cluster()
             .meta
             .create_materialized_view(&name, upstream, options)
@@ -738,7 +752,7 @@ impl Session {
     }
 
     /// SQL's definition of the relation with the engine's table `id`.
-    fn def_of_table(&self, id: TableId) -> Option<Def> {
+    pub(crate) fn def_of_table(&self, id: TableId) -> Option<Def> {
         let rel = self.cluster().meta.catalog().relations.get(&id).cloned()?;
         lock(&self.engine.defs).get(&rel.name).cloned()
     }
@@ -976,7 +990,7 @@ impl Session {
         Ok(())
     }
 
-    async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
+    pub(crate) async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
         if ins.returning.is_some() || ins.on.is_some() {
             return Err(SqlError::Unsupported(
                 "INSERT ... RETURNING / ON CONFLICT".into(),
@@ -1352,7 +1366,7 @@ fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
 }
 
 /// An identifier as SQL means it: unquoted ones are lower-cased.
-fn ident(id: &ast::Ident) -> String {
+pub(crate) fn ident(id: &ast::Ident) -> String {
     match id.quote_style {
         Some(_) => id.value.clone(),
         None => id.value.to_lowercase(),
@@ -1360,7 +1374,7 @@ fn ident(id: &ast::Ident) -> String {
 }
 
 /// A one-part name.
-fn object_name(n: &ObjectName) -> Result<String, SqlError> {
+pub(crate) fn object_name(n: &ObjectName) -> Result<String, SqlError> {
     match n.0.as_slice() {
         [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
         [
@@ -1436,6 +1450,11 @@ pub(crate) fn parse_query(text: &str) -> Result<Option<Box<Query>>, SqlError> {
         Statement::Query(q) => Ok(Some(q)),
         _ => Ok(None),
     }
+}
+
+/// `sqlparser`'s reading of one statement.
+pub(crate) fn parse_statement(text: &str) -> Result<Statement, SqlError> {
+    parse_one(text)
 }
 
 /// `sqlparser`'s reading of one statement.

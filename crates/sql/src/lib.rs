@@ -16,6 +16,7 @@ pub mod db;
 pub mod error;
 pub mod expr;
 pub mod frontend;
+pub mod handler;
 pub mod planner;
 pub mod runner;
 pub mod scalar;

@@ -203,7 +203,7 @@ fn hash_agg(
 
 /// Equi-join keys of `on` (`l = r` conjuncts between the sides): hash join on them, the rest checked per
 /// pair; none: nested loop.
-fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
+pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
     fn conjuncts<'a>(e: &'a ExprNode, out: &mut Vec<&'a ExprNode>) {
         match e {
             ExprNode::Call {
