@@ -90,6 +90,8 @@ pub struct Def {
     pub row_id: bool,
     /// The table's primary key, as positions in the stored rows.
     pub pk: Vec<usize>,
+    /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
+    pub append_only: bool,
     /// The statement that created it (`SHOW JOBS`).
     pub statement: String,
 }
@@ -349,11 +351,12 @@ impl Session {
             }
             _ => {}
         }
-        let statement = parse_one(&s.text)?;
+        let (text, append_only) = strip_append_only(s);
+        let statement = parse_one(&text)?;
         match statement {
             Statement::CreateTable(ct) => match &ct.query {
                 Some(q) => self.create_table_as(&ct, q, &s.text).await,
-                None => self.create_table(&ct, &s.text).await,
+                None => self.create_table(&ct, &s.text, append_only).await,
             },
             Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
             Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
@@ -505,6 +508,7 @@ impl Session {
         &self,
         ct: &ast::CreateTable,
         text: &str,
+        append_only: bool,
     ) -> Result<Output, SqlError> {
         let name = object_name(&ct.name)?;
         if self.check_free(&name, ct.if_not_exists)? {
@@ -530,6 +534,7 @@ impl Session {
         let mut pk_names: Vec<String> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
             let col = ident(&c.name);
+            crate::binder::check_column_name(&col)?;
             if columns.iter().any(|x: &Column| x.name == col) {
                 return Err(SqlError::Invalid(format!(
                     "column \"{col}\" specified more than once"
@@ -589,6 +594,7 @@ impl Session {
             stored: stored.clone(),
             row_id,
             pk: pk.clone(),
+            append_only,
             statement: text.trim().to_string(),
         };
         lock(&self.engine.defs).insert(name.clone(), def);
@@ -627,10 +633,14 @@ impl Session {
             background: self.background_ddl,
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
-        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text) {
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
+        {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
-                return self.create_mv_graph(&name, &cv.query, options, text).await;
+                return self
+                    .create_mv_graph(&name, &cv.query, &renames, options, text)
+                    .await;
             }
             Err(e) => return Err(e),
         };
@@ -699,7 +709,7 @@ impl Session {
             Statement::Query(q) => q,
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
-        let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
+        let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
         lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
@@ -721,8 +731,15 @@ impl Session {
     /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under
     /// projections and filters (see [`crate::planner::stream::single_table`]), kept as expressions over the
     /// upstream's stored rows and applied when the view is read.
-    fn view_of(&self, q: &Query, kind: Kind, text: &str) -> Result<(TableId, Def), SqlError> {
-        let bound = Binder::new(self, true).bind_query(q)?;
+    fn view_of(
+        &self,
+        q: &Query,
+        kind: Kind,
+        text: &str,
+        renames: &[String],
+    ) -> Result<(TableId, Def), SqlError> {
+        let mut bound = Binder::new(self, true).bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
         let shape = crate::planner::stream::single_table(&bound.plan)?;
         let upstream = self.def_of_table(shape.table_id).ok_or_else(|| {
             SqlError::Invalid(format!("the upstream of {} is gone", kind.as_str()))
@@ -746,6 +763,7 @@ impl Session {
             stored: upstream.stored.clone(),
             row_id: false,
             pk: Vec::new(),
+            append_only: false,
             statement: text.trim().to_string(),
         };
         Ok((shape.table_id, def))
@@ -1055,12 +1073,9 @@ impl Session {
         source: &Query,
         targets: &[Column],
     ) -> Result<Vec<Vec<Datum>>, SqlError> {
-        let mismatch = |n: usize| {
-            SqlError::Invalid(format!(
-                "INSERT has {n} values for {} columns",
-                targets.len()
-            ))
-        };
+        // Fewer values than columns leave the rest NULL, as PostgreSQL's INSERT does.
+        let too_many =
+            || SqlError::Invalid("INSERT has more expressions than target columns".into());
         let mut binder = Binder::new(self, false);
         if let (SetExpr::Values(v), None, None) =
             (source.body.as_ref(), &source.order_by, &source.limit_clause)
@@ -1068,8 +1083,8 @@ impl Session {
             let empty = OwnedRow::empty();
             let mut out = Vec::with_capacity(v.rows.len());
             for r in &v.rows {
-                if r.content.len() != targets.len() {
-                    return Err(mismatch(r.content.len()));
+                if r.content.len() > targets.len() {
+                    return Err(too_many());
                 }
                 let mut row = Vec::with_capacity(targets.len());
                 for (e, col) in r.content.iter().zip(targets) {
@@ -1083,8 +1098,8 @@ impl Session {
         }
         let bound = binder.bind_query(source)?;
         let types = bound.types();
-        if types.len() != targets.len() {
-            return Err(mismatch(types.len()));
+        if types.len() > targets.len() {
+            return Err(too_many());
         }
         let exprs = bound
             .plan
@@ -1518,6 +1533,32 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     }
     flush(&mut current);
     Ok(out)
+}
+
+/// `CREATE TABLE ... APPEND ONLY` (RisingWave's, which `sqlparser` does not read): the text without the
+/// two words, and whether they were there.
+fn strip_append_only(s: &Stmt) -> (String, bool) {
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let is_create_table =
+        s.tokens.len() > 1 && word(&s.tokens[0], "CREATE") && word(&s.tokens[1], "TABLE");
+    let at = s
+        .tokens
+        .windows(2)
+        .position(|w| word(&w[0], "APPEND") && word(&w[1], "ONLY"));
+    match at {
+        Some(i) if is_create_table => {
+            let text = s
+                .tokens
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i && *j != i + 1)
+                .map(|(_, t)| t.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (text, true)
+        }
+        _ => (s.text.clone(), false),
+    }
 }
 
 /// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like

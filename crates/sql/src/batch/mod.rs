@@ -24,10 +24,20 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             filter,
             ..
         } => {
+            // A view's expressions are a streaming job's: evaluated non-strictly (an error is a NULL).
+            let mut ignore = |_: crate::scalar::ExprError| {};
             let mut out = Vec::new();
             for r in catalog.committed_rows(*table_id) {
-                if filter.as_ref().map_or(Ok(true), |f| holds(f, &r))? {
-                    out.push(project(exprs, &r)?);
+                let keep = filter.as_ref().is_none_or(|f| {
+                    crate::scalar::eval_non_strict(f, &r, &mut ignore)
+                        == Some(ScalarImpl::Bool(true))
+                });
+                if keep {
+                    let row = exprs
+                        .iter()
+                        .map(|e| crate::scalar::eval_non_strict(e, &r, &mut ignore))
+                        .collect();
+                    out.push(OwnedRow::new(row));
                 }
             }
             Ok(out)

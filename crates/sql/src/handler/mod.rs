@@ -50,8 +50,9 @@ impl UpstreamReader for Session {
 
 impl Session {
     /// The stream plan of a materialized view's query.
-    fn stream_plan(&self, q: &Query) -> Result<StreamPlan, SqlError> {
-        let bound = Binder::new(self, true).bind_query(q)?;
+    fn stream_plan(&self, q: &Query, renames: &[String]) -> Result<StreamPlan, SqlError> {
+        let mut bound = Binder::new(self, true).bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
         plan_materialize(&bound.plan, &bound.names, self)
     }
 
@@ -61,10 +62,11 @@ impl Session {
         &self,
         name: &str,
         q: &Query,
+        renames: &[String],
         options: JobOptions,
         text: &str,
     ) -> Result<Output, SqlError> {
-        let plan = self.stream_plan(q)?;
+        let plan = self.stream_plan(q, renames)?;
         check_executors(&plan)?;
         let vnode_count = self.cluster().meta.config().vnode_count;
         let table = materialize_table(&plan, vnode_count);
@@ -89,6 +91,7 @@ impl Session {
             stored: plan.types.clone(),
             row_id: false,
             pk: pk.clone(),
+            append_only: false,
             statement: text.trim().to_string(),
         };
         lock(&self.engine().defs).insert(name.to_string(), def);
@@ -121,7 +124,8 @@ impl Session {
                 explain_batch(&bound.plan)
             }
             Statement::CreateView(cv) if cv.materialized => {
-                let plan = self.stream_plan(&cv.query)?;
+                let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+                let plan = self.stream_plan(&cv.query, &renames)?;
                 let mut lines = explain_stream(&plan);
                 if distsql {
                     lines.extend(crate::planner::explain::explain_stream_fragments(&plan));
@@ -216,7 +220,7 @@ impl Session {
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        self.create_table(&create, text).await?;
+        self.create_table(&create, text, false).await?;
         let insert = format!("INSERT INTO {name} {q}");
         match crate::frontend::parse_statement(&insert)? {
             Statement::Insert(ins) => {
