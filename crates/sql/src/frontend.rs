@@ -95,6 +95,8 @@ pub struct Def {
     pub row_id: bool,
     /// The table's primary key, as positions in the stored rows.
     pub pk: Vec<usize>,
+    /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
+    pub append_only: bool,
     /// The statement that created it (`SHOW JOBS`).
     pub statement: String,
 }
@@ -123,7 +125,7 @@ pub struct Engine {
     pub cluster: Arc<Cluster>,
     /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
     pub catalog: Mutex<crate::catalog::Catalog>,
-    defs: Mutex<BTreeMap<String, Def>>,
+    pub(crate) defs: Mutex<BTreeMap<String, Def>>,
     /// Logical views (`CREATE VIEW`): no job, a stored query expanded when bound.
     views: Mutex<BTreeMap<String, ViewDef>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
@@ -142,7 +144,7 @@ pub struct FrontendLife {
     pub generation: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -287,7 +289,7 @@ impl Session {
         &self.engine
     }
 
-    fn cluster(&self) -> &Cluster {
+    pub(crate) fn cluster(&self) -> &Cluster {
         &self.engine.cluster
     }
 
@@ -341,6 +343,7 @@ impl Session {
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await;
             }
+            "EXPLAIN" => {}
             "CREATE" => {
                 let object = w.peek_upper_at(1).unwrap_or_default();
                 if !matches!(
@@ -352,12 +355,19 @@ impl Session {
             }
             _ => {}
         }
-        let statement = parse_one(&s.text)?;
+        let (text, append_only) = strip_append_only(s);
+        let statement = parse_one(&text)?;
         match statement {
-            Statement::CreateTable(ct) => {
-                self.create_table(&ct, &s.text, &TableExtras::default())
-                    .await
-            }
+            Statement::CreateTable(ct) => match &ct.query {
+                Some(q) => self.create_table_as(&ct, q, &s.text).await,
+                None => {
+                    let extras = TableExtras {
+                        append_only,
+                        format: None,
+                    };
+                    self.create_table(&ct, &s.text, &extras).await
+                }
+            },
             Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
             Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
             Statement::Insert(ins) => self.insert(&ins).await,
@@ -367,13 +377,16 @@ impl Session {
                 let (columns, rows) = self.query(&q).await?;
                 Ok(rows_output(&columns, rows))
             }
+            Statement::Explain {
+                statement, options, ..
+            } => self.explain(&statement, options.as_deref()),
             _ => Err(unsupported_words(&s.tokens, 2)),
         }
     }
 
     // ---- utility statements ----
 
-    async fn flush(&self) -> Result<(), SqlError> {
+    pub(crate) async fn flush(&self) -> Result<(), SqlError> {
         Ok(self.cluster().meta.flush().await?)
     }
 
@@ -434,7 +447,7 @@ impl Session {
 
     // ---- DDL ----
 
-    fn parallelism(&self) -> usize {
+    pub(crate) fn parallelism(&self) -> usize {
         self.config
             .streaming_parallelism()
             .unwrap_or(self.engine.default_parallelism)
@@ -447,7 +460,7 @@ impl Session {
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
     /// still being created is RisingWave's meta's `table is in creating procedure` (see
     /// [`SqlError::InCreatingProcedure`]), not `exists`.
-    fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
+    pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
         let Some(rel) = self.cluster().meta.relation_by_name(name) else {
             return Ok(false);
         };
@@ -474,9 +487,6 @@ impl Session {
         text: &str,
         extras: &TableExtras,
     ) -> Result<Output, SqlError> {
-        if ct.query.is_some() {
-            return Err(SqlError::Unsupported("CREATE TABLE AS".into()));
-        }
         let target = self.job_target(&Name::of_object(&ct.name)?)?;
         let name = target.job.clone();
         if self.check_free(&name, ct.if_not_exists)? {
@@ -500,6 +510,7 @@ impl Session {
         let mut pk_names: Vec<String> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
             let col = ident(&c.name);
+            crate::binder::check_column_name(&col)?;
             if columns.iter().any(|x: &Column| x.name == col) {
                 return Err(SqlError::Invalid(format!(
                     "column \"{col}\" specified more than once"
@@ -559,6 +570,7 @@ impl Session {
             stored: stored.clone(),
             row_id,
             pk: pk.clone(),
+            append_only: extras.append_only,
             statement: text.trim().to_string(),
         };
         let mut listed = listed_columns(&def);
@@ -607,10 +619,40 @@ impl Session {
         if self.check_free(&name, cv.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        self.check_output_names(&cv.query, &cv.columns)?;
-        let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
+        let options = JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.config.background_ddl(),
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+        };
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        let (names, types) = self.check_output_names(&cv.query, &cv.columns)?;
         let mut shown = cv.clone();
         shown.if_not_exists = false;
+        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
+        {
+            Ok(v) => v,
+            Err(SqlError::Unsupported(_)) => {
+                let columns = names
+                    .into_iter()
+                    .zip(types)
+                    .map(|(n, t)| ColumnCatalog::new(n, t))
+                    .collect();
+                let id = self.register_job(
+                    CatalogKind::MaterializedView,
+                    &target,
+                    columns,
+                    Vec::new(),
+                    &shown.to_string(),
+                    None,
+                )?;
+                let created = self
+                    .create_mv_graph(&name, &cv.query, &renames, options, text)
+                    .await;
+                return self.job_created(id, created, |_| None);
+            }
+            Err(e) => return Err(e),
+        };
         let id = self.register_job(
             CatalogKind::MaterializedView,
             &target,
@@ -620,12 +662,6 @@ impl Session {
             Some(upstream),
         )?;
         lock(&self.engine.defs).insert(name.clone(), def);
-        let options = JobOptions {
-            parallelism: self.parallelism(),
-            rate_limit,
-            background: self.config.background_ddl(),
-            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
-        };
         let created = self
             .cluster()
             .meta
@@ -694,7 +730,7 @@ impl Session {
             Statement::Query(q) => q,
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
-        let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
+        let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
         let id = self.register_job(
             CatalogKind::Sink,
             &target,
@@ -726,8 +762,15 @@ impl Session {
     /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under
     /// projections and filters (see [`crate::planner::stream::single_table`]), kept as expressions over the
     /// upstream's stored rows and applied when the view is read.
-    fn view_of(&self, q: &Query, kind: Kind, text: &str) -> Result<(TableId, Def), SqlError> {
-        let bound = Binder::new(self, true).bind_query(q)?;
+    fn view_of(
+        &self,
+        q: &Query,
+        kind: Kind,
+        text: &str,
+        renames: &[String],
+    ) -> Result<(TableId, Def), SqlError> {
+        let mut bound = Binder::new(self, true).bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
         let shape = crate::planner::stream::single_table(&bound.plan)?;
         let upstream = self.def_of_table(shape.table_id).ok_or_else(|| {
             SqlError::Invalid(format!("the upstream of {} is gone", kind.as_str()))
@@ -751,13 +794,14 @@ impl Session {
             stored: upstream.stored.clone(),
             row_id: false,
             pk: Vec::new(),
+            append_only: false,
             statement: text.trim().to_string(),
         };
         Ok((shape.table_id, def))
     }
 
     /// SQL's definition of the relation with the engine's table `id`.
-    fn def_of_table(&self, id: TableId) -> Option<Def> {
+    pub(crate) fn def_of_table(&self, id: TableId) -> Option<Def> {
         let rel = self.cluster().meta.catalog().relations.get(&id).cloned()?;
         lock(&self.engine.defs).get(&rel.name).cloned()
     }
@@ -945,7 +989,7 @@ impl Session {
         Ok(())
     }
 
-    async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
+    pub(crate) async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
         if ins.returning.is_some() || ins.on.is_some() {
             return Err(SqlError::Unsupported(
                 "INSERT ... RETURNING / ON CONFLICT".into(),
@@ -1010,12 +1054,9 @@ impl Session {
         source: &Query,
         targets: &[Column],
     ) -> Result<Vec<Vec<Datum>>, SqlError> {
-        let mismatch = |n: usize| {
-            SqlError::Invalid(format!(
-                "INSERT has {n} values for {} columns",
-                targets.len()
-            ))
-        };
+        // Fewer values than columns leave the rest NULL, as PostgreSQL's INSERT does.
+        let too_many =
+            || SqlError::Invalid("INSERT has more expressions than target columns".into());
         let mut binder = Binder::new(self, false);
         if let (SetExpr::Values(v), None, None) =
             (source.body.as_ref(), &source.order_by, &source.limit_clause)
@@ -1023,8 +1064,8 @@ impl Session {
             let empty = OwnedRow::empty();
             let mut out = Vec::with_capacity(v.rows.len());
             for r in &v.rows {
-                if r.content.len() != targets.len() {
-                    return Err(mismatch(r.content.len()));
+                if r.content.len() > targets.len() {
+                    return Err(too_many());
                 }
                 let mut row = Vec::with_capacity(targets.len());
                 for (e, col) in r.content.iter().zip(targets) {
@@ -1038,8 +1079,8 @@ impl Session {
         }
         let bound = binder.bind_query(source)?;
         let types = bound.types();
-        if types.len() != targets.len() {
-            return Err(mismatch(types.len()));
+        if types.len() > targets.len() {
+            return Err(too_many());
         }
         let exprs = bound
             .plan
@@ -1342,7 +1383,7 @@ fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
 }
 
 /// An identifier as SQL means it: unquoted ones are lower-cased.
-fn ident(id: &ast::Ident) -> String {
+pub(crate) fn ident(id: &ast::Ident) -> String {
     match id.quote_style {
         Some(_) => id.value.clone(),
         None => id.value.to_lowercase(),
@@ -1350,7 +1391,7 @@ fn ident(id: &ast::Ident) -> String {
 }
 
 /// A one-part name.
-fn object_name(n: &ObjectName) -> Result<String, SqlError> {
+pub(crate) fn object_name(n: &ObjectName) -> Result<String, SqlError> {
     match n.0.as_slice() {
         [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
         [
@@ -1422,6 +1463,11 @@ pub(crate) fn parse_query(text: &str) -> Result<Option<Box<Query>>, SqlError> {
 }
 
 /// `sqlparser`'s reading of one statement.
+pub(crate) fn parse_statement(text: &str) -> Result<Statement, SqlError> {
+    parse_one(text)
+}
+
+/// `sqlparser`'s reading of one statement.
 fn parse_one(text: &str) -> Result<Statement, SqlError> {
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| {
         let e = e.to_string();
@@ -1482,6 +1528,32 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     }
     flush(&mut current);
     Ok(out)
+}
+
+/// `CREATE TABLE ... APPEND ONLY` (RisingWave's, which `sqlparser` does not read): the text without the
+/// two words, and whether they were there.
+fn strip_append_only(s: &Stmt) -> (String, bool) {
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let is_create_table =
+        s.tokens.len() > 1 && word(&s.tokens[0], "CREATE") && word(&s.tokens[1], "TABLE");
+    let at = s
+        .tokens
+        .windows(2)
+        .position(|w| word(&w[0], "APPEND") && word(&w[1], "ONLY"));
+    match at {
+        Some(i) if is_create_table => {
+            let text = s
+                .tokens
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i && *j != i + 1)
+                .map(|(_, t)| t.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (text, true)
+        }
+        _ => (s.text.clone(), false),
+    }
 }
 
 /// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like

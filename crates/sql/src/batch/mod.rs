@@ -10,7 +10,7 @@ use crate::binder::CatalogReader;
 use crate::error::SqlError;
 use crate::planner::{JoinType, LogicalPlan, SetOp};
 use crate::scalar::agg::AggState;
-use crate::scalar::{AggCall, ExprNode, OrderType, cmp_datum, eval};
+use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType, cmp_datum, eval};
 
 /// Rows a batch query may produce at most (bounded, like everything else).
 const MAX_ROWS: usize = 10_000_000;
@@ -24,10 +24,20 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             filter,
             ..
         } => {
+            // A view's expressions are a streaming job's: evaluated non-strictly (an error is a NULL).
+            let mut ignore = |_: crate::scalar::ExprError| {};
             let mut out = Vec::new();
             for r in catalog.committed_rows(*table_id) {
-                if filter.as_ref().map_or(Ok(true), |f| holds(f, &r))? {
-                    out.push(project(exprs, &r)?);
+                let keep = filter.as_ref().is_none_or(|f| {
+                    crate::scalar::eval_non_strict(f, &r, &mut ignore)
+                        == Some(ScalarImpl::Bool(true))
+                });
+                if keep {
+                    let row = exprs
+                        .iter()
+                        .map(|e| crate::scalar::eval_non_strict(e, &r, &mut ignore))
+                        .collect();
+                    out.push(OwnedRow::new(row));
                 }
             }
             Ok(out)
@@ -119,7 +129,7 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             }
             Ok(out)
         }
-        LogicalPlan::TableFunction { name, args, .. } => table_function(name, args),
+        LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args),
     }
 }
 
@@ -203,7 +213,7 @@ fn hash_agg(
 
 /// Equi-join keys of `on` (`l = r` conjuncts between the sides): hash join on them, the rest checked per
 /// pair; none: nested loop.
-fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
+pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
     fn conjuncts<'a>(e: &'a ExprNode, out: &mut Vec<&'a ExprNode>) {
         match e {
             ExprNode::Call {
@@ -358,7 +368,7 @@ pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
                 (None, Some(_)) => Ordering::Greater,
                 (Some(_), None) if o.nulls_first => Ordering::Greater,
                 (Some(_), None) => Ordering::Less,
-                _ if o.desc => cmp_datum(x, y).reverse(),
+                _ if o.descending => cmp_datum(x, y).reverse(),
                 _ => cmp_datum(x, y),
             };
             if ord != Ordering::Equal {
@@ -369,46 +379,18 @@ pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
     });
 }
 
-/// `generate_series(start, stop[, step])` (inclusive) and `range(start, stop[, step])` (exclusive).
-fn table_function(name: &str, args: &[ExprNode]) -> Result<Vec<OwnedRow>, SqlError> {
+/// A table function's rows (`generate_series`, `range`).
+fn table_function(func: TableFunctionType, args: &[ExprNode]) -> Result<Vec<OwnedRow>, SqlError> {
     let empty = OwnedRow::empty();
-    let mut v = Vec::new();
-    for a in args {
-        match eval(a, &empty)? {
-            None => return Ok(Vec::new()),
-            Some(s) => v.push(s),
-        }
+    let args = args
+        .iter()
+        .map(|a| eval(a, &empty))
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = crate::scalar::table_function::eval(func, &args)?;
+    if values.len() > MAX_ROWS {
+        return Err(SqlError::Invalid(format!(
+            "{func:?}: more than {MAX_ROWS} rows"
+        )));
     }
-    let ty = args[0].return_type();
-    let n = |i: usize| v.get(i).and_then(crate::scalar::int_value);
-    let (lo, hi, step) = (n(0).unwrap_or(0), n(1).unwrap_or(0), n(2).unwrap_or(1));
-    if step == 0 {
-        return Err(SqlError::Invalid("step size cannot equal zero".into()));
-    }
-    let inclusive = name == "generate_series";
-    let mut out = Vec::new();
-    let mut x = lo;
-    loop {
-        let inside = match (step > 0, inclusive) {
-            (true, true) => x <= hi,
-            (true, false) => x < hi,
-            (false, true) => x >= hi,
-            (false, false) => x > hi,
-        };
-        if !inside {
-            break;
-        }
-        if out.len() >= MAX_ROWS {
-            return Err(SqlError::Invalid(format!(
-                "{name}: more than {MAX_ROWS} rows"
-            )));
-        }
-        let value = crate::scalar::cast::cast_datum(Some(ScalarImpl::Int64(x)), &ty)?;
-        out.push(OwnedRow::new(vec![value]));
-        match x.checked_add(step) {
-            Some(next) => x = next,
-            None => break,
-        }
-    }
-    Ok(out)
+    Ok(values.into_iter().map(|v| OwnedRow::new(vec![v])).collect())
 }

@@ -205,7 +205,7 @@ fn call_args(f: &ast::Function) -> Result<CallArgs<'_>, SqlError> {
 
 /// Table functions (valid in `FROM` only, here).
 pub(super) fn is_table_function(name: &str) -> bool {
-    matches!(name, "generate_series" | "range" | "unnest")
+    crate::scalar::TableFunctionType::from_function_name(name).is_some()
 }
 
 impl Binder<'_> {
@@ -233,9 +233,7 @@ impl Binder<'_> {
                     ty: plain.return_type(),
                 });
             }
-            let mut refs = Vec::new();
-            plain.input_refs(&mut refs);
-            if refs.is_empty() {
+            if plain.input_refs().is_empty() {
                 return Ok(plain);
             }
             if let Ast::Identifier(_) | Ast::CompoundIdentifier(_) = e {
@@ -602,7 +600,7 @@ fn in_list(x: ExprNode, items: Vec<ExprNode>, negated: bool) -> Result<ExprNode,
 pub(super) fn order_type(o: &ast::OrderByOptions) -> OrderType {
     let desc = matches!(o.sort, Some(ast::OrderBySort::Desc));
     OrderType {
-        desc,
+        descending: desc,
         nulls_first: o.nulls_first.unwrap_or(desc),
     }
 }

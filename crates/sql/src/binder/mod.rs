@@ -141,6 +141,27 @@ pub fn ident(id: &sqlparser::ast::Ident) -> String {
     }
 }
 
+/// A relation's column may not be named as a system column (the catalog's rule).
+pub fn check_column_name(name: &str) -> Result<(), SqlError> {
+    Ok(crate::catalog::check_valid_column_name(name)?)
+}
+
+/// A stored relation's output names: `renames` (`CREATE MATERIALIZED VIEW mv (a, b)`) over the query's,
+/// each checked against the system columns.
+pub fn output_names(names: &mut [String], renames: &[String]) -> Result<(), SqlError> {
+    if renames.len() > names.len() {
+        return Err(SqlError::Invalid(format!(
+            "too many column names were specified: {} for {} columns",
+            renames.len(),
+            names.len()
+        )));
+    }
+    for (n, r) in names.iter_mut().zip(renames) {
+        *n = r.clone();
+    }
+    names.iter().try_for_each(|n| check_column_name(n))
+}
+
 fn unsupported(what: impl Into<String>) -> SqlError {
     SqlError::Unsupported(what.into())
 }

@@ -6,7 +6,7 @@ use sqlparser::ast::{
     TableWithJoins,
 };
 
-use super::expr::{coerce, is_table_function};
+use super::expr::coerce;
 use super::query::rename_columns;
 use super::{
     Binder, BoundQuery, MAX_VIEW_DEPTH, RelationRef, Scope, ScopeColumn, ident, unsupported,
@@ -15,7 +15,7 @@ use crate::error::SqlError;
 use crate::planner::{JoinType, LogicalPlan};
 use crate::scalar::cast::CastContext;
 use crate::scalar::sig::build_func;
-use crate::scalar::{ExprNode, ExprType};
+use crate::scalar::{ExprNode, ExprType, TableFunctionType, table_function};
 
 impl Binder<'_> {
     /// The `FROM` list: its items cross-joined (one empty row when there is none).
@@ -340,20 +340,17 @@ impl Binder<'_> {
                 hidden: false,
             }]
         };
-        if is_table_function(name) {
-            if name == "unnest" {
+        if let Some(func) = TableFunctionType::from_function_name(name) {
+            if func == TableFunctionType::Unnest {
                 return Err(unsupported("table function unnest"));
             }
             super::expr::unify_literals(&mut bound)?;
-            let ty = crate::scalar::cast::align_types(&mut bound)?;
-            if !matches!(ty, DataType::Int16 | DataType::Int32 | DataType::Int64) || bound.len() < 2
-            {
-                return Err(unsupported(format!("{name} over {ty:?}")));
-            }
+            let types: Vec<DataType> = bound.iter().map(ExprNode::return_type).collect();
+            let ty = table_function::return_type(func, &types)?;
             let plan = LogicalPlan::TableFunction {
-                name: name.clone(),
+                func,
                 args: bound,
-                ty,
+                ty: ty.clone(),
             };
             return Ok((plan, def(ty), Some(name.clone())));
         }

@@ -57,7 +57,7 @@ pub fn relation_for_job(
 
 impl Session {
     /// Where a new relation called `name` goes (its schema named, or the search path's first).
-    pub fn job_target(&self, name: &super::Name) -> Result<JobTarget, SqlError> {
+    pub fn job_target(&self, name: &super::parse::Name) -> Result<JobTarget, SqlError> {
         let (schema, n) = self.creation_target(name)?;
         Ok(JobTarget {
             job: crate::catalog::job_name(&self.database, &schema, &n),
@@ -173,7 +173,7 @@ impl Session {
         Ok(())
     }
 
-    fn drop_connection(&mut self, name: &super::Name) -> Result<(), CatalogError> {
+    fn drop_connection(&mut self, name: &super::parse::Name) -> Result<(), CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
         let mut catalog = self.engine().catalog();
         let schemas = match schema {
@@ -510,12 +510,15 @@ impl Session {
     }
 
     /// Meta's answer to the `CREATE` of the job listed as `id`.
-    pub fn job_created<T>(
+    pub fn job_created<T, E>(
         &self,
         id: u32,
-        created: Result<T, epochlab_meta::DdlError>,
+        created: Result<T, E>,
         table_id: impl FnOnce(&T) -> Option<epochlab_common::TableId>,
-    ) -> Result<T, SqlError> {
+    ) -> Result<T, SqlError>
+    where
+        SqlError: From<E>,
+    {
         let mut catalog = self.engine().catalog();
         match created {
             Ok(v) => {
@@ -611,18 +614,18 @@ impl Session {
         &self,
         query: &sqlparser::ast::Query,
         given: &[sqlparser::ast::ViewColumnDef],
-    ) -> Result<(), SqlError> {
-        for c in given {
-            let n = match c.name.quote_style {
+    ) -> Result<(Vec<String>, Vec<epochlab_common::DataType>), SqlError> {
+        let renames: Vec<String> = given
+            .iter()
+            .map(|c| match c.name.quote_style {
                 Some(_) => c.name.value.clone(),
                 None => c.name.value.to_lowercase(),
-            };
-            check_valid_column_name(&n)?;
-        }
+            })
+            .collect();
         let bound = crate::binder::Binder::new(self, true).bind_query(query)?;
-        for n in bound.names.iter().skip(given.len()) {
-            check_valid_column_name(n)?;
-        }
-        Ok(())
+        let types = bound.types();
+        let mut names = bound.names;
+        crate::binder::output_names(&mut names, &renames)?;
+        Ok((names, types))
     }
 }

@@ -6,7 +6,7 @@ pub mod stream;
 
 use epochlab_common::{DataType, OwnedRow, TableId};
 
-use crate::scalar::{AggCall, ExprNode, OrderType};
+use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType};
 
 /// The kind of a join (RisingWave's `JoinType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub enum LogicalPlan {
     },
     /// A table function's rows (`generate_series`, `range`, `unnest`).
     TableFunction {
-        name: String,
+        func: TableFunctionType,
         args: Vec<ExprNode>,
         ty: DataType,
     },
