@@ -460,15 +460,26 @@ impl Session {
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
     /// still being created is RisingWave's meta's `table is in creating procedure` (see
     /// [`SqlError::InCreatingProcedure`]), not `exists`.
+    /// The catalog's relation of that name answers with its kind (RisingWave's frontend catalog check).
     pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
-        let Some(rel) = self.cluster().meta.relation_by_name(name) else {
-            return Ok(false);
-        };
-        if rel.state == JobState::Creating {
+        let rel = self.cluster().meta.relation_by_name(name);
+        if let Some(rel) = &rel
+            && rel.state == JobState::Creating
+        {
             return Err(SqlError::InCreatingProcedure { id: rel.id.0 });
+        }
+        let listed = self.listed_duplicate(name);
+        if rel.is_none() && listed.is_none() {
+            return Ok(false);
         }
         if if_not_exists {
             return Ok(true);
+        }
+        let Some(rel) = rel else {
+            return Err(listed.expect("checked above").into());
+        };
+        if let Some(dup) = listed {
+            return Err(dup.into());
         }
         Err(SqlError::catalog(
             CatalogProblem::Exists,

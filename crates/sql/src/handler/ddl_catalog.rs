@@ -189,11 +189,14 @@ impl Session {
         Ok(())
     }
 
-    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`: catalog only.
-    pub(super) fn handle_create_source(
+    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. No
+    /// connector runs here: the source is backed by a table job nothing writes (its columns and a hidden
+    /// row id), so that views, materialized views and sinks over it are built as over a table, and see no
+    /// rows.
+    pub(super) async fn handle_create_source(
         &mut self,
         c: &mut Cursor<'_>,
-        _text: &str,
+        text: &str,
     ) -> HandlerResult {
         c.expect(&["CREATE", "SOURCE"])?;
         let if_not_exists = c.eat(&["IF", "NOT", "EXISTS"]);
@@ -217,14 +220,19 @@ impl Session {
             super::create_table::validate_compatibility(&connector, f)?;
         }
         let format = format.map(|f| f.sql).unwrap_or_default();
-        let (schema, n) = self.creation_target(&name)?;
+        let target = self.job_target(&name)?;
+        let n = target.name.clone();
         let definition = format!(
             "CREATE SOURCE {n} {defs} WITH ({}){format}",
             options_sql(&options)
         );
+        if self.check_free(&target.job, if_not_exists)? {
+            return done();
+        }
         let r = RelationCatalog {
             name: n,
-            schema,
+            schema: target.schema.clone(),
+            job: target.job.clone(),
             database: self.database.clone(),
             kind: RelationKind::Source,
             columns,
@@ -234,13 +242,21 @@ impl Session {
             connector: Some(connector.clone()),
             ..RelationCatalog::default()
         };
-        match self.engine().catalog().create_relation(r) {
+        let id = match self.engine().catalog().create_relation(r) {
             Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
             other => other?,
         };
         self.engine().note(format!(
-            "CREATE SOURCE: connector {connector} is catalog only here; the source has no rows"
+            "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
         ));
+        let columns = self
+            .engine()
+            .catalog()
+            .relation(id)
+            .map(|r| r.columns.clone())
+            .unwrap_or_default();
+        let created = self.create_source_table(&target.job, &columns, text).await;
+        self.job_created(id, created, |t| Some(*t))?;
         done()
     }
 
@@ -627,5 +643,58 @@ impl Session {
         let mut names = bound.names;
         crate::binder::output_names(&mut names, &renames)?;
         Ok((names, types))
+    }
+}
+
+impl Session {
+    /// The empty table job behind a source: its columns, then a hidden row id as its key.
+    // `DataType` stops being `Copy` with the `types` branch; the clones stay right then.
+    #[allow(clippy::clone_on_copy)]
+    async fn create_source_table(
+        &self,
+        job: &str,
+        columns: &[ColumnCatalog],
+        text: &str,
+    ) -> Result<epochlab_common::TableId, SqlError> {
+        let mut stored: Vec<epochlab_common::DataType> =
+            columns.iter().map(|c| c.ty.clone()).collect();
+        stored.push(epochlab_common::DataType::Int64);
+        let pk = vec![stored.len() - 1];
+        let def = crate::frontend::Def {
+            kind: crate::frontend::Kind::Table,
+            columns: columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| crate::expr::Column {
+                    name: c.name.clone(),
+                    ty: c.ty.clone(),
+                    src: i,
+                })
+                .collect(),
+            filter: None,
+            project: None,
+            stored: stored.clone(),
+            row_id: true,
+            pk: pk.clone(),
+            append_only: true,
+            statement: text.trim().to_string(),
+        };
+        crate::frontend::lock(&self.engine().defs).insert(job.to_string(), def);
+        let parallelism = self.parallelism();
+        Ok(self
+            .engine()
+            .cluster
+            .meta
+            .create_table(job, stored, pk, parallelism)
+            .await?)
+    }
+}
+
+impl Session {
+    /// The catalog's `Duplicated` error when a relation goes by the job name `job`.
+    pub fn listed_duplicate(&self, job: &str) -> Option<CatalogError> {
+        let catalog = self.engine().catalog();
+        let r = catalog.relations().find(|r| r.job_name() == job)?;
+        Some(CatalogError::Duplicated(r.kind.as_str(), r.name.clone()))
     }
 }

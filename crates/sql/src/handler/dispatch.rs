@@ -34,7 +34,7 @@ pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Opti
         ("CREATE", "DATABASE" | "SCHEMA" | "CONNECTION") => session.handle_create_catalog(&mut c),
         ("CREATE", "USER") => session.handle_create_user(&mut c),
         ("CREATE", "TABLE") => return session.handle_create_table(tokens).await,
-        ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text),
+        ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text).await,
         ("CREATE", "INDEX") => return session.handle_create_index(&mut c, text).await,
         ("DROP", "DATABASE" | "SCHEMA" | "USER" | "CONNECTION") => {
             session.handle_drop_catalog(&mut c)

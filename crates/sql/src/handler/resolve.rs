@@ -62,7 +62,8 @@ impl Session {
                 }
                 // A job meta has that the catalog does not list (its CREATE was cut off by a kill).
                 return match schema {
-                    None => Ok(Resolved::Job(n)),
+                    None if self.listed_duplicate(&n).is_none() => Ok(Resolved::Job(n)),
+                    None => Err(CatalogError::NotFound("table or source", n).into()),
                     Some(_) => Err(CatalogError::NotFound("table or source", n).into()),
                 };
             }
@@ -86,6 +87,7 @@ impl Session {
             RelationKind::Sink => {
                 return Err(CatalogError::NotFound("table or source", r.name.clone()).into());
             }
+            RelationKind::Source if r.table_id.is_some() => Resolved::Job(r.job_name()),
             RelationKind::Source => Resolved::Rows {
                 columns: r
                     .visible_columns()
@@ -134,6 +136,7 @@ impl Session {
             // A job meta has that the catalog does not list (its CREATE was cut off by a kill).
             Err(CatalogError::NotFound(..))
                 if name.0.len() == 1
+                    && self.listed_duplicate(&n).is_none()
                     && self.engine().cluster.meta.relation_by_name(&n).is_some() =>
             {
                 return Ok(n);
