@@ -322,6 +322,12 @@ impl Session {
             table.name,
             info.key.join(", ")
         );
+        if let Some(done) = self
+            .create_index_job(&table, &index_name, &info, &definition)
+            .await?
+        {
+            return Ok(done);
+        }
         let columns = index_columns(&table, &info);
         let r = RelationCatalog {
             name: index_name.clone(),
@@ -334,14 +340,68 @@ impl Session {
             definition,
             owner: table.owner.clone(),
             depends_on: vec![table.id],
-            table_id: table.table_id,
             index: Some(info),
             ..RelationCatalog::default()
         };
         self.engine().catalog().create_relation(r)?;
-        self.engine()
-            .note("CREATE INDEX: catalog only; a query of the index reads its table's rows".into());
+        self.engine().note(
+            "CREATE INDEX: an index the stream planner cannot build is catalog only; a query of it reads its table's rows"
+                .into(),
+        );
         Ok(Output::Done(0))
+    }
+
+    /// The index's job: a materialized view of its key and included columns over its table, built by the
+    /// front end's `CREATE MATERIALIZED VIEW`, then listed as the index. `None` when the planner cannot
+    /// build it (the index is then catalog only).
+    async fn create_index_job(
+        &mut self,
+        table: &RelationCatalog,
+        index_name: &str,
+        info: &IndexInfo,
+        definition: &str,
+    ) -> Result<Option<Output>, SqlError> {
+        let quoted = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+        let items: Vec<String> = info
+            .key
+            .iter()
+            .map(|k| {
+                if k.starts_with('(') {
+                    format!("{k} AS {}", quoted(k))
+                } else {
+                    quoted(k)
+                }
+            })
+            .chain(info.include.iter().map(|c| quoted(c)))
+            .collect();
+        let sql = format!(
+            "CREATE MATERIALIZED VIEW {}.{} AS SELECT {} FROM {}.{}",
+            quoted(&table.schema),
+            quoted(index_name),
+            items.join(", "),
+            quoted(&table.schema),
+            quoted(&table.name)
+        );
+        match Box::pin(self.execute(&sql)).await {
+            Ok(_) => {}
+            Err(SqlError::Unsupported(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let mut catalog = self.engine().catalog();
+        let id = catalog
+            .get_relation(&table.database, &table.schema, index_name)
+            .map(|r| r.id)
+            .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
+        let r = catalog.relation_mut(id).expect("found above");
+        r.kind = RelationKind::Index;
+        r.definition = definition.to_string();
+        r.pk = (0..info.key.len()).collect();
+        r.dist_key = (0..info.dist_key_len).collect();
+        r.index = Some(info.clone());
+        if !r.depends_on.contains(&table.id) {
+            r.depends_on.push(table.id);
+        }
+        Ok(Some(Output::Done(0)))
     }
 }
 

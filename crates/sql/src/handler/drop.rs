@@ -29,6 +29,7 @@ pub(super) fn has_job(kind: RelationKind) -> bool {
         kind,
         RelationKind::Table
             | RelationKind::MaterializedView
+            | RelationKind::Index
             | RelationKind::Sink
             | RelationKind::Source
     )

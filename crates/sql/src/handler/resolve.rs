@@ -101,6 +101,9 @@ impl Session {
 
     /// An index read as its table's rows, projected onto the index's columns (plain columns only).
     fn index_target(&self, r: &RelationCatalog) -> Result<Resolved, SqlError> {
+        if r.table_id.is_some() {
+            return Ok(Resolved::Job(r.job_name()));
+        }
         let catalog = self.engine().catalog();
         let table = r
             .index
