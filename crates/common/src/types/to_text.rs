@@ -393,6 +393,12 @@ mod tests {
         );
         assert_eq!(st(vec![None, Some("hello".into())]).to_text(), "(,hello)");
         assert_eq!(st(vec![None, None]).to_text(), "(,)");
+        // types/jsonb.slt.part: `jsonb_each` rows.
+        let foo = JsonbVal::new(serde_json::Value::String("foo".into()));
+        assert_eq!(
+            st(vec![Some("a".into()), Some(foo.into())]).to_text(),
+            r#"(a,"""foo""")"#
+        );
         assert_eq!(
             st(vec![int(1), Some(st(vec![None, int(3)]))]).to_text(),
             "(1,\"(,3)\")"
