@@ -24,7 +24,6 @@ pub enum ExprNode {
 }
 
 impl ExprNode {
-    #[allow(clippy::clone_on_copy)] // DataType stops being Copy with the types branch
     pub fn return_type(&self) -> DataType {
         match self {
             ExprNode::InputRef { ty, .. } | ExprNode::Literal { ty, .. } => ty.clone(),
@@ -161,6 +160,8 @@ pub enum ExprType {
     RegexpReplace,
     RegexpCount,
     Format,
+    /// A boolean's output text (`t`/`f`), as `concat` prints it.
+    BoolOut,
     // date and time
     Extract,
     DatePart,
@@ -168,6 +169,7 @@ pub enum ExprType {
     TumbleStart,
     ToTimestamp,
     ToTimestamp1,
+    MakeTimestamptz,
     CharToDate,
     MakeDate,
     AtTimeZone,
@@ -254,6 +256,7 @@ impl ExprType {
             "to_timestamp" => ToTimestamp,
             "to_date" => CharToDate,
             "make_date" => MakeDate,
+            "make_timestamptz" => MakeTimestamptz,
             "now" | "current_timestamp" => Now,
             "proctime" => Proctime,
             "array_length" | "array_upper" => ArrayLength,

@@ -34,6 +34,8 @@ pub enum ExprError {
     /// A call whose arguments do not match any overload (a bind-time error in RisingWave).
     #[error("function {func}({args}) does not exist")]
     NoSuchOverload { func: String, args: String },
+    #[error("function {func}({args}) is not unique")]
+    NotUnique { func: String, args: String },
     #[error("cannot cast type \"{from}\" to \"{to}\" in {ctx} context")]
     CannotCast {
         from: String,

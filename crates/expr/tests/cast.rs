@@ -34,7 +34,7 @@ fn integer_casts_check_range() {
         "Casting to i32 out of range"
     );
     assert_eq!(cast(i64_(7), DataType::Int16).unwrap(), "7");
-    assert_eq!(cast(i32_(0), DataType::Boolean).unwrap(), "false");
+    assert_eq!(cast(i32_(0), DataType::Boolean).unwrap(), "f");
     assert_eq!(cast(bool_(true), DataType::Int32).unwrap(), "1");
 }
 
@@ -49,8 +49,8 @@ fn col_i64() -> epochlab_common::expr_node::ExprNode {
 #[test]
 fn text_casts() {
     assert_eq!(cast(str_(" 42 "), DataType::Int32).unwrap(), "42");
-    assert_eq!(cast(str_("yes"), DataType::Boolean).unwrap(), "true");
-    assert_eq!(cast(str_("f"), DataType::Boolean).unwrap(), "false");
+    assert_eq!(cast(str_("yes"), DataType::Boolean).unwrap(), "t");
+    assert_eq!(cast(str_("f"), DataType::Boolean).unwrap(), "f");
     assert!(
         cast(str_("x"), DataType::Int32)
             .unwrap_err()

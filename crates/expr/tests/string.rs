@@ -72,13 +72,13 @@ fn left_right_pad_repeat_reverse() {
 
 #[test]
 fn like_with_wildcards_and_escapes() {
-    assert_eq!(t(Like, vec![s("abc"), s("a%")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("_b_")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("%c%d")]), "false");
-    assert_eq!(t(Like, vec![s("a%c"), s("a\\%c")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("a\\%c")]), "false");
-    assert_eq!(t(Like, vec![s("a_c"), s("a#_c"), s("#")]), "true");
-    assert_eq!(t(ILike, vec![s("ABC"), s("a%")]), "true");
-    assert_eq!(t(Like, vec![s("ABC"), s("a%")]), "false");
-    assert_eq!(t(Like, vec![s("aXbXc"), s("%X%X%")]), "true");
+    assert_eq!(t(Like, vec![s("abc"), s("a%")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("_b_")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("%c%d")]), "f");
+    assert_eq!(t(Like, vec![s("a%c"), s("a\\%c")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("a\\%c")]), "f");
+    assert_eq!(t(Like, vec![s("a_c"), s("a#_c"), s("#")]), "t");
+    assert_eq!(t(ILike, vec![s("ABC"), s("a%")]), "t");
+    assert_eq!(t(Like, vec![s("ABC"), s("a%")]), "f");
+    assert_eq!(t(Like, vec![s("aXbXc"), s("%X%X%")]), "t");
 }

@@ -54,6 +54,7 @@ pub fn err(func: ExprType, args: Vec<ExprNode>) -> String {
 pub fn text(d: &Datum) -> String {
     match d {
         None => "NULL".to_string(),
+        Some(ScalarImpl::Bool(b)) => (if *b { "t" } else { "f" }).to_string(),
         Some(v) => v.to_string(),
     }
 }
