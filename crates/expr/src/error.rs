@@ -7,7 +7,7 @@ use thiserror::Error;
 pub enum ExprError {
     #[error("Unsupported function: {0}")]
     UnsupportedFunction(String),
-    #[error("Unsupported cast: {0:?} to {1:?}")]
+    #[error("Unsupported cast: {0} to {1}")]
     UnsupportedCast(DataType, DataType),
     /// The target is named as RisingWave names it (the Rust type: `i16`, `i32`, ...).
     #[error("Casting to {0} out of range")]

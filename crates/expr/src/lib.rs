@@ -5,7 +5,6 @@
 //! [`eval`] is strict (batch): the first error fails the expression. [`eval_non_strict`] is RisingWave's
 //! streaming mode: a call that fails yields NULL, the error goes to the callback, and evaluation continues.
 
-
 pub mod agg;
 pub mod cast;
 mod error;

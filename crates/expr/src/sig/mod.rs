@@ -17,33 +17,7 @@ use crate::error::{ExprError, Result};
 
 /// The SQL name of a type, as RisingWave prints it in errors.
 pub fn type_name(ty: &DataType) -> String {
-    match ty {
-        DataType::Boolean => "boolean".into(),
-        DataType::Int16 => "smallint".into(),
-        DataType::Int32 => "integer".into(),
-        DataType::Int64 => "bigint".into(),
-        DataType::Serial => "serial".into(),
-        DataType::Float32 => "real".into(),
-        DataType::Float64 => "double precision".into(),
-        DataType::Decimal => "numeric".into(),
-        DataType::Date => "date".into(),
-        DataType::Time => "time without time zone".into(),
-        DataType::Timestamp => "timestamp without time zone".into(),
-        DataType::Timestamptz => "timestamp with time zone".into(),
-        DataType::Interval => "interval".into(),
-        DataType::Varchar => "character varying".into(),
-        DataType::Bytea => "bytea".into(),
-        DataType::Jsonb => "jsonb".into(),
-        DataType::Struct(s) => {
-            let fields: Vec<String> = s
-                .fields()
-                .iter()
-                .map(|(n, t)| format!("{n} {}", type_name(t)))
-                .collect();
-            format!("struct<{}>", fields.join(", "))
-        }
-        DataType::List(t) => format!("{}[]", type_name(t)),
-    }
+    ty.to_string()
 }
 
 fn no_overload(func: ExprType, args: &[ExprNode]) -> ExprError {
