@@ -15,7 +15,11 @@ pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Scal
         return Ok(v);
     }
     match args {
-        [a, b] if std::mem::discriminant(*a) != std::mem::discriminant(*b) && !is_shift(func) => {
+        [a, b]
+            if std::mem::discriminant(*a) != std::mem::discriminant(*b)
+                && !is_shift(func)
+                && func != ExprType::RoundDigit =>
+        {
             // Mixed integer (or float) widths compute in the wider type, the call's return type.
             let a = crate::cast::cast_value(a, ret)?;
             let b = crate::cast::cast_value(b, ret)?;
