@@ -26,9 +26,9 @@ pub enum CastContext {
 impl CastContext {
     fn name(self) -> &'static str {
         match self {
-            CastContext::Implicit => "implicit",
-            CastContext::Assign => "assign",
-            CastContext::Explicit => "explicit",
+            CastContext::Implicit => "Implicit",
+            CastContext::Assign => "Assign",
+            CastContext::Explicit => "Explicit",
         }
     }
 }

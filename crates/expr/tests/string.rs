@@ -82,3 +82,40 @@ fn like_with_wildcards_and_escapes() {
     assert_eq!(t(Like, vec![s("ABC"), s("a%")]), "f");
     assert_eq!(t(Like, vec![s("aXbXc"), s("%X%X%")]), "t");
 }
+
+#[test]
+fn regexp_and_md5() {
+    assert_eq!(
+        t(RegexpMatch, vec![s("foobarbequebaz"), s("(bar)(beque)")]),
+        "{bar,beque}"
+    );
+    assert_eq!(
+        t(RegexpMatch, vec![s("foobarbequebaz"), s("barbeque")]),
+        "{barbeque}"
+    );
+    assert_eq!(t(RegexpMatch, vec![s("abc"), s("x")]), "NULL");
+    let url = "https://example.com/?channel_id=12&x=1";
+    assert_eq!(
+        t(RegexpMatch, vec![s(url), s("(&|^|\\?)channel_id=([^&]*)")]),
+        "{?,12}"
+    );
+    assert_eq!(
+        t(RegexpReplace, vec![s("foobarbaz"), s("b(..)"), s("X\\1Y")]),
+        "fooXarYbaz"
+    );
+    assert_eq!(
+        t(
+            RegexpReplace,
+            vec![s("foobarbaz"), s("b(..)"), s("X\\1Y"), s("g")]
+        ),
+        "fooXarYXazY"
+    );
+    assert_eq!(t(RegexpCount, vec![s("ABCABCAXYaxy"), s("A.")]), "3");
+    assert_eq!(t(Md5, vec![s("abc")]), "900150983cd24fb0d6963f7d28e17f72");
+}
+
+#[test]
+fn concat_prints_booleans_as_output_text_and_concat_op_spells_them() {
+    assert_eq!(t(Concat, vec![s("a"), bool_(true)]), "at");
+    assert_eq!(t(ConcatOp, vec![s("a"), bool_(true)]), "atrue");
+}

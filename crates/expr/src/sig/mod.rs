@@ -43,6 +43,11 @@ fn call(func: ExprType, args: Vec<ExprNode>, ret: DataType) -> ExprNode {
     ExprNode::Call { func, args, ret }
 }
 
+fn is_number(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(t, Int16 | Int32 | Int64 | Float32 | Float64 | Decimal)
+}
+
 fn check_arity(func: ExprType, args: &[ExprNode], min: usize, max: usize) -> Result<()> {
     if args.len() < min || args.len() > max {
         return Err(no_overload(func, args));
@@ -57,6 +62,12 @@ pub fn build_func(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode> {
         Equal | NotEqual | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual
         | IsDistinctFrom | IsNotDistinctFrom => {
             check_arity(func, &args, 2, 2)?;
+            // Numbers of different types compare through the overloads (decimal < real compares as
+            // double precision); everything else in one aligned type.
+            let numeric = |a: &ExprNode| !is_untyped(a) && is_number(&a.return_type());
+            if args.iter().all(numeric) && args[0].return_type() != args[1].return_type() {
+                return general(func, args);
+            }
             cast::align_types(&mut args)?;
             Ok(call(func, args, DataType::Boolean))
         }

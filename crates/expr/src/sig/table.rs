@@ -52,18 +52,21 @@ impl Builder {
 
     /// Every pair of integer widths and every pair of float widths, returning the wider; and decimal.
     fn numeric_binary(&mut self, func: ExprType, floats: bool) {
+        self.numeric_pairs(func, floats, None);
+    }
+
+    /// Like [`Self::numeric_binary`] with a fixed return type (comparisons) when `ret` is given.
+    fn numeric_pairs(&mut self, func: ExprType, floats: bool, ret: Option<DataType>) {
         for family in [&INTS[..], if floats { &FLOATS[..] } else { &[] }] {
             for a in family {
                 for b in family {
-                    self.add(func, &[a.clone(), b.clone()], wider(a, b));
+                    let r = ret.clone().unwrap_or_else(|| wider(a, b));
+                    self.add(func, &[a.clone(), b.clone()], r);
                 }
             }
         }
-        self.add(
-            func,
-            &[DataType::Decimal, DataType::Decimal],
-            DataType::Decimal,
-        );
+        let r = ret.unwrap_or(DataType::Decimal);
+        self.add(func, &[DataType::Decimal, DataType::Decimal], r);
     }
 
     fn unary_same(&mut self, func: ExprType, types: &[DataType]) {
@@ -88,6 +91,18 @@ fn arithmetic(b: &mut Builder) {
         b.numeric_binary(f, true);
     }
     b.numeric_binary(Modulus, false);
+    for f in [
+        Equal,
+        NotEqual,
+        LessThan,
+        LessThanOrEqual,
+        GreaterThan,
+        GreaterThanOrEqual,
+        IsDistinctFrom,
+        IsNotDistinctFrom,
+    ] {
+        b.numeric_pairs(f, true, Some(Boolean));
+    }
     for f in [BitwiseAnd, BitwiseOr, BitwiseXor] {
         for t in INTS {
             b.add(f, &[t.clone(), t.clone()], t.clone());
