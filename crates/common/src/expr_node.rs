@@ -71,7 +71,8 @@ impl ExprNode {
 }
 
 /// Scalar functions and operators, by RisingWave's names. A few are epochlab's own, where RisingWave's
-/// binder rewrites the SQL into another call: `Nullif`, `Concat`, `Between` are kept as calls here.
+/// binder rewrites the SQL into another call: `Nullif` and `Concat` are kept as calls here (BETWEEN is
+/// `>= AND <=`, as RisingWave binds it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ExprType {
     // arithmetic
