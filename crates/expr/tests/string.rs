@@ -119,3 +119,25 @@ fn concat_prints_booleans_as_output_text_and_concat_op_spells_them() {
     assert_eq!(t(Concat, vec![s("a"), bool_(true)]), "at");
     assert_eq!(t(ConcatOp, vec![s("a"), bool_(true)]), "atrue");
 }
+
+#[test]
+fn jsonb_access() {
+    let j = || {
+        lit(
+            r#"{"a": [1, "x", null], "b": {"c": true}}"#,
+            DataType::Jsonb,
+        )
+    };
+    let a = || call(JsonbAccess, vec![j(), s("a")]);
+    assert_eq!(text(&run(&a()).unwrap()), r#"[1, "x", null]"#);
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(1)]), "x");
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(-3)]), "1");
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(2)]), "NULL");
+    assert_eq!(t(JsonbAccess, vec![j(), s("zz")]), "NULL");
+    assert_eq!(
+        t(JsonbTypeof, vec![call(JsonbAccess, vec![j(), s("b")])]),
+        "object"
+    );
+    assert_eq!(t(JsonbArrayLength, vec![a()]), "3");
+    assert_eq!(t(Length, vec![lit("\\x0102", DataType::Bytea)]), "2");
+}

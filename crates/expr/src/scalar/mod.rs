@@ -5,6 +5,7 @@ pub mod array;
 pub mod cmp;
 pub mod datetime;
 pub mod decimal;
+pub mod jsonb;
 pub mod string;
 
 use epochlab_common::expr_node::{ExprNode, ExprType};
@@ -73,6 +74,9 @@ pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode], ret: &DataType)
         }
         Array | Row | ArrayAccess | ArrayLength | Cardinality | ArrayToString | ArrayCat
         | ArrayAppend | ArrayPrepend | ArrayContains | Field => array::call_values(func, values),
+        JsonbAccess | JsonbAccessStr | JsonbTypeof | JsonbArrayLength => {
+            jsonb::call(func, &strict(values))
+        }
         BoolOut => Ok(values[0].as_ref().map(|v| {
             ScalarImpl::Utf8(
                 if matches!(v, ScalarImpl::Bool(true)) {

@@ -86,6 +86,16 @@ pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum
             let strs: Vec<&str> = values.iter().flatten().map(str_of).collect::<Result<_>>()?;
             regexp_match(strs[0], strs[1], strs.get(2).copied())
         }
+        ExprType::Length | ExprType::OctetLength
+            if matches!(values, [Some(ScalarImpl::Bytea(_))]) =>
+        {
+            let Some(ScalarImpl::Bytea(b)) = &values[0] else {
+                unreachable!("matched a bytea")
+            };
+            Ok(Some(ScalarImpl::Int32(
+                i32::try_from(b.len()).unwrap_or(i32::MAX),
+            )))
+        }
         _ => {
             let strs = values
                 .iter()

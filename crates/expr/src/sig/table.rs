@@ -235,6 +235,13 @@ fn strings(b: &mut Builder) {
     for (f, params, ret) in sigs {
         b.add(*f, params, ret.clone());
     }
+    let j = DataType::Jsonb;
+    for key in [V, I] {
+        b.add(JsonbAccess, &[j.clone(), key.clone()], j.clone());
+        b.add(JsonbAccessStr, &[j.clone(), key], V);
+    }
+    b.add(JsonbTypeof, &[j.clone()], V);
+    b.add(JsonbArrayLength, &[j], I);
     b.add(RegexpMatch, &[V, V], DataType::List(Box::new(V)));
     b.add(RegexpMatch, &[V, V, V], DataType::List(Box::new(V)));
     for f in [And, Or] {
