@@ -240,7 +240,7 @@ fn strings(b: &mut Builder) {
         b.add(JsonbAccess, &[j.clone(), key.clone()], j.clone());
         b.add(JsonbAccessStr, &[j.clone(), key], V);
     }
-    b.add(JsonbTypeof, &[j.clone()], V);
+    b.add(JsonbTypeof, std::slice::from_ref(&j), V);
     b.add(JsonbArrayLength, &[j], I);
     b.add(RegexpMatch, &[V, V], DataType::List(Box::new(V)));
     b.add(RegexpMatch, &[V, V, V], DataType::List(Box::new(V)));
