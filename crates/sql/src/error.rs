@@ -46,6 +46,12 @@ pub enum SqlError {
     /// An expression failed to bind or evaluate (types, casts, overflow: RisingWave's wording).
     #[error("{0}")]
     Expr(#[from] crate::scalar::ExprError),
+    /// The catalog refused (RisingWave's wording).
+    #[error(transparent)]
+    CatalogError(#[from] crate::catalog::CatalogError),
+    /// A `SET` / `SHOW` of a session variable that does not exist, or a bad value.
+    #[error(transparent)]
+    SessionConfig(#[from] crate::session_config::SessionConfigError),
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),

@@ -30,10 +30,12 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef, Scope, ScopeColumn};
+use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, format_datum, literal, resolve};
 use crate::scalar::ExprNode;
 use crate::scalar::cast::CastContext;
+use crate::session_config::SessionConfig;
 
 /// Rows per DML chunk sent to the cluster.
 const DML_BATCH: usize = 1024;
@@ -118,9 +120,9 @@ pub enum Output {
 /// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
 pub struct Engine {
     pub cluster: Arc<Cluster>,
+    /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
+    pub catalog: Mutex<crate::catalog::Catalog>,
     pub(crate) defs: Mutex<BTreeMap<String, Def>>,
-    /// Logical views (`CREATE VIEW`): no job, a stored query expanded when bound.
-    views: Mutex<BTreeMap<String, ViewDef>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
@@ -145,8 +147,8 @@ impl Engine {
     pub fn new(cluster: Arc<Cluster>, default_parallelism: usize) -> Arc<Self> {
         Arc::new(Self {
             cluster,
+            catalog: Mutex::new(crate::catalog::Catalog::new()),
             defs: Mutex::default(),
-            views: Mutex::default(),
             next_row_id: Mutex::default(),
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
@@ -193,7 +195,7 @@ impl Engine {
         lock(&self.notes).clone()
     }
 
-    pub(crate) fn note(&self, note: String) {
+    pub fn note(&self, note: String) {
         let mut notes = lock(&self.notes);
         if !notes.contains(&note) && notes.len() < 64 {
             notes.push(note);
@@ -251,27 +253,21 @@ impl Engine {
 /// One connection's session: its settings, over the shared engine.
 pub struct Session {
     engine: Arc<Engine>,
-    /// `SET BACKGROUND_DDL`: a CREATE of a view or sink returns once its job has started.
-    pub background_ddl: bool,
-    /// `SET STREAMING_RATE_LIMIT`: new jobs' backfill rows per second per actor.
-    pub streaming_rate_limit: Option<u32>,
-    /// `SET BACKFILL_RATE_LIMIT`: the same, taking precedence.
-    pub backfill_rate_limit: Option<u32>,
-    /// `SET STREAMING_PARALLELISM`.
-    pub parallelism: Option<usize>,
-    /// `SET RW_IMPLICIT_FLUSH`: every DML statement is followed by a `FLUSH`.
-    pub implicit_flush: bool,
+    /// The session's variables (`SET`, `SHOW`).
+    pub config: SessionConfig,
+    /// The database it is connected to.
+    pub database: String,
+    /// The user it is connected as.
+    pub user: String,
 }
 
 impl Session {
     pub fn new(engine: Arc<Engine>) -> Self {
         Self {
             engine,
-            background_ddl: false,
-            streaming_rate_limit: None,
-            backfill_rate_limit: None,
-            parallelism: None,
-            implicit_flush: false,
+            config: SessionConfig::new(),
+            database: crate::catalog::DEFAULT_DATABASE_NAME.into(),
+            user: crate::catalog::DEFAULT_SUPER_USER.into(),
         }
     }
 
@@ -297,6 +293,9 @@ impl Session {
     }
 
     async fn statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
+        if let Some(out) = crate::handler::handle(self, &s.tokens, &s.text).await {
+            return out;
+        }
         let mut w = Words::new(&s.tokens);
         let first = w.peek_upper().unwrap_or_default();
         match first.as_str() {
@@ -324,17 +323,8 @@ impl Session {
                     w.end()?;
                     return Ok(self.show_jobs());
                 }
-                if w.eat("BACKGROUND_DDL") {
-                    w.end()?;
-                    return Ok(Output::Rows {
-                        numeric: vec![false],
-                        rows: vec![vec![self.background_ddl.to_string()]],
-                    });
-                }
                 return Err(unsupported_words(&s.tokens, 2));
             }
-            "SET" => return self.set(&mut w),
-            "DROP" => return self.drop(&mut w).await,
             "ALTER" => return self.alter(&mut w).await,
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await;
@@ -435,51 +425,16 @@ impl Session {
         }
     }
 
-    /// `SET name (= | TO) value`.
-    fn set(&mut self, w: &mut Words<'_>) -> Result<Output, SqlError> {
-        w.next();
-        let name = w.ident()?;
-        if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
-            return Err(SqlError::Parse(format!(
-                "expected = or TO after SET {name}"
-            )));
-        }
-        let value = w.setting_value()?;
-        w.end()?;
-        match name.as_str() {
-            "background_ddl" => self.background_ddl = value.bool()?,
-            "streaming_rate_limit" => self.streaming_rate_limit = value.rate_limit()?,
-            "backfill_rate_limit" => self.backfill_rate_limit = value.rate_limit()?,
-            "streaming_parallelism" => {
-                self.parallelism = match value.number()? {
-                    Some(0) | None => None,
-                    Some(n) => Some(usize::try_from(n).map_err(|_| value.invalid())?),
-                }
-            }
-            "rw_implicit_flush" => self.implicit_flush = value.bool()?,
-            "enable_arrangement_backfill"
-            | "streaming_enable_arrangement_backfill"
-            | "rw_streaming_enable_arrangement_backfill" => self.engine.note(format!(
-                "SET {name}: every view and sink uses arrangement backfill here"
-            )),
-            "query_mode" | "rw_batch_enable_sort_agg" | "timezone" | "client_min_messages" => {
-                self.engine.note(format!(
-                    "SET {name} accepted and ignored: it changes nothing here"
-                ))
-            }
-            other => return Err(SqlError::Unsupported(format!("SET {other}"))),
-        }
-        Ok(Output::Done(0))
-    }
-
     // ---- DDL ----
 
     pub(crate) fn parallelism(&self) -> usize {
-        self.parallelism.unwrap_or(self.engine.default_parallelism)
+        self.config
+            .streaming_parallelism()
+            .unwrap_or(self.engine.default_parallelism)
     }
 
     fn rate_limit(&self) -> Option<u32> {
-        self.backfill_rate_limit.or(self.streaming_rate_limit)
+        self.config.streaming_rate_limit()
     }
 
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
@@ -575,7 +530,7 @@ impl Session {
                 other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
             }
         }
-        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty).collect();
+        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
         let row_id = pk_names.is_empty();
         let pk = if row_id {
             stored.push(DataType::Int64);
@@ -597,11 +552,31 @@ impl Session {
             append_only,
             statement: text.trim().to_string(),
         };
+        let mut columns_listed: Vec<ColumnCatalog> = def
+            .columns
+            .iter()
+            .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
+            .collect();
+        if row_id {
+            columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
+        }
+        let mut shown = ct.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job(
+            CatalogKind::Table,
+            &name,
+            columns_listed,
+            pk.clone(),
+            &shown.to_string(),
+            None,
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_table(&name, stored, pk, self.parallelism())
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -630,7 +605,7 @@ impl Session {
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
-            background: self.background_ddl,
+            background: self.config.background_ddl(),
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
@@ -644,11 +619,23 @@ impl Session {
             }
             Err(e) => return Err(e),
         };
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job(
+            CatalogKind::MaterializedView,
+            &name,
+            listed_columns(&def),
+            Vec::new(),
+            &shown.to_string(),
+            Some(upstream),
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_materialized_view(&name, upstream, options)
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -710,21 +697,31 @@ impl Session {
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
         let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
+        let id = self.register_job(
+            CatalogKind::Sink,
+            &name,
+            listed_columns(&def),
+            Vec::new(),
+            text,
+            Some(upstream),
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
-            background: self.background_ddl,
+            background: self.config.background_ddl(),
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,
             ..SinkOptions::default()
         };
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_sink(&name, upstream, options, sink)
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -781,29 +778,35 @@ impl Session {
             return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
         let name = object_name(&cv.name)?;
-        if lock(&self.engine.views).contains_key(&name) {
-            if cv.if_not_exists {
-                return Ok(Output::Done(0));
-            }
-            return Err(SqlError::catalog(
-                CatalogProblem::Exists,
-                format!("view with name \"{name}\" exists"),
-            ));
-        }
-        if self.check_free(&name, cv.if_not_exists)? {
-            return Ok(Output::Done(0));
-        }
-        let bound = Binder::new(self, false).bind_query(&cv.query)?;
-        let mut columns = bound.names;
-        for (c, given) in columns.iter_mut().zip(&cv.columns) {
-            *c = ident(&given.name);
-        }
-        let view = ViewDef {
-            query: cv.query.to_string(),
+        let mut binder = Binder::new(self, false);
+        let mut bound = binder.bind_query(&cv.query)?;
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        crate::binder::output_names(&mut bound.names, &renames)?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(bound.types())
+            .map(|(n, t)| ColumnCatalog::new(n.clone(), t))
+            .collect();
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let mut r = crate::handler::relation_for_job(
+            self,
+            CatalogKind::View,
+            &name,
             columns,
-        };
-        lock(&self.engine.views).insert(name, view);
-        Ok(Output::Done(0))
+            Vec::new(),
+            &shown.to_string(),
+        )?;
+        r.view_query = Some(cv.query.to_string());
+        r.depends_on = binder.depends_on.clone();
+        match self.engine.catalog().create_relation(r) {
+            Ok(_) => Ok(Output::Done(0)),
+            Err(crate::catalog::CatalogError::Duplicated(..)) if cv.if_not_exists => {
+                Ok(Output::Done(0))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// A relation a query or a view may read: it exists, is not a sink, and is created.
@@ -827,67 +830,6 @@ impl Session {
             ));
         }
         Ok((rel, def))
-    }
-
-    /// `DROP (TABLE | MATERIALIZED VIEW | SINK) [IF EXISTS] name`.
-    async fn drop(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
-        w.next();
-        if w.eat("VIEW") {
-            return self.drop_view(w);
-        }
-        let kind = if w.eat("TABLE") {
-            Kind::Table
-        } else if w.eat_seq(&["MATERIALIZED", "VIEW"]) {
-            Kind::MaterializedView
-        } else if w.eat("SINK") {
-            Kind::Sink
-        } else {
-            return Err(unsupported_words(w.tokens, 2));
-        };
-        let if_exists = w.eat_seq(&["IF", "EXISTS"]);
-        let name = w.ident()?;
-        if w.eat("CASCADE") {
-            return Err(SqlError::Unsupported("DROP ... CASCADE".into()));
-        }
-        w.eat("RESTRICT");
-        w.end()?;
-        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
-            if if_exists {
-                return Ok(Output::Done(0));
-            }
-            return Err(SqlError::catalog(
-                CatalogProblem::NotFound,
-                format!("{} not found: {name}", kind.as_str()),
-            ));
-        };
-        let actual = Kind::of(rel.kind);
-        if actual != kind {
-            return Err(SqlError::Invalid(format!(
-                "\"{name}\" is a {}, not a {}",
-                actual.as_str(),
-                kind.as_str()
-            )));
-        }
-        self.cluster().meta.drop_job(rel.id).await?;
-        Ok(Output::Done(0))
-    }
-
-    /// `DROP VIEW [IF EXISTS] name`.
-    fn drop_view(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
-        let if_exists = w.eat_seq(&["IF", "EXISTS"]);
-        let name = w.ident()?;
-        if w.eat("CASCADE") {
-            return Err(SqlError::Unsupported("DROP ... CASCADE".into()));
-        }
-        w.eat("RESTRICT");
-        w.end()?;
-        if lock(&self.engine.views).remove(&name).is_none() && !if_exists {
-            return Err(SqlError::catalog(
-                CatalogProblem::NotFound,
-                format!("view not found: {name}"),
-            ));
-        }
-        Ok(Output::Done(0))
     }
 
     /// `ALTER SYSTEM SET name TO value` (noted), `ALTER (TABLE | MATERIALIZED VIEW | SINK) name SET
@@ -1002,7 +944,7 @@ impl Session {
                     })?;
             }
         }
-        if self.implicit_flush {
+        if self.config.implicit_flush() {
             self.flush().await?;
         }
         Ok(())
@@ -1089,7 +1031,7 @@ impl Session {
                 let mut row = Vec::with_capacity(targets.len());
                 for (e, col) in r.content.iter().zip(targets) {
                     let e = binder.bind_scalar(e, &Scope::default())?;
-                    let e = crate::binder::coerce(e, col.ty, CastContext::Assign)?;
+                    let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
                     row.push(crate::scalar::eval(&e, &empty)?);
                 }
                 out.push(row);
@@ -1106,7 +1048,7 @@ impl Session {
             .input_refs()
             .into_iter()
             .zip(targets)
-            .map(|(e, col)| crate::binder::coerce(e, col.ty, CastContext::Assign))
+            .map(|(e, col)| crate::binder::coerce(e, col.ty.clone(), CastContext::Assign))
             .collect::<Result<Vec<_>, _>>()?;
         let plan = bound.plan.project(exprs);
         Ok(crate::batch::execute(&plan, self)?
@@ -1123,7 +1065,7 @@ impl Session {
             .map(|ty| ScopeColumn {
                 qualifier: Some(name.to_string()),
                 name: String::new(),
-                ty: *ty,
+                ty: ty.clone(),
                 hidden: true,
                 qualified_only: true,
             })
@@ -1234,7 +1176,10 @@ impl Session {
                 .find(|c| c.name == col)
                 .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
             let e = binder.bind_scalar(&a.value, &scope)?;
-            sets.push((c.src, crate::binder::coerce(e, c.ty, CastContext::Assign)?));
+            sets.push((
+                c.src,
+                crate::binder::coerce(e, c.ty.clone(), CastContext::Assign)?,
+            ));
         }
         drop(binder);
         let predicate = self.bind_where(name, def, up.selection.as_ref())?;
@@ -1308,31 +1253,62 @@ impl CatalogReader for Session {
         if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
             return Ok(self.ddl_progress());
         }
-        let name = name.strip_prefix("public.").unwrap_or(name);
-        if name.contains('.') {
-            return Err(SqlError::catalog(
-                CatalogProblem::NotFound,
-                format!("table or source not found: {name}"),
-            ));
+        let parts: Vec<String> = name.split('.').map(str::to_string).collect();
+        let found = self.resolve_any(&crate::handler::parse::Name(parts.clone()));
+        let rel = match found {
+            Ok(r) => r,
+            Err(e) => {
+                let (schema, bare) = match parts.as_slice() {
+                    [s, n] => (Some(s.as_str()), n.as_str()),
+                    [n] => (None, n.as_str()),
+                    _ => return Err(e.into()),
+                };
+                let Some(t) = crate::catalog::system_table::system_table(schema, bare) else {
+                    return Err(e.into());
+                };
+                let rows = (t.rows)(&self.engine.catalog());
+                let columns = t.columns().into_iter().map(|c| (c.name, c.ty)).collect();
+                return Ok(RelationRef::Rows { columns, rows });
+            }
+        };
+        match rel.kind {
+            CatalogKind::View => Ok(RelationRef::View {
+                catalog_id: Some(rel.id),
+                query: rel.view_query.clone().unwrap_or_default(),
+                columns: rel.visible_columns().map(|(_, c)| c.name.clone()).collect(),
+            }),
+            CatalogKind::Table | CatalogKind::MaterializedView => {
+                let (meta_rel, def) = self.readable(&rel.job_name())?;
+                Ok(RelationRef::Table {
+                    catalog_id: Some(rel.id),
+                    table_id: meta_rel.id,
+                    columns: catalog_columns(&def),
+                    pk: def.pk.clone(),
+                    filter: def.filter.clone(),
+                })
+            }
+            CatalogKind::Sink => Err(SqlError::Invalid(format!(
+                "sink {} cannot be read",
+                rel.name
+            ))),
+            other => Err(SqlError::Unsupported(format!(
+                "reading a {}",
+                other.as_str()
+            ))),
         }
-        if let Some(v) = lock(&self.engine.views).get(name) {
-            return Ok(RelationRef::View {
-                query: v.query.clone(),
-                columns: v.columns.clone(),
-            });
-        }
-        let (rel, def) = self.readable(name)?;
-        Ok(RelationRef::Table {
-            table_id: rel.id,
-            columns: catalog_columns(&def),
-            pk: def.pk.clone(),
-            filter: def.filter.clone(),
-        })
     }
 
     fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow> {
         self.cluster().committed_rows(table_id)
     }
+}
+
+/// A view's or sink's columns as the catalog lists them.
+fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
+    def.columns
+        .iter()
+        .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
+        .collect()
 }
 
 /// A relation's columns as the binder sees them: the visible ones, then a table's hidden row id.
@@ -1343,12 +1319,12 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
         .enumerate()
         .map(|(i, c)| CatalogColumn {
             name: c.name.clone(),
-            ty: c.ty,
+            ty: c.ty.clone(),
             expr: match &def.project {
                 Some(p) => p[i].clone(),
                 None => ExprNode::InputRef {
                     index: c.src,
-                    ty: c.ty,
+                    ty: c.ty.clone(),
                 },
             },
             hidden: false,
@@ -1369,10 +1345,7 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
 }
 
 fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
-    let numeric = types
-        .iter()
-        .map(|t| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64))
-        .collect();
+    let numeric = types.iter().map(DataType::is_numeric).collect();
     let rows = rows
         .into_iter()
         .map(|r| r.iter().map(format_datum).collect())
@@ -1604,14 +1577,6 @@ impl SettingValue {
 
     fn invalid(&self) -> SqlError {
         SqlError::Invalid(format!("invalid value {}", self.text()))
-    }
-
-    fn bool(&self) -> Result<bool, SqlError> {
-        match self.text().to_ascii_lowercase().as_str() {
-            "true" | "on" | "t" | "1" => Ok(true),
-            "false" | "off" | "f" | "0" => Ok(false),
-            _ => Err(self.invalid()),
-        }
     }
 
     /// A number, or `None` for `DEFAULT`.

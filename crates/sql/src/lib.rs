@@ -7,11 +7,9 @@
 //! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
 //!   kill mode (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
 
-// `DataType` stops being `Copy` with the types branch: clones written now stay right then.
-#![allow(clippy::clone_on_copy)]
-
 pub mod batch;
 pub mod binder;
+pub mod catalog;
 pub mod db;
 pub mod error;
 pub mod expr;
@@ -20,6 +18,7 @@ pub mod handler;
 pub mod planner;
 pub mod runner;
 pub mod scalar;
+pub mod session_config;
 
 pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};

@@ -149,7 +149,7 @@ impl Binder<'_> {
         let mut on: Option<ExprNode> = None;
         let col = |scope: &Scope, i: usize| ExprNode::InputRef {
             index: i,
-            ty: scope.columns[i].ty,
+            ty: scope.columns[i].ty.clone(),
         };
         let mut merged = Vec::new();
         for (li, ri, name) in &pairs {
@@ -260,6 +260,7 @@ impl Binder<'_> {
         let rel = self.catalog.resolve_relation(&path.join("."))?;
         match rel {
             RelationRef::Table {
+                catalog_id,
                 table_id,
                 columns,
                 pk,
@@ -269,21 +270,27 @@ impl Binder<'_> {
                     .iter()
                     .map(|c| ScopeColumnDef {
                         name: c.name.clone(),
-                        ty: c.ty,
+                        ty: c.ty.clone(),
                         hidden: c.hidden,
                     })
                     .collect();
+                self.depends_on.extend(catalog_id);
                 let plan = LogicalPlan::Scan {
                     table: last.clone(),
                     table_id,
                     exprs: columns.iter().map(|c| c.expr.clone()).collect(),
-                    types: columns.iter().map(|c| c.ty).collect(),
+                    types: columns.iter().map(|c| c.ty.clone()).collect(),
                     pk,
                     filter,
                 };
                 Ok((plan, defs, Some(last)))
             }
-            RelationRef::View { query, columns } => {
+            RelationRef::View {
+                catalog_id,
+                query,
+                columns,
+            } => {
+                self.depends_on.extend(catalog_id);
                 if self.view_depth >= MAX_VIEW_DEPTH {
                     return Err(SqlError::Invalid(format!(
                         "view {last} expands to more than {MAX_VIEW_DEPTH} nested views"
@@ -302,7 +309,7 @@ impl Binder<'_> {
                 Ok((bound.plan.clone(), visible_defs(&bound), Some(last)))
             }
             RelationRef::Rows { columns, rows } => {
-                let types: Vec<DataType> = columns.iter().map(|(_, t)| *t).collect();
+                let types: Vec<DataType> = columns.iter().map(|(_, t)| t.clone()).collect();
                 let defs = columns
                     .into_iter()
                     .map(|(name, ty)| ScopeColumnDef {
@@ -360,7 +367,7 @@ impl Binder<'_> {
         let ty = e.return_type();
         let plan = LogicalPlan::Values {
             rows: vec![vec![e]],
-            types: vec![ty],
+            types: vec![ty.clone()],
         };
         Ok((plan, def(ty), Some(name.clone())))
     }

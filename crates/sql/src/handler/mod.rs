@@ -1,294 +1,156 @@
-//! Statement handlers over the binder and planners (RisingWave's `handler/`): a materialized view planned
-//! as a fragment graph, `EXPLAIN`, `CREATE TABLE AS`.
+//! Handlers of the statements about the catalog and the session (RisingWave's `src/frontend/src/handler/`):
+//! databases, schemas, users, privileges, connections, drops, `ALTER ... RENAME / OWNER TO / SET SCHEMA /
+//! SET PARALLELISM`, `COMMENT ON`, `SHOW`, `DESCRIBE`, `SET` / `RESET`, and the catalog side of `CREATE
+//! INDEX` and `CREATE SOURCE`; in [`stream_job`], the streaming side of `CREATE MATERIALIZED VIEW` (a plan
+//! cut into a fragment graph), `EXPLAIN` and `CREATE TABLE AS`.
+//!
+//! [`handle`] is the one entry point: the front end hands it every statement first, and it answers `None`
+//! for a statement that is not one of these.
 
-use epochlab_common::{DataType, TableId};
-use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, RelationKind};
-use sqlparser::ast::{self, Query, Statement, UtilityOption};
+mod alter;
+mod comment;
+mod ddl_catalog;
+mod describe;
+mod drop;
+pub mod parse;
+mod privilege;
+mod set;
+mod show;
+mod stream_job;
+mod user;
 
-use crate::binder::Binder;
+use std::sync::MutexGuard;
+
+use sqlparser::tokenizer::Token;
+
+use crate::catalog::{Catalog, CatalogError, DEFAULT_DATABASE_NAME, RelationCatalog, RelationKind};
 use crate::error::SqlError;
-use crate::expr::Column;
-use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock, object_name};
-use crate::planner::explain::{explain_batch, explain_stream};
-use crate::planner::stream::{
-    StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
-    materialize_table, plan_materialize,
-};
+use crate::frontend::{Engine, Output, Session};
+use parse::{Cursor, Name};
 
-impl UpstreamReader for Session {
-    fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
-        let rel = self
-            .cluster()
-            .meta
-            .relation(table_id)
-            .ok_or_else(|| SqlError::Invalid(format!("table {} is gone", table_id.0)))?;
-        let def = self.def_of_table(table_id);
-        let n = rel.desc.column_types.len();
-        let names = (0..n)
-            .map(|pos| {
-                let visible = def.as_ref().and_then(|d| {
-                    if d.project.is_some() {
-                        return None;
-                    }
-                    d.columns
-                        .iter()
-                        .find(|c| c.src == pos)
-                        .map(|c| c.name.clone())
-                });
-                visible.unwrap_or_else(|| match &def {
-                    Some(d) if d.row_id && pos + 1 == n => ROW_ID.to_string(),
-                    _ => format!("_col{pos}"),
-                })
-            })
-            .collect();
-        Ok(Upstream {
-            desc: rel.desc.clone(),
-            names,
-        })
+pub use ddl_catalog::relation_for_job;
+
+impl Engine {
+    /// The catalog, locked (never held across an await).
+    pub fn catalog(&self) -> MutexGuard<'_, Catalog> {
+        self.catalog.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A statement's result type for the handlers.
+pub type HandlerResult = Result<Output, SqlError>;
+
+/// Runs `tokens` (whitespace dropped) when it is one of the handlers' statements.
+pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Option<HandlerResult> {
+    let mut c = Cursor::new(tokens);
+    let first = c.keyword_at(0)?;
+    let second = c.keyword_at(1).unwrap_or_default();
+    let out = match (first.as_str(), second.as_str()) {
+        ("SET", _) | ("RESET", _) => session.handle_set(&mut c),
+        ("SHOW", "JOBS") => return None,
+        ("SHOW", _) => session.handle_show(&mut c),
+        ("DESCRIBE", _) | ("DESC", _) => session.handle_describe(&mut c),
+        ("CREATE", "DATABASE" | "SCHEMA" | "CONNECTION") => session.handle_create_catalog(&mut c),
+        ("CREATE", "USER") => session.handle_create_user(&mut c),
+        ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text),
+        ("CREATE", "INDEX") => return session.handle_create_index(&mut c, text).await,
+        ("DROP", "DATABASE" | "SCHEMA" | "USER" | "CONNECTION") => {
+            session.handle_drop_catalog(&mut c)
+        }
+        ("DROP", _) => session.handle_drop_relation(&mut c).await,
+        ("ALTER", "USER") => session.handle_alter_user(&mut c),
+        ("ALTER", "SYSTEM") => return None,
+        ("ALTER", _) => return session.handle_alter(&mut c).await,
+        ("GRANT", _) => session.handle_grant(&mut c),
+        ("REVOKE", _) => session.handle_revoke(&mut c),
+        ("COMMENT", "ON") => session.handle_comment(&mut c),
+        _ => return None,
+    };
+    Some(out)
 }
 
 impl Session {
-    /// The stream plan of a materialized view's query.
-    fn stream_plan(&self, q: &Query, renames: &[String]) -> Result<StreamPlan, SqlError> {
-        let mut bound = Binder::new(self, true).bind_query(q)?;
-        crate::binder::output_names(&mut bound.names, renames)?;
-        plan_materialize(&bound.plan, &bound.names, self)
+    /// The session's search path.
+    pub fn search_path(&self) -> Vec<String> {
+        self.config.search_path()
     }
 
-    /// `CREATE MATERIALIZED VIEW` beyond one table's rows: the stream plan cut into a fragment graph, which
-    /// meta builds. An operator without a stream executor here is `unsupported: streaming <operator>`.
-    pub(crate) async fn create_mv_graph(
+    /// `(schema, name)` of a relation's name, checked against the session's database (RisingWave's
+    /// `Binder::resolve_schema_qualified_name`).
+    pub fn schema_qualified(&self, name: &Name) -> Result<(Option<String>, String), CatalogError> {
+        match name.0.as_slice() {
+            [n] => Ok((None, n.clone())),
+            [s, n] => Ok((Some(s.clone()), n.clone())),
+            [d, s, n] if *d == self.database => Ok((Some(s.clone()), n.clone())),
+            [_, _, _] => Err(CatalogError::CrossDatabase(name.to_string())),
+            _ => Err(CatalogError::NameTooLong(name.to_string())),
+        }
+    }
+
+    /// The schema a new relation called `name` goes to, and its bare name.
+    pub fn creation_target(&self, name: &Name) -> Result<(String, String), CatalogError> {
+        let (schema, n) = self.schema_qualified(name)?;
+        let catalog = self.engine().catalog();
+        let schema = match schema {
+            Some(s) => {
+                catalog.schema(&self.database, &s)?;
+                s
+            }
+            None => catalog.creation_schema(&self.database, &self.search_path(), &self.user)?,
+        };
+        Ok((schema, n))
+    }
+
+    /// The relation of `kind` that `name` names (a clone: the catalog is not held).
+    pub fn resolve_kind(
         &self,
-        name: &str,
-        q: &Query,
-        renames: &[String],
-        options: JobOptions,
-        text: &str,
-    ) -> Result<Output, SqlError> {
-        let plan = self.stream_plan(q, renames)?;
-        check_executors(&plan)?;
-        let vnode_count = self.cluster().meta.config().vnode_count;
-        let table = materialize_table(&plan, vnode_count);
-        let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
-        let StreamOp::Materialize { pk, .. } = &plan.op else {
-            unreachable!("plan_materialize puts a Materialize at the root")
-        };
-        let columns = plan.names[..plan.width]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Column {
-                name: n.clone(),
-                ty: plan.types[i].clone(),
-                src: i,
-            })
-            .collect();
-        let def = Def {
-            kind: Kind::MaterializedView,
-            columns,
-            filter: None,
-            project: None,
-            stored: plan.types.clone(),
-            row_id: false,
-            pk: pk.clone(),
-            append_only: false,
-            statement: text.trim().to_string(),
-        };
-        lock(&self.engine().defs).insert(name.to_string(), def);
-        self.cluster()
-            .meta
-            .create_streaming_job(
-                name,
-                RelationKind::MaterializedView,
-                graph,
-                vec![table],
-                options,
+        name: &Name,
+        kind: RelationKind,
+    ) -> Result<RelationCatalog, CatalogError> {
+        let (schema, n) = self.schema_qualified(name)?;
+        let catalog = self.engine().catalog();
+        catalog
+            .resolve_relation_of_kind(
+                &self.database,
+                &self.search_path(),
+                &self.user,
+                schema.as_deref(),
+                &n,
+                kind,
             )
-            .await?;
-        Ok(Output::Done(0))
+            .cloned()
     }
 
-    /// `EXPLAIN [(options)] statement`: the plan, one line a row; names are not checked.
-    pub(crate) fn explain(
-        &self,
-        statement: &Statement,
-        options: Option<&[UtilityOption]>,
-    ) -> Result<Output, SqlError> {
-        let distsql = options
-            .unwrap_or_default()
-            .iter()
-            .any(|o| ident(&o.name) == "distsql");
-        let lines = match statement {
-            Statement::Query(q) => {
-                let bound = Binder::new(self, false).bind_query(q)?;
-                explain_batch(&bound.plan)
-            }
-            Statement::CreateView(cv) if cv.materialized => {
-                let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
-                let plan = self.stream_plan(&cv.query, &renames)?;
-                let mut lines = explain_stream(&plan);
-                if distsql {
-                    lines.extend(crate::planner::explain::explain_stream_fragments(&plan));
-                }
-                lines
-            }
-            Statement::CreateView(cv) => {
-                let bound = Binder::new(self, false).bind_query(&cv.query)?;
-                explain_batch(&bound.plan)
-            }
-            Statement::CreateTable(ct) => explain_create_table(ct)?,
-            Statement::CreateIndex(ci) => {
-                let plan = self.index_plan(ci)?;
-                explain_stream(&plan)
-            }
-            other => {
-                let head: String = other.to_string().chars().take(24).collect();
-                return Err(SqlError::Unsupported(format!("EXPLAIN {head}")));
-            }
-        };
-        Ok(Output::Rows {
-            numeric: vec![false],
-            rows: lines.into_iter().map(|l| vec![l]).collect(),
-        })
-    }
-
-    /// An index's stream plan: the table's rows keyed and hashed by the indexed columns, then the table's
-    /// pk (RisingWave's index arrangement).
-    fn index_plan(&self, ci: &ast::CreateIndex) -> Result<StreamPlan, SqlError> {
-        let table = object_name(&ci.table_name)?;
-        let mut cols = Vec::new();
-        for c in &ci.columns {
-            match &c.column.expr {
-                ast::Expr::Identifier(id) => cols.push(ident(id)),
-                other => return Err(SqlError::Unsupported(format!("index on {other}"))),
-            }
-        }
-        let text = format!("SELECT {} FROM {table}", cols.join(", "));
-        let q = crate::frontend::parse_query(&text)?
-            .ok_or_else(|| SqlError::Invalid("index query".into()))?;
-        let bound = Binder::new(self, true).bind_query(&q)?;
-        let mut plan = plan_materialize(&bound.plan, &bound.names, self)?;
-        let k = cols.len();
-        if let StreamOp::Materialize { pk, .. } = &mut plan.op {
-            let mut key: Vec<usize> = (0..k).collect();
-            key.extend(pk.iter().copied().filter(|p| *p >= k));
-            *pk = key;
-        }
-        let keys: Vec<usize> = (0..k).collect();
-        if let Some(input) = plan.inputs.pop() {
-            let key = input.stream_key.clone();
-            let dist = crate::planner::stream::Dist::HashShard(keys.clone());
-            let ex = StreamPlan {
-                op: StreamOp::Exchange { dist: dist.clone() },
-                types: input.types.clone(),
-                names: input.names.clone(),
-                width: input.width,
-                dist: dist.clone(),
-                stream_key: key,
-                inputs: vec![input],
-            };
-            plan.inputs.push(ex);
-            plan.dist = dist;
-        }
-        Ok(plan)
-    }
-
-    /// `CREATE TABLE name AS query`: a table of the query's columns (and a hidden row id), then its rows.
-    pub(crate) async fn create_table_as(
-        &self,
-        ct: &ast::CreateTable,
-        q: &Query,
-        text: &str,
-    ) -> Result<Output, SqlError> {
-        let bound = Binder::new(self, false).bind_query(q)?;
-        let types = bound.types();
-        let mut names = bound.names.clone();
-        for (n, c) in names.iter_mut().zip(&ct.columns) {
-            *n = ident(&c.name);
-        }
-        let cols: Vec<String> = names
-            .iter()
-            .zip(&types)
-            .map(|(n, t)| Ok(format!("\"{n}\" {}", sql_type(t)?)))
-            .collect::<Result<_, SqlError>>()?;
-        let name = object_name(&ct.name)?;
-        let create = format!("CREATE TABLE {name} ({})", cols.join(", "));
-        let create = match crate::frontend::parse_statement(&create)? {
-            Statement::CreateTable(c) => c,
-            _ => unreachable!("a CREATE TABLE parses as one"),
-        };
-        if self.check_free(&name, ct.if_not_exists)? {
-            return Ok(Output::Done(0));
-        }
-        self.create_table(&create, text, false).await?;
-        let insert = format!("INSERT INTO {name} {q}");
-        match crate::frontend::parse_statement(&insert)? {
-            Statement::Insert(ins) => {
-                let out = self.insert(&ins).await?;
-                // The rows are there when the statement returns, as RisingWave's CTAS has them.
-                self.flush().await?;
-                Ok(out)
-            }
-            _ => unreachable!("an INSERT parses as one"),
-        }
+    /// The relation `name` names, whatever its kind.
+    pub fn resolve_any(&self, name: &Name) -> Result<RelationCatalog, CatalogError> {
+        let (schema, n) = self.schema_qualified(name)?;
+        let catalog = self.engine().catalog();
+        catalog
+            .resolve_relation(
+                &self.database,
+                &self.search_path(),
+                &self.user,
+                schema.as_deref(),
+                &n,
+            )
+            .cloned()
     }
 }
 
-/// A type as SQL names it (for the columns of `CREATE TABLE AS`).
-fn sql_type(t: &DataType) -> Result<&'static str, SqlError> {
-    Ok(match t {
-        DataType::Boolean => "boolean",
-        DataType::Int16 => "smallint",
-        DataType::Int32 => "integer",
-        DataType::Int64 => "bigint",
-        DataType::Varchar => "varchar",
-        #[allow(unreachable_patterns)]
-        other => {
-            return Err(SqlError::Unsupported(format!(
-                "CREATE TABLE AS of type {other:?}"
-            )));
-        }
+/// A statement with no rows.
+fn done() -> HandlerResult {
+    Ok(Output::Done(0))
+}
+
+/// Rows of text (no numeric columns).
+fn text_rows(width: usize, rows: Vec<Vec<String>>) -> HandlerResult {
+    Ok(Output::Rows {
+        numeric: vec![false; width],
+        rows,
     })
 }
 
-/// `EXPLAIN CREATE TABLE`: the table's DML path into its materialize (RisingWave's shape).
-fn explain_create_table(ct: &ast::CreateTable) -> Result<Vec<String>, SqlError> {
-    let mut cols: Vec<String> = ct.columns.iter().map(|c| ident(&c.name)).collect();
-    let mut pk: Vec<String> = Vec::new();
-    for c in &ct.columns {
-        if c.options
-            .iter()
-            .any(|o| matches!(o.option, ast::ColumnOption::PrimaryKey(_)))
-        {
-            pk.push(ident(&c.name));
-        }
-    }
-    let row_id = pk.is_empty();
-    if row_id {
-        cols.push(format!("{ROW_ID}(hidden)"));
-        pk.push(ROW_ID.into());
-    }
-    let pk = pk.join(", ");
-    let mut lines = vec![format!(
-        "StreamMaterialize {{ columns: [{}], stream_key: [{pk}], pk_columns: [{pk}], pk_conflict: Overwrite }}",
-        cols.join(", ")
-    )];
-    let mut indent = String::new();
-    if row_id {
-        lines.push(format!(
-            "└─StreamRowIdGen {{ row_id_index: {} }}",
-            cols.len() - 1
-        ));
-        indent.push_str("  ");
-    }
-    lines.push(format!("{indent}└─StreamUnion {{ all: true }}"));
-    lines.push(format!(
-        "{indent}  └─StreamExchange {{ dist: HashShard({pk}) }}"
-    ));
-    lines.push(format!(
-        "{indent}    └─StreamDml {{ columns: [{}] }}",
-        cols.join(", ").replace("(hidden)", "")
-    ));
-    lines.push(format!("{indent}      └─StreamSource"));
-    Ok(lines)
+/// The default database's name, for messages.
+pub const fn default_database() -> &'static str {
+    DEFAULT_DATABASE_NAME
 }

@@ -120,8 +120,8 @@ impl LogicalPlan {
                 let types = input.schema();
                 group_key
                     .iter()
-                    .map(|&i| types[i])
-                    .chain(calls.iter().map(|c| c.ret))
+                    .map(|&i| types[i].clone())
+                    .chain(calls.iter().map(|c| c.ret.clone()))
                     .collect()
             }
             LogicalPlan::Join {
@@ -132,7 +132,7 @@ impl LogicalPlan {
             },
             LogicalPlan::Union { inputs } => inputs.first().map_or_else(Vec::new, |i| i.schema()),
             LogicalPlan::SetOp { left, .. } => left.schema(),
-            LogicalPlan::TableFunction { ty, .. } => vec![*ty],
+            LogicalPlan::TableFunction { ty, .. } => vec![ty.clone()],
         }
     }
 
