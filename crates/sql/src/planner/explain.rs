@@ -316,6 +316,16 @@ fn batch_line(p: &LogicalPlan) -> String {
             )
         }
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::HopWindow {
+            time_col,
+            slide,
+            size,
+            ..
+        } => format!(
+            "BatchHopWindow {{ time_col: ${time_col}, slide: {}, size: {} }}",
+            fmt_expr(slide, &[]),
+            fmt_expr(size, &[])
+        ),
     }
 }
 

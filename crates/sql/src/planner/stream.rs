@@ -291,6 +291,8 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         LogicalPlan::Values { rows, types } => values(rows, types),
         LogicalPlan::Rows { .. } => Err(unsupported("system table")),
         LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
+        // HopWindowExecutor lands with the stream branch's next milestone; plan it then.
+        LogicalPlan::HopWindow { .. } => Err(unsupported("hop window")),
         LogicalPlan::Project { exprs, input } => {
             let input = to_stream(input, up)?;
             let names = exprs
@@ -753,6 +755,7 @@ pub fn operator_name(plan: &LogicalPlan) -> &'static str {
         LogicalPlan::TopN { .. } => "top-N",
         LogicalPlan::Dedup { .. } => "dedup",
         LogicalPlan::TableFunction { .. } => "table function",
+        LogicalPlan::HopWindow { .. } => "hop window",
     }
 }
 
