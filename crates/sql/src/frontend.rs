@@ -465,7 +465,8 @@ impl Session {
         text: &str,
         append_only: bool,
     ) -> Result<Output, SqlError> {
-        let name = object_name(&ct.name)?;
+        let target = self.creation_name(&ct.name)?;
+        let name = target.job.clone();
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
@@ -562,12 +563,13 @@ impl Session {
         }
         let mut shown = ct.clone();
         shown.if_not_exists = false;
-        let id = self.register_job(
+        let id = self.register_job_in(
+            &target,
             CatalogKind::Table,
-            &name,
             columns_listed,
             pk.clone(),
             &shown.to_string(),
+            Vec::new(),
             None,
         )?;
         lock(&self.engine.defs).insert(name.clone(), def);
@@ -584,7 +586,8 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
         }
-        let name = object_name(&cv.name)?;
+        let target = self.creation_name(&cv.name)?;
+        let name = target.job.clone();
         let options = match &cv.options {
             CreateTableOptions::None => Vec::new(),
             CreateTableOptions::With(o) => o.clone(),
@@ -614,20 +617,21 @@ impl Session {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
                 return self
-                    .create_mv_graph(&name, &cv.query, &renames, options, text)
+                    .create_mv_graph(&target, &cv.query, &renames, options, text)
                     .await;
             }
             Err(e) => return Err(e),
         };
         let mut shown = cv.clone();
         shown.if_not_exists = false;
-        let id = self.register_job(
+        let id = self.register_job_in(
+            &target,
             CatalogKind::MaterializedView,
-            &name,
             listed_columns(&def),
             Vec::new(),
             &shown.to_string(),
-            Some(upstream),
+            self.catalog_ids_of(upstream),
+            None,
         )?;
         lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
@@ -777,7 +781,7 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
-        let name = object_name(&cv.name)?;
+        let target = self.creation_name(&cv.name)?;
         let mut binder = Binder::new(self, false);
         let mut bound = binder.bind_query(&cv.query)?;
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
@@ -790,22 +794,23 @@ impl Session {
             .collect();
         let mut shown = cv.clone();
         shown.if_not_exists = false;
-        let mut r = crate::handler::relation_for_job(
-            self,
+        let registered = self.register_job_in(
+            &target,
             CatalogKind::View,
-            &name,
             columns,
             Vec::new(),
             &shown.to_string(),
-        )?;
-        r.view_query = Some(cv.query.to_string());
-        r.depends_on = binder.depends_on.clone();
-        match self.engine.catalog().create_relation(r) {
+            binder.depends_on.clone(),
+            Some(cv.query.to_string()),
+        );
+        match registered {
             Ok(_) => Ok(Output::Done(0)),
-            Err(crate::catalog::CatalogError::Duplicated(..)) if cv.if_not_exists => {
+            Err(SqlError::CatalogError(crate::catalog::CatalogError::Duplicated(..)))
+                if cv.if_not_exists =>
+            {
                 Ok(Output::Done(0))
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         }
     }
 
@@ -957,7 +962,7 @@ impl Session {
             ));
         }
         let name = match &ins.table {
-            TableObject::TableName(n) => object_name(n)?,
+            TableObject::TableName(n) => self.table_job_name(n)?,
             other => return Err(SqlError::Unsupported(format!("INSERT INTO {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1128,7 +1133,7 @@ impl Session {
             ));
         }
         let name = match &up.table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => self.table_job_name(name)?,
             other => return Err(SqlError::Unsupported(format!("UPDATE {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1199,7 +1204,7 @@ impl Session {
             ));
         }
         let name = match &table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => self.table_job_name(name)?,
             other => return Err(SqlError::Unsupported(format!("DELETE FROM {other}"))),
         };
         let (rel, def) = self.writable(&name)?;

@@ -6,10 +6,13 @@ use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, RelationKind};
 use sqlparser::ast::{self, Query, Statement, UtilityOption};
 
 use crate::binder::Binder;
-use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
+use crate::catalog::{
+    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, RelationKind as CatalogKind,
+};
 use crate::error::SqlError;
 use crate::expr::Column;
-use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock, object_name};
+use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
+use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
     StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
@@ -49,7 +52,65 @@ impl UpstreamReader for Session {
     }
 }
 
+/// Where a new relation goes: its schema, its bare name, and meta's name for its job.
+#[derive(Clone, Debug)]
+pub struct CreationTarget {
+    pub schema: String,
+    pub name: String,
+    pub job: String,
+}
+
 impl Session {
+    /// The schema and names of a relation `CREATE` names (`s.t`, or `t` in the search path's first schema).
+    pub(crate) fn creation_name(&self, n: &ast::ObjectName) -> Result<CreationTarget, SqlError> {
+        let parts = object_parts(n)?;
+        let (schema, name) = self.creation_target(&Name(parts))?;
+        let job = if self.database == DEFAULT_DATABASE_NAME && schema == DEFAULT_SCHEMA_NAME {
+            name.clone()
+        } else {
+            format!("{}.{schema}.{name}", self.database)
+        };
+        Ok(CreationTarget { schema, name, job })
+    }
+
+    /// Meta's name of the table an `INSERT`/`UPDATE`/`DELETE` names (resolved along the search path).
+    pub(crate) fn table_job_name(&self, n: &ast::ObjectName) -> Result<String, SqlError> {
+        let parts = object_parts(n)?;
+        Ok(self
+            .resolve_kind(&Name(parts), CatalogKind::Table)?
+            .job_name())
+    }
+
+    /// The catalog's relations over the engine's table `table_id` (a dependency).
+    pub(crate) fn catalog_ids_of(&self, table_id: TableId) -> Vec<u32> {
+        self.engine()
+            .catalog()
+            .relations()
+            .filter(|r| r.table_id == Some(table_id) && r.kind != CatalogKind::Index)
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// List a new job (or view) in the catalog, in `target`'s schema, depending on `depends_on`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn register_job_in(
+        &self,
+        target: &CreationTarget,
+        kind: CatalogKind,
+        columns: Vec<ColumnCatalog>,
+        pk: Vec<usize>,
+        definition: &str,
+        depends_on: Vec<u32>,
+        view_query: Option<String>,
+    ) -> Result<u32, SqlError> {
+        let mut r =
+            crate::handler::relation_for_job(self, kind, &target.name, columns, pk, definition)?;
+        r.schema = target.schema.clone();
+        r.depends_on = depends_on;
+        r.view_query = view_query;
+        Ok(self.engine().catalog().create_relation(r)?)
+    }
+
     /// The stream plan of a materialized view's query.
     fn stream_plan(
         &self,
@@ -67,7 +128,7 @@ impl Session {
     /// meta builds. An operator without a stream executor here is `unsupported: streaming <operator>`.
     pub(crate) async fn create_mv_graph(
         &self,
-        name: &str,
+        target: &CreationTarget,
         q: &Query,
         renames: &[String],
         options: JobOptions,
@@ -115,18 +176,17 @@ impl Session {
                 }
             })
             .collect();
+        let name = target.job.as_str();
         let shown = text.trim().to_string();
-        let id = self.register_job(
+        let id = self.register_job_in(
+            target,
             CatalogKind::MaterializedView,
-            name,
             listed,
             pk.clone(),
             &shown,
+            depends_on,
             None,
         )?;
-        if let Some(r) = self.engine().catalog().relation_mut(id) {
-            r.depends_on.extend(depends_on);
-        }
         lock(&self.engine().defs).insert(name.to_string(), def);
         let created = self
             .cluster()
@@ -190,7 +250,7 @@ impl Session {
     /// An index's stream plan: the table's rows keyed and hashed by the indexed columns, then the table's
     /// pk (RisingWave's index arrangement).
     fn index_plan(&self, ci: &ast::CreateIndex) -> Result<StreamPlan, SqlError> {
-        let table = object_name(&ci.table_name)?;
+        let table = ci.table_name.to_string();
         let mut cols = Vec::new();
         for c in &ci.columns {
             match &c.column.expr {
@@ -246,13 +306,14 @@ impl Session {
             .zip(&types)
             .map(|(n, t)| Ok(format!("\"{n}\" {}", sql_type(t)?)))
             .collect::<Result<_, SqlError>>()?;
-        let name = object_name(&ct.name)?;
+        let name = ct.name.to_string();
         let create = format!("CREATE TABLE {name} ({})", cols.join(", "));
         let create = match crate::frontend::parse_statement(&create)? {
             Statement::CreateTable(c) => c,
             _ => unreachable!("a CREATE TABLE parses as one"),
         };
-        if self.check_free(&name, ct.if_not_exists)? {
+        let target = self.creation_name(&ct.name)?;
+        if self.check_free(&target.job, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
         self.create_table(&create, text, false).await?;
@@ -314,4 +375,14 @@ fn explain_create_table(ct: &ast::CreateTable) -> Result<Vec<String>, SqlError> 
     ));
     lines.push(format!("{indent}      └─StreamSource"));
     Ok(lines)
+}
+
+/// The parts of a name, as SQL means them (unquoted ones lower-cased).
+fn object_parts(n: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
+    n.0.iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(id) => Ok(ident(id)),
+            other => Err(SqlError::Unsupported(format!("name {other}"))),
+        })
+        .collect()
 }
