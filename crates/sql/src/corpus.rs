@@ -42,7 +42,11 @@ pub fn files(root: &Path) -> Result<Vec<String>, CorpusError> {
     let mut out = Vec::new();
     let mut dirs = vec![PathBuf::new()];
     while let Some(rel) = dirs.pop() {
-        let dir = root.join(&rel);
+        let dir = if rel.as_os_str().is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&rel)
+        };
         let unreadable = |e: std::io::Error| CorpusError::Unreadable {
             path: dir.display().to_string(),
             why: e.to_string(),
