@@ -547,7 +547,7 @@ impl Session {
                 other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
             }
         }
-        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty).collect();
+        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
         let row_id = pk_names.is_empty();
         let pk = if row_id {
             stored.push(DataType::Int64);
@@ -991,7 +991,7 @@ impl Session {
             }
             let mut row: Vec<Datum> = vec![None; def.stored.len()];
             for (value, col) in v.into_iter().zip(&targets) {
-                row[col.src] = cast(value, col.ty)?;
+                row[col.src] = cast(value, col.ty.clone())?;
             }
             if def.row_id {
                 row[def.stored.len() - 1] = Some(ScalarImpl::Int64(first_id + i as i64));
@@ -1049,7 +1049,7 @@ impl Session {
                 .iter()
                 .find(|c| c.name == col)
                 .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
-            sets.push((c.src, cast(literal(&a.value)?, c.ty)?));
+            sets.push((c.src, cast(literal(&a.value)?, c.ty.clone())?));
         }
         let touches_pk = sets.iter().any(|(src, _)| def.pk.contains(src));
         let rows = self
@@ -1352,7 +1352,7 @@ impl Item {
 
     fn ty(&self) -> DataType {
         match self {
-            Item::Column(c) => c.ty,
+            Item::Column(c) => c.ty.clone(),
             Item::Literal(Some(ScalarImpl::Utf8(_)), _) => DataType::Varchar,
             Item::Literal(Some(ScalarImpl::Bool(_)), _) => DataType::Boolean,
             Item::Literal(..) => DataType::Int64,
@@ -1360,7 +1360,7 @@ impl Item {
                 func: Agg::Min | Agg::Max,
                 arg: Some(c),
                 ..
-            } => c.ty,
+            } => c.ty.clone(),
             Item::Agg { .. } => DataType::Int64,
         }
     }

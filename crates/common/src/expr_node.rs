@@ -1,0 +1,365 @@
+//! Expressions as data: what a plan carries (a project list, a filter predicate, an aggregate call). Evaluation
+//! lives in `epochlab-expr`; names follow RisingWave's `ExprType`, `AggKind` and `TableFunctionType`.
+
+use crate::memcmp::OrderType;
+use crate::types::{DataType, Datum};
+
+/// A typed expression tree. `Call::ret` is set by `epochlab_expr::sig::build_func`, which also inserts the
+/// implicit casts, so every call's arguments already have the types its overload expects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExprNode {
+    InputRef {
+        index: usize,
+        ty: DataType,
+    },
+    Literal {
+        value: Datum,
+        ty: DataType,
+    },
+    Call {
+        func: ExprType,
+        args: Vec<ExprNode>,
+        ret: DataType,
+    },
+}
+
+impl ExprNode {
+    #[allow(clippy::clone_on_copy)] // DataType stops being Copy with the types branch
+    pub fn return_type(&self) -> DataType {
+        match self {
+            ExprNode::InputRef { ty, .. } | ExprNode::Literal { ty, .. } => ty.clone(),
+            ExprNode::Call { ret, .. } => ret.clone(),
+        }
+    }
+
+    pub fn input_ref(index: usize, ty: DataType) -> Self {
+        ExprNode::InputRef { index, ty }
+    }
+
+    pub fn literal(value: Datum, ty: DataType) -> Self {
+        ExprNode::Literal { value, ty }
+    }
+
+    /// A NULL of type `ty`.
+    pub fn null(ty: DataType) -> Self {
+        ExprNode::Literal { value: None, ty }
+    }
+
+    /// The literal's value, when this is a literal.
+    pub fn as_literal(&self) -> Option<&Datum> {
+        match self {
+            ExprNode::Literal { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The input columns this expression reads, each once, ascending.
+    pub fn input_refs(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.collect_input_refs(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn collect_input_refs(&self, out: &mut Vec<usize>) {
+        match self {
+            ExprNode::InputRef { index, .. } => out.push(*index),
+            ExprNode::Literal { .. } => {}
+            ExprNode::Call { args, .. } => args.iter().for_each(|a| a.collect_input_refs(out)),
+        }
+    }
+}
+
+/// Scalar functions and operators, by RisingWave's names. A few are epochlab's own, where RisingWave's
+/// binder rewrites the SQL into another call: `Nullif`, `Concat`, `Between` are kept as calls here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExprType {
+    // arithmetic
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulus,
+    Neg,
+    Abs,
+    Round,
+    RoundDigit,
+    Ceil,
+    Floor,
+    Trunc,
+    Pow,
+    Sqrt,
+    Cbrt,
+    Exp,
+    Ln,
+    Log10,
+    Sign,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    BitwiseNot,
+    BitwiseShiftLeft,
+    BitwiseShiftRight,
+    // comparison and logic
+    Equal,
+    NotEqual,
+    LessThan,
+    LessThanOrEqual,
+    GreaterThan,
+    GreaterThanOrEqual,
+    IsDistinctFrom,
+    IsNotDistinctFrom,
+    And,
+    Or,
+    Not,
+    IsNull,
+    IsNotNull,
+    IsTrue,
+    IsNotTrue,
+    IsFalse,
+    IsNotFalse,
+    In,
+    Case,
+    Coalesce,
+    Nullif,
+    Greatest,
+    Least,
+    Cast,
+    // strings
+    Like,
+    ILike,
+    ConcatOp,
+    Concat,
+    ConcatWs,
+    Lower,
+    Upper,
+    Length,
+    CharLength,
+    OctetLength,
+    Substr,
+    Trim,
+    Ltrim,
+    Rtrim,
+    Replace,
+    Position,
+    SplitPart,
+    Left,
+    Right,
+    Repeat,
+    Reverse,
+    Lpad,
+    Rpad,
+    Initcap,
+    Ascii,
+    Chr,
+    StartsWith,
+    Translate,
+    Md5,
+    ToChar,
+    RegexpMatch,
+    RegexpReplace,
+    RegexpCount,
+    Format,
+    // date and time
+    Extract,
+    DatePart,
+    DateTrunc,
+    TumbleStart,
+    ToTimestamp,
+    ToTimestamp1,
+    CharToDate,
+    MakeDate,
+    AtTimeZone,
+    /// The epoch's time, taken from the evaluation context, never from a clock.
+    Now,
+    Proctime,
+    // arrays, structs, jsonb
+    Array,
+    ArrayAccess,
+    ArrayLength,
+    Cardinality,
+    ArrayToString,
+    ArrayCat,
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayContains,
+    Row,
+    Field,
+    JsonbAccess,
+    JsonbAccessStr,
+    JsonbTypeof,
+    JsonbArrayLength,
+    Vnode,
+}
+
+impl ExprType {
+    /// The call a SQL function name (lower case) binds to, for names that are plain function calls.
+    /// Operators (`+`, `=`, `||`, `LIKE`) and syntax (`CASE`, `CAST`, `EXTRACT`, `IN`) are bound by the parser's
+    /// shape, not here.
+    pub fn from_function_name(name: &str) -> Option<ExprType> {
+        use ExprType::*;
+        Some(match name {
+            "abs" => Abs,
+            "round" => Round,
+            "ceil" | "ceiling" => Ceil,
+            "floor" => Floor,
+            "trunc" => Trunc,
+            "pow" | "power" => Pow,
+            "sqrt" => Sqrt,
+            "cbrt" => Cbrt,
+            "exp" => Exp,
+            "ln" => Ln,
+            "log" | "log10" => Log10,
+            "sign" => Sign,
+            "mod" => Modulus,
+            "coalesce" => Coalesce,
+            "nullif" => Nullif,
+            "greatest" => Greatest,
+            "least" => Least,
+            "concat" => Concat,
+            "concat_ws" => ConcatWs,
+            "lower" => Lower,
+            "upper" => Upper,
+            "length" => Length,
+            "char_length" | "character_length" => CharLength,
+            "octet_length" => OctetLength,
+            "substr" | "substring" => Substr,
+            "trim" | "btrim" => Trim,
+            "ltrim" => Ltrim,
+            "rtrim" => Rtrim,
+            "replace" => Replace,
+            "strpos" | "position" => Position,
+            "split_part" => SplitPart,
+            "left" => Left,
+            "right" => Right,
+            "repeat" => Repeat,
+            "reverse" => Reverse,
+            "lpad" => Lpad,
+            "rpad" => Rpad,
+            "initcap" => Initcap,
+            "ascii" => Ascii,
+            "chr" => Chr,
+            "starts_with" => StartsWith,
+            "translate" => Translate,
+            "md5" => Md5,
+            "to_char" => ToChar,
+            "regexp_match" => RegexpMatch,
+            "regexp_replace" => RegexpReplace,
+            "regexp_count" => RegexpCount,
+            "format" => Format,
+            "date_part" => DatePart,
+            "date_trunc" => DateTrunc,
+            "tumble_start" => TumbleStart,
+            "to_timestamp" => ToTimestamp,
+            "to_date" => CharToDate,
+            "make_date" => MakeDate,
+            "now" | "current_timestamp" => Now,
+            "proctime" => Proctime,
+            "array_length" | "array_upper" => ArrayLength,
+            "cardinality" => Cardinality,
+            "array_to_string" | "array_join" => ArrayToString,
+            "array_cat" => ArrayCat,
+            "array_append" => ArrayAppend,
+            "array_prepend" => ArrayPrepend,
+            "array_contains" | "arraycontains" => ArrayContains,
+            "jsonb_typeof" => JsonbTypeof,
+            "jsonb_array_length" => JsonbArrayLength,
+            "rw_vnode" => Vnode,
+            _ => return None,
+        })
+    }
+}
+
+/// An aggregate call over the columns of its input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AggCall {
+    pub kind: AggKind,
+    /// Input columns of the arguments (empty for `count(*)`).
+    pub args: Vec<usize>,
+    pub arg_types: Vec<DataType>,
+    pub ret: DataType,
+    pub distinct: bool,
+    /// `ORDER BY` inside the call (string_agg, array_agg, first_value, ...): input column and order.
+    pub order_by: Vec<(usize, OrderType)>,
+    /// `FILTER (WHERE ...)`, over the input row.
+    pub filter: Option<ExprNode>,
+}
+
+/// Aggregate functions, by RisingWave's names. `Count` with no arguments is `count(*)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggKind {
+    Count,
+    Sum,
+    /// The sum of counts in two-phase aggregation: 0 instead of NULL over no rows.
+    Sum0,
+    Avg,
+    Min,
+    Max,
+    StringAgg,
+    ArrayAgg,
+    BoolAnd,
+    BoolOr,
+    BitAnd,
+    BitOr,
+    BitXor,
+    FirstValue,
+    LastValue,
+    JsonbAgg,
+    JsonbObjectAgg,
+    ApproxCountDistinct,
+    StddevPop,
+    StddevSamp,
+    VarPop,
+    VarSamp,
+}
+
+impl AggKind {
+    pub fn from_function_name(name: &str) -> Option<AggKind> {
+        use AggKind::*;
+        Some(match name {
+            "count" => Count,
+            "sum" => Sum,
+            "sum0" => Sum0,
+            "avg" => Avg,
+            "min" => Min,
+            "max" => Max,
+            "string_agg" => StringAgg,
+            "array_agg" => ArrayAgg,
+            "bool_and" | "every" => BoolAnd,
+            "bool_or" => BoolOr,
+            "bit_and" => BitAnd,
+            "bit_or" => BitOr,
+            "bit_xor" => BitXor,
+            "first_value" => FirstValue,
+            "last_value" => LastValue,
+            "jsonb_agg" => JsonbAgg,
+            "jsonb_object_agg" => JsonbObjectAgg,
+            "approx_count_distinct" => ApproxCountDistinct,
+            "stddev_pop" => StddevPop,
+            "stddev_samp" | "stddev" => StddevSamp,
+            "var_pop" => VarPop,
+            "var_samp" | "variance" => VarSamp,
+            _ => return None,
+        })
+    }
+}
+
+/// Set-returning functions in FROM or the select list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableFunctionType {
+    GenerateSeries,
+    Range,
+    Unnest,
+}
+
+impl TableFunctionType {
+    pub fn from_function_name(name: &str) -> Option<TableFunctionType> {
+        Some(match name {
+            "generate_series" => TableFunctionType::GenerateSeries,
+            "range" => TableFunctionType::Range,
+            "unnest" => TableFunctionType::Unnest,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,19 @@
+//! Expression evaluation with RisingWave's semantics (mirrors RisingWave's `src/expr`): scalar functions by
+//! family under [`scalar`], casts in [`cast`], overload resolution in [`sig`], aggregate states in [`agg`],
+//! set-returning functions in [`table_function`].
+//!
+//! [`eval`] is strict (batch): the first error fails the expression. [`eval_non_strict`] is RisingWave's
+//! streaming mode: a call that fails yields NULL, the error goes to the callback, and evaluation continues.
+
+#![allow(clippy::clone_on_copy)]
+
+pub mod agg;
+pub mod cast;
+mod error;
+mod eval;
+pub mod scalar;
+pub mod sig;
+pub mod table_function;
+
+pub use error::{ExprError, Result};
+pub use eval::{EvalContext, eval, eval_non_strict, eval_with};

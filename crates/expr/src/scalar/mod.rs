@@ -1,0 +1,87 @@
+//! Scalar functions, one module per family, and the dispatch from an `ExprType` to its family.
+
+pub mod arithmetic;
+pub mod cmp;
+pub mod datetime;
+pub mod string;
+
+use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::{DataType, Datum, ScalarImpl};
+
+use crate::error::{ExprError, Result};
+
+/// A strict function returns NULL when any argument is NULL, without being called.
+pub fn is_strict(func: ExprType) -> bool {
+    use ExprType::*;
+    !matches!(
+        func,
+        And | Or
+            | IsNull
+            | IsNotNull
+            | IsTrue
+            | IsNotTrue
+            | IsFalse
+            | IsNotFalse
+            | IsDistinctFrom
+            | IsNotDistinctFrom
+            | In
+            | Nullif
+            | Greatest
+            | Least
+            | Concat
+            | ConcatWs
+            | Format
+            | Array
+            | Row
+            | ArrayAppend
+            | ArrayPrepend
+            | ArrayCat
+            | ArrayToString
+            | Case
+            | Coalesce
+    )
+}
+
+/// Call `func` on evaluated arguments (`args` are the argument expressions, for their types).
+pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode], ret: &DataType) -> Result<Datum> {
+    use ExprType::*;
+    match func {
+        Add | Subtract | Multiply | Divide | Modulus | Neg | Abs | Round | RoundDigit | Ceil
+        | Floor | Trunc | Pow | Sqrt | Cbrt | Exp | Ln | Log10 | Sign | BitwiseAnd | BitwiseOr
+        | BitwiseXor | BitwiseNot | BitwiseShiftLeft | BitwiseShiftRight => {
+            arithmetic::call(func, &strict(values), ret).map(Some)
+        }
+        Equal | NotEqual | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual | And
+        | Or | Not | IsNull | IsNotNull | IsTrue | IsNotTrue | IsFalse | IsNotFalse
+        | IsDistinctFrom | IsNotDistinctFrom | In | Nullif | Greatest | Least => {
+            cmp::call(func, values)
+        }
+        Cast => crate::cast::cast_value(strict(values)[0], ret).map(Some),
+        Like | ILike | ConcatOp | Concat | ConcatWs | Lower | Upper | Length | CharLength
+        | OctetLength | Substr | Trim | Ltrim | Rtrim | Replace | Position | SplitPart | Left
+        | Right | Repeat | Reverse | Lpad | Rpad | Initcap | Ascii | Chr | StartsWith
+        | Translate | Md5 | ToChar | RegexpMatch | RegexpReplace | RegexpCount | Format => {
+            string::call(func, values, args)
+        }
+        Extract | DatePart | DateTrunc | TumbleStart | ToTimestamp | ToTimestamp1 | CharToDate
+        | MakeDate | AtTimeZone => datetime::call(func, &strict(values), ret).map(Some),
+        _ => Err(ExprError::UnsupportedFunction(format!("{func:?}"))),
+    }
+}
+
+/// The arguments of a strict call, all non-NULL (the caller returned NULL otherwise).
+fn strict(values: &[Datum]) -> Vec<&ScalarImpl> {
+    values
+        .iter()
+        .map(|v| v.as_ref().expect("strict call with a NULL argument"))
+        .collect()
+}
+
+/// The error for arguments a family does not handle (the binder's overload resolution let them through).
+pub(crate) fn no_overload(func: ExprType, args: &[&ScalarImpl]) -> ExprError {
+    let names: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    ExprError::NoSuchOverload {
+        func: format!("{func:?}"),
+        args: names.join(", "),
+    }
+}

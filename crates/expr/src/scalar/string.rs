@@ -1,0 +1,283 @@
+//! String functions, with PostgreSQL's (and so RisingWave's) edge cases: positions count characters from 1,
+//! `LIKE` escapes with a backslash by default.
+
+use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::{Datum, ScalarImpl};
+
+use crate::error::{ExprError, Result};
+
+pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum> {
+    let _ = args;
+    match func {
+        ExprType::Concat => Ok(Some(text(concat_skipping_nulls("", values)?))),
+        ExprType::ConcatWs => match values.split_first() {
+            Some((Some(sep), rest)) => Ok(Some(text(concat_skipping_nulls(str_of(sep)?, rest)?))),
+            _ => Ok(None),
+        },
+        _ => {
+            let strs = values
+                .iter()
+                .map(|v| v.as_ref().expect("strict call with a NULL argument"))
+                .collect::<Vec<_>>();
+            strict_call(func, &strs).map(Some)
+        }
+    }
+}
+
+fn text(s: impl Into<Box<str>>) -> ScalarImpl {
+    ScalarImpl::Utf8(s.into())
+}
+
+pub(crate) fn str_of(v: &ScalarImpl) -> Result<&str> {
+    match v {
+        ScalarImpl::Utf8(s) => Ok(s),
+        other => Err(ExprError::InvalidState(format!(
+            "expected a string, got {other:?}"
+        ))),
+    }
+}
+
+fn int_of(v: &ScalarImpl) -> Result<i64> {
+    match v {
+        ScalarImpl::Int16(i) => Ok(i64::from(*i)),
+        ScalarImpl::Int32(i) => Ok(i64::from(*i)),
+        ScalarImpl::Int64(i) => Ok(*i),
+        other => Err(ExprError::InvalidState(format!(
+            "expected an integer, got {other:?}"
+        ))),
+    }
+}
+
+fn concat_skipping_nulls(sep: &str, values: &[Datum]) -> Result<String> {
+    let parts = values
+        .iter()
+        .flatten()
+        .map(str_of)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(parts.join(sep))
+}
+
+fn strict_call(func: ExprType, a: &[&ScalarImpl]) -> Result<ScalarImpl> {
+    use ExprType::*;
+    let s = |i: usize| str_of(a[i]);
+    let n = |i: usize| int_of(a[i]);
+    let count = |x: usize| ScalarImpl::Int32(i32::try_from(x).unwrap_or(i32::MAX));
+    Ok(match (func, a.len()) {
+        (ConcatOp, 2) => text(format!("{}{}", s(0)?, s(1)?)),
+        (Lower, 1) => text(s(0)?.to_lowercase()),
+        (Upper, 1) => text(s(0)?.to_uppercase()),
+        (Length | CharLength, 1) => count(s(0)?.chars().count()),
+        (OctetLength, 1) => count(s(0)?.len()),
+        (Substr, 2) => text(substr(s(0)?, n(1)?, None)?),
+        (Substr, 3) => text(substr(s(0)?, n(1)?, Some(n(2)?))?),
+        (Trim, 1) => text(s(0)?.trim_matches(' ')),
+        (Ltrim, 1) => text(s(0)?.trim_start_matches(' ')),
+        (Rtrim, 1) => text(s(0)?.trim_end_matches(' ')),
+        (Trim | Ltrim | Rtrim, 2) => text(trim_chars(func, s(0)?, s(1)?)),
+        (Replace, 3) => text(replace(s(0)?, s(1)?, s(2)?)),
+        (Position, 2) => count(position(s(0)?, s(1)?)),
+        (SplitPart, 3) => text(split_part(s(0)?, s(1)?, n(2)?)?),
+        (Left, 2) => text(left(s(0)?, n(1)?)),
+        (Right, 2) => text(right(s(0)?, n(1)?)),
+        (Repeat, 2) => text(s(0)?.repeat(usize::try_from(n(1)?).unwrap_or(0))),
+        (Reverse, 1) => text(s(0)?.chars().rev().collect::<String>()),
+        (Lpad | Rpad, 2) => text(pad(func, s(0)?, n(1)?, " ")),
+        (Lpad | Rpad, 3) => text(pad(func, s(0)?, n(1)?, s(2)?)),
+        (Initcap, 1) => text(initcap(s(0)?)),
+        (Ascii, 1) => ScalarImpl::Int32(s(0)?.chars().next().map_or(0, |c| c as i32)),
+        (Chr, 1) => text(chr(n(0)?)?),
+        (StartsWith, 2) => ScalarImpl::Bool(s(0)?.starts_with(s(1)?)),
+        (Translate, 3) => text(translate(s(0)?, s(1)?, s(2)?)),
+        (Like | ILike, 2) => ScalarImpl::Bool(like(func, s(0)?, s(1)?, Some('\\'))),
+        (Like | ILike, 3) => ScalarImpl::Bool(like(func, s(0)?, s(1)?, s(2)?.chars().next())),
+        _ => return Err(super::no_overload(func, a)),
+    })
+}
+
+/// `substr(s, start [, count])`: characters from 1-based `start`; positions before 1 eat into `count`.
+fn substr(s: &str, start: i64, count: Option<i64>) -> Result<String> {
+    let end = match count {
+        Some(c) if c < 0 => {
+            return Err(ExprError::invalid_param(
+                "length",
+                "negative substring length not allowed",
+            ));
+        }
+        Some(c) => start.saturating_add(c),
+        None => i64::MAX,
+    };
+    let from = start.max(1);
+    if end <= from {
+        return Ok(String::new());
+    }
+    let skip = usize::try_from(from - 1).unwrap_or(usize::MAX);
+    let take = usize::try_from(end - from).unwrap_or(usize::MAX);
+    Ok(s.chars().skip(skip).take(take).collect())
+}
+
+fn trim_chars(func: ExprType, s: &str, chars: &str) -> String {
+    let set = |c: char| chars.contains(c);
+    match func {
+        ExprType::Ltrim => s.trim_start_matches(set),
+        ExprType::Rtrim => s.trim_end_matches(set),
+        _ => s.trim_matches(set),
+    }
+    .to_string()
+}
+
+fn replace(s: &str, from: &str, to: &str) -> String {
+    if from.is_empty() {
+        s.to_string()
+    } else {
+        s.replace(from, to)
+    }
+}
+
+/// 1-based character position of `sub` in `s`, 0 when absent.
+fn position(s: &str, sub: &str) -> usize {
+    s.find(sub).map_or(0, |byte| s[..byte].chars().count() + 1)
+}
+
+fn split_part(s: &str, delim: &str, n: i64) -> Result<String> {
+    if n == 0 {
+        return Err(ExprError::invalid_param(
+            "n",
+            "field position must not be zero",
+        ));
+    }
+    let parts: Vec<&str> = if delim.is_empty() {
+        vec![s]
+    } else {
+        s.split(delim).collect()
+    };
+    let idx = if n > 0 {
+        usize::try_from(n - 1).ok()
+    } else {
+        usize::try_from(-n)
+            .ok()
+            .and_then(|k| parts.len().checked_sub(k))
+    };
+    Ok(idx
+        .and_then(|i| parts.get(i))
+        .copied()
+        .unwrap_or("")
+        .to_string())
+}
+
+fn left(s: &str, n: i64) -> String {
+    let len = s.chars().count() as i64;
+    let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+    s.chars().take(keep as usize).collect()
+}
+
+fn right(s: &str, n: i64) -> String {
+    let len = s.chars().count() as i64;
+    let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+    s.chars().skip((len - keep) as usize).collect()
+}
+
+/// `lpad`/`rpad` to `len` characters; a longer string is cut to `len`.
+fn pad(func: ExprType, s: &str, len: i64, fill: &str) -> String {
+    let len = usize::try_from(len).unwrap_or(0);
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() >= len || fill.is_empty() {
+        return chars.into_iter().take(len).collect();
+    }
+    let padding: String = fill.chars().cycle().take(len - chars.len()).collect();
+    match func {
+        ExprType::Lpad => padding + s,
+        _ => s.to_string() + &padding,
+    }
+}
+
+fn initcap(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_word = false;
+    for c in s.chars() {
+        if in_word {
+            out.extend(c.to_lowercase());
+        } else {
+            out.extend(c.to_uppercase());
+        }
+        in_word = c.is_alphanumeric();
+    }
+    out
+}
+
+fn chr(code: i64) -> Result<String> {
+    let c = u32::try_from(code)
+        .ok()
+        .filter(|&c| c != 0)
+        .and_then(char::from_u32);
+    c.map(String::from).ok_or_else(|| {
+        ExprError::invalid_param("value", format!("{code} is not a valid character code"))
+    })
+}
+
+fn translate(s: &str, from: &str, to: &str) -> String {
+    let to: Vec<char> = to.chars().collect();
+    s.chars()
+        .filter_map(|c| match from.chars().position(|f| f == c) {
+            Some(i) => to.get(i).copied(),
+            None => Some(c),
+        })
+        .collect()
+}
+
+/// `s LIKE pattern`: `%` any run, `_` one character, `escape` makes the next character literal.
+pub fn like(func: ExprType, s: &str, pattern: &str, escape: Option<char>) -> bool {
+    let fold = |x: &str| -> Vec<char> {
+        if func == ExprType::ILike {
+            x.to_lowercase().chars().collect()
+        } else {
+            x.chars().collect()
+        }
+    };
+    let tokens = like_tokens(&fold(pattern), escape);
+    like_match(&fold(s), &tokens)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum LikeToken {
+    Lit(char),
+    One,
+    Any,
+}
+
+fn like_tokens(pattern: &[char], escape: Option<char>) -> Vec<LikeToken> {
+    let mut out = Vec::with_capacity(pattern.len());
+    let mut it = pattern.iter().copied();
+    while let Some(c) = it.next() {
+        out.push(match c {
+            c if Some(c) == escape => LikeToken::Lit(it.next().unwrap_or(c)),
+            '%' => LikeToken::Any,
+            '_' => LikeToken::One,
+            c => LikeToken::Lit(c),
+        });
+    }
+    out
+}
+
+/// Greedy matching with backtracking to the last `%` (linear for patterns without nested stars).
+fn like_match(s: &[char], p: &[LikeToken]) -> bool {
+    let (mut si, mut pi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some(LikeToken::Any) => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(LikeToken::One) => (si, pi) = (si + 1, pi + 1),
+            Some(LikeToken::Lit(c)) if *c == s[si] => (si, pi) = (si + 1, pi + 1),
+            _ => match star {
+                Some((sp, ss)) => {
+                    (si, pi) = (ss + 1, sp + 1);
+                    star = Some((sp, ss + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|t| *t == LikeToken::Any)
+}
