@@ -1344,7 +1344,7 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --background-ddl-rate F   0..=1, random plans: the chance that a view or sink is created in the background;
                             default 0.5
   --slt GLOB                run sqllogictest files (`epochlab slt --help`) instead of random plans: every file
-                            matching GLOB (quote it: 'tests/slt/**/*.slt'), each in a fresh cluster, under each
+                            matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster, under each
                             seed; a seed fails when a file does, its detail naming the file, the record and the
                             `cargo xtask slt` command that replays that file alone
   --kill                    with --slt: kill nodes of every role the engine has (frontend, compute nodes,
