@@ -141,6 +141,8 @@ struct FileResult {
     verdict: Verdict,
     /// Under kills with several seeds: the seed of `verdict` when it is not `passed`.
     seed: Option<u64>,
+    /// Wall time of its runs, summed over the seeds.
+    wall_ms: u64,
 }
 
 /// Run the corpus; the exit status (0: no listed file regressed, 1: one did).
@@ -218,7 +220,7 @@ fn run_all(
         .flat_map(|i| seeds.iter().map(move |&s| (i, s)))
         .collect();
     let next = Mutex::new(units.into_iter());
-    let verdicts: Mutex<BTreeMap<(usize, u64), Verdict>> = Mutex::new(BTreeMap::new());
+    let verdicts: Mutex<BTreeMap<(usize, u64), (Verdict, u64)>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {
         for worker in 0..jobs.max(1) {
             let (next, verdicts) = (&next, &verdicts);
@@ -230,12 +232,14 @@ fn run_all(
                     loop {
                         let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some((i, seed)) = unit else { return };
+                        let wall = WallTimer::start();
                         let v =
                             Verdict::run(root, &files[i], &corpus::params(&files[i], kill, seed));
+                        let ms = wall.elapsed().as_millis() as u64;
                         verdicts
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .insert((i, seed), v);
+                            .insert((i, seed), (v, ms));
                     }
                 });
             if let Err(e) = spawned {
@@ -243,37 +247,47 @@ fn run_all(
             }
         }
     });
-    let verdicts = verdicts.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut verdicts = verdicts.into_inner().unwrap_or_else(|e| e.into_inner());
     files
         .iter()
         .enumerate()
         .map(|(i, rel)| {
-            let mut first = None;
-            for &seed in seeds {
-                let v = verdicts
-                    .get(&(i, seed))
-                    .cloned()
-                    .unwrap_or(Verdict::Failed {
-                        at: rel.clone(),
-                        detail: "not run (no worker thread)".into(),
-                        blocker: "not run".into(),
+            let runs = seeds
+                .iter()
+                .map(|&seed| {
+                    let run = verdicts.remove(&(i, seed)).unwrap_or_else(|| {
+                        let v = Verdict::Failed {
+                            at: rel.clone(),
+                            detail: "not run (no worker thread)".into(),
+                            blocker: "not run".into(),
+                        };
+                        (v, 0)
                     });
-                if !v.passed() {
-                    first = Some((v, seed));
-                    break;
-                }
-            }
-            let (verdict, seed) = match first {
-                Some((v, seed)) => (v, (seeds.len() > 1).then_some(seed)),
-                None => (Verdict::Passed, None),
-            };
-            FileResult {
-                rel: rel.clone(),
-                verdict,
-                seed,
-            }
+                    (seed, run)
+                })
+                .collect();
+            FileResult::of(rel, runs)
         })
         .collect()
+}
+
+impl FileResult {
+    /// A file's result from its runs, in seed order: the first seed's verdict that is not `passed`.
+    fn of(rel: &str, runs: Vec<(u64, (Verdict, u64))>) -> FileResult {
+        let several = runs.len() > 1;
+        let wall_ms = runs.iter().map(|(_, (_, ms))| ms).sum();
+        let first = runs.into_iter().find(|(_, (v, _))| !v.passed());
+        let (verdict, seed) = match first {
+            Some((seed, (v, _))) => (v, several.then_some(seed)),
+            None => (Verdict::Passed, None),
+        };
+        FileResult {
+            rel: rel.to_string(),
+            verdict,
+            seed,
+            wall_ms,
+        }
+    }
 }
 
 /// Counts of verdicts.
@@ -477,6 +491,7 @@ fn file_json(r: &FileResult) -> serde_json::Value {
         "detail": detail,
         "construct": construct,
         "blocker": r.verdict.blocker(),
+        "wall_ms": r.wall_ms,
     })
 }
 
