@@ -255,8 +255,9 @@ pub enum FailureCause {
     WrongResult,
     /// The statement failed with another error than the expected one.
     WrongError,
-    /// The statement failed where it was expected to succeed.
-    UnexpectedError,
+    /// The statement failed where it was expected to succeed: the kind of the engine's error
+    /// ([`SqlError::kind`]), or `other`.
+    UnexpectedError(&'static str),
     /// The statement succeeded where it was expected to fail.
     UnexpectedSuccess,
     /// `statement count N` affected another number of rows.
@@ -277,7 +278,7 @@ impl FailureCause {
             FailureCause::Parse => "sql parser error",
             FailureCause::WrongResult => "wrong result",
             FailureCause::WrongError => "wrong error",
-            FailureCause::UnexpectedError => "unexpected error",
+            FailureCause::UnexpectedError(kind) => return format!("unexpected error: {kind}"),
             FailureCause::UnexpectedSuccess => "expected an error, got success",
             FailureCause::WrongCount => "wrong row count",
             FailureCause::ActorFailure => "actor failure",
@@ -300,7 +301,9 @@ impl FailureCause {
                 FailureCause::Unsupported(construct.clone())
             }
             (_, Some(SqlError::Parse(_))) => FailureCause::Parse,
-            (TestErrorKind::Fail { .. }, _) => FailureCause::UnexpectedError,
+            (TestErrorKind::Fail { .. }, e) => {
+                FailureCause::UnexpectedError(e.map_or("other", SqlError::kind))
+            }
             (TestErrorKind::ErrorMismatch { .. }, _) => FailureCause::WrongError,
             (TestErrorKind::Ok { .. }, _) => FailureCause::UnexpectedSuccess,
             (TestErrorKind::StatementResultMismatch { .. }, _) => FailureCause::WrongCount,
