@@ -75,18 +75,14 @@ impl ScalarImpl {
             DataType::Float32 => ScalarImpl::Float32(F32::from(parse_number::<f32>(t, ty)?)),
             DataType::Float64 => ScalarImpl::Float64(F64::from(parse_number::<f64>(t, ty)?)),
             DataType::Decimal => ScalarImpl::Decimal(t.parse()?),
-            DataType::Date => ScalarImpl::Date(Date(parse_date(t).ok_or(ParseError::Date)?)),
-            DataType::Time => ScalarImpl::Time(Time(parse_time(t).ok_or(ParseError::Time)?)),
-            DataType::Timestamp => {
-                ScalarImpl::Timestamp(Timestamp(parse_timestamp(t).ok_or(ParseError::Timestamp)?))
-            }
-            DataType::Timestamptz => ScalarImpl::Timestamptz(Timestamptz::from_micros(
-                parse_timestamptz(t).ok_or(ParseError::Timestamptz)?,
-            )),
+            DataType::Date => ScalarImpl::Date(t.parse()?),
+            DataType::Time => ScalarImpl::Time(t.parse()?),
+            DataType::Timestamp => ScalarImpl::Timestamp(t.parse()?),
+            DataType::Timestamptz => ScalarImpl::Timestamptz(t.parse()?),
             DataType::Interval => ScalarImpl::Interval(t.parse::<Interval>()?),
             DataType::Varchar => ScalarImpl::Utf8(s.into()),
             DataType::Bytea => ScalarImpl::Bytea(parse_bytea(s)?.into()),
-            DataType::Jsonb => ScalarImpl::Jsonb(parse_jsonb(t)?),
+            DataType::Jsonb => ScalarImpl::Jsonb(t.parse()?),
             DataType::List(elem) => ScalarImpl::List(parse_list(t, elem)?),
             DataType::Struct(st) => ScalarImpl::Struct(parse_struct(t, st.types())?),
         })
@@ -190,10 +186,51 @@ fn parse_escaped_bytes(s: &str) -> Result<Vec<u8>, ParseError> {
     Ok(out)
 }
 
-fn parse_jsonb(s: &str) -> Result<JsonbVal, ParseError> {
-    serde_json::from_str(s)
-        .map(JsonbVal::new)
-        .map_err(|e| ParseError::Jsonb(e.to_string()))
+impl FromStr for JsonbVal {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        serde_json::from_str(s)
+            .map(JsonbVal::new)
+            .map_err(|e| ParseError::Jsonb(e.to_string()))
+    }
+}
+
+impl FromStr for Date {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_date(s.trim()).map(Date).ok_or(ParseError::Date)
+    }
+}
+
+impl FromStr for Time {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_time(s.trim()).map(Time).ok_or(ParseError::Time)
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_timestamp(s.trim())
+            .map(Timestamp)
+            .ok_or(ParseError::Timestamp)
+    }
+}
+
+/// Without an offset the text is in the session time zone, UTC (RisingWave's cast from text).
+impl FromStr for Timestamptz {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_timestamptz(s.trim())
+            .map(Timestamptz::from_micros)
+            .ok_or(ParseError::Timestamptz)
+    }
 }
 
 /// `{1,2,NULL}`, `{"a b",c}`, `{{1,2},{3}}`: elements separated by commas, double-quoted with backslash
