@@ -15,4 +15,6 @@ pub mod table_function;
 mod text;
 
 pub use error::{ExprError, Result};
-pub use eval::{EvalContext, eval, eval_non_strict, eval_with};
+pub use eval::{
+    EvalContext, eval, eval_non_strict, eval_non_strict_with, eval_with, fold_constants,
+};
