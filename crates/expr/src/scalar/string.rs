@@ -24,12 +24,34 @@ fn compile(pattern: &str, flags: Option<&str>) -> Result<regex::Regex> {
             format!("invalid regular expression option: \"{bad}\""),
         ));
     }
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(flags.contains('i'))
+    let insensitive = flags.contains('i');
+    let key = (pattern.to_string(), insensitive);
+    if let Some(re) = REGEX_CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(insensitive)
         .build()
         .map_err(|e| {
             ExprError::invalid_param("pattern", format!("invalid regular expression: {e}"))
-        })
+        })?;
+    REGEX_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: patterns are usually literals, so a handful per query; start over when full.
+        if c.len() >= REGEX_CACHE_CAPACITY {
+            c.clear();
+        }
+        c.insert(key, re.clone());
+    });
+    Ok(re)
+}
+
+const REGEX_CACHE_CAPACITY: usize = 64;
+
+thread_local! {
+    /// Compiled patterns by (pattern, case-insensitive): evaluation is per row, compiling is not cheap.
+    static REGEX_CACHE: std::cell::RefCell<std::collections::BTreeMap<(String, bool), regex::Regex>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
 }
 
 /// The capture groups of the first match (the whole match when there are none); NULL without a match.
