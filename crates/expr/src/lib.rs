@@ -13,6 +13,7 @@ pub mod scalar;
 pub mod sig;
 pub mod table_function;
 mod text;
+pub mod window;
 
 pub use error::{ExprError, Result};
 pub use eval::{
