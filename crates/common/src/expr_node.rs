@@ -316,6 +316,12 @@ pub enum AggKind {
     StddevSamp,
     VarPop,
     VarSamp,
+    /// Ordered-set aggregates (`... WITHIN GROUP (ORDER BY x)`): `args` = [x, fraction column] for the
+    /// percentiles (the fraction, RisingWave's direct argument, is a constant column of the input), [x]
+    /// for mode.
+    PercentileCont,
+    PercentileDisc,
+    Mode,
 }
 
 impl AggKind {
@@ -344,6 +350,9 @@ impl AggKind {
             "stddev_samp" | "stddev" => StddevSamp,
             "var_pop" => VarPop,
             "var_samp" | "variance" => VarSamp,
+            "percentile_cont" => PercentileCont,
+            "percentile_disc" => PercentileDisc,
+            "mode" => Mode,
             _ => return None,
         })
     }
