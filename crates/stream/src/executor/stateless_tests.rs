@@ -351,3 +351,125 @@ fn row_ids_are_unique_and_carry_the_actors_vnodes() {
     );
     assert_eq!(out.last(), Some(&(Op::Delete, 77)));
 }
+
+mod materialize {
+    use std::sync::Arc;
+
+    use epochlab_common::catalog::TableDesc;
+    use epochlab_common::plan::ConflictBehavior;
+    use epochlab_common::{Bitmap, TableId, VnodeCount, WorkerId};
+    use epochlab_state_table::StateTable;
+    use epochlab_storage::{CommittedStore, NodeStorage};
+
+    use super::*;
+    use crate::executor::MaterializeExecutor;
+
+    /// A materialize over `(k, v)` with pk `k` fed `stored` (inserts of new keys) in one epoch, then `input`;
+    /// what it forwards of `input`.
+    fn materialize(
+        conflict: ConflictBehavior,
+        stored: Vec<OwnedRow>,
+        input: Vec<(Op, OwnedRow)>,
+    ) -> Vec<String> {
+        let count = VnodeCount::new(8).unwrap();
+        let desc = Arc::new(TableDesc::hash(
+            TableId(5),
+            vec![DataType::Int64, DataType::Int64],
+            vec![0],
+            vec![0],
+            count,
+        ));
+        let node = NodeStorage::new(
+            WorkerId(1),
+            CommittedStore::default(),
+            Default::default(),
+            1,
+        );
+        let table = StateTable::new(desc, &node, Arc::new(Bitmap::ones(8)));
+        let msgs = vec![
+            Message::Barrier(barrier(2)),
+            chunk(stored.into_iter().map(|r| (Op::Insert, r)).collect()),
+            Message::Barrier(barrier(3)),
+            chunk(input),
+            Message::Barrier(barrier(4)),
+        ];
+        let exec = MaterializeExecutor::new(ActorId(1), script(msgs), table, conflict);
+        let out = run(Box::new(exec));
+        let after = out
+            .iter()
+            .position(|m| m == "B3")
+            .expect("the second barrier");
+        out[after + 1..]
+            .iter()
+            .filter(|m| !m.starts_with('B'))
+            .cloned()
+            .collect()
+    }
+
+    fn r(k: i64, v: i64) -> OwnedRow {
+        row![k, v]
+    }
+
+    /// A table with a pk overwrites: an insert of a stored pk is an update of the stored row, a delete of a
+    /// missing pk is dropped, a delete forwards the stored row; several changes of one pk in a chunk fold.
+    #[test]
+    fn overwrite_turns_conflicts_into_updates() {
+        let out = materialize(
+            ConflictBehavior::Overwrite,
+            vec![r(1, 10), r(2, 20), r(3, 30)],
+            vec![
+                (Op::Insert, r(1, 11)), // stored: an update
+                (Op::Delete, r(9, 0)),  // missing: dropped
+                (Op::Delete, r(2, 99)), // stored (with another value): the stored row goes
+                (Op::Insert, r(4, 40)), // new
+                (Op::Insert, r(3, 31)),
+                (Op::Insert, r(3, 32)), // twice in the chunk: the last wins
+                (Op::Insert, r(5, 50)),
+                (Op::Delete, r(5, 50)), // inserted and deleted in the chunk: nothing
+            ],
+        );
+        let expected = [
+            "UpdateDelete[Some(Int64(1)), Some(Int64(10))]",
+            "UpdateInsert[Some(Int64(1)), Some(Int64(11))]",
+            "Delete[Some(Int64(2)), Some(Int64(20))]",
+            "UpdateDelete[Some(Int64(3)), Some(Int64(30))]",
+            "UpdateInsert[Some(Int64(3)), Some(Int64(32))]",
+            "Insert[Some(Int64(4)), Some(Int64(40))]",
+        ];
+        assert_eq!(out, vec![expected.join(" ")]);
+    }
+
+    /// `IgnoreConflict`: the stored row wins; deletes still apply.
+    #[test]
+    fn ignore_conflict_keeps_the_stored_row() {
+        let out = materialize(
+            ConflictBehavior::IgnoreConflict,
+            vec![r(1, 10), r(2, 20)],
+            vec![
+                (Op::Insert, r(1, 11)),
+                (Op::Insert, r(3, 30)),
+                (Op::Insert, r(3, 31)),
+                (Op::Delete, r(2, 20)),
+            ],
+        );
+        let expected = [
+            "Delete[Some(Int64(2)), Some(Int64(20))]",
+            "Insert[Some(Int64(3)), Some(Int64(30))]",
+        ];
+        assert_eq!(out, vec![expected.join(" ")]);
+    }
+
+    /// `NoCheck` forwards the chunk as it came.
+    #[test]
+    fn no_check_forwards_as_is() {
+        let out = materialize(
+            ConflictBehavior::NoCheck,
+            vec![],
+            vec![(Op::Insert, r(1, 10)), (Op::Insert, r(2, 20))],
+        );
+        assert_eq!(
+            out,
+            vec!["Insert[Some(Int64(1)), Some(Int64(10))] Insert[Some(Int64(2)), Some(Int64(20))]"]
+        );
+    }
+}
