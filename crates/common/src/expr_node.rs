@@ -24,7 +24,6 @@ pub enum ExprNode {
 }
 
 impl ExprNode {
-    #[allow(clippy::clone_on_copy)] // DataType stops being Copy with the types branch
     pub fn return_type(&self) -> DataType {
         match self {
             ExprNode::InputRef { ty, .. } | ExprNode::Literal { ty, .. } => ty.clone(),
@@ -72,7 +71,8 @@ impl ExprNode {
 }
 
 /// Scalar functions and operators, by RisingWave's names. A few are epochlab's own, where RisingWave's
-/// binder rewrites the SQL into another call: `Nullif`, `Concat`, `Between` are kept as calls here.
+/// binder rewrites the SQL into another call: `Nullif` and `Concat` are kept as calls here (BETWEEN is
+/// `>= AND <=`, as RisingWave binds it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ExprType {
     // arithmetic
@@ -161,6 +161,8 @@ pub enum ExprType {
     RegexpReplace,
     RegexpCount,
     Format,
+    /// A boolean's output text (`t`/`f`), as `concat` prints it.
+    BoolOut,
     // date and time
     Extract,
     DatePart,
@@ -168,6 +170,7 @@ pub enum ExprType {
     TumbleStart,
     ToTimestamp,
     ToTimestamp1,
+    MakeTimestamptz,
     CharToDate,
     MakeDate,
     AtTimeZone,
@@ -254,6 +257,7 @@ impl ExprType {
             "to_timestamp" => ToTimestamp,
             "to_date" => CharToDate,
             "make_date" => MakeDate,
+            "make_timestamptz" => MakeTimestamptz,
             "now" | "current_timestamp" => Now,
             "proctime" => Proctime,
             "array_length" | "array_upper" => ArrayLength,

@@ -44,6 +44,7 @@ use sqllogictest::{
     DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
 };
 
+use crate::catalog::CatalogError;
 use crate::db::SimDb;
 use crate::error::{CatalogProblem, SqlError};
 use crate::frontend::Engine;
@@ -1228,6 +1229,8 @@ impl Failure {
                 CatalogProblem::NotFound => Failure::NotFound,
                 CatalogProblem::StillCreating => Failure::Other,
             },
+            Some(SqlError::CatalogError(CatalogError::Duplicated(..))) => Failure::Exists,
+            Some(SqlError::CatalogError(CatalogError::NotFound(..))) => Failure::NotFound,
             _ => Failure::Other,
         }
     }
