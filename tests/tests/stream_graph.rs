@@ -291,7 +291,7 @@ fn values_job_emits_once_across_recovery() {
             .collect();
         let view = Arc::new(TableDesc::hash(
             TableId(u32::MAX),
-            vec![DataType::Int64; 3],
+            vec![DataType::Int64, DataType::Serial, DataType::Int64],
             vec![1],
             vec![0],
             VnodeCount::new(VNODES).unwrap(),
@@ -303,7 +303,7 @@ fn values_job_emits_once_across_recovery() {
                 row_id_index: 1,
                 input: Box::new(StreamNode::Values {
                     rows: rows.clone(),
-                    types: vec![DataType::Int64; 3],
+                    types: vec![DataType::Int64, DataType::Serial, DataType::Int64],
                 }),
             }),
         };

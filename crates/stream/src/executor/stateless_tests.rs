@@ -326,11 +326,11 @@ fn row_ids_are_unique_and_carry_the_actors_vnodes() {
         while let Some(m) = s.next().await {
             if let Message::Chunk(c) = m.unwrap() {
                 for (op, r) in c.rows() {
-                    let id = r
-                        .datum_at(0)
-                        .as_ref()
-                        .and_then(ScalarImpl::as_int64)
-                        .unwrap();
+                    let id = match r.datum_at(0) {
+                        Some(ScalarImpl::Serial(s)) => s.as_row_id(),
+                        Some(ScalarImpl::Int64(k)) => *k,
+                        d => panic!("a row id, got {d:?}"),
+                    };
                     ids.push((op, id));
                 }
             }
@@ -471,5 +471,92 @@ mod materialize {
             out,
             vec!["Insert[Some(Int64(1)), Some(Int64(10))] Insert[Some(Int64(2)), Some(Int64(20))]"]
         );
+    }
+}
+
+mod hop_window {
+    use epochlab_common::plan::Interval;
+    use epochlab_common::types::Timestamp;
+
+    use super::*;
+    use crate::executor::{HopWindowError, HopWindowExecutor};
+
+    const MIN: i64 = 60_000_000;
+
+    fn ts(minute: i64) -> ScalarImpl {
+        let t = chrono::DateTime::from_timestamp_micros(minute * MIN).unwrap();
+        ScalarImpl::Timestamp(Timestamp(t.naive_utc()))
+    }
+
+    fn minutes(n: i64) -> Interval {
+        Interval::from_month_day_usec(0, 0, n * MIN)
+    }
+
+    fn hop(slide: i64, size: i64, output: Vec<usize>, rows: Vec<(Op, OwnedRow)>) -> Vec<String> {
+        let input = script(vec![
+            Message::Barrier(barrier(1)),
+            chunk(rows),
+            Message::Barrier(barrier(2)),
+        ]);
+        let (eval, _) = non_strict(ExprExecutor::HopWindow);
+        let exec =
+            HopWindowExecutor::new(input, 1, minutes(slide), minutes(size), output, eval).unwrap();
+        run(Box::new(exec))
+    }
+
+    /// The minute of a timestamp datum, for short expectations.
+    fn m(d: &str) -> String {
+        d.to_string()
+    }
+
+    /// A tumble (slide = size): each row in one window, `[start, end)` its time rounded down.
+    #[test]
+    fn tumble_puts_each_row_in_one_window() {
+        let rows = vec![
+            (
+                Op::Insert,
+                OwnedRow::new(vec![Some(1i64.into()), Some(ts(7))]),
+            ),
+            (
+                Op::Delete,
+                OwnedRow::new(vec![Some(2i64.into()), Some(ts(10))]),
+            ),
+            (Op::Insert, OwnedRow::new(vec![Some(3i64.into()), None])),
+        ];
+        let out = hop(5, 5, vec![0, 2, 3], rows);
+        let expected = format!(
+            "Insert[Some(Int64(1)), Some({:?}), Some({:?})] Delete[Some(Int64(2)), Some({:?}), Some({:?})]",
+            ts(5),
+            ts(10),
+            ts(10),
+            ts(15)
+        );
+        assert_eq!(out, vec![m("B1"), expected, m("B2")]);
+    }
+
+    /// A hop of size 3 × slide: each row in three windows, one chunk per window index, earliest first.
+    #[test]
+    fn hop_puts_each_row_in_size_over_slide_windows() {
+        let rows = vec![(
+            Op::Insert,
+            OwnedRow::new(vec![Some(1i64.into()), Some(ts(7))]),
+        )];
+        let out = hop(2, 6, vec![2, 3], rows);
+        let window = |s, e| format!("Insert[Some({:?}), Some({:?})]", ts(s), ts(e));
+        assert_eq!(
+            out,
+            vec![m("B1"), window(2, 8), window(4, 10), window(6, 12), m("B2")]
+        );
+    }
+
+    #[test]
+    fn sizes_must_divide_and_be_fixed() {
+        let (eval, _) = non_strict(ExprExecutor::HopWindow);
+        let input = || script(vec![]);
+        let e = HopWindowExecutor::new(input(), 1, minutes(4), minutes(6), vec![], eval.clone());
+        assert!(matches!(e, Err(HopWindowError::NotDivisible { .. })));
+        let month = Interval::from_month_day_usec(1, 0, 0);
+        let e = HopWindowExecutor::new(input(), 1, month, month, vec![], eval);
+        assert!(matches!(e, Err(HopWindowError::NotPositive { .. })));
     }
 }
