@@ -32,6 +32,13 @@ pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Scal
         (TumbleStart, [v, size, offset]) => tumble_start(v, size, Some(offset)),
         (ToChar, [v, pattern]) => to_char(v, str_of(pattern)?),
         (ToTimestamp, [ScalarImpl::Float64(secs)]) => to_timestamp(secs.0),
+        (ToTimestamp1, [text, template]) => {
+            super::datetime_parse::to_timestamp(str_of(text)?, str_of(template)?)
+                .map(ScalarImpl::Timestamptz)
+        }
+        (CharToDate, [text, template]) => {
+            super::datetime_parse::to_date(str_of(text)?, str_of(template)?).map(ScalarImpl::Date)
+        }
         (MakeDate, [y, m, d]) => make_date(int(y)?, int(m)?, int(d)?).map(ScalarImpl::Date),
         (MakeTimestamptz, [y, mo, d, h, mi, ScalarImpl::Float64(s)]) => {
             let date = make_date(int(y)?, int(mo)?, int(d)?)?;
@@ -239,8 +246,9 @@ pub fn interval_div(i: Interval, n: &ScalarImpl) -> Result<ScalarImpl> {
         ScalarImpl::Int16(_) | ScalarImpl::Int32(_) | ScalarImpl::Int64(_) => int(n)? as f64,
         other => float_of(other)?,
     };
+    // RisingWave's interval division reports a zero divisor as out of range.
     if f == 0.0 {
-        return Err(ExprError::DivisionByZero);
+        return Err(ExprError::NumericOutOfRange);
     }
     from_floats(i, f, true)
         .map(ScalarImpl::Interval)
@@ -567,7 +575,7 @@ fn tumble_start(
 // ---- to_char, to_timestamp, make_date -----------------------------------------------------------------
 
 /// PostgreSQL template patterns RisingWave supports, longest first where one is a prefix of another.
-const TO_CHAR_PATTERNS: &[&str] = &[
+pub(crate) const TO_CHAR_PATTERNS: &[&str] = &[
     "HH24", "hh24", "HH12", "hh12", "HH", "hh", "AM", "PM", "am", "pm", "MI", "mi", "SS", "ss",
     "YYYY", "yyyy", "YY", "yy", "IYYY", "iyyy", "IY", "iy", "MM", "mm", "Month", "Mon", "DD", "dd",
     "US", "us", "MS", "ms", "TZH:TZM", "tzh:tzm", "TZHTZM", "tzhtzm", "TZH", "tzh",

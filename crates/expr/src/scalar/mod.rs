@@ -4,6 +4,7 @@ pub mod arithmetic;
 pub mod array;
 pub mod cmp;
 pub mod datetime;
+pub mod datetime_parse;
 pub mod decimal;
 pub mod jsonb;
 pub mod string;
