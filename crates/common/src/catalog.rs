@@ -89,7 +89,7 @@ impl TableDesc {
     pub fn pk_types(&self) -> Vec<DataType> {
         self.pk_indices
             .iter()
-            .map(|&i| self.column_types[i])
+            .map(|&i| self.column_types[i].clone())
             .collect()
     }
 

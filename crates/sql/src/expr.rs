@@ -130,13 +130,26 @@ pub fn order_datums(a: &Datum, b: &Datum) -> Ordering {
 }
 
 /// A SQL type name as the front end knows it.
-pub fn type_name(ty: DataType) -> &'static str {
+pub fn type_name(ty: &DataType) -> &'static str {
     match ty {
         DataType::Boolean => "boolean",
         DataType::Int16 => "smallint",
         DataType::Int32 => "integer",
         DataType::Int64 => "bigint",
         DataType::Varchar => "varchar",
+        DataType::Serial => "serial",
+        DataType::Float32 => "real",
+        DataType::Float64 => "double precision",
+        DataType::Decimal => "numeric",
+        DataType::Date => "date",
+        DataType::Time => "time without time zone",
+        DataType::Timestamp => "timestamp without time zone",
+        DataType::Timestamptz => "timestamp with time zone",
+        DataType::Interval => "interval",
+        DataType::Bytea => "bytea",
+        DataType::Jsonb => "jsonb",
+        DataType::Struct(_) => "struct",
+        DataType::List(_) => "list",
     }
 }
 
@@ -151,21 +164,22 @@ pub fn format_datum(d: &Datum) -> String {
         Some(ScalarImpl::Int64(v)) => v.to_string(),
         Some(ScalarImpl::Utf8(s)) if s.is_empty() => "(empty)".into(),
         Some(ScalarImpl::Utf8(s)) => s.to_string(),
+        Some(other) => other.to_string(),
     }
 }
 
 /// `value` as a value of type `ty` (integers checked for range, NULL kept).
 pub fn cast(value: Datum, ty: DataType) -> Result<Datum, SqlError> {
     let Some(v) = value else { return Ok(None) };
-    let out_of_range = || SqlError::Invalid(format!("{} out of range", type_name(ty)));
+    let out_of_range = || SqlError::Invalid(format!("{} out of range", type_name(&ty)));
     let mismatch = |v: &ScalarImpl| {
         SqlError::Invalid(format!(
             "cannot cast {} to {}",
             format_datum(&Some(v.clone())),
-            type_name(ty)
+            type_name(&ty)
         ))
     };
-    let out = match (ty, &v) {
+    let out = match (&ty, &v) {
         (DataType::Varchar, ScalarImpl::Utf8(_)) => v,
         (DataType::Varchar, _) => ScalarImpl::Utf8(format_datum(&Some(v)).into()),
         (DataType::Boolean, ScalarImpl::Bool(_)) => v,
@@ -179,7 +193,7 @@ pub fn cast(value: Datum, ty: DataType) -> Result<Datum, SqlError> {
                 ScalarImpl::Utf8(s) => s.trim().parse::<i64>().map_err(|_| mismatch(&v))?,
                 other => as_i64(other).ok_or_else(|| mismatch(&v))?,
             };
-            match ty {
+            match &ty {
                 DataType::Int16 => ScalarImpl::Int16(i16::try_from(n).map_err(|_| out_of_range())?),
                 DataType::Int32 => ScalarImpl::Int32(i32::try_from(n).map_err(|_| out_of_range())?),
                 _ => ScalarImpl::Int64(n),

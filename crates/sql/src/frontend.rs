@@ -33,9 +33,7 @@ use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef, Scope, Sc
 use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, format_datum, literal, resolve};
-use crate::handler::Resolved;
 use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
-use crate::handler::parse::Name;
 use crate::scalar::ExprNode;
 use crate::scalar::cast::CastContext;
 use crate::session_config::SessionConfig;
@@ -126,8 +124,6 @@ pub struct Engine {
     /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
     pub catalog: Mutex<crate::catalog::Catalog>,
     pub(crate) defs: Mutex<BTreeMap<String, Def>>,
-    /// Logical views (`CREATE VIEW`): no job, a stored query expanded when bound.
-    views: Mutex<BTreeMap<String, ViewDef>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
@@ -154,7 +150,6 @@ impl Engine {
             cluster,
             catalog: Mutex::new(crate::catalog::Catalog::new()),
             defs: Mutex::default(),
-            views: Mutex::default(),
             next_row_id: Mutex::default(),
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
@@ -199,11 +194,6 @@ impl Engine {
     /// Things the front end accepted without doing them (options ignored, system settings it does not have).
     pub fn notes(&self) -> Vec<String> {
         lock(&self.notes).clone()
-    }
-
-    /// Forget the logical view `name` (dropped from the catalog).
-    pub fn forget_view(&self, name: &str) {
-        lock(&self.views).remove(name);
     }
 
     pub fn note(&self, note: String) {
@@ -270,8 +260,6 @@ pub struct Session {
     pub database: String,
     /// The user it is connected as.
     pub user: String,
-    /// The catalog's relations the statement has resolved so far (what a new relation depends on).
-    pub(crate) resolved: Mutex<Vec<u32>>,
 }
 
 impl Session {
@@ -281,7 +269,6 @@ impl Session {
             config: SessionConfig::new(),
             database: crate::catalog::DEFAULT_DATABASE_NAME.into(),
             user: crate::catalog::DEFAULT_SUPER_USER.into(),
-            resolved: Mutex::default(),
         }
     }
 
@@ -498,7 +485,7 @@ impl Session {
         text: &str,
         extras: &TableExtras,
     ) -> Result<Output, SqlError> {
-        let target = self.job_target(&Name::of_object(&ct.name)?)?;
+        let target = self.creation_name(&ct.name)?;
         let name = target.job.clone();
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
@@ -562,7 +549,7 @@ impl Session {
                 other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
             }
         }
-        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty).collect();
+        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
         let row_id = pk_names.is_empty();
         let pk = if row_id {
             stored.push(DataType::Int64);
@@ -584,16 +571,21 @@ impl Session {
             append_only: extras.append_only,
             statement: text.trim().to_string(),
         };
-        let mut listed = listed_columns(&def);
+        let mut columns_listed: Vec<ColumnCatalog> = def
+            .columns
+            .iter()
+            .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
+            .collect();
         if row_id {
-            listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
+            columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
         }
-        let id = self.register_job(
-            CatalogKind::Table,
+        let id = self.register_job_in(
             &target,
-            listed,
+            CatalogKind::Table,
+            columns_listed,
             pk.clone(),
             &table_definition(ct, extras),
+            Vec::new(),
             None,
         )?;
         self.set_table_extras(id, connector, extras);
@@ -611,7 +603,7 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
         }
-        let target = self.job_target(&Name::of_object(&cv.name)?)?;
+        let target = self.creation_name(&cv.name)?;
         let name = target.job.clone();
         let options = match &cv.options {
             CreateTableOptions::None => Vec::new(),
@@ -637,41 +629,28 @@ impl Session {
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
-        let (names, types) = self.check_output_names(&cv.query, &cv.columns)?;
-        let mut shown = cv.clone();
-        shown.if_not_exists = false;
         let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
         {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
-                let columns = names
-                    .into_iter()
-                    .zip(types)
-                    .map(|(n, t)| ColumnCatalog::new(n, t))
-                    .collect();
-                let id = self.register_job(
-                    CatalogKind::MaterializedView,
-                    &target,
-                    columns,
-                    Vec::new(),
-                    &shown.to_string(),
-                    None,
-                )?;
-                let created = self
-                    .create_mv_graph(&name, &cv.query, &renames, options, text)
+                return self
+                    .create_mv_graph(&target, &cv.query, &renames, options, text)
                     .await;
-                return self.job_created(id, created, |_| None);
             }
             Err(e) => return Err(e),
         };
-        let id = self.register_job(
-            CatalogKind::MaterializedView,
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job_in(
             &target,
+            CatalogKind::MaterializedView,
             listed_columns(&def),
             Vec::new(),
             &shown.to_string(),
-            Some(upstream),
+            self.catalog_ids_of(upstream),
+            None,
         )?;
+        self.list_upstream_key(id, upstream);
         lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
             .cluster()
@@ -687,7 +666,10 @@ impl Session {
         w.next();
         w.next();
         let if_not_exists = w.eat_seq(&["IF", "NOT", "EXISTS"]);
-        let target = self.job_target(&Name(vec![w.ident()?]))?;
+        let target = self.creation_name(&ast::ObjectName::from(vec![ast::Ident::with_quote(
+            '"',
+            w.ident()?,
+        )]))?;
         let name = target.job.clone();
         let query_text = if w.eat("FROM") {
             let from = w.ident()?;
@@ -742,14 +724,16 @@ impl Session {
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
         let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
-        let id = self.register_job(
-            CatalogKind::Sink,
+        let id = self.register_job_in(
             &target,
+            CatalogKind::Sink,
             listed_columns(&def),
             Vec::new(),
             text,
-            Some(upstream),
+            self.catalog_ids_of(upstream),
+            None,
         )?;
+        self.list_upstream_key(id, upstream);
         lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
@@ -822,41 +806,37 @@ impl Session {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
-        let target = self.job_target(&Name::of_object(&cv.name)?)?;
-        let name = target.job.clone();
-        if lock(&self.engine.views).contains_key(&name) {
-            if cv.if_not_exists {
-                return Ok(Output::Done(0));
-            }
-            return Err(SqlError::catalog(
-                CatalogProblem::Exists,
-                format!("view with name \"{name}\" exists"),
-            ));
-        }
-        if self.check_free(&name, cv.if_not_exists)? {
-            return Ok(Output::Done(0));
-        }
-        let bound = Binder::new(self, false).bind_query(&cv.query)?;
-        let types = bound.types();
-        let mut columns = bound.names;
-        for (c, given) in columns.iter_mut().zip(&cv.columns) {
-            *c = ident(&given.name);
-        }
+        let target = self.creation_name(&cv.name)?;
+        let mut binder = Binder::new(self, false);
+        let mut bound = binder.bind_query(&cv.query)?;
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        crate::binder::output_names(&mut bound.names, &renames)?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(bound.types())
+            .map(|(n, t)| ColumnCatalog::new(n.clone(), t))
+            .collect();
         let mut shown = cv.clone();
         shown.if_not_exists = false;
-        self.register_view(
+        let registered = self.register_job_in(
             &target,
-            &columns,
-            &types,
-            &shown.to_string(),
-            &cv.query.to_string(),
-        )?;
-        let view = ViewDef {
-            query: cv.query.to_string(),
+            CatalogKind::View,
             columns,
-        };
-        lock(&self.engine.views).insert(name, view);
-        Ok(Output::Done(0))
+            Vec::new(),
+            &shown.to_string(),
+            binder.depends_on.clone(),
+            Some(cv.query.to_string()),
+        );
+        match registered {
+            Ok(_) => Ok(Output::Done(0)),
+            Err(SqlError::CatalogError(crate::catalog::CatalogError::Duplicated(..)))
+                if cv.if_not_exists =>
+            {
+                Ok(Output::Done(0))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// A relation a query or a view may read: it exists, is not a sink, and is created.
@@ -1007,7 +987,7 @@ impl Session {
             ));
         }
         let name = match &ins.table {
-            TableObject::TableName(n) => self.resolve_dml_table(&Name::of_object(n)?, true)?,
+            TableObject::TableName(n) => self.table_job_name(n, true)?,
             other => return Err(SqlError::Unsupported(format!("INSERT INTO {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1081,7 +1061,7 @@ impl Session {
                 let mut row = Vec::with_capacity(targets.len());
                 for (e, col) in r.content.iter().zip(targets) {
                     let e = binder.bind_scalar(e, &Scope::default())?;
-                    let e = crate::binder::coerce(e, col.ty, CastContext::Assign)?;
+                    let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
                     row.push(crate::scalar::eval(&e, &empty)?);
                 }
                 out.push(row);
@@ -1098,7 +1078,7 @@ impl Session {
             .input_refs()
             .into_iter()
             .zip(targets)
-            .map(|(e, col)| crate::binder::coerce(e, col.ty, CastContext::Assign))
+            .map(|(e, col)| crate::binder::coerce(e, col.ty.clone(), CastContext::Assign))
             .collect::<Result<Vec<_>, _>>()?;
         let plan = bound.plan.project(exprs);
         Ok(crate::batch::execute(&plan, self)?
@@ -1115,7 +1095,7 @@ impl Session {
             .map(|ty| ScopeColumn {
                 qualifier: Some(name.to_string()),
                 name: String::new(),
-                ty: *ty,
+                ty: ty.clone(),
                 hidden: true,
                 qualified_only: true,
             })
@@ -1178,9 +1158,7 @@ impl Session {
             ));
         }
         let name = match &up.table.relation {
-            TableFactor::Table { name, .. } => {
-                self.resolve_dml_table(&Name::of_object(name)?, false)?
-            }
+            TableFactor::Table { name, .. } => self.table_job_name(name, false)?,
             other => return Err(SqlError::Unsupported(format!("UPDATE {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1228,7 +1206,10 @@ impl Session {
                 .find(|c| c.name == col)
                 .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
             let e = binder.bind_scalar(&a.value, &scope)?;
-            sets.push((c.src, crate::binder::coerce(e, c.ty, CastContext::Assign)?));
+            sets.push((
+                c.src,
+                crate::binder::coerce(e, c.ty.clone(), CastContext::Assign)?,
+            ));
         }
         drop(binder);
         let predicate = self.bind_where(name, def, up.selection.as_ref())?;
@@ -1248,9 +1229,7 @@ impl Session {
             ));
         }
         let name = match &table.relation {
-            TableFactor::Table { name, .. } => {
-                self.resolve_dml_table(&Name::of_object(name)?, false)?
-            }
+            TableFactor::Table { name, .. } => self.table_job_name(name, false)?,
             other => return Err(SqlError::Unsupported(format!("DELETE FROM {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
@@ -1304,40 +1283,67 @@ impl CatalogReader for Session {
         if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
             return Ok(self.ddl_progress());
         }
-        let (job, pick) = match self.resolve_for_query(name)? {
-            Resolved::Rows { columns, rows } => return Ok(RelationRef::Rows { columns, rows }),
-            Resolved::View(n) => {
-                let v = lock(&self.engine.views).get(&n).cloned().ok_or_else(|| {
-                    SqlError::catalog(
-                        CatalogProblem::NotFound,
-                        format!("table or source not found: {n}"),
-                    )
-                })?;
-                return Ok(RelationRef::View {
-                    query: v.query,
-                    columns: v.columns,
-                });
+        let parts: Vec<String> = name.split('.').map(str::to_string).collect();
+        let found = self.resolve_any(&crate::handler::parse::Name(parts.clone()));
+        let rel = match found {
+            Ok(r) => r,
+            Err(e) => {
+                let (schema, bare) = match parts.as_slice() {
+                    [s, n] => (Some(s.as_str()), n.as_str()),
+                    [n] => (None, n.as_str()),
+                    _ => return Err(e.into()),
+                };
+                let Some(t) = crate::catalog::system_table::system_table(schema, bare) else {
+                    return Err(e.into());
+                };
+                let rows = (t.rows)(&self.engine.catalog());
+                let columns = t.columns().into_iter().map(|c| (c.name, c.ty)).collect();
+                return Ok(RelationRef::Rows { columns, rows });
             }
-            Resolved::Job(n) => (n, None),
-            Resolved::Index { table_job, columns } => (table_job, Some(columns)),
         };
-        let (rel, def) = self.readable(&job)?;
-        let all = catalog_columns(&def);
-        let columns = match pick {
-            Some(p) => p.iter().map(|&i| all[i].clone()).collect(),
-            None => all,
-        };
-        Ok(RelationRef::Table {
-            table_id: rel.id,
-            columns,
-            pk: def.pk.clone(),
-            filter: def.filter.clone(),
-        })
+        match rel.kind {
+            CatalogKind::View => Ok(RelationRef::View {
+                catalog_id: Some(rel.id),
+                query: rel.view_query.clone().unwrap_or_default(),
+                columns: rel.visible_columns().map(|(_, c)| c.name.clone()).collect(),
+            }),
+            CatalogKind::Table
+            | CatalogKind::MaterializedView
+            | CatalogKind::Index
+            | CatalogKind::Source
+                if rel.table_id.is_some() =>
+            {
+                let (meta_rel, def) = self.readable(&rel.job_name())?;
+                Ok(RelationRef::Table {
+                    catalog_id: Some(rel.id),
+                    table_id: meta_rel.id,
+                    columns: catalog_columns(&def),
+                    pk: def.pk.clone(),
+                    filter: def.filter.clone(),
+                })
+            }
+            // RisingWave's binder does not find a sink among tables and sources.
+            CatalogKind::Sink => Err(crate::catalog::CatalogError::NotFound(
+                "table or source",
+                rel.name.clone(),
+            )
+            .into()),
+            // A catalog-only index (one the stream planner could not build) or source.
+            _ => Ok(self.catalog_only_rows(&rel)?),
+        }
     }
 
     fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow> {
         self.cluster().committed_rows(table_id)
     }
+}
+
+/// A view's or sink's columns as the catalog lists them.
+fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
+    def.columns
+        .iter()
+        .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
+        .collect()
 }
 
 /// A relation's columns as the binder sees them: the visible ones, then a table's hidden row id.
@@ -1348,12 +1354,12 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
         .enumerate()
         .map(|(i, c)| CatalogColumn {
             name: c.name.clone(),
-            ty: c.ty,
+            ty: c.ty.clone(),
             expr: match &def.project {
                 Some(p) => p[i].clone(),
                 None => ExprNode::InputRef {
                     index: c.src,
-                    ty: c.ty,
+                    ty: c.ty.clone(),
                 },
             },
             hidden: false,
@@ -1374,23 +1380,12 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
 }
 
 fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
-    let numeric = types
-        .iter()
-        .map(|t| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64))
-        .collect();
+    let numeric = types.iter().map(DataType::is_numeric).collect();
     let rows = rows
         .into_iter()
         .map(|r| r.iter().map(format_datum).collect())
         .collect();
     Output::Rows { numeric, rows }
-}
-
-/// A view's or sink's columns as the catalog lists them.
-fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
-    def.columns
-        .iter()
-        .map(|c| ColumnCatalog::new(c.name.clone(), c.ty))
-        .collect()
 }
 
 /// An identifier as SQL means it: unquoted ones are lower-cased.
@@ -1612,6 +1607,7 @@ impl SettingValue {
         SqlError::Invalid(format!("invalid value {}", self.text()))
     }
 
+    /// A number, or `None` for `DEFAULT`.
     fn number(&self) -> Result<Option<i64>, SqlError> {
         match self {
             SettingValue::Number(n) => Ok(Some(*n)),

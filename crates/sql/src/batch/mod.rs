@@ -130,6 +130,12 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             Ok(out)
         }
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args),
+        LogicalPlan::HopWindow {
+            time_col,
+            slide,
+            size,
+            input,
+        } => hop_window(*time_col, slide, size, execute(input, catalog)?),
     }
 }
 
@@ -393,4 +399,63 @@ fn table_function(func: TableFunctionType, args: &[ExprNode]) -> Result<Vec<Owne
         )));
     }
     Ok(values.into_iter().map(|v| OwnedRow::new(vec![v])).collect())
+}
+
+/// The windows of `hop`: for a row at `t`, the starts `s` that are multiples of `slide` with
+/// `s <= t < s + size`, newest first: `tumble_start(t, slide) - k * slide` for `k` in `0..size / slide`.
+fn hop_window(
+    time_col: usize,
+    slide: &ExprNode,
+    size: &ExprNode,
+    rows: Vec<OwnedRow>,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    use crate::scalar::sig::build_func;
+    let empty = OwnedRow::empty();
+    let interval = |e: &ExprNode| match eval(e, &empty) {
+        Ok(Some(ScalarImpl::Interval(i))) => Ok(i),
+        _ => Err(SqlError::Invalid("hop takes interval literals".into())),
+    };
+    let (slide_v, size_v) = (interval(slide)?, interval(size)?);
+    let (s, z) = (slide_v.total_usecs(), size_v.total_usecs());
+    if s <= 0 || z <= 0 || z % s != 0 || slide_v.months() != 0 || size_v.months() != 0 {
+        return Err(SqlError::Invalid(
+            "Invalid parameter window_size: window_size must be a positive multiple of window_slide"
+                .into(),
+        ));
+    }
+    let n = usize::try_from(z / s).unwrap_or(usize::MAX).min(MAX_ROWS);
+    let mut windows = Vec::with_capacity(n);
+    for k in 0..n {
+        let back = epochlab_common::types::Interval::from_total_usecs(s * k as i128)
+            .ok_or_else(|| SqlError::Invalid("hop window out of range".into()))?;
+        windows.push(back);
+    }
+    let mut out = Vec::new();
+    for r in rows {
+        let Some(t) = r.datum_at(time_col).clone() else {
+            continue;
+        };
+        let ty = crate::scalar::cast::value_type(&t);
+        let col = ExprNode::Literal { value: Some(t), ty };
+        let base = build_func(
+            crate::scalar::ExprType::TumbleStart,
+            vec![col, slide.clone()],
+        )?;
+        for back in &windows {
+            let back = ExprNode::Literal {
+                value: Some(ScalarImpl::Interval(*back)),
+                ty: epochlab_common::DataType::Interval,
+            };
+            let start = build_func(crate::scalar::ExprType::Subtract, vec![base.clone(), back])?;
+            let end = build_func(
+                crate::scalar::ExprType::Add,
+                vec![start.clone(), size.clone()],
+            )?;
+            let mut row = r.datums().to_vec();
+            row.push(eval(&start, &empty)?);
+            row.push(eval(&end, &empty)?);
+            out.push(OwnedRow::new(row));
+        }
+    }
+    Ok(out)
 }

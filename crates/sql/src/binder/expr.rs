@@ -35,22 +35,23 @@ impl AggCtx {
     }
 }
 
-/// The engine's type of a SQL type.
+/// The engine's type of a SQL type (`varchar(20)` is `varchar`, `numeric(10, 2)` is `numeric`: RisingWave
+/// keeps neither length nor precision).
 pub fn bind_data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
-    use ast::DataType as T;
-    Ok(match t {
-        T::SmallInt(_) | T::Int2(_) => DataType::Int16,
-        T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Int32,
-        T::BigInt(_) | T::Int8(_) => DataType::Int64,
-        T::Varchar(_) | T::CharacterVarying(_) | T::Text | T::String(_) => DataType::Varchar,
-        T::Boolean | T::Bool => DataType::Boolean,
-        other => {
-            return Err(SqlError::Unsupported(format!(
-                "type {}",
-                other.to_string().to_lowercase()
-            )));
+    let text = t.to_string().to_lowercase();
+    let mut name = String::with_capacity(text.len());
+    let mut depth = 0;
+    for ch in text.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ if depth == 0 => name.push(ch),
+            _ => {}
         }
-    })
+    }
+    let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+    name.parse::<DataType>()
+        .map_err(|_| SqlError::Unsupported(format!("type {text}")))
 }
 
 fn is_untyped_literal(e: &ExprNode) -> bool {
@@ -93,7 +94,7 @@ pub fn unify_literals(exprs: &mut [ExprNode]) -> Result<(), SqlError> {
     };
     for e in exprs.iter_mut() {
         if is_untyped_literal(e) && e.return_type() != ty {
-            *e = coerce(e.clone(), ty, CastContext::Implicit)?;
+            *e = coerce(e.clone(), ty.clone(), CastContext::Implicit)?;
         }
     }
     Ok(())
@@ -133,8 +134,22 @@ fn lit_bool(b: bool) -> ExprNode {
     }
 }
 
-/// A number literal: an integer (`int` when it fits, else `bigint`).
+/// A number literal as PostgreSQL reads it: an integer (`int` when it fits, else `bigint`, else
+/// `numeric`), a decimal point makes it `numeric`, an exponent `double precision`.
 fn number(n: &str) -> Result<ExprNode, SqlError> {
+    let ty = if n.contains(['e', 'E']) {
+        Some(DataType::Float64)
+    } else if n.contains('.') || n.parse::<i64>().is_err() {
+        Some(DataType::Decimal)
+    } else {
+        None
+    };
+    if let Some(ty) = ty {
+        return Ok(ExprNode::Literal {
+            value: from_text(n, &ty)?,
+            ty,
+        });
+    }
     if let Ok(v) = n.parse::<i32>() {
         return Ok(ExprNode::Literal {
             value: Some(ScalarImpl::Int32(v)),
@@ -403,7 +418,25 @@ impl Binder<'_> {
                 case(args)?
             }
             Ast::Function(f) => self.bind_function(f, scope, agg)?,
-            Ast::Interval(_) => return Err(unsupported("type interval")),
+            Ast::Interval(iv) => {
+                let value = match iv.value.as_ref() {
+                    Ast::Value(v) => match &v.value {
+                        Value::SingleQuotedString(s) => s.clone(),
+                        Value::Number(n, _) => n.clone(),
+                        other => return Err(unsupported(format!("interval {other}"))),
+                    },
+                    other => return Err(unsupported(format!("interval {other}"))),
+                };
+                let text = match &iv.leading_field {
+                    Some(f) if iv.last_field.is_none() => format!("{value} {f}"),
+                    None => value,
+                    Some(_) => return Err(unsupported(format!("interval {iv}"))),
+                };
+                ExprNode::Literal {
+                    value: from_text(&text, &DataType::Interval)?,
+                    ty: DataType::Interval,
+                }
+            }
             Ast::Like { .. } | Ast::ILike { .. } => return Err(unsupported("LIKE")),
             other => return Err(unsupported(format!("expression {other}"))),
         })
@@ -502,7 +535,7 @@ impl Binder<'_> {
             kind,
             args,
             arg_types,
-            ret,
+            ret: ret.clone(),
             distinct: ca.distinct,
             order_by,
             filter,
@@ -535,7 +568,7 @@ impl Binder<'_> {
         match hits.as_slice() {
             [i] => Ok(ExprNode::InputRef {
                 index: *i,
-                ty: scope.columns[*i].ty,
+                ty: scope.columns[*i].ty.clone(),
             }),
             [] => {
                 let outer = self.outer.iter().any(|s| {

@@ -31,13 +31,19 @@ pub struct CatalogColumn {
 pub enum RelationRef {
     /// A table or materialized view with a state table.
     Table {
+        /// The catalog's id of the relation (a dependency of what is created over it).
+        catalog_id: Option<u32>,
         table_id: TableId,
         columns: Vec<CatalogColumn>,
         pk: Vec<usize>,
         filter: Option<ExprNode>,
     },
     /// A (logical) view: its query, expanded at bind.
-    View { query: String, columns: Vec<String> },
+    View {
+        catalog_id: Option<u32>,
+        query: String,
+        columns: Vec<String>,
+    },
     /// A system table's rows, read now.
     Rows {
         columns: Vec<(String, DataType)>,
@@ -102,6 +108,8 @@ pub struct Binder<'a> {
     streaming: bool,
     /// Views being expanded (bounded, and a cycle is an error).
     view_depth: usize,
+    /// The catalog's relations the query reads directly (tables, views), for dependencies.
+    pub depends_on: Vec<u32>,
 }
 
 /// Views expanded inside each other at most.
@@ -115,6 +123,7 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             streaming,
             view_depth: 0,
+            depends_on: Vec::new(),
         }
     }
 

@@ -391,7 +391,10 @@ impl Binder<'_> {
                             continue;
                         }
                         any = true;
-                        let col = ExprNode::InputRef { index: i, ty: c.ty };
+                        let col = ExprNode::InputRef {
+                            index: i,
+                            ty: c.ty.clone(),
+                        };
                         exprs.push(match agg.as_deref_mut() {
                             None => col,
                             Some(ctx) => {
@@ -456,7 +459,7 @@ impl Binder<'_> {
             .into_iter()
             .map(|r| ExprNode::Literal {
                 value: r.datum_at(0).clone(),
-                ty: *ty,
+                ty: ty.clone(),
             })
             .collect())
     }
@@ -479,7 +482,7 @@ impl Binder<'_> {
         }
         Ok(ExprNode::Literal {
             value: rows.first().and_then(|r| r.datum_at(0).clone()),
-            ty: *ty,
+            ty: ty.clone(),
         })
     }
 }

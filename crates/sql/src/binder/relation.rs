@@ -149,7 +149,7 @@ impl Binder<'_> {
         let mut on: Option<ExprNode> = None;
         let col = |scope: &Scope, i: usize| ExprNode::InputRef {
             index: i,
-            ty: scope.columns[i].ty,
+            ty: scope.columns[i].ty.clone(),
         };
         let mut merged = Vec::new();
         for (li, ri, name) in &pairs {
@@ -214,6 +214,9 @@ impl Binder<'_> {
                     })
                     .collect::<Result<_, _>>()?;
                 let (plan, names, default_qualifier) = match args {
+                    Some(args) if matches!(path.as_slice(), [n] if n == "tumble" || n == "hop") => {
+                        self.bind_window_table_function(&path[0], &args.args)?
+                    }
                     Some(args) => self.bind_table_function(&path, &args.args)?,
                     None => self.bind_named(&path)?,
                 };
@@ -260,6 +263,7 @@ impl Binder<'_> {
         let rel = self.catalog.resolve_relation(&path.join("."))?;
         match rel {
             RelationRef::Table {
+                catalog_id,
                 table_id,
                 columns,
                 pk,
@@ -269,21 +273,27 @@ impl Binder<'_> {
                     .iter()
                     .map(|c| ScopeColumnDef {
                         name: c.name.clone(),
-                        ty: c.ty,
+                        ty: c.ty.clone(),
                         hidden: c.hidden,
                     })
                     .collect();
+                self.depends_on.extend(catalog_id);
                 let plan = LogicalPlan::Scan {
                     table: last.clone(),
                     table_id,
                     exprs: columns.iter().map(|c| c.expr.clone()).collect(),
-                    types: columns.iter().map(|c| c.ty).collect(),
+                    types: columns.iter().map(|c| c.ty.clone()).collect(),
                     pk,
                     filter,
                 };
                 Ok((plan, defs, Some(last)))
             }
-            RelationRef::View { query, columns } => {
+            RelationRef::View {
+                catalog_id,
+                query,
+                columns,
+            } => {
+                self.depends_on.extend(catalog_id);
                 if self.view_depth >= MAX_VIEW_DEPTH {
                     return Err(SqlError::Invalid(format!(
                         "view {last} expands to more than {MAX_VIEW_DEPTH} nested views"
@@ -302,7 +312,7 @@ impl Binder<'_> {
                 Ok((bound.plan.clone(), visible_defs(&bound), Some(last)))
             }
             RelationRef::Rows { columns, rows } => {
-                let types: Vec<DataType> = columns.iter().map(|(_, t)| *t).collect();
+                let types: Vec<DataType> = columns.iter().map(|(_, t)| t.clone()).collect();
                 let defs = columns
                     .into_iter()
                     .map(|(name, ty)| ScopeColumnDef {
@@ -314,6 +324,87 @@ impl Binder<'_> {
                 Ok((LogicalPlan::Rows { rows, types }, defs, Some(last)))
             }
         }
+    }
+
+    /// `tumble(t, col, size)` / `hop(t, col, slide, size)` (RisingWave's window table functions): `t`'s
+    /// columns, then `window_start` and `window_end`.
+    fn bind_window_table_function(
+        &mut self,
+        name: &str,
+        args: &[FunctionArg],
+    ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+        let exprs: Vec<&ast::Expr> = args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+                other => Err(unsupported(format!("argument {other} of {name}"))),
+            })
+            .collect::<Result<_, _>>()?;
+        let want = if name == "tumble" { 3 } else { 4 };
+        if exprs.len() != want {
+            return Err(SqlError::Invalid(format!(
+                "{name} takes {want} arguments, got {}",
+                exprs.len()
+            )));
+        }
+        let path: Vec<String> = match exprs[0] {
+            ast::Expr::Identifier(id) => vec![ident(id)],
+            ast::Expr::CompoundIdentifier(p) => p.iter().map(ident).collect(),
+            other => return Err(unsupported(format!("{name} over {other}"))),
+        };
+        let (input, defs, qualifier) = self.bind_named(&path)?;
+        let (input, scope) = with_alias(input, defs, qualifier.clone(), None)?;
+        let time = self.bind_expr(exprs[1], &scope, None)?;
+        let ExprNode::InputRef {
+            index: time_col,
+            ty,
+        } = time
+        else {
+            return Err(unsupported(format!("{name} over an expression")));
+        };
+        let interval = |b: &mut Self, e: &ast::Expr| -> Result<ExprNode, SqlError> {
+            let e = b.bind_expr(e, &Scope::default(), None)?;
+            coerce(e, DataType::Interval, CastContext::Explicit)
+        };
+        let mut defs: Vec<ScopeColumnDef> = scope
+            .columns
+            .iter()
+            .map(|c| ScopeColumnDef {
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                hidden: c.hidden,
+            })
+            .collect();
+        for n in ["window_start", "window_end"] {
+            defs.push(ScopeColumnDef {
+                name: n.into(),
+                ty: ty.clone(),
+                hidden: false,
+            });
+        }
+        let plan = if name == "tumble" {
+            let size = interval(self, exprs[2])?;
+            let col = ExprNode::InputRef {
+                index: time_col,
+                ty: ty.clone(),
+            };
+            let start = build_func(ExprType::TumbleStart, vec![col, size.clone()])?;
+            let end = build_func(ExprType::Add, vec![start.clone(), size])?;
+            let mut out = input.input_refs();
+            out.push(start);
+            out.push(end);
+            input.project(out)
+        } else {
+            let slide = interval(self, exprs[2])?;
+            let size = interval(self, exprs[3])?;
+            LogicalPlan::HopWindow {
+                time_col,
+                slide,
+                size,
+                input: Box::new(input),
+            }
+        };
+        Ok((plan, defs, qualifier))
     }
 
     /// `FROM f(args)`: a table function, or a scalar function as a one-row table.
@@ -360,7 +451,7 @@ impl Binder<'_> {
         let ty = e.return_type();
         let plan = LogicalPlan::Values {
             rows: vec![vec![e]],
-            types: vec![ty],
+            types: vec![ty.clone()],
         };
         Ok((plan, def(ty), Some(name.clone())))
     }

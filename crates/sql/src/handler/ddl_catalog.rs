@@ -19,20 +19,12 @@ use crate::catalog::{
 use crate::error::SqlError;
 use crate::frontend::{Output, Session, data_type};
 
-/// Where a new job goes: its schema, its name there, and the name the front end and meta keep it under.
-#[derive(Clone, Debug)]
-pub struct JobTarget {
-    pub schema: String,
-    pub name: String,
-    pub job: String,
-}
-
-/// A relation's catalog entry for a job the front end creates (table, materialized view, sink, view).
-/// Its `table_id` is set once meta has the job.
+/// A relation's catalog entry for a job the front end creates (table, materialized view, sink, view), in
+/// the session's creation schema. Its `table_id` is set once meta has the job.
 pub fn relation_for_job(
     session: &Session,
     kind: RelationKind,
-    target: &JobTarget,
+    name: &str,
     columns: Vec<ColumnCatalog>,
     pk: Vec<usize>,
     definition: &str,
@@ -40,10 +32,14 @@ pub fn relation_for_job(
     for c in &columns {
         check_valid_column_name(&c.name)?;
     }
+    let schema = session.engine().catalog().creation_schema(
+        &session.database,
+        &session.search_path(),
+        &session.user,
+    )?;
     Ok(RelationCatalog {
-        name: target.name.clone(),
-        schema: target.schema.clone(),
-        job: target.job.clone(),
+        name: name.into(),
+        schema,
         database: session.database.clone(),
         kind,
         columns,
@@ -56,16 +52,6 @@ pub fn relation_for_job(
 }
 
 impl Session {
-    /// Where a new relation called `name` goes (its schema named, or the search path's first).
-    pub fn job_target(&self, name: &super::parse::Name) -> Result<JobTarget, SqlError> {
-        let (schema, n) = self.creation_target(name)?;
-        Ok(JobTarget {
-            job: crate::catalog::job_name(&self.database, &schema, &n),
-            schema,
-            name: n,
-        })
-    }
-
     /// `CREATE DATABASE | SCHEMA | CONNECTION [IF NOT EXISTS] name ...`.
     pub(super) fn handle_create_catalog(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
         c.expect(&["CREATE"])?;
@@ -220,7 +206,12 @@ impl Session {
             super::create_table::validate_compatibility(&connector, f)?;
         }
         let format = format.map(|f| f.sql).unwrap_or_default();
-        let target = self.job_target(&name)?;
+        let (schema, bare) = self.creation_target(&name)?;
+        let target = crate::handler::stream_job::CreationTarget {
+            job: crate::catalog::job_name(&self.database, &schema, &bare),
+            schema,
+            name: bare,
+        };
         let n = target.name.clone();
         let definition = format!(
             "CREATE SOURCE {n} {defs} WITH ({}){format}",
@@ -553,36 +544,22 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
 }
 
 impl Session {
-    /// Lists a job the front end is about to create (its columns: the visible ones, then a hidden row id),
-    /// before meta creates it; [`Session::job_created`] then records meta's id, or forgets the entry when
-    /// meta failed. `upstream` is the job's upstream in meta, which the entry depends on.
-    pub fn register_job(
-        &self,
-        kind: RelationKind,
-        target: &JobTarget,
-        columns: Vec<ColumnCatalog>,
-        pk: Vec<usize>,
-        definition: &str,
-        upstream: Option<epochlab_common::TableId>,
-    ) -> Result<u32, SqlError> {
-        let mut r = relation_for_job(self, kind, target, columns, pk, definition)?;
-        r.depends_on = self.take_resolved();
+    /// A job over one upstream (`upstream`, meta's table) lists the upstream's key among its columns (see
+    /// [`add_stream_key`]).
+    pub fn list_upstream_key(&self, id: u32, upstream: epochlab_common::TableId) {
         let mut catalog = self.engine().catalog();
-        if let Some(up) = upstream
-            && let Some(u) = catalog
-                .relations()
-                .find(|x| x.table_id == Some(up) && x.kind != RelationKind::Index)
-            && !r.depends_on.contains(&u.id)
-        {
-            r.depends_on.push(u.id);
-        }
-        if let Some(up) = upstream
+        let Some(up) = catalog
+            .relations()
+            .find(|x| x.table_id == Some(upstream))
+            .cloned()
+        else {
+            return;
+        };
+        if let Some(r) = catalog.relation_mut(id)
             && r.pk.is_empty()
-            && let Some(u) = catalog.relations().find(|x| x.table_id == Some(up))
         {
-            add_stream_key(&mut r, u);
+            add_stream_key(r, &up);
         }
-        Ok(catalog.create_relation(r)?)
     }
 
     /// Meta's answer to the `CREATE` of the job listed as `id`.
@@ -608,38 +585,6 @@ impl Session {
                 Err(e.into())
             }
         }
-    }
-}
-
-impl Session {
-    /// Lists a logical view: its columns, its query, and the relations its query resolved.
-    // `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
-    #[allow(clippy::clone_on_copy)]
-    pub fn register_view(
-        &self,
-        target: &JobTarget,
-        names: &[String],
-        types: &[epochlab_common::DataType],
-        definition: &str,
-        query: &str,
-    ) -> Result<u32, SqlError> {
-        let columns = names
-            .iter()
-            .zip(types)
-            .map(|(n, t)| ColumnCatalog::new(n.clone(), t.clone()))
-            .collect();
-        let mut r = relation_for_job(
-            self,
-            RelationKind::View,
-            target,
-            columns,
-            Vec::new(),
-            definition,
-        )?;
-        r.dist_key.clear();
-        r.view_query = Some(query.to_string());
-        r.depends_on = self.take_resolved();
-        Ok(self.engine().catalog().create_relation(r)?)
     }
 }
 
@@ -681,29 +626,6 @@ fn add_stream_key(r: &mut RelationCatalog, upstream: &RelationCatalog) {
     }
     r.pk = key.clone();
     r.dist_key = key;
-}
-
-impl Session {
-    /// The output names of a new materialized view (its column list, else its query's names) are not
-    /// PostgreSQL's system column names (RisingWave checks them before planning).
-    pub fn check_output_names(
-        &self,
-        query: &sqlparser::ast::Query,
-        given: &[sqlparser::ast::ViewColumnDef],
-    ) -> Result<(Vec<String>, Vec<epochlab_common::DataType>), SqlError> {
-        let renames: Vec<String> = given
-            .iter()
-            .map(|c| match c.name.quote_style {
-                Some(_) => c.name.value.clone(),
-                None => c.name.value.to_lowercase(),
-            })
-            .collect();
-        let bound = crate::binder::Binder::new(self, true).bind_query(query)?;
-        let types = bound.types();
-        let mut names = bound.names;
-        crate::binder::output_names(&mut names, &renames)?;
-        Ok((names, types))
-    }
 }
 
 impl Session {

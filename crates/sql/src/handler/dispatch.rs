@@ -22,7 +22,6 @@ pub type HandlerResult = Result<Output, SqlError>;
 
 /// Runs `tokens` (whitespace dropped) when it is one of the handlers' statements.
 pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Option<HandlerResult> {
-    session.clear_resolved();
     let mut c = Cursor::new(tokens);
     let first = c.keyword_at(0)?;
     let second = c.keyword_at(1).unwrap_or_default();

@@ -82,9 +82,6 @@ impl Session {
         }
         // Another session (or this statement's earlier attempt, cut off by a kill) may have dropped it
         // while meta worked: gone is what was asked.
-        for r in going.iter().filter(|r| r.kind == RelationKind::View) {
-            self.engine().forget_view(&r.job_name());
-        }
         match self.engine().catalog().drop_relation(id, cascade) {
             Ok(_) | Err(CatalogError::NotFound(..)) => done(),
             Err(e) => Err(e.into()),

@@ -1,130 +1,63 @@
-//! Names in queries, resolved through the catalog (RisingWave's binder's `bind_relation_by_name`): the
-//! session's database and search path, schema-qualified names, system tables; every relation a statement
-//! resolves is remembered, so that a `CREATE` lists what its new relation depends on.
-
-use epochlab_common::{DataType, OwnedRow};
+//! Names the binder cannot read as a table of the engine: a catalog-only index (one the stream planner could
+//! not build; read as its table's rows) and a source without its table; and the table a DML statement
+//! writes (RisingWave's `resolve_dml_table`).
 
 use super::parse::Name;
-use crate::catalog::{CatalogError, RelationCatalog, RelationKind, system_table};
+use crate::binder::{CatalogReader, RelationRef};
+use crate::catalog::{CatalogError, RelationCatalog, RelationKind};
 use crate::error::SqlError;
 use crate::frontend::Session;
 
-/// What a name in a query is, for the binder.
-#[derive(Clone, Debug)]
-pub enum Resolved {
-    /// A relation with a job (table, materialized view), by the name meta knows it by.
-    Job(String),
-    /// A logical view, by the name the front end keeps its query under.
-    View(String),
-    /// Rows computed now: a system table, a source (no rows: catalog only), an index (its table's rows).
-    Rows {
-        columns: Vec<(String, DataType)>,
-        rows: Vec<OwnedRow>,
-    },
-    /// An index: its table's job, and the index's columns as positions in the table's visible columns.
-    Index {
-        table_job: String,
-        columns: Vec<usize>,
-    },
-}
-
 impl Session {
-    /// Forget the relations resolved so far (at the start of each statement).
-    pub fn clear_resolved(&self) {
-        self.resolved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-    }
-
-    /// The relations resolved since the statement started, each once.
-    pub fn take_resolved(&self) -> Vec<u32> {
-        let mut r = std::mem::take(&mut *self.resolved.lock().unwrap_or_else(|e| e.into_inner()));
-        r.dedup();
-        r
-    }
-
-    /// The relation a query's `dotted` name names.
-    pub fn resolve_for_query(&self, dotted: &str) -> Result<Resolved, SqlError> {
-        let name = Name(dotted.split('.').map(str::to_string).collect());
-        let (schema, n) = self.schema_qualified(&name)?;
-        let found = self.resolve_any(&name);
-        let r = match found {
-            Ok(r) => r,
-            Err(CatalogError::NotFound("table or source", _)) => {
-                if let Some(t) = system_table(schema.as_deref(), &n) {
-                    let catalog = self.engine().catalog();
-                    let columns = t.columns().into_iter().map(|c| (c.name, c.ty)).collect();
-                    return Ok(Resolved::Rows {
-                        columns,
-                        rows: t.rows(&catalog),
-                    });
-                }
-                // A job meta has that the catalog does not list (its CREATE was cut off by a kill).
-                return match schema {
-                    None if self.listed_duplicate(&n).is_none() => Ok(Resolved::Job(n)),
-                    None => Err(CatalogError::NotFound("table or source", n).into()),
-                    Some(_) => Err(CatalogError::NotFound("table or source", n).into()),
-                };
+    /// The rows of a relation that has no job of its own: a source without its table (no rows), an index
+    /// the stream planner could not build (its table's rows, on the index's columns).
+    pub(crate) fn catalog_only_rows(&self, r: &RelationCatalog) -> Result<RelationRef, SqlError> {
+        let primary = match (&r.kind, &r.index) {
+            (RelationKind::Index, Some(info)) => self
+                .engine()
+                .catalog()
+                .relation(info.primary_table)
+                .cloned()
+                .ok_or_else(|| CatalogError::NotFound("table", r.name.clone()))?,
+            _ => {
+                return Ok(RelationRef::Rows {
+                    columns: r
+                        .visible_columns()
+                        .map(|(_, c)| (c.name.clone(), c.ty.clone()))
+                        .collect(),
+                    rows: Vec::new(),
+                });
             }
-            Err(e) => return Err(e.into()),
         };
-        {
-            let mut resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
-            if !resolved.contains(&r.id) && resolved.len() < crate::catalog::MAX_OBJECTS {
-                resolved.push(r.id);
-            }
-        }
-        self.resolved_kind(&r)
-    }
-
-    fn resolved_kind(&self, r: &RelationCatalog) -> Result<Resolved, SqlError> {
-        // `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
-        #[allow(clippy::clone_on_copy)]
-        Ok(match r.kind {
-            RelationKind::Table | RelationKind::MaterializedView => Resolved::Job(r.job_name()),
-            RelationKind::View => Resolved::View(r.job_name()),
-            RelationKind::Sink => {
-                return Err(CatalogError::NotFound("table or source", r.name.clone()).into());
-            }
-            RelationKind::Source if r.table_id.is_some() => Resolved::Job(r.job_name()),
-            RelationKind::Source => Resolved::Rows {
-                columns: r
-                    .visible_columns()
-                    .map(|(_, c)| (c.name.clone(), c.ty.clone()))
-                    .collect(),
-                rows: Vec::new(),
-            },
-            RelationKind::Index => self.index_target(r)?,
-        })
-    }
-
-    /// An index read as its table's rows, projected onto the index's columns (plain columns only).
-    fn index_target(&self, r: &RelationCatalog) -> Result<Resolved, SqlError> {
-        if r.table_id.is_some() {
-            return Ok(Resolved::Job(r.job_name()));
-        }
-        let catalog = self.engine().catalog();
-        let table = r
-            .index
-            .as_ref()
-            .and_then(|i| catalog.relation(i.primary_table))
-            .ok_or_else(|| CatalogError::NotFound("table", r.name.clone()))?;
-        let visible: Vec<&str> = table
-            .visible_columns()
-            .map(|(_, c)| c.name.as_str())
-            .collect();
-        let columns = r
+        let base = self.resolve_relation(&format!("{}.{}", primary.schema, primary.name))?;
+        let RelationRef::Table {
+            catalog_id,
+            table_id,
+            columns,
+            pk,
+            filter,
+        } = base
+        else {
+            return Err(CatalogError::NotFound("table", primary.name).into());
+        };
+        let picked = r
             .visible_columns()
             .map(|(_, c)| {
-                visible.iter().position(|v| *v == c.name).ok_or_else(|| {
-                    SqlError::Unsupported(format!("reading index {} over expressions", r.name))
-                })
+                columns
+                    .iter()
+                    .find(|x| x.name == c.name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        SqlError::Unsupported(format!("reading index {} over expressions", r.name))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Resolved::Index {
-            table_job: table.job_name(),
-            columns,
+        Ok(RelationRef::Table {
+            catalog_id,
+            table_id,
+            columns: picked,
+            pk,
+            filter,
         })
     }
 }

@@ -94,6 +94,14 @@ pub enum LogicalPlan {
         args: Vec<ExprNode>,
         ty: DataType,
     },
+    /// `hop(t, col, slide, size)`: each input row once per window that holds `time_col`, with the
+    /// window's start and end appended (`slide` and `size` are interval literals).
+    HopWindow {
+        time_col: usize,
+        slide: ExprNode,
+        size: ExprNode,
+        input: Box<LogicalPlan>,
+    },
     /// Materialized rows (an uncorrelated subquery evaluated at bind, a system table).
     Rows {
         rows: Vec<OwnedRow>,
@@ -120,8 +128,8 @@ impl LogicalPlan {
                 let types = input.schema();
                 group_key
                     .iter()
-                    .map(|&i| types[i])
-                    .chain(calls.iter().map(|c| c.ret))
+                    .map(|&i| types[i].clone())
+                    .chain(calls.iter().map(|c| c.ret.clone()))
                     .collect()
             }
             LogicalPlan::Join {
@@ -132,7 +140,16 @@ impl LogicalPlan {
             },
             LogicalPlan::Union { inputs } => inputs.first().map_or_else(Vec::new, |i| i.schema()),
             LogicalPlan::SetOp { left, .. } => left.schema(),
-            LogicalPlan::TableFunction { ty, .. } => vec![*ty],
+            LogicalPlan::TableFunction { ty, .. } => vec![ty.clone()],
+            LogicalPlan::HopWindow {
+                time_col, input, ..
+            } => {
+                let mut types = input.schema();
+                let t = types[*time_col].clone();
+                types.push(t.clone());
+                types.push(t);
+                types
+            }
         }
     }
 
@@ -147,7 +164,8 @@ impl LogicalPlan {
             | LogicalPlan::Filter { input, .. }
             | LogicalPlan::Agg { input, .. }
             | LogicalPlan::TopN { input, .. }
-            | LogicalPlan::Dedup { input, .. } => vec![input],
+            | LogicalPlan::Dedup { input, .. }
+            | LogicalPlan::HopWindow { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
                 vec![left, right]
             }

@@ -19,9 +19,9 @@ use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict, ProjectExecutor,
-    RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError, UnionExecutor,
-    ValuesExecutor,
+    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
+    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
+    UnionExecutor, ValuesExecutor,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -408,56 +408,6 @@ fn build_node(
                 StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
             Box::new(MaterializeExecutor::new(actor_id, input, state, *conflict))
         }
-        StreamNode::Project { exprs, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            let eval = non_strict(env, actor_id, ExprExecutor::Project);
-            Box::new(ProjectExecutor::new(input, exprs.clone(), eval))
-        }
-        StreamNode::Filter { predicate, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            let eval = non_strict(env, actor_id, ExprExecutor::Filter);
-            Box::new(FilterExecutor::new(input, predicate.clone(), eval))
-        }
-        StreamNode::Union { inputs } => {
-            let inputs = inputs
-                .iter()
-                .map(|i| build_node(env, desc, i, generation, barrier_rx, barrier_manager))
-                .collect::<Result<Vec<_>, _>>()?;
-            Box::new(UnionExecutor::new(actor_id, inputs))
-        }
-        StreamNode::Values { rows, .. } => {
-            let rx = barrier_rx
-                .take()
-                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
-            let bm = barrier_manager.clone();
-            Box::new(ValuesExecutor::new(actor_id, rx, rows.clone(), bm))
-        }
-        StreamNode::RowIdGen {
-            row_id_index,
-            input,
-        } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
-            Box::new(RowIdGenExecutor::new(
-                actor_id,
-                input,
-                *row_id_index,
-                clock,
-                vnodes,
-            ))
-        }
-        StreamNode::HopWindow { .. } => {
-            return Err(BuildError::Unsupported {
-                actor: actor_id,
-                node: "HopWindow",
-            });
-        }
-        StreamNode::Exchange { .. } => {
-            return Err(BuildError::Unsupported {
-                actor: actor_id,
-                node: "Exchange",
-            });
-        }
         StreamNode::FlowControl { rate_limit, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             Box::new(FlowControlExecutor::new(
@@ -479,6 +429,89 @@ fn build_node(
                 env.sinks.clone(),
             ))
         }
+        _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
+    })
+}
+
+/// The stateless nodes of fragment graphs (and the values source).
+fn build_stateless(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    generation: u64,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    if let StreamNode::Values { rows, .. } = node {
+        let rx = barrier_rx
+            .take()
+            .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+        let bm = barrier_manager.clone();
+        return Ok(Box::new(ValuesExecutor::new(
+            actor_id,
+            rx,
+            rows.clone(),
+            bm,
+        )));
+    }
+    let mut build =
+        |n: &StreamNode| build_node(env, desc, n, generation, barrier_rx, barrier_manager);
+    let unsupported = |node| BuildError::Unsupported {
+        actor: actor_id,
+        node,
+    };
+    Ok(match node {
+        StreamNode::Project { exprs, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::Project);
+            Box::new(ProjectExecutor::new(build(input)?, exprs.clone(), eval))
+        }
+        StreamNode::Filter { predicate, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::Filter);
+            Box::new(FilterExecutor::new(build(input)?, predicate.clone(), eval))
+        }
+        StreamNode::Union { inputs } => {
+            let inputs = inputs.iter().map(build).collect::<Result<Vec<_>, _>>()?;
+            Box::new(UnionExecutor::new(actor_id, inputs))
+        }
+        StreamNode::RowIdGen {
+            row_id_index,
+            input,
+        } => {
+            let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
+            let input = build(input)?;
+            Box::new(RowIdGenExecutor::new(
+                actor_id,
+                input,
+                *row_id_index,
+                clock,
+                vnodes,
+            ))
+        }
+        StreamNode::HopWindow {
+            time_col,
+            window_slide,
+            window_size,
+            output_indices,
+            input,
+        } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
+                .map_err(|source| BuildError::HopWindow {
+                    actor: actor_id,
+                    source,
+                })?;
+            Box::new(exec)
+        }
+        StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
+        StreamNode::Values { .. }
+        | StreamNode::Dml { .. }
+        | StreamNode::Merge { .. }
+        | StreamNode::StreamScan { .. }
+        | StreamNode::Materialize { .. }
+        | StreamNode::FlowControl { .. }
+        | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
 
