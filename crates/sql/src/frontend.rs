@@ -647,7 +647,7 @@ impl Session {
             listed_columns(&def),
             Vec::new(),
             &shown.to_string(),
-            self.catalog_ids_of(upstream),
+            self.job_dependencies(upstream, &cv.query),
             None,
         )?;
         self.list_upstream_key(id, upstream);
@@ -729,8 +729,8 @@ impl Session {
             CatalogKind::Sink,
             listed_columns(&def),
             Vec::new(),
-            text,
-            self.catalog_ids_of(upstream),
+            &crate::handler::sink_definition(text),
+            self.job_dependencies(upstream, &query),
             None,
         )?;
         self.list_upstream_key(id, upstream);

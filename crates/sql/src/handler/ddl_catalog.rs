@@ -680,3 +680,24 @@ impl Session {
         Some(CatalogError::Duplicated(r.kind.as_str(), r.name.clone()))
     }
 }
+
+impl Session {
+    /// What a job over one upstream depends on: the relations its query names (views included, which the
+    /// upstream, a table, does not show) and the upstream's.
+    pub fn job_dependencies(
+        &self,
+        upstream: epochlab_common::TableId,
+        query: &sqlparser::ast::Query,
+    ) -> Vec<u32> {
+        let mut deps = self.catalog_ids_of(upstream);
+        let mut binder = crate::binder::Binder::new(self, true);
+        if binder.bind_query(query).is_ok() {
+            for d in binder.depends_on {
+                if !deps.contains(&d) {
+                    deps.push(d);
+                }
+            }
+        }
+        deps
+    }
+}
