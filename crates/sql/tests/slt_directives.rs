@@ -169,13 +169,15 @@ fn refused_files_name_the_file_and_line() {
 #[test]
 fn a_bare_statement_error_is_not_met_by_an_unsupported_construct() {
     let d = dir("bare");
-    let text =
-        "statement ok\nCREATE TABLE t (v int);\n\nstatement error\nCREATE AGGREGATE a (int) (sfunc = f, stype = int);\n";
+    let text = "statement ok\nCREATE TABLE t (v int);\n\nstatement error\nCREATE AGGREGATE a (int) (sfunc = f, stype = int);\n";
     let r = run(&write(&d, "bare.slt", text)).unwrap().value;
     assert_eq!(r.outcome, Outcome::Failed);
     let f = r.failure.expect("the record failed");
     assert_eq!(f.line, 4);
-    assert_eq!(f.cause, FailureCause::Unsupported("CREATE AGGREGATE".into()));
+    assert_eq!(
+        f.cause,
+        FailureCause::Unsupported("CREATE AGGREGATE".into())
+    );
     // An expected error that names the construct is met by it.
     let text = "statement ok\nCREATE TABLE t (v int);\n\nstatement error unsupported: CREATE AGGREGATE\nCREATE AGGREGATE a (int) (sfunc = f, stype = int);\n";
     let r = run(&write(&d, "named.slt", text)).unwrap().value;
