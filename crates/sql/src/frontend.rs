@@ -342,7 +342,7 @@ impl Session {
             }
             _ => {}
         }
-        let (text, append_only) = strip_append_only(s);
+        let (text, append_only) = rewrite_create_table(s);
         let statement = parse_one(&text)?;
         match statement {
             Statement::CreateTable(ct) => match &ct.query {
@@ -494,7 +494,21 @@ impl Session {
         if let CreateTableOptions::With(options) = &ct.table_options {
             for (key, value) in distinct_options(options)? {
                 if key == "connector" {
-                    connector = Some(literal(&value)?.map_or_else(String::new, |v| v.to_string()));
+                    // A datagen table is accepted without its generator (the ddl files only list it);
+                    // other connectors need an external system.
+                    let datagen = value
+                        .to_string()
+                        .trim_matches('\'')
+                        .eq_ignore_ascii_case("datagen");
+                    if !datagen {
+                        return Err(SqlError::Unsupported(
+                            "CREATE TABLE with a connector (a source)".into(),
+                        ));
+                    }
+                    self.engine.note(format!(
+                        "CREATE TABLE {name}: its datagen connector is not run; the table gets rows from DML only"
+                    ));
+                    connector = Some("datagen".to_string());
                 }
             }
             self.engine.note(format!(
@@ -579,12 +593,16 @@ impl Session {
         if row_id {
             columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
         }
+        // The STRUCT<..> types the rewrite quoted (see `rewrite_create_table`), shown as written.
+        let shown = table_definition(ct, extras)
+            .replace("\"STRUCT<", "STRUCT<")
+            .replace(">\"", ">");
         let id = self.register_job_in(
             &target,
             CatalogKind::Table,
             columns_listed,
             pk.clone(),
-            &table_definition(ct, extras),
+            &shown,
             Vec::new(),
             None,
         )?;
@@ -847,6 +865,28 @@ impl Session {
                 format!("table or source not found: {name}"),
             ));
         };
+        self.check_readable(name, rel, def)
+    }
+
+    /// The engine's table `id` (which the catalog's relation `name` lists), readable.
+    fn readable_id(&self, id: TableId, name: &str) -> Result<(Relation, Def), SqlError> {
+        let rel = self.cluster().meta.relation(id);
+        let found = rel.and_then(|r| self.def_of_table(id).map(|d| (r, d)));
+        let Some((rel, def)) = found else {
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table or source not found: {name}"),
+            ));
+        };
+        self.check_readable(name, rel, def)
+    }
+
+    fn check_readable(
+        &self,
+        name: &str,
+        rel: Relation,
+        def: Def,
+    ) -> Result<(Relation, Def), SqlError> {
         if def.kind == Kind::Sink {
             return Err(SqlError::Invalid(format!("sink {name} cannot be read")));
         }
@@ -1313,7 +1353,8 @@ impl CatalogReader for Session {
             | CatalogKind::Source
                 if rel.table_id.is_some() =>
             {
-                let (meta_rel, def) = self.readable(&rel.job_name())?;
+                let id = rel.table_id.expect("matched above");
+                let (meta_rel, def) = self.readable_id(id, &rel.name)?;
                 Ok(RelationRef::Table {
                     catalog_id: Some(rel.id),
                     table_id: meta_rel.id,
@@ -1328,6 +1369,17 @@ impl CatalogReader for Session {
                 rel.name.clone(),
             )
             .into()),
+            // A job meta has not answered for yet (being created): meta's relation of that name says so.
+            CatalogKind::Table | CatalogKind::MaterializedView => {
+                let (meta_rel, def) = self.readable(&rel.job_name())?;
+                Ok(RelationRef::Table {
+                    catalog_id: Some(rel.id),
+                    table_id: meta_rel.id,
+                    columns: catalog_columns(&def),
+                    pk: def.pk.clone(),
+                    filter: def.filter.clone(),
+                })
+            }
             // A catalog-only index (one the stream planner could not build) or source.
             _ => Ok(self.catalog_only_rows(&rel)?),
         }
@@ -1536,30 +1588,118 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     Ok(out)
 }
 
-/// `CREATE TABLE ... APPEND ONLY` (RisingWave's, which `sqlparser` does not read): the text without the
-/// two words, and whether they were there.
-fn strip_append_only(s: &Stmt) -> (String, bool) {
+/// RisingWave's `CREATE TABLE` syntax that `sqlparser` does not read, rewritten: `APPEND ONLY` and
+/// `FORMAT .. ENCODE .. [(..)]` dropped (the first reported), `STRUCT<..>` column types quoted as one type
+/// name (the binder reads it back). Other statements are left as they are.
+fn rewrite_create_table(s: &Stmt) -> (String, bool) {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let is_create_table =
-        s.tokens.len() > 1 && word(&s.tokens[0], "CREATE") && word(&s.tokens[1], "TABLE");
-    let at = s
-        .tokens
-        .windows(2)
-        .position(|w| word(&w[0], "APPEND") && word(&w[1], "ONLY"));
-    match at {
-        Some(i) if is_create_table => {
-            let text = s
-                .tokens
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i && *j != i + 1)
-                .map(|(_, t)| t.to_string())
-                .collect::<Vec<_>>()
-                .join(" ");
-            (text, true)
-        }
-        _ => (s.text.clone(), false),
+    let t = &s.tokens;
+    if !(t.len() > 1 && word(&t[0], "CREATE") && word(&t[1], "TABLE")) {
+        return (s.text.clone(), false);
     }
+    let mut out: Vec<String> = Vec::with_capacity(t.len());
+    let mut append_only = false;
+    let (mut i, mut depth) = (0, 0i32);
+    while i < t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 && word(&t[i], "APPEND") && t.get(i + 1).is_some_and(|x| word(x, "ONLY")) {
+            append_only = true;
+            i += 2;
+            continue;
+        }
+        if depth == 0
+            && word(&t[i], "AS")
+            && t.get(i + 1) == Some(&Token::LParen)
+            && closing_paren(t, i + 1) == Some(t.len() - 1)
+        {
+            // CREATE TABLE t AS (query): the query without its parentheses.
+            out.push("AS".into());
+            out.extend(t[i + 2..t.len() - 1].iter().map(|x| x.to_string()));
+            break;
+        }
+        if depth == 0 && word(&t[i], "FORMAT") && t.get(i + 2).is_some_and(|x| word(x, "ENCODE")) {
+            // FORMAT f ENCODE e [( options )]: the rest of the statement.
+            break;
+        }
+        if word(&t[i], "STRUCT") && t.get(i + 1) == Some(&Token::Lt) {
+            let (text, next) = struct_type(t, i + 1);
+            out.push(format!("\"STRUCT<{text}>\""));
+            i = next;
+            continue;
+        }
+        out.push(t[i].to_string());
+        i += 1;
+    }
+    (out.join(" "), append_only)
+}
+
+/// The position of the `)` that closes the `(` at `open`.
+fn closing_paren(t: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, x) in t.iter().enumerate().skip(open) {
+        match x {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The inside of `STRUCT<...>` starting at the `<` at `at`, lower-cased, and the position after its `>`.
+fn struct_type(t: &[Token], at: usize) -> (String, usize) {
+    let mut depth = 0i32;
+    let mut text = String::new();
+    let mut i = at;
+    while i < t.len() {
+        let piece = match &t[i] {
+            Token::Lt => {
+                depth += 1;
+                if depth == 1 {
+                    i += 1;
+                    continue;
+                }
+                "<".to_string()
+            }
+            Token::Gt => {
+                depth -= 1;
+                ">".to_string()
+            }
+            Token::ShiftRight => {
+                depth -= 2;
+                ">>".to_string()
+            }
+            Token::Comma => ", ".to_string(),
+            other => {
+                let w = other.to_string();
+                if text.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    format!(" {w}")
+                } else {
+                    w
+                }
+            }
+        };
+        i += 1;
+        if depth <= 0 {
+            // The closing `>` (or the second of `>>`) is the struct's own.
+            let keep = piece
+                .len()
+                .saturating_sub(1 + usize::try_from(-depth).unwrap_or(0));
+            text.push_str(&piece[..keep.min(piece.len())]);
+            break;
+        }
+        text.push_str(&piece);
+    }
+    (text, i)
 }
 
 /// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like
