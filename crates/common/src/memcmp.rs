@@ -484,6 +484,46 @@ mod tests {
         assert!(null < max && max < min, "DESC NULLS FIRST");
     }
 
+    /// Equal values encode alike; the order is RisingWave's (`-Infinity < numbers < Infinity < NaN`).
+    #[test]
+    fn canonical_and_ordered() {
+        use crate::types::{Decimal, F64, Interval, USECS_PER_DAY};
+        let enc = |s: ScalarImpl| {
+            let mut v = vec![];
+            encode_datum(&Some(s), OrderType::ascending(), &mut v);
+            v
+        };
+        let dec =
+            |m: i64, scale: u32| enc(Decimal::from(rust_decimal::Decimal::new(m, scale)).into());
+        assert_eq!(dec(10, 1), dec(100, 2));
+        assert_eq!(dec(-10, 1), dec(-1, 0));
+        assert_eq!(dec(0, 3), dec(0, 0));
+        let ordered = [
+            enc(Decimal::NegativeInf.into()),
+            dec(-100, 0),
+            dec(-99, 0),
+            dec(-1, 2),
+            dec(0, 0),
+            dec(1, 28),
+            dec(5, 1),
+            dec(51, 2),
+            dec(1, 0),
+            dec(10, 0),
+            enc(Decimal::PositiveInf.into()),
+            enc(Decimal::NaN.into()),
+        ];
+        assert!(ordered.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(enc(F64::from(-0.0).into()), enc(F64::from(0.0).into()));
+        assert!(enc(F64::from(f64::INFINITY).into()) < enc(F64::from(f64::NAN).into()));
+        let mon = Interval::from_month_day_usec(1, 0, 0);
+        assert_eq!(
+            enc(mon.into()),
+            enc(Interval::from_month_day_usec(0, 30, 0).into())
+        );
+        let day = Interval::from_month_day_usec(0, 0, USECS_PER_DAY);
+        assert!(enc(day.into()) < enc(mon.into()));
+    }
+
     #[test]
     fn rejects_garbage() {
         let t = [DataType::Int16];

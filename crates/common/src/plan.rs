@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::TableDesc;
-use crate::{ActorId, Bitmap, DataType, FragmentId, TableId, VirtualNode, VnodeCount};
+use crate::expr_node::ExprNode;
+pub use crate::types::Interval;
+use crate::{ActorId, Bitmap, DataType, FragmentId, OwnedRow, TableId, VirtualNode, VnodeCount};
 
 /// vnode → the actor that owns it, for one downstream fragment (RisingWave's `ActorMapping`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,11 +135,48 @@ pub enum StreamNode {
         chunk_size: usize,
         input: Box<StreamNode>,
     },
-    /// Write every change into a table's state table, then forward it.
+    /// Write every change into a table's state table, then forward it; `conflict` says what a change that
+    /// disagrees with the stored row of its pk becomes (RisingWave's `ConflictBehavior`).
     Materialize {
         table: Arc<TableDesc>,
+        conflict: ConflictBehavior,
         input: Box<StreamNode>,
     },
+    /// One output column per expression, evaluated over each input row (RisingWave's `ProjectExecutor`).
+    Project {
+        exprs: Vec<ExprNode>,
+        input: Box<StreamNode>,
+    },
+    /// Only the rows for which `predicate` is true (RisingWave's `FilterExecutor`).
+    Filter {
+        predicate: ExprNode,
+        input: Box<StreamNode>,
+    },
+    /// Every input's rows, with barriers aligned over the inputs (RisingWave's `UnionExecutor`; UNION ALL).
+    Union { inputs: Vec<StreamNode> },
+    /// Constant rows, emitted once in the first epoch of a newly created job (RisingWave's `ValuesExecutor`).
+    /// It is a source: its barriers come from the local barrier manager.
+    Values {
+        rows: Vec<OwnedRow>,
+        types: Vec<DataType>,
+    },
+    /// Each input row once per hop window that contains its `time_col` (RisingWave's `HopWindowExecutor`):
+    /// the input's columns then `window_start` and `window_end`, of which `output_indices` are kept.
+    HopWindow {
+        time_col: usize,
+        window_slide: Interval,
+        window_size: Interval,
+        output_indices: Vec<usize>,
+        input: Box<StreamNode>,
+    },
+    /// Fills the hidden row id column `row_id_index` of inserted rows (RisingWave's `RowIdGenExecutor`).
+    RowIdGen {
+        row_id_index: usize,
+        input: Box<StreamNode>,
+    },
+    /// Where a fragment-graph edge enters a fragment: meta replaces it by a `Merge` of the actors of the
+    /// graph's fragment `upstream` (local id). Never reaches a compute node.
+    Exchange { upstream: u32 },
     /// Limit rows per second (on the simulation clock); `None` is unlimited.
     FlowControl {
         rate_limit: Option<u32>,
@@ -164,16 +203,165 @@ pub struct StreamActorDesc {
 impl StreamActorDesc {
     /// Whether the actor receives barriers from the local barrier manager (it has no upstream actor).
     pub fn is_source(&self) -> bool {
-        fn has_dml(n: &StreamNode) -> bool {
-            match n {
-                StreamNode::Dml { .. } => true,
-                StreamNode::Merge { .. } => false,
-                StreamNode::StreamScan { input, .. }
-                | StreamNode::Materialize { input, .. }
-                | StreamNode::FlowControl { input, .. }
-                | StreamNode::Sink { input, .. } => has_dml(input),
-            }
+        self.node.has_barrier_source()
+    }
+}
+
+impl StreamNode {
+    /// A `StreamScan` of `upstream_table` as a planner puts it in a fragment graph: meta gives it its
+    /// progress table, its input (a merge of the upstream's actors) and the job's rate limit.
+    pub fn stream_scan(
+        scan_type: StreamScanType,
+        upstream_table: Arc<TableDesc>,
+        chunk_size: usize,
+    ) -> StreamNode {
+        StreamNode::StreamScan {
+            scan_type,
+            state_table: upstream_table.clone(),
+            upstream_table,
+            rate_limit: None,
+            chunk_size,
+            input: Box::new(StreamNode::Merge {
+                upstream_fragment: FragmentId(0),
+                upstream_actors: Vec::new(),
+            }),
         }
-        has_dml(&self.node)
+    }
+
+    /// The node's inputs, in order.
+    pub fn inputs(&self) -> Vec<&StreamNode> {
+        match self {
+            StreamNode::Dml { .. }
+            | StreamNode::Merge { .. }
+            | StreamNode::Values { .. }
+            | StreamNode::Exchange { .. } => Vec::new(),
+            StreamNode::Union { inputs } => inputs.iter().collect(),
+            StreamNode::StreamScan { input, .. }
+            | StreamNode::Materialize { input, .. }
+            | StreamNode::FlowControl { input, .. }
+            | StreamNode::Sink { input, .. }
+            | StreamNode::Project { input, .. }
+            | StreamNode::Filter { input, .. }
+            | StreamNode::HopWindow { input, .. }
+            | StreamNode::RowIdGen { input, .. } => vec![input.as_ref()],
+        }
+    }
+
+    /// The node's inputs, mutably, in order.
+    pub fn inputs_mut(&mut self) -> Vec<&mut StreamNode> {
+        match self {
+            StreamNode::Dml { .. }
+            | StreamNode::Merge { .. }
+            | StreamNode::Values { .. }
+            | StreamNode::Exchange { .. } => Vec::new(),
+            StreamNode::Union { inputs } => inputs.iter_mut().collect(),
+            StreamNode::StreamScan { input, .. }
+            | StreamNode::Materialize { input, .. }
+            | StreamNode::FlowControl { input, .. }
+            | StreamNode::Sink { input, .. }
+            | StreamNode::Project { input, .. }
+            | StreamNode::Filter { input, .. }
+            | StreamNode::HopWindow { input, .. }
+            | StreamNode::RowIdGen { input, .. } => vec![input.as_mut()],
+        }
+    }
+
+    /// Every node of the tree, this one first, then each input's, depth first.
+    pub fn walk(&self) -> Vec<&StreamNode> {
+        let mut out = vec![self];
+        for i in self.inputs() {
+            out.extend(i.walk());
+        }
+        out
+    }
+
+    /// Whether a leaf of the tree takes its barriers from the local barrier manager (a `Dml` or `Values`)
+    /// rather than from an upstream actor.
+    pub fn has_barrier_source(&self) -> bool {
+        self.walk()
+            .iter()
+            .any(|n| matches!(n, StreamNode::Dml { .. } | StreamNode::Values { .. }))
+    }
+}
+
+/// What a materialize does with a change that disagrees with the stored row of its pk (RisingWave's
+/// `ConflictBehavior`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConflictBehavior {
+    /// Write every change as it comes: the plan guarantees no conflict (a materialized view's output).
+    #[default]
+    NoCheck,
+    /// The new row wins: an insert of a stored pk becomes an update of the stored row, a delete of a pk
+    /// not stored is dropped, a delete removes the stored row (a table with a primary key).
+    Overwrite,
+    /// The stored row wins: an insert of a stored pk is dropped (`ON CONFLICT DO NOTHING`).
+    IgnoreConflict,
+}
+
+/// How the actors of a fragment split the rows (RisingWave's fragment distribution type).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FragmentDistribution {
+    /// The job's parallelism (or the fragment's own), each actor a share of the vnodes of `dist_key`.
+    Hash { dist_key: Vec<usize> },
+    /// One actor with every vnode.
+    Single,
+}
+
+/// How an edge routes the upstream fragment's rows to the downstream fragment's actors (RisingWave's
+/// `DispatchStrategy`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatchStrategy {
+    /// To the actor owning the vnode of the row's columns at these positions.
+    Hash(Vec<usize>),
+    /// Everything to the one downstream actor (a singleton downstream).
+    Simple,
+    /// Upstream actor `i` to downstream actor `i` (both fragments split the vnodes alike).
+    NoShuffle,
+    /// Every row to every downstream actor.
+    Broadcast,
+}
+
+/// One fragment of a planned streaming job: an executor tree whose `Exchange` leaves are the graph's edges
+/// into it, and whose `StreamScan` leaves read existing tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamFragment {
+    /// Local to the graph (edges and `Exchange` leaves name it); meta gives it a global `FragmentId`.
+    pub fragment_id: u32,
+    pub node: StreamNode,
+    pub distribution: FragmentDistribution,
+    /// The fragment's own parallelism of a hash fragment; `None` is the job's.
+    pub parallelism: Option<usize>,
+}
+
+/// An edge of a fragment graph: `upstream`'s actors dispatch to `downstream`'s by `dispatch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamFragmentEdge {
+    pub upstream: u32,
+    pub downstream: u32,
+    pub dispatch: DispatchStrategy,
+}
+
+/// A planned streaming job (RisingWave's `StreamFragmentGraph`): meta turns it into actors, one set per
+/// fragment, and dispatchers, one per edge. The fragment whose tree holds the job's `Materialize` (or
+/// `Sink`) is its root; nothing in the graph reads from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamFragmentGraph {
+    pub fragments: Vec<StreamFragment>,
+    pub edges: Vec<StreamFragmentEdge>,
+}
+
+impl StreamFragmentGraph {
+    pub fn fragment(&self, id: u32) -> Option<&StreamFragment> {
+        self.fragments.iter().find(|f| f.fragment_id == id)
+    }
+
+    /// The edges into fragment `id`.
+    pub fn inputs_of(&self, id: u32) -> impl Iterator<Item = &StreamFragmentEdge> {
+        self.edges.iter().filter(move |e| e.downstream == id)
+    }
+
+    /// The edges out of fragment `id`.
+    pub fn outputs_of(&self, id: u32) -> impl Iterator<Item = &StreamFragmentEdge> {
+        self.edges.iter().filter(move |e| e.upstream == id)
     }
 }

@@ -61,7 +61,7 @@ pub fn visit_encoded(datum: &Datum, mut f: impl FnMut(&[u8])) {
         Some(ScalarImpl::Int32(v)) => fixed(TAG_I32, &v.to_le_bytes()),
         Some(ScalarImpl::Int64(v)) => fixed(TAG_I64, &v.to_le_bytes()),
         Some(ScalarImpl::Utf8(s)) => return visit_bytes(TAG_UTF8, s.as_bytes(), f),
-        Some(other) => return visit_new_type(other, &mut f),
+        Some(other) => return visit_scalar(other, &mut f),
     };
     f(&buf[..n]);
 }
@@ -72,15 +72,17 @@ fn visit_bytes(tag: u8, bytes: &[u8], mut f: impl FnMut(&[u8])) {
     f(bytes);
 }
 
-/// The types added after the first five: a tag, then fixed-width little-endian fields or a
-/// length-prefixed payload; structs and lists as a count and their datums.
-fn visit_new_type(scalar: &ScalarImpl, f: &mut dyn FnMut(&[u8])) {
+/// A tag, then fixed-width little-endian fields or a length-prefixed payload; structs and lists as a
+/// count and their datums.
+fn visit_scalar(scalar: &ScalarImpl, f: &mut dyn FnMut(&[u8])) {
     let mut out = Vec::with_capacity(17);
     match scalar {
-        ScalarImpl::Bool(_) | ScalarImpl::Int16(_) | ScalarImpl::Int32(_) => {
-            unreachable!("encoded by visit_encoded")
-        }
-        ScalarImpl::Int64(_) | ScalarImpl::Utf8(_) => unreachable!("encoded by visit_encoded"),
+        // Encoded without allocating by `visit_encoded`; the same bytes here.
+        ScalarImpl::Bool(v) => out.push(if *v { TAG_TRUE } else { TAG_FALSE }),
+        ScalarImpl::Int16(v) => put(&mut out, TAG_I16, &[&v.to_le_bytes()]),
+        ScalarImpl::Int32(v) => put(&mut out, TAG_I32, &[&v.to_le_bytes()]),
+        ScalarImpl::Int64(v) => put(&mut out, TAG_I64, &[&v.to_le_bytes()]),
+        ScalarImpl::Utf8(s) => return visit_bytes(TAG_UTF8, s.as_bytes(), f),
         ScalarImpl::Serial(v) => put(&mut out, TAG_SERIAL, &[&v.as_row_id().to_le_bytes()]),
         ScalarImpl::Float32(v) => put(&mut out, TAG_F32, &[&v.0.to_bits().to_le_bytes()]),
         ScalarImpl::Float64(v) => put(&mut out, TAG_F64, &[&v.0.to_bits().to_le_bytes()]),

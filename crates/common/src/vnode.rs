@@ -170,6 +170,38 @@ mod tests {
         assert_eq!(vnode(list(dec(10, 1))), vnode(list(dec(1, 0))));
     }
 
+    proptest::proptest! {
+        /// A value and another representation of it (more trailing zeros; months, days and microseconds
+        /// split differently) land on the same vnode, also inside a list.
+        #[test]
+        fn representations_of_a_value_hash_equal(
+            m in -(1i64 << 40)..(1i64 << 40),
+            scale in 0u32..10,
+            zeros in 0u32..6,
+            months in -1000i32..1000,
+            days in -1000i32..1000,
+            usecs in -(1i64 << 50)..(1i64 << 50),
+        ) {
+            use crate::types::{Decimal, Interval, ListValue};
+            let count = VnodeCount::new(32768).unwrap();
+            let vnode = |s: ScalarImpl| {
+                let list = ScalarImpl::List(ListValue::new(vec![Some(s.clone())]));
+                let a = VirtualNode::compute_datums([Some(s)].iter(), count);
+                let b = VirtualNode::compute_datums([Some(list)].iter(), count);
+                (a, b)
+            };
+            let d1 = rust_decimal::Decimal::new(m, scale);
+            let d2 = rust_decimal::Decimal::from_i128_with_scale(
+                i128::from(m) * 10i128.pow(zeros),
+                scale + zeros,
+            );
+            proptest::prop_assert_eq!(vnode(Decimal::from(d1).into()), vnode(Decimal::from(d2).into()));
+            let i1 = Interval::from_month_day_usec(months, days, usecs);
+            let i2 = Interval::from_total_usecs(i1.total_usecs()).unwrap();
+            proptest::prop_assert_eq!(vnode(i1.into()), vnode(i2.into()));
+        }
+    }
+
     /// Golden values, computed independently (Python's `binascii.crc32` over the same value encoding):
     /// vnode assignment must never change between runs, processes, machines or releases.
     #[test]

@@ -7,7 +7,7 @@ use thiserror::Error;
 pub enum ExprError {
     #[error("Unsupported function: {0}")]
     UnsupportedFunction(String),
-    #[error("Unsupported cast: {0:?} to {1:?}")]
+    #[error("Unsupported cast: {0} to {1}")]
     UnsupportedCast(DataType, DataType),
     /// The target is named as RisingWave names it (the Rust type: `i16`, `i32`, ...).
     #[error("Casting to {0} out of range")]
@@ -34,6 +34,8 @@ pub enum ExprError {
     /// A call whose arguments do not match any overload (a bind-time error in RisingWave).
     #[error("function {func}({args}) does not exist")]
     NoSuchOverload { func: String, args: String },
+    #[error("function {func}({args}) is not unique")]
+    NotUnique { func: String, args: String },
     #[error("cannot cast type \"{from}\" to \"{to}\" in {ctx} context")]
     CannotCast {
         from: String,

@@ -5,8 +5,6 @@
 //! [`eval`] is strict (batch): the first error fails the expression. [`eval_non_strict`] is RisingWave's
 //! streaming mode: a call that fails yields NULL, the error goes to the callback, and evaluation continues.
 
-#![allow(clippy::clone_on_copy)]
-
 pub mod agg;
 pub mod cast;
 mod error;
@@ -14,6 +12,10 @@ mod eval;
 pub mod scalar;
 pub mod sig;
 pub mod table_function;
+mod text;
+pub mod window;
 
 pub use error::{ExprError, Result};
-pub use eval::{EvalContext, eval, eval_non_strict, eval_with};
+pub use eval::{
+    EvalContext, eval, eval_non_strict, eval_non_strict_with, eval_with, fold_constants,
+};

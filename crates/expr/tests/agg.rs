@@ -131,3 +131,258 @@ fn string_agg_orders_and_bool_and_bit_aggs() {
         Some(ScalarImpl::Int32(5))
     );
 }
+
+fn text(d: &Datum) -> String {
+    d.as_ref().map_or("NULL".to_string(), |v| v.to_string())
+}
+
+fn rounded(d: &Datum, dp: i32) -> String {
+    match d {
+        Some(ScalarImpl::Decimal(v)) => {
+            ScalarImpl::Decimal(epochlab_expr::scalar::decimal::round_dp(*v, dp).unwrap())
+                .to_string()
+        }
+        other => text(other),
+    }
+}
+
+fn inserts(rows: &[OwnedRow]) -> Vec<(Op, OwnedRow)> {
+    rows.iter().map(|r| (Op::Insert, r.clone())).collect()
+}
+
+fn lit_row(text: &str, ty: &DataType) -> OwnedRow {
+    OwnedRow::new(vec![Some(ScalarImpl::from_text(text, ty).unwrap())])
+}
+
+#[test]
+fn sum_and_avg_types_and_values() {
+    // e2e_test/batch/aggregate/sum.slt.part and avg.slt.part
+    let cases = [
+        (DataType::Int32, &["1", "4", "7"][..], "12", DataType::Int64),
+        (
+            DataType::Decimal,
+            &["2", "5", "8"][..],
+            "15",
+            DataType::Decimal,
+        ),
+        (
+            DataType::Float64,
+            &["3", "6", "9"][..],
+            "18",
+            DataType::Float64,
+        ),
+        (
+            DataType::Interval,
+            &["10 second", "20 second", "30 second"][..],
+            "00:01:00",
+            DataType::Interval,
+        ),
+        (DataType::Int64, &["1", "2"][..], "3", DataType::Decimal),
+    ];
+    for (ty, values, want, ret) in cases {
+        let call = agg(AggKind::Sum, vec![0], vec![ty.clone()]);
+        assert_eq!(call.ret, ret, "sum({ty})");
+        let rows: Vec<OwnedRow> = values.iter().map(|v| lit_row(v, &ty)).collect();
+        assert_eq!(text(&feed(&call, &inserts(&rows))), want, "sum({ty})");
+    }
+    for ty in [
+        DataType::Int16,
+        DataType::Int32,
+        DataType::Int64,
+        DataType::Decimal,
+    ] {
+        let call = agg(AggKind::Avg, vec![0], vec![ty.clone()]);
+        let rows = [lit_row("1", &ty), lit_row("2", &ty)];
+        assert_eq!(
+            rounded(&feed(&call, &inserts(&rows)), 1),
+            "1.5",
+            "avg({ty})"
+        );
+    }
+    let call = agg(AggKind::Avg, vec![0], vec![DataType::Float32]);
+    assert_eq!(call.ret, DataType::Float64);
+    let rows = [
+        lit_row("1", &DataType::Float32),
+        lit_row("2", &DataType::Float32),
+    ];
+    assert_eq!(text(&feed(&call, &inserts(&rows))), "1.5");
+}
+
+#[test]
+fn a_decimal_sum_out_of_range_is_an_error() {
+    let call = agg(AggKind::Sum, vec![0], vec![DataType::Decimal]);
+    let mut s = AggState::new(&call);
+    let big = lit_row("9000000000000000000000000000", &DataType::Decimal);
+    for _ in 0..8 {
+        s.apply(Op::Insert, &big).unwrap();
+    }
+    assert_eq!(text(&s.output()), "72000000000000000000000000000");
+    assert_eq!(
+        s.apply(Op::Insert, &big).unwrap_err().to_string(),
+        "Numeric out of range"
+    );
+}
+
+#[test]
+fn stddev_and_variance_retract() {
+    // e2e_test/batch/aggregate/stddev_and_variance.slt.part
+    let kinds = [
+        AggKind::StddevPop,
+        AggKind::StddevSamp,
+        AggKind::VarPop,
+        AggKind::VarSamp,
+    ];
+    let mut states: Vec<AggState> = kinds
+        .iter()
+        .map(|k| AggState::new(&agg(*k, vec![0], vec![DataType::Int32])))
+        .collect();
+    let out = |states: &[AggState], dps: [i32; 4]| -> Vec<String> {
+        states
+            .iter()
+            .zip(dps)
+            .map(|(s, dp)| rounded(&s.output(), dp))
+            .collect()
+    };
+    assert_eq!(
+        out(&states, [16, 16, 16, 1]),
+        ["NULL", "NULL", "NULL", "NULL"]
+    );
+    let apply = |states: &mut Vec<AggState>, op: Op, v: i32| {
+        for s in states.iter_mut() {
+            s.apply(op, &i(v)).unwrap();
+        }
+    };
+    apply(&mut states, Op::Insert, 1);
+    assert_eq!(out(&states, [16, 16, 16, 1]), ["0", "NULL", "0", "NULL"]);
+    for v in 2..=6 {
+        apply(&mut states, Op::Insert, v);
+    }
+    assert_eq!(
+        out(&states, [16, 16, 16, 1]),
+        [
+            "1.7078251276599331",
+            "1.8708286933869707",
+            "2.9166666666666667",
+            "3.5"
+        ]
+    );
+    apply(&mut states, Op::Delete, 3);
+    assert_eq!(
+        out(&states, [16, 16, 2, 1]),
+        ["1.8547236990991408", "2.0736441353327721", "3.44", "4.3"]
+    );
+    apply(&mut states, Op::Delete, 4);
+    apply(&mut states, Op::Insert, 7);
+    assert_eq!(
+        out(&states, [16, 16, 2, 1]),
+        ["2.3151673805580451", "2.5884358211089569", "5.36", "6.7"]
+    );
+}
+
+#[test]
+fn array_agg_first_last_and_jsonb_agg_follow_the_order_by() {
+    let ty = [DataType::Int32, DataType::Int32];
+    let rows = [
+        epochlab_common::row![3i32, 1i32],
+        epochlab_common::row![1i32, 2i32],
+        OwnedRow::new(vec![None, Some(ScalarImpl::Int32(3))]),
+    ];
+    let with_order = |kind| {
+        let mut c = agg(kind, vec![0], ty[..1].to_vec());
+        c.order_by = vec![(1, OrderType::ascending())];
+        c
+    };
+    assert_eq!(
+        text(&feed(&with_order(AggKind::ArrayAgg), &inserts(&rows))),
+        "{3,1,NULL}"
+    );
+    assert_eq!(
+        text(&feed(&with_order(AggKind::FirstValue), &inserts(&rows))),
+        "3"
+    );
+    assert_eq!(
+        text(&feed(&with_order(AggKind::LastValue), &inserts(&rows))),
+        "NULL"
+    );
+    assert_eq!(
+        text(&feed(&with_order(AggKind::JsonbAgg), &inserts(&rows))),
+        "[3, 1, null]"
+    );
+    let mut ops = inserts(&rows);
+    ops.push((Op::Delete, rows[0].clone()));
+    assert_eq!(
+        text(&feed(&with_order(AggKind::ArrayAgg), &ops)),
+        "{1,NULL}"
+    );
+}
+
+#[test]
+fn filter_skips_rows() {
+    use epochlab_common::expr_node::{ExprNode, ExprType};
+    let mut c = agg(AggKind::Count, vec![], vec![]);
+    let pred = epochlab_expr::sig::build_func(
+        ExprType::GreaterThan,
+        vec![
+            ExprNode::input_ref(0, DataType::Int32),
+            ExprNode::literal(Some(ScalarImpl::Int32(1)), DataType::Int32),
+        ],
+    )
+    .unwrap();
+    c.filter = Some(pred);
+    assert_eq!(
+        feed(&c, &inserts(&[i(1), i(2), i(3)])),
+        Some(ScalarImpl::Int64(2))
+    );
+}
+
+#[test]
+fn percentiles_and_mode() {
+    // streaming/aggregate/... hdr histogram test: percentile_disc over four generate_series, with a delete.
+    let mut c = agg(
+        AggKind::PercentileDisc,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    c.order_by = vec![(0, OrderType::ascending())];
+    let values: Vec<i64> = (1..=10)
+        .chain(1000..=1100)
+        .chain(10000..=11000)
+        .chain(100000..=110000)
+        .collect();
+    let row = |v: i64, f: f64| {
+        OwnedRow::new(vec![
+            Some(ScalarImpl::Int64(v)),
+            Some(ScalarImpl::Float64(f.into())),
+        ])
+    };
+    let run = |f: f64, values: &[i64]| {
+        let ops: Vec<(Op, OwnedRow)> = values.iter().map(|v| (Op::Insert, row(*v, f))).collect();
+        text(&feed(&c, &ops))
+    };
+    assert_eq!(run(0.9, &values), "108889");
+    assert_eq!(run(0.5, &values), "104444");
+    let mut s = AggState::new(&c);
+    for v in &values {
+        s.apply(Op::Insert, &row(*v, 0.5)).unwrap();
+    }
+    for v in values.iter().filter(|v| **v > 100000) {
+        s.apply(Op::Delete, &row(*v, 0.5)).unwrap();
+    }
+    assert_eq!(text(&s.output()), "10445");
+    let cont = agg(
+        AggKind::PercentileCont,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    assert_eq!(cont.ret, DataType::Float64);
+    let ops: Vec<(Op, OwnedRow)> = [1, 2, 3, 4]
+        .iter()
+        .map(|v| (Op::Insert, row(*v, 0.5)))
+        .collect();
+    assert_eq!(text(&feed(&cont, &ops)), "2.5");
+    let m = agg(AggKind::Mode, vec![0], vec![DataType::Int32]);
+    assert_eq!(
+        text(&feed(&m, &inserts(&[i(3), i(1), i(3), i(1), i(2)]))),
+        "1"
+    );
+}

@@ -72,13 +72,114 @@ fn left_right_pad_repeat_reverse() {
 
 #[test]
 fn like_with_wildcards_and_escapes() {
-    assert_eq!(t(Like, vec![s("abc"), s("a%")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("_b_")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("%c%d")]), "false");
-    assert_eq!(t(Like, vec![s("a%c"), s("a\\%c")]), "true");
-    assert_eq!(t(Like, vec![s("abc"), s("a\\%c")]), "false");
-    assert_eq!(t(Like, vec![s("a_c"), s("a#_c"), s("#")]), "true");
-    assert_eq!(t(ILike, vec![s("ABC"), s("a%")]), "true");
-    assert_eq!(t(Like, vec![s("ABC"), s("a%")]), "false");
-    assert_eq!(t(Like, vec![s("aXbXc"), s("%X%X%")]), "true");
+    assert_eq!(t(Like, vec![s("abc"), s("a%")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("_b_")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("%c%d")]), "f");
+    assert_eq!(t(Like, vec![s("a%c"), s("a\\%c")]), "t");
+    assert_eq!(t(Like, vec![s("abc"), s("a\\%c")]), "f");
+    assert_eq!(t(Like, vec![s("a_c"), s("a#_c"), s("#")]), "t");
+    assert_eq!(t(ILike, vec![s("ABC"), s("a%")]), "t");
+    assert_eq!(t(Like, vec![s("ABC"), s("a%")]), "f");
+    assert_eq!(t(Like, vec![s("aXbXc"), s("%X%X%")]), "t");
+}
+
+#[test]
+fn regexp_and_md5() {
+    assert_eq!(
+        t(RegexpMatch, vec![s("foobarbequebaz"), s("(bar)(beque)")]),
+        "{bar,beque}"
+    );
+    assert_eq!(
+        t(RegexpMatch, vec![s("foobarbequebaz"), s("barbeque")]),
+        "{barbeque}"
+    );
+    assert_eq!(t(RegexpMatch, vec![s("abc"), s("x")]), "NULL");
+    let url = "https://example.com/?channel_id=12&x=1";
+    assert_eq!(
+        t(RegexpMatch, vec![s(url), s("(&|^|\\?)channel_id=([^&]*)")]),
+        "{?,12}"
+    );
+    assert_eq!(
+        t(RegexpReplace, vec![s("foobarbaz"), s("b(..)"), s("X\\1Y")]),
+        "fooXarYbaz"
+    );
+    assert_eq!(
+        t(
+            RegexpReplace,
+            vec![s("foobarbaz"), s("b(..)"), s("X\\1Y"), s("g")]
+        ),
+        "fooXarYXazY"
+    );
+    assert_eq!(t(RegexpCount, vec![s("ABCABCAXYaxy"), s("A.")]), "3");
+    assert_eq!(t(Md5, vec![s("abc")]), "900150983cd24fb0d6963f7d28e17f72");
+}
+
+#[test]
+fn concat_prints_booleans_as_output_text_and_concat_op_spells_them() {
+    assert_eq!(t(Concat, vec![s("a"), bool_(true)]), "at");
+    assert_eq!(t(ConcatOp, vec![s("a"), bool_(true)]), "atrue");
+}
+
+#[test]
+fn jsonb_access() {
+    let j = || {
+        lit(
+            r#"{"a": [1, "x", null], "b": {"c": true}}"#,
+            DataType::Jsonb,
+        )
+    };
+    let a = || call(JsonbAccess, vec![j(), s("a")]);
+    assert_eq!(text(&run(&a()).unwrap()), r#"[1, "x", null]"#);
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(1)]), "x");
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(-3)]), "1");
+    assert_eq!(t(JsonbAccessStr, vec![a(), i32_(2)]), "NULL");
+    assert_eq!(t(JsonbAccess, vec![j(), s("zz")]), "NULL");
+    assert_eq!(
+        t(JsonbTypeof, vec![call(JsonbAccess, vec![j(), s("b")])]),
+        "object"
+    );
+    assert_eq!(t(JsonbArrayLength, vec![a()]), "3");
+    assert_eq!(t(Length, vec![lit("\\x0102", DataType::Bytea)]), "2");
+}
+
+/// RisingWave's own LIKE cases (expr/core/src/scalar/like.rs).
+#[test]
+fn like_cases_from_risingwave() {
+    let cases: &[(&str, &str, bool, bool)] = &[
+        ("ABCDE", "%abcde%", false, false),
+        ("Like, expression", "Like, expression", false, true),
+        ("Like, expression", "Like, %", false, true),
+        ("Like, expression", "%, expression", false, true),
+        ("like", "li%ke", false, true),
+        ("like", "l%ik%e", false, true),
+        ("like", "%like%", false, true),
+        ("like", "l%i%k%e%", false, true),
+        ("like", "_%_e", false, true),
+        ("like", "l%__", false, true),
+        ("like", "_%_%_%_", false, true),
+        ("abctest", "__test", false, false),
+        ("abctest", "%_test", false, true),
+        ("aaaaabbb", "a%a%a%a%a%a%b", false, false),
+        ("blush thistle blue yellow saddle", "%yellow%", false, true),
+        ("ABC_123", "ABC_123", false, true),
+        ("ABCD123", "ABC_123", false, true),
+        ("ABC_123", r"ABC\_123", false, true),
+        ("ABCD123", r"ABC\_123", false, false),
+        (r"ABC\123", "ABC_123", false, true),
+        (r"ABC\123", r"ABC\\123", false, true),
+        (r"ABC\123", r"ABC\123", false, false),
+        ("apple", "App%", true, true),
+        ("banana", "B%nana", true, true),
+        ("apple", "B%nana", true, false),
+        ("grape", "Gr_P_", true, true),
+    ];
+    for (target, pattern, insensitive, expected) in cases {
+        let f = if *insensitive { ILike } else { Like };
+        let want = if *expected { "t" } else { "f" };
+        assert_eq!(
+            t(f, vec![s(target), s(pattern)]),
+            want,
+            "{target} {f:?} {pattern}"
+        );
+    }
 }

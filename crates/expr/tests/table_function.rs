@@ -29,3 +29,70 @@ fn generate_series_includes_the_stop_and_range_excludes_it() {
         "Invalid parameter step: step size cannot equal zero"
     );
 }
+
+#[test]
+fn series_of_decimals_and_timestamps_and_unnest() {
+    use epochlab_common::expr_node::ExprNode;
+    use epochlab_common::types::ListValue;
+    let lit =
+        |s: &str, ty: DataType| ExprNode::literal(Some(ScalarImpl::from_text(s, &ty).unwrap()), ty);
+    let untyped = |s: &str| ExprNode::literal(Some(ScalarImpl::Utf8(s.into())), DataType::Varchar);
+    let text = |v: Vec<Option<ScalarImpl>>| {
+        v.iter()
+            .map(|d| d.as_ref().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let values = |args: &[ExprNode]| -> Vec<Option<ScalarImpl>> {
+        args.iter()
+            .map(|a| a.as_literal().unwrap().clone())
+            .collect()
+    };
+    let (args, ty) = epochlab_expr::table_function::build(
+        GenerateSeries,
+        vec![
+            lit("2020-01-01 00:00:00", DataType::Timestamp),
+            untyped("2020-01-01 02:00:00"),
+            untyped("1 hour"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ty, DataType::Timestamp);
+    assert_eq!(
+        text(eval(GenerateSeries, &values(&args)).unwrap()),
+        [
+            "2020-01-01 00:00:00",
+            "2020-01-01 01:00:00",
+            "2020-01-01 02:00:00"
+        ]
+    );
+    let (args, ty) = epochlab_expr::table_function::build(
+        Range,
+        vec![
+            lit("0.1", DataType::Decimal),
+            lit("0.4", DataType::Decimal),
+            lit("0.1", DataType::Decimal),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ty, DataType::Decimal);
+    assert_eq!(
+        text(eval(Range, &values(&args)).unwrap()),
+        ["0.1", "0.2", "0.3"]
+    );
+    let nested = ListValue::new(vec![
+        Some(ScalarImpl::List(ListValue::new(vec![
+            Some(ScalarImpl::Int32(1)),
+            None,
+        ]))),
+        Some(ScalarImpl::List(ListValue::new(vec![Some(
+            ScalarImpl::Int32(3),
+        )]))),
+    ]);
+    let list_ty = DataType::List(Box::new(DataType::List(Box::new(DataType::Int32))));
+    assert_eq!(return_type(Unnest, &[list_ty]).unwrap(), DataType::Int32);
+    let rows = eval(Unnest, &[Some(ScalarImpl::List(nested))]).unwrap();
+    assert_eq!(
+        rows,
+        vec![Some(ScalarImpl::Int32(1)), None, Some(ScalarImpl::Int32(3))]
+    );
+}

@@ -1,12 +1,16 @@
-//! The catalog: relations (tables, materialized views, sinks), each one streaming job with one fragment whose
-//! actors split the vnodes among them.
+//! The catalog: relations (tables, materialized views, sinks), each one streaming job. A job's first
+//! fragment (its root: the `Materialize`, or a sink's backfill) is `Relation::actors`; a job built from a
+//! fragment graph keeps the graph's other fragments, their actors and the edges between them in
+//! `Relation::graph`, and every actor's plan is instantiated from the stored trees (at creation and at each
+//! recovery alike).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{
-    ActorMapping, DispatcherDesc, DispatcherKind, SinkDesc, StreamActorDesc, StreamNode,
+    ActorMapping, ConflictBehavior, DispatchStrategy, DispatcherDesc, DispatcherKind, SinkDesc,
+    StreamActorDesc, StreamFragmentEdge, StreamNode,
 };
 use epochlab_common::{ActorId, Bitmap, FragmentId, TableId, WorkerId};
 
@@ -72,6 +76,62 @@ pub struct Relation {
     /// A sink's own fragment, fed by the backfill fragment (`actors`) through a hash exchange: the sink's
     /// pace reaches the backfill only through the exchange's permits, as in RisingWave.
     pub sink_fragment: Option<Fragment>,
+    /// The job's plan, for a job built from a fragment graph (`MetaNode::create_streaming_job`): the root's
+    /// tree and the other fragments. `None`: a table or a sink, planned by kind.
+    pub graph: Option<JobGraph>,
+}
+
+/// A job's fragment graph as meta keeps it: each fragment's tree as planned (`Exchange` leaves where an edge
+/// enters; each `StreamScan` with its progress table), the global ids and actors of the fragments other than
+/// the root, and the edges (by local id).
+#[derive(Clone, Debug)]
+pub struct JobGraph {
+    /// Local id of the root fragment (its actors are `Relation::actors`).
+    pub root: u32,
+    pub root_node: StreamNode,
+    pub fragments: Vec<GraphFragment>,
+    pub edges: Vec<StreamFragmentEdge>,
+}
+
+/// A fragment of a graph job other than its root.
+#[derive(Clone, Debug)]
+pub struct GraphFragment {
+    pub local_id: u32,
+    pub fragment_id: FragmentId,
+    pub actors: Vec<ActorPlacement>,
+    pub node: StreamNode,
+}
+
+/// Where a job reads an existing table: the fragment holding the `StreamScan` and how it reads.
+#[derive(Clone, Debug)]
+pub struct ScanSite<'a> {
+    pub upstream: TableId,
+    pub scan_type: StreamScanType,
+    pub fragment_id: FragmentId,
+    pub actors: &'a [ActorPlacement],
+}
+
+/// The `StreamScan`s of a tree: (upstream table, scan type, progress table).
+fn scans_in(node: &StreamNode) -> Vec<(TableId, StreamScanType, Arc<TableDesc>)> {
+    node.walk()
+        .into_iter()
+        .filter_map(|n| match n {
+            StreamNode::StreamScan {
+                upstream_table,
+                state_table,
+                scan_type,
+                ..
+            } => Some((upstream_table.table_id, *scan_type, state_table.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a tree's actors report creation progress (a backfill, or a values source).
+fn reports_progress(node: &StreamNode) -> bool {
+    node.walk()
+        .iter()
+        .any(|n| matches!(n, StreamNode::StreamScan { .. } | StreamNode::Values { .. }))
 }
 
 /// A fragment of a job other than its first: its id and its actors.
@@ -88,24 +148,141 @@ impl Relation {
         if self.kind != RelationKind::Sink {
             t.push(self.id);
         }
-        t.extend(self.progress_table.iter().map(|d| d.table_id));
+        t.extend(self.progress_tables().iter().map(|d| d.table_id));
         t
+    }
+
+    /// The backfill progress tables of every `StreamScan` of the job.
+    pub fn progress_tables(&self) -> Vec<Arc<TableDesc>> {
+        match &self.graph {
+            None => self.progress_table.iter().cloned().collect(),
+            Some(g) => std::iter::once(&g.root_node)
+                .chain(g.fragments.iter().map(|f| &f.node))
+                .flat_map(scans_in)
+                .map(|(_, _, t)| t)
+                .collect(),
+        }
+    }
+
+    /// Every fragment of the job: (local id in its graph, global id, actors, planned tree). A job planned by
+    /// kind has one (local id 0, tree `None`), and a sink's fragment after it.
+    fn fragments(&self) -> Vec<(u32, FragmentId, &[ActorPlacement], Option<&StreamNode>)> {
+        let root_local = self.graph.as_ref().map_or(0, |g| g.root);
+        let root_node = self.graph.as_ref().map(|g| &g.root_node);
+        let mut out = vec![(root_local, self.fragment_id, &self.actors[..], root_node)];
+        if let Some(g) = &self.graph {
+            for f in &g.fragments {
+                out.push((f.local_id, f.fragment_id, &f.actors[..], Some(&f.node)));
+            }
+        }
+        out
+    }
+
+    /// Every place the job reads an existing table.
+    pub fn scan_sites(&self) -> Vec<ScanSite<'_>> {
+        if self.graph.is_none() {
+            return self
+                .upstream
+                .iter()
+                .map(|&upstream| ScanSite {
+                    upstream,
+                    scan_type: self.scan_type,
+                    fragment_id: self.fragment_id,
+                    actors: &self.actors,
+                })
+                .collect();
+        }
+        let mut out = Vec::new();
+        for (_, fragment_id, actors, node) in self.fragments() {
+            for (upstream, scan_type, _) in node.map(scans_in).unwrap_or_default() {
+                out.push(ScanSite {
+                    upstream,
+                    scan_type,
+                    fragment_id,
+                    actors,
+                });
+            }
+        }
+        out
+    }
+
+    /// Every table the job reads, each once.
+    pub fn upstream_tables(&self) -> Vec<TableId> {
+        let mut t: Vec<TableId> = self.scan_sites().iter().map(|s| s.upstream).collect();
+        t.sort();
+        t.dedup();
+        t
+    }
+
+    /// The actors whose progress reports decide when the job is created: a job planned by kind's first
+    /// fragment (none for a table); a graph job's fragments with a backfill or a values source.
+    pub fn progress_actors(&self) -> std::collections::BTreeSet<ActorId> {
+        match &self.graph {
+            None if self.kind == RelationKind::Table => Default::default(),
+            None => self.actors.iter().map(|a| a.actor_id).collect(),
+            Some(_) => self
+                .fragments()
+                .into_iter()
+                .filter(|(_, _, _, node)| node.is_some_and(reports_progress))
+                .flat_map(|(_, _, actors, _)| actors.iter().map(|a| a.actor_id))
+                .collect(),
+        }
+    }
+
+    /// The global id and the actors of the graph fragment `local`.
+    pub fn fragment_by_local(&self, local: u32) -> (FragmentId, &[ActorPlacement]) {
+        self.fragments()
+            .into_iter()
+            .find(|(l, ..)| *l == local)
+            .map(|(_, id, actors, _)| (id, actors))
+            .unwrap_or_else(|| panic!("{} has no fragment {local}", self.name))
+    }
+
+    /// The dispatcher actor `i` of an edge's upstream fragment uses towards its downstream fragment.
+    pub fn edge_dispatcher(&self, edge: &StreamFragmentEdge, i: usize) -> DispatcherDesc {
+        let (fragment_id, actors) = self.fragment_by_local(edge.downstream);
+        let all = actors.iter().map(|a| a.actor_id).collect();
+        let (kind, downstream_actors) = match &edge.dispatch {
+            DispatchStrategy::Hash(keys) => (
+                DispatcherKind::Hash {
+                    dist_key_indices: keys.clone(),
+                    mapping: mapping_of(actors),
+                    vnode_count: self.desc.vnode_count,
+                },
+                all,
+            ),
+            // A simple dispatch has one downstream actor: a broadcast to it.
+            DispatchStrategy::Simple | DispatchStrategy::Broadcast => {
+                (DispatcherKind::Broadcast, all)
+            }
+            DispatchStrategy::NoShuffle => (DispatcherKind::NoShuffle, vec![actors[i].actor_id]),
+        };
+        DispatcherDesc {
+            downstream_fragment: fragment_id,
+            kind,
+            downstream_actors,
+        }
+    }
+
+    /// Whether the job has fragments beside its first (and a sink's own): those move whole at a scale-in
+    /// and cannot be rescheduled yet.
+    pub fn has_graph_fragments(&self) -> bool {
+        self.graph.as_ref().is_some_and(|g| !g.fragments.is_empty())
     }
 
     /// vnode → actor of the first fragment.
     pub fn mapping(&self) -> Arc<ActorMapping> {
-        let bitmaps: Vec<(ActorId, Arc<Bitmap>)> = self
-            .actors
-            .iter()
-            .map(|a| (a.actor_id, a.vnodes.clone()))
-            .collect();
-        Arc::new(ActorMapping::from_bitmaps(&bitmaps))
+        mapping_of(&self.actors)
     }
 
     /// Every actor of the job, of every fragment.
     pub fn all_actors(&self) -> impl Iterator<Item = &ActorPlacement> {
         let sink = self.sink_fragment.iter().flat_map(|f| f.actors.iter());
-        self.actors.iter().chain(sink)
+        let graph = self
+            .graph
+            .iter()
+            .flat_map(|g| g.fragments.iter().flat_map(|f| f.actors.iter()));
+        self.actors.iter().chain(graph).chain(sink)
     }
 
     pub fn all_actors_mut(&mut self) -> impl Iterator<Item = &mut ActorPlacement> {
@@ -113,29 +290,47 @@ impl Relation {
             .sink_fragment
             .iter_mut()
             .flat_map(|f| f.actors.iter_mut());
-        self.actors.iter_mut().chain(sink)
+        let graph = self
+            .graph
+            .iter_mut()
+            .flat_map(|g| g.fragments.iter_mut().flat_map(|f| f.actors.iter_mut()));
+        self.actors.iter_mut().chain(graph).chain(sink)
     }
 
-    /// The dispatcher upstream actor `i` of `upstream` uses towards this job: a hash dispatcher to every
-    /// actor, or (no-shuffle backfill) a `NoShuffle` one to actor `i`.
-    pub fn dispatcher_from(&self, upstream: &Relation, i: usize) -> DispatcherDesc {
-        if self.scan_type == StreamScanType::Backfill {
-            return DispatcherDesc {
-                downstream_fragment: self.fragment_id,
-                kind: DispatcherKind::NoShuffle,
-                downstream_actors: vec![self.actors[i].actor_id],
-            };
-        }
-        DispatcherDesc {
-            downstream_fragment: self.fragment_id,
-            kind: DispatcherKind::Hash {
-                dist_key_indices: upstream.desc.dist_key_indices(),
-                mapping: self.mapping(),
-                vnode_count: self.desc.vnode_count,
-            },
-            downstream_actors: self.actors.iter().map(|a| a.actor_id).collect(),
-        }
+    /// The dispatchers upstream actor `i` of `upstream` uses towards this job, one per fragment that scans
+    /// it: a hash dispatcher to every actor of the fragment, or (no-shuffle backfill) a `NoShuffle` one to
+    /// the fragment's actor `i`.
+    pub fn dispatchers_from(&self, upstream: &Relation, i: usize) -> Vec<DispatcherDesc> {
+        self.scan_sites()
+            .into_iter()
+            .filter(|s| s.upstream == upstream.id)
+            .map(|s| match s.scan_type {
+                StreamScanType::Backfill => DispatcherDesc {
+                    downstream_fragment: s.fragment_id,
+                    kind: DispatcherKind::NoShuffle,
+                    downstream_actors: vec![s.actors[i].actor_id],
+                },
+                StreamScanType::ArrangementBackfill => DispatcherDesc {
+                    downstream_fragment: s.fragment_id,
+                    kind: DispatcherKind::Hash {
+                        dist_key_indices: upstream.desc.dist_key_indices(),
+                        mapping: mapping_of(s.actors),
+                        vnode_count: self.desc.vnode_count,
+                    },
+                    downstream_actors: s.actors.iter().map(|a| a.actor_id).collect(),
+                },
+            })
+            .collect()
     }
+}
+
+/// vnode → actor of a fragment's actors.
+fn mapping_of(actors: &[ActorPlacement]) -> Arc<ActorMapping> {
+    let bitmaps: Vec<(ActorId, Arc<Bitmap>)> = actors
+        .iter()
+        .map(|a| (a.actor_id, a.vnodes.clone()))
+        .collect();
+    Arc::new(ActorMapping::from_bitmaps(&bitmaps))
 }
 
 #[derive(Default, Debug)]
@@ -151,7 +346,7 @@ impl Catalog {
     pub fn downstreams(&self, id: TableId) -> impl Iterator<Item = &Relation> {
         self.relations
             .values()
-            .filter(move |r| r.upstream == Some(id))
+            .filter(move |r| r.upstream_tables().contains(&id))
     }
 
     /// Every state table of every relation in the catalog.
@@ -162,11 +357,35 @@ impl Catalog {
             .collect()
     }
 
-    /// The backfill of `rel`'s actor `i` over its upstream (arrangement backfill over a merge of every upstream
-    /// actor, or no-shuffle backfill over upstream actor `i`), followed (under a rate limit) by a flow-control
-    /// executor, as RisingWave's plan puts one after a rate-limited `StreamScan`.
+    /// The backfill of `rel`'s actor `i` over its upstream (a job planned by kind).
     fn backfill_node(&self, rel: &Relation, i: usize) -> StreamNode {
         let up_id = rel.upstream.expect("a job over a table has an upstream");
+        let state_table = rel
+            .progress_table
+            .clone()
+            .expect("a job over a table has a progress table");
+        self.scan_node(
+            rel,
+            rel.scan_type,
+            up_id,
+            state_table,
+            BACKFILL_CHUNK_SIZE,
+            i,
+        )
+    }
+
+    /// The backfill of actor `i` of a fragment over table `up_id` (arrangement backfill over a merge of every
+    /// upstream actor, or no-shuffle backfill over upstream actor `i`), followed (under the job's rate limit)
+    /// by a flow-control executor, as RisingWave's plan puts one after a rate-limited `StreamScan`.
+    fn scan_node(
+        &self,
+        rel: &Relation,
+        scan_type: StreamScanType,
+        up_id: TableId,
+        state_table: Arc<TableDesc>,
+        chunk_size: usize,
+        i: usize,
+    ) -> StreamNode {
         // A job enters the catalog only while its upstream is there, and a drop refuses a table with
         // dependents (`MetaNode::create_job`, `remove_from_catalog`).
         let up = self.relations.get(&up_id).unwrap_or_else(|| {
@@ -176,22 +395,15 @@ impl Catalog {
                 rel.name
             )
         });
-        let upstream_table = up.desc.clone();
-        let state_table = rel
-            .progress_table
-            .clone()
-            .expect("a job over a table has a progress table");
-        let (rate_limit, chunk_size) = (rel.rate_limit, BACKFILL_CHUNK_SIZE);
-        // Arrangement backfill merges every upstream actor; no-shuffle backfill its one peer.
-        let upstream_actors = match rel.scan_type {
+        let upstream_actors = match scan_type {
             StreamScanType::ArrangementBackfill => up.actors.iter().map(|a| a.actor_id).collect(),
             StreamScanType::Backfill => vec![up.actors[i].actor_id],
         };
         let backfill = StreamNode::StreamScan {
-            scan_type: rel.scan_type,
-            upstream_table,
+            scan_type,
+            upstream_table: up.desc.clone(),
             state_table,
-            rate_limit,
+            rate_limit: rel.rate_limit,
             chunk_size,
             input: Box::new(StreamNode::Merge {
                 upstream_fragment: up.fragment_id,
@@ -207,11 +419,61 @@ impl Catalog {
         }
     }
 
+    /// Actor `i`'s tree of the graph fragment `local` of `rel`, from its planned tree `node`: each `Exchange`
+    /// becomes a merge of the upstream fragment's actors (the one with the same index over a no-shuffle
+    /// edge), each `StreamScan` reads its table's actors under the job's current rate limit.
+    fn instantiate(&self, rel: &Relation, local: u32, node: &StreamNode, i: usize) -> StreamNode {
+        match node {
+            StreamNode::Exchange { upstream } => {
+                let g = rel.graph.as_ref().expect("an Exchange is in a graph job");
+                let edge = g
+                    .edges
+                    .iter()
+                    .find(|e| e.upstream == *upstream && e.downstream == local)
+                    .expect("every Exchange has its edge (checked at creation)");
+                let (fragment_id, actors) = rel.fragment_by_local(*upstream);
+                let upstream_actors = match edge.dispatch {
+                    DispatchStrategy::NoShuffle => vec![actors[i].actor_id],
+                    _ => actors.iter().map(|a| a.actor_id).collect(),
+                };
+                StreamNode::Merge {
+                    upstream_fragment: fragment_id,
+                    upstream_actors,
+                }
+            }
+            StreamNode::StreamScan {
+                scan_type,
+                upstream_table,
+                state_table,
+                chunk_size,
+                ..
+            } => self.scan_node(
+                rel,
+                *scan_type,
+                upstream_table.table_id,
+                state_table.clone(),
+                *chunk_size,
+                i,
+            ),
+            _ => {
+                let mut out = node.clone();
+                for (child, planned) in out.inputs_mut().into_iter().zip(node.inputs()) {
+                    *child = self.instantiate(rel, local, planned, i);
+                }
+                out
+            }
+        }
+    }
+
     /// The executor tree of actor `i` of `rel`'s first fragment.
     pub fn node_of(&self, rel: &Relation, i: usize) -> StreamNode {
+        if let Some(g) = &rel.graph {
+            return self.instantiate(rel, g.root, &g.root_node, i);
+        }
         match rel.kind {
             RelationKind::Table => StreamNode::Materialize {
                 table: rel.desc.clone(),
+                conflict: ConflictBehavior::NoCheck,
                 input: Box::new(StreamNode::Dml {
                     table_id: rel.id,
                     column_types: rel.desc.column_types.clone(),
@@ -219,6 +481,7 @@ impl Catalog {
             },
             RelationKind::MaterializedView => StreamNode::Materialize {
                 table: rel.desc.clone(),
+                conflict: ConflictBehavior::NoCheck,
                 input: Box::new(self.backfill_node(rel, i)),
             },
             RelationKind::Sink => self.backfill_node(rel, i),
@@ -251,7 +514,7 @@ impl Catalog {
     pub fn actor_descs(&self, rel: &Relation) -> Vec<StreamActorDesc> {
         let dispatchers = |i: usize| -> Vec<DispatcherDesc> {
             self.downstreams(rel.id)
-                .map(|d| d.dispatcher_from(rel, i))
+                .flat_map(|d| d.dispatchers_from(rel, i))
                 .collect()
         };
         let desc = |a: &ActorPlacement, fragment_id, node: StreamNode, d: Vec<DispatcherDesc>| {
@@ -275,6 +538,20 @@ impl Catalog {
                 });
             }
             out.push(desc(a, rel.fragment_id, self.node_of(rel, i), d));
+        }
+        if let Some(g) = &rel.graph {
+            for f in &g.fragments {
+                for (i, a) in f.actors.iter().enumerate() {
+                    let node = self.instantiate(rel, f.local_id, &f.node, i);
+                    let d = g
+                        .edges
+                        .iter()
+                        .filter(|e| e.upstream == f.local_id)
+                        .map(|e| rel.edge_dispatcher(e, i))
+                        .collect();
+                    out.push(desc(a, f.fragment_id, node, d));
+                }
+            }
         }
         if let Some(f) = &rel.sink_fragment {
             for (a, up) in f.actors.iter().zip(&rel.actors) {

@@ -4,6 +4,7 @@
 mod cancel;
 mod catalog;
 mod context;
+mod graph;
 mod meta;
 mod progress;
 mod recovery;
@@ -12,9 +13,11 @@ mod scale;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 pub use catalog::{
-    ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind, StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, GraphFragment, JobGraph, JobState,
+    Relation, RelationKind, ScanSite, StreamScanType,
 };
 pub use epochlab_recovery::{DropMode, ParseDropModeError, RecoveryConfig, RecoveryError};
+pub use graph::{GraphError, check_graph};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
 pub use progress::CreateAborted;
 pub use reschedule::{BadAssignment, ConfigChangeWait};

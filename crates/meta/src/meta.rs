@@ -9,7 +9,10 @@ use epochlab_barrier::{
     SchedulerStatus,
 };
 use epochlab_common::catalog::TableDesc;
-use epochlab_common::plan::{SinkDesc, SinkKind, StreamActorDesc};
+use epochlab_common::plan::{
+    ConflictBehavior, FragmentDistribution, SinkDesc, SinkKind, StreamActorDesc, StreamFragment,
+    StreamFragmentGraph, StreamNode,
+};
 use epochlab_common::{
     ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, VnodeCount, WorkerId,
     event,
@@ -23,7 +26,8 @@ use tracing::Instrument;
 
 use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 use crate::catalog::{
-    ActorPlacement, Catalog, Fragment, JobState, Relation, RelationKind, StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobState, Relation, RelationKind,
+    StreamScanType,
 };
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
@@ -376,11 +380,12 @@ impl epochlab_storage::CompactionCatalog for CatalogView {
         let inner = self.0.upgrade()?;
         let catalog = inner.catalog();
         catalog.relations.values().find_map(|r| {
-            let progress = r.progress_table.iter().find(|d| d.table_id == table);
             if r.kind != RelationKind::Sink && r.id == table {
                 Some(r.desc.clone())
             } else {
-                progress.cloned()
+                r.progress_tables()
+                    .into_iter()
+                    .find(|d| d.table_id == table)
             }
         })
     }
@@ -635,6 +640,7 @@ impl MetaNode {
             scan_type: StreamScanType::default(),
             background: false,
             sink_fragment: None,
+            graph: None,
         };
         self.create_job(rel).await
     }
@@ -646,14 +652,25 @@ impl MetaNode {
         upstream: TableId,
         options: JobOptions,
     ) -> Result<TableId, DdlError> {
-        let rel = self.job_over(
-            name,
-            upstream,
-            RelationKind::MaterializedView,
-            &options,
-            None,
-        )?;
-        self.create_job(rel).await
+        let up = self.upstream_table(upstream)?;
+        let scan = StreamNode::stream_scan(options.scan_type, up.desc.clone(), BACKFILL_CHUNK_SIZE);
+        let dist_key = up.desc.dist_key_indices();
+        let graph = StreamFragmentGraph {
+            fragments: vec![StreamFragment {
+                fragment_id: 0,
+                node: StreamNode::Materialize {
+                    table: up.desc.clone(),
+                    conflict: ConflictBehavior::NoCheck,
+                    input: Box::new(scan),
+                },
+                distribution: FragmentDistribution::Hash { dist_key },
+                parallelism: None,
+            }],
+            edges: Vec::new(),
+        };
+        let kind = RelationKind::MaterializedView;
+        self.create_streaming_job(name, kind, graph, vec![up.desc.clone()], options)
+            .await
     }
 
     /// `CREATE SINK name AS SELECT * FROM upstream WITH (connector = blackhole | collecting)`.
@@ -724,6 +741,7 @@ impl MetaNode {
             scan_type: options.scan_type,
             background: options.background,
             sink_fragment,
+            graph: None,
         })
     }
 
@@ -739,10 +757,11 @@ impl MetaNode {
                 .get_mut(&id)
                 .ok_or_else(|| DdlError::NotFound(format!("relation {id}")))?;
             rel.rate_limit = limit.filter(|l| *l > 0);
-            rel.actors
-                .iter()
-                .map(|a| (a.actor_id, rel.rate_limit))
-                .collect()
+            let actors: Vec<ActorId> = match rel.graph {
+                None => rel.actors.iter().map(|a| a.actor_id).collect(),
+                Some(_) => rel.progress_actors().into_iter().collect(),
+            };
+            actors.into_iter().map(|a| (a, rel.rate_limit)).collect()
         };
         event!(self.inner.log, "ddl", "throttle id={id} limit={limit:?}");
         Ok(self
@@ -752,12 +771,12 @@ impl MetaNode {
             .await?)
     }
 
-    fn upstream_table(&self, id: TableId) -> Result<Relation, DdlError> {
+    pub(crate) fn upstream_table(&self, id: TableId) -> Result<Relation, DdlError> {
         scannable(&self.inner.catalog(), id).cloned()
     }
 
     /// Register the job's tables, build its actors, and run its Add barrier. On failure, clean up.
-    async fn create_job(&self, rel: Relation) -> Result<TableId, DdlError> {
+    pub(crate) async fn create_job(&self, rel: Relation) -> Result<TableId, DdlError> {
         let inner = &self.inner;
         // Until the Add barrier is collected no reschedule runs (see `MetaInner::reschedule_lock`).
         let shared = inner.reschedule_lock.read().await;
@@ -775,15 +794,21 @@ impl MetaNode {
             // behind a reschedule) while a drop took it away: as RisingWave's `start_create_table_procedure`
             // does (`ensure_table_or_source_id` of each dependency under the catalog lock), check it again in
             // the same critical section that puts the job in the catalog, where a drop then sees a dependent.
-            if let Some(up) = rel.upstream {
+            for up in rel.upstream_tables() {
                 scannable(&catalog, up)?;
             }
             catalog.relations.insert(id, rel.clone());
             let descs = catalog.actor_descs(&rel);
-            let mut adds = BTreeMap::new();
-            if let Some(up) = rel.upstream.and_then(|u| catalog.get(u)) {
+            let mut adds: BTreeMap<ActorId, Vec<_>> = BTreeMap::new();
+            for up in rel
+                .upstream_tables()
+                .into_iter()
+                .filter_map(|u| catalog.get(u))
+            {
                 for (i, a) in up.actors.iter().enumerate() {
-                    adds.insert(a.actor_id, vec![rel.dispatcher_from(up, i)]);
+                    adds.entry(a.actor_id)
+                        .or_default()
+                        .extend(rel.dispatchers_from(up, i));
                 }
             }
             (descs, adds)
@@ -798,11 +823,7 @@ impl MetaNode {
         );
         inner.register(&rel);
         let actors = by_worker(rel.all_actors());
-        let sources = if rel.kind == RelationKind::Table {
-            actors.clone()
-        } else {
-            BTreeMap::new()
-        };
+        let sources = source_actors(&descs, &rel);
         let command = Command::CreateStreamingJob {
             job_id: id,
             actors: actors.clone(),
@@ -813,10 +834,10 @@ impl MetaNode {
                 pause: false,
             },
         };
-        let backfills = rel.kind != RelationKind::Table;
+        let progress_actors = rel.progress_actors();
+        let backfills = !progress_actors.is_empty();
         let finished = if backfills {
-            let actor_ids = rel.actors.iter().map(|a| a.actor_id).collect();
-            inner.tracker().add(id, actor_ids, !rel.background)
+            inner.tracker().add(id, progress_actors, !rel.background)
         } else {
             None
         };
@@ -976,6 +997,20 @@ impl MetaNode {
         // Post-collect unregistered them, or recovery will.
         Ok(result?)
     }
+}
+
+/// The actors of a job that take their barriers from their node's local barrier manager (a table's DML, a
+/// values source), by worker.
+pub(crate) fn source_actors(
+    descs: &[StreamActorDesc],
+    rel: &Relation,
+) -> BTreeMap<WorkerId, BTreeSet<ActorId>> {
+    let sources: BTreeSet<ActorId> = descs
+        .iter()
+        .filter(|d| d.is_source())
+        .map(|d| d.actor_id)
+        .collect();
+    by_worker(rel.all_actors().filter(|a| sources.contains(&a.actor_id)))
 }
 
 /// The table `id`, if a job may scan it: it exists, it is not a sink, and its creation has finished.

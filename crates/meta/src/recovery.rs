@@ -18,7 +18,7 @@ use epochlab_rpc::{Request, Response, RpcError, RpcKind};
 use futures::future::{join_all, try_join_all};
 use tracing::Instrument;
 
-use crate::catalog::{ActorPlacement, JobState, RelationKind};
+use crate::catalog::{ActorPlacement, JobState};
 use crate::meta::MetaInner;
 use crate::progress::CreateAborted;
 
@@ -111,14 +111,12 @@ impl Recovery {
         for rel in catalog.relations.values() {
             for a in rel.all_actors() {
                 info.actors.entry(a.worker).or_default().insert(a.actor_id);
-                if rel.kind == RelationKind::Table {
-                    info.sources.entry(a.worker).or_default().insert(a.actor_id);
-                }
             }
-            descs.push((
-                catalog.actor_descs(rel),
-                rel.all_actors().cloned().collect(),
-            ));
+            let rel_descs = catalog.actor_descs(rel);
+            for (worker, actors) in crate::meta::source_actors(&rel_descs, rel) {
+                info.sources.entry(worker).or_default().extend(actors);
+            }
+            descs.push((rel_descs, rel.all_actors().cloned().collect()));
         }
         Ok((descs, info))
     }
@@ -200,8 +198,8 @@ impl RecoveryContext for Recovery {
             .catalog()
             .relations
             .values()
-            .filter(|r| r.state == JobState::Creating && r.kind != RelationKind::Table)
-            .map(|r| (r.id, r.actors.iter().map(|a| a.actor_id).collect()))
+            .filter(|r| r.state == JobState::Creating && !r.progress_actors().is_empty())
+            .map(|r| (r.id, r.progress_actors()))
             .collect();
         self.inner.tracker().recover(jobs);
     }

@@ -195,6 +195,13 @@ fn reschedule_command(
             rel.name
         )));
     }
+    if rel.has_graph_fragments() {
+        return Err(DdlError::Invalid(format!(
+            "{} {} has several fragments: rescheduling them is not supported yet",
+            rel.kind.as_str(),
+            rel.name
+        )));
+    }
     check_assignment(rel, bitmaps)?;
     if rel.actors.iter().all(|a| bitmaps[&a.actor_id] == a.vnodes) {
         return Ok(None);
@@ -323,6 +330,7 @@ mod tests {
             scan_type: StreamScanType::ArrangementBackfill,
             background: true,
             sink_fragment: None,
+            graph: None,
         }
     }
 

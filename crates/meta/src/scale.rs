@@ -136,6 +136,18 @@ impl MetaInner {
             if plan.is_empty() {
                 continue;
             }
+            // A graph job's other fragments are not merged alike yet: its actors on removed nodes move whole.
+            if members
+                .iter()
+                .any(|m| catalog.relations[m].has_graph_fragments())
+            {
+                event!(
+                    self.log,
+                    "recovery step",
+                    "scale in skipped group={root}: a job with several fragments"
+                );
+                continue;
+            }
             if self.config.reschedule_backfilling == RescheduleBackfilling::ReschedulableOnly
                 && unreschedulable
             {
@@ -172,8 +184,8 @@ impl MetaInner {
             rel.name,
             kept.join(" ")
         );
-        if rel.state == JobState::Creating && rel.kind != RelationKind::Table {
-            let actors = rel.actors.iter().map(|a| a.actor_id).collect();
+        let actors = rel.progress_actors();
+        if rel.state == JobState::Creating && !actors.is_empty() {
             self.tracker().refresh_after_scale(id, actors);
         }
     }

@@ -43,6 +43,12 @@ pub enum SqlError {
     /// The session's frontend was killed while the statement ran, or is down when the client connects.
     #[error("{0}")]
     Connection(ConnectionError),
+    /// The catalog refused (RisingWave's wording).
+    #[error(transparent)]
+    CatalogError(#[from] crate::catalog::CatalogError),
+    /// A `SET` / `SHOW` of a session variable that does not exist, or a bad value.
+    #[error(transparent)]
+    SessionConfig(#[from] crate::session_config::SessionConfigError),
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),
@@ -89,6 +95,8 @@ impl SqlError {
             SqlError::InCreatingProcedure { .. } => "table is in creating procedure",
             SqlError::Connection(_) => "connection",
             SqlError::Timeout(..) => "timeout",
+            SqlError::CatalogError(_) => "catalog",
+            SqlError::SessionConfig(_) => "session variable",
         }
     }
 

@@ -31,8 +31,10 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
+use crate::catalog::{ColumnCatalog as CatalogColumn, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, Expr, bind, cast, format_datum, literal, order_datums, resolve};
+use crate::session_config::SessionConfig;
 
 /// Rows per DML chunk sent to the cluster.
 const DML_BATCH: usize = 1024;
@@ -105,6 +107,8 @@ pub enum Output {
 /// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
 pub struct Engine {
     pub cluster: Arc<Cluster>,
+    /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
+    pub catalog: Mutex<crate::catalog::Catalog>,
     defs: Mutex<BTreeMap<String, Def>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
     notes: Mutex<Vec<String>>,
@@ -130,6 +134,7 @@ impl Engine {
     pub fn new(cluster: Arc<Cluster>, default_parallelism: usize) -> Arc<Self> {
         Arc::new(Self {
             cluster,
+            catalog: Mutex::new(crate::catalog::Catalog::new()),
             defs: Mutex::default(),
             next_row_id: Mutex::default(),
             notes: Mutex::default(),
@@ -177,7 +182,7 @@ impl Engine {
         lock(&self.notes).clone()
     }
 
-    fn note(&self, note: String) {
+    pub fn note(&self, note: String) {
         let mut notes = lock(&self.notes);
         if !notes.contains(&note) && notes.len() < 64 {
             notes.push(note);
@@ -235,27 +240,21 @@ impl Engine {
 /// One connection's session: its settings, over the shared engine.
 pub struct Session {
     engine: Arc<Engine>,
-    /// `SET BACKGROUND_DDL`: a CREATE of a view or sink returns once its job has started.
-    pub background_ddl: bool,
-    /// `SET STREAMING_RATE_LIMIT`: new jobs' backfill rows per second per actor.
-    pub streaming_rate_limit: Option<u32>,
-    /// `SET BACKFILL_RATE_LIMIT`: the same, taking precedence.
-    pub backfill_rate_limit: Option<u32>,
-    /// `SET STREAMING_PARALLELISM`.
-    pub parallelism: Option<usize>,
-    /// `SET RW_IMPLICIT_FLUSH`: every DML statement is followed by a `FLUSH`.
-    pub implicit_flush: bool,
+    /// The session's variables (`SET`, `SHOW`).
+    pub config: SessionConfig,
+    /// The database it is connected to.
+    pub database: String,
+    /// The user it is connected as.
+    pub user: String,
 }
 
 impl Session {
     pub fn new(engine: Arc<Engine>) -> Self {
         Self {
             engine,
-            background_ddl: false,
-            streaming_rate_limit: None,
-            backfill_rate_limit: None,
-            parallelism: None,
-            implicit_flush: false,
+            config: SessionConfig::new(),
+            database: crate::catalog::DEFAULT_DATABASE_NAME.into(),
+            user: crate::catalog::DEFAULT_SUPER_USER.into(),
         }
     }
 
@@ -281,6 +280,9 @@ impl Session {
     }
 
     async fn statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
+        if let Some(out) = crate::handler::handle(self, &s.tokens, &s.text).await {
+            return out;
+        }
         let mut w = Words::new(&s.tokens);
         let first = w.peek_upper().unwrap_or_default();
         match first.as_str() {
@@ -308,17 +310,8 @@ impl Session {
                     w.end()?;
                     return Ok(self.show_jobs());
                 }
-                if w.eat("BACKGROUND_DDL") {
-                    w.end()?;
-                    return Ok(Output::Rows {
-                        numeric: vec![false],
-                        rows: vec![vec![self.background_ddl.to_string()]],
-                    });
-                }
                 return Err(unsupported_words(&s.tokens, 2));
             }
-            "SET" => return self.set(&mut w),
-            "DROP" => return self.drop(&mut w).await,
             "ALTER" => return self.alter(&mut w).await,
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await;
@@ -410,51 +403,16 @@ impl Session {
         }
     }
 
-    /// `SET name (= | TO) value`.
-    fn set(&mut self, w: &mut Words<'_>) -> Result<Output, SqlError> {
-        w.next();
-        let name = w.ident()?;
-        if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
-            return Err(SqlError::Parse(format!(
-                "expected = or TO after SET {name}"
-            )));
-        }
-        let value = w.setting_value()?;
-        w.end()?;
-        match name.as_str() {
-            "background_ddl" => self.background_ddl = value.bool()?,
-            "streaming_rate_limit" => self.streaming_rate_limit = value.rate_limit()?,
-            "backfill_rate_limit" => self.backfill_rate_limit = value.rate_limit()?,
-            "streaming_parallelism" => {
-                self.parallelism = match value.number()? {
-                    Some(0) | None => None,
-                    Some(n) => Some(usize::try_from(n).map_err(|_| value.invalid())?),
-                }
-            }
-            "rw_implicit_flush" => self.implicit_flush = value.bool()?,
-            "enable_arrangement_backfill"
-            | "streaming_enable_arrangement_backfill"
-            | "rw_streaming_enable_arrangement_backfill" => self.engine.note(format!(
-                "SET {name}: every view and sink uses arrangement backfill here"
-            )),
-            "query_mode" | "rw_batch_enable_sort_agg" | "timezone" | "client_min_messages" => {
-                self.engine.note(format!(
-                    "SET {name} accepted and ignored: it changes nothing here"
-                ))
-            }
-            other => return Err(SqlError::Unsupported(format!("SET {other}"))),
-        }
-        Ok(Output::Done(0))
-    }
-
     // ---- DDL ----
 
     fn parallelism(&self) -> usize {
-        self.parallelism.unwrap_or(self.engine.default_parallelism)
+        self.config
+            .streaming_parallelism()
+            .unwrap_or(self.engine.default_parallelism)
     }
 
     fn rate_limit(&self) -> Option<u32> {
-        self.backfill_rate_limit.or(self.streaming_rate_limit)
+        self.config.streaming_rate_limit()
     }
 
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
@@ -567,11 +525,31 @@ impl Session {
             pk: pk.clone(),
             statement: text.trim().to_string(),
         };
+        let mut catalog_columns: Vec<CatalogColumn> = def
+            .columns
+            .iter()
+            .map(|c| CatalogColumn::new(c.name.clone(), c.ty.clone()))
+            .collect();
+        if row_id {
+            catalog_columns.push(CatalogColumn::hidden(ROW_ID, DataType::Int64));
+        }
+        let mut shown = ct.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job(
+            CatalogKind::Table,
+            &name,
+            catalog_columns,
+            pk.clone(),
+            &shown.to_string(),
+            None,
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_table(&name, stored, pk, self.parallelism())
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -603,17 +581,29 @@ impl Session {
             return Ok(Output::Done(0));
         }
         let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job(
+            CatalogKind::MaterializedView,
+            &name,
+            catalog_columns(&def),
+            Vec::new(),
+            &shown.to_string(),
+            Some(upstream),
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
-            background: self.background_ddl,
+            background: self.config.background_ddl(),
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_materialized_view(&name, upstream, options)
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -675,21 +665,31 @@ impl Session {
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
         let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
+        let id = self.register_job(
+            CatalogKind::Sink,
+            &name,
+            catalog_columns(&def),
+            Vec::new(),
+            text,
+            Some(upstream),
+        )?;
         lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
-            background: self.background_ddl,
+            background: self.config.background_ddl(),
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,
             ..SinkOptions::default()
         };
-        self.cluster()
+        let created = self
+            .cluster()
             .meta
             .create_sink(&name, upstream, options, sink)
-            .await?;
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
     }
 
@@ -776,46 +776,6 @@ impl Session {
             ));
         }
         Ok((rel, def))
-    }
-
-    /// `DROP (TABLE | MATERIALIZED VIEW | SINK) [IF EXISTS] name`.
-    async fn drop(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
-        w.next();
-        let kind = if w.eat("TABLE") {
-            Kind::Table
-        } else if w.eat_seq(&["MATERIALIZED", "VIEW"]) {
-            Kind::MaterializedView
-        } else if w.eat("SINK") {
-            Kind::Sink
-        } else {
-            return Err(unsupported_words(w.tokens, 2));
-        };
-        let if_exists = w.eat_seq(&["IF", "EXISTS"]);
-        let name = w.ident()?;
-        if w.eat("CASCADE") {
-            return Err(SqlError::Unsupported("DROP ... CASCADE".into()));
-        }
-        w.eat("RESTRICT");
-        w.end()?;
-        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
-            if if_exists {
-                return Ok(Output::Done(0));
-            }
-            return Err(SqlError::catalog(
-                CatalogProblem::NotFound,
-                format!("{} not found: {name}", kind.as_str()),
-            ));
-        };
-        let actual = Kind::of(rel.kind);
-        if actual != kind {
-            return Err(SqlError::Invalid(format!(
-                "\"{name}\" is a {}, not a {}",
-                actual.as_str(),
-                kind.as_str()
-            )));
-        }
-        self.cluster().meta.drop_job(rel.id).await?;
-        Ok(Output::Done(0))
     }
 
     /// `ALTER SYSTEM SET name TO value` (noted), `ALTER (TABLE | MATERIALIZED VIEW | SINK) name SET
@@ -930,7 +890,7 @@ impl Session {
                     })?;
             }
         }
-        if self.implicit_flush {
+        if self.config.implicit_flush() {
             self.flush().await?;
         }
         Ok(())
@@ -1561,6 +1521,14 @@ fn single_from(select: &ast::Select) -> Result<&TableFactor, SqlError> {
 }
 
 /// An identifier as SQL means it: unquoted ones are lower-cased.
+/// A view's or sink's columns as the catalog lists them.
+fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
+    def.columns
+        .iter()
+        .map(|c| CatalogColumn::new(c.name.clone(), c.ty.clone()))
+        .collect()
+}
+
 fn ident(id: &ast::Ident) -> String {
     match id.quote_style {
         Some(_) => id.value.clone(),
@@ -1760,15 +1728,6 @@ impl SettingValue {
         SqlError::Invalid(format!("invalid value {}", self.text()))
     }
 
-    fn bool(&self) -> Result<bool, SqlError> {
-        match self.text().to_ascii_lowercase().as_str() {
-            "true" | "on" | "t" | "1" => Ok(true),
-            "false" | "off" | "f" | "0" => Ok(false),
-            _ => Err(self.invalid()),
-        }
-    }
-
-    /// A number, or `None` for `DEFAULT`.
     fn number(&self) -> Result<Option<i64>, SqlError> {
         match self {
             SettingValue::Number(n) => Ok(Some(*n)),

@@ -9,12 +9,15 @@
 //! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
 //!   kill mode (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
 
+pub mod catalog;
 pub mod corpus;
 pub mod db;
 pub mod error;
 pub mod expr;
 pub mod frontend;
+pub mod handler;
 pub mod runner;
+pub mod session_config;
 
 pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};

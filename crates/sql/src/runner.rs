@@ -45,6 +45,7 @@ use sqllogictest::{
     StatementExpect, TestError, TestErrorKind,
 };
 
+use crate::catalog::CatalogError;
 use crate::db::{SimDb, UnsupportedProbe};
 use crate::error::{CatalogProblem, SqlError};
 use crate::frontend::Engine;
@@ -1369,6 +1370,8 @@ impl Failure {
                 CatalogProblem::NotFound => Failure::NotFound,
                 CatalogProblem::StillCreating => Failure::Other,
             },
+            Some(SqlError::CatalogError(CatalogError::Duplicated(..))) => Failure::Exists,
+            Some(SqlError::CatalogError(CatalogError::NotFound(..))) => Failure::NotFound,
             _ => Failure::Other,
         }
     }

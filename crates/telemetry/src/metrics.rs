@@ -151,6 +151,7 @@ struct HealthFamilies {
     l0_sub_levels: IntGaugeVec,
     rejected_writes: IntCounterVec,
     actor_failures: IntCounterVec,
+    expr_errors: IntCounterVec,
     invariant_violations: IntCounterVec,
 }
 
@@ -388,6 +389,11 @@ impl HealthFamilies {
                 "epochlab_actor_failures_total",
                 "Actors that failed.",
                 &["mode", "reason"],
+            ),
+            expr_errors: m.counter(
+                "epochlab_expr_errors_total",
+                "Expression errors of non-strict streaming evaluation (a NULL, or a row a filter drops).",
+                &["mode", "executor", "error"],
             ),
             invariant_violations: m.counter(
                 "epochlab_invariant_violations_total",

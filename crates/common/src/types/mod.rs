@@ -4,12 +4,17 @@
 //!
 //! One file per family: ordered floats, decimal, date/time, interval, jsonb, struct and list.
 
+mod data_type;
 mod datetime;
 mod decimal;
+mod from_text;
 mod interval;
 mod jsonb;
 mod ordered_float;
+mod parse_datetime;
+mod parse_interval;
 mod struct_type;
+mod to_text;
 
 #[cfg(test)]
 pub(crate) mod arbitrary;
@@ -17,12 +22,16 @@ pub(crate) mod arbitrary;
 use std::cmp::Ordering;
 use std::fmt;
 
+pub use data_type::UnknownTypeName;
 pub use datetime::{Date, Time, Timestamp, Timestamptz};
 pub use decimal::Decimal;
+pub use from_text::{ParseError, parse_bool, parse_bytea};
 pub use interval::{Interval, USECS_PER_DAY, USECS_PER_MONTH, USECS_PER_SEC};
 pub use jsonb::JsonbVal;
 pub use ordered_float::{F32, F64, OrderedFloat};
+pub use parse_interval::DateTimeField;
 pub use struct_type::{ListValue, StructType, StructValue};
+pub use to_text::ToText;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DataType {
@@ -166,29 +175,10 @@ impl fmt::Debug for ScalarImpl {
     }
 }
 
+/// The text RisingWave prints for the value ([`ToText`]).
 impl fmt::Display for ScalarImpl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use ScalarImpl::*;
-        match self {
-            Bool(v) => write!(f, "{v}"),
-            Int16(v) => write!(f, "{v}"),
-            Int32(v) => write!(f, "{v}"),
-            Int64(v) => write!(f, "{v}"),
-            Serial(v) => write!(f, "{}", v.as_row_id()),
-            Float32(v) => write!(f, "{}", v.0),
-            Float64(v) => write!(f, "{}", v.0),
-            Decimal(v) => write!(f, "{v:?}"),
-            Date(v) => write!(f, "{}", v.0),
-            Time(v) => write!(f, "{}", v.0),
-            Timestamp(v) => write!(f, "{}", v.0),
-            Timestamptz(v) => write!(f, "{}", v.timestamp_micros()),
-            Interval(v) => write!(f, "{v:?}"),
-            Utf8(v) => write!(f, "{v}"),
-            Bytea(v) => write!(f, "{v:?}"),
-            Jsonb(v) => write!(f, "{v}"),
-            Struct(v) => write!(f, "{v:?}"),
-            List(v) => write!(f, "{v:?}"),
-        }
+        self.write(f)
     }
 }
 

@@ -1,23 +1,26 @@
 //! The state of one aggregate call over a changing input: every state here is retractable (a delete undoes
-//! an insert of the same row), as RisingWave's streaming aggregates need.
+//! an insert of the same row), as RisingWave's streaming aggregates need. Min, max, first/last value,
+//! string_agg, array_agg and the jsonb aggregates keep a multiset of the live values.
 
 use std::collections::BTreeMap;
 
 use epochlab_common::expr_node::{AggCall, AggKind};
 use epochlab_common::memcmp::encode_datum;
-use epochlab_common::{Datum, Op, OrderType, OwnedRow, ScalarImpl};
+use epochlab_common::types::{JsonbVal, ListValue};
+use epochlab_common::{DataType, Datum, Op, OrderType, OwnedRow, ScalarImpl};
 
+use super::accumulate::{self, Sum};
 use crate::error::{ExprError, Result};
 use crate::eval;
 
-/// A multiset of values keyed by their memcomparable encoding (the key order is the value order).
+/// A multiset of rows keyed by a memcomparable encoding (the key order is the output order).
 #[derive(Clone, Debug, Default)]
 struct Multiset {
     entries: BTreeMap<Vec<u8>, (Vec<Datum>, u64)>,
 }
 
 impl Multiset {
-    /// Add (`delta` 1) or remove (-1) one copy; returns the copy count after the change.
+    /// Add or remove one copy; returns the copy count after the change.
     fn apply(&mut self, key: Vec<u8>, values: Vec<Datum>, insert: bool) -> Result<u64> {
         if insert {
             let e = self.entries.entry(key).or_insert((values, 0));
@@ -37,8 +40,11 @@ impl Multiset {
         Ok(left)
     }
 
-    fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<Datum>, u64)> {
-        self.entries.values().map(|(v, n)| (v, *n))
+    /// Every live row, each as many times as it was inserted, in key order.
+    fn rows(&self) -> impl DoubleEndedIterator<Item = &Vec<Datum>> {
+        self.entries
+            .values()
+            .flat_map(|(v, n)| std::iter::repeat_n(v, *n as usize))
     }
 }
 
@@ -50,24 +56,24 @@ fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
     buf
 }
 
-/// Running sums of numbers (exact for integers).
-#[derive(Clone, Debug, Default)]
-struct Sums {
-    count: i64,
-    int_sum: i128,
-}
-
 #[derive(Clone, Debug)]
 enum Inner {
     Count(i64),
-    Sums(Sums),
-    /// Values in an order: min/max/first/last/string_agg/array_agg keep every live value.
+    Sum {
+        sum: Sum,
+        count: i64,
+    },
+    Variance {
+        sum: Sum,
+        sum_sq: Sum,
+        count: i64,
+    },
     Ordered(Multiset),
     Bools {
         trues: i64,
         falses: i64,
     },
-    /// Per-bit counts of set bits and the row count, for retractable bit_and/bit_or; xor is its own inverse.
+    /// Per-bit counts of set bits and the row count (bit_and/bit_or); xor is its own inverse.
     Bits(Box<Bits>),
 }
 
@@ -89,10 +95,24 @@ pub struct AggState {
 impl AggState {
     pub fn new(call: &AggCall) -> Self {
         use AggKind::*;
+        let arg = call.arg_types.first().cloned().unwrap_or(DataType::Int64);
         let inner = match call.kind {
             Count | ApproxCountDistinct => Inner::Count(0),
-            Sum | Sum0 | Avg | StddevPop | StddevSamp | VarPop | VarSamp => {
-                Inner::Sums(Sums::default())
+            Sum | Sum0 | Avg => Inner::Sum {
+                sum: accumulate::Sum::zero_for(&arg),
+                count: 0,
+            },
+            StddevPop | StddevSamp | VarPop | VarSamp => {
+                let sq = if matches!(arg, DataType::Float32 | DataType::Float64) {
+                    arg.clone()
+                } else {
+                    DataType::Decimal
+                };
+                Inner::Variance {
+                    sum: accumulate::Sum::zero_for(&arg),
+                    sum_sq: accumulate::Sum::zero_for(&sq),
+                    count: 0,
+                }
             }
             BoolAnd | BoolOr => Inner::Bools {
                 trues: 0,
@@ -113,6 +133,17 @@ impl AggState {
         }
     }
 
+    /// Whether a row with these arguments is skipped: NULL arguments are, except where the aggregate keeps
+    /// them (array_agg, first/last value, jsonb_agg); string_agg skips a NULL value.
+    fn skips(&self, args: &[Datum]) -> bool {
+        use AggKind::*;
+        match self.call.kind {
+            ArrayAgg | FirstValue | LastValue | JsonbAgg => false,
+            JsonbObjectAgg => args.first().is_some_and(Option::is_none),
+            _ => args.first().is_some_and(Option::is_none),
+        }
+    }
+
     /// Feed one input row: inserts add it, deletes retract it.
     pub fn apply(&mut self, op: Op, row: &OwnedRow) -> Result<()> {
         if let Some(filter) = &self.call.filter
@@ -121,15 +152,7 @@ impl AggState {
             return Ok(());
         }
         let args: Vec<Datum> = self.call.args.iter().map(|&i| row[i].clone()).collect();
-        // count(x), sum(x), ... skip NULL arguments; count(*) has none and counts every row.
-        let skip_nulls = !matches!(
-            self.call.kind,
-            AggKind::StringAgg | AggKind::ArrayAgg | AggKind::FirstValue | AggKind::LastValue
-        );
-        if skip_nulls && args.first().is_some_and(Option::is_none) {
-            return Ok(());
-        }
-        if self.call.kind == AggKind::StringAgg && args.first().is_some_and(Option::is_none) {
+        if self.skips(&args) {
             return Ok(());
         }
         let insert = op.is_insert();
@@ -140,139 +163,258 @@ impl AggState {
                 return Ok(());
             }
         }
-        let order_key: Vec<Datum> = self
+        let mut key: Vec<Datum> = self
             .call
             .order_by
             .iter()
             .map(|(i, _)| row[*i].clone())
             .collect();
-        let orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
-        self.apply_inner(insert, args, order_key, &orders)
+        let mut orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
+        key.extend(args.iter().cloned());
+        orders.resize(key.len(), OrderType::ascending());
+        self.apply_inner(insert, args, key_of(&key, &orders))
     }
 
-    fn apply_inner(
-        &mut self,
-        insert: bool,
-        args: Vec<Datum>,
-        order_key: Vec<Datum>,
-        orders: &[OrderType],
-    ) -> Result<()> {
+    fn apply_inner(&mut self, insert: bool, args: Vec<Datum>, key: Vec<u8>) -> Result<()> {
         let sign: i64 = if insert { 1 } else { -1 };
+        let first = args.first().cloned().flatten();
         match &mut self.inner {
             Inner::Count(n) => *n += sign,
-            Inner::Sums(s) => {
-                s.count += sign;
-                s.int_sum += i128::from(sign) * i128::from(int_arg(&args[0])?);
+            Inner::Sum { sum, count } => {
+                sum.add(first.as_ref().expect("non-NULL"), sign)?;
+                *count += sign;
             }
-            Inner::Bools { trues, falses } => match args[0] {
+            Inner::Variance { sum, sum_sq, count } => {
+                let v = first.as_ref().expect("non-NULL");
+                sum.add(v, sign)?;
+                sum_sq.add(&accumulate::square(v)?, sign)?;
+                *count += sign;
+            }
+            Inner::Bools { trues, falses } => match first {
                 Some(ScalarImpl::Bool(true)) => *trues += sign,
                 _ => *falses += sign,
             },
             Inner::Bits(b) => {
-                let v = int_arg(&args[0])?;
+                let v = accumulate::int_of(first.as_ref().expect("non-NULL"))?;
                 b.rows += sign;
                 b.xor ^= v;
                 for (bit, n) in b.set.iter_mut().enumerate() {
-                    if v >> bit & 1 == 1 {
+                    if (v >> bit) & 1 == 1 {
                         *n += sign;
                     }
                 }
             }
             Inner::Ordered(m) => {
-                // Min/max order by the value itself; the others by the ORDER BY key, then the value.
-                let mut key_datums = order_key;
-                let mut key_orders = orders.to_vec();
-                key_datums.extend(args.iter().cloned());
-                key_orders.resize(key_datums.len(), OrderType::ascending());
-                m.apply(key_of(&key_datums, &key_orders), args, insert)?;
+                m.apply(key, args, insert)?;
             }
         }
         Ok(())
     }
 
-    /// The aggregate's current value.
+    /// The aggregate's current value. A value that cannot be represented (an overflowing sum) is NULL;
+    /// [`AggState::try_output`] reports it.
     pub fn output(&self) -> Datum {
+        self.try_output().unwrap_or(None)
+    }
+
+    /// The aggregate's current value, or the error computing it (sum out of range).
+    pub fn try_output(&self) -> Result<Datum> {
         use AggKind::*;
-        match (&self.inner, self.call.kind) {
+        let ret = &self.call.ret;
+        Ok(match (&self.inner, self.call.kind) {
             (Inner::Count(n), _) => Some(ScalarImpl::Int64(*n)),
-            (Inner::Sums(s), Sum0) => Some(ScalarImpl::Int64(s.int_sum as i64)),
-            (Inner::Sums(s), _) if s.count == 0 => None,
-            (Inner::Sums(s), Sum) => Some(ScalarImpl::Int64(s.int_sum as i64)),
-            (Inner::Sums(s), Avg) => {
-                Some(ScalarImpl::Int64((s.int_sum / i128::from(s.count)) as i64))
+            (Inner::Sum { sum, .. }, Sum0) => Some(sum.value(ret)?),
+            (Inner::Sum { count: 0, .. }, _) => None,
+            (Inner::Sum { sum, count }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { sum, .. }, _) => Some(sum.value(ret)?),
+            (Inner::Variance { sum, sum_sq, count }, kind) => {
+                let sample = matches!(kind, StddevSamp | VarSamp);
+                let root = matches!(kind, StddevSamp | StddevPop);
+                accumulate::variance(sum, sum_sq, *count, sample, root)?
             }
-            (Inner::Sums(_), _) => None,
             (Inner::Bools { trues, falses }, _) if trues + falses == 0 => None,
             (Inner::Bools { falses, .. }, BoolAnd) => Some(ScalarImpl::Bool(*falses == 0)),
             (Inner::Bools { trues, .. }, _) => Some(ScalarImpl::Bool(*trues > 0)),
             (Inner::Bits(b), _) if b.rows == 0 => None,
-            (Inner::Bits(b), kind) => Some(self.int_out(bits_out(kind, b))),
-            (Inner::Ordered(m), kind) => ordered_out(kind, m),
-        }
-    }
-
-    fn int_out(&self, v: i64) -> ScalarImpl {
-        match self.call.ret {
-            epochlab_common::DataType::Int16 => ScalarImpl::Int16(v as i16),
-            epochlab_common::DataType::Int32 => ScalarImpl::Int32(v as i32),
-            _ => ScalarImpl::Int64(v),
-        }
+            (Inner::Bits(b), kind) => Some(int_out(ret, bits_out(kind, b))),
+            (Inner::Ordered(m), kind) => ordered_out(kind, m)?,
+        })
     }
 }
 
-fn int_arg(v: &Datum) -> Result<i64> {
-    match v {
-        Some(ScalarImpl::Int16(i)) => Ok(i64::from(*i)),
-        Some(ScalarImpl::Int32(i)) => Ok(i64::from(*i)),
-        Some(ScalarImpl::Int64(i)) => Ok(*i),
-        other => Err(ExprError::InvalidState(format!(
-            "expected an integer, got {other:?}"
-        ))),
+fn int_out(ret: &DataType, v: i64) -> ScalarImpl {
+    match ret {
+        DataType::Int16 => ScalarImpl::Int16(v as i16),
+        DataType::Int32 => ScalarImpl::Int32(v as i32),
+        _ => ScalarImpl::Int64(v),
     }
 }
 
 fn bits_out(kind: AggKind, b: &Bits) -> i64 {
+    if kind == AggKind::BitXor {
+        return b.xor;
+    }
     let mut out = 0i64;
     for (bit, n) in b.set.iter().enumerate() {
-        let on = match kind {
-            AggKind::BitAnd => *n == b.rows,
-            _ => *n > 0,
+        let on = if kind == AggKind::BitAnd {
+            *n == b.rows
+        } else {
+            *n > 0
         };
         if on {
             out |= 1 << bit;
         }
     }
-    if kind == AggKind::BitXor { b.xor } else { out }
+    out
 }
 
-fn ordered_out(kind: AggKind, m: &Multiset) -> Datum {
+fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
     use AggKind::*;
-    match kind {
-        Min | FirstValue => m.iter().next().and_then(|(v, _)| v[0].clone()),
-        Max | LastValue => m.iter().next_back().and_then(|(v, _)| v[0].clone()),
+    let mut rows = m.rows();
+    Ok(match kind {
+        Min | FirstValue => rows.next().and_then(|v| v[0].clone()),
+        Max | LastValue => rows.next_back().and_then(|v| v[0].clone()),
         StringAgg => string_agg(m),
-        _ => None,
+        ArrayAgg if m.entries.is_empty() => None,
+        ArrayAgg => Some(ScalarImpl::List(ListValue::new(
+            m.rows().map(|v| v[0].clone()).collect(),
+        ))),
+        JsonbAgg if m.entries.is_empty() => None,
+        JsonbAgg => {
+            let items = m.rows().map(|v| json_of(&v[0])).collect();
+            Some(ScalarImpl::Jsonb(JsonbVal::new(serde_json::Value::Array(
+                items,
+            ))))
+        }
+        JsonbObjectAgg if m.entries.is_empty() => None,
+        JsonbObjectAgg => {
+            let mut obj = serde_json::Map::new();
+            for v in m.rows() {
+                let Some(ScalarImpl::Utf8(k)) = &v[0] else {
+                    continue;
+                };
+                obj.insert(k.to_string(), json_of(v.get(1).unwrap_or(&None)));
+            }
+            Some(ScalarImpl::Jsonb(JsonbVal::new(serde_json::Value::Object(
+                obj,
+            ))))
+        }
+        PercentileDisc | PercentileCont => percentile(kind, m)?,
+        Mode => mode(m),
+        _ => return Err(ExprError::UnsupportedFunction(format!("{kind:?}"))),
+    })
+}
+
+/// The fraction, the second argument of every row (a constant column).
+fn fraction(m: &Multiset) -> Result<Option<f64>> {
+    let Some(v) = m.rows().next() else {
+        return Ok(None);
+    };
+    let f = match v.get(1) {
+        Some(Some(ScalarImpl::Float64(f))) => f.0,
+        Some(Some(ScalarImpl::Decimal(d))) => crate::scalar::decimal::to_f64(*d),
+        other => {
+            return Err(ExprError::InvalidState(format!(
+                "percentile fraction {other:?}"
+            )));
+        }
+    };
+    if !(0.0..=1.0).contains(&f) {
+        return Err(ExprError::invalid_param(
+            "fraction",
+            format!("percentile value {f} is not between 0 and 1"),
+        ));
     }
+    Ok(Some(f))
+}
+
+/// percentile_disc: the first value at or past the fraction of the ordered values; percentile_cont: the
+/// linear interpolation between the two values around it (as double precision).
+fn percentile(kind: AggKind, m: &Multiset) -> Result<Datum> {
+    let Some(f) = fraction(m)? else {
+        return Ok(None);
+    };
+    let values: Vec<&Datum> = m.rows().map(|v| &v[0]).collect();
+    let n = values.len();
+    if kind == AggKind::PercentileDisc {
+        let idx = ((f * n as f64).ceil() as usize)
+            .saturating_sub(1)
+            .min(n - 1);
+        return Ok(values[idx].clone());
+    }
+    let pos = f * (n - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let as_f64 = |d: &Datum| match d {
+        Some(v) => match crate::cast::cast_value(v, &DataType::Float64)? {
+            ScalarImpl::Float64(f) => Ok(f.0),
+            other => Err(ExprError::InvalidState(format!(
+                "percentile_cont of {other:?}"
+            ))),
+        },
+        None => Err(ExprError::InvalidState("percentile_cont of NULL".into())),
+    };
+    let (a, b) = (as_f64(values[lo])?, as_f64(values[hi])?);
+    Ok(Some(ScalarImpl::Float64(
+        (a + (b - a) * (pos - lo as f64)).into(),
+    )))
+}
+
+/// The most frequent value; ties go to the first in order.
+fn mode(m: &Multiset) -> Datum {
+    let mut best: Option<(&Datum, u64)> = None;
+    let mut run: Option<(&Datum, u64)> = None;
+    for v in m.rows() {
+        run = match run {
+            Some((d, n)) if *d == v[0] => Some((d, n + 1)),
+            _ => Some((&v[0], 1)),
+        };
+        let (d, n) = run.expect("set above");
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((d, n));
+        }
+    }
+    best.and_then(|(d, _)| d.clone())
 }
 
 /// Values joined in order, each but the first preceded by its own row's delimiter.
 fn string_agg(m: &Multiset) -> Datum {
     let mut out: Option<String> = None;
-    for (v, n) in m.iter() {
-        for _ in 0..n {
-            let Some(ScalarImpl::Utf8(s)) = &v[0] else {
-                continue;
-            };
-            match &mut out {
-                None => out = Some(s.to_string()),
-                Some(acc) => {
-                    if let Some(Some(ScalarImpl::Utf8(d))) = v.get(1) {
-                        acc.push_str(d);
-                    }
-                    acc.push_str(s);
+    for v in m.rows() {
+        let Some(ScalarImpl::Utf8(s)) = &v[0] else {
+            continue;
+        };
+        match &mut out {
+            None => out = Some(s.to_string()),
+            Some(acc) => {
+                if let Some(Some(ScalarImpl::Utf8(d))) = v.get(1) {
+                    acc.push_str(d);
                 }
+                acc.push_str(s);
             }
         }
     }
     out.map(|s| ScalarImpl::Utf8(s.into()))
+}
+
+/// A datum as a JSON value (to_jsonb's mapping for the common types).
+pub fn json_of(d: &Datum) -> serde_json::Value {
+    use serde_json::Value;
+    match d {
+        None => Value::Null,
+        Some(ScalarImpl::Bool(b)) => Value::Bool(*b),
+        Some(ScalarImpl::Jsonb(j)) => j.value().clone(),
+        Some(ScalarImpl::Utf8(s)) => Value::String(s.to_string()),
+        Some(
+            v @ (ScalarImpl::Int16(_)
+            | ScalarImpl::Int32(_)
+            | ScalarImpl::Int64(_)
+            | ScalarImpl::Float32(_)
+            | ScalarImpl::Float64(_)
+            | ScalarImpl::Decimal(_)),
+        ) => {
+            let text = v.to_string();
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        }
+        Some(v) => Value::String(v.to_string()),
+    }
 }

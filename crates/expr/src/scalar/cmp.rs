@@ -6,12 +6,19 @@ use epochlab_common::expr_node::ExprType;
 use epochlab_common::types::cmp_scalar;
 use epochlab_common::{Datum, ScalarImpl};
 
+use crate::cast::{cast_value, least_restrictive, value_type};
 use crate::error::{ExprError, Result};
 
-/// The order of two values of the same type (the binder aligned them).
+/// The order of two values of the same type (the binder aligned them), or of two numbers of different
+/// widths (compared in the wider).
 pub fn compare(a: &ScalarImpl, b: &ScalarImpl) -> Result<Ordering> {
-    cmp_scalar(a, b)
-        .ok_or_else(|| ExprError::InvalidState(format!("cannot compare {a:?} with {b:?}")))
+    if let Some(o) = cmp_scalar(a, b) {
+        return Ok(o);
+    }
+    let bad = || ExprError::InvalidState(format!("cannot compare {a:?} with {b:?}"));
+    let wider = least_restrictive(&value_type(a), &value_type(b)).ok_or_else(bad)?;
+    let (x, y) = (cast_value(a, &wider)?, cast_value(b, &wider)?);
+    cmp_scalar(&x, &y).ok_or_else(bad)
 }
 
 /// SQL equality of two values (NULL is not equal to anything here: callers handle NULL first).

@@ -1,8 +1,12 @@
 //! Scalar functions, one module per family, and the dispatch from an `ExprType` to its family.
 
 pub mod arithmetic;
+pub mod array;
 pub mod cmp;
 pub mod datetime;
+pub mod datetime_parse;
+pub mod decimal;
+pub mod jsonb;
 pub mod string;
 
 use epochlab_common::expr_node::{ExprNode, ExprType};
@@ -39,6 +43,8 @@ pub fn is_strict(func: ExprType) -> bool {
             | ArrayToString
             | Case
             | Coalesce
+            | ArrayAccess
+            | Field
     )
 }
 
@@ -60,12 +66,29 @@ pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode], ret: &DataType)
         Like | ILike | ConcatOp | Concat | ConcatWs | Lower | Upper | Length | CharLength
         | OctetLength | Substr | Trim | Ltrim | Rtrim | Replace | Position | SplitPart | Left
         | Right | Repeat | Reverse | Lpad | Rpad | Initcap | Ascii | Chr | StartsWith
-        | Translate | Md5 | ToChar | RegexpMatch | RegexpReplace | RegexpCount | Format => {
+        | Translate | Md5 | RegexpMatch | RegexpReplace | RegexpCount | Format => {
             string::call(func, values, args)
         }
         Extract | DatePart | DateTrunc | TumbleStart | ToTimestamp | ToTimestamp1 | CharToDate
-        | MakeDate | AtTimeZone => datetime::call(func, &strict(values), ret).map(Some),
-        _ => Err(ExprError::UnsupportedFunction(format!("{func:?}"))),
+        | MakeDate | MakeTimestamptz | AtTimeZone | ToChar => {
+            datetime::call(func, &strict(values), ret).map(Some)
+        }
+        Array | Row | ArrayAccess | ArrayLength | Cardinality | ArrayToString | ArrayCat
+        | ArrayAppend | ArrayPrepend | ArrayContains | Field => array::call_values(func, values),
+        JsonbAccess | JsonbAccessStr | JsonbTypeof | JsonbArrayLength => {
+            jsonb::call(func, &strict(values))
+        }
+        BoolOut => Ok(values[0].as_ref().map(|v| {
+            ScalarImpl::Utf8(
+                if matches!(v, ScalarImpl::Bool(true)) {
+                    "t"
+                } else {
+                    "f"
+                }
+                .into(),
+            )
+        })),
+        _ => Err(ExprError::UnsupportedFunction(crate::sig::func_name(func))),
     }
 }
 

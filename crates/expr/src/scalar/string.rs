@@ -6,6 +6,96 @@ use epochlab_common::{Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
 
+fn md5_hex(s: &str) -> String {
+    use md5::{Digest, Md5};
+    Md5::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A PostgreSQL regular expression as a Rust one; flags `i` (case-insensitive) and `g` (global, used by
+/// the caller) are accepted.
+fn compile(pattern: &str, flags: Option<&str>) -> Result<regex::Regex> {
+    let flags = flags.unwrap_or("");
+    if let Some(bad) = flags.chars().find(|c| !matches!(c, 'i' | 'g' | 'c')) {
+        return Err(ExprError::invalid_param(
+            "flags",
+            format!("invalid regular expression option: \"{bad}\""),
+        ));
+    }
+    let insensitive = flags.contains('i');
+    let key = (pattern.to_string(), insensitive);
+    if let Some(re) = REGEX_CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(insensitive)
+        .build()
+        .map_err(|e| {
+            ExprError::invalid_param("pattern", format!("invalid regular expression: {e}"))
+        })?;
+    REGEX_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: patterns are usually literals, so a handful per query; start over when full.
+        if c.len() >= REGEX_CACHE_CAPACITY {
+            c.clear();
+        }
+        c.insert(key, re.clone());
+    });
+    Ok(re)
+}
+
+const REGEX_CACHE_CAPACITY: usize = 64;
+
+thread_local! {
+    /// Compiled patterns by (pattern, case-insensitive): evaluation is per row, compiling is not cheap.
+    static REGEX_CACHE: std::cell::RefCell<std::collections::BTreeMap<(String, bool), regex::Regex>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
+
+/// The capture groups of the first match (the whole match when there are none); NULL without a match.
+fn regexp_match(s: &str, pattern: &str, flags: Option<&str>) -> Result<Datum> {
+    let re = compile(pattern, flags)?;
+    let Some(caps) = re.captures(s) else {
+        return Ok(None);
+    };
+    let groups: Vec<Datum> = if caps.len() == 1 {
+        vec![caps.get(0).map(|m| text(m.as_str()))]
+    } else {
+        (1..caps.len())
+            .map(|i| caps.get(i).map(|m| text(m.as_str())))
+            .collect()
+    };
+    Ok(Some(ScalarImpl::List(
+        epochlab_common::types::ListValue::new(groups),
+    )))
+}
+
+/// `regexp_replace`: the first match, or every match with flag `g`; `\1` in the replacement is a group.
+fn regexp_replace(s: &str, pattern: &str, rep: &str, flags: Option<&str>) -> Result<String> {
+    let re = compile(pattern, flags)?;
+    let mut rust_rep = String::with_capacity(rep.len());
+    let mut chars = rep.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(d)) if d.is_ascii_digit() => {
+                rust_rep.push_str(&format!("${{{d}}}"));
+                chars.next();
+            }
+            ('\\', Some('&')) => {
+                rust_rep.push_str("${0}");
+                chars.next();
+            }
+            ('$', _) => rust_rep.push_str("$$"),
+            (c, _) => rust_rep.push(c),
+        }
+    }
+    let global = flags.is_some_and(|f| f.contains('g'));
+    let limit = if global { 0 } else { 1 };
+    Ok(re.replacen(s, limit, rust_rep.as_str()).into_owned())
+}
+
 pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum> {
     let _ = args;
     match func {
@@ -14,6 +104,20 @@ pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum
             Some((Some(sep), rest)) => Ok(Some(text(concat_skipping_nulls(str_of(sep)?, rest)?))),
             _ => Ok(None),
         },
+        ExprType::RegexpMatch => {
+            let strs: Vec<&str> = values.iter().flatten().map(str_of).collect::<Result<_>>()?;
+            regexp_match(strs[0], strs[1], strs.get(2).copied())
+        }
+        ExprType::Length | ExprType::OctetLength
+            if matches!(values, [Some(ScalarImpl::Bytea(_))]) =>
+        {
+            let Some(ScalarImpl::Bytea(b)) = &values[0] else {
+                unreachable!("matched a bytea")
+            };
+            Ok(Some(ScalarImpl::Int32(
+                i32::try_from(b.len()).unwrap_or(i32::MAX),
+            )))
+        }
         _ => {
             let strs = values
                 .iter()
@@ -88,6 +192,14 @@ fn strict_call(func: ExprType, a: &[&ScalarImpl]) -> Result<ScalarImpl> {
         (Chr, 1) => text(chr(n(0)?)?),
         (StartsWith, 2) => ScalarImpl::Bool(s(0)?.starts_with(s(1)?)),
         (Translate, 3) => text(translate(s(0)?, s(1)?, s(2)?)),
+        (Md5, 1) => text(md5_hex(s(0)?)),
+        (RegexpReplace, 3 | 4) => text(regexp_replace(
+            s(0)?,
+            s(1)?,
+            s(2)?,
+            a.get(3).map(|f| str_of(f)).transpose()?,
+        )?),
+        (RegexpCount, 2) => count(compile(s(1)?, None)?.find_iter(s(0)?).count()),
         (Like | ILike, 2) => ScalarImpl::Bool(like(func, s(0)?, s(1)?, Some('\\'))),
         (Like | ILike, 3) => ScalarImpl::Bool(like(func, s(0)?, s(1)?, s(2)?.chars().next())),
         _ => return Err(super::no_overload(func, a)),
@@ -224,42 +336,57 @@ fn translate(s: &str, from: &str, to: &str) -> String {
         .collect()
 }
 
-/// `s LIKE pattern`: `%` any run, `_` one character, `escape` makes the next character literal.
+/// `s LIKE pattern`: `%` any run, `_` one byte, `escape` makes the next byte literal. Like RisingWave's,
+/// matching is by bytes and ILIKE folds ASCII letters only.
 pub fn like(func: ExprType, s: &str, pattern: &str, escape: Option<char>) -> bool {
-    let fold = |x: &str| -> Vec<char> {
+    let fold = |x: &str| -> Vec<u8> {
         if func == ExprType::ILike {
-            x.to_lowercase().chars().collect()
+            x.to_ascii_lowercase().into_bytes()
         } else {
-            x.chars().collect()
+            x.as_bytes().to_vec()
         }
     };
+    let escape = escape.filter(char::is_ascii).map(|c| {
+        let b = c as u8;
+        if func == ExprType::ILike {
+            b.to_ascii_lowercase()
+        } else {
+            b
+        }
+    });
     let tokens = like_tokens(&fold(pattern), escape);
     like_match(&fold(s), &tokens)
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum LikeToken {
-    Lit(char),
+    Lit(u8),
     One,
     Any,
 }
 
-fn like_tokens(pattern: &[char], escape: Option<char>) -> Vec<LikeToken> {
+/// An escape at the very end of the pattern is a literal.
+fn like_tokens(pattern: &[u8], escape: Option<u8>) -> Vec<LikeToken> {
     let mut out = Vec::with_capacity(pattern.len());
-    let mut it = pattern.iter().copied();
-    while let Some(c) = it.next() {
+    let mut i = 0;
+    while i < pattern.len() {
+        let c = pattern[i];
         out.push(match c {
-            c if Some(c) == escape => LikeToken::Lit(it.next().unwrap_or(c)),
-            '%' => LikeToken::Any,
-            '_' => LikeToken::One,
+            c if Some(c) == escape && i + 1 < pattern.len() => {
+                i += 1;
+                LikeToken::Lit(pattern[i])
+            }
+            b'%' => LikeToken::Any,
+            b'_' => LikeToken::One,
             c => LikeToken::Lit(c),
         });
+        i += 1;
     }
     out
 }
 
-/// Greedy matching with backtracking to the last `%` (linear for patterns without nested stars).
-fn like_match(s: &[char], p: &[LikeToken]) -> bool {
+/// Greedy matching with backtracking to the last `%`.
+fn like_match(s: &[u8], p: &[LikeToken]) -> bool {
     let (mut si, mut pi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while si < s.len() {

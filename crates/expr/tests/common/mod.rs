@@ -21,6 +21,21 @@ pub fn bool_(v: bool) -> ExprNode {
 pub fn str_(v: &str) -> ExprNode {
     ExprNode::literal(Some(ScalarImpl::Utf8(v.into())), DataType::Varchar)
 }
+/// A typed literal read from text, as `'text'::ty`.
+pub fn lit(text: &str, ty: DataType) -> ExprNode {
+    let v = ScalarImpl::from_text(text, &ty).unwrap_or_else(|e| panic!("{text} as {ty}: {e}"));
+    ExprNode::literal(Some(v), ty)
+}
+pub fn dec_(text: &str) -> ExprNode {
+    lit(text, DataType::Decimal)
+}
+pub fn f64_(text: &str) -> ExprNode {
+    lit(text, DataType::Float64)
+}
+pub fn cast_to(e: ExprNode, ty: DataType) -> ExprNode {
+    epochlab_expr::cast::build_cast(e, ty, epochlab_expr::cast::CastContext::Explicit)
+        .unwrap_or_else(|err| panic!("cast: {err}"))
+}
 pub fn null(ty: DataType) -> ExprNode {
     ExprNode::null(ty)
 }

@@ -4,12 +4,21 @@
 pub mod backfill;
 mod dispatch;
 mod dml;
+mod filter;
 mod flow_control;
+mod hop_window;
 mod materialize;
 mod merge;
+pub mod non_strict;
+mod project;
+pub mod row_id_gen;
 mod sink;
 #[cfg(test)]
+mod stateless_tests;
+#[cfg(test)]
 mod tests;
+mod union;
+mod values;
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{StreamChunk, VirtualNode};
@@ -24,10 +33,17 @@ pub use backfill::{
 };
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
+pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
+pub use hop_window::{HopWindowError, HopWindowExecutor};
 pub use materialize::MaterializeExecutor;
 pub use merge::MergeExecutor;
+pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
+pub use project::ProjectExecutor;
+pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use union::UnionExecutor;
+pub use values::ValuesExecutor;
 
 #[derive(Clone, Debug)]
 pub enum Message {
@@ -159,6 +175,20 @@ pub trait Execute: Send + 'static {
 }
 
 pub type BoxedExecutor = Box<dyn Execute>;
+
+/// What is left in an executor's `input` once its generator has taken the input to run it (so that the
+/// generator can still borrow the executor's other fields through `self`).
+pub(crate) struct Taken;
+
+impl Execute for Taken {
+    fn execute(self: Box<Self>) -> BoxedMessageStream {
+        futures::stream::empty().boxed()
+    }
+
+    fn identity(&self) -> String {
+        "Taken".into()
+    }
+}
 
 /// Take the first message of `input`, which must be an Initial or Checkpoint barrier.
 pub async fn expect_first_barrier(

@@ -149,7 +149,22 @@ impl ActorSpans {
     }
 }
 
+#[cfg(test)]
+impl LocalEvent {
+    pub(crate) fn is_progress_report(&self) -> bool {
+        matches!(self, LocalEvent::ReportProgress { .. })
+    }
+}
+
 impl LocalBarrierManager {
+    /// A handle whose events go to the returned receiver, for executor tests without a node.
+    #[cfg(test)]
+    pub(crate) fn for_test(worker: WorkerId) -> (Self, mpsc::Receiver<LocalEvent>) {
+        let (tx, rx) = mpsc::channel(64);
+        let spans = ActorSpans::default();
+        (Self { worker, tx, spans }, rx)
+    }
+
     pub fn worker(&self) -> WorkerId {
         self.worker
     }

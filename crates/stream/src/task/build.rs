@@ -18,8 +18,10 @@ use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
-    DmlExecutor, FailureReason, FlowControlExecutor, MaterializeExecutor, MergeExecutor,
-    NoShuffleBackfillExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
+    DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
+    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
+    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
+    UnionExecutor, ValuesExecutor,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -120,26 +122,21 @@ impl ActiveTables {
 
 /// The state tables an actor's plan reads or writes.
 pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
+    let mut t: Vec<epochlab_common::TableId> =
+        node.inputs().into_iter().flat_map(tables_of).collect();
     match node {
-        StreamNode::Dml { .. } | StreamNode::Merge { .. } => Vec::new(),
-        StreamNode::Materialize { table, input } => {
-            let mut t = tables_of(input);
-            t.push(table.table_id);
-            t
-        }
+        StreamNode::Materialize { table, .. } => t.push(table.table_id),
         StreamNode::StreamScan {
             upstream_table,
             state_table,
-            input,
             ..
         } => {
-            let mut t = tables_of(input);
             t.push(upstream_table.table_id);
             t.push(state_table.table_id);
-            t
         }
-        StreamNode::FlowControl { input, .. } | StreamNode::Sink { input, .. } => tables_of(input),
+        _ => {}
     }
+    t
 }
 
 /// Counters of one node's streaming side.
@@ -147,6 +144,8 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
 pub struct StreamStats {
     pub actor_failures: AtomicU64,
     failures_by_reason: Mutex<BTreeMap<FailureReason, u64>>,
+    /// Expression errors of non-strict evaluation (`epochlab_expr_errors_total`).
+    pub expr_errors: ExprErrorCounts,
 }
 
 impl StreamStats {
@@ -389,7 +388,11 @@ fn build_node(
                 StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
             }
         }
-        StreamNode::Materialize { table, input } => {
+        StreamNode::Materialize {
+            table,
+            conflict,
+            input,
+        } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             check_vnode_count(desc, table)?;
             // A release build (persist check off) skips the sanity check of each write against storage.
@@ -403,7 +406,7 @@ fn build_node(
             };
             let state =
                 StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
-            Box::new(MaterializeExecutor::new(actor_id, input, state))
+            Box::new(MaterializeExecutor::new(actor_id, input, state, *conflict))
         }
         StreamNode::FlowControl { rate_limit, input } => {
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
@@ -426,7 +429,103 @@ fn build_node(
                 env.sinks.clone(),
             ))
         }
+        _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
+}
+
+/// The stateless nodes of fragment graphs (and the values source).
+fn build_stateless(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    generation: u64,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    if let StreamNode::Values { rows, .. } = node {
+        let rx = barrier_rx
+            .take()
+            .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+        let bm = barrier_manager.clone();
+        return Ok(Box::new(ValuesExecutor::new(
+            actor_id,
+            rx,
+            rows.clone(),
+            bm,
+        )));
+    }
+    let mut build =
+        |n: &StreamNode| build_node(env, desc, n, generation, barrier_rx, barrier_manager);
+    let unsupported = |node| BuildError::Unsupported {
+        actor: actor_id,
+        node,
+    };
+    Ok(match node {
+        StreamNode::Project { exprs, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::Project);
+            Box::new(ProjectExecutor::new(build(input)?, exprs.clone(), eval))
+        }
+        StreamNode::Filter { predicate, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::Filter);
+            Box::new(FilterExecutor::new(build(input)?, predicate.clone(), eval))
+        }
+        StreamNode::Union { inputs } => {
+            let inputs = inputs.iter().map(build).collect::<Result<Vec<_>, _>>()?;
+            Box::new(UnionExecutor::new(actor_id, inputs))
+        }
+        StreamNode::RowIdGen {
+            row_id_index,
+            input,
+        } => {
+            let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
+            let input = build(input)?;
+            Box::new(RowIdGenExecutor::new(
+                actor_id,
+                input,
+                *row_id_index,
+                clock,
+                vnodes,
+            ))
+        }
+        StreamNode::HopWindow {
+            time_col,
+            window_slide,
+            window_size,
+            output_indices,
+            input,
+        } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
+                .map_err(|source| BuildError::HopWindow {
+                    actor: actor_id,
+                    source,
+                })?;
+            Box::new(exec)
+        }
+        StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
+        StreamNode::Values { .. }
+        | StreamNode::Dml { .. }
+        | StreamNode::Merge { .. }
+        | StreamNode::StreamScan { .. }
+        | StreamNode::Materialize { .. }
+        | StreamNode::FlowControl { .. }
+        | StreamNode::Sink { .. } => unreachable!("built by build_node"),
+    })
+}
+
+/// Non-strict evaluation for one executor of an actor, its errors counted in the node's stats.
+fn non_strict(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    executor: ExprExecutor,
+) -> NonStrict {
+    NonStrict {
+        actor_id,
+        executor,
+        counts: env.stats.expr_errors.clone(),
+    }
 }
 
 /// The consistency level of a checked state table: RisingWave's debug builds check every write against

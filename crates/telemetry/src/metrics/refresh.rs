@@ -167,6 +167,13 @@ impl<'a> Pass<'a> {
                 let counter = f.health.actor_failures.with_label_values(&[mode, reason]);
                 add_delta(self.cursors, format!("{id}/failures/{reason}"), n, &counter);
             }
+            for ((executor, error), n) in node.stats().expr_errors.counts() {
+                let executor = executor.as_str();
+                let labels = [mode, executor, error];
+                let counter = f.health.expr_errors.with_label_values(&labels);
+                let key = format!("{id}/expr_errors/{executor}/{error}");
+                add_delta(self.cursors, key, n, &counter);
+            }
         }
         let uncommitted = uncommitted as i64;
         f.health

@@ -1,0 +1,194 @@
+//! `ALTER ... RENAME TO`, `ALTER ... OWNER TO`, `ALTER ... SET SCHEMA`, `ALTER ... SET PARALLELISM` of
+//! relations, databases, schemas and connections (RisingWave's `alter_rename.rs`, `alter_owner.rs`,
+//! `alter_set_schema.rs`, `alter_parallelism.rs`).
+//!
+//! A rename changes the catalog; the definitions of the relations that use the renamed one are not
+//! rewritten (RisingWave rewrites them), and `SET PARALLELISM` records the parallelism in the catalog
+//! without rescheduling the job's actors: both are noted when they happen.
+
+use sqlparser::tokenizer::Token;
+
+use super::drop::relation_kind;
+use super::parse::{Cursor, Name};
+use super::{HandlerResult, done};
+use crate::catalog::{CatalogError, RelationKind, TableParallelism};
+use crate::error::SqlError;
+use crate::frontend::Session;
+
+/// What an `ALTER` does.
+enum Change {
+    Rename(String),
+    Owner(String),
+    Schema(String),
+    Parallelism(TableParallelism),
+}
+
+fn change(c: &mut Cursor<'_>) -> Result<Option<Change>, SqlError> {
+    let ch = if c.eat(&["RENAME", "TO"]) {
+        Change::Rename(c.ident()?)
+    } else if c.eat(&["OWNER", "TO"]) {
+        Change::Owner(c.ident()?)
+    } else if c.eat(&["SET", "SCHEMA"]) {
+        Change::Schema(c.ident()?)
+    } else if c.eat(&["SET", "PARALLELISM"]) {
+        if !(c.eat_token(&Token::Eq) || c.eat(&["TO"])) {
+            return Err(c.unexpected("= or TO"));
+        }
+        let v = c.value()?.text();
+        Change::Parallelism(match v.parse::<usize>() {
+            Ok(0) => TableParallelism::Adaptive,
+            Ok(n) => TableParallelism::Fixed(n),
+            Err(_) if v.eq_ignore_ascii_case("auto") || v.eq_ignore_ascii_case("adaptive") => {
+                TableParallelism::Adaptive
+            }
+            Err(_) => return Err(SqlError::Invalid(format!("invalid parallelism {v}"))),
+        })
+    } else {
+        return Ok(None);
+    };
+    c.end()?;
+    Ok(Some(ch))
+}
+
+impl Session {
+    /// `None` for an `ALTER` that is not the catalog's (`SET STREAMING_RATE_LIMIT`, `ALTER SYSTEM`, ...).
+    pub(super) async fn handle_alter(&mut self, c: &mut Cursor<'_>) -> Option<HandlerResult> {
+        c.eat(&["ALTER"]);
+        if c.eat(&["DATABASE"]) {
+            return Some(self.alter_database(c));
+        }
+        if c.eat(&["SCHEMA"]) {
+            return Some(self.alter_schema(c));
+        }
+        if c.eat(&["CONNECTION"]) {
+            return Some(self.alter_connection(c));
+        }
+        let kind = relation_kind(c)?;
+        let name = match c.name() {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        match change(c) {
+            Ok(Some(ch)) => Some(self.alter_relation(kind, &name, ch)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn alter_relation(&mut self, kind: RelationKind, name: &Name, ch: Change) -> HandlerResult {
+        let r = match self.resolve_kind(name, kind) {
+            Err(CatalogError::WrongKind(RelationKind::Table)) if kind == RelationKind::Source => {
+                return Err(SqlError::Invalid(
+                    "Use `ALTER TABLE` to alter a table with connector.".into(),
+                ));
+            }
+            other => other?,
+        };
+        let engine = self.engine().clone();
+        let mut catalog = engine.catalog();
+        match ch {
+            Change::Rename(to) => {
+                if r.is_table_with_connector()
+                    && let Some(s) = catalog.get_relation(&r.database, &r.schema, &to)
+                {
+                    return Err(CatalogError::Duplicated(s.kind.as_str(), to).into());
+                }
+                catalog.rename_relation(r.id, &to)?;
+                let rel = catalog.relation_mut(r.id).expect("renamed above");
+                rel.definition = rename_definition(&rel.definition, kind, &r.name, &to);
+                if !catalog.dependents(r.id).is_empty() {
+                    engine.note(format!(
+                        "ALTER {} RENAME: the definitions of the relations using it keep the old name",
+                        kind.sql()
+                    ));
+                }
+            }
+            Change::Owner(to) => catalog.set_relation_owner(r.id, &to)?,
+            Change::Schema(to) => catalog.set_relation_schema(r.id, &to)?,
+            Change::Parallelism(p) => {
+                catalog
+                    .relation_mut(r.id)
+                    .expect("resolved above")
+                    .parallelism = p;
+                engine.note(format!(
+                    "ALTER {} SET PARALLELISM: recorded in the catalog; the job's actors are not rescheduled",
+                    kind.sql()
+                ));
+            }
+        }
+        done()
+    }
+
+    fn alter_database(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
+        let name = c.ident()?;
+        let Some(ch) = change(c)? else {
+            return Err(c.unexpected("RENAME TO or OWNER TO"));
+        };
+        let mut catalog = self.engine().catalog();
+        match ch {
+            Change::Rename(_) if name == self.database => {
+                Err(CatalogError::RenameCurrentDatabase.into())
+            }
+            Change::Rename(to) => {
+                catalog.rename_database(&name, &to)?;
+                done()
+            }
+            Change::Owner(to) => {
+                catalog.set_database_owner(&name, &to)?;
+                done()
+            }
+            _ => Err(SqlError::Unsupported("ALTER DATABASE ... SET".into())),
+        }
+    }
+
+    fn alter_schema(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
+        let name = c.ident()?;
+        let Some(ch) = change(c)? else {
+            return Err(c.unexpected("RENAME TO or OWNER TO"));
+        };
+        let db = self.database.clone();
+        let mut catalog = self.engine().catalog();
+        match ch {
+            Change::Rename(to) => catalog.rename_schema(&db, &name, &to)?,
+            Change::Owner(to) => catalog.set_schema_owner(&db, &name, &to)?,
+            _ => return Err(SqlError::Unsupported("ALTER SCHEMA ... SET".into())),
+        }
+        done()
+    }
+
+    fn alter_connection(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
+        let name = c.name()?;
+        let Some(Change::Schema(to)) = change(c)? else {
+            return Err(SqlError::Unsupported(
+                "ALTER CONNECTION other than SET SCHEMA".into(),
+            ));
+        };
+        let (schema, n) = self.schema_qualified(&name)?;
+        let db = self.database.clone();
+        let mut catalog = self.engine().catalog();
+        catalog.schema(&db, &to)?;
+        let schemas = match schema {
+            Some(s) => vec![s],
+            None => catalog.search_schemas(&db, &self.search_path(), &self.user),
+        };
+        let id = schemas
+            .iter()
+            .find_map(|s| catalog.get_connection(&db, s, &n))
+            .map(|x| x.id)
+            .ok_or_else(|| CatalogError::NotFound("connection", n.clone()))?;
+        if catalog.get_connection(&db, &to, &n).is_some() {
+            return Err(CatalogError::Duplicated("connection", n).into());
+        }
+        catalog.connection_mut(id).expect("found above").schema = to;
+        done()
+    }
+}
+
+/// The definition with the relation's own name changed: `CREATE <KIND> old` becomes `CREATE <KIND> new`.
+fn rename_definition(def: &str, kind: RelationKind, old: &str, new: &str) -> String {
+    let head = format!("CREATE {} {old}", kind.sql());
+    match def.strip_prefix(&head) {
+        Some(rest) => format!("CREATE {} {new}{rest}", kind.sql()),
+        None => def.to_string(),
+    }
+}
