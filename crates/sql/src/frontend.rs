@@ -528,7 +528,7 @@ impl Session {
         let mut catalog_columns: Vec<CatalogColumn> = def
             .columns
             .iter()
-            .map(|c| CatalogColumn::new(c.name.clone(), c.ty))
+            .map(|c| CatalogColumn::new(c.name.clone(), c.ty.clone()))
             .collect();
         if row_id {
             catalog_columns.push(CatalogColumn::hidden(ROW_ID, DataType::Int64));
@@ -1525,7 +1525,7 @@ fn single_from(select: &ast::Select) -> Result<&TableFactor, SqlError> {
 fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
     def.columns
         .iter()
-        .map(|c| CatalogColumn::new(c.name.clone(), c.ty))
+        .map(|c| CatalogColumn::new(c.name.clone(), c.ty.clone()))
         .collect()
 }
 

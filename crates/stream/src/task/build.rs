@@ -19,9 +19,9 @@ use super::exchange::ExchangeRegistry;
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict, ProjectExecutor,
-    RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError, UnionExecutor,
-    ValuesExecutor,
+    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
+    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
+    UnionExecutor, ValuesExecutor,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -488,7 +488,22 @@ fn build_stateless(
                 vnodes,
             ))
         }
-        StreamNode::HopWindow { .. } => return Err(unsupported("HopWindow")),
+        StreamNode::HopWindow {
+            time_col,
+            window_slide,
+            window_size,
+            output_indices,
+            input,
+        } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
+                .map_err(|source| BuildError::HopWindow {
+                    actor: actor_id,
+                    source,
+                })?;
+            Box::new(exec)
+        }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
