@@ -1,0 +1,103 @@
+//! Random expressions never panic; strict and non-strict evaluation agree whenever strict succeeds, and
+//! non-strict reports exactly when strict would fail somewhere.
+
+use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::{DataType, OwnedRow, ScalarImpl};
+use epochlab_expr::cast::{CastContext, build_cast};
+use epochlab_expr::{eval, eval_non_strict, sig};
+use proptest::prelude::*;
+
+const FUNCS: [ExprType; 14] = [
+    ExprType::Add,
+    ExprType::Subtract,
+    ExprType::Multiply,
+    ExprType::Divide,
+    ExprType::Modulus,
+    ExprType::Equal,
+    ExprType::LessThan,
+    ExprType::Greatest,
+    ExprType::Coalesce,
+    ExprType::Nullif,
+    ExprType::IsDistinctFrom,
+    ExprType::Abs,
+    ExprType::Neg,
+    ExprType::Round,
+];
+
+const TYPES: [DataType; 6] = [
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Decimal,
+    DataType::Float64,
+    DataType::Varchar,
+];
+
+fn leaf() -> impl Strategy<Value = ExprNode> {
+    prop_oneof![
+        (0usize..3).prop_map(|i| ExprNode::input_ref(
+            i,
+            [DataType::Int16, DataType::Int32, DataType::Int64][i].clone()
+        )),
+        (-3i32..4).prop_map(|v| ExprNode::literal(Some(ScalarImpl::Int32(v)), DataType::Int32)),
+        Just(ExprNode::literal(
+            Some(ScalarImpl::Int16(i16::MAX)),
+            DataType::Int16
+        )),
+        Just(ExprNode::literal(None, DataType::Int64)),
+        prop::sample::select(vec!["1.5", "0", "-2", "x", "NaN"])
+            .prop_map(|s| ExprNode::literal(Some(ScalarImpl::Utf8(s.into())), DataType::Varchar)),
+    ]
+}
+
+/// A tree of calls; ill-typed combinations are dropped by `build_func` (they become their first argument).
+fn expr() -> impl Strategy<Value = ExprNode> {
+    leaf().prop_recursive(4, 24, 3, |inner| {
+        (
+            prop::sample::select(FUNCS.to_vec()),
+            prop::collection::vec(inner, 1..3),
+            prop::sample::select(TYPES.to_vec()),
+        )
+            .prop_map(|(f, args, cast_to)| {
+                let first = args[0].clone();
+                match sig::build_func(f, args) {
+                    Ok(e) if f == ExprType::Round => {
+                        build_cast(e.clone(), cast_to, CastContext::Explicit).unwrap_or(e)
+                    }
+                    Ok(e) => e,
+                    Err(_) => first,
+                }
+            })
+    })
+}
+
+fn row() -> impl Strategy<Value = OwnedRow> {
+    (
+        prop::option::weighted(0.8, any::<i16>()),
+        prop::option::weighted(0.8, prop_oneof![-3i32..3, Just(i32::MIN), Just(i32::MAX)]),
+        prop::option::weighted(0.8, prop_oneof![-3i64..3, Just(i64::MIN)]),
+    )
+        .prop_map(|(a, b, c)| {
+            OwnedRow::new(vec![
+                a.map(ScalarImpl::Int16),
+                b.map(ScalarImpl::Int32),
+                c.map(ScalarImpl::Int64),
+            ])
+        })
+}
+
+proptest! {
+    #[test]
+    fn strict_and_non_strict_agree(e in expr(), r in row()) {
+        let strict = eval(&e, &r);
+        let mut errors = 0;
+        let lenient = eval_non_strict(&e, &r, &mut |_| errors += 1);
+        match strict {
+            Ok(v) => {
+                prop_assert_eq!(lenient, v);
+                prop_assert_eq!(errors, 0);
+            }
+            Err(_) => prop_assert!(errors > 0, "strict failed but non-strict reported nothing"),
+        }
+    }
+}
