@@ -101,3 +101,78 @@ proptest! {
         }
     }
 }
+
+/// Every allowed cast of every sample value either succeeds or fails with an error (never panics), and a
+/// cast to varchar and back gives the value again where the text is the type's own.
+#[test]
+fn every_cast_of_sample_values() {
+    use epochlab_expr::cast::{cast_ok, cast_value};
+    let samples: &[(DataType, &[&str])] = &[
+        (DataType::Boolean, &["t", "f"]),
+        (DataType::Int16, &["0", "-32768", "32767"]),
+        (DataType::Int32, &["1", "-2147483648", "2147483647"]),
+        (
+            DataType::Int64,
+            &["-9223372036854775808", "9223372036854775807", "7"],
+        ),
+        (
+            DataType::Decimal,
+            &[
+                "1.5",
+                "-0.5",
+                "NaN",
+                "Infinity",
+                "-Infinity",
+                "79228162514264337593543950335",
+            ],
+        ),
+        (
+            DataType::Float32,
+            &["1.5", "NaN", "Infinity", "3.4e38", "-0"],
+        ),
+        (
+            DataType::Float64,
+            &["2.5", "-Infinity", "1e308", "1e-300", "NaN"],
+        ),
+        (DataType::Date, &["2020-02-29", "0001-01-01", "9999-12-31"]),
+        (DataType::Time, &["00:00:00", "23:59:59.999999"]),
+        (
+            DataType::Timestamp,
+            &["2020-02-29 12:34:56.789", "1970-01-01 00:00:00"],
+        ),
+        (DataType::Timestamptz, &["2020-02-29 12:34:56+00:00"]),
+        (
+            DataType::Interval,
+            &["1 mon 2 days 03:04:05", "-1 days", "25:00:00"],
+        ),
+        (DataType::Varchar, &["abc", "", "1", "t"]),
+        (
+            DataType::Jsonb,
+            &["1", "true", "\"s\"", "{\"a\": [1]}", "null"],
+        ),
+        (DataType::Bytea, &["\\x00ff"]),
+    ];
+    for (from, texts) in samples {
+        for text in *texts {
+            let v = ScalarImpl::from_text(text, from)
+                .unwrap_or_else(|e| panic!("{text} as {from}: {e}"));
+            for (to, _) in samples {
+                if !cast_ok(from, to, CastContext::Explicit) {
+                    continue;
+                }
+                let _ = cast_value(&v, to);
+            }
+            if *from != DataType::Varchar && *from != DataType::Boolean {
+                let t = cast_value(&v, &DataType::Varchar).unwrap();
+                let ScalarImpl::Utf8(s) = &t else {
+                    panic!("text")
+                };
+                assert_eq!(
+                    cast_value(&t, from).unwrap(),
+                    v,
+                    "{from} {text} through {s}"
+                );
+            }
+        }
+    }
+}
