@@ -364,6 +364,8 @@ pub enum TableFunctionType {
     GenerateSeries,
     Range,
     Unnest,
+    /// `information_schema._pg_expandarray(array)`: rows of struct (x element, n position).
+    PgExpandArray,
 }
 
 impl TableFunctionType {
@@ -372,6 +374,7 @@ impl TableFunctionType {
             "generate_series" => TableFunctionType::GenerateSeries,
             "range" => TableFunctionType::Range,
             "unnest" => TableFunctionType::Unnest,
+            "_pg_expandarray" => TableFunctionType::PgExpandArray,
             _ => return None,
         })
     }
