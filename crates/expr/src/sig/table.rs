@@ -180,6 +180,8 @@ fn temporal(b: &mut Builder) {
     b.add(ToChar, &[Timestamp, Varchar], Varchar);
     b.add(ToChar, &[Timestamptz, Varchar], Varchar);
     b.add(ToTimestamp, &[Float64], Timestamptz);
+    b.add(AtTimeZone, &[Timestamp, Varchar], Timestamptz);
+    b.add(AtTimeZone, &[Timestamptz, Varchar], Timestamp);
     b.add(ToTimestamp1, &[Varchar, Varchar], Timestamptz);
     b.add(CharToDate, &[Varchar, Varchar], Date);
     b.add(MakeDate, &[Int32, Int32, Int32], Date);
