@@ -11,7 +11,7 @@ use super::{decimal as dec, no_overload};
 use crate::error::{ExprError, Result};
 
 pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<ScalarImpl> {
-    if let Some(v) = super::datetime::arith(func, args, ret)? {
+    if let Some(v) = super::datetime::arith(func, args)? {
         return Ok(v);
     }
     match args {

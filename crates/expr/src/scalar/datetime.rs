@@ -18,9 +18,8 @@ use crate::eval::EvalContext;
 const USECS_PER_HOUR: i64 = 3600 * USECS_PER_SEC;
 const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
 
-pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<ScalarImpl> {
+pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
     use ExprType::*;
-    let _ = ret;
     match (func, args) {
         (Extract, [unit, v]) => extract(str_of(unit)?, v).map(ScalarImpl::Decimal),
         (DatePart, [unit, v]) => {
@@ -77,10 +76,9 @@ pub fn now(ctx: &EvalContext, ret: &DataType) -> Result<Datum> {
 // ---- arithmetic -------------------------------------------------------------------------------------
 
 /// Arithmetic on dates, times and intervals; `Ok(None)` when the arguments are not temporal.
-pub fn arith(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Option<ScalarImpl>> {
+pub fn arith(func: ExprType, args: &[&ScalarImpl]) -> Result<Option<ScalarImpl>> {
     use ExprType::*;
     use ScalarImpl as S;
-    let _ = ret;
     let out = match (func, args) {
         (Add, [S::Date(d), S::Int32(n)]) | (Add, [S::Int32(n), S::Date(d)]) => {
             date_add_days(*d, i64::from(*n))

@@ -1,7 +1,7 @@
 //! String functions, with PostgreSQL's (and so RisingWave's) edge cases: positions count characters from 1,
 //! `LIKE` escapes with a backslash by default.
 
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::ExprType;
 use epochlab_common::{Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
@@ -155,8 +155,7 @@ fn regexp_replace(s: &str, pattern: &str, rep: &str, flags: Option<&str>) -> Res
     Ok(re.replacen(s, limit, rust_rep.as_str()).into_owned())
 }
 
-pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum> {
-    let _ = args;
+pub fn call(func: ExprType, values: &[Datum]) -> Result<Datum> {
     match func {
         ExprType::Concat => Ok(Some(text(concat_skipping_nulls("", values)?))),
         ExprType::ConcatWs => match values.split_first() {
