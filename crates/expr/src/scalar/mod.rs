@@ -53,8 +53,10 @@ pub fn call(func: ExprType, values: &[Datum], ret: &DataType) -> Result<Datum> {
     use ExprType::*;
     match func {
         Add | Subtract | Multiply | Divide | Modulus | Neg | Abs | Round | RoundDigit | Ceil
-        | Floor | Trunc | Pow | Sqrt | Cbrt | Exp | Ln | Log10 | Sign | BitwiseAnd | BitwiseOr
-        | BitwiseXor | BitwiseNot | BitwiseShiftLeft | BitwiseShiftRight => {
+        | Floor | Trunc | Pow | Sqrt | Cbrt | Exp | Ln | Log10 | Sign | Sin | Cos | Tan | Cot
+        | Asin | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Coth | Asinh | Acosh | Atanh
+        | Degrees | Radians | Pi | BitwiseAnd | BitwiseOr | BitwiseXor | BitwiseNot
+        | BitwiseShiftLeft | BitwiseShiftRight => {
             arithmetic::call(func, &strict(values), ret).map(Some)
         }
         Equal | NotEqual | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual | And
