@@ -92,9 +92,13 @@ fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
 #[derive(Clone, Debug)]
 enum Inner {
     Count(i64),
+    /// `seen`: a value went in since the state was created. RisingWave's sum state starts NULL and only
+    /// returns to NULL when the group is emptied (the executor then starts a new state): a sum whose
+    /// values were all retracted while the group keeps rows is 0, not NULL.
     Sum {
         sum: Sum,
         count: i64,
+        seen: bool,
     },
     Variance {
         sum: Sum,
@@ -134,6 +138,7 @@ impl AggState {
             Sum | Sum0 | Avg => Inner::Sum {
                 sum: accumulate::Sum::zero_for(&arg),
                 count: 0,
+                seen: false,
             },
             StddevPop | StddevSamp | VarPop | VarSamp => {
                 let sq = if matches!(arg, DataType::Float32 | DataType::Float64) {
@@ -216,9 +221,10 @@ impl AggState {
         let first = args.first().cloned().flatten();
         match &mut self.inner {
             Inner::Count(n) => *n += sign,
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 sum.add(first.as_ref().expect("non-NULL"), sign)?;
                 *count += sign;
+                *seen = true;
             }
             Inner::Variance { sum, sum_sq, count } => {
                 let v = first.as_ref().expect("non-NULL");
@@ -260,8 +266,8 @@ impl AggState {
         Ok(match (&self.inner, self.call.kind) {
             (Inner::Count(n), _) => Some(ScalarImpl::Int64(*n)),
             (Inner::Sum { sum, .. }, Sum0) => Some(sum.value(ret)?),
-            (Inner::Sum { count: 0, .. }, _) => None,
-            (Inner::Sum { sum, count }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { sum, count, .. }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { seen: false, .. }, _) => None,
             (Inner::Sum { sum, .. }, _) => Some(sum.value(ret)?),
             (Inner::Variance { sum, sum_sq, count }, kind) => {
                 let sample = matches!(kind, StddevSamp | VarSamp);
