@@ -393,3 +393,19 @@ fn percentiles_and_mode() {
         "1"
     );
 }
+
+#[test]
+fn real_sums_accumulate_in_real() {
+    // RisingWave's sum(float4) -> float4 adds in single precision.
+    let c = agg(AggKind::Sum, vec![0], vec![DataType::Float32]);
+    assert_eq!(c.ret, DataType::Float32);
+    let rows: Vec<OwnedRow> = ["16777216", "1", "1"]
+        .iter()
+        .map(|v| lit_row(v, &DataType::Float32))
+        .collect();
+    assert_eq!(
+        text(&feed(&c, &inserts(&rows))),
+        "16777216",
+        "2^24 + 1 rounds back in f32, twice"
+    );
+}
