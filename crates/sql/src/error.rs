@@ -95,6 +95,8 @@ impl SqlError {
             SqlError::InCreatingProcedure { .. } => "table is in creating procedure",
             SqlError::Connection(_) => "connection",
             SqlError::Timeout(..) => "timeout",
+            SqlError::CatalogError(_) => "catalog",
+            SqlError::SessionConfig(_) => "session variable",
         }
     }
 
