@@ -56,6 +56,13 @@ pub enum GraphError {
     Tables(usize),
     #[error("parallelism must be at least 1")]
     Parallelism,
+    /// The root's actors own the vnodes of the rows they materialize: the fragment is hashed by the
+    /// table's distribution key.
+    #[error("the root fragment is hashed by {fragment:?}, its table by {table:?}")]
+    RootDistribution {
+        fragment: Vec<usize>,
+        table: Vec<usize>,
+    },
 }
 
 impl From<GraphError> for DdlError {
@@ -231,6 +238,16 @@ impl MetaNode {
         }
         let order = check_graph(&graph)?;
         let root = *order.last().expect("a checked graph has a root");
+        let root_fragment = graph.fragment(root).expect("the root is a fragment");
+        if let FragmentDistribution::Hash { dist_key } = &root_fragment.distribution
+            && *dist_key != tables[0].dist_key_indices()
+        {
+            return Err(GraphError::RootDistribution {
+                fragment: dist_key.clone(),
+                table: tables[0].dist_key_indices(),
+            }
+            .into());
+        }
         let placeholder = tables[0].table_id;
         let id = self.inner.next_table_id();
         let mut desc = (*tables[0]).clone();
