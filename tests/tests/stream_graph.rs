@@ -357,3 +357,75 @@ fn values_job_emits_once_across_recovery() {
     });
     check_commits(&out.log.lines()).unwrap();
 }
+
+/// A table with `ConflictBehavior::Overwrite` (RisingWave's table with a primary key): an insert of a stored
+/// key replaces the row, a delete of a missing key is nothing; a view over it sees the resolved changes.
+/// Checked against a last-write-wins map, across a kill.
+#[test]
+fn overwrite_table_and_a_view_over_it() {
+    use std::collections::BTreeMap;
+
+    use epochlab_common::{Op, row};
+
+    let out = epochlab_sim::run(11, |ctx| async move {
+        let cluster = Cluster::start(&ctx, config(2)).await;
+        let (types, pk) = schema();
+        let t = cluster
+            .meta
+            .create_table_with_conflict("t", types, pk, vec![0], 2, ConflictBehavior::Overwrite)
+            .await
+            .unwrap();
+        let mv = cluster
+            .meta
+            .create_materialized_view("mv", t, JobOptions::parallelism(2))
+            .await
+            .unwrap();
+        let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+        for round in 0..30 {
+            let mut batch = Vec::new();
+            for _ in 0..10 {
+                let k = ctx.rng.range_u64(0..40) as i64;
+                let v = ctx.rng.range_u64(0..1000) as i64;
+                if ctx.rng.bool(0.8) {
+                    // Blind inserts: a stored key is overwritten.
+                    batch.push((Op::Insert, row![k, v, "x"]));
+                    expected.insert(k, v);
+                } else {
+                    // A blind delete (the row's values need not match): gone if stored.
+                    batch.push((Op::Delete, row![k, 0i64, "x"]));
+                    expected.remove(&k);
+                }
+            }
+            cluster.dml(t, batch).await.unwrap();
+            if round == 15 {
+                cluster.meta.flush().await.unwrap();
+                assert!(cluster.kill(WorkerId(1)));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                cluster.restart(WorkerId(1));
+                cluster.wait_ready().await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        cluster.meta.flush().await.unwrap();
+        let pairs = |rows: Vec<OwnedRow>| {
+            let mut p: Vec<(i64, i64)> = rows
+                .iter()
+                .map(|r| (int(r.datum_at(0)), int(r.datum_at(1))))
+                .collect();
+            p.sort();
+            p
+        };
+        let expected: Vec<(i64, i64)> = expected.into_iter().collect();
+        assert_eq!(pairs(cluster.committed_rows(t)), expected, "table");
+        assert_eq!(pairs(cluster.committed_rows(mv)), expected, "view");
+        // The kill fails the survivors' actors (closed channels); none fails on its state.
+        for node in cluster.nodes() {
+            let reasons = node.stats().failures_by_reason();
+            assert!(
+                reasons.keys().all(|r| !r.is_state_error()),
+                "state errors: {reasons:?}"
+            );
+        }
+    });
+    check_commits(&out.log.lines()).unwrap();
+}
