@@ -13,6 +13,9 @@ pub mod scalar;
 pub mod sig;
 pub mod table_function;
 mod text;
+pub mod window;
 
 pub use error::{ExprError, Result};
-pub use eval::{EvalContext, eval, eval_non_strict, eval_with};
+pub use eval::{
+    EvalContext, eval, eval_non_strict, eval_non_strict_with, eval_with, fold_constants,
+};

@@ -334,3 +334,55 @@ fn filter_skips_rows() {
         Some(ScalarImpl::Int64(2))
     );
 }
+
+#[test]
+fn percentiles_and_mode() {
+    // streaming/aggregate/... hdr histogram test: percentile_disc over four generate_series, with a delete.
+    let mut c = agg(
+        AggKind::PercentileDisc,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    c.order_by = vec![(0, OrderType::ascending())];
+    let values: Vec<i64> = (1..=10)
+        .chain(1000..=1100)
+        .chain(10000..=11000)
+        .chain(100000..=110000)
+        .collect();
+    let row = |v: i64, f: f64| {
+        OwnedRow::new(vec![
+            Some(ScalarImpl::Int64(v)),
+            Some(ScalarImpl::Float64(f.into())),
+        ])
+    };
+    let run = |f: f64, values: &[i64]| {
+        let ops: Vec<(Op, OwnedRow)> = values.iter().map(|v| (Op::Insert, row(*v, f))).collect();
+        text(&feed(&c, &ops))
+    };
+    assert_eq!(run(0.9, &values), "108889");
+    assert_eq!(run(0.5, &values), "104444");
+    let mut s = AggState::new(&c);
+    for v in &values {
+        s.apply(Op::Insert, &row(*v, 0.5)).unwrap();
+    }
+    for v in values.iter().filter(|v| **v > 100000) {
+        s.apply(Op::Delete, &row(*v, 0.5)).unwrap();
+    }
+    assert_eq!(text(&s.output()), "10445");
+    let cont = agg(
+        AggKind::PercentileCont,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    assert_eq!(cont.ret, DataType::Float64);
+    let ops: Vec<(Op, OwnedRow)> = [1, 2, 3, 4]
+        .iter()
+        .map(|v| (Op::Insert, row(*v, 0.5)))
+        .collect();
+    assert_eq!(text(&feed(&cont, &ops)), "2.5");
+    let m = agg(AggKind::Mode, vec![0], vec![DataType::Int32]);
+    assert_eq!(
+        text(&feed(&m, &inserts(&[i(3), i(1), i(3), i(1), i(2)]))),
+        "1"
+    );
+}

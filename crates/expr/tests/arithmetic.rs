@@ -43,7 +43,12 @@ fn overflow_and_division_by_zero_are_worded_as_risingwave() {
     );
     assert_eq!(err(Neg, vec![i64_(i64::MIN)]), "Numeric out of range");
     assert_eq!(err(Divide, vec![i32_(1), i32_(0)]), "Division by zero");
-    assert_eq!(err(Modulus, vec![i64_(1), i64_(0)]), "Division by zero");
+    // RisingWave's modulus is a checked remainder: a zero divisor is out of range.
+    assert_eq!(err(Modulus, vec![i64_(1), i64_(0)]), "Numeric out of range");
+    assert_eq!(
+        err(Modulus, vec![dec_("1"), dec_("0")]),
+        "Numeric out of range"
+    );
     assert_eq!(
         err(Divide, vec![i32_(i32::MIN), i32_(-1)]),
         "Numeric out of range"

@@ -299,8 +299,81 @@ fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
                 obj,
             ))))
         }
+        PercentileDisc | PercentileCont => percentile(kind, m)?,
+        Mode => mode(m),
         _ => return Err(ExprError::UnsupportedFunction(format!("{kind:?}"))),
     })
+}
+
+/// The fraction, the second argument of every row (a constant column).
+fn fraction(m: &Multiset) -> Result<Option<f64>> {
+    let Some(v) = m.rows().next() else {
+        return Ok(None);
+    };
+    let f = match v.get(1) {
+        Some(Some(ScalarImpl::Float64(f))) => f.0,
+        Some(Some(ScalarImpl::Decimal(d))) => crate::scalar::decimal::to_f64(*d),
+        other => {
+            return Err(ExprError::InvalidState(format!(
+                "percentile fraction {other:?}"
+            )));
+        }
+    };
+    if !(0.0..=1.0).contains(&f) {
+        return Err(ExprError::invalid_param(
+            "fraction",
+            format!("percentile value {f} is not between 0 and 1"),
+        ));
+    }
+    Ok(Some(f))
+}
+
+/// percentile_disc: the first value at or past the fraction of the ordered values; percentile_cont: the
+/// linear interpolation between the two values around it (as double precision).
+fn percentile(kind: AggKind, m: &Multiset) -> Result<Datum> {
+    let Some(f) = fraction(m)? else {
+        return Ok(None);
+    };
+    let values: Vec<&Datum> = m.rows().map(|v| &v[0]).collect();
+    let n = values.len();
+    if kind == AggKind::PercentileDisc {
+        let idx = ((f * n as f64).ceil() as usize)
+            .saturating_sub(1)
+            .min(n - 1);
+        return Ok(values[idx].clone());
+    }
+    let pos = f * (n - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let as_f64 = |d: &Datum| match d {
+        Some(v) => match crate::cast::cast_value(v, &DataType::Float64)? {
+            ScalarImpl::Float64(f) => Ok(f.0),
+            other => Err(ExprError::InvalidState(format!(
+                "percentile_cont of {other:?}"
+            ))),
+        },
+        None => Err(ExprError::InvalidState("percentile_cont of NULL".into())),
+    };
+    let (a, b) = (as_f64(values[lo])?, as_f64(values[hi])?);
+    Ok(Some(ScalarImpl::Float64(
+        (a + (b - a) * (pos - lo as f64)).into(),
+    )))
+}
+
+/// The most frequent value; ties go to the first in order.
+fn mode(m: &Multiset) -> Datum {
+    let mut best: Option<(&Datum, u64)> = None;
+    let mut run: Option<(&Datum, u64)> = None;
+    for v in m.rows() {
+        run = match run {
+            Some((d, n)) if *d == v[0] => Some((d, n + 1)),
+            _ => Some((&v[0], 1)),
+        };
+        let (d, n) = run.expect("set above");
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((d, n));
+        }
+    }
+    best.and_then(|(d, _)| d.clone())
 }
 
 /// Values joined in order, each but the first preceded by its own row's delimiter.

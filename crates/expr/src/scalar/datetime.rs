@@ -246,8 +246,9 @@ pub fn interval_div(i: Interval, n: &ScalarImpl) -> Result<ScalarImpl> {
         ScalarImpl::Int16(_) | ScalarImpl::Int32(_) | ScalarImpl::Int64(_) => int(n)? as f64,
         other => float_of(other)?,
     };
+    // RisingWave's interval division reports a zero divisor as out of range.
     if f == 0.0 {
-        return Err(ExprError::DivisionByZero);
+        return Err(ExprError::NumericOutOfRange);
     }
     from_floats(i, f, true)
         .map(ScalarImpl::Interval)

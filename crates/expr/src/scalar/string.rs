@@ -24,12 +24,34 @@ fn compile(pattern: &str, flags: Option<&str>) -> Result<regex::Regex> {
             format!("invalid regular expression option: \"{bad}\""),
         ));
     }
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(flags.contains('i'))
+    let insensitive = flags.contains('i');
+    let key = (pattern.to_string(), insensitive);
+    if let Some(re) = REGEX_CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(insensitive)
         .build()
         .map_err(|e| {
             ExprError::invalid_param("pattern", format!("invalid regular expression: {e}"))
-        })
+        })?;
+    REGEX_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: patterns are usually literals, so a handful per query; start over when full.
+        if c.len() >= REGEX_CACHE_CAPACITY {
+            c.clear();
+        }
+        c.insert(key, re.clone());
+    });
+    Ok(re)
+}
+
+const REGEX_CACHE_CAPACITY: usize = 64;
+
+thread_local! {
+    /// Compiled patterns by (pattern, case-insensitive): evaluation is per row, compiling is not cheap.
+    static REGEX_CACHE: std::cell::RefCell<std::collections::BTreeMap<(String, bool), regex::Regex>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
 }
 
 /// The capture groups of the first match (the whole match when there are none); NULL without a match.
@@ -314,42 +336,57 @@ fn translate(s: &str, from: &str, to: &str) -> String {
         .collect()
 }
 
-/// `s LIKE pattern`: `%` any run, `_` one character, `escape` makes the next character literal.
+/// `s LIKE pattern`: `%` any run, `_` one byte, `escape` makes the next byte literal. Like RisingWave's,
+/// matching is by bytes and ILIKE folds ASCII letters only.
 pub fn like(func: ExprType, s: &str, pattern: &str, escape: Option<char>) -> bool {
-    let fold = |x: &str| -> Vec<char> {
+    let fold = |x: &str| -> Vec<u8> {
         if func == ExprType::ILike {
-            x.to_lowercase().chars().collect()
+            x.to_ascii_lowercase().into_bytes()
         } else {
-            x.chars().collect()
+            x.as_bytes().to_vec()
         }
     };
+    let escape = escape.filter(char::is_ascii).map(|c| {
+        let b = c as u8;
+        if func == ExprType::ILike {
+            b.to_ascii_lowercase()
+        } else {
+            b
+        }
+    });
     let tokens = like_tokens(&fold(pattern), escape);
     like_match(&fold(s), &tokens)
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum LikeToken {
-    Lit(char),
+    Lit(u8),
     One,
     Any,
 }
 
-fn like_tokens(pattern: &[char], escape: Option<char>) -> Vec<LikeToken> {
+/// An escape at the very end of the pattern is a literal.
+fn like_tokens(pattern: &[u8], escape: Option<u8>) -> Vec<LikeToken> {
     let mut out = Vec::with_capacity(pattern.len());
-    let mut it = pattern.iter().copied();
-    while let Some(c) = it.next() {
+    let mut i = 0;
+    while i < pattern.len() {
+        let c = pattern[i];
         out.push(match c {
-            c if Some(c) == escape => LikeToken::Lit(it.next().unwrap_or(c)),
-            '%' => LikeToken::Any,
-            '_' => LikeToken::One,
+            c if Some(c) == escape && i + 1 < pattern.len() => {
+                i += 1;
+                LikeToken::Lit(pattern[i])
+            }
+            b'%' => LikeToken::Any,
+            b'_' => LikeToken::One,
             c => LikeToken::Lit(c),
         });
+        i += 1;
     }
     out
 }
 
-/// Greedy matching with backtracking to the last `%` (linear for patterns without nested stars).
-fn like_match(s: &[char], p: &[LikeToken]) -> bool {
+/// Greedy matching with backtracking to the last `%`.
+fn like_match(s: &[u8], p: &[LikeToken]) -> bool {
     let (mut si, mut pi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while si < s.len() {
