@@ -93,11 +93,13 @@ fn view_rows(rows: &[OwnedRow]) -> Vec<(i64, Option<i64>, i64)> {
 
 /// The plan a planner makes of
 /// `SELECT k, 1000000 / (v % 7), 1 FROM t1 WHERE v % 3 <> 0 UNION ALL SELECT k, v + 100, 2 FROM t2`:
-/// one fragment per scan, hash exchanges on `k` into the union, materialized with pk `(k, tag)`.
+/// one fragment per scan, hash exchanges on `k` into the union, materialized with pk `(k, tag)`; or (with
+/// `single_root`) simple exchanges into a singleton union, as a planner does for a singleton view.
 fn union_graph(
     t1: Arc<TableDesc>,
     t2: Arc<TableDesc>,
     scan_type: StreamScanType,
+    single_root: bool,
 ) -> (StreamFragmentGraph, Arc<TableDesc>) {
     let view = Arc::new(TableDesc::hash(
         TableId(u32::MAX),
@@ -132,19 +134,27 @@ fn union_graph(
         }),
     };
     let by_k = || FragmentDistribution::Hash { dist_key: vec![0] };
-    let fragment = |fragment_id, node| StreamFragment {
+    let fragment = |fragment_id, node, distribution| StreamFragment {
         fragment_id,
         node,
-        distribution: by_k(),
+        distribution,
         parallelism: None,
+    };
+    let (root_distribution, dispatch) = match single_root {
+        false => (by_k(), DispatchStrategy::Hash(vec![0])),
+        true => (FragmentDistribution::Single, DispatchStrategy::Simple),
     };
     let edge = |upstream| StreamFragmentEdge {
         upstream,
         downstream: 3,
-        dispatch: DispatchStrategy::Hash(vec![0]),
+        dispatch: dispatch.clone(),
     };
     let graph = StreamFragmentGraph {
-        fragments: vec![fragment(1, left), fragment(2, right), fragment(3, root)],
+        fragments: vec![
+            fragment(1, left, by_k()),
+            fragment(2, right, by_k()),
+            fragment(3, root, root_distribution),
+        ],
         edges: vec![edge(1), edge(2)],
     };
     (graph, view)
@@ -165,7 +175,7 @@ async fn dml_for(ctx: &SimContext, cluster: &Cluster, tables: [(TableId, &mut Or
     }
 }
 
-async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType) {
+async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, single_root: bool) {
     let cluster = Cluster::start(&ctx, config(3)).await;
     let (types, pk) = schema();
     let t1 = cluster
@@ -179,7 +189,7 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType) {
     cluster.dml(t2, o2.gen_inserts(100, 200)).await.unwrap();
     cluster.meta.flush().await.unwrap();
     let desc = |t| cluster.meta.relation(t).unwrap().desc;
-    let (graph, view) = union_graph(desc(t1), desc(t2), scan_type);
+    let (graph, view) = union_graph(desc(t1), desc(t2), scan_type, single_root);
     let options = JobOptions {
         parallelism: 3,
         rate_limit: Some(50),
@@ -192,6 +202,12 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType) {
         .create_streaming_job("mv", kind, graph, vec![view], options)
         .await
         .unwrap();
+    let root_actors = cluster.meta.relation(mv).unwrap().actors.len();
+    assert_eq!(
+        root_actors,
+        if single_root { 1 } else { 3 },
+        "the union's actors"
+    );
     let created = || {
         cluster
             .meta
@@ -242,8 +258,20 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType) {
 }
 
 fn run(seed: u64, kill: Kill, scan_type: StreamScanType) {
-    let out = epochlab_sim::run(seed, move |ctx| scenario(ctx, kill, scan_type));
+    run_with_root(seed, kill, scan_type, false);
+}
+
+fn run_with_root(seed: u64, kill: Kill, scan_type: StreamScanType, single_root: bool) {
+    let out = epochlab_sim::run(seed, move |ctx| scenario(ctx, kill, scan_type, single_root));
     check_commits(&out.log.lines()).unwrap();
+}
+
+/// A singleton union behind simple exchanges (one root actor with every vnode).
+#[test]
+fn union_into_a_singleton_survives_a_kill() {
+    let arrangement = StreamScanType::ArrangementBackfill;
+    run_with_root(7, Kill::DuringBackfill, arrangement, true);
+    run_with_root(8, Kill::AfterCreate, arrangement, true);
 }
 
 #[test]
