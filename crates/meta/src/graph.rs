@@ -49,6 +49,10 @@ pub enum GraphError {
     #[error("edge {upstream} -> {downstream}: a simple dispatch needs a singleton downstream")]
     SimpleToHash { upstream: u32, downstream: u32 },
     #[error(
+        "fragment {0} holds a Values node: it must be a singleton (each actor would emit the rows)"
+    )]
+    ValuesNotSingle(u32),
+    #[error(
         "a job built from a graph is a materialized view (its sinks and tables are planned by kind)"
     )]
     Kind,
@@ -151,6 +155,14 @@ fn check_fragment(graph: &StreamFragmentGraph, f: &StreamFragment) -> Result<(),
     }
     if let Some(what) = reserved(&f.node) {
         return Err(GraphError::Reserved(id, what));
+    }
+    let values = f
+        .node
+        .walk()
+        .iter()
+        .any(|n| matches!(n, StreamNode::Values { .. }));
+    if values && f.distribution != FragmentDistribution::Single {
+        return Err(GraphError::ValuesNotSingle(id));
     }
     for e in graph.inputs_of(id) {
         if e.dispatch == DispatchStrategy::Simple && f.distribution != FragmentDistribution::Single
@@ -566,5 +578,15 @@ mod tests {
             edges: vec![],
         };
         assert_eq!(check_graph(&g), Err(GraphError::Reserved(1, "Dml")));
+        // Values in a hash fragment.
+        let values = StreamNode::Values {
+            rows: vec![],
+            types: vec![DataType::Int64],
+        };
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(values))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::ValuesNotSingle(1)));
     }
 }
