@@ -457,3 +457,114 @@ fn overwrite_table_and_a_view_over_it() {
     });
     check_commits(&out.log.lines()).unwrap();
 }
+
+/// `SELECT k, window_start, window_end FROM hop(t, ts, '2 minutes', '6 minutes')` materialized with pk
+/// `(k, window_start)`: each row in three windows; deletes take their windows away.
+#[test]
+fn hop_window_view_equals_its_reference() {
+    use epochlab_common::plan::Interval;
+    use epochlab_common::types::Timestamp;
+    use epochlab_common::{Op, row};
+
+    const MIN: i64 = 60_000_000;
+    let ts = |minute: i64| {
+        let t = chrono::DateTime::from_timestamp_micros(minute * MIN).unwrap();
+        ScalarImpl::Timestamp(Timestamp(t.naive_utc()))
+    };
+    let out = epochlab_sim::run(12, move |ctx| async move {
+        let cluster = Cluster::start(&ctx, config(2)).await;
+        let types = vec![DataType::Int64, DataType::Timestamp];
+        let t = cluster
+            .meta
+            .create_table("t", types, vec![0], 2)
+            .await
+            .unwrap();
+        let mut rows = std::collections::BTreeMap::new();
+        let mut batch = Vec::new();
+        for k in 0..50i64 {
+            let minute = ctx.rng.range_u64(0..100) as i64;
+            let r = OwnedRow::new(vec![Some(ScalarImpl::Int64(k)), Some(ts(minute))]);
+            rows.insert(k, minute);
+            batch.push((Op::Insert, r));
+        }
+        cluster.dml(t, batch).await.unwrap();
+        let view = Arc::new(TableDesc::hash(
+            TableId(u32::MAX),
+            vec![DataType::Int64, DataType::Timestamp, DataType::Timestamp],
+            vec![0, 1],
+            vec![0],
+            VnodeCount::new(VNODES).unwrap(),
+        ));
+        let up = cluster.meta.relation(t).unwrap().desc;
+        let scan = StreamNode::stream_scan(StreamScanType::ArrangementBackfill, up, 64);
+        let hop = StreamNode::HopWindow {
+            time_col: 1,
+            window_slide: Interval::from_month_day_usec(0, 0, 2 * MIN),
+            window_size: Interval::from_month_day_usec(0, 0, 6 * MIN),
+            output_indices: vec![0, 2, 3],
+            input: Box::new(scan),
+        };
+        let root = StreamNode::Materialize {
+            table: view.clone(),
+            conflict: ConflictBehavior::NoCheck,
+            input: Box::new(hop),
+        };
+        let graph = StreamFragmentGraph {
+            fragments: vec![StreamFragment {
+                fragment_id: 0,
+                node: root,
+                distribution: FragmentDistribution::Hash { dist_key: vec![0] },
+                parallelism: None,
+            }],
+            edges: Vec::new(),
+        };
+        let kind = RelationKind::MaterializedView;
+        let mv = cluster
+            .meta
+            .create_streaming_job("h", kind, graph, vec![view], JobOptions::parallelism(2))
+            .await
+            .unwrap();
+        // Delete a few rows after creation: their windows go.
+        let gone: Vec<i64> = (0..50).filter(|k| k % 5 == 0).collect();
+        let deletes = gone
+            .iter()
+            .map(|k| {
+                (
+                    Op::Delete,
+                    OwnedRow::new(vec![Some(ScalarImpl::Int64(*k)), Some(ts(rows[k]))]),
+                )
+            })
+            .collect();
+        cluster.dml(t, deletes).await.unwrap();
+        for k in &gone {
+            rows.remove(k);
+        }
+        cluster.meta.flush().await.unwrap();
+        let mut expected: Vec<String> = Vec::new();
+        for (k, minute) in &rows {
+            let hop_start = minute - minute.rem_euclid(2);
+            for back in [4, 2, 0] {
+                let start = hop_start - back;
+                expected.push(format!("{k} {:?} {:?}", ts(start), ts(start + 6)));
+            }
+        }
+        expected.sort();
+        let mut got: Vec<String> = cluster
+            .committed_rows(mv)
+            .iter()
+            .map(|r| {
+                let d = r.datums();
+                format!(
+                    "{} {:?} {:?}",
+                    int(&d[0]),
+                    d[1].clone().unwrap(),
+                    d[2].clone().unwrap()
+                )
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), rows.len() * 3);
+        assert_eq!(got, expected);
+    });
+    check_commits(&out.log.lines()).unwrap();
+}
