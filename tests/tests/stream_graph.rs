@@ -464,7 +464,7 @@ fn overwrite_table_and_a_view_over_it() {
 fn hop_window_view_equals_its_reference() {
     use epochlab_common::plan::Interval;
     use epochlab_common::types::Timestamp;
-    use epochlab_common::{Op, row};
+    use epochlab_common::Op;
 
     const MIN: i64 = 60_000_000;
     let ts = |minute: i64| {
