@@ -93,13 +93,13 @@ fn view_rows(rows: &[OwnedRow]) -> Vec<(i64, Option<i64>, i64)> {
 
 /// The plan a planner makes of
 /// `SELECT k, 1000000 / (v % 7), 1 FROM t1 WHERE v % 3 <> 0 UNION ALL SELECT k, v + 100, 2 FROM t2`:
-/// one fragment per scan, hash exchanges on `k` into the union, materialized with pk `(k, tag)`; or (with
-/// `single_root`) simple exchanges into a singleton union, as a planner does for a singleton view.
+/// one fragment per scan, hash exchanges on `k` into the union, materialized with pk `(k, tag)` (see
+/// [`Root`] for the other shapes).
 fn union_graph(
     t1: Arc<TableDesc>,
     t2: Arc<TableDesc>,
     scan_type: StreamScanType,
-    single_root: bool,
+    shape: Root,
 ) -> (StreamFragmentGraph, Arc<TableDesc>) {
     let view = Arc::new(TableDesc::hash(
         TableId(u32::MAX),
@@ -123,15 +123,16 @@ fn union_graph(
         exprs: vec![col(0), call(ExprType::Add, vec![col(1), lit(100)]), lit(2)],
         input: Box::new(scan(t2)),
     };
-    let root = StreamNode::Materialize {
+    let union = StreamNode::Union {
+        inputs: vec![
+            StreamNode::Exchange { upstream: 1 },
+            StreamNode::Exchange { upstream: 2 },
+        ],
+    };
+    let materialize = |input| StreamNode::Materialize {
         table: view.clone(),
         conflict: ConflictBehavior::NoCheck,
-        input: Box::new(StreamNode::Union {
-            inputs: vec![
-                StreamNode::Exchange { upstream: 1 },
-                StreamNode::Exchange { upstream: 2 },
-            ],
-        }),
+        input: Box::new(input),
     };
     let by_k = || FragmentDistribution::Hash { dist_key: vec![0] };
     let fragment = |fragment_id, node, distribution| StreamFragment {
@@ -140,24 +141,45 @@ fn union_graph(
         distribution,
         parallelism: None,
     };
-    let (root_distribution, dispatch) = match single_root {
-        false => (by_k(), DispatchStrategy::Hash(vec![0])),
-        true => (FragmentDistribution::Single, DispatchStrategy::Simple),
-    };
-    let edge = |upstream| StreamFragmentEdge {
+    let edge = |upstream, downstream, dispatch| StreamFragmentEdge {
         upstream,
-        downstream: 3,
-        dispatch: dispatch.clone(),
+        downstream,
+        dispatch,
     };
-    let graph = StreamFragmentGraph {
-        fragments: vec![
-            fragment(1, left, by_k()),
-            fragment(2, right, by_k()),
-            fragment(3, root, root_distribution),
-        ],
-        edges: vec![edge(1), edge(2)],
-    };
+    let mut fragments = vec![fragment(1, left, by_k()), fragment(2, right, by_k())];
+    let mut edges = Vec::new();
+    match shape {
+        Root::Hash | Root::Single => {
+            let (distribution, dispatch) = match shape {
+                Root::Single => (FragmentDistribution::Single, DispatchStrategy::Simple),
+                _ => (by_k(), DispatchStrategy::Hash(vec![0])),
+            };
+            fragments.push(fragment(3, materialize(union), distribution));
+            edges.push(edge(1, 3, dispatch.clone()));
+            edges.push(edge(2, 3, dispatch));
+        }
+        Root::NoShuffleAfterUnion => {
+            fragments.push(fragment(4, union, by_k()));
+            let exchange = StreamNode::Exchange { upstream: 4 };
+            fragments.push(fragment(3, materialize(exchange), by_k()));
+            edges.push(edge(1, 4, DispatchStrategy::Hash(vec![0])));
+            edges.push(edge(2, 4, DispatchStrategy::Hash(vec![0])));
+            edges.push(edge(4, 3, DispatchStrategy::NoShuffle));
+        }
+    }
+    let graph = StreamFragmentGraph { fragments, edges };
     (graph, view)
+}
+
+/// Where the union is and how its rows reach the materialize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    /// `Materialize(Union)` hashed by `k`, hash exchanges into it.
+    Hash,
+    /// `Materialize(Union)` in a singleton fragment behind simple exchanges.
+    Single,
+    /// The union in a fragment of its own, a no-shuffle exchange into `Materialize` (placed like it).
+    NoShuffleAfterUnion,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -175,7 +197,7 @@ async fn dml_for(ctx: &SimContext, cluster: &Cluster, tables: [(TableId, &mut Or
     }
 }
 
-async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, single_root: bool) {
+async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape: Root) {
     let cluster = Cluster::start(&ctx, config(3)).await;
     let (types, pk) = schema();
     let t1 = cluster
@@ -189,7 +211,7 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, single
     cluster.dml(t2, o2.gen_inserts(100, 200)).await.unwrap();
     cluster.meta.flush().await.unwrap();
     let desc = |t| cluster.meta.relation(t).unwrap().desc;
-    let (graph, view) = union_graph(desc(t1), desc(t2), scan_type, single_root);
+    let (graph, view) = union_graph(desc(t1), desc(t2), scan_type, shape);
     let options = JobOptions {
         parallelism: 3,
         rate_limit: Some(50),
@@ -205,7 +227,7 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, single
     let root_actors = cluster.meta.relation(mv).unwrap().actors.len();
     assert_eq!(
         root_actors,
-        if single_root { 1 } else { 3 },
+        if shape == Root::Single { 1 } else { 3 },
         "the union's actors"
     );
     let created = || {
@@ -258,11 +280,11 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, single
 }
 
 fn run(seed: u64, kill: Kill, scan_type: StreamScanType) {
-    run_with_root(seed, kill, scan_type, false);
+    run_with_root(seed, kill, scan_type, Root::Hash);
 }
 
-fn run_with_root(seed: u64, kill: Kill, scan_type: StreamScanType, single_root: bool) {
-    let out = epochlab_sim::run(seed, move |ctx| scenario(ctx, kill, scan_type, single_root));
+fn run_with_root(seed: u64, kill: Kill, scan_type: StreamScanType, shape: Root) {
+    let out = epochlab_sim::run(seed, move |ctx| scenario(ctx, kill, scan_type, shape));
     check_commits(&out.log.lines()).unwrap();
 }
 
@@ -270,8 +292,26 @@ fn run_with_root(seed: u64, kill: Kill, scan_type: StreamScanType, single_root: 
 #[test]
 fn union_into_a_singleton_survives_a_kill() {
     let arrangement = StreamScanType::ArrangementBackfill;
-    run_with_root(7, Kill::DuringBackfill, arrangement, true);
-    run_with_root(8, Kill::AfterCreate, arrangement, true);
+    run_with_root(7, Kill::DuringBackfill, arrangement, Root::Single);
+    run_with_root(8, Kill::AfterCreate, arrangement, Root::Single);
+}
+
+/// The union in its own fragment, a no-shuffle edge into the materialize (actor i to actor i).
+#[test]
+fn union_then_no_shuffle_into_materialize_survives_a_kill() {
+    let arrangement = StreamScanType::ArrangementBackfill;
+    run_with_root(
+        9,
+        Kill::DuringBackfill,
+        arrangement,
+        Root::NoShuffleAfterUnion,
+    );
+    run_with_root(
+        10,
+        Kill::AfterCreate,
+        arrangement,
+        Root::NoShuffleAfterUnion,
+    );
 }
 
 #[test]
@@ -462,9 +502,9 @@ fn overwrite_table_and_a_view_over_it() {
 /// `(k, window_start)`: each row in three windows; deletes take their windows away.
 #[test]
 fn hop_window_view_equals_its_reference() {
+    use epochlab_common::Op;
     use epochlab_common::plan::Interval;
     use epochlab_common::types::Timestamp;
-    use epochlab_common::Op;
 
     const MIN: i64 = 60_000_000;
     let ts = |minute: i64| {
