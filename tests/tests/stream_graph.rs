@@ -274,6 +274,12 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
         expected.iter().any(|(_, x, _)| x.is_none()),
         "the reference has rows whose expression failed"
     );
+    let errors: u64 = cluster
+        .nodes()
+        .iter()
+        .map(|n| n.stats().expr_errors.total())
+        .sum();
+    assert!(errors > 0, "the division's errors are counted");
     let got = view_rows(&cluster.committed_rows(mv));
     assert_eq!(got.len(), expected.len(), "{kill:?}: row count");
     assert_eq!(got, expected, "{kill:?}");
