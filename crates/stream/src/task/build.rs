@@ -448,12 +448,9 @@ fn build_stateless(
             .take()
             .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
         let bm = barrier_manager.clone();
-        return Ok(Box::new(ValuesExecutor::new(
-            actor_id,
-            rx,
-            rows.clone(),
-            bm,
-        )));
+        let clock = env.clock.clone();
+        let values = ValuesExecutor::new(actor_id, rx, rows.clone(), bm, clock);
+        return Ok(Box::new(values));
     }
     let mut build =
         |n: &StreamNode| build_node(env, desc, n, generation, barrier_rx, barrier_manager);
