@@ -56,7 +56,14 @@ fn sum_and_min_max_retract() {
     assert_eq!(sum.ret, DataType::Int64);
     let ops = [(Op::Insert, i(5)), (Op::Insert, i(7)), (Op::Delete, i(5))];
     assert_eq!(feed(&sum, &ops), Some(ScalarImpl::Int64(7)));
-    assert_eq!(feed(&sum, &[(Op::Insert, i(5)), (Op::Delete, i(5))]), None);
+    // As RisingWave's sum state: NULL until a value goes in, 0 once its values are retracted (an emptied
+    // group gets a new state from the executor).
+    assert_eq!(feed(&sum, &[]), None);
+    assert_eq!(feed(&sum, &[(Op::Insert, null_row())]), None);
+    assert_eq!(
+        feed(&sum, &[(Op::Insert, i(5)), (Op::Delete, i(5))]),
+        Some(ScalarImpl::Int64(0))
+    );
     let sum0 = agg(AggKind::Sum0, vec![0], vec![DataType::Int64]);
     assert_eq!(feed(&sum0, &[]), Some(ScalarImpl::Int64(0)));
     let max = agg(AggKind::Max, vec![0], vec![DataType::Int32]);
@@ -384,5 +391,21 @@ fn percentiles_and_mode() {
     assert_eq!(
         text(&feed(&m, &inserts(&[i(3), i(1), i(3), i(1), i(2)]))),
         "1"
+    );
+}
+
+#[test]
+fn real_sums_accumulate_in_real() {
+    // RisingWave's sum(float4) -> float4 adds in single precision.
+    let c = agg(AggKind::Sum, vec![0], vec![DataType::Float32]);
+    assert_eq!(c.ret, DataType::Float32);
+    let rows: Vec<OwnedRow> = ["16777216", "1", "1"]
+        .iter()
+        .map(|v| lit_row(v, &DataType::Float32))
+        .collect();
+    assert_eq!(
+        text(&feed(&c, &inserts(&rows))),
+        "16777216",
+        "2^24 + 1 rounds back in f32, twice"
     );
 }

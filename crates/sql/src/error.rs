@@ -43,6 +43,9 @@ pub enum SqlError {
     /// The session's frontend was killed while the statement ran, or is down when the client connects.
     #[error("{0}")]
     Connection(ConnectionError),
+    /// An expression failed to bind or evaluate (types, casts, overflow: RisingWave's wording).
+    #[error("{0}")]
+    Expr(#[from] crate::scalar::ExprError),
     /// The catalog refused (RisingWave's wording).
     #[error(transparent)]
     CatalogError(#[from] crate::catalog::CatalogError),
@@ -97,6 +100,7 @@ impl SqlError {
             SqlError::Timeout(..) => "timeout",
             SqlError::CatalogError(_) => "catalog",
             SqlError::SessionConfig(_) => "session variable",
+            SqlError::Expr(_) => "expression",
         }
     }
 

@@ -9,6 +9,8 @@
 //! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
 //!   kill mode (`src/tests/simulation/src/slt.rs` at f21fb9b7915), and judged by the run's checkers.
 
+pub mod batch;
+pub mod binder;
 pub mod catalog;
 pub mod corpus;
 pub mod db;
@@ -16,7 +18,9 @@ pub mod error;
 pub mod expr;
 pub mod frontend;
 pub mod handler;
+pub mod planner;
 pub mod runner;
+pub mod scalar;
 pub mod session_config;
 
 pub use error::{ConnectionError, SqlError};

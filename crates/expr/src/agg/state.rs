@@ -48,6 +48,39 @@ impl Multiset {
     }
 }
 
+/// DISTINCT: copies of each argument value, and the aggregate key its first copy went in with.
+#[derive(Clone, Debug, Default)]
+struct DistinctSet {
+    entries: BTreeMap<Vec<u8>, (Vec<u8>, u64)>,
+}
+
+impl DistinctSet {
+    /// Count a copy in or out; the aggregate key to apply when the change reaches the aggregate (the
+    /// first copy in, the last copy out), `None` otherwise.
+    fn apply(
+        &mut self,
+        value: Vec<u8>,
+        inner_key: Vec<u8>,
+        insert: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        if insert {
+            let e = self.entries.entry(value).or_insert((inner_key, 0));
+            e.1 += 1;
+            return Ok((e.1 == 1).then(|| e.0.clone()));
+        }
+        let Some(e) = self.entries.get_mut(&value) else {
+            return Err(ExprError::InvalidState(
+                "delete of a value the aggregate never saw".into(),
+            ));
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return Ok(None);
+        }
+        Ok(self.entries.remove(&value).map(|(k, _)| k))
+    }
+}
+
 fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
     let mut buf = Vec::new();
     for (i, d) in datums.iter().enumerate() {
@@ -59,9 +92,13 @@ fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
 #[derive(Clone, Debug)]
 enum Inner {
     Count(i64),
+    /// `seen`: a value went in since the state was created. RisingWave's sum state starts NULL and only
+    /// returns to NULL when the group is emptied (the executor then starts a new state): a sum whose
+    /// values were all retracted while the group keeps rows is 0, not NULL.
     Sum {
         sum: Sum,
         count: i64,
+        seen: bool,
     },
     Variance {
         sum: Sum,
@@ -89,7 +126,7 @@ struct Bits {
 pub struct AggState {
     call: AggCall,
     inner: Inner,
-    distinct: Option<Multiset>,
+    distinct: Option<DistinctSet>,
 }
 
 impl AggState {
@@ -101,6 +138,7 @@ impl AggState {
             Sum | Sum0 | Avg => Inner::Sum {
                 sum: accumulate::Sum::zero_for(&arg),
                 count: 0,
+                seen: false,
             },
             StddevPop | StddevSamp | VarPop | VarSamp => {
                 let sq = if matches!(arg, DataType::Float32 | DataType::Float64) {
@@ -125,7 +163,8 @@ impl AggState {
             })),
             _ => Inner::Ordered(Multiset::default()),
         };
-        let distinct = (call.distinct || call.kind == ApproxCountDistinct).then(Multiset::default);
+        let distinct =
+            (call.distinct || call.kind == ApproxCountDistinct).then(DistinctSet::default);
         Self {
             call: call.clone(),
             inner,
@@ -156,13 +195,6 @@ impl AggState {
             return Ok(());
         }
         let insert = op.is_insert();
-        if let Some(seen) = &mut self.distinct {
-            let left = seen.apply(key_of(&args, &[]), args.clone(), insert)?;
-            // Only a value's first copy in and last copy out reach the aggregate.
-            if (insert && left != 1) || (!insert && left != 0) {
-                return Ok(());
-            }
-        }
         let mut key: Vec<Datum> = self
             .call
             .order_by
@@ -172,7 +204,16 @@ impl AggState {
         let mut orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
         key.extend(args.iter().cloned());
         orders.resize(key.len(), OrderType::ascending());
-        self.apply_inner(insert, args, key_of(&key, &orders))
+        let mut inner_key = key_of(&key, &orders);
+        if let Some(seen) = &mut self.distinct {
+            // Only a value's first copy in and last copy out reach the aggregate, under the key the
+            // first copy had (its ORDER BY columns may differ from a later copy's).
+            match seen.apply(key_of(&args, &[]), inner_key, insert)? {
+                Some(k) => inner_key = k,
+                None => return Ok(()),
+            }
+        }
+        self.apply_inner(insert, args, inner_key)
     }
 
     fn apply_inner(&mut self, insert: bool, args: Vec<Datum>, key: Vec<u8>) -> Result<()> {
@@ -180,9 +221,10 @@ impl AggState {
         let first = args.first().cloned().flatten();
         match &mut self.inner {
             Inner::Count(n) => *n += sign,
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 sum.add(first.as_ref().expect("non-NULL"), sign)?;
                 *count += sign;
+                *seen = true;
             }
             Inner::Variance { sum, sum_sq, count } => {
                 let v = first.as_ref().expect("non-NULL");
@@ -224,8 +266,8 @@ impl AggState {
         Ok(match (&self.inner, self.call.kind) {
             (Inner::Count(n), _) => Some(ScalarImpl::Int64(*n)),
             (Inner::Sum { sum, .. }, Sum0) => Some(sum.value(ret)?),
-            (Inner::Sum { count: 0, .. }, _) => None,
-            (Inner::Sum { sum, count }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { sum, count, .. }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { seen: false, .. }, _) => None,
             (Inner::Sum { sum, .. }, _) => Some(sum.value(ret)?),
             (Inner::Variance { sum, sum_sq, count }, kind) => {
                 let sample = matches!(kind, StddevSamp | VarSamp);
