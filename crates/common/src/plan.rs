@@ -633,3 +633,116 @@ pub fn agg_distinct_dedup_table(
         table: Arc::new(table),
     }
 }
+
+/// A planner's streaming aggregation over `input` (RisingWave's `StreamHashAgg` / `StreamSimpleAgg` with
+/// their state tables): a `count(*)` row count call is put first, each retractable ordered call gets a
+/// materialized-input table (over an append-only input min/max keep a value), each column of distinct calls a
+/// dedup table, and a projection drops the row count again. Output: the group key's columns, then one per
+/// call in `calls`. The tables' ids are placeholders: meta gives every aggregation table its own.
+pub fn agg_node(
+    input: StreamNode,
+    input_types: &[DataType],
+    upstream_pk: &[usize],
+    group_key: &[usize],
+    calls: &[AggCall],
+    append_only: bool,
+    vnode_count: VnodeCount,
+) -> StreamNode {
+    let placeholder = TableId(0);
+    let mut agg_calls = vec![AggCall {
+        kind: crate::AggKind::Count,
+        args: Vec::new(),
+        arg_types: Vec::new(),
+        ret: DataType::Int64,
+        distinct: false,
+        order_by: Vec::new(),
+        filter: None,
+    }];
+    agg_calls.extend(calls.iter().cloned());
+    let g_types: Vec<DataType> = group_key.iter().map(|&k| input_types[k].clone()).collect();
+    let result_table = Arc::new(agg_result_table(
+        placeholder,
+        &g_types,
+        &agg_calls,
+        vnode_count,
+    ));
+    let agg_call_states = agg_calls
+        .iter()
+        .map(|c| {
+            let retract_min_max =
+                !(append_only && matches!(c.kind, crate::AggKind::Min | crate::AggKind::Max));
+            if agg_keeps_input(c.kind) && retract_min_max {
+                agg_materialized_input_table(
+                    placeholder,
+                    input_types,
+                    group_key,
+                    c,
+                    upstream_pk,
+                    vnode_count,
+                )
+            } else {
+                AggCallState::Value
+            }
+        })
+        .collect();
+    let mut distinct_columns: Vec<usize> = Vec::new();
+    for c in &agg_calls {
+        let distinct = c.distinct || c.kind == crate::AggKind::ApproxCountDistinct;
+        if let (true, Some(&col)) = (distinct, c.args.first())
+            && !distinct_columns.contains(&col)
+        {
+            distinct_columns.push(col);
+        }
+    }
+    let distinct_dedup_tables = distinct_columns
+        .iter()
+        .map(|&col| {
+            let n = agg_calls
+                .iter()
+                .filter(|c| {
+                    (c.distinct || c.kind == crate::AggKind::ApproxCountDistinct)
+                        && c.args.first() == Some(&col)
+                })
+                .count();
+            agg_distinct_dedup_table(placeholder, input_types, group_key, col, n, vnode_count)
+        })
+        .collect();
+    let input = Box::new(input);
+    let agg = if group_key.is_empty() {
+        StreamNode::SimpleAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index: 0,
+            input,
+        }
+    } else {
+        StreamNode::HashAgg {
+            group_key: group_key.to_vec(),
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index: 0,
+            emit_on_window_close: false,
+            input,
+        }
+    };
+    let g = group_key.len();
+    let mut exprs: Vec<ExprNode> = g_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ExprNode::input_ref(i, t.clone()))
+        .collect();
+    exprs.extend(
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ExprNode::input_ref(g + 1 + i, c.ret.clone())),
+    );
+    StreamNode::Project {
+        exprs,
+        input: Box::new(agg),
+    }
+}
