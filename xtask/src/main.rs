@@ -1,9 +1,10 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
 //! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
-//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`, `triage FILES...`: the same for
-//!   `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue), `epochlab slt` (sqllogictest
-//!   files) and `epochlab triage` (which known bug a log shows).
+//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`, `corpus [FLAGS]`, `triage
+//!   FILES...`: the same for `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue),
+//!   `epochlab slt` (sqllogictest files), `epochlab corpus` (RisingWave's e2e corpus and its ratchet) and
+//!   `epochlab triage` (which known bug a log shows).
 //! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
@@ -19,7 +20,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|triage|test|bench|screenshot|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|triage|test|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
     let raw: Vec<OsString> = args.collect();
     if matches!(
         cmd.as_str(),
-        "repro" | "soak" | "soak-report" | "bugs" | "slt" | "triage"
+        "repro" | "soak" | "soak-report" | "bugs" | "slt" | "corpus" | "triage"
     ) {
         return finish(epochlab_command(&cmd, &raw));
     }

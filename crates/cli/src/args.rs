@@ -130,6 +130,8 @@ pub enum ArgError {
     UnknownFlag(String),
     #[error("unexpected argument `{0}`: repro takes only flags (see --help)")]
     UnexpectedArgument(String),
+    #[error("unexpected argument `{0}`: corpus takes only flags (see --help)")]
+    CorpusArgument(String),
     #[error("{0} is given twice: give each flag at most once")]
     Repeated(&'static str),
     #[error("{0} needs a value")]
@@ -223,11 +225,11 @@ pub enum CliError {
     #[error("epochlab: {0}")]
     Encoding(ArgError),
     #[error(
-        "epochlab: no command given; usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS] (epochlab repro --help)"
+        "epochlab: no command given; usage: epochlab repro|soak|soak-report|slt|corpus|bugs|triage [FLAGS] (epochlab repro --help)"
     )]
     NoCommand,
     #[error(
-        "epochlab: unknown command `{0}`; usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS]"
+        "epochlab: unknown command `{0}`; usage: epochlab repro|soak|soak-report|slt|corpus|bugs|triage [FLAGS]"
     )]
     UnknownCommand(String),
     #[error("epochlab repro: {0}")]
@@ -240,6 +242,8 @@ pub enum CliError {
     BugsTakesNothing(String),
     #[error("epochlab slt: {0}")]
     Slt(ArgError),
+    #[error("epochlab corpus: {0}")]
+    Corpus(ArgError),
 }
 
 /// What the command line asks for.
@@ -258,6 +262,10 @@ pub enum Invocation {
     SltHelp,
     /// `epochlab slt FILES...`: sqllogictest files against the simulated cluster.
     Slt(Box<crate::slt::SltArgs>),
+    /// `epochlab corpus --help`.
+    CorpusHelp,
+    /// `epochlab corpus`: RisingWave's e2e corpus, with the ratchet.
+    Corpus(Box<crate::corpus::CorpusArgs>),
     /// `epochlab triage --help`.
     TriageHelp,
     /// `epochlab triage FILE...`: which known bug a log shows.
@@ -289,6 +297,7 @@ pub fn parse_command(argv: impl IntoIterator<Item = OsString>) -> Result<Invocat
             rest.iter().map(PathBuf::from).collect(),
         )),
         "slt" => crate::slt::parse(rest).map_err(CliError::Slt),
+        "corpus" => crate::corpus::parse(rest).map_err(CliError::Corpus),
         "triage" if rest.iter().any(|a| a == "-h" || a == "--help") => Ok(Invocation::TriageHelp),
         "triage" => Ok(Invocation::Triage(rest.iter().map(PathBuf::from).collect())),
         // The catalogue is all `bugs` says; its help is the catalogue.
@@ -1335,7 +1344,7 @@ FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
   --background-ddl-rate F   0..=1, random plans: the chance that a view or sink is created in the background;
                             default 0.5
   --slt GLOB                run sqllogictest files (`epochlab slt --help`) instead of random plans: every file
-                            matching GLOB (quote it: 'tests/slt/**/*.slt'), each in a fresh cluster, under each
+                            matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster, under each
                             seed; a seed fails when a file does, its detail naming the file, the record and the
                             `cargo xtask slt` command that replays that file alone
   --kill                    with --slt: kill nodes of every role the engine has (frontend, compute nodes,
@@ -1692,6 +1701,15 @@ fn set_rate(
 }
 
 /// An error about another flag's value, renamed to `flag`.
+/// A whole number in `range` for `flag`.
+pub(crate) fn number_flag<T: TryFrom<u64>>(
+    flag: &'static str,
+    value: &str,
+    range: Range,
+) -> Result<T, ArgError> {
+    number(Flag::Seed, value, range).map_err(|e| rename(e, flag))
+}
+
 fn rename(e: ArgError, flag: &'static str) -> ArgError {
     match e {
         ArgError::NotANumber { range, value, .. } => ArgError::NotANumber { flag, range, value },
@@ -1700,7 +1718,7 @@ fn rename(e: ArgError, flag: &'static str) -> ArgError {
     }
 }
 
-fn seed_range(v: &str) -> Result<std::ops::Range<u64>, ArgError> {
+pub(crate) fn seed_range(v: &str) -> Result<std::ops::Range<u64>, ArgError> {
     let bad = || ArgError::NotASeedRange(v.to_string());
     let (a, b) = v.split_once("..").ok_or_else(bad)?;
     let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);

@@ -22,6 +22,7 @@ macro_rules! outln {
 }
 
 mod args;
+mod corpus;
 mod determinism;
 mod expect;
 mod human;
@@ -65,10 +66,11 @@ fn main() -> ExitCode {
     match args::parse_command(std::env::args_os().skip(1)) {
         Ok(Invocation::Help) => {
             outln!(
-                "usage: epochlab repro|soak|soak-report|slt|bugs|triage [FLAGS]\n\n{}\n\n{}\n\n{}\n\n{}",
+                "usage: epochlab repro|soak|soak-report|slt|corpus|bugs|triage [FLAGS]\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}",
                 args::REPRO_HELP,
                 args::SOAK_HELP,
                 slt::SLT_HELP,
+                corpus::CORPUS_HELP,
                 triage::TRIAGE_HELP
             );
             ExitCode::SUCCESS
@@ -85,6 +87,17 @@ fn main() -> ExitCode {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
                 eprintln!("epochlab slt: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Ok(Invocation::CorpusHelp) => {
+            outln!("{}", corpus::CORPUS_HELP);
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Corpus(a)) => match corpus::run(&a) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("epochlab corpus: {e}");
                 ExitCode::from(2)
             }
         },

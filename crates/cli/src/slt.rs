@@ -17,7 +17,7 @@ epochlab slt: run sqllogictest files against the simulated cluster, each file in
 nodes, 256 vnodes, a barrier a second, parallelism 3 unless the file sets STREAMING_PARALLELISM), through the
 `sqllogictest` runner, as RisingWave's simulation runs its e2e tests.
 
-usage: epochlab slt [FLAGS] FILES...   (a FILE may be a glob, such as 'tests/slt/**/*.slt')
+usage: epochlab slt [FLAGS] FILES...   (a FILE may be a glob, such as 'tests/slt/recovery/*.slt')
 
 The SQL is the subset the engine implements: CREATE TABLE, INSERT (VALUES, SELECT ... FROM generate_series),
 UPDATE and DELETE with a simple WHERE, FLUSH, CREATE MATERIALIZED VIEW [WITH (streaming_rate_limit = N)] AS

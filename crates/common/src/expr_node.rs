@@ -95,6 +95,24 @@ pub enum ExprType {
     Ln,
     Log10,
     Sign,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Coth,
+    Asinh,
+    Acosh,
+    Atanh,
+    Degrees,
+    Radians,
+    Pi,
     BitwiseAnd,
     BitwiseOr,
     BitwiseXor,
@@ -215,6 +233,24 @@ impl ExprType {
             "ln" => Ln,
             "log" | "log10" => Log10,
             "sign" => Sign,
+            "sin" => Sin,
+            "cos" => Cos,
+            "tan" => Tan,
+            "cot" => Cot,
+            "asin" => Asin,
+            "acos" => Acos,
+            "atan" => Atan,
+            "atan2" => Atan2,
+            "sinh" => Sinh,
+            "cosh" => Cosh,
+            "tanh" => Tanh,
+            "coth" => Coth,
+            "asinh" => Asinh,
+            "acosh" => Acosh,
+            "atanh" => Atanh,
+            "degrees" => Degrees,
+            "radians" => Radians,
+            "pi" => Pi,
             "mod" => Modulus,
             "coalesce" => Coalesce,
             "nullif" => Nullif,
@@ -316,6 +352,12 @@ pub enum AggKind {
     StddevSamp,
     VarPop,
     VarSamp,
+    /// Ordered-set aggregates (`... WITHIN GROUP (ORDER BY x)`): `args` = [x, fraction column] for the
+    /// percentiles (the fraction, RisingWave's direct argument, is a constant column of the input), [x]
+    /// for mode.
+    PercentileCont,
+    PercentileDisc,
+    Mode,
 }
 
 impl AggKind {
@@ -344,6 +386,9 @@ impl AggKind {
             "stddev_samp" | "stddev" => StddevSamp,
             "var_pop" => VarPop,
             "var_samp" | "variance" => VarSamp,
+            "percentile_cont" => PercentileCont,
+            "percentile_disc" => PercentileDisc,
+            "mode" => Mode,
             _ => return None,
         })
     }
@@ -355,6 +400,8 @@ pub enum TableFunctionType {
     GenerateSeries,
     Range,
     Unnest,
+    /// `information_schema._pg_expandarray(array)`: rows of struct (x element, n position).
+    PgExpandArray,
 }
 
 impl TableFunctionType {
@@ -363,7 +410,76 @@ impl TableFunctionType {
             "generate_series" => TableFunctionType::GenerateSeries,
             "range" => TableFunctionType::Range,
             "unnest" => TableFunctionType::Unnest,
+            "_pg_expandarray" => TableFunctionType::PgExpandArray,
             _ => return None,
         })
     }
+}
+
+/// Window functions (`f(...) OVER (...)`), by RisingWave's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WindowFuncKind {
+    RowNumber,
+    Rank,
+    DenseRank,
+    Lag,
+    Lead,
+    Aggregate(AggKind),
+}
+
+impl WindowFuncKind {
+    /// The kind of a function name used with OVER: the ranking functions, lag/lead, or an aggregate.
+    pub fn from_function_name(name: &str) -> Option<WindowFuncKind> {
+        Some(match name {
+            "row_number" => WindowFuncKind::RowNumber,
+            "rank" => WindowFuncKind::Rank,
+            "dense_rank" => WindowFuncKind::DenseRank,
+            "lag" => WindowFuncKind::Lag,
+            "lead" => WindowFuncKind::Lead,
+            other => WindowFuncKind::Aggregate(AggKind::from_function_name(other)?),
+        })
+    }
+}
+
+/// A bound of a ROWS frame (the only frame unit RisingWave supports here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(usize),
+    CurrentRow,
+    Following(usize),
+    UnboundedFollowing,
+}
+
+/// `ROWS BETWEEN start AND end [EXCLUDE CURRENT ROW]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub start: FrameBound,
+    pub end: FrameBound,
+    pub exclude_current_row: bool,
+}
+
+impl Frame {
+    pub const fn rows(start: FrameBound, end: FrameBound) -> Self {
+        Self {
+            start,
+            end,
+            exclude_current_row: false,
+        }
+    }
+}
+
+/// A window function call over the columns of its input, evaluated per partition in ORDER BY order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowFuncCall {
+    pub kind: WindowFuncKind,
+    /// Input columns of the arguments; for lag/lead only the value (the offset is in `offset`).
+    pub args: Vec<usize>,
+    pub arg_types: Vec<DataType>,
+    pub ret: DataType,
+    /// The frame of an aggregate; `None` is RisingWave's default (the whole partition without ORDER BY,
+    /// else from the first row to the current row).
+    pub frame: Option<Frame>,
+    /// lag/lead's offset (1 by default).
+    pub offset: usize,
 }

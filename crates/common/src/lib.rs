@@ -29,7 +29,9 @@ pub use chunk::{Op, StreamChunk, StreamChunkBuilder};
 pub use clock::Clock;
 pub use epoch::{Epoch, EpochPair};
 pub use event_log::EventLog;
-pub use expr_node::{AggCall, AggKind, ExprNode, ExprType, TableFunctionType};
+pub use expr_node::{
+    AggCall, AggKind, ExprNode, ExprType, TableFunctionType, WindowFuncCall, WindowFuncKind,
+};
 pub use ids::{ActorId, FragmentId, TableId, WorkerId};
 pub use memcmp::OrderType;
 pub use rng::SimRng;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::catalog::TableDesc;
 use crate::expr_node::{AggCall, ExprNode};
+pub use crate::types::Interval;
 use crate::{ActorId, Bitmap, DataType, FragmentId, OwnedRow, TableId, VirtualNode, VnodeCount};
 
 /// vnode → the actor that owns it, for one downstream fragment (RisingWave's `ActorMapping`).
@@ -324,37 +325,6 @@ pub enum ConflictBehavior {
     Overwrite,
     /// The stored row wins: an insert of a stored pk is dropped (`ON CONFLICT DO NOTHING`).
     IgnoreConflict,
-}
-
-/// Until the `types` branch's `types::Interval` is merged here (then this is a re-export of it, with the
-/// same constructor and accessors): months, days and microseconds, as RisingWave's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Interval {
-    months: i32,
-    days: i32,
-    usecs: i64,
-}
-
-impl Interval {
-    pub const fn from_month_day_usec(months: i32, days: i32, usecs: i64) -> Self {
-        Self {
-            months,
-            days,
-            usecs,
-        }
-    }
-
-    pub const fn months(&self) -> i32 {
-        self.months
-    }
-
-    pub const fn days(&self) -> i32 {
-        self.days
-    }
-
-    pub const fn usecs(&self) -> i64 {
-        self.usecs
-    }
 }
 
 /// How the actors of a fragment split the rows (RisingWave's fragment distribution type).

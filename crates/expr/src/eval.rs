@@ -105,7 +105,7 @@ impl Evaluator<'_, '_> {
         if scalar::is_strict(func) && values.iter().any(Option::is_none) {
             return Ok(None);
         }
-        scalar::call(func, &values, args, ret)
+        scalar::call(func, &values, ret)
     }
 
     /// `args` = [when1, then1, when2, then2, ..., else?]; a NULL condition does not match.
@@ -130,5 +130,31 @@ impl Evaluator<'_, '_> {
             }
         }
         Ok(None)
+    }
+}
+
+/// Evaluate every call whose arguments are all literals, bottom up, into a literal (the binder's constant
+/// folding). `now()`/`proctime()` and calls that fail stay calls, so an error surfaces when the row is
+/// evaluated, as RisingWave reports it.
+pub fn fold_constants(expr: ExprNode) -> ExprNode {
+    let ExprNode::Call { func, args, ret } = expr else {
+        return expr;
+    };
+    let args: Vec<ExprNode> = args.into_iter().map(fold_constants).collect();
+    let call = ExprNode::Call { func, args, ret };
+    let ExprNode::Call { func, args, ret } = &call else {
+        unreachable!("built above")
+    };
+    let foldable = !matches!(func, ExprType::Now | ExprType::Proctime)
+        && args.iter().all(|a| matches!(a, ExprNode::Literal { .. }));
+    if !foldable {
+        return call;
+    }
+    match eval(&call, &OwnedRow::empty()) {
+        Ok(value) => ExprNode::Literal {
+            value,
+            ty: ret.clone(),
+        },
+        Err(_) => call,
     }
 }

@@ -56,7 +56,14 @@ fn sum_and_min_max_retract() {
     assert_eq!(sum.ret, DataType::Int64);
     let ops = [(Op::Insert, i(5)), (Op::Insert, i(7)), (Op::Delete, i(5))];
     assert_eq!(feed(&sum, &ops), Some(ScalarImpl::Int64(7)));
-    assert_eq!(feed(&sum, &[(Op::Insert, i(5)), (Op::Delete, i(5))]), None);
+    // As RisingWave's sum state: NULL until a value goes in, 0 once its values are retracted (an emptied
+    // group gets a new state from the executor).
+    assert_eq!(feed(&sum, &[]), None);
+    assert_eq!(feed(&sum, &[(Op::Insert, null_row())]), None);
+    assert_eq!(
+        feed(&sum, &[(Op::Insert, i(5)), (Op::Delete, i(5))]),
+        Some(ScalarImpl::Int64(0))
+    );
     let sum0 = agg(AggKind::Sum0, vec![0], vec![DataType::Int64]);
     assert_eq!(feed(&sum0, &[]), Some(ScalarImpl::Int64(0)));
     let max = agg(AggKind::Max, vec![0], vec![DataType::Int32]);
@@ -427,4 +434,72 @@ fn value_states_survive_encode_and_decode() {
     assert!(!AggState::new(&min).is_value());
     assert_eq!(AggState::new(&min).encode_value(), None);
     assert!(AggState::decode_value(&min, &Some(ScalarImpl::Bytea(Box::new([])))).is_err());
+}
+
+#[test]
+fn percentiles_and_mode() {
+    // streaming/aggregate/... hdr histogram test: percentile_disc over four generate_series, with a delete.
+    let mut c = agg(
+        AggKind::PercentileDisc,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    c.order_by = vec![(0, OrderType::ascending())];
+    let values: Vec<i64> = (1..=10)
+        .chain(1000..=1100)
+        .chain(10000..=11000)
+        .chain(100000..=110000)
+        .collect();
+    let row = |v: i64, f: f64| {
+        OwnedRow::new(vec![
+            Some(ScalarImpl::Int64(v)),
+            Some(ScalarImpl::Float64(f.into())),
+        ])
+    };
+    let run = |f: f64, values: &[i64]| {
+        let ops: Vec<(Op, OwnedRow)> = values.iter().map(|v| (Op::Insert, row(*v, f))).collect();
+        text(&feed(&c, &ops))
+    };
+    assert_eq!(run(0.9, &values), "108889");
+    assert_eq!(run(0.5, &values), "104444");
+    let mut s = AggState::new(&c);
+    for v in &values {
+        s.apply(Op::Insert, &row(*v, 0.5)).unwrap();
+    }
+    for v in values.iter().filter(|v| **v > 100000) {
+        s.apply(Op::Delete, &row(*v, 0.5)).unwrap();
+    }
+    assert_eq!(text(&s.output()), "10445");
+    let cont = agg(
+        AggKind::PercentileCont,
+        vec![0, 1],
+        vec![DataType::Int64, DataType::Float64],
+    );
+    assert_eq!(cont.ret, DataType::Float64);
+    let ops: Vec<(Op, OwnedRow)> = [1, 2, 3, 4]
+        .iter()
+        .map(|v| (Op::Insert, row(*v, 0.5)))
+        .collect();
+    assert_eq!(text(&feed(&cont, &ops)), "2.5");
+    let m = agg(AggKind::Mode, vec![0], vec![DataType::Int32]);
+    assert_eq!(
+        text(&feed(&m, &inserts(&[i(3), i(1), i(3), i(1), i(2)]))),
+        "1"
+    );
+}
+
+#[test]
+fn real_sums_accumulate_in_real() {
+    // RisingWave's sum(float4) -> float4 adds in single precision.
+    let c = agg(AggKind::Sum, vec![0], vec![DataType::Float32]);
+    assert_eq!(c.ret, DataType::Float32);
+    let rows: Vec<OwnedRow> = ["16777216", "1", "1"]
+        .iter()
+        .map(|v| lit_row(v, &DataType::Float32))
+        .collect();
+    assert_eq!(
+        text(&feed(&c, &inserts(&rows))),
+        "16777216",
+        "2^24 + 1 rounds back in f32, twice"
+    );
 }

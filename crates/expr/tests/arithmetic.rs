@@ -43,7 +43,12 @@ fn overflow_and_division_by_zero_are_worded_as_risingwave() {
     );
     assert_eq!(err(Neg, vec![i64_(i64::MIN)]), "Numeric out of range");
     assert_eq!(err(Divide, vec![i32_(1), i32_(0)]), "Division by zero");
-    assert_eq!(err(Modulus, vec![i64_(1), i64_(0)]), "Division by zero");
+    // RisingWave's modulus is a checked remainder: a zero divisor is out of range.
+    assert_eq!(err(Modulus, vec![i64_(1), i64_(0)]), "Numeric out of range");
+    assert_eq!(
+        err(Modulus, vec![dec_("1"), dec_("0")]),
+        "Numeric out of range"
+    );
     assert_eq!(
         err(Divide, vec![i32_(i32::MIN), i32_(-1)]),
         "Numeric out of range"
@@ -179,5 +184,50 @@ fn decimal_special_values_and_division() {
     assert_eq!(
         t(Subtract, vec![f64_("0.1"), f64_("0.3")]),
         "-0.19999999999999998"
+    );
+}
+
+#[test]
+fn non_strict_nulls_each_failing_node_as_risingwave() {
+    // e2e_test/streaming/non_strict_mode.slt: 10/x, 10/x IS NULL, WHERE 10/x > 0, coalesce(x::int, 0)
+    let x = || col(0, DataType::Int32);
+    let div = || call(Divide, vec![i32_(10), x()]);
+    let is_null = call(IsNull, vec![div()]);
+    let positive = call(GreaterThan, vec![div(), i32_(0)]);
+    let mut errors = 0;
+    let mut eval = |e: &epochlab_common::expr_node::ExprNode, v: Option<i32>| {
+        let row = epochlab_common::OwnedRow::new(vec![v.map(ScalarImpl::Int32)]);
+        text(&epochlab_expr::eval_non_strict(e, &row, &mut |_| {
+            errors += 1
+        }))
+    };
+    let xs = [Some(0), Some(1), Some(2), None];
+    assert_eq!(xs.map(|v| eval(&div(), v)), ["NULL", "10", "5", "NULL"]);
+    assert_eq!(xs.map(|v| eval(&is_null, v)), ["t", "f", "f", "t"]);
+    assert_eq!(xs.map(|v| eval(&positive, v)), ["NULL", "t", "t", "NULL"]);
+    let coalesced = call(
+        Coalesce,
+        vec![cast_to(col(0, DataType::Varchar), DataType::Int32), i32_(0)],
+    );
+    let row = |s: &str| epochlab_common::OwnedRow::new(vec![Some(ScalarImpl::Utf8(s.into()))]);
+    let mut seen = Vec::new();
+    let v =
+        epochlab_expr::eval_non_strict(&coalesced, &row("two"), &mut |e| seen.push(e.to_string()));
+    assert_eq!(text(&v), "0");
+    assert_eq!(seen, ["Parse error: integer invalid digit found in string"]);
+    let v = epochlab_expr::eval_non_strict(&coalesced, &row("4"), &mut |_| {});
+    assert_eq!(text(&v), "4");
+    assert_eq!(errors, 3, "one error per failing division");
+}
+
+#[test]
+fn trigonometry_in_double_precision() {
+    assert_eq!(t(Sin, vec![i32_(0)]), "0");
+    assert_eq!(t(Cos, vec![i32_(0)]), "1");
+    assert_eq!(t(Degrees, vec![call(Pi, vec![])]), "180");
+    assert_eq!(t(Atan2, vec![i32_(1), i32_(1)]), "0.7853981633974483");
+    assert_eq!(
+        call(Radians, vec![i32_(180)]).return_type(),
+        DataType::Float64
     );
 }

@@ -160,3 +160,90 @@ fn decimal_and_real_compare_as_double() {
         "a union of real and numeric is real"
     );
 }
+
+/// The three cast tables RisingWave's binder checks (frontend type_inference/cast.rs), row by row: `T`
+/// where the cast is allowed in that context.
+#[test]
+fn cast_contexts_match_risingwaves_tables() {
+    use DataType as T;
+    let types = [
+        T::Boolean,
+        T::Int16,
+        T::Int32,
+        T::Int64,
+        T::Decimal,
+        T::Float32,
+        T::Float64,
+        T::Varchar,
+        T::Date,
+        T::Timestamp,
+        T::Timestamptz,
+        T::Time,
+        T::Interval,
+    ];
+    let table = |ctx: CastContext| -> Vec<String> {
+        types
+            .iter()
+            .map(|from| {
+                types
+                    .iter()
+                    .map(|to| {
+                        if from != to && cast_ok(from, to, ctx) {
+                            'T'
+                        } else {
+                            ' '
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let implicit = [
+        "             ",
+        "  TTTTT      ",
+        "   TTTT      ",
+        "    TTT      ",
+        "     TT      ",
+        "      T      ",
+        "             ",
+        "             ",
+        "         TT  ",
+        "          T  ",
+        "             ",
+        "            T",
+        "             ",
+    ];
+    let assign = [
+        "       T     ",
+        "  TTTTTT     ",
+        " T TTTTT     ",
+        " TT TTTT     ",
+        " TTT TTT     ",
+        " TTTT TT     ",
+        " TTTTT T     ",
+        "             ",
+        "       T TT  ",
+        "       TT TT ",
+        "       TTT T ",
+        "       T    T",
+        "       T   T ",
+    ];
+    let explicit = [
+        "  T    T     ",
+        "  TTTTTT     ",
+        "TT TTTTT     ",
+        " TT TTTT     ",
+        " TTT TTT     ",
+        " TTTT TT     ",
+        " TTTTT T     ",
+        "TTTTTTT TTTTT",
+        "       T TT  ",
+        "       TT TT ",
+        "       TTT T ",
+        "       T    T",
+        "       T   T ",
+    ];
+    assert_eq!(table(CastContext::Implicit), implicit);
+    assert_eq!(table(CastContext::Assign), assign);
+    assert_eq!(table(CastContext::Explicit), explicit);
+}

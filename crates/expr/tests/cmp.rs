@@ -69,3 +69,22 @@ fn case_coalesce_nullif_greatest_least() {
     assert_eq!(t(Least, vec![i32_(5), null(DataType::Int32), i64_(9)]), "5");
     assert_eq!(t(Least, vec![null(DataType::Int32)]), "NULL");
 }
+
+#[test]
+fn constant_folding_keeps_failing_calls_and_now() {
+    use epochlab_common::expr_node::ExprNode;
+    let e = call(Add, vec![i32_(1), call(Multiply, vec![i32_(2), i32_(3)])]);
+    assert_eq!(epochlab_expr::fold_constants(e), i32_(7));
+    let failing = call(Divide, vec![i32_(1), i32_(0)]);
+    assert_eq!(epochlab_expr::fold_constants(failing.clone()), failing);
+    let now = call(Now, vec![]);
+    assert_eq!(epochlab_expr::fold_constants(now.clone()), now);
+    let with_col = call(
+        Add,
+        vec![col(0, DataType::Int32), call(Add, vec![i32_(1), i32_(1)])],
+    );
+    let ExprNode::Call { args, .. } = epochlab_expr::fold_constants(with_col) else {
+        panic!("a call")
+    };
+    assert_eq!(args[1], i32_(2));
+}

@@ -240,3 +240,80 @@ fn make_and_to_timestamp() {
         "2020-02-29"
     );
 }
+
+#[test]
+fn to_timestamp_and_to_date_with_templates() {
+    // e2e_test/batch/functions/to_timestamp.slt.part and to_date.slt.part
+    let tt = |a: &str, b: &str| t(ToTimestamp, vec![str_(a), str_(b)]);
+    assert_eq!(tt("2022 12 25", "YYYY MM DD"), "2022-12-25 00:00:00+00:00");
+    assert_eq!(
+        tt("2022/12/25 10:24:33", "YYYY/MM/DD HH12:MI:SS"),
+        "2022-12-25 10:24:33+00:00"
+    );
+    assert_eq!(
+        tt("2022/12/25 15", "YYYY/MM/DD HH24"),
+        "2022-12-25 15:00:00+00:00"
+    );
+    assert_eq!(
+        tt("2001-04-17 00:00:00.900006", "YYYY-MM-DD HH24:MI:SS.US"),
+        "2001-04-17 00:00:00.900006+00:00"
+    );
+    assert_eq!(
+        tt("2001-04-17 00:00:00.906", "YYYY-MM-DD HH24:MI:SS.MS"),
+        "2001-04-17 00:00:00.906+00:00"
+    );
+    assert_eq!(
+        tt(
+            "2021/12/30 14:52:49 +03:30",
+            "YYYY/MM/DD HH24:MI:SS TZH:TZM"
+        ),
+        "2021-12-30 11:22:49+00:00"
+    );
+    assert_eq!(
+        tt("2021/12/30 14:52:49 +0330", "YYYY/MM/DD HH24:MI:SS TZHTZM"),
+        "2021-12-30 11:22:49+00:00"
+    );
+    for (a, b) in [
+        ("2001-04-17 00:00:00.9", "YYYY-MM-DD HH24:MI:SS.MS"),
+        ("2001-04-17 00:00:00.9999", "YYYY-MM-DD HH24:MI:SS.US"),
+        ("2021/12/30 14:52:49 +330", "YYYY/MM/DD HH24:MI:SS TZHTZM"),
+    ] {
+        assert!(
+            run(&call(ToTimestamp, vec![str_(a), str_(b)])).is_err(),
+            "{a} as {b}"
+        );
+    }
+    assert_eq!(
+        t(CharToDate, vec![str_("12/25/2022"), str_("MM/DD/YYYY")]),
+        "2022-12-25"
+    );
+    assert_eq!(
+        t(
+            CharToDate,
+            vec![str_("2022-12-25 15:24:33"), str_("YYYY-MM-DD HH24:MI:SS")]
+        ),
+        "2022-12-25"
+    );
+}
+
+#[test]
+fn at_time_zone_utc_only() {
+    assert_eq!(
+        t(AtTimeZone, vec![ts("2022-01-01 10:00:00"), str_("UTC")]),
+        "2022-01-01 10:00:00+00:00"
+    );
+    assert_eq!(
+        t(
+            AtTimeZone,
+            vec![tz("2022-01-01 10:00:00+02:00"), str_("utc")]
+        ),
+        "2022-01-01 08:00:00"
+    );
+    assert!(
+        err(
+            AtTimeZone,
+            vec![ts("2022-01-01 10:00:00"), str_("America/New_York")]
+        )
+        .contains("not supported")
+    );
+}

@@ -141,3 +141,72 @@ fn jsonb_access() {
     assert_eq!(t(JsonbArrayLength, vec![a()]), "3");
     assert_eq!(t(Length, vec![lit("\\x0102", DataType::Bytea)]), "2");
 }
+
+/// RisingWave's own LIKE cases (expr/core/src/scalar/like.rs).
+#[test]
+fn like_cases_from_risingwave() {
+    let cases: &[(&str, &str, bool, bool)] = &[
+        ("ABCDE", "%abcde%", false, false),
+        ("Like, expression", "Like, expression", false, true),
+        ("Like, expression", "Like, %", false, true),
+        ("Like, expression", "%, expression", false, true),
+        ("like", "li%ke", false, true),
+        ("like", "l%ik%e", false, true),
+        ("like", "%like%", false, true),
+        ("like", "l%i%k%e%", false, true),
+        ("like", "_%_e", false, true),
+        ("like", "l%__", false, true),
+        ("like", "_%_%_%_", false, true),
+        ("abctest", "__test", false, false),
+        ("abctest", "%_test", false, true),
+        ("aaaaabbb", "a%a%a%a%a%a%b", false, false),
+        ("blush thistle blue yellow saddle", "%yellow%", false, true),
+        ("ABC_123", "ABC_123", false, true),
+        ("ABCD123", "ABC_123", false, true),
+        ("ABC_123", r"ABC\_123", false, true),
+        ("ABCD123", r"ABC\_123", false, false),
+        (r"ABC\123", "ABC_123", false, true),
+        (r"ABC\123", r"ABC\\123", false, true),
+        (r"ABC\123", r"ABC\123", false, false),
+        ("apple", "App%", true, true),
+        ("banana", "B%nana", true, true),
+        ("apple", "B%nana", true, false),
+        ("grape", "Gr_P_", true, true),
+    ];
+    for (target, pattern, insensitive, expected) in cases {
+        let f = if *insensitive { ILike } else { Like };
+        let want = if *expected { "t" } else { "f" };
+        assert_eq!(
+            t(f, vec![s(target), s(pattern)]),
+            want,
+            "{target} {f:?} {pattern}"
+        );
+    }
+}
+
+#[test]
+fn format_specifiers() {
+    assert_eq!(
+        t(Format, vec![s("Hello %s, %s"), s("World"), i32_(1)]),
+        "Hello World, 1"
+    );
+    assert_eq!(
+        t(Format, vec![s("%I.%L %%"), s("My Table"), s("it's")]),
+        "\"My Table\".'it''s' %"
+    );
+    assert_eq!(
+        t(
+            Format,
+            vec![
+                s("[%s] [%L]"),
+                null(DataType::Varchar),
+                null(DataType::Varchar)
+            ]
+        ),
+        "[] [NULL]"
+    );
+    assert_eq!(
+        err(Format, vec![s("%s %s"), s("a")]),
+        "too few arguments for format()"
+    );
+}

@@ -76,8 +76,9 @@ pub struct Relation {
     /// A sink's own fragment, fed by the backfill fragment (`actors`) through a hash exchange: the sink's
     /// pace reaches the backfill only through the exchange's permits, as in RisingWave.
     pub sink_fragment: Option<Fragment>,
-    /// The job's plan, for a job built from a fragment graph (`MetaNode::create_streaming_job`): the root's
-    /// tree and the other fragments. `None`: a table or a sink, planned by kind.
+    /// The job's plan: a materialized view's fragment graph (`MetaNode::create_streaming_job`), or a table's
+    /// one fragment (its DML entry, materialized with its conflict behavior): the root's tree and the other
+    /// fragments. `None`: a sink, planned by kind.
     pub graph: Option<JobGraph>,
 }
 
@@ -228,8 +229,8 @@ impl Relation {
         t
     }
 
-    /// The actors whose progress reports decide when the job is created: a job planned by kind's first
-    /// fragment (none for a table); a graph job's fragments with a backfill or a values source.
+    /// The actors whose progress reports decide when the job is created: a sink's first fragment; a graph
+    /// job's fragments with a backfill or a values source (none for a table).
     pub fn progress_actors(&self) -> std::collections::BTreeSet<ActorId> {
         match &self.graph {
             None if self.kind == RelationKind::Table => Default::default(),

@@ -49,6 +49,10 @@ pub enum GraphError {
     #[error("edge {upstream} -> {downstream}: a simple dispatch needs a singleton downstream")]
     SimpleToHash { upstream: u32, downstream: u32 },
     #[error(
+        "fragment {0} holds a Values node: it must be a singleton (each actor would emit the rows)"
+    )]
+    ValuesNotSingle(u32),
+    #[error(
         "a job built from a graph is a materialized view (its sinks and tables are planned by kind)"
     )]
     Kind,
@@ -56,6 +60,13 @@ pub enum GraphError {
     Tables(usize),
     #[error("parallelism must be at least 1")]
     Parallelism,
+    /// The root's actors own the vnodes of the rows they materialize: the fragment is hashed by the
+    /// table's distribution key.
+    #[error("the root fragment is hashed by {fragment:?}, its table by {table:?}")]
+    RootDistribution {
+        fragment: Vec<usize>,
+        table: Vec<usize>,
+    },
 }
 
 impl From<GraphError> for DdlError {
@@ -145,6 +156,14 @@ fn check_fragment(graph: &StreamFragmentGraph, f: &StreamFragment) -> Result<(),
     if let Some(what) = reserved(&f.node) {
         return Err(GraphError::Reserved(id, what));
     }
+    let values = f
+        .node
+        .walk()
+        .iter()
+        .any(|n| matches!(n, StreamNode::Values { .. }));
+    if values && f.distribution != FragmentDistribution::Single {
+        return Err(GraphError::ValuesNotSingle(id));
+    }
     for e in graph.inputs_of(id) {
         if e.dispatch == DispatchStrategy::Simple && f.distribution != FragmentDistribution::Single
         {
@@ -231,6 +250,16 @@ impl MetaNode {
         }
         let order = check_graph(&graph)?;
         let root = *order.last().expect("a checked graph has a root");
+        let root_fragment = graph.fragment(root).expect("the root is a fragment");
+        if let FragmentDistribution::Hash { dist_key } = &root_fragment.distribution
+            && *dist_key != tables[0].dist_key_indices()
+        {
+            return Err(GraphError::RootDistribution {
+                fragment: dist_key.clone(),
+                table: tables[0].dist_key_indices(),
+            }
+            .into());
+        }
         let placeholder = tables[0].table_id;
         let id = self.inner.next_table_id();
         let mut desc = (*tables[0]).clone();
@@ -427,5 +456,145 @@ fn graph_relation(
             fragments,
             edges: graph.edges,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::plan::{ConflictBehavior, StreamFragmentEdge};
+    use epochlab_common::{DataType, VnodeCount};
+
+    use super::*;
+
+    fn table() -> Arc<TableDesc> {
+        let count = VnodeCount::new(8).unwrap();
+        Arc::new(TableDesc::hash(
+            TableId(1),
+            vec![DataType::Int64],
+            vec![0],
+            vec![0],
+            count,
+        ))
+    }
+
+    fn scan() -> StreamNode {
+        StreamNode::stream_scan(StreamScanType::ArrangementBackfill, table(), 16)
+    }
+
+    fn frag(id: u32, node: StreamNode) -> StreamFragment {
+        StreamFragment {
+            fragment_id: id,
+            node,
+            distribution: FragmentDistribution::Hash { dist_key: vec![0] },
+            parallelism: None,
+        }
+    }
+
+    fn mat(input: StreamNode) -> StreamNode {
+        StreamNode::Materialize {
+            table: table(),
+            conflict: ConflictBehavior::NoCheck,
+            input: Box::new(input),
+        }
+    }
+
+    fn edge(upstream: u32, downstream: u32, dispatch: DispatchStrategy) -> StreamFragmentEdge {
+        StreamFragmentEdge {
+            upstream,
+            downstream,
+            dispatch,
+        }
+    }
+
+    fn union_of(ids: &[u32]) -> StreamNode {
+        StreamNode::Union {
+            inputs: ids
+                .iter()
+                .map(|&upstream| StreamNode::Exchange { upstream })
+                .collect(),
+        }
+    }
+
+    /// Upstreams come first, the root last; ties by the smaller id.
+    #[test]
+    fn a_union_graph_orders_upstreams_first() {
+        let g = StreamFragmentGraph {
+            fragments: vec![
+                frag(9, mat(union_of(&[4, 2]))),
+                frag(4, scan()),
+                frag(2, scan()),
+            ],
+            edges: vec![
+                edge(4, 9, DispatchStrategy::Hash(vec![0])),
+                edge(2, 9, DispatchStrategy::NoShuffle),
+            ],
+        };
+        assert_eq!(check_graph(&g), Ok(vec![2, 4, 9]));
+    }
+
+    #[test]
+    fn bad_graphs_are_refused() {
+        let h = || DispatchStrategy::Hash(vec![0]);
+        let empty = StreamFragmentGraph::default();
+        assert_eq!(check_graph(&empty), Err(GraphError::Empty));
+        // An Exchange without its edge.
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(union_of(&[2])))],
+            edges: vec![],
+        };
+        assert!(matches!(
+            check_graph(&g),
+            Err(GraphError::ExchangeMismatch { fragment: 1, .. })
+        ));
+        // Two scans in one fragment (their progress would be reported as one actor's).
+        let two = StreamNode::Union {
+            inputs: vec![scan(), scan()],
+        };
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(two))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::TwoScans(1)));
+        // A cycle leaves no root.
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, union_of(&[2])), frag(2, union_of(&[1]))],
+            edges: vec![edge(1, 2, h()), edge(2, 1, h())],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::Roots(vec![])));
+        // Two roots.
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(scan())), frag(2, mat(scan()))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::Roots(vec![1, 2])));
+        // A simple dispatch into a hash fragment.
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, scan()), frag(2, mat(union_of(&[1])))],
+            edges: vec![edge(1, 2, DispatchStrategy::Simple)],
+        };
+        assert!(matches!(
+            check_graph(&g),
+            Err(GraphError::SimpleToHash { .. })
+        ));
+        // A node meta plans itself.
+        let dml = StreamNode::Dml {
+            table_id: TableId(1),
+            column_types: vec![DataType::Int64],
+        };
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(dml))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::Reserved(1, "Dml")));
+        // Values in a hash fragment.
+        let values = StreamNode::Values {
+            rows: vec![],
+            types: vec![DataType::Int64],
+        };
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(values))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::ValuesNotSingle(1)));
     }
 }

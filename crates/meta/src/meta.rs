@@ -26,8 +26,8 @@ use tracing::Instrument;
 
 use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 use crate::catalog::{
-    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobState, Relation, RelationKind,
-    StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobGraph, JobState, Relation,
+    RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
@@ -606,6 +606,30 @@ impl MetaNode {
         dist_key_in_pk: Vec<usize>,
         parallelism: usize,
     ) -> Result<TableId, DdlError> {
+        let conflict = ConflictBehavior::NoCheck;
+        self.create_table_with_conflict(
+            name,
+            column_types,
+            pk_indices,
+            dist_key_in_pk,
+            parallelism,
+            conflict,
+        )
+        .await
+    }
+
+    /// A table as [`MetaNode::create_table_distributed`] makes it, whose materialize handles a change that
+    /// disagrees with the stored row of its pk by `conflict` (RisingWave: a table with a primary key
+    /// overwrites, `ConflictBehavior::Overwrite`; its DML path sends inserts of existing keys).
+    pub async fn create_table_with_conflict(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        pk_indices: Vec<usize>,
+        dist_key_in_pk: Vec<usize>,
+        parallelism: usize,
+        conflict: ConflictBehavior,
+    ) -> Result<TableId, DdlError> {
         if parallelism == 0
             || pk_indices.is_empty()
             || pk_indices.iter().any(|&i| i >= column_types.len())
@@ -625,6 +649,15 @@ impl MetaNode {
             self.inner.config.vnode_count,
         ));
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        // One fragment: the table's DML entry, materialized.
+        let root_node = StreamNode::Materialize {
+            table: desc.clone(),
+            conflict,
+            input: Box::new(StreamNode::Dml {
+                table_id: id,
+                column_types: desc.column_types.clone(),
+            }),
+        };
         let rel = Relation {
             id,
             name: name.to_string(),
@@ -641,7 +674,12 @@ impl MetaNode {
             scan_type: StreamScanType::default(),
             background: false,
             sink_fragment: None,
-            graph: None,
+            graph: Some(JobGraph {
+                root: 0,
+                root_node,
+                fragments: Vec::new(),
+                edges: Vec::new(),
+            }),
         };
         self.create_job(rel).await
     }

@@ -20,6 +20,25 @@ pub struct SimDb {
     session: Option<(Session, u64)>,
     /// The `SET` statements run, by variable, the last set last.
     set_stmts: Vec<(String, String)>,
+    /// Told each statement's `unsupported` construct (or none).
+    probe: UnsupportedProbe,
+}
+
+/// The construct of the last statement's `unsupported` error, shared by the connections of a file's run: a
+/// record that expects any error (`statement error` without a message) is not met by a construct the front
+/// end refused (RisingWave would have run it and failed for its own reason), and the runner asks this.
+#[derive(Clone, Debug, Default)]
+pub struct UnsupportedProbe(Arc<std::sync::Mutex<Option<String>>>);
+
+impl UnsupportedProbe {
+    fn set(&self, construct: Option<String>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = construct;
+    }
+
+    /// The construct the last statement was refused for, if it was; clears it.
+    pub fn take(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
 }
 
 /// Replayed `SET` statements of one connection, at most (bounded like everything else).
@@ -31,7 +50,14 @@ impl SimDb {
             engine,
             session: None,
             set_stmts: Vec::new(),
+            probe: UnsupportedProbe::default(),
         }
+    }
+
+    /// This connection tells `probe` each statement's `unsupported` construct.
+    pub fn probed_by(mut self, probe: UnsupportedProbe) -> Self {
+        self.probe = probe;
+        self
     }
 
     /// The session of the current frontend, connecting (and replaying the `SET`s) when there is none.
@@ -107,7 +133,12 @@ impl AsyncDB for SimDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        Ok(match self.execute(sql).await? {
+        let out = self.execute(sql).await;
+        self.probe.set(match &out {
+            Err(SqlError::Unsupported(construct)) => Some(construct.clone()),
+            _ => None,
+        });
+        Ok(match out? {
             Output::Rows { numeric, rows } => DBOutput::Rows {
                 types: numeric
                     .into_iter()

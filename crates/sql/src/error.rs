@@ -43,6 +43,9 @@ pub enum SqlError {
     /// The session's frontend was killed while the statement ran, or is down when the client connects.
     #[error("{0}")]
     Connection(ConnectionError),
+    /// An expression failed to bind or evaluate (types, casts, overflow: RisingWave's wording).
+    #[error("{0}")]
+    Expr(#[from] crate::scalar::ExprError),
     /// The catalog refused (RisingWave's wording).
     #[error(transparent)]
     CatalogError(#[from] crate::catalog::CatalogError),
@@ -78,6 +81,29 @@ pub enum CatalogProblem {
 }
 
 impl SqlError {
+    /// The error's kind in a few words (what `epochlab corpus` counts a file's unexpected error by).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SqlError::Parse(_) => "sql parser error",
+            SqlError::Unsupported(_) => "unsupported",
+            SqlError::Invalid(_) => "invalid statement",
+            SqlError::Catalog { problem, .. } => match problem {
+                CatalogProblem::Exists => "catalog: exists",
+                CatalogProblem::NotFound => "catalog: not found",
+                CatalogProblem::StillCreating => "catalog: still creating",
+            },
+            SqlError::NoReader { .. } => "no reader for dml",
+            SqlError::DuplicatedOption(_) | SqlError::UnexpectedOptions(_) => "WITH options",
+            SqlError::Ddl(_) => "DDL refused or failed",
+            SqlError::InCreatingProcedure { .. } => "table is in creating procedure",
+            SqlError::Connection(_) => "connection",
+            SqlError::Timeout(..) => "timeout",
+            SqlError::CatalogError(_) => "catalog",
+            SqlError::SessionConfig(_) => "session variable",
+            SqlError::Expr(_) => "expression",
+        }
+    }
+
     /// A catalog error about `problem`, saying `message`.
     pub fn catalog(problem: CatalogProblem, message: String) -> Self {
         SqlError::Catalog { problem, message }

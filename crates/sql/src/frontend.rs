@@ -22,18 +22,19 @@ use epochlab_common::{DataType, Datum, Op, OwnedRow, ScalarImpl, TableId};
 use epochlab_meta::{JobOptions, JobState, Relation, RelationKind, SinkOptions};
 use epochlab_sim::Cluster;
 use sqlparser::ast::{
-    self, ColumnOption, CreateTableOptions, Expr as Ast, FunctionArg, FunctionArgExpr,
-    FunctionArguments, GroupByExpr, LimitClause, ObjectName, ObjectNamePart, OrderByKind,
-    OrderBySort, Query, SelectItem, SetExpr, SqlOption, Statement, TableConstraint, TableFactor,
-    TableObject,
+    self, ColumnOption, CreateTableOptions, Expr as Ast, ObjectName, ObjectNamePart, Query,
+    SetExpr, SqlOption, Statement, TableConstraint, TableFactor, TableObject,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
-use crate::catalog::{ColumnCatalog as CatalogColumn, RelationKind as CatalogKind};
+use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef, Scope, ScopeColumn};
+use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
-use crate::expr::{Column, Expr, bind, cast, format_datum, literal, order_datums, resolve};
+use crate::expr::{Column, format_datum, literal, resolve};
+use crate::scalar::ExprNode;
+use crate::scalar::cast::CastContext;
 use crate::session_config::SessionConfig;
 
 /// Rows per DML chunk sent to the cluster.
@@ -81,15 +82,27 @@ pub struct Def {
     /// The columns SQL sees; each `src` is a position in the stored rows.
     pub columns: Vec<Column>,
     /// The view's `WHERE` (and its upstream's), over the stored rows.
-    pub filter: Option<Expr>,
+    pub filter: Option<ExprNode>,
+    /// A view's columns as expressions over the stored rows (one per column); `None`: each column is the
+    /// stored column at its `src`.
+    pub project: Option<Vec<ExprNode>>,
     /// A table's stored columns (the visible ones, then `_row_id` when it has no primary key).
     pub stored: Vec<DataType>,
     /// A table without a primary key: the last stored column is its hidden row id.
     pub row_id: bool,
     /// The table's primary key, as positions in the stored rows.
     pub pk: Vec<usize>,
+    /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
+    pub append_only: bool,
     /// The statement that created it (`SHOW JOBS`).
     pub statement: String,
+}
+
+/// A logical view: its query and its column names.
+#[derive(Clone, Debug)]
+pub struct ViewDef {
+    pub query: String,
+    pub columns: Vec<String>,
 }
 
 /// The output of one statement.
@@ -109,7 +122,7 @@ pub struct Engine {
     pub cluster: Arc<Cluster>,
     /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
     pub catalog: Mutex<crate::catalog::Catalog>,
-    defs: Mutex<BTreeMap<String, Def>>,
+    pub(crate) defs: Mutex<BTreeMap<String, Def>>,
     next_row_id: Mutex<BTreeMap<TableId, i64>>,
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
@@ -126,7 +139,7 @@ pub struct FrontendLife {
     pub generation: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -262,7 +275,7 @@ impl Session {
         &self.engine
     }
 
-    fn cluster(&self) -> &Cluster {
+    pub(crate) fn cluster(&self) -> &Cluster {
         &self.engine.cluster
     }
 
@@ -316,6 +329,7 @@ impl Session {
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await;
             }
+            "EXPLAIN" => {}
             "CREATE" => {
                 let object = w.peek_upper_at(1).unwrap_or_default();
                 if !matches!(
@@ -327,9 +341,14 @@ impl Session {
             }
             _ => {}
         }
-        let statement = parse_one(&s.text)?;
+        let (text, append_only) = strip_append_only(s);
+        let statement = parse_one(&text)?;
         match statement {
-            Statement::CreateTable(ct) => self.create_table(&ct, &s.text).await,
+            Statement::CreateTable(ct) => match &ct.query {
+                Some(q) => self.create_table_as(&ct, q, &s.text).await,
+                None => self.create_table(&ct, &s.text, append_only).await,
+            },
+            Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
             Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
             Statement::Insert(ins) => self.insert(&ins).await,
             Statement::Update(up) => self.update(&up).await,
@@ -338,13 +357,16 @@ impl Session {
                 let (columns, rows) = self.query(&q).await?;
                 Ok(rows_output(&columns, rows))
             }
+            Statement::Explain {
+                statement, options, ..
+            } => self.explain(&statement, options.as_deref()),
             _ => Err(unsupported_words(&s.tokens, 2)),
         }
     }
 
     // ---- utility statements ----
 
-    async fn flush(&self) -> Result<(), SqlError> {
+    pub(crate) async fn flush(&self) -> Result<(), SqlError> {
         Ok(self.cluster().meta.flush().await?)
     }
 
@@ -405,7 +427,7 @@ impl Session {
 
     // ---- DDL ----
 
-    fn parallelism(&self) -> usize {
+    pub(crate) fn parallelism(&self) -> usize {
         self.config
             .streaming_parallelism()
             .unwrap_or(self.engine.default_parallelism)
@@ -418,7 +440,7 @@ impl Session {
     /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
     /// still being created is RisingWave's meta's `table is in creating procedure` (see
     /// [`SqlError::InCreatingProcedure`]), not `exists`.
-    fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
+    pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
         let Some(rel) = self.cluster().meta.relation_by_name(name) else {
             return Ok(false);
         };
@@ -437,11 +459,14 @@ impl Session {
         ))
     }
 
-    async fn create_table(&self, ct: &ast::CreateTable, text: &str) -> Result<Output, SqlError> {
-        if ct.query.is_some() {
-            return Err(SqlError::Unsupported("CREATE TABLE AS".into()));
-        }
-        let name = object_name(&ct.name)?;
+    pub(crate) async fn create_table(
+        &self,
+        ct: &ast::CreateTable,
+        text: &str,
+        append_only: bool,
+    ) -> Result<Output, SqlError> {
+        let target = self.creation_name(&ct.name)?;
+        let name = target.job.clone();
         if self.check_free(&name, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
@@ -465,6 +490,7 @@ impl Session {
         let mut pk_names: Vec<String> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
             let col = ident(&c.name);
+            crate::binder::check_column_name(&col)?;
             if columns.iter().any(|x: &Column| x.name == col) {
                 return Err(SqlError::Invalid(format!(
                     "column \"{col}\" specified more than once"
@@ -520,27 +546,30 @@ impl Session {
             kind: Kind::Table,
             columns,
             filter: None,
+            project: None,
             stored: stored.clone(),
             row_id,
             pk: pk.clone(),
+            append_only,
             statement: text.trim().to_string(),
         };
-        let mut catalog_columns: Vec<CatalogColumn> = def
+        let mut columns_listed: Vec<ColumnCatalog> = def
             .columns
             .iter()
-            .map(|c| CatalogColumn::new(c.name.clone(), c.ty))
+            .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
             .collect();
         if row_id {
-            catalog_columns.push(CatalogColumn::hidden(ROW_ID, DataType::Int64));
+            columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
         }
         let mut shown = ct.clone();
         shown.if_not_exists = false;
-        let id = self.register_job(
+        let id = self.register_job_in(
+            &target,
             CatalogKind::Table,
-            &name,
-            catalog_columns,
+            columns_listed,
             pk.clone(),
             &shown.to_string(),
+            Vec::new(),
             None,
         )?;
         lock(&self.engine.defs).insert(name.clone(), def);
@@ -554,15 +583,11 @@ impl Session {
     }
 
     async fn create_mv(&self, cv: &ast::CreateView, text: &str) -> Result<Output, SqlError> {
-        if !cv.materialized {
-            return Err(SqlError::Unsupported(
-                "CREATE VIEW (only materialized views)".into(),
-            ));
-        }
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
         }
-        let name = object_name(&cv.name)?;
+        let target = self.creation_name(&cv.name)?;
+        let name = target.job.clone();
         let options = match &cv.options {
             CreateTableOptions::None => Vec::new(),
             CreateTableOptions::With(o) => o.clone(),
@@ -580,24 +605,35 @@ impl Session {
         if self.check_free(&name, cv.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        let (upstream, def) = self.view_of(&cv.query, Kind::MaterializedView, text)?;
-        let mut shown = cv.clone();
-        shown.if_not_exists = false;
-        let id = self.register_job(
-            CatalogKind::MaterializedView,
-            &name,
-            catalog_columns(&def),
-            Vec::new(),
-            &shown.to_string(),
-            Some(upstream),
-        )?;
-        lock(&self.engine.defs).insert(name.clone(), def);
         let options = JobOptions {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.config.background_ddl(),
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
+        {
+            Ok(v) => v,
+            Err(SqlError::Unsupported(_)) => {
+                return self
+                    .create_mv_graph(&target, &cv.query, &renames, options, text)
+                    .await;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job_in(
+            &target,
+            CatalogKind::MaterializedView,
+            listed_columns(&def),
+            Vec::new(),
+            &shown.to_string(),
+            self.catalog_ids_of(upstream),
+            None,
+        )?;
+        lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
             .cluster()
             .meta
@@ -664,11 +700,11 @@ impl Session {
             Statement::Query(q) => q,
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
-        let (upstream, def) = self.view_of(&query, Kind::Sink, text)?;
+        let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
         let id = self.register_job(
             CatalogKind::Sink,
             &name,
-            catalog_columns(&def),
+            listed_columns(&def),
             Vec::new(),
             text,
             Some(upstream),
@@ -693,66 +729,89 @@ impl Session {
         Ok(Output::Done(0))
     }
 
-    /// The upstream and definition of a view or sink: `SELECT cols FROM relation [WHERE predicate]`.
-    fn view_of(&self, q: &Query, kind: Kind, text: &str) -> Result<(TableId, Def), SqlError> {
-        let select = simple_select(q)?;
-        if q.order_by.is_some() || q.limit_clause.is_some() {
-            return Err(SqlError::Unsupported(format!(
-                "ORDER BY or LIMIT in a {}",
-                kind.as_str()
-            )));
-        }
-        let from = single_from(select)?;
-        let (name, args) = match from {
-            TableFactor::Table { name, args, .. } => (object_name(name)?, args),
-            _ => return Err(SqlError::Unsupported("subquery in FROM".into())),
-        };
-        if args.is_some() {
-            return Err(SqlError::Unsupported(format!(
-                "table function {name} in a {}",
-                kind.as_str()
-            )));
-        }
-        let (rel, up) = self.readable(&name)?;
-        let mut filter = up.filter.clone();
-        if let Some(w) = &select.selection {
-            let pred = bind(w, &up.columns, &name)?;
-            filter = Some(match filter {
-                None => pred,
-                Some(f) => Expr::And(Box::new(f), Box::new(pred)),
-            });
-        }
-        let mut columns = Vec::new();
-        for item in &select.projection {
-            match item {
-                SelectItem::Wildcard(_) => columns.extend(up.columns.iter().cloned()),
-                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                    let col = column_ref(e, &up.columns, &name).map_err(|err| match e {
-                        Ast::Function(_) => SqlError::Unsupported(format!(
-                            "aggregation in a {} ({e})",
-                            kind.as_str()
-                        )),
-                        _ => err,
-                    })?;
-                    let mut col = col;
-                    if let SelectItem::ExprWithAlias { alias, .. } = item {
-                        col.name = ident(alias);
-                    }
-                    columns.push(col);
-                }
-                other => return Err(SqlError::Unsupported(format!("select item {other}"))),
-            }
-        }
+    /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under
+    /// projections and filters (see [`crate::planner::stream::single_table`]), kept as expressions over the
+    /// upstream's stored rows and applied when the view is read.
+    fn view_of(
+        &self,
+        q: &Query,
+        kind: Kind,
+        text: &str,
+        renames: &[String],
+    ) -> Result<(TableId, Def), SqlError> {
+        let mut bound = Binder::new(self, true).bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
+        let shape = crate::planner::stream::single_table(&bound.plan)?;
+        let upstream = self.def_of_table(shape.table_id).ok_or_else(|| {
+            SqlError::Invalid(format!("the upstream of {} is gone", kind.as_str()))
+        })?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(&shape.exprs)
+            .enumerate()
+            .map(|(i, (name, e))| Column {
+                name: name.clone(),
+                ty: e.return_type(),
+                src: i,
+            })
+            .collect();
         let def = Def {
             kind,
             columns,
-            filter,
-            stored: up.stored.clone(),
+            filter: shape.filter,
+            project: Some(shape.exprs),
+            stored: upstream.stored.clone(),
             row_id: false,
             pk: Vec::new(),
+            append_only: false,
             statement: text.trim().to_string(),
         };
-        Ok((rel.id, def))
+        Ok((shape.table_id, def))
+    }
+
+    /// SQL's definition of the relation with the engine's table `id`.
+    pub(crate) fn def_of_table(&self, id: TableId) -> Option<Def> {
+        let rel = self.cluster().meta.catalog().relations.get(&id).cloned()?;
+        lock(&self.engine.defs).get(&rel.name).cloned()
+    }
+
+    /// `CREATE VIEW name [(cols)] AS query`: a logical view, its query bound to check it and kept as text.
+    fn create_view(&self, cv: &ast::CreateView) -> Result<Output, SqlError> {
+        if cv.or_replace || cv.or_alter {
+            return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
+        }
+        let target = self.creation_name(&cv.name)?;
+        let mut binder = Binder::new(self, false);
+        let mut bound = binder.bind_query(&cv.query)?;
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        crate::binder::output_names(&mut bound.names, &renames)?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(bound.types())
+            .map(|(n, t)| ColumnCatalog::new(n.clone(), t))
+            .collect();
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let registered = self.register_job_in(
+            &target,
+            CatalogKind::View,
+            columns,
+            Vec::new(),
+            &shown.to_string(),
+            binder.depends_on.clone(),
+            Some(cv.query.to_string()),
+        );
+        match registered {
+            Ok(_) => Ok(Output::Done(0)),
+            Err(SqlError::CatalogError(crate::catalog::CatalogError::Duplicated(..)))
+                if cv.if_not_exists =>
+            {
+                Ok(Output::Done(0))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// A relation a query or a view may read: it exists, is not a sink, and is created.
@@ -896,20 +955,20 @@ impl Session {
         Ok(())
     }
 
-    async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
+    pub(crate) async fn insert(&self, ins: &ast::Insert) -> Result<Output, SqlError> {
         if ins.returning.is_some() || ins.on.is_some() {
             return Err(SqlError::Unsupported(
                 "INSERT ... RETURNING / ON CONFLICT".into(),
             ));
         }
         let name = match &ins.table {
-            TableObject::TableName(n) => object_name(n)?,
+            TableObject::TableName(n) => self.table_job_name(n)?,
             other => return Err(SqlError::Unsupported(format!("INSERT INTO {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
         // Which stored column each value goes to.
-        let targets: Vec<&Column> = if ins.columns.is_empty() {
-            def.columns.iter().collect()
+        let targets: Vec<Column> = if ins.columns.is_empty() {
+            def.columns.clone()
         } else {
             ins.columns
                 .iter()
@@ -918,6 +977,7 @@ impl Session {
                     def.columns
                         .iter()
                         .find(|x| x.name == n)
+                        .cloned()
                         .ok_or_else(|| SqlError::Invalid(format!("column \"{n}\" does not exist")))
                 })
                 .collect::<Result<_, _>>()?
@@ -927,14 +987,7 @@ impl Session {
                 "INSERT without VALUES or SELECT".into(),
             ));
         };
-        let values: Vec<Vec<Datum>> = match source.body.as_ref() {
-            SetExpr::Values(v) => v
-                .rows
-                .iter()
-                .map(|r| r.content.iter().map(literal).collect::<Result<Vec<_>, _>>())
-                .collect::<Result<_, _>>()?,
-            _ => self.query(source).await?.1,
-        };
+        let values = self.insert_values(source, &targets)?;
         let first_id = if def.row_id {
             self.engine.row_ids(rel.id, values.len())
         } else {
@@ -942,16 +995,9 @@ impl Session {
         };
         let mut ops = Vec::with_capacity(values.len());
         for (i, v) in values.into_iter().enumerate() {
-            if v.len() != targets.len() {
-                return Err(SqlError::Invalid(format!(
-                    "INSERT has {} values for {} columns",
-                    v.len(),
-                    targets.len()
-                )));
-            }
             let mut row: Vec<Datum> = vec![None; def.stored.len()];
             for (value, col) in v.into_iter().zip(&targets) {
-                row[col.src] = cast(value, col.ty.clone())?;
+                row[col.src] = value;
             }
             if def.row_id {
                 row[def.stored.len() - 1] = Some(ScalarImpl::Int64(first_id + i as i64));
@@ -968,21 +1014,116 @@ impl Session {
         Ok(Output::Done(n))
     }
 
-    /// The table's rows that `selection` picks, after a `FLUSH` (so that they include every earlier write).
+    /// The rows an `INSERT` writes, each value cast (assignment casts) to its target column's type.
+    fn insert_values(
+        &self,
+        source: &Query,
+        targets: &[Column],
+    ) -> Result<Vec<Vec<Datum>>, SqlError> {
+        // Fewer values than columns leave the rest NULL, as PostgreSQL's INSERT does.
+        let too_many =
+            || SqlError::Invalid("INSERT has more expressions than target columns".into());
+        let mut binder = Binder::new(self, false);
+        if let (SetExpr::Values(v), None, None) =
+            (source.body.as_ref(), &source.order_by, &source.limit_clause)
+        {
+            let empty = OwnedRow::empty();
+            let mut out = Vec::with_capacity(v.rows.len());
+            for r in &v.rows {
+                if r.content.len() > targets.len() {
+                    return Err(too_many());
+                }
+                let mut row = Vec::with_capacity(targets.len());
+                for (e, col) in r.content.iter().zip(targets) {
+                    let e = binder.bind_scalar(e, &Scope::default())?;
+                    let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
+                    row.push(crate::scalar::eval(&e, &empty)?);
+                }
+                out.push(row);
+            }
+            return Ok(out);
+        }
+        let bound = binder.bind_query(source)?;
+        let types = bound.types();
+        if types.len() > targets.len() {
+            return Err(too_many());
+        }
+        let exprs = bound
+            .plan
+            .input_refs()
+            .into_iter()
+            .zip(targets)
+            .map(|(e, col)| crate::binder::coerce(e, col.ty.clone(), CastContext::Assign))
+            .collect::<Result<Vec<_>, _>>()?;
+        let plan = bound.plan.project(exprs);
+        Ok(crate::batch::execute(&plan, self)?
+            .into_iter()
+            .map(OwnedRow::into_inner)
+            .collect())
+    }
+
+    /// The scope of a table's stored rows (for `UPDATE` and `DELETE`).
+    fn stored_scope(name: &str, def: &Def) -> Scope {
+        let mut columns: Vec<ScopeColumn> = def
+            .stored
+            .iter()
+            .map(|ty| ScopeColumn {
+                qualifier: Some(name.to_string()),
+                name: String::new(),
+                ty: ty.clone(),
+                hidden: true,
+                qualified_only: true,
+            })
+            .collect();
+        for c in &def.columns {
+            columns[c.src].name = c.name.clone();
+            columns[c.src].hidden = false;
+            columns[c.src].qualified_only = false;
+        }
+        if def.row_id
+            && let Some(last) = columns.last_mut()
+        {
+            last.name = ROW_ID.into();
+            last.qualified_only = false;
+        }
+        Scope { columns }
+    }
+
+    /// The table's rows that `predicate` picks, after a `FLUSH` (so that they include every earlier write).
     async fn rows_where(
         &self,
-        name: &str,
         rel: &Relation,
+        predicate: Option<ExprNode>,
+    ) -> Result<Vec<OwnedRow>, SqlError> {
+        self.flush().await?;
+        let mut out = Vec::new();
+        for r in self.cluster().committed_rows(rel.id) {
+            let keep = match &predicate {
+                None => true,
+                Some(p) => crate::scalar::eval(p, &r)? == Some(ScalarImpl::Bool(true)),
+            };
+            if keep {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A `WHERE` over a table's stored rows.
+    fn bind_where(
+        &self,
+        name: &str,
         def: &Def,
         selection: Option<&Ast>,
-    ) -> Result<Vec<OwnedRow>, SqlError> {
-        let pred = selection.map(|s| bind(s, &def.columns, name)).transpose()?;
-        self.flush().await?;
-        let rows = self.cluster().committed_rows(rel.id);
-        Ok(rows
-            .into_iter()
-            .filter(|r| pred.as_ref().is_none_or(|p| p.holds(r)))
-            .collect())
+    ) -> Result<Option<ExprNode>, SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let mut binder = Binder::new(self, false);
+        selection
+            .map(|w| {
+                let p = binder.bind_scalar(w, &scope)?;
+                crate::binder::coerce(p, DataType::Boolean, CastContext::Implicit)
+            })
+            .transpose()
     }
 
     async fn update(&self, up: &ast::Update) -> Result<Output, SqlError> {
@@ -992,10 +1133,40 @@ impl Session {
             ));
         }
         let name = match &up.table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => self.table_job_name(name)?,
             other => return Err(SqlError::Unsupported(format!("UPDATE {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
+        let (sets, predicate) = self.bind_update(&name, &def, up)?;
+        if sets.iter().any(|(src, _)| def.pk.contains(src)) {
+            return Err(SqlError::Invalid(
+                "update modifying the PK column is unsupported".into(),
+            ));
+        }
+        let rows = self.rows_where(&rel, predicate).await?;
+        let mut ops = Vec::with_capacity(rows.len() * 2);
+        for old in &rows {
+            let mut new = old.datums().to_vec();
+            for (src, e) in &sets {
+                new[*src] = crate::scalar::eval(e, old)?;
+            }
+            ops.push((Op::UpdateDelete, old.clone()));
+            ops.push((Op::UpdateInsert, OwnedRow::new(new)));
+        }
+        self.send(&name, rel.id, ops).await?;
+        Ok(Output::Done(rows.len() as u64))
+    }
+
+    /// An `UPDATE`'s assignments (stored position, value over the old row) and its `WHERE`.
+    #[allow(clippy::type_complexity)]
+    fn bind_update(
+        &self,
+        name: &str,
+        def: &Def,
+        up: &ast::Update,
+    ) -> Result<(Vec<(usize, ExprNode)>, Option<ExprNode>), SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let mut binder = Binder::new(self, false);
         let mut sets = Vec::new();
         for a in &up.assignments {
             let col = match &a.target {
@@ -1009,29 +1180,15 @@ impl Session {
                 .iter()
                 .find(|c| c.name == col)
                 .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
-            sets.push((c.src, cast(literal(&a.value)?, c.ty.clone())?));
+            let e = binder.bind_scalar(&a.value, &scope)?;
+            sets.push((
+                c.src,
+                crate::binder::coerce(e, c.ty.clone(), CastContext::Assign)?,
+            ));
         }
-        let touches_pk = sets.iter().any(|(src, _)| def.pk.contains(src));
-        let rows = self
-            .rows_where(&name, &rel, &def, up.selection.as_ref())
-            .await?;
-        let mut ops = Vec::with_capacity(rows.len() * 2);
-        for old in &rows {
-            let mut new = old.datums().to_vec();
-            for (src, v) in &sets {
-                new[*src] = v.clone();
-            }
-            let new = OwnedRow::new(new);
-            if touches_pk {
-                ops.push((Op::Delete, old.clone()));
-                ops.push((Op::Insert, new));
-            } else {
-                ops.push((Op::UpdateDelete, old.clone()));
-                ops.push((Op::UpdateInsert, new));
-            }
-        }
-        self.send(&name, rel.id, ops).await?;
-        Ok(Output::Done(rows.len() as u64))
+        drop(binder);
+        let predicate = self.bind_where(name, def, up.selection.as_ref())?;
+        Ok((sets, predicate))
     }
 
     async fn delete(&self, del: &ast::Delete) -> Result<Output, SqlError> {
@@ -1047,13 +1204,12 @@ impl Session {
             ));
         }
         let name = match &table.relation {
-            TableFactor::Table { name, .. } => object_name(name)?,
+            TableFactor::Table { name, .. } => self.table_job_name(name)?,
             other => return Err(SqlError::Unsupported(format!("DELETE FROM {other}"))),
         };
         let (rel, def) = self.writable(&name)?;
-        let rows = self
-            .rows_where(&name, &rel, &def, del.selection.as_ref())
-            .await?;
+        let predicate = self.bind_where(&name, &def, del.selection.as_ref())?;
+        let rows = self.rows_where(&rel, predicate).await?;
         let n = rows.len() as u64;
         let ops = rows.into_iter().map(|r| (Op::Delete, r)).collect();
         self.send(&name, rel.id, ops).await?;
@@ -1062,411 +1218,139 @@ impl Session {
 
     // ---- queries ----
 
-    /// The rows a `FROM` item gives: its columns and rows (a relation at the max committed epoch, through its
-    /// view's filter; `generate_series(a, b)`; `rw_catalog.rw_ddl_progress`).
-    fn scan(&self, from: &TableFactor) -> Result<(String, Vec<Column>, Vec<OwnedRow>), SqlError> {
-        let TableFactor::Table { name, args, .. } = from else {
-            return Err(SqlError::Unsupported("subquery in FROM".into()));
-        };
-        let name = object_name_path(name)?;
-        if let Some(args) = args {
-            if name != "generate_series" {
-                return Err(SqlError::Unsupported(format!("table function {name}")));
-            }
-            let bounds: Vec<i64> = args
-                .args
-                .iter()
-                .map(|a| match a {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => match literal(e)? {
-                        Some(ScalarImpl::Int64(n)) => Ok(n),
-                        _ => Err(SqlError::Invalid("generate_series takes integers".into())),
-                    },
-                    _ => Err(SqlError::Invalid("generate_series takes integers".into())),
-                })
-                .collect::<Result<_, _>>()?;
-            let (lo, hi, step) = match bounds.as_slice() {
-                [lo, hi] => (*lo, *hi, 1),
-                [lo, hi, step] if *step != 0 => (*lo, *hi, *step),
-                _ => {
-                    return Err(SqlError::Invalid(
-                        "generate_series(start, stop[, step]) with a step other than 0".into(),
-                    ));
-                }
-            };
-            let count = if step > 0 {
-                (hi - lo) / step + 1
-            } else {
-                (lo - hi) / -step + 1
-            };
-            if count > 10_000_000 {
-                return Err(SqlError::Invalid(
-                    "generate_series: more than 10,000,000 rows".into(),
-                ));
-            }
-            let rows = (0..count.max(0))
-                .map(|i| OwnedRow::new(vec![Some(ScalarImpl::Int64(lo + i * step))]))
-                .collect();
-            let columns = vec![Column {
-                name: "generate_series".into(),
-                ty: DataType::Int64,
-                src: 0,
-            }];
-            return Ok(("generate_series".into(), columns, rows));
-        }
-        if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
-            let rows = self
-                .engine
-                .creating_jobs()
-                .into_iter()
-                .map(|(id, statement, progress)| {
-                    OwnedRow::new(vec![
-                        Some(ScalarImpl::Int64(i64::from(id.0))),
-                        Some(ScalarImpl::Utf8(statement.into())),
-                        Some(ScalarImpl::Utf8(progress.into())),
-                    ])
-                })
-                .collect();
-            let col = |name: &str, ty, src| Column {
-                name: name.into(),
-                ty,
-                src,
-            };
-            let columns = vec![
-                col("ddl_id", DataType::Int64, 0),
-                col("ddl_statement", DataType::Varchar, 1),
-                col("progress", DataType::Varchar, 2),
-            ];
-            return Ok(("rw_ddl_progress".into(), columns, rows));
-        }
-        if name.contains('.') {
-            return Err(SqlError::catalog(
-                CatalogProblem::NotFound,
-                format!("table or source not found: {name}"),
-            ));
-        }
-        let (rel, def) = self.readable(&name)?;
-        let rows = self
-            .cluster()
-            .committed_rows(rel.id)
-            .into_iter()
-            .filter(|r| def.filter.as_ref().is_none_or(|f| f.holds(r)))
-            .collect();
-        Ok((name, def.columns, rows))
-    }
-
-    /// `SELECT cols | aggregates FROM source [WHERE ...] [ORDER BY ...] [LIMIT n] [OFFSET m]`: the columns'
-    /// types and the rows.
+    /// A query's column types and rows, at the max committed epoch.
     async fn query(&self, q: &Query) -> Result<(Vec<DataType>, Vec<Vec<Datum>>), SqlError> {
-        let select = simple_select(q)?;
-        let (name, columns, rows) = if select.from.is_empty() {
-            (String::new(), Vec::new(), vec![OwnedRow::new(Vec::new())])
-        } else {
-            self.scan(single_from(select)?)?
-        };
-        let rows: Vec<OwnedRow> = match &select.selection {
-            Some(w) => {
-                let pred = bind(w, &columns, &name)?;
-                rows.into_iter().filter(|r| pred.holds(r)).collect()
-            }
-            None => rows,
-        };
-        let mut items = Vec::new();
-        for item in &select.projection {
-            match item {
-                SelectItem::Wildcard(_) => {
-                    items.extend(columns.iter().map(|c| Item::Column(c.clone())))
-                }
-                SelectItem::UnnamedExpr(e) => items.push(item_of(e, &columns, &name, None)?),
-                SelectItem::ExprWithAlias { expr, alias } => {
-                    items.push(item_of(expr, &columns, &name, Some(ident(alias)))?)
-                }
-                other => return Err(SqlError::Unsupported(format!("select item {other}"))),
-            }
+        let bound = Binder::new(self, false).bind_query(q)?;
+        let rows = crate::batch::execute(&bound.plan, self)?;
+        Ok((
+            bound.types(),
+            rows.into_iter().map(OwnedRow::into_inner).collect(),
+        ))
+    }
+
+    /// `rw_catalog.rw_ddl_progress`: the jobs still creating.
+    fn ddl_progress(&self) -> RelationRef {
+        let rows = self
+            .engine
+            .creating_jobs()
+            .into_iter()
+            .map(|(id, statement, progress)| {
+                OwnedRow::new(vec![
+                    Some(ScalarImpl::Int64(i64::from(id.0))),
+                    Some(ScalarImpl::Utf8(statement.into())),
+                    Some(ScalarImpl::Utf8(progress.into())),
+                ])
+            })
+            .collect();
+        RelationRef::Rows {
+            columns: vec![
+                ("ddl_id".into(), DataType::Int64),
+                ("ddl_statement".into(), DataType::Varchar),
+                ("progress".into(), DataType::Varchar),
+            ],
+            rows,
         }
-        let aggregates = items
-            .iter()
-            .filter(|i| matches!(i, Item::Agg { .. }))
-            .count();
-        let (types, mut out): (Vec<DataType>, Vec<Vec<Datum>>) = if aggregates == 0 {
-            let types = items.iter().map(Item::ty).collect();
-            let out = rows
-                .iter()
-                .map(|r| items.iter().map(|i| i.value(r)).collect())
-                .collect();
-            (types, out)
-        } else if aggregates == items.len() {
-            let types = items.iter().map(Item::ty).collect();
-            (
-                types,
-                vec![items.iter().map(|i| i.aggregate(&rows)).collect()],
-            )
-        } else {
-            return Err(SqlError::Unsupported(
-                "aggregates beside plain columns (GROUP BY)".into(),
-            ));
-        };
-        if let Some(order) = &q.order_by {
-            let OrderByKind::Expressions(exprs) = &order.kind else {
-                return Err(SqlError::Unsupported("ORDER BY ALL".into()));
-            };
-            let mut keys = Vec::new();
-            for o in exprs {
-                let pos = match &o.expr {
-                    Ast::Value(_) => match literal(&o.expr)? {
-                        Some(ScalarImpl::Int64(n)) if n >= 1 && (n as usize) <= items.len() => {
-                            n as usize - 1
-                        }
-                        _ => {
-                            return Err(SqlError::Invalid(format!("ORDER BY position {}", o.expr)));
-                        }
-                    },
-                    e => {
-                        let n = match e {
-                            Ast::Identifier(id) => ident(id),
-                            Ast::CompoundIdentifier(p) if p.len() == 2 => ident(&p[1]),
-                            other => {
-                                return Err(SqlError::Unsupported(format!("ORDER BY {other}")));
-                            }
-                        };
-                        items.iter().position(|i| i.name() == n).ok_or_else(|| {
-                            SqlError::Unsupported(format!(
-                                "ORDER BY {n}, which is not in the select list"
-                            ))
-                        })?
-                    }
+    }
+}
+
+impl CatalogReader for Session {
+    fn resolve_relation(&self, name: &str) -> Result<RelationRef, SqlError> {
+        if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
+            return Ok(self.ddl_progress());
+        }
+        let parts: Vec<String> = name.split('.').map(str::to_string).collect();
+        let found = self.resolve_any(&crate::handler::parse::Name(parts.clone()));
+        let rel = match found {
+            Ok(r) => r,
+            Err(e) => {
+                let (schema, bare) = match parts.as_slice() {
+                    [s, n] => (Some(s.as_str()), n.as_str()),
+                    [n] => (None, n.as_str()),
+                    _ => return Err(e.into()),
                 };
-                let desc = matches!(o.options.sort, Some(OrderBySort::Desc));
-                let nulls_first = o.options.nulls_first.unwrap_or(desc);
-                keys.push((pos, desc, nulls_first));
+                let Some(t) = crate::catalog::system_table::system_table(schema, bare) else {
+                    return Err(e.into());
+                };
+                let rows = (t.rows)(&self.engine.catalog());
+                let columns = t.columns().into_iter().map(|c| (c.name, c.ty)).collect();
+                return Ok(RelationRef::Rows { columns, rows });
             }
-            out.sort_by(|a, b| {
-                for &(pos, desc, nulls_first) in &keys {
-                    let ord = match (&a[pos], &b[pos]) {
-                        (None, None) => std::cmp::Ordering::Equal,
-                        (None, Some(_)) if nulls_first => std::cmp::Ordering::Less,
-                        (None, Some(_)) => std::cmp::Ordering::Greater,
-                        (Some(_), None) if nulls_first => std::cmp::Ordering::Greater,
-                        (Some(_), None) => std::cmp::Ordering::Less,
-                        (x, y) => {
-                            let o = order_datums(x, y);
-                            if desc { o.reverse() } else { o }
-                        }
-                    };
-                    if ord != std::cmp::Ordering::Equal {
-                        return ord;
-                    }
-                }
-                std::cmp::Ordering::Equal
-            });
-        }
-        if let Some(limit) = &q.limit_clause {
-            let (limit, offset) = match limit {
-                LimitClause::LimitOffset {
-                    limit,
-                    offset,
-                    limit_by,
-                } if limit_by.is_empty() => (limit.as_ref(), offset.as_ref().map(|o| &o.value)),
-                other => return Err(SqlError::Unsupported(format!("{other}"))),
-            };
-            let count = |e: Option<&Ast>| -> Result<Option<usize>, SqlError> {
-                match e.map(literal).transpose()? {
-                    None => Ok(None),
-                    Some(Some(ScalarImpl::Int64(n))) if n >= 0 => Ok(Some(n as usize)),
-                    Some(_) => Err(SqlError::Invalid("LIMIT and OFFSET take a count".into())),
-                }
-            };
-            let skip = count(offset)?.unwrap_or(0);
-            let take = count(limit)?.unwrap_or(usize::MAX);
-            out = out.into_iter().skip(skip).take(take).collect();
-        }
-        Ok((types, out))
-    }
-}
-
-/// One item of a select list.
-enum Item {
-    Column(Column),
-    Literal(Datum, String),
-    Agg {
-        func: Agg,
-        arg: Option<Column>,
-        name: String,
-    },
-}
-
-#[derive(Clone, Copy)]
-enum Agg {
-    Count,
-    Sum,
-    Min,
-    Max,
-}
-
-impl Item {
-    fn name(&self) -> String {
-        match self {
-            Item::Column(c) => c.name.clone(),
-            Item::Literal(_, n) | Item::Agg { name: n, .. } => n.clone(),
-        }
-    }
-
-    fn ty(&self) -> DataType {
-        match self {
-            Item::Column(c) => c.ty.clone(),
-            Item::Literal(Some(ScalarImpl::Utf8(_)), _) => DataType::Varchar,
-            Item::Literal(Some(ScalarImpl::Bool(_)), _) => DataType::Boolean,
-            Item::Literal(..) => DataType::Int64,
-            Item::Agg {
-                func: Agg::Min | Agg::Max,
-                arg: Some(c),
-                ..
-            } => c.ty.clone(),
-            Item::Agg { .. } => DataType::Int64,
-        }
-    }
-
-    fn value(&self, row: &OwnedRow) -> Datum {
-        match self {
-            Item::Column(c) => row.datum_at(c.src).clone(),
-            Item::Literal(d, _) => d.clone(),
-            Item::Agg { .. } => None,
-        }
-    }
-
-    fn aggregate(&self, rows: &[OwnedRow]) -> Datum {
-        let Item::Agg { func, arg, .. } = self else {
-            return None;
         };
-        let values = || {
-            rows.iter().filter_map(move |r| {
-                arg.as_ref()
-                    .map_or(Some(None), |c| r.datum_at(c.src).clone().map(Some))
-            })
-        };
-        match func {
-            Agg::Count => Some(ScalarImpl::Int64(values().count() as i64)),
-            Agg::Sum => {
-                let mut any = false;
-                let mut sum = 0i64;
-                for v in values().flatten() {
-                    if let Some(n) = cast(Some(v), DataType::Int64)
-                        .ok()
-                        .flatten()
-                        .and_then(|s| s.as_int64())
-                    {
-                        sum = sum.wrapping_add(n);
-                        any = true;
-                    }
-                }
-                any.then_some(ScalarImpl::Int64(sum))
+        match rel.kind {
+            CatalogKind::View => Ok(RelationRef::View {
+                catalog_id: Some(rel.id),
+                query: rel.view_query.clone().unwrap_or_default(),
+                columns: rel.visible_columns().map(|(_, c)| c.name.clone()).collect(),
+            }),
+            CatalogKind::Table | CatalogKind::MaterializedView => {
+                let (meta_rel, def) = self.readable(&rel.job_name())?;
+                Ok(RelationRef::Table {
+                    catalog_id: Some(rel.id),
+                    table_id: meta_rel.id,
+                    columns: catalog_columns(&def),
+                    pk: def.pk.clone(),
+                    filter: def.filter.clone(),
+                })
             }
-            Agg::Min | Agg::Max => {
-                let mut best: Option<ScalarImpl> = None;
-                for v in values().flatten() {
-                    let better = best.as_ref().is_none_or(|b| {
-                        let o = order_datums(&Some(v.clone()), &Some(b.clone()));
-                        match func {
-                            Agg::Min => o == std::cmp::Ordering::Less,
-                            _ => o == std::cmp::Ordering::Greater,
-                        }
-                    });
-                    if better {
-                        best = Some(v);
-                    }
-                }
-                best
-            }
+            CatalogKind::Sink => Err(SqlError::Invalid(format!(
+                "sink {} cannot be read",
+                rel.name
+            ))),
+            other => Err(SqlError::Unsupported(format!(
+                "reading a {}",
+                other.as_str()
+            ))),
         }
+    }
+
+    fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow> {
+        self.cluster().committed_rows(table_id)
     }
 }
 
-fn item_of(
-    e: &Ast,
-    columns: &[Column],
-    relation: &str,
-    alias: Option<String>,
-) -> Result<Item, SqlError> {
-    match e {
-        Ast::Function(f) => {
-            let fname = object_name(&f.name)?;
-            let func = match fname.as_str() {
-                "count" => Agg::Count,
-                "sum" => Agg::Sum,
-                "min" => Agg::Min,
-                "max" => Agg::Max,
-                other => return Err(SqlError::Unsupported(format!("function {other}"))),
-            };
-            if f.over.is_some() || f.filter.is_some() {
-                return Err(SqlError::Unsupported(format!(
-                    "window or FILTER on {fname}"
-                )));
-            }
-            let args = match &f.args {
-                FunctionArguments::List(l)
-                    if l.duplicate_treatment.is_none() && l.clauses.is_empty() =>
-                {
-                    &l.args
-                }
-                _ => return Err(SqlError::Unsupported(format!("arguments of {fname}: {e}"))),
-            };
-            let arg = match args.as_slice() {
-                [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if matches!(func, Agg::Count) => {
-                    None
-                }
-                [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
-                    Some(column_ref(a, columns, relation)?)
-                }
-                _ => return Err(SqlError::Unsupported(format!("arguments of {fname}: {e}"))),
-            };
-            Ok(Item::Agg {
-                func,
-                arg,
-                name: alias.unwrap_or(fname),
-            })
-        }
-        Ast::Identifier(_) | Ast::CompoundIdentifier(_) | Ast::Nested(_) => {
-            let mut c = column_ref(e, columns, relation)?;
-            if let Some(a) = alias {
-                c.name = a;
-            }
-            Ok(Item::Column(c))
-        }
-        Ast::Value(_) | Ast::UnaryOp { .. } | Ast::Cast { .. } => Ok(Item::Literal(
-            literal(e)?,
-            alias.unwrap_or_else(|| "?column?".into()),
-        )),
-        Ast::Subquery(_) => Err(SqlError::Unsupported("subquery".into())),
-        other => Err(SqlError::Unsupported(format!(
-            "expression {other} in a select list"
-        ))),
-    }
-}
-
-/// A column named by `e` (possibly qualified by the relation).
-fn column_ref(e: &Ast, columns: &[Column], relation: &str) -> Result<Column, SqlError> {
-    let name = match e {
-        Ast::Identifier(id) => ident(id),
-        Ast::CompoundIdentifier(p) if p.len() == 2 && ident(&p[0]) == relation => ident(&p[1]),
-        Ast::Nested(inner) => return column_ref(inner, columns, relation),
-        Ast::Function(f) => return Err(SqlError::Unsupported(format!("function {}", f.name))),
-        other => {
-            return Err(SqlError::Unsupported(format!(
-                "expression {other} (only columns here)"
-            )));
-        }
-    };
-    columns
+/// A view's or sink's columns as the catalog lists them.
+fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
+    def.columns
         .iter()
-        .find(|c| c.name == name)
-        .cloned()
-        .ok_or_else(|| SqlError::Invalid(format!("column \"{name}\" does not exist")))
+        .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
+        .collect()
+}
+
+/// A relation's columns as the binder sees them: the visible ones, then a table's hidden row id.
+fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
+    let mut out: Vec<CatalogColumn> = def
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CatalogColumn {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            expr: match &def.project {
+                Some(p) => p[i].clone(),
+                None => ExprNode::InputRef {
+                    index: c.src,
+                    ty: c.ty.clone(),
+                },
+            },
+            hidden: false,
+        })
+        .collect();
+    if def.row_id {
+        out.push(CatalogColumn {
+            name: ROW_ID.into(),
+            ty: DataType::Int64,
+            expr: ExprNode::InputRef {
+                index: def.stored.len() - 1,
+                ty: DataType::Int64,
+            },
+            hidden: true,
+        });
+    }
+    out
 }
 
 fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
-    let numeric = types
-        .iter()
-        .map(|t| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64))
-        .collect();
+    let numeric = types.iter().map(DataType::is_numeric).collect();
     let rows = rows
         .into_iter()
         .map(|r| r.iter().map(format_datum).collect())
@@ -1474,62 +1358,8 @@ fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
     Output::Rows { numeric, rows }
 }
 
-/// The one `SELECT` of a query, with nothing the subset lacks.
-fn simple_select(q: &Query) -> Result<&ast::Select, SqlError> {
-    if q.with.is_some() {
-        return Err(SqlError::Unsupported(
-            "WITH (common table expression)".into(),
-        ));
-    }
-    if q.fetch.is_some() || !q.locks.is_empty() {
-        return Err(SqlError::Unsupported("FETCH or FOR UPDATE".into()));
-    }
-    let select = match q.body.as_ref() {
-        SetExpr::Select(s) => s,
-        SetExpr::SetOperation { op, .. } => return Err(SqlError::Unsupported(format!("{op}"))),
-        SetExpr::Values(_) => return Err(SqlError::Unsupported("VALUES as a query".into())),
-        SetExpr::Query(_) => return Err(SqlError::Unsupported("subquery".into())),
-        other => return Err(SqlError::Unsupported(format!("query {other}"))),
-    };
-    if select.distinct.is_some() {
-        return Err(SqlError::Unsupported("DISTINCT".into()));
-    }
-    match &select.group_by {
-        GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty() => {}
-        _ => return Err(SqlError::Unsupported("GROUP BY".into())),
-    }
-    if select.having.is_some() {
-        return Err(SqlError::Unsupported("HAVING".into()));
-    }
-    if select.top.is_some()
-        || select.into.is_some()
-        || !select.named_window.is_empty()
-        || select.qualify.is_some()
-    {
-        return Err(SqlError::Unsupported("TOP, INTO, WINDOW or QUALIFY".into()));
-    }
-    Ok(select)
-}
-
-/// The one relation of a `FROM`.
-fn single_from(select: &ast::Select) -> Result<&TableFactor, SqlError> {
-    match select.from.as_slice() {
-        [one] if one.joins.is_empty() => Ok(&one.relation),
-        [_] | [_, _, ..] => Err(SqlError::Unsupported("JOIN".into())),
-        [] => Err(SqlError::Invalid("a FROM is needed here".into())),
-    }
-}
-
 /// An identifier as SQL means it: unquoted ones are lower-cased.
-/// A view's or sink's columns as the catalog lists them.
-fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
-    def.columns
-        .iter()
-        .map(|c| CatalogColumn::new(c.name.clone(), c.ty))
-        .collect()
-}
-
-fn ident(id: &ast::Ident) -> String {
+pub(crate) fn ident(id: &ast::Ident) -> String {
     match id.quote_style {
         Some(_) => id.value.clone(),
         None => id.value.to_lowercase(),
@@ -1537,7 +1367,7 @@ fn ident(id: &ast::Ident) -> String {
 }
 
 /// A one-part name.
-fn object_name(n: &ObjectName) -> Result<String, SqlError> {
+pub(crate) fn object_name(n: &ObjectName) -> Result<String, SqlError> {
     match n.0.as_slice() {
         [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
         [
@@ -1566,20 +1396,7 @@ fn object_name_path(n: &ObjectName) -> Result<String, SqlError> {
 
 /// The engine's type of a SQL type.
 pub fn data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
-    use ast::DataType as T;
-    Ok(match t {
-        T::SmallInt(_) | T::Int2(_) => DataType::Int16,
-        T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Int32,
-        T::BigInt(_) | T::Int8(_) => DataType::Int64,
-        T::Varchar(_) | T::CharacterVarying(_) | T::Text | T::String(_) => DataType::Varchar,
-        T::Boolean | T::Bool => DataType::Boolean,
-        other => {
-            return Err(SqlError::Unsupported(format!(
-                "type {}",
-                other.to_string().to_lowercase()
-            )));
-        }
-    })
+    crate::binder::bind_data_type(t)
 }
 
 fn option_key(o: &SqlOption) -> Result<String, SqlError> {
@@ -1618,6 +1435,19 @@ fn positive_u32(d: &Datum, what: &str) -> Result<Option<u32>, SqlError> {
             "{what} takes a non-negative integer"
         ))),
     }
+}
+
+/// The query of a stored view's text (`None` when the text is not a query).
+pub(crate) fn parse_query(text: &str) -> Result<Option<Box<Query>>, SqlError> {
+    match parse_one(text)? {
+        Statement::Query(q) => Ok(Some(q)),
+        _ => Ok(None),
+    }
+}
+
+/// `sqlparser`'s reading of one statement.
+pub(crate) fn parse_statement(text: &str) -> Result<Statement, SqlError> {
+    parse_one(text)
 }
 
 /// `sqlparser`'s reading of one statement.
@@ -1683,6 +1513,32 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     Ok(out)
 }
 
+/// `CREATE TABLE ... APPEND ONLY` (RisingWave's, which `sqlparser` does not read): the text without the
+/// two words, and whether they were there.
+fn strip_append_only(s: &Stmt) -> (String, bool) {
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let is_create_table =
+        s.tokens.len() > 1 && word(&s.tokens[0], "CREATE") && word(&s.tokens[1], "TABLE");
+    let at = s
+        .tokens
+        .windows(2)
+        .position(|w| word(&w[0], "APPEND") && word(&w[1], "ONLY"));
+    match at {
+        Some(i) if is_create_table => {
+            let text = s
+                .tokens
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i && *j != i + 1)
+                .map(|(_, t)| t.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (text, true)
+        }
+        _ => (s.text.clone(), false),
+    }
+}
+
 /// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like
 /// heads), upper-cased.
 fn unsupported_words(tokens: &[Token], n: usize) -> SqlError {
@@ -1728,6 +1584,7 @@ impl SettingValue {
         SqlError::Invalid(format!("invalid value {}", self.text()))
     }
 
+    /// A number, or `None` for `DEFAULT`.
     fn number(&self) -> Result<Option<i64>, SqlError> {
         match self {
             SettingValue::Number(n) => Ok(Some(*n)),

@@ -41,11 +41,12 @@ use epochlab_sim::{
     try_run_observed,
 };
 use sqllogictest::{
-    DefaultColumnType, QueryExpect, Record, StatementExpect, TestError, TestErrorKind,
+    Control, DefaultColumnType, ExpectedError, ParseErrorKind, QueryExpect, Record,
+    StatementExpect, TestError, TestErrorKind,
 };
 
 use crate::catalog::CatalogError;
-use crate::db::SimDb;
+use crate::db::{SimDb, UnsupportedProbe};
 use crate::error::{CatalogProblem, SqlError};
 use crate::frontend::Engine;
 
@@ -233,6 +234,88 @@ pub enum SltError {
     /// A malformed record: where and why.
     #[error("{at}: {why}")]
     Malformed { at: String, why: String },
+    /// An `include` whose pattern (relative to the including file) matches no file.
+    #[error("{at}: include {pattern}: no file matches")]
+    Include { at: String, pattern: String },
+    /// A record of a kind the runner does not run: a `system` command (nothing runs a process here), or
+    /// `control substitution on` (it reads the environment and the wall clock).
+    #[error("{at}: unsupported: {construct}")]
+    Unsupported { at: String, construct: &'static str },
+}
+
+/// Why a record failed, read from the type of what came back (never from its text): what `epochlab corpus`
+/// counts the files by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The front end refused a construct outside its subset ([`SqlError::Unsupported`]): the construct. A
+    /// record expecting any error (`statement error` without a message) that got this one fails with it too.
+    Unsupported(String),
+    /// The text is not SQL the parser reads ([`SqlError::Parse`]).
+    Parse,
+    /// A query's rows (or columns) differ from the expected ones.
+    WrongResult,
+    /// The statement failed with another error than the expected one.
+    WrongError,
+    /// The statement failed where it was expected to succeed: the kind of the engine's error
+    /// ([`SqlError::kind`]), or `other`.
+    UnexpectedError(&'static str),
+    /// The statement succeeded where it was expected to fail.
+    UnexpectedSuccess,
+    /// `statement count N` affected another number of rows.
+    WrongCount,
+    /// An actor failed during the record.
+    ActorFailure,
+    /// A view created in the background had not finished after `WAIT` (the kill runner's check).
+    Background,
+    /// Anything else the `sqllogictest` runner reports.
+    Other,
+}
+
+impl FailureCause {
+    /// What blocks a file whose first failure this is, in a few words (`unsupported: JOIN`, `wrong result`).
+    pub fn blocker(&self) -> String {
+        let what = match self {
+            FailureCause::Unsupported(construct) => return format!("unsupported: {construct}"),
+            FailureCause::Parse => "sql parser error",
+            FailureCause::WrongResult => "wrong result",
+            FailureCause::WrongError => "wrong error",
+            FailureCause::UnexpectedError(kind) => return format!("unexpected error: {kind}"),
+            FailureCause::UnexpectedSuccess => "expected an error, got success",
+            FailureCause::WrongCount => "wrong row count",
+            FailureCause::ActorFailure => "actor failure",
+            FailureCause::Background => "background DDL did not finish",
+            FailureCause::Other => "other",
+        };
+        what.to_string()
+    }
+
+    /// The cause of a `sqllogictest` runner's error: the engine's error by its type, else the runner's kind.
+    fn of(kind: &TestErrorKind) -> Self {
+        let engine_error = match kind {
+            TestErrorKind::Fail { err, .. } | TestErrorKind::ErrorMismatch { err, .. } => {
+                err.downcast_ref::<SqlError>()
+            }
+            _ => None,
+        };
+        match (kind, engine_error) {
+            (_, Some(SqlError::Unsupported(construct))) => {
+                FailureCause::Unsupported(construct.clone())
+            }
+            (_, Some(SqlError::Parse(_))) => FailureCause::Parse,
+            (TestErrorKind::Fail { .. }, e) => {
+                FailureCause::UnexpectedError(e.map_or("other", SqlError::kind))
+            }
+            (TestErrorKind::ErrorMismatch { .. }, _) => FailureCause::WrongError,
+            (TestErrorKind::Ok { .. }, _) => FailureCause::UnexpectedSuccess,
+            (TestErrorKind::StatementResultMismatch { .. }, _) => FailureCause::WrongCount,
+            (
+                TestErrorKind::QueryResultMismatch { .. }
+                | TestErrorKind::QueryResultColumnsMismatch { .. },
+                _,
+            ) => FailureCause::WrongResult,
+            _ => FailureCause::Other,
+        }
+    }
 }
 
 /// The record that failed: where, what, what was expected and what came.
@@ -243,6 +326,7 @@ pub struct RecordFailure {
     pub sql: String,
     pub expected: String,
     pub actual: String,
+    pub cause: FailureCause,
 }
 
 impl std::fmt::Display for RecordFailure {
@@ -356,17 +440,28 @@ pub fn parse_file(path: &Path, p: &SltParams) -> Result<Vec<Record<DefaultColumn
         path: shown.clone(),
         why: e.to_string(),
     })?;
-    let records =
-        sqllogictest::parse_file::<DefaultColumnType>(path).map_err(|e| SltError::Malformed {
-            at: e.location().to_string().replace('\n', " "),
-            why: format!("parse error: {}", e.kind()),
-        })?;
+    let records = sqllogictest::parse_file::<DefaultColumnType>(path).map_err(|e| {
+        let at = e.location().to_string().replace('\n', " ");
+        match e.kind() {
+            ParseErrorKind::EmptyIncludeFile(pattern) => SltError::Include { at, pattern },
+            kind => SltError::Malformed {
+                at,
+                why: format!("parse error: {kind}"),
+            },
+        }
+    })?;
     for r in &records {
         match r {
             Record::System { loc, .. } => {
-                return Err(SltError::Malformed {
+                return Err(SltError::Unsupported {
                     at: loc.to_string(),
-                    why: "unsupported: system command".into(),
+                    construct: "system command",
+                });
+            }
+            Record::Control(Control::Substitution(true)) => {
+                return Err(SltError::Unsupported {
+                    at: path.display().to_string(),
+                    construct: "control substitution",
                 });
             }
             Record::Statement { loc, sql, .. } | Record::Query { loc, sql, .. }
@@ -448,6 +543,8 @@ enum RecordError {
     Test(TestError),
     /// A background CREATE whose view did not finish (RisingWave's `wait_background_mv_finished`).
     Background(BackgroundError),
+    /// A record expecting any error met an `unsupported` one: the construct.
+    Unsupported(String),
 }
 
 /// Why a view created in the background was not there after `WAIT`.
@@ -483,6 +580,8 @@ struct Play {
     /// `ChaChaRng::seed_from_u64(seed)`), so that kill draws never shift them.
     ddl_rng: SimRng,
     report: FileReport,
+    /// The last statement's `unsupported` construct, from every connection of the run.
+    probe: UnsupportedProbe,
     /// The session's `BACKGROUND_DDL` as the runner knows it.
     background_ddl: bool,
     /// The file set `BACKGROUND_DDL` to `true` itself (today's runner then draws no more).
@@ -517,10 +616,12 @@ async fn play(
     let checkers = Checkers::install(&cluster, p.run.toggles().drop_mode);
     base_network(&cluster);
     let engine = Engine::new(cluster.clone(), p.parallelism);
+    let probe = UnsupportedProbe::default();
     let make = {
-        let engine = engine.clone();
-        Box::new(move || futures::future::ready(Ok(SimDb::new(engine.clone()))))
-            as Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>
+        let (engine, probe) = (engine.clone(), probe.clone());
+        Box::new(move || {
+            futures::future::ready(Ok(SimDb::new(engine.clone()).probed_by(probe.clone())))
+        }) as Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>
     };
     event!(
         ctx.log,
@@ -542,6 +643,7 @@ async fn play(
         ddl_rng: SimRng::new(p.seed),
         params: p,
         report: FileReport::new(&file),
+        probe,
         background_ddl: false,
         file_background_ddl: false,
     };
@@ -699,6 +801,7 @@ impl Play {
             if at.is_some() {
                 self.report.records += 1;
             }
+            self.probe.take();
             // Under kills every record goes through the kill runner, as RisingWave's loop did.
             let result = match &at {
                 _ if self.params.kill => {
@@ -714,7 +817,7 @@ impl Play {
                     .map(|_| ())
                     .map_err(RecordError::from),
             };
-            if let Err(e) = result {
+            if let Err(e) = result.and_then(|()| self.any_error_met(&record)) {
                 self.fail_record(&record, &e);
                 return;
             }
@@ -729,6 +832,7 @@ impl Play {
                         sql,
                         expected: "no actor failure".into(),
                         actual: format!("actor {} failed during this record: {}", f.actor, f.error),
+                        cause: FailureCause::ActorFailure,
                     });
                 }
                 return;
@@ -736,9 +840,44 @@ impl Play {
         }
     }
 
+    /// A record that expects any error and passed on an `unsupported` one fails with it (see
+    /// [`UnsupportedProbe`]).
+    fn any_error_met(&self, record: &Record<DefaultColumnType>) -> Result<(), RecordError> {
+        let any_error = matches!(
+            record,
+            Record::Statement {
+                expected: StatementExpect::Error(ExpectedError::Empty),
+                ..
+            } | Record::Query {
+                expected: QueryExpect::Error(ExpectedError::Empty),
+                ..
+            }
+        );
+        match self.probe.take() {
+            Some(construct) if any_error => Err(RecordError::Unsupported(construct)),
+            _ => Ok(()),
+        }
+    }
+
     fn fail_record(&mut self, record: &Record<DefaultColumnType>, e: &RecordError) {
         let e = match e {
             RecordError::Test(e) => e,
+            RecordError::Unsupported(construct) => {
+                let (file, line, sql) = located(record).unwrap_or_default();
+                let actual = format!("error: unsupported: {construct}");
+                self.report.outcome = Outcome::Failed;
+                self.report.kind = Some("record");
+                self.report.error = Some(format!("{file}:{line}: {actual} (expected an error)"));
+                self.report.failure = Some(RecordFailure {
+                    file,
+                    line,
+                    sql,
+                    expected: "an error RisingWave gives (any)".into(),
+                    actual,
+                    cause: FailureCause::Unsupported(construct.clone()),
+                });
+                return;
+            }
             RecordError::Background(why) => {
                 let (file, line, sql) = located(record).unwrap_or_default();
                 self.report.outcome = Outcome::Failed;
@@ -750,6 +889,7 @@ impl Play {
                     sql,
                     expected: "the view created in the background".into(),
                     actual: why.to_string(),
+                    cause: FailureCause::Background,
                 });
                 return;
             }
@@ -792,6 +932,7 @@ impl Play {
             sql,
             expected,
             actual,
+            cause: FailureCause::of(&e.kind()),
         });
     }
 

@@ -54,6 +54,8 @@ pub fn infer_return_type(kind: AggKind, args: &[DataType]) -> Result<DataType> {
         (BoolAnd | BoolOr, T::Boolean) => T::Boolean,
         (BitAnd | BitOr | BitXor, t) if is_int(t) => t.clone(),
         (JsonbAgg | JsonbObjectAgg, _) => T::Jsonb,
+        (PercentileCont, _) => T::Float64,
+        (PercentileDisc | Mode, t) => t.clone(),
         _ => return Err(bad()),
     })
 }

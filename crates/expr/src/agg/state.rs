@@ -48,6 +48,39 @@ impl Multiset {
     }
 }
 
+/// DISTINCT: copies of each argument value, and the aggregate key its first copy went in with.
+#[derive(Clone, Debug, Default)]
+struct DistinctSet {
+    entries: BTreeMap<Vec<u8>, (Vec<u8>, u64)>,
+}
+
+impl DistinctSet {
+    /// Count a copy in or out; the aggregate key to apply when the change reaches the aggregate (the
+    /// first copy in, the last copy out), `None` otherwise.
+    fn apply(
+        &mut self,
+        value: Vec<u8>,
+        inner_key: Vec<u8>,
+        insert: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        if insert {
+            let e = self.entries.entry(value).or_insert((inner_key, 0));
+            e.1 += 1;
+            return Ok((e.1 == 1).then(|| e.0.clone()));
+        }
+        let Some(e) = self.entries.get_mut(&value) else {
+            return Err(ExprError::InvalidState(
+                "delete of a value the aggregate never saw".into(),
+            ));
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return Ok(None);
+        }
+        Ok(self.entries.remove(&value).map(|(k, _)| k))
+    }
+}
+
 fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
     let mut buf = Vec::new();
     for (i, d) in datums.iter().enumerate() {
@@ -59,9 +92,13 @@ fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
 #[derive(Clone, Debug)]
 enum Inner {
     Count(i64),
+    /// `seen`: a value went in since the state was created. RisingWave's sum state starts NULL and only
+    /// returns to NULL when the group is emptied (the executor then starts a new state): a sum whose
+    /// values were all retracted while the group keeps rows is 0, not NULL.
     Sum {
         sum: Sum,
         count: i64,
+        seen: bool,
     },
     Variance {
         sum: Sum,
@@ -89,7 +126,7 @@ struct Bits {
 pub struct AggState {
     call: AggCall,
     inner: Inner,
-    distinct: Option<Multiset>,
+    distinct: Option<DistinctSet>,
 }
 
 impl AggState {
@@ -101,6 +138,7 @@ impl AggState {
             Sum | Sum0 | Avg => Inner::Sum {
                 sum: accumulate::Sum::zero_for(&arg),
                 count: 0,
+                seen: false,
             },
             StddevPop | StddevSamp | VarPop | VarSamp => {
                 let sq = if matches!(arg, DataType::Float32 | DataType::Float64) {
@@ -125,7 +163,8 @@ impl AggState {
             })),
             _ => Inner::Ordered(Multiset::default()),
         };
-        let distinct = (call.distinct || call.kind == ApproxCountDistinct).then(Multiset::default);
+        let distinct =
+            (call.distinct || call.kind == ApproxCountDistinct).then(DistinctSet::default);
         Self {
             call: call.clone(),
             inner,
@@ -156,13 +195,6 @@ impl AggState {
             return Ok(());
         }
         let insert = op.is_insert();
-        if let Some(seen) = &mut self.distinct {
-            let left = seen.apply(key_of(&args, &[]), args.clone(), insert)?;
-            // Only a value's first copy in and last copy out reach the aggregate.
-            if (insert && left != 1) || (!insert && left != 0) {
-                return Ok(());
-            }
-        }
         let mut key: Vec<Datum> = self
             .call
             .order_by
@@ -172,7 +204,16 @@ impl AggState {
         let mut orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
         key.extend(args.iter().cloned());
         orders.resize(key.len(), OrderType::ascending());
-        self.apply_inner(insert, args, key_of(&key, &orders))
+        let mut inner_key = key_of(&key, &orders);
+        if let Some(seen) = &mut self.distinct {
+            // Only a value's first copy in and last copy out reach the aggregate, under the key the
+            // first copy had (its ORDER BY columns may differ from a later copy's).
+            match seen.apply(key_of(&args, &[]), inner_key, insert)? {
+                Some(k) => inner_key = k,
+                None => return Ok(()),
+            }
+        }
+        self.apply_inner(insert, args, inner_key)
     }
 
     fn apply_inner(&mut self, insert: bool, args: Vec<Datum>, key: Vec<u8>) -> Result<()> {
@@ -180,9 +221,10 @@ impl AggState {
         let first = args.first().cloned().flatten();
         match &mut self.inner {
             Inner::Count(n) => *n += sign,
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 sum.add(first.as_ref().expect("non-NULL"), sign)?;
                 *count += sign;
+                *seen = true;
             }
             Inner::Variance { sum, sum_sq, count } => {
                 let v = first.as_ref().expect("non-NULL");
@@ -224,8 +266,8 @@ impl AggState {
         Ok(match (&self.inner, self.call.kind) {
             (Inner::Count(n), _) => Some(ScalarImpl::Int64(*n)),
             (Inner::Sum { sum, .. }, Sum0) => Some(sum.value(ret)?),
-            (Inner::Sum { count: 0, .. }, _) => None,
-            (Inner::Sum { sum, count }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { sum, count, .. }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { seen: false, .. }, _) => None,
             (Inner::Sum { sum, .. }, _) => Some(sum.value(ret)?),
             (Inner::Variance { sum, sum_sq, count }, kind) => {
                 let sample = matches!(kind, StddevSamp | VarSamp);
@@ -299,8 +341,81 @@ fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
                 obj,
             ))))
         }
+        PercentileDisc | PercentileCont => percentile(kind, m)?,
+        Mode => mode(m),
         _ => return Err(ExprError::UnsupportedFunction(format!("{kind:?}"))),
     })
+}
+
+/// The fraction, the second argument of every row (a constant column).
+fn fraction(m: &Multiset) -> Result<Option<f64>> {
+    let Some(v) = m.rows().next() else {
+        return Ok(None);
+    };
+    let f = match v.get(1) {
+        Some(Some(ScalarImpl::Float64(f))) => f.0,
+        Some(Some(ScalarImpl::Decimal(d))) => crate::scalar::decimal::to_f64(*d),
+        other => {
+            return Err(ExprError::InvalidState(format!(
+                "percentile fraction {other:?}"
+            )));
+        }
+    };
+    if !(0.0..=1.0).contains(&f) {
+        return Err(ExprError::invalid_param(
+            "fraction",
+            format!("percentile value {f} is not between 0 and 1"),
+        ));
+    }
+    Ok(Some(f))
+}
+
+/// percentile_disc: the first value at or past the fraction of the ordered values; percentile_cont: the
+/// linear interpolation between the two values around it (as double precision).
+fn percentile(kind: AggKind, m: &Multiset) -> Result<Datum> {
+    let Some(f) = fraction(m)? else {
+        return Ok(None);
+    };
+    let values: Vec<&Datum> = m.rows().map(|v| &v[0]).collect();
+    let n = values.len();
+    if kind == AggKind::PercentileDisc {
+        let idx = ((f * n as f64).ceil() as usize)
+            .saturating_sub(1)
+            .min(n - 1);
+        return Ok(values[idx].clone());
+    }
+    let pos = f * (n - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let as_f64 = |d: &Datum| match d {
+        Some(v) => match crate::cast::cast_value(v, &DataType::Float64)? {
+            ScalarImpl::Float64(f) => Ok(f.0),
+            other => Err(ExprError::InvalidState(format!(
+                "percentile_cont of {other:?}"
+            ))),
+        },
+        None => Err(ExprError::InvalidState("percentile_cont of NULL".into())),
+    };
+    let (a, b) = (as_f64(values[lo])?, as_f64(values[hi])?);
+    Ok(Some(ScalarImpl::Float64(
+        (a + (b - a) * (pos - lo as f64)).into(),
+    )))
+}
+
+/// The most frequent value; ties go to the first in order.
+fn mode(m: &Multiset) -> Datum {
+    let mut best: Option<(&Datum, u64)> = None;
+    let mut run: Option<(&Datum, u64)> = None;
+    for v in m.rows() {
+        run = match run {
+            Some((d, n)) if *d == v[0] => Some((d, n + 1)),
+            _ => Some((&v[0], 1)),
+        };
+        let (d, n) = run.expect("set above");
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((d, n));
+        }
+    }
+    best.and_then(|(d, _)| d.clone())
 }
 
 /// Values joined in order, each but the first preceded by its own row's delimiter.
@@ -362,9 +477,9 @@ impl AggState {
         match &self.inner {
             Inner::Ordered(_) => return None,
             Inner::Count(n) => d.push(int(*n)),
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 encode_sum(sum, &mut d);
-                d.push(int(*count));
+                d.extend([int(*count), int(i64::from(*seen))]);
             }
             Inner::Variance { sum, sum_sq, count } => {
                 encode_sum(sum, &mut d);
@@ -396,9 +511,10 @@ impl AggState {
         match &mut state.inner {
             Inner::Ordered(_) => return Err(bad()),
             Inner::Count(n) => *n = next_int(it)?,
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 *sum = decode_sum(it)?;
                 *count = next_int(it)?;
+                *seen = next_int(it)? != 0;
             }
             Inner::Variance { sum, sum_sq, count } => {
                 *sum = decode_sum(it)?;
@@ -441,6 +557,7 @@ fn encode_sum(sum: &Sum, d: &mut Vec<Datum>) {
             d.extend(halves(*v));
         }
         Sum::Float(f) => d.extend([int(1), int(f.to_bits() as i64)]),
+        Sum::Float32(f) => d.extend([int(4), int(i64::from(f.to_bits()))]),
         Sum::Decimal(x) => d.extend([int(2), Some(ScalarImpl::Decimal(*x))]),
         Sum::Interval {
             months,
@@ -470,6 +587,7 @@ fn decode_sum(it: &mut impl Iterator<Item = Datum>) -> Result<Sum> {
             days: next_int(it)?,
             usecs: next_i128(it)?,
         },
+        4 => Sum::Float32(f32::from_bits(next_int(it)? as u32)),
         t => return Err(ExprError::InvalidState(format!("stored sum tag {t}"))),
     })
 }

@@ -18,9 +18,8 @@ use crate::eval::EvalContext;
 const USECS_PER_HOUR: i64 = 3600 * USECS_PER_SEC;
 const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
 
-pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<ScalarImpl> {
+pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
     use ExprType::*;
-    let _ = ret;
     match (func, args) {
         (Extract, [unit, v]) => extract(str_of(unit)?, v).map(ScalarImpl::Decimal),
         (DatePart, [unit, v]) => {
@@ -31,7 +30,15 @@ pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Scal
         (TumbleStart, [v, size]) => tumble_start(v, size, None),
         (TumbleStart, [v, size, offset]) => tumble_start(v, size, Some(offset)),
         (ToChar, [v, pattern]) => to_char(v, str_of(pattern)?),
+        (AtTimeZone, [v, zone]) => at_time_zone(v, str_of(zone)?),
         (ToTimestamp, [ScalarImpl::Float64(secs)]) => to_timestamp(secs.0),
+        (ToTimestamp1, [text, template]) => {
+            super::datetime_parse::to_timestamp(str_of(text)?, str_of(template)?)
+                .map(ScalarImpl::Timestamptz)
+        }
+        (CharToDate, [text, template]) => {
+            super::datetime_parse::to_date(str_of(text)?, str_of(template)?).map(ScalarImpl::Date)
+        }
         (MakeDate, [y, m, d]) => make_date(int(y)?, int(m)?, int(d)?).map(ScalarImpl::Date),
         (MakeTimestamptz, [y, mo, d, h, mi, ScalarImpl::Float64(s)]) => {
             let date = make_date(int(y)?, int(mo)?, int(d)?)?;
@@ -69,10 +76,9 @@ pub fn now(ctx: &EvalContext, ret: &DataType) -> Result<Datum> {
 // ---- arithmetic -------------------------------------------------------------------------------------
 
 /// Arithmetic on dates, times and intervals; `Ok(None)` when the arguments are not temporal.
-pub fn arith(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Option<ScalarImpl>> {
+pub fn arith(func: ExprType, args: &[&ScalarImpl]) -> Result<Option<ScalarImpl>> {
     use ExprType::*;
     use ScalarImpl as S;
-    let _ = ret;
     let out = match (func, args) {
         (Add, [S::Date(d), S::Int32(n)]) | (Add, [S::Int32(n), S::Date(d)]) => {
             date_add_days(*d, i64::from(*n))
@@ -239,8 +245,9 @@ pub fn interval_div(i: Interval, n: &ScalarImpl) -> Result<ScalarImpl> {
         ScalarImpl::Int16(_) | ScalarImpl::Int32(_) | ScalarImpl::Int64(_) => int(n)? as f64,
         other => float_of(other)?,
     };
+    // RisingWave's interval division reports a zero divisor as out of range.
     if f == 0.0 {
-        return Err(ExprError::DivisionByZero);
+        return Err(ExprError::NumericOutOfRange);
     }
     from_floats(i, f, true)
         .map(ScalarImpl::Interval)
@@ -567,7 +574,7 @@ fn tumble_start(
 // ---- to_char, to_timestamp, make_date -----------------------------------------------------------------
 
 /// PostgreSQL template patterns RisingWave supports, longest first where one is a prefix of another.
-const TO_CHAR_PATTERNS: &[&str] = &[
+pub(crate) const TO_CHAR_PATTERNS: &[&str] = &[
     "HH24", "hh24", "HH12", "hh12", "HH", "hh", "AM", "PM", "am", "pm", "MI", "mi", "SS", "ss",
     "YYYY", "yyyy", "YY", "yy", "IYYY", "iyyy", "IY", "iy", "MM", "mm", "Month", "Mon", "DD", "dd",
     "US", "us", "MS", "ms", "TZH:TZM", "tzh:tzm", "TZHTZM", "tzhtzm", "TZH", "tzh",
@@ -640,6 +647,36 @@ fn format_field(p: &str, t: NaiveDateTime) -> String {
         "TZH:TZM" | "tzh:tzm" => "+00:00".to_string(),
         "TZHTZM" | "tzhtzm" => "+0000".to_string(),
         _ => "+00".to_string(),
+    }
+}
+
+/// `x AT TIME ZONE zone`: a timestamp read in the zone (a timestamptz), or a timestamptz shown in it (a
+/// timestamp). Only UTC and its aliases are known: the model has no time zone database.
+fn at_time_zone(v: &ScalarImpl, zone: &str) -> Result<ScalarImpl> {
+    let utc = [
+        "utc",
+        "etc/utc",
+        "gmt",
+        "etc/gmt",
+        "uct",
+        "universal",
+        "zulu",
+        "z",
+    ];
+    if !utc.contains(&zone.to_ascii_lowercase().as_str()) {
+        return Err(ExprError::invalid_param(
+            "time_zone",
+            format!("time zone \"{zone}\" is not supported (only UTC)"),
+        ));
+    }
+    match v {
+        ScalarImpl::Timestamp(t) => Ok(ScalarImpl::Timestamptz(to_tz(t.0)?)),
+        ScalarImpl::Timestamptz(t) => Ok(ScalarImpl::Timestamp(Timestamp(
+            t.to_utc().ok_or(ExprError::NumericOutOfRange)?,
+        ))),
+        other => Err(ExprError::InvalidState(format!(
+            "AT TIME ZONE of {other:?}"
+        ))),
     }
 }
 

@@ -82,9 +82,9 @@ pub fn div(a: Decimal, b: Decimal) -> Result<Decimal> {
     })
 }
 
+/// A zero divisor is "Numeric out of range" (RisingWave's checked remainder), not "Division by zero".
 pub fn rem(a: Decimal, b: Decimal) -> Result<Decimal> {
     Ok(match (a, b) {
-        (N(_), N(y)) if y.is_zero() => return Err(ExprError::DivisionByZero),
         (N(x), N(y)) => return finite(x.checked_rem(y)),
         (N(x), PosInf | NegInf) => N(x),
         _ => NaN,

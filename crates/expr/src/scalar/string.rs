@@ -1,10 +1,69 @@
 //! String functions, with PostgreSQL's (and so RisingWave's) edge cases: positions count characters from 1,
 //! `LIKE` escapes with a backslash by default.
 
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::ExprType;
 use epochlab_common::{Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
+
+/// `format(fmt, args...)`: `%s` the value's text (NULL as empty), `%I` an identifier (quoted when it
+/// needs), `%L` a literal (NULL unquoted), `%%` a percent sign.
+fn format(fmt: &str, args: &[Datum]) -> Result<String> {
+    let mut out = String::new();
+    let mut next = args.iter();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let spec = chars
+            .next()
+            .ok_or_else(|| ExprError::invalid_param("format", "unterminated format specifier"))?;
+        if spec == '%' {
+            out.push('%');
+            continue;
+        }
+        let arg = next.next().ok_or(ExprError::TooFewArguments)?;
+        let text = arg
+            .as_ref()
+            .map(|v| str_of(v).map(str::to_string))
+            .transpose()?;
+        match (spec, text) {
+            ('s', t) => out.push_str(t.as_deref().unwrap_or("")),
+            ('I', Some(t)) => out.push_str(&quote_ident(&t)),
+            ('I', None) => {
+                return Err(ExprError::invalid_param(
+                    "format",
+                    "null values cannot be formatted as an SQL identifier",
+                ));
+            }
+            ('L', Some(t)) => out.push_str(&format!("'{}'", t.replace('\'', "''"))),
+            ('L', None) => out.push_str("NULL"),
+            (other, _) => {
+                return Err(ExprError::invalid_param(
+                    "format",
+                    format!("unrecognized format() type specifier \"{other}\""),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
 
 fn md5_hex(s: &str) -> String {
     use md5::{Digest, Md5};
@@ -24,12 +83,34 @@ fn compile(pattern: &str, flags: Option<&str>) -> Result<regex::Regex> {
             format!("invalid regular expression option: \"{bad}\""),
         ));
     }
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(flags.contains('i'))
+    let insensitive = flags.contains('i');
+    let key = (pattern.to_string(), insensitive);
+    if let Some(re) = REGEX_CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(insensitive)
         .build()
         .map_err(|e| {
             ExprError::invalid_param("pattern", format!("invalid regular expression: {e}"))
-        })
+        })?;
+    REGEX_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: patterns are usually literals, so a handful per query; start over when full.
+        if c.len() >= REGEX_CACHE_CAPACITY {
+            c.clear();
+        }
+        c.insert(key, re.clone());
+    });
+    Ok(re)
+}
+
+const REGEX_CACHE_CAPACITY: usize = 64;
+
+thread_local! {
+    /// Compiled patterns by (pattern, case-insensitive): evaluation is per row, compiling is not cheap.
+    static REGEX_CACHE: std::cell::RefCell<std::collections::BTreeMap<(String, bool), regex::Regex>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
 }
 
 /// The capture groups of the first match (the whole match when there are none); NULL without a match.
@@ -74,12 +155,15 @@ fn regexp_replace(s: &str, pattern: &str, rep: &str, flags: Option<&str>) -> Res
     Ok(re.replacen(s, limit, rust_rep.as_str()).into_owned())
 }
 
-pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum> {
-    let _ = args;
+pub fn call(func: ExprType, values: &[Datum]) -> Result<Datum> {
     match func {
         ExprType::Concat => Ok(Some(text(concat_skipping_nulls("", values)?))),
         ExprType::ConcatWs => match values.split_first() {
             Some((Some(sep), rest)) => Ok(Some(text(concat_skipping_nulls(str_of(sep)?, rest)?))),
+            _ => Ok(None),
+        },
+        ExprType::Format => match values.split_first() {
+            Some((Some(f), rest)) => format(str_of(f)?, rest).map(|s| Some(text(s))),
             _ => Ok(None),
         },
         ExprType::RegexpMatch => {
@@ -314,42 +398,57 @@ fn translate(s: &str, from: &str, to: &str) -> String {
         .collect()
 }
 
-/// `s LIKE pattern`: `%` any run, `_` one character, `escape` makes the next character literal.
+/// `s LIKE pattern`: `%` any run, `_` one byte, `escape` makes the next byte literal. Like RisingWave's,
+/// matching is by bytes and ILIKE folds ASCII letters only.
 pub fn like(func: ExprType, s: &str, pattern: &str, escape: Option<char>) -> bool {
-    let fold = |x: &str| -> Vec<char> {
+    let fold = |x: &str| -> Vec<u8> {
         if func == ExprType::ILike {
-            x.to_lowercase().chars().collect()
+            x.to_ascii_lowercase().into_bytes()
         } else {
-            x.chars().collect()
+            x.as_bytes().to_vec()
         }
     };
+    let escape = escape.filter(char::is_ascii).map(|c| {
+        let b = c as u8;
+        if func == ExprType::ILike {
+            b.to_ascii_lowercase()
+        } else {
+            b
+        }
+    });
     let tokens = like_tokens(&fold(pattern), escape);
     like_match(&fold(s), &tokens)
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum LikeToken {
-    Lit(char),
+    Lit(u8),
     One,
     Any,
 }
 
-fn like_tokens(pattern: &[char], escape: Option<char>) -> Vec<LikeToken> {
+/// An escape at the very end of the pattern is a literal.
+fn like_tokens(pattern: &[u8], escape: Option<u8>) -> Vec<LikeToken> {
     let mut out = Vec::with_capacity(pattern.len());
-    let mut it = pattern.iter().copied();
-    while let Some(c) = it.next() {
+    let mut i = 0;
+    while i < pattern.len() {
+        let c = pattern[i];
         out.push(match c {
-            c if Some(c) == escape => LikeToken::Lit(it.next().unwrap_or(c)),
-            '%' => LikeToken::Any,
-            '_' => LikeToken::One,
+            c if Some(c) == escape && i + 1 < pattern.len() => {
+                i += 1;
+                LikeToken::Lit(pattern[i])
+            }
+            b'%' => LikeToken::Any,
+            b'_' => LikeToken::One,
             c => LikeToken::Lit(c),
         });
+        i += 1;
     }
     out
 }
 
-/// Greedy matching with backtracking to the last `%` (linear for patterns without nested stars).
-fn like_match(s: &[char], p: &[LikeToken]) -> bool {
+/// Greedy matching with backtracking to the last `%`.
+fn like_match(s: &[u8], p: &[LikeToken]) -> bool {
     let (mut si, mut pi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while si < s.len() {

@@ -152,3 +152,116 @@ fn narrow_same_type<'a>(cands: Vec<&'a Sig>, inputs: &[Option<DataType>]) -> Vec
         .collect();
     if kept.is_empty() { cands } else { kept }
 }
+
+#[cfg(test)]
+mod tests {
+    use DataType as T;
+
+    use super::*;
+
+    fn pick(cands: &[&[DataType]], inputs: &[Option<DataType>]) -> Result<Vec<DataType>, bool> {
+        let sigs: Vec<Sig> = cands
+            .iter()
+            .map(|p| Sig {
+                params: p.to_vec(),
+                ret: T::Boolean,
+            })
+            .collect();
+        resolve(&sigs, inputs).map(|s| s.params.clone())
+    }
+
+    /// The cases of RisingWave's `test_match_implicit` (type_inference/func.rs).
+    #[test]
+    fn resolution_rules_as_risingwave() {
+        let (i, v, f, r, tz) = (T::Int32, T::Varchar, T::Float64, T::Float32, T::Timestamptz);
+        // The binary rule prefers arguments of the same type.
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone()],
+            &[i.clone(), v.clone()],
+            &[i.clone(), f.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[Some(i.clone()), None]),
+            Ok(vec![i.clone(), i.clone()])
+        );
+        // Without it, rule 4e selects varchar, else the preferred type.
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), i.clone()],
+            &[i.clone(), i.clone(), v.clone()],
+            &[i.clone(), i.clone(), f.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[Some(i.clone()), Some(i.clone()), None]),
+            Ok(vec![i.clone(), i.clone(), v.clone()])
+        );
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), i.clone()],
+            &[i.clone(), i.clone(), f.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[Some(i.clone()), Some(i.clone()), None]),
+            Ok(vec![i.clone(), i.clone(), f.clone()])
+        );
+        // Rule 4f treats exact and cast matches alike.
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), i.clone()],
+            &[i.clone(), i.clone(), r.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[Some(i.clone()), Some(i.clone()), None]),
+            Err(true)
+        );
+        // top_matches ranks by exact count, then preferred count.
+        let c: &[&[T]] = &[
+            &[f.clone(), f.clone(), f.clone(), tz.clone()],
+            &[f.clone(), i.clone(), r.clone(), T::Timestamp],
+            &[r.clone(), r.clone(), i.clone(), tz.clone()],
+            &[i.clone(), f.clone(), r.clone(), tz.clone()],
+            &[i.clone(), T::Int16, i.clone(), tz.clone()],
+            &[i.clone(), f.clone(), r.clone(), T::Date],
+        ];
+        let inputs = [Some(i.clone()), Some(i.clone()), Some(i.clone()), None];
+        assert_eq!(
+            pick(c, &inputs),
+            Ok(vec![i.clone(), f.clone(), r.clone(), tz.clone()])
+        );
+        // Rule 4e fails (or is empty) and rule 4f is unique.
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), T::Time],
+            &[i.clone(), i.clone(), i.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[None, Some(i.clone()), None]),
+            Ok(vec![i.clone(), i.clone(), i.clone()])
+        );
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), v.clone()],
+            &[i.clone(), i.clone(), i.clone()],
+            &[v.clone(), i.clone(), i.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[None, Some(i.clone()), None]),
+            Ok(vec![i.clone(), i.clone(), i.clone()])
+        );
+        // Rule 4e: varchar resolves an earlier category conflict.
+        let c: &[&[T]] = &[
+            &[i.clone(), i.clone(), r.clone()],
+            &[T::Time, i.clone(), i.clone()],
+            &[v.clone(), i.clone(), i.clone()],
+        ];
+        assert_eq!(
+            pick(c, &[None, Some(i.clone()), None]),
+            Ok(vec![v.clone(), i.clone(), i.clone()])
+        );
+        // Rule 4f fails.
+        let c: &[&[T]] = &[
+            &[r.clone(), r.clone(), r.clone(), r.clone()],
+            &[T::Decimal, T::Decimal, T::Int64, T::Decimal],
+        ];
+        assert_eq!(
+            pick(c, &[Some(T::Int16), Some(i.clone()), None, Some(T::Int64)]),
+            Err(true)
+        );
+        assert_eq!(pick(c, &[None, None, None, None]), Err(true));
+    }
+}

@@ -1,7 +1,8 @@
 //! Handlers of the statements about the catalog and the session (RisingWave's `src/frontend/src/handler/`):
 //! databases, schemas, users, privileges, connections, drops, `ALTER ... RENAME / OWNER TO / SET SCHEMA /
 //! SET PARALLELISM`, `COMMENT ON`, `SHOW`, `DESCRIBE`, `SET` / `RESET`, and the catalog side of `CREATE
-//! INDEX` and `CREATE SOURCE`.
+//! INDEX` and `CREATE SOURCE`; in [`stream_job`], the streaming side of `CREATE MATERIALIZED VIEW` (a plan
+//! cut into a fragment graph), `EXPLAIN` and `CREATE TABLE AS`.
 //!
 //! [`handle`] is the one entry point: the front end hands it every statement first, and it answers `None`
 //! for a statement that is not one of these.
@@ -15,6 +16,7 @@ pub mod parse;
 mod privilege;
 mod set;
 mod show;
+mod stream_job;
 mod user;
 
 use std::sync::MutexGuard;

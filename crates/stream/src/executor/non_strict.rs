@@ -79,7 +79,8 @@ impl NonStrict {
         epochlab_expr::eval_non_strict(expr, row, &mut |e| self.report(&e))
     }
 
-    fn report(&self, e: &ExprError) {
+    /// Log and count an error of this executor's evaluation.
+    pub fn report(&self, e: &ExprError) {
         self.counts.record(self.executor, e);
         tracing::warn!(
             actor = self.actor_id.0,

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use epochlab_common::types::Serial;
 use epochlab_common::{ActorId, Bitmap, Clock, Op, OwnedRow, ScalarImpl, StreamChunk};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
@@ -155,9 +156,9 @@ async fn fill(generator: &mut RowIdGenerator, index: usize, chunk: StreamChunk) 
     StreamChunk::from_pairs(out)
 }
 
-/// A row id as a datum (`serial` in RisingWave; a bigint until the `types` branch's `Serial` lands).
+/// A row id as a datum: a `serial`.
 fn row_id_scalar(id: i64) -> ScalarImpl {
-    ScalarImpl::Int64(id)
+    ScalarImpl::Serial(Serial::new(id))
 }
 
 impl Execute for RowIdGenExecutor {

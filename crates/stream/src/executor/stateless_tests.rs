@@ -254,7 +254,13 @@ fn run_values(barriers: Vec<Barrier>) -> (Vec<String>, usize) {
         let (bm, mut events) = LocalBarrierManager::for_test(WorkerId(1));
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let rows = vec![row![1i64, 10i64], row![2i64, 20i64]];
-        let exec = Box::new(ValuesExecutor::new(ActorId(7), rx, rows, bm));
+        let exec = Box::new(ValuesExecutor::new(
+            ActorId(7),
+            rx,
+            rows,
+            bm,
+            Clock::manual(0),
+        ));
         for b in barriers {
             tx.send(b).await.unwrap();
         }
@@ -326,11 +332,11 @@ fn row_ids_are_unique_and_carry_the_actors_vnodes() {
         while let Some(m) = s.next().await {
             if let Message::Chunk(c) = m.unwrap() {
                 for (op, r) in c.rows() {
-                    let id = r
-                        .datum_at(0)
-                        .as_ref()
-                        .and_then(ScalarImpl::as_int64)
-                        .unwrap();
+                    let id = match r.datum_at(0) {
+                        Some(ScalarImpl::Serial(s)) => s.as_row_id(),
+                        Some(ScalarImpl::Int64(k)) => *k,
+                        d => panic!("a row id, got {d:?}"),
+                    };
                     ids.push((op, id));
                 }
             }
@@ -350,4 +356,213 @@ fn row_ids_are_unique_and_carry_the_actors_vnodes() {
             .all(|&id| (64..128).contains(&vnode_of_row_id(id)))
     );
     assert_eq!(out.last(), Some(&(Op::Delete, 77)));
+}
+
+mod materialize {
+    use std::sync::Arc;
+
+    use epochlab_common::catalog::TableDesc;
+    use epochlab_common::plan::ConflictBehavior;
+    use epochlab_common::{Bitmap, TableId, VnodeCount, WorkerId};
+    use epochlab_state_table::StateTable;
+    use epochlab_storage::{CommittedStore, NodeStorage};
+
+    use super::*;
+    use crate::executor::MaterializeExecutor;
+
+    /// A materialize over `(k, v)` with pk `k` fed `stored` (inserts of new keys) in one epoch, then `input`;
+    /// what it forwards of `input`.
+    fn materialize(
+        conflict: ConflictBehavior,
+        stored: Vec<OwnedRow>,
+        input: Vec<(Op, OwnedRow)>,
+    ) -> Vec<String> {
+        let count = VnodeCount::new(8).unwrap();
+        let desc = Arc::new(TableDesc::hash(
+            TableId(5),
+            vec![DataType::Int64, DataType::Int64],
+            vec![0],
+            vec![0],
+            count,
+        ));
+        let node = NodeStorage::new(
+            WorkerId(1),
+            CommittedStore::default(),
+            Default::default(),
+            1,
+        );
+        let table = StateTable::new(desc, &node, Arc::new(Bitmap::ones(8)));
+        let msgs = vec![
+            Message::Barrier(barrier(2)),
+            chunk(stored.into_iter().map(|r| (Op::Insert, r)).collect()),
+            Message::Barrier(barrier(3)),
+            chunk(input),
+            Message::Barrier(barrier(4)),
+        ];
+        let exec = MaterializeExecutor::new(ActorId(1), script(msgs), table, conflict);
+        let out = run(Box::new(exec));
+        let after = out
+            .iter()
+            .position(|m| m == "B3")
+            .expect("the second barrier");
+        out[after + 1..]
+            .iter()
+            .filter(|m| !m.starts_with('B'))
+            .cloned()
+            .collect()
+    }
+
+    fn r(k: i64, v: i64) -> OwnedRow {
+        row![k, v]
+    }
+
+    /// A table with a pk overwrites: an insert of a stored pk is an update of the stored row, a delete of a
+    /// missing pk is dropped, a delete forwards the stored row; several changes of one pk in a chunk fold.
+    #[test]
+    fn overwrite_turns_conflicts_into_updates() {
+        let out = materialize(
+            ConflictBehavior::Overwrite,
+            vec![r(1, 10), r(2, 20), r(3, 30)],
+            vec![
+                (Op::Insert, r(1, 11)), // stored: an update
+                (Op::Delete, r(9, 0)),  // missing: dropped
+                (Op::Delete, r(2, 99)), // stored (with another value): the stored row goes
+                (Op::Insert, r(4, 40)), // new
+                (Op::Insert, r(3, 31)),
+                (Op::Insert, r(3, 32)), // twice in the chunk: the last wins
+                (Op::Insert, r(5, 50)),
+                (Op::Delete, r(5, 50)), // inserted and deleted in the chunk: nothing
+            ],
+        );
+        let expected = [
+            "UpdateDelete[Some(Int64(1)), Some(Int64(10))]",
+            "UpdateInsert[Some(Int64(1)), Some(Int64(11))]",
+            "Delete[Some(Int64(2)), Some(Int64(20))]",
+            "UpdateDelete[Some(Int64(3)), Some(Int64(30))]",
+            "UpdateInsert[Some(Int64(3)), Some(Int64(32))]",
+            "Insert[Some(Int64(4)), Some(Int64(40))]",
+        ];
+        assert_eq!(out, vec![expected.join(" ")]);
+    }
+
+    /// `IgnoreConflict`: the stored row wins; deletes still apply.
+    #[test]
+    fn ignore_conflict_keeps_the_stored_row() {
+        let out = materialize(
+            ConflictBehavior::IgnoreConflict,
+            vec![r(1, 10), r(2, 20)],
+            vec![
+                (Op::Insert, r(1, 11)),
+                (Op::Insert, r(3, 30)),
+                (Op::Insert, r(3, 31)),
+                (Op::Delete, r(2, 20)),
+            ],
+        );
+        let expected = [
+            "Delete[Some(Int64(2)), Some(Int64(20))]",
+            "Insert[Some(Int64(3)), Some(Int64(30))]",
+        ];
+        assert_eq!(out, vec![expected.join(" ")]);
+    }
+
+    /// `NoCheck` forwards the chunk as it came.
+    #[test]
+    fn no_check_forwards_as_is() {
+        let out = materialize(
+            ConflictBehavior::NoCheck,
+            vec![],
+            vec![(Op::Insert, r(1, 10)), (Op::Insert, r(2, 20))],
+        );
+        assert_eq!(
+            out,
+            vec!["Insert[Some(Int64(1)), Some(Int64(10))] Insert[Some(Int64(2)), Some(Int64(20))]"]
+        );
+    }
+}
+
+mod hop_window {
+    use epochlab_common::plan::Interval;
+    use epochlab_common::types::Timestamp;
+
+    use super::*;
+    use crate::executor::{HopWindowError, HopWindowExecutor};
+
+    const MIN: i64 = 60_000_000;
+
+    fn ts(minute: i64) -> ScalarImpl {
+        let t = chrono::DateTime::from_timestamp_micros(minute * MIN).unwrap();
+        ScalarImpl::Timestamp(Timestamp(t.naive_utc()))
+    }
+
+    fn minutes(n: i64) -> Interval {
+        Interval::from_month_day_usec(0, 0, n * MIN)
+    }
+
+    fn hop(slide: i64, size: i64, output: Vec<usize>, rows: Vec<(Op, OwnedRow)>) -> Vec<String> {
+        let input = script(vec![
+            Message::Barrier(barrier(1)),
+            chunk(rows),
+            Message::Barrier(barrier(2)),
+        ]);
+        let (eval, _) = non_strict(ExprExecutor::HopWindow);
+        let exec =
+            HopWindowExecutor::new(input, 1, minutes(slide), minutes(size), output, eval).unwrap();
+        run(Box::new(exec))
+    }
+
+    /// The minute of a timestamp datum, for short expectations.
+    fn m(d: &str) -> String {
+        d.to_string()
+    }
+
+    /// A tumble (slide = size): each row in one window, `[start, end)` its time rounded down.
+    #[test]
+    fn tumble_puts_each_row_in_one_window() {
+        let rows = vec![
+            (
+                Op::Insert,
+                OwnedRow::new(vec![Some(1i64.into()), Some(ts(7))]),
+            ),
+            (
+                Op::Delete,
+                OwnedRow::new(vec![Some(2i64.into()), Some(ts(10))]),
+            ),
+            (Op::Insert, OwnedRow::new(vec![Some(3i64.into()), None])),
+        ];
+        let out = hop(5, 5, vec![0, 2, 3], rows);
+        let expected = format!(
+            "Insert[Some(Int64(1)), Some({:?}), Some({:?})] Delete[Some(Int64(2)), Some({:?}), Some({:?})]",
+            ts(5),
+            ts(10),
+            ts(10),
+            ts(15)
+        );
+        assert_eq!(out, vec![m("B1"), expected, m("B2")]);
+    }
+
+    /// A hop of size 3 × slide: each row in three windows, one chunk per window index, earliest first.
+    #[test]
+    fn hop_puts_each_row_in_size_over_slide_windows() {
+        let rows = vec![(
+            Op::Insert,
+            OwnedRow::new(vec![Some(1i64.into()), Some(ts(7))]),
+        )];
+        let out = hop(2, 6, vec![2, 3], rows);
+        let window = |s, e| format!("Insert[Some({:?}), Some({:?})]", ts(s), ts(e));
+        assert_eq!(
+            out,
+            vec![m("B1"), window(2, 8), window(4, 10), window(6, 12), m("B2")]
+        );
+    }
+
+    #[test]
+    fn sizes_must_divide_and_be_fixed() {
+        let (eval, _) = non_strict(ExprExecutor::HopWindow);
+        let input = || script(vec![]);
+        let e = HopWindowExecutor::new(input(), 1, minutes(4), minutes(6), vec![], eval.clone());
+        assert!(matches!(e, Err(HopWindowError::NotDivisible { .. })));
+        let month = Interval::from_month_day_usec(1, 0, 0);
+        let e = HopWindowExecutor::new(input(), 1, month, month, vec![], eval);
+        assert!(matches!(e, Err(HopWindowError::NotPositive { .. })));
+    }
 }

@@ -20,9 +20,9 @@ use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict, ProjectExecutor,
-    RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError, UnionExecutor,
-    ValuesExecutor,
+    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
+    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
+    UnionExecutor, ValuesExecutor,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -456,12 +456,9 @@ fn build_stateless(
             .take()
             .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
         let bm = barrier_manager.clone();
-        return Ok(Box::new(ValuesExecutor::new(
-            actor_id,
-            rx,
-            rows.clone(),
-            bm,
-        )));
+        let clock = env.clock.clone();
+        let values = ValuesExecutor::new(actor_id, rx, rows.clone(), bm, clock);
+        return Ok(Box::new(values));
     }
     let mut build =
         |n: &StreamNode| build_node(env, desc, n, generation, barrier_rx, barrier_manager);
@@ -496,7 +493,22 @@ fn build_stateless(
                 vnodes,
             ))
         }
-        StreamNode::HopWindow { .. } => return Err(unsupported("HopWindow")),
+        StreamNode::HopWindow {
+            time_col,
+            window_slide,
+            window_size,
+            output_indices,
+            input,
+        } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
+                .map_err(|source| BuildError::HopWindow {
+                    actor: actor_id,
+                    source,
+                })?;
+            Box::new(exec)
+        }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }

@@ -24,6 +24,13 @@ pub enum BuildError {
         table_vnodes: usize,
         actor_vnodes: usize,
     },
+    /// A hop window whose sizes cannot be used.
+    #[error("actor {actor}: {source}")]
+    HopWindow {
+        actor: ActorId,
+        #[source]
+        source: crate::executor::HopWindowError,
+    },
     /// A plan node that meta must have replaced (an `Exchange`) or that this node cannot run yet.
     #[error("actor {actor}: cannot build a {node} node")]
     Unsupported { actor: ActorId, node: &'static str },

@@ -285,6 +285,11 @@ impl AggGroup {
         Ok(())
     }
 
+    /// Every state back to empty (the group has no rows).
+    pub(crate) fn reset(&mut self, plans: &[CallPlan]) {
+        self.states = plans.iter().map(|p| AggState::new(&p.call)).collect();
+    }
+
     /// The value of the row count call.
     pub(crate) fn row_count(&self, index: usize) -> i64 {
         self.states[index]

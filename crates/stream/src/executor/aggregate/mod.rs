@@ -237,6 +237,11 @@ impl AggCore {
         let mut emptied = Vec::new();
         for (ck, g) in self.cache.iter_mut().filter(|(_, g)| g.dirty) {
             let row_count = g.row_count(self.row_count_index);
+            if row_count == 0 {
+                // An empty group's states start over (RisingWave resets them): a sum retracted to 0 over
+                // no rows is NULL again.
+                g.reset(&self.plans);
+            }
             let keep = row_count > 0 || self.keep_empty;
             g.write(keep, &mut self.result_table, &mut self.dedup_tables)?;
             let new = keep.then(|| g.output());

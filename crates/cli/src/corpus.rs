@@ -1,0 +1,548 @@
+//! `epochlab corpus`: RisingWave's e2e corpus (`tests/slt/risingwave/`), every `.slt` file in a fresh simulated
+//! cluster on worker threads, one line per file, the totals, what blocks the files, and the ratchet
+//! `expected.txt` (see `epochlab_sql::corpus`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use epochlab_sql::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
+use epochlab_telemetry::WallTimer;
+
+use crate::args::{ArgError, Invocation, JOBS, number_flag, seed_range};
+
+pub const CORPUS_HELP: &str = "\
+epochlab corpus: run RisingWave's e2e corpus (its ddl, streaming, background_ddl and backfill test files at
+f21fb9b7915, vendored unmodified under tests/slt/risingwave/): every .slt file under the root, each in a
+fresh simulated cluster (fixed mode, as `epochlab slt` runs a file), on worker threads. Prints one line per
+file, sorted by path: `passed`, `failed at FILE:LINE: ...` (the SQL, expected and actual), `unsupported:
+<construct>` (the front end refused a construct of the file), or under kills `skipped` (RisingWave's
+KILL_IGNORE_FILES); then the totals, per top-level folder, and the constructs that block the most files
+(each file counted once, by its first failure). Writes the same as JSON.
+
+usage: epochlab corpus [FLAGS]
+
+The ratchet ROOT/expected.txt lists the files that pass (a path a line, `only-with-kills` or
+`only-without-kills` after it when it passes in one kind of run only; `#` comments). A listed file that does
+not pass is `regressed` (exit 1); a passing file that is not listed is `newly passing` (exit 0).
+
+FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
+  --kill                    run each file under kills as RisingWave's recovery CI does
+                            (ci/scripts/deterministic-recovery-test.sh, main-cron's jobs): kill rate 1.0,
+                            every role, background-DDL rate 0.0 on even seeds and 0.8 on odd ones (0.0 for
+                            background_ddl/, which sets it itself), once per seed of --seeds; a file passes
+                            when it passes under every seed, and its line names the first seed that failed
+  --seeds A..B              with --kill: the seeds A, A+1, ..., B-1 (default 0..1)
+  --jobs N                  1..=256 worker threads (default: the machine's cores)
+  --root DIR                the corpus (default tests/slt/risingwave)
+  --json FILE               where to write the JSON report (default target/corpus.json)
+  --update-expected         rewrite ROOT/expected.txt with the files that pass (what the other kind of run
+                            showed is kept)
+  -h, --help                this text
+
+EXIT STATUS: 0 no listed file regressed, 1 a listed file did not pass, 2 bad input (one line on stderr).";
+
+/// `epochlab corpus`'s arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CorpusArgs {
+    pub root: PathBuf,
+    pub kill: bool,
+    pub seeds: std::ops::Range<u64>,
+    pub jobs: usize,
+    pub json: PathBuf,
+    pub update_expected: bool,
+}
+
+const FLAGS: [&str; 6] = [
+    "--kill",
+    "--seeds",
+    "--jobs",
+    "--root",
+    "--json",
+    "--update-expected",
+];
+
+/// Parse `epochlab corpus`'s arguments.
+pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
+    let mut a = CorpusArgs {
+        root: PathBuf::from(corpus::ROOT),
+        kill: false,
+        seeds: 0..1,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        json: PathBuf::from("target/corpus.json"),
+        update_expected: false,
+    };
+    let mut seen: Vec<&'static str> = Vec::new();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(Invocation::CorpusHelp);
+        }
+        if !arg.starts_with("--") {
+            return Err(ArgError::CorpusArgument(arg.clone()));
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (arg.as_str(), None),
+        };
+        let flag = FLAGS
+            .iter()
+            .find(|f| **f == name)
+            .copied()
+            .ok_or_else(|| ArgError::UnknownFlag(arg.clone()))?;
+        if seen.contains(&flag) {
+            return Err(ArgError::Repeated(flag));
+        }
+        seen.push(flag);
+        let switch = flag == "--kill" || flag == "--update-expected";
+        let v = match (switch, inline) {
+            (true, None) => "",
+            (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
+            (false, Some(v)) => v,
+            (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
+        };
+        if !switch && v.is_empty() {
+            return Err(ArgError::MissingValue(flag));
+        }
+        match flag {
+            "--kill" => a.kill = true,
+            "--seeds" => a.seeds = seed_range(v)?,
+            "--jobs" => a.jobs = number_flag(flag, v, JOBS)?,
+            "--root" => a.root = PathBuf::from(v),
+            "--json" => a.json = PathBuf::from(v),
+            "--update-expected" => a.update_expected = true,
+            _ => unreachable!("every flag of FLAGS is handled"),
+        }
+    }
+    if seen.contains(&"--seeds") && !a.kill {
+        return Err(ArgError::Pointless {
+            flag: "--seeds",
+            reason: "needs --kill (without kills each file runs once, with seed 0)",
+        });
+    }
+    Ok(Invocation::Corpus(Box::new(a)))
+}
+
+/// Why `epochlab corpus` could not run: bad input.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusRunError {
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error("{path}: {file} is not a .slt file of the corpus")]
+    NotInCorpus { path: String, file: String },
+    #[error("cannot write {path}: {why}")]
+    Write { path: String, why: String },
+}
+
+/// A file's verdict over the seeds it ran under: the first seed's that did not pass, else passed.
+#[derive(Clone, Debug)]
+struct FileResult {
+    rel: String,
+    verdict: Verdict,
+    /// Under kills with several seeds: the seed of `verdict` when it is not `passed`.
+    seed: Option<u64>,
+    /// Wall time of its runs, summed over the seeds.
+    wall_ms: u64,
+}
+
+/// Run the corpus; the exit status (0: no listed file regressed, 1: one did).
+pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
+    let files = corpus::files(&a.root)?;
+    let expected_path = a.root.join(EXPECTED);
+    let expected = Expected::read(&expected_path)?;
+    if let Some(file) = expected
+        .files
+        .keys()
+        .find(|f| files.binary_search(f).is_err())
+    {
+        return Err(CorpusRunError::NotInCorpus {
+            path: expected_path.display().to_string(),
+            file: file.clone(),
+        });
+    }
+    let seeds: Vec<u64> = if a.kill {
+        a.seeds.clone().collect()
+    } else {
+        vec![0]
+    };
+    eprintln!(
+        "corpus: {} files x {} seed(s){}, {} jobs",
+        files.len(),
+        seeds.len(),
+        if a.kill { " under kills" } else { "" },
+        a.jobs
+    );
+    let wall = WallTimer::start();
+    let results = run_all(&a.root, &files, a.kill, &seeds, a.jobs);
+    let wall_ms = wall.elapsed().as_millis() as u64;
+    let report = Report::new(a, &results, &expected, wall_ms);
+    report.print();
+    write(&a.json, &report.json().to_string())?;
+    outln!("wrote {}", a.json.display());
+    if a.update_expected {
+        let passing: Vec<&str> = results
+            .iter()
+            .filter(|r| r.verdict.passed())
+            .map(|r| r.rel.as_str())
+            .collect();
+        let skipped: Vec<&str> = results
+            .iter()
+            .filter(|r| r.verdict == Verdict::Skipped)
+            .map(|r| r.rel.as_str())
+            .collect();
+        let updated = expected.updated(a.kill, &passing, &skipped);
+        write(&expected_path, &updated.render())?;
+        outln!("updated {}", expected_path.display());
+    }
+    Ok(u8::from(!report.regressed.is_empty()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), CorpusRunError> {
+    let err = |e: std::io::Error| CorpusRunError::Write {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    std::fs::write(path, text).map_err(err)
+}
+
+/// Every (file, seed) on `jobs` threads, each run in its own simulation; the files' results in `files`' order.
+fn run_all(
+    root: &Path,
+    files: &[String],
+    kill: bool,
+    seeds: &[u64],
+    jobs: usize,
+) -> Vec<FileResult> {
+    let units: Vec<(usize, u64)> = (0..files.len())
+        .flat_map(|i| seeds.iter().map(move |&s| (i, s)))
+        .collect();
+    let next = Mutex::new(units.into_iter());
+    let verdicts: Mutex<BTreeMap<(usize, u64), (Verdict, u64)>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for worker in 0..jobs.max(1) {
+            let (next, verdicts) = (&next, &verdicts);
+            let spawned = std::thread::Builder::new()
+                .name(format!("corpus-{worker}"))
+                // A simulation's futures nest deeply in a debug build.
+                .stack_size(64 << 20)
+                .spawn_scoped(scope, move || {
+                    loop {
+                        let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, seed)) = unit else { return };
+                        let wall = WallTimer::start();
+                        let v =
+                            Verdict::run(root, &files[i], &corpus::params(&files[i], kill, seed));
+                        let ms = wall.elapsed().as_millis() as u64;
+                        verdicts
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert((i, seed), (v, ms));
+                    }
+                });
+            if let Err(e) = spawned {
+                eprintln!("corpus: cannot start worker {worker}: {e}");
+            }
+        }
+    });
+    let mut verdicts = verdicts.into_inner().unwrap_or_else(|e| e.into_inner());
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| {
+            let runs = seeds
+                .iter()
+                .map(|&seed| {
+                    let run = verdicts.remove(&(i, seed)).unwrap_or_else(|| {
+                        let v = Verdict::Failed {
+                            at: rel.clone(),
+                            detail: "not run (no worker thread)".into(),
+                            blocker: "not run".into(),
+                        };
+                        (v, 0)
+                    });
+                    (seed, run)
+                })
+                .collect();
+            FileResult::of(rel, runs)
+        })
+        .collect()
+}
+
+impl FileResult {
+    /// A file's result from its runs, in seed order: the first seed's verdict that is not `passed`.
+    fn of(rel: &str, runs: Vec<(u64, (Verdict, u64))>) -> FileResult {
+        let several = runs.len() > 1;
+        let wall_ms = runs.iter().map(|(_, (_, ms))| ms).sum();
+        let first = runs.into_iter().find(|(_, (v, _))| !v.passed());
+        let (verdict, seed) = match first {
+            Some((seed, (v, _))) => (v, several.then_some(seed)),
+            None => (Verdict::Passed, None),
+        };
+        FileResult {
+            rel: rel.to_string(),
+            verdict,
+            seed,
+            wall_ms,
+        }
+    }
+}
+
+/// Counts of verdicts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    files: usize,
+    passed: usize,
+    failed: usize,
+    unsupported: usize,
+    skipped: usize,
+}
+
+impl Totals {
+    fn add(&mut self, v: &Verdict) {
+        self.files += 1;
+        match v {
+            Verdict::Passed => self.passed += 1,
+            Verdict::Failed { .. } => self.failed += 1,
+            Verdict::Unsupported { .. } => self.unsupported += 1,
+            Verdict::Skipped => self.skipped += 1,
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut t = format!(
+            "{}/{} passed, {} failed, {} unsupported",
+            self.passed, self.files, self.failed, self.unsupported
+        );
+        if self.skipped > 0 {
+            t.push_str(&format!(", {} skipped", self.skipped));
+        }
+        t
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "files": self.files, "passed": self.passed, "failed": self.failed,
+            "unsupported": self.unsupported, "skipped": self.skipped,
+        })
+    }
+}
+
+/// What a run of the corpus found.
+struct Report<'a> {
+    args: &'a CorpusArgs,
+    results: &'a [FileResult],
+    totals: Totals,
+    folders: BTreeMap<String, Totals>,
+    /// What blocks files, with how many files it is the first failure of; most first.
+    blockers: Vec<(String, usize)>,
+    regressed: Vec<String>,
+    newly_passing: Vec<String>,
+    wall_ms: u64,
+}
+
+impl<'a> Report<'a> {
+    fn new(
+        args: &'a CorpusArgs,
+        results: &'a [FileResult],
+        expected: &Expected,
+        wall_ms: u64,
+    ) -> Self {
+        let mut totals = Totals::default();
+        let mut folders: BTreeMap<String, Totals> = BTreeMap::new();
+        let mut blockers: BTreeMap<String, usize> = BTreeMap::new();
+        let (mut regressed, mut newly_passing) = (Vec::new(), Vec::new());
+        for r in results {
+            totals.add(&r.verdict);
+            folders
+                .entry(corpus::folder(&r.rel).to_string())
+                .or_default()
+                .add(&r.verdict);
+            if let Some(b) = r.verdict.blocker() {
+                *blockers.entry(b).or_default() += 1;
+            }
+            let listed = expected.expects(&r.rel, args.kill);
+            match &r.verdict {
+                Verdict::Skipped => {}
+                v if listed && !v.passed() => regressed.push(r.rel.clone()),
+                v if !listed && v.passed() => newly_passing.push(r.rel.clone()),
+                _ => {}
+            }
+        }
+        let mut blockers: Vec<(String, usize)> = blockers.into_iter().collect();
+        blockers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Report {
+            args,
+            results,
+            totals,
+            folders,
+            blockers,
+            regressed,
+            newly_passing,
+            wall_ms,
+        }
+    }
+
+    /// A file's line.
+    fn line(r: &FileResult) -> String {
+        let seed = r.seed.map(|s| format!(" (seed {s})")).unwrap_or_default();
+        let what = match &r.verdict {
+            Verdict::Passed => "passed".to_string(),
+            Verdict::Skipped => "skipped (in RisingWave's KILL_IGNORE_FILES)".to_string(),
+            Verdict::Unsupported { at, construct } => {
+                format!("unsupported{seed}: {construct} (at {at})")
+            }
+            Verdict::Failed { at, detail, .. } => format!("failed{seed} at {at}: {detail}"),
+        };
+        format!("{}  {what}", r.rel)
+    }
+
+    fn print(&self) {
+        for r in self.results {
+            outln!("{}", Self::line(r));
+        }
+        let run = if self.args.kill {
+            format!(
+                "under kills, seeds {}..{}",
+                self.args.seeds.start, self.args.seeds.end
+            )
+        } else {
+            "without kills".to_string()
+        };
+        outln!(
+            "\n{} ({run}, {:.1} s)",
+            self.totals.text(),
+            self.wall_ms as f64 / 1000.0
+        );
+        let width = self.folders.keys().map(String::len).max().unwrap_or(0);
+        for (folder, t) in &self.folders {
+            outln!("  {folder:<width$}  {}", t.text());
+        }
+        if !self.blockers.is_empty() {
+            outln!("\nblocking (files whose first failure it is):");
+            for (blocker, n) in self.blockers.iter().take(20) {
+                outln!("  {n:>4}  {blocker}");
+            }
+            if self.blockers.len() > 20 {
+                outln!("  ... {} more in the JSON", self.blockers.len() - 20);
+            }
+        }
+        outln!();
+        if !self.newly_passing.is_empty() {
+            outln!(
+                "newly passing (not in {EXPECTED}; --update-expected adds them): {}",
+                self.newly_passing.join(", ")
+            );
+        }
+        if !self.regressed.is_empty() {
+            outln!(
+                "regressed (in {EXPECTED}, not passing): {}",
+                self.regressed.join(", ")
+            );
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let files: Vec<serde_json::Value> = self.results.iter().map(file_json).collect();
+        let folders: serde_json::Map<String, serde_json::Value> = self
+            .folders
+            .iter()
+            .map(|(f, t)| (f.clone(), t.json()))
+            .collect();
+        let blockers: Vec<serde_json::Value> = self
+            .blockers
+            .iter()
+            .map(|(b, n)| serde_json::json!({"blocker": b, "files": n}))
+            .collect();
+        serde_json::json!({
+            "root": self.args.root.display().to_string(),
+            "kill": self.args.kill,
+            "seeds": if self.args.kill {
+                serde_json::json!([self.args.seeds.start, self.args.seeds.end])
+            } else {
+                serde_json::json!([0, 1])
+            },
+            "jobs": self.args.jobs,
+            "wall_ms": self.wall_ms,
+            "totals": self.totals.json(),
+            "folders": folders,
+            "blockers": blockers,
+            "regressed": self.regressed,
+            "newly_passing": self.newly_passing,
+            "files": files,
+        })
+    }
+}
+
+fn file_json(r: &FileResult) -> serde_json::Value {
+    let (at, detail, construct) = match &r.verdict {
+        Verdict::Passed | Verdict::Skipped => (None, None, None),
+        Verdict::Unsupported { at, construct } => (Some(at), None, Some(construct)),
+        Verdict::Failed { at, detail, .. } => (Some(at), Some(detail), None),
+    };
+    serde_json::json!({
+        "file": r.rel,
+        "folder": corpus::folder(&r.rel),
+        "verdict": r.verdict.as_str(),
+        "seed": r.seed,
+        "at": at,
+        "detail": detail,
+        "construct": construct,
+        "blocker": r.verdict.blocker(),
+        "wall_ms": r.wall_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Result<Invocation, ArgError> {
+        parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn flags_parse_with_their_defaults() {
+        let Ok(Invocation::Corpus(a)) = args(&[]) else {
+            panic!("parses")
+        };
+        assert_eq!(a.root, PathBuf::from("tests/slt/risingwave"));
+        assert!(!a.kill && a.seeds == (0..1) && !a.update_expected);
+        assert_eq!(a.json, PathBuf::from("target/corpus.json"));
+        let Ok(Invocation::Corpus(a)) = args(&[
+            "--kill",
+            "--seeds=0..3",
+            "--jobs",
+            "2",
+            "--root",
+            "r",
+            "--json",
+            "j.json",
+            "--update-expected",
+        ]) else {
+            panic!("parses")
+        };
+        assert!(a.kill && a.seeds == (0..3) && a.jobs == 2 && a.update_expected);
+        assert_eq!((a.root, a.json), ("r".into(), "j.json".into()));
+        assert!(matches!(args(&["--help"]), Ok(Invocation::CorpusHelp)));
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        for (bad, want) in [
+            (&["--seeds", "0..3"][..], "needs --kill"),
+            (&["--kill", "--seeds", "3..1"], "--seeds takes A..B"),
+            (&["--jobs", "0"], "--jobs"),
+            (&["--kill", "--kill"], "given twice"),
+            (&["--kill=yes"], "takes no value"),
+            (&["--root"], "needs a value"),
+            (&["--nope"], "unknown flag"),
+            (&["x.slt"], "corpus takes only flags"),
+        ] {
+            let err = args(bad).unwrap_err().to_string();
+            assert!(err.contains(want), "{bad:?}: {err}");
+        }
+    }
+}

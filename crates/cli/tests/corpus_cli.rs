@@ -1,0 +1,212 @@
+//! `epochlab corpus` as a user runs it, on small corpora of its own (`--root`): one line per file, the totals
+//! and blockers, the JSON report, the ratchet (`newly passing`, `regressed`, `--update-expected`), exit
+//! statuses, and one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn epochlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .expect("epochlab runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const PASS: &str = "statement ok\nCREATE TABLE t (v int);\n\ninclude ./part.slt.part\n";
+const PART: &str = "statement ok\nINSERT INTO t VALUES (1);\n\nstatement ok\nFLUSH;\n\n\
+                    query I\nSELECT count(*) FROM t;\n----\n1\n";
+const FAIL: &str =
+    "statement ok\nCREATE TABLE t (v int);\n\nquery I\nSELECT count(*) FROM t;\n----\n5\n";
+const UNSUPPORTED: &str = "statement ok\nCREATE TABLE t (v int);\n\nstatement ok\nSELECT * FROM t a JOIN t b ON a.v = b.v;\n";
+
+/// A corpus of three files in two folders (and a part that only `include` reaches).
+fn corpus(test: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("epochlab-corpus-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (name, body) in [
+        ("a/pass.slt", PASS),
+        ("a/part.slt.part", PART),
+        ("a/fail.slt", FAIL),
+        ("b/unsupported.slt", UNSUPPORTED),
+    ] {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    root
+}
+
+/// `epochlab corpus --root ROOT --jobs 2 --json ROOT/report.json EXTRA...`: the output and the JSON report.
+fn run(root: &Path, extra: &[&str]) -> (Output, String, serde_json::Value) {
+    let json = root.join("report.json");
+    let mut args = vec![
+        "corpus",
+        "--root",
+        root.to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = epochlab(&args);
+    let stdout = text(&out.stdout);
+    let report = std::fs::read(&json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, stdout, report)
+}
+
+#[test]
+fn one_line_per_file_then_totals_blockers_and_json() {
+    let root = corpus("lines");
+    let (out, stdout, report) = run(&root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "a/fail.slt  failed at a/fail.slt:4: SELECT count(*) FROM t;: expected 5, actual 0"
+    );
+    assert_eq!(lines[1], "a/pass.slt  passed");
+    assert_eq!(
+        lines[2],
+        "b/unsupported.slt  unsupported: JOIN (at b/unsupported.slt:4)"
+    );
+    assert!(
+        stdout.contains("1/3 passed, 1 failed, 1 unsupported (without kills"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  a  1/2 passed, 1 failed, 0 unsupported"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  b  0/1 passed, 0 failed, 1 unsupported"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("     1  unsupported: JOIN"), "{stdout}");
+    assert!(stdout.contains("     1  wrong result"), "{stdout}");
+    assert!(
+        stdout.contains("newly passing (not in expected.txt"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(": a/pass.slt\n"), "{stdout}");
+    assert_eq!(report["totals"]["passed"], 1);
+    assert_eq!(report["totals"]["unsupported"], 1);
+    assert_eq!(report["folders"]["a"]["failed"], 1);
+    assert_eq!(report["files"][2]["construct"], "JOIN");
+    assert_eq!(report["files"][0]["at"], "a/fail.slt:4");
+    assert_eq!(report["newly_passing"][0], "a/pass.slt");
+    assert_eq!(report["blockers"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn the_ratchet_names_regressions_and_is_updated() {
+    let root = corpus("ratchet");
+    let (out, stdout, _) = run(&root, &["--update-expected"]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // A run without kills knows nothing of kills.
+    let expected = std::fs::read_to_string(root.join("expected.txt")).unwrap();
+    assert_eq!(expected, "a/pass.slt only-without-kills\n");
+    let (out, stdout, _) = run(&root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains("newly passing"), "{stdout}");
+    std::fs::write(
+        root.join("expected.txt"),
+        "# ours\na/fail.slt\na/pass.slt\n",
+    )
+    .unwrap();
+    let (out, stdout, report) = run(&root, &[]);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("regressed (in expected.txt, not passing): a/fail.slt"),
+        "{stdout}"
+    );
+    assert_eq!(report["regressed"][0], "a/fail.slt");
+    // Under kills a listed file must pass too; the failing line names the seed; what the run without kills
+    // showed is kept.
+    std::fs::write(root.join("expected.txt"), "a/pass.slt only-without-kills\n").unwrap();
+    let (out, stdout, _) = run(&root, &["--kill", "--seeds", "0..2", "--update-expected"]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("a/fail.slt  failed (seed 0) at a/fail.slt:4"),
+        "{stdout}"
+    );
+    let expected = std::fs::read_to_string(root.join("expected.txt")).unwrap();
+    assert_eq!(expected, "a/pass.slt\n");
+}
+
+#[test]
+fn an_include_that_matches_nothing_fails_its_file_only() {
+    let root = corpus("include");
+    std::fs::write(
+        root.join("a/bad.slt"),
+        "statement ok\nSELECT 1;\n\ninclude ./none/*.slt.part\n",
+    )
+    .unwrap();
+    let (out, stdout, _) = run(&root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "a/bad.slt  failed at a/bad.slt:4: include ./none/*.slt.part: no file matches"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1/4 passed"), "{stdout}");
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_line() {
+    let root = corpus("bad");
+    let r = root.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["corpus", "--seeds", "0..2"], "--seeds needs --kill"),
+        (vec!["corpus", "--jobs", "0"], "--jobs must be in 1..=256"),
+        (
+            vec!["corpus", "--kill", "--seeds", "2..1"],
+            "--seeds takes A..B",
+        ),
+        (
+            vec!["corpus", "--frobnicate"],
+            "unknown flag `--frobnicate`",
+        ),
+        (vec!["corpus", "x.slt"], "corpus takes only flags"),
+        (
+            vec!["corpus", "--root", "/no/such/dir"],
+            "/no/such/dir: cannot read",
+        ),
+        (
+            vec!["corpus", "--root", "crates/cli/src"],
+            "no .slt file under it",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = epochlab(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    std::fs::write(root.join("expected.txt"), "a/gone.slt\n").unwrap();
+    let out = epochlab(&["corpus", "--root", r]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a/gone.slt is not a .slt file of the corpus"),
+        "{stderr}"
+    );
+    std::fs::write(root.join("expected.txt"), "a/pass.slt sometimes\n").unwrap();
+    let out = epochlab(&["corpus", "--root", r]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected.txt:1: `a/pass.slt sometimes`"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,190 @@
+//! Window functions over one partition, as RisingWave's (its `window_function` module): row_number, rank,
+//! dense_rank, lag/lead (first_value over a one-row frame), and every aggregate over a ROWS frame, fed to
+//! a retractable [`AggState`] as the frame slides. RisingWave's default frame is ROWS (not PostgreSQL's
+//! RANGE): the whole partition without ORDER BY, else UNBOUNDED PRECEDING to CURRENT ROW, peers excluded.
+
+use std::cmp::Ordering;
+
+use epochlab_common::expr_node::{AggCall, Frame, FrameBound, WindowFuncCall, WindowFuncKind};
+use epochlab_common::types::cmp_datum;
+use epochlab_common::{DataType, Datum, Op, OrderType, OwnedRow, ScalarImpl};
+
+use crate::agg::{AggState, infer_return_type as agg_return_type};
+use crate::error::{ExprError, Result};
+
+/// The type a window function returns over arguments of `args`.
+pub fn infer_return_type(kind: WindowFuncKind, args: &[DataType]) -> Result<DataType> {
+    match kind {
+        WindowFuncKind::RowNumber | WindowFuncKind::Rank | WindowFuncKind::DenseRank => {
+            Ok(DataType::Int64)
+        }
+        WindowFuncKind::Lag | WindowFuncKind::Lead => args
+            .first()
+            .cloned()
+            .ok_or_else(|| ExprError::invalid_param("lag/lead", "needs an argument")),
+        WindowFuncKind::Aggregate(agg) => agg_return_type(agg, args),
+    }
+}
+
+/// The outputs of `call` for each row of one partition; `rows` are sorted by `order_by` (columns of the
+/// rows and their order), which also decides peers for rank and dense_rank.
+pub fn eval_partition(
+    call: &WindowFuncCall,
+    order_by: &[(usize, OrderType)],
+    rows: &[OwnedRow],
+) -> Result<Vec<Datum>> {
+    let int = |i: usize| Some(ScalarImpl::Int64(i as i64));
+    match call.kind {
+        WindowFuncKind::RowNumber => Ok((1..=rows.len()).map(int).collect()),
+        WindowFuncKind::Rank | WindowFuncKind::DenseRank => Ok(ranks(call.kind, order_by, rows)
+            .into_iter()
+            .map(int)
+            .collect()),
+        WindowFuncKind::Lag | WindowFuncKind::Lead => {
+            let n = call.offset;
+            let bound = if call.kind == WindowFuncKind::Lag {
+                FrameBound::Preceding(n)
+            } else {
+                FrameBound::Following(n)
+            };
+            let frame = Frame::rows(bound, bound);
+            aggregate(
+                &agg_call(call, epochlab_common::AggKind::FirstValue, rows),
+                frame,
+                rows,
+            )
+        }
+        WindowFuncKind::Aggregate(kind) => {
+            let default = if order_by.is_empty() {
+                Frame::rows(
+                    FrameBound::UnboundedPreceding,
+                    FrameBound::UnboundedFollowing,
+                )
+            } else {
+                Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow)
+            };
+            aggregate(
+                &agg_call(call, kind, rows),
+                call.frame.unwrap_or(default),
+                rows,
+            )
+        }
+    }
+}
+
+fn peers(order_by: &[(usize, OrderType)], a: &OwnedRow, b: &OwnedRow) -> bool {
+    order_by
+        .iter()
+        .all(|(i, _)| cmp_datum(&a[*i], &b[*i]) == Ordering::Equal)
+}
+
+fn ranks(kind: WindowFuncKind, order_by: &[(usize, OrderType)], rows: &[OwnedRow]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(rows.len());
+    let (mut rank, mut dense) = (0, 0);
+    for (i, row) in rows.iter().enumerate() {
+        if i == 0 || !peers(order_by, &rows[i - 1], row) {
+            rank = i + 1;
+            dense += 1;
+        }
+        out.push(if kind == WindowFuncKind::Rank {
+            rank
+        } else {
+            dense
+        });
+    }
+    out
+}
+
+/// The aggregate over the frame, in partition order: each row is fed with its position appended, and
+/// order-sensitive aggregates (first/last value, string_agg, array_agg) order by that position.
+fn agg_call(call: &WindowFuncCall, kind: epochlab_common::AggKind, rows: &[OwnedRow]) -> AggCall {
+    let position = rows.first().map_or(0, OwnedRow::len);
+    let arg_types = call.arg_types.clone();
+    let ret = agg_return_type(kind, &arg_types).unwrap_or_else(|_| call.ret.clone());
+    AggCall {
+        kind,
+        args: call.args.clone(),
+        arg_types,
+        ret,
+        distinct: false,
+        order_by: vec![(position, OrderType::ascending())],
+        filter: None,
+    }
+}
+
+/// The rows `[start, end]` (inclusive) of row `i`'s frame in a partition of `n`; empty when start > end.
+fn frame_range(frame: &Frame, i: usize, n: usize) -> (usize, Option<usize>) {
+    let start = match frame.start {
+        FrameBound::UnboundedPreceding => 0,
+        FrameBound::Preceding(k) => i.saturating_sub(k),
+        FrameBound::CurrentRow => i,
+        FrameBound::Following(k) => i + k,
+        FrameBound::UnboundedFollowing => n,
+    };
+    let end = match frame.end {
+        FrameBound::UnboundedPreceding => None,
+        FrameBound::Preceding(k) => i.checked_sub(k),
+        FrameBound::CurrentRow => Some(i),
+        FrameBound::Following(k) => Some((i + k).min(n.saturating_sub(1))),
+        FrameBound::UnboundedFollowing => n.checked_sub(1),
+    };
+    (start, end)
+}
+
+fn with_position(row: &OwnedRow, i: usize) -> OwnedRow {
+    let mut v = row.datums().to_vec();
+    v.push(Some(ScalarImpl::Int64(i as i64)));
+    OwnedRow::new(v)
+}
+
+/// Slide the frame over the partition: rows leaving are deleted, rows entering inserted (for ROWS frames
+/// both bounds only move forward), as RisingWave's incremental window aggregation. With EXCLUDE CURRENT
+/// ROW each frame is aggregated afresh, as RisingWave does then.
+fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum>> {
+    let n = rows.len();
+    let positioned: Vec<OwnedRow> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| with_position(r, i))
+        .collect();
+    if frame.exclude_current_row {
+        return (0..n).map(|i| fresh(agg, &frame, &positioned, i)).collect();
+    }
+    let mut state = AggState::new(agg);
+    let (mut lo, mut hi) = (0usize, 0usize); // rows [lo, hi) are in the state
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (start, end_excl) = bounds(&frame, i, n);
+        while lo < start.min(hi) {
+            state.apply(Op::Delete, &positioned[lo])?;
+            lo += 1;
+        }
+        if start > hi {
+            (lo, hi) = (start, start);
+        }
+        while hi < end_excl {
+            state.apply(Op::Insert, &positioned[hi])?;
+            hi += 1;
+        }
+        out.push(state.try_output()?);
+    }
+    Ok(out)
+}
+
+/// Row `i`'s frame as `[start, end)`, clipped to the partition.
+fn bounds(frame: &Frame, i: usize, n: usize) -> (usize, usize) {
+    let (start, end) = frame_range(frame, i, n);
+    let start = start.min(n);
+    (start, end.map_or(0, |e| e + 1).clamp(start, n))
+}
+
+fn fresh(agg: &AggCall, frame: &Frame, rows: &[OwnedRow], i: usize) -> Result<Datum> {
+    let (start, end) = bounds(frame, i, rows.len());
+    let mut state = AggState::new(agg);
+    for (j, row) in rows.iter().enumerate().take(end).skip(start) {
+        if j != i {
+            state.apply(Op::Insert, row)?;
+        }
+    }
+    state.try_output()
+}

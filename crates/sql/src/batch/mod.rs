@@ -1,0 +1,461 @@
+//! The batch engine: a logical plan evaluated over rows read at the max committed epoch. Correct first, not
+//! fast: every operator materializes its output.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use epochlab_common::{Datum, Op, OwnedRow, ScalarImpl};
+
+use crate::binder::CatalogReader;
+use crate::error::SqlError;
+use crate::planner::{JoinType, LogicalPlan, SetOp};
+use crate::scalar::agg::AggState;
+use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType, cmp_datum, eval};
+
+/// Rows a batch query may produce at most (bounded, like everything else).
+const MAX_ROWS: usize = 10_000_000;
+
+/// The rows `plan` gives.
+pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<OwnedRow>, SqlError> {
+    match plan {
+        LogicalPlan::Scan {
+            table_id,
+            exprs,
+            filter,
+            ..
+        } => {
+            // A view's expressions are a streaming job's: evaluated non-strictly (an error is a NULL).
+            let mut ignore = |_: crate::scalar::ExprError| {};
+            let mut out = Vec::new();
+            for r in catalog.committed_rows(*table_id) {
+                let keep = filter.as_ref().is_none_or(|f| {
+                    crate::scalar::eval_non_strict(f, &r, &mut ignore)
+                        == Some(ScalarImpl::Bool(true))
+                });
+                if keep {
+                    let row = exprs
+                        .iter()
+                        .map(|e| crate::scalar::eval_non_strict(e, &r, &mut ignore))
+                        .collect();
+                    out.push(OwnedRow::new(row));
+                }
+            }
+            Ok(out)
+        }
+        LogicalPlan::Values { rows, .. } => rows
+            .iter()
+            .map(|r| {
+                let empty = OwnedRow::empty();
+                r.iter()
+                    .map(|e| eval(e, &empty))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(OwnedRow::new)
+                    .map_err(SqlError::from)
+            })
+            .collect(),
+        LogicalPlan::Rows { rows, .. } => Ok(rows.clone()),
+        LogicalPlan::Project { exprs, input } => execute(input, catalog)?
+            .iter()
+            .map(|r| project(exprs, r))
+            .collect(),
+        LogicalPlan::Filter { predicate, input } => {
+            let mut out = Vec::new();
+            for r in execute(input, catalog)? {
+                if holds(predicate, &r)? {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        }
+        LogicalPlan::Agg {
+            group_key,
+            calls,
+            input,
+        } => hash_agg(group_key, calls, execute(input, catalog)?),
+        LogicalPlan::Join {
+            kind,
+            on,
+            left,
+            right,
+        } => {
+            let width = right.schema().len();
+            let lw = left.schema().len();
+            join(
+                *kind,
+                on.as_ref(),
+                execute(left, catalog)?,
+                execute(right, catalog)?,
+                lw,
+                width,
+            )
+        }
+        LogicalPlan::Union { inputs } => {
+            let mut out = Vec::new();
+            for i in inputs {
+                out.extend(execute(i, catalog)?);
+            }
+            Ok(out)
+        }
+        LogicalPlan::SetOp {
+            op,
+            all,
+            left,
+            right,
+        } => Ok(set_op(
+            *op,
+            *all,
+            execute(left, catalog)?,
+            execute(right, catalog)?,
+        )),
+        LogicalPlan::TopN {
+            order,
+            limit,
+            offset,
+            input,
+        } => {
+            let mut rows = execute(input, catalog)?;
+            sort(&mut rows, order);
+            let skip = usize::try_from(*offset).unwrap_or(usize::MAX);
+            let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+            Ok(rows.into_iter().skip(skip).take(take).collect())
+        }
+        LogicalPlan::Dedup { keys, input } => {
+            let mut seen: BTreeMap<Key, ()> = BTreeMap::new();
+            let mut out = Vec::new();
+            for r in execute(input, catalog)? {
+                if seen.insert(Key(r.project(keys).into_inner()), ()).is_none() {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        }
+        LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args),
+        LogicalPlan::HopWindow {
+            time_col,
+            slide,
+            size,
+            input,
+        } => hop_window(*time_col, slide, size, execute(input, catalog)?),
+    }
+}
+
+fn project(exprs: &[ExprNode], row: &OwnedRow) -> Result<OwnedRow, SqlError> {
+    exprs
+        .iter()
+        .map(|e| eval(e, row))
+        .collect::<Result<Vec<_>, _>>()
+        .map(OwnedRow::new)
+        .map_err(SqlError::from)
+}
+
+fn holds(predicate: &ExprNode, row: &OwnedRow) -> Result<bool, SqlError> {
+    Ok(matches!(
+        eval(predicate, row)?,
+        Some(ScalarImpl::Bool(true))
+    ))
+}
+
+/// A row as a map key: datums ordered as `ORDER BY` orders them (NULLs equal to each other).
+#[derive(Clone, Debug)]
+struct Key(Vec<Datum>);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        for (a, b) in self.0.iter().zip(&other.0) {
+            let o = cmp_datum(a, b);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        self.0.len().cmp(&other.0.len())
+    }
+}
+
+fn hash_agg(
+    group_key: &[usize],
+    calls: &[AggCall],
+    rows: Vec<OwnedRow>,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let mut groups: BTreeMap<Key, (usize, Vec<AggState>)> = BTreeMap::new();
+    for r in &rows {
+        let key = Key(r.project(group_key).into_inner());
+        let next = groups.len();
+        let (_, states) = groups
+            .entry(key)
+            .or_insert_with(|| (next, calls.iter().map(AggState::new).collect()));
+        for s in states.iter_mut() {
+            s.apply(Op::Insert, r)?;
+        }
+    }
+    if groups.is_empty() && group_key.is_empty() {
+        let states: Vec<AggState> = calls.iter().map(AggState::new).collect();
+        return Ok(vec![OwnedRow::new(
+            states.iter().map(AggState::output).collect(),
+        )]);
+    }
+    // Groups in the order they were first seen.
+    let mut out: Vec<(usize, OwnedRow)> = groups
+        .into_iter()
+        .map(|(key, (seq, states))| {
+            let mut row = key.0;
+            row.extend(states.iter().map(AggState::output));
+            (seq, OwnedRow::new(row))
+        })
+        .collect();
+    out.sort_by_key(|(seq, _)| *seq);
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Equi-join keys of `on` (`l = r` conjuncts between the sides): hash join on them, the rest checked per
+/// pair; none: nested loop.
+pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
+    fn conjuncts<'a>(e: &'a ExprNode, out: &mut Vec<&'a ExprNode>) {
+        match e {
+            ExprNode::Call {
+                func: crate::scalar::ExprType::And,
+                args,
+                ..
+            } => args.iter().for_each(|a| conjuncts(a, out)),
+            other => out.push(other),
+        }
+    }
+    let mut cs = Vec::new();
+    if let Some(on) = on {
+        conjuncts(on, &mut cs);
+    }
+    cs.into_iter()
+        .filter_map(|c| match c {
+            ExprNode::Call {
+                func: crate::scalar::ExprType::Equal,
+                args,
+                ..
+            } => match (&args[0], &args[1]) {
+                (ExprNode::InputRef { index: a, .. }, ExprNode::InputRef { index: b, .. }) => {
+                    match (*a < lw, *b < lw) {
+                        (true, false) => Some((*a, *b - lw)),
+                        (false, true) => Some((*b, *a - lw)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn join(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: Vec<OwnedRow>,
+    right: Vec<OwnedRow>,
+    lw: usize,
+    rw: usize,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let keys = equi_keys(on, lw);
+    let (lk, rk): (Vec<usize>, Vec<usize>) = keys.iter().copied().unzip();
+    // Right rows by key (a NULL key matches nothing).
+    let mut index: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (i, r) in right.iter().enumerate() {
+        let k = r.project(&rk).into_inner();
+        if k.iter().any(Option::is_none) {
+            continue;
+        }
+        index.entry(Key(k)).or_default().push(i);
+    }
+    let all_right: Vec<usize> = (0..right.len()).collect();
+    let mut right_matched = vec![false; right.len()];
+    let mut out = Vec::new();
+    for l in &left {
+        let k = l.project(&lk).into_inner();
+        let candidates: &[usize] = if keys.is_empty() {
+            &all_right
+        } else if k.iter().any(Option::is_none) {
+            &[]
+        } else {
+            index.get(&Key(k)).map_or(&[], Vec::as_slice)
+        };
+        let mut matched = false;
+        for &ri in candidates {
+            let row = l.chain(&right[ri]);
+            if on.is_none_or(|p| holds(p, &row).unwrap_or(false)) {
+                matched = true;
+                right_matched[ri] = true;
+                match kind {
+                    JoinType::LeftSemi | JoinType::LeftAnti => break,
+                    _ => out.push(row),
+                }
+                if out.len() > MAX_ROWS {
+                    return Err(SqlError::Invalid(format!(
+                        "a join of more than {MAX_ROWS} rows"
+                    )));
+                }
+            }
+        }
+        match kind {
+            JoinType::LeftSemi if matched => out.push(l.clone()),
+            JoinType::LeftAnti if !matched => out.push(l.clone()),
+            JoinType::LeftOuter | JoinType::FullOuter if !matched => {
+                out.push(l.chain(&OwnedRow::new(vec![None; rw])));
+            }
+            _ => {}
+        }
+    }
+    if matches!(kind, JoinType::RightOuter | JoinType::FullOuter) {
+        for (ri, r) in right.iter().enumerate() {
+            if !right_matched[ri] {
+                out.push(OwnedRow::new(vec![None; lw]).chain(r));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn set_op(op: SetOp, all: bool, left: Vec<OwnedRow>, right: Vec<OwnedRow>) -> Vec<OwnedRow> {
+    let mut counts: BTreeMap<Key, usize> = BTreeMap::new();
+    for r in &right {
+        *counts.entry(Key(r.datums().to_vec())).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    let mut emitted: BTreeMap<Key, ()> = BTreeMap::new();
+    let rows: Vec<OwnedRow> = match op {
+        SetOp::Union => left.into_iter().chain(right).collect(),
+        _ => left,
+    };
+    for r in rows {
+        let key = Key(r.datums().to_vec());
+        let keep = match op {
+            SetOp::Union => true,
+            SetOp::Intersect => match counts.get_mut(&key) {
+                Some(n) if *n > 0 => {
+                    if all {
+                        *n -= 1;
+                    }
+                    true
+                }
+                _ => false,
+            },
+            SetOp::Except => match counts.get_mut(&key) {
+                Some(n) if *n > 0 => {
+                    if all {
+                        *n -= 1;
+                    }
+                    false
+                }
+                _ => true,
+            },
+        };
+        if keep && (all || emitted.insert(key, ()).is_none()) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Sort rows by `order` (stable).
+pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
+    rows.sort_by(|a, b| {
+        for &(i, o) in order {
+            let (x, y) = (a.datum_at(i), b.datum_at(i));
+            let ord = match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) if o.nulls_first => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) if o.nulls_first => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                _ if o.descending => cmp_datum(x, y).reverse(),
+                _ => cmp_datum(x, y),
+            };
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+/// A table function's rows (`generate_series`, `range`).
+fn table_function(func: TableFunctionType, args: &[ExprNode]) -> Result<Vec<OwnedRow>, SqlError> {
+    let empty = OwnedRow::empty();
+    let args = args
+        .iter()
+        .map(|a| eval(a, &empty))
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = crate::scalar::table_function::eval(func, &args)?;
+    if values.len() > MAX_ROWS {
+        return Err(SqlError::Invalid(format!(
+            "{func:?}: more than {MAX_ROWS} rows"
+        )));
+    }
+    Ok(values.into_iter().map(|v| OwnedRow::new(vec![v])).collect())
+}
+
+/// The windows of `hop`: for a row at `t`, the starts `s` that are multiples of `slide` with
+/// `s <= t < s + size`, newest first: `tumble_start(t, slide) - k * slide` for `k` in `0..size / slide`.
+fn hop_window(
+    time_col: usize,
+    slide: &ExprNode,
+    size: &ExprNode,
+    rows: Vec<OwnedRow>,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    use crate::scalar::sig::build_func;
+    let empty = OwnedRow::empty();
+    let interval = |e: &ExprNode| match eval(e, &empty) {
+        Ok(Some(ScalarImpl::Interval(i))) => Ok(i),
+        _ => Err(SqlError::Invalid("hop takes interval literals".into())),
+    };
+    let (slide_v, size_v) = (interval(slide)?, interval(size)?);
+    let (s, z) = (slide_v.total_usecs(), size_v.total_usecs());
+    if s <= 0 || z <= 0 || z % s != 0 || slide_v.months() != 0 || size_v.months() != 0 {
+        return Err(SqlError::Invalid(
+            "Invalid parameter window_size: window_size must be a positive multiple of window_slide"
+                .into(),
+        ));
+    }
+    let n = usize::try_from(z / s).unwrap_or(usize::MAX).min(MAX_ROWS);
+    let mut windows = Vec::with_capacity(n);
+    for k in 0..n {
+        let back = epochlab_common::types::Interval::from_total_usecs(s * k as i128)
+            .ok_or_else(|| SqlError::Invalid("hop window out of range".into()))?;
+        windows.push(back);
+    }
+    let mut out = Vec::new();
+    for r in rows {
+        let Some(t) = r.datum_at(time_col).clone() else {
+            continue;
+        };
+        let ty = crate::scalar::cast::value_type(&t);
+        let col = ExprNode::Literal { value: Some(t), ty };
+        let base = build_func(
+            crate::scalar::ExprType::TumbleStart,
+            vec![col, slide.clone()],
+        )?;
+        for back in &windows {
+            let back = ExprNode::Literal {
+                value: Some(ScalarImpl::Interval(*back)),
+                ty: epochlab_common::DataType::Interval,
+            };
+            let start = build_func(crate::scalar::ExprType::Subtract, vec![base.clone(), back])?;
+            let end = build_func(
+                crate::scalar::ExprType::Add,
+                vec![start.clone(), size.clone()],
+            )?;
+            let mut row = r.datums().to_vec();
+            row.push(eval(&start, &empty)?);
+            row.push(eval(&end, &empty)?);
+            out.push(OwnedRow::new(row));
+        }
+    }
+    Ok(out)
+}

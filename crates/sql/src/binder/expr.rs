@@ -1,0 +1,639 @@
+//! Expressions: an AST expression over a scope becomes an `ExprNode` (types and implicit casts from
+//! `sig::build_func`); in a grouped select, aggregate calls and group keys become the aggregation's outputs.
+
+use epochlab_common::{DataType, ScalarImpl};
+use sqlparser::ast::{
+    self, BinaryOperator, DuplicateTreatment, Expr as Ast, FunctionArg, FunctionArgExpr,
+    FunctionArgumentClause, FunctionArguments, ObjectNamePart, UnaryOperator, Value,
+};
+
+use super::{Binder, Scope, ident, unsupported};
+use crate::error::SqlError;
+use crate::scalar::cast::{CastContext, build_cast};
+use crate::scalar::sig::build_func;
+use crate::scalar::{AggCall, AggKind, ExprNode, ExprType, OrderType, agg, from_text};
+
+/// The aggregation of a grouped select being bound.
+#[derive(Debug, Default)]
+pub(super) struct AggCtx {
+    /// The scope below the aggregation.
+    pub input_scope: Scope,
+    /// The group keys, bound over `input_scope`.
+    pub group_exprs: Vec<ExprNode>,
+    /// The projection under the aggregation: the group keys, then the calls' arguments.
+    pub pre_exprs: Vec<ExprNode>,
+    pub calls: Vec<AggCall>,
+}
+
+impl AggCtx {
+    fn push_pre(&mut self, e: ExprNode) -> usize {
+        if let Some(i) = self.pre_exprs.iter().position(|x| *x == e) {
+            return i;
+        }
+        self.pre_exprs.push(e);
+        self.pre_exprs.len() - 1
+    }
+}
+
+/// The engine's type of a SQL type (`varchar(20)` is `varchar`, `numeric(10, 2)` is `numeric`: RisingWave
+/// keeps neither length nor precision).
+pub fn bind_data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
+    let text = t.to_string().to_lowercase();
+    let mut name = String::with_capacity(text.len());
+    let mut depth = 0;
+    for ch in text.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ if depth == 0 => name.push(ch),
+            _ => {}
+        }
+    }
+    let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+    name.parse::<DataType>()
+        .map_err(|_| SqlError::Unsupported(format!("type {text}")))
+}
+
+fn is_untyped_literal(e: &ExprNode) -> bool {
+    matches!(
+        e,
+        ExprNode::Literal {
+            value: None | Some(ScalarImpl::Utf8(_)),
+            ..
+        }
+    )
+}
+
+/// `e` as a value of `ty`: an unknown-typed literal (a string, NULL) is read as `ty`; otherwise a cast of
+/// `ctx`.
+pub fn coerce(e: ExprNode, ty: DataType, ctx: CastContext) -> Result<ExprNode, SqlError> {
+    if e.return_type() == ty {
+        return Ok(e);
+    }
+    match &e {
+        ExprNode::Literal { value: None, .. } => Ok(ExprNode::Literal { value: None, ty }),
+        ExprNode::Literal {
+            value: Some(ScalarImpl::Utf8(s)),
+            ..
+        } => Ok(ExprNode::Literal {
+            value: from_text(s, &ty)?,
+            ty,
+        }),
+        _ => Ok(build_cast(e, ty, ctx)?),
+    }
+}
+
+/// Unknown-typed literals among `exprs` take the type of the first typed one.
+pub fn unify_literals(exprs: &mut [ExprNode]) -> Result<(), SqlError> {
+    let Some(ty) = exprs
+        .iter()
+        .find(|e| !is_untyped_literal(e))
+        .map(ExprNode::return_type)
+    else {
+        return Ok(());
+    };
+    for e in exprs.iter_mut() {
+        if is_untyped_literal(e) && e.return_type() != ty {
+            *e = coerce(e.clone(), ty.clone(), CastContext::Implicit)?;
+        }
+    }
+    Ok(())
+}
+
+/// A call of `func`, unknown-typed literal arguments read as the others' type.
+pub fn call(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode, SqlError> {
+    unify_literals(&mut args)?;
+    Ok(build_func(func, args)?)
+}
+
+fn binary_func(op: &BinaryOperator) -> Option<ExprType> {
+    use BinaryOperator as B;
+    Some(match op {
+        B::Plus => ExprType::Add,
+        B::Minus => ExprType::Subtract,
+        B::Multiply => ExprType::Multiply,
+        B::Divide => ExprType::Divide,
+        B::Modulo => ExprType::Modulus,
+        B::Eq => ExprType::Equal,
+        B::NotEq => ExprType::NotEqual,
+        B::Lt => ExprType::LessThan,
+        B::LtEq => ExprType::LessThanOrEqual,
+        B::Gt => ExprType::GreaterThan,
+        B::GtEq => ExprType::GreaterThanOrEqual,
+        B::And => ExprType::And,
+        B::Or => ExprType::Or,
+        B::StringConcat => ExprType::ConcatOp,
+        _ => return None,
+    })
+}
+
+fn lit_bool(b: bool) -> ExprNode {
+    ExprNode::Literal {
+        value: Some(ScalarImpl::Bool(b)),
+        ty: DataType::Boolean,
+    }
+}
+
+/// A number literal as PostgreSQL reads it: an integer (`int` when it fits, else `bigint`, else
+/// `numeric`), a decimal point makes it `numeric`, an exponent `double precision`.
+fn number(n: &str) -> Result<ExprNode, SqlError> {
+    let ty = if n.contains(['e', 'E']) {
+        Some(DataType::Float64)
+    } else if n.contains('.') || n.parse::<i64>().is_err() {
+        Some(DataType::Decimal)
+    } else {
+        None
+    };
+    if let Some(ty) = ty {
+        return Ok(ExprNode::Literal {
+            value: from_text(n, &ty)?,
+            ty,
+        });
+    }
+    if let Ok(v) = n.parse::<i32>() {
+        return Ok(ExprNode::Literal {
+            value: Some(ScalarImpl::Int32(v)),
+            ty: DataType::Int32,
+        });
+    }
+    if let Ok(v) = n.parse::<i64>() {
+        return Ok(ExprNode::Literal {
+            value: Some(ScalarImpl::Int64(v)),
+            ty: DataType::Int64,
+        });
+    }
+    Err(unsupported(format!("numeric literal {n}")))
+}
+
+fn function_name(f: &ast::Function) -> Result<String, SqlError> {
+    match f.name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
+        [
+            ObjectNamePart::Identifier(s),
+            ObjectNamePart::Identifier(id),
+        ] if ident(s) == "pg_catalog" => Ok(ident(id)),
+        _ => Err(unsupported(format!("function {}", f.name))),
+    }
+}
+
+/// The plain arguments of a call, its `DISTINCT`, and its `ORDER BY`.
+struct CallArgs<'e> {
+    args: Vec<Option<&'e Ast>>,
+    distinct: bool,
+    order_by: Vec<&'e ast::OrderByExpr>,
+}
+
+fn call_args(f: &ast::Function) -> Result<CallArgs<'_>, SqlError> {
+    let list = match &f.args {
+        FunctionArguments::None => {
+            return Ok(CallArgs {
+                args: Vec::new(),
+                distinct: false,
+                order_by: Vec::new(),
+            });
+        }
+        FunctionArguments::List(l) => l,
+        FunctionArguments::Subquery(_) => return Err(unsupported("subquery as function argument")),
+    };
+    let mut order_by = Vec::new();
+    for c in &list.clauses {
+        match c {
+            FunctionArgumentClause::OrderBy(o) => order_by.extend(o.iter()),
+            other => return Err(unsupported(format!("function argument clause {other}"))),
+        }
+    }
+    let args = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(Some(e)),
+            FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => Ok(None),
+            other => Err(unsupported(format!("function argument {other}"))),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(CallArgs {
+        args,
+        distinct: matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct)),
+        order_by,
+    })
+}
+
+/// Table functions (valid in `FROM` only, here).
+pub(super) fn is_table_function(name: &str) -> bool {
+    crate::scalar::TableFunctionType::from_function_name(name).is_some()
+}
+
+impl Binder<'_> {
+    /// Bind `e` over `scope`; in a grouped select `agg` is the aggregation.
+    pub(super) fn bind_expr(
+        &mut self,
+        e: &Ast,
+        scope: &Scope,
+        agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        match agg {
+            None => self.bind_expr_inner(e, scope, None),
+            Some(ctx) => self.bind_grouped(e, ctx),
+        }
+    }
+
+    /// In a grouped select: a group key or a constant as it is, an aggregate call as its output, anything
+    /// else built from those.
+    fn bind_grouped(&mut self, e: &Ast, ctx: &mut AggCtx) -> Result<ExprNode, SqlError> {
+        let input_scope = ctx.input_scope.clone();
+        if let Ok(plain) = self.bind_expr_inner(e, &input_scope, None) {
+            if let Some(i) = ctx.group_exprs.iter().position(|g| *g == plain) {
+                return Ok(ExprNode::InputRef {
+                    index: i,
+                    ty: plain.return_type(),
+                });
+            }
+            if plain.input_refs().is_empty() {
+                return Ok(plain);
+            }
+            if let Ast::Identifier(_) | Ast::CompoundIdentifier(_) = e {
+                return Err(SqlError::Invalid(format!(
+                    "column \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                )));
+            }
+        }
+        self.bind_expr_inner(e, &input_scope, Some(ctx))
+    }
+
+    pub(super) fn bind_expr_inner(
+        &mut self,
+        e: &Ast,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        // Children are bound in the same mode (grouped or not).
+        macro_rules! child {
+            ($x:expr) => {
+                match agg.as_deref_mut() {
+                    None => self.bind_expr_inner($x, scope, None),
+                    Some(ctx) => self.bind_grouped($x, ctx),
+                }
+            };
+        }
+        Ok(match e {
+            Ast::Identifier(id) => self.column_ref(scope, None, &ident(id))?,
+            Ast::CompoundIdentifier(parts) => {
+                let names: Vec<String> = parts.iter().map(ident).collect();
+                let (col, qual) = names.split_last().expect("a compound identifier has parts");
+                self.column_ref(scope, Some(&qual[qual.len() - 1]), col)?
+            }
+            Ast::Nested(inner) => child!(inner)?,
+            Ast::Value(v) => match &v.value {
+                Value::Number(n, _) => number(n)?,
+                Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => {
+                    ExprNode::Literal {
+                        value: Some(ScalarImpl::Utf8(s.as_str().into())),
+                        ty: DataType::Varchar,
+                    }
+                }
+                Value::Boolean(b) => lit_bool(*b),
+                Value::Null => ExprNode::Literal {
+                    value: None,
+                    ty: DataType::Varchar,
+                },
+                other => return Err(unsupported(format!("literal {other}"))),
+            },
+            Ast::BinaryOp { left, op, right } => {
+                let func = binary_func(op).ok_or_else(|| unsupported(format!("operator {op}")))?;
+                let (l, r) = (child!(left)?, child!(right)?);
+                call(func, vec![l, r])?
+            }
+            Ast::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => call(ExprType::Not, vec![child!(expr)?])?,
+                UnaryOperator::Plus => child!(expr)?,
+                UnaryOperator::Minus => match expr.as_ref() {
+                    Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
+                        let Value::Number(n, _) = &v.value else {
+                            unreachable!()
+                        };
+                        number(&format!("-{n}"))?
+                    }
+                    _ => call(ExprType::Neg, vec![child!(expr)?])?,
+                },
+                other => return Err(unsupported(format!("operator {other}"))),
+            },
+            Ast::IsNull(x) => call(ExprType::IsNull, vec![child!(x)?])?,
+            Ast::IsNotNull(x) => call(ExprType::IsNotNull, vec![child!(x)?])?,
+            Ast::IsTrue(x) => call(ExprType::IsTrue, vec![child!(x)?])?,
+            Ast::IsNotTrue(x) => call(ExprType::IsNotTrue, vec![child!(x)?])?,
+            Ast::IsFalse(x) => call(ExprType::IsFalse, vec![child!(x)?])?,
+            Ast::IsNotFalse(x) => call(ExprType::IsNotFalse, vec![child!(x)?])?,
+            Ast::IsDistinctFrom(a, b) => {
+                let (a, b) = (child!(a)?, child!(b)?);
+                call(ExprType::IsDistinctFrom, vec![a, b])?
+            }
+            Ast::IsNotDistinctFrom(a, b) => {
+                let (a, b) = (child!(a)?, child!(b)?);
+                call(ExprType::IsNotDistinctFrom, vec![a, b])?
+            }
+            Ast::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x, lo, hi) = (child!(expr)?, child!(low)?, child!(high)?);
+                let ge = call(ExprType::GreaterThanOrEqual, vec![x.clone(), lo])?;
+                let le = call(ExprType::LessThanOrEqual, vec![x, hi])?;
+                let both = call(ExprType::And, vec![ge, le])?;
+                if *negated {
+                    call(ExprType::Not, vec![both])?
+                } else {
+                    both
+                }
+            }
+            Ast::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => {
+                let x = child!(expr)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    items.push(child!(item)?);
+                }
+                in_list(x, items, *negated)?
+            }
+            Ast::In {
+                expr,
+                target: ast::InTarget::Subquery(subquery),
+                negated,
+                ..
+            } => {
+                let x = child!(expr)?;
+                let items = self.subquery_column(subquery, scope)?;
+                in_list(x, items, *negated)?
+            }
+            Ast::Exists { subquery, negated } => {
+                let rows = self.eval_subquery(subquery, scope)?;
+                lit_bool(rows.0.is_empty() == *negated)
+            }
+            Ast::Subquery(q) => self.scalar_subquery(q, scope)?,
+            Ast::Cast {
+                expr, data_type, ..
+            } => {
+                let ty = bind_data_type(data_type)?;
+                coerce(child!(expr)?, ty, CastContext::Explicit)?
+            }
+            Ast::TypedString(ts) => {
+                let ty = bind_data_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    Value::SingleQuotedString(s) => s.clone(),
+                    other => return Err(unsupported(format!("typed literal {other}"))),
+                };
+                ExprNode::Literal {
+                    value: from_text(&text, &ty)?,
+                    ty,
+                }
+            }
+            Ast::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let operand = match operand {
+                    Some(o) => Some(child!(o)?),
+                    None => None,
+                };
+                let mut args = Vec::new();
+                for w in conditions {
+                    let c = child!(&w.condition)?;
+                    let c = match &operand {
+                        Some(o) => call(ExprType::Equal, vec![o.clone(), c])?,
+                        None => c,
+                    };
+                    args.push(c);
+                    args.push(child!(&w.result)?);
+                }
+                if let Some(e) = else_result {
+                    args.push(child!(e)?);
+                }
+                case(args)?
+            }
+            Ast::Function(f) => self.bind_function(f, scope, agg)?,
+            Ast::Interval(iv) => {
+                let value = match iv.value.as_ref() {
+                    Ast::Value(v) => match &v.value {
+                        Value::SingleQuotedString(s) => s.clone(),
+                        Value::Number(n, _) => n.clone(),
+                        other => return Err(unsupported(format!("interval {other}"))),
+                    },
+                    other => return Err(unsupported(format!("interval {other}"))),
+                };
+                let text = match &iv.leading_field {
+                    Some(f) if iv.last_field.is_none() => format!("{value} {f}"),
+                    None => value,
+                    Some(_) => return Err(unsupported(format!("interval {iv}"))),
+                };
+                ExprNode::Literal {
+                    value: from_text(&text, &DataType::Interval)?,
+                    ty: DataType::Interval,
+                }
+            }
+            Ast::Like { .. } | Ast::ILike { .. } => return Err(unsupported("LIKE")),
+            other => return Err(unsupported(format!("expression {other}"))),
+        })
+    }
+
+    fn bind_function(
+        &mut self,
+        f: &ast::Function,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let name = function_name(f)?;
+        if f.over.is_some() {
+            return Err(unsupported("window function"));
+        }
+        let ca = call_args(f)?;
+        if let Some(kind) = AggKind::from_function_name(&name) {
+            let Some(ctx) = agg else {
+                return Err(SqlError::Invalid(format!(
+                    "aggregate function {name} is not allowed here"
+                )));
+            };
+            return self.bind_agg_call(kind, &name, f, ca, ctx);
+        }
+        if f.filter.is_some() || ca.distinct || !ca.order_by.is_empty() {
+            return Err(SqlError::Invalid(format!(
+                "DISTINCT, ORDER BY or FILTER in {name}, which is not an aggregate"
+            )));
+        }
+        if is_table_function(&name) {
+            return Err(unsupported(format!(
+                "table function {name} in a select list"
+            )));
+        }
+        let mut args = Vec::with_capacity(ca.args.len());
+        for a in &ca.args {
+            let a = a.ok_or_else(|| unsupported(format!("{name}(*)")))?;
+            args.push(match agg.as_deref_mut() {
+                None => self.bind_expr_inner(a, scope, None)?,
+                Some(ctx) => self.bind_grouped(a, ctx)?,
+            });
+        }
+        if name == "nullif" && args.len() == 2 {
+            let eq = call(ExprType::Equal, args.clone())?;
+            let null = ExprNode::Literal {
+                value: None,
+                ty: args[0].return_type(),
+            };
+            return case(vec![eq, null, args[0].clone()]);
+        }
+        let func = ExprType::from_function_name(&name)
+            .ok_or_else(|| unsupported(format!("function {name}")))?;
+        call(func, args)
+    }
+
+    fn bind_agg_call(
+        &mut self,
+        kind: AggKind,
+        name: &str,
+        f: &ast::Function,
+        ca: CallArgs<'_>,
+        ctx: &mut AggCtx,
+    ) -> Result<ExprNode, SqlError> {
+        let input_scope = ctx.input_scope.clone();
+        let mut args = Vec::new();
+        let mut arg_types = Vec::new();
+        for a in &ca.args {
+            match a {
+                None if kind == AggKind::Count && ca.args.len() == 1 => {}
+                None => return Err(unsupported(format!("{name}(*)"))),
+                Some(a) => {
+                    let e = self.bind_expr_inner(a, &input_scope, None)?;
+                    arg_types.push(e.return_type());
+                    args.push(ctx.push_pre(e));
+                }
+            }
+        }
+        let filter = match &f.filter {
+            Some(w) => {
+                let p = self.bind_expr_inner(w, &input_scope, None)?;
+                let ty = p.return_type();
+                Some(ExprNode::InputRef {
+                    index: ctx.push_pre(p),
+                    ty,
+                })
+            }
+            None => None,
+        };
+        let mut order_by = Vec::new();
+        for o in &ca.order_by {
+            let e = self.bind_expr_inner(&o.expr, &input_scope, None)?;
+            order_by.push((ctx.push_pre(e), order_type(&o.options)));
+        }
+        let ret = agg::infer_return_type(kind, &arg_types)?;
+        let call = AggCall {
+            kind,
+            args,
+            arg_types,
+            ret: ret.clone(),
+            distinct: ca.distinct,
+            order_by,
+            filter,
+        };
+        let index = ctx.group_exprs.len() + ctx.calls.len();
+        ctx.calls.push(call);
+        Ok(ExprNode::InputRef { index, ty: ret })
+    }
+
+    /// The column `name` (of `qualifier`) in `scope`.
+    pub(super) fn column_ref(
+        &self,
+        scope: &Scope,
+        qualifier: Option<&str>,
+        name: &str,
+    ) -> Result<ExprNode, SqlError> {
+        let hits: Vec<usize> = scope
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.name == name
+                    && match qualifier {
+                        None => !c.qualified_only,
+                        Some(q) => c.qualifier.as_deref() == Some(q),
+                    }
+            })
+            .map(|(i, _)| i)
+            .collect();
+        match hits.as_slice() {
+            [i] => Ok(ExprNode::InputRef {
+                index: *i,
+                ty: scope.columns[*i].ty.clone(),
+            }),
+            [] => {
+                let outer = self.outer.iter().any(|s| {
+                    s.columns.iter().any(|c| {
+                        c.name == name
+                            && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
+                    })
+                });
+                if outer {
+                    return Err(unsupported("correlated subquery"));
+                }
+                let full = qualifier.map_or_else(|| name.to_string(), |q| format!("{q}.{name}"));
+                Err(SqlError::Invalid(format!(
+                    "column \"{full}\" does not exist"
+                )))
+            }
+            _ => Err(SqlError::Invalid(format!(
+                "column reference \"{name}\" is ambiguous"
+            ))),
+        }
+    }
+}
+
+/// `CASE` over `when, then, ..., [else]`.
+fn case(mut args: Vec<ExprNode>) -> Result<ExprNode, SqlError> {
+    let n = args.len();
+    let mut results: Vec<ExprNode> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1 || (n % 2 == 1 && *i == n - 1))
+        .map(|(_, e)| e.clone())
+        .collect();
+    unify_literals(&mut results)?;
+    let mut it = results.into_iter();
+    for (i, a) in args.iter_mut().enumerate() {
+        if i % 2 == 1 || (n % 2 == 1 && i == n - 1) {
+            *a = it.next().expect("one result per slot");
+        }
+    }
+    Ok(build_func(ExprType::Case, args)?)
+}
+
+/// `x [NOT] IN (items)`, as comparisons.
+fn in_list(x: ExprNode, items: Vec<ExprNode>, negated: bool) -> Result<ExprNode, SqlError> {
+    let mut any: Option<ExprNode> = None;
+    for item in items {
+        let eq = call(ExprType::Equal, vec![x.clone(), item])?;
+        any = Some(match any {
+            None => eq,
+            Some(prev) => call(ExprType::Or, vec![prev, eq])?,
+        });
+    }
+    let any = any.unwrap_or_else(|| lit_bool(false));
+    if negated {
+        call(ExprType::Not, vec![any])
+    } else {
+        Ok(any)
+    }
+}
+
+/// `ASC`/`DESC` and `NULLS FIRST`/`LAST` as PostgreSQL defaults them (NULLs largest).
+pub(super) fn order_type(o: &ast::OrderByOptions) -> OrderType {
+    let desc = matches!(o.sort, Some(ast::OrderBySort::Desc));
+    OrderType {
+        descending: desc,
+        nulls_first: o.nulls_first.unwrap_or(desc),
+    }
+}

@@ -1,0 +1,184 @@
+//! The binder (RisingWave's `Binder`): a parsed query, resolved against the catalog, becomes a logical plan
+//! with the names and types of its output columns. Views are expanded here (their stored query is parsed and
+//! bound), CTEs too; uncorrelated subqueries in expressions are evaluated by the batch engine while binding a
+//! batch query and refused in a streaming one.
+
+mod expr;
+mod query;
+mod relation;
+
+use epochlab_common::{DataType, OwnedRow, TableId};
+
+use crate::error::SqlError;
+use crate::planner::LogicalPlan;
+use crate::scalar::ExprNode;
+
+pub use expr::{bind_data_type, coerce};
+
+/// One column of a relation a catalog gives the binder.
+#[derive(Clone, Debug)]
+pub struct CatalogColumn {
+    pub name: String,
+    pub ty: DataType,
+    /// Its value over the stored rows (a stored column, or a view's expression).
+    pub expr: ExprNode,
+    /// `_row_id`: readable by name, not in `*`.
+    pub hidden: bool,
+}
+
+/// What a name in `FROM` resolves to.
+#[derive(Clone, Debug)]
+pub enum RelationRef {
+    /// A table or materialized view with a state table.
+    Table {
+        /// The catalog's id of the relation (a dependency of what is created over it).
+        catalog_id: Option<u32>,
+        table_id: TableId,
+        columns: Vec<CatalogColumn>,
+        pk: Vec<usize>,
+        filter: Option<ExprNode>,
+    },
+    /// A (logical) view: its query, expanded at bind.
+    View {
+        catalog_id: Option<u32>,
+        query: String,
+        columns: Vec<String>,
+    },
+    /// A system table's rows, read now.
+    Rows {
+        columns: Vec<(String, DataType)>,
+        rows: Vec<OwnedRow>,
+    },
+}
+
+/// The catalog and storage the binder reads (the session implements it).
+pub trait CatalogReader {
+    /// The relation `name` (dotted when qualified) names.
+    fn resolve_relation(&self, name: &str) -> Result<RelationRef, SqlError>;
+    /// The rows of a table at the max committed epoch (for subqueries evaluated while binding).
+    fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow>;
+}
+
+/// A column of the scope an expression is bound in.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    /// The relation (alias) that names it.
+    pub qualifier: Option<String>,
+    pub name: String,
+    pub ty: DataType,
+    /// Not in `*` (a hidden column, or a `USING` column's copy).
+    pub hidden: bool,
+    /// Not found by its bare name (a `USING` column's per-side copy).
+    pub qualified_only: bool,
+}
+
+/// The columns an expression may name, in the plan's output order.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+/// A bound query: its plan and its visible output columns' names.
+#[derive(Clone, Debug)]
+pub struct BoundQuery {
+    pub plan: LogicalPlan,
+    pub names: Vec<String>,
+}
+
+impl BoundQuery {
+    pub fn types(&self) -> Vec<DataType> {
+        self.plan.schema()
+    }
+}
+
+/// A CTE in scope.
+#[derive(Clone, Debug)]
+struct Cte {
+    name: String,
+    query: BoundQuery,
+}
+
+/// Binds queries against one catalog.
+pub struct Binder<'a> {
+    catalog: &'a dyn CatalogReader,
+    ctes: Vec<Cte>,
+    /// The scopes of enclosing queries (a name found only there is a correlated reference).
+    outer: Vec<Scope>,
+    /// Binding a streaming query (a materialized view): subqueries in expressions are refused.
+    streaming: bool,
+    /// Views being expanded (bounded, and a cycle is an error).
+    view_depth: usize,
+    /// The catalog's relations the query reads directly (tables, views), for dependencies.
+    pub depends_on: Vec<u32>,
+}
+
+/// Views expanded inside each other at most.
+const MAX_VIEW_DEPTH: usize = 16;
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a dyn CatalogReader, streaming: bool) -> Self {
+        Self {
+            catalog,
+            ctes: Vec::new(),
+            outer: Vec::new(),
+            streaming,
+            view_depth: 0,
+            depends_on: Vec::new(),
+        }
+    }
+
+    /// Bind one expression over `scope` (no aggregates).
+    pub fn bind_scalar(
+        &mut self,
+        e: &sqlparser::ast::Expr,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        self.bind_expr(e, scope, None)
+    }
+
+    /// Bind a whole query.
+    pub fn bind_query(&mut self, q: &sqlparser::ast::Query) -> Result<BoundQuery, SqlError> {
+        self.bind_query_inner(q)
+    }
+}
+
+/// An identifier as SQL means it: unquoted ones are lower-cased.
+pub fn ident(id: &sqlparser::ast::Ident) -> String {
+    match id.quote_style {
+        Some(_) => id.value.clone(),
+        None => id.value.to_lowercase(),
+    }
+}
+
+/// PostgreSQL's system column names, which a table or materialized view column may not take.
+const SYSTEM_COLUMNS: &[&str] = &["tableoid", "xmin", "cmin", "xmax", "cmax", "ctid"];
+
+/// A relation's column may not be named as a system column.
+pub fn check_column_name(name: &str) -> Result<(), SqlError> {
+    if SYSTEM_COLUMNS.contains(&name) {
+        return Err(SqlError::Invalid(format!(
+            "column name \"{name}\" conflicts with a system column name"
+        )));
+    }
+    Ok(())
+}
+
+/// A stored relation's output names: `renames` (`CREATE MATERIALIZED VIEW mv (a, b)`) over the query's,
+/// each checked against the system columns.
+pub fn output_names(names: &mut [String], renames: &[String]) -> Result<(), SqlError> {
+    if renames.len() > names.len() {
+        return Err(SqlError::Invalid(format!(
+            "too many column names were specified: {} for {} columns",
+            renames.len(),
+            names.len()
+        )));
+    }
+    for (n, r) in names.iter_mut().zip(renames) {
+        *n = r.clone();
+    }
+    names.iter().try_for_each(|n| check_column_name(n))
+}
+
+fn unsupported(what: impl Into<String>) -> SqlError {
+    SqlError::Unsupported(what.into())
+}

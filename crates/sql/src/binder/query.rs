@@ -1,0 +1,673 @@
+//! Queries: `WITH`, set operations, `VALUES`, `SELECT` (grouping, `HAVING`, `DISTINCT [ON]`), `ORDER BY`,
+//! `LIMIT`/`OFFSET`, and the subqueries of expressions (evaluated while binding a batch query).
+
+use epochlab_common::{DataType, OwnedRow};
+use sqlparser::ast::{
+    self, Distinct, Expr as Ast, GroupByExpr, LimitClause, OrderByKind, Query, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, Value,
+};
+
+use super::expr::{AggCtx, coerce, order_type, unify_literals};
+use super::{Binder, BoundQuery, Cte, Scope, ident, unsupported};
+use crate::error::SqlError;
+use crate::planner::{LogicalPlan, SetOp};
+use crate::scalar::cast::{CastContext, align_types};
+use crate::scalar::{AggKind, ExprNode, OrderType, eval};
+
+/// A select's plan before `ORDER BY`/`LIMIT`: the visible columns first, then extra sort columns.
+struct BoundSelect {
+    plan: LogicalPlan,
+    names: Vec<String>,
+    order: Vec<(usize, OrderType)>,
+}
+
+impl Binder<'_> {
+    pub(super) fn bind_query_inner(&mut self, q: &Query) -> Result<BoundQuery, SqlError> {
+        if q.fetch.is_some() || !q.locks.is_empty() {
+            return Err(unsupported("FETCH or FOR UPDATE"));
+        }
+        let n_ctes = self.ctes.len();
+        let out = self.bind_with(q).and_then(|()| self.bind_query_body(q));
+        self.ctes.truncate(n_ctes);
+        out
+    }
+
+    fn bind_with(&mut self, q: &Query) -> Result<(), SqlError> {
+        let Some(with) = &q.with else { return Ok(()) };
+        if with.recursive {
+            return Err(unsupported("WITH RECURSIVE"));
+        }
+        for cte in &with.cte_tables {
+            let mut query = self.bind_query_inner(&cte.query)?;
+            rename_columns(&mut query.names, &cte.alias.columns)?;
+            self.ctes.push(Cte {
+                name: ident(&cte.alias.name),
+                query,
+            });
+        }
+        Ok(())
+    }
+
+    fn bind_query_body(&mut self, q: &Query) -> Result<BoundQuery, SqlError> {
+        let order_exprs: Vec<&ast::OrderByExpr> = match &q.order_by {
+            None => Vec::new(),
+            Some(o) => match &o.kind {
+                OrderByKind::Expressions(e) => e.iter().collect(),
+                OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
+            },
+        };
+        let (limit, offset) = self.bind_limit(q.limit_clause.as_ref())?;
+        let bound = match q.body.as_ref() {
+            SetExpr::Select(s) => self.bind_select(s, &order_exprs)?,
+            body => {
+                let inner = self.bind_set_expr(body)?;
+                let order = order_exprs
+                    .iter()
+                    .map(|o| {
+                        Ok((
+                            output_position(&o.expr, &inner.names)?,
+                            order_type(&o.options),
+                        ))
+                    })
+                    .collect::<Result<_, SqlError>>()?;
+                BoundSelect {
+                    plan: inner.plan,
+                    names: inner.names,
+                    order,
+                }
+            }
+        };
+        let width = bound.names.len();
+        let mut plan = bound.plan;
+        if !bound.order.is_empty() || limit.is_some() || offset > 0 {
+            plan = LogicalPlan::TopN {
+                order: bound.order,
+                limit,
+                offset,
+                input: Box::new(plan),
+            };
+        }
+        if plan.schema().len() > width {
+            let exprs = plan.input_refs().into_iter().take(width).collect();
+            plan = plan.project(exprs);
+        }
+        Ok(BoundQuery {
+            plan,
+            names: bound.names,
+        })
+    }
+
+    /// `LIMIT n OFFSET m`, constants.
+    fn bind_limit(&mut self, l: Option<&LimitClause>) -> Result<(Option<u64>, u64), SqlError> {
+        let (limit, offset) = match l {
+            None => return Ok((None, 0)),
+            Some(LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) if limit_by.is_empty() => (limit.as_ref(), offset.as_ref().map(|o| &o.value)),
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit), Some(offset)),
+            Some(other) => return Err(unsupported(format!("{other}"))),
+        };
+        let mut count = |e: Option<&Ast>| -> Result<Option<u64>, SqlError> {
+            let Some(e) = e else { return Ok(None) };
+            let bound = self.bind_expr(e, &Scope::default(), None)?;
+            match eval(&bound, &OwnedRow::empty())? {
+                None => Ok(None),
+                Some(v) => match crate::scalar::int_value(&v) {
+                    Some(n) if n >= 0 => Ok(Some(n as u64)),
+                    _ => Err(SqlError::Invalid("LIMIT and OFFSET take a count".into())),
+                },
+            }
+        };
+        Ok((count(limit)?, count(offset)?.unwrap_or(0)))
+    }
+
+    fn bind_set_expr(&mut self, body: &SetExpr) -> Result<BoundQuery, SqlError> {
+        match body {
+            SetExpr::Select(s) => {
+                let b = self.bind_select(s, &[])?;
+                Ok(BoundQuery {
+                    plan: b.plan,
+                    names: b.names,
+                })
+            }
+            SetExpr::Query(q) => self.bind_query_inner(q),
+            SetExpr::Values(v) => self.bind_values(v),
+            SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
+                let all = match set_quantifier {
+                    SetQuantifier::All => true,
+                    SetQuantifier::Distinct | SetQuantifier::None => false,
+                    other => return Err(unsupported(format!("{op} {other}"))),
+                };
+                let op = match op {
+                    SetOperator::Union => SetOp::Union,
+                    SetOperator::Except => SetOp::Except,
+                    SetOperator::Intersect => SetOp::Intersect,
+                    other => return Err(unsupported(format!("{other}"))),
+                };
+                let l = self.bind_set_expr(left)?;
+                let r = self.bind_set_expr(right)?;
+                set_operation(op, all, l, r)
+            }
+            other => Err(unsupported(format!("query {other}"))),
+        }
+    }
+
+    /// `VALUES (..), (..)`: each column's values of one type.
+    pub(super) fn bind_values(&mut self, v: &ast::Values) -> Result<BoundQuery, SqlError> {
+        let scope = Scope::default();
+        let mut rows: Vec<Vec<ExprNode>> = Vec::with_capacity(v.rows.len());
+        for r in &v.rows {
+            let row = r
+                .content
+                .iter()
+                .map(|e| self.bind_expr(e, &scope, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some(first) = rows.first()
+                && first.len() != row.len()
+            {
+                return Err(SqlError::Invalid(
+                    "VALUES lists must all be the same length".into(),
+                ));
+            }
+            rows.push(row);
+        }
+        let width = rows.first().map_or(0, Vec::len);
+        let mut types = Vec::with_capacity(width);
+        for c in 0..width {
+            let mut column: Vec<ExprNode> = rows.iter().map(|r| r[c].clone()).collect();
+            unify_literals(&mut column)?;
+            types.push(align_types(&mut column)?);
+            for (r, e) in rows.iter_mut().zip(column) {
+                r[c] = e;
+            }
+        }
+        Ok(BoundQuery {
+            plan: LogicalPlan::Values { rows, types },
+            names: (1..=width).map(|i| format!("column{i}")).collect(),
+        })
+    }
+
+    fn bind_select(
+        &mut self,
+        s: &ast::Select,
+        order_exprs: &[&ast::OrderByExpr],
+    ) -> Result<BoundSelect, SqlError> {
+        if s.top.is_some() || s.into.is_some() || !s.named_window.is_empty() || s.qualify.is_some()
+        {
+            return Err(unsupported("TOP, INTO, WINDOW or QUALIFY"));
+        }
+        let (mut plan, scope) = self.bind_from(&s.from)?;
+        if let Some(w) = &s.selection {
+            let p = self.bind_expr(w, &scope, None)?;
+            plan = plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?);
+        }
+        let group_by: &[Ast] = match &s.group_by {
+            GroupByExpr::Expressions(e, m) if m.is_empty() => e,
+            _ => return Err(unsupported("GROUP BY ALL or WITH ROLLUP")),
+        };
+        let grouped = !group_by.is_empty()
+            || s.having.is_some()
+            || s.projection.iter().any(|i| match i {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    has_agg(e)
+                }
+                _ => false,
+            })
+            || order_exprs.iter().any(|o| has_agg(&o.expr));
+        let mut agg = if grouped {
+            Some(self.bind_group_by(group_by, &s.projection, &scope)?)
+        } else {
+            None
+        };
+        let (mut exprs, names) = self.bind_select_items(&s.projection, &scope, agg.as_mut())?;
+        let having = match &s.having {
+            Some(h) => Some(self.bind_expr(h, &scope, agg.as_mut())?),
+            None => None,
+        };
+        let mut order = Vec::new();
+        for o in order_exprs {
+            let pos = match output_position(&o.expr, &names) {
+                Ok(p) => p,
+                Err(_) => {
+                    let e = self.bind_expr(&o.expr, &scope, agg.as_mut())?;
+                    match exprs[..names.len()].iter().position(|x| *x == e) {
+                        Some(p) => p,
+                        None => {
+                            exprs.push(e);
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            order.push((pos, order_type(&o.options)));
+        }
+        let distinct_on = match &s.distinct {
+            Some(Distinct::On(on)) => {
+                let mut keys = Vec::new();
+                for e in on {
+                    let e = self.bind_expr(e, &scope, agg.as_mut())?;
+                    keys.push(exprs.len());
+                    exprs.push(e);
+                }
+                Some(keys)
+            }
+            _ => None,
+        };
+        if let Some(ctx) = agg {
+            plan = agg_plan(plan, ctx);
+            if let Some(h) = having {
+                plan = plan.filter(coerce(h, DataType::Boolean, CastContext::Implicit)?);
+            }
+        }
+        plan = plan.project(exprs);
+        match (&s.distinct, distinct_on) {
+            (Some(Distinct::Distinct), _) => {
+                if plan.schema().len() > names.len() {
+                    return Err(SqlError::Invalid(
+                        "for SELECT DISTINCT, ORDER BY expressions must appear in select list"
+                            .into(),
+                    ));
+                }
+                let width = names.len();
+                plan = LogicalPlan::Agg {
+                    group_key: (0..width).collect(),
+                    calls: Vec::new(),
+                    input: Box::new(plan),
+                };
+            }
+            (_, Some(keys)) => {
+                plan = LogicalPlan::TopN {
+                    order: order.clone(),
+                    limit: None,
+                    offset: 0,
+                    input: Box::new(plan),
+                };
+                plan = LogicalPlan::Dedup {
+                    keys,
+                    input: Box::new(plan),
+                };
+            }
+            _ => {}
+        }
+        Ok(BoundSelect { plan, names, order })
+    }
+
+    /// The group keys (by expression, select-list position or output name) of a grouped select.
+    fn bind_group_by(
+        &mut self,
+        group_by: &[Ast],
+        items: &[SelectItem],
+        scope: &Scope,
+    ) -> Result<AggCtx, SqlError> {
+        let mut group_exprs: Vec<ExprNode> = Vec::new();
+        for g in group_by {
+            let ast = match g {
+                Ast::Rollup(_) | Ast::Cube(_) | Ast::GroupingSets(_) => {
+                    return Err(unsupported("GROUPING SETS, ROLLUP or CUBE"));
+                }
+                Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
+                    let Value::Number(n, _) = &v.value else {
+                        unreachable!()
+                    };
+                    let k: usize = n.parse().unwrap_or(0);
+                    match items.get(k.wrapping_sub(1)) {
+                        Some(
+                            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. },
+                        ) => e,
+                        _ => {
+                            return Err(SqlError::Invalid(format!(
+                                "GROUP BY position {n} is not in select list"
+                            )));
+                        }
+                    }
+                }
+                Ast::Identifier(id) if self.column_ref(scope, None, &ident(id)).is_err() => {
+                    let name = ident(id);
+                    items
+                        .iter()
+                        .find_map(|i| match i {
+                            SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => {
+                                Some(expr)
+                            }
+                            _ => None,
+                        })
+                        .unwrap_or(g)
+                }
+                other => other,
+            };
+            let e = self.bind_expr(ast, scope, None)?;
+            if !group_exprs.contains(&e) {
+                group_exprs.push(e);
+            }
+        }
+        Ok(AggCtx {
+            input_scope: scope.clone(),
+            pre_exprs: group_exprs.clone(),
+            group_exprs,
+            calls: Vec::new(),
+        })
+    }
+
+    /// The select list: expressions and output names (`*` and `t.*` expanded).
+    fn bind_select_items(
+        &mut self,
+        items: &[SelectItem],
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<(Vec<ExprNode>, Vec<String>), SqlError> {
+        let mut exprs = Vec::new();
+        let mut names = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                    let qualifier = match item {
+                        SelectItem::QualifiedWildcard(
+                            SelectItemQualifiedWildcardKind::ObjectName(n),
+                            _,
+                        ) => Some(
+                            n.0.last()
+                                .map(|p| p.to_string().trim_matches('"').to_lowercase())
+                                .unwrap_or_default(),
+                        ),
+                        SelectItem::QualifiedWildcard(..) => {
+                            return Err(unsupported("expression.*"));
+                        }
+                        _ => None,
+                    };
+                    let mut any = false;
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        let take = match &qualifier {
+                            None => !c.hidden && !c.qualified_only,
+                            Some(q) => !c.hidden && c.qualifier.as_deref() == Some(q.as_str()),
+                        };
+                        if !take {
+                            continue;
+                        }
+                        any = true;
+                        let col = ExprNode::InputRef {
+                            index: i,
+                            ty: c.ty.clone(),
+                        };
+                        exprs.push(match agg.as_deref_mut() {
+                            None => col,
+                            Some(ctx) => {
+                                let name = sqlparser::ast::Ident::new(c.name.clone());
+                                self.bind_expr(&Ast::Identifier(name), scope, Some(ctx))?
+                            }
+                        });
+                        names.push(c.name.clone());
+                    }
+                    if let Some(q) = qualifier
+                        && !any
+                    {
+                        return Err(SqlError::Invalid(format!(
+                            "missing FROM-clause entry for table \"{q}\""
+                        )));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    exprs.push(self.bind_expr(e, scope, agg.as_deref_mut())?);
+                    names.push(output_name(e));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    exprs.push(self.bind_expr(expr, scope, agg.as_deref_mut())?);
+                    names.push(ident(alias));
+                }
+                other => return Err(unsupported(format!("select item {other}"))),
+            }
+        }
+        Ok((exprs, names))
+    }
+
+    /// Bind and run an uncorrelated subquery (batch only): its rows and types.
+    pub(super) fn eval_subquery(
+        &mut self,
+        q: &Query,
+        scope: &Scope,
+    ) -> Result<(Vec<OwnedRow>, Vec<DataType>), SqlError> {
+        if self.streaming {
+            return Err(unsupported(
+                "subquery in an expression of a streaming query",
+            ));
+        }
+        self.outer.push(scope.clone());
+        let bound = self.bind_query_inner(q);
+        self.outer.pop();
+        let bound = bound?;
+        let rows = crate::batch::execute(&bound.plan, self.catalog)?;
+        Ok((rows, bound.types()))
+    }
+
+    /// The values of a one-column subquery, as literals.
+    pub(super) fn subquery_column(
+        &mut self,
+        q: &Query,
+        scope: &Scope,
+    ) -> Result<Vec<ExprNode>, SqlError> {
+        let (rows, types) = self.eval_subquery(q, scope)?;
+        let [ty] = types.as_slice() else {
+            return Err(SqlError::Invalid("subquery has too many columns".into()));
+        };
+        Ok(rows
+            .into_iter()
+            .map(|r| ExprNode::Literal {
+                value: r.datum_at(0).clone(),
+                ty: ty.clone(),
+            })
+            .collect())
+    }
+
+    pub(super) fn scalar_subquery(
+        &mut self,
+        q: &Query,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        let (rows, types) = self.eval_subquery(q, scope)?;
+        let [ty] = types.as_slice() else {
+            return Err(SqlError::Invalid(
+                "subquery must return only one column".into(),
+            ));
+        };
+        if rows.len() > 1 {
+            return Err(SqlError::Invalid(
+                "Scalar subquery produced more than one row".into(),
+            ));
+        }
+        Ok(ExprNode::Literal {
+            value: rows.first().and_then(|r| r.datum_at(0).clone()),
+            ty: ty.clone(),
+        })
+    }
+}
+
+/// The aggregation: the projection of its keys and arguments, then the grouping.
+fn agg_plan(input: LogicalPlan, ctx: AggCtx) -> LogicalPlan {
+    let group_key = (0..ctx.group_exprs.len()).collect();
+    LogicalPlan::Agg {
+        group_key,
+        calls: ctx.calls,
+        input: Box::new(input.project(ctx.pre_exprs)),
+    }
+}
+
+/// Two bound set operands combined: column counts checked, types aligned.
+fn set_operation(
+    op: SetOp,
+    all: bool,
+    l: BoundQuery,
+    r: BoundQuery,
+) -> Result<BoundQuery, SqlError> {
+    let (lt, rt) = (l.types(), r.types());
+    if lt.len() != rt.len() {
+        return Err(SqlError::Invalid(format!(
+            "each {} query must have the same number of columns",
+            match op {
+                SetOp::Union => "UNION",
+                SetOp::Except => "EXCEPT",
+                SetOp::Intersect => "INTERSECT",
+            }
+        )));
+    }
+    let mut lexprs = l.plan.input_refs();
+    let mut rexprs = r.plan.input_refs();
+    for i in 0..lt.len() {
+        let mut pair = [lexprs[i].clone(), rexprs[i].clone()];
+        align_types(&mut pair)?;
+        let [a, b] = pair;
+        lexprs[i] = a;
+        rexprs[i] = b;
+    }
+    let cast_if = |plan: LogicalPlan, exprs: Vec<ExprNode>| {
+        if exprs.iter().all(|e| matches!(e, ExprNode::InputRef { .. })) {
+            plan
+        } else {
+            plan.project(exprs)
+        }
+    };
+    let (left, right) = (cast_if(l.plan, lexprs), cast_if(r.plan, rexprs));
+    let plan = match (op, all) {
+        (SetOp::Union, true) => {
+            let mut inputs = Vec::new();
+            for p in [left, right] {
+                match p {
+                    LogicalPlan::Union { inputs: inner } => inputs.extend(inner),
+                    other => inputs.push(other),
+                }
+            }
+            LogicalPlan::Union { inputs }
+        }
+        _ => LogicalPlan::SetOp {
+            op,
+            all,
+            left: Box::new(left),
+            right: Box::new(right),
+        },
+    };
+    Ok(BoundQuery {
+        plan,
+        names: l.names,
+    })
+}
+
+/// An `ORDER BY` item naming an output column: its position (1-based in SQL) or its name.
+fn output_position(e: &Ast, names: &[String]) -> Result<usize, SqlError> {
+    match e {
+        Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
+            let Value::Number(n, _) = &v.value else {
+                unreachable!()
+            };
+            match n.parse::<usize>() {
+                Ok(k) if k >= 1 && k <= names.len() => Ok(k - 1),
+                _ => Err(SqlError::Invalid(format!(
+                    "ORDER BY position {n} is not in select list"
+                ))),
+            }
+        }
+        Ast::Identifier(id) => names
+            .iter()
+            .position(|n| *n == ident(id))
+            .ok_or_else(|| SqlError::Invalid(format!("column \"{}\" does not exist", ident(id)))),
+        other => Err(unsupported(format!(
+            "ORDER BY {other} over a set operation"
+        ))),
+    }
+}
+
+/// `AS t(a, b)`: the first columns renamed.
+pub(super) fn rename_columns(
+    names: &mut [String],
+    aliases: &[ast::TableAliasColumnDef],
+) -> Result<(), SqlError> {
+    if aliases.len() > names.len() {
+        return Err(SqlError::Invalid(format!(
+            "table has {} columns available but {} columns specified",
+            names.len(),
+            aliases.len()
+        )));
+    }
+    for (n, a) in names.iter_mut().zip(aliases) {
+        *n = ident(&a.name);
+    }
+    Ok(())
+}
+
+/// The name of an unaliased select item, as PostgreSQL gives it.
+fn output_name(e: &Ast) -> String {
+    match e {
+        Ast::Identifier(id) => ident(id),
+        Ast::CompoundIdentifier(p) => p.last().map(ident).unwrap_or_default(),
+        Ast::Nested(inner) => output_name(inner),
+        Ast::Cast { expr, .. } => match expr.as_ref() {
+            Ast::Value(_) => "?column?".into(),
+            inner => output_name(inner),
+        },
+        Ast::Function(f) => f
+            .name
+            .0
+            .last()
+            .map(|p| p.to_string().to_lowercase())
+            .unwrap_or_default(),
+        Ast::Case { .. } => "case".into(),
+        _ => "?column?".into(),
+    }
+}
+
+/// Whether `e` calls an aggregate (outside subqueries).
+pub(super) fn has_agg(e: &Ast) -> bool {
+    match e {
+        Ast::Function(f) => {
+            let name = f
+                .name
+                .0
+                .last()
+                .map(|p| p.to_string().to_lowercase())
+                .unwrap_or_default();
+            if f.over.is_none() && AggKind::from_function_name(&name).is_some() {
+                return true;
+            }
+            match &f.args {
+                ast::FunctionArguments::List(l) => l.args.iter().any(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => has_agg(x),
+                    _ => false,
+                }),
+                _ => false,
+            }
+        }
+        Ast::BinaryOp { left, right, .. } => has_agg(left) || has_agg(right),
+        Ast::UnaryOp { expr, .. }
+        | Ast::Nested(expr)
+        | Ast::Cast { expr, .. }
+        | Ast::IsNull(expr)
+        | Ast::IsNotNull(expr)
+        | Ast::IsTrue(expr)
+        | Ast::IsFalse(expr)
+        | Ast::IsNotTrue(expr)
+        | Ast::IsNotFalse(expr) => has_agg(expr),
+        Ast::Between {
+            expr, low, high, ..
+        } => has_agg(expr) || has_agg(low) || has_agg(high),
+        Ast::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(has_agg)
+                || conditions
+                    .iter()
+                    .any(|w| has_agg(&w.condition) || has_agg(&w.result))
+                || else_result.as_deref().is_some_and(has_agg)
+        }
+        Ast::In { expr, target, .. } => {
+            has_agg(expr) || matches!(target, ast::InTarget::List(l) if l.iter().any(has_agg))
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,524 @@
+//! `FROM`: tables, views (expanded), CTE references, subqueries, table functions and joins.
+
+use epochlab_common::DataType;
+use sqlparser::ast::{
+    self, FunctionArg, FunctionArgExpr, JoinConstraint, JoinOperator, ObjectNamePart, TableFactor,
+    TableWithJoins,
+};
+
+use super::expr::coerce;
+use super::query::rename_columns;
+use super::{
+    Binder, BoundQuery, MAX_VIEW_DEPTH, RelationRef, Scope, ScopeColumn, ident, unsupported,
+};
+use crate::error::SqlError;
+use crate::planner::{JoinType, LogicalPlan};
+use crate::scalar::cast::CastContext;
+use crate::scalar::sig::build_func;
+use crate::scalar::{ExprNode, ExprType, TableFunctionType, table_function};
+
+impl Binder<'_> {
+    /// The `FROM` list: its items cross-joined (one empty row when there is none).
+    pub(super) fn bind_from(
+        &mut self,
+        from: &[TableWithJoins],
+    ) -> Result<(LogicalPlan, Scope), SqlError> {
+        let mut acc: Option<(LogicalPlan, Scope)> = None;
+        for t in from {
+            let right = self.bind_table_with_joins(t)?;
+            acc = Some(match acc {
+                None => right,
+                Some(left) => join(left, right, JoinType::Inner, None),
+            });
+        }
+        Ok(acc.unwrap_or_else(|| {
+            (
+                LogicalPlan::Values {
+                    rows: vec![Vec::new()],
+                    types: Vec::new(),
+                },
+                Scope::default(),
+            )
+        }))
+    }
+
+    fn bind_table_with_joins(
+        &mut self,
+        t: &TableWithJoins,
+    ) -> Result<(LogicalPlan, Scope), SqlError> {
+        let mut left = self.bind_table_factor(&t.relation)?;
+        for j in &t.joins {
+            let right = self.bind_table_factor(&j.relation)?;
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinType::Inner, c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinType::LeftOuter, c),
+                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinType::RightOuter, c),
+                JoinOperator::FullOuter(c) => (JoinType::FullOuter, c),
+                JoinOperator::CrossJoin(c) => (JoinType::Inner, c),
+                other => {
+                    return Err(unsupported(
+                        format!("join {other:?}")
+                            .chars()
+                            .take(40)
+                            .collect::<String>(),
+                    ));
+                }
+            };
+            left = self.bind_join(left, right, kind, constraint)?;
+        }
+        Ok(left)
+    }
+
+    fn bind_join(
+        &mut self,
+        left: (LogicalPlan, Scope),
+        right: (LogicalPlan, Scope),
+        kind: JoinType,
+        constraint: &JoinConstraint,
+    ) -> Result<(LogicalPlan, Scope), SqlError> {
+        let using: Vec<String> = match constraint {
+            JoinConstraint::None => return Ok(join(left, right, kind, None)),
+            JoinConstraint::On(e) => {
+                let (plan, scope) = join(left, right, kind, None);
+                let on = self.bind_expr(e, &scope, None)?;
+                let on = coerce(on, DataType::Boolean, CastContext::Implicit)?;
+                let LogicalPlan::Join {
+                    kind, left, right, ..
+                } = plan
+                else {
+                    unreachable!("join() builds a join")
+                };
+                let plan = LogicalPlan::Join {
+                    kind,
+                    on: Some(on),
+                    left,
+                    right,
+                };
+                return Ok((plan, scope));
+            }
+            JoinConstraint::Using(cols) => cols
+                .iter()
+                .map(|c| match c.0.as_slice() {
+                    [ObjectNamePart::Identifier(id)] => Ok(ident(id)),
+                    _ => Err(unsupported(format!("USING {c}"))),
+                })
+                .collect::<Result<_, _>>()?,
+            JoinConstraint::Natural => {
+                let visible = |s: &Scope| -> Vec<String> {
+                    s.columns
+                        .iter()
+                        .filter(|c| !c.hidden && !c.qualified_only)
+                        .map(|c| c.name.clone())
+                        .collect()
+                };
+                let r = visible(&right.1);
+                visible(&left.1)
+                    .into_iter()
+                    .filter(|n| r.contains(n))
+                    .collect()
+            }
+            JoinConstraint::UsingAlias(..) => return Err(unsupported("USING ... AS")),
+        };
+        if using.is_empty() {
+            return Ok(join(left, right, kind, None));
+        }
+        self.bind_using(left, right, kind, &using)
+    }
+
+    /// `USING (cols)` / `NATURAL`: equal columns, shown once (PostgreSQL's order: the join columns first).
+    fn bind_using(
+        &mut self,
+        left: (LogicalPlan, Scope),
+        right: (LogicalPlan, Scope),
+        kind: JoinType,
+        using: &[String],
+    ) -> Result<(LogicalPlan, Scope), SqlError> {
+        let nl = left.1.columns.len();
+        let mut pairs = Vec::new();
+        for name in using {
+            let l = self.column_ref(&left.1, None, name)?;
+            let r = self.column_ref(&right.1, None, name)?;
+            let (ExprNode::InputRef { index: li, .. }, ExprNode::InputRef { index: ri, .. }) =
+                (&l, &r)
+            else {
+                unreachable!("a column reference is an input ref")
+            };
+            pairs.push((*li, *ri, name.clone()));
+        }
+        let (plan, scope) = join(left, right, kind, None);
+        let mut on: Option<ExprNode> = None;
+        let col = |scope: &Scope, i: usize| ExprNode::InputRef {
+            index: i,
+            ty: scope.columns[i].ty.clone(),
+        };
+        let mut merged = Vec::new();
+        for (li, ri, name) in &pairs {
+            let (l, r) = (col(&scope, *li), col(&scope, nl + ri));
+            let eq = super::expr::call(ExprType::Equal, vec![l.clone(), r.clone()])?;
+            on = Some(match on {
+                None => eq,
+                Some(prev) => build_func(ExprType::And, vec![prev, eq])?,
+            });
+            let m = match kind {
+                JoinType::RightOuter => r,
+                JoinType::FullOuter => super::expr::call(ExprType::Coalesce, vec![l, r])?,
+                _ => l,
+            };
+            merged.push((m, name.clone()));
+        }
+        let LogicalPlan::Join {
+            kind, left, right, ..
+        } = plan
+        else {
+            unreachable!("join() builds a join")
+        };
+        let plan = LogicalPlan::Join {
+            kind,
+            on,
+            left,
+            right,
+        };
+        let mut exprs: Vec<ExprNode> = merged.iter().map(|(e, _)| e.clone()).collect();
+        let mut out = Scope::default();
+        for (e, name) in &merged {
+            out.columns.push(ScopeColumn {
+                qualifier: None,
+                name: name.clone(),
+                ty: e.return_type(),
+                hidden: false,
+                qualified_only: false,
+            });
+        }
+        for (i, c) in scope.columns.iter().enumerate() {
+            let is_using = pairs.iter().any(|(li, ri, _)| i == *li || i == nl + ri);
+            exprs.push(col(&scope, i));
+            out.columns.push(ScopeColumn {
+                qualified_only: c.qualified_only || is_using,
+                ..c.clone()
+            });
+        }
+        Ok((plan.project(exprs), out))
+    }
+
+    fn bind_table_factor(&mut self, t: &TableFactor) -> Result<(LogicalPlan, Scope), SqlError> {
+        match t {
+            TableFactor::Table {
+                name, alias, args, ..
+            } => {
+                let path: Vec<String> = name
+                    .0
+                    .iter()
+                    .map(|p| match p {
+                        ObjectNamePart::Identifier(id) => Ok(ident(id)),
+                        other => Err(unsupported(format!("name {other}"))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let (plan, names, default_qualifier) = match args {
+                    Some(args) if matches!(path.as_slice(), [n] if n == "tumble" || n == "hop") => {
+                        self.bind_window_table_function(&path[0], &args.args)?
+                    }
+                    Some(args) => self.bind_table_function(&path, &args.args)?,
+                    None => self.bind_named(&path)?,
+                };
+                Ok(with_alias(plan, names, default_qualifier, alias.as_ref())?)
+            }
+            TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                if *lateral {
+                    return Err(unsupported("LATERAL"));
+                }
+                let q = self.bind_query_inner(subquery)?;
+                let defs = visible_defs(&q);
+                with_alias(q.plan, defs, None, alias.as_ref())
+            }
+            TableFactor::NestedJoin {
+                table_with_joins,
+                alias,
+            } => {
+                if alias.is_some() {
+                    return Err(unsupported("alias of a parenthesized join"));
+                }
+                self.bind_table_with_joins(table_with_joins)
+            }
+            other => Err(unsupported(format!("FROM {other}"))),
+        }
+    }
+
+    /// A named relation: a CTE, a table or materialized view, a view, a system table.
+    fn bind_named(
+        &mut self,
+        path: &[String],
+    ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+        let last = path.last().cloned().unwrap_or_default();
+        if path.len() == 1
+            && let Some(cte) = self.ctes.iter().rev().find(|c| c.name == last)
+        {
+            let q = cte.query.clone();
+            return Ok((q.plan.clone(), visible_defs(&q), Some(last)));
+        }
+        let rel = self.catalog.resolve_relation(&path.join("."))?;
+        match rel {
+            RelationRef::Table {
+                catalog_id,
+                table_id,
+                columns,
+                pk,
+                filter,
+            } => {
+                let defs = columns
+                    .iter()
+                    .map(|c| ScopeColumnDef {
+                        name: c.name.clone(),
+                        ty: c.ty.clone(),
+                        hidden: c.hidden,
+                    })
+                    .collect();
+                self.depends_on.extend(catalog_id);
+                let plan = LogicalPlan::Scan {
+                    table: last.clone(),
+                    table_id,
+                    exprs: columns.iter().map(|c| c.expr.clone()).collect(),
+                    types: columns.iter().map(|c| c.ty.clone()).collect(),
+                    pk,
+                    filter,
+                };
+                Ok((plan, defs, Some(last)))
+            }
+            RelationRef::View {
+                catalog_id,
+                query,
+                columns,
+            } => {
+                self.depends_on.extend(catalog_id);
+                if self.view_depth >= MAX_VIEW_DEPTH {
+                    return Err(SqlError::Invalid(format!(
+                        "view {last} expands to more than {MAX_VIEW_DEPTH} nested views"
+                    )));
+                }
+                let q = match crate::frontend::parse_query(&query)? {
+                    Some(q) => q,
+                    None => return Err(SqlError::Invalid(format!("view {last} has no query"))),
+                };
+                let mut inner = Binder::new(self.catalog, self.streaming);
+                inner.view_depth = self.view_depth + 1;
+                let mut bound = inner.bind_query(&q)?;
+                for (n, c) in bound.names.iter_mut().zip(columns) {
+                    *n = c;
+                }
+                Ok((bound.plan.clone(), visible_defs(&bound), Some(last)))
+            }
+            RelationRef::Rows { columns, rows } => {
+                let types: Vec<DataType> = columns.iter().map(|(_, t)| t.clone()).collect();
+                let defs = columns
+                    .into_iter()
+                    .map(|(name, ty)| ScopeColumnDef {
+                        name,
+                        ty,
+                        hidden: false,
+                    })
+                    .collect();
+                Ok((LogicalPlan::Rows { rows, types }, defs, Some(last)))
+            }
+        }
+    }
+
+    /// `tumble(t, col, size)` / `hop(t, col, slide, size)` (RisingWave's window table functions): `t`'s
+    /// columns, then `window_start` and `window_end`.
+    fn bind_window_table_function(
+        &mut self,
+        name: &str,
+        args: &[FunctionArg],
+    ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+        let exprs: Vec<&ast::Expr> = args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+                other => Err(unsupported(format!("argument {other} of {name}"))),
+            })
+            .collect::<Result<_, _>>()?;
+        let want = if name == "tumble" { 3 } else { 4 };
+        if exprs.len() != want {
+            return Err(SqlError::Invalid(format!(
+                "{name} takes {want} arguments, got {}",
+                exprs.len()
+            )));
+        }
+        let path: Vec<String> = match exprs[0] {
+            ast::Expr::Identifier(id) => vec![ident(id)],
+            ast::Expr::CompoundIdentifier(p) => p.iter().map(ident).collect(),
+            other => return Err(unsupported(format!("{name} over {other}"))),
+        };
+        let (input, defs, qualifier) = self.bind_named(&path)?;
+        let (input, scope) = with_alias(input, defs, qualifier.clone(), None)?;
+        let time = self.bind_expr(exprs[1], &scope, None)?;
+        let ExprNode::InputRef {
+            index: time_col,
+            ty,
+        } = time
+        else {
+            return Err(unsupported(format!("{name} over an expression")));
+        };
+        let interval = |b: &mut Self, e: &ast::Expr| -> Result<ExprNode, SqlError> {
+            let e = b.bind_expr(e, &Scope::default(), None)?;
+            coerce(e, DataType::Interval, CastContext::Explicit)
+        };
+        let mut defs: Vec<ScopeColumnDef> = scope
+            .columns
+            .iter()
+            .map(|c| ScopeColumnDef {
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                hidden: c.hidden,
+            })
+            .collect();
+        for n in ["window_start", "window_end"] {
+            defs.push(ScopeColumnDef {
+                name: n.into(),
+                ty: ty.clone(),
+                hidden: false,
+            });
+        }
+        let plan = if name == "tumble" {
+            let size = interval(self, exprs[2])?;
+            let col = ExprNode::InputRef {
+                index: time_col,
+                ty: ty.clone(),
+            };
+            let start = build_func(ExprType::TumbleStart, vec![col, size.clone()])?;
+            let end = build_func(ExprType::Add, vec![start.clone(), size])?;
+            let mut out = input.input_refs();
+            out.push(start);
+            out.push(end);
+            input.project(out)
+        } else {
+            let slide = interval(self, exprs[2])?;
+            let size = interval(self, exprs[3])?;
+            LogicalPlan::HopWindow {
+                time_col,
+                slide,
+                size,
+                input: Box::new(input),
+            }
+        };
+        Ok((plan, defs, qualifier))
+    }
+
+    /// `FROM f(args)`: a table function, or a scalar function as a one-row table.
+    fn bind_table_function(
+        &mut self,
+        path: &[String],
+        args: &[FunctionArg],
+    ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+        let [name] = path else {
+            return Err(unsupported(format!("table function {}", path.join("."))));
+        };
+        let scope = Scope::default();
+        let mut bound = Vec::with_capacity(args.len());
+        for a in args {
+            let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
+                return Err(unsupported(format!("argument {a} of {name}")));
+            };
+            bound.push(self.bind_expr(e, &scope, None)?);
+        }
+        let def = |ty| {
+            vec![ScopeColumnDef {
+                name: name.clone(),
+                ty,
+                hidden: false,
+            }]
+        };
+        if let Some(func) = TableFunctionType::from_function_name(name) {
+            if func == TableFunctionType::Unnest {
+                return Err(unsupported("table function unnest"));
+            }
+            super::expr::unify_literals(&mut bound)?;
+            let types: Vec<DataType> = bound.iter().map(ExprNode::return_type).collect();
+            let ty = table_function::return_type(func, &types)?;
+            let plan = LogicalPlan::TableFunction {
+                func,
+                args: bound,
+                ty: ty.clone(),
+            };
+            return Ok((plan, def(ty), Some(name.clone())));
+        }
+        let func = ExprType::from_function_name(name)
+            .ok_or_else(|| unsupported(format!("table function {name}")))?;
+        let e = super::expr::call(func, bound)?;
+        let ty = e.return_type();
+        let plan = LogicalPlan::Values {
+            rows: vec![vec![e]],
+            types: vec![ty.clone()],
+        };
+        Ok((plan, def(ty), Some(name.clone())))
+    }
+}
+
+/// A column of a relation before it gets its qualifier.
+pub(super) struct ScopeColumnDef {
+    name: String,
+    ty: DataType,
+    hidden: bool,
+}
+
+fn visible_defs(q: &BoundQuery) -> Vec<ScopeColumnDef> {
+    q.names
+        .iter()
+        .zip(q.types())
+        .map(|(n, ty)| ScopeColumnDef {
+            name: n.clone(),
+            ty,
+            hidden: false,
+        })
+        .collect()
+}
+
+/// A relation's scope: its alias (or its own name) qualifies its columns; `AS t(a, b)` renames them.
+fn with_alias(
+    plan: LogicalPlan,
+    defs: Vec<ScopeColumnDef>,
+    default_qualifier: Option<String>,
+    alias: Option<&ast::TableAlias>,
+) -> Result<(LogicalPlan, Scope), SqlError> {
+    let mut names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+    let qualifier = match alias {
+        Some(a) => {
+            rename_columns(&mut names, &a.columns)?;
+            Some(ident(&a.name))
+        }
+        None => default_qualifier,
+    };
+    let columns = defs
+        .into_iter()
+        .zip(names)
+        .map(|(d, name)| ScopeColumn {
+            qualifier: qualifier.clone(),
+            name,
+            ty: d.ty,
+            hidden: d.hidden,
+            qualified_only: false,
+        })
+        .collect();
+    Ok((plan, Scope { columns }))
+}
+
+/// `left JOIN right [ON on]`, the scope the two side by side.
+fn join(
+    left: (LogicalPlan, Scope),
+    right: (LogicalPlan, Scope),
+    kind: JoinType,
+    on: Option<ExprNode>,
+) -> (LogicalPlan, Scope) {
+    let mut scope = left.1;
+    scope.columns.extend(right.1.columns);
+    let plan = LogicalPlan::Join {
+        kind,
+        on,
+        left: Box::new(left.0),
+        right: Box::new(right.0),
+    };
+    (plan, scope)
+}

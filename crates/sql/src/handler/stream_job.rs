@@ -1,0 +1,388 @@
+//! Handlers over the binder and planners (RisingWave's `create_mv.rs`, `explain.rs`, `create_table_as`): a
+//! materialized view planned as a fragment graph, `EXPLAIN`, `CREATE TABLE AS`.
+
+use epochlab_common::{DataType, TableId};
+use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, RelationKind};
+use sqlparser::ast::{self, Query, Statement, UtilityOption};
+
+use crate::binder::Binder;
+use crate::catalog::{
+    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, RelationKind as CatalogKind,
+};
+use crate::error::SqlError;
+use crate::expr::Column;
+use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
+use crate::handler::parse::Name;
+use crate::planner::explain::{explain_batch, explain_stream};
+use crate::planner::stream::{
+    StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
+    materialize_table, plan_materialize,
+};
+
+impl UpstreamReader for Session {
+    fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
+        let rel = self
+            .cluster()
+            .meta
+            .relation(table_id)
+            .ok_or_else(|| SqlError::Invalid(format!("table {} is gone", table_id.0)))?;
+        let def = self.def_of_table(table_id);
+        let n = rel.desc.column_types.len();
+        let names = (0..n)
+            .map(|pos| {
+                let visible = def.as_ref().and_then(|d| {
+                    if d.project.is_some() {
+                        return None;
+                    }
+                    d.columns
+                        .iter()
+                        .find(|c| c.src == pos)
+                        .map(|c| c.name.clone())
+                });
+                visible.unwrap_or_else(|| match &def {
+                    Some(d) if d.row_id && pos + 1 == n => ROW_ID.to_string(),
+                    _ => format!("_col{pos}"),
+                })
+            })
+            .collect();
+        Ok(Upstream {
+            desc: rel.desc.clone(),
+            names,
+        })
+    }
+}
+
+/// Where a new relation goes: its schema, its bare name, and meta's name for its job.
+#[derive(Clone, Debug)]
+pub struct CreationTarget {
+    pub schema: String,
+    pub name: String,
+    pub job: String,
+}
+
+impl Session {
+    /// The schema and names of a relation `CREATE` names (`s.t`, or `t` in the search path's first schema).
+    pub(crate) fn creation_name(&self, n: &ast::ObjectName) -> Result<CreationTarget, SqlError> {
+        let parts = object_parts(n)?;
+        let (schema, name) = self.creation_target(&Name(parts))?;
+        let job = if self.database == DEFAULT_DATABASE_NAME && schema == DEFAULT_SCHEMA_NAME {
+            name.clone()
+        } else {
+            format!("{}.{schema}.{name}", self.database)
+        };
+        Ok(CreationTarget { schema, name, job })
+    }
+
+    /// Meta's name of the table an `INSERT`/`UPDATE`/`DELETE` names (resolved along the search path).
+    pub(crate) fn table_job_name(&self, n: &ast::ObjectName) -> Result<String, SqlError> {
+        let parts = object_parts(n)?;
+        Ok(self
+            .resolve_kind(&Name(parts), CatalogKind::Table)?
+            .job_name())
+    }
+
+    /// The catalog's relations over the engine's table `table_id` (a dependency).
+    pub(crate) fn catalog_ids_of(&self, table_id: TableId) -> Vec<u32> {
+        self.engine()
+            .catalog()
+            .relations()
+            .filter(|r| r.table_id == Some(table_id) && r.kind != CatalogKind::Index)
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// List a new job (or view) in the catalog, in `target`'s schema, depending on `depends_on`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn register_job_in(
+        &self,
+        target: &CreationTarget,
+        kind: CatalogKind,
+        columns: Vec<ColumnCatalog>,
+        pk: Vec<usize>,
+        definition: &str,
+        depends_on: Vec<u32>,
+        view_query: Option<String>,
+    ) -> Result<u32, SqlError> {
+        let mut r =
+            crate::handler::relation_for_job(self, kind, &target.name, columns, pk, definition)?;
+        r.schema = target.schema.clone();
+        r.depends_on = depends_on;
+        r.view_query = view_query;
+        Ok(self.engine().catalog().create_relation(r)?)
+    }
+
+    /// The stream plan of a materialized view's query.
+    fn stream_plan(
+        &self,
+        q: &Query,
+        renames: &[String],
+    ) -> Result<(StreamPlan, Vec<u32>), SqlError> {
+        let mut binder = Binder::new(self, true);
+        let mut bound = binder.bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
+        let plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        Ok((plan, binder.depends_on))
+    }
+
+    /// `CREATE MATERIALIZED VIEW` beyond one table's rows: the stream plan cut into a fragment graph, which
+    /// meta builds. An operator without a stream executor here is `unsupported: streaming <operator>`.
+    pub(crate) async fn create_mv_graph(
+        &self,
+        target: &CreationTarget,
+        q: &Query,
+        renames: &[String],
+        options: JobOptions,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        let (plan, depends_on) = self.stream_plan(q, renames)?;
+        check_executors(&plan)?;
+        let vnode_count = self.cluster().meta.config().vnode_count;
+        let table = materialize_table(&plan, vnode_count);
+        let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
+        let StreamOp::Materialize { pk, .. } = &plan.op else {
+            unreachable!("plan_materialize puts a Materialize at the root")
+        };
+        let columns = plan.names[..plan.width]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Column {
+                name: n.clone(),
+                ty: plan.types[i].clone(),
+                src: i,
+            })
+            .collect();
+        let def = Def {
+            kind: Kind::MaterializedView,
+            columns,
+            filter: None,
+            project: None,
+            stored: plan.types.clone(),
+            row_id: false,
+            pk: pk.clone(),
+            append_only: false,
+            statement: text.trim().to_string(),
+        };
+        let listed = plan
+            .names
+            .iter()
+            .zip(&plan.types)
+            .enumerate()
+            .map(|(i, (n, t))| {
+                let n = n.rsplit('.').next().unwrap_or(n).to_string();
+                if i < plan.width {
+                    ColumnCatalog::new(n, t.clone())
+                } else {
+                    ColumnCatalog::hidden(n, t.clone())
+                }
+            })
+            .collect();
+        let name = target.job.as_str();
+        let shown = text.trim().to_string();
+        let id = self.register_job_in(
+            target,
+            CatalogKind::MaterializedView,
+            listed,
+            pk.clone(),
+            &shown,
+            depends_on,
+            None,
+        )?;
+        lock(&self.engine().defs).insert(name.to_string(), def);
+        let created = self
+            .cluster()
+            .meta
+            .create_streaming_job(
+                name,
+                RelationKind::MaterializedView,
+                graph,
+                vec![table],
+                options,
+            )
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
+        Ok(Output::Done(0))
+    }
+
+    /// `EXPLAIN [(options)] statement`: the plan, one line a row; names are not checked.
+    pub(crate) fn explain(
+        &self,
+        statement: &Statement,
+        options: Option<&[UtilityOption]>,
+    ) -> Result<Output, SqlError> {
+        let distsql = options
+            .unwrap_or_default()
+            .iter()
+            .any(|o| ident(&o.name) == "distsql");
+        let lines = match statement {
+            Statement::Query(q) => {
+                let bound = Binder::new(self, false).bind_query(q)?;
+                explain_batch(&bound.plan)
+            }
+            Statement::CreateView(cv) if cv.materialized => {
+                let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+                let (plan, _) = self.stream_plan(&cv.query, &renames)?;
+                let mut lines = explain_stream(&plan);
+                if distsql {
+                    lines.extend(crate::planner::explain::explain_stream_fragments(&plan));
+                }
+                lines
+            }
+            Statement::CreateView(cv) => {
+                let bound = Binder::new(self, false).bind_query(&cv.query)?;
+                explain_batch(&bound.plan)
+            }
+            Statement::CreateTable(ct) => explain_create_table(ct)?,
+            Statement::CreateIndex(ci) => {
+                let plan = self.index_plan(ci)?;
+                explain_stream(&plan)
+            }
+            other => {
+                let head: String = other.to_string().chars().take(24).collect();
+                return Err(SqlError::Unsupported(format!("EXPLAIN {head}")));
+            }
+        };
+        Ok(Output::Rows {
+            numeric: vec![false],
+            rows: lines.into_iter().map(|l| vec![l]).collect(),
+        })
+    }
+
+    /// An index's stream plan: the table's rows keyed and hashed by the indexed columns, then the table's
+    /// pk (RisingWave's index arrangement).
+    fn index_plan(&self, ci: &ast::CreateIndex) -> Result<StreamPlan, SqlError> {
+        let table = ci.table_name.to_string();
+        let mut cols = Vec::new();
+        for c in &ci.columns {
+            match &c.column.expr {
+                ast::Expr::Identifier(id) => cols.push(ident(id)),
+                other => return Err(SqlError::Unsupported(format!("index on {other}"))),
+            }
+        }
+        let text = format!("SELECT {} FROM {table}", cols.join(", "));
+        let q = crate::frontend::parse_query(&text)?
+            .ok_or_else(|| SqlError::Invalid("index query".into()))?;
+        let bound = Binder::new(self, true).bind_query(&q)?;
+        let mut plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        let k = cols.len();
+        if let StreamOp::Materialize { pk, .. } = &mut plan.op {
+            let mut key: Vec<usize> = (0..k).collect();
+            key.extend(pk.iter().copied().filter(|p| *p >= k));
+            *pk = key;
+        }
+        let keys: Vec<usize> = (0..k).collect();
+        if let Some(input) = plan.inputs.pop() {
+            let key = input.stream_key.clone();
+            let dist = crate::planner::stream::Dist::HashShard(keys.clone());
+            let ex = StreamPlan {
+                op: StreamOp::Exchange { dist: dist.clone() },
+                types: input.types.clone(),
+                names: input.names.clone(),
+                width: input.width,
+                dist: dist.clone(),
+                stream_key: key,
+                inputs: vec![input],
+            };
+            plan.inputs.push(ex);
+            plan.dist = dist;
+        }
+        Ok(plan)
+    }
+
+    /// `CREATE TABLE name AS query`: a table of the query's columns (and a hidden row id), then its rows.
+    pub(crate) async fn create_table_as(
+        &self,
+        ct: &ast::CreateTable,
+        q: &Query,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        let bound = Binder::new(self, false).bind_query(q)?;
+        let types = bound.types();
+        let mut names = bound.names.clone();
+        for (n, c) in names.iter_mut().zip(&ct.columns) {
+            *n = ident(&c.name);
+        }
+        let cols: Vec<String> = names
+            .iter()
+            .zip(&types)
+            .map(|(n, t)| Ok(format!("\"{n}\" {}", sql_type(t)?)))
+            .collect::<Result<_, SqlError>>()?;
+        let name = ct.name.to_string();
+        let create = format!("CREATE TABLE {name} ({})", cols.join(", "));
+        let create = match crate::frontend::parse_statement(&create)? {
+            Statement::CreateTable(c) => c,
+            _ => unreachable!("a CREATE TABLE parses as one"),
+        };
+        let target = self.creation_name(&ct.name)?;
+        if self.check_free(&target.job, ct.if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        self.create_table(&create, text, false).await?;
+        let insert = format!("INSERT INTO {name} {q}");
+        match crate::frontend::parse_statement(&insert)? {
+            Statement::Insert(ins) => {
+                let out = self.insert(&ins).await?;
+                // The rows are there when the statement returns, as RisingWave's CTAS has them.
+                self.flush().await?;
+                Ok(out)
+            }
+            _ => unreachable!("an INSERT parses as one"),
+        }
+    }
+}
+
+/// A type as SQL names it (for the columns of `CREATE TABLE AS`).
+fn sql_type(t: &DataType) -> Result<String, SqlError> {
+    Ok(t.to_string())
+}
+
+/// `EXPLAIN CREATE TABLE`: the table's DML path into its materialize (RisingWave's shape).
+fn explain_create_table(ct: &ast::CreateTable) -> Result<Vec<String>, SqlError> {
+    let mut cols: Vec<String> = ct.columns.iter().map(|c| ident(&c.name)).collect();
+    let mut pk: Vec<String> = Vec::new();
+    for c in &ct.columns {
+        if c.options
+            .iter()
+            .any(|o| matches!(o.option, ast::ColumnOption::PrimaryKey(_)))
+        {
+            pk.push(ident(&c.name));
+        }
+    }
+    let row_id = pk.is_empty();
+    if row_id {
+        cols.push(format!("{ROW_ID}(hidden)"));
+        pk.push(ROW_ID.into());
+    }
+    let pk = pk.join(", ");
+    let mut lines = vec![format!(
+        "StreamMaterialize {{ columns: [{}], stream_key: [{pk}], pk_columns: [{pk}], pk_conflict: Overwrite }}",
+        cols.join(", ")
+    )];
+    let mut indent = String::new();
+    if row_id {
+        lines.push(format!(
+            "└─StreamRowIdGen {{ row_id_index: {} }}",
+            cols.len() - 1
+        ));
+        indent.push_str("  ");
+    }
+    lines.push(format!("{indent}└─StreamUnion {{ all: true }}"));
+    lines.push(format!(
+        "{indent}  └─StreamExchange {{ dist: HashShard({pk}) }}"
+    ));
+    lines.push(format!(
+        "{indent}    └─StreamDml {{ columns: [{}] }}",
+        cols.join(", ").replace("(hidden)", "")
+    ));
+    lines.push(format!("{indent}      └─StreamSource"));
+    Ok(lines)
+}
+
+/// The parts of a name, as SQL means them (unquoted ones lower-cased).
+fn object_parts(n: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
+    n.0.iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(id) => Ok(ident(id)),
+            other => Err(SqlError::Unsupported(format!("name {other}"))),
+        })
+        .collect()
+}

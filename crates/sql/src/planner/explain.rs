@@ -1,0 +1,398 @@
+//! `EXPLAIN`: plans printed as RisingWave prints them, a tree of `StreamMaterialize`, `StreamExchange { dist:
+//! HashShard(..) }`, `StreamHashAgg`, ... (one line per node), and the fragments of a stream plan.
+
+use epochlab_common::plan::{DispatchStrategy, StreamFragmentGraph};
+
+use crate::planner::stream::{Dist, StreamOp, StreamPlan};
+use crate::planner::{JoinType, LogicalPlan, SetOp};
+use crate::scalar::{AggCall, ExprNode, ExprType, OrderType};
+
+/// An expression over columns named `names`.
+pub fn fmt_expr(e: &ExprNode, names: &[String]) -> String {
+    match e {
+        ExprNode::InputRef { index, .. } => names
+            .get(*index)
+            .cloned()
+            .unwrap_or_else(|| format!("${index}")),
+        ExprNode::Literal { value, ty } => {
+            let v = value
+                .as_ref()
+                .map_or_else(|| "null".to_string(), |v| v.to_string());
+            format!("{v}:{ty:?}")
+        }
+        ExprNode::Call { func, args, .. } => {
+            let op = match func {
+                ExprType::Add => Some("+"),
+                ExprType::Subtract => Some("-"),
+                ExprType::Multiply => Some("*"),
+                ExprType::Divide => Some("/"),
+                ExprType::Modulus => Some("%"),
+                ExprType::Equal => Some("="),
+                ExprType::NotEqual => Some("<>"),
+                ExprType::LessThan => Some("<"),
+                ExprType::LessThanOrEqual => Some("<="),
+                ExprType::GreaterThan => Some(">"),
+                ExprType::GreaterThanOrEqual => Some(">="),
+                ExprType::And => Some("AND"),
+                ExprType::Or => Some("OR"),
+                _ => None,
+            };
+            let args: Vec<String> = args.iter().map(|a| fmt_expr(a, names)).collect();
+            match (op, args.as_slice()) {
+                (Some(op), [l, r]) => format!("({l} {op} {r})"),
+                _ => format!("{func:?}({})", args.join(", ")),
+            }
+        }
+    }
+}
+
+fn fmt_list(items: impl IntoIterator<Item = String>) -> String {
+    items.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+fn fmt_cols(cols: &[usize], names: &[String]) -> String {
+    fmt_list(
+        cols.iter()
+            .map(|&c| names.get(c).cloned().unwrap_or_default()),
+    )
+}
+
+fn fmt_order(order: &[(usize, OrderType)], names: &[String]) -> String {
+    fmt_list(order.iter().map(|(c, o)| {
+        let dir = if o.descending { "DESC" } else { "ASC" };
+        format!("{} {dir}", names.get(*c).cloned().unwrap_or_default())
+    }))
+}
+
+fn fmt_aggs(calls: &[AggCall], names: &[String]) -> String {
+    fmt_list(calls.iter().map(|c| {
+        let kind = format!("{:?}", c.kind).to_lowercase();
+        let distinct = if c.distinct { "distinct " } else { "" };
+        if c.args.is_empty() {
+            return kind;
+        }
+        format!("{kind}({distinct}{})", fmt_cols(&c.args, names))
+    }))
+}
+
+fn fmt_dist(d: &Dist, names: &[String]) -> String {
+    match d {
+        Dist::Single => "Single".into(),
+        Dist::HashShard(k) => format!("HashShard({})", fmt_cols(k, names)),
+        Dist::UpstreamHashShard(k) => format!("UpstreamHashShard({})", fmt_cols(k, names)),
+        Dist::SomeShard => "SomeShard".into(),
+    }
+}
+
+fn join_type(k: JoinType) -> &'static str {
+    match k {
+        JoinType::Inner => "Inner",
+        JoinType::LeftOuter => "LeftOuter",
+        JoinType::RightOuter => "RightOuter",
+        JoinType::FullOuter => "FullOuter",
+        JoinType::LeftSemi => "LeftSemi",
+        JoinType::LeftAnti => "LeftAnti",
+    }
+}
+
+/// One line of a stream node.
+fn stream_line(p: &StreamPlan) -> String {
+    let input_names = p.inputs.first().map_or(&p.names, |i| &i.names);
+    match &p.op {
+        StreamOp::TableScan { table, .. } => format!(
+            "StreamTableScan {{ table: {table}, columns: [{}], stream_scan_type: ArrangementBackfill, stream_key: [{}], dist: {} }}",
+            fmt_list(p.names.iter().cloned()),
+            fmt_cols(&p.stream_key, &p.names),
+            fmt_dist(&p.dist, &p.names)
+        ),
+        StreamOp::Values { rows } => format!("StreamValues {{ rows: {} }}", rows.len()),
+        StreamOp::RowIdGen { row_id_index } => {
+            format!("StreamRowIdGen {{ row_id_index: {row_id_index} }}")
+        }
+        StreamOp::Project { exprs } => format!(
+            "StreamProject {{ exprs: [{}] }}",
+            fmt_list(exprs.iter().map(|e| fmt_expr(e, input_names)))
+        ),
+        StreamOp::Filter { predicate } => {
+            format!(
+                "StreamFilter {{ predicate: {} }}",
+                fmt_expr(predicate, input_names)
+            )
+        }
+        StreamOp::HashAgg { group_key, calls } => format!(
+            "StreamHashAgg {{ group_key: [{}], aggs: [{}] }}",
+            fmt_cols(group_key, input_names),
+            fmt_aggs(calls, input_names)
+        ),
+        StreamOp::SimpleAgg { calls } => {
+            format!(
+                "StreamSimpleAgg {{ aggs: [{}] }}",
+                fmt_aggs(calls, input_names)
+            )
+        }
+        StreamOp::HashJoin { kind, on, .. } => {
+            let mut both = p.inputs[0].names.clone();
+            both.extend(p.inputs[1].names.iter().cloned());
+            format!(
+                "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
+                join_type(*kind),
+                fmt_expr(on, &both),
+                fmt_list(p.names.iter().cloned())
+            )
+        }
+        StreamOp::Union => "StreamUnion { all: true }".into(),
+        StreamOp::TopN {
+            order,
+            limit,
+            offset,
+        } => format!(
+            "StreamTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            fmt_order(order, input_names),
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+        ),
+        StreamOp::GroupTopN {
+            group_key,
+            order,
+            limit,
+        } => format!(
+            "StreamGroupTopN {{ order: [{}], limit: {limit}, offset: 0, group_key: [{}] }}",
+            fmt_order(order, input_names),
+            fmt_cols(group_key, input_names)
+        ),
+        StreamOp::Exchange { dist } => {
+            format!("StreamExchange {{ dist: {} }}", fmt_dist(dist, input_names))
+        }
+        StreamOp::Materialize { pk, conflict } => {
+            let cols = p.names.iter().enumerate().map(|(i, n)| {
+                let short = n.rsplit('.').next().unwrap_or(n).to_string();
+                if i < p.width {
+                    short
+                } else {
+                    format!("{n}(hidden)")
+                }
+            });
+            format!(
+                "StreamMaterialize {{ columns: [{}], stream_key: [{}], pk_columns: [{}], pk_conflict: {conflict:?} }}",
+                fmt_list(cols),
+                fmt_cols(pk, &p.names),
+                fmt_cols(pk, &p.names)
+            )
+        }
+    }
+}
+
+/// A tree as RisingWave draws it: `└─` before the last child, `├─` before the others.
+fn draw<T>(
+    node: &T,
+    line: &dyn Fn(&T) -> String,
+    kids: &dyn Fn(&T) -> Vec<&T>,
+    out: &mut Vec<String>,
+) {
+    fn go<T>(
+        node: &T,
+        prefix: &str,
+        head: &str,
+        line: &dyn Fn(&T) -> String,
+        kids: &dyn Fn(&T) -> Vec<&T>,
+        out: &mut Vec<String>,
+    ) {
+        out.push(format!("{prefix}{head}{}", line(node)));
+        let children = kids(node);
+        let n = children.len();
+        let cont = match head {
+            "└─" => "  ",
+            "├─" => "│ ",
+            _ => "",
+        };
+        let prefix = format!("{prefix}{cont}");
+        for (i, c) in children.into_iter().enumerate() {
+            let head = if i + 1 == n { "└─" } else { "├─" };
+            go(c, &prefix, head, line, kids, out);
+        }
+    }
+    go(node, "", "", line, kids, out);
+}
+
+/// The lines of a stream plan's `EXPLAIN`.
+pub fn explain_stream(plan: &StreamPlan) -> Vec<String> {
+    let mut out = Vec::new();
+    draw(
+        plan,
+        &stream_line,
+        &|p: &StreamPlan| p.inputs.iter().collect(),
+        &mut out,
+    );
+    out
+}
+
+/// The fragments of a graph, as `EXPLAIN (DISTSQL)` lists them.
+pub fn explain_fragments(graph: &StreamFragmentGraph) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &graph.fragments {
+        out.push(format!(
+            "Fragment {} {{ distribution: {:?} }}",
+            f.fragment_id, f.distribution
+        ));
+        for e in graph.inputs_of(f.fragment_id) {
+            let how = match &e.dispatch {
+                DispatchStrategy::Hash(k) => format!("Hash({k:?})"),
+                other => format!("{other:?}"),
+            };
+            out.push(format!("  <- Fragment {} via {how}", e.upstream));
+        }
+    }
+    out
+}
+
+fn batch_line(p: &LogicalPlan) -> String {
+    let names: Vec<String> = (0..p.inputs().first().map_or(0, |i| i.schema().len()))
+        .map(|i| format!("${i}"))
+        .collect();
+    match p {
+        LogicalPlan::Scan { table, .. } => format!("BatchScan {{ table: {table} }}"),
+        LogicalPlan::Values { rows, .. } => format!("BatchValues {{ rows: {} }}", rows.len()),
+        LogicalPlan::Rows { rows, .. } => format!("BatchValues {{ rows: {} }}", rows.len()),
+        LogicalPlan::Project { exprs, .. } => format!(
+            "BatchProject {{ exprs: [{}] }}",
+            fmt_list(exprs.iter().map(|e| fmt_expr(e, &names)))
+        ),
+        LogicalPlan::Filter { predicate, .. } => {
+            format!(
+                "BatchFilter {{ predicate: {} }}",
+                fmt_expr(predicate, &names)
+            )
+        }
+        LogicalPlan::Agg {
+            group_key, calls, ..
+        } if group_key.is_empty() => {
+            format!("BatchSimpleAgg {{ aggs: [{}] }}", fmt_aggs(calls, &names))
+        }
+        LogicalPlan::Agg {
+            group_key, calls, ..
+        } => format!(
+            "BatchHashAgg {{ group_key: [{}], aggs: [{}] }}",
+            fmt_cols(group_key, &names),
+            fmt_aggs(calls, &names)
+        ),
+        LogicalPlan::Join {
+            kind,
+            on,
+            left,
+            right,
+        } => {
+            let n = left.schema().len() + right.schema().len();
+            let names: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+            let pred = on
+                .as_ref()
+                .map_or_else(|| "true".into(), |e| fmt_expr(e, &names));
+            format!(
+                "BatchHashJoin {{ type: {}, predicate: {pred} }}",
+                join_type(*kind)
+            )
+        }
+        LogicalPlan::Union { .. } => "BatchUnion { all: true }".into(),
+        LogicalPlan::SetOp { op, all, .. } => format!(
+            "Batch{} {{ all: {all} }}",
+            match op {
+                SetOp::Union => "Union",
+                SetOp::Except => "Except",
+                SetOp::Intersect => "Intersect",
+            }
+        ),
+        LogicalPlan::TopN {
+            order,
+            limit,
+            offset,
+            ..
+        } => format!(
+            "BatchTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            fmt_order(order, &names),
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+        ),
+        LogicalPlan::Dedup { keys, .. } => {
+            format!(
+                "BatchGroupTopN {{ limit: 1, group_key: [{}] }}",
+                fmt_cols(keys, &names)
+            )
+        }
+        LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::HopWindow {
+            time_col,
+            slide,
+            size,
+            ..
+        } => format!(
+            "BatchHopWindow {{ time_col: ${time_col}, slide: {}, size: {} }}",
+            fmt_expr(slide, &[]),
+            fmt_expr(size, &[])
+        ),
+    }
+}
+
+/// The lines of a batch plan's `EXPLAIN`.
+pub fn explain_batch(plan: &LogicalPlan) -> Vec<String> {
+    let mut out = vec!["BatchExchange { order: [], dist: Single }".to_string()];
+    let mut body = Vec::new();
+    draw(plan, &batch_line, &|p: &LogicalPlan| p.inputs(), &mut body);
+    out.extend(body.into_iter().enumerate().map(|(i, l)| {
+        let head = if i == 0 { "└─" } else { "  " };
+        format!("{head}{l}")
+    }));
+    out
+}
+
+/// The fragments of a stream plan (`EXPLAIN (DISTSQL)`): each fragment's nodes, an exchange shown as the
+/// fragment it reads from.
+pub fn explain_stream_fragments(plan: &StreamPlan) -> Vec<String> {
+    let mut fragments: Vec<Vec<String>> = Vec::new();
+    collect_fragment(plan, &mut fragments);
+    let mut out = Vec::new();
+    for (i, lines) in fragments.into_iter().enumerate() {
+        out.push(String::new());
+        out.push(format!("Fragment {i}"));
+        out.extend(lines);
+    }
+    out
+}
+
+fn collect_fragment(root: &StreamPlan, fragments: &mut Vec<Vec<String>>) -> usize {
+    let id = fragments.len();
+    fragments.push(Vec::new());
+    let mut lines = Vec::new();
+    fragment_lines(root, "", "", fragments, &mut lines);
+    fragments[id] = lines;
+    id
+}
+
+fn fragment_lines(
+    p: &StreamPlan,
+    prefix: &str,
+    head: &str,
+    fragments: &mut Vec<Vec<String>>,
+    out: &mut Vec<String>,
+) {
+    if let StreamOp::Exchange { dist } = &p.op {
+        let from = collect_fragment(&p.inputs[0], fragments);
+        out.push(format!(
+            "{prefix}{head}StreamExchange {} from {from}",
+            fmt_dist(dist, &p.inputs[0].names)
+        ));
+        return;
+    }
+    out.push(format!("{prefix}{head}{}", stream_line(p)));
+    let cont = match head {
+        "└── " => "    ",
+        "├── " => "│   ",
+        _ => "",
+    };
+    let prefix = format!("{prefix}{cont}");
+    let n = p.inputs.len();
+    for (i, c) in p.inputs.iter().enumerate() {
+        let head = if i + 1 == n {
+            "└── "
+        } else {
+            "├── "
+        };
+        fragment_lines(c, &prefix, head, fragments, out);
+    }
+}

@@ -1,0 +1,807 @@
+//! The stream side of a logical plan (RisingWave's `to_stream`): stream operators with RisingWave's
+//! exchanges (hash on the join or group key, a singleton for global aggregation and top-N), each node's
+//! distribution and stream key, and `Materialize` at the root keyed by the stream key (hidden columns added
+//! where a projection would drop a key column). [`fragment_graph`] cuts the plan at its exchanges into
+//! RisingWave's fragment graph; [`check_executors`] is the one place that says which operators have a stream
+//! executor here.
+
+use std::sync::Arc;
+
+use epochlab_common::catalog::{Distribution, TableDesc};
+use epochlab_common::plan::{
+    ConflictBehavior, DispatchStrategy, FragmentDistribution, StreamFragment, StreamFragmentEdge,
+    StreamFragmentGraph, StreamNode, StreamScanType,
+};
+use epochlab_common::{DataType, OrderType, OwnedRow, TableId, VnodeCount};
+
+use crate::error::SqlError;
+use crate::planner::{JoinType, LogicalPlan, SetOp};
+use crate::scalar::sig::build_func;
+use crate::scalar::{AggCall, ExprNode, ExprType, eval};
+
+/// How a stream node's rows are spread over its fragment's actors (RisingWave's `Distribution`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dist {
+    Single,
+    HashShard(Vec<usize>),
+    /// A table scan: the upstream table's distribution.
+    UpstreamHashShard(Vec<usize>),
+    SomeShard,
+}
+
+impl Dist {
+    /// Whether rows are already hashed by exactly `keys`.
+    fn hashed_by(&self, keys: &[usize]) -> bool {
+        matches!(self, Dist::HashShard(k) | Dist::UpstreamHashShard(k) if k.as_slice() == keys)
+    }
+}
+
+/// A stream operator (RisingWave's `Stream*` plan nodes).
+#[derive(Clone, Debug)]
+pub enum StreamOp {
+    /// A backfill of `table` (its stored rows).
+    TableScan {
+        table: String,
+        table_id: TableId,
+    },
+    Values {
+        rows: Vec<OwnedRow>,
+    },
+    RowIdGen {
+        row_id_index: usize,
+    },
+    Project {
+        exprs: Vec<ExprNode>,
+    },
+    Filter {
+        predicate: ExprNode,
+    },
+    HashAgg {
+        group_key: Vec<usize>,
+        calls: Vec<AggCall>,
+    },
+    SimpleAgg {
+        calls: Vec<AggCall>,
+    },
+    HashJoin {
+        kind: JoinType,
+        on: ExprNode,
+        left_keys: Vec<usize>,
+        right_keys: Vec<usize>,
+    },
+    Union,
+    TopN {
+        order: Vec<(usize, OrderType)>,
+        limit: Option<u64>,
+        offset: u64,
+    },
+    GroupTopN {
+        group_key: Vec<usize>,
+        order: Vec<(usize, OrderType)>,
+        limit: u64,
+    },
+    Exchange {
+        dist: Dist,
+    },
+    Materialize {
+        pk: Vec<usize>,
+        conflict: ConflictBehavior,
+    },
+}
+
+/// A stream plan node: the first `width` columns are the logical plan's, the rest hidden (stream key
+/// columns a projection would have dropped).
+#[derive(Clone, Debug)]
+pub struct StreamPlan {
+    pub op: StreamOp,
+    pub inputs: Vec<StreamPlan>,
+    pub types: Vec<DataType>,
+    pub names: Vec<String>,
+    pub width: usize,
+    pub dist: Dist,
+    pub stream_key: Vec<usize>,
+}
+
+/// The upstream tables a stream plan reads, by id: their stored columns' names, types and pk.
+pub trait UpstreamReader {
+    fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError>;
+}
+
+/// An upstream table as the stream planner needs it.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    pub desc: Arc<TableDesc>,
+    /// A name per stored column (`_row_id` for the hidden row id).
+    pub names: Vec<String>,
+}
+
+fn unsupported(what: &str) -> SqlError {
+    SqlError::Unsupported(format!("streaming {what}"))
+}
+
+fn refs(types: &[DataType]) -> Vec<ExprNode> {
+    types
+        .iter()
+        .enumerate()
+        .map(|(index, ty)| ExprNode::InputRef {
+            index,
+            ty: ty.clone(),
+        })
+        .collect()
+}
+
+impl StreamPlan {
+    fn unary(op: StreamOp, input: StreamPlan, dist: Dist, stream_key: Vec<usize>) -> StreamPlan {
+        StreamPlan {
+            types: input.types.clone(),
+            names: input.names.clone(),
+            width: input.width,
+            op,
+            inputs: vec![input],
+            dist,
+            stream_key,
+        }
+    }
+
+    /// The plan with its rows hashed by `keys` (no exchange when they already are).
+    fn exchange(self, dist: Dist) -> StreamPlan {
+        let done = match &dist {
+            Dist::HashShard(k) => self.dist.hashed_by(k),
+            Dist::Single => self.dist == Dist::Single,
+            _ => false,
+        };
+        if done {
+            return self;
+        }
+        let key = self.stream_key.clone();
+        StreamPlan::unary(StreamOp::Exchange { dist: dist.clone() }, self, dist, key)
+    }
+
+    /// A projection of `exprs` (the visible columns, `names`), keeping the stream key (hidden if need be).
+    fn project(self, mut exprs: Vec<ExprNode>, mut names: Vec<String>) -> StreamPlan {
+        let width = exprs.len();
+        let mut key = Vec::new();
+        for &k in &self.stream_key {
+            let pos = exprs
+                .iter()
+                .position(|e| matches!(e, ExprNode::InputRef { index, .. } if *index == k));
+            key.push(pos.unwrap_or_else(|| {
+                exprs.push(ExprNode::InputRef {
+                    index: k,
+                    ty: self.types[k].clone(),
+                });
+                names.push(self.names[k].clone());
+                exprs.len() - 1
+            }));
+        }
+        let identity = exprs.len() == self.types.len()
+            && exprs
+                .iter()
+                .enumerate()
+                .all(|(i, e)| matches!(e, ExprNode::InputRef { index, .. } if *index == i));
+        if identity {
+            return StreamPlan {
+                names,
+                width,
+                stream_key: key,
+                ..self
+            };
+        }
+        let dist = match &self.dist {
+            Dist::HashShard(d) | Dist::UpstreamHashShard(d) => {
+                let mapped: Option<Vec<usize>> = d
+                    .iter()
+                    .map(|c| {
+                        exprs.iter().position(
+                            |e| matches!(e, ExprNode::InputRef { index, .. } if index == c),
+                        )
+                    })
+                    .collect();
+                mapped.map_or(Dist::SomeShard, Dist::HashShard)
+            }
+            other => other.clone(),
+        };
+        StreamPlan {
+            types: exprs.iter().map(ExprNode::return_type).collect(),
+            names,
+            width,
+            op: StreamOp::Project { exprs },
+            inputs: vec![self],
+            dist,
+            stream_key: key,
+        }
+    }
+}
+
+/// The stream plan of a materialized view's query, `Materialize` at the root.
+pub fn plan_materialize(
+    plan: &LogicalPlan,
+    names: &[String],
+    upstreams: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let body = to_stream(plan, upstreams)?;
+    let exprs = refs(&body.types[..body.width]);
+    let mut body = body.project(exprs, names.to_vec());
+    let pk = body.stream_key.clone();
+    match &body.dist {
+        Dist::Single => {}
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) if d.iter().all(|c| pk.contains(c)) => {}
+        _ => body = body.exchange(Dist::HashShard(pk.clone())),
+    }
+    let dist = body.dist.clone();
+    Ok(StreamPlan::unary(
+        StreamOp::Materialize {
+            pk: pk.clone(),
+            conflict: ConflictBehavior::NoCheck,
+        },
+        body,
+        dist,
+        pk,
+    ))
+}
+
+fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, SqlError> {
+    match plan {
+        LogicalPlan::Scan {
+            table,
+            table_id,
+            exprs,
+            filter,
+            ..
+        } => {
+            let upstream = up.upstream(*table_id)?;
+            let desc = &upstream.desc;
+            let mut scan = StreamPlan {
+                op: StreamOp::TableScan {
+                    table: table.clone(),
+                    table_id: *table_id,
+                },
+                inputs: Vec::new(),
+                types: desc.column_types.clone(),
+                names: upstream
+                    .names
+                    .iter()
+                    .map(|n| format!("{table}.{n}"))
+                    .collect(),
+                width: desc.column_types.len(),
+                dist: Dist::UpstreamHashShard(desc.dist_key_indices()),
+                stream_key: desc.pk_indices.clone(),
+            };
+            if let Some(f) = filter {
+                let key = scan.stream_key.clone();
+                let dist = scan.dist.clone();
+                scan = StreamPlan::unary(
+                    StreamOp::Filter {
+                        predicate: f.clone(),
+                    },
+                    scan,
+                    dist,
+                    key,
+                );
+            }
+            let names = exprs
+                .iter()
+                .map(|e| match e {
+                    ExprNode::InputRef { index, .. } => scan.names[*index].clone(),
+                    _ => format!("{table}.expr"),
+                })
+                .collect();
+            Ok(scan.project(exprs.clone(), names))
+        }
+        LogicalPlan::Values { rows, types } => values(rows, types),
+        LogicalPlan::Rows { .. } => Err(unsupported("system table")),
+        LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
+        // HopWindowExecutor lands with the stream branch's next milestone; plan it then.
+        LogicalPlan::HopWindow { .. } => Err(unsupported("hop window")),
+        LogicalPlan::Project { exprs, input } => {
+            let input = to_stream(input, up)?;
+            let names = exprs
+                .iter()
+                .map(|e| match e {
+                    ExprNode::InputRef { index, .. } => input.names[*index].clone(),
+                    _ => "$expr".into(),
+                })
+                .collect();
+            Ok(input.project(exprs.clone(), names))
+        }
+        LogicalPlan::Filter { predicate, input } => {
+            let input = to_stream(input, up)?;
+            let (dist, key) = (input.dist.clone(), input.stream_key.clone());
+            let op = StreamOp::Filter {
+                predicate: predicate.clone(),
+            };
+            Ok(StreamPlan::unary(op, input, dist, key))
+        }
+        LogicalPlan::Agg {
+            group_key,
+            calls,
+            input,
+        } => agg(to_stream(input, up)?, group_key, calls),
+        LogicalPlan::Join {
+            kind,
+            on,
+            left,
+            right,
+        } => join(
+            *kind,
+            on.as_ref(),
+            to_stream(left, up)?,
+            to_stream(right, up)?,
+        ),
+        LogicalPlan::Union { inputs } => {
+            let inputs = inputs
+                .iter()
+                .map(|i| to_stream(i, up))
+                .collect::<Result<Vec<_>, _>>()?;
+            union(inputs)
+        }
+        LogicalPlan::SetOp {
+            op: SetOp::Union,
+            all: false,
+            left,
+            right,
+        } => {
+            let u = union(vec![to_stream(left, up)?, to_stream(right, up)?])?;
+            let width = u.width;
+            agg(u, &(0..width).collect::<Vec<_>>(), &[])
+        }
+        LogicalPlan::SetOp { op, .. } => Err(unsupported(match op {
+            SetOp::Except => "except",
+            SetOp::Intersect => "intersect",
+            SetOp::Union => "union",
+        })),
+        LogicalPlan::TopN {
+            order,
+            limit,
+            offset,
+            input,
+        } => {
+            let input = to_stream(input, up)?;
+            if limit.is_none() && *offset == 0 {
+                // ORDER BY without LIMIT orders nothing in a materialized view.
+                return Ok(input);
+            }
+            let input = input.exchange(Dist::Single);
+            let key = input.stream_key.clone();
+            let op = StreamOp::TopN {
+                order: order.clone(),
+                limit: *limit,
+                offset: *offset,
+            };
+            Ok(StreamPlan::unary(op, input, Dist::Single, key))
+        }
+        LogicalPlan::Dedup { keys, input } => {
+            let (order, input) = match input.as_ref() {
+                LogicalPlan::TopN {
+                    order,
+                    limit: None,
+                    offset: 0,
+                    input,
+                } => (order.clone(), input.as_ref()),
+                other => (Vec::new(), other),
+            };
+            let input = to_stream(input, up)?.exchange(Dist::HashShard(keys.clone()));
+            let op = StreamOp::GroupTopN {
+                group_key: keys.clone(),
+                order,
+                limit: 1,
+            };
+            Ok(StreamPlan::unary(
+                op,
+                input,
+                Dist::HashShard(keys.clone()),
+                keys.clone(),
+            ))
+        }
+    }
+}
+
+/// Constant rows with a hidden row id (RisingWave's `StreamValues` under a `StreamRowIdGen`).
+fn values(rows: &[Vec<ExprNode>], types: &[DataType]) -> Result<StreamPlan, SqlError> {
+    let empty = OwnedRow::empty();
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut row = r
+            .iter()
+            .map(|e| eval(e, &empty))
+            .collect::<Result<Vec<_>, _>>()?;
+        row.push(None);
+        out.push(OwnedRow::new(row));
+    }
+    let mut all = types.to_vec();
+    all.push(DataType::Int64);
+    let row_id = types.len();
+    let mut names: Vec<String> = (1..=types.len())
+        .map(|i| format!("*VALUES*.column_{i}"))
+        .collect();
+    names.push("_row_id".into());
+    let v = StreamPlan {
+        op: StreamOp::Values { rows: out },
+        inputs: Vec::new(),
+        types: all,
+        names,
+        width: types.len(),
+        dist: Dist::Single,
+        stream_key: vec![row_id],
+    };
+    Ok(StreamPlan::unary(
+        StreamOp::RowIdGen {
+            row_id_index: row_id,
+        },
+        v,
+        Dist::Single,
+        vec![row_id],
+    ))
+}
+
+fn agg(input: StreamPlan, group_key: &[usize], calls: &[AggCall]) -> Result<StreamPlan, SqlError> {
+    let mut types: Vec<DataType> = group_key.iter().map(|&k| input.types[k].clone()).collect();
+    let mut names: Vec<String> = group_key.iter().map(|&k| input.names[k].clone()).collect();
+    for c in calls {
+        types.push(c.ret.clone());
+        names.push(format!("{:?}", c.kind).to_lowercase());
+    }
+    let width = types.len();
+    let (op, input, dist, key) = if group_key.is_empty() {
+        let op = StreamOp::SimpleAgg {
+            calls: calls.to_vec(),
+        };
+        (op, input.exchange(Dist::Single), Dist::Single, Vec::new())
+    } else {
+        let input = input.exchange(Dist::HashShard(group_key.to_vec()));
+        let op = StreamOp::HashAgg {
+            group_key: group_key.to_vec(),
+            calls: calls.to_vec(),
+        };
+        let key: Vec<usize> = (0..group_key.len()).collect();
+        (op, input, Dist::HashShard(key.clone()), key)
+    };
+    Ok(StreamPlan {
+        op,
+        inputs: vec![input],
+        types,
+        names,
+        width,
+        dist,
+        stream_key: key,
+    })
+}
+
+fn join(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: StreamPlan,
+    right: StreamPlan,
+) -> Result<StreamPlan, SqlError> {
+    let Some(on) = on.cloned() else {
+        return Err(unsupported("nested-loop join"));
+    };
+    let keys = crate::batch::equi_keys(Some(&on), left.width);
+    if keys.is_empty() {
+        return Err(unsupported("nested-loop join"));
+    }
+    let (lk, rk): (Vec<usize>, Vec<usize>) = keys.into_iter().unzip();
+    let left = left.exchange(Dist::HashShard(lk.clone()));
+    let right = right.exchange(Dist::HashShard(rk.clone()));
+    // Output: the logical columns of both sides, then both sides' hidden columns.
+    let (lw, rw) = (left.width, right.width);
+    let pos_l = |i: usize| if i < lw { i } else { lw + rw + (i - lw) };
+    let lh = left.types.len() - lw;
+    let pos_r = |i: usize| {
+        if i < rw {
+            lw + i
+        } else {
+            lw + rw + lh + (i - rw)
+        }
+    };
+    let mut types = left.types[..lw].to_vec();
+    types.extend_from_slice(&right.types[..rw]);
+    types.extend_from_slice(&left.types[lw..]);
+    types.extend_from_slice(&right.types[rw..]);
+    let mut names = left.names[..lw].to_vec();
+    names.extend_from_slice(&right.names[..rw]);
+    names.extend_from_slice(&left.names[lw..]);
+    names.extend_from_slice(&right.names[rw..]);
+    let mut key: Vec<usize> = left.stream_key.iter().map(|&k| pos_l(k)).collect();
+    key.extend(right.stream_key.iter().map(|&k| pos_r(k)));
+    Ok(StreamPlan {
+        op: StreamOp::HashJoin {
+            kind,
+            on,
+            left_keys: lk.clone(),
+            right_keys: rk,
+        },
+        inputs: vec![left, right],
+        types,
+        names,
+        width: lw + rw,
+        dist: Dist::HashShard(lk),
+        stream_key: key,
+    })
+}
+
+/// `UNION ALL`: each input projected to the visible columns, every input's key columns (NULL where not
+/// its own) and its position, all hashed by those columns alike.
+fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
+    let width = inputs.first().map_or(0, |i| i.width);
+    let key_types: Vec<Vec<DataType>> = inputs
+        .iter()
+        .map(|i| i.stream_key.iter().map(|&k| i.types[k].clone()).collect())
+        .collect();
+    let n_keys: usize = key_types.iter().map(Vec::len).sum();
+    let key: Vec<usize> = (width..width + n_keys + 1).collect();
+    let mut projected = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.into_iter().enumerate() {
+        let mut exprs = refs(&input.types[..width]);
+        let mut names = input.names[..width].to_vec();
+        for (j, tys) in key_types.iter().enumerate() {
+            for (n, ty) in tys.iter().enumerate() {
+                exprs.push(if i == j {
+                    ExprNode::InputRef {
+                        index: input.stream_key[n],
+                        ty: ty.clone(),
+                    }
+                } else {
+                    ExprNode::Literal {
+                        value: None,
+                        ty: ty.clone(),
+                    }
+                });
+                names.push(format!("$key{j}_{n}"));
+            }
+        }
+        exprs.push(ExprNode::Literal {
+            value: Some(epochlab_common::ScalarImpl::Int32(i as i32)),
+            ty: DataType::Int32,
+        });
+        names.push("$src".into());
+        let mut p = input.project(exprs, names);
+        // The projection's own key bookkeeping is replaced by the union's key layout.
+        p.types.truncate(width + n_keys + 1);
+        p.names.truncate(width + n_keys + 1);
+        if let StreamOp::Project { exprs } = &mut p.op {
+            exprs.truncate(width + n_keys + 1);
+        }
+        p.width = width;
+        p.stream_key = key.clone();
+        projected.push(p.exchange(Dist::HashShard(key.clone())));
+    }
+    let first = projected
+        .first()
+        .ok_or_else(|| unsupported("empty union"))?;
+    Ok(StreamPlan {
+        op: StreamOp::Union,
+        types: first.types.clone(),
+        names: first.names.clone(),
+        width,
+        dist: Dist::HashShard(key.clone()),
+        stream_key: key,
+        inputs: projected,
+    })
+}
+
+/// The name of the first operator in `plan` without a stream executor here (one place decides).
+pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
+    let missing = match &plan.op {
+        StreamOp::HashAgg { .. } | StreamOp::SimpleAgg { .. } => Some("agg"),
+        StreamOp::HashJoin { .. } => Some("join"),
+        StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => Some("top-N"),
+        _ => None,
+    };
+    if let Some(m) = missing {
+        return Err(unsupported(m));
+    }
+    plan.inputs.iter().try_for_each(check_executors)
+}
+
+/// The materialized view's table: its columns, its pk, hashed as its root fragment is.
+pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<TableDesc> {
+    let StreamOp::Materialize { pk, .. } = &plan.op else {
+        unreachable!("the root of a materialized view's plan is its Materialize")
+    };
+    let n = plan.types.len();
+    let distribution = match &plan.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => Distribution::HashDistKey {
+            dist_key_in_pk: d
+                .iter()
+                .filter_map(|c| pk.iter().position(|p| p == c))
+                .collect(),
+        },
+        _ => Distribution::Singleton,
+    };
+    Arc::new(TableDesc {
+        table_id: TableId(u32::MAX),
+        column_types: plan.types.clone(),
+        pk_indices: pk.clone(),
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        value_indices: (0..n).collect(),
+        distribution,
+        vnode_count,
+    })
+}
+
+/// Cut `plan` at its exchanges into a fragment graph (fragment 0 is the root's).
+pub fn fragment_graph(
+    plan: &StreamPlan,
+    table: &Arc<TableDesc>,
+    upstreams: &dyn UpstreamReader,
+    chunk_size: usize,
+) -> Result<StreamFragmentGraph, SqlError> {
+    let mut graph = StreamFragmentGraph::default();
+    build_fragment(plan, table, upstreams, chunk_size, &mut graph)?;
+    Ok(graph)
+}
+
+fn fragment_distribution(dist: &Dist) -> FragmentDistribution {
+    match dist {
+        Dist::Single => FragmentDistribution::Single,
+        Dist::HashShard(k) | Dist::UpstreamHashShard(k) => FragmentDistribution::Hash {
+            dist_key: k.clone(),
+        },
+        Dist::SomeShard => FragmentDistribution::Hash {
+            dist_key: Vec::new(),
+        },
+    }
+}
+
+fn build_fragment(
+    plan: &StreamPlan,
+    table: &Arc<TableDesc>,
+    up: &dyn UpstreamReader,
+    chunk_size: usize,
+    graph: &mut StreamFragmentGraph,
+) -> Result<u32, SqlError> {
+    let id = graph.fragments.len() as u32;
+    graph.fragments.push(StreamFragment {
+        fragment_id: id,
+        node: StreamNode::Union { inputs: Vec::new() },
+        distribution: fragment_distribution(&plan.dist),
+        parallelism: None,
+    });
+    let node = stream_node(plan, id, table, up, chunk_size, graph)?;
+    graph.fragments[id as usize].node = node;
+    Ok(id)
+}
+
+fn stream_node(
+    plan: &StreamPlan,
+    fragment: u32,
+    table: &Arc<TableDesc>,
+    up: &dyn UpstreamReader,
+    chunk_size: usize,
+    graph: &mut StreamFragmentGraph,
+) -> Result<StreamNode, SqlError> {
+    let child = |i: usize, graph: &mut StreamFragmentGraph| -> Result<Box<StreamNode>, SqlError> {
+        stream_node(&plan.inputs[i], fragment, table, up, chunk_size, graph).map(Box::new)
+    };
+    Ok(match &plan.op {
+        StreamOp::TableScan { table_id, .. } => {
+            let desc = up.upstream(*table_id)?.desc;
+            StreamNode::stream_scan(StreamScanType::ArrangementBackfill, desc, chunk_size)
+        }
+        StreamOp::Values { rows } => StreamNode::Values {
+            rows: rows.clone(),
+            types: plan.types.clone(),
+        },
+        StreamOp::RowIdGen { row_id_index } => StreamNode::RowIdGen {
+            row_id_index: *row_id_index,
+            input: child(0, graph)?,
+        },
+        StreamOp::Project { exprs } => StreamNode::Project {
+            exprs: exprs.clone(),
+            input: child(0, graph)?,
+        },
+        StreamOp::Filter { predicate } => StreamNode::Filter {
+            predicate: predicate.clone(),
+            input: child(0, graph)?,
+        },
+        StreamOp::Union => StreamNode::Union {
+            inputs: (0..plan.inputs.len())
+                .map(|i| child(i, graph).map(|b| *b))
+                .collect::<Result<_, _>>()?,
+        },
+        StreamOp::Materialize { conflict, .. } => StreamNode::Materialize {
+            table: table.clone(),
+            conflict: *conflict,
+            input: child(0, graph)?,
+        },
+        StreamOp::Exchange { dist } => {
+            let upstream = build_fragment(&plan.inputs[0], table, up, chunk_size, graph)?;
+            let dispatch = match dist {
+                Dist::Single => DispatchStrategy::Simple,
+                Dist::HashShard(k) | Dist::UpstreamHashShard(k) => {
+                    DispatchStrategy::Hash(k.clone())
+                }
+                Dist::SomeShard => DispatchStrategy::NoShuffle,
+            };
+            graph.edges.push(StreamFragmentEdge {
+                upstream,
+                downstream: fragment,
+                dispatch,
+            });
+            StreamNode::Exchange { upstream }
+        }
+        StreamOp::HashAgg { .. }
+        | StreamOp::SimpleAgg { .. }
+        | StreamOp::HashJoin { .. }
+        | StreamOp::TopN { .. }
+        | StreamOp::GroupTopN { .. } => {
+            check_executors(plan)?;
+            unreachable!("check_executors refuses {:?}", plan.op)
+        }
+    })
+}
+
+/// A plan that is a scan of one table under projections and filters, as expressions over the table's
+/// stored rows (the engine's original materialized views: the upstream's rows, read through these).
+#[derive(Clone, Debug)]
+pub struct SingleTable {
+    pub table_id: TableId,
+    pub exprs: Vec<ExprNode>,
+    pub filter: Option<ExprNode>,
+}
+
+/// The operator a streaming job would need for `plan`'s root.
+pub fn operator_name(plan: &LogicalPlan) -> &'static str {
+    match plan {
+        LogicalPlan::Scan { .. } => "table scan",
+        LogicalPlan::Values { .. } | LogicalPlan::Rows { .. } => "values",
+        LogicalPlan::Project { .. } => "project",
+        LogicalPlan::Filter { .. } => "filter",
+        LogicalPlan::Agg { .. } => "agg",
+        LogicalPlan::Join { .. } => "join",
+        LogicalPlan::Union { .. } => "union",
+        LogicalPlan::SetOp { .. } => "set operation",
+        LogicalPlan::TopN { .. } => "top-N",
+        LogicalPlan::Dedup { .. } => "dedup",
+        LogicalPlan::TableFunction { .. } => "table function",
+        LogicalPlan::HopWindow { .. } => "hop window",
+    }
+}
+
+/// `plan` as one table's rows under projections and filters; any other operator is unsupported.
+pub fn single_table(plan: &LogicalPlan) -> Result<SingleTable, SqlError> {
+    match plan {
+        LogicalPlan::Scan {
+            table_id,
+            exprs,
+            filter,
+            ..
+        } => Ok(SingleTable {
+            table_id: *table_id,
+            exprs: exprs.clone(),
+            filter: filter.clone(),
+        }),
+        LogicalPlan::Project { exprs, input } => {
+            let inner = single_table(input)?;
+            let exprs = exprs.iter().map(|e| substitute(e, &inner.exprs)).collect();
+            Ok(SingleTable { exprs, ..inner })
+        }
+        LogicalPlan::Filter { predicate, input } => {
+            let inner = single_table(input)?;
+            let p = substitute(predicate, &inner.exprs);
+            let filter = match inner.filter {
+                None => p,
+                Some(f) => build_func(ExprType::And, vec![f, p])?,
+            };
+            Ok(SingleTable {
+                filter: Some(filter),
+                ..inner
+            })
+        }
+        other => Err(unsupported(operator_name(other))),
+    }
+}
+
+/// `e` with each input reference replaced by the expression it refers to.
+fn substitute(e: &ExprNode, inputs: &[ExprNode]) -> ExprNode {
+    match e {
+        ExprNode::InputRef { index, .. } => inputs[*index].clone(),
+        ExprNode::Literal { .. } => e.clone(),
+        ExprNode::Call { func, args, ret } => ExprNode::Call {
+            func: *func,
+            args: args.iter().map(|a| substitute(a, inputs)).collect(),
+            ret: ret.clone(),
+        },
+    }
+}
