@@ -385,6 +385,7 @@ impl epochlab_storage::CompactionCatalog for CatalogView {
             } else {
                 r.progress_tables()
                     .into_iter()
+                    .chain(r.internal_tables())
                     .find(|d| d.table_id == table)
             }
         })
