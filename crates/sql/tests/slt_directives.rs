@@ -164,6 +164,27 @@ fn refused_files_name_the_file_and_line() {
     }
     let err = run(&write(&d, "i.slt", "include ./none.slt.part\n")).err();
     assert!(matches!(err, Some(SltError::Include { .. })), "{err:?}");
+    // A file that includes itself, and an included file that is not text: refused, not a crash.
+    let err = run(&write(
+        &d,
+        "self.slt",
+        "statement ok\nSELECT 1;\n\ninclude ./self.slt\n",
+    ))
+    .err();
+    let err = err.expect("refused").to_string();
+    assert!(
+        err.contains("self.slt:4: include ./self.slt: includes nested deeper"),
+        "{err}"
+    );
+    std::fs::write(d.join("parts/binary.slt.part"), [0xff, 0xfe, 0x00]).unwrap();
+    let err = run(&write(
+        &d,
+        "binary.slt",
+        "include ./parts/binary.slt.part\n",
+    ))
+    .err();
+    let err = err.expect("refused").to_string();
+    assert!(err.contains("binary.slt.part: cannot read"), "{err}");
 }
 
 #[test]
