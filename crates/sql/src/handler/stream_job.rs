@@ -76,9 +76,28 @@ impl Session {
     /// Meta's name of the table an `INSERT`/`UPDATE`/`DELETE` names (resolved along the search path).
     pub(crate) fn table_job_name(&self, n: &ast::ObjectName) -> Result<String, SqlError> {
         let parts = object_parts(n)?;
-        Ok(self
-            .resolve_kind(&Name(parts), CatalogKind::Table)?
-            .job_name())
+        let rel = self.resolve_any(&Name(parts)).map_err(|e| match e {
+            crate::catalog::CatalogError::NotFound(_, name) => {
+                crate::catalog::CatalogError::NotFound("table", name)
+            }
+            e => e,
+        })?;
+        if matches!(
+            rel.kind,
+            CatalogKind::Source | CatalogKind::Sink | CatalogKind::View
+        ) {
+            // A source, sink or view is no DML target: RisingWave's binder finds no table of the name.
+            return Err(crate::catalog::CatalogError::NotFound("table", rel.name).into());
+        }
+        if rel.kind != CatalogKind::Table {
+            // RisingWave's DML binder refuses a relation that is not a table.
+            return Err(SqlError::Invalid(format!(
+                "cannot change {} \"{}\"",
+                rel.kind.as_str(),
+                rel.name
+            )));
+        }
+        Ok(rel.job_name())
     }
 
     /// The catalog's relations over the engine's table `table_id` (a dependency).
@@ -316,7 +335,7 @@ impl Session {
         if self.check_free(&target.job, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        self.create_table(&create, text, false).await?;
+        self.create_table(&create, text, Default::default()).await?;
         let insert = format!("INSERT INTO {name} {q}");
         match crate::frontend::parse_statement(&insert)? {
             Statement::Insert(ins) => {
