@@ -105,7 +105,7 @@ impl Evaluator<'_, '_> {
         if scalar::is_strict(func) && values.iter().any(Option::is_none) {
             return Ok(None);
         }
-        scalar::call(func, &values, args, ret)
+        scalar::call(func, &values, ret)
     }
 
     /// `args` = [when1, then1, when2, then2, ..., else?]; a NULL condition does not match.

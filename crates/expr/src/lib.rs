@@ -1,6 +1,9 @@
 //! Expression evaluation with RisingWave's semantics (mirrors RisingWave's `src/expr`): scalar functions by
 //! family under [`scalar`], casts in [`cast`], overload resolution in [`sig`], aggregate states in [`agg`],
-//! set-returning functions in [`table_function`].
+//! set-returning functions in [`table_function`], window functions in [`window`].
+//!
+//! The binder types a call with [`sig::build_func`] (or [`cast::build_cast`]), which picks the overload,
+//! inserts the implicit casts and sets the return type; evaluation then trusts those types.
 //!
 //! [`eval`] is strict (batch): the first error fails the expression. [`eval_non_strict`] is RisingWave's
 //! streaming mode: a call that fails yields NULL, the error goes to the callback, and evaluation continues.

@@ -2,7 +2,7 @@
 //! decimals and timestamps (with an interval step), and `unnest` of an array.
 
 use epochlab_common::expr_node::{ExprNode, TableFunctionType};
-use epochlab_common::types::{Decimal, Interval, Timestamp, Timestamptz};
+use epochlab_common::types::{Decimal, Interval, StructType, StructValue, Timestamp, Timestamptz};
 use epochlab_common::{DataType, Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
@@ -18,7 +18,10 @@ pub const MAX_ROWS: usize = 10_000_000;
 pub fn build(f: TableFunctionType, args: Vec<ExprNode>) -> Result<(Vec<ExprNode>, DataType)> {
     use DataType as T;
     let name = format!("{f:?}").to_lowercase();
-    if f == TableFunctionType::Unnest {
+    if matches!(
+        f,
+        TableFunctionType::Unnest | TableFunctionType::PgExpandArray
+    ) {
         let ty = args.iter().map(ExprNode::return_type).collect::<Vec<_>>();
         return return_type(f, &ty).map(|t| (args, t));
     }
@@ -60,6 +63,10 @@ pub fn return_type(f: TableFunctionType, args: &[DataType]) -> Result<DataType> 
             Ok(t.clone())
         }
         (Unnest, [T::List(t)]) => Ok(innermost(t).clone()),
+        (PgExpandArray, [T::List(t)]) => Ok(T::Struct(StructType::new(vec![
+            ("x".to_string(), (**t).clone()),
+            ("n".to_string(), T::Int32),
+        ]))),
         _ => Err(bad()),
     }
 }
@@ -86,6 +93,18 @@ pub fn eval(f: TableFunctionType, args: &[Datum]) -> Result<Vec<Datum>> {
                 Ok(out)
             }
             _ => Err(ExprError::UnsupportedFunction("unnest".into())),
+        },
+        TableFunctionType::PgExpandArray => match args[..] {
+            [ScalarImpl::List(l)] => Ok(l
+                .values()
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let n = Some(ScalarImpl::Int32(i as i32 + 1));
+                    Some(ScalarImpl::Struct(StructValue::new(vec![v.clone(), n])))
+                })
+                .collect()),
+            _ => Err(ExprError::UnsupportedFunction("_pg_expandarray".into())),
         },
         _ => series(f == TableFunctionType::GenerateSeries, &args),
     }

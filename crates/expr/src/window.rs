@@ -138,7 +138,8 @@ fn with_position(row: &OwnedRow, i: usize) -> OwnedRow {
 }
 
 /// Slide the frame over the partition: rows leaving are deleted, rows entering inserted (for ROWS frames
-/// both bounds only move forward).
+/// both bounds only move forward), as RisingWave's incremental window aggregation. With EXCLUDE CURRENT
+/// ROW each frame is aggregated afresh, as RisingWave does then.
 fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum>> {
     let n = rows.len();
     let positioned: Vec<OwnedRow> = rows
@@ -146,13 +147,14 @@ fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum
         .enumerate()
         .map(|(i, r)| with_position(r, i))
         .collect();
+    if frame.exclude_current_row {
+        return (0..n).map(|i| fresh(agg, &frame, &positioned, i)).collect();
+    }
     let mut state = AggState::new(agg);
     let (mut lo, mut hi) = (0usize, 0usize); // rows [lo, hi) are in the state
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let (start, end) = frame_range(&frame, i, n);
-        let start = start.min(n);
-        let end_excl = end.map_or(0, |e| e + 1).clamp(start, n);
+        let (start, end_excl) = bounds(&frame, i, n);
         while lo < start.min(hi) {
             state.apply(Op::Delete, &positioned[lo])?;
             lo += 1;
@@ -164,18 +166,25 @@ fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum
             state.apply(Op::Insert, &positioned[hi])?;
             hi += 1;
         }
-        debug_assert!(
-            lo == start && hi == end_excl.max(hi),
-            "frame [{start}, {end_excl}) vs state [{lo}, {hi})"
-        );
-        let excluded = frame.exclude_current_row && (lo..hi).contains(&i);
-        if excluded {
-            state.apply(Op::Delete, &positioned[i])?;
-        }
         out.push(state.try_output()?);
-        if excluded {
-            state.apply(Op::Insert, &positioned[i])?;
-        }
     }
     Ok(out)
+}
+
+/// Row `i`'s frame as `[start, end)`, clipped to the partition.
+fn bounds(frame: &Frame, i: usize, n: usize) -> (usize, usize) {
+    let (start, end) = frame_range(frame, i, n);
+    let start = start.min(n);
+    (start, end.map_or(0, |e| e + 1).clamp(start, n))
+}
+
+fn fresh(agg: &AggCall, frame: &Frame, rows: &[OwnedRow], i: usize) -> Result<Datum> {
+    let (start, end) = bounds(frame, i, rows.len());
+    let mut state = AggState::new(agg);
+    for (j, row) in rows.iter().enumerate().take(end).skip(start) {
+        if j != i {
+            state.apply(Op::Insert, row)?;
+        }
+    }
+    state.try_output()
 }

@@ -219,3 +219,15 @@ fn non_strict_nulls_each_failing_node_as_risingwave() {
     assert_eq!(text(&v), "4");
     assert_eq!(errors, 3, "one error per failing division");
 }
+
+#[test]
+fn trigonometry_in_double_precision() {
+    assert_eq!(t(Sin, vec![i32_(0)]), "0");
+    assert_eq!(t(Cos, vec![i32_(0)]), "1");
+    assert_eq!(t(Degrees, vec![call(Pi, vec![])]), "180");
+    assert_eq!(t(Atan2, vec![i32_(1), i32_(1)]), "0.7853981633974483");
+    assert_eq!(
+        call(Radians, vec![i32_(180)]).return_type(),
+        DataType::Float64
+    );
+}

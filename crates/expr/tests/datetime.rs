@@ -295,3 +295,25 @@ fn to_timestamp_and_to_date_with_templates() {
         "2022-12-25"
     );
 }
+
+#[test]
+fn at_time_zone_utc_only() {
+    assert_eq!(
+        t(AtTimeZone, vec![ts("2022-01-01 10:00:00"), str_("UTC")]),
+        "2022-01-01 10:00:00+00:00"
+    );
+    assert_eq!(
+        t(
+            AtTimeZone,
+            vec![tz("2022-01-01 10:00:00+02:00"), str_("utc")]
+        ),
+        "2022-01-01 08:00:00"
+    );
+    assert!(
+        err(
+            AtTimeZone,
+            vec![ts("2022-01-01 10:00:00"), str_("America/New_York")]
+        )
+        .contains("not supported")
+    );
+}

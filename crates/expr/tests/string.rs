@@ -183,3 +183,30 @@ fn like_cases_from_risingwave() {
         );
     }
 }
+
+#[test]
+fn format_specifiers() {
+    assert_eq!(
+        t(Format, vec![s("Hello %s, %s"), s("World"), i32_(1)]),
+        "Hello World, 1"
+    );
+    assert_eq!(
+        t(Format, vec![s("%I.%L %%"), s("My Table"), s("it's")]),
+        "\"My Table\".'it''s' %"
+    );
+    assert_eq!(
+        t(
+            Format,
+            vec![
+                s("[%s] [%L]"),
+                null(DataType::Varchar),
+                null(DataType::Varchar)
+            ]
+        ),
+        "[] [NULL]"
+    );
+    assert_eq!(
+        err(Format, vec![s("%s %s"), s("a")]),
+        "too few arguments for format()"
+    );
+}

@@ -96,3 +96,26 @@ fn series_of_decimals_and_timestamps_and_unnest() {
         vec![Some(ScalarImpl::Int32(1)), None, Some(ScalarImpl::Int32(3))]
     );
 }
+
+#[test]
+fn pg_expandarray_numbers_the_elements() {
+    use epochlab_common::types::ListValue;
+    let list = ListValue::new(
+        ["a", "b"]
+            .iter()
+            .map(|s| Some(ScalarImpl::Utf8((*s).into())))
+            .collect(),
+    );
+    let ty = return_type(
+        PgExpandArray,
+        &[DataType::List(Box::new(DataType::Varchar))],
+    )
+    .unwrap();
+    assert_eq!(ty.to_string(), "struct<x character varying, n integer>");
+    let rows = eval(PgExpandArray, &[Some(ScalarImpl::List(list))]).unwrap();
+    let text: Vec<String> = rows
+        .iter()
+        .map(|r| r.as_ref().unwrap().to_string())
+        .collect();
+    assert_eq!(text, ["(a,1)", "(b,2)"]);
+}

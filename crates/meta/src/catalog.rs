@@ -76,8 +76,9 @@ pub struct Relation {
     /// A sink's own fragment, fed by the backfill fragment (`actors`) through a hash exchange: the sink's
     /// pace reaches the backfill only through the exchange's permits, as in RisingWave.
     pub sink_fragment: Option<Fragment>,
-    /// The job's plan, for a job built from a fragment graph (`MetaNode::create_streaming_job`): the root's
-    /// tree and the other fragments. `None`: a table or a sink, planned by kind.
+    /// The job's plan: a materialized view's fragment graph (`MetaNode::create_streaming_job`), or a table's
+    /// one fragment (its DML entry, materialized with its conflict behavior): the root's tree and the other
+    /// fragments. `None`: a sink, planned by kind.
     pub graph: Option<JobGraph>,
 }
 
@@ -149,7 +150,21 @@ impl Relation {
             t.push(self.id);
         }
         t.extend(self.progress_tables().iter().map(|d| d.table_id));
+        t.extend(self.internal_tables().iter().map(|d| d.table_id));
         t
+    }
+
+    /// The internal state tables of the job's stateful executors (aggregations' result, materialized-input
+    /// and dedup tables), in plan order.
+    pub fn internal_tables(&self) -> Vec<Arc<TableDesc>> {
+        let Some(g) = &self.graph else {
+            return Vec::new();
+        };
+        std::iter::once(&g.root_node)
+            .chain(g.fragments.iter().map(|f| &f.node))
+            .flat_map(|n| n.walk())
+            .flat_map(|n| n.agg_tables().into_iter().cloned())
+            .collect()
     }
 
     /// The backfill progress tables of every `StreamScan` of the job.
@@ -214,8 +229,8 @@ impl Relation {
         t
     }
 
-    /// The actors whose progress reports decide when the job is created: a job planned by kind's first
-    /// fragment (none for a table); a graph job's fragments with a backfill or a values source.
+    /// The actors whose progress reports decide when the job is created: a sink's first fragment; a graph
+    /// job's fragments with a backfill or a values source (none for a table).
     pub fn progress_actors(&self) -> std::collections::BTreeSet<ActorId> {
         match &self.graph {
             None if self.kind == RelationKind::Table => Default::default(),

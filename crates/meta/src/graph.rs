@@ -49,6 +49,10 @@ pub enum GraphError {
     #[error("edge {upstream} -> {downstream}: a simple dispatch needs a singleton downstream")]
     SimpleToHash { upstream: u32, downstream: u32 },
     #[error(
+        "fragment {0} holds a Values node: it must be a singleton (each actor would emit the rows)"
+    )]
+    ValuesNotSingle(u32),
+    #[error(
         "a job built from a graph is a materialized view (its sinks and tables are planned by kind)"
     )]
     Kind,
@@ -56,6 +60,13 @@ pub enum GraphError {
     Tables(usize),
     #[error("parallelism must be at least 1")]
     Parallelism,
+    /// The root's actors own the vnodes of the rows they materialize: the fragment is hashed by the
+    /// table's distribution key.
+    #[error("the root fragment is hashed by {fragment:?}, its table by {table:?}")]
+    RootDistribution {
+        fragment: Vec<usize>,
+        table: Vec<usize>,
+    },
 }
 
 impl From<GraphError> for DdlError {
@@ -145,6 +156,14 @@ fn check_fragment(graph: &StreamFragmentGraph, f: &StreamFragment) -> Result<(),
     if let Some(what) = reserved(&f.node) {
         return Err(GraphError::Reserved(id, what));
     }
+    let values = f
+        .node
+        .walk()
+        .iter()
+        .any(|n| matches!(n, StreamNode::Values { .. }));
+    if values && f.distribution != FragmentDistribution::Single {
+        return Err(GraphError::ValuesNotSingle(id));
+    }
     for e in graph.inputs_of(id) {
         if e.dispatch == DispatchStrategy::Simple && f.distribution != FragmentDistribution::Single
         {
@@ -231,6 +250,16 @@ impl MetaNode {
         }
         let order = check_graph(&graph)?;
         let root = *order.last().expect("a checked graph has a root");
+        let root_fragment = graph.fragment(root).expect("the root is a fragment");
+        if let FragmentDistribution::Hash { dist_key } = &root_fragment.distribution
+            && *dist_key != tables[0].dist_key_indices()
+        {
+            return Err(GraphError::RootDistribution {
+                fragment: dist_key.clone(),
+                table: tables[0].dist_key_indices(),
+            }
+            .into());
+        }
         let placeholder = tables[0].table_id;
         let id = self.inner.next_table_id();
         let mut desc = (*tables[0]).clone();
@@ -280,6 +309,14 @@ impl MetaNode {
             }
             StreamNode::Materialize { table, .. } if table.table_id == placeholder => {
                 *table = desc.clone();
+            }
+            StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => {
+                // Each internal table of the job gets its own id, as the progress tables do.
+                for t in out.agg_tables_mut() {
+                    let mut d = (**t).clone();
+                    d.table_id = self.inner.next_table_id();
+                    *t = Arc::new(d);
+                }
             }
             _ => {}
         }
@@ -549,5 +586,15 @@ mod tests {
             edges: vec![],
         };
         assert_eq!(check_graph(&g), Err(GraphError::Reserved(1, "Dml")));
+        // Values in a hash fragment.
+        let values = StreamNode::Values {
+            rows: vec![],
+            types: vec![DataType::Int64],
+        };
+        let g = StreamFragmentGraph {
+            fragments: vec![frag(1, mat(values))],
+            edges: vec![],
+        };
+        assert_eq!(check_graph(&g), Err(GraphError::ValuesNotSingle(1)));
     }
 }

@@ -26,8 +26,8 @@ use tracing::Instrument;
 
 use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
 use crate::catalog::{
-    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobState, Relation, RelationKind,
-    StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobGraph, JobState, Relation,
+    RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
@@ -385,6 +385,7 @@ impl epochlab_storage::CompactionCatalog for CatalogView {
             } else {
                 r.progress_tables()
                     .into_iter()
+                    .chain(r.internal_tables())
                     .find(|d| d.table_id == table)
             }
         })
@@ -605,6 +606,30 @@ impl MetaNode {
         dist_key_in_pk: Vec<usize>,
         parallelism: usize,
     ) -> Result<TableId, DdlError> {
+        let conflict = ConflictBehavior::NoCheck;
+        self.create_table_with_conflict(
+            name,
+            column_types,
+            pk_indices,
+            dist_key_in_pk,
+            parallelism,
+            conflict,
+        )
+        .await
+    }
+
+    /// A table as [`MetaNode::create_table_distributed`] makes it, whose materialize handles a change that
+    /// disagrees with the stored row of its pk by `conflict` (RisingWave: a table with a primary key
+    /// overwrites, `ConflictBehavior::Overwrite`; its DML path sends inserts of existing keys).
+    pub async fn create_table_with_conflict(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        pk_indices: Vec<usize>,
+        dist_key_in_pk: Vec<usize>,
+        parallelism: usize,
+        conflict: ConflictBehavior,
+    ) -> Result<TableId, DdlError> {
         if parallelism == 0
             || pk_indices.is_empty()
             || pk_indices.iter().any(|&i| i >= column_types.len())
@@ -623,7 +648,67 @@ impl MetaNode {
             dist_key_in_pk,
             self.inner.config.vnode_count,
         ));
+        self.create_table_job(name, desc, parallelism, conflict, None)
+            .await
+    }
+
+    /// `CREATE TABLE name (columns)` without a primary key: a hidden row id at `row_id_index` (a `serial`)
+    /// is its pk and distribution key, filled by the table actor's row id generator (RisingWave's
+    /// `RowIdGenExecutor` after the DML entry) with one of the actor's vnodes, which is the row's vnode.
+    /// DML sends rows whose row id is NULL.
+    pub async fn create_table_with_row_id(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        row_id_index: usize,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        if parallelism == 0 || column_types.get(row_id_index) != Some(&DataType::Serial) {
+            return Err(DdlError::Invalid(format!(
+                "bad table definition for {name}: the row id is a serial column"
+            )));
+        }
+        let id = self.inner.next_table_id();
+        let count = self.inner.config.vnode_count;
+        let desc = Arc::new(TableDesc::hash(
+            id,
+            column_types,
+            vec![row_id_index],
+            vec![0],
+            count,
+        ));
+        let conflict = ConflictBehavior::NoCheck;
+        self.create_table_job(name, desc, parallelism, conflict, Some(row_id_index))
+            .await
+    }
+
+    /// A table's job: one fragment, its DML entry (then its row id generator), materialized.
+    async fn create_table_job(
+        &self,
+        name: &str,
+        desc: Arc<TableDesc>,
+        parallelism: usize,
+        conflict: ConflictBehavior,
+        row_id_index: Option<usize>,
+    ) -> Result<TableId, DdlError> {
+        let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let dml = StreamNode::Dml {
+            table_id: id,
+            column_types: desc.column_types.clone(),
+        };
+        let input = match row_id_index {
+            Some(row_id_index) => StreamNode::RowIdGen {
+                row_id_index,
+                input: Box::new(dml),
+            },
+            None => dml,
+        };
+        let root_node = StreamNode::Materialize {
+            table: desc.clone(),
+            conflict,
+            input: Box::new(input),
+        };
         let rel = Relation {
             id,
             name: name.to_string(),
@@ -640,7 +725,12 @@ impl MetaNode {
             scan_type: StreamScanType::default(),
             background: false,
             sink_fragment: None,
-            graph: None,
+            graph: Some(JobGraph {
+                root: 0,
+                root_node,
+                fragments: Vec::new(),
+                edges: Vec::new(),
+            }),
         };
         self.create_job(rel).await
     }

@@ -11,15 +11,22 @@ use crate::scalar::decimal as dec;
 pub enum Sum {
     Int(i128),
     Decimal(Decimal),
+    /// real sums in real, step by step, as RisingWave's `sum(float4) -> float4`.
+    Float32(f32),
     Float(f64),
-    Interval { months: i64, days: i64, usecs: i128 },
+    Interval {
+        months: i64,
+        days: i64,
+        usecs: i128,
+    },
 }
 
 impl Sum {
     pub fn zero_for(arg: &DataType) -> Sum {
         match arg {
             DataType::Int16 | DataType::Int32 | DataType::Int64 => Sum::Int(0),
-            DataType::Float32 | DataType::Float64 => Sum::Float(0.0),
+            DataType::Float32 => Sum::Float32(0.0),
+            DataType::Float64 => Sum::Float(0.0),
             DataType::Interval => Sum::Interval {
                 months: 0,
                 days: 0,
@@ -34,7 +41,7 @@ impl Sum {
         use ScalarImpl as S;
         match (self, v) {
             (Sum::Int(acc), v) => *acc += i128::from(sign) * i128::from(int_of(v)?),
-            (Sum::Float(acc), S::Float32(f)) => *acc += sign as f64 * f64::from(f.0),
+            (Sum::Float32(acc), S::Float32(f)) => *acc += sign as f32 * f.0,
             (Sum::Float(acc), S::Float64(f)) => *acc += sign as f64 * f.0,
             (Sum::Decimal(acc), v) => {
                 let d = decimal_of(v)?;
@@ -69,6 +76,7 @@ impl Sum {
             }
             (Sum::Int(s), _) => ScalarImpl::Decimal(int128_decimal(*s)?),
             (Sum::Decimal(d), _) => ScalarImpl::Decimal(*d),
+            (Sum::Float32(f), _) => ScalarImpl::Float32(F32::from(*f)),
             (Sum::Float(f), DataType::Float32) => ScalarImpl::Float32(F32::from(*f as f32)),
             (Sum::Float(f), _) => ScalarImpl::Float64(F64::from(*f)),
             (
@@ -87,6 +95,7 @@ impl Sum {
         Ok(match self {
             Sum::Int(s) => Number::Decimal(int128_decimal(*s)?),
             Sum::Decimal(d) => Number::Decimal(*d),
+            Sum::Float32(f) => Number::Float(f64::from(*f)),
             Sum::Float(f) => Number::Float(*f),
             Sum::Interval { .. } => {
                 return Err(ExprError::InvalidState("interval is not a number".into()));
@@ -135,7 +144,7 @@ fn decimal_of(v: &ScalarImpl) -> Result<Decimal> {
 /// The square of a value, in the accumulator's domain (for variance).
 pub fn square(v: &ScalarImpl) -> Result<ScalarImpl> {
     Ok(match v {
-        ScalarImpl::Float32(f) => ScalarImpl::Float64(F64::from(f64::from(f.0) * f64::from(f.0))),
+        ScalarImpl::Float32(f) => ScalarImpl::Float32(F32::from(f.0 * f.0)),
         ScalarImpl::Float64(f) => ScalarImpl::Float64(F64::from(f.0 * f.0)),
         other => {
             let d = decimal_of(other)?;

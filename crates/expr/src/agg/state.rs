@@ -48,6 +48,39 @@ impl Multiset {
     }
 }
 
+/// DISTINCT: copies of each argument value, and the aggregate key its first copy went in with.
+#[derive(Clone, Debug, Default)]
+struct DistinctSet {
+    entries: BTreeMap<Vec<u8>, (Vec<u8>, u64)>,
+}
+
+impl DistinctSet {
+    /// Count a copy in or out; the aggregate key to apply when the change reaches the aggregate (the
+    /// first copy in, the last copy out), `None` otherwise.
+    fn apply(
+        &mut self,
+        value: Vec<u8>,
+        inner_key: Vec<u8>,
+        insert: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        if insert {
+            let e = self.entries.entry(value).or_insert((inner_key, 0));
+            e.1 += 1;
+            return Ok((e.1 == 1).then(|| e.0.clone()));
+        }
+        let Some(e) = self.entries.get_mut(&value) else {
+            return Err(ExprError::InvalidState(
+                "delete of a value the aggregate never saw".into(),
+            ));
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return Ok(None);
+        }
+        Ok(self.entries.remove(&value).map(|(k, _)| k))
+    }
+}
+
 fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
     let mut buf = Vec::new();
     for (i, d) in datums.iter().enumerate() {
@@ -59,9 +92,13 @@ fn key_of(datums: &[Datum], orders: &[OrderType]) -> Vec<u8> {
 #[derive(Clone, Debug)]
 enum Inner {
     Count(i64),
+    /// `seen`: a value went in since the state was created. RisingWave's sum state starts NULL and only
+    /// returns to NULL when the group is emptied (the executor then starts a new state): a sum whose
+    /// values were all retracted while the group keeps rows is 0, not NULL.
     Sum {
         sum: Sum,
         count: i64,
+        seen: bool,
     },
     Variance {
         sum: Sum,
@@ -89,7 +126,7 @@ struct Bits {
 pub struct AggState {
     call: AggCall,
     inner: Inner,
-    distinct: Option<Multiset>,
+    distinct: Option<DistinctSet>,
 }
 
 impl AggState {
@@ -101,6 +138,7 @@ impl AggState {
             Sum | Sum0 | Avg => Inner::Sum {
                 sum: accumulate::Sum::zero_for(&arg),
                 count: 0,
+                seen: false,
             },
             StddevPop | StddevSamp | VarPop | VarSamp => {
                 let sq = if matches!(arg, DataType::Float32 | DataType::Float64) {
@@ -125,7 +163,8 @@ impl AggState {
             })),
             _ => Inner::Ordered(Multiset::default()),
         };
-        let distinct = (call.distinct || call.kind == ApproxCountDistinct).then(Multiset::default);
+        let distinct =
+            (call.distinct || call.kind == ApproxCountDistinct).then(DistinctSet::default);
         Self {
             call: call.clone(),
             inner,
@@ -156,13 +195,6 @@ impl AggState {
             return Ok(());
         }
         let insert = op.is_insert();
-        if let Some(seen) = &mut self.distinct {
-            let left = seen.apply(key_of(&args, &[]), args.clone(), insert)?;
-            // Only a value's first copy in and last copy out reach the aggregate.
-            if (insert && left != 1) || (!insert && left != 0) {
-                return Ok(());
-            }
-        }
         let mut key: Vec<Datum> = self
             .call
             .order_by
@@ -172,7 +204,16 @@ impl AggState {
         let mut orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
         key.extend(args.iter().cloned());
         orders.resize(key.len(), OrderType::ascending());
-        self.apply_inner(insert, args, key_of(&key, &orders))
+        let mut inner_key = key_of(&key, &orders);
+        if let Some(seen) = &mut self.distinct {
+            // Only a value's first copy in and last copy out reach the aggregate, under the key the
+            // first copy had (its ORDER BY columns may differ from a later copy's).
+            match seen.apply(key_of(&args, &[]), inner_key, insert)? {
+                Some(k) => inner_key = k,
+                None => return Ok(()),
+            }
+        }
+        self.apply_inner(insert, args, inner_key)
     }
 
     fn apply_inner(&mut self, insert: bool, args: Vec<Datum>, key: Vec<u8>) -> Result<()> {
@@ -180,9 +221,10 @@ impl AggState {
         let first = args.first().cloned().flatten();
         match &mut self.inner {
             Inner::Count(n) => *n += sign,
-            Inner::Sum { sum, count } => {
+            Inner::Sum { sum, count, seen } => {
                 sum.add(first.as_ref().expect("non-NULL"), sign)?;
                 *count += sign;
+                *seen = true;
             }
             Inner::Variance { sum, sum_sq, count } => {
                 let v = first.as_ref().expect("non-NULL");
@@ -224,8 +266,8 @@ impl AggState {
         Ok(match (&self.inner, self.call.kind) {
             (Inner::Count(n), _) => Some(ScalarImpl::Int64(*n)),
             (Inner::Sum { sum, .. }, Sum0) => Some(sum.value(ret)?),
-            (Inner::Sum { count: 0, .. }, _) => None,
-            (Inner::Sum { sum, count }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { sum, count, .. }, Avg) => accumulate::avg(sum, *count, ret)?,
+            (Inner::Sum { seen: false, .. }, _) => None,
             (Inner::Sum { sum, .. }, _) => Some(sum.value(ret)?),
             (Inner::Variance { sum, sum_sq, count }, kind) => {
                 let sample = matches!(kind, StddevSamp | VarSamp);
@@ -417,4 +459,135 @@ pub fn json_of(d: &Datum) -> serde_json::Value {
         }
         Some(v) => Value::String(v.to_string()),
     }
+}
+
+/// Value states in one stored datum (the `bytea` column of a streaming aggregation's result table, RisingWave's
+/// "intermediate state" of a value agg): a few numbers, value-encoded. Ordered states (min/max,
+/// string_agg, ...) keep their input instead and are rebuilt by feeding it back.
+impl AggState {
+    /// Whether the state is a few numbers (count, sum, avg, variance, bool and bit aggregates).
+    pub fn is_value(&self) -> bool {
+        !matches!(self.inner, Inner::Ordered(_))
+    }
+
+    /// The value state as one datum; `None` for an ordered state.
+    pub fn encode_value(&self) -> Option<Datum> {
+        let mut d: Vec<Datum> = Vec::new();
+        let int = |v: i64| Some(ScalarImpl::Int64(v));
+        match &self.inner {
+            Inner::Ordered(_) => return None,
+            Inner::Count(n) => d.push(int(*n)),
+            Inner::Sum { sum, count, seen } => {
+                encode_sum(sum, &mut d);
+                d.extend([int(*count), int(i64::from(*seen))]);
+            }
+            Inner::Variance { sum, sum_sq, count } => {
+                encode_sum(sum, &mut d);
+                encode_sum(sum_sq, &mut d);
+                d.push(int(*count));
+            }
+            Inner::Bools { trues, falses } => d.extend([int(*trues), int(*falses)]),
+            Inner::Bits(b) => {
+                d.extend(b.set.iter().map(|n| int(*n)));
+                d.extend([int(b.rows), int(b.xor)]);
+            }
+        }
+        let bytes = epochlab_common::value_encoding::encode_row(&OwnedRow::new(d));
+        Some(Some(ScalarImpl::Bytea(bytes.into_boxed_slice())))
+    }
+
+    /// A value state of `call` from [`AggState::encode_value`]'s datum (`None`: the empty state).
+    pub fn decode_value(call: &AggCall, stored: &Datum) -> Result<Self> {
+        let mut state = Self::new(call);
+        let Some(stored) = stored else {
+            return Ok(state);
+        };
+        let bad = || ExprError::InvalidState(format!("stored state of {:?}", call.kind));
+        let ScalarImpl::Bytea(bytes) = stored else {
+            return Err(bad());
+        };
+        let row = epochlab_common::value_encoding::decode_row(bytes).map_err(|_| bad())?;
+        let it = &mut row.into_inner().into_iter();
+        match &mut state.inner {
+            Inner::Ordered(_) => return Err(bad()),
+            Inner::Count(n) => *n = next_int(it)?,
+            Inner::Sum { sum, count, seen } => {
+                *sum = decode_sum(it)?;
+                *count = next_int(it)?;
+                *seen = next_int(it)? != 0;
+            }
+            Inner::Variance { sum, sum_sq, count } => {
+                *sum = decode_sum(it)?;
+                *sum_sq = decode_sum(it)?;
+                *count = next_int(it)?;
+            }
+            Inner::Bools { trues, falses } => (*trues, *falses) = (next_int(it)?, next_int(it)?),
+            Inner::Bits(b) => {
+                for n in b.set.iter_mut() {
+                    *n = next_int(it)?;
+                }
+                (b.rows, b.xor) = (next_int(it)?, next_int(it)?);
+            }
+        }
+        Ok(state)
+    }
+}
+
+fn next_int(it: &mut impl Iterator<Item = Datum>) -> Result<i64> {
+    match it.next() {
+        Some(Some(ScalarImpl::Int64(v))) => Ok(v),
+        other => Err(ExprError::InvalidState(format!(
+            "stored state: {other:?} where an integer belongs"
+        ))),
+    }
+}
+
+fn next_i128(it: &mut impl Iterator<Item = Datum>) -> Result<i128> {
+    let (hi, lo) = (next_int(it)?, next_int(it)?);
+    Ok((i128::from(hi) << 64) | i128::from(lo as u64))
+}
+
+/// A sum as a tag then its fields (an `i128` as two halves, a float by its bits, a decimal as itself).
+fn encode_sum(sum: &Sum, d: &mut Vec<Datum>) {
+    let int = |v: i64| Some(ScalarImpl::Int64(v));
+    let halves = |v: i128| [int((v >> 64) as i64), int(v as u64 as i64)];
+    match sum {
+        Sum::Int(v) => {
+            d.push(int(0));
+            d.extend(halves(*v));
+        }
+        Sum::Float(f) => d.extend([int(1), int(f.to_bits() as i64)]),
+        Sum::Float32(f) => d.extend([int(4), int(i64::from(f.to_bits()))]),
+        Sum::Decimal(x) => d.extend([int(2), Some(ScalarImpl::Decimal(*x))]),
+        Sum::Interval {
+            months,
+            days,
+            usecs,
+        } => {
+            d.extend([int(3), int(*months), int(*days)]);
+            d.extend(halves(*usecs));
+        }
+    }
+}
+
+fn decode_sum(it: &mut impl Iterator<Item = Datum>) -> Result<Sum> {
+    Ok(match next_int(it)? {
+        0 => Sum::Int(next_i128(it)?),
+        1 => Sum::Float(f64::from_bits(next_int(it)? as u64)),
+        2 => match it.next() {
+            Some(Some(ScalarImpl::Decimal(x))) => Sum::Decimal(x),
+            other => {
+                return Err(ExprError::InvalidState(format!(
+                    "stored sum: {other:?} where a decimal belongs"
+                )));
+            }
+        },
+        3 => Sum::Interval {
+            months: next_int(it)?,
+            days: next_int(it)?,
+            usecs: next_i128(it)?,
+        },
+        4 => Sum::Float32(f32::from_bits(next_int(it)? as u32)),
+        t => return Err(ExprError::InvalidState(format!("stored sum tag {t}"))),
+    })
 }

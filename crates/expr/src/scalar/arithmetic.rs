@@ -11,10 +11,11 @@ use super::{decimal as dec, no_overload};
 use crate::error::{ExprError, Result};
 
 pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<ScalarImpl> {
-    if let Some(v) = super::datetime::arith(func, args, ret)? {
+    if let Some(v) = super::datetime::arith(func, args)? {
         return Ok(v);
     }
     match args {
+        [] if func == ExprType::Pi => Ok(ScalarImpl::Float64(F64::from(std::f64::consts::PI))),
         [a, b]
             if std::mem::discriminant(*a) != std::mem::discriminant(*b)
                 && !is_shift(func)
@@ -110,6 +111,7 @@ fn float_binary(func: ExprType, a: f64, b: f64) -> Result<f64> {
         Divide => a / b,
         Modulus => a % b,
         Pow => return pow_f64(a, b),
+        Atan2 => a.atan2(b),
         _ => return Err(ExprError::UnsupportedFunction(format!("{func:?}"))),
     })
 }
@@ -235,6 +237,22 @@ fn float_unary(func: ExprType, a: f64) -> Result<f64> {
         }
         Ln => a.ln(),
         Log10 => a.log10(),
+        Sin => a.sin(),
+        Cos => a.cos(),
+        Tan => a.tan(),
+        Cot => 1.0 / a.tan(),
+        Asin => a.asin(),
+        Acos => a.acos(),
+        Atan => a.atan(),
+        Sinh => a.sinh(),
+        Cosh => a.cosh(),
+        Tanh => a.tanh(),
+        Coth => 1.0 / a.tanh(),
+        Asinh => a.asinh(),
+        Acosh => a.acosh(),
+        Atanh => a.atanh(),
+        Degrees => a.to_degrees(),
+        Radians => a.to_radians(),
         Sign if a.is_nan() || a == 0.0 => 0.0,
         Sign => a.signum(),
         _ => return Err(ExprError::UnsupportedFunction(format!("{func:?}"))),

@@ -18,9 +18,8 @@ use crate::eval::EvalContext;
 const USECS_PER_HOUR: i64 = 3600 * USECS_PER_SEC;
 const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
 
-pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<ScalarImpl> {
+pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
     use ExprType::*;
-    let _ = ret;
     match (func, args) {
         (Extract, [unit, v]) => extract(str_of(unit)?, v).map(ScalarImpl::Decimal),
         (DatePart, [unit, v]) => {
@@ -31,6 +30,7 @@ pub fn call(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Scal
         (TumbleStart, [v, size]) => tumble_start(v, size, None),
         (TumbleStart, [v, size, offset]) => tumble_start(v, size, Some(offset)),
         (ToChar, [v, pattern]) => to_char(v, str_of(pattern)?),
+        (AtTimeZone, [v, zone]) => at_time_zone(v, str_of(zone)?),
         (ToTimestamp, [ScalarImpl::Float64(secs)]) => to_timestamp(secs.0),
         (ToTimestamp1, [text, template]) => {
             super::datetime_parse::to_timestamp(str_of(text)?, str_of(template)?)
@@ -76,10 +76,9 @@ pub fn now(ctx: &EvalContext, ret: &DataType) -> Result<Datum> {
 // ---- arithmetic -------------------------------------------------------------------------------------
 
 /// Arithmetic on dates, times and intervals; `Ok(None)` when the arguments are not temporal.
-pub fn arith(func: ExprType, args: &[&ScalarImpl], ret: &DataType) -> Result<Option<ScalarImpl>> {
+pub fn arith(func: ExprType, args: &[&ScalarImpl]) -> Result<Option<ScalarImpl>> {
     use ExprType::*;
     use ScalarImpl as S;
-    let _ = ret;
     let out = match (func, args) {
         (Add, [S::Date(d), S::Int32(n)]) | (Add, [S::Int32(n), S::Date(d)]) => {
             date_add_days(*d, i64::from(*n))
@@ -648,6 +647,36 @@ fn format_field(p: &str, t: NaiveDateTime) -> String {
         "TZH:TZM" | "tzh:tzm" => "+00:00".to_string(),
         "TZHTZM" | "tzhtzm" => "+0000".to_string(),
         _ => "+00".to_string(),
+    }
+}
+
+/// `x AT TIME ZONE zone`: a timestamp read in the zone (a timestamptz), or a timestamptz shown in it (a
+/// timestamp). Only UTC and its aliases are known: the model has no time zone database.
+fn at_time_zone(v: &ScalarImpl, zone: &str) -> Result<ScalarImpl> {
+    let utc = [
+        "utc",
+        "etc/utc",
+        "gmt",
+        "etc/gmt",
+        "uct",
+        "universal",
+        "zulu",
+        "z",
+    ];
+    if !utc.contains(&zone.to_ascii_lowercase().as_str()) {
+        return Err(ExprError::invalid_param(
+            "time_zone",
+            format!("time zone \"{zone}\" is not supported (only UTC)"),
+        ));
+    }
+    match v {
+        ScalarImpl::Timestamp(t) => Ok(ScalarImpl::Timestamptz(to_tz(t.0)?)),
+        ScalarImpl::Timestamptz(t) => Ok(ScalarImpl::Timestamp(Timestamp(
+            t.to_utc().ok_or(ExprError::NumericOutOfRange)?,
+        ))),
+        other => Err(ExprError::InvalidState(format!(
+            "AT TIME ZONE of {other:?}"
+        ))),
     }
 }
 

@@ -9,7 +9,7 @@ pub mod decimal;
 pub mod jsonb;
 pub mod string;
 
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::ExprType;
 use epochlab_common::{DataType, Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
@@ -48,13 +48,15 @@ pub fn is_strict(func: ExprType) -> bool {
     )
 }
 
-/// Call `func` on evaluated arguments (`args` are the argument expressions, for their types).
-pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode], ret: &DataType) -> Result<Datum> {
+/// Call `func` on evaluated arguments; `ret` is the call's return type (casts, mixed-width arithmetic).
+pub fn call(func: ExprType, values: &[Datum], ret: &DataType) -> Result<Datum> {
     use ExprType::*;
     match func {
         Add | Subtract | Multiply | Divide | Modulus | Neg | Abs | Round | RoundDigit | Ceil
-        | Floor | Trunc | Pow | Sqrt | Cbrt | Exp | Ln | Log10 | Sign | BitwiseAnd | BitwiseOr
-        | BitwiseXor | BitwiseNot | BitwiseShiftLeft | BitwiseShiftRight => {
+        | Floor | Trunc | Pow | Sqrt | Cbrt | Exp | Ln | Log10 | Sign | Sin | Cos | Tan | Cot
+        | Asin | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Coth | Asinh | Acosh | Atanh
+        | Degrees | Radians | Pi | BitwiseAnd | BitwiseOr | BitwiseXor | BitwiseNot
+        | BitwiseShiftLeft | BitwiseShiftRight => {
             arithmetic::call(func, &strict(values), ret).map(Some)
         }
         Equal | NotEqual | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual | And
@@ -67,11 +69,11 @@ pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode], ret: &DataType)
         | OctetLength | Substr | Trim | Ltrim | Rtrim | Replace | Position | SplitPart | Left
         | Right | Repeat | Reverse | Lpad | Rpad | Initcap | Ascii | Chr | StartsWith
         | Translate | Md5 | RegexpMatch | RegexpReplace | RegexpCount | Format => {
-            string::call(func, values, args)
+            string::call(func, values)
         }
         Extract | DatePart | DateTrunc | TumbleStart | ToTimestamp | ToTimestamp1 | CharToDate
         | MakeDate | MakeTimestamptz | AtTimeZone | ToChar => {
-            datetime::call(func, &strict(values), ret).map(Some)
+            datetime::call(func, &strict(values)).map(Some)
         }
         Array | Row | ArrayAccess | ArrayLength | Cardinality | ArrayToString | ArrayCat
         | ArrayAppend | ArrayPrepend | ArrayContains | Field => array::call_values(func, values),

@@ -1,10 +1,69 @@
 //! String functions, with PostgreSQL's (and so RisingWave's) edge cases: positions count characters from 1,
 //! `LIKE` escapes with a backslash by default.
 
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::ExprType;
 use epochlab_common::{Datum, ScalarImpl};
 
 use crate::error::{ExprError, Result};
+
+/// `format(fmt, args...)`: `%s` the value's text (NULL as empty), `%I` an identifier (quoted when it
+/// needs), `%L` a literal (NULL unquoted), `%%` a percent sign.
+fn format(fmt: &str, args: &[Datum]) -> Result<String> {
+    let mut out = String::new();
+    let mut next = args.iter();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let spec = chars
+            .next()
+            .ok_or_else(|| ExprError::invalid_param("format", "unterminated format specifier"))?;
+        if spec == '%' {
+            out.push('%');
+            continue;
+        }
+        let arg = next.next().ok_or(ExprError::TooFewArguments)?;
+        let text = arg
+            .as_ref()
+            .map(|v| str_of(v).map(str::to_string))
+            .transpose()?;
+        match (spec, text) {
+            ('s', t) => out.push_str(t.as_deref().unwrap_or("")),
+            ('I', Some(t)) => out.push_str(&quote_ident(&t)),
+            ('I', None) => {
+                return Err(ExprError::invalid_param(
+                    "format",
+                    "null values cannot be formatted as an SQL identifier",
+                ));
+            }
+            ('L', Some(t)) => out.push_str(&format!("'{}'", t.replace('\'', "''"))),
+            ('L', None) => out.push_str("NULL"),
+            (other, _) => {
+                return Err(ExprError::invalid_param(
+                    "format",
+                    format!("unrecognized format() type specifier \"{other}\""),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
 
 fn md5_hex(s: &str) -> String {
     use md5::{Digest, Md5};
@@ -96,12 +155,15 @@ fn regexp_replace(s: &str, pattern: &str, rep: &str, flags: Option<&str>) -> Res
     Ok(re.replacen(s, limit, rust_rep.as_str()).into_owned())
 }
 
-pub fn call(func: ExprType, values: &[Datum], args: &[ExprNode]) -> Result<Datum> {
-    let _ = args;
+pub fn call(func: ExprType, values: &[Datum]) -> Result<Datum> {
     match func {
         ExprType::Concat => Ok(Some(text(concat_skipping_nulls("", values)?))),
         ExprType::ConcatWs => match values.split_first() {
             Some((Some(sep), rest)) => Ok(Some(text(concat_skipping_nulls(str_of(sep)?, rest)?))),
+            _ => Ok(None),
+        },
+        ExprType::Format => match values.split_first() {
+            Some((Some(f), rest)) => format(str_of(f)?, rest).map(|s| Some(text(s))),
             _ => Ok(None),
         },
         ExprType::RegexpMatch => {

@@ -121,6 +121,14 @@ fn arithmetic(b: &mut Builder) {
         b.unary_same(f, &[Float64, Decimal]);
     }
     b.unary_same(Cbrt, &[Float64]);
+    for f in [
+        Sin, Cos, Tan, Cot, Asin, Acos, Atan, Sinh, Cosh, Tanh, Coth, Asinh, Acosh, Atanh, Degrees,
+        Radians,
+    ] {
+        b.unary_same(f, &[Float64]);
+    }
+    b.add(Atan2, &[Float64, Float64], Float64);
+    b.add(Pi, &[], Float64);
     b.add(RoundDigit, &[Decimal, Int32], Decimal);
     b.add(Pow, &[Float64, Float64], Float64);
     b.add(Pow, &[Decimal, Decimal], Decimal);
@@ -180,6 +188,8 @@ fn temporal(b: &mut Builder) {
     b.add(ToChar, &[Timestamp, Varchar], Varchar);
     b.add(ToChar, &[Timestamptz, Varchar], Varchar);
     b.add(ToTimestamp, &[Float64], Timestamptz);
+    b.add(AtTimeZone, &[Timestamp, Varchar], Timestamptz);
+    b.add(AtTimeZone, &[Timestamptz, Varchar], Timestamp);
     b.add(ToTimestamp1, &[Varchar, Varchar], Timestamptz);
     b.add(CharToDate, &[Varchar, Varchar], Date);
     b.add(MakeDate, &[Int32, Int32, Int32], Date);

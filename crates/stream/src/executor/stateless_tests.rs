@@ -254,7 +254,13 @@ fn run_values(barriers: Vec<Barrier>) -> (Vec<String>, usize) {
         let (bm, mut events) = LocalBarrierManager::for_test(WorkerId(1));
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let rows = vec![row![1i64, 10i64], row![2i64, 20i64]];
-        let exec = Box::new(ValuesExecutor::new(ActorId(7), rx, rows, bm));
+        let exec = Box::new(ValuesExecutor::new(
+            ActorId(7),
+            rx,
+            rows,
+            bm,
+            Clock::manual(0),
+        ));
         for b in barriers {
             tx.send(b).await.unwrap();
         }

@@ -1,5 +1,5 @@
 use epochlab_barrier::{Barrier, CreateMviewProgress};
-use epochlab_common::{ActorId, Op, OwnedRow, StreamChunk};
+use epochlab_common::{ActorId, Clock, Op, OwnedRow, StreamChunk, trace, vspan};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 use tokio::sync::mpsc;
@@ -21,6 +21,7 @@ pub struct ValuesExecutor {
     barrier_rx: mpsc::Receiver<Barrier>,
     rows: Vec<OwnedRow>,
     barrier_manager: LocalBarrierManager,
+    clock: Clock,
 }
 
 impl ValuesExecutor {
@@ -29,13 +30,32 @@ impl ValuesExecutor {
         barrier_rx: mpsc::Receiver<Barrier>,
         rows: Vec<OwnedRow>,
         barrier_manager: LocalBarrierManager,
+        clock: Clock,
     ) -> Self {
         Self {
             actor_id,
             barrier_rx,
             rows,
             barrier_manager,
+            clock,
         }
+    }
+
+    /// The `emit values` span, under the actor's span for the barrier the rows follow.
+    fn emit_span(&self, after: &Barrier, rows: usize) -> tracing::Span {
+        let manager = &self.barrier_manager;
+        let parent = manager
+            .actor_span(after.epoch.prev, self.actor_id)
+            .unwrap_or_else(|| after.tracing_context.span());
+        vspan!(
+            parent: &parent,
+            "emit values",
+            self.clock,
+            actor_id = self.actor_id.0 as i64,
+            worker_id = manager.worker().0 as i64,
+            epoch.curr = after.epoch.curr.0 as i64,
+            rows = rows as i64
+        )
     }
 
     fn chunks(rows: Vec<OwnedRow>) -> Vec<StreamChunk> {
@@ -64,6 +84,7 @@ impl ValuesExecutor {
         let emit = first.is_newly_added(actor);
         let mut paused = first.is_pause_on_startup();
         let mut stop = first.is_stop(actor);
+        let mut last = first.clone();
         yield Message::Barrier(first);
         let mut rows = if emit {
             std::mem::take(&mut self.rows)
@@ -72,11 +93,14 @@ impl ValuesExecutor {
         };
         while !stop {
             if !paused && !rows.is_empty() {
+                let span = self.emit_span(&last, rows.len());
                 for chunk in Self::chunks(std::mem::take(&mut rows)) {
                     yield Message::Chunk(chunk);
                 }
+                trace::end(&span, &self.clock);
             }
             let b = self.barrier_rx.recv().await.ok_or_else(closed)?;
+            last = b.clone();
             if b.is_pause() {
                 paused = true;
             } else if b.is_resume() {
