@@ -342,14 +342,14 @@ impl Session {
             }
             _ => {}
         }
-        let (text, append_only) = rewrite_create_table(s);
+        let (text, syntax) = rewrite_create_table(s);
         let statement = parse_one(&text)?;
         match statement {
             Statement::CreateTable(ct) => match &ct.query {
                 Some(q) => self.create_table_as(&ct, q, &s.text).await,
                 None => {
                     let extras = TableExtras {
-                        append_only,
+                        append_only: syntax.append_only,
                         format: None,
                     };
                     self.create_table(&ct, &s.text, &extras).await
@@ -504,6 +504,17 @@ impl Session {
                         return Err(SqlError::Unsupported(
                             "CREATE TABLE with a connector (a source)".into(),
                         ));
+                    }
+                    if let Some(f) = extras.format.as_ref().map(|f| f.format.clone())
+                        && !f.eq_ignore_ascii_case("plain")
+                    {
+                        let mut f = f.to_lowercase();
+                        if let Some(c) = f.get_mut(0..1) {
+                            c.make_ascii_uppercase();
+                        }
+                        return Err(SqlError::Invalid(format!(
+                            "connector datagen does not support format {f}"
+                        )));
                     }
                     self.engine.note(format!(
                         "CREATE TABLE {name}: its datagen connector is not run; the table gets rows from DML only"
@@ -1591,14 +1602,14 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
 /// RisingWave's `CREATE TABLE` syntax that `sqlparser` does not read, rewritten: `APPEND ONLY` and
 /// `FORMAT .. ENCODE .. [(..)]` dropped (the first reported), `STRUCT<..>` column types quoted as one type
 /// name (the binder reads it back). Other statements are left as they are.
-fn rewrite_create_table(s: &Stmt) -> (String, bool) {
+fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let t = &s.tokens;
+    let mut syntax = TableSyntax::default();
     if !(t.len() > 1 && word(&t[0], "CREATE") && word(&t[1], "TABLE")) {
-        return (s.text.clone(), false);
+        return (s.text.clone(), syntax);
     }
     let mut out: Vec<String> = Vec::with_capacity(t.len());
-    let mut append_only = false;
     let (mut i, mut depth) = (0, 0i32);
     while i < t.len() {
         match &t[i] {
@@ -1607,7 +1618,7 @@ fn rewrite_create_table(s: &Stmt) -> (String, bool) {
             _ => {}
         }
         if depth == 0 && word(&t[i], "APPEND") && t.get(i + 1).is_some_and(|x| word(x, "ONLY")) {
-            append_only = true;
+            syntax.append_only = true;
             i += 2;
             continue;
         }
@@ -1623,6 +1634,7 @@ fn rewrite_create_table(s: &Stmt) -> (String, bool) {
         }
         if depth == 0 && word(&t[i], "FORMAT") && t.get(i + 2).is_some_and(|x| word(x, "ENCODE")) {
             // FORMAT f ENCODE e [( options )]: the rest of the statement.
+            syntax.format = Some(t[i + 1].to_string());
             break;
         }
         if word(&t[i], "STRUCT") && t.get(i + 1) == Some(&Token::Lt) {
@@ -1634,7 +1646,15 @@ fn rewrite_create_table(s: &Stmt) -> (String, bool) {
         out.push(t[i].to_string());
         i += 1;
     }
-    (out.join(" "), append_only)
+    (out.join(" "), syntax)
+}
+
+/// What [`rewrite_create_table`] took out of a `CREATE TABLE`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TableSyntax {
+    pub append_only: bool,
+    /// `FORMAT <format> ENCODE ...`.
+    pub format: Option<String>,
 }
 
 /// The position of the `)` that closes the `(` at `open`.

@@ -448,6 +448,14 @@ impl Binder<'_> {
                 }
                 e
             }
+            Ast::Array(arr) => {
+                let mut elems = Vec::with_capacity(arr.elem.len());
+                for x in &arr.elem {
+                    elems.push(child!(x)?);
+                }
+                crate::scalar::cast::align_types(&mut elems)?;
+                build_func(ExprType::Array, elems)?
+            }
             Ast::Function(f) => self.bind_function(f, scope, agg)?,
             Ast::Interval(iv) => {
                 let value = match iv.value.as_ref() {

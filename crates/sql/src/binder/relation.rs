@@ -413,8 +413,10 @@ impl Binder<'_> {
         path: &[String],
         args: &[FunctionArg],
     ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
-        let [name] = path else {
-            return Err(unsupported(format!("table function {}", path.join("."))));
+        let name = match path {
+            [name] => name,
+            [schema, name] if schema == "information_schema" && name == "_pg_expandarray" => name,
+            _ => return Err(unsupported(format!("table function {}", path.join(".")))),
         };
         let scope = Scope::default();
         let mut bound = Vec::with_capacity(args.len());
@@ -431,6 +433,9 @@ impl Binder<'_> {
                 hidden: false,
             }]
         };
+        if name == "_pg_expandarray" {
+            return expand_array(&bound);
+        }
         if let Some(func) = TableFunctionType::from_function_name(name) {
             if func == TableFunctionType::Unnest {
                 return Err(unsupported("table function unnest"));
@@ -521,4 +526,50 @@ fn join(
         right: Box::new(right.0),
     };
     (plan, scope)
+}
+
+/// `information_schema._pg_expandarray(array)` (PostgreSQL's, which RisingWave has): a row `(x, n)` per
+/// element, `n` from 1. The argument is a constant here.
+fn expand_array(
+    args: &[ExprNode],
+) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+    let [arg] = args else {
+        return Err(SqlError::Invalid("_pg_expandarray takes one array".into()));
+    };
+    let elem = match arg.return_type() {
+        DataType::List(t) => *t,
+        other => return Err(SqlError::Invalid(format!("_pg_expandarray over {other}"))),
+    };
+    let value = crate::scalar::eval(arg, &epochlab_common::OwnedRow::empty())?;
+    let rows = match value {
+        Some(epochlab_common::ScalarImpl::List(l)) => l
+            .values()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                epochlab_common::OwnedRow::new(vec![
+                    v.clone(),
+                    Some(epochlab_common::ScalarImpl::Int32(i as i32 + 1)),
+                ])
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let defs = vec![
+        ScopeColumnDef {
+            name: "x".into(),
+            ty: elem.clone(),
+            hidden: false,
+        },
+        ScopeColumnDef {
+            name: "n".into(),
+            ty: DataType::Int32,
+            hidden: false,
+        },
+    ];
+    let plan = LogicalPlan::Rows {
+        rows,
+        types: vec![elem, DataType::Int32],
+    };
+    Ok((plan, defs, Some("_pg_expandarray".into())))
 }
