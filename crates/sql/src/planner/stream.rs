@@ -721,9 +721,11 @@ fn stream_node(
             StreamNode::Exchange { upstream }
         }
         StreamOp::HashAgg { group_key, calls } => {
-            agg_stream_node(plan, group_key, calls, child(0, graph)?, table)
+            agg_stream_node(plan, group_key, calls, *child(0, graph)?, table)
         }
-        StreamOp::SimpleAgg { calls } => agg_stream_node(plan, &[], calls, child(0, graph)?, table),
+        StreamOp::SimpleAgg { calls } => {
+            agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
+        }
         StreamOp::HashJoin { .. } | StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             check_executors(plan)?;
             unreachable!("check_executors refuses {:?}", plan.op)
@@ -737,13 +739,13 @@ fn agg_stream_node(
     plan: &StreamPlan,
     group_key: &[usize],
     calls: &[AggCall],
-    input: Box<StreamNode>,
+    input: StreamNode,
     table: &Arc<TableDesc>,
 ) -> StreamNode {
     let i = &plan.inputs[0];
     let vnodes = table.vnode_count;
     epochlab_common::plan::agg_node(
-        *input,
+        input,
         &i.types,
         &i.stream_key,
         group_key,
