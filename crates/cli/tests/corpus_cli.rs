@@ -22,7 +22,10 @@ const PART: &str = "statement ok\nINSERT INTO t VALUES (1);\n\nstatement ok\nFLU
                     query I\nSELECT count(*) FROM t;\n----\n1\n";
 const FAIL: &str =
     "statement ok\nCREATE TABLE t (v int);\n\nquery I\nSELECT count(*) FROM t;\n----\n5\n";
-const UNSUPPORTED: &str = "statement ok\nCREATE TABLE t (v int);\n\nstatement ok\nSELECT * FROM t a JOIN t b ON a.v = b.v;\n";
+/// The engine has no Kafka: a table with that connector stays outside the subset (if it ever is not, take
+/// another construct that `tests/slt/errors/unsupported.slt` lists).
+const UNSUPPORTED: &str = "statement ok\nCREATE TABLE t (v int);\n\n\
+                           statement ok\nCREATE TABLE k (v int) WITH (connector = 'kafka');\n";
 
 /// A corpus of three files in two folders (and a part that only `include` reaches).
 fn corpus(test: &str) -> PathBuf {
@@ -74,10 +77,11 @@ fn one_line_per_file_then_totals_blockers_and_json() {
         "a/fail.slt  failed at a/fail.slt:4: SELECT count(*) FROM t;: expected 5, actual 0"
     );
     assert_eq!(lines[1], "a/pass.slt  passed");
-    assert_eq!(
-        lines[2],
-        "b/unsupported.slt  unsupported: JOIN (at b/unsupported.slt:4)"
+    assert!(
+        lines[2].starts_with("b/unsupported.slt  unsupported: CREATE TABLE with a connector"),
+        "{stdout}"
     );
+    assert!(lines[2].ends_with(" (at b/unsupported.slt:4)"), "{stdout}");
     assert!(
         stdout.contains("1/3 passed, 1 failed, 1 unsupported (without kills"),
         "{stdout}"
@@ -90,7 +94,10 @@ fn one_line_per_file_then_totals_blockers_and_json() {
         stdout.contains("  b  0/1 passed, 0 failed, 1 unsupported"),
         "{stdout}"
     );
-    assert!(stdout.contains("     1  unsupported: JOIN"), "{stdout}");
+    assert!(
+        stdout.contains("     1  unsupported: CREATE TABLE with a connector"),
+        "{stdout}"
+    );
     assert!(stdout.contains("     1  wrong result"), "{stdout}");
     assert!(
         stdout.contains("newly passing (not in expected.txt"),
@@ -100,7 +107,11 @@ fn one_line_per_file_then_totals_blockers_and_json() {
     assert_eq!(report["totals"]["passed"], 1);
     assert_eq!(report["totals"]["unsupported"], 1);
     assert_eq!(report["folders"]["a"]["failed"], 1);
-    assert_eq!(report["files"][2]["construct"], "JOIN");
+    let construct = report["files"][2]["construct"].as_str().unwrap_or_default();
+    assert!(
+        construct.starts_with("CREATE TABLE with a connector"),
+        "{report}"
+    );
     assert_eq!(report["files"][0]["at"], "a/fail.slt:4");
     assert_eq!(report["newly_passing"][0], "a/pass.slt");
     assert_eq!(report["blockers"].as_array().map(Vec::len), Some(2));

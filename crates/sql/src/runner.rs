@@ -436,10 +436,7 @@ pub fn parse_file(path: &Path, p: &SltParams) -> Result<Vec<Record<DefaultColumn
             why: "the path is not UTF-8".into(),
         });
     }
-    std::fs::read_to_string(path).map_err(|e| SltError::Unreadable {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
+    check_includes(path, 0)?;
     let records = sqllogictest::parse_file::<DefaultColumnType>(path).map_err(|e| {
         let at = e.location().to_string().replace('\n', " ");
         match e.kind() {
@@ -480,6 +477,44 @@ pub fn parse_file(path: &Path, p: &SltParams) -> Result<Vec<Record<DefaultColumn
         }
     }
     Ok(records)
+}
+
+/// Includes nested deeper than this are refused (a file that includes itself would never end).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// `path` and the files its `include` lines reach, followed as the `sqllogictest` parser follows them (the
+/// pattern joined to the including file's folder, globbed), checked before it runs: a file that is not text
+/// (the parser would panic on it) or an include chain deeper than [`MAX_INCLUDE_DEPTH`] (it would recurse
+/// without end) is bad input with its file and line. A pattern that matches nothing is left to the parser.
+fn check_includes(path: &Path, depth: usize) -> Result<(), SltError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SltError::Unreadable {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    for (i, line) in text.lines().enumerate() {
+        let ["include", pattern] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        let at = || format!("{}:{}", path.display(), i + 1);
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(SltError::Malformed {
+                at: at(),
+                why: format!(
+                    "include {pattern}: includes nested deeper than {MAX_INCLUDE_DEPTH} (a file that includes itself?)"
+                ),
+            });
+        }
+        let mut full = path.to_path_buf();
+        full.pop();
+        full.push(pattern);
+        let Ok(matches) = glob::glob(&full.to_string_lossy()) else {
+            continue;
+        };
+        for included in matches.flatten() {
+            check_includes(&included, depth + 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// Run the file at `path` with `p` on the deterministic runtime.

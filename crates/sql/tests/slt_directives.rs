@@ -164,21 +164,48 @@ fn refused_files_name_the_file_and_line() {
     }
     let err = run(&write(&d, "i.slt", "include ./none.slt.part\n")).err();
     assert!(matches!(err, Some(SltError::Include { .. })), "{err:?}");
+    // A file that includes itself, and an included file that is not text: refused, not a crash.
+    let err = run(&write(
+        &d,
+        "self.slt",
+        "statement ok\nSELECT 1;\n\ninclude ./self.slt\n",
+    ))
+    .err();
+    let err = err.expect("refused").to_string();
+    assert!(
+        err.contains("self.slt:4: include ./self.slt: includes nested deeper"),
+        "{err}"
+    );
+    std::fs::write(d.join("parts/binary.slt.part"), [0xff, 0xfe, 0x00]).unwrap();
+    let err = run(&write(
+        &d,
+        "binary.slt",
+        "include ./parts/binary.slt.part\n",
+    ))
+    .err();
+    let err = err.expect("refused").to_string();
+    assert!(err.contains("binary.slt.part: cannot read"), "{err}");
 }
 
 #[test]
 fn a_bare_statement_error_is_not_met_by_an_unsupported_construct() {
     let d = dir("bare");
-    let text =
-        "statement ok\nCREATE TABLE t (v int);\n\nstatement error\nCREATE INDEX i ON t (v);\n";
-    let r = run(&write(&d, "bare.slt", text)).unwrap().value;
+    // The engine has no Kafka: a table with that connector stays outside the subset (if it ever is not, take
+    // another construct that `tests/slt/errors/unsupported.slt` lists).
+    let source = "CREATE TABLE k (v int) WITH (connector = 'kafka');";
+    let text = format!("statement ok\nCREATE TABLE t (v int);\n\nstatement error\n{source}\n");
+    let r = run(&write(&d, "bare.slt", &text)).unwrap().value;
     assert_eq!(r.outcome, Outcome::Failed);
     let f = r.failure.expect("the record failed");
     assert_eq!(f.line, 4);
-    assert_eq!(f.cause, FailureCause::Unsupported("CREATE INDEX".into()));
-    // An expected error that names the construct is met by it.
-    let text = "statement ok\nCREATE TABLE t (v int);\n\nstatement error unsupported: CREATE INDEX\nCREATE INDEX i ON t (v);\n";
-    let r = run(&write(&d, "named.slt", text)).unwrap().value;
+    assert!(
+        matches!(f.cause, FailureCause::Unsupported(_)),
+        "{:?}",
+        f.cause
+    );
+    // An expected error that says `unsupported` is met by it.
+    let text = format!("statement error unsupported: CREATE TABLE\n{source}\n");
+    let r = run(&write(&d, "named.slt", &text)).unwrap().value;
     assert_eq!(r.outcome, Outcome::Passed, "{}", explain(&r));
     // A bare `statement error` met by another error passes.
     let text = "statement error\nDROP TABLE nothing;\n";

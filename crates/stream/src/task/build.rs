@@ -483,6 +483,9 @@ fn build_stateless(
             row_id_index,
             input,
         } => {
+            if desc.vnodes.len() > epochlab_common::vnode::ROW_ID_VNODE_UPPER_BOUND {
+                return Err(unsupported("RowIdGen over more than 1024 vnodes"));
+            }
             let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
             let input = build(input)?;
             Box::new(RowIdGenExecutor::new(
