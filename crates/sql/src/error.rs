@@ -100,7 +100,7 @@ impl SqlError {
             SqlError::Timeout(..) => "timeout",
             SqlError::CatalogError(_) => "catalog",
             SqlError::SessionConfig(_) => "session variable",
-            SqlError::Expr(_) => "expression",
+            SqlError::Expr(_) => "expression error",
         }
     }
 

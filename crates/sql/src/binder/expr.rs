@@ -38,7 +38,7 @@ impl AggCtx {
 /// The engine's type of a SQL type (`varchar(20)` is `varchar`, `numeric(10, 2)` is `numeric`: RisingWave
 /// keeps neither length nor precision).
 pub fn bind_data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
-    let text = t.to_string().to_lowercase();
+    let text = t.to_string().to_lowercase().replace('"', "");
     let mut name = String::with_capacity(text.len());
     let mut depth = 0;
     for ch in text.chars() {
@@ -417,6 +417,37 @@ impl Binder<'_> {
                 }
                 case(args)?
             }
+            Ast::CompoundFieldAccess { root, access_chain } => {
+                let mut e = child!(root)?;
+                for access in access_chain {
+                    e = match access {
+                        ast::AccessExpr::Dot(Ast::Identifier(id)) => {
+                            let name = ident(id);
+                            let ty = e.return_type();
+                            let index = ty
+                                .as_struct()
+                                .and_then(|st| st.field(&name))
+                                .map(|(i, _)| i)
+                                .ok_or_else(|| {
+                                    SqlError::Invalid(format!(
+                                        "column \"{name}\" not found in {ty}"
+                                    ))
+                                })?;
+                            let index = ExprNode::Literal {
+                                value: Some(ScalarImpl::Int32(index as i32)),
+                                ty: DataType::Int32,
+                            };
+                            build_func(ExprType::Field, vec![e, index])?
+                        }
+                        ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
+                            let i = child!(index)?;
+                            call(ExprType::ArrayAccess, vec![e, i])?
+                        }
+                        other => return Err(unsupported(format!("access {other}"))),
+                    };
+                }
+                e
+            }
             Ast::Function(f) => self.bind_function(f, scope, agg)?,
             Ast::Interval(iv) => {
                 let value = match iv.value.as_ref() {
@@ -437,7 +468,36 @@ impl Binder<'_> {
                     ty: DataType::Interval,
                 }
             }
-            Ast::Like { .. } | Ast::ILike { .. } => return Err(unsupported("LIKE")),
+            Ast::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                any: false,
+            }
+            | Ast::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                any: false,
+            } => {
+                let func = if matches!(e, Ast::Like { .. }) {
+                    ExprType::Like
+                } else {
+                    ExprType::ILike
+                };
+                let (x, p) = (child!(expr)?, child!(pattern)?);
+                let like = call(func, vec![x, p])?;
+                if *negated {
+                    call(ExprType::Not, vec![like])?
+                } else {
+                    like
+                }
+            }
+            Ast::Like { .. } | Ast::ILike { .. } => {
+                return Err(unsupported("LIKE ... ESCAPE or ANY"));
+            }
             other => return Err(unsupported(format!("expression {other}"))),
         })
     }

@@ -150,17 +150,9 @@ pub fn ident(id: &sqlparser::ast::Ident) -> String {
     }
 }
 
-/// PostgreSQL's system column names, which a table or materialized view column may not take.
-const SYSTEM_COLUMNS: &[&str] = &["tableoid", "xmin", "cmin", "xmax", "cmax", "ctid"];
-
-/// A relation's column may not be named as a system column.
+/// A relation's column may not be named as a system column (the catalog's rule).
 pub fn check_column_name(name: &str) -> Result<(), SqlError> {
-    if SYSTEM_COLUMNS.contains(&name) {
-        return Err(SqlError::Invalid(format!(
-            "column name \"{name}\" conflicts with a system column name"
-        )));
-    }
-    Ok(())
+    Ok(crate::catalog::check_valid_column_name(name)?)
 }
 
 /// A stored relation's output names: `renames` (`CREATE MATERIALIZED VIEW mv (a, b)`) over the query's,

@@ -57,6 +57,19 @@ pub enum CatalogError {
     DropCurrentDatabase,
     #[error("Permission denied: cannot rename the currently open database")]
     RenameCurrentDatabase,
+    /// A connector that does not take the `FORMAT ... ENCODE ...` given (RisingWave's
+    /// `validate_compatibility`).
+    #[error("Protocol error: connector {connector} does not support format {format}{}", encode.as_ref().map_or_else(String::new, |e| format!(" with encode {e}")))]
+    FormatNotSupported {
+        connector: String,
+        format: String,
+        encode: Option<String>,
+    },
+    /// DML on a materialized view or an index.
+    #[error("Invalid input syntax: cannot change {kind} \"{name}\"", kind = .0.as_str(), name = .1)]
+    CannotChange(RelationKind, String),
+    #[error("Bind error: append-only table does not support update or delete")]
+    AppendOnlyDml,
     #[error("Catalog error: too many objects (at most {0})")]
     TooMany(usize),
 }

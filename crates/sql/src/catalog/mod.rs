@@ -168,6 +168,9 @@ pub struct RelationCatalog {
     pub description: Option<String>,
     /// `COMMENT ON COLUMN`, by position in `columns`.
     pub column_descriptions: BTreeMap<usize, String>,
+    /// The name the front end and meta keep the job (or the view's query) under, fixed at creation: a
+    /// rename or a move to another schema changes the catalog's name only.
+    pub job: String,
 }
 
 impl RelationCatalog {
@@ -176,13 +179,12 @@ impl RelationCatalog {
         self.columns.iter().enumerate().filter(|(_, c)| !c.hidden)
     }
 
-    /// The name meta's job goes by: the bare name in `dev.public`, else the qualified one (meta's names are
-    /// one namespace).
+    /// The name the job goes by: [`RelationCatalog::job`], or else the one a new job of this name gets.
     pub fn job_name(&self) -> String {
-        if self.database == DEFAULT_DATABASE_NAME && self.schema == DEFAULT_SCHEMA_NAME {
-            self.name.clone()
+        if self.job.is_empty() {
+            job_name(&self.database, &self.schema, &self.name)
         } else {
-            format!("{}.{}.{}", self.database, self.schema, self.name)
+            self.job.clone()
         }
     }
 
@@ -560,6 +562,9 @@ impl Catalog {
         }
         self.check_capacity(self.relations.len())?;
         r.id = self.next_id();
+        if r.job.is_empty() {
+            r.job = job_name(&r.database, &r.schema, &r.name);
+        }
         let id = r.id;
         self.relations.insert(id, r);
         Ok(id)
@@ -850,6 +855,16 @@ pub fn check_kind(r: &RelationCatalog, kind: RelationKind) -> Result<(), Catalog
         return Err(CatalogError::WrongKind(r.kind));
     }
     Err(CatalogError::NotFound(kind.as_str(), r.name.clone()))
+}
+
+/// The name a new job called `name` in `db.schema` gets in meta (whose names are one namespace): the bare
+/// name in `dev.public`, else the qualified one.
+pub fn job_name(db: &str, schema: &str, name: &str) -> String {
+    if db == DEFAULT_DATABASE_NAME && schema == DEFAULT_SCHEMA_NAME {
+        name.to_string()
+    } else {
+        format!("{db}.{schema}.{name}")
+    }
 }
 
 pub fn is_system_schema(name: &str) -> bool {

@@ -171,7 +171,7 @@ fn rw_sinks(c: &Catalog) -> Vec<OwnedRow> {
 
 fn rw_sources(c: &Catalog) -> Vec<OwnedRow> {
     c.relations()
-        .filter(|r| r.kind == RelationKind::Source || r.is_table_with_connector())
+        .filter(|r| r.kind == RelationKind::Source)
         .map(|r| {
             row(vec![
                 int(r.id),

@@ -10,6 +10,7 @@ use sqlparser::tokenizer::Token;
 
 use super::drop::relation_kind;
 use super::parse::{Cursor, Name};
+use super::rename::{rename_in_definition, rename_in_query, rename_in_sink};
 use super::{HandlerResult, done};
 use crate::catalog::{CatalogError, RelationKind, TableParallelism};
 use crate::error::SqlError;
@@ -96,11 +97,25 @@ impl Session {
                 catalog.rename_relation(r.id, &to)?;
                 let rel = catalog.relation_mut(r.id).expect("renamed above");
                 rel.definition = rename_definition(&rel.definition, kind, &r.name, &to);
-                if !catalog.dependents(r.id).is_empty() {
-                    engine.note(format!(
-                        "ALTER {} RENAME: the definitions of the relations using it keep the old name",
-                        kind.sql()
-                    ));
+                for d in catalog.dependents(r.id) {
+                    let dep = catalog.relation_mut(d).expect("a dependent is listed");
+                    if let Some(q) = &dep.view_query
+                        && let Some(renamed) = rename_in_query(q, &r.name, &to)
+                    {
+                        dep.view_query = Some(renamed);
+                    }
+                    let renamed = match (&dep.kind, &dep.index) {
+                        (RelationKind::Index, Some(info)) => Some(format!(
+                            "CREATE INDEX {} ON {to}({})",
+                            dep.name,
+                            info.key.join(", ")
+                        )),
+                        (RelationKind::Sink, _) => rename_in_sink(&dep.definition, &r.name, &to),
+                        _ => rename_in_definition(&dep.definition, &r.name, &to),
+                    };
+                    if let Some(renamed) = renamed {
+                        dep.definition = renamed;
+                    }
                 }
             }
             Change::Owner(to) => catalog.set_relation_owner(r.id, &to)?,

@@ -19,8 +19,8 @@ use crate::catalog::{
 use crate::error::SqlError;
 use crate::frontend::{Output, Session, data_type};
 
-/// A relation's catalog entry for a job the front end creates (table, materialized view, sink), in the
-/// session's creation schema. Its `table_id` is set once meta has the job.
+/// A relation's catalog entry for a job the front end creates (table, materialized view, sink, view), in
+/// the session's creation schema. Its `table_id` is set once meta has the job.
 pub fn relation_for_job(
     session: &Session,
     kind: RelationKind,
@@ -159,7 +159,7 @@ impl Session {
         Ok(())
     }
 
-    fn drop_connection(&mut self, name: &super::Name) -> Result<(), CatalogError> {
+    fn drop_connection(&mut self, name: &super::parse::Name) -> Result<(), CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
         let mut catalog = self.engine().catalog();
         let schemas = match schema {
@@ -175,11 +175,14 @@ impl Session {
         Ok(())
     }
 
-    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`: catalog only.
-    pub(super) fn handle_create_source(
+    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. No
+    /// connector runs here: the source is backed by a table job nothing writes (its columns and a hidden
+    /// row id), so that views, materialized views and sinks over it are built as over a table, and see no
+    /// rows.
+    pub(super) async fn handle_create_source(
         &mut self,
         c: &mut Cursor<'_>,
-        _text: &str,
+        text: &str,
     ) -> HandlerResult {
         c.expect(&["CREATE", "SOURCE"])?;
         let if_not_exists = c.eat(&["IF", "NOT", "EXISTS"]);
@@ -187,7 +190,11 @@ impl Session {
         let columns_text = c.text_until("WITH");
         c.expect(&["WITH"])?;
         let options = c.options()?.unwrap_or_default();
-        let format = format_encode(c)?;
+        let format = if c.is("FORMAT") {
+            Some(super::create_table::format_encode(c)?)
+        } else {
+            None
+        };
         c.end()?;
         let (defs, columns) = source_columns(name.last(), &columns_text)?;
         let connector = options
@@ -195,14 +202,28 @@ impl Session {
             .find(|(k, _)| k == "connector")
             .map(|(_, v)| v.text())
             .ok_or_else(|| SqlError::Invalid("missing field `connector`".into()))?;
-        let (schema, n) = self.creation_target(&name)?;
+        if let Some(f) = &format {
+            super::create_table::validate_compatibility(&connector, f)?;
+        }
+        let format = format.map(|f| f.sql).unwrap_or_default();
+        let (schema, bare) = self.creation_target(&name)?;
+        let target = crate::handler::stream_job::CreationTarget {
+            job: crate::catalog::job_name(&self.database, &schema, &bare),
+            schema,
+            name: bare,
+        };
+        let n = target.name.clone();
         let definition = format!(
             "CREATE SOURCE {n} {defs} WITH ({}){format}",
             options_sql(&options)
         );
+        if self.check_free(&target.job, if_not_exists)? {
+            return done();
+        }
         let r = RelationCatalog {
             name: n,
-            schema,
+            schema: target.schema.clone(),
+            job: target.job.clone(),
             database: self.database.clone(),
             kind: RelationKind::Source,
             columns,
@@ -212,13 +233,21 @@ impl Session {
             connector: Some(connector.clone()),
             ..RelationCatalog::default()
         };
-        match self.engine().catalog().create_relation(r) {
+        let id = match self.engine().catalog().create_relation(r) {
             Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
             other => other?,
         };
         self.engine().note(format!(
-            "CREATE SOURCE: connector {connector} is catalog only here; the source has no rows"
+            "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
         ));
+        let columns = self
+            .engine()
+            .catalog()
+            .relation(id)
+            .map(|r| r.columns.clone())
+            .unwrap_or_default();
+        let created = self.create_source_table(&target.job, &columns, text).await;
+        self.job_created(id, created, |t| Some(*t))?;
         done()
     }
 
@@ -284,6 +313,12 @@ impl Session {
             table.name,
             info.key.join(", ")
         );
+        if let Some(done) = self
+            .create_index_job(&table, &index_name, &info, &definition)
+            .await?
+        {
+            return Ok(done);
+        }
         let columns = index_columns(&table, &info);
         let r = RelationCatalog {
             name: index_name.clone(),
@@ -296,14 +331,68 @@ impl Session {
             definition,
             owner: table.owner.clone(),
             depends_on: vec![table.id],
-            table_id: table.table_id,
             index: Some(info),
             ..RelationCatalog::default()
         };
         self.engine().catalog().create_relation(r)?;
-        self.engine()
-            .note("CREATE INDEX: catalog only; a query of the index reads its table's rows".into());
+        self.engine().note(
+            "CREATE INDEX: an index the stream planner cannot build is catalog only; a query of it reads its table's rows"
+                .into(),
+        );
         Ok(Output::Done(0))
+    }
+
+    /// The index's job: a materialized view of its key and included columns over its table, built by the
+    /// front end's `CREATE MATERIALIZED VIEW`, then listed as the index. `None` when the planner cannot
+    /// build it (the index is then catalog only).
+    async fn create_index_job(
+        &mut self,
+        table: &RelationCatalog,
+        index_name: &str,
+        info: &IndexInfo,
+        definition: &str,
+    ) -> Result<Option<Output>, SqlError> {
+        let quoted = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+        let items: Vec<String> = info
+            .key
+            .iter()
+            .map(|k| {
+                if k.starts_with('(') {
+                    format!("{k} AS {}", quoted(k))
+                } else {
+                    quoted(k)
+                }
+            })
+            .chain(info.include.iter().map(|c| quoted(c)))
+            .collect();
+        let sql = format!(
+            "CREATE MATERIALIZED VIEW {}.{} AS SELECT {} FROM {}.{}",
+            quoted(&table.schema),
+            quoted(index_name),
+            items.join(", "),
+            quoted(&table.schema),
+            quoted(&table.name)
+        );
+        match Box::pin(self.execute(&sql)).await {
+            Ok(_) => {}
+            Err(SqlError::Unsupported(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let mut catalog = self.engine().catalog();
+        let id = catalog
+            .get_relation(&table.database, &table.schema, index_name)
+            .map(|r| r.id)
+            .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
+        let r = catalog.relation_mut(id).expect("found above");
+        r.kind = RelationKind::Index;
+        r.definition = definition.to_string();
+        r.pk = (0..info.key.len()).collect();
+        r.dist_key = (0..info.dist_key_len).collect();
+        r.index = Some(info.clone());
+        if !r.depends_on.contains(&table.id) {
+            r.depends_on.push(table.id);
+        }
+        Ok(Some(Output::Done(0)))
     }
 }
 
@@ -420,22 +509,6 @@ fn index_columns(table: &RelationCatalog, info: &IndexInfo) -> Vec<ColumnCatalog
     cols
 }
 
-/// `FORMAT f ENCODE e`, as ` FORMAT F ENCODE E` (empty when absent).
-pub(super) fn format_encode(c: &mut Cursor<'_>) -> Result<String, SqlError> {
-    if !c.eat(&["FORMAT"]) {
-        return Ok(String::new());
-    }
-    let format = c.ident()?.to_uppercase();
-    c.expect(&["ENCODE"])?;
-    let encode = c.ident()?.to_uppercase();
-    let rest = c.options()?;
-    let mut out = format!(" FORMAT {format} ENCODE {encode}");
-    if let Some(o) = rest {
-        out.push_str(&format!(" ({})", options_sql(&o)));
-    }
-    Ok(out)
-}
-
 /// `key = value, ...` as `SHOW CREATE` prints a `WITH` clause.
 pub(super) fn options_sql(options: &[(String, Value)]) -> String {
     options
@@ -471,37 +544,34 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
 }
 
 impl Session {
-    /// Lists a job the front end is about to create (its columns: the visible ones, then a hidden row id),
-    /// before meta creates it; [`Session::job_created`] then records meta's id, or forgets the entry when
-    /// meta failed. `upstream` is the job's upstream in meta, which the entry depends on.
-    pub fn register_job(
-        &self,
-        kind: RelationKind,
-        name: &str,
-        columns: Vec<ColumnCatalog>,
-        pk: Vec<usize>,
-        definition: &str,
-        upstream: Option<epochlab_common::TableId>,
-    ) -> Result<u32, SqlError> {
-        let mut r = relation_for_job(self, kind, name, columns, pk, definition)?;
+    /// A job over one upstream (`upstream`, meta's table) lists the upstream's key among its columns (see
+    /// [`add_stream_key`]).
+    pub fn list_upstream_key(&self, id: u32, upstream: epochlab_common::TableId) {
         let mut catalog = self.engine().catalog();
-        if let Some(up) = upstream
-            && let Some(u) = catalog
-                .relations()
-                .find(|x| x.table_id == Some(up) && x.kind != RelationKind::Index)
+        let Some(up) = catalog
+            .relations()
+            .find(|x| x.table_id == Some(upstream))
+            .cloned()
+        else {
+            return;
+        };
+        if let Some(r) = catalog.relation_mut(id)
+            && r.pk.is_empty()
         {
-            r.depends_on.push(u.id);
+            add_stream_key(r, &up);
         }
-        Ok(catalog.create_relation(r)?)
     }
 
     /// Meta's answer to the `CREATE` of the job listed as `id`.
-    pub fn job_created<T>(
+    pub fn job_created<T, E>(
         &self,
         id: u32,
-        created: Result<T, epochlab_meta::DdlError>,
+        created: Result<T, E>,
         table_id: impl FnOnce(&T) -> Option<epochlab_common::TableId>,
-    ) -> Result<T, SqlError> {
+    ) -> Result<T, SqlError>
+    where
+        SqlError: From<E>,
+    {
         let mut catalog = self.engine().catalog();
         match created {
             Ok(v) => {
@@ -515,5 +585,119 @@ impl Session {
                 Err(e.into())
             }
         }
+    }
+}
+
+impl Session {
+    /// Records a new table's connector and `APPEND ONLY`.
+    pub fn set_table_extras(
+        &self,
+        id: u32,
+        connector: Option<String>,
+        extras: &super::create_table::TableExtras,
+    ) {
+        if let Some(r) = self.engine().catalog().relation_mut(id) {
+            r.connector = connector;
+            r.append_only = extras.append_only;
+        }
+    }
+}
+
+/// A job over one upstream keeps the upstream's key: its key columns the job's output leaves out are hidden
+/// columns named after the upstream (`t._row_id`, as RisingWave names them), and they are the job's primary
+/// and distribution key.
+// `DataType` stops being `Copy` with the `types` branch; the clone stays right then.
+#[allow(clippy::clone_on_copy)]
+fn add_stream_key(r: &mut RelationCatalog, upstream: &RelationCatalog) {
+    let mut key = Vec::new();
+    for &p in &upstream.pk {
+        let c = &upstream.columns[p];
+        let hidden_name = format!("{}.{}", upstream.name, c.name);
+        let found = r
+            .columns
+            .iter()
+            .position(|x| (!c.hidden && x.name == c.name) || x.name == hidden_name);
+        let at = found.unwrap_or_else(|| {
+            r.columns
+                .push(ColumnCatalog::hidden(hidden_name, c.ty.clone()));
+            r.columns.len() - 1
+        });
+        key.push(at);
+    }
+    r.pk = key.clone();
+    r.dist_key = key;
+}
+
+impl Session {
+    /// The empty table job behind a source: its columns, then a hidden row id as its key.
+    // `DataType` stops being `Copy` with the `types` branch; the clones stay right then.
+    #[allow(clippy::clone_on_copy)]
+    async fn create_source_table(
+        &self,
+        job: &str,
+        columns: &[ColumnCatalog],
+        text: &str,
+    ) -> Result<epochlab_common::TableId, SqlError> {
+        let mut stored: Vec<epochlab_common::DataType> =
+            columns.iter().map(|c| c.ty.clone()).collect();
+        stored.push(epochlab_common::DataType::Int64);
+        let pk = vec![stored.len() - 1];
+        let def = crate::frontend::Def {
+            kind: crate::frontend::Kind::Table,
+            columns: columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| crate::expr::Column {
+                    name: c.name.clone(),
+                    ty: c.ty.clone(),
+                    src: i,
+                })
+                .collect(),
+            filter: None,
+            project: None,
+            stored: stored.clone(),
+            row_id: true,
+            pk: pk.clone(),
+            append_only: true,
+            statement: text.trim().to_string(),
+        };
+        crate::frontend::lock(&self.engine().defs).insert(job.to_string(), def);
+        let parallelism = self.parallelism();
+        Ok(self
+            .engine()
+            .cluster
+            .meta
+            .create_table(job, stored, pk, parallelism)
+            .await?)
+    }
+}
+
+impl Session {
+    /// The catalog's `Duplicated` error when a relation goes by the job name `job`.
+    pub fn listed_duplicate(&self, job: &str) -> Option<CatalogError> {
+        let catalog = self.engine().catalog();
+        let r = catalog.relations().find(|r| r.job_name() == job)?;
+        Some(CatalogError::Duplicated(r.kind.as_str(), r.name.clone()))
+    }
+}
+
+impl Session {
+    /// What a job over one upstream depends on: the relations its query names (views included, which the
+    /// upstream, a table, does not show) and the upstream's.
+    pub fn job_dependencies(
+        &self,
+        upstream: epochlab_common::TableId,
+        query: &sqlparser::ast::Query,
+    ) -> Vec<u32> {
+        let mut deps = self.catalog_ids_of(upstream);
+        let mut binder = crate::binder::Binder::new(self, true);
+        if binder.bind_query(query).is_ok() {
+            for d in binder.depends_on {
+                if !deps.contains(&d) {
+                    deps.push(d);
+                }
+            }
+        }
+        deps
     }
 }

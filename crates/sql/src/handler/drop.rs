@@ -27,7 +27,11 @@ pub(super) fn relation_kind(c: &mut Cursor<'_>) -> Option<RelationKind> {
 pub(super) fn has_job(kind: RelationKind) -> bool {
     matches!(
         kind,
-        RelationKind::Table | RelationKind::MaterializedView | RelationKind::Sink
+        RelationKind::Table
+            | RelationKind::MaterializedView
+            | RelationKind::Index
+            | RelationKind::Sink
+            | RelationKind::Source
     )
 }
 
@@ -94,6 +98,9 @@ impl Session {
         let [n] = name.0.as_slice() else {
             return None;
         };
+        if self.listed_duplicate(n).is_some() {
+            return None;
+        }
         let rel = self.cluster_meta_relation(n)?;
         let same = matches!(
             (rel.kind, kind),

@@ -1,156 +1,27 @@
 //! Handlers of the statements about the catalog and the session (RisingWave's `src/frontend/src/handler/`):
 //! databases, schemas, users, privileges, connections, drops, `ALTER ... RENAME / OWNER TO / SET SCHEMA /
 //! SET PARALLELISM`, `COMMENT ON`, `SHOW`, `DESCRIBE`, `SET` / `RESET`, and the catalog side of `CREATE
-//! INDEX` and `CREATE SOURCE`; in [`stream_job`], the streaming side of `CREATE MATERIALIZED VIEW` (a plan
-//! cut into a fragment graph), `EXPLAIN` and `CREATE TABLE AS`.
-//!
-//! [`handle`] is the one entry point: the front end hands it every statement first, and it answers `None`
-//! for a statement that is not one of these.
+//! INDEX`, `CREATE SOURCE` and `CREATE TABLE`, entered through [`handle`] (in `dispatch`); in
+//! [`stream_job`], the streaming side of `CREATE MATERIALIZED VIEW` (a plan cut into a fragment graph),
+//! `EXPLAIN` and `CREATE TABLE AS`.
 
 mod alter;
 mod comment;
+pub mod create_table;
 mod ddl_catalog;
 mod describe;
+mod dispatch;
 mod drop;
 pub mod parse;
 mod privilege;
+mod rename;
+mod resolve;
 mod set;
 mod show;
 mod stream_job;
 mod user;
 
-use std::sync::MutexGuard;
-
-use sqlparser::tokenizer::Token;
-
-use crate::catalog::{Catalog, CatalogError, DEFAULT_DATABASE_NAME, RelationCatalog, RelationKind};
-use crate::error::SqlError;
-use crate::frontend::{Engine, Output, Session};
-use parse::{Cursor, Name};
-
 pub use ddl_catalog::relation_for_job;
-
-impl Engine {
-    /// The catalog, locked (never held across an await).
-    pub fn catalog(&self) -> MutexGuard<'_, Catalog> {
-        self.catalog.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// A statement's result type for the handlers.
-pub type HandlerResult = Result<Output, SqlError>;
-
-/// Runs `tokens` (whitespace dropped) when it is one of the handlers' statements.
-pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Option<HandlerResult> {
-    let mut c = Cursor::new(tokens);
-    let first = c.keyword_at(0)?;
-    let second = c.keyword_at(1).unwrap_or_default();
-    let out = match (first.as_str(), second.as_str()) {
-        ("SET", _) | ("RESET", _) => session.handle_set(&mut c),
-        ("SHOW", "JOBS") => return None,
-        ("SHOW", _) => session.handle_show(&mut c),
-        ("DESCRIBE", _) | ("DESC", _) => session.handle_describe(&mut c),
-        ("CREATE", "DATABASE" | "SCHEMA" | "CONNECTION") => session.handle_create_catalog(&mut c),
-        ("CREATE", "USER") => session.handle_create_user(&mut c),
-        ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text),
-        ("CREATE", "INDEX") => return session.handle_create_index(&mut c, text).await,
-        ("DROP", "DATABASE" | "SCHEMA" | "USER" | "CONNECTION") => {
-            session.handle_drop_catalog(&mut c)
-        }
-        ("DROP", _) => session.handle_drop_relation(&mut c).await,
-        ("ALTER", "USER") => session.handle_alter_user(&mut c),
-        ("ALTER", "SYSTEM") => return None,
-        ("ALTER", _) => return session.handle_alter(&mut c).await,
-        ("GRANT", _) => session.handle_grant(&mut c),
-        ("REVOKE", _) => session.handle_revoke(&mut c),
-        ("COMMENT", "ON") => session.handle_comment(&mut c),
-        _ => return None,
-    };
-    Some(out)
-}
-
-impl Session {
-    /// The session's search path.
-    pub fn search_path(&self) -> Vec<String> {
-        self.config.search_path()
-    }
-
-    /// `(schema, name)` of a relation's name, checked against the session's database (RisingWave's
-    /// `Binder::resolve_schema_qualified_name`).
-    pub fn schema_qualified(&self, name: &Name) -> Result<(Option<String>, String), CatalogError> {
-        match name.0.as_slice() {
-            [n] => Ok((None, n.clone())),
-            [s, n] => Ok((Some(s.clone()), n.clone())),
-            [d, s, n] if *d == self.database => Ok((Some(s.clone()), n.clone())),
-            [_, _, _] => Err(CatalogError::CrossDatabase(name.to_string())),
-            _ => Err(CatalogError::NameTooLong(name.to_string())),
-        }
-    }
-
-    /// The schema a new relation called `name` goes to, and its bare name.
-    pub fn creation_target(&self, name: &Name) -> Result<(String, String), CatalogError> {
-        let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
-        let schema = match schema {
-            Some(s) => {
-                catalog.schema(&self.database, &s)?;
-                s
-            }
-            None => catalog.creation_schema(&self.database, &self.search_path(), &self.user)?,
-        };
-        Ok((schema, n))
-    }
-
-    /// The relation of `kind` that `name` names (a clone: the catalog is not held).
-    pub fn resolve_kind(
-        &self,
-        name: &Name,
-        kind: RelationKind,
-    ) -> Result<RelationCatalog, CatalogError> {
-        let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
-        catalog
-            .resolve_relation_of_kind(
-                &self.database,
-                &self.search_path(),
-                &self.user,
-                schema.as_deref(),
-                &n,
-                kind,
-            )
-            .cloned()
-    }
-
-    /// The relation `name` names, whatever its kind.
-    pub fn resolve_any(&self, name: &Name) -> Result<RelationCatalog, CatalogError> {
-        let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
-        catalog
-            .resolve_relation(
-                &self.database,
-                &self.search_path(),
-                &self.user,
-                schema.as_deref(),
-                &n,
-            )
-            .cloned()
-    }
-}
-
-/// A statement with no rows.
-fn done() -> HandlerResult {
-    Ok(Output::Done(0))
-}
-
-/// Rows of text (no numeric columns).
-fn text_rows(width: usize, rows: Vec<Vec<String>>) -> HandlerResult {
-    Ok(Output::Rows {
-        numeric: vec![false; width],
-        rows,
-    })
-}
-
-/// The default database's name, for messages.
-pub const fn default_database() -> &'static str {
-    DEFAULT_DATABASE_NAME
-}
+pub use dispatch::{HandlerResult, handle};
+use dispatch::{done, text_rows};
+pub use rename::sink_definition;

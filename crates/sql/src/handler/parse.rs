@@ -11,6 +11,20 @@ use crate::error::SqlError;
 pub struct Name(pub Vec<String>);
 
 impl Name {
+    /// `sqlparser`'s name, each part folded unless quoted.
+    pub fn of_object(n: &sqlparser::ast::ObjectName) -> Result<Self, SqlError> {
+        n.0.iter()
+            .map(|p| match p {
+                sqlparser::ast::ObjectNamePart::Identifier(id) => Ok(match id.quote_style {
+                    Some(_) => id.value.clone(),
+                    None => id.value.to_lowercase(),
+                }),
+                other => Err(SqlError::Unsupported(format!("name {other}"))),
+            })
+            .collect::<Result<_, _>>()
+            .map(Name)
+    }
+
     pub fn last(&self) -> &str {
         self.0.last().map_or("", String::as_str)
     }

@@ -73,12 +73,14 @@ impl Session {
         Ok(CreationTarget { schema, name, job })
     }
 
-    /// Meta's name of the table an `INSERT`/`UPDATE`/`DELETE` names (resolved along the search path).
-    pub(crate) fn table_job_name(&self, n: &ast::ObjectName) -> Result<String, SqlError> {
-        let parts = object_parts(n)?;
-        Ok(self
-            .resolve_kind(&Name(parts), CatalogKind::Table)?
-            .job_name())
+    /// Meta's name of the table an `INSERT`/`UPDATE`/`DELETE` names (resolved along the search path, with
+    /// RisingWave's `resolve_dml_table` errors).
+    pub(crate) fn table_job_name(
+        &self,
+        n: &ast::ObjectName,
+        is_insert: bool,
+    ) -> Result<String, SqlError> {
+        self.resolve_dml_table(&Name(object_parts(n)?), is_insert)
     }
 
     /// The catalog's relations over the engine's table `table_id` (a dependency).
@@ -316,7 +318,12 @@ impl Session {
         if self.check_free(&target.job, ct.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        self.create_table(&create, text, false).await?;
+        self.create_table(
+            &create,
+            text,
+            &crate::handler::create_table::TableExtras::default(),
+        )
+        .await?;
         let insert = format!("INSERT INTO {name} {q}");
         match crate::frontend::parse_statement(&insert)? {
             Statement::Insert(ins) => {

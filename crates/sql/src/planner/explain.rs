@@ -141,6 +141,17 @@ fn stream_line(p: &StreamPlan) -> String {
             )
         }
         StreamOp::Union => "StreamUnion { all: true }".into(),
+        StreamOp::HopWindow {
+            time_col,
+            slide,
+            size,
+            ..
+        } => format!(
+            "StreamHopWindow {{ time_col: {}, slide: {}, size: {} }}",
+            input_names.get(*time_col).cloned().unwrap_or_default(),
+            epochlab_common::ScalarImpl::Interval(*slide),
+            epochlab_common::ScalarImpl::Interval(*size)
+        ),
         StreamOp::TopN {
             order,
             limit,

@@ -12,6 +12,7 @@ use epochlab_common::plan::{
     ConflictBehavior, DispatchStrategy, FragmentDistribution, StreamFragment, StreamFragmentEdge,
     StreamFragmentGraph, StreamNode, StreamScanType,
 };
+use epochlab_common::types::Interval;
 use epochlab_common::{DataType, OrderType, OwnedRow, TableId, VnodeCount};
 
 use crate::error::SqlError;
@@ -70,6 +71,12 @@ pub enum StreamOp {
         right_keys: Vec<usize>,
     },
     Union,
+    HopWindow {
+        time_col: usize,
+        slide: Interval,
+        size: Interval,
+        output_indices: Vec<usize>,
+    },
     TopN {
         order: Vec<(usize, OrderType)>,
         limit: Option<u64>,
@@ -291,8 +298,12 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         LogicalPlan::Values { rows, types } => values(rows, types),
         LogicalPlan::Rows { .. } => Err(unsupported("system table")),
         LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
-        // HopWindowExecutor lands with the stream branch's next milestone; plan it then.
-        LogicalPlan::HopWindow { .. } => Err(unsupported("hop window")),
+        LogicalPlan::HopWindow {
+            time_col,
+            slide,
+            size,
+            input,
+        } => hop_window(*time_col, slide, size, to_stream(input, up)?),
         LogicalPlan::Project { exprs, input } => {
             let input = to_stream(input, up)?;
             let names = exprs
@@ -394,6 +405,52 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             ))
         }
     }
+}
+
+/// `hop(...)`: the input's visible columns, `window_start`, `window_end`, then its hidden columns; keyed by
+/// the input's key and the window.
+fn hop_window(
+    time_col: usize,
+    slide: &ExprNode,
+    size: &ExprNode,
+    input: StreamPlan,
+) -> Result<StreamPlan, SqlError> {
+    let interval = |e: &ExprNode| match eval(e, &OwnedRow::empty()) {
+        Ok(Some(epochlab_common::ScalarImpl::Interval(i))) => Ok(i),
+        _ => Err(SqlError::Invalid("hop takes interval literals".into())),
+    };
+    let (slide, size) = (interval(slide)?, interval(size)?);
+    let (w, n) = (input.width, input.types.len());
+    let output_indices: Vec<usize> = (0..w).chain([n, n + 1]).chain(w..n).collect();
+    let map = |k: usize| if k < w { k } else { k + 2 };
+    let t = input.types[time_col].clone();
+    let mut types = input.types[..w].to_vec();
+    types.extend([t.clone(), t]);
+    types.extend_from_slice(&input.types[w..]);
+    let mut names = input.names[..w].to_vec();
+    names.extend(["window_start".to_string(), "window_end".to_string()]);
+    names.extend_from_slice(&input.names[w..]);
+    let mut key: Vec<usize> = input.stream_key.iter().map(|&k| map(k)).collect();
+    key.push(w);
+    let dist = match &input.dist {
+        Dist::HashShard(d) => Dist::HashShard(d.iter().map(|&k| map(k)).collect()),
+        Dist::UpstreamHashShard(d) => Dist::UpstreamHashShard(d.iter().map(|&k| map(k)).collect()),
+        other => other.clone(),
+    };
+    Ok(StreamPlan {
+        op: StreamOp::HopWindow {
+            time_col,
+            slide,
+            size,
+            output_indices,
+        },
+        inputs: vec![input],
+        types,
+        names,
+        width: w + 2,
+        dist,
+        stream_key: key,
+    })
 }
 
 /// Constant rows with a hidden row id (RisingWave's `StreamValues` under a `StreamRowIdGen`).
@@ -692,6 +749,18 @@ fn stream_node(
         },
         StreamOp::Filter { predicate } => StreamNode::Filter {
             predicate: predicate.clone(),
+            input: child(0, graph)?,
+        },
+        StreamOp::HopWindow {
+            time_col,
+            slide,
+            size,
+            output_indices,
+        } => StreamNode::HopWindow {
+            time_col: *time_col,
+            window_slide: *slide,
+            window_size: *size,
+            output_indices: output_indices.clone(),
             input: child(0, graph)?,
         },
         StreamOp::Union => StreamNode::Union {

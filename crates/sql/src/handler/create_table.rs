@@ -1,0 +1,226 @@
+//! The catalog's side of `CREATE TABLE`: RisingWave's clauses that `sqlparser` does not read (`APPEND ONLY`,
+//! `FORMAT ... ENCODE ...`), a connector's formats (RisingWave's `validate_compatibility`), and the
+//! definition `SHOW CREATE TABLE` prints. A table with a connector is a table the engine writes only through
+//! DML: no connector runs here, so no data is generated (noted).
+
+use sqlparser::ast::{CreateTable, CreateTableOptions, Statement};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::HandlerResult;
+use super::parse::{Cursor, join_tokens};
+use crate::catalog::CatalogError;
+use crate::error::SqlError;
+use crate::frontend::Session;
+
+/// `FORMAT f ENCODE e [(options)]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FormatEncode {
+    /// Upper-cased, as `SHOW CREATE` prints them.
+    pub format: String,
+    pub encode: String,
+    /// The whole clause as `SHOW CREATE` prints it (with a leading space).
+    pub sql: String,
+}
+
+/// What a `CREATE TABLE` says beyond what `sqlparser` reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableExtras {
+    pub append_only: bool,
+    pub format: Option<FormatEncode>,
+}
+
+/// The statement without its `APPEND ONLY` and `FORMAT ... ENCODE ...` clauses, and those clauses; `None`
+/// when it has neither.
+pub fn split_create_table(tokens: &[Token]) -> Result<Option<(String, TableExtras)>, SqlError> {
+    let mut extras = TableExtras::default();
+    let mut kept: Vec<Token> = Vec::new();
+    let mut depth = 0i32;
+    let mut i = 0;
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    while i < tokens.len() {
+        let t = &tokens[i];
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ if depth == 0 && word(Some(t), "APPEND") && word(tokens.get(i + 1), "ONLY") => {
+                extras.append_only = true;
+                i += 2;
+                continue;
+            }
+            _ if depth == 0 && word(Some(t), "FORMAT") => {
+                let mut c = Cursor::new(&tokens[i..]);
+                extras.format = Some(format_encode(&mut c)?);
+                c.end()?;
+                break;
+            }
+            _ => {}
+        }
+        kept.push(t.clone());
+        i += 1;
+    }
+    if extras == TableExtras::default() {
+        return Ok(None);
+    }
+    Ok(Some((join_tokens(&kept), extras)))
+}
+
+pub(super) fn format_encode(c: &mut Cursor<'_>) -> Result<FormatEncode, SqlError> {
+    c.expect(&["FORMAT"])?;
+    let format = c.ident()?.to_uppercase();
+    c.expect(&["ENCODE"])?;
+    let encode = c.ident()?.to_uppercase();
+    let mut sql = format!(" FORMAT {format} ENCODE {encode}");
+    if let Some(o) = c.options()? {
+        sql.push_str(&format!(" ({})", super::ddl_catalog::options_sql(&o)));
+    }
+    Ok(FormatEncode {
+        format,
+        encode,
+        sql,
+    })
+}
+
+/// RisingWave's names of a format and an encode (its `Format` / `Encode` enums' `Debug`).
+fn camel(word: &str) -> String {
+    match word {
+        "DEBEZIUM_MONGO" => "DebeziumMongo".into(),
+        w => {
+            let lower = w.to_lowercase();
+            let mut cs = lower.chars();
+            cs.next()
+                .map_or_else(String::new, |f| f.to_uppercase().chain(cs).collect())
+        }
+    }
+}
+
+/// The formats and encodes each connector takes (RisingWave's `CONNECTORS_COMPATIBLE_FORMATS`).
+fn compatible(connector: &str, format: &str) -> Option<&'static [&'static str]> {
+    const JSON: &[&str] = &["JSON"];
+    Some(match (connector, format) {
+        ("kafka", "PLAIN") => &["JSON", "PROTOBUF", "AVRO", "BYTES", "CSV"],
+        ("kafka", "UPSERT" | "DEBEZIUM") => &["JSON", "AVRO"],
+        ("kafka", "MAXWELL" | "CANAL" | "DEBEZIUM_MONGO") => JSON,
+        ("pulsar" | "kinesis" | "google_pubsub", "PLAIN") => &["JSON", "PROTOBUF", "AVRO", "BYTES"],
+        ("pulsar" | "kinesis", "UPSERT") => &["JSON", "AVRO"],
+        ("pulsar" | "kinesis" | "google_pubsub", "DEBEZIUM" | "MAXWELL" | "CANAL") => JSON,
+        ("nexmark" | "datagen", "NATIVE") => &["NATIVE"],
+        ("nexmark", "PLAIN") => &["BYTES"],
+        ("datagen", "PLAIN") => &["BYTES", "JSON"],
+        ("s3" | "s3_v2" | "gcs", "PLAIN") => &["CSV", "JSON"],
+        ("posix_fs", "PLAIN") => &["CSV"],
+        ("mysql-cdc" | "postgres-cdc", "DEBEZIUM" | "PLAIN") => JSON,
+        ("citus-cdc", "DEBEZIUM") => JSON,
+        ("nats" | "test", "PLAIN") => JSON,
+        _ => return None,
+    })
+}
+
+/// `connector` takes `f`, else RisingWave's error.
+pub fn validate_compatibility(connector: &str, f: &FormatEncode) -> Result<(), CatalogError> {
+    let encodes =
+        compatible(connector, &f.format).ok_or_else(|| CatalogError::FormatNotSupported {
+            connector: connector.into(),
+            format: camel(&f.format),
+            encode: None,
+        })?;
+    if !encodes.contains(&f.encode.as_str()) {
+        return Err(CatalogError::FormatNotSupported {
+            connector: connector.into(),
+            format: camel(&f.format),
+            encode: Some(camel(&f.encode)),
+        });
+    }
+    Ok(())
+}
+
+/// `CREATE TABLE` as `SHOW CREATE TABLE` prints it: without `IF NOT EXISTS`, `APPEND ONLY` after the
+/// columns, then the `WITH` options and `FORMAT ... ENCODE ...`.
+pub fn table_definition(ct: &CreateTable, extras: &TableExtras) -> String {
+    let mut shown = ct.clone();
+    shown.if_not_exists = false;
+    shown.table_options = CreateTableOptions::None;
+    let mut out = shown.to_string();
+    if ct.columns.is_empty() && ct.constraints.is_empty() {
+        out = out.trim_end().trim_end_matches("()").trim_end().to_string();
+    }
+    if extras.append_only {
+        out.push_str(" APPEND ONLY");
+    }
+    if let CreateTableOptions::With(options) = &ct.table_options {
+        let o: Vec<String> = options.iter().map(ToString::to_string).collect();
+        out.push_str(&format!(" WITH ({})", o.join(", ")));
+    }
+    if let Some(f) = &extras.format {
+        out.push_str(&f.sql);
+    }
+    out
+}
+
+impl Session {
+    /// A `CREATE TABLE` with RisingWave's own clauses: the rest is the front end's `CREATE TABLE`.
+    pub(super) async fn handle_create_table(&mut self, tokens: &[Token]) -> Option<HandlerResult> {
+        let (text, extras) = match split_create_table(tokens) {
+            Ok(Some(split)) => split,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text);
+        let ct = match parsed.as_deref() {
+            Ok([Statement::CreateTable(ct)]) => ct.clone(),
+            Ok(_) => return Some(Err(SqlError::Parse("expected one CREATE TABLE".into()))),
+            Err(e) => return Some(Err(SqlError::Parse(e.to_string()))),
+        };
+        Some(self.create_table(&ct, &text, &extras).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+
+    use super::*;
+
+    fn tokens(sql: &str) -> Vec<Token> {
+        Tokenizer::new(&PostgreSqlDialect {}, sql)
+            .tokenize()
+            .unwrap()
+            .into_iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect()
+    }
+
+    #[test]
+    fn append_only_and_format_are_split_off() {
+        let (text, extras) = split_create_table(&tokens(
+            "create table t (v int) append only with (connector = 'datagen') format plain encode json",
+        ))
+        .unwrap()
+        .unwrap();
+        assert!(extras.append_only);
+        assert_eq!(extras.format.unwrap().sql, " FORMAT PLAIN ENCODE JSON");
+        assert!(!text.to_lowercase().contains("append"));
+        assert!(
+            split_create_table(&tokens("create table t (v int)"))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn formats_are_checked_as_risingwave_checks_them() {
+        let f = |format: &str, encode: &str| FormatEncode {
+            format: format.into(),
+            encode: encode.into(),
+            sql: String::new(),
+        };
+        assert!(validate_compatibility("datagen", &f("PLAIN", "JSON")).is_ok());
+        let err = validate_compatibility("datagen", &f("DEBEZIUM", "JSON")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("connector datagen does not support format Debezium")
+        );
+        assert!(validate_compatibility("datagen", &f("PLAIN", "AVRO")).is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! The catalog's statements end to end on a session: databases, schemas, users and grants, drops with their
+//! dependency errors, renames and moves, comments, `SHOW` / `DESCRIBE`, session variables, indexes and
+//! sources.
+
+use std::sync::Arc;
+
+use epochlab_sim::{Cluster, ClusterConfig, run};
+use epochlab_sql::{Engine, Output, Session};
+
+async fn ok(s: &mut Session, sql: &str) -> Output {
+    s.execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn err(s: &mut Session, sql: &str, want: &str) {
+    let e = s.execute(sql).await.expect_err(sql).to_string();
+    assert!(e.contains(want), "{sql}: {e}");
+}
+
+async fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    match ok(s, sql).await {
+        Output::Rows { rows, .. } => rows,
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+fn text(rows: &[&[&str]]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|r| r.iter().map(|x| x.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn databases_schemas_users_and_grants() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster, 2));
+        ok(&mut s, "CREATE DATABASE d").await;
+        err(&mut s, "CREATE DATABASE d", "database with name d exists").await;
+        ok(&mut s, "CREATE DATABASE IF NOT EXISTS d").await;
+        assert_eq!(
+            rows(&mut s, "SHOW DATABASES").await,
+            text(&[&["d"], &["dev"]])
+        );
+        err(&mut s, "DROP DATABASE dev", "currently open database").await;
+        ok(&mut s, "DROP DATABASE d").await;
+        ok(&mut s, "CREATE SCHEMA s").await;
+        ok(&mut s, "CREATE TABLE s.t (v int)").await;
+        err(
+            &mut s,
+            "DROP SCHEMA s",
+            "cannot drop schema s because table t",
+        )
+        .await;
+        err(&mut s, "DROP TABLE x.t", "schema not found: x").await;
+        err(
+            &mut s,
+            "DROP TABLE a.b.c",
+            "cross-database references are not implemented",
+        )
+        .await;
+        ok(&mut s, "CREATE USER u WITH NOSUPERUSER PASSWORD 'p'").await;
+        err(&mut s, "CREATE USER u", "user with name u exists").await;
+        ok(
+            &mut s,
+            "GRANT ALL ON SCHEMA s TO u WITH GRANT OPTION GRANTED BY root",
+        )
+        .await;
+        err(
+            &mut s,
+            "GRANT INSERT ON ALL SOURCES IN SCHEMA s TO u",
+            "Invalid privilege type",
+        )
+        .await;
+        err(
+            &mut s,
+            "GRANT ALL ON DATABASE dev TO nobody",
+            "Grantee does not exist",
+        )
+        .await;
+        ok(&mut s, "REVOKE GRANT OPTION FOR ALL ON SCHEMA s FROM u").await;
+        ok(&mut s, "ALTER TABLE s.t OWNER TO u").await;
+        err(&mut s, "DROP USER u", "some objects depend on it").await;
+        ok(&mut s, "ALTER USER u RENAME TO w").await;
+        let owner = rows(
+            &mut s,
+            "SELECT pg_roles.rolname FROM pg_class JOIN pg_roles ON pg_roles.oid = pg_class.relowner WHERE pg_class.relname = 't'",
+        )
+        .await;
+        assert_eq!(owner, text(&[&["w"]]));
+        ok(&mut s, "SET search_path TO s").await;
+        assert_eq!(rows(&mut s, "SHOW search_path").await, text(&[&["s"]]));
+        ok(&mut s, "INSERT INTO t VALUES (1)").await;
+        ok(&mut s, "DROP TABLE t").await;
+        ok(&mut s, "RESET search_path").await;
+        ok(&mut s, "DROP SCHEMA s").await;
+        ok(&mut s, "DROP USER w").await;
+        err(&mut s, "SET no_such TO 1", "Unrecognized config entry").await;
+    });
+}
+
+#[test]
+fn drops_renames_comments_and_describe() {
+    run(2, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster, 2));
+        ok(&mut s, "SET rw_implicit_flush TO true").await;
+        ok(&mut s, "CREATE TABLE t (v1 int, v2 int)").await;
+        ok(&mut s, "CREATE VIEW v AS SELECT v1 FROM t").await;
+        ok(&mut s, "CREATE MATERIALIZED VIEW m AS SELECT * FROM v").await;
+        ok(&mut s, "CREATE INDEX i ON t (v1)").await;
+        err(
+            &mut s,
+            "DROP TABLE t",
+            "Fail to delete table `t` because 2 other relation(s) depend on it",
+        )
+        .await;
+        err(
+            &mut s,
+            "DROP MATERIALIZED VIEW t",
+            "Use `DROP TABLE` to drop a table.",
+        )
+        .await;
+        err(&mut s, "DROP SINK t", "sink not found: t").await;
+        err(
+            &mut s,
+            "INSERT INTO m VALUES (1)",
+            "cannot change materialized view",
+        )
+        .await;
+        ok(&mut s, "ALTER TABLE t RENAME TO t2").await;
+        assert_eq!(
+            rows(&mut s, "SHOW CREATE VIEW v").await,
+            text(&[&["public.v", "CREATE VIEW v AS SELECT v1 FROM t2 AS t"]])
+        );
+        ok(&mut s, "INSERT INTO t2 VALUES (1, 2)").await;
+        assert_eq!(rows(&mut s, "SELECT * FROM v").await, text(&[&["1"]]));
+        ok(&mut s, "COMMENT ON TABLE t2 IS 'numbers'").await;
+        ok(&mut s, "COMMENT ON COLUMN t2.v1 IS 'first'").await;
+        let described = rows(&mut s, "DESCRIBE t2").await;
+        assert_eq!(described[0], ["v1", "integer", "false", "first"]);
+        assert_eq!(described[2], ["_row_id", "serial", "true", "NULL"]);
+        assert_eq!(
+            described.last().unwrap(),
+            &["table description", "t2", "NULL", "numbers"]
+        );
+        assert_eq!(
+            rows(&mut s, "SHOW INDEXES FROM t2").await,
+            text(&[&["i", "t2", "v1 ASC", "v2", "v1"]])
+        );
+        ok(&mut s, "DROP VIEW v CASCADE").await;
+        assert!(rows(&mut s, "SHOW MATERIALIZED VIEWS").await.is_empty());
+        ok(&mut s, "DROP TABLE t2").await;
+        assert!(rows(&mut s, "SHOW TABLES").await.is_empty());
+        assert!(
+            rows(&mut s, "SELECT name FROM rw_catalog.rw_indexes")
+                .await
+                .is_empty()
+        );
+    });
+}
+
+#[test]
+fn sources_and_tables_with_connectors() {
+    run(3, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster, 2));
+        let with = "WITH (connector = 'datagen', datagen.split.num = '1')";
+        ok(
+            &mut s,
+            &format!("CREATE SOURCE src (v int) {with} FORMAT PLAIN ENCODE JSON"),
+        )
+        .await;
+        err(
+            &mut s,
+            &format!("CREATE TABLE bad (v int) {with} FORMAT DEBEZIUM ENCODE JSON"),
+            "connector datagen does not support format Debezium",
+        )
+        .await;
+        ok(
+            &mut s,
+            &format!("CREATE TABLE tc (v int) {with} FORMAT PLAIN ENCODE JSON"),
+        )
+        .await;
+        err(
+            &mut s,
+            "CREATE TABLE src (v int)",
+            "source with name src exists",
+        )
+        .await;
+        err(&mut s, "ALTER SOURCE tc RENAME TO x", "ALTER TABLE").await;
+        assert_eq!(
+            rows(&mut s, "SHOW CREATE TABLE tc").await,
+            text(&[&[
+                "public.tc",
+                "CREATE TABLE tc (v INT) WITH (connector = 'datagen', datagen.split.num = '1') FORMAT PLAIN ENCODE JSON"
+            ]])
+        );
+        ok(&mut s, "CREATE MATERIALIZED VIEW m AS SELECT * FROM src").await;
+        assert!(rows(&mut s, "SELECT * FROM m").await.is_empty());
+        err(&mut s, "DROP SOURCE src", "other relation(s) depend on it").await;
+        ok(&mut s, "DROP SOURCE src CASCADE").await;
+        assert!(rows(&mut s, "SHOW SOURCES").await.is_empty());
+        ok(&mut s, "DROP TABLE tc").await;
+    });
+}
