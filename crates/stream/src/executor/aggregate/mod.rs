@@ -30,7 +30,11 @@ pub use simple_agg::SimpleAggExecutor;
 
 use self::group::{AggGroup, CallPlan};
 use super::non_strict::NonStrict;
-use super::{BoxedExecutor, StreamExecutorError, StreamExecutorResult};
+use futures_async_stream::try_stream;
+
+use super::{
+    BoxedExecutor, Message, StreamExecutorError, StreamExecutorResult, expect_first_barrier,
+};
 
 /// Groups kept in memory at most, by default (RisingWave's agg cache is an LRU bounded by memory).
 pub const DEFAULT_GROUP_CACHE_CAPACITY: usize = 4096;
@@ -276,6 +280,44 @@ impl AggCore {
             self.result_table.table_id(),
             self.plans.len()
         )
+    }
+}
+
+/// The loop of both aggregation executors: rows go into their groups; on each barrier the changed groups
+/// are emitted, the state tables committed with the barrier's epoch, then the barrier passes (and a new
+/// vnode bitmap is taken after it). A simple aggregation's one group is touched at start (and after a
+/// reschedule) so that its row is emitted at its first barrier.
+impl AggCore {
+    #[try_stream(ok = Message, error = StreamExecutorError)]
+    pub(crate) async fn execute_inner(mut self, input: BoxedExecutor, name: &'static str) {
+        let mut input = input.execute();
+        let first = expect_first_barrier(&mut input, name).await?;
+        self.init_epoch(first.epoch);
+        if self.keep_empty {
+            self.touch(&OwnedRow::empty())?;
+        }
+        yield Message::Barrier(first);
+        #[for_await]
+        for msg in input {
+            match msg? {
+                Message::Chunk(chunk) => self.apply_chunk(&chunk)?,
+                Message::Barrier(barrier) => {
+                    let out = self.flush()?;
+                    if !out.is_empty() {
+                        yield Message::Chunk(StreamChunk::from_pairs(out));
+                    }
+                    self.commit(barrier.epoch)?;
+                    let update = barrier.as_update_vnode_bitmap(self.actor_id);
+                    yield Message::Barrier(barrier);
+                    if let Some(vnodes) = update {
+                        self.update_vnodes(vnodes)?;
+                        if self.keep_empty {
+                            self.touch(&OwnedRow::empty())?;
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
