@@ -30,6 +30,17 @@ impl Oracle {
         self.rows.is_empty()
     }
 
+    /// Take the table's rows as they are (after a kill lost uncommitted DML): `k` in column 0.
+    pub fn resync(&mut self, rows: &[OwnedRow]) {
+        self.rows = rows
+            .iter()
+            .map(|r| match r.datum_at(0) {
+                Some(epochlab_common::ScalarImpl::Int64(k)) => (*k, r.clone()),
+                d => panic!("a row keyed by an integer, got {d:?}"),
+            })
+            .collect();
+    }
+
     /// The rows in pk order.
     pub fn rows(&self) -> Vec<OwnedRow> {
         self.rows.values().cloned().collect()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::TableDesc;
-use crate::expr_node::ExprNode;
+use crate::expr_node::{AggCall, ExprNode};
 pub use crate::types::Interval;
 use crate::{ActorId, Bitmap, DataType, FragmentId, OwnedRow, TableId, VirtualNode, VnodeCount};
 
@@ -186,6 +186,31 @@ pub enum StreamNode {
         sink: SinkDesc,
         input: Box<StreamNode>,
     },
+    // Aggregation (branch `agg`): see `AggCallState` and `DistinctDedupTable` below.
+    /// Grouped aggregation (RisingWave's `HashAggExecutor`): per group of `group_key`, one state per call in
+    /// `result_table` (pk = the group key), emitted on each barrier for the groups that changed. Output:
+    /// the group key, then one column per call. `agg_calls[row_count_index]` is `count(*)`: a group whose
+    /// row count drops to 0 is deleted.
+    HashAgg {
+        group_key: Vec<usize>,
+        agg_calls: Vec<AggCall>,
+        result_table: Arc<TableDesc>,
+        agg_call_states: Vec<AggCallState>,
+        distinct_dedup_tables: Vec<DistinctDedupTable>,
+        row_count_index: usize,
+        emit_on_window_close: bool,
+        input: Box<StreamNode>,
+    },
+    /// Global aggregation in a singleton fragment (RisingWave's `SimpleAggExecutor`): one row, always
+    /// present (count 0 and NULLs over no rows), its state in `result_table` (empty pk).
+    SimpleAgg {
+        agg_calls: Vec<AggCall>,
+        result_table: Arc<TableDesc>,
+        agg_call_states: Vec<AggCallState>,
+        distinct_dedup_tables: Vec<DistinctDedupTable>,
+        row_count_index: usize,
+        input: Box<StreamNode>,
+    },
 }
 
 /// Everything a compute node needs to build one actor.
@@ -243,7 +268,9 @@ impl StreamNode {
             | StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::HopWindow { input, .. }
-            | StreamNode::RowIdGen { input, .. } => vec![input.as_ref()],
+            | StreamNode::RowIdGen { input, .. }
+            | StreamNode::HashAgg { input, .. }
+            | StreamNode::SimpleAgg { input, .. } => vec![input.as_ref()],
         }
     }
 
@@ -262,7 +289,9 @@ impl StreamNode {
             | StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::HopWindow { input, .. }
-            | StreamNode::RowIdGen { input, .. } => vec![input.as_mut()],
+            | StreamNode::RowIdGen { input, .. }
+            | StreamNode::HashAgg { input, .. }
+            | StreamNode::SimpleAgg { input, .. } => vec![input.as_mut()],
         }
     }
 
@@ -363,5 +392,327 @@ impl StreamFragmentGraph {
     /// The edges out of fragment `id`.
     pub fn outputs_of(&self, id: u32) -> impl Iterator<Item = &StreamFragmentEdge> {
         self.edges.iter().filter(move |e| e.upstream == id)
+    }
+}
+
+// ---- Aggregation state (branch `agg`) ----
+
+/// Where one aggregate call keeps its state (RisingWave's `AggCallState`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AggCallState {
+    /// In the call's column of the result table: count, sum, avg, ... (their numbers), and min/max over an
+    /// append-only input (the current value: nothing is ever retracted).
+    Value,
+    /// Every input row the call has seen, in its own table ordered for the call (retractable min/max,
+    /// string_agg, array_agg, first/last value): `columns` are the input columns stored, in the table's
+    /// column order (the group key, the sort key, then the upstream stream key); the pk is every column.
+    MaterializedInput {
+        table: Arc<TableDesc>,
+        columns: Vec<usize>,
+    },
+}
+
+/// The dedup table of the distinct calls over one input column (RisingWave's distinct dedup table): its
+/// columns are the group key, the column, then one `Int64` count per distinct call over it (in call
+/// order), how many live rows of the group have that value among the rows the call's filter keeps; the pk
+/// is the group key and the column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistinctDedupTable {
+    pub column: usize,
+    pub table: Arc<TableDesc>,
+}
+
+impl StreamNode {
+    /// The internal state tables of an aggregation node (result, materialized inputs, dedup), in order.
+    pub fn agg_tables(&self) -> Vec<&Arc<TableDesc>> {
+        let (result, states, dedups) = match self {
+            StreamNode::HashAgg {
+                result_table,
+                agg_call_states,
+                distinct_dedup_tables,
+                ..
+            }
+            | StreamNode::SimpleAgg {
+                result_table,
+                agg_call_states,
+                distinct_dedup_tables,
+                ..
+            } => (result_table, agg_call_states, distinct_dedup_tables),
+            _ => return Vec::new(),
+        };
+        let mut out = vec![result];
+        for s in states {
+            if let AggCallState::MaterializedInput { table, .. } = s {
+                out.push(table);
+            }
+        }
+        out.extend(dedups.iter().map(|d| &d.table));
+        out
+    }
+
+    /// The same tables, mutably (meta gives them their ids).
+    pub fn agg_tables_mut(&mut self) -> Vec<&mut Arc<TableDesc>> {
+        let (result, states, dedups) = match self {
+            StreamNode::HashAgg {
+                result_table,
+                agg_call_states,
+                distinct_dedup_tables,
+                ..
+            }
+            | StreamNode::SimpleAgg {
+                result_table,
+                agg_call_states,
+                distinct_dedup_tables,
+                ..
+            } => (result_table, agg_call_states, distinct_dedup_tables),
+            _ => return Vec::new(),
+        };
+        let mut out = vec![result];
+        for s in states {
+            if let AggCallState::MaterializedInput { table, .. } = s {
+                out.push(table);
+            }
+        }
+        out.extend(dedups.iter_mut().map(|d| &mut d.table));
+        out
+    }
+}
+
+/// Whether an aggregate keeps its input to retract (min/max and the ordered aggregates): over a retractable
+/// input it needs a materialized-input table; its result-table column holds its output.
+pub fn agg_keeps_input(kind: crate::AggKind) -> bool {
+    use crate::AggKind::*;
+    matches!(
+        kind,
+        Min | Max | FirstValue | LastValue | StringAgg | ArrayAgg | JsonbAgg | JsonbObjectAgg
+    )
+}
+
+fn agg_distribution(group_len: usize) -> crate::catalog::Distribution {
+    use crate::catalog::Distribution;
+    if group_len == 0 {
+        Distribution::Singleton
+    } else {
+        Distribution::HashDistKey {
+            dist_key_in_pk: (0..group_len).collect(),
+        }
+    }
+}
+
+fn agg_table(
+    table_id: TableId,
+    column_types: Vec<DataType>,
+    pk_orders: Vec<crate::OrderType>,
+    group_len: usize,
+    vnode_count: VnodeCount,
+) -> TableDesc {
+    let n = column_types.len();
+    TableDesc {
+        table_id,
+        column_types,
+        pk_indices: (0..pk_orders.len()).collect(),
+        pk_orders,
+        value_indices: (0..n).collect(),
+        distribution: agg_distribution(group_len),
+        vnode_count,
+    }
+}
+
+/// An aggregation's result table (RisingWave's intermediate state table): the group key's columns (the pk,
+/// the distribution key), then per call its state: the value state's numbers as `bytea` for the value
+/// aggregates, the output for the aggregates that keep their input (and for append-only min/max).
+pub fn agg_result_table(
+    table_id: TableId,
+    group_key_types: &[DataType],
+    agg_calls: &[AggCall],
+    vnode_count: VnodeCount,
+) -> TableDesc {
+    let mut types = group_key_types.to_vec();
+    for call in agg_calls {
+        types.push(if agg_keeps_input(call.kind) {
+            call.ret.clone()
+        } else {
+            DataType::Bytea
+        });
+    }
+    let g = group_key_types.len();
+    agg_table(
+        table_id,
+        types,
+        vec![crate::OrderType::ascending(); g],
+        g,
+        vnode_count,
+    )
+}
+
+/// A call's materialized-input table and the input columns it stores: the group key, the call's sort key
+/// (its ORDER BY, then its arguments: descending for max), then the upstream stream key `upstream_pk`
+/// (left out for a DISTINCT call, whose rows are deduplicated first); the pk is every column.
+pub fn agg_materialized_input_table(
+    table_id: TableId,
+    input_types: &[DataType],
+    group_key: &[usize],
+    call: &AggCall,
+    upstream_pk: &[usize],
+    vnode_count: VnodeCount,
+) -> AggCallState {
+    let asc = crate::OrderType::ascending();
+    let mut columns: Vec<usize> = group_key.to_vec();
+    let mut orders = vec![asc; group_key.len()];
+    for (i, o) in &call.order_by {
+        columns.push(*i);
+        orders.push(*o);
+    }
+    let arg_order = if call.kind == crate::AggKind::Max {
+        crate::OrderType::descending()
+    } else {
+        asc
+    };
+    for &a in &call.args {
+        columns.push(a);
+        orders.push(arg_order);
+    }
+    if !call.distinct {
+        columns.extend_from_slice(upstream_pk);
+        orders.extend(upstream_pk.iter().map(|_| asc));
+    }
+    let types = columns.iter().map(|&c| input_types[c].clone()).collect();
+    let table = agg_table(table_id, types, orders, group_key.len(), vnode_count);
+    AggCallState::MaterializedInput {
+        table: Arc::new(table),
+        columns,
+    }
+}
+
+/// The dedup table of the distinct calls over input column `column` (`calls` of them).
+pub fn agg_distinct_dedup_table(
+    table_id: TableId,
+    input_types: &[DataType],
+    group_key: &[usize],
+    column: usize,
+    calls: usize,
+    vnode_count: VnodeCount,
+) -> DistinctDedupTable {
+    let mut types: Vec<DataType> = group_key.iter().map(|&c| input_types[c].clone()).collect();
+    types.push(input_types[column].clone());
+    types.extend(std::iter::repeat_n(DataType::Int64, calls));
+    let orders = vec![crate::OrderType::ascending(); group_key.len() + 1];
+    let table = agg_table(table_id, types, orders, group_key.len(), vnode_count);
+    DistinctDedupTable {
+        column,
+        table: Arc::new(table),
+    }
+}
+
+/// A planner's streaming aggregation over `input` (RisingWave's `StreamHashAgg` / `StreamSimpleAgg` with
+/// their state tables): a `count(*)` row count call is put first, each retractable ordered call gets a
+/// materialized-input table (over an append-only input min/max keep a value), each column of distinct calls a
+/// dedup table, and a projection drops the row count again. Output: the group key's columns, then one per
+/// call in `calls`. The tables' ids are placeholders: meta gives every aggregation table its own.
+pub fn agg_node(
+    input: StreamNode,
+    input_types: &[DataType],
+    upstream_pk: &[usize],
+    group_key: &[usize],
+    calls: &[AggCall],
+    append_only: bool,
+    vnode_count: VnodeCount,
+) -> StreamNode {
+    let placeholder = TableId(0);
+    let mut agg_calls = vec![AggCall {
+        kind: crate::AggKind::Count,
+        args: Vec::new(),
+        arg_types: Vec::new(),
+        ret: DataType::Int64,
+        distinct: false,
+        order_by: Vec::new(),
+        filter: None,
+    }];
+    agg_calls.extend(calls.iter().cloned());
+    let g_types: Vec<DataType> = group_key.iter().map(|&k| input_types[k].clone()).collect();
+    let result_table = Arc::new(agg_result_table(
+        placeholder,
+        &g_types,
+        &agg_calls,
+        vnode_count,
+    ));
+    let agg_call_states = agg_calls
+        .iter()
+        .map(|c| {
+            let retract_min_max =
+                !(append_only && matches!(c.kind, crate::AggKind::Min | crate::AggKind::Max));
+            if agg_keeps_input(c.kind) && retract_min_max {
+                agg_materialized_input_table(
+                    placeholder,
+                    input_types,
+                    group_key,
+                    c,
+                    upstream_pk,
+                    vnode_count,
+                )
+            } else {
+                AggCallState::Value
+            }
+        })
+        .collect();
+    let mut distinct_columns: Vec<usize> = Vec::new();
+    for c in &agg_calls {
+        let distinct = c.distinct || c.kind == crate::AggKind::ApproxCountDistinct;
+        if let (true, Some(&col)) = (distinct, c.args.first())
+            && !distinct_columns.contains(&col)
+        {
+            distinct_columns.push(col);
+        }
+    }
+    let distinct_dedup_tables = distinct_columns
+        .iter()
+        .map(|&col| {
+            let n = agg_calls
+                .iter()
+                .filter(|c| {
+                    (c.distinct || c.kind == crate::AggKind::ApproxCountDistinct)
+                        && c.args.first() == Some(&col)
+                })
+                .count();
+            agg_distinct_dedup_table(placeholder, input_types, group_key, col, n, vnode_count)
+        })
+        .collect();
+    let input = Box::new(input);
+    let agg = if group_key.is_empty() {
+        StreamNode::SimpleAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index: 0,
+            input,
+        }
+    } else {
+        StreamNode::HashAgg {
+            group_key: group_key.to_vec(),
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index: 0,
+            emit_on_window_close: false,
+            input,
+        }
+    };
+    let g = group_key.len();
+    let mut exprs: Vec<ExprNode> = g_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ExprNode::input_ref(i, t.clone()))
+        .collect();
+    exprs.extend(
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ExprNode::input_ref(g + 1 + i, c.ret.clone())),
+    );
+    StreamNode::Project {
+        exprs,
+        input: Box::new(agg),
     }
 }

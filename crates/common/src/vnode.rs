@@ -59,12 +59,30 @@ impl VirtualNode {
         if datums.len() == 0 {
             return Self(0);
         }
+        let datums: Vec<&Datum> = datums.collect();
+        // RisingWave: a row id carries the vnode its generator took it for, so a key that is one row id is
+        // not hashed: its vnode is read from it.
+        if let [Some(ScalarImpl::Serial(id))] = datums[..] {
+            return Self((vnode_of_row_id(id.as_row_id()) % count.get()) as u16);
+        }
         let mut h = Crc32::default();
         for d in datums {
             visit_hash_bytes(d, |b| h.update(b));
         }
         Self((h.finish() % count.get() as u32) as u16)
     }
+}
+
+/// Bits of a row id (RisingWave's `RowIdGenerator`): the millisecond above bit 22, the vnode in bits
+/// 12..22, a sequence number in the low 12 bits.
+pub const ROW_ID_TIMESTAMP_SHIFT_BITS: u32 = 22;
+pub const ROW_ID_VNODE_SHIFT_BITS: u32 = 12;
+/// Vnodes a row id can carry (10 bits).
+pub const ROW_ID_VNODE_UPPER_BOUND: usize = 1 << 10;
+
+/// The vnode a row id carries (RisingWave's `extract_vnode_id_from_row_id`).
+pub fn vnode_of_row_id(id: i64) -> usize {
+    ((id >> ROW_ID_VNODE_SHIFT_BITS) as usize) & (ROW_ID_VNODE_UPPER_BOUND - 1)
 }
 
 /// The bytes a distribution-key datum hashes as. Equal values hash alike: the first five types by their

@@ -150,7 +150,21 @@ impl Relation {
             t.push(self.id);
         }
         t.extend(self.progress_tables().iter().map(|d| d.table_id));
+        t.extend(self.internal_tables().iter().map(|d| d.table_id));
         t
+    }
+
+    /// The internal state tables of the job's stateful executors (aggregations' result, materialized-input
+    /// and dedup tables), in plan order.
+    pub fn internal_tables(&self) -> Vec<Arc<TableDesc>> {
+        let Some(g) = &self.graph else {
+            return Vec::new();
+        };
+        std::iter::once(&g.root_node)
+            .chain(g.fragments.iter().map(|f| &f.node))
+            .flat_map(|n| n.walk())
+            .flat_map(|n| n.agg_tables().into_iter().cloned())
+            .collect()
     }
 
     /// The backfill progress tables of every `StreamScan` of the job.

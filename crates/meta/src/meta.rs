@@ -385,6 +385,7 @@ impl epochlab_storage::CompactionCatalog for CatalogView {
             } else {
                 r.progress_tables()
                     .into_iter()
+                    .chain(r.internal_tables())
                     .find(|d| d.table_id == table)
             }
         })
@@ -647,15 +648,66 @@ impl MetaNode {
             dist_key_in_pk,
             self.inner.config.vnode_count,
         ));
+        self.create_table_job(name, desc, parallelism, conflict, None)
+            .await
+    }
+
+    /// `CREATE TABLE name (columns)` without a primary key: a hidden row id at `row_id_index` (a `serial`)
+    /// is its pk and distribution key, filled by the table actor's row id generator (RisingWave's
+    /// `RowIdGenExecutor` after the DML entry) with one of the actor's vnodes, which is the row's vnode.
+    /// DML sends rows whose row id is NULL.
+    pub async fn create_table_with_row_id(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        row_id_index: usize,
+        parallelism: usize,
+    ) -> Result<TableId, DdlError> {
+        if parallelism == 0 || column_types.get(row_id_index) != Some(&DataType::Serial) {
+            return Err(DdlError::Invalid(format!(
+                "bad table definition for {name}: the row id is a serial column"
+            )));
+        }
+        let id = self.inner.next_table_id();
+        let count = self.inner.config.vnode_count;
+        let desc = Arc::new(TableDesc::hash(
+            id,
+            column_types,
+            vec![row_id_index],
+            vec![0],
+            count,
+        ));
+        let conflict = ConflictBehavior::NoCheck;
+        self.create_table_job(name, desc, parallelism, conflict, Some(row_id_index))
+            .await
+    }
+
+    /// A table's job: one fragment, its DML entry (then its row id generator), materialized.
+    async fn create_table_job(
+        &self,
+        name: &str,
+        desc: Arc<TableDesc>,
+        parallelism: usize,
+        conflict: ConflictBehavior,
+        row_id_index: Option<usize>,
+    ) -> Result<TableId, DdlError> {
+        let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
-        // One fragment: the table's DML entry, materialized.
+        let dml = StreamNode::Dml {
+            table_id: id,
+            column_types: desc.column_types.clone(),
+        };
+        let input = match row_id_index {
+            Some(row_id_index) => StreamNode::RowIdGen {
+                row_id_index,
+                input: Box::new(dml),
+            },
+            None => dml,
+        };
         let root_node = StreamNode::Materialize {
             table: desc.clone(),
             conflict,
-            input: Box::new(StreamNode::Dml {
-                table_id: id,
-                column_types: desc.column_types.clone(),
-            }),
+            input: Box::new(input),
         };
         let rel = Relation {
             id,

@@ -460,3 +460,134 @@ pub fn json_of(d: &Datum) -> serde_json::Value {
         Some(v) => Value::String(v.to_string()),
     }
 }
+
+/// Value states in one stored datum (the `bytea` column of a streaming aggregation's result table, RisingWave's
+/// "intermediate state" of a value agg): a few numbers, value-encoded. Ordered states (min/max,
+/// string_agg, ...) keep their input instead and are rebuilt by feeding it back.
+impl AggState {
+    /// Whether the state is a few numbers (count, sum, avg, variance, bool and bit aggregates).
+    pub fn is_value(&self) -> bool {
+        !matches!(self.inner, Inner::Ordered(_))
+    }
+
+    /// The value state as one datum; `None` for an ordered state.
+    pub fn encode_value(&self) -> Option<Datum> {
+        let mut d: Vec<Datum> = Vec::new();
+        let int = |v: i64| Some(ScalarImpl::Int64(v));
+        match &self.inner {
+            Inner::Ordered(_) => return None,
+            Inner::Count(n) => d.push(int(*n)),
+            Inner::Sum { sum, count, seen } => {
+                encode_sum(sum, &mut d);
+                d.extend([int(*count), int(i64::from(*seen))]);
+            }
+            Inner::Variance { sum, sum_sq, count } => {
+                encode_sum(sum, &mut d);
+                encode_sum(sum_sq, &mut d);
+                d.push(int(*count));
+            }
+            Inner::Bools { trues, falses } => d.extend([int(*trues), int(*falses)]),
+            Inner::Bits(b) => {
+                d.extend(b.set.iter().map(|n| int(*n)));
+                d.extend([int(b.rows), int(b.xor)]);
+            }
+        }
+        let bytes = epochlab_common::value_encoding::encode_row(&OwnedRow::new(d));
+        Some(Some(ScalarImpl::Bytea(bytes.into_boxed_slice())))
+    }
+
+    /// A value state of `call` from [`AggState::encode_value`]'s datum (`None`: the empty state).
+    pub fn decode_value(call: &AggCall, stored: &Datum) -> Result<Self> {
+        let mut state = Self::new(call);
+        let Some(stored) = stored else {
+            return Ok(state);
+        };
+        let bad = || ExprError::InvalidState(format!("stored state of {:?}", call.kind));
+        let ScalarImpl::Bytea(bytes) = stored else {
+            return Err(bad());
+        };
+        let row = epochlab_common::value_encoding::decode_row(bytes).map_err(|_| bad())?;
+        let it = &mut row.into_inner().into_iter();
+        match &mut state.inner {
+            Inner::Ordered(_) => return Err(bad()),
+            Inner::Count(n) => *n = next_int(it)?,
+            Inner::Sum { sum, count, seen } => {
+                *sum = decode_sum(it)?;
+                *count = next_int(it)?;
+                *seen = next_int(it)? != 0;
+            }
+            Inner::Variance { sum, sum_sq, count } => {
+                *sum = decode_sum(it)?;
+                *sum_sq = decode_sum(it)?;
+                *count = next_int(it)?;
+            }
+            Inner::Bools { trues, falses } => (*trues, *falses) = (next_int(it)?, next_int(it)?),
+            Inner::Bits(b) => {
+                for n in b.set.iter_mut() {
+                    *n = next_int(it)?;
+                }
+                (b.rows, b.xor) = (next_int(it)?, next_int(it)?);
+            }
+        }
+        Ok(state)
+    }
+}
+
+fn next_int(it: &mut impl Iterator<Item = Datum>) -> Result<i64> {
+    match it.next() {
+        Some(Some(ScalarImpl::Int64(v))) => Ok(v),
+        other => Err(ExprError::InvalidState(format!(
+            "stored state: {other:?} where an integer belongs"
+        ))),
+    }
+}
+
+fn next_i128(it: &mut impl Iterator<Item = Datum>) -> Result<i128> {
+    let (hi, lo) = (next_int(it)?, next_int(it)?);
+    Ok((i128::from(hi) << 64) | i128::from(lo as u64))
+}
+
+/// A sum as a tag then its fields (an `i128` as two halves, a float by its bits, a decimal as itself).
+fn encode_sum(sum: &Sum, d: &mut Vec<Datum>) {
+    let int = |v: i64| Some(ScalarImpl::Int64(v));
+    let halves = |v: i128| [int((v >> 64) as i64), int(v as u64 as i64)];
+    match sum {
+        Sum::Int(v) => {
+            d.push(int(0));
+            d.extend(halves(*v));
+        }
+        Sum::Float(f) => d.extend([int(1), int(f.to_bits() as i64)]),
+        Sum::Float32(f) => d.extend([int(4), int(i64::from(f.to_bits()))]),
+        Sum::Decimal(x) => d.extend([int(2), Some(ScalarImpl::Decimal(*x))]),
+        Sum::Interval {
+            months,
+            days,
+            usecs,
+        } => {
+            d.extend([int(3), int(*months), int(*days)]);
+            d.extend(halves(*usecs));
+        }
+    }
+}
+
+fn decode_sum(it: &mut impl Iterator<Item = Datum>) -> Result<Sum> {
+    Ok(match next_int(it)? {
+        0 => Sum::Int(next_i128(it)?),
+        1 => Sum::Float(f64::from_bits(next_int(it)? as u64)),
+        2 => match it.next() {
+            Some(Some(ScalarImpl::Decimal(x))) => Sum::Decimal(x),
+            other => {
+                return Err(ExprError::InvalidState(format!(
+                    "stored sum: {other:?} where a decimal belongs"
+                )));
+            }
+        },
+        3 => Sum::Interval {
+            months: next_int(it)?,
+            days: next_int(it)?,
+            usecs: next_i128(it)?,
+        },
+        4 => Sum::Float32(f32::from_bits(next_int(it)? as u32)),
+        t => return Err(ExprError::InvalidState(format!("stored sum tag {t}"))),
+    })
+}

@@ -583,7 +583,6 @@ fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
 /// The name of the first operator in `plan` without a stream executor here (one place decides).
 pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
     let missing = match &plan.op {
-        StreamOp::HashAgg { .. } | StreamOp::SimpleAgg { .. } => Some("agg"),
         StreamOp::HashJoin { .. } => Some("join"),
         StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => Some("top-N"),
         _ => None,
@@ -721,15 +720,37 @@ fn stream_node(
             });
             StreamNode::Exchange { upstream }
         }
-        StreamOp::HashAgg { .. }
-        | StreamOp::SimpleAgg { .. }
-        | StreamOp::HashJoin { .. }
-        | StreamOp::TopN { .. }
-        | StreamOp::GroupTopN { .. } => {
+        StreamOp::HashAgg { group_key, calls } => {
+            agg_stream_node(plan, group_key, calls, child(0, graph)?, table)
+        }
+        StreamOp::SimpleAgg { calls } => agg_stream_node(plan, &[], calls, child(0, graph)?, table),
+        StreamOp::HashJoin { .. } | StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             check_executors(plan)?;
             unreachable!("check_executors refuses {:?}", plan.op)
         }
     })
+}
+
+/// A hash or simple aggregation with its state tables (the input's stream key completes the
+/// materialized-input tables' pk; every input is treated as retractable).
+fn agg_stream_node(
+    plan: &StreamPlan,
+    group_key: &[usize],
+    calls: &[AggCall],
+    input: Box<StreamNode>,
+    table: &Arc<TableDesc>,
+) -> StreamNode {
+    let i = &plan.inputs[0];
+    let vnodes = table.vnode_count;
+    epochlab_common::plan::agg_node(
+        *input,
+        &i.types,
+        &i.stream_key,
+        group_key,
+        calls,
+        false,
+        vnodes,
+    )
 }
 
 /// A plan that is a scan of one table under projections and filters, as expressions over the table's

@@ -1,6 +1,7 @@
 //! Executors. Each is a struct with an `execute_inner` async generator: it reads its input, handles barriers
 //! in one place, and commits its state tables for the barrier's `prev` epoch before yielding the barrier.
 
+pub mod aggregate;
 pub mod backfill;
 mod dispatch;
 mod dml;
@@ -28,6 +29,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use thiserror::Error;
 
+pub use aggregate::{AggArgs, CallStateTable, DedupTable, HashAggExecutor, SimpleAggExecutor};
 pub use backfill::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, NoShuffleBackfillExecutor,
 };
@@ -97,6 +99,18 @@ pub enum StreamExecutorError {
         expected: bool,
         finished: bool,
     },
+    /// An aggregation plan the executor cannot run (a call's state kind or dedup table is wrong).
+    #[error("aggregate call {call}: {problem}")]
+    AggPlan { call: usize, problem: String },
+    /// An aggregate's state refused a row (a delete of a value it never saw) or its stored state.
+    #[error("aggregate call {call}: {source}")]
+    Aggregate {
+        call: usize,
+        source: epochlab_expr::ExprError,
+    },
+    /// A distinct value deleted more often than inserted.
+    #[error("distinct dedup count of {value} below zero")]
+    DedupUnderflow { value: String },
     #[error("{0}")]
     Internal(String),
 }
@@ -154,7 +168,12 @@ impl StreamExecutorError {
             )
             | Self::ProgressDiverged { .. }
             | Self::ProgressNotFound { .. }
-            | Self::BackfillStatesDiffer { .. } => FailureReason::InconsistentState,
+            | Self::BackfillStatesDiffer { .. }
+            | Self::DedupUnderflow { .. }
+            | Self::Aggregate {
+                source: epochlab_expr::ExprError::InvalidState(_),
+                ..
+            } => FailureReason::InconsistentState,
             Self::StateTable(StateTableError::Storage(S::StaleGeneration { .. }))
             | Self::Storage(S::StaleGeneration { .. }) => FailureReason::StaleGeneration,
             Self::StateTable(StateTableError::Storage(S::InconsistentOperation(_)))

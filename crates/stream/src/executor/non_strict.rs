@@ -13,6 +13,8 @@ pub enum ExprExecutor {
     Project,
     Filter,
     HopWindow,
+    /// An aggregation's FILTER clauses.
+    Aggregate,
 }
 
 impl ExprExecutor {
@@ -21,6 +23,7 @@ impl ExprExecutor {
             ExprExecutor::Project => "project",
             ExprExecutor::Filter => "filter",
             ExprExecutor::HopWindow => "hop_window",
+            ExprExecutor::Aggregate => "aggregate",
         }
     }
 }

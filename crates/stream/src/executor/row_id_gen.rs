@@ -9,12 +9,14 @@ use super::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, expect_first_barrier,
 };
 
-/// Bits of a row id, as RisingWave's: the millisecond (since the clock's origin) above bit 22, the vnode in
-/// bits 12..22, a sequence number in the low 12 bits.
-const TIMESTAMP_SHIFT_BITS: u32 = 22;
-const VNODE_ID_SHIFT_BITS: u32 = 12;
+use epochlab_common::vnode::{
+    ROW_ID_TIMESTAMP_SHIFT_BITS as TIMESTAMP_SHIFT_BITS,
+    ROW_ID_VNODE_SHIFT_BITS as VNODE_ID_SHIFT_BITS,
+    ROW_ID_VNODE_UPPER_BOUND as VNODE_ID_UPPER_BOUND,
+};
+
+/// Row ids per millisecond and vnode (the low 12 bits).
 const SEQUENCE_UPPER_BOUND: u16 = 1 << 12;
-const VNODE_ID_UPPER_BOUND: usize = 1 << 10;
 
 /// Row ids unique over the vnodes of one actor (RisingWave's `RowIdGenerator`): each id carries one of the
 /// actor's vnodes, taken in turn, so the ids of different actors never meet, and the millisecond part only
@@ -82,10 +84,7 @@ impl RowIdGenerator {
     }
 }
 
-/// The vnode a row id carries.
-pub fn vnode_of_row_id(id: i64) -> usize {
-    ((id >> VNODE_ID_SHIFT_BITS) as usize) & (VNODE_ID_UPPER_BOUND - 1)
-}
+pub use epochlab_common::vnode::vnode_of_row_id;
 
 /// Fills the hidden row id column of inserted rows (RisingWave's `RowIdGenExecutor`); other ops keep the id
 /// they carry. Takes a new generator with the actor's new vnodes at a reschedule.

@@ -16,6 +16,7 @@ use super::actor::Actor;
 use super::barrier_worker::LocalBarrierManager;
 use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
+use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
@@ -133,6 +134,9 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
         } => {
             t.push(upstream_table.table_id);
             t.push(state_table.table_id);
+        }
+        StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => {
+            t.extend(node.agg_tables().iter().map(|d| d.table_id));
         }
         _ => {}
     }
@@ -429,6 +433,10 @@ fn build_node(
                 env.sinks.clone(),
             ))
         }
+        StreamNode::HashAgg { input, .. } | StreamNode::SimpleAgg { input, .. } => {
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            build_agg(env, desc, node, input)?
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -475,6 +483,9 @@ fn build_stateless(
             row_id_index,
             input,
         } => {
+            if desc.vnodes.len() > epochlab_common::vnode::ROW_ID_VNODE_UPPER_BOUND {
+                return Err(unsupported("RowIdGen over more than 1024 vnodes"));
+            }
             let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
             let input = build(input)?;
             Box::new(RowIdGenExecutor::new(
@@ -508,6 +519,8 @@ fn build_stateless(
         | StreamNode::StreamScan { .. }
         | StreamNode::Materialize { .. }
         | StreamNode::FlowControl { .. }
+        | StreamNode::HashAgg { .. }
+        | StreamNode::SimpleAgg { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
@@ -549,4 +562,90 @@ fn check_vnode_count(
         });
     }
     Ok(())
+}
+
+/// A hash or simple aggregation over `input`, its state tables checked (read-before-write) as the
+/// materialize's are.
+fn build_agg(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    let (group_key, agg_calls, result_table, states, dedups, row_count_index) = match node {
+        StreamNode::HashAgg {
+            group_key,
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        } => (
+            group_key.clone(),
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            *row_count_index,
+        ),
+        StreamNode::SimpleAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        } => (
+            Vec::new(),
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            *row_count_index,
+        ),
+        _ => unreachable!("an aggregation node"),
+    };
+    for t in node.agg_tables() {
+        check_vnode_count(desc, t)?;
+    }
+    let options = StateTableOptions {
+        accessor: Some(Accessor {
+            actor: actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    };
+    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
+        StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
+    };
+    let args = AggArgs {
+        actor_id,
+        input,
+        group_key,
+        agg_calls: agg_calls.clone(),
+        row_count_index,
+        result_table: open(result_table),
+        call_states: AggArgs::open_states(states, open),
+        dedup_tables: dedups
+            .iter()
+            .map(|d| DedupTable {
+                column: d.column,
+                table: open(&d.table),
+            })
+            .collect(),
+        cache_capacity: crate::executor::aggregate::DEFAULT_GROUP_CACHE_CAPACITY,
+        eval: non_strict(env, actor_id, ExprExecutor::Aggregate),
+    };
+    let bad = |source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    };
+    Ok(if matches!(node, StreamNode::HashAgg { .. }) {
+        Box::new(HashAggExecutor::new(args).map_err(bad)?)
+    } else {
+        Box::new(SimpleAggExecutor::new(args).map_err(bad)?)
+    })
 }

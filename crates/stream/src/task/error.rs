@@ -34,6 +34,12 @@ pub enum BuildError {
     /// A plan node that meta must have replaced (an `Exchange`) or that this node cannot run yet.
     #[error("actor {actor}: cannot build a {node} node")]
     Unsupported { actor: ActorId, node: &'static str },
+    /// An executor refused its plan (an aggregation whose call states do not fit its calls).
+    #[error("actor {actor}: {source}")]
+    BadPlan {
+        actor: ActorId,
+        source: crate::executor::StreamExecutorError,
+    },
 }
 
 /// Errors of a node's local barrier manager (`LocalBarrierManager`'s requests and the epochs it completes).

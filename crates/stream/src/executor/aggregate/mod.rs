@@ -1,0 +1,285 @@
+//! Streaming aggregation (RisingWave's `HashAggExecutor` and `SimpleAggExecutor`, with their
+//! `aggregation` module): per group, one [`AggState`] per call; changes are applied per row, and on each
+//! barrier the groups that changed are written to the state tables and emitted.
+//!
+//! State, as RisingWave lays it out (see `epochlab_common::plan::AggCallState`):
+//! - the result table: the group key, then per call its value state (or output);
+//! - per retractable min/max/string_agg/array_agg/first_value call, a materialized-input table of the rows
+//!   it has seen (pk: group key, sort key, upstream stream key);
+//! - per column of `DISTINCT` calls, a dedup table: how many live rows of each group hold each value, per call.
+//!
+//! Groups live in a bounded cache; a miss loads the group from the state tables (a group's value states from
+//! its result row, its ordered states by feeding its materialized input back, its dedup counts from the
+//! dedup tables). After a recovery the cache starts empty. `FILTER` and `DISTINCT` are applied here, before
+//! the states (which see only the rows that reach the aggregate).
+
+mod group;
+mod hash_agg;
+mod simple_agg;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use epochlab_common::plan::AggCallState;
+use epochlab_common::{ActorId, AggCall, AggKind, Op, OwnedRow, StreamChunk, memcmp};
+use epochlab_state_table::StateTable;
+
+pub use hash_agg::HashAggExecutor;
+pub use simple_agg::SimpleAggExecutor;
+
+use self::group::{AggGroup, CallPlan};
+use super::non_strict::NonStrict;
+use super::{BoxedExecutor, StreamExecutorError, StreamExecutorResult};
+
+/// Groups kept in memory at most, by default (RisingWave's agg cache is an LRU bounded by memory).
+pub const DEFAULT_GROUP_CACHE_CAPACITY: usize = 4096;
+
+/// Where one call keeps its state, with its table open.
+pub enum CallStateTable {
+    Value,
+    MaterializedInput {
+        table: StateTable,
+        columns: Vec<usize>,
+    },
+}
+
+/// A dedup table, open.
+pub struct DedupTable {
+    pub column: usize,
+    pub table: StateTable,
+}
+
+/// What an aggregation executor is built from.
+pub struct AggArgs {
+    pub actor_id: ActorId,
+    pub input: BoxedExecutor,
+    /// Empty for a simple aggregation.
+    pub group_key: Vec<usize>,
+    pub agg_calls: Vec<AggCall>,
+    pub row_count_index: usize,
+    pub result_table: StateTable,
+    pub call_states: Vec<CallStateTable>,
+    pub dedup_tables: Vec<DedupTable>,
+    pub cache_capacity: usize,
+    /// Evaluates the calls' FILTER clauses (non-strict: an error keeps the row out).
+    pub eval: NonStrict,
+}
+
+impl AggArgs {
+    /// The plan's per-call states with their tables opened by `open`.
+    pub fn open_states(
+        states: &[AggCallState],
+        mut open: impl FnMut(&std::sync::Arc<epochlab_common::catalog::TableDesc>) -> StateTable,
+    ) -> Vec<CallStateTable> {
+        states
+            .iter()
+            .map(|s| match s {
+                AggCallState::Value => CallStateTable::Value,
+                AggCallState::MaterializedInput { table, columns } => {
+                    CallStateTable::MaterializedInput {
+                        table: open(table),
+                        columns: columns.clone(),
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+/// The state of an aggregation executor: its plan, tables and cache of groups (shared by the hash and
+/// simple executors, which differ in what they emit for an empty group).
+pub(crate) struct AggCore {
+    actor_id: ActorId,
+    group_key: Vec<usize>,
+    plans: Vec<CallPlan>,
+    row_count_index: usize,
+    result_table: StateTable,
+    call_states: Vec<CallStateTable>,
+    dedup_tables: Vec<DedupTable>,
+    cache: BTreeMap<Vec<u8>, AggGroup>,
+    cache_capacity: usize,
+    eval: NonStrict,
+    /// Keep a group whose row count is 0 (simple aggregation: its one row always exists).
+    keep_empty: bool,
+}
+
+impl AggCore {
+    pub(crate) fn new(
+        args: AggArgs,
+        keep_empty: bool,
+    ) -> StreamExecutorResult<(Self, BoxedExecutor)> {
+        assert_eq!(
+            args.agg_calls.len(),
+            args.call_states.len(),
+            "one state per call"
+        );
+        let rc = &args.agg_calls[args.row_count_index];
+        assert!(
+            rc.kind == AggKind::Count && rc.args.is_empty() && rc.filter.is_none(),
+            "the row count call is count(*)"
+        );
+        let plans = group::plan_calls(&args.agg_calls, &args.call_states, &args.dedup_tables)?;
+        let core = Self {
+            actor_id: args.actor_id,
+            group_key: args.group_key,
+            plans,
+            row_count_index: args.row_count_index,
+            result_table: args.result_table,
+            call_states: args.call_states,
+            dedup_tables: args.dedup_tables,
+            cache: BTreeMap::new(),
+            cache_capacity: args.cache_capacity.max(1),
+            eval: args.eval,
+            keep_empty,
+        };
+        Ok((core, args.input))
+    }
+
+    fn tables_mut(&mut self) -> Vec<&mut StateTable> {
+        let mut out = vec![&mut self.result_table];
+        for s in &mut self.call_states {
+            if let CallStateTable::MaterializedInput { table, .. } = s {
+                out.push(table);
+            }
+        }
+        out.extend(self.dedup_tables.iter_mut().map(|d| &mut d.table));
+        out
+    }
+
+    pub(crate) fn init_epoch(&mut self, epoch: epochlab_common::EpochPair) {
+        for t in self.tables_mut() {
+            t.init_epoch(epoch);
+        }
+    }
+
+    pub(crate) fn commit(&mut self, epoch: epochlab_common::EpochPair) -> StreamExecutorResult<()> {
+        for t in self.tables_mut() {
+            t.commit(epoch)?;
+        }
+        Ok(())
+    }
+
+    /// A reschedule: the tables take the new vnodes; cached groups may belong elsewhere now.
+    pub(crate) fn update_vnodes(
+        &mut self,
+        vnodes: std::sync::Arc<epochlab_common::Bitmap>,
+    ) -> StreamExecutorResult<()> {
+        for t in self.tables_mut() {
+            t.update_vnode_bitmap(vnodes.clone())?;
+        }
+        self.cache.clear();
+        Ok(())
+    }
+
+    fn cache_key(key: &OwnedRow) -> Vec<u8> {
+        let orders = vec![epochlab_common::OrderType::ascending(); key.len()];
+        memcmp::encode_row_to_vec(key, &orders)
+    }
+
+    /// The cached group of `key`, loaded from the state tables on a miss.
+    fn group(&mut self, key: &OwnedRow) -> StreamExecutorResult<&mut AggGroup> {
+        let ck = Self::cache_key(key);
+        if !self.cache.contains_key(&ck) {
+            let g = AggGroup::load(
+                key.clone(),
+                &self.plans,
+                &self.result_table,
+                &self.call_states,
+                &self.dedup_tables,
+            )?;
+            self.cache.insert(ck.clone(), g);
+        }
+        Ok(self.cache.get_mut(&ck).expect("just cached"))
+    }
+
+    /// Make sure the group of `key` is cached (the simple aggregation's one group, at start).
+    pub(crate) fn touch(&mut self, key: &OwnedRow) -> StreamExecutorResult<()> {
+        let g = self.group(key)?;
+        g.dirty = true;
+        Ok(())
+    }
+
+    /// Apply a chunk's rows to their groups' states (and the materialized-input tables).
+    pub(crate) fn apply_chunk(&mut self, chunk: &StreamChunk) -> StreamExecutorResult<()> {
+        for (op, row) in chunk.rows() {
+            let key = row.project(&self.group_key);
+            let passes: Vec<bool> = self
+                .plans
+                .iter()
+                .map(|p| {
+                    p.filter.as_ref().is_none_or(|f| {
+                        matches!(
+                            self.eval.eval(f, row),
+                            Some(epochlab_common::ScalarImpl::Bool(true))
+                        )
+                    })
+                })
+                .collect();
+            self.group(&key)?;
+            let ck = Self::cache_key(&key);
+            let g = self.cache.get_mut(&ck).expect("cached");
+            g.apply_row(
+                op,
+                row,
+                &passes,
+                &self.plans,
+                &mut self.call_states,
+                &self.dedup_tables,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Write every changed group to the state tables; the changes to emit, in group-key order.
+    pub(crate) fn flush(&mut self) -> StreamExecutorResult<Vec<(Op, OwnedRow)>> {
+        let mut out = Vec::new();
+        let mut emptied = Vec::new();
+        for (ck, g) in self.cache.iter_mut().filter(|(_, g)| g.dirty) {
+            let row_count = g.row_count(self.row_count_index);
+            if row_count == 0 {
+                // An empty group's states start over (RisingWave resets them): a sum retracted to 0 over
+                // no rows is NULL again.
+                g.reset(&self.plans);
+            }
+            let keep = row_count > 0 || self.keep_empty;
+            g.write(keep, &mut self.result_table, &mut self.dedup_tables)?;
+            let new = keep.then(|| g.output());
+            match (g.emitted.take(), &new) {
+                (None, Some(n)) => out.push((Op::Insert, n.clone())),
+                (Some(old), None) => out.push((Op::Delete, old)),
+                (Some(old), Some(n)) if &old != n => {
+                    out.push((Op::UpdateDelete, old));
+                    out.push((Op::UpdateInsert, n.clone()));
+                }
+                _ => {}
+            }
+            g.emitted = new;
+            g.dirty = false;
+            if !keep {
+                emptied.push(ck.clone());
+            }
+        }
+        for ck in emptied {
+            self.cache.remove(&ck);
+        }
+        while self.cache.len() > self.cache_capacity {
+            self.cache.pop_first();
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn identity(&self, name: &str) -> String {
+        format!(
+            "{name}(actor {}, table {}, {} calls)",
+            self.actor_id,
+            self.result_table.table_id(),
+            self.plans.len()
+        )
+    }
+}
+
+/// The typed error of an aggregate's state.
+fn agg_error(call: usize, e: epochlab_expr::ExprError) -> StreamExecutorError {
+    StreamExecutorError::Aggregate { call, source: e }
+}
