@@ -522,9 +522,6 @@ impl Session {
                     connector = Some("datagen".to_string());
                 }
             }
-            self.engine.note(format!(
-                "CREATE TABLE {name}: its WITH options are kept in the catalog; no connector runs here"
-            ));
         }
         if let (Some(c), Some(f)) = (&connector, &extras.format) {
             validate_compatibility(c, f)?;

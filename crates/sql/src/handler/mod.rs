@@ -24,4 +24,4 @@ mod user;
 pub use ddl_catalog::relation_for_job;
 pub use dispatch::{HandlerResult, handle};
 use dispatch::{done, text_rows};
-pub use rename::sink_definition;
+pub use rename::{mv_definition, sink_definition};

@@ -221,3 +221,17 @@ mod sink_tests {
         );
     }
 }
+
+/// `CREATE MATERIALIZED VIEW` as `SHOW CREATE` prints it: `sqlparser`'s canonical text, without `IF NOT
+/// EXISTS`; the text as given when it does not parse.
+pub fn mv_definition(text: &str) -> String {
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, text);
+    match parsed.as_deref() {
+        Ok([Statement::CreateView(cv)]) => {
+            let mut cv = cv.clone();
+            cv.if_not_exists = false;
+            cv.to_string()
+        }
+        _ => text.trim().trim_end_matches(';').to_string(),
+    }
+}

@@ -179,7 +179,7 @@ impl Session {
             })
             .collect();
         let name = target.job.as_str();
-        let shown = text.trim().to_string();
+        let shown = crate::handler::mv_definition(text);
         let id = self.register_job_in(
             target,
             CatalogKind::MaterializedView,
