@@ -583,10 +583,13 @@ impl Session {
         let mut shown = ct.clone();
         shown.if_not_exists = false;
         // The STRUCT<..> types the rewrite quoted (see `rewrite_create_table`), shown as written.
-        let shown = shown
+        let mut shown = shown
             .to_string()
             .replace("\"STRUCT<", "STRUCT<")
             .replace(">\"", ">");
+        if append_only {
+            shown.push_str(" APPEND ONLY");
+        }
         let id = self.register_job_in(
             &target,
             CatalogKind::Table,
@@ -641,7 +644,7 @@ impl Session {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
                 return self
-                    .create_mv_graph(&target, &cv.query, &renames, options, text)
+                    .create_mv_graph(&target, cv, &renames, options, text)
                     .await;
             }
             Err(e) => return Err(e),

@@ -148,12 +148,12 @@ impl Session {
     pub(crate) async fn create_mv_graph(
         &self,
         target: &CreationTarget,
-        q: &Query,
+        cv: &ast::CreateView,
         renames: &[String],
         options: JobOptions,
         text: &str,
     ) -> Result<Output, SqlError> {
-        let (plan, depends_on) = self.stream_plan(q, renames)?;
+        let (plan, depends_on) = self.stream_plan(&cv.query, renames)?;
         check_executors(&plan)?;
         let vnode_count = self.cluster().meta.config().vnode_count;
         let table = materialize_table(&plan, vnode_count);
@@ -196,7 +196,10 @@ impl Session {
             })
             .collect();
         let name = target.job.as_str();
-        let shown = text.trim().to_string();
+        // SHOW CREATE's text: the statement as the parser prints it, without IF NOT EXISTS.
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let shown = shown.to_string();
         let id = self.register_job_in(
             target,
             CatalogKind::MaterializedView,
