@@ -660,7 +660,7 @@ impl Session {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
                 return self
-                    .create_mv_graph(&target, &cv.query, &renames, options, text)
+                    .create_mv_graph(&target, cv, &renames, options, text)
                     .await;
             }
             Err(e) => return Err(e),

@@ -158,9 +158,9 @@ pub fn check_column_name(name: &str) -> Result<(), SqlError> {
 /// A stored relation's output names: `renames` (`CREATE MATERIALIZED VIEW mv (a, b)`) over the query's,
 /// each checked against the system columns.
 pub fn output_names(names: &mut [String], renames: &[String]) -> Result<(), SqlError> {
-    if renames.len() > names.len() {
+    if !renames.is_empty() && renames.len() != names.len() {
         return Err(SqlError::Invalid(format!(
-            "too many column names were specified: {} for {} columns",
+            "Incorrect number of columns: {} column names for {} columns",
             renames.len(),
             names.len()
         )));

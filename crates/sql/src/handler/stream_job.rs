@@ -131,12 +131,12 @@ impl Session {
     pub(crate) async fn create_mv_graph(
         &self,
         target: &CreationTarget,
-        q: &Query,
+        cv: &ast::CreateView,
         renames: &[String],
         options: JobOptions,
         text: &str,
     ) -> Result<Output, SqlError> {
-        let (plan, depends_on) = self.stream_plan(q, renames)?;
+        let (plan, depends_on) = self.stream_plan(&cv.query, renames)?;
         check_executors(&plan)?;
         let vnode_count = self.cluster().meta.config().vnode_count;
         let table = materialize_table(&plan, vnode_count);
