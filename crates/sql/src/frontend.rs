@@ -619,7 +619,14 @@ impl Session {
         let created = self
             .cluster()
             .meta
-            .create_table(&name, stored, pk, self.parallelism())
+            .create_table_with_conflict(
+                &name,
+                stored,
+                pk.clone(),
+                (0..pk.len()).collect(),
+                self.parallelism(),
+                table_conflict(row_id),
+            )
             .await;
         self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
@@ -1446,6 +1453,18 @@ fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
         .map(|r| r.iter().map(format_datum).collect())
         .collect();
     Output::Rows { numeric, rows }
+}
+
+/// How a table's materialize meets a row whose pk it holds: a table with a primary key overwrites it (an insert
+/// of an existing key is an update, RisingWave's default `ON CONFLICT OVERWRITE`); a table keyed by its hidden
+/// row id never meets one.
+fn table_conflict(row_id: bool) -> epochlab_common::plan::ConflictBehavior {
+    use epochlab_common::plan::ConflictBehavior;
+    if row_id {
+        ConflictBehavior::NoCheck
+    } else {
+        ConflictBehavior::Overwrite
+    }
 }
 
 /// An identifier as SQL means it: unquoted ones are lower-cased.

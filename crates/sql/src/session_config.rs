@@ -223,7 +223,16 @@ impl SessionConfig {
         }
         let v = canonical(p, values)?;
         self.set.insert(p.name, v);
+        self.apply_setter(p.name);
         Ok(())
+    }
+
+    /// RisingWave's setters that change another variable: forcing two-phase aggregation enables it.
+    fn apply_setter(&mut self, name: &str) {
+        if name == "rw_force_two_phase_agg" && self.text(param(name).expect("known")) == "true" {
+            self.set
+                .insert("rw_enable_two_phase_agg", "true".to_string());
+        }
     }
 
     /// `RESET name`.
