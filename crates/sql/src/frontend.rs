@@ -1403,6 +1403,12 @@ impl CatalogReader for Session {
     fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow> {
         self.cluster().committed_rows(table_id)
     }
+
+    fn now_usecs(&self) -> Option<i64> {
+        epochlab_common::clock::with_current_run(|run| {
+            run.and_then(|(clock, _)| i64::try_from(clock.now_unix_us()).ok())
+        })
+    }
 }
 
 /// A view's or sink's columns as the catalog lists them.

@@ -7,7 +7,10 @@ use epochlab_common::{DataType, Datum, ScalarImpl};
 
 pub use epochlab_common::OrderType;
 pub use epochlab_common::expr_node::{AggCall, AggKind, ExprNode, ExprType, TableFunctionType};
-pub use epochlab_expr::{ExprError, agg, cast, eval, eval_non_strict, sig, table_function};
+pub use epochlab_expr::{
+    EvalContext, ExprError, agg, cast, eval, eval_non_strict, eval_non_strict_with, eval_with, sig,
+    table_function,
+};
 
 /// An integer value of any width.
 pub fn int_value(s: &ScalarImpl) -> Option<i64> {

@@ -181,3 +181,25 @@ fn statements_outside_the_subset_are_one_line_errors() {
         cluster.shutdown();
     });
 }
+
+/// `now()` in a query is the simulation's clock when the query starts: after the fixed origin
+/// (2024-02-01T00:00:00Z), one value within a query, and moving with virtual time between queries.
+#[test]
+fn now_in_a_query_is_the_simulation_clock() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let one = |out: Output| match out {
+            Output::Rows { rows, .. } => rows[0][0].clone(),
+            Output::Done(_) => panic!("rows"),
+        };
+        let q = "SELECT now() >= '2024-02-01 00:00:00+00:00'::timestamptz AND now() = now()";
+        assert_eq!(one(s.execute(q).await.expect(q)), "t");
+        let first = one(s.execute("SELECT now()").await.unwrap());
+        assert!(first.starts_with("2024-02-01 "), "{first}");
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let later = one(s.execute("SELECT now()").await.unwrap());
+        assert!(later > first, "{first} then {later}");
+        cluster.shutdown();
+    });
+}

@@ -10,13 +10,27 @@ use crate::binder::CatalogReader;
 use crate::error::SqlError;
 use crate::planner::{JoinType, LogicalPlan, SetOp};
 use crate::scalar::agg::AggState;
-use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType, cmp_datum, eval};
+use crate::scalar::{
+    AggCall, EvalContext, ExprNode, OrderType, TableFunctionType, cmp_datum, eval_with,
+};
 
 /// Rows a batch query may produce at most (bounded, like everything else).
 const MAX_ROWS: usize = 10_000_000;
 
-/// The rows `plan` gives.
+/// The rows `plan` gives. `now()` is the session's time when the query starts (the simulation's clock), one
+/// value for the whole query, as RisingWave's batch query takes it from its epoch.
 pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<OwnedRow>, SqlError> {
+    let ctx = EvalContext {
+        now_usecs: catalog.now_usecs(),
+    };
+    run(plan, catalog, &ctx)
+}
+
+fn run(
+    plan: &LogicalPlan,
+    catalog: &dyn CatalogReader,
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
     match plan {
         LogicalPlan::Scan {
             table_id,
@@ -29,13 +43,13 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             let mut out = Vec::new();
             for r in catalog.committed_rows(*table_id) {
                 let keep = filter.as_ref().is_none_or(|f| {
-                    crate::scalar::eval_non_strict(f, &r, &mut ignore)
+                    crate::scalar::eval_non_strict_with(f, &r, ctx, &mut ignore)
                         == Some(ScalarImpl::Bool(true))
                 });
                 if keep {
                     let row = exprs
                         .iter()
-                        .map(|e| crate::scalar::eval_non_strict(e, &r, &mut ignore))
+                        .map(|e| crate::scalar::eval_non_strict_with(e, &r, ctx, &mut ignore))
                         .collect();
                     out.push(OwnedRow::new(row));
                 }
@@ -47,21 +61,21 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             .map(|r| {
                 let empty = OwnedRow::empty();
                 r.iter()
-                    .map(|e| eval(e, &empty))
+                    .map(|e| eval_with(e, &empty, ctx))
                     .collect::<Result<Vec<_>, _>>()
                     .map(OwnedRow::new)
                     .map_err(SqlError::from)
             })
             .collect(),
         LogicalPlan::Rows { rows, .. } => Ok(rows.clone()),
-        LogicalPlan::Project { exprs, input } => execute(input, catalog)?
+        LogicalPlan::Project { exprs, input } => run(input, catalog, ctx)?
             .iter()
-            .map(|r| project(exprs, r))
+            .map(|r| project(exprs, r, ctx))
             .collect(),
         LogicalPlan::Filter { predicate, input } => {
             let mut out = Vec::new();
-            for r in execute(input, catalog)? {
-                if holds(predicate, &r)? {
+            for r in run(input, catalog, ctx)? {
+                if holds(predicate, &r, ctx)? {
                     out.push(r);
                 }
             }
@@ -71,7 +85,7 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             group_key,
             calls,
             input,
-        } => hash_agg(group_key, calls, execute(input, catalog)?),
+        } => hash_agg(group_key, calls, run(input, catalog, ctx)?),
         LogicalPlan::Join {
             kind,
             on,
@@ -83,16 +97,16 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             join(
                 *kind,
                 on.as_ref(),
-                execute(left, catalog)?,
-                execute(right, catalog)?,
-                lw,
-                width,
+                run(left, catalog, ctx)?,
+                run(right, catalog, ctx)?,
+                (lw, width),
+                ctx,
             )
         }
         LogicalPlan::Union { inputs } => {
             let mut out = Vec::new();
             for i in inputs {
-                out.extend(execute(i, catalog)?);
+                out.extend(run(i, catalog, ctx)?);
             }
             Ok(out)
         }
@@ -104,8 +118,8 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
         } => Ok(set_op(
             *op,
             *all,
-            execute(left, catalog)?,
-            execute(right, catalog)?,
+            run(left, catalog, ctx)?,
+            run(right, catalog, ctx)?,
         )),
         LogicalPlan::TopN {
             order,
@@ -113,7 +127,7 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
             offset,
             input,
         } => {
-            let mut rows = execute(input, catalog)?;
+            let mut rows = run(input, catalog, ctx)?;
             sort(&mut rows, order);
             let skip = usize::try_from(*offset).unwrap_or(usize::MAX);
             let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
@@ -122,35 +136,35 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
         LogicalPlan::Dedup { keys, input } => {
             let mut seen: BTreeMap<Key, ()> = BTreeMap::new();
             let mut out = Vec::new();
-            for r in execute(input, catalog)? {
+            for r in run(input, catalog, ctx)? {
                 if seen.insert(Key(r.project(keys).into_inner()), ()).is_none() {
                     out.push(r);
                 }
             }
             Ok(out)
         }
-        LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args),
+        LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
         LogicalPlan::HopWindow {
             time_col,
             slide,
             size,
             input,
-        } => hop_window(*time_col, slide, size, execute(input, catalog)?),
+        } => hop_window(*time_col, slide, size, run(input, catalog, ctx)?, ctx),
     }
 }
 
-fn project(exprs: &[ExprNode], row: &OwnedRow) -> Result<OwnedRow, SqlError> {
+fn project(exprs: &[ExprNode], row: &OwnedRow, ctx: &EvalContext) -> Result<OwnedRow, SqlError> {
     exprs
         .iter()
-        .map(|e| eval(e, row))
+        .map(|e| eval_with(e, row, ctx))
         .collect::<Result<Vec<_>, _>>()
         .map(OwnedRow::new)
         .map_err(SqlError::from)
 }
 
-fn holds(predicate: &ExprNode, row: &OwnedRow) -> Result<bool, SqlError> {
+fn holds(predicate: &ExprNode, row: &OwnedRow, ctx: &EvalContext) -> Result<bool, SqlError> {
     Ok(matches!(
-        eval(predicate, row)?,
+        eval_with(predicate, row, ctx)?,
         Some(ScalarImpl::Bool(true))
     ))
 }
@@ -260,8 +274,8 @@ fn join(
     on: Option<&ExprNode>,
     left: Vec<OwnedRow>,
     right: Vec<OwnedRow>,
-    lw: usize,
-    rw: usize,
+    (lw, rw): (usize, usize),
+    ctx: &EvalContext,
 ) -> Result<Vec<OwnedRow>, SqlError> {
     let keys = equi_keys(on, lw);
     let (lk, rk): (Vec<usize>, Vec<usize>) = keys.iter().copied().unzip();
@@ -289,7 +303,7 @@ fn join(
         let mut matched = false;
         for &ri in candidates {
             let row = l.chain(&right[ri]);
-            if on.is_none_or(|p| holds(p, &row).unwrap_or(false)) {
+            if on.is_none_or(|p| holds(p, &row, ctx).unwrap_or(false)) {
                 matched = true;
                 right_matched[ri] = true;
                 match kind {
@@ -386,11 +400,15 @@ pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
 }
 
 /// A table function's rows (`generate_series`, `range`).
-fn table_function(func: TableFunctionType, args: &[ExprNode]) -> Result<Vec<OwnedRow>, SqlError> {
+fn table_function(
+    func: TableFunctionType,
+    args: &[ExprNode],
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
     let empty = OwnedRow::empty();
     let args = args
         .iter()
-        .map(|a| eval(a, &empty))
+        .map(|a| eval_with(a, &empty, ctx))
         .collect::<Result<Vec<_>, _>>()?;
     let values = crate::scalar::table_function::eval(func, &args)?;
     if values.len() > MAX_ROWS {
@@ -408,10 +426,11 @@ fn hop_window(
     slide: &ExprNode,
     size: &ExprNode,
     rows: Vec<OwnedRow>,
+    ctx: &EvalContext,
 ) -> Result<Vec<OwnedRow>, SqlError> {
     use crate::scalar::sig::build_func;
     let empty = OwnedRow::empty();
-    let interval = |e: &ExprNode| match eval(e, &empty) {
+    let interval = |e: &ExprNode| match eval_with(e, &empty, ctx) {
         Ok(Some(ScalarImpl::Interval(i))) => Ok(i),
         _ => Err(SqlError::Invalid("hop takes interval literals".into())),
     };
@@ -452,8 +471,8 @@ fn hop_window(
                 vec![start.clone(), size.clone()],
             )?;
             let mut row = r.datums().to_vec();
-            row.push(eval(&start, &empty)?);
-            row.push(eval(&end, &empty)?);
+            row.push(eval_with(&start, &empty, ctx)?);
+            row.push(eval_with(&end, &empty, ctx)?);
             out.push(OwnedRow::new(row));
         }
     }

@@ -57,6 +57,10 @@ pub trait CatalogReader {
     fn resolve_relation(&self, name: &str) -> Result<RelationRef, SqlError>;
     /// The rows of a table at the max committed epoch (for subqueries evaluated while binding).
     fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow>;
+    /// `now()` for a query starting now: microseconds since the Unix epoch on the simulation's clock.
+    fn now_usecs(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// A column of the scope an expression is bound in.
