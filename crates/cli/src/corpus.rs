@@ -81,19 +81,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
         if !arg.starts_with("--") {
             return Err(ArgError::CorpusArgument(arg.clone()));
         }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (arg.as_str(), None),
-        };
-        let flag = FLAGS
-            .iter()
-            .find(|f| **f == name)
-            .copied()
-            .ok_or_else(|| ArgError::UnknownFlag(arg.clone()))?;
-        if seen.contains(&flag) {
-            return Err(ArgError::Repeated(flag));
-        }
-        seen.push(flag);
+        let (flag, inline) = crate::slt::named_flag(arg, &FLAGS, &mut seen)?;
         let switch = flag == "--kill" || flag == "--update-expected";
         let v = match (switch, inline) {
             (true, None) => "",

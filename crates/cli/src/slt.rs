@@ -105,6 +105,29 @@ pub fn probability(flag: &'static str, v: &str) -> Result<f64, ArgError> {
     }
 }
 
+/// A `--flag` or `--flag=value` argument of a hand-written parser: the flag among `flags` (each at most once:
+/// `seen` remembers them) and its inline value.
+pub fn named_flag<'a>(
+    arg: &'a str,
+    flags: &[&'static str],
+    seen: &mut Vec<&'static str>,
+) -> Result<(&'static str, Option<&'a str>), ArgError> {
+    let (name, inline) = match arg.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (arg, None),
+    };
+    let flag = flags
+        .iter()
+        .find(|f| **f == name)
+        .copied()
+        .ok_or_else(|| ArgError::UnknownFlag(arg.to_string()))?;
+    if seen.contains(&flag) {
+        return Err(ArgError::Repeated(flag));
+    }
+    seen.push(flag);
+    Ok((flag, inline))
+}
+
 /// The files a pattern names: itself when it has no glob characters, else its matches in order.
 pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, ArgError> {
     if !pattern.contains(['*', '?', '[']) {
@@ -149,19 +172,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
             a.files.extend(expand(arg)?);
             continue;
         }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (arg.as_str(), None),
-        };
-        let flag = FLAGS
-            .iter()
-            .find(|f| **f == name)
-            .copied()
-            .ok_or_else(|| ArgError::UnknownFlag(arg.clone()))?;
-        if seen.contains(&flag) {
-            return Err(ArgError::Repeated(flag));
-        }
-        seen.push(flag);
+        let (flag, inline) = crate::slt::named_flag(arg, &FLAGS, &mut seen)?;
         let switch = flag == "--json" || flag.starts_with("--kill") && flag != "--kill-rate";
         let v = match (switch, inline) {
             (true, None) => "",
