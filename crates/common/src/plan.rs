@@ -423,6 +423,24 @@ pub struct DistinctDedupTable {
 }
 
 impl StreamNode {
+    /// The internal state tables of a stateful node (the job's own tables besides its materialized view and
+    /// its backfill progress): meta gives each its id, compute nodes register them for the actor. Each
+    /// stateful node kind adds its arm here, in one place.
+    pub fn internal_tables(&self) -> Vec<&Arc<TableDesc>> {
+        match self {
+            StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => self.agg_tables(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The same tables, mutably, in the same order.
+    pub fn internal_tables_mut(&mut self) -> Vec<&mut Arc<TableDesc>> {
+        match self {
+            StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => self.agg_tables_mut(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The internal state tables of an aggregation node (result, materialized inputs, dedup), in order.
     pub fn agg_tables(&self) -> Vec<&Arc<TableDesc>> {
         let (result, states, dedups) = match self {

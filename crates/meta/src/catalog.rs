@@ -163,7 +163,7 @@ impl Relation {
         std::iter::once(&g.root_node)
             .chain(g.fragments.iter().map(|f| &f.node))
             .flat_map(|n| n.walk())
-            .flat_map(|n| n.agg_tables().into_iter().cloned())
+            .flat_map(|n| n.internal_tables().into_iter().cloned())
             .collect()
     }
 

@@ -310,15 +310,14 @@ impl MetaNode {
             StreamNode::Materialize { table, .. } if table.table_id == placeholder => {
                 *table = desc.clone();
             }
-            StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => {
+            _ => {
                 // Each internal table of the job gets its own id, as the progress tables do.
-                for t in out.agg_tables_mut() {
+                for t in out.internal_tables_mut() {
                     let mut d = (**t).clone();
                     d.table_id = self.inner.next_table_id();
                     *t = Arc::new(d);
                 }
             }
-            _ => {}
         }
         let planned: Vec<&StreamNode> = node.inputs();
         for (child, p) in out.inputs_mut().into_iter().zip(planned) {

@@ -135,10 +135,7 @@ pub fn tables_of(node: &StreamNode) -> Vec<epochlab_common::TableId> {
             t.push(upstream_table.table_id);
             t.push(state_table.table_id);
         }
-        StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => {
-            t.extend(node.agg_tables().iter().map(|d| d.table_id));
-        }
-        _ => {}
+        _ => t.extend(node.internal_tables().iter().map(|d| d.table_id)),
     }
     t
 }
