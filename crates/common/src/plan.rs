@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::OrderType;
 use crate::catalog::TableDesc;
-use crate::expr_node::{AggCall, ExprNode};
+use crate::expr_node::{AggCall, ExprNode, ExprType};
 pub use crate::types::Interval;
 use crate::{ActorId, Bitmap, DataType, FragmentId, OwnedRow, TableId, VirtualNode, VnodeCount};
 
@@ -211,6 +212,176 @@ pub enum StreamNode {
         row_count_index: usize,
         input: Box<StreamNode>,
     },
+    /// An equi-join of two inputs hashed by the join key (RisingWave's `HashJoinExecutor`). Each side keeps
+    /// its rows in its `*_table` (pk = the join key, then the side's stream key; see [`join_side_tables`])
+    /// and, where the join needs to know how many rows of the other side match a row (the outer side of an
+    /// outer join, either side of a semi or anti join), a degree table (the same pk, then an `Int64`
+    /// degree). `null_safe[i]` makes key pair `i` `IS NOT DISTINCT FROM`. `condition` is evaluated over the
+    /// left row's columns then the right row's. Output: `output_indices` of the left columns then the right
+    /// columns (semi and anti joins: of their side's columns only).
+    HashJoin {
+        join_type: JoinType,
+        left_key: Vec<usize>,
+        right_key: Vec<usize>,
+        null_safe: Vec<bool>,
+        condition: Option<ExprNode>,
+        left_table: Arc<TableDesc>,
+        right_table: Arc<TableDesc>,
+        left_degree_table: Option<Arc<TableDesc>>,
+        right_degree_table: Option<Arc<TableDesc>>,
+        output_indices: Vec<usize>,
+        left: Box<StreamNode>,
+        right: Box<StreamNode>,
+    },
+    /// `ORDER BY order_by LIMIT limit OFFSET offset` over the whole input in a singleton fragment
+    /// (RisingWave's `TopNExecutor`, `AppendOnlyTopNExecutor` when `append_only`): every input row kept in
+    /// `table` (pk = the order columns, then the input's stream key; see [`top_n_table`]); emits the changes
+    /// of the rows ranked in `[offset, offset + limit)`, with ties at the last rank when `with_ties`.
+    /// `limit: None` is no limit.
+    TopN {
+        order_by: Vec<(usize, OrderType)>,
+        offset: u64,
+        limit: Option<u64>,
+        with_ties: bool,
+        append_only: bool,
+        table: Arc<TableDesc>,
+        input: Box<StreamNode>,
+    },
+    /// Top-N within each group of `group_key` (RisingWave's `GroupTopNExecutor`; `DISTINCT ON` and
+    /// `row_number() OVER (PARTITION BY .. ORDER BY ..) <= N`): `table`'s pk is the group key, the order
+    /// columns, then the stream key.
+    GroupTopN {
+        group_key: Vec<usize>,
+        order_by: Vec<(usize, OrderType)>,
+        offset: u64,
+        limit: u64,
+        with_ties: bool,
+        append_only: bool,
+        table: Arc<TableDesc>,
+        input: Box<StreamNode>,
+    },
+    /// The left rows whose `key` column compares (`comparator`, e.g. `GreaterThan`) true with the one value
+    /// of the right input, a singleton (RisingWave's `DynamicFilterExecutor`: `v > (SELECT max(..))`, and
+    /// with a `Now` right input a temporal filter). Left rows are kept in `left_table` (pk = `key`, then the
+    /// left stream key), the right value in `right_table` (singleton, empty pk).
+    DynamicFilter {
+        key: usize,
+        comparator: ExprType,
+        left_table: Arc<TableDesc>,
+        right_table: Arc<TableDesc>,
+        left: Box<StreamNode>,
+        right: Box<StreamNode>,
+    },
+    /// The simulation clock's `now()` as one `Timestamptz` row, updated on each barrier (RisingWave's
+    /// `NowExecutor`): a source whose barriers come from the local barrier manager; the last value emitted
+    /// is kept in `state_table` (singleton, empty pk).
+    Now { state_table: Arc<TableDesc> },
+}
+
+/// The join kinds of a streaming hash join (RisingWave's `JoinType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum JoinType {
+    Inner,
+    LeftOuter,
+    RightOuter,
+    FullOuter,
+    LeftSemi,
+    LeftAnti,
+    RightSemi,
+    RightAnti,
+}
+
+impl JoinType {
+    /// Whether the left side keeps a degree table (its rows must know how many right rows match).
+    pub fn left_needs_degree(self) -> bool {
+        matches!(
+            self,
+            JoinType::LeftOuter | JoinType::FullOuter | JoinType::LeftSemi | JoinType::LeftAnti
+        )
+    }
+
+    /// Whether the right side keeps a degree table.
+    pub fn right_needs_degree(self) -> bool {
+        matches!(
+            self,
+            JoinType::RightOuter | JoinType::FullOuter | JoinType::RightSemi | JoinType::RightAnti
+        )
+    }
+}
+
+/// One side's state tables of a hash join: the rows (every input column; pk = the join key then the
+/// side's stream key columns not already in it, hashed by the join key) and, with `degree`, the degree
+/// table (the same pk columns, then the `Int64` degree). Table ids are placeholders: meta gives each its own.
+pub fn join_side_tables(
+    types: &[DataType],
+    join_key: &[usize],
+    stream_key: &[usize],
+    degree: bool,
+    vnode_count: VnodeCount,
+) -> (Arc<TableDesc>, Option<Arc<TableDesc>>) {
+    let mut pk: Vec<usize> = join_key.to_vec();
+    pk.extend(stream_key.iter().filter(|k| !join_key.contains(k)));
+    let distribution = crate::catalog::Distribution::HashDistKey {
+        dist_key_in_pk: (0..join_key.len()).collect(),
+    };
+    let rows = TableDesc {
+        table_id: TableId(0),
+        column_types: types.to_vec(),
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        pk_indices: pk.clone(),
+        value_indices: (0..types.len()).collect(),
+        distribution: distribution.clone(),
+        vnode_count,
+    };
+    let degree = degree.then(|| {
+        let mut column_types: Vec<DataType> = pk.iter().map(|&i| types[i].clone()).collect();
+        column_types.push(DataType::Int64);
+        Arc::new(TableDesc {
+            table_id: TableId(0),
+            pk_indices: (0..pk.len()).collect(),
+            pk_orders: vec![OrderType::ascending(); pk.len()],
+            value_indices: (0..column_types.len()).collect(),
+            column_types,
+            distribution,
+            vnode_count,
+        })
+    });
+    (Arc::new(rows), degree)
+}
+
+/// A top-N's state table: every input column; pk = the group key, the order columns (in their orders), then
+/// the stream key columns not already in it; hashed by the group key (singleton without one). The id is a
+/// placeholder.
+pub fn top_n_table(
+    types: &[DataType],
+    group_key: &[usize],
+    order_by: &[(usize, OrderType)],
+    stream_key: &[usize],
+    vnode_count: VnodeCount,
+) -> Arc<TableDesc> {
+    let mut pk: Vec<usize> = group_key.to_vec();
+    let mut orders = vec![OrderType::ascending(); group_key.len()];
+    for &(c, o) in order_by {
+        if !pk.contains(&c) {
+            pk.push(c);
+            orders.push(o);
+        }
+    }
+    for &k in stream_key {
+        if !pk.contains(&k) {
+            pk.push(k);
+            orders.push(OrderType::ascending());
+        }
+    }
+    Arc::new(TableDesc {
+        table_id: TableId(0),
+        column_types: types.to_vec(),
+        pk_indices: pk,
+        pk_orders: orders,
+        value_indices: (0..types.len()).collect(),
+        distribution: agg_distribution(group_key.len()),
+        vnode_count,
+    })
 }
 
 /// Everything a compute node needs to build one actor.
@@ -259,8 +430,11 @@ impl StreamNode {
             StreamNode::Dml { .. }
             | StreamNode::Merge { .. }
             | StreamNode::Values { .. }
+            | StreamNode::Now { .. }
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter().collect(),
+            StreamNode::HashJoin { left, right, .. }
+            | StreamNode::DynamicFilter { left, right, .. } => vec![left.as_ref(), right.as_ref()],
             StreamNode::StreamScan { input, .. }
             | StreamNode::Materialize { input, .. }
             | StreamNode::FlowControl { input, .. }
@@ -270,7 +444,9 @@ impl StreamNode {
             | StreamNode::HopWindow { input, .. }
             | StreamNode::RowIdGen { input, .. }
             | StreamNode::HashAgg { input, .. }
-            | StreamNode::SimpleAgg { input, .. } => vec![input.as_ref()],
+            | StreamNode::SimpleAgg { input, .. }
+            | StreamNode::TopN { input, .. }
+            | StreamNode::GroupTopN { input, .. } => vec![input.as_ref()],
         }
     }
 
@@ -280,8 +456,11 @@ impl StreamNode {
             StreamNode::Dml { .. }
             | StreamNode::Merge { .. }
             | StreamNode::Values { .. }
+            | StreamNode::Now { .. }
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
+            StreamNode::HashJoin { left, right, .. }
+            | StreamNode::DynamicFilter { left, right, .. } => vec![left.as_mut(), right.as_mut()],
             StreamNode::StreamScan { input, .. }
             | StreamNode::Materialize { input, .. }
             | StreamNode::FlowControl { input, .. }
@@ -291,7 +470,9 @@ impl StreamNode {
             | StreamNode::HopWindow { input, .. }
             | StreamNode::RowIdGen { input, .. }
             | StreamNode::HashAgg { input, .. }
-            | StreamNode::SimpleAgg { input, .. } => vec![input.as_mut()],
+            | StreamNode::SimpleAgg { input, .. }
+            | StreamNode::TopN { input, .. }
+            | StreamNode::GroupTopN { input, .. } => vec![input.as_mut()],
         }
     }
 
@@ -307,9 +488,12 @@ impl StreamNode {
     /// Whether a leaf of the tree takes its barriers from the local barrier manager (a `Dml` or `Values`)
     /// rather than from an upstream actor.
     pub fn has_barrier_source(&self) -> bool {
-        self.walk()
-            .iter()
-            .any(|n| matches!(n, StreamNode::Dml { .. } | StreamNode::Values { .. }))
+        self.walk().iter().any(|n| {
+            matches!(
+                n,
+                StreamNode::Dml { .. } | StreamNode::Values { .. } | StreamNode::Now { .. }
+            )
+        })
     }
 }
 
@@ -429,6 +613,24 @@ impl StreamNode {
     pub fn internal_tables(&self) -> Vec<&Arc<TableDesc>> {
         match self {
             StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => self.agg_tables(),
+            StreamNode::HashJoin {
+                left_table,
+                right_table,
+                left_degree_table,
+                right_degree_table,
+                ..
+            } => [Some(left_table), left_degree_table.as_ref()]
+                .into_iter()
+                .chain([Some(right_table), right_degree_table.as_ref()])
+                .flatten()
+                .collect(),
+            StreamNode::TopN { table, .. } | StreamNode::GroupTopN { table, .. } => vec![table],
+            StreamNode::DynamicFilter {
+                left_table,
+                right_table,
+                ..
+            } => vec![left_table, right_table],
+            StreamNode::Now { state_table } => vec![state_table],
             _ => Vec::new(),
         }
     }
@@ -437,6 +639,24 @@ impl StreamNode {
     pub fn internal_tables_mut(&mut self) -> Vec<&mut Arc<TableDesc>> {
         match self {
             StreamNode::HashAgg { .. } | StreamNode::SimpleAgg { .. } => self.agg_tables_mut(),
+            StreamNode::HashJoin {
+                left_table,
+                right_table,
+                left_degree_table,
+                right_degree_table,
+                ..
+            } => [Some(left_table), left_degree_table.as_mut()]
+                .into_iter()
+                .chain([Some(right_table), right_degree_table.as_mut()])
+                .flatten()
+                .collect(),
+            StreamNode::TopN { table, .. } | StreamNode::GroupTopN { table, .. } => vec![table],
+            StreamNode::DynamicFilter {
+                left_table,
+                right_table,
+                ..
+            } => vec![left_table, right_table],
+            StreamNode::Now { state_table } => vec![state_table],
             _ => Vec::new(),
         }
     }

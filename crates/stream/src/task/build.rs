@@ -510,6 +510,12 @@ fn build_stateless(
             Box::new(exec)
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
+        // Their executors come with their branches (issue 23).
+        StreamNode::HashJoin { .. } => return Err(unsupported("HashJoin")),
+        StreamNode::TopN { .. } => return Err(unsupported("TopN")),
+        StreamNode::GroupTopN { .. } => return Err(unsupported("GroupTopN")),
+        StreamNode::DynamicFilter { .. } => return Err(unsupported("DynamicFilter")),
+        StreamNode::Now { .. } => return Err(unsupported("Now")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
         | StreamNode::Merge { .. }
