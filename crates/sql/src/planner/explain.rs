@@ -3,6 +3,7 @@
 
 use epochlab_common::plan::{DispatchStrategy, StreamFragmentGraph};
 
+use crate::planner::pushdown::conjuncts;
 use crate::planner::stream::{Dist, StreamOp, StreamPlan};
 use crate::planner::{JoinType, LogicalPlan, SetOp};
 use crate::scalar::{AggCall, ExprNode, ExprType, OrderType};
@@ -95,6 +96,38 @@ fn join_type(k: JoinType) -> &'static str {
     }
 }
 
+/// A hash join's predicate as RisingWave shows it: its key pairs (`l = r`, `l IS NOT DISTINCT FROM r`),
+/// then the condition's conjuncts, joined by `AND`.
+fn join_predicate(p: &StreamPlan) -> String {
+    let StreamOp::HashJoin {
+        left_keys,
+        right_keys,
+        null_safe,
+        condition,
+        ..
+    } = &p.op
+    else {
+        return String::new();
+    };
+    let mut both = p.inputs[0].names.clone();
+    let l_all = both.len();
+    both.extend(p.inputs[1].names.iter().cloned());
+    let name = |i: usize| both.get(i).cloned().unwrap_or_default();
+    let mut parts: Vec<String> = left_keys
+        .iter()
+        .zip(right_keys)
+        .zip(null_safe)
+        .map(|((&l, &r), &ns)| {
+            let op = if ns { "IS NOT DISTINCT FROM" } else { "=" };
+            format!("{} {op} {}", name(l), name(l_all + r))
+        })
+        .collect();
+    if let Some(c) = condition {
+        parts.extend(conjuncts(c).iter().map(|c| fmt_expr(c, &both)));
+    }
+    parts.join(" AND ")
+}
+
 /// One line of a stream node.
 fn stream_line(p: &StreamPlan) -> String {
     let input_names = p.inputs.first().map_or(&p.names, |i| &i.names);
@@ -130,16 +163,12 @@ fn stream_line(p: &StreamPlan) -> String {
                 fmt_aggs(calls, input_names)
             )
         }
-        StreamOp::HashJoin { kind, on, .. } => {
-            let mut both = p.inputs[0].names.clone();
-            both.extend(p.inputs[1].names.iter().cloned());
-            format!(
-                "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
-                join_type(*kind),
-                fmt_expr(on, &both),
-                fmt_list(p.names.iter().cloned())
-            )
-        }
+        StreamOp::HashJoin { kind, .. } => format!(
+            "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
+            join_type(*kind),
+            join_predicate(p),
+            fmt_list(p.names.iter().cloned())
+        ),
         StreamOp::Union => "StreamUnion { all: true }".into(),
         StreamOp::HopWindow {
             time_col,

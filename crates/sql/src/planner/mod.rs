@@ -2,7 +2,9 @@
 //! the batch engine evaluates and what the stream planner cuts into fragments.
 
 pub mod explain;
+pub mod pushdown;
 pub mod stream;
+pub mod stream_join;
 
 use epochlab_common::{DataType, OwnedRow, TableId};
 

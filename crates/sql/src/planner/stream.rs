@@ -64,11 +64,15 @@ pub enum StreamOp {
     SimpleAgg {
         calls: Vec<AggCall>,
     },
+    /// An equi-join: `condition` (the `ON`'s conjuncts other than the key pairs) and `output_indices` are
+    /// over the left input's columns (visible and hidden) then the right input's.
     HashJoin {
         kind: JoinType,
-        on: ExprNode,
         left_keys: Vec<usize>,
         right_keys: Vec<usize>,
+        null_safe: Vec<bool>,
+        condition: Option<ExprNode>,
+        output_indices: Vec<usize>,
     },
     Union,
     HopWindow {
@@ -226,7 +230,7 @@ pub fn plan_materialize(
     names: &[String],
     upstreams: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let body = to_stream(plan, upstreams)?;
+    let body = to_stream(&super::pushdown::predicate_pushdown(plan), upstreams)?;
     let exprs = refs(&body.types[..body.width]);
     let mut body = body.project(exprs, names.to_vec());
     let pk = body.stream_key.clone();
@@ -333,7 +337,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             on,
             left,
             right,
-        } => join(
+        } => super::stream_join::join(
             *kind,
             on.as_ref(),
             to_stream(left, up)?,
@@ -524,59 +528,6 @@ fn agg(input: StreamPlan, group_key: &[usize], calls: &[AggCall]) -> Result<Stre
     })
 }
 
-fn join(
-    kind: JoinType,
-    on: Option<&ExprNode>,
-    left: StreamPlan,
-    right: StreamPlan,
-) -> Result<StreamPlan, SqlError> {
-    let Some(on) = on.cloned() else {
-        return Err(unsupported("nested-loop join"));
-    };
-    let keys = crate::batch::equi_keys(Some(&on), left.width);
-    if keys.is_empty() {
-        return Err(unsupported("nested-loop join"));
-    }
-    let (lk, rk): (Vec<usize>, Vec<usize>) = keys.into_iter().unzip();
-    let left = left.exchange(Dist::HashShard(lk.clone()));
-    let right = right.exchange(Dist::HashShard(rk.clone()));
-    // Output: the logical columns of both sides, then both sides' hidden columns.
-    let (lw, rw) = (left.width, right.width);
-    let pos_l = |i: usize| if i < lw { i } else { lw + rw + (i - lw) };
-    let lh = left.types.len() - lw;
-    let pos_r = |i: usize| {
-        if i < rw {
-            lw + i
-        } else {
-            lw + rw + lh + (i - rw)
-        }
-    };
-    let mut types = left.types[..lw].to_vec();
-    types.extend_from_slice(&right.types[..rw]);
-    types.extend_from_slice(&left.types[lw..]);
-    types.extend_from_slice(&right.types[rw..]);
-    let mut names = left.names[..lw].to_vec();
-    names.extend_from_slice(&right.names[..rw]);
-    names.extend_from_slice(&left.names[lw..]);
-    names.extend_from_slice(&right.names[rw..]);
-    let mut key: Vec<usize> = left.stream_key.iter().map(|&k| pos_l(k)).collect();
-    key.extend(right.stream_key.iter().map(|&k| pos_r(k)));
-    Ok(StreamPlan {
-        op: StreamOp::HashJoin {
-            kind,
-            on,
-            left_keys: lk.clone(),
-            right_keys: rk,
-        },
-        inputs: vec![left, right],
-        types,
-        names,
-        width: lw + rw,
-        dist: Dist::HashShard(lk),
-        stream_key: key,
-    })
-}
-
 /// `UNION ALL`: each input projected to the visible columns, every input's key columns (NULL where not
 /// its own) and its position, all hashed by those columns alike.
 fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
@@ -640,7 +591,6 @@ fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
 /// The name of the first operator in `plan` without a stream executor here (one place decides).
 pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
     let missing = match &plan.op {
-        StreamOp::HashJoin { .. } => Some("join"),
         StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => Some("top-N"),
         _ => None,
     };
@@ -795,7 +745,11 @@ fn stream_node(
         StreamOp::SimpleAgg { calls } => {
             agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
         }
-        StreamOp::HashJoin { .. } | StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
+        StreamOp::HashJoin { .. } => {
+            let (left, right) = (*child(0, graph)?, *child(1, graph)?);
+            super::stream_join::join_node(plan, left, right, table.vnode_count)
+        }
+        StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             check_executors(plan)?;
             unreachable!("check_executors refuses {:?}", plan.op)
         }
