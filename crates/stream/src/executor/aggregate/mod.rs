@@ -68,6 +68,8 @@ pub struct AggArgs {
     pub cache_capacity: usize,
     /// Evaluates the calls' FILTER clauses (non-strict: an error keeps the row out).
     pub eval: NonStrict,
+    /// Cache lookups, groups cached, dirty groups and result-table writes.
+    pub stats: crate::executor::ExecutorStatsHandle,
 }
 
 impl AggArgs {
@@ -104,6 +106,7 @@ pub(crate) struct AggCore {
     cache: BTreeMap<Vec<u8>, AggGroup>,
     cache_capacity: usize,
     eval: NonStrict,
+    stats: crate::executor::ExecutorStatsHandle,
     /// Keep a group whose row count is 0 (simple aggregation: its one row always exists).
     keep_empty: bool,
 }
@@ -135,6 +138,7 @@ impl AggCore {
             cache: BTreeMap::new(),
             cache_capacity: args.cache_capacity.max(1),
             eval: args.eval,
+            stats: args.stats,
             keep_empty,
         };
         Ok((core, args.input))
@@ -184,7 +188,9 @@ impl AggCore {
     /// The cached group of `key`, loaded from the state tables on a miss.
     fn group(&mut self, key: &OwnedRow) -> StreamExecutorResult<&mut AggGroup> {
         let ck = Self::cache_key(key);
-        if !self.cache.contains_key(&ck) {
+        let hit = self.cache.contains_key(&ck);
+        self.stats.cache_lookup(hit);
+        if !hit {
             let g = AggGroup::load(
                 key.clone(),
                 &self.plans,
@@ -239,6 +245,8 @@ impl AggCore {
     pub(crate) fn flush(&mut self) -> StreamExecutorResult<Vec<(Op, OwnedRow)>> {
         let mut out = Vec::new();
         let mut emptied = Vec::new();
+        let dirty = self.cache.values().filter(|g| g.dirty).count();
+        self.stats.set_dirty_groups(dirty);
         for (ck, g) in self.cache.iter_mut().filter(|(_, g)| g.dirty) {
             let row_count = g.row_count(self.row_count_index);
             if row_count == 0 {
@@ -264,12 +272,17 @@ impl AggCore {
                 emptied.push(ck.clone());
             }
         }
+        // Result-table rows: each kept group written once, each emptied one deleted.
+        let deleted = emptied.len() as u64;
+        self.stats
+            .state_rows_written(dirty as u64 - deleted, deleted);
         for ck in emptied {
             self.cache.remove(&ck);
         }
         while self.cache.len() > self.cache_capacity {
             self.cache.pop_first();
         }
+        self.stats.set_cache_entries(self.cache.len());
         Ok(out)
     }
 
