@@ -36,7 +36,7 @@ const CHUNKS_PER_BARRIER: usize = 10;
 const REPEATS: usize = 3;
 
 /// One measured run: its wall time and how many rows (or groups) it produced.
-type Run = dyn Fn() -> (Duration, usize);
+type Run<'a> = dyn Fn() -> (Duration, usize) + 'a;
 
 /// The input: `(k, v, id)`, grouped by `k`.
 fn types() -> Vec<DataType> {
@@ -224,10 +224,10 @@ fn main() {
         "hash aggregation vs HashMap<i64, (count, sum)> ({n} rows, {GROUPS} groups, best of {REPEATS})"
     );
     for (shape, retract) in [("inserts", false), ("with retractions", true)] {
-        let best = |f: &Run| (0..REPEATS).map(|_| f()).min_by_key(|(d, _)| *d).unwrap();
+        let best = |f: &Run<'_>| (0..REPEATS).map(|_| f()).min_by_key(|(d, _)| *d).unwrap();
         let ours = best(&|| run_executor(&rt, n, retract));
         let rate = |d: Duration| n as f64 / d.as_secs_f64();
-        let baselines: [(&str, &Run); 2] = [
+        let baselines: [(&str, &Run<'_>); 2] = [
             ("HashMap<group key, AggState per call>", &|| {
                 run_generic(n, retract)
             }),
