@@ -164,6 +164,28 @@ fn explain_shows_hash_joins_as_risingwave_plans_them() {
             "{tree:#?}"
         );
         assert_eq!(count(&tree, "StreamFilter"), 0, "{tree:#?}");
+        // A WHERE comparing the padded side's column makes an outer join inner (RisingWave's
+        // simplify_outer), and then moves into that side.
+        let q = "select * from t1 left join t2 on t1.v1 = t2.v3 where t2.v4 > 1";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(
+                &tree,
+                "StreamHashJoin { type: Inner, predicate: t1.v1 = t2.v3,"
+            ),
+            1,
+            "{tree:#?}"
+        );
+        let at = |needle: &str| {
+            tree.iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or(usize::MAX)
+        };
+        assert!(
+            at("StreamExchange { dist: HashShard(t2.v3) }")
+                < at("StreamFilter { predicate: (t2.v4 > 1"),
+            "{tree:#?}"
+        );
         // A full outer join's rows are hashed by no column: the view's pk needs an exchange.
         let q = "select * from t1 full join t2 on t1.v1 is not distinct from t2.v3";
         let tree = explain_mv(&mut s, q).await.unwrap();

@@ -12,7 +12,7 @@ const OUTSIDE: &[(&str, &str)] = &[
     ),
     (
         "CREATE MATERIALIZED VIEW m AS SELECT * FROM t a CROSS JOIN t b",
-        "unsupported: streaming nested-loop join",
+        "Not supported: streaming nested-loop join",
     ),
     (
         "SELECT * FROM t a JOIN t b USING (k) JOIN t c ON b.v = v",

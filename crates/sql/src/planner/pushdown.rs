@@ -178,6 +178,7 @@ fn push_join(
     preds: Vec<ExprNode>,
 ) -> LogicalPlan {
     let lw = left.schema().len();
+    let kind = simplify_outer(&preds, lw, kind);
     let mut split = Split::default();
     // The ON: a conjunct over one side moves into that side where that side is the inner one.
     for c in on.map(conjuncts).unwrap_or_default() {
@@ -222,4 +223,48 @@ fn push_join(
         right: Box::new(push(right, right_preds)),
     };
     above(join, split.above)
+}
+
+/// RisingWave's `simplify_outer`: a filter comparing a column of the side an outer join pads with NULLs
+/// drops the padded rows, so the join need not make them (`a LEFT JOIN b .. WHERE b.x > 1` is an inner
+/// join).
+fn simplify_outer(preds: &[ExprNode], lw: usize, kind: JoinType) -> JoinType {
+    let (mut null_left, mut null_right) = match kind {
+        JoinType::LeftOuter => (false, true),
+        JoinType::RightOuter => (true, false),
+        JoinType::FullOuter => (true, true),
+        _ => return kind,
+    };
+    for p in preds {
+        let ExprNode::Call { func, args, .. } = p else {
+            continue;
+        };
+        let comparison = matches!(
+            func,
+            ExprType::Equal
+                | ExprType::NotEqual
+                | ExprType::LessThan
+                | ExprType::LessThanOrEqual
+                | ExprType::GreaterThan
+                | ExprType::GreaterThanOrEqual
+        );
+        if !comparison {
+            continue;
+        }
+        for a in args {
+            if let ExprNode::InputRef { index, .. } = a {
+                if *index < lw {
+                    null_left = false;
+                } else {
+                    null_right = false;
+                }
+            }
+        }
+    }
+    match (null_left, null_right) {
+        (true, true) => JoinType::FullOuter,
+        (true, false) => JoinType::RightOuter,
+        (false, true) => JoinType::LeftOuter,
+        (false, false) => JoinType::Inner,
+    }
 }
