@@ -128,3 +128,90 @@ fn closed_waiting(input: Input, actor_id: ActorId) -> StreamExecutorError {
         "ended while a barrier of the other was pending",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use epochlab_barrier::BarrierKind;
+    use epochlab_common::{Epoch, EpochPair, Op, ScalarImpl, row};
+
+    use super::*;
+
+    fn barrier(curr: u64) -> Message {
+        Message::Barrier(Barrier::new(
+            EpochPair::new(Epoch::test(curr), Epoch::test(curr - 1)),
+            BarrierKind::Checkpoint,
+            None,
+        ))
+    }
+
+    fn chunk(k: i64) -> Message {
+        Message::Chunk(StreamChunk::from_pairs([(Op::Insert, row![k])]))
+    }
+
+    fn input(msgs: Vec<Message>) -> BoxedMessageStream {
+        futures::stream::iter(msgs.into_iter().map(Ok)).boxed()
+    }
+
+    fn first(c: &StreamChunk) -> i64 {
+        let row = c.rows().next().unwrap().1;
+        row[0].as_ref().and_then(ScalarImpl::as_int64).unwrap()
+    }
+
+    /// Every aligned message as text, or the error.
+    fn align(left: Vec<Message>, right: Vec<Message>) -> Result<Vec<String>, StreamExecutorError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let s = barrier_align(input(left), input(right), ActorId(1));
+            futures::pin_mut!(s);
+            let mut out = Vec::new();
+            while let Some(m) = s.next().await {
+                out.push(match m? {
+                    AlignedMessage::Left(c) => format!("L{}", first(&c)),
+                    AlignedMessage::Right(c) => format!("R{}", first(&c)),
+                    AlignedMessage::Barrier(b) => format!("B{}", b.epoch.curr.0),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// A chunk behind one input's barrier waits until the other input delivers the barrier; the sides
+    /// take turns otherwise.
+    #[test]
+    fn barriers_pass_once_both_inputs_delivered_them() {
+        let out = align(
+            vec![barrier(1), chunk(1), barrier(2), chunk(2)],
+            vec![barrier(1), chunk(10), chunk(11), barrier(2)],
+        )
+        .unwrap();
+        let b1 = format!("B{}", Epoch::test(1).0);
+        let b2 = format!("B{}", Epoch::test(2).0);
+        assert_eq!(
+            out,
+            vec![
+                b1,
+                "R10".to_string(),
+                "L1".to_string(),
+                "R11".to_string(),
+                b2,
+                "L2".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn barriers_of_different_epochs_are_an_error() {
+        let err = align(vec![barrier(1)], vec![barrier(2)]).unwrap_err();
+        assert!(
+            matches!(err, StreamExecutorError::BarrierMisaligned { .. }),
+            "{err}"
+        );
+        let err = align(vec![barrier(1), barrier(2)], vec![barrier(1)]).unwrap_err();
+        assert!(
+            matches!(err, StreamExecutorError::ChannelClosed(_)),
+            "{err}"
+        );
+    }
+}

@@ -209,12 +209,12 @@ impl JoinHashMap {
         Ok(())
     }
 
-    /// Take the entry of `key` (`key_row` its datums) out of the cache, or load it from the state tables.
-    /// Give it back with [`Self::update_state`].
+    /// Take the entry of `key` out of the cache, or load it from the state tables (`key_row`: the key's
+    /// datums, needed only then). Give it back with [`Self::update_state`].
     pub fn take_state(
         &mut self,
         key: &[u8],
-        key_row: &OwnedRow,
+        key_row: impl FnOnce() -> OwnedRow,
     ) -> StreamExecutorResult<JoinEntryState> {
         if let Some(e) = self.cache.remove(key) {
             self.lru.remove(&e.last_used);
@@ -222,7 +222,7 @@ impl JoinHashMap {
             return Ok(e.state);
         }
         CacheCounterCells::bump(&self.counters.misses);
-        self.fetch(key_row)
+        self.fetch(&key_row())
     }
 
     /// Put an entry back (as the most recently used), evicting beyond the capacity.

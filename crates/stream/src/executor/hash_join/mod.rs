@@ -338,8 +338,8 @@ impl JoinCore {
             builder.forward_if_not_matched(plain, row);
             return Ok(());
         };
-        let key_row = update.ht.key_row_of(row);
-        let mut entry = self.sides(side).1.ht.take_state(&key, &key_row)?;
+        let (update, matched) = self.sides(side);
+        let mut entry = matched.ht.take_state(&key, || update.ht.key_row_of(row))?;
         let degree = self.match_entry(side, insert, row, &mut entry, builder);
         let (update, matched) = self.sides(side);
         matched.ht.update_state(key.clone(), entry);
