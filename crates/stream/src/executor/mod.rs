@@ -18,8 +18,10 @@ pub mod row_id_gen;
 mod sink;
 #[cfg(test)]
 mod stateless_tests;
+pub mod stats;
 #[cfg(test)]
 mod tests;
+mod traced;
 mod union;
 mod values;
 
@@ -47,6 +49,8 @@ pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
 pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
+pub use traced::{ExecutorTracer, TracedExecutor};
 pub use union::UnionExecutor;
 pub use values::ValuesExecutor;
 

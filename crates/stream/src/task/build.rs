@@ -19,10 +19,11 @@ use super::exchange::ExchangeRegistry;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
-    DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
-    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
-    UnionExecutor, ValuesExecutor,
+    DmlExecutor, ExecutorTracer, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor,
+    FlowControlExecutor, HopWindowExecutor, MaterializeExecutor, MergeExecutor,
+    NoShuffleBackfillExecutor, NonStrict, ProjectExecutor, RowIdGenExecutor, SinkExecutor,
+    SinkRegistry, StatefulExecutorKind, StreamExecutorError, TracedExecutor, UnionExecutor,
+    ValuesExecutor,
 };
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
@@ -148,6 +149,8 @@ pub struct StreamStats {
     failures_by_reason: Mutex<BTreeMap<FailureReason, u64>>,
     /// Expression errors of non-strict evaluation (`epochlab_expr_errors_total`).
     pub expr_errors: ExprErrorCounts,
+    /// Counters of the stateful executors (`epochlab_executor_*`).
+    pub executors: crate::executor::ExecutorStats,
 }
 
 impl StreamStats {
@@ -341,6 +344,47 @@ fn backfill_args(
 }
 
 fn build_node(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    generation: u64,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
+    let exec = build_executor(env, desc, node, generation, barrier_rx, barrier_manager)?;
+    let tables = node.internal_tables();
+    let (Some(kind), Some(table)) = (stateful_kind(node), tables.first()) else {
+        return Ok(exec);
+    };
+    let actor_id = desc.actor_id;
+    let tracer = ExecutorTracer {
+        actor_id,
+        table_id: table.table_id,
+        kind,
+        stats: env.stats.executors.handle(actor_id, table.table_id, kind),
+        barrier_manager: barrier_manager.clone(),
+        clock: env.clock.clone(),
+    };
+    Ok(Box::new(TracedExecutor {
+        inner: exec,
+        tracer,
+    }))
+}
+
+/// The kind of a stateful executor's node (its metrics' and spans' `executor`), `None` for the others.
+fn stateful_kind(node: &StreamNode) -> Option<StatefulExecutorKind> {
+    Some(match node {
+        StreamNode::HashAgg { .. } => StatefulExecutorKind::HashAgg,
+        StreamNode::SimpleAgg { .. } => StatefulExecutorKind::SimpleAgg,
+        StreamNode::HashJoin { .. } => StatefulExecutorKind::HashJoin,
+        StreamNode::TopN { .. } => StatefulExecutorKind::TopN,
+        StreamNode::GroupTopN { .. } => StatefulExecutorKind::GroupTopN,
+        StreamNode::DynamicFilter { .. } => StatefulExecutorKind::DynamicFilter,
+        _ => return None,
+    })
+}
+
+fn build_executor(
     env: &BuildEnv,
     desc: &StreamActorDesc,
     node: &StreamNode,
@@ -619,6 +663,7 @@ fn build_agg(
     for t in node.agg_tables() {
         check_vnode_count(desc, t)?;
     }
+    let kind = stateful_kind(node).expect("an aggregation node");
     let options = StateTableOptions {
         accessor: Some(Accessor {
             actor: actor_id,
@@ -647,6 +692,10 @@ fn build_agg(
             .collect(),
         cache_capacity: crate::executor::aggregate::DEFAULT_GROUP_CACHE_CAPACITY,
         eval: non_strict(env, actor_id, ExprExecutor::Aggregate),
+        stats: env
+            .stats
+            .executors
+            .handle(actor_id, result_table.table_id, kind),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,
