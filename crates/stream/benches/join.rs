@@ -22,8 +22,8 @@ use epochlab_common::{
 use epochlab_state_table::{StateTable, StateTableOptions};
 use epochlab_storage::{CommittedStore, NodeStorage, OpConsistencyLevel};
 use epochlab_stream::executor::{
-    BoxedMessageStream, Execute, ExprErrorCounts, ExprExecutor, HashJoinArgs, HashJoinExecutor,
-    Message, NonStrict,
+    BoxedMessageStream, Execute, ExecutorStatsHandle, ExprErrorCounts, ExprExecutor, HashJoinArgs,
+    HashJoinExecutor, Message, NonStrict,
 };
 use futures::StreamExt;
 
@@ -126,6 +126,7 @@ fn executor(scripts: [Vec<Message>; 2], level: OpConsistencyLevel) -> HashJoinEx
             executor: ExprExecutor::HashJoin,
             counts: ExprErrorCounts::default(),
         },
+        stats: ExecutorStatsHandle::detached(),
     };
     HashJoinExecutor::new(args).unwrap()
 }

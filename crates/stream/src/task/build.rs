@@ -764,6 +764,11 @@ fn build_hash_join(
         output_indices: output_indices.clone(),
         cache_capacity: crate::executor::hash_join::DEFAULT_JOIN_CACHE_CAPACITY,
         eval: non_strict(env, actor_id, ExprExecutor::HashJoin),
+        stats: env.stats.executors.handle(
+            actor_id,
+            left_table.table_id,
+            StatefulExecutorKind::HashJoin,
+        ),
     };
     let exec = HashJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
         actor: actor_id,

@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use epochlab_common::{Bitmap, EpochPair, OrderType, OwnedRow, ScalarImpl, memcmp};
 use epochlab_state_table::StateTable;
 
-use crate::executor::{StreamExecutorError, StreamExecutorResult};
+use crate::executor::{ExecutorStatsHandle, StreamExecutorError, StreamExecutorResult};
 
 /// A row of one side with its degree: how many rows of the other side it matches (kept only where the
 /// side has a degree table, else 0).
@@ -52,36 +51,6 @@ struct CachedEntry {
     last_used: u64,
 }
 
-/// Cache counters at one moment, for tests and metrics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheCounters {
-    pub hits: u64,
-    pub misses: u64,
-    pub evictions: u64,
-}
-
-/// The live cache counters of one side, shared with whoever watches them.
-#[derive(Debug, Default)]
-pub struct CacheCounterCells {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    evictions: AtomicU64,
-}
-
-impl CacheCounterCells {
-    pub fn get(&self) -> CacheCounters {
-        CacheCounters {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            evictions: self.evictions.load(Ordering::Relaxed),
-        }
-    }
-
-    fn bump(cell: &AtomicU64) {
-        cell.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 pub struct JoinHashMap {
     state: StateTable,
     degree_state: Option<StateTable>,
@@ -95,7 +64,8 @@ pub struct JoinHashMap {
     lru: BTreeMap<u64, Vec<u8>>,
     tick: u64,
     capacity: usize,
-    counters: Arc<CacheCounterCells>,
+    /// The executor's counters (both sides share them).
+    stats: ExecutorStatsHandle,
 }
 
 /// A degree table row: the row's pk datums, then its degree.
@@ -120,6 +90,7 @@ impl JoinHashMap {
         join_key: Vec<usize>,
         null_matched: Vec<bool>,
         capacity: usize,
+        stats: ExecutorStatsHandle,
     ) -> Self {
         assert_eq!(
             join_key.len(),
@@ -142,7 +113,7 @@ impl JoinHashMap {
             lru: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
-            counters: Arc::default(),
+            stats,
         }
     }
 
@@ -156,10 +127,6 @@ impl JoinHashMap {
 
     pub fn entry_count(&self) -> usize {
         self.cache.len()
-    }
-
-    pub fn counters(&self) -> Arc<CacheCounterCells> {
-        self.counters.clone()
     }
 
     /// The join key of `row`, memcomparable, or `None` when a key column that is not null-safe is NULL (the
@@ -180,6 +147,11 @@ impl JoinHashMap {
 
     fn pk_of(&self, row: &OwnedRow) -> Vec<u8> {
         encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)))
+    }
+
+    /// Rows written per row of this side: its row, and its degree row.
+    fn tables_per_row(&self) -> u64 {
+        1 + u64::from(self.degree_state.is_some())
     }
 
     pub fn init(&mut self, epoch: EpochPair) {
@@ -218,10 +190,10 @@ impl JoinHashMap {
     ) -> StreamExecutorResult<JoinEntryState> {
         if let Some(e) = self.cache.remove(key) {
             self.lru.remove(&e.last_used);
-            CacheCounterCells::bump(&self.counters.hits);
+            self.stats.cache_lookup(true);
             return Ok(e.state);
         }
-        CacheCounterCells::bump(&self.counters.misses);
+        self.stats.cache_lookup(false);
         self.fetch(&key_row())
     }
 
@@ -243,8 +215,12 @@ impl JoinHashMap {
         while self.cache.len() > self.capacity {
             let (_, k) = self.lru.pop_first().expect("lru tracks every cached key");
             self.cache.remove(&k);
-            CacheCounterCells::bump(&self.counters.evictions);
         }
+        assert_eq!(
+            self.cache.len(),
+            self.lru.len(),
+            "every cached key is in the LRU order"
+        );
     }
 
     /// Every row of `key_row`'s key in the state tables, with its degree from the degree table.
@@ -303,6 +279,7 @@ impl JoinHashMap {
         if let Some(t) = &mut self.degree_state {
             t.insert(&degree_row(&self.pk_indices, &row, degree))?;
         }
+        self.stats.state_rows_written(self.tables_per_row(), 0);
         if self.cache.contains_key(key) {
             let pk = self.pk_of(&row);
             let e = self.cache.get_mut(key).expect("checked");
@@ -317,6 +294,7 @@ impl JoinHashMap {
         if let Some(t) = &mut self.degree_state {
             t.delete(&degree_row(&self.pk_indices, row, degree))?;
         }
+        self.stats.state_rows_written(0, self.tables_per_row());
         if self.cache.contains_key(key) {
             let pk = self.pk_of(row);
             let e = self.cache.get_mut(key).expect("checked");
@@ -347,6 +325,7 @@ impl JoinHashMap {
             .as_mut()
             .expect("degrees change only on a side with a degree table");
         table.update(&old, &new)?;
+        self.stats.state_rows_written(1, 1);
         jr.degree = degree;
         Ok(())
     }

@@ -22,13 +22,14 @@ use futures::StreamExt;
 use futures_async_stream::try_stream;
 
 pub use builder::SideType;
-pub use join_hash_map::{CacheCounterCells, CacheCounters, JoinEntryState, JoinHashMap, JoinRow};
+pub use join_hash_map::{JoinEntryState, JoinHashMap, JoinRow};
 
 use self::builder::{JoinChunkBuilder, forward_exactly_once};
 use super::barrier_align::{AlignedMessage, barrier_align};
 use super::non_strict::NonStrict;
 use super::{
-    BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
+    BoxedExecutor, BoxedMessageStream, Execute, ExecutorStatsHandle, Message, StreamExecutorError,
+    StreamExecutorResult,
 };
 
 /// Join keys cached per side at most, by default (RisingWave bounds its join cache by memory).
@@ -72,6 +73,7 @@ pub struct HashJoinArgs {
     pub cache_capacity: usize,
     /// Evaluates the condition (non-strict).
     pub eval: NonStrict,
+    pub stats: ExecutorStatsHandle,
 }
 
 fn bad_plan(problem: impl Into<String>) -> StreamExecutorError {
@@ -137,18 +139,7 @@ struct JoinCore {
     condition: Option<ExprNode>,
     eval: NonStrict,
     output_indices: Vec<usize>,
-}
-
-/// The cache counters of both sides of a join, readable while (and after) it runs.
-pub struct JoinCacheCounters {
-    left: std::sync::Arc<CacheCounterCells>,
-    right: std::sync::Arc<CacheCounterCells>,
-}
-
-impl JoinCacheCounters {
-    pub fn get(&self) -> (CacheCounters, CacheCounters) {
-        (self.left.get(), self.right.get())
-    }
+    stats: ExecutorStatsHandle,
 }
 
 pub struct HashJoinExecutor {
@@ -168,6 +159,7 @@ impl HashJoinExecutor {
             args.left_key,
             args.null_safe.clone(),
             cap,
+            args.stats.clone(),
         );
         let ht_r = JoinHashMap::new(
             args.right_table,
@@ -175,6 +167,7 @@ impl HashJoinExecutor {
             args.right_key,
             args.null_safe,
             cap,
+            args.stats.clone(),
         );
         let core = JoinCore {
             actor_id: args.actor_id,
@@ -184,20 +177,13 @@ impl HashJoinExecutor {
             condition: args.condition,
             eval: args.eval,
             output_indices: args.output_indices,
+            stats: args.stats,
         };
         Ok(Self {
             left: args.left,
             right: args.right,
             core,
         })
-    }
-
-    /// The live cache counters of the left and right side.
-    pub fn counters_handle(&self) -> JoinCacheCounters {
-        JoinCacheCounters {
-            left: self.core.side_l.ht.counters(),
-            right: self.core.side_r.ht.counters(),
-        }
     }
 
     /// Chunks of either side are joined as they come; on a barrier (both inputs delivered it) both
@@ -235,7 +221,8 @@ impl HashJoinExecutor {
                         core.side_l.ht.update_vnode_bitmap(vnodes.clone())?;
                         core.side_r.ht.update_vnode_bitmap(vnodes)?;
                     }
-                    // metrics: set_cache_entries(side_l + side_r entry_count) once ExecutorStats is in main.
+                    let entries = core.side_l.ht.entry_count() + core.side_r.ht.entry_count();
+                    core.stats.set_cache_entries(entries);
                     yield Message::Barrier(barrier);
                 }
             }
