@@ -3,10 +3,12 @@
 
 pub mod aggregate;
 pub mod backfill;
+pub mod barrier_align;
 mod dispatch;
 mod dml;
 mod filter;
 mod flow_control;
+pub mod hash_join;
 mod hop_window;
 mod materialize;
 mod merge;
@@ -39,6 +41,7 @@ pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
 pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
+pub use hash_join::{HashJoinArgs, HashJoinExecutor};
 pub use hop_window::{HopWindowError, HopWindowExecutor};
 pub use materialize::MaterializeExecutor;
 pub use merge::MergeExecutor;
@@ -115,6 +118,17 @@ pub enum StreamExecutorError {
     /// A distinct value deleted more often than inserted.
     #[error("distinct dedup count of {value} below zero")]
     DedupUnderflow { value: String },
+    /// A hash join plan the executor cannot run (keys of different lengths, degree tables that do not fit
+    /// the join type).
+    #[error("hash join plan: {problem}")]
+    JoinPlan { problem: String },
+    /// A hash join's degree table disagrees with its rows table (or a degree would go below zero).
+    #[error("hash join table {table_id}: {detail} at pk {pk:?}")]
+    JoinDegreeMismatch {
+        table_id: epochlab_common::TableId,
+        pk: epochlab_common::OwnedRow,
+        detail: &'static str,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -174,6 +188,7 @@ impl StreamExecutorError {
             | Self::ProgressNotFound { .. }
             | Self::BackfillStatesDiffer { .. }
             | Self::DedupUnderflow { .. }
+            | Self::JoinDegreeMismatch { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..

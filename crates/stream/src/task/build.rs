@@ -25,6 +25,7 @@ use crate::executor::{
     SinkRegistry, StatefulExecutorKind, StreamExecutorError, TracedExecutor, UnionExecutor,
     ValuesExecutor,
 };
+use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
 #[derive(Default)]
@@ -478,6 +479,11 @@ fn build_executor(
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             build_agg(env, desc, node, input)?
         }
+        StreamNode::HashJoin { left, right, .. } => {
+            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
+            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            build_hash_join(env, desc, node, left, right)?
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -555,7 +561,6 @@ fn build_stateless(
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         // Their executors come with their branches (issue 23).
-        StreamNode::HashJoin { .. } => return Err(unsupported("HashJoin")),
         StreamNode::TopN { .. } => return Err(unsupported("TopN")),
         StreamNode::GroupTopN { .. } => return Err(unsupported("GroupTopN")),
         StreamNode::DynamicFilter { .. } => return Err(unsupported("DynamicFilter")),
@@ -568,6 +573,7 @@ fn build_stateless(
         | StreamNode::FlowControl { .. }
         | StreamNode::HashAgg { .. }
         | StreamNode::SimpleAgg { .. }
+        | StreamNode::HashJoin { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
@@ -700,4 +706,73 @@ fn build_agg(
     } else {
         Box::new(SimpleAggExecutor::new(args).map_err(bad)?)
     })
+}
+
+/// A hash join over `left` and `right`, its rows and degree tables checked (read-before-write) as the
+/// materialize's are.
+fn build_hash_join(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    left: BoxedExecutor,
+    right: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::HashJoin {
+        join_type,
+        left_key,
+        right_key,
+        null_safe,
+        condition,
+        left_table,
+        right_table,
+        left_degree_table,
+        right_degree_table,
+        output_indices,
+        ..
+    } = node
+    else {
+        unreachable!("a hash join node")
+    };
+    let actor_id = desc.actor_id;
+    for t in node.internal_tables() {
+        check_vnode_count(desc, t)?;
+    }
+    let options = StateTableOptions {
+        accessor: Some(Accessor {
+            actor: actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    };
+    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
+        StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
+    };
+    let args = HashJoinArgs {
+        actor_id,
+        join_type: *join_type,
+        left,
+        right,
+        left_key: left_key.clone(),
+        right_key: right_key.clone(),
+        null_safe: null_safe.clone(),
+        condition: condition.clone(),
+        left_table: open(left_table),
+        right_table: open(right_table),
+        left_degree_table: left_degree_table.as_ref().map(&open),
+        right_degree_table: right_degree_table.as_ref().map(&open),
+        output_indices: output_indices.clone(),
+        cache_capacity: crate::executor::hash_join::DEFAULT_JOIN_CACHE_CAPACITY,
+        eval: non_strict(env, actor_id, ExprExecutor::HashJoin),
+        stats: env.stats.executors.handle(
+            actor_id,
+            left_table.table_id,
+            StatefulExecutorKind::HashJoin,
+        ),
+    };
+    let exec = HashJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    })?;
+    Ok(Box::new(exec))
 }
