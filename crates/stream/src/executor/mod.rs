@@ -18,6 +18,7 @@ mod sink;
 mod stateless_tests;
 #[cfg(test)]
 mod tests;
+pub mod top_n;
 mod union;
 mod values;
 
@@ -44,6 +45,9 @@ pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
 pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use top_n::{
+    AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
+};
 pub use union::UnionExecutor;
 pub use values::ValuesExecutor;
 
@@ -111,6 +115,13 @@ pub enum StreamExecutorError {
     /// A distinct value deleted more often than inserted.
     #[error("distinct dedup count of {value} below zero")]
     DedupUnderflow { value: String },
+    /// A top-N plan the executor cannot run (a limit of 0, WITH TIES with an offset, a group key where
+    /// none belongs).
+    #[error("top-N: {problem}")]
+    TopNPlan { problem: String },
+    /// An append-only executor got a delete.
+    #[error("{executor}: a delete of {row} in an append-only input")]
+    NotAppendOnly { executor: String, row: String },
     #[error("{0}")]
     Internal(String),
 }
