@@ -21,6 +21,7 @@ mod stateless_tests;
 pub mod stats;
 #[cfg(test)]
 mod tests;
+pub mod top_n;
 mod traced;
 mod union;
 mod values;
@@ -50,6 +51,9 @@ pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
 pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
+pub use top_n::{
+    AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
+};
 pub use traced::{ExecutorTracer, TracedExecutor};
 pub use union::UnionExecutor;
 pub use values::ValuesExecutor;
@@ -129,6 +133,13 @@ pub enum StreamExecutorError {
         pk: epochlab_common::OwnedRow,
         detail: &'static str,
     },
+    /// A top-N plan the executor cannot run (a limit of 0, WITH TIES with an offset, a group key where
+    /// none belongs).
+    #[error("top-N: {problem}")]
+    TopNPlan { problem: String },
+    /// An append-only executor got a delete.
+    #[error("{executor}: a delete of {row} in an append-only input")]
+    NotAppendOnly { executor: String, row: String },
     #[error("{0}")]
     Internal(String),
 }

@@ -18,6 +18,9 @@ use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
+    AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
+};
+use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
     DmlExecutor, ExecutorTracer, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor,
     FlowControlExecutor, HopWindowExecutor, MaterializeExecutor, MergeExecutor,
@@ -484,6 +487,10 @@ fn build_executor(
             let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
             build_hash_join(env, desc, node, left, right)?
         }
+        StreamNode::TopN { input, .. } | StreamNode::GroupTopN { input, .. } => {
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            build_top_n(env, desc, node, input)?
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -561,8 +568,6 @@ fn build_stateless(
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         // Their executors come with their branches (issue 23).
-        StreamNode::TopN { .. } => return Err(unsupported("TopN")),
-        StreamNode::GroupTopN { .. } => return Err(unsupported("GroupTopN")),
         StreamNode::DynamicFilter { .. } => return Err(unsupported("DynamicFilter")),
         StreamNode::Now { .. } => return Err(unsupported("Now")),
         StreamNode::Values { .. }
@@ -574,6 +579,8 @@ fn build_stateless(
         | StreamNode::HashAgg { .. }
         | StreamNode::SimpleAgg { .. }
         | StreamNode::HashJoin { .. }
+        | StreamNode::TopN { .. }
+        | StreamNode::GroupTopN { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
@@ -775,4 +782,85 @@ fn build_hash_join(
         source,
     })?;
     Ok(Box::new(exec))
+}
+
+/// A top-N or group top-N over `input` (append-only when the plan says so), its state table checked
+/// (read-before-write) as the materialize's is.
+fn build_top_n(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    let (group_key, order_by, offset, limit, with_ties, append_only, table) = match node {
+        StreamNode::TopN {
+            order_by,
+            offset,
+            limit,
+            with_ties,
+            append_only,
+            table,
+            ..
+        } => (
+            Vec::new(),
+            order_by,
+            *offset,
+            *limit,
+            *with_ties,
+            *append_only,
+            table,
+        ),
+        StreamNode::GroupTopN {
+            group_key,
+            order_by,
+            offset,
+            limit,
+            with_ties,
+            append_only,
+            table,
+            ..
+        } => (
+            group_key.clone(),
+            order_by,
+            *offset,
+            Some(*limit),
+            *with_ties,
+            *append_only,
+            table,
+        ),
+        _ => unreachable!("a top-N node"),
+    };
+    check_vnode_count(desc, table)?;
+    let options = StateTableOptions {
+        accessor: Some(Accessor {
+            actor: actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    };
+    let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let args = TopNArgs {
+        actor_id,
+        input,
+        group_key,
+        order_by: order_by.clone(),
+        offset: clamp(offset),
+        limit: limit.map_or(usize::MAX, clamp),
+        with_ties,
+        table: StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options),
+        group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
+    };
+    let bad = |source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    };
+    let grouped = matches!(node, StreamNode::GroupTopN { .. });
+    Ok(match (grouped, append_only) {
+        (false, false) => Box::new(TopNExecutor::new(args).map_err(bad)?),
+        (false, true) => Box::new(AppendOnlyTopNExecutor::new(args).map_err(bad)?),
+        (true, false) => Box::new(GroupTopNExecutor::new(args).map_err(bad)?),
+        (true, true) => Box::new(AppendOnlyGroupTopNExecutor::new(args).map_err(bad)?),
+    })
 }
