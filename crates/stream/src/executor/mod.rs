@@ -5,12 +5,16 @@ pub mod aggregate;
 pub mod backfill;
 mod dispatch;
 mod dml;
+mod dynamic_filter;
+#[cfg(test)]
+mod dynamic_filter_tests;
 mod filter;
 mod flow_control;
 mod hop_window;
 mod materialize;
 mod merge;
 pub mod non_strict;
+mod now;
 mod project;
 pub mod row_id_gen;
 mod sink;
@@ -35,12 +39,14 @@ pub use backfill::{
 };
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
+pub use dynamic_filter::{Comparator, DynamicFilterArgs, DynamicFilterExecutor};
 pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
 pub use hop_window::{HopWindowError, HopWindowExecutor};
 pub use materialize::MaterializeExecutor;
 pub use merge::MergeExecutor;
 pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
+pub use now::{NowExecutor, epoch_timestamp};
 pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
@@ -111,6 +117,16 @@ pub enum StreamExecutorError {
     /// A distinct value deleted more often than inserted.
     #[error("distinct dedup count of {value} below zero")]
     DedupUnderflow { value: String },
+    /// A dynamic filter's right input deleted a value other than its current one (RisingWave's
+    /// "Inconsistent Delete").
+    #[error(
+        "{executor}: inconsistent delete of the right value {deleted}, the current one is {current}"
+    )]
+    RightValueMismatch {
+        executor: String,
+        current: String,
+        deleted: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -170,6 +186,7 @@ impl StreamExecutorError {
             | Self::ProgressNotFound { .. }
             | Self::BackfillStatesDiffer { .. }
             | Self::DedupUnderflow { .. }
+            | Self::RightValueMismatch { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..
