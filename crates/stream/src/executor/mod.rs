@@ -6,6 +6,9 @@ pub mod backfill;
 pub mod barrier_align;
 mod dispatch;
 mod dml;
+mod dynamic_filter;
+#[cfg(test)]
+mod dynamic_filter_tests;
 mod filter;
 mod flow_control;
 pub mod hash_join;
@@ -13,6 +16,7 @@ mod hop_window;
 mod materialize;
 mod merge;
 pub mod non_strict;
+mod now;
 mod project;
 pub mod row_id_gen;
 mod sink;
@@ -40,6 +44,7 @@ pub use backfill::{
 };
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
+pub use dynamic_filter::{Comparator, DynamicFilterArgs, DynamicFilterExecutor};
 pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
 pub use hash_join::{HashJoinArgs, HashJoinExecutor};
@@ -47,6 +52,7 @@ pub use hop_window::{HopWindowError, HopWindowExecutor};
 pub use materialize::MaterializeExecutor;
 pub use merge::MergeExecutor;
 pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
+pub use now::{NowExecutor, epoch_timestamp};
 pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
@@ -140,6 +146,16 @@ pub enum StreamExecutorError {
     /// An append-only executor got a delete.
     #[error("{executor}: a delete of {row} in an append-only input")]
     NotAppendOnly { executor: String, row: String },
+    /// A dynamic filter's right input deleted a value other than its current one (RisingWave's
+    /// "Inconsistent Delete").
+    #[error(
+        "{executor}: inconsistent delete of the right value {deleted}, the current one is {current}"
+    )]
+    RightValueMismatch {
+        executor: String,
+        current: String,
+        deleted: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -200,6 +216,7 @@ impl StreamExecutorError {
             | Self::BackfillStatesDiffer { .. }
             | Self::DedupUnderflow { .. }
             | Self::JoinDegreeMismatch { .. }
+            | Self::RightValueMismatch { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..

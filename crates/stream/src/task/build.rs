@@ -28,6 +28,7 @@ use crate::executor::{
     SinkRegistry, StatefulExecutorKind, StreamExecutorError, TracedExecutor, UnionExecutor,
     ValuesExecutor,
 };
+use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -491,6 +492,37 @@ fn build_executor(
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             build_top_n(env, desc, node, input)?
         }
+        StreamNode::DynamicFilter {
+            key,
+            comparator,
+            left_table,
+            right_table,
+            left,
+            right,
+        } => {
+            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
+            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            let tables = DynamicFilterTables {
+                key: *key,
+                comparator: *comparator,
+                left_table,
+                right_table,
+            };
+            build_dynamic_filter(env, desc, tables, left, right)?
+        }
+        StreamNode::Now { state_table } => {
+            let rx = barrier_rx
+                .take()
+                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+            check_vnode_count(desc, state_table)?;
+            let state = StateTable::with_options(
+                state_table.clone(),
+                &env.storage,
+                desc.vnodes.clone(),
+                checked_options(env, desc),
+            );
+            Box::new(NowExecutor::new(actor_id, rx, state))
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -567,9 +599,6 @@ fn build_stateless(
             Box::new(exec)
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
-        // Their executors come with their branches (issue 23).
-        StreamNode::DynamicFilter { .. } => return Err(unsupported("DynamicFilter")),
-        StreamNode::Now { .. } => return Err(unsupported("Now")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
         | StreamNode::Merge { .. }
@@ -581,6 +610,8 @@ fn build_stateless(
         | StreamNode::HashJoin { .. }
         | StreamNode::TopN { .. }
         | StreamNode::GroupTopN { .. }
+        | StreamNode::DynamicFilter { .. }
+        | StreamNode::Now { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
@@ -623,6 +654,70 @@ fn check_vnode_count(
     }
     Ok(())
 }
+
+/// The options of a state table the actor checks (read-before-write) as the materialize's.
+fn checked_options(env: &BuildEnv, desc: &StreamActorDesc) -> StateTableOptions {
+    StateTableOptions {
+        accessor: Some(Accessor {
+            actor: desc.actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    }
+}
+
+/// The comparison and tables of a dynamic filter node.
+struct DynamicFilterTables<'a> {
+    key: usize,
+    comparator: epochlab_common::ExprType,
+    left_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+    right_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+}
+
+/// A dynamic filter over `left` and `right`: the left table over the actor's vnodes, the right table (one
+/// row) over vnode 0, both checked.
+fn build_dynamic_filter(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    t: DynamicFilterTables<'_>,
+    left: BoxedExecutor,
+    right: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    check_vnode_count(desc, t.left_table)?;
+    check_vnode_count(desc, t.right_table)?;
+    let comparator = Comparator::from_expr_type(t.comparator).ok_or(BuildError::Unsupported {
+        actor: actor_id,
+        node: "DynamicFilter with a comparator other than <, <=, >, >=",
+    })?;
+    let options = checked_options(env, desc);
+    let right_vnodes = DynamicFilterExecutor::right_vnodes(t.right_table.vnode_count.get());
+    let args = DynamicFilterArgs {
+        actor_id,
+        left,
+        right,
+        key: t.key,
+        comparator,
+        left_table: StateTable::with_options(
+            t.left_table.clone(),
+            &env.storage,
+            desc.vnodes.clone(),
+            options,
+        ),
+        right_table: StateTable::with_options(
+            t.right_table.clone(),
+            &env.storage,
+            right_vnodes,
+            options,
+        ),
+        chunk_size: DYNAMIC_FILTER_CHUNK_SIZE,
+    };
+    Ok(Box::new(DynamicFilterExecutor::new(args)))
+}
+
+/// Rows per chunk a dynamic filter emits at most when its right value moves (RisingWave's chunk size).
+const DYNAMIC_FILTER_CHUNK_SIZE: usize = 256;
 
 /// A hash or simple aggregation over `input`, its state tables checked (read-before-write) as the
 /// materialize's are.
