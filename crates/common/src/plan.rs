@@ -421,7 +421,10 @@ pub fn dynamic_filter_tables(
         distribution,
         vnode_count,
     };
-    (Arc::new(left), singleton_row_table(right_types, vnode_count))
+    (
+        Arc::new(left),
+        singleton_row_table(right_types, vnode_count),
+    )
 }
 
 /// A table of one row (empty pk, singleton): a dynamic filter's right value, `now`'s last value. The id

@@ -817,10 +817,7 @@ fn stream_node(
             dynamic_filter_node(plan, *key, *comparator, left, right, table)
         }
         StreamOp::Now => StreamNode::Now {
-            state_table: epochlab_common::plan::singleton_row_table(
-                &plan.types,
-                table.vnode_count,
-            ),
+            state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
         StreamOp::HashJoin { .. } | StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             check_executors(plan)?;

@@ -101,7 +101,11 @@ fn scalar_join(plan: &LogicalPlan) -> Option<ScalarJoin<'_>> {
         input_refs(e, &mut used);
         used.iter().all(|&i| i < lw)
     };
-    let (l, cmp, r) = if side(a) { (a, cmp, b) } else { (b, reverse(cmp), a) };
+    let (l, cmp, r) = if side(a) {
+        (a, cmp, b)
+    } else {
+        (b, reverse(cmp), a)
+    };
     if !side(l) || l.return_type() != r.return_type() {
         return None;
     }
@@ -315,7 +319,9 @@ fn reverse(cmp: ExprType) -> ExprType {
 fn max_one_row(plan: &LogicalPlan) -> bool {
     match plan {
         LogicalPlan::Agg { group_key, .. } => group_key.is_empty(),
-        LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } => max_one_row(input),
+        LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } => {
+            max_one_row(input)
+        }
         _ => false,
     }
 }
