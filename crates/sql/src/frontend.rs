@@ -1108,6 +1108,7 @@ impl Session {
             (source.body.as_ref(), &source.order_by, &source.limit_clause)
         {
             let empty = OwnedRow::empty();
+            let ctx = self.dml_eval_context();
             let mut out = Vec::with_capacity(v.rows.len());
             for r in &v.rows {
                 if r.content.len() > targets.len() {
@@ -1117,7 +1118,7 @@ impl Session {
                 for (e, col) in r.content.iter().zip(targets) {
                     let e = binder.bind_scalar(e, &Scope::default())?;
                     let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
-                    row.push(crate::scalar::eval(&e, &empty)?);
+                    row.push(crate::scalar::eval_with(&e, &empty, &ctx)?);
                 }
                 out.push(row);
             }
@@ -1176,17 +1177,26 @@ impl Session {
         predicate: Option<ExprNode>,
     ) -> Result<Vec<OwnedRow>, SqlError> {
         self.flush().await?;
+        let ctx = self.dml_eval_context();
         let mut out = Vec::new();
         for r in self.cluster().committed_rows(rel.id) {
             let keep = match &predicate {
                 None => true,
-                Some(p) => crate::scalar::eval(p, &r)? == Some(ScalarImpl::Bool(true)),
+                Some(p) => crate::scalar::eval_with(p, &r, &ctx)? == Some(ScalarImpl::Bool(true)),
             };
             if keep {
                 out.push(r);
             }
         }
         Ok(out)
+    }
+
+    /// What a DML statement's expressions read besides their row: `now()` is the simulation's clock when
+    /// the statement runs (as a batch query's).
+    fn dml_eval_context(&self) -> crate::scalar::EvalContext {
+        crate::scalar::EvalContext {
+            now_usecs: crate::binder::CatalogReader::now_usecs(self),
+        }
     }
 
     /// A `WHERE` over a table's stored rows.
@@ -1225,10 +1235,11 @@ impl Session {
         }
         let rows = self.rows_where(&rel, predicate).await?;
         let mut ops = Vec::with_capacity(rows.len() * 2);
+        let ctx = self.dml_eval_context();
         for old in &rows {
             let mut new = old.datums().to_vec();
             for (src, e) in &sets {
-                new[*src] = crate::scalar::eval(e, old)?;
+                new[*src] = crate::scalar::eval_with(e, old, &ctx)?;
             }
             ops.push((Op::UpdateDelete, old.clone()));
             ops.push((Op::UpdateInsert, OwnedRow::new(new)));
