@@ -117,6 +117,8 @@ pub struct Binder<'a> {
     where_subqueries: Option<Vec<crate::planner::LogicalPlan>>,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
+    /// The window function calls of the select list being bound (`None`: none allowed here).
+    windows: Option<expr::WindowCollector>,
 }
 
 /// Views expanded inside each other at most.
@@ -132,6 +134,7 @@ impl<'a> Binder<'a> {
             view_depth: 0,
             where_subqueries: None,
             depends_on: Vec::new(),
+            windows: None,
         }
     }
 

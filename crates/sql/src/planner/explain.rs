@@ -179,18 +179,23 @@ fn stream_line(p: &StreamPlan) -> String {
             order,
             limit,
             offset,
+            with_ties,
         } => format!(
-            "StreamTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            "StreamTopN {{ order: [{}], limit: {}, offset: {offset}{} }}",
             fmt_order(order, input_names),
-            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string()),
+            if *with_ties { ", with_ties: true" } else { "" }
         ),
         StreamOp::GroupTopN {
             group_key,
             order,
             limit,
+            offset,
+            with_ties,
         } => format!(
-            "StreamGroupTopN {{ order: [{}], limit: {limit}, offset: 0, group_key: [{}] }}",
+            "StreamGroupTopN {{ order: [{}], limit: {limit}, offset: {offset}{}, group_key: [{}] }}",
             fmt_order(order, input_names),
+            if *with_ties { ", with_ties: true" } else { "" },
             fmt_cols(group_key, input_names)
         ),
         StreamOp::Exchange { dist } => {
@@ -350,6 +355,19 @@ fn batch_line(p: &LogicalPlan) -> String {
             )
         }
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::OverWindow { calls, .. } => format!(
+            "BatchOverWindow {{ window_functions: [{}] }}",
+            calls
+                .iter()
+                .map(|c| format!(
+                    "{:?}() OVER(PARTITION BY [{}] ORDER BY [{}])",
+                    c.func.kind,
+                    fmt_cols(&c.partition_by, &names),
+                    fmt_order(&c.order_by, &names)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         LogicalPlan::HopWindow {
             time_col,
             slide,
