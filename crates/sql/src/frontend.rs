@@ -1217,10 +1217,8 @@ impl Session {
     }
 
     async fn update(&self, up: &ast::Update) -> Result<Output, SqlError> {
-        if up.from.is_some() || up.returning.is_some() || !up.table.joins.is_empty() {
-            return Err(SqlError::Unsupported(
-                "UPDATE ... FROM / RETURNING / JOIN".into(),
-            ));
+        if up.from.is_some() || !up.table.joins.is_empty() {
+            return Err(SqlError::Unsupported("UPDATE ... FROM / JOIN".into()));
         }
         let name = match &up.table.relation {
             TableFactor::Table { name, .. } => self.table_job_name(name, false)?,
@@ -1233,6 +1231,10 @@ impl Session {
                 "update modifying the PK column is unsupported".into(),
             ));
         }
+        let returning = match &up.returning {
+            Some(items) => Some(self.bind_returning(&name, &def, items)?),
+            None => None,
+        };
         let rows = self.rows_where(&rel, predicate).await?;
         let mut ops = Vec::with_capacity(rows.len() * 2);
         let ctx = self.dml_eval_context();
@@ -1244,8 +1246,56 @@ impl Session {
             ops.push((Op::UpdateDelete, old.clone()));
             ops.push((Op::UpdateInsert, OwnedRow::new(new)));
         }
+        let returned = match &returning {
+            Some(exprs) => {
+                let new_rows = ops.iter().skip(1).step_by(2).map(|(_, r)| r);
+                let rows = new_rows
+                    .map(|r| {
+                        exprs
+                            .iter()
+                            .map(|e| crate::scalar::eval_with(e, r, &ctx))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let types: Vec<DataType> = exprs.iter().map(ExprNode::return_type).collect();
+                Some(rows_output(&types, rows))
+            }
+            None => None,
+        };
         self.send(&name, rel.id, ops).await?;
-        Ok(Output::Done(rows.len() as u64))
+        Ok(returned.unwrap_or(Output::Done(rows.len() as u64)))
+    }
+
+    /// The expressions of a DML statement's `RETURNING` list over the table's stored row.
+    fn bind_returning(
+        &self,
+        name: &str,
+        def: &Def,
+        items: &[ast::SelectItem],
+    ) -> Result<Vec<ExprNode>, SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let mut binder = Binder::new(self, false);
+        let mut exprs = Vec::new();
+        for item in items {
+            match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    exprs.push(binder.bind_scalar(e, &scope)?)
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        if !c.hidden {
+                            exprs.push(ExprNode::InputRef {
+                                index: i,
+                                ty: c.ty.clone(),
+                            });
+                        }
+                    }
+                }
+                other => return Err(SqlError::Unsupported(format!("RETURNING {other}"))),
+            }
+        }
+        Ok(exprs)
     }
 
     /// An `UPDATE`'s assignments (stored position, value over the old row) and its `WHERE`.

@@ -198,3 +198,41 @@ fn a_temporal_filter_follows_the_clock_through_a_kill() {
         cluster.shutdown();
     });
 }
+
+/// `UPDATE .. RETURNING` gives the updated rows' new values (temporal_filter.slt's statement), and
+/// `now()` in DML is the simulation's clock.
+#[test]
+fn update_returning_gives_the_new_rows() {
+    run(6, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        exec(&mut s, "CREATE TABLE u (v int, id int PRIMARY KEY)").await;
+        exec(&mut s, "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)").await;
+        let got = rows(
+            &mut s,
+            "UPDATE u SET v = v * 10 WHERE id >= 2 RETURNING v, id",
+        )
+        .await;
+        let mut got = got;
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                vec!["20".to_string(), "2".into()],
+                vec!["30".into(), "3".into()]
+            ]
+        );
+        exec(&mut s, "FLUSH").await;
+        let all = rows(&mut s, "SELECT v FROM u ORDER BY id").await;
+        assert_eq!(
+            all,
+            vec![vec!["1".to_string()], vec!["20".into()], vec!["30".into()]]
+        );
+        exec(&mut s, "CREATE TABLE w (ts timestamptz)").await;
+        exec(&mut s, "INSERT INTO w VALUES (now())").await;
+        exec(&mut s, "FLUSH").await;
+        let q = "SELECT ts >= '2024-02-01 00:00:00+00:00'::timestamptz AND ts <= now() FROM w";
+        assert_eq!(rows(&mut s, q).await, vec![vec!["t".to_string()]]);
+        cluster.shutdown();
+    });
+}
