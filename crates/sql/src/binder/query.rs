@@ -207,7 +207,15 @@ impl Binder<'_> {
         let outer_windows = self.windows.take();
         let (mut plan, scope) = self.bind_from(&s.from)?;
         if let Some(w) = &s.selection {
-            let p = self.bind_expr(w, &scope, None)?;
+            let (p, subqueries) = self.bind_where(w, &scope, plan.schema().len())?;
+            for sub in subqueries {
+                plan = LogicalPlan::Join {
+                    kind: crate::planner::JoinType::Inner,
+                    on: None,
+                    left: Box::new(plan),
+                    right: Box::new(sub),
+                };
+            }
             plan = plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?);
         }
         let group_by: &[Ast] = match &s.group_by {
@@ -474,11 +482,60 @@ impl Binder<'_> {
             .collect())
     }
 
+    /// A WHERE clause; in a streaming query over a FROM clause of `width` columns (as many as its scope),
+    /// also its scalar subqueries' plans, to be joined after the FROM's in order.
+    fn bind_where(
+        &mut self,
+        w: &Ast,
+        scope: &Scope,
+        width: usize,
+    ) -> Result<(ExprNode, Vec<LogicalPlan>), SqlError> {
+        let collect = self.streaming && scope.columns.len() == width;
+        let saved = std::mem::replace(&mut self.where_subqueries, collect.then(Vec::new));
+        let p = self.bind_expr(w, scope, None);
+        let subs = std::mem::replace(&mut self.where_subqueries, saved);
+        Ok((p?, subs.unwrap_or_default()))
+    }
+
+    /// A scalar subquery of a streaming query's WHERE clause: its plan joined after the FROM clause's
+    /// columns and the earlier subqueries', this one's value the next column.
+    fn streaming_scalar_subquery(
+        &mut self,
+        q: &Query,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        let outer_subs = self.where_subqueries.take();
+        self.outer.push(scope.clone());
+        let bound = self.bind_query_inner(q);
+        self.outer.pop();
+        self.where_subqueries = outer_subs;
+        let bound = bound?;
+        let types = bound.types();
+        let [ty] = types.as_slice() else {
+            return Err(SqlError::Invalid(
+                "subquery must return only one column".into(),
+            ));
+        };
+        let subs = self
+            .where_subqueries
+            .as_mut()
+            .expect("binding a streaming WHERE clause");
+        let index = scope.columns.len() + subs.len();
+        subs.push(bound.plan);
+        Ok(ExprNode::InputRef {
+            index,
+            ty: ty.clone(),
+        })
+    }
+
     pub(super) fn scalar_subquery(
         &mut self,
         q: &Query,
         scope: &Scope,
     ) -> Result<ExprNode, SqlError> {
+        if self.where_subqueries.is_some() {
+            return self.streaming_scalar_subquery(q, scope);
+        }
         let (rows, types) = self.eval_subquery(q, scope)?;
         let [ty] = types.as_slice() else {
             return Err(SqlError::Invalid(

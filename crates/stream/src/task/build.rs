@@ -712,6 +712,11 @@ fn build_dynamic_filter(
             options,
         ),
         chunk_size: DYNAMIC_FILTER_CHUNK_SIZE,
+        stats: env.stats.executors.handle(
+            actor_id,
+            t.left_table.table_id,
+            crate::executor::stats::StatefulExecutorKind::DynamicFilter,
+        ),
     };
     Ok(Box::new(DynamicFilterExecutor::new(args)))
 }
