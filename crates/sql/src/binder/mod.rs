@@ -112,8 +112,13 @@ pub struct Binder<'a> {
     streaming: bool,
     /// Views being expanded (bounded, and a cycle is an error).
     view_depth: usize,
+    /// Binding the WHERE clause of a streaming query: its scalar subqueries, each joined to the FROM
+    /// clause's plan (a column past the FROM's), as RisingWave's apply of a scalar subquery is.
+    where_subqueries: Option<Vec<crate::planner::LogicalPlan>>,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
+    /// The window function calls of the select list being bound (`None`: none allowed here).
+    windows: Option<expr::WindowCollector>,
 }
 
 /// Views expanded inside each other at most.
@@ -127,7 +132,9 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             streaming,
             view_depth: 0,
+            where_subqueries: None,
             depends_on: Vec::new(),
+            windows: None,
         }
     }
 

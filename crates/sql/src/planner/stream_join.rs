@@ -343,6 +343,7 @@ mod tests {
                 Upstream {
                     desc: std::sync::Arc::new(desc),
                     names,
+                    append_only: false,
                 },
             );
         }
