@@ -79,6 +79,38 @@ fn innermost(t: &DataType) -> &DataType {
     }
 }
 
+/// One select-list item of a `ProjectSet` over one input row: a plain value, or a table function's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectSetValue {
+    One(Datum),
+    Set(Vec<Datum>),
+}
+
+/// The rows a `ProjectSet` gives for one input row (RisingWave's `ProjectSetExecutor`): as many as the
+/// longest table function's (none when every one is empty), each the `Int64` `projected_row_id` (0, 1, ..)
+/// then the items: a plain value repeated, a shorter table function NULL past its end.
+pub fn project_set_rows(values: &[ProjectSetValue]) -> Vec<Vec<Datum>> {
+    let n = values
+        .iter()
+        .map(|v| match v {
+            ProjectSetValue::Set(s) => s.len(),
+            ProjectSetValue::One(_) => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    (0..n)
+        .map(|k| {
+            let mut row = Vec::with_capacity(values.len() + 1);
+            row.push(Some(ScalarImpl::Int64(k as i64)));
+            row.extend(values.iter().map(|v| match v {
+                ProjectSetValue::One(d) => d.clone(),
+                ProjectSetValue::Set(s) => s.get(k).cloned().flatten(),
+            }));
+            row
+        })
+        .collect()
+}
+
 /// The rows of `f`; NULL arguments give no rows.
 pub fn eval(f: TableFunctionType, args: &[Datum]) -> Result<Vec<Datum>> {
     if args.iter().any(Option::is_none) {

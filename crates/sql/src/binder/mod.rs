@@ -114,6 +114,16 @@ pub struct Binder<'a> {
     view_depth: usize,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
+    /// While a select list is bound: the table functions found in it (they become a `ProjectSet`).
+    project_set: Option<TableFunctionCollector>,
+}
+
+/// The table functions of a select list, each bound as a reference to its column of the `ProjectSet` to
+/// come: column `base + i` for the `i`th (the select's input columns come first).
+#[derive(Debug)]
+struct TableFunctionCollector {
+    base: usize,
+    items: Vec<crate::planner::ProjectSetSelectItem>,
 }
 
 /// Views expanded inside each other at most.
@@ -128,6 +138,7 @@ impl<'a> Binder<'a> {
             streaming,
             view_depth: 0,
             depends_on: Vec::new(),
+            project_set: None,
         }
     }
 

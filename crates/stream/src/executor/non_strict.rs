@@ -15,6 +15,7 @@ pub enum ExprExecutor {
     HopWindow,
     /// An aggregation's FILTER clauses.
     Aggregate,
+    ProjectSet,
 }
 
 impl ExprExecutor {
@@ -24,6 +25,7 @@ impl ExprExecutor {
             ExprExecutor::Filter => "filter",
             ExprExecutor::HopWindow => "hop_window",
             ExprExecutor::Aggregate => "aggregate",
+            ExprExecutor::ProjectSet => "project_set",
         }
     }
 }

@@ -19,10 +19,10 @@ use super::exchange::ExchangeRegistry;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
-    DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
-    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
-    UnionExecutor, ValuesExecutor,
+    DmlExecutor, ExpandExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor,
+    FlowControlExecutor, HopWindowExecutor, MaterializeExecutor, MergeExecutor,
+    NoShuffleBackfillExecutor, NonStrict, ProjectExecutor, ProjectSetExecutor, RowIdGenExecutor,
+    SinkExecutor, SinkRegistry, StreamExecutorError, UnionExecutor, ValuesExecutor,
 };
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -508,6 +508,18 @@ fn build_stateless(
                     source,
                 })?;
             Box::new(exec)
+        }
+        StreamNode::ProjectSet { select_list, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::ProjectSet);
+            let (input, items) = (build(input)?, select_list.clone());
+            Box::new(ProjectSetExecutor::new(input, items, eval))
+        }
+        StreamNode::Expand {
+            column_subsets,
+            input,
+        } => {
+            let input = build(input)?;
+            Box::new(ExpandExecutor::new(actor_id, input, column_subsets.clone()))
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         // Their executors come with their branches (issue 23).

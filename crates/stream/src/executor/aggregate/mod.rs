@@ -207,7 +207,14 @@ impl AggCore {
     /// Apply a chunk's rows to their groups' states (and the materialized-input tables).
     pub(crate) fn apply_chunk(&mut self, chunk: &StreamChunk) -> StreamExecutorResult<()> {
         for (op, row) in chunk.rows() {
-            let key = row.project(&self.group_key);
+            // The group key as RisingWave's hash key gives it back (equal values, one representative).
+            let key = OwnedRow::new(
+                row.project(&self.group_key)
+                    .into_inner()
+                    .into_iter()
+                    .map(epochlab_common::types::datum_hash_key_canonical)
+                    .collect(),
+            );
             let passes: Vec<bool> = self
                 .plans
                 .iter()
