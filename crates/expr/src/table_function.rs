@@ -25,6 +25,13 @@ pub fn build(f: TableFunctionType, args: Vec<ExprNode>) -> Result<(Vec<ExprNode>
         let ty = args.iter().map(ExprNode::return_type).collect::<Vec<_>>();
         return return_type(f, &ty).map(|t| (args, t));
     }
+    if f == TableFunctionType::RegexpMatches {
+        let sigs = [2, 3].map(|n| Sig {
+            params: vec![T::Varchar; n],
+            ret: T::List(Box::new(T::Varchar)),
+        });
+        return crate::sig::resolve_with("regexp_matches", &sigs, args);
+    }
     let mut sigs = Vec::new();
     for t in [T::Int32, T::Int64, T::Decimal] {
         sigs.push(Sig {
@@ -63,6 +70,9 @@ pub fn return_type(f: TableFunctionType, args: &[DataType]) -> Result<DataType> 
             Ok(t.clone())
         }
         (Unnest, [T::List(t)]) => Ok(innermost(t).clone()),
+        (RegexpMatches, [T::Varchar, T::Varchar] | [T::Varchar, T::Varchar, T::Varchar]) => {
+            Ok(T::List(Box::new(T::Varchar)))
+        }
         (PgExpandArray, [T::List(t)]) => Ok(T::Struct(StructType::new(vec![
             ("x".to_string(), (**t).clone()),
             ("n".to_string(), T::Int32),
@@ -137,6 +147,17 @@ pub fn eval(f: TableFunctionType, args: &[Datum]) -> Result<Vec<Datum>> {
                 })
                 .collect()),
             _ => Err(ExprError::UnsupportedFunction("_pg_expandarray".into())),
+        },
+        TableFunctionType::RegexpMatches => match args[..] {
+            [ScalarImpl::Utf8(s), ScalarImpl::Utf8(p)] => {
+                crate::scalar::string::regexp_matches(s, p, None)
+            }
+            [
+                ScalarImpl::Utf8(s),
+                ScalarImpl::Utf8(p),
+                ScalarImpl::Utf8(f),
+            ] => crate::scalar::string::regexp_matches(s, p, Some(f)),
+            _ => Err(ExprError::UnsupportedFunction("regexp_matches".into())),
         },
         _ => series(f == TableFunctionType::GenerateSeries, &args),
     }

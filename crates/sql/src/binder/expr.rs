@@ -653,10 +653,14 @@ impl Binder<'_> {
         let func = crate::scalar::TableFunctionType::from_function_name(name)
             .filter(|f| *f != crate::scalar::TableFunctionType::PgExpandArray)
             .ok_or_else(|| unsupported(format!("table function {name} in a select list")))?;
-        // Arguments are bound without the collector: a table function inside one is not supported.
-        let Some(collector) = self.project_set.take() else {
+        // Arguments are bound with a collector of their own: a table function inside one is planned in a
+        // ProjectSet below (one level of nesting).
+        let Some(mut collector) = self.project_set.take() else {
             return Err(unsupported(format!("table function {name} here")));
         };
+        let nested_base = super::NESTED_TABLE_FUNCTION_BASE + collector.nested.len();
+        let nesting = collector.base >= super::NESTED_TABLE_FUNCTION_BASE;
+        self.project_set = (!nesting).then(|| super::TableFunctionCollector::new(nested_base));
         let args: Result<Vec<ExprNode>, SqlError> = ca
             .args
             .iter()
@@ -665,6 +669,9 @@ impl Binder<'_> {
                 self.bind_expr_inner(a, scope, None)
             })
             .collect();
+        if let Some(inner) = self.project_set.take() {
+            collector.nested.extend(inner.items);
+        }
         self.project_set = Some(collector);
         let mut args = args?;
         unify_literals(&mut args)?;

@@ -124,6 +124,22 @@ pub struct Binder<'a> {
 struct TableFunctionCollector {
     base: usize,
     items: Vec<crate::planner::ProjectSetSelectItem>,
+    /// Table functions inside the arguments of `items`' (`unnest(regexp_matches(..))`): a `ProjectSet`
+    /// below, the `i`th referred to as column `NESTED_TABLE_FUNCTION_BASE + i` until it is planned.
+    nested: Vec<crate::planner::ProjectSetSelectItem>,
+}
+
+/// Where the placeholders of nested table functions start (far above any real column).
+const NESTED_TABLE_FUNCTION_BASE: usize = usize::MAX / 2;
+
+impl TableFunctionCollector {
+    fn new(base: usize) -> Self {
+        Self {
+            base,
+            items: Vec::new(),
+            nested: Vec::new(),
+        }
+    }
 }
 
 /// Views expanded inside each other at most.

@@ -240,25 +240,13 @@ impl Binder<'_> {
         };
         // Without aggregation, table functions in the select list become a ProjectSet under it.
         if agg.is_none() {
-            self.project_set = Some(super::TableFunctionCollector {
-                base: scope.columns.len(),
-                items: Vec::new(),
-            });
+            self.project_set = Some(super::TableFunctionCollector::new(scope.columns.len()));
         }
         let bound = self.bind_select_list(s, &scope, agg.as_mut(), order_exprs);
         let collected = self.project_set.take();
         let (mut exprs, names, order, distinct_on, having) = bound?;
         if let Some(c) = collected.filter(|c| !c.items.is_empty()) {
-            let select_list = plan
-                .input_refs()
-                .into_iter()
-                .map(crate::planner::ProjectSetSelectItem::Expr)
-                .chain(c.items)
-                .collect();
-            plan = LogicalPlan::ProjectSet {
-                select_list,
-                input: Box::new(plan),
-            };
+            plan = project_set_plan(plan, c);
             exprs = exprs.iter().map(|e| shift_input_refs(e, 1)).collect();
         }
         if let Some(ctx) = agg {
@@ -631,17 +619,79 @@ fn shift_agg_call(mut c: AggCall, by: usize) -> AggCall {
 
 /// `e` with every input reference `by` columns to the right.
 pub(super) fn shift_input_refs(e: &ExprNode, by: usize) -> ExprNode {
+    remap_input_refs(e, &|i| i + by)
+}
+
+/// `e` with input reference `i` made `map(i)`.
+fn remap_input_refs(e: &ExprNode, map: &dyn Fn(usize) -> usize) -> ExprNode {
     match e {
         ExprNode::InputRef { index, ty } => ExprNode::InputRef {
-            index: index + by,
+            index: map(*index),
             ty: ty.clone(),
         },
         ExprNode::Literal { .. } => e.clone(),
         ExprNode::Call { func, args, ret } => ExprNode::Call {
             func: *func,
-            args: args.iter().map(|a| shift_input_refs(a, by)).collect(),
+            args: args.iter().map(|a| remap_input_refs(a, map)).collect(),
             ret: ret.clone(),
         },
+    }
+}
+
+/// The `ProjectSet` of a select list's table functions over `input` (its columns, then the functions):
+/// the `projected_row_id`, the input's columns, the functions. Table functions nested in their arguments
+/// are a `ProjectSet` below it, as RisingWave plans them.
+fn project_set_plan(input: LogicalPlan, c: super::TableFunctionCollector) -> LogicalPlan {
+    use crate::planner::ProjectSetSelectItem as Item;
+    let w = c.base;
+    let refs = input.input_refs();
+    let nested = !c.nested.is_empty();
+    let (input, items) = if !nested {
+        (input, c.items)
+    } else {
+        let lower = LogicalPlan::ProjectSet {
+            select_list: refs
+                .iter()
+                .cloned()
+                .map(Item::Expr)
+                .chain(c.nested)
+                .collect(),
+            input: Box::new(input),
+        };
+        let map = move |i: usize| {
+            if i >= super::NESTED_TABLE_FUNCTION_BASE {
+                1 + w + (i - super::NESTED_TABLE_FUNCTION_BASE)
+            } else {
+                i + 1
+            }
+        };
+        let items = c
+            .items
+            .into_iter()
+            .map(|item| match item {
+                Item::TableFunction { func, args, ret } => Item::TableFunction {
+                    func,
+                    args: args.iter().map(|a| remap_input_refs(a, &map)).collect(),
+                    ret,
+                },
+                Item::Expr(e) => Item::Expr(remap_input_refs(&e, &map)),
+            })
+            .collect();
+        (lower, items)
+    };
+    // The input's columns (after a nested ProjectSet's row id), then the functions.
+    let skip = usize::from(nested);
+    let select_list = input
+        .input_refs()
+        .into_iter()
+        .skip(skip)
+        .take(w)
+        .map(Item::Expr)
+        .chain(items)
+        .collect();
+    LogicalPlan::ProjectSet {
+        select_list,
+        input: Box::new(input),
     }
 }
 
