@@ -126,7 +126,11 @@ fn pg_expandarray_numbers_the_elements() {
 fn regexp_matches_gives_a_row_per_match() {
     use epochlab_common::types::ListValue;
     let s = |v: &str| Some(ScalarImpl::Utf8(v.into()));
-    let arr = |v: &[&str]| Some(ScalarImpl::List(ListValue::new(v.iter().map(|x| s(x)).collect())));
+    let arr = |v: &[&str]| {
+        Some(ScalarImpl::List(ListValue::new(
+            v.iter().map(|x| s(x)).collect(),
+        )))
+    };
     assert_eq!(
         return_type(RegexpMatches, &[DataType::Varchar, DataType::Varchar]).unwrap(),
         DataType::List(Box::new(DataType::Varchar))

@@ -508,7 +508,9 @@ impl Binder<'_> {
                 for x in items {
                     fields.push(child!(x)?);
                 }
-                call(ExprType::Row, fields)?
+                // Each field keeps its own type (an untyped literal is a varchar), unlike a call's
+                // arguments, whose untyped literals take their siblings' type.
+                build_func(ExprType::Row, fields)?
             }
             Ast::Array(arr) => {
                 let mut elems = Vec::with_capacity(arr.elem.len());
@@ -635,7 +637,7 @@ impl Binder<'_> {
             return case(vec![eq, null, args[0].clone()]);
         }
         if name == "row" {
-            return call(ExprType::Row, args);
+            return Ok(build_func(ExprType::Row, args)?);
         }
         let func = ExprType::from_function_name(&name)
             .ok_or_else(|| unsupported(format!("function {name}")))?;

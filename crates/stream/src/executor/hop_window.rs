@@ -28,6 +28,9 @@ fn fixed_usecs(i: &Interval) -> Option<i64> {
     (i.months() == 0 && total > 0).then_some(total)
 }
 
+/// Output rows per chunk at most.
+pub const HOP_CHUNK_CAPACITY: usize = 4096;
+
 /// Each input row once per hop window containing its time column (RisingWave's `HopWindowExecutor`; a
 /// tumble is a hop whose slide is its size): the input's columns, then `window_start` and `window_end`, of
 /// which `output_indices` are kept. The windows of a row are `size / slide` starts, ascending, ending at
@@ -113,12 +116,14 @@ impl HopWindowExecutor {
     }
 
     /// Each input row's windows together, in input order, in chunks of at most the input chunk's size
-    /// times one window each, as RisingWave's executor emits them: an update becomes a delete and an
+    /// times its windows (at most [`HOP_CHUNK_CAPACITY`] rows), as RisingWave's executor emits them: an update becomes a delete and an
     /// insert (the old and the new row may share windows, so an update pair per window index would insert
     /// a window row before its old copy is deleted), and the old row's windows are all deleted before the
     /// new row's are inserted.
     fn hop(&self, chunk: &StreamChunk) -> Vec<StreamChunk> {
-        let mut builder = StreamChunkBuilder::new(chunk.capacity().max(1));
+        let units = usize::try_from(self.units).unwrap_or(1);
+        let capacity = chunk.capacity().max(1).saturating_mul(units);
+        let mut builder = StreamChunkBuilder::new(capacity.min(HOP_CHUNK_CAPACITY));
         let mut out = Vec::new();
         for (op, row) in chunk.rows() {
             for unit in 0..self.units {
