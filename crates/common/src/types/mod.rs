@@ -291,6 +291,11 @@ impl From<&[u8]> for ScalarImpl {
     }
 }
 
+/// [`ScalarImpl::hash_key_canonical`] of a datum (NULL stays NULL).
+pub fn datum_hash_key_canonical(d: Datum) -> Datum {
+    d.map(ScalarImpl::hash_key_canonical)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,9 +356,4 @@ mod tests {
         assert_eq!(cmp_datum(&one, &None), Ordering::Less);
         assert_eq!(cmp_datum(&None, &None), Ordering::Equal);
     }
-}
-
-/// [`ScalarImpl::hash_key_canonical`] of a datum (NULL stays NULL).
-pub fn datum_hash_key_canonical(d: Datum) -> Datum {
-    d.map(ScalarImpl::hash_key_canonical)
 }
