@@ -1684,7 +1684,8 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
 
 /// RisingWave's `CREATE TABLE` syntax that `sqlparser` does not read, rewritten: `APPEND ONLY` and
 /// `FORMAT .. ENCODE .. [(..)]` dropped (the first reported), `STRUCT<..>` column types quoted as one type
-/// name (the binder reads it back). Other statements are left as they are.
+/// name (the binder reads it back), a trailing comma after the last column dropped. Other statements are
+/// left as they are.
 fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let t = &s.tokens;
@@ -1719,6 +1720,11 @@ fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
             // FORMAT f ENCODE e [( options )]: the rest of the statement.
             syntax.format = Some(t[i + 1].to_string());
             break;
+        }
+        if depth == 1 && t[i] == Token::Comma && t.get(i + 1) == Some(&Token::RParen) {
+            // A trailing comma after the last column (RisingWave's parser takes it).
+            i += 1;
+            continue;
         }
         if word(&t[i], "STRUCT") && t.get(i + 1) == Some(&Token::Lt) {
             let (text, next) = struct_type(t, i + 1);
@@ -1780,6 +1786,11 @@ fn struct_type(t: &[Token], at: usize) -> (String, usize) {
             Token::ShiftRight => {
                 depth -= 2;
                 ">>".to_string()
+            }
+            // `>>>` (nested structs closing together) is read as one custom operator.
+            Token::CustomBinaryOperator(op) if !op.is_empty() && op.chars().all(|c| c == '>') => {
+                depth -= i32::try_from(op.len()).unwrap_or(i32::MAX);
+                op.clone()
             }
             Token::Comma => ", ".to_string(),
             other => {
@@ -2032,6 +2043,24 @@ mod tests {
             .unwrap();
         assert_eq!(s.len(), 2);
         assert!(s[0].text.starts_with("create table t (a int, b int)"));
+    }
+
+    /// Nested struct types closing together (`>>`, `>>>`) and a trailing comma after the last column are
+    /// rewritten into what `sqlparser` reads.
+    #[test]
+    fn create_table_rewrites_nested_structs_and_a_trailing_comma() {
+        let rewrite = |sql: &str| rewrite_create_table(&split_statements(sql).unwrap()[0]).0;
+        let text =
+            rewrite("create table t (a struct<b int, c struct<d int, e struct <f int>>>, g int,)");
+        assert!(
+            text.contains(r#""STRUCT<b int, c struct<d int, e struct<f int>>>""#),
+            "{text}"
+        );
+        assert!(text.ends_with("g int )"), "{text}");
+        assert!(
+            matches!(parse_one(&text), Ok(Statement::CreateTable(_))),
+            "{text}"
+        );
     }
 
     #[test]

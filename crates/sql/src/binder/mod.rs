@@ -119,6 +119,32 @@ pub struct Binder<'a> {
     pub depends_on: Vec<u32>,
     /// The window function calls of the select list being bound (`None`: none allowed here).
     windows: Option<expr::WindowCollector>,
+    /// While a select list is bound: the table functions found in it (they become a `ProjectSet`).
+    project_set: Option<TableFunctionCollector>,
+}
+
+/// The table functions of a select list, each bound as a reference to its column of the `ProjectSet` to
+/// come: column `base + i` for the `i`th (the select's input columns come first).
+#[derive(Debug)]
+struct TableFunctionCollector {
+    base: usize,
+    items: Vec<crate::planner::ProjectSetSelectItem>,
+    /// Table functions inside the arguments of `items`' (`unnest(regexp_matches(..))`): a `ProjectSet`
+    /// below, the `i`th referred to as column `NESTED_TABLE_FUNCTION_BASE + i` until it is planned.
+    nested: Vec<crate::planner::ProjectSetSelectItem>,
+}
+
+/// Where the placeholders of nested table functions start (far above any real column).
+const NESTED_TABLE_FUNCTION_BASE: usize = usize::MAX / 2;
+
+impl TableFunctionCollector {
+    fn new(base: usize) -> Self {
+        Self {
+            base,
+            items: Vec::new(),
+            nested: Vec::new(),
+        }
+    }
 }
 
 /// Views expanded inside each other at most.
@@ -135,6 +161,7 @@ impl<'a> Binder<'a> {
             where_subqueries: None,
             depends_on: Vec::new(),
             windows: None,
+            project_set: None,
         }
     }
 

@@ -193,6 +193,18 @@ fn stream_line(p: &StreamPlan) -> String {
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
         StreamOp::Union => "StreamUnion { all: true }".into(),
+        StreamOp::ProjectSet { select_list } => format!(
+            "StreamProjectSet {{ select_list: [{}] }}",
+            fmt_list(select_list.iter().map(|i| fmt_select_item(i, input_names)))
+        ),
+        StreamOp::Expand { column_subsets } => format!(
+            "StreamExpand {{ column_subsets: [{}] }}",
+            fmt_list(
+                column_subsets
+                    .iter()
+                    .map(|s| format!("[{}]", fmt_cols(s, input_names)))
+            )
+        ),
         StreamOp::HopWindow {
             time_col,
             slide,
@@ -384,6 +396,18 @@ fn batch_line(p: &LogicalPlan) -> String {
             )
         }
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::ProjectSet { select_list, .. } => format!(
+            "BatchProjectSet {{ select_list: [{}] }}",
+            fmt_list(select_list.iter().map(|i| fmt_select_item(i, &names)))
+        ),
+        LogicalPlan::Expand { column_subsets, .. } => format!(
+            "BatchExpand {{ column_subsets: [{}] }}",
+            fmt_list(
+                column_subsets
+                    .iter()
+                    .map(|s| format!("[{}]", fmt_cols(s, &names)))
+            )
+        ),
         LogicalPlan::OverWindow { calls, .. } => format!(
             "BatchOverWindow {{ window_functions: [{}] }}",
             calls
@@ -475,5 +499,16 @@ fn fragment_lines(
             "├── "
         };
         fragment_lines(c, &prefix, head, fragments, out);
+    }
+}
+
+/// A project-set item: an expression, or a table function call as RisingWave prints it (`Unnest($0)`).
+fn fmt_select_item(item: &crate::planner::ProjectSetSelectItem, names: &[String]) -> String {
+    match item {
+        crate::planner::ProjectSetSelectItem::Expr(e) => fmt_expr(e, names),
+        crate::planner::ProjectSetSelectItem::TableFunction { func, args, .. } => format!(
+            "{func:?}({})",
+            fmt_list(args.iter().map(|a| fmt_expr(a, names)))
+        ),
     }
 }

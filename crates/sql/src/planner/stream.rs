@@ -108,6 +108,12 @@ pub enum StreamOp {
     },
     /// The streaming job's `now()` (RisingWave's `StreamNow`).
     Now,
+    ProjectSet {
+        select_list: Vec<crate::planner::ProjectSetSelectItem>,
+    },
+    Expand {
+        column_subsets: Vec<Vec<usize>>,
+    },
     Exchange {
         dist: Dist,
     },
@@ -324,6 +330,13 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         LogicalPlan::Values { rows, types } => values(rows, types),
         LogicalPlan::Rows { .. } => Err(unsupported("system table")),
         LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
+        LogicalPlan::ProjectSet { select_list, input } => {
+            Ok(project_set(select_list, to_stream(input, up)?))
+        }
+        LogicalPlan::Expand {
+            column_subsets,
+            input,
+        } => Ok(expand(column_subsets, to_stream(input, up)?)),
         LogicalPlan::HopWindow {
             time_col,
             slide,
@@ -690,6 +703,108 @@ fn hop_window(
     })
 }
 
+/// RisingWave's `StreamProjectSet`: the logical items, then the input's stream key columns the items do
+/// not already give (hidden); keyed by those and the `projected_row_id` (column 0).
+fn project_set(
+    select_list: &[crate::planner::ProjectSetSelectItem],
+    input: StreamPlan,
+) -> StreamPlan {
+    use crate::planner::ProjectSetSelectItem as Item;
+    let mut items = select_list.to_vec();
+    let mut names: Vec<String> = std::iter::once("projected_row_id".to_string())
+        .chain(items.iter().map(|i| match i {
+            Item::Expr(ExprNode::InputRef { index, .. }) => input.names[*index].clone(),
+            Item::Expr(_) => "$expr".into(),
+            Item::TableFunction { func, .. } => format!("{func:?}").to_lowercase(),
+        }))
+        .collect();
+    let width = items.len() + 1;
+    // The output position of input column `k` when an item is that column as it is.
+    let position = |items: &[Item], k: usize| {
+        items
+            .iter()
+            .position(|i| matches!(i, Item::Expr(ExprNode::InputRef { index, .. }) if *index == k))
+            .map(|p| p + 1)
+    };
+    let mut key = vec![0];
+    for &k in &input.stream_key {
+        let p = position(&items, k).unwrap_or_else(|| {
+            items.push(Item::Expr(ExprNode::InputRef {
+                index: k,
+                ty: input.types[k].clone(),
+            }));
+            names.push(input.names[k].clone());
+            items.len()
+        });
+        key.push(p);
+    }
+    let dist = match &input.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => d
+            .iter()
+            .map(|&c| position(&items, c))
+            .collect::<Option<Vec<_>>>()
+            .map_or(Dist::SomeShard, Dist::HashShard),
+        other => other.clone(),
+    };
+    let types = std::iter::once(DataType::Int64)
+        .chain(items.iter().map(|i| i.return_type()))
+        .collect();
+    StreamPlan {
+        op: StreamOp::ProjectSet { select_list: items },
+        inputs: vec![input],
+        types,
+        names,
+        width,
+        dist,
+        stream_key: key,
+    }
+}
+
+/// RisingWave's `StreamExpand` over every input column (hidden ones too), then a projection to the
+/// logical layout (the visible columns nulled per set, as they are, the flag), the input's stream key
+/// and the flag kept as the key.
+fn expand(column_subsets: &[Vec<usize>], input: StreamPlan) -> StreamPlan {
+    let (w, n) = (input.width, input.types.len());
+    let mut types = input.types.clone();
+    types.extend(input.types.iter().cloned());
+    types.push(DataType::Int64);
+    let mut names: Vec<String> = input.names.clone();
+    names.extend(input.names.iter().map(|n| format!("{n}_expanded")));
+    names.push("flag".into());
+    let mut key: Vec<usize> = input.stream_key.iter().map(|&k| n + k).collect();
+    key.push(2 * n);
+    let dist = match &input.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => {
+            Dist::HashShard(d.iter().map(|&k| n + k).collect())
+        }
+        other => other.clone(),
+    };
+    let expanded = StreamPlan {
+        op: StreamOp::Expand {
+            column_subsets: column_subsets.to_vec(),
+        },
+        inputs: vec![input],
+        width: types.len(),
+        types,
+        names,
+        dist,
+        stream_key: key,
+    };
+    if w == n {
+        return expanded;
+    }
+    let visible: Vec<usize> = (0..w).chain(n..n + w).chain([2 * n]).collect();
+    let exprs = visible
+        .iter()
+        .map(|&i| ExprNode::InputRef {
+            index: i,
+            ty: expanded.types[i].clone(),
+        })
+        .collect();
+    let names = visible.iter().map(|&i| expanded.names[i].clone()).collect();
+    expanded.project(exprs, names)
+}
+
 /// Constant rows with a hidden row id (RisingWave's `StreamValues` under a `StreamRowIdGen`).
 fn values(rows: &[Vec<ExprNode>], types: &[DataType]) -> Result<StreamPlan, SqlError> {
     let empty = OwnedRow::empty();
@@ -942,6 +1057,14 @@ fn stream_node(
             output_indices: output_indices.clone(),
             input: child(0, graph)?,
         },
+        StreamOp::ProjectSet { select_list } => StreamNode::ProjectSet {
+            select_list: select_list.clone(),
+            input: child(0, graph)?,
+        },
+        StreamOp::Expand { column_subsets } => StreamNode::Expand {
+            column_subsets: column_subsets.clone(),
+            input: child(0, graph)?,
+        },
         StreamOp::Union => StreamNode::Union {
             inputs: (0..plan.inputs.len())
                 .map(|i| child(i, graph).map(|b| *b))
@@ -1145,6 +1268,8 @@ pub fn operator_name(plan: &LogicalPlan) -> &'static str {
         LogicalPlan::OverWindow { .. } => "over window",
         LogicalPlan::TableFunction { .. } => "table function",
         LogicalPlan::HopWindow { .. } => "hop window",
+        LogicalPlan::ProjectSet { .. } => "project set",
+        LogicalPlan::Expand { .. } => "expand",
     }
 }
 

@@ -29,6 +29,7 @@ use crate::executor::{
     ValuesExecutor,
 };
 use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
+use crate::executor::{ExpandExecutor, ProjectSetExecutor};
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -597,6 +598,18 @@ fn build_stateless(
                     source,
                 })?;
             Box::new(exec)
+        }
+        StreamNode::ProjectSet { select_list, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::ProjectSet);
+            let (input, items) = (build(input)?, select_list.clone());
+            Box::new(ProjectSetExecutor::new(input, items, eval))
+        }
+        StreamNode::Expand {
+            column_subsets,
+            input,
+        } => {
+            let input = build(input)?;
+            Box::new(ExpandExecutor::new(actor_id, input, column_subsets.clone()))
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         StreamNode::Values { .. }
