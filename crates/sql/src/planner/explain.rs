@@ -81,6 +81,18 @@ fn fmt_dist(d: &Dist, names: &[String]) -> String {
         Dist::HashShard(k) => format!("HashShard({})", fmt_cols(k, names)),
         Dist::UpstreamHashShard(k) => format!("UpstreamHashShard({})", fmt_cols(k, names)),
         Dist::SomeShard => "SomeShard".into(),
+        Dist::Broadcast => "Broadcast".into(),
+    }
+}
+
+fn comparator_symbol(c: crate::scalar::ExprType) -> &'static str {
+    use crate::scalar::ExprType as T;
+    match c {
+        T::GreaterThan => ">",
+        T::GreaterThanOrEqual => ">=",
+        T::LessThan => "<",
+        T::LessThanOrEqual => "<=",
+        _ => "?",
     }
 }
 
@@ -140,6 +152,17 @@ fn stream_line(p: &StreamPlan) -> String {
                 fmt_list(p.names.iter().cloned())
             )
         }
+        StreamOp::DynamicFilter { key, comparator } => {
+            let left = &p.inputs[0].names;
+            let right = p.inputs[1].names.first().cloned().unwrap_or_default();
+            format!(
+                "StreamDynamicFilter {{ predicate: ({} {} {right}), output: [{}] }}",
+                left.get(*key).cloned().unwrap_or_default(),
+                comparator_symbol(*comparator),
+                fmt_list(p.names[..p.width].iter().cloned())
+            )
+        }
+        StreamOp::Now => "StreamNow { output: [now] }".into(),
         StreamOp::Union => "StreamUnion { all: true }".into(),
         StreamOp::HopWindow {
             time_col,

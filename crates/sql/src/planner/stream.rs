@@ -5,6 +5,8 @@
 //! RisingWave's fragment graph; [`check_executors`] is the one place that says which operators have a stream
 //! executor here.
 
+mod dynamic_filter;
+
 use std::sync::Arc;
 
 use epochlab_common::catalog::{Distribution, TableDesc};
@@ -29,6 +31,8 @@ pub enum Dist {
     /// A table scan: the upstream table's distribution.
     UpstreamHashShard(Vec<usize>),
     SomeShard,
+    /// Every row on every actor (a dynamic filter's right input).
+    Broadcast,
 }
 
 impl Dist {
@@ -93,6 +97,13 @@ pub enum StreamOp {
         offset: u64,
         with_ties: bool,
     },
+    /// `left[key] comparator right` with a one-row right input (RisingWave's `StreamDynamicFilter`).
+    DynamicFilter {
+        key: usize,
+        comparator: ExprType,
+    },
+    /// The streaming job's `now()` (RisingWave's `StreamNow`).
+    Now,
     Exchange {
         dist: Dist,
     },
@@ -256,6 +267,9 @@ pub fn plan_materialize(
 }
 
 fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, SqlError> {
+    if let Some(p) = dynamic_filter::to_stream_dynamic(plan, up)? {
+        return Ok(p);
+    }
     match plan {
         LogicalPlan::Scan {
             table,
@@ -915,6 +929,8 @@ fn fragment_distribution(dist: &Dist) -> FragmentDistribution {
         Dist::SomeShard => FragmentDistribution::Hash {
             dist_key: Vec::new(),
         },
+        // Only an exchange broadcasts: no fragment's root has this distribution.
+        Dist::Broadcast => FragmentDistribution::Single,
     }
 }
 
@@ -999,6 +1015,7 @@ fn stream_node(
                     DispatchStrategy::Hash(k.clone())
                 }
                 Dist::SomeShard => DispatchStrategy::NoShuffle,
+                Dist::Broadcast => DispatchStrategy::Broadcast,
             };
             graph.edges.push(StreamFragmentEdge {
                 upstream,
@@ -1016,11 +1033,51 @@ fn stream_node(
         StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             top_n_node(plan, *child(0, graph)?, table, up)?
         }
+        StreamOp::DynamicFilter { key, comparator } => {
+            let (left, right) = (child(0, graph)?, child(1, graph)?);
+            dynamic_filter_node(plan, *key, *comparator, left, right, table)
+        }
+        StreamOp::Now => StreamNode::Now {
+            state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
+        },
         StreamOp::HashJoin { .. } => {
             check_executors(plan)?;
             unreachable!("check_executors refuses {:?}", plan.op)
         }
     })
+}
+
+/// A dynamic filter with its left table (keyed by the filter's key, hashed as the left is) and its right
+/// table.
+fn dynamic_filter_node(
+    plan: &StreamPlan,
+    key: usize,
+    comparator: ExprType,
+    left: Box<StreamNode>,
+    right: Box<StreamNode>,
+    table: &Arc<TableDesc>,
+) -> StreamNode {
+    let (l, r) = (&plan.inputs[0], &plan.inputs[1]);
+    let dist_key: &[usize] = match &l.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => d,
+        _ => &[],
+    };
+    let (left_table, right_table) = epochlab_common::plan::dynamic_filter_tables(
+        &l.types,
+        key,
+        dist_key,
+        &l.stream_key,
+        &r.types,
+        table.vnode_count,
+    );
+    StreamNode::DynamicFilter {
+        key,
+        comparator,
+        left_table,
+        right_table,
+        left,
+        right,
+    }
 }
 
 /// A hash or simple aggregation with its state tables (the input's stream key completes the
