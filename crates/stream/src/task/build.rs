@@ -953,6 +953,7 @@ fn build_top_n(
         op_consistency_level: consistency_level(env.persist_check),
         ..Default::default()
     };
+    let kind = stateful_kind(node).expect("a top-N is stateful");
     let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let args = TopNArgs {
         actor_id,
@@ -964,6 +965,7 @@ fn build_top_n(
         with_ties,
         table: StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options),
         group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
+        stats: env.stats.executors.handle(actor_id, table.table_id, kind),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,
