@@ -26,6 +26,7 @@ use epochlab_meta::{
     BACKFILL_CHUNK_SIZE, JobOptions, JobState, MetaConfig, RelationKind, StreamScanType,
 };
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
+use epochlab_stream::executor::StatefulExecutorKind;
 use epochlab_tests::{Oracle, check_commits, schema};
 
 const VNODES: u32 = 64;
@@ -345,6 +346,32 @@ async fn scenario(ctx: SimContext, group: bool, kill: Kill) {
     let expected = reference(&rows, group);
     let got = view_rows(&cluster.committed_rows(mv));
     assert_eq!(got, expected, "{kill:?}, group {group}");
+    check_executor_stats(&cluster, group);
+}
+
+/// The aggregations' counters: every node's actors looked groups up and wrote the result table; the
+/// restarted node's caches started empty, so its lookups (if it runs any of them) began with misses.
+fn check_executor_stats(cluster: &Cluster, group: bool) {
+    let kind = if group {
+        StatefulExecutorKind::HashAgg
+    } else {
+        StatefulExecutorKind::SimpleAgg
+    };
+    let mut all = Vec::new();
+    for node in cluster.nodes() {
+        let snap = node.stats().executors.snapshot();
+        assert!(snap.iter().all(|(_, k, _)| *k == kind), "{snap:?}");
+        if node.worker() == WorkerId(2) && !snap.is_empty() {
+            assert!(snap.iter().any(|(_, _, c)| c.cache_misses > 0), "{snap:?}");
+        }
+        all.extend(snap);
+    }
+    assert!(!all.is_empty());
+    assert!(
+        all.iter().any(|(_, _, c)| c.cache_lookups > c.cache_misses),
+        "{all:?}"
+    );
+    assert!(all.iter().any(|(_, _, c)| c.state_inserts > 0), "{all:?}");
 }
 
 fn run(seed: u64, group: bool, kill: Kill) {

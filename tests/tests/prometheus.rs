@@ -26,7 +26,7 @@ fn prometheus_scrapes_a_repro_run() {
     promtool(&["check", "config", "deploy/prometheus/prometheus.yml"]);
     assert_eq!(
         dashboard_exprs().len(),
-        19,
+        25,
         "the dashboard's expressions were all found"
     );
     assert_eq!(alert_exprs().len(), 5);

@@ -191,3 +191,71 @@ fn a_kill_ignore_file_is_skipped_under_kill_and_the_json_says_so() {
     let out = epochlab(&["slt", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "runs without kills");
 }
+
+/// The trace of an `slt` run over a grouped view: each aggregation actor's `commit executor state` span sits
+/// under its `actor barrier` span of the epoch, with the executor, its table and what it did.
+#[test]
+fn a_traced_run_has_executor_spans_under_their_actor_barriers() {
+    use std::io::{Read, Write};
+    let f = temp(
+        "agg_trace.slt",
+        "statement ok\nCREATE TABLE t (k int, v int);\n\n\
+         statement ok\nCREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k;\n\n\
+         statement ok\nINSERT INTO t VALUES (1, 10), (2, 20), (1, 5);\n\n\
+         statement ok\nFLUSH;\n\n\
+         query II rowsort\nSELECT * FROM m;\n----\n1 15\n2 20\n",
+    );
+    let jaeger = epochlab_telemetry::EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let endpoint = jaeger.otlp_endpoint();
+    let out = epochlab(&["slt", f.to_str().unwrap(), "--otlp-endpoint", &endpoint]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let addr = jaeger.ui_addr();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /api/traces?service=epochlab&limit=5000 HTTP/1.0\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    let body = body.split_once("\r\n\r\n").unwrap().1;
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    let spans: Vec<&serde_json::Value> = json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["spans"].as_array().unwrap())
+        .collect();
+    let tag = |s: &serde_json::Value, k: &str| {
+        s["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["key"] == k)
+            .map(|t| t["value"].to_string().trim_matches('"').to_string())
+    };
+    let commits: Vec<&&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["operationName"] == "commit executor state")
+        .collect();
+    assert!(
+        !commits.is_empty(),
+        "no executor span in {} spans",
+        spans.len()
+    );
+    for c in &commits {
+        assert_eq!(tag(c, "executor").as_deref(), Some("hash_agg"), "{c}");
+        let parent_id = &c["references"][0]["spanID"];
+        let parent = spans
+            .iter()
+            .find(|s| &s["spanID"] == parent_id)
+            .unwrap_or_else(|| panic!("the parent of {c}"));
+        assert_eq!(parent["operationName"], "actor barrier", "{parent}");
+        assert_eq!(tag(c, "actor_id"), tag(parent, "actor_id"));
+    }
+    let rows: i64 = commits
+        .iter()
+        .filter_map(|c| tag(c, "rows_out")?.parse::<i64>().ok())
+        .sum();
+    assert_eq!(rows, 2, "two groups emitted once each");
+}

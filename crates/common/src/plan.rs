@@ -384,6 +384,63 @@ pub fn top_n_table(
     })
 }
 
+/// A dynamic filter's state tables (RisingWave's `infer_left_internal_table_catalog` and its right table):
+/// the left table keeps every left column, pk = the filter's `key`, then the left's `dist_key` and
+/// `stream_key` columns not already in it, hashed by `dist_key` (a singleton without one); the right table
+/// keeps the right input's columns in one row (empty pk, singleton). Ids are placeholders.
+pub fn dynamic_filter_tables(
+    left_types: &[DataType],
+    key: usize,
+    dist_key: &[usize],
+    stream_key: &[usize],
+    right_types: &[DataType],
+    vnode_count: VnodeCount,
+) -> (Arc<TableDesc>, Arc<TableDesc>) {
+    let mut pk = vec![key];
+    for &c in dist_key.iter().chain(stream_key) {
+        if !pk.contains(&c) {
+            pk.push(c);
+        }
+    }
+    let distribution = if dist_key.is_empty() {
+        crate::catalog::Distribution::Singleton
+    } else {
+        crate::catalog::Distribution::HashDistKey {
+            dist_key_in_pk: dist_key
+                .iter()
+                .map(|c| pk.iter().position(|p| p == c).expect("dist key in pk"))
+                .collect(),
+        }
+    };
+    let left = TableDesc {
+        table_id: TableId(0),
+        column_types: left_types.to_vec(),
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        pk_indices: pk,
+        value_indices: (0..left_types.len()).collect(),
+        distribution,
+        vnode_count,
+    };
+    (
+        Arc::new(left),
+        singleton_row_table(right_types, vnode_count),
+    )
+}
+
+/// A table of one row (empty pk, singleton): a dynamic filter's right value, `now`'s last value. The id
+/// is a placeholder.
+pub fn singleton_row_table(types: &[DataType], vnode_count: VnodeCount) -> Arc<TableDesc> {
+    Arc::new(TableDesc {
+        table_id: TableId(0),
+        column_types: types.to_vec(),
+        pk_indices: Vec::new(),
+        pk_orders: Vec::new(),
+        value_indices: (0..types.len()).collect(),
+        distribution: crate::catalog::Distribution::Singleton,
+        vnode_count,
+    })
+}
+
 /// Everything a compute node needs to build one actor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamActorDesc {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use epochlab_sim::Cluster;
 use epochlab_sim::checkers::INVARIANT_LABELS;
-use epochlab_stream::executor::FailureReason;
+use epochlab_stream::executor::{FailureReason, StatefulExecutorKind};
 use prometheus::proto::MetricFamily;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -116,7 +116,18 @@ struct Families {
     epochs: EpochFamilies,
     backfill: BackfillFamilies,
     health: HealthFamilies,
+    executors: ExecutorFamilies,
     soak: SoakFamilies,
+}
+
+/// The stateful executors' caches and state writes, per executor kind.
+struct ExecutorFamilies {
+    cache_lookups: IntCounterVec,
+    cache_misses: IntCounterVec,
+    cache_entries: IntGaugeVec,
+    dirty_groups: IntGaugeVec,
+    state_inserts: IntCounterVec,
+    state_deletes: IntCounterVec,
 }
 
 /// Epochs, barriers, checkpoints and recoveries.
@@ -263,6 +274,47 @@ impl Make<'_> {
 const MODE: &[&str] = &["mode"];
 const MODE_WORKER: &[&str] = &["mode", "worker"];
 const VNODE: &[&str] = &["mode", "worker", "table_id", "vnode"];
+// Per executor kind, summed over its actors: every series exists from a run's start (each actor's own
+// figures are on its `commit executor state` spans).
+const EXECUTOR: &[&str] = &["mode", "executor"];
+const EXECUTOR_GAUGE: &[&str] = &["mode", "worker", "executor"];
+
+impl ExecutorFamilies {
+    fn register(m: &Make<'_>) -> Self {
+        Self {
+            cache_lookups: m.counter(
+                "epochlab_executor_cache_lookups_total",
+                "Lookups of a stateful executor's cache (join keys, groups, top-N groups).",
+                EXECUTOR,
+            ),
+            cache_misses: m.counter(
+                "epochlab_executor_cache_misses_total",
+                "Cache lookups that loaded the entry from the executor's state tables (every lookup after a recovery starts as one).",
+                EXECUTOR,
+            ),
+            cache_entries: m.igauge(
+                "epochlab_executor_cache_entries",
+                "Entries in a stateful executor's cache now.",
+                EXECUTOR_GAUGE,
+            ),
+            dirty_groups: m.igauge(
+                "epochlab_agg_dirty_groups",
+                "Groups an aggregation changed in the epoch its last barrier ended.",
+                EXECUTOR_GAUGE,
+            ),
+            state_inserts: m.counter(
+                "epochlab_executor_state_inserts_total",
+                "Rows a stateful executor inserted into its state tables (an update counts once here and once in deletes).",
+                EXECUTOR,
+            ),
+            state_deletes: m.counter(
+                "epochlab_executor_state_deletes_total",
+                "Rows a stateful executor deleted from its state tables.",
+                EXECUTOR,
+            ),
+        }
+    }
+}
 
 impl EpochFamilies {
     fn register(m: &Make<'_>) -> Self {
@@ -446,6 +498,7 @@ impl Families {
             epochs: EpochFamilies::register(&m),
             backfill: BackfillFamilies::register(&m),
             health: HealthFamilies::register(&m),
+            executors: ExecutorFamilies::register(&m),
             soak: SoakFamilies::register(&m),
         }
     }
@@ -496,6 +549,18 @@ impl Families {
             self.health
                 .invariant_violations
                 .with_label_values(&[mode, i]);
+        }
+        for k in StatefulExecutorKind::ALL {
+            let e = &self.executors;
+            let (kind, w) = ([mode, k.as_str()], [mode, labels[1], k.as_str()]);
+            e.cache_lookups.with_label_values(&kind);
+            e.cache_misses.with_label_values(&kind);
+            e.state_inserts.with_label_values(&kind);
+            e.state_deletes.with_label_values(&kind);
+            e.cache_entries.with_label_values(&w);
+            if k.is_agg() {
+                e.dirty_groups.with_label_values(&w);
+            }
         }
         self.init_soak(mode);
     }

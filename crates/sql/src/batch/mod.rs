@@ -144,6 +144,7 @@ fn run(
             Ok(out)
         }
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
+        LogicalPlan::OverWindow { calls, input } => over_window(calls, run(input, catalog, ctx)?),
         LogicalPlan::HopWindow {
             time_col,
             slide,
@@ -151,6 +152,42 @@ fn run(
             input,
         } => hop_window(*time_col, slide, size, run(input, catalog, ctx)?, ctx),
     }
+}
+
+/// Each row with its window functions' values (RisingWave's `BatchOverWindow`): per call, the rows split
+/// by partition, each partition sorted by the call's order (peers in input order) and evaluated whole.
+fn over_window(
+    calls: &[crate::planner::WindowCall],
+    rows: Vec<OwnedRow>,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let width = rows.first().map_or(0, OwnedRow::len);
+    let columns: Vec<usize> = (0..width).collect();
+    let mut values: Vec<Vec<Datum>> = vec![Vec::with_capacity(calls.len()); rows.len()];
+    for call in calls {
+        let mut parts: BTreeMap<Key, Vec<OwnedRow>> = BTreeMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            let at = OwnedRow::new(vec![Some(ScalarImpl::Int64(i as i64))]);
+            let part = Key(r.project(&call.partition_by).into_inner());
+            parts.entry(part).or_default().push(r.chain(&at));
+        }
+        for mut part in parts.into_values() {
+            sort(&mut part, &call.order_by);
+            let plain: Vec<OwnedRow> = part.iter().map(|r| r.project(&columns)).collect();
+            let out = epochlab_expr::window::eval_partition(&call.func, &call.order_by, &plain)?;
+            for (r, v) in part.iter().zip(out) {
+                let i = r
+                    .datum_at(width)
+                    .as_ref()
+                    .and_then(crate::scalar::int_value);
+                values[i.expect("a row's position") as usize].push(v);
+            }
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .zip(values)
+        .map(|(r, v)| r.chain(&OwnedRow::new(v)))
+        .collect())
 }
 
 fn project(exprs: &[ExprNode], row: &OwnedRow, ctx: &EvalContext) -> Result<OwnedRow, SqlError> {

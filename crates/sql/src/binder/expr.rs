@@ -12,6 +12,7 @@ use crate::error::SqlError;
 use crate::scalar::cast::{CastContext, build_cast};
 use crate::scalar::sig::build_func;
 use crate::scalar::{AggCall, AggKind, ExprNode, ExprType, OrderType, agg, from_text};
+use epochlab_common::expr_node::WindowFuncKind;
 
 /// The aggregation of a grouped select being bound.
 #[derive(Debug, Default)]
@@ -33,6 +34,26 @@ impl AggCtx {
         self.pre_exprs.push(e);
         self.pre_exprs.len() - 1
     }
+}
+
+/// The window function calls of a select list (RisingWave binds them into a `LogicalOverWindow` under the
+/// select's projection): each call's value is the column `input_width + i` of the over window.
+#[derive(Debug, Default)]
+pub(super) struct WindowCollector {
+    /// The width of the select's input (FROM and WHERE).
+    pub input_width: usize,
+    pub calls: Vec<BoundWindow>,
+}
+
+/// One window function call, its expressions over the select's input.
+#[derive(Debug)]
+pub(super) struct BoundWindow {
+    pub kind: WindowFuncKind,
+    pub args: Vec<ExprNode>,
+    pub ret: DataType,
+    pub offset: usize,
+    pub partition_by: Vec<ExprNode>,
+    pub order_by: Vec<(ExprNode, OrderType)>,
 }
 
 /// The engine's type of a SQL type (`varchar(20)` is `varchar`, `numeric(10, 2)` is `numeric`: RisingWave
@@ -517,8 +538,18 @@ impl Binder<'_> {
         mut agg: Option<&mut AggCtx>,
     ) -> Result<ExprNode, SqlError> {
         let name = function_name(f)?;
-        if f.over.is_some() {
-            return Err(unsupported("window function"));
+        if let Some(over) = &f.over {
+            if agg.is_some() {
+                return Err(unsupported("window function in a grouped select"));
+            }
+            let Some(mut windows) = self.windows.take() else {
+                return Err(SqlError::Invalid(format!(
+                    "window function {name} is not allowed here"
+                )));
+            };
+            let bound = self.bind_window_call(&name, f, over, scope, &mut windows);
+            self.windows = Some(windows);
+            return bound;
         }
         let ca = call_args(f)?;
         if let Some(kind) = AggKind::from_function_name(&name) {
@@ -657,6 +688,74 @@ impl Binder<'_> {
                 "column reference \"{name}\" is ambiguous"
             ))),
         }
+    }
+}
+
+impl Binder<'_> {
+    /// `f(..) OVER (PARTITION BY .. ORDER BY ..)` in a select list: the call is collected; its value is the
+    /// over window's column for it.
+    fn bind_window_call(
+        &mut self,
+        name: &str,
+        f: &ast::Function,
+        over: &ast::WindowType,
+        scope: &Scope,
+        windows: &mut WindowCollector,
+    ) -> Result<ExprNode, SqlError> {
+        let ast::WindowType::WindowSpec(spec) = over else {
+            return Err(unsupported("named window"));
+        };
+        if spec.window_frame.is_some() {
+            return Err(unsupported("window frame"));
+        }
+        let kind = WindowFuncKind::from_function_name(name).ok_or_else(|| {
+            SqlError::Invalid(format!("function {name} is not a window function"))
+        })?;
+        let ca = call_args(f)?;
+        if ca.distinct || !ca.order_by.is_empty() || f.filter.is_some() {
+            return Err(unsupported(format!(
+                "DISTINCT, ORDER BY or FILTER in window function {name}"
+            )));
+        }
+        let mut args = Vec::new();
+        for a in ca.args.iter().flatten() {
+            args.push(self.bind_expr_inner(a, scope, None)?);
+        }
+        let mut offset = 1;
+        if matches!(kind, WindowFuncKind::Lag | WindowFuncKind::Lead) && args.len() > 1 {
+            let n = crate::scalar::eval(&args[1], &epochlab_common::OwnedRow::empty())?;
+            offset = n
+                .as_ref()
+                .and_then(crate::scalar::int_value)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| SqlError::Invalid(format!("{name} takes a constant offset")))?;
+            args.truncate(1);
+        }
+        let arg_types: Vec<DataType> = args.iter().map(ExprNode::return_type).collect();
+        let ret = epochlab_expr::window::infer_return_type(kind, &arg_types)?;
+        let mut partition_by = Vec::new();
+        for e in &spec.partition_by {
+            partition_by.push(self.bind_expr_inner(e, scope, None)?);
+        }
+        let mut order_by = Vec::new();
+        for o in &spec.order_by {
+            order_by.push((
+                self.bind_expr_inner(&o.expr, scope, None)?,
+                order_type(&o.options),
+            ));
+        }
+        windows.calls.push(BoundWindow {
+            kind,
+            args,
+            ret: ret.clone(),
+            offset,
+            partition_by,
+            order_by,
+        });
+        Ok(ExprNode::InputRef {
+            index: windows.input_width + windows.calls.len() - 1,
+            ty: ret,
+        })
     }
 }
 

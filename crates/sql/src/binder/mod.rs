@@ -114,6 +114,8 @@ pub struct Binder<'a> {
     view_depth: usize,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
+    /// The window function calls of the select list being bound (`None`: none allowed here).
+    windows: Option<expr::WindowCollector>,
 }
 
 /// Views expanded inside each other at most.
@@ -128,6 +130,7 @@ impl<'a> Binder<'a> {
             streaming,
             view_depth: 0,
             depends_on: Vec::new(),
+            windows: None,
         }
     }
 

@@ -7,10 +7,10 @@ use sqlparser::ast::{
     SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, Value,
 };
 
-use super::expr::{AggCtx, coerce, order_type, unify_literals};
+use super::expr::{AggCtx, WindowCollector, coerce, order_type, unify_literals};
 use super::{Binder, BoundQuery, Cte, Scope, ident, unsupported};
 use crate::error::SqlError;
-use crate::planner::{LogicalPlan, SetOp};
+use crate::planner::{LogicalPlan, SetOp, WindowCall, WindowFuncCall};
 use crate::scalar::cast::{CastContext, align_types};
 use crate::scalar::{AggKind, ExprNode, OrderType, eval};
 
@@ -203,6 +203,8 @@ impl Binder<'_> {
         {
             return Err(unsupported("TOP, INTO, WINDOW or QUALIFY"));
         }
+        // A window function of an enclosing select list is not allowed in this select's FROM or WHERE.
+        let outer_windows = self.windows.take();
         let (mut plan, scope) = self.bind_from(&s.from)?;
         if let Some(w) = &s.selection {
             let p = self.bind_expr(w, &scope, None)?;
@@ -226,6 +228,10 @@ impl Binder<'_> {
         } else {
             None
         };
+        self.windows = Some(WindowCollector {
+            input_width: plan.schema().len(),
+            calls: Vec::new(),
+        });
         let (mut exprs, names) = self.bind_select_items(&s.projection, &scope, agg.as_mut())?;
         let having = match &s.having {
             Some(h) => Some(self.bind_expr(h, &scope, agg.as_mut())?),
@@ -260,11 +266,15 @@ impl Binder<'_> {
             }
             _ => None,
         };
+        let windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
         if let Some(ctx) = agg {
             plan = agg_plan(plan, ctx);
             if let Some(h) = having {
                 plan = plan.filter(coerce(h, DataType::Boolean, CastContext::Implicit)?);
             }
+        }
+        if !windows.calls.is_empty() {
+            (plan, exprs) = over_window_plan(plan, windows, exprs);
         }
         plan = plan.project(exprs);
         match (&s.distinct, distinct_on) {
@@ -596,6 +606,75 @@ pub(super) fn rename_columns(
         *n = ident(&a.name);
     }
     Ok(())
+}
+
+/// The select's input under its window function calls (RisingWave's `LogicalOverWindow`): a projection
+/// adds the calls' arguments, partition and order expressions that are not input columns, then the over
+/// window appends one column per call; `exprs`' references to the calls move past the added columns.
+fn over_window_plan(
+    plan: LogicalPlan,
+    windows: WindowCollector,
+    exprs: Vec<ExprNode>,
+) -> (LogicalPlan, Vec<ExprNode>) {
+    let width = windows.input_width;
+    let mut pre = plan.input_refs();
+    let mut column = |e: ExprNode| match e {
+        ExprNode::InputRef { index, .. } if index < width => index,
+        e => pre.iter().position(|x| *x == e).unwrap_or_else(|| {
+            pre.push(e);
+            pre.len() - 1
+        }),
+    };
+    let mut calls = Vec::with_capacity(windows.calls.len());
+    for w in windows.calls {
+        let arg_types = w.args.iter().map(ExprNode::return_type).collect();
+        let args = w.args.into_iter().map(&mut column).collect();
+        let partition_by = w.partition_by.into_iter().map(&mut column).collect();
+        let order_by = w
+            .order_by
+            .into_iter()
+            .map(|(e, o)| (column(e), o))
+            .collect();
+        calls.push(WindowCall {
+            func: WindowFuncCall {
+                kind: w.kind,
+                args,
+                arg_types,
+                ret: w.ret,
+                frame: None,
+                offset: w.offset,
+            },
+            partition_by,
+            order_by,
+        });
+    }
+    let added = pre.len() - width;
+    let input = if added > 0 { plan.project(pre) } else { plan };
+    let plan = LogicalPlan::OverWindow {
+        calls,
+        input: Box::new(input),
+    };
+    let exprs = exprs
+        .into_iter()
+        .map(|e| shift_refs(e, width, added))
+        .collect();
+    (plan, exprs)
+}
+
+/// `e` with its references to columns from `from` on moved `by` columns right.
+fn shift_refs(e: ExprNode, from: usize, by: usize) -> ExprNode {
+    match e {
+        ExprNode::InputRef { index, ty } if index >= from => ExprNode::InputRef {
+            index: index + by,
+            ty,
+        },
+        ExprNode::Call { func, args, ret } => ExprNode::Call {
+            func,
+            args: args.into_iter().map(|a| shift_refs(a, from, by)).collect(),
+            ret,
+        },
+        other => other,
+    }
 }
 
 /// The name of an unaliased select item, as PostgreSQL gives it.

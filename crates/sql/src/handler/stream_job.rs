@@ -48,6 +48,7 @@ impl UpstreamReader for Session {
         Ok(Upstream {
             desc: rel.desc.clone(),
             names,
+            append_only: def.as_ref().is_some_and(|d| d.append_only),
         })
     }
 }

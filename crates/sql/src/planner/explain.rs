@@ -81,6 +81,18 @@ fn fmt_dist(d: &Dist, names: &[String]) -> String {
         Dist::HashShard(k) => format!("HashShard({})", fmt_cols(k, names)),
         Dist::UpstreamHashShard(k) => format!("UpstreamHashShard({})", fmt_cols(k, names)),
         Dist::SomeShard => "SomeShard".into(),
+        Dist::Broadcast => "Broadcast".into(),
+    }
+}
+
+fn comparator_symbol(c: crate::scalar::ExprType) -> &'static str {
+    use crate::scalar::ExprType as T;
+    match c {
+        T::GreaterThan => ">",
+        T::GreaterThanOrEqual => ">=",
+        T::LessThan => "<",
+        T::LessThanOrEqual => "<=",
+        _ => "?",
     }
 }
 
@@ -140,6 +152,17 @@ fn stream_line(p: &StreamPlan) -> String {
                 fmt_list(p.names.iter().cloned())
             )
         }
+        StreamOp::DynamicFilter { key, comparator } => {
+            let left = &p.inputs[0].names;
+            let right = p.inputs[1].names.first().cloned().unwrap_or_default();
+            format!(
+                "StreamDynamicFilter {{ predicate: ({} {} {right}), output: [{}] }}",
+                left.get(*key).cloned().unwrap_or_default(),
+                comparator_symbol(*comparator),
+                fmt_list(p.names[..p.width].iter().cloned())
+            )
+        }
+        StreamOp::Now => "StreamNow { output: [now] }".into(),
         StreamOp::Union => "StreamUnion { all: true }".into(),
         StreamOp::HopWindow {
             time_col,
@@ -156,18 +179,23 @@ fn stream_line(p: &StreamPlan) -> String {
             order,
             limit,
             offset,
+            with_ties,
         } => format!(
-            "StreamTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            "StreamTopN {{ order: [{}], limit: {}, offset: {offset}{} }}",
             fmt_order(order, input_names),
-            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string()),
+            if *with_ties { ", with_ties: true" } else { "" }
         ),
         StreamOp::GroupTopN {
             group_key,
             order,
             limit,
+            offset,
+            with_ties,
         } => format!(
-            "StreamGroupTopN {{ order: [{}], limit: {limit}, offset: 0, group_key: [{}] }}",
+            "StreamGroupTopN {{ order: [{}], limit: {limit}, offset: {offset}{}, group_key: [{}] }}",
             fmt_order(order, input_names),
+            if *with_ties { ", with_ties: true" } else { "" },
             fmt_cols(group_key, input_names)
         ),
         StreamOp::Exchange { dist } => {
@@ -327,6 +355,19 @@ fn batch_line(p: &LogicalPlan) -> String {
             )
         }
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::OverWindow { calls, .. } => format!(
+            "BatchOverWindow {{ window_functions: [{}] }}",
+            calls
+                .iter()
+                .map(|c| format!(
+                    "{:?}() OVER(PARTITION BY [{}] ORDER BY [{}])",
+                    c.func.kind,
+                    fmt_cols(&c.partition_by, &names),
+                    fmt_order(&c.order_by, &names)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         LogicalPlan::HopWindow {
             time_col,
             slide,

@@ -7,6 +7,7 @@ pub mod stream;
 use epochlab_common::{DataType, OwnedRow, TableId};
 
 use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType};
+pub use epochlab_common::expr_node::WindowFuncCall;
 
 /// The kind of a join (RisingWave's `JoinType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +26,15 @@ pub enum SetOp {
     Union,
     Except,
     Intersect,
+}
+
+/// A window function call of an [`LogicalPlan::OverWindow`]: the function over the input's columns, its
+/// partition columns and its order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowCall {
+    pub func: WindowFuncCall,
+    pub partition_by: Vec<usize>,
+    pub order_by: Vec<(usize, OrderType)>,
 }
 
 /// A logical plan node; every node's output is a row of `schema()`'s types.
@@ -102,6 +112,12 @@ pub enum LogicalPlan {
         size: ExprNode,
         input: Box<LogicalPlan>,
     },
+    /// The input's columns, then one column per window function call (RisingWave's `LogicalOverWindow`):
+    /// each call's value for each row over the row's partition in the call's order.
+    OverWindow {
+        calls: Vec<WindowCall>,
+        input: Box<LogicalPlan>,
+    },
     /// Materialized rows (an uncorrelated subquery evaluated at bind, a system table).
     Rows {
         rows: Vec<OwnedRow>,
@@ -141,6 +157,11 @@ impl LogicalPlan {
             LogicalPlan::Union { inputs } => inputs.first().map_or_else(Vec::new, |i| i.schema()),
             LogicalPlan::SetOp { left, .. } => left.schema(),
             LogicalPlan::TableFunction { ty, .. } => vec![ty.clone()],
+            LogicalPlan::OverWindow { calls, input } => {
+                let mut types = input.schema();
+                types.extend(calls.iter().map(|c| c.func.ret.clone()));
+                types
+            }
             LogicalPlan::HopWindow {
                 time_col, input, ..
             } => {
@@ -165,6 +186,7 @@ impl LogicalPlan {
             | LogicalPlan::Agg { input, .. }
             | LogicalPlan::TopN { input, .. }
             | LogicalPlan::Dedup { input, .. }
+            | LogicalPlan::OverWindow { input, .. }
             | LogicalPlan::HopWindow { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
                 vec![left, right]

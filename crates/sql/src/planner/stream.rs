@@ -5,6 +5,8 @@
 //! RisingWave's fragment graph; [`check_executors`] is the one place that says which operators have a stream
 //! executor here.
 
+mod dynamic_filter;
+
 use std::sync::Arc;
 
 use epochlab_common::catalog::{Distribution, TableDesc};
@@ -19,6 +21,7 @@ use crate::error::SqlError;
 use crate::planner::{JoinType, LogicalPlan, SetOp};
 use crate::scalar::sig::build_func;
 use crate::scalar::{AggCall, ExprNode, ExprType, eval};
+use epochlab_common::expr_node::WindowFuncKind;
 
 /// How a stream node's rows are spread over its fragment's actors (RisingWave's `Distribution`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +31,8 @@ pub enum Dist {
     /// A table scan: the upstream table's distribution.
     UpstreamHashShard(Vec<usize>),
     SomeShard,
+    /// Every row on every actor (a dynamic filter's right input).
+    Broadcast,
 }
 
 impl Dist {
@@ -77,16 +82,28 @@ pub enum StreamOp {
         size: Interval,
         output_indices: Vec<usize>,
     },
+    /// A top-N over the whole input (a singleton); `limit: None` is no limit.
     TopN {
         order: Vec<(usize, OrderType)>,
         limit: Option<u64>,
         offset: u64,
+        with_ties: bool,
     },
+    /// A top-N within each group of `group_key` (hashed by it).
     GroupTopN {
         group_key: Vec<usize>,
         order: Vec<(usize, OrderType)>,
         limit: u64,
+        offset: u64,
+        with_ties: bool,
     },
+    /// `left[key] comparator right` with a one-row right input (RisingWave's `StreamDynamicFilter`).
+    DynamicFilter {
+        key: usize,
+        comparator: ExprType,
+    },
+    /// The streaming job's `now()` (RisingWave's `StreamNow`).
+    Now,
     Exchange {
         dist: Dist,
     },
@@ -120,6 +137,8 @@ pub struct Upstream {
     pub desc: Arc<TableDesc>,
     /// A name per stored column (`_row_id` for the hidden row id).
     pub names: Vec<String>,
+    /// An `APPEND ONLY` table: its changes are inserts only.
+    pub append_only: bool,
 }
 
 fn unsupported(what: &str) -> SqlError {
@@ -248,6 +267,9 @@ pub fn plan_materialize(
 }
 
 fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, SqlError> {
+    if let Some(p) = dynamic_filter::to_stream_dynamic(plan, up)? {
+        return Ok(p);
+    }
     match plan {
         LogicalPlan::Scan {
             table,
@@ -305,16 +327,12 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             input,
         } => hop_window(*time_col, slide, size, to_stream(input, up)?),
         LogicalPlan::Project { exprs, input } => {
-            let input = to_stream(input, up)?;
-            let names = exprs
-                .iter()
-                .map(|e| match e {
-                    ExprNode::InputRef { index, .. } => input.names[*index].clone(),
-                    _ => "$expr".into(),
-                })
-                .collect();
-            Ok(input.project(exprs.clone(), names))
+            if let Some(top_n) = window_top_n(exprs, input, up)? {
+                return Ok(top_n);
+            }
+            Ok(project_named(to_stream(input, up)?, exprs.clone()))
         }
+        LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
         LogicalPlan::Filter { predicate, input } => {
             let input = to_stream(input, up)?;
             let (dist, key) = (input.dist.clone(), input.stream_key.clone());
@@ -372,14 +390,14 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
                 // ORDER BY without LIMIT orders nothing in a materialized view.
                 return Ok(input);
             }
-            let input = input.exchange(Dist::Single);
-            let key = input.stream_key.clone();
-            let op = StreamOp::TopN {
+            let spec = TopNSpec {
+                group_key: Vec::new(),
                 order: order.clone(),
                 limit: *limit,
                 offset: *offset,
+                with_ties: false,
             };
-            Ok(StreamPlan::unary(op, input, Dist::Single, key))
+            Ok(top_n(input, spec))
         }
         LogicalPlan::Dedup { keys, input } => {
             let (order, input) = match input.as_ref() {
@@ -391,20 +409,235 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
                 } => (order.clone(), input.as_ref()),
                 other => (Vec::new(), other),
             };
-            let input = to_stream(input, up)?.exchange(Dist::HashShard(keys.clone()));
-            let op = StreamOp::GroupTopN {
+            let spec = TopNSpec {
                 group_key: keys.clone(),
                 order,
-                limit: 1,
+                limit: Some(1),
+                offset: 0,
+                with_ties: false,
             };
-            Ok(StreamPlan::unary(
-                op,
-                input,
-                Dist::HashShard(keys.clone()),
-                keys.clone(),
-            ))
+            Ok(top_n(to_stream(input, up)?, spec))
         }
     }
+}
+
+/// A projection of `exprs`, each named after the column it takes (`$expr` for the others).
+fn project_named(input: StreamPlan, exprs: Vec<ExprNode>) -> StreamPlan {
+    let names = exprs
+        .iter()
+        .map(|e| match e {
+            ExprNode::InputRef { index, .. } => input.names[*index].clone(),
+            _ => "$expr".into(),
+        })
+        .collect();
+    input.project(exprs, names)
+}
+
+/// Whether `e` reads column `col`.
+fn refers_to(e: &ExprNode, col: usize) -> bool {
+    match e {
+        ExprNode::InputRef { index, .. } => *index == col,
+        ExprNode::Literal { .. } => false,
+        ExprNode::Call { args, .. } => args.iter().any(|a| refers_to(a, col)),
+    }
+}
+
+/// The conjunctions of a predicate.
+fn conjunctions(e: &ExprNode, out: &mut Vec<ExprNode>) {
+    match e {
+        ExprNode::Call {
+            func: ExprType::And,
+            args,
+            ..
+        } => args.iter().for_each(|a| conjunctions(a, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// RisingWave's `OverWindowToTopNRule`: `Project(Filter(OverWindow))` (the over window perhaps under a
+/// projection) with one `row_number()` or `rank()` call, whose rank the outer projection does not output
+/// and the filter bounds (`<=`, `<`, `>`, `>=`, `=` a constant), is a (group) top-N over the over
+/// window's input: partitioned by the call's partition, in its order, WITH TIES for `rank()`; the
+/// filter's other conjunctions stay above it. `None`: not this shape (the over window stays).
+fn window_top_n(
+    outer: &[ExprNode],
+    input: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<Option<StreamPlan>, SqlError> {
+    let LogicalPlan::Filter { predicate, input } = input else {
+        return Ok(None);
+    };
+    let (inner, window) = match input.as_ref() {
+        LogicalPlan::Project { exprs, input } => (Some(exprs.clone()), input.as_ref()),
+        other => (None, other),
+    };
+    let LogicalPlan::OverWindow { calls, input } = window else {
+        return Ok(None);
+    };
+    let [call] = calls.as_slice() else {
+        return Ok(None);
+    };
+    let with_ties = match call.func.kind {
+        WindowFuncKind::RowNumber => false,
+        WindowFuncKind::Rank => true,
+        _ => return Ok(None),
+    };
+    let rank = input.schema().len();
+    let inner = inner.unwrap_or_else(|| window.input_refs());
+    let rank_cols: Vec<usize> = (0..inner.len())
+        .filter(|&p| matches!(inner[p], ExprNode::InputRef { index, .. } if index == rank))
+        .collect();
+    let other_use = (0..inner.len()).any(|p| !rank_cols.contains(&p) && refers_to(&inner[p], rank));
+    let outputs_rank = outer
+        .iter()
+        .any(|e| rank_cols.iter().any(|&c| refers_to(e, c)));
+    if rank_cols.is_empty() || other_use || outputs_rank {
+        return Ok(None);
+    }
+    let mut conjs = Vec::new();
+    conjunctions(predicate, &mut conjs);
+    let (rank_preds, others): (Vec<ExprNode>, Vec<ExprNode>) = conjs
+        .into_iter()
+        .partition(|c| rank_cols.iter().any(|&r| refers_to(c, r)));
+    let Some((limit, offset)) = rank_bounds(&rank_preds, &rank_cols) else {
+        return Ok(None);
+    };
+    if (with_ties && offset > 0) || limit == Some(0) {
+        return Ok(None);
+    }
+    let spec = TopNSpec {
+        group_key: call.partition_by.clone(),
+        order: call.order_by.clone(),
+        limit,
+        offset,
+        with_ties,
+    };
+    let top = top_n(to_stream(input, up)?, spec);
+    // The rank column is read by nothing above: NULL in its place keeps the positions.
+    let inner = inner
+        .into_iter()
+        .map(|e| match e {
+            ExprNode::InputRef { index, ty } if index == rank => {
+                ExprNode::Literal { value: None, ty }
+            }
+            e => e,
+        })
+        .collect();
+    let mut plan = project_named(top, inner);
+    if let Some(first) = others.first() {
+        let mut predicate = first.clone();
+        for c in &others[1..] {
+            predicate = build_func(ExprType::And, vec![predicate, c.clone()])?;
+        }
+        let (dist, key) = (plan.dist.clone(), plan.stream_key.clone());
+        plan = StreamPlan::unary(StreamOp::Filter { predicate }, plan, dist, key);
+    }
+    Ok(Some(project_named(plan, outer.to_vec())))
+}
+
+/// RisingWave's `handle_rank_preds`: the `(limit, offset)` that comparisons of the rank with constants
+/// keep (`limit: None` is no limit), or `None` when one is of another shape or they conflict.
+fn rank_bounds(preds: &[ExprNode], rank_cols: &[usize]) -> Option<(Option<u64>, u64)> {
+    let (mut lb, mut ub, mut eq): (Option<i64>, Option<i64>, Option<i64>) = (None, None, None);
+    if preds.is_empty() {
+        return None;
+    }
+    for p in preds {
+        let ExprNode::Call { func, args, .. } = p else {
+            return None;
+        };
+        let [a, b] = args.as_slice() else { return None };
+        let is_rank = |e: &ExprNode| matches!(e, ExprNode::InputRef { index, .. } if rank_cols.contains(index));
+        let constant = |e: &ExprNode| {
+            eval(e, &OwnedRow::empty())
+                .ok()
+                .flatten()
+                .and_then(|v| crate::scalar::int_value(&v))
+        };
+        let (func, v) = match (is_rank(a), is_rank(b)) {
+            (true, false) => (*func, constant(b)?),
+            (false, true) => (flip(*func)?, constant(a)?),
+            _ => return None,
+        };
+        match func {
+            ExprType::LessThanOrEqual => ub = Some(ub.map_or(v, |u| u.min(v))),
+            ExprType::LessThan => ub = Some(ub.map_or(v - 1, |u| u.min(v - 1))),
+            ExprType::GreaterThan => lb = Some(lb.map_or(v + 1, |l| l.max(v + 1))),
+            ExprType::GreaterThanOrEqual => lb = Some(lb.map_or(v, |l| l.max(v))),
+            ExprType::Equal if eq.is_none_or(|e| e == v) => eq = Some(v),
+            _ => return None,
+        }
+    }
+    let count = |n: i64| u64::try_from(n.max(0)).unwrap_or(0);
+    if let Some(eq) = eq {
+        let within = lb.is_none_or(|l| l <= eq) && ub.is_none_or(|u| eq <= u);
+        return (eq >= 1 && within).then(|| (Some(1), count(eq - 1)));
+    }
+    Some(match (lb, ub) {
+        (Some(l), Some(u)) => (Some(count(u - l + 1)), count(l - 1)),
+        (Some(l), None) => (None, count(l - 1)),
+        (None, Some(u)) => (Some(count(u)), 0),
+        (None, None) => return None,
+    })
+}
+
+/// The comparison with its operands swapped.
+fn flip(func: ExprType) -> Option<ExprType> {
+    Some(match func {
+        ExprType::LessThan => ExprType::GreaterThan,
+        ExprType::LessThanOrEqual => ExprType::GreaterThanOrEqual,
+        ExprType::GreaterThan => ExprType::LessThan,
+        ExprType::GreaterThanOrEqual => ExprType::LessThanOrEqual,
+        ExprType::Equal => ExprType::Equal,
+        _ => return None,
+    })
+}
+
+/// What a top-N keeps (RisingWave's `generic::TopN`): per group of `group_key` (none: the whole input),
+/// the rows ranked `[offset, offset + limit)` by `order`, with the ties of the last one when `with_ties`.
+#[derive(Clone, Debug)]
+pub struct TopNSpec {
+    pub group_key: Vec<usize>,
+    pub order: Vec<(usize, OrderType)>,
+    pub limit: Option<u64>,
+    pub offset: u64,
+    pub with_ties: bool,
+}
+
+/// A top-N over `input` (RisingWave's `LogicalTopN::to_stream`, in one phase): without a group key a
+/// singleton `StreamTopN`, else a `StreamGroupTopN` hashed by the group key. The stream key is the group
+/// key, then the input's stream key unless a group keeps at most one row.
+fn top_n(input: StreamPlan, spec: TopNSpec) -> StreamPlan {
+    let max_one_row = spec.limit == Some(1) && !spec.with_ties;
+    let mut key = spec.group_key.clone();
+    if !max_one_row {
+        key.extend(
+            input
+                .stream_key
+                .iter()
+                .filter(|k| !spec.group_key.contains(k)),
+        );
+    }
+    if spec.group_key.is_empty() {
+        let input = input.exchange(Dist::Single);
+        let op = StreamOp::TopN {
+            order: spec.order,
+            limit: spec.limit,
+            offset: spec.offset,
+            with_ties: spec.with_ties,
+        };
+        return StreamPlan::unary(op, input, Dist::Single, key);
+    }
+    let dist = Dist::HashShard(spec.group_key.clone());
+    let input = input.exchange(dist.clone());
+    let op = StreamOp::GroupTopN {
+        group_key: spec.group_key,
+        order: spec.order,
+        limit: spec.limit.unwrap_or(u64::MAX),
+        offset: spec.offset,
+        with_ties: spec.with_ties,
+    };
+    StreamPlan::unary(op, input, dist, key)
 }
 
 /// `hop(...)`: the input's visible columns, `window_start`, `window_end`, then its hidden columns; keyed by
@@ -641,7 +874,6 @@ fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
 pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
     let missing = match &plan.op {
         StreamOp::HashJoin { .. } => Some("join"),
-        StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => Some("top-N"),
         _ => None,
     };
     if let Some(m) = missing {
@@ -697,6 +929,8 @@ fn fragment_distribution(dist: &Dist) -> FragmentDistribution {
         Dist::SomeShard => FragmentDistribution::Hash {
             dist_key: Vec::new(),
         },
+        // Only an exchange broadcasts: no fragment's root has this distribution.
+        Dist::Broadcast => FragmentDistribution::Single,
     }
 }
 
@@ -781,6 +1015,7 @@ fn stream_node(
                     DispatchStrategy::Hash(k.clone())
                 }
                 Dist::SomeShard => DispatchStrategy::NoShuffle,
+                Dist::Broadcast => DispatchStrategy::Broadcast,
             };
             graph.edges.push(StreamFragmentEdge {
                 upstream,
@@ -795,11 +1030,54 @@ fn stream_node(
         StreamOp::SimpleAgg { calls } => {
             agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
         }
-        StreamOp::HashJoin { .. } | StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
+        StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
+            top_n_node(plan, *child(0, graph)?, table, up)?
+        }
+        StreamOp::DynamicFilter { key, comparator } => {
+            let (left, right) = (child(0, graph)?, child(1, graph)?);
+            dynamic_filter_node(plan, *key, *comparator, left, right, table)
+        }
+        StreamOp::Now => StreamNode::Now {
+            state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
+        },
+        StreamOp::HashJoin { .. } => {
             check_executors(plan)?;
             unreachable!("check_executors refuses {:?}", plan.op)
         }
     })
+}
+
+/// A dynamic filter with its left table (keyed by the filter's key, hashed as the left is) and its right
+/// table.
+fn dynamic_filter_node(
+    plan: &StreamPlan,
+    key: usize,
+    comparator: ExprType,
+    left: Box<StreamNode>,
+    right: Box<StreamNode>,
+    table: &Arc<TableDesc>,
+) -> StreamNode {
+    let (l, r) = (&plan.inputs[0], &plan.inputs[1]);
+    let dist_key: &[usize] = match &l.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => d,
+        _ => &[],
+    };
+    let (left_table, right_table) = epochlab_common::plan::dynamic_filter_tables(
+        &l.types,
+        key,
+        dist_key,
+        &l.stream_key,
+        &r.types,
+        table.vnode_count,
+    );
+    StreamNode::DynamicFilter {
+        key,
+        comparator,
+        left_table,
+        right_table,
+        left,
+        right,
+    }
 }
 
 /// A hash or simple aggregation with its state tables (the input's stream key completes the
@@ -824,6 +1102,79 @@ fn agg_stream_node(
     )
 }
 
+/// A top-N's stream node with its state table (pk: the group key, the order columns, the input's stream
+/// key), append-only when its input is.
+fn top_n_node(
+    plan: &StreamPlan,
+    input: StreamNode,
+    table: &Arc<TableDesc>,
+    up: &dyn UpstreamReader,
+) -> Result<StreamNode, SqlError> {
+    let i = &plan.inputs[0];
+    let append_only = is_append_only(i, up)?;
+    let vnodes = table.vnode_count;
+    let state = |group_key: &[usize], order: &[(usize, OrderType)]| {
+        epochlab_common::plan::top_n_table(&i.types, group_key, order, &i.stream_key, vnodes)
+    };
+    Ok(match &plan.op {
+        StreamOp::TopN {
+            order,
+            limit,
+            offset,
+            with_ties,
+        } => StreamNode::TopN {
+            order_by: order.clone(),
+            offset: *offset,
+            limit: *limit,
+            with_ties: *with_ties,
+            append_only,
+            table: state(&[], order),
+            input: Box::new(input),
+        },
+        StreamOp::GroupTopN {
+            group_key,
+            order,
+            limit,
+            offset,
+            with_ties,
+        } => StreamNode::GroupTopN {
+            group_key: group_key.clone(),
+            order_by: order.clone(),
+            offset: *offset,
+            limit: *limit,
+            with_ties: *with_ties,
+            append_only,
+            table: state(group_key, order),
+            input: Box::new(input),
+        },
+        other => unreachable!("not a top-N: {other:?}"),
+    })
+}
+
+/// Whether a stream plan's changes are inserts only (RisingWave's `append_only` property): an append-only
+/// table's scan, values, and what passes their rows through row by row.
+pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool, SqlError> {
+    Ok(match &plan.op {
+        StreamOp::TableScan { table_id, .. } => up.upstream(*table_id)?.append_only,
+        StreamOp::Values { .. } => true,
+        StreamOp::RowIdGen { .. }
+        | StreamOp::Project { .. }
+        | StreamOp::Filter { .. }
+        | StreamOp::HopWindow { .. }
+        | StreamOp::Union
+        | StreamOp::Exchange { .. }
+        | StreamOp::Materialize { .. } => {
+            for i in &plan.inputs {
+                if !is_append_only(i, up)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        _ => false,
+    })
+}
+
 /// A plan that is a scan of one table under projections and filters, as expressions over the table's
 /// stored rows (the engine's original materialized views: the upstream's rows, read through these).
 #[derive(Clone, Debug)]
@@ -846,6 +1197,7 @@ pub fn operator_name(plan: &LogicalPlan) -> &'static str {
         LogicalPlan::SetOp { .. } => "set operation",
         LogicalPlan::TopN { .. } => "top-N",
         LogicalPlan::Dedup { .. } => "dedup",
+        LogicalPlan::OverWindow { .. } => "over window",
         LogicalPlan::TableFunction { .. } => "table function",
         LogicalPlan::HopWindow { .. } => "hop window",
     }

@@ -3,21 +3,30 @@
 
 pub mod aggregate;
 pub mod backfill;
+pub mod barrier_align;
 mod dispatch;
 mod dml;
+mod dynamic_filter;
+#[cfg(test)]
+mod dynamic_filter_tests;
 mod filter;
 mod flow_control;
+pub mod hash_join;
 mod hop_window;
 mod materialize;
 mod merge;
 pub mod non_strict;
+mod now;
 mod project;
 pub mod row_id_gen;
 mod sink;
 #[cfg(test)]
 mod stateless_tests;
+pub mod stats;
 #[cfg(test)]
 mod tests;
+pub mod top_n;
+mod traced;
 mod union;
 mod values;
 
@@ -35,15 +44,23 @@ pub use backfill::{
 };
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
+pub use dynamic_filter::{Comparator, DynamicFilterArgs, DynamicFilterExecutor};
 pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
+pub use hash_join::{HashJoinArgs, HashJoinExecutor};
 pub use hop_window::{HopWindowError, HopWindowExecutor};
 pub use materialize::MaterializeExecutor;
 pub use merge::MergeExecutor;
 pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
+pub use now::{NowExecutor, epoch_timestamp};
 pub use project::ProjectExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
+pub use top_n::{
+    AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
+};
+pub use traced::{ExecutorTracer, TracedExecutor};
 pub use union::UnionExecutor;
 pub use values::ValuesExecutor;
 
@@ -111,6 +128,34 @@ pub enum StreamExecutorError {
     /// A distinct value deleted more often than inserted.
     #[error("distinct dedup count of {value} below zero")]
     DedupUnderflow { value: String },
+    /// A hash join plan the executor cannot run (keys of different lengths, degree tables that do not fit
+    /// the join type).
+    #[error("hash join plan: {problem}")]
+    JoinPlan { problem: String },
+    /// A hash join's degree table disagrees with its rows table (or a degree would go below zero).
+    #[error("hash join table {table_id}: {detail} at pk {pk:?}")]
+    JoinDegreeMismatch {
+        table_id: epochlab_common::TableId,
+        pk: epochlab_common::OwnedRow,
+        detail: &'static str,
+    },
+    /// A top-N plan the executor cannot run (a limit of 0, WITH TIES with an offset, a group key where
+    /// none belongs).
+    #[error("top-N: {problem}")]
+    TopNPlan { problem: String },
+    /// An append-only executor got a delete.
+    #[error("{executor}: a delete of {row} in an append-only input")]
+    NotAppendOnly { executor: String, row: String },
+    /// A dynamic filter's right input deleted a value other than its current one (RisingWave's
+    /// "Inconsistent Delete").
+    #[error(
+        "{executor}: inconsistent delete of the right value {deleted}, the current one is {current}"
+    )]
+    RightValueMismatch {
+        executor: String,
+        current: String,
+        deleted: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -170,6 +215,8 @@ impl StreamExecutorError {
             | Self::ProgressNotFound { .. }
             | Self::BackfillStatesDiffer { .. }
             | Self::DedupUnderflow { .. }
+            | Self::JoinDegreeMismatch { .. }
+            | Self::RightValueMismatch { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..

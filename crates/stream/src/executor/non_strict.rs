@@ -15,6 +15,8 @@ pub enum ExprExecutor {
     HopWindow,
     /// An aggregation's FILTER clauses.
     Aggregate,
+    /// A hash join's non-equi condition.
+    HashJoin,
 }
 
 impl ExprExecutor {
@@ -24,6 +26,7 @@ impl ExprExecutor {
             ExprExecutor::Filter => "filter",
             ExprExecutor::HopWindow => "hop_window",
             ExprExecutor::Aggregate => "aggregate",
+            ExprExecutor::HashJoin => "hash_join",
         }
     }
 }

@@ -18,12 +18,18 @@ use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
-    ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
-    DmlExecutor, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor, FlowControlExecutor,
-    HopWindowExecutor, MaterializeExecutor, MergeExecutor, NoShuffleBackfillExecutor, NonStrict,
-    ProjectExecutor, RowIdGenExecutor, SinkExecutor, SinkRegistry, StreamExecutorError,
-    UnionExecutor, ValuesExecutor,
+    AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
 };
+use crate::executor::{
+    ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, BoxedExecutor, DispatchExecutor,
+    DmlExecutor, ExecutorTracer, ExprErrorCounts, ExprExecutor, FailureReason, FilterExecutor,
+    FlowControlExecutor, HopWindowExecutor, MaterializeExecutor, MergeExecutor,
+    NoShuffleBackfillExecutor, NonStrict, ProjectExecutor, RowIdGenExecutor, SinkExecutor,
+    SinkRegistry, StatefulExecutorKind, StreamExecutorError, TracedExecutor, UnionExecutor,
+    ValuesExecutor,
+};
+use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
+use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
 #[derive(Default)]
@@ -147,6 +153,8 @@ pub struct StreamStats {
     failures_by_reason: Mutex<BTreeMap<FailureReason, u64>>,
     /// Expression errors of non-strict evaluation (`epochlab_expr_errors_total`).
     pub expr_errors: ExprErrorCounts,
+    /// Counters of the stateful executors (`epochlab_executor_*`).
+    pub executors: crate::executor::ExecutorStats,
 }
 
 impl StreamStats {
@@ -347,6 +355,47 @@ fn build_node(
     barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
     barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, BuildError> {
+    let exec = build_executor(env, desc, node, generation, barrier_rx, barrier_manager)?;
+    let tables = node.internal_tables();
+    let (Some(kind), Some(table)) = (stateful_kind(node), tables.first()) else {
+        return Ok(exec);
+    };
+    let actor_id = desc.actor_id;
+    let tracer = ExecutorTracer {
+        actor_id,
+        table_id: table.table_id,
+        kind,
+        stats: env.stats.executors.handle(actor_id, table.table_id, kind),
+        barrier_manager: barrier_manager.clone(),
+        clock: env.clock.clone(),
+    };
+    Ok(Box::new(TracedExecutor {
+        inner: exec,
+        tracer,
+    }))
+}
+
+/// The kind of a stateful executor's node (its metrics' and spans' `executor`), `None` for the others.
+fn stateful_kind(node: &StreamNode) -> Option<StatefulExecutorKind> {
+    Some(match node {
+        StreamNode::HashAgg { .. } => StatefulExecutorKind::HashAgg,
+        StreamNode::SimpleAgg { .. } => StatefulExecutorKind::SimpleAgg,
+        StreamNode::HashJoin { .. } => StatefulExecutorKind::HashJoin,
+        StreamNode::TopN { .. } => StatefulExecutorKind::TopN,
+        StreamNode::GroupTopN { .. } => StatefulExecutorKind::GroupTopN,
+        StreamNode::DynamicFilter { .. } => StatefulExecutorKind::DynamicFilter,
+        _ => return None,
+    })
+}
+
+fn build_executor(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    generation: u64,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
     Ok(match node {
         StreamNode::Dml { table_id, .. } => {
@@ -434,6 +483,46 @@ fn build_node(
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             build_agg(env, desc, node, input)?
         }
+        StreamNode::HashJoin { left, right, .. } => {
+            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
+            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            build_hash_join(env, desc, node, left, right)?
+        }
+        StreamNode::TopN { input, .. } | StreamNode::GroupTopN { input, .. } => {
+            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            build_top_n(env, desc, node, input)?
+        }
+        StreamNode::DynamicFilter {
+            key,
+            comparator,
+            left_table,
+            right_table,
+            left,
+            right,
+        } => {
+            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
+            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            let tables = DynamicFilterTables {
+                key: *key,
+                comparator: *comparator,
+                left_table,
+                right_table,
+            };
+            build_dynamic_filter(env, desc, tables, left, right)?
+        }
+        StreamNode::Now { state_table } => {
+            let rx = barrier_rx
+                .take()
+                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+            check_vnode_count(desc, state_table)?;
+            let state = StateTable::with_options(
+                state_table.clone(),
+                &env.storage,
+                desc.vnodes.clone(),
+                checked_options(env, desc),
+            );
+            Box::new(NowExecutor::new(actor_id, rx, state))
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -510,12 +599,6 @@ fn build_stateless(
             Box::new(exec)
         }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
-        // Their executors come with their branches (issue 23).
-        StreamNode::HashJoin { .. } => return Err(unsupported("HashJoin")),
-        StreamNode::TopN { .. } => return Err(unsupported("TopN")),
-        StreamNode::GroupTopN { .. } => return Err(unsupported("GroupTopN")),
-        StreamNode::DynamicFilter { .. } => return Err(unsupported("DynamicFilter")),
-        StreamNode::Now { .. } => return Err(unsupported("Now")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
         | StreamNode::Merge { .. }
@@ -524,6 +607,11 @@ fn build_stateless(
         | StreamNode::FlowControl { .. }
         | StreamNode::HashAgg { .. }
         | StreamNode::SimpleAgg { .. }
+        | StreamNode::HashJoin { .. }
+        | StreamNode::TopN { .. }
+        | StreamNode::GroupTopN { .. }
+        | StreamNode::DynamicFilter { .. }
+        | StreamNode::Now { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
@@ -566,6 +654,70 @@ fn check_vnode_count(
     }
     Ok(())
 }
+
+/// The options of a state table the actor checks (read-before-write) as the materialize's.
+fn checked_options(env: &BuildEnv, desc: &StreamActorDesc) -> StateTableOptions {
+    StateTableOptions {
+        accessor: Some(Accessor {
+            actor: desc.actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    }
+}
+
+/// The comparison and tables of a dynamic filter node.
+struct DynamicFilterTables<'a> {
+    key: usize,
+    comparator: epochlab_common::ExprType,
+    left_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+    right_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+}
+
+/// A dynamic filter over `left` and `right`: the left table over the actor's vnodes, the right table (one
+/// row) over vnode 0, both checked.
+fn build_dynamic_filter(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    t: DynamicFilterTables<'_>,
+    left: BoxedExecutor,
+    right: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    check_vnode_count(desc, t.left_table)?;
+    check_vnode_count(desc, t.right_table)?;
+    let comparator = Comparator::from_expr_type(t.comparator).ok_or(BuildError::Unsupported {
+        actor: actor_id,
+        node: "DynamicFilter with a comparator other than <, <=, >, >=",
+    })?;
+    let options = checked_options(env, desc);
+    let right_vnodes = DynamicFilterExecutor::right_vnodes(t.right_table.vnode_count.get());
+    let args = DynamicFilterArgs {
+        actor_id,
+        left,
+        right,
+        key: t.key,
+        comparator,
+        left_table: StateTable::with_options(
+            t.left_table.clone(),
+            &env.storage,
+            desc.vnodes.clone(),
+            options,
+        ),
+        right_table: StateTable::with_options(
+            t.right_table.clone(),
+            &env.storage,
+            right_vnodes,
+            options,
+        ),
+        chunk_size: DYNAMIC_FILTER_CHUNK_SIZE,
+    };
+    Ok(Box::new(DynamicFilterExecutor::new(args)))
+}
+
+/// Rows per chunk a dynamic filter emits at most when its right value moves (RisingWave's chunk size).
+const DYNAMIC_FILTER_CHUNK_SIZE: usize = 256;
 
 /// A hash or simple aggregation over `input`, its state tables checked (read-before-write) as the
 /// materialize's are.
@@ -613,6 +765,7 @@ fn build_agg(
     for t in node.agg_tables() {
         check_vnode_count(desc, t)?;
     }
+    let kind = stateful_kind(node).expect("an aggregation node");
     let options = StateTableOptions {
         accessor: Some(Accessor {
             actor: actor_id,
@@ -641,6 +794,10 @@ fn build_agg(
             .collect(),
         cache_capacity: crate::executor::aggregate::DEFAULT_GROUP_CACHE_CAPACITY,
         eval: non_strict(env, actor_id, ExprExecutor::Aggregate),
+        stats: env
+            .stats
+            .executors
+            .handle(actor_id, result_table.table_id, kind),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,
@@ -650,5 +807,155 @@ fn build_agg(
         Box::new(HashAggExecutor::new(args).map_err(bad)?)
     } else {
         Box::new(SimpleAggExecutor::new(args).map_err(bad)?)
+    })
+}
+
+/// A hash join over `left` and `right`, its rows and degree tables checked (read-before-write) as the
+/// materialize's are.
+fn build_hash_join(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    left: BoxedExecutor,
+    right: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::HashJoin {
+        join_type,
+        left_key,
+        right_key,
+        null_safe,
+        condition,
+        left_table,
+        right_table,
+        left_degree_table,
+        right_degree_table,
+        output_indices,
+        ..
+    } = node
+    else {
+        unreachable!("a hash join node")
+    };
+    let actor_id = desc.actor_id;
+    for t in node.internal_tables() {
+        check_vnode_count(desc, t)?;
+    }
+    let options = StateTableOptions {
+        accessor: Some(Accessor {
+            actor: actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    };
+    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
+        StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
+    };
+    let args = HashJoinArgs {
+        actor_id,
+        join_type: *join_type,
+        left,
+        right,
+        left_key: left_key.clone(),
+        right_key: right_key.clone(),
+        null_safe: null_safe.clone(),
+        condition: condition.clone(),
+        left_table: open(left_table),
+        right_table: open(right_table),
+        left_degree_table: left_degree_table.as_ref().map(&open),
+        right_degree_table: right_degree_table.as_ref().map(&open),
+        output_indices: output_indices.clone(),
+        cache_capacity: crate::executor::hash_join::DEFAULT_JOIN_CACHE_CAPACITY,
+        eval: non_strict(env, actor_id, ExprExecutor::HashJoin),
+        stats: env.stats.executors.handle(
+            actor_id,
+            left_table.table_id,
+            StatefulExecutorKind::HashJoin,
+        ),
+    };
+    let exec = HashJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    })?;
+    Ok(Box::new(exec))
+}
+
+/// A top-N or group top-N over `input` (append-only when the plan says so), its state table checked
+/// (read-before-write) as the materialize's is.
+fn build_top_n(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let actor_id = desc.actor_id;
+    let (group_key, order_by, offset, limit, with_ties, append_only, table) = match node {
+        StreamNode::TopN {
+            order_by,
+            offset,
+            limit,
+            with_ties,
+            append_only,
+            table,
+            ..
+        } => (
+            Vec::new(),
+            order_by,
+            *offset,
+            *limit,
+            *with_ties,
+            *append_only,
+            table,
+        ),
+        StreamNode::GroupTopN {
+            group_key,
+            order_by,
+            offset,
+            limit,
+            with_ties,
+            append_only,
+            table,
+            ..
+        } => (
+            group_key.clone(),
+            order_by,
+            *offset,
+            Some(*limit),
+            *with_ties,
+            *append_only,
+            table,
+        ),
+        _ => unreachable!("a top-N node"),
+    };
+    check_vnode_count(desc, table)?;
+    let options = StateTableOptions {
+        accessor: Some(Accessor {
+            actor: actor_id,
+            job: desc.job_id,
+        }),
+        op_consistency_level: consistency_level(env.persist_check),
+        ..Default::default()
+    };
+    let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let args = TopNArgs {
+        actor_id,
+        input,
+        group_key,
+        order_by: order_by.clone(),
+        offset: clamp(offset),
+        limit: limit.map_or(usize::MAX, clamp),
+        with_ties,
+        table: StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options),
+        group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
+    };
+    let bad = |source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    };
+    let grouped = matches!(node, StreamNode::GroupTopN { .. });
+    Ok(match (grouped, append_only) {
+        (false, false) => Box::new(TopNExecutor::new(args).map_err(bad)?),
+        (false, true) => Box::new(AppendOnlyTopNExecutor::new(args).map_err(bad)?),
+        (true, false) => Box::new(GroupTopNExecutor::new(args).map_err(bad)?),
+        (true, true) => Box::new(AppendOnlyGroupTopNExecutor::new(args).map_err(bad)?),
     })
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_sim::checkers::INVARIANT_LABELS;
+use epochlab_stream::executor::StatefulExecutorKind;
 use prometheus::IntCounter;
 
 use super::{Births, Families, RunSource};
@@ -80,6 +81,7 @@ pub(super) fn run(
     pass.storage();
     pass.compaction();
     pass.invariants();
+    pass.executors();
     pass.backfill()
 }
 
@@ -236,6 +238,45 @@ impl<'a> Pass<'a> {
                 .invariant_violations
                 .with_label_values(&[self.mode, label]);
             add_delta(self.cursors, format!("invariant/{label}"), n, &counter);
+        }
+    }
+
+    /// The stateful executors of every node, summed per kind: cache lookups and misses and state writes
+    /// (counters), cache entries and dirty groups (gauges of the run's worker).
+    fn executors(&mut self) {
+        let (f, mode, c) = (self.f, self.mode, self.s.cluster.clone());
+        let mut gauges: BTreeMap<StatefulExecutorKind, (u64, u64)> = BTreeMap::new();
+        for node in c.nodes() {
+            // A restarted node has fresh stats: key its cursors by the stats' address as well.
+            let id = format!("{}/{:p}", node.worker(), node.stats());
+            for ((actor, table), kind, n) in node.stats().executors.snapshot() {
+                let fx = &f.executors;
+                let labels = [mode, kind.as_str()];
+                let counters = [
+                    ("lookups", n.cache_lookups, &fx.cache_lookups),
+                    ("misses", n.cache_misses, &fx.cache_misses),
+                    ("inserts", n.state_inserts, &fx.state_inserts),
+                    ("deletes", n.state_deletes, &fx.state_deletes),
+                ];
+                for (what, total, family) in counters {
+                    let key = format!("{id}/executor/{what}/{table}/{actor}");
+                    add_delta(self.cursors, key, total, &family.with_label_values(&labels));
+                }
+                let g = gauges.entry(kind).or_default();
+                g.0 += n.cache_entries;
+                g.1 += n.dirty_groups;
+            }
+        }
+        for kind in StatefulExecutorKind::ALL {
+            let (entries, dirty) = gauges.get(&kind).copied().unwrap_or_default();
+            let labels = [mode, self.worker, kind.as_str()];
+            let fx = &f.executors;
+            fx.cache_entries
+                .with_label_values(&labels)
+                .set(entries as i64);
+            if kind.is_agg() {
+                fx.dirty_groups.with_label_values(&labels).set(dirty as i64);
+            }
         }
     }
 

@@ -68,6 +68,8 @@ pub struct AggArgs {
     pub cache_capacity: usize,
     /// Evaluates the calls' FILTER clauses (non-strict: an error keeps the row out).
     pub eval: NonStrict,
+    /// Cache lookups, groups cached, dirty groups and result-table writes.
+    pub stats: crate::executor::ExecutorStatsHandle,
 }
 
 impl AggArgs {
@@ -103,7 +105,10 @@ pub(crate) struct AggCore {
     dedup_tables: Vec<DedupTable>,
     cache: BTreeMap<Vec<u8>, AggGroup>,
     cache_capacity: usize,
+    /// The group key's orders in cache keys (ascending).
+    key_orders: Vec<epochlab_common::OrderType>,
     eval: NonStrict,
+    stats: crate::executor::ExecutorStatsHandle,
     /// Keep a group whose row count is 0 (simple aggregation: its one row always exists).
     keep_empty: bool,
 }
@@ -124,6 +129,7 @@ impl AggCore {
             "the row count call is count(*)"
         );
         let plans = group::plan_calls(&args.agg_calls, &args.call_states, &args.dedup_tables)?;
+        let key_orders = vec![epochlab_common::OrderType::ascending(); args.group_key.len()];
         let core = Self {
             actor_id: args.actor_id,
             group_key: args.group_key,
@@ -134,7 +140,9 @@ impl AggCore {
             dedup_tables: args.dedup_tables,
             cache: BTreeMap::new(),
             cache_capacity: args.cache_capacity.max(1),
+            key_orders,
             eval: args.eval,
+            stats: args.stats,
             keep_empty,
         };
         Ok((core, args.input))
@@ -176,15 +184,15 @@ impl AggCore {
         Ok(())
     }
 
-    fn cache_key(key: &OwnedRow) -> Vec<u8> {
-        let orders = vec![epochlab_common::OrderType::ascending(); key.len()];
-        memcmp::encode_row_to_vec(key, &orders)
+    fn cache_key(&self, key: &OwnedRow) -> Vec<u8> {
+        memcmp::encode_row_to_vec(key, &self.key_orders)
     }
 
-    /// The cached group of `key`, loaded from the state tables on a miss.
-    fn group(&mut self, key: &OwnedRow) -> StreamExecutorResult<&mut AggGroup> {
-        let ck = Self::cache_key(key);
-        if !self.cache.contains_key(&ck) {
+    /// Make sure the group of `key` (its cache key `ck`) is cached: loaded from the state tables on a miss.
+    fn load_group(&mut self, ck: &[u8], key: &OwnedRow) -> StreamExecutorResult<()> {
+        let hit = self.cache.contains_key(ck);
+        self.stats.cache_lookup(hit);
+        if !hit {
             let g = AggGroup::load(
                 key.clone(),
                 &self.plans,
@@ -192,36 +200,48 @@ impl AggCore {
                 &self.call_states,
                 &self.dedup_tables,
             )?;
-            self.cache.insert(ck.clone(), g);
+            self.cache.insert(ck.to_vec(), g);
         }
-        Ok(self.cache.get_mut(&ck).expect("just cached"))
+        Ok(())
     }
 
     /// Make sure the group of `key` is cached (the simple aggregation's one group, at start).
     pub(crate) fn touch(&mut self, key: &OwnedRow) -> StreamExecutorResult<()> {
-        let g = self.group(key)?;
-        g.dirty = true;
+        let ck = self.cache_key(key);
+        self.load_group(&ck, key)?;
+        self.cache.get_mut(&ck).expect("cached").dirty = true;
         Ok(())
+    }
+
+    /// Which calls' FILTER clauses keep `row` (all of them when no call has one).
+    fn filter_passes(&self, row: &OwnedRow, passes: &mut Vec<bool>) {
+        passes.clear();
+        passes.extend(self.plans.iter().map(|p| {
+            p.filter.as_ref().is_none_or(|f| {
+                matches!(
+                    self.eval.eval(f, row),
+                    Some(epochlab_common::ScalarImpl::Bool(true))
+                )
+            })
+        }));
     }
 
     /// Apply a chunk's rows to their groups' states (and the materialized-input tables).
     pub(crate) fn apply_chunk(&mut self, chunk: &StreamChunk) -> StreamExecutorResult<()> {
+        let mut passes = Vec::with_capacity(self.plans.len());
+        let mut ck = Vec::new();
         for (op, row) in chunk.rows() {
-            let key = row.project(&self.group_key);
-            let passes: Vec<bool> = self
-                .plans
-                .iter()
-                .map(|p| {
-                    p.filter.as_ref().is_none_or(|f| {
-                        matches!(
-                            self.eval.eval(f, row),
-                            Some(epochlab_common::ScalarImpl::Bool(true))
-                        )
-                    })
-                })
-                .collect();
-            self.group(&key)?;
-            let ck = Self::cache_key(&key);
+            self.filter_passes(row, &mut passes);
+            // The cache key straight from the row's group-key columns; the key row only on a miss.
+            ck.clear();
+            for (&i, &o) in self.group_key.iter().zip(&self.key_orders) {
+                memcmp::encode_datum(&row[i], o, &mut ck);
+            }
+            if !self.cache.contains_key(ck.as_slice()) {
+                self.load_group(&ck, &row.project(&self.group_key))?;
+            } else {
+                self.stats.cache_lookup(true);
+            }
             let g = self.cache.get_mut(&ck).expect("cached");
             g.apply_row(
                 op,
@@ -239,6 +259,8 @@ impl AggCore {
     pub(crate) fn flush(&mut self) -> StreamExecutorResult<Vec<(Op, OwnedRow)>> {
         let mut out = Vec::new();
         let mut emptied = Vec::new();
+        let dirty = self.cache.values().filter(|g| g.dirty).count();
+        self.stats.set_dirty_groups(dirty);
         for (ck, g) in self.cache.iter_mut().filter(|(_, g)| g.dirty) {
             let row_count = g.row_count(self.row_count_index);
             if row_count == 0 {
@@ -264,12 +286,17 @@ impl AggCore {
                 emptied.push(ck.clone());
             }
         }
+        // Result-table rows: each kept group written once, each emptied one deleted.
+        let deleted = emptied.len() as u64;
+        self.stats
+            .state_rows_written(dirty as u64 - deleted, deleted);
         for ck in emptied {
             self.cache.remove(&ck);
         }
         while self.cache.len() > self.cache_capacity {
             self.cache.pop_first();
         }
+        self.stats.set_cache_entries(self.cache.len());
         Ok(out)
     }
 

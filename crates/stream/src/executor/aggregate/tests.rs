@@ -159,6 +159,7 @@ impl Plan {
             dedup_tables,
             agg_calls: self.calls,
             cache_capacity: self.cache_capacity,
+            stats: crate::executor::ExecutorStatsHandle::detached(),
             eval: NonStrict {
                 actor_id: ActorId(1),
                 executor: ExprExecutor::Aggregate,
@@ -423,6 +424,7 @@ fn a_value_state_for_string_agg_is_refused() {
         call_states: vec![super::CallStateTable::Value, super::CallStateTable::Value],
         dedup_tables: vec![],
         cache_capacity: 1,
+        stats: crate::executor::ExecutorStatsHandle::detached(),
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

@@ -1,0 +1,344 @@
+//! Hash joins from a fragment graph through recovery: two tables `a` and `b` (`id, v, s`) with DML
+//! throughout, each scanned and projected to `[v % 50, id, v]`, hash-exchanged on the join key `v % 50` into
+//! a `HashJoin` (inner, left outer, left semi, left anti; with and without the non-equi condition
+//! `a.v < b.v`), the join materialized. A compute node is killed mid-stream (after a checkpoint, or between
+//! checkpoints so that the uncommitted epochs are lost), and the view compared with a nested-loop join of the
+//! two tables' committed rows (the reference).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use epochlab_common::catalog::{Distribution, TableDesc};
+use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::plan::{
+    ConflictBehavior, DispatchStrategy, FragmentDistribution, JoinType, StreamFragment,
+    StreamFragmentEdge, StreamFragmentGraph, StreamNode, join_side_tables,
+};
+use epochlab_common::{DataType, OrderType, OwnedRow, ScalarImpl, TableId, VnodeCount, WorkerId};
+use epochlab_meta::{
+    BACKFILL_CHUNK_SIZE, JobOptions, JobState, MetaConfig, RelationKind, StreamScanType,
+};
+use epochlab_sim::{Cluster, ClusterConfig, SimContext};
+use epochlab_tests::{Oracle, check_commits, schema};
+
+const VNODES: u32 = 64;
+/// The join key is `v % KEYS`: a few rows of each side per key.
+const KEYS: i64 = 50;
+
+fn config() -> ClusterConfig {
+    let mut meta = MetaConfig::default();
+    meta.barrier.interval = Duration::from_millis(100);
+    meta.barrier.checkpoint_frequency = 2;
+    meta.vnode_count = VnodeCount::new(VNODES).unwrap();
+    ClusterConfig {
+        compute_nodes: 3,
+        meta,
+        ..Default::default()
+    }
+}
+
+fn vnodes() -> VnodeCount {
+    VnodeCount::new(VNODES).unwrap()
+}
+
+fn col(i: usize) -> ExprNode {
+    ExprNode::input_ref(i, DataType::Int64)
+}
+
+fn lit(v: i64) -> ExprNode {
+    ExprNode::literal(Some(ScalarImpl::Int64(v)), DataType::Int64)
+}
+
+fn call(func: ExprType, args: Vec<ExprNode>) -> ExprNode {
+    epochlab_expr::sig::build_func(func, args).unwrap()
+}
+
+/// What the view joins.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    join_type: JoinType,
+    /// `a.v < b.v` besides the key.
+    condition: bool,
+}
+
+impl Case {
+    /// Output columns: `a`'s `[key, id, v]`, then for a join that outputs both sides `b`'s.
+    fn width(self) -> usize {
+        match self.join_type {
+            JoinType::LeftSemi | JoinType::LeftAnti => 3,
+            _ => 6,
+        }
+    }
+}
+
+/// The join node over two exchanges of `[key, id, v]` (stream key `id`).
+fn join_node(case: Case) -> StreamNode {
+    let types = vec![DataType::Int64; 3];
+    let t = case.join_type;
+    let (left_table, left_degree_table) =
+        join_side_tables(&types, &[0], &[1], t.left_needs_degree(), vnodes());
+    let (right_table, right_degree_table) =
+        join_side_tables(&types, &[0], &[1], t.right_needs_degree(), vnodes());
+    StreamNode::HashJoin {
+        join_type: t,
+        left_key: vec![0],
+        right_key: vec![0],
+        null_safe: vec![false],
+        condition: case
+            .condition
+            .then(|| call(ExprType::LessThan, vec![col(2), col(5)])),
+        left_table,
+        right_table,
+        left_degree_table,
+        right_degree_table,
+        output_indices: (0..case.width()).collect(),
+        left: Box::new(StreamNode::Exchange { upstream: 1 }),
+        right: Box::new(StreamNode::Exchange { upstream: 2 }),
+    }
+}
+
+/// The view's table: pk `a.key, a.id[, b.id]` (a left outer row's `b.id` is NULL), hashed by `a.key`.
+fn view_table(case: Case) -> TableDesc {
+    let n = case.width();
+    let pk = if n == 3 { vec![0, 1] } else { vec![0, 1, 4] };
+    TableDesc {
+        table_id: TableId(u32::MAX),
+        column_types: vec![DataType::Int64; n],
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        pk_indices: pk,
+        value_indices: (0..n).collect(),
+        distribution: Distribution::HashDistKey {
+            dist_key_in_pk: vec![0],
+        },
+        vnode_count: vnodes(),
+    }
+}
+
+/// A scan fragment of `t` projected to `[v % KEYS, id, v]`.
+fn scan_fragment(id: u32, t: Arc<TableDesc>) -> StreamFragment {
+    let scan = StreamNode::stream_scan(StreamScanType::ArrangementBackfill, t, BACKFILL_CHUNK_SIZE);
+    let exprs = vec![
+        call(ExprType::Modulus, vec![col(1), lit(KEYS)]),
+        col(0),
+        col(1),
+    ];
+    StreamFragment {
+        fragment_id: id,
+        node: StreamNode::Project {
+            exprs,
+            input: Box::new(scan),
+        },
+        distribution: FragmentDistribution::Hash { dist_key: vec![0] },
+        parallelism: None,
+    }
+}
+
+fn join_graph(
+    a: Arc<TableDesc>,
+    b: Arc<TableDesc>,
+    case: Case,
+) -> (StreamFragmentGraph, Arc<TableDesc>) {
+    let view = Arc::new(view_table(case));
+    let root = StreamNode::Materialize {
+        table: view.clone(),
+        conflict: ConflictBehavior::NoCheck,
+        input: Box::new(join_node(case)),
+    };
+    let edge = |upstream| StreamFragmentEdge {
+        upstream,
+        downstream: 3,
+        dispatch: DispatchStrategy::Hash(vec![0]),
+    };
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            scan_fragment(1, a),
+            scan_fragment(2, b),
+            StreamFragment {
+                fragment_id: 3,
+                node: root,
+                distribution: FragmentDistribution::Hash { dist_key: vec![0] },
+                parallelism: None,
+            },
+        ],
+        edges: vec![edge(1), edge(2)],
+    };
+    (graph, view)
+}
+
+fn int(d: &Option<ScalarImpl>) -> i64 {
+    d.as_ref()
+        .and_then(ScalarImpl::as_int64)
+        .expect("an integer")
+}
+
+fn text(datums: &[Option<ScalarImpl>]) -> String {
+    let cols: Vec<String> = datums
+        .iter()
+        .map(|d| d.as_ref().map_or("NULL".to_string(), ToString::to_string))
+        .collect();
+    cols.join(",")
+}
+
+/// `[key, id, v]` of a table row `(id, v, s)`.
+fn projected(r: &OwnedRow) -> [i64; 3] {
+    let (id, v) = (int(r.datum_at(0)), int(r.datum_at(1)));
+    [v % KEYS, id, v]
+}
+
+/// The view computed by nested loops over both tables' rows, as sorted text (a multiset).
+fn reference(a: &[OwnedRow], b: &[OwnedRow], case: Case) -> Vec<String> {
+    let some = |x: &[i64]| {
+        x.iter()
+            .map(|v| Some(ScalarImpl::Int64(*v)))
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    for ar in a.iter().map(projected) {
+        let matches: Vec<[i64; 3]> = b
+            .iter()
+            .map(projected)
+            .filter(|br| br[0] == ar[0] && (!case.condition || ar[2] < br[2]))
+            .collect();
+        match case.join_type {
+            JoinType::Inner | JoinType::LeftOuter => {
+                for br in &matches {
+                    let mut d = some(&ar);
+                    d.extend(some(br));
+                    out.push(text(&d));
+                }
+                if matches.is_empty() && case.join_type == JoinType::LeftOuter {
+                    let mut d = some(&ar);
+                    d.extend([None, None, None]);
+                    out.push(text(&d));
+                }
+            }
+            JoinType::LeftSemi if !matches.is_empty() => out.push(text(&some(&ar))),
+            JoinType::LeftAnti if matches.is_empty() => out.push(text(&some(&ar))),
+            JoinType::LeftSemi | JoinType::LeftAnti => {}
+            t => panic!("no reference for {t:?}"),
+        }
+    }
+    out.sort();
+    out
+}
+
+fn view_rows(rows: &[OwnedRow]) -> Vec<String> {
+    let mut out: Vec<String> = rows.iter().map(|r| text(r.datums())).collect();
+    out.sort();
+    out
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// Right after a flush: every epoch so far is committed.
+    AfterCheckpoint,
+    /// Mid-epoch with DML in flight: the epochs since the last checkpoint are lost (tables and view alike).
+    BetweenCheckpoints,
+}
+
+async fn scenario(ctx: SimContext, case: Case, kill: Kill) {
+    let cluster = Cluster::start(&ctx, config()).await;
+    let (types, pk) = schema();
+    let a = cluster
+        .meta
+        .create_table("a", types.clone(), pk.clone(), 3)
+        .await
+        .unwrap();
+    let b = cluster.meta.create_table("b", types, pk, 3).await.unwrap();
+    let (mut oa, mut ob) = (Oracle::default(), Oracle::default());
+    cluster.dml(a, oa.gen_inserts(0, 100)).await.unwrap();
+    cluster.dml(b, ob.gen_inserts(50, 100)).await.unwrap();
+    cluster.meta.flush().await.unwrap();
+    let da = cluster.meta.relation(a).unwrap().desc;
+    let db = cluster.meta.relation(b).unwrap().desc;
+    let (graph, view) = join_graph(da, db, case);
+    let options = JobOptions {
+        parallelism: 3,
+        rate_limit: None,
+        background: false,
+        scan_type: StreamScanType::ArrangementBackfill,
+    };
+    let kind = RelationKind::MaterializedView;
+    let mv = cluster
+        .meta
+        .create_streaming_job("mv", kind, graph, vec![view], options)
+        .await
+        .unwrap();
+    assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
+    for batch in 0..30 {
+        cluster
+            .dml(a, oa.gen_batch(&ctx.rng, 8, 300))
+            .await
+            .unwrap();
+        cluster
+            .dml(b, ob.gen_batch(&ctx.rng, 8, 300))
+            .await
+            .unwrap();
+        if batch == 15 {
+            match kill {
+                Kill::AfterCheckpoint => cluster.meta.flush().await.unwrap(),
+                Kill::BetweenCheckpoints => {
+                    tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(30..170))).await
+                }
+            }
+            assert!(cluster.kill(WorkerId(2)));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            cluster.restart(WorkerId(2));
+            cluster.wait_ready().await;
+            // What the kill lost is lost from the tables too: go on from what they hold.
+            oa.resync(&Oracle::sorted(&cluster.committed_rows(a)));
+            ob.resync(&Oracle::sorted(&cluster.committed_rows(b)));
+        }
+        tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(20..150))).await;
+    }
+    cluster.meta.flush().await.unwrap();
+    assert!(cluster.barrier_stats().recoveries.load(Ordering::Relaxed) >= 1);
+    let (ra, rb) = (cluster.committed_rows(a), cluster.committed_rows(b));
+    assert_eq!(Oracle::sorted(&ra), oa.rows(), "table a");
+    assert_eq!(Oracle::sorted(&rb), ob.rows(), "table b");
+    let expected = reference(&ra, &rb, case);
+    let got = view_rows(&cluster.committed_rows(mv));
+    assert!(!expected.is_empty(), "the workload leaves rows in the view");
+    assert_eq!(got, expected, "{case:?}, {kill:?}");
+}
+
+fn run(seed: u64, case: Case, kill: Kill) {
+    let out = epochlab_sim::run(seed, move |ctx| scenario(ctx, case, kill));
+    check_commits(&out.log.lines()).unwrap();
+}
+
+fn case(join_type: JoinType, condition: bool) -> Case {
+    Case {
+        join_type,
+        condition,
+    }
+}
+
+#[test]
+fn inner_join_survives_kills() {
+    run(1, case(JoinType::Inner, false), Kill::AfterCheckpoint);
+    run(2, case(JoinType::Inner, true), Kill::BetweenCheckpoints);
+}
+
+#[test]
+fn left_outer_join_survives_kills() {
+    run(3, case(JoinType::LeftOuter, true), Kill::AfterCheckpoint);
+    run(
+        4,
+        case(JoinType::LeftOuter, false),
+        Kill::BetweenCheckpoints,
+    );
+}
+
+#[test]
+fn left_semi_join_survives_kills() {
+    run(5, case(JoinType::LeftSemi, true), Kill::AfterCheckpoint);
+    run(6, case(JoinType::LeftSemi, false), Kill::BetweenCheckpoints);
+}
+
+#[test]
+fn left_anti_join_survives_kills() {
+    run(7, case(JoinType::LeftAnti, false), Kill::AfterCheckpoint);
+    run(8, case(JoinType::LeftAnti, true), Kill::BetweenCheckpoints);
+}
