@@ -288,12 +288,11 @@ fn scale_in_some_no_shuffle_sinks(
     steps.extend(removal);
 }
 
-/// The stateful views plans may draw, each with whether plans draw it: joins and top-N views once their
-/// executors are in main.
+/// The stateful views plans may draw, each with whether plans draw it.
 const VIEW_KINDS: [(ViewKind, bool); 3] = [
     (ViewKind::Agg, true),
-    (ViewKind::Join, false),
-    (ViewKind::TopN, false),
+    (ViewKind::Join, true),
+    (ViewKind::TopN, true),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -983,6 +983,106 @@ mod tests {
         Step { at_ms, action }
     }
 
+    /// A left join of two tables, an inner join of a table with an aggregation, a top-N over the join, DML
+    /// on both tables and a kill between checkpoints: every view is created and equals its query.
+    #[test]
+    fn join_and_top_n_views_pass_under_a_kill() {
+        use crate::workload::plan::ViewJoin;
+        let table = |at_ms: u64, name: &str| Step {
+            at_ms,
+            action: Action::CreateTable {
+                name: name.into(),
+                parallelism: 2,
+                rows: 200,
+                pk_ks: false,
+            },
+        };
+        let dml = |at_ms: u64, table: &str| Step {
+            at_ms,
+            action: Action::Dml {
+                table: table.into(),
+                rows_per_s: 40,
+                duration_ms: 6000,
+                update_pct: 30,
+                delete_pct: 20,
+            },
+        };
+        let join = |left: &str, right: &str, join, left_col| ViewQuery::Join {
+            left: left.into(),
+            right: right.into(),
+            join,
+            left_col,
+            right_col: 0,
+        };
+        let steps = vec![
+            table(0, "t1"),
+            table(100, "t2"),
+            view(500, "v1", join("t1", "t2", ViewJoin::LeftOuter, 1)),
+            view(
+                600,
+                "v2",
+                ViewQuery::Agg {
+                    upstream: "t2".into(),
+                    group: Some(GroupKey {
+                        col: 0,
+                        modulus: Some(5),
+                    }),
+                    arg: 1,
+                },
+            ),
+            dml(1000, "t1"),
+            dml(1000, "t2"),
+            view(2000, "v3", join("t1", "v2", ViewJoin::Inner, 0)),
+            view(
+                2500,
+                "v4",
+                ViewQuery::TopN {
+                    upstream: "v1".into(),
+                    col: 1,
+                    desc: true,
+                    limit: 10,
+                    offset: 5,
+                },
+            ),
+            Step {
+                at_ms: 4100,
+                action: Action::Kill {
+                    nodes: vec![1],
+                    restart_after_ms: 800,
+                },
+            },
+        ];
+        let out = run_views_plan(steps);
+        let lines = out.log.lines();
+        for name in ["v1", "v2", "v3", "v4"] {
+            let ok = format!("create {name}: ok");
+            assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
+        }
+    }
+
+    fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {
+        let cluster = PlanCluster {
+            compute_nodes: 2,
+            vnodes: 16,
+            barrier_interval_ms: 250,
+            checkpoint_frequency: 3,
+            persist_check: true,
+            static_groups: false,
+        };
+        let plan = Plan {
+            version: PLAN_VERSION,
+            seed: 4,
+            cluster,
+            steps,
+        };
+        plan.validate().unwrap();
+        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        let report = &out.value;
+        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
+        assert!(report.recoveries >= 1);
+        out
+    }
+
     /// An aggregation over a table and one over it, DML throughout and a kill: both views are created,
     /// checked against their queries, and pass; a view over a column that is not `BIGINT` is refused.
     #[test]
