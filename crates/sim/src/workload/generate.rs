@@ -288,6 +288,12 @@ fn scale_in_some_no_shuffle_sinks(
     steps.extend(removal);
 }
 
+/// Whether a drawn left join stays one (else it becomes an inner join). Held back: with left joins, fixed-mode
+/// plans failed in 13 of seeds 300..2000 (for example seeds 340, 467, 1013, 1568), every time on a left join's
+/// unmatched row `(l, NULL)` after a kill: inserted twice (`row [k, None] already exists` in the view) or
+/// missing from the view. Draw them again once the hash join's fix is in main.
+const LEFT_JOINS_DRAWN: bool = false;
+
 /// The stateful views plans may draw, each with whether plans draw it.
 const VIEW_KINDS: [(ViewKind, bool); 3] = [
     (ViewKind::Agg, true),
@@ -409,10 +415,16 @@ fn agg_query(d: &Draw, up: &Shape) -> (ViewQuery, Option<Shape>) {
 
 /// An inner or left join of `left`'s `BIGINT` column with `right`'s first column (unique).
 fn join_query(d: &Draw, left: &Shape, right: &Shape) -> (ViewQuery, Option<Shape>) {
+    // Drawn either way, so that the rest of the plan does not depend on whether left joins are.
+    let join = d.pick(&[ViewJoin::Inner, ViewJoin::LeftOuter]);
     let query = ViewQuery::Join {
         left: left.name.clone(),
         right: right.name.clone(),
-        join: d.pick(&[ViewJoin::Inner, ViewJoin::LeftOuter]),
+        join: if LEFT_JOINS_DRAWN {
+            join
+        } else {
+            ViewJoin::Inner
+        },
         left_col: d.pick(&left.bigint),
         right_col: 0,
     };
