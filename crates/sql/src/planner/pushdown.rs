@@ -86,7 +86,7 @@ fn push(plan: &LogicalPlan, preds: Vec<ExprNode>) -> LogicalPlan {
                 .map(|p| rewrite_refs(p, &|i, _| exprs[i].clone()))
                 .collect();
             let input = push(input, down);
-            above(input.project(exprs.clone()), keep)
+            above(merge_projects(exprs, input), keep)
         }
         LogicalPlan::Agg {
             group_key,
@@ -116,6 +116,31 @@ fn push(plan: &LogicalPlan, preds: Vec<ExprNode>) -> LogicalPlan {
         } => push_join(*kind, on.as_ref(), left, right, preds),
         other => above(with_inputs_pushed(other), preds),
     }
+}
+
+/// `exprs` over `input`, one projection where `input` is one whose expressions it may inline (RisingWave's
+/// `ProjectMergeRule`: a filter pushed out of two projections leaves them adjacent; merged, the plan keeps
+/// the shapes later rules match, such as a filter on a rank over its window).
+fn merge_projects(exprs: &[ExprNode], input: LogicalPlan) -> LogicalPlan {
+    if let LogicalPlan::Project {
+        exprs: inner,
+        input: below,
+    } = &input
+        && exprs
+            .iter()
+            .flat_map(ExprNode::input_refs)
+            .all(|i| is_pure(&inner[i]))
+    {
+        let merged = exprs
+            .iter()
+            .map(|e| rewrite_refs(e, &|i, _| inner[i].clone()))
+            .collect();
+        return LogicalPlan::Project {
+            exprs: merged,
+            input: below.clone(),
+        };
+    }
+    input.project(exprs.to_vec())
 }
 
 /// `plan` under a filter of `preds` (none: `plan`).
