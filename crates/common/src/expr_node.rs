@@ -402,6 +402,9 @@ pub enum TableFunctionType {
     Unnest,
     /// `information_schema._pg_expandarray(array)`: rows of struct (x element, n position).
     PgExpandArray,
+    /// `regexp_matches(s, pattern [, flags])`: a `varchar[]` of capture groups per match (every match with
+    /// flag `g`, else the first).
+    RegexpMatches,
 }
 
 impl TableFunctionType {
@@ -411,6 +414,7 @@ impl TableFunctionType {
             "range" => TableFunctionType::Range,
             "unnest" => TableFunctionType::Unnest,
             "_pg_expandarray" => TableFunctionType::PgExpandArray,
+            "regexp_matches" => TableFunctionType::RegexpMatches,
             _ => return None,
         })
     }

@@ -276,6 +276,61 @@ pub enum StreamNode {
     /// `NowExecutor`): a source whose barriers come from the local barrier manager; the last value emitted
     /// is kept in `state_table` (singleton, empty pk).
     Now { state_table: Arc<TableDesc> },
+    /// The select list of a query with set-returning functions (RisingWave's `ProjectSetExecutor`): per
+    /// input row, as many output rows as its longest table function gives (a shorter one is NULL after its
+    /// last row, a plain expression repeats); none when every table function gives none. Output: the
+    /// `Int64` `projected_row_id` (0, 1, .. within the input row), then one column per item. Updates become
+    /// deletes and inserts (the old and the new row may give different numbers of rows).
+    ProjectSet {
+        select_list: Vec<ProjectSetSelectItem>,
+        input: Box<StreamNode>,
+    },
+    /// Each input row once per grouping set (RisingWave's `ExpandExecutor`, under the aggregation of
+    /// `GROUPING SETS`/`ROLLUP`/`CUBE`): for subset `i`, the input's columns with those not in
+    /// `column_subsets[i]` NULL, then the input's columns as they are, then the `Int64` flag `i`.
+    Expand {
+        column_subsets: Vec<Vec<usize>>,
+        input: Box<StreamNode>,
+    },
+}
+
+/// One item of a [`StreamNode::ProjectSet`]'s select list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectSetSelectItem {
+    /// A scalar expression over the input row, the same in each of its output rows.
+    Expr(ExprNode),
+    /// A set-returning function of arguments over the input row, its rows of type `ret`.
+    TableFunction {
+        func: crate::expr_node::TableFunctionType,
+        args: Vec<ExprNode>,
+        ret: DataType,
+    },
+}
+
+/// `row` in grouping set `flag` of a [`StreamNode::Expand`]: its columns with those not in `subset` NULL,
+/// its columns as they are, then the `Int64` flag.
+pub fn expand_row(row: &OwnedRow, subset: &[usize], flag: usize) -> OwnedRow {
+    let n = row.len();
+    let mut datums = Vec::with_capacity(2 * n + 1);
+    datums.extend((0..n).map(|i| {
+        if subset.contains(&i) {
+            row.datum_at(i).clone()
+        } else {
+            None
+        }
+    }));
+    datums.extend(row.datums().iter().cloned());
+    datums.push(Some(crate::ScalarImpl::Int64(flag as i64)));
+    OwnedRow::new(datums)
+}
+
+impl ProjectSetSelectItem {
+    pub fn return_type(&self) -> DataType {
+        match self {
+            ProjectSetSelectItem::Expr(e) => e.return_type(),
+            ProjectSetSelectItem::TableFunction { ret, .. } => ret.clone(),
+        }
+    }
 }
 
 /// The join kinds of a streaming hash join (RisingWave's `JoinType`).
@@ -503,7 +558,9 @@ impl StreamNode {
             | StreamNode::HashAgg { input, .. }
             | StreamNode::SimpleAgg { input, .. }
             | StreamNode::TopN { input, .. }
-            | StreamNode::GroupTopN { input, .. } => vec![input.as_ref()],
+            | StreamNode::GroupTopN { input, .. }
+            | StreamNode::ProjectSet { input, .. }
+            | StreamNode::Expand { input, .. } => vec![input.as_ref()],
         }
     }
 
@@ -529,7 +586,9 @@ impl StreamNode {
             | StreamNode::HashAgg { input, .. }
             | StreamNode::SimpleAgg { input, .. }
             | StreamNode::TopN { input, .. }
-            | StreamNode::GroupTopN { input, .. } => vec![input.as_mut()],
+            | StreamNode::GroupTopN { input, .. }
+            | StreamNode::ProjectSet { input, .. }
+            | StreamNode::Expand { input, .. } => vec![input.as_mut()],
         }
     }
 

@@ -25,6 +25,13 @@ pub fn build(f: TableFunctionType, args: Vec<ExprNode>) -> Result<(Vec<ExprNode>
         let ty = args.iter().map(ExprNode::return_type).collect::<Vec<_>>();
         return return_type(f, &ty).map(|t| (args, t));
     }
+    if f == TableFunctionType::RegexpMatches {
+        let sigs = [2, 3].map(|n| Sig {
+            params: vec![T::Varchar; n],
+            ret: T::List(Box::new(T::Varchar)),
+        });
+        return crate::sig::resolve_with("regexp_matches", &sigs, args);
+    }
     let mut sigs = Vec::new();
     for t in [T::Int32, T::Int64, T::Decimal] {
         sigs.push(Sig {
@@ -63,6 +70,9 @@ pub fn return_type(f: TableFunctionType, args: &[DataType]) -> Result<DataType> 
             Ok(t.clone())
         }
         (Unnest, [T::List(t)]) => Ok(innermost(t).clone()),
+        (RegexpMatches, [T::Varchar, T::Varchar] | [T::Varchar, T::Varchar, T::Varchar]) => {
+            Ok(T::List(Box::new(T::Varchar)))
+        }
         (PgExpandArray, [T::List(t)]) => Ok(T::Struct(StructType::new(vec![
             ("x".to_string(), (**t).clone()),
             ("n".to_string(), T::Int32),
@@ -77,6 +87,38 @@ fn innermost(t: &DataType) -> &DataType {
         DataType::List(inner) => innermost(inner),
         other => other,
     }
+}
+
+/// One select-list item of a `ProjectSet` over one input row: a plain value, or a table function's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectSetValue {
+    One(Datum),
+    Set(Vec<Datum>),
+}
+
+/// The rows a `ProjectSet` gives for one input row (RisingWave's `ProjectSetExecutor`): as many as the
+/// longest table function's (none when every one is empty), each the `Int64` `projected_row_id` (0, 1, ..)
+/// then the items: a plain value repeated, a shorter table function NULL past its end.
+pub fn project_set_rows(values: &[ProjectSetValue]) -> Vec<Vec<Datum>> {
+    let n = values
+        .iter()
+        .map(|v| match v {
+            ProjectSetValue::Set(s) => s.len(),
+            ProjectSetValue::One(_) => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    (0..n)
+        .map(|k| {
+            let mut row = Vec::with_capacity(values.len() + 1);
+            row.push(Some(ScalarImpl::Int64(k as i64)));
+            row.extend(values.iter().map(|v| match v {
+                ProjectSetValue::One(d) => d.clone(),
+                ProjectSetValue::Set(s) => s.get(k).cloned().flatten(),
+            }));
+            row
+        })
+        .collect()
 }
 
 /// The rows of `f`; NULL arguments give no rows.
@@ -105,6 +147,17 @@ pub fn eval(f: TableFunctionType, args: &[Datum]) -> Result<Vec<Datum>> {
                 })
                 .collect()),
             _ => Err(ExprError::UnsupportedFunction("_pg_expandarray".into())),
+        },
+        TableFunctionType::RegexpMatches => match args[..] {
+            [ScalarImpl::Utf8(s), ScalarImpl::Utf8(p)] => {
+                crate::scalar::string::regexp_matches(s, p, None)
+            }
+            [
+                ScalarImpl::Utf8(s),
+                ScalarImpl::Utf8(p),
+                ScalarImpl::Utf8(f),
+            ] => crate::scalar::string::regexp_matches(s, p, Some(f)),
+            _ => Err(ExprError::UnsupportedFunction("regexp_matches".into())),
         },
         _ => series(f == TableFunctionType::GenerateSeries, &args),
     }

@@ -119,3 +119,31 @@ fn pg_expandarray_numbers_the_elements() {
         .collect();
     assert_eq!(text, ["(a,1)", "(b,2)"]);
 }
+
+/// `regexp_matches`: a `varchar[]` of capture groups (or the whole match) per match; every match with
+/// `g`, the first without; no match is no row.
+#[test]
+fn regexp_matches_gives_a_row_per_match() {
+    use epochlab_common::types::ListValue;
+    let s = |v: &str| Some(ScalarImpl::Utf8(v.into()));
+    let arr = |v: &[&str]| {
+        Some(ScalarImpl::List(ListValue::new(
+            v.iter().map(|x| s(x)).collect(),
+        )))
+    };
+    assert_eq!(
+        return_type(RegexpMatches, &[DataType::Varchar, DataType::Varchar]).unwrap(),
+        DataType::List(Box::new(DataType::Varchar))
+    );
+    let text = s("x=1, y=22, z=3");
+    assert_eq!(
+        eval(RegexpMatches, &[text.clone(), s("[0-9]+"), s("g")]).unwrap(),
+        vec![arr(&["1"]), arr(&["22"]), arr(&["3"])]
+    );
+    assert_eq!(
+        eval(RegexpMatches, &[text.clone(), s("([a-z])=([0-9]+)")]).unwrap(),
+        vec![arr(&["x", "1"])]
+    );
+    assert_eq!(eval(RegexpMatches, &[text, s("q")]).unwrap(), vec![]);
+    assert!(eval(RegexpMatches, &[s("a"), s("a"), s("z")]).is_err());
+}

@@ -11,6 +11,11 @@ pub enum SqlError {
     /// A construct outside the subset the engine implements, named.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A query RisingWave itself refuses by design (its `ErrorCode::NotSupported`, e.g. a streaming
+    /// nested-loop join), as opposed to [`SqlError::Unsupported`], a construct RisingWave runs and this
+    /// engine does not yet.
+    #[error("Not supported: {0}")]
+    NotSupported(String),
     /// A statement the subset has, with a wrong argument (a column that does not exist, a bad value).
     #[error("{0}")]
     Invalid(String),
@@ -86,6 +91,7 @@ impl SqlError {
         match self {
             SqlError::Parse(_) => "sql parser error",
             SqlError::Unsupported(_) => "unsupported",
+            SqlError::NotSupported(_) => "not supported (as in RisingWave)",
             SqlError::Invalid(_) => "invalid statement",
             SqlError::Catalog { problem, .. } => match problem {
                 CatalogProblem::Exists => "catalog: exists",

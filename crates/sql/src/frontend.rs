@@ -1108,6 +1108,7 @@ impl Session {
             (source.body.as_ref(), &source.order_by, &source.limit_clause)
         {
             let empty = OwnedRow::empty();
+            let ctx = self.dml_eval_context();
             let mut out = Vec::with_capacity(v.rows.len());
             for r in &v.rows {
                 if r.content.len() > targets.len() {
@@ -1117,7 +1118,7 @@ impl Session {
                 for (e, col) in r.content.iter().zip(targets) {
                     let e = binder.bind_scalar(e, &Scope::default())?;
                     let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
-                    row.push(crate::scalar::eval(&e, &empty)?);
+                    row.push(crate::scalar::eval_with(&e, &empty, &ctx)?);
                 }
                 out.push(row);
             }
@@ -1176,17 +1177,26 @@ impl Session {
         predicate: Option<ExprNode>,
     ) -> Result<Vec<OwnedRow>, SqlError> {
         self.flush().await?;
+        let ctx = self.dml_eval_context();
         let mut out = Vec::new();
         for r in self.cluster().committed_rows(rel.id) {
             let keep = match &predicate {
                 None => true,
-                Some(p) => crate::scalar::eval(p, &r)? == Some(ScalarImpl::Bool(true)),
+                Some(p) => crate::scalar::eval_with(p, &r, &ctx)? == Some(ScalarImpl::Bool(true)),
             };
             if keep {
                 out.push(r);
             }
         }
         Ok(out)
+    }
+
+    /// What a DML statement's expressions read besides their row: `now()` is the simulation's clock when
+    /// the statement runs (as a batch query's).
+    fn dml_eval_context(&self) -> crate::scalar::EvalContext {
+        crate::scalar::EvalContext {
+            now_usecs: crate::binder::CatalogReader::now_usecs(self),
+        }
     }
 
     /// A `WHERE` over a table's stored rows.
@@ -1207,10 +1217,8 @@ impl Session {
     }
 
     async fn update(&self, up: &ast::Update) -> Result<Output, SqlError> {
-        if up.from.is_some() || up.returning.is_some() || !up.table.joins.is_empty() {
-            return Err(SqlError::Unsupported(
-                "UPDATE ... FROM / RETURNING / JOIN".into(),
-            ));
+        if up.from.is_some() || !up.table.joins.is_empty() {
+            return Err(SqlError::Unsupported("UPDATE ... FROM / JOIN".into()));
         }
         let name = match &up.table.relation {
             TableFactor::Table { name, .. } => self.table_job_name(name, false)?,
@@ -1223,18 +1231,71 @@ impl Session {
                 "update modifying the PK column is unsupported".into(),
             ));
         }
+        let returning = match &up.returning {
+            Some(items) => Some(self.bind_returning(&name, &def, items)?),
+            None => None,
+        };
         let rows = self.rows_where(&rel, predicate).await?;
         let mut ops = Vec::with_capacity(rows.len() * 2);
+        let ctx = self.dml_eval_context();
         for old in &rows {
             let mut new = old.datums().to_vec();
             for (src, e) in &sets {
-                new[*src] = crate::scalar::eval(e, old)?;
+                new[*src] = crate::scalar::eval_with(e, old, &ctx)?;
             }
             ops.push((Op::UpdateDelete, old.clone()));
             ops.push((Op::UpdateInsert, OwnedRow::new(new)));
         }
+        let returned = match &returning {
+            Some(exprs) => {
+                let new_rows = ops.iter().skip(1).step_by(2).map(|(_, r)| r);
+                let rows = new_rows
+                    .map(|r| {
+                        exprs
+                            .iter()
+                            .map(|e| crate::scalar::eval_with(e, r, &ctx))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let types: Vec<DataType> = exprs.iter().map(ExprNode::return_type).collect();
+                Some(rows_output(&types, rows))
+            }
+            None => None,
+        };
         self.send(&name, rel.id, ops).await?;
-        Ok(Output::Done(rows.len() as u64))
+        Ok(returned.unwrap_or(Output::Done(rows.len() as u64)))
+    }
+
+    /// The expressions of a DML statement's `RETURNING` list over the table's stored row.
+    fn bind_returning(
+        &self,
+        name: &str,
+        def: &Def,
+        items: &[ast::SelectItem],
+    ) -> Result<Vec<ExprNode>, SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let mut binder = Binder::new(self, false);
+        let mut exprs = Vec::new();
+        for item in items {
+            match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    exprs.push(binder.bind_scalar(e, &scope)?)
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        if !c.hidden {
+                            exprs.push(ExprNode::InputRef {
+                                index: i,
+                                ty: c.ty.clone(),
+                            });
+                        }
+                    }
+                }
+                other => return Err(SqlError::Unsupported(format!("RETURNING {other}"))),
+            }
+        }
+        Ok(exprs)
     }
 
     /// An `UPDATE`'s assignments (stored position, value over the old row) and its `WHERE`.
@@ -1623,7 +1684,8 @@ fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
 
 /// RisingWave's `CREATE TABLE` syntax that `sqlparser` does not read, rewritten: `APPEND ONLY` and
 /// `FORMAT .. ENCODE .. [(..)]` dropped (the first reported), `STRUCT<..>` column types quoted as one type
-/// name (the binder reads it back). Other statements are left as they are.
+/// name (the binder reads it back), a trailing comma after the last column dropped. Other statements are
+/// left as they are.
 fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let t = &s.tokens;
@@ -1658,6 +1720,11 @@ fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
             // FORMAT f ENCODE e [( options )]: the rest of the statement.
             syntax.format = Some(t[i + 1].to_string());
             break;
+        }
+        if depth == 1 && t[i] == Token::Comma && t.get(i + 1) == Some(&Token::RParen) {
+            // A trailing comma after the last column (RisingWave's parser takes it).
+            i += 1;
+            continue;
         }
         if word(&t[i], "STRUCT") && t.get(i + 1) == Some(&Token::Lt) {
             let (text, next) = struct_type(t, i + 1);
@@ -1719,6 +1786,11 @@ fn struct_type(t: &[Token], at: usize) -> (String, usize) {
             Token::ShiftRight => {
                 depth -= 2;
                 ">>".to_string()
+            }
+            // `>>>` (nested structs closing together) is read as one custom operator.
+            Token::CustomBinaryOperator(op) if !op.is_empty() && op.chars().all(|c| c == '>') => {
+                depth -= i32::try_from(op.len()).unwrap_or(i32::MAX);
+                op.clone()
             }
             Token::Comma => ", ".to_string(),
             other => {
@@ -1971,6 +2043,24 @@ mod tests {
             .unwrap();
         assert_eq!(s.len(), 2);
         assert!(s[0].text.starts_with("create table t (a int, b int)"));
+    }
+
+    /// Nested struct types closing together (`>>`, `>>>`) and a trailing comma after the last column are
+    /// rewritten into what `sqlparser` reads.
+    #[test]
+    fn create_table_rewrites_nested_structs_and_a_trailing_comma() {
+        let rewrite = |sql: &str| rewrite_create_table(&split_statements(sql).unwrap()[0]).0;
+        let text =
+            rewrite("create table t (a struct<b int, c struct<d int, e struct <f int>>>, g int,)");
+        assert!(
+            text.contains(r#""STRUCT<b int, c struct<d int, e struct<f int>>>""#),
+            "{text}"
+        );
+        assert!(text.ends_with("g int )"), "{text}");
+        assert!(
+            matches!(parse_one(&text), Ok(Statement::CreateTable(_))),
+            "{text}"
+        );
     }
 
     #[test]

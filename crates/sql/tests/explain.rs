@@ -68,9 +68,9 @@ fn explain_shows_the_fragment_cut_of_a_join_and_a_group_by() {
             assert!(body[0].starts_with("StreamTableScan"), "{body:#?}");
         }
         // EXPLAIN creates nothing: the name is still free.
-        s.execute(join_agg)
+        s.execute("CREATE TABLE mv (x int)")
             .await
-            .expect_err("no streaming join yet");
+            .expect("EXPLAIN created no mv");
         let by_b =
             "EXPLAIN CREATE MATERIALIZED VIEW m2 AS SELECT b, count(*) AS n FROM t1 GROUP BY b";
         let tree = explain(&mut s, by_b).await;
@@ -87,6 +87,140 @@ fn explain_shows_the_fragment_cut_of_a_join_and_a_group_by() {
             1,
             "{tree:#?}"
         );
+        cluster.shutdown();
+    });
+}
+
+/// `EXPLAIN CREATE MATERIALIZED VIEW m AS <q>`'s lines, or the error.
+async fn explain_mv(s: &mut Session, q: &str) -> Result<Vec<String>, String> {
+    let sql = format!("EXPLAIN CREATE MATERIALIZED VIEW m AS {q}");
+    match s.execute(&sql).await {
+        Ok(Output::Rows { rows, .. }) => Ok(rows.into_iter().map(|r| r.join(" ")).collect()),
+        Ok(other) => Err(format!("{other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn explain_shows_hash_joins_as_risingwave_plans_them() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        s.execute(
+            "CREATE TABLE t1 (v1 int, v2 int); CREATE TABLE t2 (v3 int, v4 int); \
+             CREATE TABLE t3 (v5 int, v6 int primary key)",
+        )
+        .await
+        .unwrap();
+        // A comma join with WHERE equalities: the equalities become the joins' keys.
+        let q = "select * from t1, t2, t3 where t1.v1 = t2.v3 and t1.v1 = t3.v5";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(
+                &tree,
+                "StreamHashJoin { type: Inner, predicate: t1.v1 = t2.v3,"
+            ),
+            1,
+            "{tree:#?}"
+        );
+        assert_eq!(
+            count(
+                &tree,
+                "StreamHashJoin { type: Inner, predicate: t1.v1 = t3.v5,"
+            ),
+            1,
+            "{tree:#?}"
+        );
+        assert_eq!(count(&tree, "StreamFilter"), 0, "{tree:#?}");
+        // The join's output is hashed by t1.v1 already: no exchange between the two joins.
+        assert_eq!(count(&tree, "StreamExchange"), 3, "{tree:#?}");
+        // An inner join's other conjuncts are a filter above it; a conjunct over one side filters that side.
+        let q = "select * from t1 join t2 on t1.v1 = t2.v3 and t1.v2 > t2.v4 where t1.v2 > 3";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        let at = |needle: &str| {
+            tree.iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or(usize::MAX)
+        };
+        assert!(
+            at("StreamFilter { predicate: (t1.v2 > t2.v4) }")
+                < at("StreamHashJoin { type: Inner, predicate: t1.v1 = t2.v3,"),
+            "{tree:#?}"
+        );
+        assert!(
+            at("StreamExchange { dist: HashShard(t1.v1) }")
+                < at("StreamFilter { predicate: (t1.v2 > 3"),
+            "{tree:#?}"
+        );
+        // An outer join keeps them in its predicate.
+        let q = "select * from t1 left join t2 on t1.v1 = t2.v3 and t1.v2 > t2.v4";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(
+                &tree,
+                "StreamHashJoin { type: LeftOuter, predicate: t1.v1 = t2.v3 AND (t1.v2 > t2.v4),"
+            ),
+            1,
+            "{tree:#?}"
+        );
+        assert_eq!(count(&tree, "StreamFilter"), 0, "{tree:#?}");
+        // A WHERE comparing the padded side's column makes an outer join inner (RisingWave's
+        // simplify_outer), and then moves into that side.
+        let q = "select * from t1 left join t2 on t1.v1 = t2.v3 where t2.v4 > 1";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(
+                &tree,
+                "StreamHashJoin { type: Inner, predicate: t1.v1 = t2.v3,"
+            ),
+            1,
+            "{tree:#?}"
+        );
+        let at = |needle: &str| {
+            tree.iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or(usize::MAX)
+        };
+        assert!(
+            at("StreamExchange { dist: HashShard(t2.v3) }")
+                < at("StreamFilter { predicate: (t2.v4 > 1"),
+            "{tree:#?}"
+        );
+        // A full outer join's rows are hashed by no column: the view's pk needs an exchange.
+        let q = "select * from t1 full join t2 on t1.v1 is not distinct from t2.v3";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(&tree, "predicate: t1.v1 IS NOT DISTINCT FROM t2.v3"),
+            1,
+            "{tree:#?}"
+        );
+        assert!(
+            tree[1].contains("StreamExchange { dist: HashShard(t1._row_id, t2._row_id, v1, v3) }"),
+            "{tree:#?}"
+        );
+        // A table's own distribution is not the join's: its scan is shuffled too.
+        let q = "select * from t1 right join t3 on t1.v1 = t3.v6";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(&tree, "StreamExchange { dist: HashShard(t3.v6) }"),
+            1,
+            "{tree:#?}"
+        );
+        // NATURAL joins on the shared visible columns; CROSS has no key: a nested-loop join.
+        let q = "select * from t1 natural join (select v3 as v1, v4 as v2 from t2) x";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        assert_eq!(
+            count(&tree, "predicate: t1.v1 = t2.v3 AND t1.v2 = t2.v4"),
+            1,
+            "{tree:#?}"
+        );
+        for q in [
+            "select * from t1 cross join t2",
+            "select * from t1, t2 where t1.v1 > t2.v3",
+        ] {
+            let err = explain_mv(&mut s, q).await.expect_err(q);
+            assert!(err.contains("streaming nested-loop join"), "{q}: {err}");
+        }
         cluster.shutdown();
     });
 }

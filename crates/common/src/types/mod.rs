@@ -101,6 +101,37 @@ pub enum ScalarImpl {
 pub type Datum = Option<ScalarImpl>;
 
 impl ScalarImpl {
+    /// The value as it comes out of RisingWave's hash key (`HashKeySer`/`HashKeyDe`), which the
+    /// aggregations' group keys go through: values that compare equal become one representative, so a
+    /// group's key does not depend on which of its rows came first. An interval becomes its justified
+    /// form (`24:00:00` is `1 day`, 30 days a month), a decimal loses its trailing zeros, a float's `-0`
+    /// is `0`; structs and lists field by field. Other values are kept.
+    pub fn hash_key_canonical(self) -> Self {
+        match self {
+            ScalarImpl::Interval(i) => {
+                ScalarImpl::Interval(Interval::from_total_usecs(i.total_usecs()).unwrap_or(i))
+            }
+            ScalarImpl::Decimal(d) => ScalarImpl::Decimal(d.normalize()),
+            ScalarImpl::Float32(f) if f.0 == 0.0 => ScalarImpl::Float32(OrderedFloat(0.0)),
+            ScalarImpl::Float64(f) if f.0 == 0.0 => ScalarImpl::Float64(OrderedFloat(0.0)),
+            ScalarImpl::Struct(s) => ScalarImpl::Struct(StructValue::new(
+                s.fields()
+                    .iter()
+                    .cloned()
+                    .map(datum_hash_key_canonical)
+                    .collect(),
+            )),
+            ScalarImpl::List(l) => ScalarImpl::List(ListValue::new(
+                l.values()
+                    .iter()
+                    .cloned()
+                    .map(datum_hash_key_canonical)
+                    .collect(),
+            )),
+            other => other,
+        }
+    }
+
     pub fn as_int64(&self) -> Option<i64> {
         match self {
             ScalarImpl::Int64(v) => Some(*v),
@@ -260,6 +291,11 @@ impl From<&[u8]> for ScalarImpl {
     }
 }
 
+/// [`ScalarImpl::hash_key_canonical`] of a datum (NULL stays NULL).
+pub fn datum_hash_key_canonical(d: Datum) -> Datum {
+    d.map(ScalarImpl::hash_key_canonical)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +309,44 @@ mod tests {
         assert_eq!(
             d(Interval::from_month_day_usec(1, 2, 3).into()),
             "Some(Interval(Interval { months: 1, days: 2, usecs: 3 }))"
+        );
+    }
+
+    /// Equal values come out of the hash key as one representative, in RisingWave's form.
+    #[test]
+    fn hash_key_canonical_picks_one_representative() {
+        let iv = |m, d, us| ScalarImpl::Interval(Interval::from_month_day_usec(m, d, us));
+        let day = USECS_PER_DAY;
+        assert_eq!(
+            format!("{:?}", iv(0, 0, 24 * 3600 * 1_000_000).hash_key_canonical()),
+            format!("{:?}", iv(0, 1, 0))
+        );
+        assert_eq!(
+            format!("{:?}", iv(0, 45, 0).hash_key_canonical()),
+            format!("{:?}", iv(1, 15, 0))
+        );
+        assert_eq!(
+            format!("{:?}", iv(0, 0, -day - 1).hash_key_canonical()),
+            format!("{:?}", iv(0, -1, -1))
+        );
+        let dec =
+            |m, scale| ScalarImpl::Decimal(Decimal::from(rust_decimal::Decimal::new(m, scale)));
+        assert_eq!(
+            format!("{:?}", dec(250, 2).hash_key_canonical()),
+            format!("{:?}", dec(25, 1))
+        );
+        let neg_zero = ScalarImpl::Float64(OrderedFloat(-0.0));
+        let ScalarImpl::Float64(z) = neg_zero.hash_key_canonical() else {
+            unreachable!()
+        };
+        assert!(z.0.is_sign_positive());
+        let nested = ScalarImpl::List(ListValue::new(vec![Some(iv(0, 30, 0)), None]));
+        assert_eq!(
+            format!("{:?}", nested.hash_key_canonical()),
+            format!(
+                "{:?}",
+                ScalarImpl::List(ListValue::new(vec![Some(iv(1, 0, 0)), None]))
+            )
         );
     }
 

@@ -113,6 +113,32 @@ thread_local! {
         const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
 }
 
+/// A match's capture groups (the whole match when the pattern has none), as a `varchar[]`.
+fn match_groups(caps: &regex::Captures<'_>) -> ScalarImpl {
+    let groups: Vec<Datum> = if caps.len() == 1 {
+        vec![caps.get(0).map(|m| text(m.as_str()))]
+    } else {
+        (1..caps.len())
+            .map(|i| caps.get(i).map(|m| text(m.as_str())))
+            .collect()
+    };
+    ScalarImpl::List(epochlab_common::types::ListValue::new(groups))
+}
+
+/// `regexp_matches` (a table function): the groups of every match with flag `g`, else of the first.
+pub(crate) fn regexp_matches(s: &str, pattern: &str, flags: Option<&str>) -> Result<Vec<Datum>> {
+    let re = compile(pattern, flags)?;
+    let global = flags.is_some_and(|f| f.contains('g'));
+    let mut out: Vec<Datum> = Vec::new();
+    for caps in re.captures_iter(s) {
+        out.push(Some(match_groups(&caps)));
+        if !global {
+            break;
+        }
+    }
+    Ok(out)
+}
+
 /// The capture groups of the first match (the whole match when there are none); NULL without a match.
 fn regexp_match(s: &str, pattern: &str, flags: Option<&str>) -> Result<Datum> {
     let re = compile(pattern, flags)?;

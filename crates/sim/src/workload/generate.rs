@@ -9,7 +9,9 @@
 
 use epochlab_common::SimRng;
 
-use super::plan::{Action, JobSpec, PLAN_VERSION, Plan, PlanCluster, PlanRpc, Step};
+use super::plan::{
+    Action, GroupKey, JobSpec, PLAN_VERSION, Plan, PlanCluster, PlanRpc, Step, ViewJoin, ViewQuery,
+};
 
 /// What the generator may draw.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,6 +87,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     cancel_some_creating_jobs(&d, &mut cluster, g, &mut steps);
     reschedule_some_jobs(&d, &cluster, &mut steps);
     scale_in_some_no_shuffle_sinks(&d, &cluster, &tables, &mut steps);
+    stateful_views(&d, &cluster, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -283,6 +286,170 @@ fn scale_in_some_no_shuffle_sinks(
         |s| !matches!(&s.action, Action::Reschedule { name, .. } if no_shuffle.contains(name)),
     );
     steps.extend(removal);
+}
+
+/// Whether a drawn left join stays one (else it becomes an inner join). Held back: with left joins, fixed-mode
+/// plans failed in 13 of seeds 300..2000 (for example seeds 340, 467, 1013, 1568), every time on a left join's
+/// unmatched row `(l, NULL)` after a kill: inserted twice (`row [k, None] already exists` in the view) or
+/// missing from the view. Draw them again once the hash join's fix is in main.
+const LEFT_JOINS_DRAWN: bool = false;
+
+/// The stateful views plans may draw, each with whether plans draw it.
+const VIEW_KINDS: [(ViewKind, bool); 3] = [
+    (ViewKind::Agg, true),
+    (ViewKind::Join, true),
+    (ViewKind::TopN, true),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ViewKind {
+    Agg,
+    Join,
+    TopN,
+}
+
+/// A relation a stateful view may read: its `BIGINT` columns, its width, whether its first column is unique
+/// (a join's right side is joined on it, so a join has at most a row per left row), and when it is created.
+#[derive(Clone)]
+struct Shape {
+    name: String,
+    bigint: Vec<usize>,
+    width: usize,
+    unique_first: bool,
+    at_ms: u64,
+}
+
+/// Stateful views (aggregations, joins, top-N) over the tables and over each other, drawn after every other
+/// draw (so every earlier draw of a seed's plan is what it was before): none to three a plan, each over a
+/// table or (half the time) an earlier view, created some barrier intervals after it; never dropped (a table
+/// drop under one is refused).
+fn stateful_views(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    let tables: Vec<Shape> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreateTable { name, .. } => Some(Shape {
+                name: name.clone(),
+                bigint: vec![0, 1],
+                width: 3,
+                unique_first: true,
+                at_ms: s.at_ms,
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut views: Vec<Shape> = Vec::new();
+    let last_ms = (g.duration_ms * 4 / 5).max(1001);
+    let kinds: Vec<ViewKind> = VIEW_KINDS
+        .iter()
+        .filter(|(_, drawn)| *drawn)
+        .map(|(k, _)| *k)
+        .collect();
+    for i in 1..=d.pick(&[0, 1, 1, 2, 2, 3]) {
+        let kind = d.pick(&kinds);
+        let over_view = !views.is_empty() && d.chance(0.5);
+        let up = if over_view {
+            d.pick(&views)
+        } else {
+            d.pick(&tables)
+        };
+        let (query, shape) = match kind {
+            ViewKind::Agg => agg_query(d, &up),
+            ViewKind::Join => {
+                let rights: Vec<Shape> = tables
+                    .iter()
+                    .chain(&views)
+                    .filter(|s| s.unique_first)
+                    .cloned()
+                    .collect();
+                join_query(d, &up, &d.pick(&rights))
+            }
+            ViewKind::TopN => top_n_query(d, &up),
+        };
+        // Over tables at any time; over a view some barrier intervals after its create.
+        let view_at = query
+            .upstreams()
+            .iter()
+            .filter_map(|n| views.iter().find(|s| s.name == *n))
+            .map(|s| s.at_ms)
+            .max();
+        let interval = c.barrier_interval_ms;
+        let at_ms = match view_at {
+            None => d.between(500, last_ms),
+            Some(at) => at + d.between(2 * interval, 12 * interval),
+        };
+        let name = format!("v{i}");
+        steps.push(Step {
+            at_ms,
+            action: Action::CreateView {
+                name: name.clone(),
+                parallelism: parallelism(d, c),
+                background: d.chance(g.background_ddl_rate),
+                query,
+            },
+        });
+        views.extend(shape.map(|s| Shape { name, at_ms, ..s }));
+    }
+}
+
+/// `count(*), sum, min, max` of a `BIGINT` column, grouped (mostly) by a `BIGINT` column or its remainder.
+fn agg_query(d: &Draw, up: &Shape) -> (ViewQuery, Option<Shape>) {
+    let group = d.chance(0.85).then(|| GroupKey {
+        col: d.pick(&up.bigint),
+        modulus: d.pick(&[None, Some(3), Some(10), Some(100)]),
+    });
+    let query = ViewQuery::Agg {
+        upstream: up.name.clone(),
+        group,
+        arg: d.pick(&up.bigint),
+    };
+    // A simple aggregation has no stream key: nothing reads it.
+    let shape = group.map(|_| Shape {
+        name: String::new(),
+        bigint: vec![0, 1, 3, 4],
+        width: 5,
+        unique_first: true,
+        at_ms: 0,
+    });
+    (query, shape)
+}
+
+/// An inner or left join of `left`'s `BIGINT` column with `right`'s first column (unique).
+fn join_query(d: &Draw, left: &Shape, right: &Shape) -> (ViewQuery, Option<Shape>) {
+    // Drawn either way, so that the rest of the plan does not depend on whether left joins are.
+    let join = d.pick(&[ViewJoin::Inner, ViewJoin::LeftOuter]);
+    let query = ViewQuery::Join {
+        left: left.name.clone(),
+        right: right.name.clone(),
+        join: if LEFT_JOINS_DRAWN {
+            join
+        } else {
+            ViewJoin::Inner
+        },
+        left_col: d.pick(&left.bigint),
+        right_col: 0,
+    };
+    let mut bigint = left.bigint.clone();
+    bigint.extend(right.bigint.iter().map(|c| c + left.width));
+    let shape = Shape {
+        name: String::new(),
+        bigint,
+        width: left.width + right.width,
+        unique_first: left.unique_first,
+        at_ms: 0,
+    };
+    (query, Some(shape))
+}
+
+/// The first rows by a `BIGINT` column, ascending or descending, some after an offset.
+fn top_n_query(d: &Draw, up: &Shape) -> (ViewQuery, Option<Shape>) {
+    let query = ViewQuery::TopN {
+        upstream: up.name.clone(),
+        col: d.pick(&up.bigint),
+        desc: d.chance(0.5),
+        limit: d.pick(&[1, 10, 100]),
+        offset: d.pick(&[0, 0, 5]),
+    };
+    (query, Some(up.clone()))
 }
 
 /// A table of the plan, and what the jobs over it must keep up with.
@@ -578,6 +745,44 @@ mod tests {
         }
         eprintln!("{shaped} plans of 200 with a no-shuffle sink, {removals} with a node removed");
         assert!(removals >= 10 && shaped > removals, "{shaped} {removals}");
+    }
+
+    /// Most plans create stateful views, some over earlier views (created after them); each reads only
+    /// `BIGINT` columns of what it reads; a plan file of an older epochlab (no views) reads as it did.
+    #[test]
+    fn some_plans_create_stateful_views_some_over_views() {
+        let (mut plans, mut views, mut over_views) = (0, 0, 0);
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            let mut created = std::collections::BTreeMap::new();
+            for s in &plan.steps {
+                let Action::CreateView { name, query, .. } = &s.action else {
+                    continue;
+                };
+                views += 1;
+                for up in query.upstreams() {
+                    if let Some(at) = created.get(up) {
+                        over_views += 1;
+                        assert!(*at < s.at_ms, "seed {seed}: {name} over {up}");
+                    } else {
+                        assert!(up.starts_with('t'), "seed {seed}: {up}");
+                    }
+                }
+                created.insert(name.clone(), s.at_ms);
+            }
+            plans += usize::from(!created.is_empty());
+        }
+        assert!(plans > 100 && plans < 200, "{plans} of 200 plans");
+        assert!(
+            over_views > 20 && over_views < views,
+            "{over_views} of {views}"
+        );
+        let old = r#"{"op": "create_mv", "name": "mv1", "job": {"upstream": "t1", "parallelism": 1,
+            "rate_limit": null, "background": false}}"#;
+        assert!(matches!(
+            serde_json::from_str::<Action>(old).unwrap(),
+            Action::CreateMv { .. }
+        ));
     }
 
     #[test]

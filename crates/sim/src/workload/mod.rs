@@ -6,16 +6,20 @@ mod file;
 mod generate;
 mod model;
 mod plan;
+mod reference;
 mod runner;
 mod shrink;
 mod verdict;
+mod views;
 
 pub use file::{Expected, PlanFile, PlanFileError};
 pub use generate::{GenParams, generate};
 pub use plan::{
-    Action, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc, Step,
-    StepError,
+    Action, GroupKey, JobSpec, MAX_STEPS, PLAN_VERSION, Plan, PlanCluster, PlanError, PlanRpc,
+    Step, StepError, ViewJoin, ViewQuery,
 };
+pub use reference::{ViewDiff, evaluate as evaluate_view};
 pub use runner::{STALL_LIMIT, run_plan, watchdog};
 pub use shrink::{ShrinkOutcome, shrink};
 pub use verdict::{FailureKind, PlanReport, failure_signature, mask, stuck_signature};
+pub use views::{Upstream as ViewUpstream, ViewShapeError, view_graph};

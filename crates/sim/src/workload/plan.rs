@@ -69,6 +69,15 @@ pub enum Action {
     },
     /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`, with arrangement backfill.
     CreateMv { name: String, job: JobSpec },
+    /// `CREATE MATERIALIZED VIEW name AS <query>`: a stateful view (aggregation, join, top-N) over tables or
+    /// other views, built as a fragment graph with arrangement backfill; the oracle evaluates its query over
+    /// its upstreams' committed rows.
+    CreateView {
+        name: String,
+        parallelism: u32,
+        background: bool,
+        query: ViewQuery,
+    },
     /// `CREATE SINK name AS SELECT * FROM upstream` into a collecting (exactly-once) target.
     CreateSink {
         name: String,
@@ -141,6 +150,130 @@ pub struct JobSpec {
     pub no_shuffle: bool,
 }
 
+/// The query of a stateful view. Columns are positions in the upstream's columns (a table's are `k, v, s`);
+/// the columns a query computes on must be `BIGINT`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ViewQuery {
+    /// `SELECT g, count(*), sum(x), min(x), max(x) FROM upstream GROUP BY g` with `g` the `group` key of
+    /// each row and `x` column `arg`; without `group`, a simple aggregation (one row, no `g`).
+    Agg {
+        upstream: String,
+        group: Option<GroupKey>,
+        arg: usize,
+    },
+    /// `SELECT * FROM left [LEFT] JOIN right ON left.left_col = right.right_col`.
+    Join {
+        left: String,
+        right: String,
+        join: ViewJoin,
+        left_col: usize,
+        right_col: usize,
+    },
+    /// `SELECT * FROM upstream ORDER BY col [DESC] LIMIT limit OFFSET offset` (ties broken by the upstream's
+    /// primary key, ascending).
+    TopN {
+        upstream: String,
+        col: usize,
+        desc: bool,
+        limit: u64,
+        offset: u64,
+    },
+}
+
+/// A group key: column `col`, or `col % modulus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupKey {
+    pub col: usize,
+    pub modulus: Option<i64>,
+}
+
+/// The joins a view draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewJoin {
+    Inner,
+    LeftOuter,
+}
+
+impl ViewQuery {
+    /// The relations the view reads, left first.
+    pub fn upstreams(&self) -> Vec<&str> {
+        match self {
+            ViewQuery::Agg { upstream, .. } | ViewQuery::TopN { upstream, .. } => vec![upstream],
+            ViewQuery::Join { left, right, .. } => vec![left, right],
+        }
+    }
+
+    fn check(&self) -> Result<(), StepError> {
+        match self {
+            ViewQuery::Agg {
+                group: Some(GroupKey {
+                    modulus: Some(m), ..
+                }),
+                ..
+            } if *m < 1 => Err(StepError::View),
+            ViewQuery::TopN { limit, offset, .. } if *limit == 0 || limit + offset > 100_000 => {
+                Err(StepError::View)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Display for ViewQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewQuery::Agg {
+                upstream,
+                group,
+                arg,
+            } => {
+                let x = format!("${arg}");
+                let calls = format!("count(*), sum({x}), min({x}), max({x})");
+                match group {
+                    None => write!(f, "select {calls} from {upstream}"),
+                    Some(g) => {
+                        let g = match g.modulus {
+                            Some(m) => format!("${} % {m}", g.col),
+                            None => format!("${}", g.col),
+                        };
+                        write!(f, "select {g}, {calls} from {upstream} group by {g}")
+                    }
+                }
+            }
+            ViewQuery::Join {
+                left,
+                right,
+                join,
+                left_col,
+                right_col,
+            } => {
+                let join = match join {
+                    ViewJoin::Inner => "join",
+                    ViewJoin::LeftOuter => "left join",
+                };
+                write!(
+                    f,
+                    "select * from {left} {join} {right} on {left}.${left_col} = {right}.${right_col}"
+                )
+            }
+            ViewQuery::TopN {
+                upstream,
+                col,
+                desc,
+                limit,
+                offset,
+            } => write!(
+                f,
+                "select * from {upstream} order by ${col}{} limit {limit} offset {offset}",
+                if *desc { " desc" } else { "" }
+            ),
+        }
+    }
+}
+
 /// The requests a plan can delay or fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -191,6 +324,10 @@ pub enum StepError {
     Table,
     #[error("a job needs parallelism 1..=64")]
     JobParallelism,
+    #[error(
+        "a view's group modulus must be positive, its limit 1.. and limit + offset at most 100000"
+    )]
+    View,
     #[error("sink_ms_per_chunk at most 60000")]
     SinkDelay,
     #[error("dml needs 1..=100000 rows/s, at most an hour, update+delete at most 100%")]
@@ -294,6 +431,10 @@ impl Action {
             {
                 Err(StepError::JobParallelism)
             }
+            Action::CreateView { parallelism, .. } if !parallelism_ok(*parallelism) => {
+                Err(StepError::JobParallelism)
+            }
+            Action::CreateView { query, .. } => query.check(),
             Action::CreateSink {
                 sink_ms_per_chunk, ..
             } if *sink_ms_per_chunk > 60_000 => Err(StepError::SinkDelay),
@@ -386,6 +527,20 @@ impl std::fmt::Display for Action {
                 }
             ),
             Action::CreateMv { name, job: j } => write!(f, "create mv {name} {}", job(j)),
+            Action::CreateView {
+                name,
+                parallelism,
+                background,
+                query,
+            } => write!(
+                f,
+                "create mv {name} as {query} (parallelism {parallelism}, {})",
+                if *background {
+                    "background"
+                } else {
+                    "foreground"
+                }
+            ),
             Action::CreateSink {
                 name,
                 job: j,

@@ -16,8 +16,10 @@ use epochlab_meta::{JobOptions, JobState, RelationKind, SinkOptions};
 use tokio::task::JoinHandle;
 
 use super::model::TableModel;
-use super::plan::{Action, JobSpec, Plan, PlanCluster};
+use super::plan::{Action, JobSpec, Plan, PlanCluster, ViewQuery};
+use super::reference::{Input, compare, evaluate};
 use super::verdict::{FailureKind, PlanReport};
+use super::views::{Upstream, view_graph};
 use crate::bugs::BugMode;
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
@@ -105,6 +107,8 @@ struct Run {
     removed: Mutex<BTreeSet<WorkerId>>,
     compute_nodes: u32,
     skipped: AtomicU32,
+    /// The query of each stateful view the plan creates, by name (the oracle evaluates it).
+    views: Mutex<BTreeMap<String, ViewQuery>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -135,6 +139,7 @@ async fn play(
         removed: Mutex::default(),
         compute_nodes: plan.cluster.compute_nodes,
         skipped: AtomicU32::new(0),
+        views: Mutex::default(),
     });
     event!(
         ctx.log,
@@ -259,6 +264,29 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
         Action::CreateMv { name, job } => {
             let upstream = id_of(run, &job.upstream)?;
             spawn(run, create_job(run.clone(), name, upstream, job, None));
+        }
+        Action::CreateView {
+            name,
+            parallelism,
+            background,
+            query,
+        } => {
+            let upstreams = query
+                .upstreams()
+                .into_iter()
+                .map(|up| id_of(run, up))
+                .collect::<Result<Vec<_>, _>>()?;
+            let options = JobOptions {
+                parallelism: parallelism as usize,
+                rate_limit: None,
+                background,
+                scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+            };
+            lock(&run.views).insert(name.clone(), query.clone());
+            spawn(
+                run,
+                create_view(run.clone(), name, query, upstreams, options),
+            );
         }
         Action::CreateSink {
             name,
@@ -434,20 +462,7 @@ async fn create_job(
             epochlab_meta::StreamScanType::ArrangementBackfill
         },
     };
-    // The name is known once the job is in the catalog, so that a drop can find a job still creating.
-    let watch = {
-        let run = run.clone();
-        let name = name.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Some(rel) = run.cluster.meta.relation_by_name(&name) {
-                    lock(&run.names).insert(name, rel.id);
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-    };
+    let watch = watch_name(&run, &name);
     let result = match sink_delay {
         None => {
             meta.create_materialized_view(&name, upstream, options)
@@ -462,6 +477,69 @@ async fn create_job(
             meta.create_sink(&name, upstream, options, sink).await
         }
     };
+    watch.abort();
+    if let Ok(id) = &result {
+        lock(&run.names).insert(name.clone(), *id);
+    }
+    ddl_result(&run, &format!("create {name}"), result);
+}
+
+/// The name is known once the job is in the catalog, so that a drop can find a job still creating.
+fn watch_name(run: &Arc<Run>, name: &str) -> JoinHandle<()> {
+    let run = run.clone();
+    let name = name.to_string();
+    tokio::spawn(async move {
+        loop {
+            if let Some(rel) = run.cluster.meta.relation_by_name(&name) {
+                lock(&run.names).insert(name, rel.id);
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+}
+
+/// Why a stateful view was not created before meta saw it.
+#[derive(Debug, thiserror::Error)]
+enum ViewCreateError {
+    #[error("{0} does not exist")]
+    NoUpstream(String),
+    #[error(transparent)]
+    Shape(#[from] super::views::ViewShapeError),
+    #[error(transparent)]
+    Ddl(#[from] epochlab_meta::DdlError),
+}
+
+/// `CREATE MATERIALIZED VIEW name AS query` from the graph [`view_graph`] builds over the upstreams' tables.
+async fn create_view(
+    run: Arc<Run>,
+    name: String,
+    query: ViewQuery,
+    upstreams: Vec<TableId>,
+    options: JobOptions,
+) {
+    let meta = &run.cluster.meta;
+    let watch = watch_name(&run, &name);
+    let result = async {
+        let mut descs = Vec::new();
+        for (id, up) in upstreams.iter().zip(query.upstreams()) {
+            let rel = meta
+                .relation(*id)
+                .ok_or_else(|| ViewCreateError::NoUpstream(up.to_string()))?;
+            descs.push((up, rel.desc));
+        }
+        let ups: Vec<Upstream<'_>> = descs
+            .iter()
+            .map(|(name, desc)| Upstream { name, desc })
+            .collect();
+        let (graph, view) = view_graph(&query, &ups)?;
+        let kind = RelationKind::MaterializedView;
+        let id = meta
+            .create_streaming_job(&name, kind, graph, vec![view], options)
+            .await?;
+        Ok::<_, ViewCreateError>(id)
+    }
+    .await;
     watch.abort();
     if let Ok(id) = &result {
         lock(&run.names).insert(name.clone(), *id);
@@ -747,7 +825,12 @@ fn judge(run: &Run) -> PlanReport {
 fn check_oracle(run: &Run) {
     let cluster = &run.cluster;
     let relations: Vec<_> = cluster.meta.catalog().relations.values().cloned().collect();
+    let views = lock(&run.views).clone();
     for rel in relations.iter().filter(|r| r.state == JobState::Created) {
+        if let Some(query) = views.get(&rel.name) {
+            check_view(run, rel, query);
+            continue;
+        }
         let Some(up) = rel.upstream else {
             check_table(run, rel.id, &rel.name);
             continue;
@@ -811,6 +894,33 @@ fn first_difference(got: &[OwnedRow], want: &[OwnedRow], anomalies: &[String]) -
     }
 }
 
+/// A stateful view's committed rows against its query evaluated over its upstreams' committed rows (the
+/// same max committed epoch).
+fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
+    let cluster = &run.cluster;
+    let mut upstreams = Vec::new();
+    for name in query.upstreams() {
+        let Some(up) = cluster.meta.relation_by_name(name) else {
+            let detail = format!("view {}: its upstream {name} is gone", rel.name);
+            run.checkers.violation(Violation::new("oracle", detail));
+            return;
+        };
+        let rows = cluster.committed_rows(up.id);
+        upstreams.push((up.desc, rows));
+    }
+    let inputs: Vec<Input<'_>> = upstreams
+        .iter()
+        .map(|(desc, rows)| Input { desc, rows })
+        .collect();
+    let expected = evaluate(query, &inputs);
+    let committed = cluster.committed_rows(rel.id);
+    if let Some(diff) = compare(&rel.name, &rel.desc, committed, expected) {
+        let mut v = Violation::new("oracle", diff.to_string());
+        v.table = Some(rel.id.0);
+        run.checkers.violation(v);
+    }
+}
+
 /// A table's committed rows against the model: every durable key holds its value, and no row has a key the
 /// runner never wrote.
 fn check_table(run: &Run, id: TableId, name: &str) {
@@ -859,6 +969,187 @@ impl PlanReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bugs::Mode;
+    use crate::scenario::Outcome;
+    use crate::workload::plan::{GroupKey, PLAN_VERSION, Step};
+
+    fn view(at_ms: u64, name: &str, query: ViewQuery) -> Step {
+        let action = Action::CreateView {
+            name: name.into(),
+            parallelism: 2,
+            background: false,
+            query,
+        };
+        Step { at_ms, action }
+    }
+
+    /// A left join of two tables, an inner join of a table with an aggregation, a top-N over the join, DML
+    /// on both tables and a kill between checkpoints: every view is created and equals its query.
+    #[test]
+    fn join_and_top_n_views_pass_under_a_kill() {
+        use crate::workload::plan::ViewJoin;
+        let table = |at_ms: u64, name: &str| Step {
+            at_ms,
+            action: Action::CreateTable {
+                name: name.into(),
+                parallelism: 2,
+                rows: 200,
+                pk_ks: false,
+            },
+        };
+        let dml = |at_ms: u64, table: &str| Step {
+            at_ms,
+            action: Action::Dml {
+                table: table.into(),
+                rows_per_s: 40,
+                duration_ms: 6000,
+                update_pct: 30,
+                delete_pct: 20,
+            },
+        };
+        let join = |left: &str, right: &str, join, left_col| ViewQuery::Join {
+            left: left.into(),
+            right: right.into(),
+            join,
+            left_col,
+            right_col: 0,
+        };
+        let steps = vec![
+            table(0, "t1"),
+            table(100, "t2"),
+            view(500, "v1", join("t1", "t2", ViewJoin::LeftOuter, 1)),
+            view(
+                600,
+                "v2",
+                ViewQuery::Agg {
+                    upstream: "t2".into(),
+                    group: Some(GroupKey {
+                        col: 0,
+                        modulus: Some(5),
+                    }),
+                    arg: 1,
+                },
+            ),
+            dml(1000, "t1"),
+            dml(1000, "t2"),
+            view(2000, "v3", join("t1", "v2", ViewJoin::Inner, 0)),
+            view(
+                2500,
+                "v4",
+                ViewQuery::TopN {
+                    upstream: "v1".into(),
+                    col: 1,
+                    desc: true,
+                    limit: 10,
+                    offset: 5,
+                },
+            ),
+            Step {
+                at_ms: 4100,
+                action: Action::Kill {
+                    nodes: vec![1],
+                    restart_after_ms: 800,
+                },
+            },
+        ];
+        let out = run_views_plan(steps);
+        let lines = out.log.lines();
+        for name in ["v1", "v2", "v3", "v4"] {
+            let ok = format!("create {name}: ok");
+            assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
+        }
+    }
+
+    fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {
+        let cluster = PlanCluster {
+            compute_nodes: 2,
+            vnodes: 16,
+            barrier_interval_ms: 250,
+            checkpoint_frequency: 3,
+            persist_check: true,
+            static_groups: false,
+        };
+        let plan = Plan {
+            version: PLAN_VERSION,
+            seed: 4,
+            cluster,
+            steps,
+        };
+        plan.validate().unwrap();
+        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        let report = &out.value;
+        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
+        assert!(report.recoveries >= 1);
+        out
+    }
+
+    /// An aggregation over a table and one over it, DML throughout and a kill: both views are created,
+    /// checked against their queries, and pass; a view over a column that is not `BIGINT` is refused.
+    #[test]
+    fn stateful_views_over_a_table_and_a_view_pass_under_a_kill() {
+        let agg = |upstream: &str, col: usize, modulus: Option<i64>, arg: usize| ViewQuery::Agg {
+            upstream: upstream.into(),
+            group: Some(GroupKey { col, modulus }),
+            arg,
+        };
+        let steps = vec![
+            Step {
+                at_ms: 0,
+                action: Action::CreateTable {
+                    name: "t1".into(),
+                    parallelism: 2,
+                    rows: 300,
+                    pk_ks: false,
+                },
+            },
+            view(500, "v1", agg("t1", 0, Some(7), 0)),
+            view(600, "v2", agg("t1", 2, None, 0)),
+            Step {
+                at_ms: 1000,
+                action: Action::Dml {
+                    table: "t1".into(),
+                    rows_per_s: 50,
+                    duration_ms: 6000,
+                    update_pct: 30,
+                    delete_pct: 20,
+                },
+            },
+            view(2000, "v3", agg("v1", 4, Some(2), 1)),
+            Step {
+                at_ms: 4000,
+                action: Action::Kill {
+                    nodes: vec![2],
+                    restart_after_ms: 1000,
+                },
+            },
+        ];
+        let cluster = PlanCluster {
+            compute_nodes: 2,
+            vnodes: 16,
+            barrier_interval_ms: 250,
+            checkpoint_frequency: 2,
+            persist_check: true,
+            static_groups: false,
+        };
+        let plan = Plan {
+            version: PLAN_VERSION,
+            seed: 3,
+            cluster,
+            steps,
+        };
+        plan.validate().unwrap();
+        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        let report = out.value;
+        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
+        assert!(report.recoveries >= 1);
+        let lines = out.log.lines();
+        for name in ["v1", "v3"] {
+            let ok = format!("create {name}: ok");
+            assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
+        }
+        let refused = "create v2: failed: column 2 of t1 is not a BIGINT column";
+        assert!(lines.iter().any(|l| l.ends_with(refused)));
+    }
 
     #[test]
     fn the_first_difference_is_named() {

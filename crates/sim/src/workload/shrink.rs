@@ -3,7 +3,7 @@
 //! same signature. Candidates are tried in a fixed order, `jobs` at a time, and the first that keeps the
 //! signature wins, so a shrink is as deterministic as a run.
 
-use super::plan::{Action, Plan};
+use super::plan::{Action, Plan, ViewJoin, ViewQuery};
 use super::runner::run_plan;
 use crate::bugs::BugMode;
 use crate::scenario::ReproHooks;
@@ -150,9 +150,71 @@ fn simpler(action: &Action) -> Vec<Action> {
             max_ms: *max_ms,
             duration_ms: d,
         })),
-        _ => {}
+        Action::CreateView {
+            name,
+            parallelism,
+            background,
+            query,
+        } => {
+            let with = |parallelism: u32, background: bool, query: ViewQuery| Action::CreateView {
+                name: name.clone(),
+                parallelism,
+                background,
+                query,
+            };
+            if *parallelism > 1 {
+                out.push(with(1, *background, query.clone()));
+            }
+            if *background {
+                out.push(with(*parallelism, false, query.clone()));
+            }
+            out.extend(simpler_query(query).map(|q| with(*parallelism, *background, q)));
+        }
+        // Nothing to shorten: each is kept or removed whole.
+        Action::CreateMv { .. }
+        | Action::CreateSink { .. }
+        | Action::Drop { .. }
+        | Action::Cancel { .. }
+        | Action::Throttle { .. }
+        | Action::Reschedule { .. }
+        | Action::Flush
+        | Action::RemoveNode { .. }
+        | Action::RpcFail { .. } => {}
     }
     out
+}
+
+/// A simpler query of the same upstreams: an inner join for a left one, a top-N of fewer rows.
+fn simpler_query(query: &ViewQuery) -> Option<ViewQuery> {
+    match query {
+        ViewQuery::Join {
+            left,
+            right,
+            join: ViewJoin::LeftOuter,
+            left_col,
+            right_col,
+        } => Some(ViewQuery::Join {
+            left: left.clone(),
+            right: right.clone(),
+            join: ViewJoin::Inner,
+            left_col: *left_col,
+            right_col: *right_col,
+        }),
+        ViewQuery::TopN {
+            upstream,
+            col,
+            desc,
+            limit,
+            offset,
+        } if *limit > 1 || *offset > 0 => Some(ViewQuery::TopN {
+            upstream: upstream.clone(),
+            col: *col,
+            desc: *desc,
+            limit: (*limit / 2).max(1),
+            offset: *offset / 2,
+        }),
+        ViewQuery::Agg { .. } | ViewQuery::Join { .. } | ViewQuery::TopN { .. } => None,
+    }
 }
 
 fn simpler_dml(action: &Action) -> Vec<Action> {

@@ -145,6 +145,23 @@ fn run(
         }
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
         LogicalPlan::OverWindow { calls, input } => over_window(calls, run(input, catalog, ctx)?),
+        LogicalPlan::ProjectSet { select_list, input } => {
+            project_set(select_list, run(input, catalog, ctx)?, ctx)
+        }
+        LogicalPlan::Expand {
+            column_subsets,
+            input,
+        } => {
+            let rows = run(input, catalog, ctx)?;
+            let mut out = Vec::with_capacity(rows.len() * column_subsets.len());
+            for (flag, subset) in column_subsets.iter().enumerate() {
+                out.extend(
+                    rows.iter()
+                        .map(|r| epochlab_common::plan::expand_row(r, subset, flag)),
+                );
+            }
+            Ok(out)
+        }
         LogicalPlan::HopWindow {
             time_col,
             slide,
@@ -240,7 +257,12 @@ fn hash_agg(
 ) -> Result<Vec<OwnedRow>, SqlError> {
     let mut groups: BTreeMap<Key, (usize, Vec<AggState>)> = BTreeMap::new();
     for r in &rows {
-        let key = Key(r.project(group_key).into_inner());
+        // The group key as RisingWave's hash key gives it back (equal values, one representative).
+        let key = r.project(group_key).into_inner();
+        let key = Key(key
+            .into_iter()
+            .map(epochlab_common::types::datum_hash_key_canonical)
+            .collect());
         let next = groups.len();
         let (_, states) = groups
             .entry(key)
@@ -434,6 +456,39 @@ pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
         }
         Ordering::Equal
     });
+}
+
+/// A select list with table functions (RisingWave's `BatchProjectSet`): each row's items, then its rows.
+fn project_set(
+    select_list: &[crate::planner::ProjectSetSelectItem],
+    rows: Vec<OwnedRow>,
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    use crate::planner::ProjectSetSelectItem as Item;
+    use crate::scalar::table_function::{ProjectSetValue, eval, project_set_rows};
+    let mut out = Vec::new();
+    for r in &rows {
+        let mut values = Vec::with_capacity(select_list.len());
+        for item in select_list {
+            values.push(match item {
+                Item::Expr(e) => ProjectSetValue::One(eval_with(e, r, ctx)?),
+                Item::TableFunction { func, args, .. } => {
+                    let args = args
+                        .iter()
+                        .map(|a| eval_with(a, r, ctx))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    ProjectSetValue::Set(eval(*func, &args)?)
+                }
+            });
+        }
+        out.extend(project_set_rows(&values).into_iter().map(OwnedRow::new));
+        if out.len() > MAX_ROWS {
+            return Err(SqlError::Invalid(format!(
+                "ProjectSet: more than {MAX_ROWS} rows"
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// A table function's rows (`generate_series`, `range`).

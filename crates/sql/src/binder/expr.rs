@@ -24,9 +24,63 @@ pub(super) struct AggCtx {
     /// The projection under the aggregation: the group keys, then the calls' arguments.
     pub pre_exprs: Vec<ExprNode>,
     pub calls: Vec<AggCall>,
+    /// `GROUPING SETS`/`ROLLUP`/`CUBE`: the sets, as positions in `group_exprs`. The aggregation's output
+    /// is then the group keys, the grouping set's `Int64` flag, then the calls.
+    pub grouping_sets: Option<Vec<Vec<usize>>>,
 }
 
 impl AggCtx {
+    /// The output position of the first call (after the keys and, with grouping sets, the flag).
+    pub fn calls_offset(&self) -> usize {
+        self.group_exprs.len() + usize::from(self.grouping_sets.is_some())
+    }
+
+    /// `grouping(args)`: per grouping set a bit per argument (the first the most significant), 1 where
+    /// the argument is not in the set; over the flag column. RisingWave's `GROUPING`.
+    fn grouping(&self, args: &[ExprNode]) -> Result<ExprNode, SqlError> {
+        let keys: Vec<usize> = args
+            .iter()
+            .map(|a| {
+                self.group_exprs.iter().position(|g| g == a).ok_or_else(|| {
+                    SqlError::Invalid(
+                        "arguments to GROUPING must be grouping expressions of the associated query level"
+                            .into(),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if keys.is_empty() || keys.len() > 31 {
+            return Err(SqlError::Invalid("GROUPING takes 1 to 31 arguments".into()));
+        }
+        let value = |set: &[usize]| -> i32 {
+            keys.iter()
+                .fold(0, |acc, k| (acc << 1) | i32::from(!set.contains(k)))
+        };
+        let int = |v: i32| ExprNode::Literal {
+            value: Some(ScalarImpl::Int32(v)),
+            ty: DataType::Int32,
+        };
+        let Some(sets) = &self.grouping_sets else {
+            // Plain GROUP BY: every argument is in the one set.
+            return Ok(int(0));
+        };
+        let flag = ExprNode::InputRef {
+            index: self.group_exprs.len(),
+            ty: DataType::Int64,
+        };
+        let mut case_args = Vec::with_capacity(2 * sets.len() + 1);
+        for (i, set) in sets.iter().enumerate() {
+            let lit = ExprNode::Literal {
+                value: Some(ScalarImpl::Int64(i as i64)),
+                ty: DataType::Int64,
+            };
+            case_args.push(call(ExprType::Equal, vec![flag.clone(), lit])?);
+            case_args.push(int(value(set)));
+        }
+        case_args.push(int(0));
+        case(case_args)
+    }
+
     fn push_pre(&mut self, e: ExprNode) -> usize {
         if let Some(i) = self.pre_exprs.iter().position(|x| *x == e) {
             return i;
@@ -469,6 +523,16 @@ impl Binder<'_> {
                 }
                 e
             }
+            // `(a, b)` and `ROW(a, b)`: a struct of fields f1, f2, .. (RisingWave's `Row` call).
+            Ast::Tuple(items) => {
+                let mut fields = Vec::with_capacity(items.len());
+                for x in items {
+                    fields.push(child!(x)?);
+                }
+                // Each field keeps its own type (an untyped literal is a varchar), unlike a call's
+                // arguments, whose untyped literals take their siblings' type.
+                build_func(ExprType::Row, fields)?
+            }
             Ast::Array(arr) => {
                 let mut elems = Vec::with_capacity(arr.elem.len());
                 for x in &arr.elem {
@@ -552,6 +616,20 @@ impl Binder<'_> {
             return bound;
         }
         let ca = call_args(f)?;
+        if name == "grouping"
+            && let Some(ctx) = agg
+        {
+            let input_scope = ctx.input_scope.clone();
+            let args = ca
+                .args
+                .iter()
+                .map(|a| {
+                    let a = a.ok_or_else(|| unsupported("grouping(*)"))?;
+                    self.bind_expr_inner(a, &input_scope, None)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return ctx.grouping(&args);
+        }
         if let Some(kind) = AggKind::from_function_name(&name) {
             let Some(ctx) = agg else {
                 return Err(SqlError::Invalid(format!(
@@ -566,9 +644,12 @@ impl Binder<'_> {
             )));
         }
         if is_table_function(&name) {
-            return Err(unsupported(format!(
-                "table function {name} in a select list"
-            )));
+            if agg.is_some() {
+                return Err(unsupported(format!(
+                    "table function {name} in a grouped select list"
+                )));
+            }
+            return self.bind_select_table_function(&name, &ca, scope);
         }
         let mut args = Vec::with_capacity(ca.args.len());
         for a in &ca.args {
@@ -586,9 +667,58 @@ impl Binder<'_> {
             };
             return case(vec![eq, null, args[0].clone()]);
         }
+        if name == "row" {
+            return Ok(build_func(ExprType::Row, args)?);
+        }
         let func = ExprType::from_function_name(&name)
             .ok_or_else(|| unsupported(format!("function {name}")))?;
         call(func, args)
+    }
+
+    /// A table function in a select list: its arguments bound over the select's input, the call kept for
+    /// the `ProjectSet`, and a reference to its column there.
+    fn bind_select_table_function(
+        &mut self,
+        name: &str,
+        ca: &CallArgs<'_>,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        let func = crate::scalar::TableFunctionType::from_function_name(name)
+            .filter(|f| *f != crate::scalar::TableFunctionType::PgExpandArray)
+            .ok_or_else(|| unsupported(format!("table function {name} in a select list")))?;
+        // Arguments are bound with a collector of their own: a table function inside one is planned in a
+        // ProjectSet below (one level of nesting).
+        let Some(mut collector) = self.project_set.take() else {
+            return Err(unsupported(format!("table function {name} here")));
+        };
+        let nested_base = super::NESTED_TABLE_FUNCTION_BASE + collector.nested.len();
+        let nesting = collector.base >= super::NESTED_TABLE_FUNCTION_BASE;
+        self.project_set = (!nesting).then(|| super::TableFunctionCollector::new(nested_base));
+        let args: Result<Vec<ExprNode>, SqlError> = ca
+            .args
+            .iter()
+            .map(|a| {
+                let a = a.ok_or_else(|| unsupported(format!("{name}(*)")))?;
+                self.bind_expr_inner(a, scope, None)
+            })
+            .collect();
+        if let Some(inner) = self.project_set.take() {
+            collector.nested.extend(inner.items);
+        }
+        self.project_set = Some(collector);
+        let mut args = args?;
+        unify_literals(&mut args)?;
+        let (args, ret) = crate::scalar::table_function::build(func, args)?;
+        let collector = self.project_set.as_mut().expect("restored above");
+        let index = collector.base + collector.items.len();
+        collector
+            .items
+            .push(crate::planner::ProjectSetSelectItem::TableFunction {
+                func,
+                args,
+                ret: ret.clone(),
+            });
+        Ok(ExprNode::InputRef { index, ty: ret })
     }
 
     fn bind_agg_call(
@@ -639,7 +769,7 @@ impl Binder<'_> {
             order_by,
             filter,
         };
-        let index = ctx.group_exprs.len() + ctx.calls.len();
+        let index = ctx.calls_offset() + ctx.calls.len();
         ctx.calls.push(call);
         Ok(ExprNode::InputRef { index, ty: ret })
     }

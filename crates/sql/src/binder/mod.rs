@@ -112,10 +112,39 @@ pub struct Binder<'a> {
     streaming: bool,
     /// Views being expanded (bounded, and a cycle is an error).
     view_depth: usize,
+    /// Binding the WHERE clause of a streaming query: its scalar subqueries, each joined to the FROM
+    /// clause's plan (a column past the FROM's), as RisingWave's apply of a scalar subquery is.
+    where_subqueries: Option<Vec<crate::planner::LogicalPlan>>,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
     /// The window function calls of the select list being bound (`None`: none allowed here).
     windows: Option<expr::WindowCollector>,
+    /// While a select list is bound: the table functions found in it (they become a `ProjectSet`).
+    project_set: Option<TableFunctionCollector>,
+}
+
+/// The table functions of a select list, each bound as a reference to its column of the `ProjectSet` to
+/// come: column `base + i` for the `i`th (the select's input columns come first).
+#[derive(Debug)]
+struct TableFunctionCollector {
+    base: usize,
+    items: Vec<crate::planner::ProjectSetSelectItem>,
+    /// Table functions inside the arguments of `items`' (`unnest(regexp_matches(..))`): a `ProjectSet`
+    /// below, the `i`th referred to as column `NESTED_TABLE_FUNCTION_BASE + i` until it is planned.
+    nested: Vec<crate::planner::ProjectSetSelectItem>,
+}
+
+/// Where the placeholders of nested table functions start (far above any real column).
+const NESTED_TABLE_FUNCTION_BASE: usize = usize::MAX / 2;
+
+impl TableFunctionCollector {
+    fn new(base: usize) -> Self {
+        Self {
+            base,
+            items: Vec::new(),
+            nested: Vec::new(),
+        }
+    }
 }
 
 /// Views expanded inside each other at most.
@@ -129,8 +158,10 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             streaming,
             view_depth: 0,
+            where_subqueries: None,
             depends_on: Vec::new(),
             windows: None,
+            project_set: None,
         }
     }
 

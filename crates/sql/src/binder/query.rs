@@ -12,7 +12,7 @@ use super::{Binder, BoundQuery, Cte, Scope, ident, unsupported};
 use crate::error::SqlError;
 use crate::planner::{LogicalPlan, SetOp, WindowCall, WindowFuncCall};
 use crate::scalar::cast::{CastContext, align_types};
-use crate::scalar::{AggKind, ExprNode, OrderType, eval};
+use crate::scalar::{AggCall, AggKind, ExprNode, OrderType, eval};
 
 /// A select's plan before `ORDER BY`/`LIMIT`: the visible columns first, then extra sort columns.
 struct BoundSelect {
@@ -194,7 +194,19 @@ impl Binder<'_> {
         })
     }
 
+    /// A select, its own table functions collected apart from an enclosing select list's.
     fn bind_select(
+        &mut self,
+        s: &ast::Select,
+        order_exprs: &[&ast::OrderByExpr],
+    ) -> Result<BoundSelect, SqlError> {
+        let outer_collector = self.project_set.take();
+        let out = self.bind_select_inner(s, order_exprs);
+        self.project_set = outer_collector;
+        out
+    }
+
+    fn bind_select_inner(
         &mut self,
         s: &ast::Select,
         order_exprs: &[&ast::OrderByExpr],
@@ -207,7 +219,15 @@ impl Binder<'_> {
         let outer_windows = self.windows.take();
         let (mut plan, scope) = self.bind_from(&s.from)?;
         if let Some(w) = &s.selection {
-            let p = self.bind_expr(w, &scope, None)?;
+            let (p, subqueries) = self.bind_where(w, &scope, plan.schema().len())?;
+            for sub in subqueries {
+                plan = LogicalPlan::Join {
+                    kind: crate::planner::JoinType::Inner,
+                    on: None,
+                    left: Box::new(plan),
+                    right: Box::new(sub),
+                };
+            }
             plan = plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?);
         }
         let group_by: &[Ast] = match &s.group_by {
@@ -232,40 +252,17 @@ impl Binder<'_> {
             input_width: plan.schema().len(),
             calls: Vec::new(),
         });
-        let (mut exprs, names) = self.bind_select_items(&s.projection, &scope, agg.as_mut())?;
-        let having = match &s.having {
-            Some(h) => Some(self.bind_expr(h, &scope, agg.as_mut())?),
-            None => None,
-        };
-        let mut order = Vec::new();
-        for o in order_exprs {
-            let pos = match output_position(&o.expr, &names) {
-                Ok(p) => p,
-                Err(_) => {
-                    let e = self.bind_expr(&o.expr, &scope, agg.as_mut())?;
-                    match exprs[..names.len()].iter().position(|x| *x == e) {
-                        Some(p) => p,
-                        None => {
-                            exprs.push(e);
-                            exprs.len() - 1
-                        }
-                    }
-                }
-            };
-            order.push((pos, order_type(&o.options)));
+        // Without aggregation, table functions in the select list become a ProjectSet under it.
+        if agg.is_none() {
+            self.project_set = Some(super::TableFunctionCollector::new(scope.columns.len()));
         }
-        let distinct_on = match &s.distinct {
-            Some(Distinct::On(on)) => {
-                let mut keys = Vec::new();
-                for e in on {
-                    let e = self.bind_expr(e, &scope, agg.as_mut())?;
-                    keys.push(exprs.len());
-                    exprs.push(e);
-                }
-                Some(keys)
-            }
-            _ => None,
-        };
+        let bound = self.bind_select_list(s, &scope, agg.as_mut(), order_exprs);
+        let collected = self.project_set.take();
+        let (mut exprs, names, order, distinct_on, having) = bound?;
+        if let Some(c) = collected.filter(|c| !c.items.is_empty()) {
+            plan = project_set_plan(plan, c);
+            exprs = exprs.iter().map(|e| shift_input_refs(e, 1)).collect();
+        }
         let windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
         if let Some(ctx) = agg {
             plan = agg_plan(plan, ctx);
@@ -309,7 +306,65 @@ impl Binder<'_> {
         Ok(BoundSelect { plan, names, order })
     }
 
-    /// The group keys (by expression, select-list position or output name) of a grouped select.
+    /// The select list, `HAVING`, `ORDER BY` and `DISTINCT ON` of a select, bound: the expressions (the
+    /// visible ones, then extra sort and `DISTINCT ON` keys), names, order, `DISTINCT ON` keys, `HAVING`.
+    #[allow(clippy::type_complexity)]
+    fn bind_select_list(
+        &mut self,
+        s: &ast::Select,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+        order_exprs: &[&ast::OrderByExpr],
+    ) -> Result<
+        (
+            Vec<ExprNode>,
+            Vec<String>,
+            Vec<(usize, OrderType)>,
+            Option<Vec<usize>>,
+            Option<ExprNode>,
+        ),
+        SqlError,
+    > {
+        let (mut exprs, names) =
+            self.bind_select_items(&s.projection, scope, agg.as_deref_mut())?;
+        let having = match &s.having {
+            Some(h) => Some(self.bind_expr(h, scope, agg.as_deref_mut())?),
+            None => None,
+        };
+        let mut order = Vec::new();
+        for o in order_exprs {
+            let pos = match output_position(&o.expr, &names) {
+                Ok(p) => p,
+                Err(_) => {
+                    let e = self.bind_expr(&o.expr, scope, agg.as_deref_mut())?;
+                    match exprs[..names.len()].iter().position(|x| *x == e) {
+                        Some(p) => p,
+                        None => {
+                            exprs.push(e);
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            order.push((pos, order_type(&o.options)));
+        }
+        let distinct_on = match &s.distinct {
+            Some(Distinct::On(on)) => {
+                let mut keys = Vec::new();
+                for e in on {
+                    let e = self.bind_expr(e, scope, agg.as_deref_mut())?;
+                    keys.push(exprs.len());
+                    exprs.push(e);
+                }
+                Some(keys)
+            }
+            _ => None,
+        };
+        Ok((exprs, names, order, distinct_on, having))
+    }
+
+    /// The group keys (by expression, select-list position or output name) of a grouped select, and its
+    /// grouping sets when it has `GROUPING SETS`, `ROLLUP` or `CUBE` (each item's sets, crossed).
     fn bind_group_by(
         &mut self,
         group_by: &[Ast],
@@ -317,51 +372,93 @@ impl Binder<'_> {
         scope: &Scope,
     ) -> Result<AggCtx, SqlError> {
         let mut group_exprs: Vec<ExprNode> = Vec::new();
+        let mut sets: Vec<Vec<usize>> = vec![Vec::new()];
+        let mut has_sets = false;
         for g in group_by {
-            let ast = match g {
-                Ast::Rollup(_) | Ast::Cube(_) | Ast::GroupingSets(_) => {
-                    return Err(unsupported("GROUPING SETS, ROLLUP or CUBE"));
-                }
-                Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
-                    let Value::Number(n, _) = &v.value else {
-                        unreachable!()
-                    };
-                    let k: usize = n.parse().unwrap_or(0);
-                    match items.get(k.wrapping_sub(1)) {
-                        Some(
-                            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. },
-                        ) => e,
-                        _ => {
-                            return Err(SqlError::Invalid(format!(
-                                "GROUP BY position {n} is not in select list"
-                            )));
+            let item_sets: Vec<Vec<usize>> = match g {
+                Ast::Rollup(elems) | Ast::Cube(elems) | Ast::GroupingSets(elems) => {
+                    has_sets = true;
+                    let mut bound = Vec::with_capacity(elems.len());
+                    for elem in elems {
+                        let mut keys = Vec::with_capacity(elem.len());
+                        for e in elem {
+                            keys.push(self.bind_group_key(e, items, scope, &mut group_exprs)?);
                         }
+                        bound.push(keys);
+                    }
+                    match g {
+                        Ast::Rollup(_) => rollup_sets(&bound),
+                        Ast::Cube(_) => cube_sets(&bound)?,
+                        _ => bound,
                     }
                 }
-                Ast::Identifier(id) if self.column_ref(scope, None, &ident(id)).is_err() => {
-                    let name = ident(id);
-                    items
-                        .iter()
-                        .find_map(|i| match i {
-                            SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => {
-                                Some(expr)
-                            }
-                            _ => None,
-                        })
-                        .unwrap_or(g)
-                }
-                other => other,
+                other => vec![vec![self.bind_group_key(
+                    other,
+                    items,
+                    scope,
+                    &mut group_exprs,
+                )?]],
             };
-            let e = self.bind_expr(ast, scope, None)?;
-            if !group_exprs.contains(&e) {
-                group_exprs.push(e);
-            }
+            sets = cross_sets(&sets, &item_sets)?;
         }
         Ok(AggCtx {
             input_scope: scope.clone(),
             pre_exprs: group_exprs.clone(),
             group_exprs,
             calls: Vec::new(),
+            grouping_sets: has_sets.then_some(sets),
+        })
+    }
+
+    /// One group key: its position in `group_exprs` (added when new).
+    fn bind_group_key(
+        &mut self,
+        g: &Ast,
+        items: &[SelectItem],
+        scope: &Scope,
+        group_exprs: &mut Vec<ExprNode>,
+    ) -> Result<usize, SqlError> {
+        let ast = match g {
+            Ast::Rollup(_) | Ast::Cube(_) | Ast::GroupingSets(_) => {
+                return Err(unsupported("nested GROUPING SETS, ROLLUP or CUBE"));
+            }
+            Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
+                let Value::Number(n, _) = &v.value else {
+                    unreachable!()
+                };
+                let k: usize = n.parse().unwrap_or(0);
+                match items.get(k.wrapping_sub(1)) {
+                    Some(
+                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. },
+                    ) => e,
+                    _ => {
+                        return Err(SqlError::Invalid(format!(
+                            "GROUP BY position {n} is not in select list"
+                        )));
+                    }
+                }
+            }
+            Ast::Identifier(id) if self.column_ref(scope, None, &ident(id)).is_err() => {
+                let name = ident(id);
+                items
+                    .iter()
+                    .find_map(|i| match i {
+                        SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => {
+                            Some(expr)
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(g)
+            }
+            other => other,
+        };
+        let e = self.bind_expr(ast, scope, None)?;
+        Ok(match group_exprs.iter().position(|x| *x == e) {
+            Some(i) => i,
+            None => {
+                group_exprs.push(e);
+                group_exprs.len() - 1
+            }
         })
     }
 
@@ -474,11 +571,60 @@ impl Binder<'_> {
             .collect())
     }
 
+    /// A WHERE clause; in a streaming query over a FROM clause of `width` columns (as many as its scope),
+    /// also its scalar subqueries' plans, to be joined after the FROM's in order.
+    fn bind_where(
+        &mut self,
+        w: &Ast,
+        scope: &Scope,
+        width: usize,
+    ) -> Result<(ExprNode, Vec<LogicalPlan>), SqlError> {
+        let collect = self.streaming && scope.columns.len() == width;
+        let saved = std::mem::replace(&mut self.where_subqueries, collect.then(Vec::new));
+        let p = self.bind_expr(w, scope, None);
+        let subs = std::mem::replace(&mut self.where_subqueries, saved);
+        Ok((p?, subs.unwrap_or_default()))
+    }
+
+    /// A scalar subquery of a streaming query's WHERE clause: its plan joined after the FROM clause's
+    /// columns and the earlier subqueries', this one's value the next column.
+    fn streaming_scalar_subquery(
+        &mut self,
+        q: &Query,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        let outer_subs = self.where_subqueries.take();
+        self.outer.push(scope.clone());
+        let bound = self.bind_query_inner(q);
+        self.outer.pop();
+        self.where_subqueries = outer_subs;
+        let bound = bound?;
+        let types = bound.types();
+        let [ty] = types.as_slice() else {
+            return Err(SqlError::Invalid(
+                "subquery must return only one column".into(),
+            ));
+        };
+        let subs = self
+            .where_subqueries
+            .as_mut()
+            .expect("binding a streaming WHERE clause");
+        let index = scope.columns.len() + subs.len();
+        subs.push(bound.plan);
+        Ok(ExprNode::InputRef {
+            index,
+            ty: ty.clone(),
+        })
+    }
+
     pub(super) fn scalar_subquery(
         &mut self,
         q: &Query,
         scope: &Scope,
     ) -> Result<ExprNode, SqlError> {
+        if self.where_subqueries.is_some() {
+            return self.streaming_scalar_subquery(q, scope);
+        }
         let (rows, types) = self.eval_subquery(q, scope)?;
         let [ty] = types.as_slice() else {
             return Err(SqlError::Invalid(
@@ -497,14 +643,174 @@ impl Binder<'_> {
     }
 }
 
-/// The aggregation: the projection of its keys and arguments, then the grouping.
+/// The aggregation: the projection of its keys and arguments, then the grouping. With grouping sets
+/// (RisingWave's `LogicalExpand` under the `LogicalAgg`): the projection expanded once per set, grouped by
+/// the keys (NULL outside the set) and the set's flag, the calls over the columns as they were.
 fn agg_plan(input: LogicalPlan, ctx: AggCtx) -> LogicalPlan {
-    let group_key = (0..ctx.group_exprs.len()).collect();
+    let g = ctx.group_exprs.len();
+    let input = input.project(ctx.pre_exprs);
+    let Some(sets) = ctx.grouping_sets else {
+        return LogicalPlan::Agg {
+            group_key: (0..g).collect(),
+            calls: ctx.calls,
+            input: Box::new(input),
+        };
+    };
+    let m = input.schema().len();
+    let calls = ctx
+        .calls
+        .into_iter()
+        .map(|c| shift_agg_call(c, m))
+        .collect();
     LogicalPlan::Agg {
-        group_key,
-        calls: ctx.calls,
-        input: Box::new(input.project(ctx.pre_exprs)),
+        group_key: (0..g).chain([2 * m]).collect(),
+        calls,
+        input: Box::new(LogicalPlan::Expand {
+            column_subsets: sets,
+            input: Box::new(input),
+        }),
     }
+}
+
+/// `c` over columns `by` places to the right (the unchanged copies of an `Expand`'s input).
+fn shift_agg_call(mut c: AggCall, by: usize) -> AggCall {
+    for a in &mut c.args {
+        *a += by;
+    }
+    for (i, _) in &mut c.order_by {
+        *i += by;
+    }
+    c.filter = c.filter.map(|f| shift_input_refs(&f, by));
+    c
+}
+
+/// `e` with every input reference `by` columns to the right.
+pub(super) fn shift_input_refs(e: &ExprNode, by: usize) -> ExprNode {
+    remap_input_refs(e, &|i| i + by)
+}
+
+/// `e` with input reference `i` made `map(i)`.
+fn remap_input_refs(e: &ExprNode, map: &dyn Fn(usize) -> usize) -> ExprNode {
+    match e {
+        ExprNode::InputRef { index, ty } => ExprNode::InputRef {
+            index: map(*index),
+            ty: ty.clone(),
+        },
+        ExprNode::Literal { .. } => e.clone(),
+        ExprNode::Call { func, args, ret } => ExprNode::Call {
+            func: *func,
+            args: args.iter().map(|a| remap_input_refs(a, map)).collect(),
+            ret: ret.clone(),
+        },
+    }
+}
+
+/// The `ProjectSet` of a select list's table functions over `input` (its columns, then the functions):
+/// the `projected_row_id`, the input's columns, the functions. Table functions nested in their arguments
+/// are a `ProjectSet` below it, as RisingWave plans them.
+fn project_set_plan(input: LogicalPlan, c: super::TableFunctionCollector) -> LogicalPlan {
+    use crate::planner::ProjectSetSelectItem as Item;
+    let w = c.base;
+    let refs = input.input_refs();
+    let nested = !c.nested.is_empty();
+    let (input, items) = if !nested {
+        (input, c.items)
+    } else {
+        let lower = LogicalPlan::ProjectSet {
+            select_list: refs
+                .iter()
+                .cloned()
+                .map(Item::Expr)
+                .chain(c.nested)
+                .collect(),
+            input: Box::new(input),
+        };
+        let map = move |i: usize| {
+            if i >= super::NESTED_TABLE_FUNCTION_BASE {
+                1 + w + (i - super::NESTED_TABLE_FUNCTION_BASE)
+            } else {
+                i + 1
+            }
+        };
+        let items = c
+            .items
+            .into_iter()
+            .map(|item| match item {
+                Item::TableFunction { func, args, ret } => Item::TableFunction {
+                    func,
+                    args: args.iter().map(|a| remap_input_refs(a, &map)).collect(),
+                    ret,
+                },
+                Item::Expr(e) => Item::Expr(remap_input_refs(&e, &map)),
+            })
+            .collect();
+        (lower, items)
+    };
+    // The input's columns (after a nested ProjectSet's row id), then the functions.
+    let skip = usize::from(nested);
+    let select_list = input
+        .input_refs()
+        .into_iter()
+        .skip(skip)
+        .take(w)
+        .map(Item::Expr)
+        .chain(items)
+        .collect();
+    LogicalPlan::ProjectSet {
+        select_list,
+        input: Box::new(input),
+    }
+}
+
+/// Grouping sets at most (`CUBE` of n items is 2^n sets).
+const MAX_GROUPING_SETS: usize = 4096;
+
+/// `ROLLUP (e1, .., en)`: `(e1, .., en)`, `(e1, .., en-1)`, .., `()`.
+fn rollup_sets(elems: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    (0..=elems.len())
+        .rev()
+        .map(|k| union_keys(elems[..k].iter()))
+        .collect()
+}
+
+/// `CUBE (e1, .., en)`: every subset of the items, the full one first.
+fn cube_sets(elems: &[Vec<usize>]) -> Result<Vec<Vec<usize>>, SqlError> {
+    if elems.len() > 12 {
+        return Err(SqlError::Invalid("CUBE is limited to 12 elements".into()));
+    }
+    let n = elems.len();
+    Ok((0..1usize << n)
+        .rev()
+        .map(|mask| {
+            union_keys(
+                (0..n)
+                    .filter(|i| mask & (1 << (n - 1 - i)) != 0)
+                    .map(|i| &elems[i]),
+            )
+        })
+        .collect())
+}
+
+fn union_keys<'a>(parts: impl Iterator<Item = &'a Vec<usize>>) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for k in parts.flatten() {
+        if !out.contains(k) {
+            out.push(*k);
+        }
+    }
+    out
+}
+
+/// Every union of a set of `a` with a set of `b` (the grouping sets of two `GROUP BY` items).
+fn cross_sets(a: &[Vec<usize>], b: &[Vec<usize>]) -> Result<Vec<Vec<usize>>, SqlError> {
+    if a.len().saturating_mul(b.len()) > MAX_GROUPING_SETS {
+        return Err(SqlError::Invalid(format!(
+            "more than {MAX_GROUPING_SETS} grouping sets"
+        )));
+    }
+    Ok(a.iter()
+        .flat_map(|x| b.iter().map(move |y| union_keys([x, y].into_iter())))
+        .collect())
 }
 
 /// Two bound set operands combined: column counts checked, types aligned.

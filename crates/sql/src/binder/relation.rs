@@ -12,7 +12,7 @@ use super::{
     Binder, BoundQuery, MAX_VIEW_DEPTH, RelationRef, Scope, ScopeColumn, ident, unsupported,
 };
 use crate::error::SqlError;
-use crate::planner::{JoinType, LogicalPlan};
+use crate::planner::{JoinType, LogicalPlan, ProjectSetSelectItem};
 use crate::scalar::cast::CastContext;
 use crate::scalar::sig::build_func;
 use crate::scalar::{ExprNode, ExprType, TableFunctionType, table_function};
@@ -48,6 +48,10 @@ impl Binder<'_> {
     ) -> Result<(LogicalPlan, Scope), SqlError> {
         let mut left = self.bind_table_factor(&t.relation)?;
         for j in &t.joins {
+            if let Some(lateral) = self.bind_lateral_table_function(&left, j)? {
+                left = lateral;
+                continue;
+            }
             let right = self.bind_table_factor(&j.relation)?;
             let (kind, constraint) = match &j.join_operator {
                 JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinType::Inner, c),
@@ -123,6 +127,126 @@ impl Binder<'_> {
             return Ok(join(left, right, kind, None));
         }
         self.bind_using(left, right, kind, &using)
+    }
+
+    /// `left CROSS JOIN f(args over left) [WITH ORDINALITY] [AS a(cols)]`: a table function of the left
+    /// rows' columns, as RisingWave plans it (a `ProjectSet` over the left side): the left columns, the
+    /// function's column, then with ordinality its row number (from 1). `None` when the join is not that.
+    fn bind_lateral_table_function(
+        &mut self,
+        left: &(LogicalPlan, Scope),
+        j: &ast::Join,
+    ) -> Result<Option<(LogicalPlan, Scope)>, SqlError> {
+        let (func, arg_exprs, alias, with_ordinality) = match &j.relation {
+            TableFactor::Table {
+                name,
+                alias,
+                args: Some(args),
+                with_ordinality,
+                ..
+            } => {
+                let func = match name.0.as_slice() {
+                    [ObjectNamePart::Identifier(id)] => {
+                        TableFunctionType::from_function_name(&ident(id))
+                    }
+                    _ => None,
+                };
+                let mut exprs = Vec::with_capacity(args.args.len());
+                for a in &args.args {
+                    let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
+                        return Ok(None);
+                    };
+                    exprs.push(e);
+                }
+                (func, exprs, alias, *with_ordinality)
+            }
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality,
+                ..
+            } => (
+                Some(TableFunctionType::Unnest),
+                array_exprs.iter().collect(),
+                alias,
+                *with_ordinality,
+            ),
+            _ => return Ok(None),
+        };
+        let cross = matches!(
+            &j.join_operator,
+            JoinOperator::CrossJoin(JoinConstraint::None)
+                | JoinOperator::Join(JoinConstraint::None)
+                | JoinOperator::Inner(JoinConstraint::None)
+        );
+        let Some(func) = func.filter(|f| cross && *f != TableFunctionType::PgExpandArray) else {
+            return Ok(None);
+        };
+        let mut bound = Vec::with_capacity(arg_exprs.len());
+        for e in arg_exprs {
+            match self.bind_expr(e, &left.1, None) {
+                Ok(b) => bound.push(b),
+                Err(_) => return Ok(None),
+            }
+        }
+        if bound.iter().all(|b| b.input_refs().is_empty()) {
+            return Ok(None);
+        }
+        super::expr::unify_literals(&mut bound)?;
+        let (bound, ret) = table_function::build(func, bound)?;
+        let (plan, scope) = left.clone();
+        let lw = scope.columns.len();
+        let select_list = plan
+            .input_refs()
+            .into_iter()
+            .map(ProjectSetSelectItem::Expr)
+            .chain([ProjectSetSelectItem::TableFunction {
+                func,
+                args: bound,
+                ret: ret.clone(),
+            }])
+            .collect();
+        let set = LogicalPlan::ProjectSet {
+            select_list,
+            input: Box::new(plan),
+        };
+        let mut exprs: Vec<ExprNode> = set.input_refs().into_iter().skip(1).collect();
+        let fname = format!("{func:?}").to_lowercase();
+        let mut defs = vec![ScopeColumnDef {
+            name: fname.clone(),
+            ty: ret,
+            hidden: false,
+        }];
+        if with_ordinality {
+            let prid = ExprNode::InputRef {
+                index: 0,
+                ty: DataType::Int64,
+            };
+            let one = ExprNode::Literal {
+                value: Some(epochlab_common::ScalarImpl::Int64(1)),
+                ty: DataType::Int64,
+            };
+            exprs.push(build_func(ExprType::Add, vec![prid, one])?);
+            defs.push(ScopeColumnDef {
+                name: "ordinality".into(),
+                ty: DataType::Int64,
+                hidden: false,
+            });
+        }
+        debug_assert_eq!(exprs.len(), lw + defs.len());
+        let (_, right_scope) = with_alias(
+            LogicalPlan::Values {
+                rows: Vec::new(),
+                types: Vec::new(),
+            },
+            defs,
+            Some(fname),
+            alias.as_ref(),
+        )?;
+        let mut scope = scope;
+        scope.columns.extend(right_scope.columns);
+        Ok(Some((set.project(exprs), scope)))
     }
 
     /// `USING (cols)` / `NATURAL`: equal columns, shown once (PostgreSQL's order: the join columns first).

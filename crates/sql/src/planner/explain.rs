@@ -3,6 +3,7 @@
 
 use epochlab_common::plan::{DispatchStrategy, StreamFragmentGraph};
 
+use crate::planner::pushdown::conjuncts;
 use crate::planner::stream::{Dist, StreamOp, StreamPlan};
 use crate::planner::{JoinType, LogicalPlan, SetOp};
 use crate::scalar::{AggCall, ExprNode, ExprType, OrderType};
@@ -107,6 +108,38 @@ fn join_type(k: JoinType) -> &'static str {
     }
 }
 
+/// A hash join's predicate as RisingWave shows it: its key pairs (`l = r`, `l IS NOT DISTINCT FROM r`),
+/// then the condition's conjuncts, joined by `AND`.
+fn join_predicate(p: &StreamPlan) -> String {
+    let StreamOp::HashJoin {
+        left_keys,
+        right_keys,
+        null_safe,
+        condition,
+        ..
+    } = &p.op
+    else {
+        return String::new();
+    };
+    let mut both = p.inputs[0].names.clone();
+    let l_all = both.len();
+    both.extend(p.inputs[1].names.iter().cloned());
+    let name = |i: usize| both.get(i).cloned().unwrap_or_default();
+    let mut parts: Vec<String> = left_keys
+        .iter()
+        .zip(right_keys)
+        .zip(null_safe)
+        .map(|((&l, &r), &ns)| {
+            let op = if ns { "IS NOT DISTINCT FROM" } else { "=" };
+            format!("{} {op} {}", name(l), name(l_all + r))
+        })
+        .collect();
+    if let Some(c) = condition {
+        parts.extend(conjuncts(c).iter().map(|c| fmt_expr(c, &both)));
+    }
+    parts.join(" AND ")
+}
+
 /// One line of a stream node.
 fn stream_line(p: &StreamPlan) -> String {
     let input_names = p.inputs.first().map_or(&p.names, |i| &i.names);
@@ -142,16 +175,12 @@ fn stream_line(p: &StreamPlan) -> String {
                 fmt_aggs(calls, input_names)
             )
         }
-        StreamOp::HashJoin { kind, on, .. } => {
-            let mut both = p.inputs[0].names.clone();
-            both.extend(p.inputs[1].names.iter().cloned());
-            format!(
-                "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
-                join_type(*kind),
-                fmt_expr(on, &both),
-                fmt_list(p.names.iter().cloned())
-            )
-        }
+        StreamOp::HashJoin { kind, .. } => format!(
+            "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
+            join_type(*kind),
+            join_predicate(p),
+            fmt_list(p.names.iter().cloned())
+        ),
         StreamOp::DynamicFilter { key, comparator } => {
             let left = &p.inputs[0].names;
             let right = p.inputs[1].names.first().cloned().unwrap_or_default();
@@ -164,6 +193,18 @@ fn stream_line(p: &StreamPlan) -> String {
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
         StreamOp::Union => "StreamUnion { all: true }".into(),
+        StreamOp::ProjectSet { select_list } => format!(
+            "StreamProjectSet {{ select_list: [{}] }}",
+            fmt_list(select_list.iter().map(|i| fmt_select_item(i, input_names)))
+        ),
+        StreamOp::Expand { column_subsets } => format!(
+            "StreamExpand {{ column_subsets: [{}] }}",
+            fmt_list(
+                column_subsets
+                    .iter()
+                    .map(|s| format!("[{}]", fmt_cols(s, input_names)))
+            )
+        ),
         StreamOp::HopWindow {
             time_col,
             slide,
@@ -355,6 +396,18 @@ fn batch_line(p: &LogicalPlan) -> String {
             )
         }
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
+        LogicalPlan::ProjectSet { select_list, .. } => format!(
+            "BatchProjectSet {{ select_list: [{}] }}",
+            fmt_list(select_list.iter().map(|i| fmt_select_item(i, &names)))
+        ),
+        LogicalPlan::Expand { column_subsets, .. } => format!(
+            "BatchExpand {{ column_subsets: [{}] }}",
+            fmt_list(
+                column_subsets
+                    .iter()
+                    .map(|s| format!("[{}]", fmt_cols(s, &names)))
+            )
+        ),
         LogicalPlan::OverWindow { calls, .. } => format!(
             "BatchOverWindow {{ window_functions: [{}] }}",
             calls
@@ -446,5 +499,16 @@ fn fragment_lines(
             "├── "
         };
         fragment_lines(c, &prefix, head, fragments, out);
+    }
+}
+
+/// A project-set item: an expression, or a table function call as RisingWave prints it (`Unnest($0)`).
+fn fmt_select_item(item: &crate::planner::ProjectSetSelectItem, names: &[String]) -> String {
+    match item {
+        crate::planner::ProjectSetSelectItem::Expr(e) => fmt_expr(e, names),
+        crate::planner::ProjectSetSelectItem::TableFunction { func, args, .. } => format!(
+            "{func:?}({})",
+            fmt_list(args.iter().map(|a| fmt_expr(a, names)))
+        ),
     }
 }

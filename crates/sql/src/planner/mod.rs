@@ -2,9 +2,13 @@
 //! the batch engine evaluates and what the stream planner cuts into fragments.
 
 pub mod explain;
+pub mod pushdown;
 pub mod stream;
+pub mod stream_join;
 
 use epochlab_common::{DataType, OwnedRow, TableId};
+
+pub use epochlab_common::plan::ProjectSetSelectItem;
 
 use crate::scalar::{AggCall, ExprNode, OrderType, TableFunctionType};
 pub use epochlab_common::expr_node::WindowFuncCall;
@@ -112,6 +116,19 @@ pub enum LogicalPlan {
         size: ExprNode,
         input: Box<LogicalPlan>,
     },
+    /// A select list with set-returning functions (RisingWave's `LogicalProjectSet`): the `Int64`
+    /// `projected_row_id` (0, 1, .. within each input row), then one column per item; each input row gives
+    /// as many rows as its longest table function (shorter ones NULL past their end, expressions repeat).
+    ProjectSet {
+        select_list: Vec<ProjectSetSelectItem>,
+        input: Box<LogicalPlan>,
+    },
+    /// Each input row once per grouping set (RisingWave's `LogicalExpand`): the input's columns with those
+    /// not in `column_subsets[i]` NULL, the input's columns as they are, then the `Int64` flag `i`.
+    Expand {
+        column_subsets: Vec<Vec<usize>>,
+        input: Box<LogicalPlan>,
+    },
     /// The input's columns, then one column per window function call (RisingWave's `LogicalOverWindow`):
     /// each call's value for each row over the row's partition in the call's order.
     OverWindow {
@@ -157,6 +174,16 @@ impl LogicalPlan {
             LogicalPlan::Union { inputs } => inputs.first().map_or_else(Vec::new, |i| i.schema()),
             LogicalPlan::SetOp { left, .. } => left.schema(),
             LogicalPlan::TableFunction { ty, .. } => vec![ty.clone()],
+            LogicalPlan::ProjectSet { select_list, .. } => std::iter::once(DataType::Int64)
+                .chain(select_list.iter().map(ProjectSetSelectItem::return_type))
+                .collect(),
+            LogicalPlan::Expand { input, .. } => {
+                let types = input.schema();
+                let mut out = types.clone();
+                out.extend(types);
+                out.push(DataType::Int64);
+                out
+            }
             LogicalPlan::OverWindow { calls, input } => {
                 let mut types = input.schema();
                 types.extend(calls.iter().map(|c| c.func.ret.clone()));
@@ -187,7 +214,9 @@ impl LogicalPlan {
             | LogicalPlan::TopN { input, .. }
             | LogicalPlan::Dedup { input, .. }
             | LogicalPlan::OverWindow { input, .. }
-            | LogicalPlan::HopWindow { input, .. } => vec![input],
+            | LogicalPlan::HopWindow { input, .. }
+            | LogicalPlan::ProjectSet { input, .. }
+            | LogicalPlan::Expand { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
                 vec![left, right]
             }

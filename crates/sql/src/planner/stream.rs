@@ -69,11 +69,15 @@ pub enum StreamOp {
     SimpleAgg {
         calls: Vec<AggCall>,
     },
+    /// An equi-join: `condition` (the `ON`'s conjuncts other than the key pairs) and `output_indices` are
+    /// over the left input's columns (visible and hidden) then the right input's.
     HashJoin {
         kind: JoinType,
-        on: ExprNode,
         left_keys: Vec<usize>,
         right_keys: Vec<usize>,
+        null_safe: Vec<bool>,
+        condition: Option<ExprNode>,
+        output_indices: Vec<usize>,
     },
     Union,
     HopWindow {
@@ -104,6 +108,12 @@ pub enum StreamOp {
     },
     /// The streaming job's `now()` (RisingWave's `StreamNow`).
     Now,
+    ProjectSet {
+        select_list: Vec<crate::planner::ProjectSetSelectItem>,
+    },
+    Expand {
+        column_subsets: Vec<Vec<usize>>,
+    },
     Exchange {
         dist: Dist,
     },
@@ -245,7 +255,7 @@ pub fn plan_materialize(
     names: &[String],
     upstreams: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let body = to_stream(plan, upstreams)?;
+    let body = to_stream(&super::pushdown::predicate_pushdown(plan), upstreams)?;
     let exprs = refs(&body.types[..body.width]);
     let mut body = body.project(exprs, names.to_vec());
     let pk = body.stream_key.clone();
@@ -320,6 +330,13 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         LogicalPlan::Values { rows, types } => values(rows, types),
         LogicalPlan::Rows { .. } => Err(unsupported("system table")),
         LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
+        LogicalPlan::ProjectSet { select_list, input } => {
+            Ok(project_set(select_list, to_stream(input, up)?))
+        }
+        LogicalPlan::Expand {
+            column_subsets,
+            input,
+        } => Ok(expand(column_subsets, to_stream(input, up)?)),
         LogicalPlan::HopWindow {
             time_col,
             slide,
@@ -351,7 +368,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             on,
             left,
             right,
-        } => join(
+        } => super::stream_join::join(
             *kind,
             on.as_ref(),
             to_stream(left, up)?,
@@ -686,6 +703,108 @@ fn hop_window(
     })
 }
 
+/// RisingWave's `StreamProjectSet`: the logical items, then the input's stream key columns the items do
+/// not already give (hidden); keyed by those and the `projected_row_id` (column 0).
+fn project_set(
+    select_list: &[crate::planner::ProjectSetSelectItem],
+    input: StreamPlan,
+) -> StreamPlan {
+    use crate::planner::ProjectSetSelectItem as Item;
+    let mut items = select_list.to_vec();
+    let mut names: Vec<String> = std::iter::once("projected_row_id".to_string())
+        .chain(items.iter().map(|i| match i {
+            Item::Expr(ExprNode::InputRef { index, .. }) => input.names[*index].clone(),
+            Item::Expr(_) => "$expr".into(),
+            Item::TableFunction { func, .. } => format!("{func:?}").to_lowercase(),
+        }))
+        .collect();
+    let width = items.len() + 1;
+    // The output position of input column `k` when an item is that column as it is.
+    let position = |items: &[Item], k: usize| {
+        items
+            .iter()
+            .position(|i| matches!(i, Item::Expr(ExprNode::InputRef { index, .. }) if *index == k))
+            .map(|p| p + 1)
+    };
+    let mut key = vec![0];
+    for &k in &input.stream_key {
+        let p = position(&items, k).unwrap_or_else(|| {
+            items.push(Item::Expr(ExprNode::InputRef {
+                index: k,
+                ty: input.types[k].clone(),
+            }));
+            names.push(input.names[k].clone());
+            items.len()
+        });
+        key.push(p);
+    }
+    let dist = match &input.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => d
+            .iter()
+            .map(|&c| position(&items, c))
+            .collect::<Option<Vec<_>>>()
+            .map_or(Dist::SomeShard, Dist::HashShard),
+        other => other.clone(),
+    };
+    let types = std::iter::once(DataType::Int64)
+        .chain(items.iter().map(|i| i.return_type()))
+        .collect();
+    StreamPlan {
+        op: StreamOp::ProjectSet { select_list: items },
+        inputs: vec![input],
+        types,
+        names,
+        width,
+        dist,
+        stream_key: key,
+    }
+}
+
+/// RisingWave's `StreamExpand` over every input column (hidden ones too), then a projection to the
+/// logical layout (the visible columns nulled per set, as they are, the flag), the input's stream key
+/// and the flag kept as the key.
+fn expand(column_subsets: &[Vec<usize>], input: StreamPlan) -> StreamPlan {
+    let (w, n) = (input.width, input.types.len());
+    let mut types = input.types.clone();
+    types.extend(input.types.iter().cloned());
+    types.push(DataType::Int64);
+    let mut names: Vec<String> = input.names.clone();
+    names.extend(input.names.iter().map(|n| format!("{n}_expanded")));
+    names.push("flag".into());
+    let mut key: Vec<usize> = input.stream_key.iter().map(|&k| n + k).collect();
+    key.push(2 * n);
+    let dist = match &input.dist {
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => {
+            Dist::HashShard(d.iter().map(|&k| n + k).collect())
+        }
+        other => other.clone(),
+    };
+    let expanded = StreamPlan {
+        op: StreamOp::Expand {
+            column_subsets: column_subsets.to_vec(),
+        },
+        inputs: vec![input],
+        width: types.len(),
+        types,
+        names,
+        dist,
+        stream_key: key,
+    };
+    if w == n {
+        return expanded;
+    }
+    let visible: Vec<usize> = (0..w).chain(n..n + w).chain([2 * n]).collect();
+    let exprs = visible
+        .iter()
+        .map(|&i| ExprNode::InputRef {
+            index: i,
+            ty: expanded.types[i].clone(),
+        })
+        .collect();
+    let names = visible.iter().map(|&i| expanded.names[i].clone()).collect();
+    expanded.project(exprs, names)
+}
+
 /// Constant rows with a hidden row id (RisingWave's `StreamValues` under a `StreamRowIdGen`).
 fn values(rows: &[Vec<ExprNode>], types: &[DataType]) -> Result<StreamPlan, SqlError> {
     let empty = OwnedRow::empty();
@@ -757,59 +876,6 @@ fn agg(input: StreamPlan, group_key: &[usize], calls: &[AggCall]) -> Result<Stre
     })
 }
 
-fn join(
-    kind: JoinType,
-    on: Option<&ExprNode>,
-    left: StreamPlan,
-    right: StreamPlan,
-) -> Result<StreamPlan, SqlError> {
-    let Some(on) = on.cloned() else {
-        return Err(unsupported("nested-loop join"));
-    };
-    let keys = crate::batch::equi_keys(Some(&on), left.width);
-    if keys.is_empty() {
-        return Err(unsupported("nested-loop join"));
-    }
-    let (lk, rk): (Vec<usize>, Vec<usize>) = keys.into_iter().unzip();
-    let left = left.exchange(Dist::HashShard(lk.clone()));
-    let right = right.exchange(Dist::HashShard(rk.clone()));
-    // Output: the logical columns of both sides, then both sides' hidden columns.
-    let (lw, rw) = (left.width, right.width);
-    let pos_l = |i: usize| if i < lw { i } else { lw + rw + (i - lw) };
-    let lh = left.types.len() - lw;
-    let pos_r = |i: usize| {
-        if i < rw {
-            lw + i
-        } else {
-            lw + rw + lh + (i - rw)
-        }
-    };
-    let mut types = left.types[..lw].to_vec();
-    types.extend_from_slice(&right.types[..rw]);
-    types.extend_from_slice(&left.types[lw..]);
-    types.extend_from_slice(&right.types[rw..]);
-    let mut names = left.names[..lw].to_vec();
-    names.extend_from_slice(&right.names[..rw]);
-    names.extend_from_slice(&left.names[lw..]);
-    names.extend_from_slice(&right.names[rw..]);
-    let mut key: Vec<usize> = left.stream_key.iter().map(|&k| pos_l(k)).collect();
-    key.extend(right.stream_key.iter().map(|&k| pos_r(k)));
-    Ok(StreamPlan {
-        op: StreamOp::HashJoin {
-            kind,
-            on,
-            left_keys: lk.clone(),
-            right_keys: rk,
-        },
-        inputs: vec![left, right],
-        types,
-        names,
-        width: lw + rw,
-        dist: Dist::HashShard(lk),
-        stream_key: key,
-    })
-}
-
 /// `UNION ALL`: each input projected to the visible columns, every input's key columns (NULL where not
 /// its own) and its position, all hashed by those columns alike.
 fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
@@ -870,15 +936,9 @@ fn union(inputs: Vec<StreamPlan>) -> Result<StreamPlan, SqlError> {
     })
 }
 
-/// The name of the first operator in `plan` without a stream executor here (one place decides).
+/// The name of the first operator in `plan` without a stream executor here (one place decides): every
+/// operator the stream planner makes has one now.
 pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
-    let missing = match &plan.op {
-        StreamOp::HashJoin { .. } => Some("join"),
-        _ => None,
-    };
-    if let Some(m) = missing {
-        return Err(unsupported(m));
-    }
     plan.inputs.iter().try_for_each(check_executors)
 }
 
@@ -997,6 +1057,14 @@ fn stream_node(
             output_indices: output_indices.clone(),
             input: child(0, graph)?,
         },
+        StreamOp::ProjectSet { select_list } => StreamNode::ProjectSet {
+            select_list: select_list.clone(),
+            input: child(0, graph)?,
+        },
+        StreamOp::Expand { column_subsets } => StreamNode::Expand {
+            column_subsets: column_subsets.clone(),
+            input: child(0, graph)?,
+        },
         StreamOp::Union => StreamNode::Union {
             inputs: (0..plan.inputs.len())
                 .map(|i| child(i, graph).map(|b| *b))
@@ -1030,6 +1098,10 @@ fn stream_node(
         StreamOp::SimpleAgg { calls } => {
             agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
         }
+        StreamOp::HashJoin { .. } => {
+            let (left, right) = (*child(0, graph)?, *child(1, graph)?);
+            super::stream_join::join_node(plan, left, right, table.vnode_count)
+        }
         StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             top_n_node(plan, *child(0, graph)?, table, up)?
         }
@@ -1040,10 +1112,6 @@ fn stream_node(
         StreamOp::Now => StreamNode::Now {
             state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
-        StreamOp::HashJoin { .. } => {
-            check_executors(plan)?;
-            unreachable!("check_executors refuses {:?}", plan.op)
-        }
     })
 }
 
@@ -1200,6 +1268,8 @@ pub fn operator_name(plan: &LogicalPlan) -> &'static str {
         LogicalPlan::OverWindow { .. } => "over window",
         LogicalPlan::TableFunction { .. } => "table function",
         LogicalPlan::HopWindow { .. } => "hop window",
+        LogicalPlan::ProjectSet { .. } => "project set",
+        LogicalPlan::Expand { .. } => "expand",
     }
 }
 

@@ -2,7 +2,6 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use epochlab_barrier::Barrier;
 use epochlab_common::types::cmp_scalar;
 use epochlab_common::{
     ActorId, Bitmap, Datum, ExprType, Op, OwnedRow, ScalarImpl, StreamChunk, StreamChunkBuilder,
@@ -12,6 +11,8 @@ use epochlab_state_table::StateTable;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
+use super::barrier_align::{AlignedMessage, barrier_align};
+use super::stats::ExecutorStatsHandle;
 use super::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
 };
@@ -113,67 +114,6 @@ pub(super) fn changed_range(cmp: Comparator, prev: &Datum, curr: &Datum) -> (Key
     }
 }
 
-/// A message of two barrier-aligned inputs.
-#[derive(Debug)]
-enum AlignedMessage {
-    Left(StreamChunk),
-    Right(StreamChunk),
-    Barrier(Barrier),
-}
-
-/// The next message of either input, the left first when both are ready; `true` when it is the left's.
-async fn next_of_either(
-    left: &mut BoxedMessageStream,
-    right: &mut BoxedMessageStream,
-) -> (bool, Option<StreamExecutorResult<Message>>) {
-    tokio::select! {
-        biased;
-        m = left.next() => (true, m),
-        m = right.next() => (false, m),
-    }
-}
-
-/// Both inputs' chunks interleaved (the left polled first), and each barrier once both inputs delivered
-/// it: the side that delivers a barrier first is not polled again until the other delivers the same one.
-/// An input that ends ends the stream.
-#[try_stream(ok = AlignedMessage, error = StreamExecutorError)]
-async fn barrier_align(mut left: BoxedMessageStream, mut right: BoxedMessageStream, name: String) {
-    loop {
-        let (is_left, msg) = next_of_either(&mut left, &mut right).await;
-        let Some(msg) = msg else { break };
-        let barrier = match msg? {
-            Message::Chunk(c) if is_left => {
-                yield AlignedMessage::Left(c);
-                continue;
-            }
-            Message::Chunk(c) => {
-                yield AlignedMessage::Right(c);
-                continue;
-            }
-            Message::Barrier(b) => b,
-        };
-        // Drain the other side up to its barrier.
-        let other = if is_left { &mut right } else { &mut left };
-        let got = loop {
-            match other.next().await {
-                None => return Ok(()),
-                Some(Err(e)) => Err(e)?,
-                Some(Ok(Message::Chunk(c))) if is_left => yield AlignedMessage::Right(c),
-                Some(Ok(Message::Chunk(c))) => yield AlignedMessage::Left(c),
-                Some(Ok(Message::Barrier(b))) => break b,
-            }
-        };
-        if got.epoch != barrier.epoch {
-            Err(StreamExecutorError::BarrierMisaligned {
-                executor: name.clone(),
-                expected: barrier.epoch.curr.0,
-                got: got.epoch.curr.0,
-            })?;
-        }
-        yield AlignedMessage::Barrier(barrier);
-    }
-}
-
 /// The plan of a dynamic filter: its inputs, the comparison, its tables.
 pub struct DynamicFilterArgs {
     pub actor_id: ActorId,
@@ -188,6 +128,7 @@ pub struct DynamicFilterArgs {
     /// vnode 0 of the left writes it.
     pub right_table: StateTable,
     pub chunk_size: usize,
+    pub stats: ExecutorStatsHandle,
 }
 
 /// `left[key] <op> right` where the right input is one row that changes (RisingWave's
@@ -204,6 +145,7 @@ pub struct DynamicFilterExecutor {
     left_table: StateTable,
     right_table: StateTable,
     chunk_size: usize,
+    stats: ExecutorStatsHandle,
 }
 
 /// The right value as the executor tracks it over an epoch.
@@ -243,6 +185,7 @@ impl DynamicFilterExecutor {
             left_table: args.left_table,
             right_table: args.right_table,
             chunk_size: args.chunk_size,
+            stats: args.stats,
         }
     }
 
@@ -311,8 +254,10 @@ impl DynamicFilterExecutor {
             if key.is_some() {
                 if op.is_insert() {
                     self.left_table.insert(row)?;
+                    self.stats.state_rows_written(1, 0);
                 } else {
                     self.left_table.delete(row)?;
+                    self.stats.state_rows_written(0, 1);
                 }
             }
         }
@@ -376,7 +321,7 @@ impl DynamicFilterExecutor {
     #[try_stream(ok = Message, error = StreamExecutorError)]
     async fn execute_inner(mut self) {
         let (left, right) = self.inputs.take().expect("inputs taken once");
-        let aligned = barrier_align(left.execute(), right.execute(), self.name());
+        let aligned = barrier_align(left.execute(), right.execute(), self.actor_id);
         futures::pin_mut!(aligned);
         let first = match aligned.next().await {
             Some(Ok(AlignedMessage::Barrier(b)))

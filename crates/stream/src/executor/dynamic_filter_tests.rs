@@ -161,6 +161,7 @@ fn filter(
             DynamicFilterExecutor::right_vnodes(VNODES),
         ),
         chunk_size: 2,
+        stats: super::stats::ExecutorStatsHandle::detached(),
     };
     Box::new(DynamicFilterExecutor::new(args))
 }

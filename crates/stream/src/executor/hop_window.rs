@@ -1,6 +1,6 @@
 use epochlab_common::plan::Interval;
 use epochlab_common::types::{Timestamp, Timestamptz};
-use epochlab_common::{Datum, OwnedRow, ScalarImpl, StreamChunk};
+use epochlab_common::{Datum, OwnedRow, ScalarImpl, StreamChunk, StreamChunkBuilder};
 use epochlab_expr::ExprError;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
@@ -28,11 +28,14 @@ fn fixed_usecs(i: &Interval) -> Option<i64> {
     (i.months() == 0 && total > 0).then_some(total)
 }
 
+/// Output rows per chunk at most.
+pub const HOP_CHUNK_CAPACITY: usize = 4096;
+
 /// Each input row once per hop window containing its time column (RisingWave's `HopWindowExecutor`; a
 /// tumble is a hop whose slide is its size): the input's columns, then `window_start` and `window_end`, of
 /// which `output_indices` are kept. The windows of a row are `size / slide` starts, ascending, ending at
-/// the hop start of its time (the time rounded down to a multiple of the slide); one output chunk per
-/// window index, as RisingWave's. A row whose time is NULL is in no window; a window outside the
+/// the hop start of its time (the time rounded down to a multiple of the slide); a row's windows are
+/// emitted together (see [`HopWindowExecutor::hop`]). A row whose time is NULL is in no window; a window outside the
 /// timestamp range is an expression error (non-strict: the row is dropped from that window, counted).
 pub struct HopWindowExecutor {
     input: BoxedExecutor,
@@ -112,17 +115,27 @@ impl HopWindowExecutor {
         Some(OwnedRow::new(datums).project(&self.output_indices))
     }
 
+    /// Each input row's windows together, in input order, in chunks of at most the input chunk's size
+    /// times its windows (at most [`HOP_CHUNK_CAPACITY`] rows), as RisingWave's executor emits them: an update becomes a delete and an
+    /// insert (the old and the new row may share windows, so an update pair per window index would insert
+    /// a window row before its old copy is deleted), and the old row's windows are all deleted before the
+    /// new row's are inserted.
     fn hop(&self, chunk: &StreamChunk) -> Vec<StreamChunk> {
-        (0..self.units)
-            .map(|unit| {
-                StreamChunk::from_pairs(
-                    chunk
-                        .rows()
-                        .filter_map(|(op, row)| self.windowed(row, unit).map(|r| (op, r))),
-                )
-            })
-            .filter(|c| !c.is_empty())
-            .collect()
+        let units = usize::try_from(self.units).unwrap_or(1);
+        let capacity = chunk.capacity().max(1).saturating_mul(units);
+        let mut builder = StreamChunkBuilder::new(capacity.min(HOP_CHUNK_CAPACITY));
+        let mut out = Vec::new();
+        for (op, row) in chunk.rows() {
+            for unit in 0..self.units {
+                if let Some(r) = self.windowed(row, unit)
+                    && let Some(full) = builder.append(op.normalize(), r)
+                {
+                    out.push(full);
+                }
+            }
+        }
+        out.extend(builder.take());
+        out
     }
 
     #[try_stream(ok = Message, error = StreamExecutorError)]

@@ -9,6 +9,7 @@ mod dml;
 mod dynamic_filter;
 #[cfg(test)]
 mod dynamic_filter_tests;
+mod expand;
 mod filter;
 mod flow_control;
 pub mod hash_join;
@@ -18,6 +19,7 @@ mod merge;
 pub mod non_strict;
 mod now;
 mod project;
+mod project_set;
 pub mod row_id_gen;
 mod sink;
 #[cfg(test)]
@@ -45,6 +47,7 @@ pub use backfill::{
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
 pub use dynamic_filter::{Comparator, DynamicFilterArgs, DynamicFilterExecutor};
+pub use expand::ExpandExecutor;
 pub use filter::FilterExecutor;
 pub use flow_control::FlowControlExecutor;
 pub use hash_join::{HashJoinArgs, HashJoinExecutor};
@@ -54,6 +57,7 @@ pub use merge::MergeExecutor;
 pub use non_strict::{ExprErrorCounts, ExprExecutor, NonStrict};
 pub use now::{NowExecutor, epoch_timestamp};
 pub use project::ProjectExecutor;
+pub use project_set::ProjectSetExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
 pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};

@@ -17,6 +17,7 @@ pub enum ExprExecutor {
     Aggregate,
     /// A hash join's non-equi condition.
     HashJoin,
+    ProjectSet,
 }
 
 impl ExprExecutor {
@@ -27,6 +28,7 @@ impl ExprExecutor {
             ExprExecutor::HopWindow => "hop_window",
             ExprExecutor::Aggregate => "aggregate",
             ExprExecutor::HashJoin => "hash_join",
+            ExprExecutor::ProjectSet => "project_set",
         }
     }
 }

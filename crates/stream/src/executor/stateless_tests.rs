@@ -540,7 +540,7 @@ mod hop_window {
         assert_eq!(out, vec![m("B1"), expected, m("B2")]);
     }
 
-    /// A hop of size 3 × slide: each row in three windows, one chunk per window index, earliest first.
+    /// A hop of size 3 × slide: each row in three windows, earliest first, a row's windows together.
     #[test]
     fn hop_puts_each_row_in_size_over_slide_windows() {
         let rows = vec![(
@@ -549,10 +549,37 @@ mod hop_window {
         )];
         let out = hop(2, 6, vec![2, 3], rows);
         let window = |s, e| format!("Insert[Some({:?}), Some({:?})]", ts(s), ts(e));
-        assert_eq!(
-            out,
-            vec![m("B1"), window(2, 8), window(4, 10), window(6, 12), m("B2")]
-        );
+        let all = [window(2, 8), window(4, 10), window(6, 12)].join(" ");
+        assert_eq!(out, vec![m("B1"), all, m("B2")]);
+    }
+
+    /// An update whose old and new rows share windows (RisingWave's #10495): every window of the old row
+    /// is deleted before any of the new row's is inserted, so a keyed downstream never sees an insert of
+    /// a key that is still there.
+    #[test]
+    fn hop_update_deletes_old_windows_before_inserting_new() {
+        let rows = vec![
+            (
+                Op::UpdateDelete,
+                OwnedRow::new(vec![Some(1i64.into()), Some(ts(15))]),
+            ),
+            (
+                Op::UpdateInsert,
+                OwnedRow::new(vec![Some(1i64.into()), Some(ts(25))]),
+            ),
+        ];
+        let out = hop(10, 30, vec![0, 2], rows);
+        let w = |op: &str, s: i64| format!("{op}[Some(Int64(1)), Some({:?})]", ts(s));
+        let all = [
+            w("Delete", -10),
+            w("Delete", 0),
+            w("Delete", 10),
+            w("Insert", 0),
+            w("Insert", 10),
+            w("Insert", 20),
+        ]
+        .join(" ");
+        assert_eq!(out, vec![m("B1"), all, m("B2")]);
     }
 
     #[test]
@@ -564,5 +591,134 @@ mod hop_window {
         let month = Interval::from_month_day_usec(1, 0, 0);
         let e = HopWindowExecutor::new(input(), 1, month, month, vec![], eval);
         assert!(matches!(e, Err(HopWindowError::NotPositive { .. })));
+    }
+}
+
+mod project_set {
+    use epochlab_common::expr_node::TableFunctionType;
+    use epochlab_common::plan::ProjectSetSelectItem;
+    use epochlab_common::types::ListValue;
+
+    use super::*;
+    use crate::executor::ProjectSetExecutor;
+
+    fn list(v: &[i32]) -> ScalarImpl {
+        ScalarImpl::List(ListValue::new(
+            v.iter().map(|x| Some(ScalarImpl::Int32(*x))).collect(),
+        ))
+    }
+
+    fn project_set(rows: Vec<(Op, OwnedRow)>) -> Vec<String> {
+        let input = script(vec![
+            Message::Barrier(barrier(1)),
+            chunk(rows),
+            Message::Barrier(barrier(2)),
+        ]);
+        let list_ty = DataType::List(Box::new(DataType::Int32));
+        let select_list = vec![
+            ProjectSetSelectItem::Expr(ExprNode::input_ref(0, DataType::Int32)),
+            ProjectSetSelectItem::TableFunction {
+                func: TableFunctionType::Unnest,
+                args: vec![ExprNode::input_ref(1, list_ty)],
+                ret: DataType::Int32,
+            },
+            ProjectSetSelectItem::TableFunction {
+                func: TableFunctionType::GenerateSeries,
+                args: vec![
+                    ExprNode::literal(Some(ScalarImpl::Int32(1)), DataType::Int32),
+                    ExprNode::input_ref(2, DataType::Int32),
+                ],
+                ret: DataType::Int32,
+            },
+        ];
+        let (eval, _) = non_strict(ExprExecutor::ProjectSet);
+        run(Box::new(ProjectSetExecutor::new(input, select_list, eval)))
+    }
+
+    /// The longest table function sets the count, the shorter is NULL past its end, the scalar repeats;
+    /// an input row whose functions give nothing gives no row; updates become deletes and inserts.
+    #[test]
+    fn rows_per_input_row_are_the_longest_function() {
+        let rows = vec![
+            (
+                Op::Insert,
+                OwnedRow::new(vec![
+                    Some(ScalarImpl::Int32(1)),
+                    Some(list(&[7, 8])),
+                    Some(ScalarImpl::Int32(3)),
+                ]),
+            ),
+            (
+                Op::UpdateDelete,
+                OwnedRow::new(vec![
+                    Some(ScalarImpl::Int32(2)),
+                    None,
+                    Some(ScalarImpl::Int32(0)),
+                ]),
+            ),
+            (
+                Op::UpdateInsert,
+                OwnedRow::new(vec![
+                    Some(ScalarImpl::Int32(2)),
+                    Some(list(&[9])),
+                    Some(ScalarImpl::Int32(0)),
+                ]),
+            ),
+        ];
+        let out = project_set(rows);
+        let r = |op: &str, k: i64, v: &str, s: &str, id: i32| {
+            format!("{op}[Some(Int64({k})), Some(Int32({id})), {v}, {s}]")
+        };
+        let expected = [
+            r("Insert", 0, "Some(Int32(7))", "Some(Int32(1))", 1),
+            r("Insert", 1, "Some(Int32(8))", "Some(Int32(2))", 1),
+            r("Insert", 2, "None", "Some(Int32(3))", 1),
+            r("Insert", 0, "Some(Int32(9))", "None", 2),
+        ]
+        .join(" ");
+        assert_eq!(out, vec!["B1".to_string(), expected, "B2".to_string()]);
+    }
+}
+
+mod expand {
+    use super::*;
+    use crate::executor::ExpandExecutor;
+
+    /// One chunk per grouping set: the columns outside the set NULL, then the columns, then the flag; the
+    /// ops kept.
+    #[test]
+    fn each_row_once_per_grouping_set() {
+        let input = script(vec![
+            Message::Barrier(barrier(1)),
+            chunk(vec![
+                (Op::UpdateDelete, row![1i64, 2i64]),
+                (Op::UpdateInsert, row![1i64, 3i64]),
+            ]),
+            Message::Barrier(barrier(2)),
+        ]);
+        let exec = ExpandExecutor::new(ActorId(1), input, vec![vec![0, 1], vec![1], vec![]]);
+        let out = run(Box::new(exec));
+        let i = |v: i64| format!("Some(Int64({v}))");
+        let r = |op: &str, a: Option<i64>, b: Option<i64>, v: i64, flag: i64| {
+            let n = |x: Option<i64>| x.map_or_else(|| "None".to_string(), i);
+            format!("{op}[{}, {}, {}, {}, {}]", n(a), n(b), i(1), i(v), i(flag))
+        };
+        let set = |flag: i64, a: bool, b: bool| {
+            [
+                r("UpdateDelete", a.then_some(1), b.then_some(2), 2, flag),
+                r("UpdateInsert", a.then_some(1), b.then_some(3), 3, flag),
+            ]
+            .join(" ")
+        };
+        assert_eq!(
+            out,
+            vec![
+                "B1".to_string(),
+                set(0, true, true),
+                set(1, false, true),
+                set(2, false, false),
+                "B2".to_string()
+            ]
+        );
     }
 }

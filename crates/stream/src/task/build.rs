@@ -29,6 +29,7 @@ use crate::executor::{
     ValuesExecutor,
 };
 use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
+use crate::executor::{ExpandExecutor, ProjectSetExecutor};
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -598,6 +599,18 @@ fn build_stateless(
                 })?;
             Box::new(exec)
         }
+        StreamNode::ProjectSet { select_list, input } => {
+            let eval = non_strict(env, actor_id, ExprExecutor::ProjectSet);
+            let (input, items) = (build(input)?, select_list.clone());
+            Box::new(ProjectSetExecutor::new(input, items, eval))
+        }
+        StreamNode::Expand {
+            column_subsets,
+            input,
+        } => {
+            let input = build(input)?;
+            Box::new(ExpandExecutor::new(actor_id, input, column_subsets.clone()))
+        }
         StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
@@ -712,6 +725,11 @@ fn build_dynamic_filter(
             options,
         ),
         chunk_size: DYNAMIC_FILTER_CHUNK_SIZE,
+        stats: env.stats.executors.handle(
+            actor_id,
+            t.left_table.table_id,
+            crate::executor::stats::StatefulExecutorKind::DynamicFilter,
+        ),
     };
     Ok(Box::new(DynamicFilterExecutor::new(args)))
 }
@@ -935,6 +953,7 @@ fn build_top_n(
         op_consistency_level: consistency_level(env.persist_check),
         ..Default::default()
     };
+    let kind = stateful_kind(node).expect("a top-N is stateful");
     let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let args = TopNArgs {
         actor_id,
@@ -946,6 +965,7 @@ fn build_top_n(
         with_ties,
         table: StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options),
         group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
+        stats: env.stats.executors.handle(actor_id, table.table_id, kind),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,

@@ -238,7 +238,12 @@ impl AggCore {
                 memcmp::encode_datum(&row[i], o, &mut ck);
             }
             if !self.cache.contains_key(ck.as_slice()) {
-                self.load_group(&ck, &row.project(&self.group_key))?;
+                // The group key as RisingWave's hash key gives it back (equal values, one representative).
+                let key = row.project(&self.group_key).into_inner();
+                let key = key
+                    .into_iter()
+                    .map(epochlab_common::types::datum_hash_key_canonical);
+                self.load_group(&ck, &OwnedRow::new(key.collect()))?;
             } else {
                 self.stats.cache_lookup(true);
             }

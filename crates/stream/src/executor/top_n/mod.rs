@@ -49,6 +49,8 @@ pub struct TopNArgs {
     /// The state table (see `epochlab_common::plan::top_n_table`).
     pub table: StateTable,
     pub group_cache_capacity: usize,
+    /// Cache lookups, groups cached and state-table writes.
+    pub stats: crate::executor::ExecutorStatsHandle,
 }
 
 /// The state of a top-N executor: its table and each group's cache.
@@ -64,6 +66,7 @@ struct TopNCore {
     /// Group key (memcomparable) → its cache.
     caches: BTreeMap<Vec<u8>, TopNCache>,
     group_cache_capacity: usize,
+    stats: crate::executor::ExecutorStatsHandle,
 }
 
 impl TopNCore {
@@ -93,6 +96,7 @@ impl TopNCore {
             state,
             caches: BTreeMap::new(),
             group_cache_capacity: args.group_cache_capacity.max(1),
+            stats: args.stats,
         };
         Ok((core, args.input))
     }
@@ -112,7 +116,9 @@ impl TopNCore {
     /// Make sure the group's cache is in memory (loaded from the table on a miss).
     fn ensure_cached(&mut self, group: &OwnedRow) -> StreamExecutorResult<Vec<u8>> {
         let ck = Self::group_cache_key(group);
-        if !self.caches.contains_key(&ck) {
+        let hit = self.caches.contains_key(&ck);
+        self.stats.cache_lookup(hit);
+        if !hit {
             let mut cache = self.new_cache();
             self.state.load(group, &mut cache)?;
             self.caches.insert(ck.clone(), cache);
@@ -154,6 +160,9 @@ impl TopNCore {
         while self.caches.len() > self.group_cache_capacity {
             self.caches.pop_first();
         }
+        self.stats.set_cache_entries(self.caches.len());
+        let (inserts, deletes) = self.state.take_writes();
+        self.stats.state_rows_written(inserts, deletes);
         Ok(out)
     }
 

@@ -17,6 +17,8 @@ pub(crate) struct ManagedTopNState {
     group_len: usize,
     /// The order columns in the pk after the group key (a sort key is the memcmp of these).
     order_len: usize,
+    /// Rows inserted and deleted since the last `take_writes` (metrics).
+    writes: (u64, u64),
 }
 
 impl ManagedTopNState {
@@ -47,6 +49,7 @@ impl ManagedTopNState {
             table,
             group_len: g,
             order_len: order_cols.len(),
+            writes: (0, 0),
         }
     }
 
@@ -77,11 +80,20 @@ impl ManagedTopNState {
     }
 
     pub(crate) fn insert(&mut self, row: &OwnedRow) -> StreamExecutorResult<()> {
-        Ok(self.table.insert(row)?)
+        self.table.insert(row)?;
+        self.writes.0 += 1;
+        Ok(())
     }
 
     pub(crate) fn delete(&mut self, row: &OwnedRow) -> StreamExecutorResult<()> {
-        Ok(self.table.delete(row)?)
+        self.table.delete(row)?;
+        self.writes.1 += 1;
+        Ok(())
+    }
+
+    /// The rows inserted and deleted since the last call.
+    pub(crate) fn take_writes(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.writes)
     }
 
     /// The group's rows in order, after the row `after` (a full row) when given.

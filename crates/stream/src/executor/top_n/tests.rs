@@ -111,6 +111,7 @@ impl Config {
             with_ties: self.with_ties,
             table: StateTable::with_options(desc, &node, vnodes, options),
             group_cache_capacity: self.group_cache_capacity,
+            stats: crate::executor::ExecutorStatsHandle::detached(),
         };
         match (self.grouped, self.append_only) {
             (false, false) => Box::new(TopNExecutor::new(args).unwrap()),
@@ -419,6 +420,7 @@ fn plans_it_cannot_run_are_refused() {
         with_ties: true,
         table: StateTable::new(desc, &node, Arc::new(Bitmap::ones(VNODES as usize))),
         group_cache_capacity: 1,
+        stats: crate::executor::ExecutorStatsHandle::detached(),
     };
     assert!(TopNExecutor::new(args).is_err());
 }

@@ -1,0 +1,391 @@
+//! The view oracle's reference evaluation: each stateful view's query evaluated directly over its upstreams'
+//! committed rows (a `BTreeMap` group-by, a nested-loop join, a sort and a slice), independent of the stream
+//! executors and of any planner, and the first difference from the view's committed rows.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use epochlab_common::catalog::TableDesc;
+use epochlab_common::types::Decimal;
+use epochlab_common::{Datum, OrderType, OwnedRow, ScalarImpl};
+
+use super::plan::{GroupKey, ViewJoin, ViewQuery};
+use super::views::top_n_order;
+
+/// One upstream's committed rows and its table.
+pub struct Input<'a> {
+    pub desc: &'a TableDesc,
+    pub rows: &'a [OwnedRow],
+}
+
+fn int(d: &Datum) -> Option<i64> {
+    d.as_ref().and_then(ScalarImpl::as_int64)
+}
+
+/// The rows `query` gives over `inputs` (one per upstream, in [`ViewQuery::upstreams`]'s order), in no
+/// particular order.
+pub fn evaluate(query: &ViewQuery, inputs: &[Input<'_>]) -> Vec<OwnedRow> {
+    match query {
+        ViewQuery::Agg { group, arg, .. } => aggregate(inputs[0].rows, *group, *arg),
+        ViewQuery::Join {
+            join,
+            left_col,
+            right_col,
+            ..
+        } => nested_loop_join(&inputs[0], &inputs[1], *join, *left_col, *right_col),
+        ViewQuery::TopN {
+            col,
+            desc,
+            limit,
+            offset,
+            ..
+        } => top_n(&inputs[0], *col, *desc, *limit, *offset),
+    }
+}
+
+#[derive(Default)]
+struct Acc {
+    count: i64,
+    sum: Option<i128>,
+    min: Option<i64>,
+    max: Option<i64>,
+}
+
+impl Acc {
+    fn add(&mut self, x: Option<i64>) {
+        self.count += 1;
+        if let Some(x) = x {
+            self.sum = Some(self.sum.unwrap_or(0) + i128::from(x));
+            self.min = Some(self.min.map_or(x, |m| m.min(x)));
+            self.max = Some(self.max.map_or(x, |m| m.max(x)));
+        }
+    }
+
+    fn datums(&self) -> Vec<Datum> {
+        let sum = self.sum.map(|s| {
+            let s = i64::try_from(s).expect("the workload's sums fit in a BIGINT");
+            ScalarImpl::Decimal(Decimal::from(s))
+        });
+        vec![
+            Some(ScalarImpl::Int64(self.count)),
+            sum,
+            self.min.map(ScalarImpl::Int64),
+            self.max.map(ScalarImpl::Int64),
+        ]
+    }
+}
+
+/// `count(*), sum(x), min(x), max(x)` per group (`NULL` is a group of its own); without a group key one row,
+/// also over no rows.
+fn aggregate(rows: &[OwnedRow], group: Option<GroupKey>, arg: usize) -> Vec<OwnedRow> {
+    let mut groups: BTreeMap<Option<i64>, Acc> = BTreeMap::new();
+    for r in rows {
+        let g = group.and_then(|g| {
+            let v = int(r.datum_at(g.col))?;
+            Some(g.modulus.map_or(v, |m| v % m))
+        });
+        groups.entry(g).or_default().add(int(r.datum_at(arg)));
+    }
+    if group.is_none() {
+        let acc = groups.remove(&None).unwrap_or_default();
+        return vec![OwnedRow::new(acc.datums())];
+    }
+    groups
+        .into_iter()
+        .map(|(g, acc)| {
+            let mut datums = vec![g.map(ScalarImpl::Int64)];
+            datums.extend(acc.datums());
+            OwnedRow::new(datums)
+        })
+        .collect()
+}
+
+/// Every left row with every right row whose `right_col` equals its `left_col` (NULL equals nothing); a left
+/// outer join keeps an unmatched left row with NULLs.
+fn nested_loop_join(
+    left: &Input<'_>,
+    right: &Input<'_>,
+    join: ViewJoin,
+    left_col: usize,
+    right_col: usize,
+) -> Vec<OwnedRow> {
+    let nulls = OwnedRow::new(vec![None; right.desc.column_types.len()]);
+    let mut out = Vec::new();
+    for l in left.rows {
+        let key = int(l.datum_at(left_col));
+        let before = out.len();
+        for r in right.rows {
+            if key.is_some() && int(r.datum_at(right_col)) == key {
+                out.push(l.chain(r));
+            }
+        }
+        if out.len() == before && join == ViewJoin::LeftOuter {
+            out.push(l.chain(&nulls));
+        }
+    }
+    out
+}
+
+/// The rows ranked `offset..offset + limit` by `col` (ties by the upstream's pk, ascending).
+fn top_n(up: &Input<'_>, col: usize, desc: bool, limit: u64, offset: u64) -> Vec<OwnedRow> {
+    let order = top_n_order(desc);
+    let pk = &up.desc.pk_indices;
+    let mut rows: Vec<&OwnedRow> = up.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        cmp_datum(a.datum_at(col), b.datum_at(col), order).then_with(|| {
+            pk.iter()
+                .map(|&p| cmp_datum(a.datum_at(p), b.datum_at(p), OrderType::ascending()))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        })
+    });
+    let start = usize::try_from(offset).unwrap_or(usize::MAX);
+    let n = usize::try_from(limit).unwrap_or(usize::MAX);
+    rows.into_iter().skip(start).take(n).cloned().collect()
+}
+
+/// Two values in `order`: NULLs first or last as it says, the rest by value (the workload's types).
+pub fn cmp_datum(a: &Datum, b: &Datum, order: OrderType) -> Ordering {
+    let by_value = match (a, b) {
+        (None, None) => return Ordering::Equal,
+        (None, Some(_)) => return null_side(order),
+        (Some(_), None) => return null_side(order).reverse(),
+        (Some(a), Some(b)) => cmp_scalar(a, b),
+    };
+    if order.descending {
+        by_value.reverse()
+    } else {
+        by_value
+    }
+}
+
+fn null_side(order: OrderType) -> Ordering {
+    if order.nulls_first {
+        Ordering::Less
+    } else {
+        Ordering::Greater
+    }
+}
+
+fn cmp_scalar(a: &ScalarImpl, b: &ScalarImpl) -> Ordering {
+    match (a, b) {
+        (ScalarImpl::Int64(a), ScalarImpl::Int64(b)) => a.cmp(b),
+        (ScalarImpl::Utf8(a), ScalarImpl::Utf8(b)) => a.cmp(b),
+        (ScalarImpl::Decimal(a), ScalarImpl::Decimal(b)) => a.cmp(b),
+        // Types the workload's views never hold: their canonical encodings' order.
+        _ => {
+            let enc = |s: &ScalarImpl| {
+                let mut buf = Vec::new();
+                epochlab_common::memcmp::encode_datum(
+                    &Some(s.clone()),
+                    OrderType::ascending(),
+                    &mut buf,
+                );
+                buf
+            };
+            enc(a).cmp(&enc(b))
+        }
+    }
+}
+
+/// The first difference between a view's committed rows and its query's rows, keyed by the view's pk.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error(
+    "view {view} differs from its query ({committed} rows committed, {expected} expected): at key {key:?} \
+     the view has {got}, its query {want}"
+)]
+pub struct ViewDiff {
+    pub view: String,
+    pub committed: usize,
+    pub expected: usize,
+    pub key: OwnedRow,
+    /// `row [..]`, or `no row`.
+    pub got: RowText,
+    pub want: RowText,
+}
+
+/// A row as a difference shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowText(pub Option<OwnedRow>);
+
+impl std::fmt::Display for RowText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(r) => write!(f, "row {r:?}"),
+            None => write!(f, "no row"),
+        }
+    }
+}
+
+/// The view's committed rows against its query's rows, by the view's pk; `None` when they are equal.
+pub fn compare(
+    view: &str,
+    desc: &TableDesc,
+    committed: Vec<OwnedRow>,
+    expected: Vec<OwnedRow>,
+) -> Option<ViewDiff> {
+    let pk = &desc.pk_indices;
+    let sort = |mut rows: Vec<OwnedRow>| {
+        rows.sort_by(|a, b| cmp_keys(&a.project(pk), &b.project(pk)));
+        rows
+    };
+    let (got, want) = (sort(committed), sort(expected));
+    let (mut i, mut j) = (0, 0);
+    let diff = |key: &OwnedRow, g: Option<&OwnedRow>, w: Option<&OwnedRow>| ViewDiff {
+        view: view.to_string(),
+        committed: got.len(),
+        expected: want.len(),
+        key: key.clone(),
+        got: RowText(g.cloned()),
+        want: RowText(w.cloned()),
+    };
+    loop {
+        let (g, w) = (got.get(i), want.get(j));
+        let order = match (g, w) {
+            (None, None) => return None,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(g), Some(w)) => cmp_keys(&g.project(pk), &w.project(pk)),
+        };
+        match order {
+            Ordering::Less => {
+                let g = g.expect("a committed row");
+                return Some(diff(&g.project(pk), Some(g), None));
+            }
+            Ordering::Greater => {
+                let w = w.expect("an expected row");
+                return Some(diff(&w.project(pk), None, Some(w)));
+            }
+            Ordering::Equal if g != w => {
+                let g = g.expect("a committed row");
+                return Some(diff(&g.project(pk), g.into(), w));
+            }
+            Ordering::Equal => (i, j) = (i + 1, j + 1),
+        }
+    }
+}
+
+fn cmp_keys(a: &OwnedRow, b: &OwnedRow) -> Ordering {
+    a.datums()
+        .iter()
+        .zip(b.datums())
+        .map(|(x, y)| cmp_datum(x, y, OrderType::ascending()))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::catalog::Distribution;
+    use epochlab_common::{DataType, TableId, VnodeCount};
+
+    use super::*;
+
+    fn table(types: usize, pk: Vec<usize>) -> TableDesc {
+        TableDesc {
+            table_id: TableId(1),
+            column_types: vec![DataType::Int64; types],
+            pk_orders: vec![OrderType::ascending(); pk.len()],
+            value_indices: (0..types).collect(),
+            pk_indices: pk,
+            distribution: Distribution::Singleton,
+            vnode_count: VnodeCount::new(16).unwrap(),
+        }
+    }
+
+    fn row(values: &[Option<i64>]) -> OwnedRow {
+        OwnedRow::new(values.iter().map(|v| v.map(ScalarImpl::Int64)).collect())
+    }
+
+    fn dec(v: i64) -> Datum {
+        Some(ScalarImpl::Decimal(Decimal::from(v)))
+    }
+
+    #[test]
+    fn aggregation_groups_nulls_together_and_skips_null_arguments() {
+        let rows = [
+            row(&[Some(1), Some(7)]),
+            row(&[Some(4), Some(2)]),
+            row(&[None, Some(5)]),
+            row(&[Some(2), None]),
+        ];
+        let group = Some(GroupKey {
+            col: 0,
+            modulus: Some(3),
+        });
+        let mut got = aggregate(&rows, group, 1);
+        got.sort_by(|a, b| cmp_keys(&a.project(&[0]), &b.project(&[0])));
+        let int = |v: i64| Some(ScalarImpl::Int64(v));
+        assert_eq!(
+            got,
+            vec![
+                // 1 % 3 and 4 % 3.
+                OwnedRow::new(vec![int(1), int(2), dec(9), int(2), int(7)]),
+                OwnedRow::new(vec![int(2), int(1), None, None, None]),
+                OwnedRow::new(vec![None, int(1), dec(5), int(5), int(5)]),
+            ]
+        );
+        let none = aggregate(&[], None, 1);
+        assert_eq!(none, vec![OwnedRow::new(vec![int(0), None, None, None])]);
+    }
+
+    #[test]
+    fn a_left_join_keeps_unmatched_rows_and_null_matches_nothing() {
+        let (l, r) = (table(2, vec![0]), table(2, vec![0]));
+        let left = [row(&[Some(1), Some(10)]), row(&[Some(2), None])];
+        let right = [row(&[Some(10), Some(0)]), row(&[None, Some(1)])];
+        let input = |desc, rows| Input { desc, rows };
+        let joined = |join| nested_loop_join(&input(&l, &left), &input(&r, &right), join, 1, 0);
+        let matched = row(&[Some(1), Some(10), Some(10), Some(0)]);
+        assert_eq!(joined(ViewJoin::Inner), vec![matched.clone()]);
+        let unmatched = row(&[Some(2), None, None, None]);
+        assert_eq!(joined(ViewJoin::LeftOuter), vec![matched, unmatched]);
+    }
+
+    #[test]
+    fn top_n_orders_nulls_as_risingwave_and_breaks_ties_by_the_pk() {
+        let desc = table(2, vec![0]);
+        let rows = [
+            row(&[Some(3), Some(1)]),
+            row(&[Some(1), Some(1)]),
+            row(&[Some(2), None]),
+            row(&[Some(4), Some(0)]),
+        ];
+        let up = Input {
+            desc: &desc,
+            rows: &rows,
+        };
+        let keys = |rows: Vec<OwnedRow>| -> Vec<Datum> {
+            rows.iter().map(|r| r.datum_at(0).clone()).collect()
+        };
+        let int = |v: i64| Some(ScalarImpl::Int64(v));
+        // ASC NULLS LAST: 0 (k 4), 1 (k 1), 1 (k 3), NULL (k 2).
+        assert_eq!(keys(top_n(&up, 1, false, 2, 1)), vec![int(1), int(3)]);
+        // DESC NULLS FIRST.
+        assert_eq!(keys(top_n(&up, 1, true, 2, 0)), vec![int(2), int(1)]);
+    }
+
+    #[test]
+    fn the_first_difference_names_the_view_the_key_and_both_rows() {
+        let desc = table(2, vec![0]);
+        let want = vec![row(&[Some(1), Some(5)]), row(&[Some(2), Some(6)])];
+        assert_eq!(compare("v1", &desc, want.clone(), want.clone()), None);
+        let got = vec![row(&[Some(2), Some(7)]), row(&[Some(1), Some(5)])];
+        let diff = compare("v1", &desc, got, want.clone()).unwrap();
+        assert_eq!(diff.key, row(&[Some(2)]));
+        assert_eq!(
+            diff.to_string(),
+            "view v1 differs from its query (2 rows committed, 2 expected): at key [Some(Int64(2))] \
+             the view has row [Some(Int64(2)), Some(Int64(7))], its query row [Some(Int64(2)), Some(Int64(6))]"
+        );
+        let missing = compare("v1", &desc, want[..1].to_vec(), want.clone()).unwrap();
+        assert!(
+            missing
+                .to_string()
+                .ends_with("the view has no row, its query row [Some(Int64(2)), Some(Int64(6))]")
+        );
+        let extra = compare("v1", &desc, want.clone(), want[1..].to_vec()).unwrap();
+        assert_eq!(extra.key, row(&[Some(1)]));
+        assert_eq!(extra.want, RowText(None));
+    }
+}

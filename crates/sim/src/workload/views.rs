@@ -1,0 +1,368 @@
+//! A stateful view's streaming job, built as a fragment graph the way a planner would (the simulation does not
+//! depend on the SQL front end): an aggregation (`plan::agg_node` behind a hash or simple exchange), a hash
+//! join (`StreamNode::HashJoin` with `plan::join_side_tables`) or a top-N (`StreamNode::TopN` with
+//! `plan::top_n_table`), each over arrangement backfills of its upstream tables or views, and the view's own
+//! table. Column positions come from the plan; a query whose columns do not fit its upstreams is refused
+//! here ([`ViewShapeError`]), so a hand-edited plan cannot panic a run.
+
+use std::sync::Arc;
+
+use epochlab_common::catalog::{Distribution, TableDesc};
+use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::plan::{
+    ConflictBehavior, DispatchStrategy, FragmentDistribution, JoinType, StreamFragment,
+    StreamFragmentEdge, StreamFragmentGraph, StreamNode, agg_node, join_side_tables, top_n_table,
+};
+use epochlab_common::{AggCall, AggKind, DataType, OrderType, ScalarImpl, TableId, VnodeCount};
+use epochlab_meta::{BACKFILL_CHUNK_SIZE, StreamScanType};
+
+use super::plan::{GroupKey, ViewJoin, ViewQuery};
+
+/// The view's table before meta gives it its id.
+const VIEW_PLACEHOLDER: TableId = TableId(u32::MAX);
+
+/// Why a view's query does not fit its upstreams.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ViewShapeError {
+    #[error("column {col} of {relation} is not a BIGINT column")]
+    NotBigint { relation: String, col: usize },
+    #[error("{0} has no primary key: a view over it would have no stream key")]
+    NoStreamKey(String),
+    #[error("the query reads {want} upstreams, {got} given")]
+    Upstreams { want: usize, got: usize },
+}
+
+/// An upstream of a view: its name (for errors) and its table.
+pub struct Upstream<'a> {
+    pub name: &'a str,
+    pub desc: &'a Arc<TableDesc>,
+}
+
+impl Upstream<'_> {
+    fn bigint(&self, col: usize) -> Result<(), ViewShapeError> {
+        match self.desc.column_types.get(col) {
+            Some(DataType::Int64) => Ok(()),
+            _ => Err(ViewShapeError::NotBigint {
+                relation: self.name.to_string(),
+                col,
+            }),
+        }
+    }
+
+    fn keyed(&self) -> Result<(), ViewShapeError> {
+        if self.desc.pk_indices.is_empty() {
+            return Err(ViewShapeError::NoStreamKey(self.name.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The job's graph and the view's table (its id a placeholder).
+pub fn view_graph(
+    query: &ViewQuery,
+    ups: &[Upstream<'_>],
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    let want = query.upstreams().len();
+    if ups.len() != want {
+        return Err(ViewShapeError::Upstreams {
+            want,
+            got: ups.len(),
+        });
+    }
+    for up in ups {
+        up.keyed()?;
+    }
+    match query {
+        ViewQuery::Agg { group, arg, .. } => agg_graph(&ups[0], *group, *arg),
+        ViewQuery::Join {
+            join,
+            left_col,
+            right_col,
+            ..
+        } => join_graph(&ups[0], &ups[1], *join, *left_col, *right_col),
+        ViewQuery::TopN {
+            col,
+            desc,
+            limit,
+            offset,
+            ..
+        } => top_n_graph(&ups[0], *col, *desc, *limit, *offset),
+    }
+}
+
+fn int_ref(i: usize) -> ExprNode {
+    ExprNode::input_ref(i, DataType::Int64)
+}
+
+fn scan(desc: &Arc<TableDesc>) -> StreamNode {
+    StreamNode::stream_scan(
+        StreamScanType::ArrangementBackfill,
+        desc.clone(),
+        BACKFILL_CHUNK_SIZE,
+    )
+}
+
+fn fragment(
+    fragment_id: u32,
+    node: StreamNode,
+    distribution: FragmentDistribution,
+) -> StreamFragment {
+    StreamFragment {
+        fragment_id,
+        node,
+        distribution,
+        parallelism: None,
+    }
+}
+
+fn edge(upstream: u32, downstream: u32, dispatch: DispatchStrategy) -> StreamFragmentEdge {
+    StreamFragmentEdge {
+        upstream,
+        downstream,
+        dispatch,
+    }
+}
+
+fn hashed(dist_key: Vec<usize>) -> FragmentDistribution {
+    FragmentDistribution::Hash { dist_key }
+}
+
+/// A view table: `types`, pk `pk` (ascending), hashed by the pk's first column, or a singleton.
+fn view_table(types: Vec<DataType>, pk: Vec<usize>, vnode_count: VnodeCount) -> TableDesc {
+    let distribution = if pk.is_empty() {
+        Distribution::Singleton
+    } else {
+        Distribution::HashDistKey {
+            dist_key_in_pk: vec![0],
+        }
+    };
+    TableDesc {
+        table_id: VIEW_PLACEHOLDER,
+        value_indices: (0..types.len()).collect(),
+        column_types: types,
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        pk_indices: pk,
+        distribution,
+        vnode_count,
+    }
+}
+
+fn materialize(view: &Arc<TableDesc>, input: StreamNode) -> StreamNode {
+    StreamNode::Materialize {
+        table: view.clone(),
+        conflict: ConflictBehavior::NoCheck,
+        input: Box::new(input),
+    }
+}
+
+fn call(kind: AggKind, arg: Option<usize>, ret: DataType) -> AggCall {
+    AggCall {
+        kind,
+        args: arg.into_iter().collect(),
+        arg_types: arg.map(|_| DataType::Int64).into_iter().collect(),
+        ret,
+        distinct: false,
+        order_by: Vec::new(),
+        filter: None,
+    }
+}
+
+/// The aggregation's output types: the group key (if any), then `count(*)`, `sum(x)` (RisingWave's sum of
+/// `BIGINT` is `NUMERIC`), `min(x)`, `max(x)`.
+pub fn agg_output_types(grouped: bool) -> Vec<DataType> {
+    let mut types = vec![DataType::Int64; usize::from(grouped)];
+    types.extend([
+        DataType::Int64,
+        DataType::Decimal,
+        DataType::Int64,
+        DataType::Int64,
+    ]);
+    types
+}
+
+/// A scan fragment projecting `[g?, x, upstream pk...]`, a hash (or simple) exchange, the aggregation and the
+/// view in one fragment.
+fn agg_graph(
+    up: &Upstream<'_>,
+    group: Option<GroupKey>,
+    arg: usize,
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    up.bigint(arg)?;
+    let desc = up.desc;
+    let mut exprs = Vec::new();
+    if let Some(g) = group {
+        up.bigint(g.col)?;
+        exprs.push(match g.modulus {
+            None => int_ref(g.col),
+            Some(m) => ExprNode::Call {
+                func: ExprType::Modulus,
+                args: vec![
+                    int_ref(g.col),
+                    ExprNode::literal(Some(ScalarImpl::Int64(m)), DataType::Int64),
+                ],
+                ret: DataType::Int64,
+            },
+        });
+    }
+    let g = exprs.len();
+    exprs.push(int_ref(arg));
+    for &p in &desc.pk_indices {
+        exprs.push(ExprNode::input_ref(p, desc.column_types[p].clone()));
+    }
+    let input_types: Vec<DataType> = exprs.iter().map(ExprNode::return_type).collect();
+    let stream_key: Vec<usize> = (g + 1..input_types.len()).collect();
+    let group_key: Vec<usize> = (0..g).collect();
+    let calls = [
+        call(AggKind::Count, None, DataType::Int64),
+        call(AggKind::Sum, Some(g), DataType::Decimal),
+        call(AggKind::Min, Some(g), DataType::Int64),
+        call(AggKind::Max, Some(g), DataType::Int64),
+    ];
+    let vnodes = desc.vnode_count;
+    let exchange = StreamNode::Exchange { upstream: 1 };
+    let agg = agg_node(
+        exchange,
+        &input_types,
+        &stream_key,
+        &group_key,
+        &calls,
+        false,
+        vnodes,
+    );
+    let view = Arc::new(view_table(agg_output_types(g > 0), group_key, vnodes));
+    let project = StreamNode::Project {
+        exprs,
+        input: Box::new(scan(desc)),
+    };
+    let (distribution, dispatch) = if g > 0 {
+        (hashed(vec![0]), DispatchStrategy::Hash(vec![0]))
+    } else {
+        (FragmentDistribution::Single, DispatchStrategy::Simple)
+    };
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            fragment(1, project, hashed(desc.dist_key_indices())),
+            fragment(2, materialize(&view, agg), distribution),
+        ],
+        edges: vec![edge(1, 2, dispatch)],
+    };
+    Ok((graph, view))
+}
+
+/// Both sides' scans, the join hashed by the join key, and the view behind a hash exchange on its first pk
+/// column (the left's first pk column): output every left column then every right column, pk the left's pk
+/// then the right's.
+fn join_graph(
+    left: &Upstream<'_>,
+    right: &Upstream<'_>,
+    join: ViewJoin,
+    left_col: usize,
+    right_col: usize,
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    left.bigint(left_col)?;
+    right.bigint(right_col)?;
+    let (l, r) = (left.desc, right.desc);
+    let join_type = match join {
+        ViewJoin::Inner => JoinType::Inner,
+        ViewJoin::LeftOuter => JoinType::LeftOuter,
+    };
+    let vnodes = l.vnode_count;
+    let (left_table, left_degree_table) = join_side_tables(
+        &l.column_types,
+        &[left_col],
+        &l.pk_indices,
+        join_type.left_needs_degree(),
+        vnodes,
+    );
+    let (right_table, right_degree_table) = join_side_tables(
+        &r.column_types,
+        &[right_col],
+        &r.pk_indices,
+        join_type.right_needs_degree(),
+        vnodes,
+    );
+    let lw = l.column_types.len();
+    let mut types = l.column_types.clone();
+    types.extend(r.column_types.iter().cloned());
+    let mut pk = l.pk_indices.clone();
+    pk.extend(r.pk_indices.iter().map(|p| p + lw));
+    let view = Arc::new(view_table(types.clone(), pk, vnodes));
+    let hash_join = StreamNode::HashJoin {
+        join_type,
+        left_key: vec![left_col],
+        right_key: vec![right_col],
+        null_safe: vec![false],
+        condition: None,
+        left_table,
+        right_table,
+        left_degree_table,
+        right_degree_table,
+        output_indices: (0..types.len()).collect(),
+        left: Box::new(StreamNode::Exchange { upstream: 1 }),
+        right: Box::new(StreamNode::Exchange { upstream: 2 }),
+    };
+    let view_key = view.dist_key_indices();
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            fragment(1, scan(l), hashed(l.dist_key_indices())),
+            fragment(2, scan(r), hashed(r.dist_key_indices())),
+            fragment(3, hash_join, hashed(vec![left_col])),
+            fragment(
+                4,
+                materialize(&view, StreamNode::Exchange { upstream: 3 }),
+                hashed(view_key.clone()),
+            ),
+        ],
+        edges: vec![
+            edge(1, 3, DispatchStrategy::Hash(vec![left_col])),
+            edge(2, 3, DispatchStrategy::Hash(vec![right_col])),
+            edge(3, 4, DispatchStrategy::Hash(view_key)),
+        ],
+    };
+    Ok((graph, view))
+}
+
+/// The order of a top-N view's column (RisingWave's defaults: ASC NULLS LAST, DESC NULLS FIRST).
+pub fn top_n_order(desc: bool) -> OrderType {
+    if desc {
+        OrderType::descending()
+    } else {
+        OrderType::ascending()
+    }
+}
+
+/// The scan, then the top-N and the view in a singleton fragment: output the upstream's columns, pk the
+/// upstream's pk.
+fn top_n_graph(
+    up: &Upstream<'_>,
+    col: usize,
+    desc_order: bool,
+    limit: u64,
+    offset: u64,
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    up.bigint(col)?;
+    let desc = up.desc;
+    let vnodes = desc.vnode_count;
+    let order_by = vec![(col, top_n_order(desc_order))];
+    let table = top_n_table(&desc.column_types, &[], &order_by, &desc.pk_indices, vnodes);
+    let top_n = StreamNode::TopN {
+        order_by,
+        offset,
+        limit: Some(limit),
+        with_ties: false,
+        append_only: false,
+        table,
+        input: Box::new(StreamNode::Exchange { upstream: 1 }),
+    };
+    let mut view = view_table(desc.column_types.clone(), desc.pk_indices.clone(), vnodes);
+    view.distribution = Distribution::Singleton;
+    let view = Arc::new(view);
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            fragment(1, scan(desc), hashed(desc.dist_key_indices())),
+            fragment(2, materialize(&view, top_n), FragmentDistribution::Single),
+        ],
+        edges: vec![edge(1, 2, DispatchStrategy::Simple)],
+    };
+    Ok((graph, view))
+}

@@ -1,0 +1,555 @@
+//! The stream side of a join (RisingWave's `LogicalJoin::to_stream` and `StreamHashJoin`): an equi-join is
+//! a hash join of its two inputs, each hashed by its side of the key pairs; an inner join's other
+//! conjuncts are a filter above it (RisingWave's "pull filter"), an outer, semi or anti join keeps them
+//! as the join's condition; a join without a key pair is a nested-loop join, which has no streaming
+//! executor (as in RisingWave). [`join_node`] lowers the plan node to [`StreamNode::HashJoin`] with its
+//! state tables.
+
+use std::sync::Arc;
+
+use epochlab_common::catalog::TableDesc;
+use epochlab_common::plan::{JoinType as StreamJoinType, StreamNode, join_side_tables};
+use epochlab_common::{DataType, VnodeCount};
+
+use super::pushdown::{and_all, conjuncts, remap};
+use super::stream::{Dist, StreamOp, StreamPlan};
+use crate::error::SqlError;
+use crate::planner::JoinType;
+use crate::scalar::{ExprNode, ExprType};
+
+/// The `ON` of a join split into key pairs and the rest (RisingWave's `EqJoinPredicate`), over the left
+/// input's `l` columns then the right input's.
+#[derive(Clone, Debug, Default)]
+pub struct EqJoinPredicate {
+    pub left_keys: Vec<usize>,
+    /// Positions in the right input.
+    pub right_keys: Vec<usize>,
+    /// Per pair: `IS NOT DISTINCT FROM` rather than `=`.
+    pub null_safe: Vec<bool>,
+    pub other: Vec<ExprNode>,
+}
+
+impl EqJoinPredicate {
+    /// The key pairs of `on` (`l = r` or `l IS NOT DISTINCT FROM r`, a column of each side of one type),
+    /// the other conjuncts kept in order.
+    pub fn create(on: Option<&ExprNode>, l: usize) -> EqJoinPredicate {
+        let mut out = EqJoinPredicate::default();
+        for c in on.map(conjuncts).unwrap_or_default() {
+            match key_pair(&c, l) {
+                Some((lk, rk, null_safe)) => {
+                    out.left_keys.push(lk);
+                    out.right_keys.push(rk - l);
+                    out.null_safe.push(null_safe);
+                }
+                None => out.other.push(c),
+            }
+        }
+        out
+    }
+}
+
+/// `(left column, right column, null-safe)` of a key-pair conjunct.
+fn key_pair(c: &ExprNode, l: usize) -> Option<(usize, usize, bool)> {
+    let ExprNode::Call { func, args, .. } = c else {
+        return None;
+    };
+    let null_safe = match func {
+        ExprType::Equal => false,
+        ExprType::IsNotDistinctFrom => true,
+        _ => return None,
+    };
+    let [
+        ExprNode::InputRef { index: a, ty: ta },
+        ExprNode::InputRef { index: b, ty: tb },
+    ] = args.as_slice()
+    else {
+        return None;
+    };
+    if ta != tb {
+        return None;
+    }
+    match (*a < l, *b < l) {
+        (true, false) => Some((*a, *b, null_safe)),
+        (false, true) => Some((*b, *a, null_safe)),
+        _ => None,
+    }
+}
+
+/// The plan rehashed by exactly `keys` unless it already is (a table's own distribution is not a join's:
+/// RisingWave shuffles an upstream-hashed input of a join).
+fn shard_by(plan: StreamPlan, keys: &[usize]) -> StreamPlan {
+    let dist = Dist::HashShard(keys.to_vec());
+    if plan.dist == dist {
+        return plan;
+    }
+    let stream_key = plan.stream_key.clone();
+    StreamPlan {
+        op: StreamOp::Exchange { dist: dist.clone() },
+        types: plan.types.clone(),
+        names: plan.names.clone(),
+        width: plan.width,
+        dist,
+        stream_key,
+        inputs: vec![plan],
+    }
+}
+
+/// `left JOIN right ON on` (`on` over the inputs' visible columns side by side). Output: the visible
+/// columns of both sides (semi and anti joins: the left's), then the hidden ones, left first.
+pub fn join(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: StreamPlan,
+    right: StreamPlan,
+) -> Result<StreamPlan, SqlError> {
+    let (lw, l_all) = (left.width, left.types.len());
+    let on = on.map(|e| remap(e, &|i| if i < lw { i } else { i - lw + l_all }));
+    let eq = EqJoinPredicate::create(on.as_ref(), l_all);
+    if eq.left_keys.is_empty() {
+        // RisingWave refuses this by design (no streaming nested-loop join executor).
+        return Err(SqlError::NotSupported("streaming nested-loop join".into()));
+    }
+    let left = shard_by(left, &eq.left_keys);
+    let right = shard_by(right, &eq.right_keys);
+    let pull_filter = kind == JoinType::Inner && !eq.other.is_empty();
+    let condition = if pull_filter {
+        None
+    } else {
+        and_all(eq.other.clone())
+    };
+    let layout = Layout::new(kind, &left, &right);
+    let stream_key = layout.stream_key(kind, &left, &right, &eq);
+    let dist = match kind {
+        JoinType::RightOuter => Dist::HashShard(
+            eq.right_keys
+                .iter()
+                .map(|&k| layout.out(l_all + k))
+                .collect(),
+        ),
+        JoinType::FullOuter => Dist::SomeShard,
+        _ => Dist::HashShard(eq.left_keys.iter().map(|&k| layout.out(k)).collect()),
+    };
+    let concat_types: Vec<DataType> = left.types.iter().chain(&right.types).cloned().collect();
+    let concat_names: Vec<String> = left.names.iter().chain(&right.names).cloned().collect();
+    let join = StreamPlan {
+        op: StreamOp::HashJoin {
+            kind,
+            left_keys: eq.left_keys.clone(),
+            right_keys: eq.right_keys.clone(),
+            null_safe: eq.null_safe.clone(),
+            condition,
+            output_indices: layout.output_indices.clone(),
+        },
+        types: layout.pick(&concat_types),
+        names: layout.pick(&concat_names),
+        width: layout.width,
+        dist: dist.clone(),
+        stream_key: stream_key.clone(),
+        inputs: vec![left, right],
+    };
+    if !pull_filter {
+        return Ok(join);
+    }
+    let predicate = and_all(
+        eq.other
+            .iter()
+            .map(|c| remap(c, &|j| layout.out(j)))
+            .collect(),
+    )
+    .expect("a pulled filter has a conjunct");
+    Ok(StreamPlan {
+        types: join.types.clone(),
+        names: join.names.clone(),
+        width: join.width,
+        op: StreamOp::Filter { predicate },
+        inputs: vec![join],
+        dist,
+        stream_key,
+    })
+}
+
+/// A join's output columns, as positions in its inputs' columns side by side.
+struct Layout {
+    output_indices: Vec<usize>,
+    width: usize,
+}
+
+impl Layout {
+    fn new(kind: JoinType, left: &StreamPlan, right: &StreamPlan) -> Layout {
+        let (lw, l_all) = (left.width, left.types.len());
+        let (rw, r_all) = (right.width, right.types.len());
+        if matches!(kind, JoinType::LeftSemi | JoinType::LeftAnti) {
+            return Layout {
+                output_indices: (0..l_all).collect(),
+                width: lw,
+            };
+        }
+        let output_indices = (0..lw)
+            .chain(l_all..l_all + rw)
+            .chain(lw..l_all)
+            .chain(l_all + rw..l_all + r_all)
+            .collect();
+        Layout {
+            output_indices,
+            width: lw + rw,
+        }
+    }
+
+    /// The output position of input column `j` (both inputs side by side), which the output has.
+    fn out(&self, j: usize) -> usize {
+        self.output_indices
+            .iter()
+            .position(|&o| o == j)
+            .expect("a join outputs every column it keys on")
+    }
+
+    fn pick<T: Clone>(&self, all: &[T]) -> Vec<T> {
+        self.output_indices
+            .iter()
+            .map(|&j| all[j].clone())
+            .collect()
+    }
+
+    /// RisingWave's stream key of a join: both sides' stream keys (the left's only for semi and anti
+    /// joins) with the join key of the side the join cannot pad with NULLs added (both for a full outer
+    /// join), and the other side's key columns dropped where they equal it.
+    fn stream_key(
+        &self,
+        kind: JoinType,
+        left: &StreamPlan,
+        right: &StreamPlan,
+        eq: &EqJoinPredicate,
+    ) -> Vec<usize> {
+        let l_all = left.types.len();
+        let semi = matches!(kind, JoinType::LeftSemi | JoinType::LeftAnti);
+        let mut key: Vec<usize> = left.stream_key.clone();
+        if !semi {
+            key.extend(right.stream_key.iter().map(|&k| l_all + k));
+        }
+        let pairs = eq.left_keys.iter().zip(&eq.right_keys);
+        for (&lk, &rk) in pairs {
+            let (drop, add): (Option<usize>, Vec<usize>) = match kind {
+                JoinType::RightOuter => (Some(lk), vec![l_all + rk]),
+                JoinType::FullOuter => (None, vec![lk, l_all + rk]),
+                _ => (Some(l_all + rk), vec![lk]),
+            };
+            if let Some(d) = drop {
+                key.retain(|&k| k != d);
+            }
+            for a in add {
+                if !key.contains(&a) {
+                    key.push(a);
+                }
+            }
+        }
+        key.into_iter().map(|j| self.out(j)).collect()
+    }
+}
+
+/// The executor's join type of a logical join type.
+fn stream_join_type(kind: JoinType) -> StreamJoinType {
+    match kind {
+        JoinType::Inner => StreamJoinType::Inner,
+        JoinType::LeftOuter => StreamJoinType::LeftOuter,
+        JoinType::RightOuter => StreamJoinType::RightOuter,
+        JoinType::FullOuter => StreamJoinType::FullOuter,
+        JoinType::LeftSemi => StreamJoinType::LeftSemi,
+        JoinType::LeftAnti => StreamJoinType::LeftAnti,
+    }
+}
+
+/// A hash-join plan node as the executor's node: each side's state table (and degree table where the
+/// join type needs one), keyed by the side's join key then its stream key.
+pub fn join_node(
+    plan: &StreamPlan,
+    left: StreamNode,
+    right: StreamNode,
+    vnode_count: VnodeCount,
+) -> StreamNode {
+    let StreamOp::HashJoin {
+        kind,
+        left_keys,
+        right_keys,
+        null_safe,
+        condition,
+        output_indices,
+    } = &plan.op
+    else {
+        unreachable!("join_node lowers a HashJoin")
+    };
+    let join_type = stream_join_type(*kind);
+    let (l, r) = (&plan.inputs[0], &plan.inputs[1]);
+    let side = |p: &StreamPlan, keys: &[usize], degree: bool| -> (Arc<TableDesc>, _) {
+        join_side_tables(&p.types, keys, &p.stream_key, degree, vnode_count)
+    };
+    let (left_table, left_degree_table) = side(l, left_keys, join_type.left_needs_degree());
+    let (right_table, right_degree_table) = side(r, right_keys, join_type.right_needs_degree());
+    StreamNode::HashJoin {
+        join_type,
+        left_key: left_keys.clone(),
+        right_key: right_keys.clone(),
+        null_safe: null_safe.clone(),
+        condition: condition.clone(),
+        left_table,
+        right_table,
+        left_degree_table,
+        right_degree_table,
+        output_indices: output_indices.clone(),
+        left: Box::new(left),
+        right: Box::new(right),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use epochlab_common::catalog::TableDesc;
+    use epochlab_common::plan::{JoinType as StreamJoinType, StreamFragmentGraph, StreamNode};
+    use epochlab_common::{DataType, TableId, VnodeCount};
+
+    use crate::error::SqlError;
+    use crate::planner::stream::{
+        StreamPlan, Upstream, UpstreamReader, fragment_graph, materialize_table, plan_materialize,
+    };
+    use crate::planner::{JoinType, LogicalPlan};
+    use crate::scalar::{ExprNode, ExprType};
+
+    /// Tables of two `Int32` columns and a hidden `Int64` row id (their pk), by id.
+    struct Tables(BTreeMap<u32, Upstream>);
+
+    impl UpstreamReader for Tables {
+        fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
+            self.0
+                .get(&table_id.0)
+                .cloned()
+                .ok_or_else(|| SqlError::Invalid("no such table".into()))
+        }
+    }
+
+    fn tables() -> Tables {
+        let mut map = BTreeMap::new();
+        for id in 1..=3u32 {
+            let desc = TableDesc::hash(
+                TableId(id),
+                vec![DataType::Int32, DataType::Int32, DataType::Int64],
+                vec![2],
+                vec![0],
+                VnodeCount::DEFAULT,
+            );
+            let names = vec![format!("a{id}"), format!("b{id}"), "_row_id".into()];
+            map.insert(
+                id,
+                Upstream {
+                    desc: std::sync::Arc::new(desc),
+                    names,
+                    append_only: false,
+                },
+            );
+        }
+        Tables(map)
+    }
+
+    fn scan(id: u32) -> LogicalPlan {
+        let types = vec![DataType::Int32, DataType::Int32, DataType::Int64];
+        LogicalPlan::Scan {
+            table: format!("t{id}"),
+            table_id: TableId(id),
+            exprs: (0..3)
+                .map(|i| ExprNode::input_ref(i, types[i].clone()))
+                .collect(),
+            types,
+            pk: vec![2],
+            filter: None,
+        }
+    }
+
+    fn col(i: usize) -> ExprNode {
+        let ty = if i % 3 == 2 {
+            DataType::Int64
+        } else {
+            DataType::Int32
+        };
+        ExprNode::input_ref(i, ty)
+    }
+
+    fn call(func: ExprType, l: ExprNode, r: ExprNode) -> ExprNode {
+        ExprNode::Call {
+            func,
+            args: vec![l, r],
+            ret: DataType::Boolean,
+        }
+    }
+
+    fn join(kind: JoinType, on: Option<ExprNode>, l: LogicalPlan, r: LogicalPlan) -> LogicalPlan {
+        LogicalPlan::Join {
+            kind,
+            on,
+            left: Box::new(l),
+            right: Box::new(r),
+        }
+    }
+
+    fn plan(logical: &LogicalPlan) -> Result<(StreamPlan, StreamFragmentGraph), SqlError> {
+        let t = tables();
+        let n = logical.schema().len();
+        let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+        let plan = plan_materialize(logical, &names, &t)?;
+        let table = materialize_table(&plan, VnodeCount::DEFAULT);
+        let graph = fragment_graph(&plan, &table, &t, 16)?;
+        Ok((plan, graph))
+    }
+
+    fn joins(graph: &StreamFragmentGraph) -> Vec<StreamNode> {
+        graph
+            .fragments
+            .iter()
+            .flat_map(|f| f.node.walk().into_iter().cloned().collect::<Vec<_>>())
+            .filter(|n| matches!(n, StreamNode::HashJoin { .. }))
+            .collect()
+    }
+
+    #[test]
+    fn a_comma_join_with_where_equalities_is_two_hash_joins() {
+        let eq = |a, b| call(ExprType::Equal, col(a), col(b));
+        let cross = join(
+            JoinType::Inner,
+            None,
+            join(JoinType::Inner, None, scan(1), scan(2)),
+            scan(3),
+        );
+        let where_ = call(ExprType::And, eq(0, 3), eq(0, 6));
+        let (_, graph) = plan(&cross.clone().filter(where_)).expect("hash joins");
+        let js = joins(&graph);
+        assert_eq!(js.len(), 2, "{js:#?}");
+        for j in &js {
+            let StreamNode::HashJoin {
+                join_type,
+                left_key,
+                right_key,
+                condition,
+                left_degree_table,
+                right_degree_table,
+                ..
+            } = j
+            else {
+                unreachable!()
+            };
+            assert_eq!(*join_type, StreamJoinType::Inner);
+            assert_eq!(
+                (left_key.as_slice(), right_key.as_slice()),
+                (&[0][..], &[0][..])
+            );
+            assert!(condition.is_none());
+            assert!(left_degree_table.is_none() && right_degree_table.is_none());
+        }
+        // Without the WHERE there is no key: a nested-loop join, which streaming refuses.
+        let err = plan(&cross).expect_err("no key pair");
+        assert!(
+            matches!(&err, SqlError::NotSupported(w) if w == "streaming nested-loop join"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_outer_join_keeps_its_condition_and_its_degree_tables() {
+        // t1 LEFT JOIN t2 ON t1.a1 = t2.a2 AND t1.b1 > t2.b2
+        let on = call(
+            ExprType::And,
+            call(ExprType::Equal, col(0), col(3)),
+            call(ExprType::GreaterThan, col(1), col(4)),
+        );
+        for (kind, left_degree, right_degree) in [
+            (JoinType::LeftOuter, true, false),
+            (JoinType::RightOuter, false, true),
+            (JoinType::FullOuter, true, true),
+        ] {
+            let (_, graph) = plan(&join(kind, Some(on.clone()), scan(1), scan(2))).unwrap();
+            let js = joins(&graph);
+            let [
+                StreamNode::HashJoin {
+                    condition,
+                    left_table,
+                    right_table,
+                    left_degree_table,
+                    right_degree_table,
+                    output_indices,
+                    ..
+                },
+            ] = js.as_slice()
+            else {
+                panic!("one join: {js:#?}")
+            };
+            // The condition reads the right row's columns after the left row's (3 of them).
+            assert_eq!(
+                condition.as_ref(),
+                Some(&call(ExprType::GreaterThan, col(1), col(4)))
+            );
+            assert_eq!(left_table.pk_indices, vec![0, 2], "join key, then row id");
+            assert_eq!(right_table.pk_indices, vec![0, 2]);
+            assert_eq!(left_degree_table.is_some(), left_degree, "{kind:?}");
+            assert_eq!(right_degree_table.is_some(), right_degree, "{kind:?}");
+            let degree = left_degree_table.as_ref().or(right_degree_table.as_ref());
+            let degree = degree.expect("a degree table");
+            assert_eq!(
+                degree.column_types,
+                vec![DataType::Int32, DataType::Int64, DataType::Int64]
+            );
+            assert_eq!(*output_indices, vec![0, 1, 2, 3, 4, 5]);
+        }
+    }
+
+    #[test]
+    fn an_inner_join_pulls_its_other_conjuncts_into_a_filter_above() {
+        let on = call(
+            ExprType::And,
+            call(ExprType::IsNotDistinctFrom, col(3), col(0)),
+            call(ExprType::GreaterThan, col(1), col(4)),
+        );
+        let (_, graph) = plan(&join(JoinType::Inner, Some(on), scan(1), scan(2))).unwrap();
+        let root = &graph.fragments[0].node;
+        let filter = root
+            .walk()
+            .into_iter()
+            .find(|n| matches!(n, StreamNode::Filter { .. }))
+            .expect("a filter");
+        let StreamNode::Filter { predicate, input } = filter else {
+            unreachable!()
+        };
+        assert_eq!(*predicate, call(ExprType::GreaterThan, col(1), col(4)));
+        let StreamNode::HashJoin {
+            null_safe,
+            condition,
+            left_key,
+            right_key,
+            ..
+        } = input.as_ref()
+        else {
+            panic!("the filter is over the join: {input:#?}")
+        };
+        assert_eq!(*null_safe, vec![true]);
+        assert_eq!((left_key.clone(), right_key.clone()), (vec![0], vec![0]));
+        assert!(condition.is_none());
+    }
+
+    #[test]
+    fn a_semi_join_outputs_its_left_rows_with_a_left_degree_table() {
+        let on = call(ExprType::Equal, col(1), col(4));
+        let (plan, graph) = plan(&join(JoinType::LeftSemi, Some(on), scan(1), scan(2))).unwrap();
+        assert_eq!(plan.width, 3);
+        let js = joins(&graph);
+        let [
+            StreamNode::HashJoin {
+                output_indices,
+                left_degree_table,
+                right_degree_table,
+                ..
+            },
+        ] = js.as_slice()
+        else {
+            panic!("one join: {js:#?}")
+        };
+        assert_eq!(*output_indices, vec![0, 1, 2]);
+        assert!(left_degree_table.is_some() && right_degree_table.is_none());
+    }
+}
