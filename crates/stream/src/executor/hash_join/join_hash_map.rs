@@ -3,7 +3,7 @@
 //! each entry every row of the side with that key (with its degree). A miss loads the entry from the state
 //! tables; beyond its capacity the least recently used key is evicted. After a recovery the cache is empty.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -49,6 +49,8 @@ impl JoinEntryState {
 struct CachedEntry {
     state: JoinEntryState,
     last_used: u64,
+    /// Its rows are out (between `take_state` and `update_state`).
+    taken: bool,
 }
 
 pub struct JoinHashMap {
@@ -59,7 +61,8 @@ pub struct JoinHashMap {
     /// Per key column: NULL matches NULL (`IS NOT DISTINCT FROM`).
     null_matched: Vec<bool>,
     pk_indices: Vec<usize>,
-    cache: BTreeMap<Vec<u8>, CachedEntry>,
+    /// Looked up only, never iterated (the LRU order decides evictions), so a hash map orders nothing.
+    cache: HashMap<Vec<u8>, CachedEntry>,
     /// Last use → key, the eviction order.
     lru: BTreeMap<u64, Vec<u8>>,
     tick: u64,
@@ -109,7 +112,7 @@ impl JoinHashMap {
             join_key,
             null_matched,
             pk_indices,
-            cache: BTreeMap::new(),
+            cache: HashMap::new(),
             lru: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
@@ -182,35 +185,47 @@ impl JoinHashMap {
     }
 
     /// Take the entry of `key` out of the cache, or load it from the state tables (`key_row`: the key's
-    /// datums, needed only then). Give it back with [`Self::update_state`].
+    /// datums, needed only then). Give it back with [`Self::update_state`]. A cached entry keeps its slot
+    /// (its rows are moved out, its key is not copied): a hit costs one lookup and a move in the LRU order.
     pub fn take_state(
         &mut self,
         key: &[u8],
         key_row: impl FnOnce() -> OwnedRow,
     ) -> StreamExecutorResult<JoinEntryState> {
-        if let Some(e) = self.cache.remove(key) {
-            self.lru.remove(&e.last_used);
+        if let Some(e) = self.cache.get_mut(key) {
+            assert!(!e.taken, "a join key's entry is taken once at a time");
+            e.taken = true;
+            self.tick += 1;
+            let k = self
+                .lru
+                .remove(&e.last_used)
+                .expect("lru tracks every cached key");
+            self.lru.insert(self.tick, k);
+            e.last_used = self.tick;
             self.stats.cache_lookup(true);
-            return Ok(e.state);
+            return Ok(std::mem::take(&mut e.state));
         }
         self.stats.cache_lookup(false);
         self.fetch(&key_row())
     }
 
     /// Put an entry back (as the most recently used), evicting beyond the capacity.
-    pub fn update_state(&mut self, key: Vec<u8>, state: JoinEntryState) {
+    pub fn update_state(&mut self, key: &[u8], state: JoinEntryState) {
+        if let Some(e) = self.cache.get_mut(key) {
+            assert!(e.taken, "a join key's entry is taken before it is put back");
+            e.taken = false;
+            e.state = state;
+            return;
+        }
         self.tick += 1;
-        self.lru.insert(self.tick, key.clone());
-        let old = self.cache.insert(
-            key,
+        self.lru.insert(self.tick, key.to_vec());
+        self.cache.insert(
+            key.to_vec(),
             CachedEntry {
                 state,
                 last_used: self.tick,
+                taken: false,
             },
-        );
-        assert!(
-            old.is_none(),
-            "a join key's entry is taken before it is put back"
         );
         while self.cache.len() > self.capacity {
             let (_, k) = self.lru.pop_first().expect("lru tracks every cached key");
@@ -274,15 +289,19 @@ impl JoinHashMap {
 
     /// Store a row of this side (with its degree where the side keeps degrees); a cached entry of its key
     /// takes it too.
-    pub fn insert(&mut self, key: &[u8], row: OwnedRow, degree: u64) -> StreamExecutorResult<()> {
-        self.state.insert(&row)?;
+    pub fn insert(&mut self, key: &[u8], row: &OwnedRow, degree: u64) -> StreamExecutorResult<()> {
+        self.state.insert(row)?;
         if let Some(t) = &mut self.degree_state {
-            t.insert(&degree_row(&self.pk_indices, &row, degree))?;
+            t.insert(&degree_row(&self.pk_indices, row, degree))?;
         }
         self.stats.state_rows_written(self.tables_per_row(), 0);
-        if self.cache.contains_key(key) {
-            let pk = self.pk_of(&row);
-            let e = self.cache.get_mut(key).expect("checked");
+        if let Some(e) = self.cache.get_mut(key) {
+            assert!(
+                !e.taken,
+                "a row is stored only in an entry that is not taken"
+            );
+            let pk = encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)));
+            let row = row.clone();
             e.state.rows.insert(pk, JoinRow { row, degree });
         }
         Ok(())
@@ -295,9 +314,12 @@ impl JoinHashMap {
             t.delete(&degree_row(&self.pk_indices, row, degree))?;
         }
         self.stats.state_rows_written(0, self.tables_per_row());
-        if self.cache.contains_key(key) {
-            let pk = self.pk_of(row);
-            let e = self.cache.get_mut(key).expect("checked");
+        if let Some(e) = self.cache.get_mut(key) {
+            assert!(
+                !e.taken,
+                "a row is removed only from an entry that is not taken"
+            );
+            let pk = encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)));
             e.state.rows.remove(&pk);
         }
         Ok(())

@@ -329,7 +329,7 @@ impl JoinCore {
         let mut entry = matched.ht.take_state(&key, || update.ht.key_row_of(row))?;
         let degree = self.match_entry(side, insert, row, &mut entry, builder);
         let (update, matched) = self.sides(side);
-        matched.ht.update_state(key.clone(), entry);
+        matched.ht.update_state(&key, entry);
         let degree = degree?;
         if degree == 0 {
             builder.forward_if_not_matched(plain, row);
@@ -342,7 +342,7 @@ impl JoinCore {
             0
         };
         if insert {
-            update.ht.insert(&key, row.clone(), kept)
+            update.ht.insert(&key, row, kept)
         } else {
             update.ht.delete(&key, row, kept)
         }
