@@ -288,11 +288,10 @@ fn scale_in_some_no_shuffle_sinks(
     steps.extend(removal);
 }
 
-/// Whether a drawn left join stays one (else it becomes an inner join). Held back: with left joins, fixed-mode
-/// plans failed in 13 of seeds 300..2000 (for example seeds 340, 467, 1013, 1568), every time on a left join's
-/// unmatched row `(l, NULL)` after a kill: inserted twice (`row [k, None] already exists` in the view) or
-/// missing from the view. Draw them again once the hash join's fix is in main.
-const LEFT_JOINS_DRAWN: bool = false;
+/// Whether a drawn left join stays one (else it becomes an inner join). Held back for a while: fixed-mode
+/// plans failed on a left join's unmatched row `(l, NULL)` (inserted twice, or missing from the view) while
+/// the view's pk lacked the left's join column (see `views::join_view_pk`).
+const LEFT_JOINS_DRAWN: bool = true;
 
 /// The stateful views plans may draw, each with whether plans draw it.
 const VIEW_KINDS: [(ViewKind, bool); 3] = [

@@ -250,8 +250,8 @@ fn agg_graph(
 }
 
 /// Both sides' scans, the join hashed by the join key, and the view behind a hash exchange on its first pk
-/// column (the left's first pk column): output every left column then every right column, pk the left's pk
-/// then the right's.
+/// column (the left's first pk column): output every left column then every right column, pk the left's pk,
+/// the right's, then the left's join column ([`join_view_pk`]).
 fn join_graph(
     left: &Upstream<'_>,
     right: &Upstream<'_>,
@@ -284,8 +284,7 @@ fn join_graph(
     let lw = l.column_types.len();
     let mut types = l.column_types.clone();
     types.extend(r.column_types.iter().cloned());
-    let mut pk = l.pk_indices.clone();
-    pk.extend(r.pk_indices.iter().map(|p| p + lw));
+    let pk = join_view_pk(&l.pk_indices, &r.pk_indices, left_col, lw);
     let view = Arc::new(view_table(types.clone(), pk, vnodes));
     let hash_join = StreamNode::HashJoin {
         join_type,
@@ -320,6 +319,20 @@ fn join_graph(
         ],
     };
     Ok((graph, view))
+}
+
+/// A join view's pk (RisingWave's join stream key): the left's pk, the right's, then the left's join key
+/// column unless the left's pk has it. Without the join key, a left row whose join key changes while it
+/// matches nothing has the same pk `(l, NULL)` before and after; the update's delete and insert are hashed
+/// to different join actors (by the old and the new key) and may reach the view in either order: the
+/// insert first fails as `row already exists`, the delete last removes the new row.
+fn join_view_pk(left_pk: &[usize], right_pk: &[usize], left_col: usize, lw: usize) -> Vec<usize> {
+    let mut pk = left_pk.to_vec();
+    pk.extend(right_pk.iter().map(|p| p + lw));
+    if !pk.contains(&left_col) {
+        pk.push(left_col);
+    }
+    pk
 }
 
 /// The order of a top-N view's column (RisingWave's defaults: ASC NULLS LAST, DESC NULLS FIRST).
