@@ -447,14 +447,7 @@ fn build_executor(
             let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
             check_vnode_count(desc, table)?;
             // A release build (persist check off) skips the sanity check of each write against storage.
-            let options = StateTableOptions {
-                accessor: Some(Accessor {
-                    actor: actor_id,
-                    job: desc.job_id,
-                }),
-                op_consistency_level: consistency_level(env.persist_check),
-                ..Default::default()
-            };
+            let options = checked_options(env, desc);
             let state =
                 StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
             Box::new(MaterializeExecutor::new(actor_id, input, state, *conflict))
@@ -784,14 +777,7 @@ fn build_agg(
         check_vnode_count(desc, t)?;
     }
     let kind = stateful_kind(node).expect("an aggregation node");
-    let options = StateTableOptions {
-        accessor: Some(Accessor {
-            actor: actor_id,
-            job: desc.job_id,
-        }),
-        op_consistency_level: consistency_level(env.persist_check),
-        ..Default::default()
-    };
+    let options = checked_options(env, desc);
     let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
         StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
     };
@@ -857,14 +843,7 @@ fn build_hash_join(
     for t in node.internal_tables() {
         check_vnode_count(desc, t)?;
     }
-    let options = StateTableOptions {
-        accessor: Some(Accessor {
-            actor: actor_id,
-            job: desc.job_id,
-        }),
-        op_consistency_level: consistency_level(env.persist_check),
-        ..Default::default()
-    };
+    let options = checked_options(env, desc);
     let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
         StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
     };
@@ -945,14 +924,7 @@ fn build_top_n(
         _ => unreachable!("a top-N node"),
     };
     check_vnode_count(desc, table)?;
-    let options = StateTableOptions {
-        accessor: Some(Accessor {
-            actor: actor_id,
-            job: desc.job_id,
-        }),
-        op_consistency_level: consistency_level(env.persist_check),
-        ..Default::default()
-    };
+    let options = checked_options(env, desc);
     let kind = stateful_kind(node).expect("a top-N is stateful");
     let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let args = TopNArgs {
