@@ -4,7 +4,9 @@
 //! one without a second tool. Speed targets live here, in ratios against a baseline of the same run, never in
 //! timed tests.
 //!
-//! The file: `{"bench": NAME, "figures": [{"name", "unit", "value", "baseline", "baseline_value", "ratio"}]}`.
+//! The file: `{"bench": NAME, "figures": [{"name", "unit", "value", "baseline", "baseline_value", "ratio",
+//! "previous_ratio"}]}`; `previous_ratio` is the ratio of the same figure in the file this run replaced
+//! (`null` when there was none), so the file alone gives each ratio beside the previous run's.
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +31,7 @@ impl Figure {
         self.value / self.baseline_value
     }
 
-    fn to_json(&self) -> Value {
+    fn to_json(&self, previous_ratio: Option<f64>) -> Value {
         json!({
             "name": self.name,
             "unit": self.unit,
@@ -37,6 +39,7 @@ impl Figure {
             "baseline": self.baseline,
             "baseline_value": self.baseline_value,
             "ratio": self.ratio(),
+            "previous_ratio": previous_ratio,
         })
     }
 }
@@ -74,7 +77,16 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        let figures: Vec<Value> = self.figures.iter().map(Figure::to_json).collect();
+        self.to_json_after(&Value::Null)
+    }
+
+    /// The report, each figure with its ratio in `earlier` (a file an earlier run wrote) as `previous_ratio`.
+    pub fn to_json_after(&self, earlier: &Value) -> Value {
+        let figures: Vec<Value> = self
+            .figures
+            .iter()
+            .map(|f| f.to_json(earlier_ratio(earlier, &f.name)))
+            .collect();
         json!({ "bench": self.bench, "figures": figures })
     }
 
@@ -103,13 +115,14 @@ impl Report {
     /// A file that cannot be written is a warning on stderr: the figures were printed already.
     pub fn finish(self) {
         let path = bench_dir().join(format!("{}.json", self.bench));
-        if let Some(earlier) = read_json(&path) {
+        let earlier = read_json(&path).unwrap_or(Value::Null);
+        if !earlier.is_null() {
             println!("compared with the earlier run ({}):", path.display());
             for line in self.compare(&earlier) {
                 println!("{line}");
             }
         }
-        let text = format!("{:#}\n", self.to_json());
+        let text = format!("{:#}\n", self.to_json_after(&earlier));
         let written =
             std::fs::create_dir_all(bench_dir()).and_then(|()| std::fs::write(&path, text));
         match written {
@@ -171,6 +184,10 @@ mod tests {
         let json = now.to_json();
         assert_eq!(json["figures"][0]["ratio"], 0.3);
         assert_eq!(json["figures"][0]["baseline_value"], 500.0);
+        let after = now.to_json_after(&earlier.to_json());
+        assert_eq!(after["figures"][0]["previous_ratio"], 0.25);
+        assert_eq!(after["figures"][1]["previous_ratio"], Value::Null);
+        assert_eq!(json["figures"][0]["previous_ratio"], Value::Null);
         let lines = now.compare(&earlier.to_json());
         assert_eq!(
             lines,

@@ -111,6 +111,7 @@ impl StateTable {
             op_consistency_level: opts.op_consistency_level,
             is_replicated: opts.is_replicated,
             accessor: opts.accessor,
+            prefix_filter_len: prefix_filter_len(&desc),
         });
         let n = desc.column_types.len();
         let value_is_row = desc.value_indices.iter().copied().eq(0..n);
@@ -523,6 +524,35 @@ impl StateTable {
     }
 }
 
+/// The bytes of a key that a read of one distribution key fixes (vnode, then the dist key's columns), where
+/// the dist key is a strict prefix of the pk of fixed-width types: a join side's rows table read by its
+/// join key. Otherwise none.
+fn prefix_filter_len(desc: &TableDesc) -> Option<usize> {
+    let Distribution::HashDistKey { dist_key_in_pk } = &desc.distribution else {
+        return None;
+    };
+    let n = dist_key_in_pk.len();
+    let pk_types = desc.pk_types();
+    if n == 0 || n >= pk_types.len() || dist_key_in_pk.iter().copied().ne(0..n) {
+        return None;
+    }
+    let widths: Option<usize> = pk_types[..n].iter().map(memcmp_width).sum();
+    widths.map(|w| VirtualNode::SIZE + w)
+}
+
+/// The memcomparable length of a non-NULL value of `t` (its null flag included), for types of one length.
+fn memcmp_width(t: &DataType) -> Option<usize> {
+    let value = match t {
+        DataType::Boolean => 1,
+        DataType::Int16 => 2,
+        DataType::Int32 | DataType::Float32 | DataType::Date => 4,
+        DataType::Int64 | DataType::Serial | DataType::Float64 | DataType::Timestamptz => 8,
+        DataType::Interval => 16,
+        _ => return None,
+    };
+    Some(1 + value)
+}
+
 fn decode_with(
     desc: &TableDesc,
     pk_types: &[DataType],
@@ -558,4 +588,38 @@ fn next_key(prefix: &[u8]) -> Option<Bytes> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::plan::join_side_tables;
+    use epochlab_common::{OrderType, ScalarImpl, VnodeCount};
+
+    use super::*;
+
+    #[test]
+    fn memcmp_widths_are_the_encodings_lengths() {
+        let values = [
+            (DataType::Boolean, ScalarImpl::Bool(true)),
+            (DataType::Int16, ScalarImpl::Int16(-3)),
+            (DataType::Int32, ScalarImpl::Int32(7)),
+            (DataType::Int64, ScalarImpl::Int64(1 << 40)),
+        ];
+        for (t, v) in values {
+            let mut buf = Vec::new();
+            memcmp::encode_datum(&Some(v), OrderType::ascending(), &mut buf);
+            assert_eq!(memcmp_width(&t), Some(buf.len()), "{t:?}");
+        }
+        assert_eq!(memcmp_width(&DataType::Varchar), None);
+    }
+
+    #[test]
+    fn a_join_side_prefix_is_its_vnode_and_join_key() {
+        let count = VnodeCount::new(16).unwrap();
+        let types = [DataType::Int64, DataType::Int64, DataType::Varchar];
+        let (rows, _) = join_side_tables(&types, &[0], &[1], false, count);
+        assert_eq!(prefix_filter_len(&rows), Some(VirtualNode::SIZE + 9));
+        let (by_varchar, _) = join_side_tables(&types, &[2], &[1], false, count);
+        assert_eq!(prefix_filter_len(&by_varchar), None);
+    }
 }

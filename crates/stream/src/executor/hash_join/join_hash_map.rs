@@ -11,6 +11,7 @@ use std::sync::Arc;
 use epochlab_common::{Bitmap, EpochPair, OrderType, OwnedRow, ScalarImpl, memcmp};
 use epochlab_state_table::StateTable;
 
+use super::key::CompactKey;
 use crate::executor::{ExecutorStatsHandle, StreamExecutorError, StreamExecutorResult};
 
 /// A row of one side with its degree: how many rows of the other side it matches (kept only where the
@@ -34,8 +35,8 @@ const SMALL_ENTRY_ROWS: usize = 32;
 /// Every row of one join key, by memcomparable pk (RisingWave's `JoinEntryState`), in pk order.
 #[derive(Debug)]
 pub enum JoinEntryState {
-    Small(Vec<(Box<[u8]>, JoinRow)>),
-    Large(BTreeMap<Box<[u8]>, JoinRow>),
+    Small(Vec<(CompactKey, JoinRow)>),
+    Large(BTreeMap<CompactKey, JoinRow>),
 }
 
 impl Default for JoinEntryState {
@@ -68,9 +69,9 @@ impl JoinEntryState {
     }
 
     /// Store `row` under `pk`, replacing a row of the same pk.
-    fn insert(&mut self, pk: Box<[u8]>, row: JoinRow) {
+    fn insert(&mut self, pk: CompactKey, row: JoinRow) {
         match self {
-            Self::Small(v) => match v.binary_search_by(|(k, _)| k[..].cmp(&pk[..])) {
+            Self::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&pk)) {
                 Ok(i) => v[i].1 = row,
                 Err(i) if v.len() < SMALL_ENTRY_ROWS => v.insert(i, (pk, row)),
                 Err(_) => {
@@ -86,7 +87,7 @@ impl JoinEntryState {
     }
 
     /// Rows are appended in pk order while an entry is loaded.
-    fn push_sorted(&mut self, pk: Box<[u8]>, row: JoinRow) {
+    fn push_sorted(&mut self, pk: CompactKey, row: JoinRow) {
         if let Self::Small(v) = self
             && v.len() < SMALL_ENTRY_ROWS
             && v.last().is_none_or(|(k, _)| *k < pk)
@@ -100,7 +101,7 @@ impl JoinEntryState {
     fn remove(&mut self, pk: &[u8]) {
         match self {
             Self::Small(v) => {
-                if let Ok(i) = v.binary_search_by(|(k, _)| k[..].cmp(pk)) {
+                if let Ok(i) = v.binary_search_by(|(k, _)| k.as_slice().cmp(pk)) {
                     v.remove(i);
                 }
             }
@@ -129,12 +130,15 @@ impl Hasher for KeyHasher {
         }
     }
 
+    /// A final mix: a memcomparable integer varies in its last bytes, which the multiplications leave in the
+    /// high bits; the table picks buckets by the low ones.
     fn finish(&self) -> u64 {
-        self.0
+        let h = (self.0 ^ (self.0 >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
     }
 }
 
-type KeyMap<V> = HashMap<Arc<[u8]>, V, BuildHasherDefault<KeyHasher>>;
+type KeyMap<V> = HashMap<CompactKey, V, BuildHasherDefault<KeyHasher>>;
 
 struct CachedEntry {
     state: JoinEntryState,
@@ -154,12 +158,12 @@ pub struct JoinHashMap {
     /// Where a row's memcomparable pk is encoded before it is copied into an entry (one allocation a row).
     pk_buf: Vec<u8>,
     /// Looked up only, never iterated (the LRU order decides evictions), so a hash map orders nothing. A key
-    /// is stored once, shared with `lru`.
+    /// is kept inline where short (no allocation), and copied into `lru`.
     cache: KeyMap<CachedEntry>,
     /// Tick → key, the eviction order. A key is here once, at a tick at or below its entry's `last_used`
     /// (a hit moves only `last_used`; eviction re-files a key whose tick is stale), so the oldest fresh tick
     /// here is the least recently used key.
-    lru: BTreeMap<u64, Arc<[u8]>>,
+    lru: BTreeMap<u64, CompactKey>,
     tick: u64,
     capacity: usize,
     /// The executor's counters (both sides share them).
@@ -308,7 +312,7 @@ impl JoinHashMap {
             return;
         }
         self.tick += 1;
-        let key: Arc<[u8]> = Arc::from(key);
+        let key = CompactKey::new(key);
         self.lru.insert(self.tick, key.clone());
         let entry = CachedEntry {
             state,
@@ -362,7 +366,7 @@ impl JoinHashMap {
                 Some(d) => self.stored_degree(&row, &d[i])?,
                 None => 0,
             };
-            let pk = Box::from(self.encode_pk(&row));
+            let pk = CompactKey::new(self.encode_pk(&row));
             entry.push_sorted(pk, JoinRow { row, degree });
         }
         Ok(entry)
@@ -407,7 +411,7 @@ impl JoinHashMap {
                 !e.taken,
                 "a row is stored only in an entry that is not taken"
             );
-            let pk = Box::from(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
+            let pk = CompactKey::new(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
             let row = row.clone();
             e.state.insert(pk, JoinRow { row, degree });
         }

@@ -12,6 +12,7 @@
 
 mod builder;
 mod join_hash_map;
+mod key;
 #[cfg(test)]
 mod tests;
 
