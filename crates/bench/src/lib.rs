@@ -5,8 +5,8 @@
 //! timed tests.
 //!
 //! The file: `{"bench": NAME, "figures": [{"name", "unit", "value", "baseline", "baseline_value", "ratio",
-//! "previous_ratio"}]}`; `previous_ratio` is the ratio of the same figure in the file this run replaced
-//! (`null` when there was none), so the file alone gives each ratio beside the previous run's.
+//! "earlier_ratio"}]}`, where `earlier_ratio` is the ratio the run before wrote for the same figure (`null` when
+//! it had none), so the file alone shows this run beside the previous one.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ impl Figure {
         self.value / self.baseline_value
     }
 
-    fn to_json(&self, previous_ratio: Option<f64>) -> Value {
+    fn to_json(&self) -> Value {
         json!({
             "name": self.name,
             "unit": self.unit,
@@ -39,7 +39,6 @@ impl Figure {
             "baseline": self.baseline,
             "baseline_value": self.baseline_value,
             "ratio": self.ratio(),
-            "previous_ratio": previous_ratio,
         })
     }
 }
@@ -77,15 +76,21 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        self.to_json_after(&Value::Null)
+        self.to_json_beside(None)
     }
 
-    /// The report, each figure with its ratio in `earlier` (a file an earlier run wrote) as `previous_ratio`.
-    pub fn to_json_after(&self, earlier: &Value) -> Value {
+    /// The report, each figure with `earlier_ratio` from `earlier` (an earlier run's file) when given.
+    pub fn to_json_beside(&self, earlier: Option<&Value>) -> Value {
         let figures: Vec<Value> = self
             .figures
             .iter()
-            .map(|f| f.to_json(earlier_ratio(earlier, &f.name)))
+            .map(|f| {
+                let mut v = f.to_json();
+                if let Some(earlier) = earlier {
+                    v["earlier_ratio"] = json!(earlier_ratio(earlier, &f.name));
+                }
+                v
+            })
             .collect();
         json!({ "bench": self.bench, "figures": figures })
     }
@@ -115,14 +120,14 @@ impl Report {
     /// A file that cannot be written is a warning on stderr: the figures were printed already.
     pub fn finish(self) {
         let path = bench_dir().join(format!("{}.json", self.bench));
-        let earlier = read_json(&path).unwrap_or(Value::Null);
-        if !earlier.is_null() {
+        let earlier = read_json(&path);
+        if let Some(earlier) = &earlier {
             println!("compared with the earlier run ({}):", path.display());
-            for line in self.compare(&earlier) {
+            for line in self.compare(earlier) {
                 println!("{line}");
             }
         }
-        let text = format!("{:#}\n", self.to_json_after(&earlier));
+        let text = format!("{:#}\n", self.to_json_beside(earlier.as_ref()));
         let written =
             std::fs::create_dir_all(bench_dir()).and_then(|()| std::fs::write(&path, text));
         match written {
@@ -184,10 +189,9 @@ mod tests {
         let json = now.to_json();
         assert_eq!(json["figures"][0]["ratio"], 0.3);
         assert_eq!(json["figures"][0]["baseline_value"], 500.0);
-        let after = now.to_json_after(&earlier.to_json());
-        assert_eq!(after["figures"][0]["previous_ratio"], 0.25);
-        assert_eq!(after["figures"][1]["previous_ratio"], Value::Null);
-        assert_eq!(json["figures"][0]["previous_ratio"], Value::Null);
+        let beside = now.to_json_beside(Some(&earlier.to_json()));
+        assert_eq!(beside["figures"][0]["earlier_ratio"], 0.25);
+        assert_eq!(beside["figures"][1]["earlier_ratio"], Value::Null);
         let lines = now.compare(&earlier.to_json());
         assert_eq!(
             lines,
