@@ -64,6 +64,11 @@ pub struct StateTable {
     /// The value holds every column in order, so a row decodes from the value alone.
     value_is_row: bool,
     epoch: Option<EpochPair>,
+    /// Where written rows are encoded (boxed: a table is often held in an enum beside small variants).
+    buffers: Box<WriteBuffers>,
+}
+
+struct WriteBuffers {
     /// A row's key and value are encoded here first, then copied into `arena`.
     scratch: Vec<u8>,
     /// The keys and values written this epoch, back to back in shared blocks: a written row costs a copy
@@ -72,6 +77,32 @@ pub struct StateTable {
     arena: BytesMut,
     /// The size of the next block: it doubles within an epoch, up to `ARENA_BLOCK_MAX`.
     arena_block: usize,
+}
+
+impl WriteBuffers {
+    fn new() -> Self {
+        Self {
+            scratch: Vec::new(),
+            arena: BytesMut::new(),
+            arena_block: ARENA_BLOCK_MIN,
+        }
+    }
+
+    /// `bytes`, copied into the arena; a new block when the current one has no room.
+    fn arena_copy(&mut self, bytes: &[u8]) -> Bytes {
+        if self.arena.capacity() - self.arena.len() < bytes.len() {
+            self.arena = BytesMut::with_capacity(self.arena_block.max(bytes.len()));
+            self.arena_block = (self.arena_block * 2).min(ARENA_BLOCK_MAX);
+        }
+        self.arena.extend_from_slice(bytes);
+        self.arena.split().freeze()
+    }
+
+    /// A new epoch: the arena's blocks go (the mem-table's keys and values went into an imm).
+    fn reset_arena(&mut self) {
+        self.arena = BytesMut::new();
+        self.arena_block = ARENA_BLOCK_MIN;
+    }
 }
 
 /// The first arena block of an epoch, and the largest.
@@ -122,9 +153,7 @@ impl StateTable {
             vnodes,
             value_is_row,
             epoch: None,
-            scratch: Vec::new(),
-            arena: BytesMut::new(),
-            arena_block: ARENA_BLOCK_MIN,
+            buffers: Box::new(WriteBuffers::new()),
         }
     }
 
@@ -256,7 +285,7 @@ impl StateTable {
         row: &OwnedRow,
         rows: [&OwnedRow; N],
     ) -> StateTableResult<(Bytes, [Bytes; N])> {
-        let mut buf = std::mem::take(&mut self.scratch);
+        let mut buf = std::mem::take(&mut self.buffers.scratch);
         buf.clear();
         let pk_indices = &self.desc.pk_indices;
         let key = self.key_into(|p| row.datum_at(pk_indices[p]), &mut buf);
@@ -271,8 +300,8 @@ impl StateTable {
             value_encoding::encode_projected_into(r, &self.desc.value_indices, &mut buf);
             *end = buf.len();
         }
-        let all = key.map(|()| self.arena_copy(&buf));
-        self.scratch = buf;
+        let all = key.map(|()| self.buffers.arena_copy(&buf));
+        self.buffers.scratch = buf;
         let all = all?;
         let mut start = key_end;
         let values = ends.map(|end| {
@@ -281,16 +310,6 @@ impl StateTable {
             v
         });
         Ok((all.slice(..key_end), values))
-    }
-
-    /// `bytes`, copied into the arena; a new block when the current one has no room.
-    fn arena_copy(&mut self, bytes: &[u8]) -> Bytes {
-        if self.arena.capacity() - self.arena.len() < bytes.len() {
-            self.arena = BytesMut::with_capacity(self.arena_block.max(bytes.len()));
-            self.arena_block = (self.arena_block * 2).min(ARENA_BLOCK_MAX);
-        }
-        self.arena.extend_from_slice(bytes);
-        self.arena.split().freeze()
     }
 
     pub fn insert(&mut self, row: &OwnedRow) -> StateTableResult<()> {
@@ -495,9 +514,7 @@ impl StateTable {
         if self.local.is_dirty() {
             self.local.flush()?;
         }
-        // The mem-table's keys and values went into an imm: the arena's blocks go with the mem-table's.
-        self.arena = BytesMut::new();
-        self.arena_block = ARENA_BLOCK_MIN;
+        self.buffers.reset_arena();
         self.local.seal_current_epoch(new.curr)?;
         self.epoch = Some(new);
         Ok(())

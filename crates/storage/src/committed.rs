@@ -600,6 +600,9 @@ impl CommittedStore {
             .iter()
             .filter(|r| prefix.is_none_or(|p| r.may_have_prefix(p)))
             .collect();
+        if runs.is_empty() {
+            return out;
+        }
         visit(&runs, range, epoch, |b, i, v| {
             let key = b.data.slice(b.start(i)..b.entries[i].key_end as usize);
             out.push((key, b.data.slice(v)));
