@@ -486,7 +486,18 @@ impl Action {
             Action::Kill {
                 restart_after_ms, ..
             } => *restart_after_ms,
-            _ => 0,
+            // Done once started (a DDL's own wait is not the step's effect).
+            Action::CreateTable { .. }
+            | Action::CreateMv { .. }
+            | Action::CreateView { .. }
+            | Action::CreateSink { .. }
+            | Action::Drop { .. }
+            | Action::Cancel { .. }
+            | Action::Throttle { .. }
+            | Action::Reschedule { .. }
+            | Action::Flush
+            | Action::RemoveNode { .. }
+            | Action::RpcFail { .. } => 0,
         }
     }
 }
