@@ -4,7 +4,7 @@
 //! (`reschedule-unpinned`), and its `fix` says what epochlab checks.
 //!
 //! Each entry is a module here whose `INFO` ([`BugInfo`]) holds all the catalogue says of it: its texts, its
-//! record, its toggle and its directed scenario; the list of entries is the one [`catalogue!`] call below, and
+//! record, its toggle and its directed scenario; the list of entries is the one `catalogue!` call below, and
 //! every list of bugs elsewhere (the CLI's, `epochlab bugs`, the dispatcher of `repro`) derives from
 //! [`BugId::ALL`] and [`BugId::info`]. A run names a bug and a mode; [`BugId::toggles`] turns them into the
 //! engine's [`Toggles`], every one at its fixed value but the named bug's. The toggles travel whole into each
