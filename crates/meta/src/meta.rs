@@ -986,7 +986,7 @@ impl MetaNode {
     /// `CANCEL JOB`: a job still being created (a background one, say) is removed from the catalog and its
     /// actors are stopped as a drop's (RisingWave's `CancelStreamingJob`, accepted while recovery runs,
     /// which pre-applies it). Its tables go where the drop mode sends a drop's, unless recovery pre-applies
-    /// the cancel: then [`PreApplyCancel`] decides.
+    /// the cancel: then `Toggles::pre_apply_cancel` decides.
     pub async fn cancel_job(&self, id: TableId) -> Result<(), DdlError> {
         self.drop_or_cancel(id, Removal::Cancel).await
     }
