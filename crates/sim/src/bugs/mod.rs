@@ -25,8 +25,8 @@ use crate::runtime::SimContext;
 pub mod record;
 
 /// The catalogue's entries, in order: each bug's id and its module, whose [`BugInfo`] (`INFO`) says everything
-/// else (its texts, its record, its toggle, its scenario). A new bug is one line here; the compiler then asks for
-/// nothing else outside its module.
+/// else (its texts, its record, its toggle, its scenario). A new bug is one line here (which declares its module,
+/// its `BugId` variant and its place in `ALL` and `info`); the recipe is in ARCHITECTURE.md.
 macro_rules! catalogue {
     ($($(#[$attr:meta])* $id:ident => $module:ident,)*) => {
         $(pub mod $module;)*
