@@ -51,9 +51,9 @@ pub struct SltCmd {
     /// parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE TABLE AS),
     /// with probability --kill-rate, after U(0, 1 s), per role none, all or each with p = 0.5,
     /// each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed records retried up to 5
-    /// times with backoff; files of RisingWave's KILL_IGNORE_FILES are skipped. Meta is never
-    /// killed (RisingWave's --kill killed meta nodes too, never all; a meta that restarts from
-    /// its store is not modelled yet).
+    /// times with backoff; files of RisingWave's KILL_IGNORE_FILES are skipped.
+    /// Meta is never killed (RisingWave's --kill killed meta nodes too, never all; a meta that
+    /// restarts from its store is not modelled yet).
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
     /// Kill the frontend only (with the other --kill-ROLE flags: those roles)

@@ -15,8 +15,10 @@ use super::values;
 use super::CheckError;
 use crate::soak::{Scenario, SoakArgs};
 
-/// Run many seeds, each its own deterministic simulation, on worker threads; keep one result per seed and
-/// group the failures by signature (the error with ids, epochs and values masked).
+/// Run many seeds on worker threads and group the failures by signature
+///
+/// Each seed is its own deterministic simulation; a soak keeps one result per seed and groups the
+/// failures by signature (the error with ids, epochs and values masked).
 ///
 /// Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and
 /// sinks with arrangement backfill, foreground and background, drops and cancels while they backfill,
