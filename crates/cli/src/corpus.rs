@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use epochlab_sql::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
 use epochlab_telemetry::WallTimer;
 
-
 /// `epochlab corpus`'s arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CorpusArgs {

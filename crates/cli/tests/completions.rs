@@ -44,7 +44,15 @@ fn bash_sources_the_script_and_completes_the_catalogue() {
         .find_map(|l| l.strip_prefix("bugs: "))
         .expect("the completions of --bug");
     let bugs: Vec<&str> = bugs.split_whitespace().collect();
-    for id in ["14910", "22384", "16815", "19138", "15144", "reschedule-unpinned", "all"] {
+    for id in [
+        "14910",
+        "22384",
+        "16815",
+        "19138",
+        "15144",
+        "reschedule-unpinned",
+        "all",
+    ] {
         assert!(bugs.contains(&id), "{id}: {bugs:?}");
     }
 }
@@ -53,7 +61,15 @@ fn bash_sources_the_script_and_completes_the_catalogue() {
 fn zsh_and_fish_scripts_name_every_command() {
     for shell in ["zsh", "fish"] {
         let text = script(shell);
-        for command in ["repro", "soak", "soak-report", "slt", "corpus", "bugs", "triage"] {
+        for command in [
+            "repro",
+            "soak",
+            "soak-report",
+            "slt",
+            "corpus",
+            "bugs",
+            "triage",
+        ] {
             assert!(text.contains(command), "{shell}: {command}");
         }
     }

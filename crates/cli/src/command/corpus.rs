@@ -55,8 +55,7 @@ pub struct CorpusCmd {
     pub update_expected: bool,
 }
 
-const CORPUS_AFTER_HELP: &str =
-    "EXIT STATUS: 0 no listed file regressed, 1 a listed file did not pass, 2 bad input (one line on stderr).";
+const CORPUS_AFTER_HELP: &str = "EXIT STATUS: 0 no listed file regressed, 1 a listed file did not pass, 2 bad input (one line on stderr).";
 
 impl CorpusCmd {
     pub fn into_args(self) -> CorpusArgs {
@@ -64,9 +63,9 @@ impl CorpusCmd {
             root: self.root,
             kill: self.kill,
             seeds: self.seeds,
-            jobs: self.jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, |n| n.get())
-            }),
+            jobs: self
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             json: self.json,
             update_expected: self.update_expected,
         }

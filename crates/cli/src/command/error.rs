@@ -29,7 +29,10 @@ impl CliError {
 /// `SHELL`).
 fn flag_of(arg: &str) -> String {
     let first = arg.split_whitespace().next().unwrap_or(arg);
-    first.trim_end_matches("...").trim_matches(['<', '>']).to_string()
+    first
+        .trim_end_matches("...")
+        .trim_matches(['<', '>'])
+        .to_string()
 }
 
 /// The flags a context names (`<--metrics-addr <HOST:PORT>|--jaeger>`), as `--metrics-addr or --jaeger`; a
@@ -123,7 +126,10 @@ pub fn one_line(
             }
         }
         ErrorKind::MissingRequiredArgument => {
-            let missing = names(e.get(ContextKind::InvalidArg).unwrap_or(&ContextValue::None));
+            let missing = names(
+                e.get(ContextKind::InvalidArg)
+                    .unwrap_or(&ContextValue::None),
+            );
             match command.and_then(|c| requirer(top, c, argv)) {
                 Some(by) => format!("{by} needs {missing} (see --help)"),
                 None => format!("name the {missing} (see --help)"),

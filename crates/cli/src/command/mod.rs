@@ -179,7 +179,11 @@ pub fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Invocation, Cli
 }
 
 /// `--help` and `--version` as the text to print; any other error as one line.
-fn clap_error(e: clap::Error, top: &clap::Command, argv: &[OsString]) -> Result<Invocation, CliError> {
+fn clap_error(
+    e: clap::Error,
+    top: &clap::Command,
+    argv: &[OsString],
+) -> Result<Invocation, CliError> {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         return Ok(Invocation::Print(e.render().to_string()));

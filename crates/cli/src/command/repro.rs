@@ -70,7 +70,11 @@ impl ScenarioFlags {
                 "--compute-nodes",
                 Setting::ComputeNodes,
             ),
-            (self.rate_limit.is_some(), "--rate-limit", Setting::RateLimit),
+            (
+                self.rate_limit.is_some(),
+                "--rate-limit",
+                Setting::RateLimit,
+            ),
             (
                 self.barrier_latency_ms.is_some(),
                 "--barrier-latency-ms",
@@ -349,7 +353,8 @@ impl ReproCmd {
         }
         if let [mode] = modes {
             for &bug in bugs {
-                bug.check_mode(*mode).map_err(CheckError::NotAModeOfTheBug)?;
+                bug.check_mode(*mode)
+                    .map_err(CheckError::NotAModeOfTheBug)?;
             }
         }
         for (flag, setting) in self.scenario.given() {

@@ -9,10 +9,10 @@ use clap::{ArgGroup, Args};
 use epochlab_sim::workload::GenParams;
 use epochlab_sim::{BugId, BugMode, Mode, ReproParams};
 
+use super::CheckError;
 use super::repro::ScenarioFlags;
 use super::slt::KillChoice;
 use super::values;
-use super::CheckError;
 use crate::soak::{Scenario, SoakArgs};
 
 /// Run many seeds on worker threads and group the failures by signature
@@ -168,7 +168,10 @@ pub struct SoakCmd {
     #[arg(long, value_name = "URL", verbatim_doc_comment, value_parser = values::url)]
     pub otlp_endpoint: Option<String>,
     /// With --scenario 14910: its settings, as for `epochlab repro` (see its --help).
-    #[command(flatten, next_help_heading = "The directed scenario's settings (with --scenario 14910)")]
+    #[command(
+        flatten,
+        next_help_heading = "The directed scenario's settings (with --scenario 14910)"
+    )]
     pub directed: ScenarioFlags,
 }
 
@@ -205,7 +208,9 @@ impl SoakCmd {
         let mode = self.mode.unwrap_or(d.params.mode);
         self.check(bug, mode)?;
         let scenario = match (&self.slt, self.scenario) {
-            (Some(pattern), _) => crate::slt::soak_scenario(pattern, &self.kill_choice(), bug, mode)?,
+            (Some(pattern), _) => {
+                crate::slt::soak_scenario(pattern, &self.kill_choice(), bug, mode)?
+            }
             (None, Some(ScenarioArg::Directed)) => Scenario::Directed,
             (None, _) => {
                 let g = GenParams::default();

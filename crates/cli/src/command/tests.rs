@@ -113,8 +113,18 @@ fn every_flag_is_read_in_both_spellings() {
 
 #[test]
 fn persist_check_takes_on_or_off() {
-    assert!(repro(&["--persist-check", "on"]).unwrap().params.persist_check);
-    assert!(!repro(&["--persist-check", "off"]).unwrap().params.persist_check);
+    assert!(
+        repro(&["--persist-check", "on"])
+            .unwrap()
+            .params
+            .persist_check
+    );
+    assert!(
+        !repro(&["--persist-check", "off"])
+            .unwrap()
+            .params
+            .persist_check
+    );
     for bad in ["yes", "true", "ON"] {
         assert_eq!(
             repro(&["--persist-check", bad]).unwrap_err(),
@@ -192,9 +202,16 @@ fn help_states_every_range_and_default() {
     let text_of = |flag: &str| -> String {
         let arg = Cli::command()
             .find_subcommand("repro")
-            .and_then(|r| r.get_arguments().find(|a| a.get_long() == flag.get(2..)).cloned())
+            .and_then(|r| {
+                r.get_arguments()
+                    .find(|a| a.get_long() == flag.get(2..))
+                    .cloned()
+            })
             .unwrap_or_else(|| panic!("{flag} is a flag of repro"));
-        arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default()
+        arg.get_long_help()
+            .or(arg.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default()
     };
     for (flag, range, default) in cases {
         let want = format!("{}..={}, default {default}", range.lo, range.hi);
@@ -224,9 +241,13 @@ fn help_states_every_range_and_default() {
 fn the_bugs_and_modes_come_from_the_catalogue() {
     let help = long_help("repro");
     let value = |name: &str| -> String {
-        let line = help.lines().find(|l| l.trim_start().starts_with(&format!("- {name}:")));
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("- {name}:")));
         let line = line.unwrap_or_else(|| panic!("{name} is a possible value: {help}"));
-        line.split_once(':').map(|(_, h)| h.trim().to_string()).unwrap_or_default()
+        line.split_once(':')
+            .map(|(_, h)| h.trim().to_string())
+            .unwrap_or_default()
     };
     for bug in BugId::ALL {
         assert_eq!(value(bug.as_str()), bug.title());
@@ -234,9 +255,15 @@ fn the_bugs_and_modes_come_from_the_catalogue() {
     assert_eq!(value("purge-before-reset"), "only bug 14910");
     let script = completions(Shell::Bash);
     let ids: Vec<&str> = BugId::ALL.map(BugId::as_str).to_vec();
-    assert!(script.contains(&format!("{} all", ids.join(" "))), "{script}");
+    assert!(
+        script.contains(&format!("{} all", ids.join(" "))),
+        "{script}"
+    );
     let err = repro(&["--bug", "99999"]).unwrap_err();
-    assert_eq!(err, format!("--bug takes {} or all, not `99999`", ids.join(", ")));
+    assert_eq!(
+        err,
+        format!("--bug takes {} or all, not `99999`", ids.join(", "))
+    );
 }
 
 #[cfg(unix)]
@@ -262,8 +289,16 @@ fn commands() {
     );
     assert!(matches!(parse(os(&["soak"])), Ok(Invocation::Soak(_))));
     assert!(matches!(parse(os(&["bugs"])), Ok(Invocation::Bugs)));
-    for help in [&["soak", "--help"][..], &["help"], &["--help"], &["repro", "--json", "-h"]] {
-        assert!(matches!(parse(os(help)), Ok(Invocation::Print(_))), "{help:?}");
+    for help in [
+        &["soak", "--help"][..],
+        &["help"],
+        &["--help"],
+        &["repro", "--json", "-h"],
+    ] {
+        assert!(
+            matches!(parse(os(help)), Ok(Invocation::Print(_))),
+            "{help:?}"
+        );
     }
     let Ok(Invocation::Print(version)) = parse(os(&["--version"])) else {
         panic!("--version prints")
@@ -277,10 +312,7 @@ fn commands() {
         what(&["bugs", "x"]),
         "unexpected argument `x`: bugs takes no argument"
     );
-    assert_eq!(
-        what(&["soak-report"]),
-        "name the FILES... (see --help)"
-    );
+    assert_eq!(what(&["soak-report"]), "name the FILES... (see --help)");
     assert!(matches!(
         parse(os(&["triage", "-", "a.log"])),
         Ok(Invocation::Triage(f)) if f == [PathBuf::from("-"), PathBuf::from("a.log")]
@@ -299,8 +331,14 @@ fn commands() {
 fn malformed_flags_are_rejected() {
     let cases: [(&[&str], &str); 10] = [
         (&["--bogus"], "unknown flag `--bogus` (see --help)"),
-        (&["--sed", "1"], "unknown flag `--sed`; did you mean `--seed`? (see --help)"),
-        (&["buggy"], "unexpected argument `buggy`: repro takes only flags (see --help)"),
+        (
+            &["--sed", "1"],
+            "unknown flag `--sed`; did you mean `--seed`? (see --help)",
+        ),
+        (
+            &["buggy"],
+            "unexpected argument `buggy`: repro takes only flags (see --help)",
+        ),
         (&["--seed"], "--seed needs a value"),
         (&["--event-log="], "--event-log needs a value"),
         (&["--json=yes"], "--json takes no value"),
@@ -333,7 +371,10 @@ fn a_repeated_flag_is_rejected() {
         (&["--seed=1", "--seed", "1"], "--seed"),
         (&["--json", "--json"], "--json"),
         (&["--mode", "all", "--mode", "fixed"], "--mode"),
-        (&["--persist-check", "on", "--persist-check=off"], "--persist-check"),
+        (
+            &["--persist-check", "on", "--persist-check=off"],
+            "--persist-check",
+        ),
     ] {
         assert_eq!(
             repro(args).unwrap_err(),
@@ -353,15 +394,27 @@ fn flags_that_would_do_nothing_are_rejected() {
         let err = repro(args).unwrap_err();
         assert!(err.starts_with(want), "{args:?}: {err}");
     };
-    needs(&["--jaeger-addr", "127.0.0.1:1"], "--jaeger-addr needs --jaeger");
-    needs(&["--serve-for", "5"], "--serve-for needs --metrics-addr or --jaeger");
-    needs(&["--trace-per", "epoch"], "--trace-per needs --jaeger or --otlp-endpoint");
+    needs(
+        &["--jaeger-addr", "127.0.0.1:1"],
+        "--jaeger-addr needs --jaeger",
+    );
+    needs(
+        &["--serve-for", "5"],
+        "--serve-for needs --metrics-addr or --jaeger",
+    );
+    needs(
+        &["--trace-per", "epoch"],
+        "--trace-per needs --jaeger or --otlp-endpoint",
+    );
     needs(
         &["--serve-for", "5", "--otlp-endpoint", "http://x:4317"],
         "--serve-for needs --metrics-addr or --jaeger",
     );
     needs(&["--pace", "off"], "--pace needs --metrics-addr");
-    needs(&["--metrics-interval-ms", "250"], "--metrics-interval-ms needs --metrics-out");
+    needs(
+        &["--metrics-interval-ms", "250"],
+        "--metrics-interval-ms needs --metrics-out",
+    );
     repro(&["--serve-for", "5", "--metrics-addr", "127.0.0.1:0"]).expect("serves metrics");
     repro(&["--serve-for", "5", "--jaeger", "--jaeger-addr=127.0.0.1:0"]).expect("serves Jaeger");
     repro(&["--trace-per", "epoch", "--jaeger"]).expect("traces go to Jaeger");
@@ -380,8 +433,14 @@ fn a_run_that_serves_metrics_is_paced_at_1_unless_told_otherwise() {
     assert_eq!(pace(&["--pace", "100000"]), Some(100_000.0));
     for bad in ["0", "-1", "0.001", "100001", "x", "inf", "NaN", "1x"] {
         let err = repro(&["--pace", bad]).unwrap_err();
-        assert!(err.starts_with("--pace takes a number from 0.01 to 100000"), "{bad}: {err}");
-        assert!(err.ends_with(&format!("or off, not `{bad}`")), "{bad}: {err}");
+        assert!(
+            err.starts_with("--pace takes a number from 0.01 to 100000"),
+            "{bad}: {err}"
+        );
+        assert!(
+            err.ends_with(&format!("or off, not `{bad}`")),
+            "{bad}: {err}"
+        );
     }
 }
 
@@ -394,9 +453,17 @@ fn metrics_out_samples_every_second_unless_told_otherwise() {
     let a = repro(&["--metrics-out=run.om", "--metrics-interval-ms", "250"]).expect("valid");
     assert_eq!(a.metrics_interval(), Duration::from_millis(250));
     for out_of_range in ["9", "3600001"] {
-        let args = ["--metrics-out", "r.om", "--metrics-interval-ms", out_of_range];
+        let args = [
+            "--metrics-out",
+            "r.om",
+            "--metrics-interval-ms",
+            out_of_range,
+        ];
         let err = repro(&args).unwrap_err();
-        assert!(err.starts_with("--metrics-interval-ms must be in 10..=3600000"), "{err}");
+        assert!(
+            err.starts_with("--metrics-interval-ms must be in 10..=3600000"),
+            "{err}"
+        );
     }
     assert_eq!(
         repro(&["--metrics-out="]).unwrap_err(),
@@ -408,10 +475,17 @@ fn metrics_out_samples_every_second_unless_told_otherwise() {
 fn flags_that_exclude_each_other_are_rejected() {
     let exclusive = |args: &[&str], a: &str, b: &str| {
         let err = repro(args).unwrap_err();
-        let names = [format!("{a} and {b} exclude each other"), format!("{b} and {a} exclude each other")];
+        let names = [
+            format!("{a} and {b} exclude each other"),
+            format!("{b} and {a} exclude each other"),
+        ];
         assert!(names.iter().any(|n| err.starts_with(n)), "{args:?}: {err}");
     };
-    exclusive(&["--jaeger", "--otlp-endpoint", "http://x:4317"], "--jaeger", "--otlp-endpoint");
+    exclusive(
+        &["--jaeger", "--otlp-endpoint", "http://x:4317"],
+        "--jaeger",
+        "--otlp-endpoint",
+    );
     for (flag, value) in [
         ("--event-log", Some("x.log")),
         ("--log-file", Some("x.log")),
@@ -453,7 +527,10 @@ fn the_event_log_of_several_modes_goes_to_one_file_each() {
     assert_eq!(log(5), Some(PathBuf::from("r.16815-buggy.log")));
     assert_eq!(log(8), Some(PathBuf::from("r.19138-fixed.log")));
     assert_eq!(log(10), Some(PathBuf::from("r.15144-fixed.log")));
-    assert_eq!(log(11), Some(PathBuf::from("r.reschedule-unpinned-buggy.log")));
+    assert_eq!(
+        log(11),
+        Some(PathBuf::from("r.reschedule-unpinned-buggy.log"))
+    );
 }
 
 #[test]
@@ -469,7 +546,14 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
         repro(&["--bug", "all", "--rows", "5"]).unwrap_err(),
         "--rows is not a setting of bug 22384's scenario (it reads no flag)"
     );
-    let one_actor = ["--bug", "16815", "--parallelism", "1", "--persist-check", "off"];
+    let one_actor = [
+        "--bug",
+        "16815",
+        "--parallelism",
+        "1",
+        "--persist-check",
+        "off",
+    ];
     let a = repro(&one_actor).expect("#16815 reads these two");
     assert_eq!(a.params_of(a.runs()[0]).parallelism, 1);
     assert_eq!(
@@ -477,7 +561,10 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
         "--vnodes is not a setting of bug 16815's scenario (it reads --parallelism, --persist-check)"
     );
     let err = repro(&["--bug", "all", "--metrics-out", "run.om"]).unwrap_err();
-    assert!(err.starts_with("--metrics-out and --bug all exclude each other: "), "{err}");
+    assert!(
+        err.starts_with("--metrics-out and --bug all exclude each other: "),
+        "{err}"
+    );
     let a = repro(&["--bug", "19138"]).expect("valid");
     let modes: Vec<Mode> = a.runs().iter().map(|r| r.mode()).collect();
     assert_eq!(modes, [Mode::Buggy, Mode::Fixed]);
@@ -486,7 +573,15 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
 #[test]
 fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
     let a = soak(&[
-        "--seeds", "5..9", "--jobs=2", "--mode", "buggy", "--scenario", "14910", "--rows", "50",
+        "--seeds",
+        "5..9",
+        "--jobs=2",
+        "--mode",
+        "buggy",
+        "--scenario",
+        "14910",
+        "--rows",
+        "50",
     ])
     .unwrap();
     assert_eq!(
@@ -495,28 +590,67 @@ fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
     );
     assert_eq!(a.scenario, Scenario::Directed);
     let a = soak(&[]).unwrap();
-    assert_eq!((a.params.mode, a.seeds, a.mode_given), (Mode::Fixed, 0..100, false));
+    assert_eq!(
+        (a.params.mode, a.seeds, a.mode_given),
+        (Mode::Fixed, 0..100, false)
+    );
     assert_eq!(soak(&["--shard", "1/4"]).unwrap().shard, Some((1, 4)));
     for (bad, want) in [
         (&["--seeds", "9..5"][..], "--seeds takes A..B with A < B"),
         (&["--seeds", "x"], "--seeds takes A..B"),
         (&["--shard", "4/4"], "--shard takes K/N with K < N"),
-        (&["--mode", "all"], "--mode takes buggy, fixed or purge-before-reset, not `all`"),
+        (
+            &["--mode", "all"],
+            "--mode takes buggy, fixed or purge-before-reset, not `all`",
+        ),
         (&["--bug", "all"], "--bug takes 14910, "),
-        (&["--scenario", "14911"], "--scenario takes random or 14910, not `14911`"),
-        (&["--rows", "50"], "--rows sets the directed scenario: it needs --scenario 14910"),
-        (&["--kill-rate", "2"], "--kill-rate takes a probability from 0 to 1"),
-        (&["--kill-rate", "0.5", "--scenario", "14910"], "--kill-rate and --scenario 14910 exclude"),
-        (&["--shrink", "--scenario", "14910"], "--shrink and --scenario 14910 exclude"),
-        (&["--bug", "22384", "--scenario", "14910"], "--bug and --scenario 14910 exclude"),
-        (&["--bug", "22384", "--mode", "purge-before-reset"], "--mode: bug 22384 has the modes"),
-        (&["--plan", "p.json", "--seeds", "1..2"], "--plan and --seeds exclude each other"),
-        (&["--replay", "r.jsonl", "--shrink"], "--replay and --shrink exclude each other"),
-        (&["--event-log", "e.log"], "--event-log writes the event log of one run"),
+        (
+            &["--scenario", "14911"],
+            "--scenario takes random or 14910, not `14911`",
+        ),
+        (
+            &["--rows", "50"],
+            "--rows sets the directed scenario: it needs --scenario 14910",
+        ),
+        (
+            &["--kill-rate", "2"],
+            "--kill-rate takes a probability from 0 to 1",
+        ),
+        (
+            &["--kill-rate", "0.5", "--scenario", "14910"],
+            "--kill-rate and --scenario 14910 exclude",
+        ),
+        (
+            &["--shrink", "--scenario", "14910"],
+            "--shrink and --scenario 14910 exclude",
+        ),
+        (
+            &["--bug", "22384", "--scenario", "14910"],
+            "--bug and --scenario 14910 exclude",
+        ),
+        (
+            &["--bug", "22384", "--mode", "purge-before-reset"],
+            "--mode: bug 22384 has the modes",
+        ),
+        (
+            &["--plan", "p.json", "--seeds", "1..2"],
+            "--plan and --seeds exclude each other",
+        ),
+        (
+            &["--replay", "r.jsonl", "--shrink"],
+            "--replay and --shrink exclude each other",
+        ),
+        (
+            &["--event-log", "e.log"],
+            "--event-log writes the event log of one run",
+        ),
         (&["--shrink=yes"], "--shrink takes no value"),
         (&["--jobs", "0"], "--jobs must be in 1..=256, not 0"),
         (&["--json=yes"], "--json takes no value"),
-        (&["--seed", "1"], "unknown flag `--seed`; did you mean `--seeds`?"),
+        (
+            &["--seed", "1"],
+            "unknown flag `--seed`; did you mean `--seeds`?",
+        ),
         (&["--rows", "0"], "--rows must be in 1..=10000000, not 0"),
     ] {
         let err = soak(bad).unwrap_err();
@@ -532,7 +666,10 @@ fn metrics_flags_are_read_as_repro_reads_them() {
     assert_eq!(a.serve_for, Some(Duration::from_secs(30)));
     assert_eq!(soak(&[]).unwrap().metrics_addr, None);
     let cases: [(&[&str], &str); 4] = [
-        (&["--serve-for", "5"], "--serve-for needs --metrics-addr (see --help)"),
+        (
+            &["--serve-for", "5"],
+            "--serve-for needs --metrics-addr (see --help)",
+        ),
         (
             &["--metrics-addr", "localhost"],
             "--metrics-addr takes HOST:PORT, such as 127.0.0.1:9464, not `localhost`",
@@ -542,7 +679,11 @@ fn metrics_flags_are_read_as_repro_reads_them() {
             "--serve-for must be in 0..=86400, not 86401",
         ),
         (
-            &["--metrics-addr", "127.0.0.1:1", "--metrics-addr=127.0.0.1:2"],
+            &[
+                "--metrics-addr",
+                "127.0.0.1:1",
+                "--metrics-addr=127.0.0.1:2",
+            ],
             "--metrics-addr is given twice: give each flag at most once",
         ),
     ];
@@ -557,9 +698,15 @@ fn random_plan_flags_parse() {
     let Scenario::Random(g) = &a.scenario else {
         panic!("random is the default")
     };
-    assert_eq!((g.kill_rate, g.background_ddl_rate, a.shrink), (0.25, 1.0, true));
+    assert_eq!(
+        (g.kill_rate, g.background_ddl_rate, a.shrink),
+        (0.25, 1.0, true)
+    );
     let a = soak(&["--plan", "p.json", "--mode", "buggy"]).unwrap();
-    assert_eq!((a.plan, a.mode_given), (Some(PathBuf::from("p.json")), true));
+    assert_eq!(
+        (a.plan, a.mode_given),
+        (Some(PathBuf::from("p.json")), true)
+    );
 }
 
 #[test]
@@ -568,9 +715,18 @@ fn soak_kill_flags_need_slt_and_a_kill() {
         (&["--kill"][..], "--kill needs --slt"),
         (&["--kill-compactor"], "--kill-compactor needs --slt"),
         (&["--runner", "latest"], "--runner needs --slt"),
-        (&["--slt", "x.slt", "--scenario", "14910"], "--slt and --scenario exclude each other"),
-        (&["--slt", "x.slt", "--plan", "p.json"], "--slt and --plan exclude each other"),
-        (&["--slt", "x.slt", "--kill", "--rows", "5"], "--rows sets the directed scenario"),
+        (
+            &["--slt", "x.slt", "--scenario", "14910"],
+            "--slt and --scenario exclude each other",
+        ),
+        (
+            &["--slt", "x.slt", "--plan", "p.json"],
+            "--slt and --plan exclude each other",
+        ),
+        (
+            &["--slt", "x.slt", "--kill", "--rows", "5"],
+            "--rows sets the directed scenario",
+        ),
     ] {
         let err = soak(args).unwrap_err();
         let flipped = want.contains(" and ") && {
@@ -595,19 +751,40 @@ fn slt(args: &[&str]) -> Result<crate::slt::SltArgs, String> {
 fn slt_kill_defaults_follow_risingwave() {
     let a = slt(&["--kill", "x.slt"]).expect("parses");
     assert!(a.params.kill);
-    assert_eq!((a.params.kill_rate, a.params.background_ddl_rate), (1.0, 0.0));
+    assert_eq!(
+        (a.params.kill_rate, a.params.background_ddl_rate),
+        (1.0, 0.0)
+    );
     assert_eq!(a.files, [PathBuf::from("x.slt")]);
     assert_eq!(a.params.run, BugMode::of_14910(Mode::Fixed));
     for (args, want) in [
-        (&["--kill-rate", "0.5", "x.slt"][..], "--kill-rate needs --kill, --kill-frontend, --kill-compute or --kill-compactor"),
+        (
+            &["--kill-rate", "0.5", "x.slt"][..],
+            "--kill-rate needs --kill, --kill-frontend, --kill-compute or --kill-compactor",
+        ),
         (&["--seed", "1"], "name the FILES... (see --help)"),
-        (&["--mode", "purge-before-reset", "--bug", "22384", "x.slt"], "--mode: bug 22384 has the modes"),
+        (
+            &["--mode", "purge-before-reset", "--bug", "22384", "x.slt"],
+            "--mode: bug 22384 has the modes",
+        ),
         (&["--kill", "--kill", "x.slt"], "--kill is given twice"),
-        (&["--mode", "all", "x.slt"], "--mode takes buggy, fixed or purge-before-reset, not `all`"),
-        (&["--kill", "--runner", "2023", "x.slt"], "--runner takes 2024 or latest, not `2023`"),
-        (&["--kill-frontend=yes", "x.slt"], "--kill-frontend takes no value"),
+        (
+            &["--mode", "all", "x.slt"],
+            "--mode takes buggy, fixed or purge-before-reset, not `all`",
+        ),
+        (
+            &["--kill", "--runner", "2023", "x.slt"],
+            "--runner takes 2024 or latest, not `2023`",
+        ),
+        (
+            &["--kill-frontend=yes", "x.slt"],
+            "--kill-frontend takes no value",
+        ),
         (&["--kill-meta", "x.slt"], "unknown flag `--kill-meta`"),
-        (&["tests/slt/nothing-here-*.slt"], "`tests/slt/nothing-here-*.slt`: no file matches"),
+        (
+            &["tests/slt/nothing-here-*.slt"],
+            "`tests/slt/nothing-here-*.slt`: no file matches",
+        ),
     ] {
         let err = slt(args).unwrap_err();
         assert!(err.starts_with(want), "{args:?}: {err}");
@@ -626,8 +803,9 @@ fn slt_role_flags_and_the_runner_parse_and_replay() {
     assert_eq!(a.params.kill_roles, roles);
     assert_eq!(a.params.runner, RunnerEra::R2024);
     assert!(
-        crate::slt::replay(&a.params, std::path::Path::new("x.slt"))
-            .contains("--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt")
+        crate::slt::replay(&a.params, std::path::Path::new("x.slt")).contains(
+            "--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt"
+        )
     );
     let a = slt(&["--kill", "--kill-compute", "--runner=latest", "x.slt"]).expect("parses");
     assert_eq!(a.params.kill_roles, KillRoles::ALL);
@@ -653,7 +831,15 @@ fn corpus_flags_parse_with_their_defaults() {
     assert!(!a.kill && a.seeds == (0..1) && !a.update_expected);
     assert_eq!(a.json, PathBuf::from("target/corpus.json"));
     let a = corpus(&[
-        "--kill", "--seeds=0..3", "--jobs", "2", "--root", "r", "--json", "j.json", "--update-expected",
+        "--kill",
+        "--seeds=0..3",
+        "--jobs",
+        "2",
+        "--root",
+        "r",
+        "--json",
+        "j.json",
+        "--update-expected",
     ])
     .expect("parses");
     assert!(a.kill && a.seeds == (0..3) && a.jobs == 2 && a.update_expected);
@@ -666,7 +852,10 @@ fn corpus_flags_parse_with_their_defaults() {
         (&["--kill=yes"], "--kill takes no value"),
         (&["--root"], "--root needs a value"),
         (&["--nope"], "unknown flag `--nope`"),
-        (&["x.slt"], "unexpected argument `x.slt`: corpus takes only flags"),
+        (
+            &["x.slt"],
+            "unexpected argument `x.slt`: corpus takes only flags",
+        ),
     ] {
         let err = corpus(bad).unwrap_err();
         assert!(err.starts_with(want), "{bad:?}: {err}");
