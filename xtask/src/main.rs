@@ -144,9 +144,9 @@ fn test(args: &[String]) -> Result {
     run("cargo fmt --check", fmt)?;
 
     let mut clippy = cargo()?;
+    // Not quiet: on a fresh machine this step compiles the workspace (minutes), and cargo's progress shows it.
     clippy.args([
         "clippy",
-        "-q",
         "--workspace",
         "--all-targets",
         "--",
@@ -171,15 +171,9 @@ fn test(args: &[String]) -> Result {
     };
     let mut tests = cargo()?;
     if use_nextest {
-        tests.args([
-            "nextest",
-            "run",
-            "--workspace",
-            "--cargo-quiet",
-            "--no-fail-fast",
-        ]);
+        tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
     } else {
-        tests.args(["test", "-q", "--workspace", "--no-fail-fast"]);
+        tests.args(["test", "--workspace", "--no-fail-fast"]);
     }
     tests.args(args);
     run("tests", tests)
@@ -199,8 +193,19 @@ fn bench(args: &[String]) -> Result {
     run("cargo bench", cmd)
 }
 
-/// `cargo run` of the `epochlab` binary (release), arguments to follow.
+/// `cargo run` of the `epochlab` binary (release), arguments to follow. It is built first in a step of its
+/// own, with cargo's progress on stderr (a fresh machine compiles for minutes); the run itself is quiet.
 fn epochlab() -> Result<Command> {
+    let mut build = cargo()?;
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "epochlab-cli",
+        "--bin",
+        "epochlab",
+    ]);
+    run("cargo build", build)?;
     let mut cmd = cargo()?;
     cmd.args([
         "run",

@@ -288,13 +288,6 @@ fn scale_in_some_no_shuffle_sinks(
     steps.extend(removal);
 }
 
-/// Whether a drawn left join stays one (else it becomes an inner join). Held back: fixed-mode plans failed
-/// on a left join's unmatched row `(l, NULL)` while the view's pk lacked the left's join column (fixed, see
-/// `views::join_view_pk`); with that fixed, one seed of 0..2000 (1326: a `sum` over a left join's NULLs
-/// after retractions, 0 in the view where the reference says NULL) is still open: which of the two is
-/// RisingWave's streaming `sum` must be settled against its source before left joins are drawn again.
-const LEFT_JOINS_DRAWN: bool = false;
-
 /// The stateful views plans may draw, each with whether plans draw it.
 const VIEW_KINDS: [(ViewKind, bool); 3] = [
     (ViewKind::Agg, true),
@@ -416,16 +409,11 @@ fn agg_query(d: &Draw, up: &Shape) -> (ViewQuery, Option<Shape>) {
 
 /// An inner or left join of `left`'s `BIGINT` column with `right`'s first column (unique).
 fn join_query(d: &Draw, left: &Shape, right: &Shape) -> (ViewQuery, Option<Shape>) {
-    // Drawn either way, so that the rest of the plan does not depend on whether left joins are.
     let join = d.pick(&[ViewJoin::Inner, ViewJoin::LeftOuter]);
     let query = ViewQuery::Join {
         left: left.name.clone(),
         right: right.name.clone(),
-        join: if LEFT_JOINS_DRAWN {
-            join
-        } else {
-            ViewJoin::Inner
-        },
+        join,
         left_col: d.pick(&left.bigint),
         right_col: 0,
     };

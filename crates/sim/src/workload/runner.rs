@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::model::TableModel;
 use super::plan::{Action, JobSpec, Plan, PlanCluster, ViewQuery};
-use super::reference::{Input, compare, evaluate};
+use super::reference::{Input, compare, evaluate, sum_columns};
 use super::verdict::{FailureKind, PlanReport};
 use super::views::{Upstream, view_graph};
 use crate::bugs::BugMode;
@@ -914,7 +914,8 @@ fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
         .collect();
     let expected = evaluate(query, &inputs);
     let committed = cluster.committed_rows(rel.id);
-    if let Some(diff) = compare(&rel.name, &rel.desc, committed, expected) {
+    let sum_cols = sum_columns(query);
+    if let Some(diff) = compare(&rel.name, &rel.desc, committed, expected, &sum_cols) {
         let mut v = Violation::new("oracle", diff.to_string());
         v.table = Some(rel.id.0);
         run.checkers.violation(v);
