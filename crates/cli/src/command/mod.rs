@@ -22,7 +22,12 @@ pub use repro::ReproArgs;
 ///
 /// Each command's --help tells its flags; bad input gets one line on stderr and exit status 2.
 #[derive(Parser, Debug)]
-#[command(name = "epochlab", version, propagate_version = true, subcommand_required = true)]
+#[command(
+    name = "epochlab",
+    version,
+    propagate_version = true,
+    subcommand_required = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
