@@ -199,7 +199,7 @@ pub fn catalogue() -> String {
             info.fix,
             info.links.join(" "),
             epochlab_sim::bugs::mode_list(bug),
-            crate::args::settings_of(bug),
+            crate::command::repro::settings_of(bug),
             info.command
         ));
         out.push_str(&record(bug));
