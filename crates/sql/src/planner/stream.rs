@@ -1101,18 +1101,10 @@ fn stream_node(
         },
         StreamOp::Exchange { dist } => {
             let upstream = build_fragment(&plan.inputs[0], table, up, chunk_size, graph)?;
-            let dispatch = match dist {
-                Dist::Single => DispatchStrategy::Simple,
-                Dist::HashShard(k) | Dist::UpstreamHashShard(k) => {
-                    DispatchStrategy::Hash(k.clone())
-                }
-                Dist::SomeShard => DispatchStrategy::NoShuffle,
-                Dist::Broadcast => DispatchStrategy::Broadcast,
-            };
             graph.edges.push(StreamFragmentEdge {
                 upstream,
                 downstream: fragment,
-                dispatch,
+                dispatch: dispatch_strategy(dist),
             });
             StreamNode::Exchange { upstream }
         }
@@ -1137,6 +1129,16 @@ fn stream_node(
             state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
     })
+}
+
+/// How an exchange to `dist` dispatches rows.
+fn dispatch_strategy(dist: &Dist) -> DispatchStrategy {
+    match dist {
+        Dist::Single => DispatchStrategy::Simple,
+        Dist::HashShard(k) | Dist::UpstreamHashShard(k) => DispatchStrategy::Hash(k.clone()),
+        Dist::SomeShard => DispatchStrategy::NoShuffle,
+        Dist::Broadcast => DispatchStrategy::Broadcast,
+    }
 }
 
 /// A dynamic filter with its left table (keyed by the filter's key, hashed as the left is) and its right

@@ -613,29 +613,11 @@ fn build_stateless(
             }
             let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
             let input = build(input)?;
-            Box::new(RowIdGenExecutor::new(
-                actor_id,
-                input,
-                *row_id_index,
-                clock,
-                vnodes,
-            ))
+            let index = *row_id_index;
+            Box::new(RowIdGenExecutor::new(actor_id, input, index, clock, vnodes))
         }
-        StreamNode::HopWindow {
-            time_col,
-            window_slide,
-            window_size,
-            output_indices,
-            input,
-        } => {
-            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
-            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
-            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
-                .map_err(|source| BuildError::HopWindow {
-                    actor: actor_id,
-                    source,
-                })?;
-            Box::new(exec)
+        StreamNode::HopWindow { input, .. } => {
+            build_hop_window(env, actor_id, node, build(input)?)?
         }
         StreamNode::ProjectSet { select_list, input } => {
             let eval = non_strict(env, actor_id, ExprExecutor::ProjectSet);
@@ -665,6 +647,35 @@ fn build_stateless(
         | StreamNode::Now { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
+}
+
+/// A hop window over `input`; its expressions evaluated non-strictly.
+fn build_hop_window(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::HopWindow {
+        time_col,
+        window_slide,
+        window_size,
+        output_indices,
+        ..
+    } = node
+    else {
+        unreachable!("a hop window node")
+    };
+    let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+    let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+    let exec =
+        HopWindowExecutor::new(input, *time_col, slide, size, out, eval).map_err(|source| {
+            BuildError::HopWindow {
+                actor: actor_id,
+                source,
+            }
+        })?;
+    Ok(Box::new(exec))
 }
 
 /// Non-strict evaluation for one executor of an actor, its errors counted in the node's stats.
