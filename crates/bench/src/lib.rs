@@ -4,7 +4,9 @@
 //! one without a second tool. Speed targets live here, in ratios against a baseline of the same run, never in
 //! timed tests.
 //!
-//! The file: `{"bench": NAME, "figures": [{"name", "unit", "value", "baseline", "baseline_value", "ratio"}]}`.
+//! The file: `{"bench": NAME, "figures": [{"name", "unit", "value", "baseline", "baseline_value", "ratio",
+//! "earlier_ratio"}]}`, where `earlier_ratio` is the ratio the run before wrote for the same figure (`null` when
+//! it had none), so the file alone shows this run beside the previous one.
 
 use std::path::{Path, PathBuf};
 
@@ -74,7 +76,22 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        let figures: Vec<Value> = self.figures.iter().map(Figure::to_json).collect();
+        self.to_json_beside(None)
+    }
+
+    /// The report, each figure with `earlier_ratio` from `earlier` (an earlier run's file) when given.
+    pub fn to_json_beside(&self, earlier: Option<&Value>) -> Value {
+        let figures: Vec<Value> = self
+            .figures
+            .iter()
+            .map(|f| {
+                let mut v = f.to_json();
+                if let Some(earlier) = earlier {
+                    v["earlier_ratio"] = json!(earlier_ratio(earlier, &f.name));
+                }
+                v
+            })
+            .collect();
         json!({ "bench": self.bench, "figures": figures })
     }
 
@@ -103,13 +120,14 @@ impl Report {
     /// A file that cannot be written is a warning on stderr: the figures were printed already.
     pub fn finish(self) {
         let path = bench_dir().join(format!("{}.json", self.bench));
-        if let Some(earlier) = read_json(&path) {
+        let earlier = read_json(&path);
+        if let Some(earlier) = &earlier {
             println!("compared with the earlier run ({}):", path.display());
-            for line in self.compare(&earlier) {
+            for line in self.compare(earlier) {
                 println!("{line}");
             }
         }
-        let text = format!("{:#}\n", self.to_json());
+        let text = format!("{:#}\n", self.to_json_beside(earlier.as_ref()));
         let written =
             std::fs::create_dir_all(bench_dir()).and_then(|()| std::fs::write(&path, text));
         match written {
@@ -171,6 +189,9 @@ mod tests {
         let json = now.to_json();
         assert_eq!(json["figures"][0]["ratio"], 0.3);
         assert_eq!(json["figures"][0]["baseline_value"], 500.0);
+        let beside = now.to_json_beside(Some(&earlier.to_json()));
+        assert_eq!(beside["figures"][0]["earlier_ratio"], 0.25);
+        assert_eq!(beside["figures"][1]["earlier_ratio"], Value::Null);
         let lines = now.compare(&earlier.to_json());
         assert_eq!(
             lines,

@@ -1,5 +1,5 @@
-//! When the state tables of a dropped (or dirty creating) job are unregistered from storage (reference §6.3,
-//! §6.4). One enum, and one method per decision; each decision is read in exactly one place.
+//! RisingWave #14910's toggle: when the state tables of a dropped (or dirty creating) job are unregistered from
+//! storage (reference §6.3, §6.4), decided by meta and recovery. One enum, and one method per decision; each decision is read in exactly one place.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,7 +7,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 /// When a dropped job's state tables are unregistered, relative to stopping the actors that use them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropMode {
     /// RisingWave before the fix: the drop's caller ignores the Stop command's result and unregisters at
     /// once, even when the command returned early because of a failure or recovery; recovery unregisters
@@ -16,6 +16,7 @@ pub enum DropMode {
     /// Unregister in post-collect, after the Stop barrier is collected and the actors are dropped; on
     /// failure, recovery unregisters (and purges tables the catalog does not know) after every live node has
     /// acknowledged its reset.
+    #[default]
     Fixed,
     /// As `Fixed`, but recovery unregisters and purges at the top of each attempt, before it resets the
     /// nodes (the order of RisingWave #15852): a window remains.
