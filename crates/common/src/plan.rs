@@ -973,15 +973,7 @@ pub fn agg_node(
     vnode_count: VnodeCount,
 ) -> StreamNode {
     let placeholder = TableId(0);
-    let mut agg_calls = vec![AggCall {
-        kind: crate::AggKind::Count,
-        args: Vec::new(),
-        arg_types: Vec::new(),
-        ret: DataType::Int64,
-        distinct: false,
-        order_by: Vec::new(),
-        filter: None,
-    }];
+    let mut agg_calls = vec![row_count_call()];
     agg_calls.extend(calls.iter().cloned());
     let g_types: Vec<DataType> = group_key.iter().map(|&k| input_types[k].clone()).collect();
     let result_table = Arc::new(agg_result_table(
@@ -1009,28 +1001,8 @@ pub fn agg_node(
             }
         })
         .collect();
-    let mut distinct_columns: Vec<usize> = Vec::new();
-    for c in &agg_calls {
-        let distinct = c.distinct || c.kind == crate::AggKind::ApproxCountDistinct;
-        if let (true, Some(&col)) = (distinct, c.args.first())
-            && !distinct_columns.contains(&col)
-        {
-            distinct_columns.push(col);
-        }
-    }
-    let distinct_dedup_tables = distinct_columns
-        .iter()
-        .map(|&col| {
-            let n = agg_calls
-                .iter()
-                .filter(|c| {
-                    (c.distinct || c.kind == crate::AggKind::ApproxCountDistinct)
-                        && c.args.first() == Some(&col)
-                })
-                .count();
-            agg_distinct_dedup_table(placeholder, input_types, group_key, col, n, vnode_count)
-        })
-        .collect();
+    let distinct_dedup_tables =
+        agg_distinct_dedup_tables(&agg_calls, input_types, group_key, vnode_count);
     let input = Box::new(input);
     let agg = if group_key.is_empty() {
         StreamNode::SimpleAgg {
@@ -1053,7 +1025,58 @@ pub fn agg_node(
             input,
         }
     };
-    let g = group_key.len();
+    drop_row_count(agg, &g_types, calls)
+}
+
+/// The `count(*)` call every streaming aggregation keeps first: its groups' row counts.
+fn row_count_call() -> AggCall {
+    AggCall {
+        kind: crate::AggKind::Count,
+        args: Vec::new(),
+        arg_types: Vec::new(),
+        ret: DataType::Int64,
+        distinct: false,
+        order_by: Vec::new(),
+        filter: None,
+    }
+}
+
+/// One dedup table per column that distinct calls (and approx_count_distinct) take, in first-use order,
+/// counting the calls over it.
+fn agg_distinct_dedup_tables(
+    agg_calls: &[AggCall],
+    input_types: &[DataType],
+    group_key: &[usize],
+    vnode_count: VnodeCount,
+) -> Vec<DistinctDedupTable> {
+    let placeholder = TableId(0);
+    let mut distinct_columns: Vec<usize> = Vec::new();
+    for c in agg_calls {
+        let distinct = c.distinct || c.kind == crate::AggKind::ApproxCountDistinct;
+        if let (true, Some(&col)) = (distinct, c.args.first())
+            && !distinct_columns.contains(&col)
+        {
+            distinct_columns.push(col);
+        }
+    }
+    distinct_columns
+        .iter()
+        .map(|&col| {
+            let n = agg_calls
+                .iter()
+                .filter(|c| {
+                    (c.distinct || c.kind == crate::AggKind::ApproxCountDistinct)
+                        && c.args.first() == Some(&col)
+                })
+                .count();
+            agg_distinct_dedup_table(placeholder, input_types, group_key, col, n, vnode_count)
+        })
+        .collect()
+}
+
+/// A projection of an aggregation's output without its row count: the group keys, then `calls`.
+fn drop_row_count(agg: StreamNode, g_types: &[DataType], calls: &[AggCall]) -> StreamNode {
+    let g = g_types.len();
     let mut exprs: Vec<ExprNode> = g_types
         .iter()
         .enumerate()

@@ -214,6 +214,67 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl MetaInner {
+    /// Put a creating job in the catalog: its actors' descriptors, and the dispatchers each upstream actor
+    /// adds. The upstream was there when the job was planned, but this create may have waited (for the lock,
+    /// behind a reschedule) while a drop took it away: as RisingWave's `start_create_table_procedure` does
+    /// (`ensure_table_or_source_id` of each dependency under the catalog lock), check it again in the same
+    /// critical section that puts the job in the catalog, where a drop then sees a dependent.
+    #[allow(clippy::type_complexity)]
+    fn insert_job(
+        &self,
+        rel: &Relation,
+    ) -> Result<
+        (
+            Vec<StreamActorDesc>,
+            BTreeMap<ActorId, Vec<epochlab_common::plan::DispatcherDesc>>,
+        ),
+        DdlError,
+    > {
+        let mut catalog = self.catalog();
+        for up in rel.upstream_tables() {
+            scannable(&catalog, up)?;
+        }
+        catalog.relations.insert(rel.id, rel.clone());
+        let descs = catalog.actor_descs(rel);
+        let mut adds: BTreeMap<ActorId, Vec<_>> = BTreeMap::new();
+        for up in rel
+            .upstream_tables()
+            .into_iter()
+            .filter_map(|u| catalog.get(u))
+        {
+            for (i, a) in up.actors.iter().enumerate() {
+                adds.entry(a.actor_id)
+                    .or_default()
+                    .extend(rel.dispatchers_from(up, i));
+            }
+        }
+        Ok((descs, adds))
+    }
+
+    /// A create that failed: no longer tracked; unless a drop took it already, out of the catalog, its actors
+    /// stopped and its state tables unregistered.
+    async fn abort_create(
+        &self,
+        rel: &Relation,
+        actors: &BTreeMap<WorkerId, BTreeSet<ActorId>>,
+        tables: &[TableId],
+        e: &DdlError,
+    ) {
+        let id = rel.id;
+        event!(
+            self.log,
+            "ddl",
+            "create {} {} id={id} failed: {e}",
+            rel.kind.as_str(),
+            rel.name
+        );
+        self.tracker().remove(id, CreateAborted::CreationFailed);
+        if self.catalog().relations.remove(&id).is_some() {
+            self.drop_actors(actors).await;
+            self.hummock.unregister_tables(tables, "create failed");
+        }
+    }
+
     pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
         lock(&self.catalog)
     }
@@ -869,31 +930,7 @@ impl MetaNode {
         }
         let id = rel.id;
         let tables = rel.state_tables();
-        let (descs, adds) = {
-            let mut catalog = inner.catalog();
-            // The upstream was there when the job was planned, but this create may have waited (for the lock,
-            // behind a reschedule) while a drop took it away: as RisingWave's `start_create_table_procedure`
-            // does (`ensure_table_or_source_id` of each dependency under the catalog lock), check it again in
-            // the same critical section that puts the job in the catalog, where a drop then sees a dependent.
-            for up in rel.upstream_tables() {
-                scannable(&catalog, up)?;
-            }
-            catalog.relations.insert(id, rel.clone());
-            let descs = catalog.actor_descs(&rel);
-            let mut adds: BTreeMap<ActorId, Vec<_>> = BTreeMap::new();
-            for up in rel
-                .upstream_tables()
-                .into_iter()
-                .filter_map(|u| catalog.get(u))
-            {
-                for (i, a) in up.actors.iter().enumerate() {
-                    adds.entry(a.actor_id)
-                        .or_default()
-                        .extend(rel.dispatchers_from(up, i));
-                }
-            }
-            (descs, adds)
-        };
+        let (descs, adds) = inner.insert_job(&rel)?;
         event!(
             inner.log,
             "ddl",
@@ -934,17 +971,7 @@ impl MetaNode {
         drop(shared);
         let kind = rel.kind.as_str();
         if let Err(e) = result {
-            event!(
-                inner.log,
-                "ddl",
-                "create {kind} {} id={id} failed: {e}",
-                rel.name
-            );
-            inner.tracker().remove(id, CreateAborted::CreationFailed);
-            if inner.catalog().relations.remove(&id).is_some() {
-                inner.drop_actors(&actors).await;
-                inner.hummock.unregister_tables(&tables, "create failed");
-            }
+            inner.abort_create(&rel, &actors, &tables, &e).await;
             return Err(e);
         }
         if !backfills {

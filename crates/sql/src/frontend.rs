@@ -477,19 +477,14 @@ impl Session {
         ))
     }
 
-    /// `CREATE TABLE`, with RisingWave's clauses `sqlparser` does not read in `extras` (see
-    /// [`crate::handler::create_table`]).
-    pub(crate) async fn create_table(
+    /// A `CREATE TABLE`'s `connector` option: only datagen (not run: the table gets rows from DML only), in
+    /// a plain format.
+    fn table_connector(
         &self,
+        name: &str,
         ct: &ast::CreateTable,
-        text: &str,
         extras: &TableExtras,
-    ) -> Result<Output, SqlError> {
-        let target = self.creation_name(&ct.name)?;
-        let name = target.job.clone();
-        if self.check_free(&name, ct.if_not_exists)? {
-            return Ok(Output::Done(0));
-        }
+    ) -> Result<Option<String>, SqlError> {
         let mut connector = None;
         if let CreateTableOptions::With(options) = &ct.table_options {
             for (key, value) in distinct_options(options)? {
@@ -526,51 +521,24 @@ impl Session {
         if let (Some(c), Some(f)) = (&connector, &extras.format) {
             validate_compatibility(c, f)?;
         }
-        let mut columns = Vec::new();
-        let mut pk_names: Vec<String> = Vec::new();
-        for (i, c) in ct.columns.iter().enumerate() {
-            let col = ident(&c.name);
-            crate::binder::check_column_name(&col)?;
-            if columns.iter().any(|x: &Column| x.name == col) {
-                return Err(SqlError::Invalid(format!(
-                    "column \"{col}\" specified more than once"
-                )));
-            }
-            columns.push(Column {
-                name: col.clone(),
-                ty: data_type(&c.data_type)?,
-                src: i,
-            });
-            for o in &c.options {
-                match &o.option {
-                    ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
-                    ColumnOption::Null | ColumnOption::NotNull => {}
-                    other => return Err(SqlError::Unsupported(format!("column option {other}"))),
-                }
-            }
+        Ok(connector)
+    }
+
+    /// `CREATE TABLE`, with RisingWave's clauses `sqlparser` does not read in `extras` (see
+    /// [`crate::handler::create_table`]).
+    pub(crate) async fn create_table(
+        &self,
+        ct: &ast::CreateTable,
+        text: &str,
+        extras: &TableExtras,
+    ) -> Result<Output, SqlError> {
+        let target = self.creation_name(&ct.name)?;
+        let name = target.job.clone();
+        if self.check_free(&name, ct.if_not_exists)? {
+            return Ok(Output::Done(0));
         }
-        for constraint in &ct.constraints {
-            match constraint {
-                TableConstraint::PrimaryKey(pk) => {
-                    if !pk_names.is_empty() {
-                        return Err(SqlError::Invalid(format!(
-                            "multiple primary keys for table {name} are not allowed"
-                        )));
-                    }
-                    for c in &pk.columns {
-                        match &c.column.expr {
-                            Ast::Identifier(id) => pk_names.push(ident(id)),
-                            other => {
-                                return Err(SqlError::Unsupported(format!(
-                                    "primary key expression {other}"
-                                )));
-                            }
-                        }
-                    }
-                }
-                other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
-            }
-        }
+        let connector = self.table_connector(&name, ct, extras)?;
+        let (columns, pk_names) = bind_table_columns(&name, ct)?;
         let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
         let row_id = pk_names.is_empty();
         let pk = if row_id {
@@ -2031,6 +1999,59 @@ impl<'a> Words<'a> {
             ))),
         }
     }
+}
+
+/// A `CREATE TABLE`'s columns and the names of its primary key (from a column option or the constraint).
+fn bind_table_columns(
+    name: &str,
+    ct: &ast::CreateTable,
+) -> Result<(Vec<Column>, Vec<String>), SqlError> {
+    let mut columns = Vec::new();
+    let mut pk_names: Vec<String> = Vec::new();
+    for (i, c) in ct.columns.iter().enumerate() {
+        let col = ident(&c.name);
+        crate::binder::check_column_name(&col)?;
+        if columns.iter().any(|x: &Column| x.name == col) {
+            return Err(SqlError::Invalid(format!(
+                "column \"{col}\" specified more than once"
+            )));
+        }
+        columns.push(Column {
+            name: col.clone(),
+            ty: data_type(&c.data_type)?,
+            src: i,
+        });
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
+                ColumnOption::Null | ColumnOption::NotNull => {}
+                other => return Err(SqlError::Unsupported(format!("column option {other}"))),
+            }
+        }
+    }
+    for constraint in &ct.constraints {
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                if !pk_names.is_empty() {
+                    return Err(SqlError::Invalid(format!(
+                        "multiple primary keys for table {name} are not allowed"
+                    )));
+                }
+                for c in &pk.columns {
+                    match &c.column.expr {
+                        Ast::Identifier(id) => pk_names.push(ident(id)),
+                        other => {
+                            return Err(SqlError::Unsupported(format!(
+                                "primary key expression {other}"
+                            )));
+                        }
+                    }
+                }
+            }
+            other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
+        }
+    }
+    Ok((columns, pk_names))
 }
 
 #[cfg(test)]

@@ -37,49 +37,20 @@ fn run(
             exprs,
             filter,
             ..
-        } => {
-            // A view's expressions are a streaming job's: evaluated non-strictly (an error is a NULL).
-            let mut ignore = |_: crate::scalar::ExprError| {};
-            let mut out = Vec::new();
-            for r in catalog.committed_rows(*table_id) {
-                let keep = filter.as_ref().is_none_or(|f| {
-                    crate::scalar::eval_non_strict_with(f, &r, ctx, &mut ignore)
-                        == Some(ScalarImpl::Bool(true))
-                });
-                if keep {
-                    let row = exprs
-                        .iter()
-                        .map(|e| crate::scalar::eval_non_strict_with(e, &r, ctx, &mut ignore))
-                        .collect();
-                    out.push(OwnedRow::new(row));
-                }
-            }
-            Ok(out)
-        }
-        LogicalPlan::Values { rows, .. } => rows
-            .iter()
-            .map(|r| {
-                let empty = OwnedRow::empty();
-                r.iter()
-                    .map(|e| eval_with(e, &empty, ctx))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(OwnedRow::new)
-                    .map_err(SqlError::from)
-            })
-            .collect(),
+        } => Ok(scan(
+            catalog.committed_rows(*table_id),
+            exprs,
+            filter.as_ref(),
+            ctx,
+        )),
+        LogicalPlan::Values { rows, .. } => values(rows, ctx),
         LogicalPlan::Rows { rows, .. } => Ok(rows.clone()),
         LogicalPlan::Project { exprs, input } => run(input, catalog, ctx)?
             .iter()
             .map(|r| project(exprs, r, ctx))
             .collect(),
         LogicalPlan::Filter { predicate, input } => {
-            let mut out = Vec::new();
-            for r in run(input, catalog, ctx)? {
-                if holds(predicate, &r, ctx)? {
-                    out.push(r);
-                }
-            }
-            Ok(out)
+            filter(predicate, run(input, catalog, ctx)?, ctx)
         }
         LogicalPlan::Agg {
             group_key,
@@ -126,23 +97,8 @@ fn run(
             limit,
             offset,
             input,
-        } => {
-            let mut rows = run(input, catalog, ctx)?;
-            sort(&mut rows, order);
-            let skip = usize::try_from(*offset).unwrap_or(usize::MAX);
-            let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-            Ok(rows.into_iter().skip(skip).take(take).collect())
-        }
-        LogicalPlan::Dedup { keys, input } => {
-            let mut seen: BTreeMap<Key, ()> = BTreeMap::new();
-            let mut out = Vec::new();
-            for r in run(input, catalog, ctx)? {
-                if seen.insert(Key(r.project(keys).into_inner()), ()).is_none() {
-                    out.push(r);
-                }
-            }
-            Ok(out)
-        }
+        } => Ok(top_n(run(input, catalog, ctx)?, order, *limit, *offset)),
+        LogicalPlan::Dedup { keys, input } => Ok(dedup(keys, run(input, catalog, ctx)?)),
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
         LogicalPlan::OverWindow { calls, input } => over_window(calls, run(input, catalog, ctx)?),
         LogicalPlan::ProjectSet { select_list, input } => {
@@ -151,17 +107,7 @@ fn run(
         LogicalPlan::Expand {
             column_subsets,
             input,
-        } => {
-            let rows = run(input, catalog, ctx)?;
-            let mut out = Vec::with_capacity(rows.len() * column_subsets.len());
-            for (flag, subset) in column_subsets.iter().enumerate() {
-                out.extend(
-                    rows.iter()
-                        .map(|r| epochlab_common::plan::expand_row(r, subset, flag)),
-                );
-            }
-            Ok(out)
-        }
+        } => Ok(expand(column_subsets, run(input, catalog, ctx)?)),
         LogicalPlan::HopWindow {
             time_col,
             slide,
@@ -169,6 +115,98 @@ fn run(
             input,
         } => hop_window(*time_col, slide, size, run(input, catalog, ctx)?, ctx),
     }
+}
+
+/// A table's committed rows through its filter, then `exprs`. A view's expressions are a streaming job's:
+/// evaluated non-strictly (an error is a NULL).
+fn scan(
+    rows: impl IntoIterator<Item = OwnedRow>,
+    exprs: &[ExprNode],
+    filter: Option<&ExprNode>,
+    ctx: &EvalContext,
+) -> Vec<OwnedRow> {
+    let mut ignore = |_: crate::scalar::ExprError| {};
+    let mut out = Vec::new();
+    for r in rows {
+        let keep = filter.is_none_or(|f| {
+            crate::scalar::eval_non_strict_with(f, &r, ctx, &mut ignore)
+                == Some(ScalarImpl::Bool(true))
+        });
+        if keep {
+            let row = exprs
+                .iter()
+                .map(|e| crate::scalar::eval_non_strict_with(e, &r, ctx, &mut ignore))
+                .collect();
+            out.push(OwnedRow::new(row));
+        }
+    }
+    out
+}
+
+/// Constant rows, each expression evaluated over no input.
+fn values(rows: &[Vec<ExprNode>], ctx: &EvalContext) -> Result<Vec<OwnedRow>, SqlError> {
+    rows.iter()
+        .map(|r| {
+            let empty = OwnedRow::empty();
+            r.iter()
+                .map(|e| eval_with(e, &empty, ctx))
+                .collect::<Result<Vec<_>, _>>()
+                .map(OwnedRow::new)
+                .map_err(SqlError::from)
+        })
+        .collect()
+}
+
+/// The rows for which `predicate` holds.
+fn filter(
+    predicate: &ExprNode,
+    rows: Vec<OwnedRow>,
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let mut out = Vec::new();
+    for r in rows {
+        if holds(predicate, &r, ctx)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// `ORDER BY .. LIMIT .. OFFSET ..`.
+fn top_n(
+    mut rows: Vec<OwnedRow>,
+    order: &[(usize, OrderType)],
+    limit: Option<u64>,
+    offset: u64,
+) -> Vec<OwnedRow> {
+    sort(&mut rows, order);
+    let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    rows.into_iter().skip(skip).take(take).collect()
+}
+
+/// `DISTINCT ON (keys)`: the first row of each key, in input order.
+fn dedup(keys: &[usize], rows: Vec<OwnedRow>) -> Vec<OwnedRow> {
+    let mut seen: BTreeMap<Key, ()> = BTreeMap::new();
+    let mut out = Vec::new();
+    for r in rows {
+        if seen.insert(Key(r.project(keys).into_inner()), ()).is_none() {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// `GROUPING SETS`: every row once per column subset, with the subset's flag.
+fn expand(column_subsets: &[Vec<usize>], rows: Vec<OwnedRow>) -> Vec<OwnedRow> {
+    let mut out = Vec::with_capacity(rows.len() * column_subsets.len());
+    for (flag, subset) in column_subsets.iter().enumerate() {
+        out.extend(
+            rows.iter()
+                .map(|r| epochlab_common::plan::expand_row(r, subset, flag)),
+        );
+    }
+    out
 }
 
 /// Each row with its window functions' values (RisingWave's `BatchOverWindow`): per call, the rows split

@@ -347,10 +347,7 @@ impl Binder<'_> {
         // Children are bound in the same mode (grouped or not).
         macro_rules! child {
             ($x:expr) => {
-                match agg.as_deref_mut() {
-                    None => self.bind_expr_inner($x, scope, None),
-                    Some(ctx) => self.bind_grouped($x, ctx),
-                }
+                self.bind_expr($x, scope, agg.as_deref_mut())
             };
         }
         Ok(match e {
@@ -361,40 +358,13 @@ impl Binder<'_> {
                 self.column_ref(scope, Some(&qual[qual.len() - 1]), col)?
             }
             Ast::Nested(inner) => child!(inner)?,
-            Ast::Value(v) => match &v.value {
-                Value::Number(n, _) => number(n)?,
-                Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => {
-                    ExprNode::Literal {
-                        value: Some(ScalarImpl::Utf8(s.as_str().into())),
-                        ty: DataType::Varchar,
-                    }
-                }
-                Value::Boolean(b) => lit_bool(*b),
-                Value::Null => ExprNode::Literal {
-                    value: None,
-                    ty: DataType::Varchar,
-                },
-                other => return Err(unsupported(format!("literal {other}"))),
-            },
+            Ast::Value(v) => bind_literal(&v.value)?,
             Ast::BinaryOp { left, op, right } => {
                 let func = binary_func(op).ok_or_else(|| unsupported(format!("operator {op}")))?;
                 let (l, r) = (child!(left)?, child!(right)?);
                 call(func, vec![l, r])?
             }
-            Ast::UnaryOp { op, expr } => match op {
-                UnaryOperator::Not => call(ExprType::Not, vec![child!(expr)?])?,
-                UnaryOperator::Plus => child!(expr)?,
-                UnaryOperator::Minus => match expr.as_ref() {
-                    Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
-                        let Value::Number(n, _) = &v.value else {
-                            unreachable!()
-                        };
-                        number(&format!("-{n}"))?
-                    }
-                    _ => call(ExprType::Neg, vec![child!(expr)?])?,
-                },
-                other => return Err(unsupported(format!("operator {other}"))),
-            },
+            Ast::UnaryOp { op, expr } => self.bind_unary_expr(op, expr, scope, agg)?,
             Ast::IsNull(x) => call(ExprType::IsNull, vec![child!(x)?])?,
             Ast::IsNotNull(x) => call(ExprType::IsNotNull, vec![child!(x)?])?,
             Ast::IsTrue(x) => call(ExprType::IsTrue, vec![child!(x)?])?,
@@ -414,17 +384,7 @@ impl Binder<'_> {
                 negated,
                 low,
                 high,
-            } => {
-                let (x, lo, hi) = (child!(expr)?, child!(low)?, child!(high)?);
-                let ge = call(ExprType::GreaterThanOrEqual, vec![x.clone(), lo])?;
-                let le = call(ExprType::LessThanOrEqual, vec![x, hi])?;
-                let both = call(ExprType::And, vec![ge, le])?;
-                if *negated {
-                    call(ExprType::Not, vec![both])?
-                } else {
-                    both
-                }
-            }
+            } => self.bind_between([expr, low, high], *negated, scope, agg)?,
             Ast::In {
                 expr,
                 target: ast::InTarget::List(list),
@@ -432,10 +392,7 @@ impl Binder<'_> {
                 ..
             } => {
                 let x = child!(expr)?;
-                let mut items = Vec::with_capacity(list.len());
-                for item in list {
-                    items.push(child!(item)?);
-                }
+                let items = self.bind_exprs(list, scope, agg)?;
                 in_list(x, items, *negated)?
             }
             Ast::In {
@@ -459,143 +416,184 @@ impl Binder<'_> {
                 let ty = bind_data_type(data_type)?;
                 coerce(child!(expr)?, ty, CastContext::Explicit)?
             }
-            Ast::TypedString(ts) => {
-                let ty = bind_data_type(&ts.data_type)?;
-                let text = match &ts.value.value {
-                    Value::SingleQuotedString(s) => s.clone(),
-                    other => return Err(unsupported(format!("typed literal {other}"))),
-                };
-                ExprNode::Literal {
-                    value: from_text(&text, &ty)?,
-                    ty,
-                }
-            }
+            Ast::TypedString(ts) => bind_typed_string(ts)?,
             Ast::Case {
                 operand,
                 conditions,
                 else_result,
                 ..
-            } => {
-                let operand = match operand {
-                    Some(o) => Some(child!(o)?),
-                    None => None,
-                };
-                let mut args = Vec::new();
-                for w in conditions {
-                    let c = child!(&w.condition)?;
-                    let c = match &operand {
-                        Some(o) => call(ExprType::Equal, vec![o.clone(), c])?,
-                        None => c,
-                    };
-                    args.push(c);
-                    args.push(child!(&w.result)?);
-                }
-                if let Some(e) = else_result {
-                    args.push(child!(e)?);
-                }
-                case(args)?
-            }
+            } => self.bind_case(
+                operand.as_deref(),
+                conditions,
+                else_result.as_deref(),
+                scope,
+                agg,
+            )?,
             Ast::CompoundFieldAccess { root, access_chain } => {
-                let mut e = child!(root)?;
-                for access in access_chain {
-                    e = match access {
-                        ast::AccessExpr::Dot(Ast::Identifier(id)) => {
-                            let name = ident(id);
-                            let ty = e.return_type();
-                            let index = ty
-                                .as_struct()
-                                .and_then(|st| st.field(&name))
-                                .map(|(i, _)| i)
-                                .ok_or_else(|| {
-                                    SqlError::Invalid(format!(
-                                        "column \"{name}\" not found in {ty}"
-                                    ))
-                                })?;
-                            let index = ExprNode::Literal {
-                                value: Some(ScalarImpl::Int32(index as i32)),
-                                ty: DataType::Int32,
-                            };
-                            build_func(ExprType::Field, vec![e, index])?
-                        }
-                        ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
-                            let i = child!(index)?;
-                            call(ExprType::ArrayAccess, vec![e, i])?
-                        }
-                        other => return Err(unsupported(format!("access {other}"))),
-                    };
-                }
-                e
+                self.bind_field_access(root, access_chain, scope, agg)?
             }
             // `(a, b)` and `ROW(a, b)`: a struct of fields f1, f2, .. (RisingWave's `Row` call).
             Ast::Tuple(items) => {
-                let mut fields = Vec::with_capacity(items.len());
-                for x in items {
-                    fields.push(child!(x)?);
-                }
+                let fields = self.bind_exprs(items, scope, agg)?;
                 // Each field keeps its own type (an untyped literal is a varchar), unlike a call's
                 // arguments, whose untyped literals take their siblings' type.
                 build_func(ExprType::Row, fields)?
             }
             Ast::Array(arr) => {
-                let mut elems = Vec::with_capacity(arr.elem.len());
-                for x in &arr.elem {
-                    elems.push(child!(x)?);
-                }
+                let mut elems = self.bind_exprs(&arr.elem, scope, agg)?;
                 crate::scalar::cast::align_types(&mut elems)?;
                 build_func(ExprType::Array, elems)?
             }
             Ast::Function(f) => self.bind_function(f, scope, agg)?,
-            Ast::Interval(iv) => {
-                let value = match iv.value.as_ref() {
-                    Ast::Value(v) => match &v.value {
-                        Value::SingleQuotedString(s) => s.clone(),
-                        Value::Number(n, _) => n.clone(),
-                        other => return Err(unsupported(format!("interval {other}"))),
-                    },
-                    other => return Err(unsupported(format!("interval {other}"))),
-                };
-                let text = match &iv.leading_field {
-                    Some(f) if iv.last_field.is_none() => format!("{value} {f}"),
-                    None => value,
-                    Some(_) => return Err(unsupported(format!("interval {iv}"))),
-                };
-                ExprNode::Literal {
-                    value: from_text(&text, &DataType::Interval)?,
-                    ty: DataType::Interval,
-                }
-            }
+            Ast::Interval(iv) => bind_interval(iv)?,
             Ast::Like {
                 negated,
                 expr,
                 pattern,
                 escape_char: None,
                 any: false,
-            }
-            | Ast::ILike {
+            } => self.bind_like(ExprType::Like, [expr, pattern], *negated, scope, agg)?,
+            Ast::ILike {
                 negated,
                 expr,
                 pattern,
                 escape_char: None,
                 any: false,
-            } => {
-                let func = if matches!(e, Ast::Like { .. }) {
-                    ExprType::Like
-                } else {
-                    ExprType::ILike
-                };
-                let (x, p) = (child!(expr)?, child!(pattern)?);
-                let like = call(func, vec![x, p])?;
-                if *negated {
-                    call(ExprType::Not, vec![like])?
-                } else {
-                    like
-                }
-            }
+            } => self.bind_like(ExprType::ILike, [expr, pattern], *negated, scope, agg)?,
             Ast::Like { .. } | Ast::ILike { .. } => {
                 return Err(unsupported("LIKE ... ESCAPE or ANY"));
             }
             other => return Err(unsupported(format!("expression {other}"))),
         })
+    }
+
+    /// Bind each of `items` in order, in the same mode (grouped or not).
+    fn bind_exprs(
+        &mut self,
+        items: &[Ast],
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<Vec<ExprNode>, SqlError> {
+        let mut out = Vec::with_capacity(items.len());
+        for x in items {
+            out.push(self.bind_expr(x, scope, agg.as_deref_mut())?);
+        }
+        Ok(out)
+    }
+
+    /// `NOT x`, `+x`, `-x` (a negative number literal folded).
+    fn bind_unary_expr(
+        &mut self,
+        op: &UnaryOperator,
+        expr: &Ast,
+        scope: &Scope,
+        agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        match op {
+            UnaryOperator::Not => call(ExprType::Not, vec![self.bind_expr(expr, scope, agg)?]),
+            UnaryOperator::Plus => self.bind_expr(expr, scope, agg),
+            UnaryOperator::Minus => match expr {
+                Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
+                    let Value::Number(n, _) = &v.value else {
+                        unreachable!()
+                    };
+                    number(&format!("-{n}"))
+                }
+                _ => call(ExprType::Neg, vec![self.bind_expr(expr, scope, agg)?]),
+            },
+            other => Err(unsupported(format!("operator {other}"))),
+        }
+    }
+
+    /// `x [NOT] BETWEEN lo AND hi` as `x >= lo AND x <= hi` (negated).
+    fn bind_between(
+        &mut self,
+        [expr, low, high]: [&Ast; 3],
+        negated: bool,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let x = self.bind_expr(expr, scope, agg.as_deref_mut())?;
+        let lo = self.bind_expr(low, scope, agg.as_deref_mut())?;
+        let hi = self.bind_expr(high, scope, agg)?;
+        let ge = call(ExprType::GreaterThanOrEqual, vec![x.clone(), lo])?;
+        let le = call(ExprType::LessThanOrEqual, vec![x, hi])?;
+        let both = call(ExprType::And, vec![ge, le])?;
+        if negated {
+            call(ExprType::Not, vec![both])
+        } else {
+            Ok(both)
+        }
+    }
+
+    /// `CASE [operand] WHEN .. THEN .. [ELSE ..] END`: with an operand each condition is `operand = c`.
+    fn bind_case(
+        &mut self,
+        operand: Option<&Ast>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&Ast>,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let operand = match operand {
+            Some(o) => Some(self.bind_expr(o, scope, agg.as_deref_mut())?),
+            None => None,
+        };
+        let mut args = Vec::new();
+        for w in conditions {
+            let c = self.bind_expr(&w.condition, scope, agg.as_deref_mut())?;
+            let c = match &operand {
+                Some(o) => call(ExprType::Equal, vec![o.clone(), c])?,
+                None => c,
+            };
+            args.push(c);
+            args.push(self.bind_expr(&w.result, scope, agg.as_deref_mut())?);
+        }
+        if let Some(e) = else_result {
+            args.push(self.bind_expr(e, scope, agg)?);
+        }
+        case(args)
+    }
+
+    /// `root.field` and `root[i]`, left to right.
+    fn bind_field_access(
+        &mut self,
+        root: &Ast,
+        access_chain: &[ast::AccessExpr],
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let mut e = self.bind_expr(root, scope, agg.as_deref_mut())?;
+        for access in access_chain {
+            e = match access {
+                ast::AccessExpr::Dot(Ast::Identifier(id)) => struct_field(e, &ident(id))?,
+                ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
+                    let i = self.bind_expr(index, scope, agg.as_deref_mut())?;
+                    call(ExprType::ArrayAccess, vec![e, i])?
+                }
+                other => return Err(unsupported(format!("access {other}"))),
+            };
+        }
+        Ok(e)
+    }
+
+    /// `x [NOT] LIKE p` / `ILIKE` (`func`), without ESCAPE or ANY.
+    fn bind_like(
+        &mut self,
+        func: ExprType,
+        [expr, pattern]: [&Ast; 2],
+        negated: bool,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let x = self.bind_expr(expr, scope, agg.as_deref_mut())?;
+        let p = self.bind_expr(pattern, scope, agg)?;
+        let like = call(func, vec![x, p])?;
+        if negated {
+            call(ExprType::Not, vec![like])
+        } else {
+            Ok(like)
+        }
     }
 
     fn bind_function(
@@ -936,4 +934,70 @@ pub(super) fn order_type(o: &ast::OrderByOptions) -> OrderType {
         descending: desc,
         nulls_first: o.nulls_first.unwrap_or(desc),
     }
+}
+
+/// A literal value: numbers, strings (varchar), booleans, NULL (an untyped varchar).
+fn bind_literal(v: &Value) -> Result<ExprNode, SqlError> {
+    Ok(match v {
+        Value::Number(n, _) => number(n)?,
+        Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => ExprNode::Literal {
+            value: Some(ScalarImpl::Utf8(s.as_str().into())),
+            ty: DataType::Varchar,
+        },
+        Value::Boolean(b) => lit_bool(*b),
+        Value::Null => ExprNode::Literal {
+            value: None,
+            ty: DataType::Varchar,
+        },
+        other => return Err(unsupported(format!("literal {other}"))),
+    })
+}
+
+/// `TYPE 'text'`: the text parsed as the type.
+fn bind_typed_string(ts: &ast::TypedString) -> Result<ExprNode, SqlError> {
+    let ty = bind_data_type(&ts.data_type)?;
+    let text = match &ts.value.value {
+        Value::SingleQuotedString(s) => s.clone(),
+        other => return Err(unsupported(format!("typed literal {other}"))),
+    };
+    Ok(ExprNode::Literal {
+        value: from_text(&text, &ty)?,
+        ty,
+    })
+}
+
+/// `INTERVAL 'value' [unit]`: an interval literal.
+fn bind_interval(iv: &ast::Interval) -> Result<ExprNode, SqlError> {
+    let value = match iv.value.as_ref() {
+        Ast::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => s.clone(),
+            Value::Number(n, _) => n.clone(),
+            other => return Err(unsupported(format!("interval {other}"))),
+        },
+        other => return Err(unsupported(format!("interval {other}"))),
+    };
+    let text = match &iv.leading_field {
+        Some(f) if iv.last_field.is_none() => format!("{value} {f}"),
+        None => value,
+        Some(_) => return Err(unsupported(format!("interval {iv}"))),
+    };
+    Ok(ExprNode::Literal {
+        value: from_text(&text, &DataType::Interval)?,
+        ty: DataType::Interval,
+    })
+}
+
+/// `e.name` on a struct: RisingWave's `Field` call with the field's position.
+fn struct_field(e: ExprNode, name: &str) -> Result<ExprNode, SqlError> {
+    let ty = e.return_type();
+    let index = ty
+        .as_struct()
+        .and_then(|st| st.field(name))
+        .map(|(i, _)| i)
+        .ok_or_else(|| SqlError::Invalid(format!("column \"{name}\" not found in {ty}")))?;
+    let index = ExprNode::Literal {
+        value: Some(ScalarImpl::Int32(index as i32)),
+        ty: DataType::Int32,
+    };
+    Ok(build_func(ExprType::Field, vec![e, index])?)
 }

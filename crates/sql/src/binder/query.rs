@@ -219,31 +219,13 @@ impl Binder<'_> {
         let outer_windows = self.windows.take();
         let (mut plan, scope) = self.bind_from(&s.from)?;
         if let Some(w) = &s.selection {
-            let (p, subqueries) = self.bind_where(w, &scope, plan.schema().len())?;
-            for sub in subqueries {
-                plan = LogicalPlan::Join {
-                    kind: crate::planner::JoinType::Inner,
-                    on: None,
-                    left: Box::new(plan),
-                    right: Box::new(sub),
-                };
-            }
-            plan = plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?);
+            plan = self.filter_by_where(plan, w, &scope)?;
         }
         let group_by: &[Ast] = match &s.group_by {
             GroupByExpr::Expressions(e, m) if m.is_empty() => e,
             _ => return Err(unsupported("GROUP BY ALL or WITH ROLLUP")),
         };
-        let grouped = !group_by.is_empty()
-            || s.having.is_some()
-            || s.projection.iter().any(|i| match i {
-                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                    has_agg(e)
-                }
-                _ => false,
-            })
-            || order_exprs.iter().any(|o| has_agg(&o.expr));
-        let mut agg = if grouped {
+        let mut agg = if is_grouped(s, group_by, order_exprs) {
             Some(self.bind_group_by(group_by, &s.projection, &scope)?)
         } else {
             None
@@ -274,36 +256,27 @@ impl Binder<'_> {
             (plan, exprs) = over_window_plan(plan, windows, exprs);
         }
         plan = plan.project(exprs);
-        match (&s.distinct, distinct_on) {
-            (Some(Distinct::Distinct), _) => {
-                if plan.schema().len() > names.len() {
-                    return Err(SqlError::Invalid(
-                        "for SELECT DISTINCT, ORDER BY expressions must appear in select list"
-                            .into(),
-                    ));
-                }
-                let width = names.len();
-                plan = LogicalPlan::Agg {
-                    group_key: (0..width).collect(),
-                    calls: Vec::new(),
-                    input: Box::new(plan),
-                };
-            }
-            (_, Some(keys)) => {
-                plan = LogicalPlan::TopN {
-                    order: order.clone(),
-                    limit: None,
-                    offset: 0,
-                    input: Box::new(plan),
-                };
-                plan = LogicalPlan::Dedup {
-                    keys,
-                    input: Box::new(plan),
-                };
-            }
-            _ => {}
-        }
+        let plan = distinct_plan(plan, s.distinct.as_ref(), distinct_on, names.len(), &order)?;
         Ok(BoundSelect { plan, names, order })
+    }
+
+    /// `WHERE w` over `plan`: its uncorrelated subqueries cross-joined in, then the filter.
+    fn filter_by_where(
+        &mut self,
+        mut plan: LogicalPlan,
+        w: &Ast,
+        scope: &Scope,
+    ) -> Result<LogicalPlan, SqlError> {
+        let (p, subqueries) = self.bind_where(w, scope, plan.schema().len())?;
+        for sub in subqueries {
+            plan = LogicalPlan::Join {
+                kind: crate::planner::JoinType::Inner,
+                on: None,
+                left: Box::new(plan),
+                right: Box::new(sub),
+            };
+        }
+        Ok(plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?))
     }
 
     /// The select list, `HAVING`, `ORDER BY` and `DISTINCT ON` of a select, bound: the expressions (the
@@ -1055,4 +1028,50 @@ pub(super) fn has_agg(e: &Ast) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a select aggregates: a GROUP BY, a HAVING, or an aggregate call in its select list or ORDER BY.
+fn is_grouped(s: &ast::Select, group_by: &[Ast], order_exprs: &[&ast::OrderByExpr]) -> bool {
+    !group_by.is_empty()
+        || s.having.is_some()
+        || s.projection.iter().any(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_agg(e),
+            _ => false,
+        })
+        || order_exprs.iter().any(|o| has_agg(&o.expr))
+}
+
+/// `SELECT DISTINCT` (a grouping by every visible column, of which there are `width`) or `DISTINCT ON
+/// (keys)` (the first row per key in `order`) over the projected `plan`.
+fn distinct_plan(
+    plan: LogicalPlan,
+    distinct: Option<&Distinct>,
+    distinct_on: Option<Vec<usize>>,
+    width: usize,
+    order: &[(usize, OrderType)],
+) -> Result<LogicalPlan, SqlError> {
+    Ok(match (distinct, distinct_on) {
+        (Some(Distinct::Distinct), _) => {
+            if plan.schema().len() > width {
+                return Err(SqlError::Invalid(
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                ));
+            }
+            LogicalPlan::Agg {
+                group_key: (0..width).collect(),
+                calls: Vec::new(),
+                input: Box::new(plan),
+            }
+        }
+        (_, Some(keys)) => LogicalPlan::Dedup {
+            keys,
+            input: Box::new(LogicalPlan::TopN {
+                order: order.to_vec(),
+                limit: None,
+                offset: 0,
+                input: Box::new(plan),
+            }),
+        },
+        _ => plan,
+    })
 }

@@ -137,42 +137,9 @@ impl Binder<'_> {
         left: &(LogicalPlan, Scope),
         j: &ast::Join,
     ) -> Result<Option<(LogicalPlan, Scope)>, SqlError> {
-        let (func, arg_exprs, alias, with_ordinality) = match &j.relation {
-            TableFactor::Table {
-                name,
-                alias,
-                args: Some(args),
-                with_ordinality,
-                ..
-            } => {
-                let func = match name.0.as_slice() {
-                    [ObjectNamePart::Identifier(id)] => {
-                        TableFunctionType::from_function_name(&ident(id))
-                    }
-                    _ => None,
-                };
-                let mut exprs = Vec::with_capacity(args.args.len());
-                for a in &args.args {
-                    let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
-                        return Ok(None);
-                    };
-                    exprs.push(e);
-                }
-                (func, exprs, alias, *with_ordinality)
-            }
-            TableFactor::UNNEST {
-                alias,
-                array_exprs,
-                with_offset: false,
-                with_ordinality,
-                ..
-            } => (
-                Some(TableFunctionType::Unnest),
-                array_exprs.iter().collect(),
-                alias,
-                *with_ordinality,
-            ),
-            _ => return Ok(None),
+        let Some((func, arg_exprs, alias, with_ordinality)) = table_function_call(&j.relation)
+        else {
+            return Ok(None);
         };
         let cross = matches!(
             &j.join_operator,
@@ -219,15 +186,7 @@ impl Binder<'_> {
             hidden: false,
         }];
         if with_ordinality {
-            let prid = ExprNode::InputRef {
-                index: 0,
-                ty: DataType::Int64,
-            };
-            let one = ExprNode::Literal {
-                value: Some(epochlab_common::ScalarImpl::Int64(1)),
-                ty: DataType::Int64,
-            };
-            exprs.push(build_func(ExprType::Add, vec![prid, one])?);
+            exprs.push(ordinality()?);
             defs.push(ScopeColumnDef {
                 name: "ordinality".into(),
                 ty: DataType::Int64,
@@ -696,4 +655,67 @@ fn expand_array(
         types: vec![elem, DataType::Int32],
     };
     Ok((plan, defs, Some("_pg_expandarray".into())))
+}
+
+/// A table function call in a FROM item: the function (`None` when the name is not one), its arguments,
+/// the alias and WITH ORDINALITY. `None` when the item is not a call or an argument is not a plain expression.
+#[allow(clippy::type_complexity)]
+fn table_function_call(
+    relation: &TableFactor,
+) -> Option<(
+    Option<TableFunctionType>,
+    Vec<&ast::Expr>,
+    &Option<ast::TableAlias>,
+    bool,
+)> {
+    match relation {
+        TableFactor::Table {
+            name,
+            alias,
+            args: Some(args),
+            with_ordinality,
+            ..
+        } => {
+            let func = match name.0.as_slice() {
+                [ObjectNamePart::Identifier(id)] => {
+                    TableFunctionType::from_function_name(&ident(id))
+                }
+                _ => None,
+            };
+            let mut exprs = Vec::with_capacity(args.args.len());
+            for a in &args.args {
+                let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
+                    return None;
+                };
+                exprs.push(e);
+            }
+            Some((func, exprs, alias, *with_ordinality))
+        }
+        TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_offset: false,
+            with_ordinality,
+            ..
+        } => Some((
+            Some(TableFunctionType::Unnest),
+            array_exprs.iter().collect(),
+            alias,
+            *with_ordinality,
+        )),
+        _ => None,
+    }
+}
+
+/// WITH ORDINALITY's column over a `ProjectSet`: its projected row id (from 0) plus one.
+fn ordinality() -> Result<ExprNode, SqlError> {
+    let prid = ExprNode::InputRef {
+        index: 0,
+        ty: DataType::Int64,
+    };
+    let one = ExprNode::Literal {
+        value: Some(epochlab_common::ScalarImpl::Int64(1)),
+        ty: DataType::Int64,
+    };
+    Ok(build_func(ExprType::Add, vec![prid, one])?)
 }

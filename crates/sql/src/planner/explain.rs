@@ -144,12 +144,7 @@ fn join_predicate(p: &StreamPlan) -> String {
 fn stream_line(p: &StreamPlan) -> String {
     let input_names = p.inputs.first().map_or(&p.names, |i| &i.names);
     match &p.op {
-        StreamOp::TableScan { table, .. } => format!(
-            "StreamTableScan {{ table: {table}, columns: [{}], stream_scan_type: ArrangementBackfill, stream_key: [{}], dist: {} }}",
-            fmt_list(p.names.iter().cloned()),
-            fmt_cols(&p.stream_key, &p.names),
-            fmt_dist(&p.dist, &p.names)
-        ),
+        StreamOp::TableScan { table, .. } => stream_table_scan_line(p, table),
         StreamOp::Values { rows } => format!("StreamValues {{ rows: {} }}", rows.len()),
         StreamOp::RowIdGen { row_id_index } => {
             format!("StreamRowIdGen {{ row_id_index: {row_id_index} }}")
@@ -182,14 +177,7 @@ fn stream_line(p: &StreamPlan) -> String {
             fmt_list(p.names.iter().cloned())
         ),
         StreamOp::DynamicFilter { key, comparator } => {
-            let left = &p.inputs[0].names;
-            let right = p.inputs[1].names.first().cloned().unwrap_or_default();
-            format!(
-                "StreamDynamicFilter {{ predicate: ({} {} {right}), output: [{}] }}",
-                left.get(*key).cloned().unwrap_or_default(),
-                comparator_symbol(*comparator),
-                fmt_list(p.names[..p.width].iter().cloned())
-            )
+            stream_dynamic_filter_line(p, *key, *comparator)
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
         StreamOp::Union => "StreamUnion { all: true }".into(),
@@ -199,11 +187,7 @@ fn stream_line(p: &StreamPlan) -> String {
         ),
         StreamOp::Expand { column_subsets } => format!(
             "StreamExpand {{ column_subsets: [{}] }}",
-            fmt_list(
-                column_subsets
-                    .iter()
-                    .map(|s| format!("[{}]", fmt_cols(s, input_names)))
-            )
+            fmt_column_subsets(column_subsets, input_names)
         ),
         StreamOp::HopWindow {
             time_col,
@@ -242,23 +226,59 @@ fn stream_line(p: &StreamPlan) -> String {
         StreamOp::Exchange { dist } => {
             format!("StreamExchange {{ dist: {} }}", fmt_dist(dist, input_names))
         }
-        StreamOp::Materialize { pk, conflict } => {
-            let cols = p.names.iter().enumerate().map(|(i, n)| {
-                let short = n.rsplit('.').next().unwrap_or(n).to_string();
-                if i < p.width {
-                    short
-                } else {
-                    format!("{n}(hidden)")
-                }
-            });
-            format!(
-                "StreamMaterialize {{ columns: [{}], stream_key: [{}], pk_columns: [{}], pk_conflict: {conflict:?} }}",
-                fmt_list(cols),
-                fmt_cols(pk, &p.names),
-                fmt_cols(pk, &p.names)
-            )
-        }
+        StreamOp::Materialize { pk, conflict } => stream_materialize_line(p, pk, conflict),
     }
+}
+
+fn stream_table_scan_line(p: &StreamPlan, table: &str) -> String {
+    format!(
+        "StreamTableScan {{ table: {table}, columns: [{}], stream_scan_type: ArrangementBackfill, stream_key: [{}], dist: {} }}",
+        fmt_list(p.names.iter().cloned()),
+        fmt_cols(&p.stream_key, &p.names),
+        fmt_dist(&p.dist, &p.names)
+    )
+}
+
+fn stream_dynamic_filter_line(p: &StreamPlan, key: usize, comparator: ExprType) -> String {
+    let left = &p.inputs[0].names;
+    let right = p.inputs[1].names.first().cloned().unwrap_or_default();
+    format!(
+        "StreamDynamicFilter {{ predicate: ({} {} {right}), output: [{}] }}",
+        left.get(key).cloned().unwrap_or_default(),
+        comparator_symbol(comparator),
+        fmt_list(p.names[..p.width].iter().cloned())
+    )
+}
+
+/// The columns by their short names, the hidden ones (after `width`) by full name and marked.
+fn stream_materialize_line(
+    p: &StreamPlan,
+    pk: &[usize],
+    conflict: &epochlab_common::plan::ConflictBehavior,
+) -> String {
+    let cols = p.names.iter().enumerate().map(|(i, n)| {
+        let short = n.rsplit('.').next().unwrap_or(n).to_string();
+        if i < p.width {
+            short
+        } else {
+            format!("{n}(hidden)")
+        }
+    });
+    format!(
+        "StreamMaterialize {{ columns: [{}], stream_key: [{}], pk_columns: [{}], pk_conflict: {conflict:?} }}",
+        fmt_list(cols),
+        fmt_cols(pk, &p.names),
+        fmt_cols(pk, &p.names)
+    )
+}
+
+/// `[a, b], [a]`: each subset's columns.
+fn fmt_column_subsets(column_subsets: &[Vec<usize>], names: &[String]) -> String {
+    fmt_list(
+        column_subsets
+            .iter()
+            .map(|s| format!("[{}]", fmt_cols(s, names))),
+    )
 }
 
 /// A tree as RisingWave draws it: `└─` before the last child, `├─` before the others.
@@ -359,17 +379,7 @@ fn batch_line(p: &LogicalPlan) -> String {
             on,
             left,
             right,
-        } => {
-            let n = left.schema().len() + right.schema().len();
-            let names: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
-            let pred = on
-                .as_ref()
-                .map_or_else(|| "true".into(), |e| fmt_expr(e, &names));
-            format!(
-                "BatchHashJoin {{ type: {}, predicate: {pred} }}",
-                join_type(*kind)
-            )
-        }
+        } => batch_join_line(*kind, on.as_ref(), left, right),
         LogicalPlan::Union { .. } => "BatchUnion { all: true }".into(),
         LogicalPlan::SetOp { op, all, .. } => format!(
             "Batch{} {{ all: {all} }}",
@@ -402,24 +412,11 @@ fn batch_line(p: &LogicalPlan) -> String {
         ),
         LogicalPlan::Expand { column_subsets, .. } => format!(
             "BatchExpand {{ column_subsets: [{}] }}",
-            fmt_list(
-                column_subsets
-                    .iter()
-                    .map(|s| format!("[{}]", fmt_cols(s, &names)))
-            )
+            fmt_column_subsets(column_subsets, &names)
         ),
         LogicalPlan::OverWindow { calls, .. } => format!(
             "BatchOverWindow {{ window_functions: [{}] }}",
-            calls
-                .iter()
-                .map(|c| format!(
-                    "{:?}() OVER(PARTITION BY [{}] ORDER BY [{}])",
-                    c.func.kind,
-                    fmt_cols(&c.partition_by, &names),
-                    fmt_order(&c.order_by, &names)
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
+            fmt_window_functions(calls, &names)
         ),
         LogicalPlan::HopWindow {
             time_col,
@@ -432,6 +429,37 @@ fn batch_line(p: &LogicalPlan) -> String {
             fmt_expr(size, &[])
         ),
     }
+}
+
+/// A join's predicate over the left's then the right's columns.
+fn batch_join_line(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+) -> String {
+    let n = left.schema().len() + right.schema().len();
+    let names: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+    let pred = on.map_or_else(|| "true".into(), |e| fmt_expr(e, &names));
+    format!(
+        "BatchHashJoin {{ type: {}, predicate: {pred} }}",
+        join_type(kind)
+    )
+}
+
+fn fmt_window_functions(calls: &[crate::planner::WindowCall], names: &[String]) -> String {
+    calls
+        .iter()
+        .map(|c| {
+            format!(
+                "{:?}() OVER(PARTITION BY [{}] ORDER BY [{}])",
+                c.func.kind,
+                fmt_cols(&c.partition_by, names),
+                fmt_order(&c.order_by, names)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The lines of a batch plan's `EXPLAIN`.

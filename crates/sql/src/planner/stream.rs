@@ -287,46 +287,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             exprs,
             filter,
             ..
-        } => {
-            let upstream = up.upstream(*table_id)?;
-            let desc = &upstream.desc;
-            let mut scan = StreamPlan {
-                op: StreamOp::TableScan {
-                    table: table.clone(),
-                    table_id: *table_id,
-                },
-                inputs: Vec::new(),
-                types: desc.column_types.clone(),
-                names: upstream
-                    .names
-                    .iter()
-                    .map(|n| format!("{table}.{n}"))
-                    .collect(),
-                width: desc.column_types.len(),
-                dist: Dist::UpstreamHashShard(desc.dist_key_indices()),
-                stream_key: desc.pk_indices.clone(),
-            };
-            if let Some(f) = filter {
-                let key = scan.stream_key.clone();
-                let dist = scan.dist.clone();
-                scan = StreamPlan::unary(
-                    StreamOp::Filter {
-                        predicate: f.clone(),
-                    },
-                    scan,
-                    dist,
-                    key,
-                );
-            }
-            let names = exprs
-                .iter()
-                .map(|e| match e {
-                    ExprNode::InputRef { index, .. } => scan.names[*index].clone(),
-                    _ => format!("{table}.expr"),
-                })
-                .collect();
-            Ok(scan.project(exprs.clone(), names))
-        }
+        } => table_scan(table, *table_id, exprs, filter.as_ref(), up),
         LogicalPlan::Values { rows, types } => values(rows, types),
         LogicalPlan::Rows { .. } => Err(unsupported("system table")),
         LogicalPlan::TableFunction { .. } => Err(unsupported("table function")),
@@ -350,14 +311,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             Ok(project_named(to_stream(input, up)?, exprs.clone()))
         }
         LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
-        LogicalPlan::Filter { predicate, input } => {
-            let input = to_stream(input, up)?;
-            let (dist, key) = (input.dist.clone(), input.stream_key.clone());
-            let op = StreamOp::Filter {
-                predicate: predicate.clone(),
-            };
-            Ok(StreamPlan::unary(op, input, dist, key))
-        }
+        LogicalPlan::Filter { predicate, input } => Ok(filter(to_stream(input, up)?, predicate)),
         LogicalPlan::Agg {
             group_key,
             calls,
@@ -386,11 +340,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             all: false,
             left,
             right,
-        } => {
-            let u = union(vec![to_stream(left, up)?, to_stream(right, up)?])?;
-            let width = u.width;
-            agg(u, &(0..width).collect::<Vec<_>>(), &[])
-        }
+        } => distinct_union(to_stream(left, up)?, to_stream(right, up)?),
         LogicalPlan::SetOp { op, .. } => Err(unsupported(match op {
             SetOp::Except => "except",
             SetOp::Intersect => "intersect",
@@ -401,41 +351,115 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             limit,
             offset,
             input,
-        } => {
-            let input = to_stream(input, up)?;
-            if limit.is_none() && *offset == 0 {
-                // ORDER BY without LIMIT orders nothing in a materialized view.
-                return Ok(input);
-            }
-            let spec = TopNSpec {
-                group_key: Vec::new(),
-                order: order.clone(),
-                limit: *limit,
-                offset: *offset,
-                with_ties: false,
-            };
-            Ok(top_n(input, spec))
-        }
-        LogicalPlan::Dedup { keys, input } => {
-            let (order, input) = match input.as_ref() {
-                LogicalPlan::TopN {
-                    order,
-                    limit: None,
-                    offset: 0,
-                    input,
-                } => (order.clone(), input.as_ref()),
-                other => (Vec::new(), other),
-            };
-            let spec = TopNSpec {
-                group_key: keys.clone(),
-                order,
-                limit: Some(1),
-                offset: 0,
-                with_ties: false,
-            };
-            Ok(top_n(to_stream(input, up)?, spec))
-        }
+        } => Ok(order_by_limit(
+            to_stream(input, up)?,
+            order,
+            *limit,
+            *offset,
+        )),
+        LogicalPlan::Dedup { keys, input } => dedup(keys, input, up),
     }
+}
+
+/// A scan of the upstream table's columns (named `table.column`), its pushed-down filter, then `exprs`.
+fn table_scan(
+    table: &str,
+    table_id: TableId,
+    exprs: &[ExprNode],
+    filter: Option<&ExprNode>,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let upstream = up.upstream(table_id)?;
+    let desc = &upstream.desc;
+    let mut scan = StreamPlan {
+        op: StreamOp::TableScan {
+            table: table.to_owned(),
+            table_id,
+        },
+        inputs: Vec::new(),
+        types: desc.column_types.clone(),
+        names: upstream
+            .names
+            .iter()
+            .map(|n| format!("{table}.{n}"))
+            .collect(),
+        width: desc.column_types.len(),
+        dist: Dist::UpstreamHashShard(desc.dist_key_indices()),
+        stream_key: desc.pk_indices.clone(),
+    };
+    if let Some(f) = filter {
+        scan = self::filter(scan, f);
+    }
+    let names = exprs
+        .iter()
+        .map(|e| match e {
+            ExprNode::InputRef { index, .. } => scan.names[*index].clone(),
+            _ => format!("{table}.expr"),
+        })
+        .collect();
+    Ok(scan.project(exprs.to_vec(), names))
+}
+
+/// A filter keeps its input's distribution and stream key.
+fn filter(input: StreamPlan, predicate: &ExprNode) -> StreamPlan {
+    let (dist, key) = (input.dist.clone(), input.stream_key.clone());
+    let op = StreamOp::Filter {
+        predicate: predicate.clone(),
+    };
+    StreamPlan::unary(op, input, dist, key)
+}
+
+/// `UNION` (distinct): the union all, grouped by every column.
+fn distinct_union(left: StreamPlan, right: StreamPlan) -> Result<StreamPlan, SqlError> {
+    let u = union(vec![left, right])?;
+    let width = u.width;
+    agg(u, &(0..width).collect::<Vec<_>>(), &[])
+}
+
+/// `ORDER BY .. LIMIT .. OFFSET ..`: a top-N; without a limit or offset the input as it is.
+fn order_by_limit(
+    input: StreamPlan,
+    order: &[(usize, OrderType)],
+    limit: Option<u64>,
+    offset: u64,
+) -> StreamPlan {
+    if limit.is_none() && offset == 0 {
+        // ORDER BY without LIMIT orders nothing in a materialized view.
+        return input;
+    }
+    let spec = TopNSpec {
+        group_key: Vec::new(),
+        order: order.to_vec(),
+        limit,
+        offset,
+        with_ties: false,
+    };
+    top_n(input, spec)
+}
+
+/// `DISTINCT ON (keys)` (over an `ORDER BY` without limit, which orders it): a group top-1 per key.
+fn dedup(
+    keys: &[usize],
+    input: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let (order, input) = match input {
+        LogicalPlan::TopN {
+            order,
+            limit: None,
+            offset: 0,
+            input,
+        } => (order.clone(), input.as_ref()),
+        other => (Vec::new(), other),
+    };
+    let spec = TopNSpec {
+        group_key: keys.to_vec(),
+        order,
+        limit: Some(1),
+        offset: 0,
+        with_ties: false,
+    };
+    Ok(top_n(to_stream(input, up)?, spec))
 }
 
 /// A projection of `exprs`, each named after the column it takes (`$expr` for the others).
@@ -1077,18 +1101,10 @@ fn stream_node(
         },
         StreamOp::Exchange { dist } => {
             let upstream = build_fragment(&plan.inputs[0], table, up, chunk_size, graph)?;
-            let dispatch = match dist {
-                Dist::Single => DispatchStrategy::Simple,
-                Dist::HashShard(k) | Dist::UpstreamHashShard(k) => {
-                    DispatchStrategy::Hash(k.clone())
-                }
-                Dist::SomeShard => DispatchStrategy::NoShuffle,
-                Dist::Broadcast => DispatchStrategy::Broadcast,
-            };
             graph.edges.push(StreamFragmentEdge {
                 upstream,
                 downstream: fragment,
-                dispatch,
+                dispatch: dispatch_strategy(dist),
             });
             StreamNode::Exchange { upstream }
         }
@@ -1113,6 +1129,16 @@ fn stream_node(
             state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
     })
+}
+
+/// How an exchange to `dist` dispatches rows.
+fn dispatch_strategy(dist: &Dist) -> DispatchStrategy {
+    match dist {
+        Dist::Single => DispatchStrategy::Simple,
+        Dist::HashShard(k) | Dist::UpstreamHashShard(k) => DispatchStrategy::Hash(k.clone()),
+        Dist::SomeShard => DispatchStrategy::NoShuffle,
+        Dist::Broadcast => DispatchStrategy::Broadcast,
+    }
 }
 
 /// A dynamic filter with its left table (keyed by the filter's key, hashed as the left is) and its right

@@ -398,11 +398,14 @@ fn build_executor(
     barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
+    macro_rules! build {
+        ($input:expr) => {
+            build_node(env, desc, $input, generation, barrier_rx, barrier_manager)?
+        };
+    }
     Ok(match node {
         StreamNode::Dml { table_id, .. } => {
-            let rx = barrier_rx
-                .take()
-                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+            let rx = take_barrier_rx(barrier_rx, actor_id)?;
             let (dml_tx, dml_rx) = mpsc::channel(env.dml_channel_capacity);
             env.dml.register(actor_id, dml_tx);
             Box::new(DmlExecutor::new(actor_id, *table_id, rx, dml_rx))
@@ -424,67 +427,40 @@ fn build_executor(
             chunk_size,
             input,
         } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            let input = build!(input);
             let tables = BackfillTables {
                 upstream_table,
                 state_table,
                 rate_limit: *rate_limit,
                 chunk_size: *chunk_size,
             };
-            let args = backfill_args(env, desc, tables, barrier_manager)?;
-            match scan_type {
-                StreamScanType::ArrangementBackfill => {
-                    Box::new(ArrangementBackfillExecutor::new(input, args))
-                }
-                StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
-            }
+            build_stream_scan(env, desc, *scan_type, tables, input, barrier_manager)?
         }
         StreamNode::Materialize {
             table,
             conflict,
             input,
-        } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            check_vnode_count(desc, table)?;
-            // A release build (persist check off) skips the sanity check of each write against storage.
-            let options = checked_options(env, desc);
-            let state =
-                StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
-            Box::new(MaterializeExecutor::new(actor_id, input, state, *conflict))
-        }
+        } => build_materialize(env, desc, table, *conflict, build!(input))?,
         StreamNode::FlowControl { rate_limit, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
+            let input = build!(input);
+            let clock = env.clock.clone();
             Box::new(FlowControlExecutor::new(
                 actor_id,
                 input,
                 *rate_limit,
-                env.clock.clone(),
+                clock,
             ))
         }
-        StreamNode::Sink { sink, input } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            if sink.kind == epochlab_common::plan::SinkKind::Collecting {
-                env.sinks.ensure(sink.sink_id, &sink.pk_indices);
-            }
-            Box::new(SinkExecutor::new(
-                actor_id,
-                input,
-                sink.clone(),
-                env.sinks.clone(),
-            ))
-        }
+        StreamNode::Sink { sink, input } => build_sink(env, desc, sink, build!(input)),
         StreamNode::HashAgg { input, .. } | StreamNode::SimpleAgg { input, .. } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            build_agg(env, desc, node, input)?
+            build_agg(env, desc, node, build!(input))?
         }
         StreamNode::HashJoin { left, right, .. } => {
-            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
-            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            let (left, right) = (build!(left), build!(right));
             build_hash_join(env, desc, node, left, right)?
         }
         StreamNode::TopN { input, .. } | StreamNode::GroupTopN { input, .. } => {
-            let input = build_node(env, desc, input, generation, barrier_rx, barrier_manager)?;
-            build_top_n(env, desc, node, input)?
+            build_top_n(env, desc, node, build!(input))?
         }
         StreamNode::DynamicFilter {
             key,
@@ -494,8 +470,7 @@ fn build_executor(
             left,
             right,
         } => {
-            let left = build_node(env, desc, left, generation, barrier_rx, barrier_manager)?;
-            let right = build_node(env, desc, right, generation, barrier_rx, barrier_manager)?;
+            let (left, right) = (build!(left), build!(right));
             let tables = DynamicFilterTables {
                 key: *key,
                 comparator: *comparator,
@@ -504,21 +479,93 @@ fn build_executor(
             };
             build_dynamic_filter(env, desc, tables, left, right)?
         }
-        StreamNode::Now { state_table } => {
-            let rx = barrier_rx
-                .take()
-                .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
-            check_vnode_count(desc, state_table)?;
-            let state = StateTable::with_options(
-                state_table.clone(),
-                &env.storage,
-                desc.vnodes.clone(),
-                checked_options(env, desc),
-            );
-            Box::new(NowExecutor::new(actor_id, rx, state))
-        }
+        StreamNode::Now { state_table } => build_now(env, desc, state_table, barrier_rx)?,
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
+}
+
+/// The barrier receiver of the actor's one barrier source (DML, values, now).
+fn take_barrier_rx(
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    actor_id: epochlab_common::ActorId,
+) -> Result<mpsc::Receiver<Barrier>, BuildError> {
+    barrier_rx
+        .take()
+        .ok_or(BuildError::TwoBarrierSources { actor: actor_id })
+}
+
+/// A backfill of `tables` over `input` (the upstream's changes), arrangement or no-shuffle.
+fn build_stream_scan(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    scan_type: StreamScanType,
+    tables: BackfillTables<'_>,
+    input: BoxedExecutor,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
+    let args = backfill_args(env, desc, tables, barrier_manager)?;
+    Ok(match scan_type {
+        StreamScanType::ArrangementBackfill => {
+            Box::new(ArrangementBackfillExecutor::new(input, args))
+        }
+        StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
+    })
+}
+
+/// The materialize of `table`. A release build (persist check off) skips the sanity check of each write
+/// against storage.
+fn build_materialize(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    table: &Arc<epochlab_common::catalog::TableDesc>,
+    conflict: epochlab_common::plan::ConflictBehavior,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    check_vnode_count(desc, table)?;
+    let options = checked_options(env, desc);
+    let state = StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
+    Ok(Box::new(MaterializeExecutor::new(
+        desc.actor_id,
+        input,
+        state,
+        conflict,
+    )))
+}
+
+/// A sink; a collecting sink's rows are kept in the environment's sinks.
+fn build_sink(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    sink: &epochlab_common::plan::SinkDesc,
+    input: BoxedExecutor,
+) -> BoxedExecutor {
+    if sink.kind == epochlab_common::plan::SinkKind::Collecting {
+        env.sinks.ensure(sink.sink_id, &sink.pk_indices);
+    }
+    Box::new(SinkExecutor::new(
+        desc.actor_id,
+        input,
+        sink.clone(),
+        env.sinks.clone(),
+    ))
+}
+
+/// The `Now` source of a temporal filter: its barriers' epochs, its state table the last value.
+fn build_now(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    state_table: &Arc<epochlab_common::catalog::TableDesc>,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+) -> Result<BoxedExecutor, BuildError> {
+    let rx = take_barrier_rx(barrier_rx, desc.actor_id)?;
+    check_vnode_count(desc, state_table)?;
+    let state = StateTable::with_options(
+        state_table.clone(),
+        &env.storage,
+        desc.vnodes.clone(),
+        checked_options(env, desc),
+    );
+    Ok(Box::new(NowExecutor::new(desc.actor_id, rx, state)))
 }
 
 /// The stateless nodes of fragment graphs (and the values source).
@@ -532,9 +579,7 @@ fn build_stateless(
 ) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
     if let StreamNode::Values { rows, .. } = node {
-        let rx = barrier_rx
-            .take()
-            .ok_or(BuildError::TwoBarrierSources { actor: actor_id })?;
+        let rx = take_barrier_rx(barrier_rx, actor_id)?;
         let bm = barrier_manager.clone();
         let clock = env.clock.clone();
         let values = ValuesExecutor::new(actor_id, rx, rows.clone(), bm, clock);
@@ -568,29 +613,11 @@ fn build_stateless(
             }
             let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
             let input = build(input)?;
-            Box::new(RowIdGenExecutor::new(
-                actor_id,
-                input,
-                *row_id_index,
-                clock,
-                vnodes,
-            ))
+            let index = *row_id_index;
+            Box::new(RowIdGenExecutor::new(actor_id, input, index, clock, vnodes))
         }
-        StreamNode::HopWindow {
-            time_col,
-            window_slide,
-            window_size,
-            output_indices,
-            input,
-        } => {
-            let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
-            let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
-            let exec = HopWindowExecutor::new(build(input)?, *time_col, slide, size, out, eval)
-                .map_err(|source| BuildError::HopWindow {
-                    actor: actor_id,
-                    source,
-                })?;
-            Box::new(exec)
+        StreamNode::HopWindow { input, .. } => {
+            build_hop_window(env, actor_id, node, build(input)?)?
         }
         StreamNode::ProjectSet { select_list, input } => {
             let eval = non_strict(env, actor_id, ExprExecutor::ProjectSet);
@@ -620,6 +647,35 @@ fn build_stateless(
         | StreamNode::Now { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
+}
+
+/// A hop window over `input`; its expressions evaluated non-strictly.
+fn build_hop_window(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::HopWindow {
+        time_col,
+        window_slide,
+        window_size,
+        output_indices,
+        ..
+    } = node
+    else {
+        unreachable!("a hop window node")
+    };
+    let eval = non_strict(env, actor_id, ExprExecutor::HopWindow);
+    let (slide, size, out) = (*window_slide, *window_size, output_indices.clone());
+    let exec =
+        HopWindowExecutor::new(input, *time_col, slide, size, out, eval).map_err(|source| {
+            BuildError::HopWindow {
+                actor: actor_id,
+                source,
+            }
+        })?;
+    Ok(Box::new(exec))
 }
 
 /// Non-strict evaluation for one executor of an actor, its errors counted in the node's stats.

@@ -430,33 +430,188 @@ enum Phase {
     Done { report_done: bool },
 }
 
-impl ArrangementBackfillExecutor {
-    #[try_stream(ok = Message, error = StreamExecutorError)]
-    async fn execute_inner(self) {
-        let Self { upstream, mut core } = self;
-        let actor_id = core.args.actor_id;
-        let pk_len = core.pk_indices.len();
-        let mut upstream = upstream.execute();
+/// What one backfilling epoch collects: the snapshot rows per vnode not yet in a full chunk, the upstream
+/// chunks buffered until the barrier, and how many snapshot rows it read.
+struct EpochBuffers {
+    capacity: usize,
+    builders: BTreeMap<VirtualNode, StreamChunkBuilder>,
+    buffered: Vec<StreamChunk>,
+    read: u64,
+}
 
-        // Startup: the progress of every owned vnode, read at the first barrier's epoch.
-        let first = expect_first_barrier(&mut upstream, "ArrangementBackfill").await?;
-        let mut paused = first.is_pause_on_startup();
-        core.args.state_table.init_epoch(first.epoch);
-        let mut state = BackfillState::load(&core.args.state_table, &core.args.vnodes, pk_len)?;
+impl EpochBuffers {
+    fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            builders: BTreeMap::new(),
+            buffered: Vec::new(),
+            read: 0,
+        }
+    }
+
+    /// Append snapshot rows of `vnode` to its builder; the chunks that filled up, in order.
+    fn append_snapshot_rows(
+        &mut self,
+        vnode: VirtualNode,
+        rows: Vec<OwnedRow>,
+    ) -> Vec<StreamChunk> {
+        self.read += rows.len() as u64;
+        let capacity = self.capacity;
+        let b = self
+            .builders
+            .entry(vnode)
+            .or_insert_with(|| StreamChunkBuilder::new(capacity));
+        rows.into_iter()
+            .filter_map(|row| b.append(Op::Insert, row))
+            .collect()
+    }
+
+    /// The partly filled chunk of every vnode, in vnode order; the builders are emptied.
+    fn take_partial_chunks(&mut self) -> Vec<(VirtualNode, StreamChunk)> {
+        std::mem::take(&mut self.builders)
+            .into_iter()
+            .filter_map(|(vnode, mut b)| b.take().map(|chunk| (vnode, chunk)))
+            .collect()
+    }
+}
+
+impl Core {
+    /// Startup at the first barrier: the progress of every owned vnode, read at its epoch, and the phase to
+    /// start in.
+    fn load_state(&mut self, first: &Barrier) -> StreamExecutorResult<(BackfillState, Phase)> {
+        let actor_id = self.args.actor_id;
+        self.args.state_table.init_epoch(first.epoch);
+        let pk_len = self.pk_indices.len();
+        let state = BackfillState::load(&self.args.state_table, &self.args.vnodes, pk_len)?;
         if first.is_newly_added(actor_id) && state.has_progress() {
             return Err(StreamExecutorError::Internal(format!(
                 "actor {actor_id} is new but its progress table has rows"
-            )))?;
+            )));
         }
         // Already finished (a rebuilt actor whose progress is committed as completed): as in RisingWave,
         // report done on the barrier after the first. The first barrier after a recovery is its Initial
         // barrier, whose collection carries no progress to meta's tracker, which recovery has rebuilt with
         // every backfill actor pending: a report there would be lost and the job never finish.
-        let mut phase = if state.is_completely_finished() {
+        let phase = if state.is_completely_finished() {
             Phase::Done { report_done: true }
         } else {
             Phase::Backfilling
         };
+        Ok((state, phase))
+    }
+
+    /// RisingWave #14842: an epoch without any snapshot row still reads one, so that progress through
+    /// tombstones is never lost. The row's chunk, its position already moved.
+    fn read_one_snapshot_row(
+        &self,
+        state: &mut BackfillState,
+    ) -> StreamExecutorResult<Option<StreamChunk>> {
+        let mut one = SnapshotReader::new(&self.args.upstream_table, state)?;
+        let Some((vnode, row)) = one.next_row()? else {
+            return Ok(None);
+        };
+        let chunk = StreamChunk::from_pairs([(Op::Insert, row)]);
+        self.handle_snapshot_chunk(state, vnode, &chunk)?;
+        Ok(Some(chunk))
+    }
+
+    /// The barrier of a backfilling epoch, after its chunks went out: replicate the buffered upstream chunks,
+    /// commit, report progress and persist each vnode's.
+    async fn persist_backfilling_epoch(
+        &mut self,
+        barrier: &Barrier,
+        state: &mut BackfillState,
+        epoch: &EpochBuffers,
+    ) -> StreamExecutorResult<()> {
+        for chunk in &epoch.buffered {
+            self.args.upstream_table.write_chunk(chunk)?;
+        }
+        self.args.upstream_table.commit(barrier.epoch)?;
+        self.args.stats.record_epoch(epoch.read);
+        self.report_progress(barrier, state, false).await;
+        self.persist_state_per_vnode(barrier, state)?;
+        tracing::trace!(
+            actor = self.args.actor_id.0,
+            "barrier persisted actor={} barrier={barrier:?}",
+            self.args.actor_id
+        );
+        Ok(())
+    }
+
+    /// The barrier of a finishing or done epoch: when finishing, every vnode completes, is persisted and
+    /// reported done; when done, the progress table is committed as it is (and done reported if pending).
+    async fn commit_forwarding_epoch(
+        &mut self,
+        phase: Phase,
+        barrier: &Barrier,
+        state: &mut BackfillState,
+    ) -> StreamExecutorResult<()> {
+        self.args.upstream_table.commit(barrier.epoch)?;
+        match phase {
+            Phase::Finishing => {
+                state.finish_all();
+                self.args.stats.record_epoch(0);
+                self.report_progress(barrier, state, true).await;
+                self.persist_state_per_vnode(barrier, state)?;
+                self.args.stats.finished.store(true, Ordering::Relaxed);
+            }
+            _ => {
+                self.args.state_table.commit(barrier.epoch)?;
+                if phase == (Phase::Done { report_done: true }) {
+                    self.report_progress(barrier, state, true).await;
+                    self.args.stats.finished.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A barrier's mutations for this actor before it is yielded: pause, resume, a new rate limit; the new
+    /// vnodes of a reschedule, applied after it (`post_yield_barrier`).
+    fn apply_mutation(&mut self, barrier: &Barrier, paused: &mut bool) -> Option<Arc<Bitmap>> {
+        let actor_id = self.args.actor_id;
+        if barrier.is_pause() {
+            *paused = true;
+        } else if barrier.is_resume() {
+            *paused = false;
+        }
+        if let Some(limit) = barrier.as_throttle(actor_id) {
+            self.batch.throttle(limit);
+        }
+        barrier.as_update_vnode_bitmap(actor_id)
+    }
+
+    /// RisingWave's `post_yield_barrier`: a reschedule's new bitmap applies from the next epoch. The phase
+    /// the new vnodes start in.
+    fn post_yield_barrier(
+        &mut self,
+        state: &mut BackfillState,
+        vnodes: Arc<Bitmap>,
+        epoch: EpochPair,
+    ) -> StreamExecutorResult<Phase> {
+        self.update_vnodes(state, vnodes, epoch)?;
+        Ok(if state.is_completely_finished() {
+            Phase::Done { report_done: true }
+        } else {
+            self.args.stats.finished.store(false, Ordering::Relaxed);
+            Phase::Backfilling
+        })
+    }
+}
+
+fn upstream_closed(actor_id: ActorId) -> StreamExecutorError {
+    StreamExecutorError::ChannelClosed(format!("upstream of backfill actor {actor_id}"))
+}
+
+impl ArrangementBackfillExecutor {
+    #[try_stream(ok = Message, error = StreamExecutorError)]
+    async fn execute_inner(self) {
+        let Self { upstream, mut core } = self;
+        let actor_id = core.args.actor_id;
+        let mut upstream = upstream.execute();
+        let first = expect_first_barrier(&mut upstream, "ArrangementBackfill").await?;
+        let mut paused = first.is_pause_on_startup();
+        let (mut state, mut phase) = core.load_state(&first)?;
         let first_epoch = first.epoch;
         yield Message::Barrier(first);
         // The replicated table reads a fully committed snapshot: wait for the first barrier's `prev`.
@@ -465,37 +620,23 @@ impl ArrangementBackfillExecutor {
 
         loop {
             let barrier = if phase == Phase::Backfilling {
-                let mut snapshot = if paused {
-                    None
-                } else {
-                    Some(SnapshotReader::new(&core.args.upstream_table, &state)?)
+                let mut snapshot = match paused {
+                    true => None,
+                    false => Some(SnapshotReader::new(&core.args.upstream_table, &state)?),
                 };
-                let mut builders: BTreeMap<VirtualNode, StreamChunkBuilder> = BTreeMap::new();
-                let mut buffered: Vec<StreamChunk> = Vec::new();
-                let mut read_this_epoch = 0u64;
-                let capacity = core.batch.rows();
+                let mut epoch = EpochBuffers::new(core.batch.rows());
                 let barrier = loop {
-                    match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
-                        Next::Upstream(None) => {
-                            return Err(StreamExecutorError::ChannelClosed(format!(
-                                "upstream of backfill actor {actor_id}"
-                            )))?;
-                        }
+                    match next_event(&mut upstream, snapshot.as_mut(), epoch.capacity).await {
+                        Next::Upstream(None) => return Err(upstream_closed(actor_id))?,
                         Next::Upstream(Some(msg)) => match msg? {
-                            Message::Chunk(c) => buffered.push(c.compact()),
+                            Message::Chunk(c) => epoch.buffered.push(c.compact()),
                             Message::Barrier(b) => break Some(b),
                         },
                         Next::Snapshot(rows) => match rows? {
                             Some((vnode, rows)) => {
-                                read_this_epoch += rows.len() as u64;
-                                let b = builders
-                                    .entry(vnode)
-                                    .or_insert_with(|| StreamChunkBuilder::new(capacity));
-                                for row in rows {
-                                    if let Some(chunk) = b.append(Op::Insert, row) {
-                                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
-                                        yield Message::Chunk(chunk);
-                                    }
+                                for chunk in epoch.append_snapshot_rows(vnode, rows) {
+                                    core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                                    yield Message::Chunk(chunk);
                                 }
                             }
                             None => break None,
@@ -504,53 +645,36 @@ impl ArrangementBackfillExecutor {
                 };
                 let Some(barrier) = barrier else {
                     // The snapshot is fully read. Everything the upstream sent this epoch goes out as it is.
-                    for (vnode, mut b) in std::mem::take(&mut builders) {
-                        if let Some(chunk) = b.take() {
-                            core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
-                            yield Message::Chunk(chunk);
-                        }
-                    }
-                    for chunk in buffered {
+                    for (vnode, chunk) in epoch.take_partial_chunks() {
+                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
                         yield Message::Chunk(chunk);
                     }
-                    core.args.stats.record_epoch(read_this_epoch);
+                    for chunk in std::mem::take(&mut epoch.buffered) {
+                        yield Message::Chunk(chunk);
+                    }
+                    core.args.stats.record_epoch(epoch.read);
                     phase = Phase::Finishing;
                     continue;
                 };
-                // RisingWave #14842: an epoch without any snapshot row still reads one, so that progress
-                // through tombstones is never lost.
-                if read_this_epoch == 0 && !paused {
-                    let mut one = SnapshotReader::new(&core.args.upstream_table, &state)?;
-                    if let Some((vnode, row)) = one.next_row()? {
-                        read_this_epoch = 1;
-                        let chunk = StreamChunk::from_pairs([(Op::Insert, row)]);
-                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
-                        yield Message::Chunk(chunk);
-                    }
+                if epoch.read == 0
+                    && !paused
+                    && let Some(chunk) = core.read_one_snapshot_row(&mut state)?
+                {
+                    epoch.read = 1;
+                    yield Message::Chunk(chunk);
                 }
-                for (vnode, mut b) in builders {
-                    if let Some(chunk) = b.take() {
-                        core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
-                        yield Message::Chunk(chunk);
-                    }
+                for (vnode, chunk) in epoch.take_partial_chunks() {
+                    core.handle_snapshot_chunk(&mut state, vnode, &chunk)?;
+                    yield Message::Chunk(chunk);
                 }
-                for chunk in &buffered {
+                for chunk in &epoch.buffered {
                     let marked = core.mark_chunk_ref_by_vnode(chunk, &state)?;
                     if marked.cardinality() > 0 {
                         yield Message::Chunk(marked.compact());
                     }
                 }
-                for chunk in &buffered {
-                    core.args.upstream_table.write_chunk(chunk)?;
-                }
-                core.args.upstream_table.commit(barrier.epoch)?;
-                core.args.stats.record_epoch(read_this_epoch);
-                core.report_progress(&barrier, &state, false).await;
-                core.persist_state_per_vnode(&barrier, &mut state)?;
-                tracing::trace!(
-                    actor = actor_id.0,
-                    "barrier persisted actor={actor_id} barrier={barrier:?}"
-                );
+                core.persist_backfilling_epoch(&barrier, &mut state, &epoch)
+                    .await?;
                 barrier
             } else {
                 // Finishing or done: forward the upstream until the barrier.
@@ -558,59 +682,23 @@ impl ArrangementBackfillExecutor {
                     match upstream.next().await {
                         // The upstream ends after a barrier that stops this actor.
                         None if matches!(phase, Phase::Done { .. }) => return Ok(()),
-                        None => {
-                            return Err(StreamExecutorError::ChannelClosed(format!(
-                                "upstream of backfill actor {actor_id}"
-                            )))?;
-                        }
+                        None => return Err(upstream_closed(actor_id))?,
                         Some(msg) => match msg? {
                             Message::Chunk(c) => yield Message::Chunk(c),
                             Message::Barrier(b) => break b,
                         },
                     }
                 };
-                core.args.upstream_table.commit(barrier.epoch)?;
-                match phase {
-                    Phase::Finishing => {
-                        // Every vnode completed, persisted, reported done.
-                        state.finish_all();
-                        core.args.stats.record_epoch(0);
-                        core.report_progress(&barrier, &state, true).await;
-                        core.persist_state_per_vnode(&barrier, &mut state)?;
-                        core.args.stats.finished.store(true, Ordering::Relaxed);
-                    }
-                    _ => {
-                        // The progress table does not change: commit it for the epoch.
-                        core.args.state_table.commit(barrier.epoch)?;
-                        if phase == (Phase::Done { report_done: true }) {
-                            core.report_progress(&barrier, &state, true).await;
-                            core.args.stats.finished.store(true, Ordering::Relaxed);
-                        }
-                    }
-                }
+                core.commit_forwarding_epoch(phase, &barrier, &mut state)
+                    .await?;
                 phase = Phase::Done { report_done: false };
                 barrier
             };
-            if barrier.is_pause() {
-                paused = true;
-            } else if barrier.is_resume() {
-                paused = false;
-            }
-            if let Some(limit) = barrier.as_throttle(actor_id) {
-                core.batch.throttle(limit);
-            }
-            let new_vnodes = barrier.as_update_vnode_bitmap(actor_id);
+            let new_vnodes = core.apply_mutation(&barrier, &mut paused);
             let epoch = barrier.epoch;
             yield Message::Barrier(barrier);
-            // A reschedule: the new bitmap applies from the next epoch (RisingWave's `post_yield_barrier`).
             if let Some(vnodes) = new_vnodes {
-                core.update_vnodes(&mut state, vnodes, epoch)?;
-                phase = if state.is_completely_finished() {
-                    Phase::Done { report_done: true }
-                } else {
-                    core.args.stats.finished.store(false, Ordering::Relaxed);
-                    Phase::Backfilling
-                };
+                phase = core.post_yield_barrier(&mut state, vnodes, epoch)?;
             }
         }
     }

@@ -331,6 +331,34 @@ impl Core {
             .await;
     }
 
+    /// Startup at the first barrier: the progress, read at its epoch.
+    fn recover_state(&mut self, first: &Barrier) -> StreamExecutorResult<NoShuffleBackfillState> {
+        self.args.state_table.init_epoch(first.epoch);
+        let state = NoShuffleBackfillState::recover(&self.args.state_table, self.pk_indices.len())?;
+        event!(
+            self.args.log,
+            "backfill state recovered",
+            "actor={} no_shuffle finished={} rows={} vnodes={}",
+            self.args.actor_id,
+            state.is_finished,
+            state.row_count,
+            self.args.vnodes.count_ones()
+        );
+        Ok(state)
+    }
+
+    /// The snapshot of the actor's vnodes, merged in pk order, after the persisted position.
+    fn snapshot_from(
+        &self,
+        state: &NoShuffleBackfillState,
+    ) -> StreamExecutorResult<MergedSnapshot> {
+        MergedSnapshot::new(
+            &self.args.upstream_table,
+            state.current_pos.as_ref(),
+            &self.args.vnodes,
+        )
+    }
+
     /// A barrier's mutations for this actor: pause, resume, a new rate limit. An online reschedule cannot reach
     /// a no-shuffle job (meta refuses it).
     fn apply_mutation(&mut self, barrier: &Barrier, paused: &mut bool) -> StreamExecutorResult<()> {
@@ -363,17 +391,7 @@ impl NoShuffleBackfillExecutor {
         let actor_id = this.args.actor_id;
         let first = expect_first_barrier(&mut upstream, "Backfill").await?;
         let mut paused = first.is_pause_on_startup();
-        this.args.state_table.init_epoch(first.epoch);
-        let mut state =
-            NoShuffleBackfillState::recover(&this.args.state_table, this.pk_indices.len())?;
-        event!(
-            this.args.log,
-            "backfill state recovered",
-            "actor={actor_id} no_shuffle finished={} rows={} vnodes={}",
-            state.is_finished,
-            state.row_count,
-            this.args.vnodes.count_ones()
-        );
+        let mut state = this.recover_state(&first)?;
         let first_epoch = first.epoch;
         yield Message::Barrier(first);
         this.args.storage.wait_for_epoch(first_epoch.prev).await;
@@ -383,11 +401,7 @@ impl NoShuffleBackfillExecutor {
         while !state.is_finished {
             let mut snapshot = match paused {
                 true => None,
-                false => Some(MergedSnapshot::new(
-                    &this.args.upstream_table,
-                    state.current_pos.as_ref(),
-                    &this.args.vnodes,
-                )?),
+                false => Some(this.snapshot_from(&state)?),
             };
             let mut read = 0u64;
             let capacity = this.batch.rows();
