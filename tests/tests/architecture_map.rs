@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 const MAX_LINES: usize = 300;
 /// Types named in the map that are not the workspace's own.
@@ -71,8 +72,44 @@ fn internal_deps(manifest: &str) -> BTreeSet<String> {
     deps
 }
 
-/// Every `.rs` file under `dir`, with its text.
-fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+/// What one source file declares: `(kind, name)` pairs (`("fn", "run_plan")`), and the types it has an
+/// `impl` of.
+#[derive(Default)]
+struct FileDecls {
+    path: PathBuf,
+    decls: BTreeSet<(String, String)>,
+    impls: BTreeSet<String>,
+}
+
+const KINDS: &[&str] = &[
+    "fn", "const", "static", "struct", "enum", "trait", "type", "mod",
+];
+
+/// The identifiers of a line of code.
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+fn file_decls(path: PathBuf, text: &str) -> FileDecls {
+    let mut f = FileDecls {
+        path,
+        ..FileDecls::default()
+    };
+    for line in text.lines() {
+        let w: Vec<&str> = words(line).collect();
+        for pair in w.windows(2).filter(|p| KINDS.contains(&p[0])) {
+            f.decls.insert((pair[0].to_string(), pair[1].to_string()));
+        }
+        if line.trim_start().starts_with("impl") {
+            f.impls.extend(w.iter().map(|s| s.to_string()));
+        }
+    }
+    f
+}
+
+/// The declarations of every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<FileDecls>) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -82,39 +119,25 @@ fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
         if path.is_dir() && name != "target" && !name.to_string_lossy().starts_with('.') {
             sources(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push((path.clone(), fs::read_to_string(&path).unwrap_or_default()));
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            out.push(file_decls(path, &text));
         }
     }
-}
-
-/// The identifiers of a line of code.
-fn words(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-}
-
-/// Whether `text` declares `name` with one of `kinds` (`fn`, `struct`, ...).
-fn declares(text: &str, kinds: &[&str], name: &str) -> bool {
-    text.lines().any(|line| {
-        let w: Vec<&str> = words(line).collect();
-        w.windows(2).any(|p| kinds.contains(&p[0]) && p[1] == name)
-    })
-}
-
-fn has_impl_of(text: &str, ty: &str) -> bool {
-    text.lines().any(|line| {
-        let t = line.trim_start();
-        t.starts_with("impl") && words(t).any(|w| w == ty)
-    })
 }
 
 struct Workspace {
     root: PathBuf,
     members: BTreeMap<String, PathBuf>,
-    files: Vec<(PathBuf, String)>,
+    files: Vec<FileDecls>,
 }
 
 impl Workspace {
+    /// The workspace, read once per test binary.
+    fn get() -> &'static Workspace {
+        static WS: OnceLock<Workspace> = OnceLock::new();
+        WS.get_or_init(Workspace::load)
+    }
+
     fn load() -> Self {
         let root = root();
         let members = members(&root);
@@ -129,11 +152,16 @@ impl Workspace {
         }
     }
 
+    /// Whether a file (under `under`, if given) declares `name` as one of `kinds`.
     fn any_declares(&self, under: Option<&Path>, kinds: &[&str], name: &str) -> bool {
         self.files
             .iter()
-            .filter(|(p, _)| under.is_none_or(|u| p.starts_with(u)))
-            .any(|(_, text)| declares(text, kinds, name))
+            .filter(|f| under.is_none_or(|u| f.path.starts_with(u)))
+            .any(|f| {
+                kinds
+                    .iter()
+                    .any(|k| f.decls.contains(&(k.to_string(), name.to_string())))
+            })
     }
 
     /// What is wrong with one backticked token, if the conventions say what it is.
@@ -184,13 +212,15 @@ impl Workspace {
 
     /// `Type::item` (an item of an impl of the type) or `crate::item` (an item the crate declares).
     fn check_path_item(&self, token: &str, head: &str, item: &str) -> Option<String> {
-        let kinds = ["fn", "const", "struct", "enum", "trait", "type", "mod"];
         let ok = if head.starts_with(char::is_uppercase) {
-            self.files
-                .iter()
-                .any(|(_, text)| has_impl_of(text, head) && declares(text, &kinds, item))
+            self.files.iter().any(|f| {
+                f.impls.contains(head)
+                    && KINDS
+                        .iter()
+                        .any(|k| f.decls.contains(&(k.to_string(), item.to_string())))
+            })
         } else if let Some(dir) = self.members.get(&head.replace('_', "-")) {
-            self.any_declares(Some(&dir.join("src")), &kinds, item)
+            self.any_declares(Some(&dir.join("src")), KINDS, item)
         } else {
             return None;
         };
@@ -289,17 +319,16 @@ fn the_map() -> String {
 
 #[test]
 fn the_map_names_what_exists_and_draws_the_real_dependencies() {
-    let errors = check(&the_map(), &Workspace::load());
+    let errors = check(&the_map(), Workspace::get());
     assert!(errors.is_empty(), "ARCHITECTURE.md:\n{}", errors.join("\n"));
 }
 
 /// Breaking the map in one way must make [`check`] name that break.
 fn fails_with(edit: impl Fn(&str) -> String, expected: &str) {
-    let ws = Workspace::load();
     let map = the_map();
     let broken = edit(&map);
     assert_ne!(broken, map, "the edit changed nothing");
-    let errors = check(&broken, &ws);
+    let errors = check(&broken, Workspace::get());
     assert!(
         errors.iter().any(|e| e.contains(expected)),
         "expected an error with `{expected}`, got {errors:?}"
