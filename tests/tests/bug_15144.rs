@@ -109,8 +109,8 @@ fn play(file: &PlanFile, run: BugMode) -> PlanReport {
 /// when only that toggle is flipped to `fixed`; the plan and the seed stay the same.
 #[test]
 fn flipping_the_toggle_on_a_random_plan_fires_and_silences_the_checker() {
-    use epochlab_meta::PreApplyCancel;
-    use epochlab_sim::Toggles;
+    use epochlab_common::Toggles;
+    use epochlab_common::toggles::PreApplyCancel;
     let file = regression("15144-cancel-pre-applied-after-reset.json");
     let buggy = file
         .run(None)

@@ -63,11 +63,12 @@ fn the_scenario_is_deterministic() {
 }
 
 /// The toggle, not the script, makes the failure: the same seed and scenario, only
-/// `StreamConfig::backfill_vnode` flipped between pk and distribution key, fails and passes.
+/// `Toggles::backfill_vnode` flipped between pk and distribution key, fails and passes.
 #[test]
 fn flipping_the_toggle_on_the_same_run_makes_the_failure_appear_and_disappear() {
-    use epochlab_sim::{BugMode, Toggles};
-    use epochlab_stream::BackfillVnode;
+    use epochlab_common::Toggles;
+    use epochlab_common::toggles::BackfillVnode;
+    use epochlab_sim::BugMode;
     let buggy = BugMode::new(BugId::Rw16815, Mode::Buggy).unwrap();
     let fixed = BugMode::new(BugId::Rw16815, Mode::Fixed).unwrap();
     assert_eq!(buggy.toggles().backfill_vnode, BackfillVnode::Pk);

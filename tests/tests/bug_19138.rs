@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use epochlab_meta::RescheduleBackfilling;
-use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproParams, Toggles, run_repro};
+use epochlab_common::Toggles;
+use epochlab_common::toggles::RescheduleBackfilling;
+use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproParams, run_repro};
 
 fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproReport> {
     let params = ReproParams {
@@ -119,7 +120,7 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
     let out = epochlab_sim::run(5, |_ctx| async move {
         let mut meta = MetaConfig::default();
         meta.barrier.interval = Duration::from_millis(200);
-        meta.reschedule_backfilling = RescheduleBackfilling::MviewsListed;
+        meta.toggles.reschedule_backfilling = RescheduleBackfilling::MviewsListed;
         let config = ClusterConfig {
             compute_nodes: 3,
             meta,

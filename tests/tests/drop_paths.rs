@@ -11,10 +11,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use epochlab_barrier::SchedulerStatus;
-use epochlab_common::{TableId, WorkerId};
-use epochlab_meta::{
-    CreateAborted, DdlError, DropMode, JobOptions, MetaConfig, RecoveryConfig, SinkOptions,
-};
+use epochlab_common::toggles::DropMode;
+use epochlab_common::{TableId, Toggles, WorkerId};
+use epochlab_meta::{CreateAborted, DdlError, JobOptions, MetaConfig, RecoveryConfig, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_sim::{Cluster, ClusterConfig};
 use epochlab_tests::{Oracle, check_commits, schema};
@@ -25,7 +24,10 @@ const SLOW_STEP: Duration = Duration::from_secs(1);
 
 fn config(mode: DropMode) -> ClusterConfig {
     let meta = MetaConfig {
-        drop_mode: mode,
+        toggles: Toggles {
+            drop_mode: mode,
+            ..Toggles::default()
+        },
         recovery: RecoveryConfig {
             recover_progress: SLOW_STEP..SLOW_STEP,
             migrate_actors: SLOW_STEP..SLOW_STEP,

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use epochlab_common::toggles::ConfigChangeWait;
 use epochlab_common::{ActorId, Bitmap, DataType, Op, VnodeCount, row};
-use epochlab_meta::{BadAssignment, ConfigChangeWait, DdlError, JobOptions, JobState, MetaConfig};
+use epochlab_meta::{BadAssignment, DdlError, JobOptions, JobState, MetaConfig};
 use epochlab_sim::{BugId, Cluster, ClusterConfig, Mode, Outcome, ReproParams, run_repro};
 
 fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproReport> {
@@ -85,12 +86,13 @@ fn the_scenario_is_deterministic() {
 }
 
 /// The toggle, not the script, makes the failure: the same seed and scenario with only
-/// `MetaConfig::config_change_wait` flipped fails and passes; and a random plan that found the bug (saved in
+/// `Toggles::config_change_wait` flipped fails and passes; and a random plan that found the bug (saved in
 /// `tests/regressions/`) fires the backfill persist check with the toggle at `buggy` and not at `fixed`.
 #[test]
 fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
+    use epochlab_common::Toggles;
     use epochlab_sim::workload::{PlanFile, run_plan};
-    use epochlab_sim::{BugMode, ReproHooks, Toggles};
+    use epochlab_sim::{BugMode, ReproHooks};
     let buggy = BugMode::new(BugId::RescheduleUnpinned, Mode::Buggy).unwrap();
     let fixed = BugMode::new(BugId::RescheduleUnpinned, Mode::Fixed).unwrap();
     assert_eq!(fixed.toggles(), Toggles::default());

@@ -5,23 +5,11 @@
 use std::collections::BTreeMap;
 
 use epochlab_common::WorkerId;
+use epochlab_common::toggles::OnWorkerErr;
 
 /// Per in-flight epoch: each node it was sent to and has not collected from yet, with whether that node had
 /// nothing to collect (no actor of the epoch on it; RisingWave's `is_empty` flag).
 pub(crate) type NodeToCollect = BTreeMap<WorkerId, bool>;
-
-/// What a worker's error does to an epoch's [`NodeToCollect`] (RisingWave's `is_valid_after_worker_err`).
-/// The one toggle of RisingWave #22384, read only by [`is_valid_after_worker_err`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OnWorkerErr {
-    /// Before the fix: the worker's entry is removed whatever it had to collect. An epoch whose only missing
-    /// node was the failed one then looks fully collected and is committed without that node's data.
-    RemoveAlways,
-    /// RisingWave's fix: only the entry of a worker that had nothing to collect is removed; an epoch that
-    /// waited for the worker's actors stays uncollected, and the error drives recovery.
-    #[default]
-    RemoveIfNothingToCollect,
-}
 
 /// Whether an epoch can still complete after `worker`'s error; updates its nodes to collect by `rule`.
 pub(crate) fn is_valid_after_worker_err(

@@ -16,7 +16,6 @@ mod schedule;
 pub use barrier::{
     AddMutation, Barrier, BarrierKind, DispatcherUpdate, Mutation, TracingContext, UpdateMutation,
 };
-pub use collect::OnWorkerErr;
 pub use command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
     PausedReason,

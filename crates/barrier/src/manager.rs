@@ -6,7 +6,7 @@
 //! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. While a
 //! configuration change's Pause is in flight nothing else is injected. A worker's connection error first asks
 //! the in-flight epochs, in order and up to the first that is not, whether each is still valid without the
-//! worker ([`OnWorkerErr`], RisingWave #22384). Then, as every other error, it goes to the global recovery
+//! worker (`Toggles::on_worker_err`, RisingWave #22384). Then, as every other error, it goes to the global recovery
 //! path: as RisingWave's `clear_on_err`, that first completes the barriers fully collected at the front
 //! (unless completing one is what failed), fails every other in-flight barrier and hands over to the
 //! context's recovery.
@@ -20,7 +20,7 @@ use std::time::Duration;
 use epochlab_common::samples::Samples;
 use epochlab_common::trace::{self, Park};
 use epochlab_common::vspan;
-use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, WorkerId, event};
+use epochlab_common::{ActorId, Clock, Epoch, EpochPair, EventLog, Toggles, WorkerId, event};
 use epochlab_storage::SyncResult;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -28,7 +28,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::barrier::{Barrier, BarrierKind, TracingContext};
-use crate::collect::{NodeToCollect, OnWorkerErr, first_invalid_after_worker_err};
+use crate::collect::{NodeToCollect, first_invalid_after_worker_err};
 use crate::command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };
@@ -43,8 +43,6 @@ pub struct BarrierConfig {
     pub checkpoint_frequency: u32,
     /// RisingWave's `in_flight_barrier_nums`.
     pub in_flight_limit: usize,
-    /// What a worker's error does to the epochs that wait for it (RisingWave #22384).
-    pub on_worker_err: OnWorkerErr,
 }
 
 impl Default for BarrierConfig {
@@ -53,7 +51,6 @@ impl Default for BarrierConfig {
             interval: Duration::from_millis(1000),
             checkpoint_frequency: 1,
             in_flight_limit: 10_000,
-            on_worker_err: OnWorkerErr::default(),
         }
     }
 }
@@ -171,6 +168,8 @@ pub struct GlobalBarrierManager<C> {
     context: Arc<C>,
     scheduled: ScheduledBarriers,
     config: BarrierConfig,
+    /// The engine's bug toggles; the barrier manager reads `on_worker_err`.
+    toggles: Toggles,
     stats: Arc<BarrierManagerStats>,
     info: InflightActorInfo,
     prev_epoch: Epoch,
@@ -189,12 +188,18 @@ enum Event {
 }
 
 impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
-    pub fn new(context: Arc<C>, scheduled: ScheduledBarriers, config: BarrierConfig) -> Self {
+    pub fn new(
+        context: Arc<C>,
+        scheduled: ScheduledBarriers,
+        config: BarrierConfig,
+        toggles: Toggles,
+    ) -> Self {
         assert!(config.checkpoint_frequency >= 1 && config.in_flight_limit >= 1);
         Self {
             context,
             scheduled,
             config,
+            toggles,
             stats: Arc::default(),
             info: InflightActorInfo::default(),
             prev_epoch: Epoch::INVALID,
@@ -410,13 +415,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
 
     /// A worker's connection failed (RisingWave's control-stream error). The in-flight epochs are asked in
     /// epoch order whether each is still valid without the worker, which may update what it waits for
-    /// ([`OnWorkerErr`]); the walk stops at the first that is not (RisingWave's
+    /// (`Toggles::on_worker_err`); the walk stops at the first that is not (RisingWave's
     /// `DatabaseCheckpointControl::is_valid_after_worker_err`), so the epochs after it are not asked. If every
     /// epoch is still valid, what is fully collected now completes as after any collection; if one is not, the
     /// error goes to [`Self::failure_recovery`], which first completes the collected prefix (RisingWave's
     /// `clear_on_err`) and then recovers.
     async fn on_worker_err(&mut self, worker: WorkerId, err: BarrierError) -> BarrierResult<()> {
-        let rule = self.config.on_worker_err;
+        let rule = self.toggles.on_worker_err;
         let epochs = self.in_flight.iter_mut().map(|n| &mut n.node_to_collect);
         let invalid_at = first_invalid_after_worker_err(epochs, worker, rule);
         event!(

@@ -9,39 +9,6 @@ use std::sync::Mutex;
 use epochlab_sql::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
 use epochlab_telemetry::WallTimer;
 
-use crate::args::{ArgError, Invocation, JOBS, number_flag, seed_range};
-
-pub const CORPUS_HELP: &str = "\
-epochlab corpus: run RisingWave's e2e corpus (its ddl, streaming, background_ddl and backfill test files at
-f21fb9b7915, vendored unmodified under tests/slt/risingwave/): every .slt file under the root, each in a
-fresh simulated cluster (fixed mode, as `epochlab slt` runs a file), on worker threads. Prints one line per
-file, sorted by path: `passed`, `failed at FILE:LINE: ...` (the SQL, expected and actual), `unsupported:
-<construct>` (the front end refused a construct of the file), or under kills `skipped` (RisingWave's
-KILL_IGNORE_FILES); then the totals, per top-level folder, and the constructs that block the most files
-(each file counted once, by its first failure). Writes the same as JSON.
-
-usage: epochlab corpus [FLAGS]
-
-The ratchet ROOT/expected.txt lists the files that pass (a path a line, `only-with-kills` or
-`only-without-kills` after it when it passes in one kind of run only; `#` comments). A listed file that does
-not pass is `regressed` (exit 1); a passing file that is not listed is `newly passing` (exit 0).
-
-FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --kill                    run each file under kills as RisingWave's recovery CI does
-                            (ci/scripts/deterministic-recovery-test.sh, main-cron's jobs): kill rate 1.0,
-                            every role, background-DDL rate 0.0 on even seeds and 0.8 on odd ones (0.0 for
-                            background_ddl/, which sets it itself), once per seed of --seeds; a file passes
-                            when it passes under every seed, and its line names the first seed that failed
-  --seeds A..B              with --kill: the seeds A, A+1, ..., B-1 (default 0..1)
-  --jobs N                  1..=256 worker threads (default: the machine's cores)
-  --root DIR                the corpus (default tests/slt/risingwave)
-  --json FILE               where to write the JSON report (default target/corpus.json)
-  --update-expected         rewrite ROOT/expected.txt with the files that pass (what the other kind of run
-                            showed is kept)
-  -h, --help                this text
-
-EXIT STATUS: 0 no listed file regressed, 1 a listed file did not pass, 2 bad input (one line on stderr).";
-
 /// `epochlab corpus`'s arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CorpusArgs {
@@ -51,64 +18,6 @@ pub struct CorpusArgs {
     pub jobs: usize,
     pub json: PathBuf,
     pub update_expected: bool,
-}
-
-const FLAGS: [&str; 6] = [
-    "--kill",
-    "--seeds",
-    "--jobs",
-    "--root",
-    "--json",
-    "--update-expected",
-];
-
-/// Parse `epochlab corpus`'s arguments.
-pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
-    let mut a = CorpusArgs {
-        root: PathBuf::from(corpus::ROOT),
-        kill: false,
-        seeds: 0..1,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        json: PathBuf::from("target/corpus.json"),
-        update_expected: false,
-    };
-    let mut seen: Vec<&'static str> = Vec::new();
-    let mut it = argv.iter();
-    while let Some(arg) = it.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(Invocation::CorpusHelp);
-        }
-        if !arg.starts_with("--") {
-            return Err(ArgError::CorpusArgument(arg.clone()));
-        }
-        let (flag, inline) = crate::slt::named_flag(arg, &FLAGS, &mut seen)?;
-        let switch = flag == "--kill" || flag == "--update-expected";
-        let v = match (switch, inline) {
-            (true, None) => "",
-            (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
-            (false, Some(v)) => v,
-            (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
-        };
-        if !switch && v.is_empty() {
-            return Err(ArgError::MissingValue(flag));
-        }
-        match flag {
-            "--kill" => a.kill = true,
-            "--seeds" => a.seeds = seed_range(v)?,
-            "--jobs" => a.jobs = number_flag(flag, v, JOBS)?,
-            "--root" => a.root = PathBuf::from(v),
-            "--json" => a.json = PathBuf::from(v),
-            "--update-expected" => a.update_expected = true,
-            _ => unreachable!("every flag of FLAGS is handled"),
-        }
-    }
-    if seen.contains(&"--seeds") && !a.kill {
-        return Err(ArgError::Pointless {
-            flag: "--seeds",
-            reason: "needs --kill (without kills each file runs once, with seed 0)",
-        });
-    }
-    Ok(Invocation::Corpus(Box::new(a)))
 }
 
 /// Why `epochlab corpus` could not run: bad input.
@@ -481,56 +390,4 @@ fn file_json(r: &FileResult) -> serde_json::Value {
         "blocker": r.verdict.blocker(),
         "wall_ms": r.wall_ms,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(v: &[&str]) -> Result<Invocation, ArgError> {
-        parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn flags_parse_with_their_defaults() {
-        let Ok(Invocation::Corpus(a)) = args(&[]) else {
-            panic!("parses")
-        };
-        assert_eq!(a.root, PathBuf::from("tests/slt/risingwave"));
-        assert!(!a.kill && a.seeds == (0..1) && !a.update_expected);
-        assert_eq!(a.json, PathBuf::from("target/corpus.json"));
-        let Ok(Invocation::Corpus(a)) = args(&[
-            "--kill",
-            "--seeds=0..3",
-            "--jobs",
-            "2",
-            "--root",
-            "r",
-            "--json",
-            "j.json",
-            "--update-expected",
-        ]) else {
-            panic!("parses")
-        };
-        assert!(a.kill && a.seeds == (0..3) && a.jobs == 2 && a.update_expected);
-        assert_eq!((a.root, a.json), ("r".into(), "j.json".into()));
-        assert!(matches!(args(&["--help"]), Ok(Invocation::CorpusHelp)));
-    }
-
-    #[test]
-    fn bad_flags_are_errors() {
-        for (bad, want) in [
-            (&["--seeds", "0..3"][..], "needs --kill"),
-            (&["--kill", "--seeds", "3..1"], "--seeds takes A..B"),
-            (&["--jobs", "0"], "--jobs"),
-            (&["--kill", "--kill"], "given twice"),
-            (&["--kill=yes"], "takes no value"),
-            (&["--root"], "needs a value"),
-            (&["--nope"], "unknown flag"),
-            (&["x.slt"], "corpus takes only flags"),
-        ] {
-            let err = args(bad).unwrap_err().to_string();
-            assert!(err.contains(want), "{bad:?}: {err}");
-        }
-    }
 }

@@ -10,7 +10,7 @@ use std::process::{Command, ExitStatus};
 
 use epochlab_sim::ReproParams;
 
-use crate::args::ReproArgs;
+use crate::command::ReproArgs;
 use crate::repro::{flags, print_json};
 use crate::row::{Determinism, DeterminismRow, Difference, RunRow, first_difference};
 

@@ -169,27 +169,8 @@ fn failure(out: &mut impl Write, rep: &ReproReport) {
     if !rep.timeline.is_empty() {
         let _ = writeln!(
             out,
-            "{mode}: timeline (virtual seconds){}",
-            match rep.params.bug {
-                epochlab_sim::BugId::Rw14910 => {
-                    ": the drop, the fault, the unregister, the actor's persists, recovery"
-                }
-                epochlab_sim::BugId::Rw22384 => {
-                    ": the epoch, its collections, the kill, the commit, recovery"
-                }
-                epochlab_sim::BugId::Rw16815 => {
-                    ": the table, the view's backfill, its progress, the failure"
-                }
-                epochlab_sim::BugId::Rw19138 => {
-                    ": the sink's backfill, the node removed, recovery's scale-in, the recovered states, the failure"
-                }
-                epochlab_sim::BugId::RescheduleUnpinned => {
-                    ": the pause, its commit, the update, the new owners' progress reads and persists, the failure"
-                }
-                epochlab_sim::BugId::Rw15144 => {
-                    ": the kill, recovery's pre-apply of the cancel, unregisters, compaction, the write stop"
-                }
-            }
+            "{mode}: timeline (virtual seconds): {}",
+            rep.params.bug.info().timeline
         );
         for l in &rep.timeline {
             let _ = writeln!(out, "  {l}");
@@ -218,7 +199,7 @@ pub fn catalogue() -> String {
             info.fix,
             info.links.join(" "),
             epochlab_sim::bugs::mode_list(bug),
-            crate::args::settings_of(bug),
+            crate::command::repro::settings_of(bug),
             info.command
         ));
         out.push_str(&record(bug));

@@ -1,7 +1,8 @@
 //! `epochlab`: reproduce RisingWave recovery bugs (#14910, #22384) on demand, from a seed, and show each fix
 //! hold.
 //!
-//! Bad input gets one line on stderr and exit status 2; see `epochlab repro --help` for the others.
+//! Bad input gets one line on stderr and exit status 2; see `epochlab repro --help` for the others. The
+//! command line is [`command`]'s.
 
 /// `print!` to standard output; a reader that has gone away (`epochlab soak --help | head`) ends the process
 /// quietly, as other Unix tools do, instead of panicking.
@@ -21,7 +22,7 @@ macro_rules! outln {
     };
 }
 
-mod args;
+mod command;
 mod corpus;
 mod determinism;
 mod expect;
@@ -35,7 +36,7 @@ mod triage;
 
 use std::process::ExitCode;
 
-use args::Invocation;
+use command::Invocation;
 
 /// Set once standard output's reader has gone away: later output is dropped.
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -63,82 +64,47 @@ fn write_stdout(text: std::fmt::Arguments<'_>) {
 }
 
 fn main() -> ExitCode {
-    match args::parse_command(std::env::args_os().skip(1)) {
-        Ok(Invocation::Help) => {
-            outln!(
-                "usage: epochlab repro|soak|soak-report|slt|corpus|bugs|triage [FLAGS]\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}",
-                args::REPRO_HELP,
-                args::SOAK_HELP,
-                slt::SLT_HELP,
-                corpus::CORPUS_HELP,
-                triage::TRIAGE_HELP
-            );
+    let invocation = match command::parse(std::env::args_os().skip(1)) {
+        Ok(invocation) => invocation,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match invocation {
+        Invocation::Print(text) => {
+            out!("{text}");
             ExitCode::SUCCESS
         }
-        Ok(Invocation::Bugs) => {
+        Invocation::Bugs => {
             out!("{}", human::catalogue());
             ExitCode::SUCCESS
         }
-        Ok(Invocation::SltHelp) => {
-            outln!("{}", slt::SLT_HELP);
+        Invocation::Completions(shell) => {
+            out!("{}", command::completions(shell));
             ExitCode::SUCCESS
         }
-        Ok(Invocation::Slt(a)) => match slt::run(&a) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("epochlab slt: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(Invocation::CorpusHelp) => {
-            outln!("{}", corpus::CORPUS_HELP);
-            ExitCode::SUCCESS
-        }
-        Ok(Invocation::Corpus(a)) => match corpus::run(&a) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("epochlab corpus: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(Invocation::TriageHelp) => {
-            outln!("{}", triage::TRIAGE_HELP);
-            ExitCode::SUCCESS
-        }
-        Ok(Invocation::Triage(files)) => match triage::run(&files) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("epochlab triage: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(Invocation::SoakHelp) => {
-            outln!("{}", args::SOAK_HELP);
-            ExitCode::SUCCESS
-        }
-        Ok(Invocation::SoakReport(files)) => match soak::report(&files) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("epochlab soak-report: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(Invocation::Soak(a)) => match soak::run(&a) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("epochlab soak: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(Invocation::Repro(a)) => match repro::run(&a) {
+        Invocation::Slt(a) => finish("slt", slt::run(&a)),
+        Invocation::Corpus(a) => finish("corpus", corpus::run(&a)),
+        Invocation::Triage(files) => finish("triage", triage::run(&files)),
+        Invocation::SoakReport(files) => finish("soak-report", soak::report(&files)),
+        Invocation::Soak(a) => finish("soak", soak::run(&a)),
+        Invocation::Repro(a) => match repro::run(&a) {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
                 eprintln!("epochlab repro: {e}");
                 ExitCode::from(e.exit_code())
             }
         },
+    }
+}
+
+/// A command's exit status, or its error as one line on stderr and exit status 2.
+fn finish<E: std::fmt::Display>(command: &str, result: Result<u8, E>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("epochlab {command}: {e}");
             ExitCode::from(2)
         }
     }

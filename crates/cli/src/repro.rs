@@ -11,7 +11,8 @@ use epochlab_telemetry::{
     RunTracer, Timeline, WallStart, WallTimer, instance_id, run_layer_to, wait_for_ctrl_c,
 };
 
-use crate::args::{Flag, ReproArgs};
+use crate::command::ReproArgs;
+use crate::command::repro::flag_of;
 use crate::determinism::{self, DeterminismError};
 use crate::expect::{Verdict, exit_code};
 use crate::human;
@@ -73,10 +74,10 @@ pub fn flags(p: &ReproParams) -> Vec<String> {
         ("--mode", p.mode.as_str().to_string()),
         ("--seed", p.seed.to_string()),
     ];
-    let settings = Flag::ALL.into_iter().filter_map(|f| {
-        let setting = f.setting().filter(|s| p.bug.reads(*s))?;
-        Some((f.name(), setting_value(p, setting)))
-    });
+    let settings = Setting::ALL
+        .into_iter()
+        .filter(|s| p.bug.reads(*s))
+        .map(|s| (flag_of(s), setting_value(p, s)));
     own.into_iter()
         .chain(settings)
         .flat_map(|(f, v)| [f.to_string(), v])

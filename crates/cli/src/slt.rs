@@ -9,59 +9,9 @@ use epochlab_telemetry::{
     ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to,
 };
 
-use crate::args::{ArgError, Invocation};
+use crate::command::CheckError;
+use crate::command::slt::KillChoice;
 use crate::soak::{RESULTS_VERSION, SeedRow};
-
-pub const SLT_HELP: &str = "\
-epochlab slt: run sqllogictest files against the simulated cluster, each file in a fresh cluster (3 compute
-nodes, 256 vnodes, a barrier a second, parallelism 3 unless the file sets STREAMING_PARALLELISM), through the
-`sqllogictest` runner, as RisingWave's simulation runs its e2e tests.
-
-usage: epochlab slt [FLAGS] FILES...   (a FILE may be a glob, such as 'tests/slt/recovery/*.slt')
-
-The SQL is what RisingWave's e2e corpus needs so far (README: `epochlab slt`): RisingWave's types, casts and
-expressions; queries with joins, aggregates, subqueries, CTEs and set operations at the max committed epoch;
-materialized views and sinks planned into fragments (project, filter, union, values, hop window, hash and simple
-aggregation; streaming joins and top-N not yet); tables, views, indexes, sources, schemas, databases, users and
-grants, DROP ... CASCADE, ALTER ... RENAME / OWNER TO / SET SCHEMA, SHOW, DESCRIBE, every session variable;
-FLUSH, RECOVER, WAIT, SHOW JOBS. Anything else is `unsupported: <construct>`.
-
-FLAGS (each at most once; `--flag VALUE` or `--flag=VALUE`)
-  --seed N                  0..=2^64-1, default 0: the seed of every file's run
-  --bug ID                  14910 (default) | 22384 | 16815 | 19138 | 15144 | reschedule-unpinned: the bug
-                            whose toggle --mode sets
-  --mode M                  buggy | fixed (default) | purge-before-reset (14910 only)
-  --kill                    kill nodes of every role the engine has (the frontend, the 3 compute nodes, the
-                            compactor) as RisingWave's simulation runner's --kill does: before every record
-                            the parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE
-                            TABLE AS), with probability --kill-rate, after U(0, 1 s), per role none, all or
-                            each with p = 0.5, each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed
-                            records retried up to 5 times with backoff; files of RisingWave's KILL_IGNORE_FILES
-                            are skipped. Meta is never killed (RisingWave's --kill killed meta nodes too, never
-                            all; a meta that restarts from its store is not modelled yet)
-  --kill-frontend           kill the frontend only (with the other --kill-ROLE flags: those roles): its
-                            connections close, a statement in flight fails with `connection closed`, the
-                            client reconnects and replays its SETs, the runner retries the record
-  --kill-compute            kill compute nodes only (or with the other --kill-ROLE flags)
-  --kill-compactor          kill the compactor only (or with the other --kill-ROLE flags): compaction stops
-                            while it is down; tasks that fell due run when it is back
-  --kill-rate F             0..=1, default 1.0; needs a kill flag
-  --background-ddl-rate F   0..=1, default 0.0; needs a kill flag: before each CREATE MATERIALIZED VIEW the
-                            runner sets BACKGROUND_DDL to true with this probability, else false (2024: also
-                            at 0, overriding the file's own SET); one created in the background is
-                            followed by WAIT
-  --runner R                2024 (default) | latest: RisingWave's runner as at f21fb9b7915 (what the seed's CI
-                            ran), or today's: no SET BACKGROUND_DDL at rate 0 (#20681) nor after the file set
-                            it, backoff capped at 10 s, two more KILL_IGNORE_FILES; needs a kill flag
-  --json                    one JSON object per file on stdout
-  --event-log FILE          write each file's event log (with several files: FILE.N, N from 1)
-  --log-file FILE           the runs' log lines (at RUST_LOG's levels, else INFO), with virtual time
-  --otlp-endpoint URL       send each run's trace to this OTLP/gRPC collector (Jaeger's, say)
-  -h, --help                this text
-
-EXIT STATUS: 0 every record of every file passed and the checkers found nothing, 1 a record failed (the file,
-line, SQL, expected and actual, and the replay command are printed), an actor failed or a checker fired, or a
-run got stuck; 2 bad input (a flag, a missing file, a malformed record), one line on stderr.";
 
 /// `epochlab slt`'s arguments.
 #[derive(Clone, Debug)]
@@ -74,66 +24,12 @@ pub struct SltArgs {
     pub otlp_endpoint: Option<String>,
 }
 
-const FLAGS: [&str; 14] = [
-    "--seed",
-    "--bug",
-    "--mode",
-    "--kill",
-    "--kill-frontend",
-    "--kill-compute",
-    "--kill-compactor",
-    "--runner",
-    "--kill-rate",
-    "--background-ddl-rate",
-    "--json",
-    "--event-log",
-    "--log-file",
-    "--otlp-endpoint",
-];
-
-/// A probability flag's value.
-pub fn probability(flag: &'static str, v: &str) -> Result<f64, ArgError> {
-    let bad = || ArgError::NotAProbability {
-        flag,
-        value: v.to_string(),
-    };
-    let rate: f64 = v.parse().map_err(|_| bad())?;
-    if (0.0..=1.0).contains(&rate) {
-        Ok(rate)
-    } else {
-        Err(bad())
-    }
-}
-
-/// A `--flag` or `--flag=value` argument of a hand-written parser: the flag among `flags` (each at most once:
-/// `seen` remembers them) and its inline value.
-pub fn named_flag<'a>(
-    arg: &'a str,
-    flags: &[&'static str],
-    seen: &mut Vec<&'static str>,
-) -> Result<(&'static str, Option<&'a str>), ArgError> {
-    let (name, inline) = match arg.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
-        None => (arg, None),
-    };
-    let flag = flags
-        .iter()
-        .find(|f| **f == name)
-        .copied()
-        .ok_or_else(|| ArgError::UnknownFlag(arg.to_string()))?;
-    if seen.contains(&flag) {
-        return Err(ArgError::Repeated(flag));
-    }
-    seen.push(flag);
-    Ok((flag, inline))
-}
-
 /// The files a pattern names: itself when it has no glob characters, else its matches in order.
-pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, ArgError> {
+pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, CheckError> {
     if !pattern.contains(['*', '?', '[']) {
         return Ok(vec![PathBuf::from(pattern)]);
     }
-    let bad = |why: String| ArgError::SltFiles {
+    let bad = |why: String| CheckError::SltFiles {
         pattern: pattern.to_string(),
         why,
     };
@@ -147,92 +43,6 @@ pub fn expand(pattern: &str) -> Result<Vec<PathBuf>, ArgError> {
     }
     files.sort();
     Ok(files)
-}
-
-/// Parse `epochlab slt`'s arguments.
-pub fn parse(argv: &[String]) -> Result<Invocation, ArgError> {
-    let mut a = SltArgs {
-        files: Vec::new(),
-        params: SltParams::default(),
-        json: false,
-        event_log: None,
-        log_file: None,
-        otlp_endpoint: None,
-    };
-    let mut seen: Vec<&'static str> = Vec::new();
-    let (mut bug, mut mode) = (BugId::Rw14910, Mode::Fixed);
-    let (mut kill_rate, mut bg_rate, mut runner) = (None, None, None);
-    let (mut all, mut roles) = (false, KillRoles::NONE);
-    let mut it = argv.iter();
-    while let Some(arg) = it.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(Invocation::SltHelp);
-        }
-        if !arg.starts_with("--") {
-            a.files.extend(expand(arg)?);
-            continue;
-        }
-        let (flag, inline) = crate::slt::named_flag(arg, &FLAGS, &mut seen)?;
-        let switch = flag == "--json" || flag.starts_with("--kill") && flag != "--kill-rate";
-        let v = match (switch, inline) {
-            (true, None) => "",
-            (true, Some(_)) => return Err(ArgError::TakesNoValue(flag)),
-            (false, Some(v)) => v,
-            (false, None) => it.next().ok_or(ArgError::MissingValue(flag))?.as_str(),
-        };
-        if !switch && v.is_empty() {
-            return Err(ArgError::MissingValue(flag));
-        }
-        match flag {
-            "--seed" => {
-                a.params.seed = v.parse().map_err(|_| ArgError::NotASeed(v.to_string()))?;
-            }
-            "--bug" => bug = v.parse().map_err(ArgError::NotABug)?,
-            "--mode" => {
-                mode = v.parse().map_err(|_| ArgError::NotASingleMode {
-                    command: "slt",
-                    value: v.to_string(),
-                })?;
-            }
-            "--kill" => all = true,
-            "--kill-frontend" => roles.frontend = true,
-            "--kill-compute" => roles.compute = true,
-            "--kill-compactor" => roles.compactor = true,
-            "--runner" => runner = Some(v.parse().map_err(|_| ArgError::NotARunner(v.into()))?),
-            "--kill-rate" => kill_rate = Some(probability(flag, v)?),
-            "--background-ddl-rate" => bg_rate = Some(probability(flag, v)?),
-            "--json" => a.json = true,
-            "--event-log" => a.event_log = Some(PathBuf::from(v)),
-            "--log-file" => a.log_file = Some(PathBuf::from(v)),
-            "--otlp-endpoint" => a.otlp_endpoint = Some(v.to_string()),
-            _ => unreachable!("every flag of FLAGS is handled"),
-        }
-    }
-    a.params.run = BugMode::new(bug, mode).map_err(ArgError::NotAModeOfTheBug)?;
-    a.params.kill_roles = if all { KillRoles::ALL } else { roles };
-    a.params.kill = a.params.kill_roles.any();
-    for (flag, given) in [
-        ("--kill-rate", kill_rate.is_some()),
-        ("--background-ddl-rate", bg_rate.is_some()),
-        ("--runner", runner.is_some()),
-    ] {
-        if given && !a.params.kill {
-            return Err(ArgError::Pointless {
-                flag,
-                reason: "needs --kill or a --kill-ROLE flag (RisingWave's runner reads it only when it kills)",
-            });
-        }
-    }
-    a.params.runner = runner.unwrap_or_default();
-    a.params.kill_rate = kill_rate.unwrap_or(1.0);
-    a.params.background_ddl_rate = bg_rate.unwrap_or(0.0);
-    if a.files.is_empty() {
-        return Err(ArgError::SltFiles {
-            pattern: String::new(),
-            why: "name the files to run: epochlab slt [FLAGS] FILES...".into(),
-        });
-    }
-    Ok(Invocation::Slt(Box::new(a)))
 }
 
 /// The command that reruns one file of one seed.
@@ -587,56 +397,21 @@ impl SltCampaign {
 
 /// `soak --slt GLOB [--kill] [--kill-rate F] [--background-ddl-rate F]`: the campaign's scenario.
 pub fn soak_scenario(
-    values: &std::collections::BTreeMap<&'static str, String>,
+    pattern: &str,
+    kills: &KillChoice,
     bug: BugId,
     mode: Mode,
-) -> Result<crate::soak::Scenario, ArgError> {
+) -> Result<crate::soak::Scenario, CheckError> {
     // A replay command (`soak --replay`) splits at spaces without a shell: its pattern keeps its quotes.
-    let pattern = values.get("--slt").cloned().unwrap_or_default();
     let pattern = pattern.trim_matches('\'').to_string();
     let files = expand(&pattern)?;
-    let roles = if values.contains_key("--kill") {
-        KillRoles::ALL
-    } else {
-        KillRoles {
-            frontend: values.contains_key("--kill-frontend"),
-            compute: values.contains_key("--kill-compute"),
-            compactor: values.contains_key("--kill-compactor"),
-        }
-    };
-    let kill = roles.any();
-    let runner = match values.get("--runner") {
-        Some(_) if !kill => {
-            return Err(ArgError::Pointless {
-                flag: "--runner",
-                reason: "with --slt needs --kill or a --kill-ROLE flag",
-            });
-        }
-        Some(v) => v.parse().map_err(|_| ArgError::NotARunner(v.clone()))?,
-        None => RunnerEra::default(),
-    };
-    let rate = |flag: &'static str, default: f64| -> Result<f64, ArgError> {
-        match values.get(flag) {
-            Some(_) if !kill => Err(ArgError::Pointless {
-                flag,
-                reason: "with --slt needs --kill (RisingWave's runner reads it only when it kills)",
-            }),
-            Some(v) => probability(flag, v),
-            None => Ok(default),
-        }
-    };
-    let params = SltParams {
-        run: BugMode::new(bug, mode).map_err(ArgError::NotAModeOfTheBug)?,
-        kill,
-        kill_roles: roles,
-        runner,
-        kill_rate: rate("--kill-rate", 1.0)?,
-        background_ddl_rate: rate("--background-ddl-rate", 0.0)?,
+    let params = kills.apply(SltParams {
+        run: BugMode::new(bug, mode).map_err(CheckError::NotAModeOfTheBug)?,
         ..SltParams::default()
-    };
+    })?;
     // Every file is read before any seed runs: a missing or malformed one is bad input, as for `slt`.
     for f in &files {
-        epochlab_sql::runner::parse_file(f, &params).map_err(|e| ArgError::SltFiles {
+        epochlab_sql::runner::parse_file(f, &params).map_err(|e| CheckError::SltFiles {
             pattern: pattern.clone(),
             why: e.to_string(),
         })?;
@@ -675,67 +450,6 @@ fn combine(digests: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(v: &[&str]) -> Result<Invocation, ArgError> {
-        parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn kill_defaults_follow_risingwave() {
-        let Ok(Invocation::Slt(a)) = args(&["--kill", "x.slt"]) else {
-            panic!("parses")
-        };
-        assert!(a.params.kill);
-        assert_eq!(a.params.kill_rate, 1.0);
-        assert_eq!(a.params.background_ddl_rate, 0.0);
-        assert!(matches!(
-            args(&["--kill-rate", "0.5", "x.slt"]),
-            Err(ArgError::Pointless { .. })
-        ));
-        assert!(matches!(
-            args(&["--seed", "1"]),
-            Err(ArgError::SltFiles { .. })
-        ));
-        assert!(matches!(
-            args(&["--mode", "purge-before-reset", "--bug", "22384", "x.slt"]),
-            Err(ArgError::NotAModeOfTheBug(_))
-        ));
-        assert!(matches!(
-            args(&["--kill", "--kill", "x.slt"]),
-            Err(ArgError::Repeated("--kill"))
-        ));
-    }
-
-    #[test]
-    fn role_flags_and_the_runner_parse_and_replay() {
-        let Ok(Invocation::Slt(a)) = args(&["--kill-frontend", "--kill-compactor", "x.slt"]) else {
-            panic!("parses")
-        };
-        assert!(a.params.kill);
-        assert_eq!(
-            a.params.kill_roles,
-            KillRoles {
-                frontend: true,
-                compute: false,
-                compactor: true
-            }
-        );
-        assert_eq!(a.params.runner, RunnerEra::R2024);
-        assert!(replay(&a.params, Path::new("x.slt")).contains(
-            "--kill-frontend --kill-compactor --kill-rate 1 --background-ddl-rate 0 x.slt"
-        ));
-        let Ok(Invocation::Slt(a)) =
-            args(&["--kill", "--kill-compute", "--runner=latest", "x.slt"])
-        else {
-            panic!("parses")
-        };
-        assert_eq!(a.params.kill_roles, KillRoles::ALL);
-        assert!(replay(&a.params, Path::new("x.slt")).ends_with("--runner latest x.slt"));
-        assert!(matches!(
-            args(&["--kill", "--runner", "2025", "x.slt"]),
-            Err(ArgError::NotARunner(_))
-        ));
-    }
 
     #[test]
     fn a_replay_names_the_file_and_the_kill_settings() {

@@ -11,19 +11,6 @@ use std::path::{Path, PathBuf};
 use epochlab_sim::BugId;
 use epochlab_sim::bugs::record::{fold_debug, mask};
 
-pub const TRIAGE_HELP: &str = "\
-epochlab triage FILE...: which known bug is this log?
-
-Reads each FILE (plain text or gzip, any size, as a stream; `-` is standard input) and looks for the recorded
-symptom of every entry of `epochlab bugs` (the panic message, the actor's error, the logged line), with ids,
-epochs and numbers masked and Debug's pretty-printing folded, so a panic printed over many lines matches.
-
-Per match it prints the bug, the file and line, the matching text, the context the log gives before it (the
-actor, the executor, the epoch, the table) and the command that reproduces the bug. Without a match it says so
-and lists the panics and errors it found, grouped by their masked text.
-
-Exit status: 0 a known bug matched, 1 none did, 2 bad input (no file, a file that cannot be read).";
-
 /// Lines of one event at most (a panic's message and a pretty-printed value): the rest is not read into it.
 const EVENT_LINES_MAX: usize = 64;
 /// Bytes of a line read into its event.

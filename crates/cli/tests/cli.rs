@@ -135,7 +135,7 @@ fn help_is_exit_0_and_names_every_outcome() {
         "passed",
         "not_reproducible",
         "stuck",
-        "--persist-check on|off",
+        "--persist-check <on|off>",
     ] {
         assert!(help.contains(word), "{word}");
     }

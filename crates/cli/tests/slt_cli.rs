@@ -75,7 +75,7 @@ fn bad_input_is_exit_2_with_one_line() {
             vec!["slt", malformed.to_str().unwrap()],
             "malformed.slt:4: parse error",
         ),
-        (vec!["slt"], "name the files to run"),
+        (vec!["slt"], "name the FILES..."),
         (
             vec!["slt", "--kill-rate", "0.5", "x.slt"],
             "--kill-rate needs --kill",
@@ -87,7 +87,7 @@ fn bad_input_is_exit_2_with_one_line() {
         (vec!["slt", "--frobnicate", "x.slt"], "unknown flag"),
         (
             vec!["slt", "--mode", "all", "x.slt"],
-            "--mode of slt is one of buggy, fixed or purge-before-reset",
+            "--mode takes buggy, fixed or purge-before-reset, not `all`",
         ),
         (
             vec!["slt", "tests/slt/nothing-here-*.slt"],
@@ -100,7 +100,7 @@ fn bad_input_is_exit_2_with_one_line() {
         ),
         (
             vec!["slt", "--runner", "latest", "x.slt"],
-            "--runner needs --kill or a --kill-ROLE flag",
+            "--runner needs --kill, --kill-frontend, --kill-compute or --kill-compactor",
         ),
         (
             vec!["slt", "--kill-frontend=yes", "x.slt"],
@@ -165,7 +165,7 @@ fn help_names_the_roles_killed_and_says_meta_is_never_killed() {
         "--kill-frontend",
         "--kill-compute",
         "--kill-compactor",
-        "--runner R",
+        "--runner <R>",
         "Meta is never killed",
         "KILL_IGNORE_FILES",
     ] {

@@ -191,7 +191,7 @@ impl GlobalBarrierManagerContext for MetaContext {
             }
             if let Some(actors) = command.stopped_actors() {
                 inner.drop_actors(actors).await;
-                if inner.config.drop_mode.unregisters_in_post_collect() {
+                if inner.config.toggles.drop_mode.unregisters_in_post_collect() {
                     inner
                         .hummock
                         .unregister_tables(command.unregistered_table_ids(), "drop collected");
@@ -224,7 +224,7 @@ impl GlobalBarrierManagerContext for MetaContext {
             epochlab_recovery::recover(
                 &ctx,
                 &config.recovery,
-                config.drop_mode,
+                config.toggles.drop_mode,
                 &reason,
                 last_epoch,
             )

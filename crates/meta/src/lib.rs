@@ -11,14 +11,13 @@ mod recovery;
 mod reschedule;
 mod scale;
 
-pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
+pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 pub use catalog::{
     ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, GraphFragment, JobGraph, JobState,
     Relation, RelationKind, ScanSite, StreamScanType,
 };
-pub use epochlab_recovery::{DropMode, ParseDropModeError, RecoveryConfig, RecoveryError};
+pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
 pub use progress::CreateAborted;
-pub use reschedule::{BadAssignment, ConfigChangeWait};
-pub use scale::RescheduleBackfilling;
+pub use reschedule::BadAssignment;

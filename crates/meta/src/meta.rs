@@ -14,42 +14,35 @@ use epochlab_common::plan::{
     StreamFragmentGraph, StreamNode,
 };
 use epochlab_common::{
-    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, VnodeCount, WorkerId,
-    event,
+    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, Toggles, VnodeCount,
+    WorkerId, event,
 };
 use epochlab_common::{trace, vspan};
-use epochlab_recovery::{DropMode, RecoveryConfig, RecoveryError};
+use epochlab_recovery::{RecoveryConfig, RecoveryError};
 use epochlab_rpc::{Network, Request, Response, RpcError, RpcKind};
 use epochlab_storage::HummockManager;
 use thiserror::Error;
 use tracing::Instrument;
 
-use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, PreApplyCancel, STATE_DEFAULT_GROUP};
+use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 use crate::catalog::{
     ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobGraph, JobState, Relation,
     RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
 use crate::progress::CreateAborted;
-use crate::reschedule::ConfigChangeWait;
-use crate::scale::RescheduleBackfilling;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
     pub barrier: BarrierConfig,
-    /// When dropped jobs' tables are unregistered: by the drop's caller, in post-collect, or by recovery.
-    pub drop_mode: DropMode,
     pub vnode_count: VnodeCount,
-    /// Recovery's slow steps and backoff (when it unregisters follows `drop_mode`).
+    /// Recovery's slow steps and backoff (when it unregisters follows `toggles.drop_mode`).
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
-    /// What a reschedule's Pause waits for before its Update goes out (epochlab's reschedule-unpinned check).
-    pub config_change_wait: ConfigChangeWait,
-    /// Which backfilling jobs recovery's scale-in reschedules (RisingWave #19138).
-    pub reschedule_backfilling: RescheduleBackfilling,
-    /// What recovery's pre-apply of a buffered cancel does with the job's tables (RisingWave #15144).
-    pub pre_apply_cancel: PreApplyCancel,
+    /// The engine's bug toggles, whole: meta and recovery read `drop_mode`, `config_change_wait`,
+    /// `reschedule_backfilling` and `pre_apply_cancel`, and hand them to the barrier manager (`on_worker_err`).
+    pub toggles: Toggles,
     /// Which compaction group a job's state tables join.
     pub compaction_groups: GroupPlacement,
 }
@@ -58,13 +51,10 @@ impl Default for MetaConfig {
     fn default() -> Self {
         Self {
             barrier: BarrierConfig::default(),
-            drop_mode: DropMode::Fixed,
             vnode_count: VnodeCount::DEFAULT,
             recovery: RecoveryConfig::default(),
             heartbeat_timeout: Duration::from_secs(15),
-            config_change_wait: ConfigChangeWait::EpochCommit,
-            reschedule_backfilling: RescheduleBackfilling::ReschedulableOnly,
-            pre_apply_cancel: PreApplyCancel::default(),
+            toggles: Toggles::default(),
             compaction_groups: GroupPlacement::default(),
         }
     }
@@ -450,6 +440,7 @@ impl MetaNode {
             Arc::new(MetaContext::new(inner.clone())),
             scheduled,
             config.barrier,
+            config.toggles,
         );
         (Self { inner }, manager)
     }
@@ -995,7 +986,7 @@ impl MetaNode {
     /// `CANCEL JOB`: a job still being created (a background one, say) is removed from the catalog and its
     /// actors are stopped as a drop's (RisingWave's `CancelStreamingJob`, accepted while recovery runs,
     /// which pre-applies it). Its tables go where the drop mode sends a drop's, unless recovery pre-applies
-    /// the cancel: then [`PreApplyCancel`] decides.
+    /// the cancel: then `Toggles::pre_apply_cancel` decides.
     pub async fn cancel_job(&self, id: TableId) -> Result<(), DdlError> {
         self.drop_or_cancel(id, Removal::Cancel).await
     }
@@ -1074,7 +1065,12 @@ impl MetaNode {
             rel.name
         );
         let result = inner.scheduler.run_command(command).await;
-        if inner.config.drop_mode.caller_unregisters_on_return() {
+        if inner
+            .config
+            .toggles
+            .drop_mode
+            .caller_unregisters_on_return()
+        {
             // RisingWave before the fix: the result is ignored and the tables go at once.
             if let Err(e) = &result {
                 tracing::warn!(error = %e, "drop command failed; unregistering anyway");

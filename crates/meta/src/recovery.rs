@@ -206,11 +206,12 @@ impl RecoveryContext for Recovery {
 
     /// RisingWave's `pre_apply_drop_cancel`: the buffered drops and cancels are done, without a barrier (their
     /// jobs are out of the catalog already, so recovery does not rebuild their actors). A drop's tables go to
-    /// recovery to unregister; a cancel's as [`PreApplyCancel`] says (RisingWave #15144).
+    /// recovery to unregister; a cancel's as `Toggles::pre_apply_cancel` says (RisingWave #15144).
     fn pre_apply_drops(&self) -> Vec<TableId> {
         let hand_over = self
             .inner
             .config
+            .toggles
             .pre_apply_cancel
             .hands_tables_to_recovery();
         let mut tables = Vec::new();

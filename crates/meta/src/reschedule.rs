@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use epochlab_barrier::{BarrierError, BarrierResult, Command, DispatcherUpdate, PausedReason};
 use epochlab_common::plan::ActorMapping;
+use epochlab_common::toggles::ConfigChangeWait;
 use epochlab_common::trace;
 use epochlab_common::{ActorId, Bitmap, Epoch, TableId, WorkerId, event, vspan};
 use epochlab_rpc::Request;
@@ -31,20 +32,6 @@ use tracing::Instrument;
 
 use crate::catalog::{Catalog, Relation, RelationKind, StreamScanType};
 use crate::meta::{DdlError, MetaInner, MetaNode};
-
-/// What the post-collect of a configuration change's Pause waits for before the change's barrier may go out.
-/// The one toggle of epochlab's reschedule-unpinned check, read only by [`MetaInner::wait_for_config_change`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ConfigChangeWait {
-    /// Before the fix: nothing beyond meta's own commit. The Update reaches an actor before its node has pinned
-    /// the version that commits the Pause's epoch: the new owner of a vnode reads its progress (and the
-    /// upstream snapshot) without the old owner's last writes.
-    None,
-    /// RisingWave's `wait_epoch_commit` for `PausedReason::ConfigChange`: every node with actors has pinned a
-    /// version whose max committed epoch is at least the Pause's.
-    #[default]
-    EpochCommit,
-}
 
 impl Relation {
     /// The job's first fragment with vnode ownership rotated by `k`: the owner of vnode `v` becomes the actor
@@ -246,7 +233,7 @@ impl MetaInner {
         prev: Epoch,
         nodes: Vec<WorkerId>,
     ) -> BarrierResult<()> {
-        match self.config.config_change_wait {
+        match self.config.toggles.config_change_wait {
             ConfigChangeWait::None => Ok(()),
             ConfigChangeWait::EpochCommit => {
                 let waits = nodes

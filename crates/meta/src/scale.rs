@@ -13,25 +13,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use epochlab_common::toggles::RescheduleBackfilling;
 use epochlab_common::{ActorId, Bitmap, TableId, WorkerId, event};
 
 use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind, StreamScanType};
 use crate::meta::MetaInner;
-
-/// Which jobs recovery's scale-in reschedules while they are still being created. The one toggle of
-/// RisingWave #19138, read only by [`MetaInner::scale_in`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RescheduleBackfilling {
-    /// RisingWave v2.0.2 (#19138): recovery scales in unless a materialized view is being created in the
-    /// background (`list_background_creating_jobs` listed materialized views only); otherwise every job is
-    /// scaled, a `SINK INTO TABLE` still backfilling through no-shuffle backfill included.
-    MviewsListed,
-    /// RisingWave since PR #23998: every job is scaled except a background job whose backfill cannot be
-    /// rescheduled (`collect_unreschedulable_backfill_jobs`, `StreamScanType::is_reschedulable`: no-shuffle
-    /// backfill), with the jobs of its no-shuffle group; their actors on removed nodes move whole.
-    #[default]
-    ReschedulableOnly,
-}
 
 /// The relation at the top of `rel`'s no-shuffle group: up its `NoShuffle` edges.
 fn group_root(catalog: &Catalog, rel: &Relation) -> TableId {
@@ -117,7 +103,7 @@ impl MetaInner {
                 && r.background
                 && r.kind == RelationKind::MaterializedView
         });
-        if self.config.reschedule_backfilling == RescheduleBackfilling::MviewsListed
+        if self.config.toggles.reschedule_backfilling == RescheduleBackfilling::MviewsListed
             && creating_mview
         {
             event!(
@@ -148,7 +134,8 @@ impl MetaInner {
                 );
                 continue;
             }
-            if self.config.reschedule_backfilling == RescheduleBackfilling::ReschedulableOnly
+            if self.config.toggles.reschedule_backfilling
+                == RescheduleBackfilling::ReschedulableOnly
                 && unreschedulable
             {
                 event!(

@@ -3,7 +3,6 @@
 //! relative to resetting the compute nodes** ([`DropMode`]). Meta supplies the steps through
 //! [`RecoveryContext`]; this crate decides their order.
 
-mod drop_mode;
 mod error;
 #[cfg(test)]
 mod tests;
@@ -13,11 +12,11 @@ use std::ops::Range;
 use std::time::Duration;
 
 use epochlab_barrier::{InflightActorInfo, RecoveredState};
+use epochlab_common::toggles::DropMode;
 use epochlab_common::trace::{self, Cause, Park};
 use epochlab_common::{Epoch, EventLog, SimRng, TableId, event, vspan};
 use tracing::Instrument;
 
-pub use drop_mode::{DropMode, ParseDropModeError};
 pub use error::RecoveryError;
 
 pub type RecoveryResult<T> = Result<T, RecoveryError>;

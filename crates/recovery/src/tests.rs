@@ -10,7 +10,9 @@ use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
 use epochlab_common::{Clock, Epoch, EventLog, SimRng, TableId, WorkerId};
 use epochlab_rpc::{RpcError, RpcKind};
 
-use crate::{DropMode, RecoveryConfig, RecoveryContext, RecoveryError, RecoveryResult, recover};
+use epochlab_common::toggles::DropMode;
+
+use crate::{RecoveryConfig, RecoveryContext, RecoveryError, RecoveryResult, recover};
 
 /// One call recovery made into its context.
 #[derive(Clone, Debug, PartialEq, Eq)]

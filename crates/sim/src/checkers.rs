@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
 
+use epochlab_common::toggles::DropMode;
 use epochlab_common::{ActorId, Clock, TableId, WorkerId};
-use epochlab_meta::DropMode;
 use epochlab_storage::{Access, AccessKind, AccessObserver, HummockManager};
 
 use crate::cluster::Cluster;
-use crate::scenario::Violation;
+use crate::report::Violation;
 
 /// One kind of access the detector saw: the first occurrence and how often it happened.
 #[derive(Clone, Debug)]

@@ -12,21 +12,21 @@ pub mod bugs;
 pub mod capture;
 pub mod checkers;
 pub mod cluster;
+pub mod config;
 pub mod panic;
+pub mod report;
+pub mod repro;
 pub mod runtime;
-pub mod scenario;
 pub mod workload;
 
-pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Setting, Toggles};
+pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Setting};
 pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig};
 pub use epochlab_common::SimRng;
 pub use epochlab_common::trace::TracePer;
+pub use report::{Outcome, ReproReport, Violation};
+pub use repro::{ClusterHook, ReproHooks, ReproParams, TracingLayer, run_repro, run_repro_with};
 pub use runtime::{
     RunError, SimContext, SimOutput, TaskPanic, TimeObserver, TimedOut, run, run_with_origin,
     try_run, try_run_observed,
-};
-pub use scenario::{
-    ClusterHook, Outcome, ReproHooks, ReproParams, ReproReport, TracingLayer, Violation, run_repro,
-    run_repro_with,
 };

@@ -33,7 +33,9 @@ use std::time::Duration;
 use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
 use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
-use epochlab_sim::scenario::{base_network, cluster_config_for, install, stuck_report};
+use epochlab_sim::config::{base_network, cluster_config_for};
+use epochlab_sim::report::stuck_report;
+use epochlab_sim::repro::install;
 use epochlab_sim::workload::FailureKind;
 use epochlab_sim::workload::watchdog;
 use epochlab_sim::{

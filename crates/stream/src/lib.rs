@@ -7,7 +7,5 @@
 pub mod executor;
 pub mod task;
 
-pub use task::compute_node::{
-    BackfillVnode, ComputeEnv, ComputeNode, DmlError, Heartbeat, StreamConfig,
-};
+pub use task::compute_node::{ComputeEnv, ComputeNode, DmlError, Heartbeat, StreamConfig};
 pub use task::error::{BuildError, LocalBarrierError, LocalBarrierResult};

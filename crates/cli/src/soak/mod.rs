@@ -677,7 +677,7 @@ pub enum ReplayError {
     #[error("neither `cargo xtask repro` nor `cargo xtask soak`")]
     NotXtask,
     #[error(transparent)]
-    Flags(#[from] crate::args::ArgError),
+    Flags(#[from] crate::command::CliError),
     #[error("not one run of one mode")]
     NotOneRepro,
     #[error("not one seed or one plan")]
@@ -688,27 +688,26 @@ pub enum ReplayError {
 
 /// The run of a replay command (`cargo xtask repro ...` or `cargo xtask soak ...` of one seed or plan).
 fn spec_of_replay(command: &str) -> Result<RunSpec, ReplayError> {
-    use crate::args::Invocation;
-    let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
-    let [cargo, xtask, cmd, flags @ ..] = words.as_slice() else {
+    use crate::command::Invocation;
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let [cargo, xtask, cmd, ..] = words.as_slice() else {
         return Err(ReplayError::NotXtask);
     };
-    match (cargo.as_str(), xtask.as_str(), cmd.as_str()) {
-        ("cargo", "xtask", "repro") => match crate::args::ReproArgs::parse(flags)? {
-            Invocation::Repro(a) if a.modes.len() == 1 => Ok(RunSpec::Directed(ReproParams {
-                mode: a.modes[0],
-                ..a.params
-            })),
-            _ => Err(ReplayError::NotOneRepro),
-        },
-        ("cargo", "xtask", "soak") => match crate::args::parse_soak(flags)? {
-            Invocation::Soak(a) if a.plan.is_some() => {
-                Ok(plan_cmd::spec_of_plan_file(&a).map(|(spec, _)| spec)?)
-            }
-            Invocation::Soak(a) if a.seeds.end - a.seeds.start == 1 => Ok(a.spec(a.seeds.start)),
-            _ => Err(ReplayError::NotOneSoakRun),
-        },
-        _ => Err(ReplayError::NotXtask),
+    if (*cargo, *xtask) != ("cargo", "xtask") || !matches!(*cmd, "repro" | "soak") {
+        return Err(ReplayError::NotXtask);
+    }
+    let argv = words[2..].iter().map(std::ffi::OsString::from);
+    match crate::command::parse(argv)? {
+        Invocation::Repro(a) if a.modes.len() == 1 => Ok(RunSpec::Directed(ReproParams {
+            mode: a.modes[0],
+            ..a.params
+        })),
+        Invocation::Repro(_) => Err(ReplayError::NotOneRepro),
+        Invocation::Soak(a) if a.plan.is_some() => {
+            Ok(plan_cmd::spec_of_plan_file(&a).map(|(spec, _)| spec)?)
+        }
+        Invocation::Soak(a) if a.seeds.end - a.seeds.start == 1 => Ok(a.spec(a.seeds.start)),
+        _ => Err(ReplayError::NotOneSoakRun),
     }
 }
 

@@ -8,6 +8,17 @@ use epochlab_common::{DataType, Datum, ScalarImpl};
 use crate::cast::{self, CastContext, build_cast, is_untyped};
 use crate::error::{ExprError, Result};
 
+/// Whether `func`'s builder gives each argument after the array its own type (a delimiter is text, an
+/// appended element the array's element type, a subscript an integer), as PostgreSQL's `anyarray, text` and
+/// `anyarray, anyelement` signatures do: an unknown-typed literal there must not take the array's type.
+pub fn types_its_own_arguments(func: ExprType) -> bool {
+    use ExprType::*;
+    matches!(
+        func,
+        ArrayToString | ArrayAppend | ArrayPrepend | ArrayAccess
+    )
+}
+
 fn elem_type(e: &ExprNode) -> Option<DataType> {
     match e.return_type() {
         DataType::List(t) if !is_untyped(e) => Some(*t),

@@ -10,7 +10,7 @@
 //! grows with every commit until its writes stop, and then no barrier completes until meta restarts and
 //! purges: that stall is the story of #16511 and #20010 (the same orphan left by a drop). The mirror image of
 //! #14910, where the unregister came too early. Its toggle is [`PreApplyCancel`]
-//! (`MetaConfig::pre_apply_cancel`, read in meta's `Recovery::pre_apply_drops`); its directed scenario is
+//! (`Toggles::pre_apply_cancel`, read in meta's `Recovery::pre_apply_drops`); its directed scenario is
 //! [`scenario`].
 //!
 //! The scenario: two nodes, RisingWave's static compaction groups (a table and a view share group 3); a
@@ -24,21 +24,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use epochlab_common::Toggles;
+use epochlab_common::toggles::PreApplyCancel;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use epochlab_meta::{GroupPlacement, JobOptions, MATERIALIZED_VIEW_GROUP, PreApplyCancel};
+use futures::future::LocalBoxFuture;
+use epochlab_meta::{GroupPlacement, JobOptions, MATERIALIZED_VIEW_GROUP};
 use epochlab_storage::{CompactionConfig, GroupCompaction, GroupId};
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use super::record::{Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{
-    ClusterHook, Outcome, ReproParams, ReproReport, barrier_report, base_network,
-    cluster_config_for, stuck_report, write_stop_report,
-};
+use crate::config::{base_network, cluster_config_for};
+use crate::report::{Outcome, ReproReport, barrier_report, stuck_report, write_stop_report};
+use crate::repro::{ClusterHook, ReproParams};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw15144,
+    name: "15144",
+    origin: Origin::RisingWave,
     mechanism: "recovery pre-applies a buffered CANCEL of a creating job and never unregisters its tables \
                 (PR #15355: this \"might cause\" #15144): storage keeps them while the catalog forgets them; a \
                 compaction task whose input holds their data fails (`Failed to fetch filter key extractor \
@@ -55,7 +60,43 @@ pub const INFO: BugInfo = BugInfo {
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 15144",
     settings: &[],
+    timeline: "the kill, recovery's pre-apply of the cancel, unregisters, compaction, the write stop",
+    record: &RECORD,
+    toggles,
+    scenario: start,
 };
+
+const RECORD: Record = Record {
+    refs: "issue #15144 (2024-02-20, titled \"inconsistency table info between catalog and hummock\"); PR #15355 \
+           (recovery's `pre_apply_drop_cancel` never unregistered a cancelled job's tables; it \"might cause\" \
+           #15144); the write-stop deadlock is #16511 and #20010 (a dropped-tables cache in the catalog)",
+    symptom: Symptom {
+        kind: SymptomKind::LoggedLine,
+        text: "Failed to fetch filter key extractor tables [{1, 2}. [[2]] may be removed by meta-service. ",
+        pattern: "Failed to fetch filter key extractor tables [{N}. [[N]] may be removed by meta-service.",
+        epochlab_pattern: "",
+        panic_file: "",
+    },
+    site: "storage: hummock/compactor/compactor_runner.rs, `compact` (an error log, then the task ends \
+           `ExecuteFailed`): the task's table ids are those its input SSTs hold, filtered by the group's \
+           `existing_table_ids`, then fetched from the filter key extractor manager; the cause in meta: \
+           recovery's `pre_apply_drop_cancel`",
+    differs: "a task reads the whole L0 but not the base level's overlapping files; the ids print sorted (a \
+              HashSet in RisingWave); the catalog lookup is a call, not an RPC; the stall is #16511's write \
+              stop, which the record ties to #16511 and #20010, not to #15144 itself",
+};
+
+/// The engine's toggles of a run in `mode`: [`pre_apply_cancel`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles {
+        pre_apply_cancel: pre_apply_cancel(mode),
+        ..Toggles::default()
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
 
 /// What recovery's pre-apply of a cancel does with the job's tables in `mode`.
 pub(crate) fn pre_apply_cancel(mode: Mode) -> PreApplyCancel {
@@ -421,7 +462,7 @@ fn verdict(s: &Setup, p: &ReproParams, writes: Writes, report: ReproReport) -> R
 fn check_table(s: &Setup, rows: i64) {
     let got = s.cluster.committed_rows(s.table).len() as i64;
     if got != rows {
-        let mut v = crate::scenario::Violation::new(
+        let mut v = crate::report::Violation::new(
             "oracle",
             format!("table t has {got} rows committed, {rows} were written"),
         );

@@ -4,7 +4,7 @@
 //! distribution key that is a strict subset of the pk, the computed vnode is often not one the actor owns
 //! ("Backfill progress for vnode VirtualNode(V) not found"), and when it is owned the row is judged by the wrong vnode's
 //! position: updates are dropped or applied twice. Its toggle is [`BackfillVnode`]
-//! (`StreamConfig::backfill_vnode`, read in the arrangement backfill's `mark_chunk_ref_by_vnode`); its directed
+//! (`Toggles::backfill_vnode`, read in the arrangement backfill's `mark_chunk_ref_by_vnode`); its directed
 //! scenario is [`scenario`], after RisingWave's `e2e_test/backfill/sink/different_pk_and_dist_key.slt`.
 //!
 //! The scenario: a table with pk (a, b) distributed by a, loaded; a rate-limited view over it, created in the
@@ -16,18 +16,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use epochlab_common::Toggles;
+use epochlab_common::toggles::BackfillVnode;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
+use futures::future::LocalBoxFuture;
 use epochlab_meta::{JobOptions, JobState};
-use epochlab_stream::BackfillVnode;
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Setting, Toggles};
+use super::record::{Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for};
+use crate::config::{base_network, cluster_config_for};
+use crate::report::ReproReport;
+use crate::repro::{ClusterHook, ReproParams};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw16815,
+    name: "16815",
+    origin: Origin::RisingWave,
     mechanism: "arrangement backfill computes an upstream row's vnode from its pk, not the table's distribution \
                 key: the vnode is not the actor's (`Backfill progress for vnode VirtualNode(..) not found, \
                 backfill_state not initialized properly`) or the wrong one (rows dropped or doubled)",
@@ -37,7 +44,41 @@ pub const INFO: BugInfo = BugInfo {
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 16815",
     settings: &[Setting::Parallelism, Setting::PersistCheck],
+    timeline: "the table, the view's backfill, its progress, the failure",
+    record: &RECORD,
+    toggles,
+    scenario: start,
 };
+
+const RECORD: Record = Record {
+    refs: "PR #16815 (2024-05-20, \"arrangement backfill should use dist key instead of pk to derive vnode\"); \
+           found by e2e_test/backfill/sink/different_pk_and_dist_key.slt; no issue",
+    symptom: Symptom {
+        kind: SymptomKind::ActorError,
+        text: "Backfill progress for vnode VirtualNode(196) not found, backfill_state not initialized properly \
+               (`bail!` with `{:#?}`: the vnode spans three lines)",
+        pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
+        epochlab_pattern: "",
+        panic_file: "",
+    },
+    site: "stream: executor/backfill/utils.rs, `BackfillState::get_progress`, reached from \
+           `mark_chunk_ref_by_vnode` with a vnode computed from the pk, in the arrangement backfill",
+    differs: "a typed error whose vnode prints on one line; a dist key that is a prefix of the pk; a wrong vnode \
+              that the actor owns shows as wrong results, caught by the view's write check or the oracle, which \
+              RisingWave's CI had no equivalent of",
+};
+
+/// The engine's toggles of a run in `mode`: [`backfill_vnode`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles {
+        backfill_vnode: backfill_vnode(mode),
+        ..Toggles::default()
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
 
 /// How the arrangement backfill derives an upstream row's vnode in `mode`.
 pub(crate) fn backfill_vnode(mode: Mode) -> BackfillVnode {

@@ -9,7 +9,7 @@
 //! created, but its list of such jobs held materialized views only, so a creating sink did not stop it. Since
 //! PR #23998 meta's scale skips the jobs whose backfill cannot be rescheduled (`is_reschedulable`: no-shuffle
 //! backfill is not) and refreshes the progress tracker of the ones it scales. The toggle is
-//! [`RescheduleBackfilling`] (`MetaConfig::reschedule_backfilling`, read only by meta's recovery scale-in).
+//! [`RescheduleBackfilling`] (`Toggles::reschedule_backfilling`, read only by meta's recovery scale-in).
 //!
 //! The scenario: two nodes; a table whose rows lie almost all in its first actor's vnodes; a rate-limited sink
 //! over it, created in the background with no-shuffle backfill (one backfill actor beside each table actor,
@@ -25,18 +25,25 @@ use std::time::Duration;
 
 use epochlab_barrier::SchedulerStatus;
 use epochlab_common::plan::SinkKind;
+use epochlab_common::Toggles;
+use epochlab_common::toggles::RescheduleBackfilling;
 use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use epochlab_meta::{JobOptions, JobState, RescheduleBackfilling, SinkOptions, StreamScanType};
+use futures::future::LocalBoxFuture;
+use epochlab_meta::{JobOptions, JobState, SinkOptions, StreamScanType};
 use epochlab_stream::executor::backfill::BackfillActorStats;
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use super::record::{Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{ClusterHook, ReproParams, ReproReport, Violation};
+use crate::report::{ReproReport, Violation};
+use crate::repro::{ClusterHook, ReproParams};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw19138,
+    name: "19138",
+    origin: Origin::RisingWave,
     mechanism: "a compute node is removed while a sink still backfills through no-shuffle backfill; \
                 recovery scales the sink in, so one actor gets the vnodes of an actor that had finished and \
                 of one that had not, and recovering its state it finds their progress rows disagree: `All \
@@ -53,7 +60,44 @@ pub const INFO: BugInfo = BugInfo {
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 19138",
     settings: &[],
+    timeline: "the sink's backfill, the node removed, recovery's scale-in, the recovered states, the failure",
+    record: &RECORD,
+    toggles,
+    scenario: start,
 };
+
+const RECORD: Record = Record {
+    refs: "issue #19138 (2024-10-26, v2.0.2; closed as not a bug: rescaling a backfilling job was not supported); \
+           the assertion came with PR #12767 (2023); issue #19142 tracked support, PR #23998 (2026-01-12) added it",
+    symptom: Symptom {
+        kind: SymptomKind::Panic,
+        text: "panicked at src/stream/src/executor/backfill/no_shuffle_backfill.rs:607:13: assertion `left == right` \
+               failed (left: true, right: false; the comment above it: All vnode partitions should have same \
+               state (no scale-in supported))",
+        pattern: "no_shuffle_backfill.rs:N:N: assertion `left == right` failed",
+        epochlab_pattern: "All vnode partitions should have same state (no scale-in supported)",
+        panic_file: "executor/backfill/no_shuffle_backfill.rs",
+    },
+    site: "stream: executor/backfill/no_shuffle_backfill.rs, `BackfillExecutor::recover_backfill_state` \
+           (`assert_eq!` of each vnode's is_finished against the first's), after the compute nodes were scaled \
+           in (6 to 2 cores) under a backfilling SINK INTO TABLE; v2.0.2's recovery skipped scaling only \
+           background materialized views still creating, not sinks",
+    differs: "a typed actor error carrying the comment and both sides, not a panic; the scale-in is a node \
+              removed for good at recovery, not fewer cores; the job is a sink over a table, not a SINK \
+              INTO TABLE with NOW(); the snapshot is read from a replicated copy of the upstream",
+};
+
+/// The engine's toggles of a run in `mode`: [`reschedule_backfilling`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles {
+        reschedule_backfilling: reschedule_backfilling(mode),
+        ..Toggles::default()
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
 
 /// Which backfilling jobs recovery's scale-in reschedules in `mode`.
 pub(crate) fn reschedule_backfilling(mode: Mode) -> RescheduleBackfilling {
@@ -211,7 +255,7 @@ async fn await_mixed_states(s: &Setup) -> Result<WorkerId, ScenarioError> {
     });
     match ready.await {
         Ok(r) => r,
-        Err(_) => Err(ScenarioError::Stuck(crate::scenario::stuck_report(
+        Err(_) => Err(ScenarioError::Stuck(crate::report::stuck_report(
             &s.cluster,
             "the sink's backfill did not reach mixed states",
         ))),
@@ -243,7 +287,7 @@ async fn scale_in_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     });
     if recovered.await.is_err() {
         let report =
-            crate::scenario::stuck_report(&s.cluster, "recovery after the scale-in did not end");
+            crate::report::stuck_report(&s.cluster, "recovery after the scale-in did not end");
         return Err(ScenarioError::Stuck(report));
     }
     if failed() {

@@ -7,7 +7,7 @@
 //! isolation off (as in the PR's test, #22393) the error takes the global recovery path, whose `clear_on_err`
 //! first completes the barriers already collected: that epoch is committed without the worker's data, and
 //! recovery resumes from the new max committed epoch (silent data loss). Its toggle is [`OnWorkerErr`]
-//! (`BarrierConfig::on_worker_err`, read in the barrier crate's `collect` module); its directed scenario is
+//! (`Toggles::on_worker_err`, read in the barrier crate's `collect` module); its directed scenario is
 //! [`scenario`], after RisingWave's `worker_crash_no_early_commit` test (PR #22393).
 //!
 //! The scenario: two compute nodes with disjoint actors. The table's actor runs on one (the survivor); a view
@@ -24,21 +24,26 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_barrier::OnWorkerErr;
 use epochlab_common::plan::SinkKind;
+use epochlab_common::Toggles;
+use epochlab_common::toggles::OnWorkerErr;
 use epochlab_common::{DataType, Epoch, Op, OwnedRow, TableId, WorkerId, event, row};
+use futures::future::LocalBoxFuture;
 use epochlab_meta::{JobOptions, SinkOptions};
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use super::record::{Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{
-    ClusterHook, ReproParams, ReproReport, base_network, cluster_config_for, stuck_report,
-};
+use crate::config::{base_network, cluster_config_for};
+use crate::report::{ReproReport, stuck_report};
+use crate::repro::{ClusterHook, ReproParams};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw22384,
+    name: "22384",
+    origin: Origin::RisingWave,
     mechanism: "a worker crashes while an epoch waits for it; meta's is_valid_after_worker_err, walking the \
                 in-flight epochs in order, removes the worker from the first epoch that waits for its actors \
                 and reports the database failed; the global recovery path (isolation off, as in the test PR \
@@ -53,7 +58,43 @@ pub const INFO: BugInfo = BugInfo {
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug 22384",
     settings: &[],
+    timeline: "the epoch, its collections, the kill, the commit, recovery",
+    record: &RECORD,
+    toggles,
+    scenario: start,
 };
+
+const RECORD: Record = Record {
+    refs: "PR #22384 (2025-06-27, \"fix incorrectly marking worker node as barrier collected\"), with its test in \
+           PR #22393 (2025-07-02, worker_crash_no_early_commit.rs); no issue",
+    symptom: Symptom {
+        kind: SymptomKind::Silent,
+        text: "no log line: the epoch is committed without the crashed worker's data, and recovery resumes from \
+               that epoch",
+        pattern: "",
+        epochlab_pattern: "",
+        panic_file: "",
+    },
+    site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
+           collect whatever it had to collect), walked in order over the in-flight epochs by \
+           `DatabaseCheckpointControl::is_valid_after_worker_err`; the commit is `clear_on_err` finishing the \
+           collected front barriers (barrier/worker.rs)",
+    differs: "one database, no creating-job barrier control, and a synchronous commit; the lost data shows as an \
+              I4 full-collection and oracle violation after recovery, where RisingWave's test only checks that \
+              `commit_epoch` is never called",
+};
+
+/// The engine's toggles of a run in `mode`: [`on_worker_err`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles {
+        on_worker_err: on_worker_err(mode),
+        ..Toggles::default()
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
 
 /// The barrier manager's rule on a worker's error in `mode`.
 pub(crate) fn on_worker_err(mode: Mode) -> OnWorkerErr {

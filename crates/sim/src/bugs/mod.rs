@@ -3,48 +3,98 @@
 //! An entry that is epochlab's own check rather than a RisingWave bug has a name instead of a number
 //! (`reschedule-unpinned`), and its `fix` says what epochlab checks.
 //!
-//! A run names a bug and a mode; [`Toggles::of`] turns them into the engine's toggles, every one at its fixed
-//! value but the named bug's. Each toggle is a config field of the crate where RisingWave had the bug, read
-//! there in exactly one place; nothing else in the engine knows which bug is on. Adding a bug is a module
-//! here (its toggle in [`Toggles`], its directed scenario) and a row in [`BugId`].
+//! Each entry is a module here whose `INFO` ([`BugInfo`]) holds all the catalogue says of it: its texts, its
+//! record, its toggle and its directed scenario; the list of entries is the one `catalogue!` call below, and
+//! every list of bugs elsewhere (the CLI's, `epochlab bugs`, the dispatcher of `repro`) derives from
+//! [`BugId::ALL`] and [`BugId::info`]. A run names a bug and a mode; [`BugId::toggles`] turns them into the
+//! engine's [`Toggles`], every one at its fixed value but the named bug's. The toggles travel whole into each
+//! engine crate's config, and each is read there in exactly one place; nothing else in the engine knows which bug
+//! is on. The recipe for a new bug is in ARCHITECTURE.md.
 
 use std::fmt;
 use std::str::FromStr;
 
-use epochlab_barrier::OnWorkerErr;
-use epochlab_meta::{ConfigChangeWait, DropMode, PreApplyCancel, RescheduleBackfilling};
-use epochlab_stream::BackfillVnode;
+use epochlab_common::Toggles;
+use futures::future::LocalBoxFuture;
 
-pub mod b14910;
-pub mod b15144;
-pub mod b16815;
-pub mod b19138;
-pub mod b22384;
+use crate::capture::Capture;
+use crate::report::ReproReport;
+use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
+
 pub mod record;
-pub mod reschedule_unpinned;
 
-/// A bug of the catalogue.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum BugId {
+/// The catalogue's entries, in order: each bug's id and its module, whose [`BugInfo`] (`INFO`) says everything
+/// else (its texts, its record, its toggle, its scenario). A new bug is one line here (which declares its module,
+/// its `BugId` variant and its place in `ALL` and `info`); the recipe is in ARCHITECTURE.md.
+macro_rules! catalogue {
+    ($($(#[$attr:meta])* $id:ident => $module:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// A bug of the catalogue.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum BugId {
+            $($(#[$attr])* $id,)*
+        }
+
+        impl BugId {
+            /// Every implemented bug, in catalogue order.
+            pub const ALL: [BugId; [$(stringify!($id)),*].len()] = [$(BugId::$id),*];
+
+            /// What the catalogue says about it: its module's `INFO`.
+            pub fn info(self) -> &'static BugInfo {
+                match self {
+                    $(BugId::$id => &$module::INFO,)*
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
     /// RisingWave #14910: a dropped job's state tables unregistered while its actors still ran.
     #[default]
-    Rw14910,
+    Rw14910 => b14910,
     /// RisingWave #22384: an epoch committed without a crashed worker's data.
-    Rw22384,
+    Rw22384 => b22384,
     /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
-    Rw16815,
+    Rw16815 => b16815,
     /// RisingWave #19138: a no-shuffle backfill scaled in while it backfills; its vnodes' states differ.
-    Rw19138,
+    Rw19138 => b19138,
     /// RisingWave #15144: a cancel pre-applied by recovery leaves the job's tables registered in storage.
-    Rw15144,
+    Rw15144 => b15144,
     /// epochlab's own: an online reschedule's Update sent before the nodes pinned its Pause's commit.
-    RescheduleUnpinned,
+    RescheduleUnpinned => reschedule_unpinned,
 }
+
+/// Whose bug an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A RisingWave issue or pull request, named by its number.
+    RisingWave,
+    /// epochlab's own check (no RisingWave bug is filed under it), named by a word.
+    Epochlab,
+}
+
+/// What a directed scenario is handed: the run's context, parameters, log capture and cluster hook.
+pub struct ScenarioRun {
+    pub ctx: SimContext,
+    pub params: ReproParams,
+    /// The run's captured log lines (the #14910 scenario quotes the failing actor's).
+    pub capture: Capture,
+    pub hook: Option<ClusterHook>,
+}
+
+/// A bug's directed scenario: the run in, its report out.
+pub type Scenario = fn(ScenarioRun) -> LocalBoxFuture<'static, ReproReport>;
 
 /// What the catalogue says about one bug.
 #[derive(Clone, Copy, Debug)]
 pub struct BugInfo {
     pub id: BugId,
+    /// How users name it (`--bug`): the RisingWave number, or a word for epochlab's own checks.
+    pub name: &'static str,
+    pub origin: Origin,
     /// The mechanism, in one line.
     pub mechanism: &'static str,
     /// The RisingWave fix, in one line.
@@ -57,6 +107,14 @@ pub struct BugInfo {
     pub command: &'static str,
     /// The settings of [`crate::ReproParams`] its directed scenario reads; the others are fixed by it.
     pub settings: &'static [Setting],
+    /// What the timeline of a failed run shows, after `timeline (virtual seconds): `.
+    pub timeline: &'static str,
+    /// What RisingWave's record says of it.
+    pub record: &'static record::Record,
+    /// The engine's toggles of a run in a mode (the bug's own set by it, every other at its default).
+    pub toggles: fn(Mode) -> Toggles,
+    /// Its directed scenario.
+    pub scenario: Scenario,
 }
 
 /// A setting of [`crate::ReproParams`] that a directed scenario may read (`repro --rows` and so on).
@@ -86,36 +144,8 @@ impl Setting {
 }
 
 impl BugId {
-    /// Every implemented bug, in catalogue order.
-    pub const ALL: [BugId; 6] = [
-        BugId::Rw14910,
-        BugId::Rw22384,
-        BugId::Rw16815,
-        BugId::Rw19138,
-        BugId::Rw15144,
-        BugId::RescheduleUnpinned,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            BugId::Rw14910 => "14910",
-            BugId::Rw22384 => "22384",
-            BugId::Rw16815 => "16815",
-            BugId::Rw19138 => "19138",
-            BugId::Rw15144 => "15144",
-            BugId::RescheduleUnpinned => "reschedule-unpinned",
-        }
-    }
-
-    pub fn info(self) -> &'static BugInfo {
-        match self {
-            BugId::Rw14910 => &b14910::INFO,
-            BugId::Rw22384 => &b22384::INFO,
-            BugId::Rw16815 => &b16815::INFO,
-            BugId::Rw19138 => &b19138::INFO,
-            BugId::Rw15144 => &b15144::INFO,
-            BugId::RescheduleUnpinned => &reschedule_unpinned::INFO,
-        }
+        self.info().name
     }
 
     pub fn modes(self) -> &'static [Mode] {
@@ -130,22 +160,24 @@ impl BugId {
     /// How a user names it: `RisingWave #14910`, or `epochlab's reschedule-unpinned` for an entry that is
     /// epochlab's own check.
     pub fn title(self) -> String {
-        match self {
-            BugId::RescheduleUnpinned => format!("epochlab's {self}"),
-            _ => format!("RisingWave #{self}"),
+        match self.info().origin {
+            Origin::Epochlab => format!("epochlab's {self}"),
+            Origin::RisingWave => format!("RisingWave #{self}"),
         }
     }
 
     /// The directed scenario's name in traces (`risingwave-14910`; `epochlab-...` for epochlab's own checks).
-    pub fn scenario_name(self) -> &'static str {
-        match self {
-            BugId::Rw14910 => "risingwave-14910",
-            BugId::Rw22384 => "risingwave-22384",
-            BugId::Rw16815 => "risingwave-16815",
-            BugId::Rw19138 => "risingwave-19138",
-            BugId::Rw15144 => "risingwave-15144",
-            BugId::RescheduleUnpinned => "epochlab-reschedule-unpinned",
+    pub fn scenario_name(self) -> String {
+        match self.info().origin {
+            Origin::Epochlab => format!("epochlab-{self}"),
+            Origin::RisingWave => format!("risingwave-{self}"),
         }
+    }
+
+    /// The engine's toggles of a run of it in `mode`: its own toggle set by its module, the others fixed.
+    pub fn toggles(self, mode: Mode) -> Result<Toggles, BugError> {
+        let mode = self.check_mode(mode)?;
+        Ok((self.info().toggles)(mode))
     }
 
     /// `mode` if the bug has it.
@@ -267,7 +299,7 @@ impl BugMode {
     }
 
     pub fn toggles(self) -> Toggles {
-        Toggles::of(self.bug, self.mode).expect("a BugMode's mode is one of its bug's")
+        (self.bug.info().toggles)(self.mode)
     }
 
     /// The run's label in logs: `buggy` for #14910, `22384 buggy` for the others.
@@ -276,59 +308,6 @@ impl BugMode {
             BugId::Rw14910 => self.mode.as_str().to_string(),
             bug => format!("{bug} {}", self.mode),
         }
-    }
-}
-
-/// Every toggle of the engine, each where RisingWave had its bug. The default is every bug fixed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Toggles {
-    /// #14910: when meta unregisters a dropped job's tables (`MetaConfig::drop_mode`).
-    pub drop_mode: DropMode,
-    /// #22384: what a worker's error does to the nodes an epoch still waits for
-    /// (`BarrierConfig::on_worker_err`).
-    pub on_worker_err: OnWorkerErr,
-    /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks
-    /// (`StreamConfig::backfill_vnode`).
-    pub backfill_vnode: BackfillVnode,
-    /// #19138: which backfilling jobs recovery's scale-in reschedules (`MetaConfig::reschedule_backfilling`).
-    pub reschedule_backfilling: RescheduleBackfilling,
-    /// epochlab's reschedule-unpinned check: what an online reschedule's Pause waits for before its Update goes
-    /// out (`MetaConfig::config_change_wait`).
-    pub config_change_wait: ConfigChangeWait,
-    /// #15144: what recovery's pre-apply of a buffered cancel does with the job's state tables
-    /// (`MetaConfig::pre_apply_cancel`).
-    pub pre_apply_cancel: PreApplyCancel,
-}
-
-impl Default for Toggles {
-    fn default() -> Self {
-        Self {
-            drop_mode: DropMode::Fixed,
-            on_worker_err: OnWorkerErr::RemoveIfNothingToCollect,
-            backfill_vnode: BackfillVnode::DistKey,
-            reschedule_backfilling: RescheduleBackfilling::ReschedulableOnly,
-            config_change_wait: ConfigChangeWait::EpochCommit,
-            pre_apply_cancel: PreApplyCancel::Unregister,
-        }
-    }
-}
-
-impl Toggles {
-    /// The toggles of a run of `bug` in `mode`: that bug's toggle set by its module, the others fixed.
-    pub fn of(bug: BugId, mode: Mode) -> Result<Self, BugError> {
-        let mode = bug.check_mode(mode)?;
-        let mut t = Toggles::default();
-        match bug {
-            BugId::Rw14910 => t.drop_mode = b14910::drop_mode(mode),
-            BugId::Rw22384 => t.on_worker_err = b22384::on_worker_err(mode),
-            BugId::Rw16815 => t.backfill_vnode = b16815::backfill_vnode(mode),
-            BugId::Rw19138 => t.reschedule_backfilling = b19138::reschedule_backfilling(mode),
-            BugId::Rw15144 => t.pre_apply_cancel = b15144::pre_apply_cancel(mode),
-            BugId::RescheduleUnpinned => {
-                t.config_change_wait = reschedule_unpinned::config_change_wait(mode)
-            }
-        }
-        Ok(t)
     }
 }
 
@@ -349,7 +328,7 @@ pub(crate) enum ScenarioError {
     /// The run got where its bug could not show (it is `not_reproducible`, with this reason).
     #[error("{0}")]
     NotShown(String),
-    /// The cluster's state when a step ran out of its budget ([`crate::scenario::stuck_report`]).
+    /// The cluster's state when a step ran out of its budget ([`crate::report::stuck_report`]).
     #[error("{0}")]
     Stuck(String),
 }
@@ -391,29 +370,29 @@ pub(crate) fn skewed_keys(vnodes: u32, busy: usize, few: usize) -> Vec<i64> {
 pub(crate) async fn start_two_nodes(
     ctx: &crate::runtime::SimContext,
     t: Toggles,
-    hook: Option<crate::scenario::ClusterHook>,
+    hook: Option<crate::repro::ClusterHook>,
     vnodes: u32,
     barrier_interval_ms: u64,
 ) -> (
     std::sync::Arc<crate::cluster::Cluster>,
     crate::checkers::Checkers,
 ) {
-    let mut config = crate::scenario::cluster_config_for(t, vnodes, barrier_interval_ms, 1, true);
+    let mut config = crate::config::cluster_config_for(t, vnodes, barrier_interval_ms, 1, true);
     config.compute_nodes = 2;
     let cluster = std::sync::Arc::new(crate::cluster::Cluster::start(ctx, config).await);
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
     let checkers = crate::checkers::Checkers::install(&cluster, t.drop_mode);
-    crate::scenario::base_network(&cluster);
+    crate::config::base_network(&cluster);
     (cluster, checkers)
 }
 
 /// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch.
 pub(crate) fn counted(
-    mut report: crate::scenario::ReproReport,
+    mut report: crate::report::ReproReport,
     cluster: &crate::cluster::Cluster,
-) -> crate::scenario::ReproReport {
+) -> crate::report::ReproReport {
     use std::sync::atomic::Ordering;
     let stats = cluster.barrier_stats();
     report.epochs = stats.injected.load(Ordering::Relaxed);
@@ -440,7 +419,7 @@ pub(crate) async fn await_created(
         }
     });
     if done.await.is_err() {
-        let report = crate::scenario::stuck_report(cluster, "the view's backfill did not finish");
+        let report = crate::report::stuck_report(cluster, "the view's backfill did not finish");
         return Err(ScenarioError::Stuck(report));
     }
     if failed() {
@@ -458,12 +437,12 @@ pub(crate) async fn await_created(
 /// actor, the vnode when the error names one), else the violations (the symptoms first, each beside the
 /// check that saw it). `false` when the run neither failed an actor nor broke a check.
 pub(crate) fn failed(
-    report: &mut crate::scenario::ReproReport,
+    report: &mut crate::report::ReproReport,
     failure: Option<epochlab_stream::task::build::ActorFailure>,
 ) -> bool {
     use epochlab_stream::executor::StreamExecutorError;
     if let Some(failure) = failure {
-        report.outcome = crate::scenario::Outcome::Failed;
+        report.outcome = crate::report::Outcome::Failed;
         report.error = Some(failure.error.to_string());
         report.caught_by = Some(format!(
             "actor failure ({})",
@@ -494,7 +473,7 @@ pub(crate) fn failed(
         .iter()
         .map(|v| format!("{} checker", v.invariant))
         .collect();
-    report.outcome = crate::scenario::Outcome::Failed;
+    report.outcome = crate::report::Outcome::Failed;
     report.error = Some(details.join("; "));
     report.caught_by = Some(checks.join(", "));
     true
@@ -503,12 +482,12 @@ pub(crate) fn failed(
 /// A directed scenario that ran out of a step's budget: `stuck`, with the run's counts and the cluster's
 /// state when it gave up.
 pub(crate) fn stuck(
-    report: crate::scenario::ReproReport,
+    report: crate::report::ReproReport,
     cluster: &crate::cluster::Cluster,
     why: ScenarioError,
-) -> crate::scenario::ReproReport {
+) -> crate::report::ReproReport {
     let mut report = counted(report, cluster);
-    report.outcome = crate::scenario::Outcome::Stuck;
+    report.outcome = crate::report::Outcome::Stuck;
     report.error = Some(why.to_string());
     report
 }
@@ -527,7 +506,7 @@ pub(crate) fn check_view(
     let missing = want.difference(&got).count();
     let extra = got.difference(&want).count();
     if missing + extra > 0 {
-        let mut v = crate::scenario::Violation::new(
+        let mut v = crate::report::Violation::new(
             "oracle",
             format!("view m differs from its query: {missing} rows missing, {extra} extra"),
         );
@@ -546,11 +525,12 @@ mod tests {
             assert_eq!(bug.as_str().parse::<BugId>(), Ok(bug));
             assert_eq!(bug.info().id, bug);
             assert_eq!(&bug.modes()[..2], &[Mode::Buggy, Mode::Fixed]);
-            assert_eq!(Toggles::of(bug, Mode::Fixed), Ok(Toggles::default()));
-            assert_ne!(Toggles::of(bug, Mode::Buggy), Ok(Toggles::default()));
+            assert_eq!(bug.toggles(Mode::Fixed), Ok(Toggles::default()));
+            assert_ne!(bug.toggles(Mode::Buggy), Ok(Toggles::default()));
         }
         assert_eq!(
-            Toggles::of(BugId::Rw22384, Mode::PurgeBeforeReset)
+            BugId::Rw22384
+                .toggles(Mode::PurgeBeforeReset)
                 .unwrap_err()
                 .to_string(),
             "bug 22384 has the modes buggy, fixed, not `purge-before-reset`"

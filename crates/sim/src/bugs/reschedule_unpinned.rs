@@ -6,7 +6,7 @@
 //! Pause's post-collect waits until every node has (`wait_epoch_commit`) before the Update goes out; at `buggy`
 //! it returns at once: the Update arrives within milliseconds, the version tens or hundreds of milliseconds
 //! later, and the new owner resumes from an older position. Its toggle is [`ConfigChangeWait`]
-//! (`MetaConfig::config_change_wait`, read in meta's post-collect of the Pause).
+//! (`Toggles::config_change_wait`, read in meta's post-collect of the Pause).
 //!
 //! The history, so that nobody takes this for a RisingWave bug: the `wait_epoch_commit` in the post-collect of
 //! `Pause(ConfigChange)` came with RisingWave PR #5517 (2022, long before arrangement backfill), and was later
@@ -27,19 +27,26 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use epochlab_common::Toggles;
+use epochlab_common::toggles::ConfigChangeWait;
 use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, event, row};
-use epochlab_meta::{ConfigChangeWait, JobOptions, JobState};
+use futures::future::LocalBoxFuture;
+use epochlab_meta::{JobOptions, JobState};
 use epochlab_rpc::RpcKind;
 use epochlab_stream::executor::backfill::BackfillActorStats;
 
-use super::{BugId, BugInfo, Mode, ScenarioError, Toggles};
+use super::record::{Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::runtime::SimContext;
-use crate::scenario::{ClusterHook, ReproParams, ReproReport, stuck_report};
+use crate::report::{ReproReport, stuck_report};
+use crate::repro::{ClusterHook, ReproParams};
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::RescheduleUnpinned,
+    name: "reschedule-unpinned",
+    origin: Origin::Epochlab,
     mechanism: "epochlab's own check, not a RisingWave bug: a backfilling job is rescheduled online (Pause, \
                 Update with new vnode bitmaps, Resume) and the Update goes out before every node has pinned the \
                 Pause's commit: the new owner of a vnode resumes from an older progress row than the one its old \
@@ -54,7 +61,39 @@ pub const INFO: BugInfo = BugInfo {
     modes: &[Mode::Buggy, Mode::Fixed],
     command: "cargo xtask repro --bug reschedule-unpinned",
     settings: &[],
+    timeline: "the pause, its commit, the update, the new owners' progress reads and persists, the failure",
+    record: &RECORD,
+    toggles,
+    scenario: start,
 };
+
+const RECORD: Record = Record {
+    refs: "none: epochlab's own check of an online reschedule; the wait it needs is RisingWave's \
+           `wait_epoch_commit` after a Pause(ConfigChange) (PR #5517, 2022; removed by #20493, 2025)",
+    symptom: Symptom {
+        kind: SymptomKind::OwnCheck,
+        text: "epochlab's backfill persist check: backfill progress of vnode V in storage .. differs from the \
+               committed copy ..",
+        pattern: "",
+        epochlab_pattern: "",
+        panic_file: "",
+    },
+    site: "epochlab meta: the post-collect of a Pause(ConfigChange) (`MetaInner::wait_for_config_change`)",
+    differs: "RisingWave has no such bug on record: it did not support rescheduling a backfilling job until PR \
+              #23998, and its online reschedule is not modelled beyond this ordering",
+};
+
+/// The engine's toggles of a run in `mode`: [`config_change_wait`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles {
+        config_change_wait: config_change_wait(mode),
+        ..Toggles::default()
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
 
 /// What a reschedule's Pause waits for in `mode`.
 pub(crate) fn config_change_wait(mode: Mode) -> ConfigChangeWait {

@@ -420,62 +420,76 @@ impl Plan {
 }
 
 impl Action {
+    /// Whether the step's numbers are in range: each action's own limits (one arm per action, no catch-all: a
+    /// new action says here what it accepts).
     fn check(&self, nodes: u32) -> Result<(), StepError> {
         let parallelism_ok = |p: u32| (1..=64).contains(&p);
+        let node_ok = |n: u32| n != 0 && n <= nodes;
+        let fail_if = |bad: bool, e: StepError| if bad { Err(e) } else { Ok(()) };
         match self {
             Action::CreateTable {
                 parallelism, rows, ..
-            } if !parallelism_ok(*parallelism) || *rows > 1_000_000 => Err(StepError::Table),
-            Action::CreateMv { job, .. } | Action::CreateSink { job, .. }
-                if !parallelism_ok(job.parallelism) =>
-            {
-                Err(StepError::JobParallelism)
+            } => fail_if(
+                !parallelism_ok(*parallelism) || *rows > 1_000_000,
+                StepError::Table,
+            ),
+            Action::CreateMv { job, .. } => {
+                fail_if(!parallelism_ok(job.parallelism), StepError::JobParallelism)
             }
-            Action::CreateView { parallelism, .. } if !parallelism_ok(*parallelism) => {
-                Err(StepError::JobParallelism)
+            Action::CreateView {
+                parallelism, query, ..
+            } => {
+                fail_if(!parallelism_ok(*parallelism), StepError::JobParallelism)?;
+                query.check()
             }
-            Action::CreateView { query, .. } => query.check(),
             Action::CreateSink {
-                sink_ms_per_chunk, ..
-            } if *sink_ms_per_chunk > 60_000 => Err(StepError::SinkDelay),
+                job,
+                sink_ms_per_chunk,
+                ..
+            } => {
+                fail_if(!parallelism_ok(job.parallelism), StepError::JobParallelism)?;
+                fail_if(*sink_ms_per_chunk > 60_000, StepError::SinkDelay)
+            }
             Action::Dml {
                 rows_per_s,
                 duration_ms,
                 update_pct,
                 delete_pct,
                 ..
-            } if *rows_per_s == 0
-                || *rows_per_s > 100_000
-                || *duration_ms > MAX_DURATION_MS
-                || u32::from(*update_pct) + u32::from(*delete_pct) > 100 =>
-            {
-                Err(StepError::Dml)
-            }
+            } => fail_if(
+                *rows_per_s == 0
+                    || *rows_per_s > 100_000
+                    || *duration_ms > MAX_DURATION_MS
+                    || u32::from(*update_pct) + u32::from(*delete_pct) > 100,
+                StepError::Dml,
+            ),
             Action::Kill {
                 nodes: victims,
                 restart_after_ms,
-            } if victims.iter().any(|n| *n == 0 || *n > nodes)
-                || *restart_after_ms > MAX_DURATION_MS =>
-            {
-                Err(StepError::Kill { nodes })
-            }
+            } => fail_if(
+                !victims.iter().all(|n| node_ok(*n)) || *restart_after_ms > MAX_DURATION_MS,
+                StepError::Kill { nodes },
+            ),
             Action::RpcDelay {
                 min_ms,
                 max_ms,
                 duration_ms,
                 ..
-            } if min_ms > max_ms || *max_ms > 60_000 || *duration_ms > MAX_DURATION_MS => {
-                Err(StepError::RpcDelay)
-            }
-            Action::RemoveNode { node } if *node == 0 || *node > nodes => {
-                Err(StepError::Kill { nodes })
-            }
-            Action::RpcFail { node, count, .. }
-                if node.is_some_and(|n| n == 0 || n > nodes) || *count > 1000 =>
-            {
-                Err(StepError::RpcFail { nodes })
-            }
-            _ => Ok(()),
+            } => fail_if(
+                min_ms > max_ms || *max_ms > 60_000 || *duration_ms > MAX_DURATION_MS,
+                StepError::RpcDelay,
+            ),
+            Action::RemoveNode { node } => fail_if(!node_ok(*node), StepError::Kill { nodes }),
+            Action::RpcFail { node, count, .. } => fail_if(
+                node.is_some_and(|n| !node_ok(n)) || *count > 1000,
+                StepError::RpcFail { nodes },
+            ),
+            // Names only: the plan's own checks (names known, created before use) cover them.
+            Action::Drop { .. }
+            | Action::Cancel { .. }
+            | Action::Throttle { .. }
+            | Action::Reschedule { .. }
+            | Action::Flush => Ok(()),
         }
     }
 
@@ -486,7 +500,18 @@ impl Action {
             Action::Kill {
                 restart_after_ms, ..
             } => *restart_after_ms,
-            _ => 0,
+            // Done once started (a DDL's own wait is not the step's effect).
+            Action::CreateTable { .. }
+            | Action::CreateMv { .. }
+            | Action::CreateView { .. }
+            | Action::CreateSink { .. }
+            | Action::Drop { .. }
+            | Action::Cancel { .. }
+            | Action::Throttle { .. }
+            | Action::Reschedule { .. }
+            | Action::Flush
+            | Action::RemoveNode { .. }
+            | Action::RpcFail { .. } => 0,
         }
     }
 }

@@ -23,8 +23,10 @@ use super::views::{Upstream, view_graph};
 use crate::bugs::BugMode;
 use crate::checkers::Checkers;
 use crate::cluster::{Cluster, ClusterConfig};
+use crate::config::{base_network, cluster_config_for};
+use crate::report::Violation;
+use crate::repro::ReproHooks;
 use crate::runtime::{RunError, SimContext, SimOutput, try_run_observed};
-use crate::scenario::{ReproHooks, Violation, base_network, cluster_config_for};
 
 /// A run with no epoch committed for this long is stuck.
 pub const STALL_LIMIT: Duration = Duration::from_secs(180);
@@ -47,7 +49,7 @@ pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanR
     let out = try_run_observed(plan.seed, origin, limit, observers, move |ctx| async move {
         let label = format!("{} seed={}", run.label(), ctx.seed);
         epochlab_common::clock::label_current_run(label);
-        let _guard = crate::scenario::install(
+        let _guard = crate::repro::install(
             hooks.tracing_layer,
             None::<tracing_subscriber::layer::Identity>,
         );
@@ -119,7 +121,7 @@ async fn play(
     ctx: SimContext,
     plan: Plan,
     mode: BugMode,
-    hook: Option<crate::scenario::ClusterHook>,
+    hook: Option<crate::repro::ClusterHook>,
 ) -> PlanReport {
     let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&plan.cluster, mode)).await);
     if let Some(hook) = hook {
@@ -181,7 +183,7 @@ pub async fn watchdog(cluster: &Cluster) -> String {
         if now != last.0 {
             last = (now, tokio::time::Instant::now());
         } else if last.1.elapsed() >= STALL_LIMIT {
-            let mut report = crate::scenario::stuck_report(cluster, "no epoch committed for 180 s");
+            let mut report = crate::report::stuck_report(cluster, "no epoch committed for 180 s");
             for node in cluster.nodes() {
                 let state = node.barrier_manager().describe().await;
                 let state = state.unwrap_or_else(|e| e.to_string());
@@ -752,7 +754,7 @@ async fn within<T>(
 ) -> Result<T, Stuck> {
     tokio::time::timeout(SETTLE_BUDGET, f)
         .await
-        .map_err(|_| Stuck::Budget(crate::scenario::stuck_report(&run.cluster, what)))
+        .map_err(|_| Stuck::Budget(crate::report::stuck_report(&run.cluster, what)))
 }
 
 /// Jobs still backfilling get their rate limit lifted, so that settling does not wait on a throttle.
@@ -971,7 +973,7 @@ impl PlanReport {
 mod tests {
     use super::*;
     use crate::bugs::Mode;
-    use crate::scenario::Outcome;
+    use crate::report::Outcome;
     use crate::workload::plan::{GroupKey, PLAN_VERSION, Step};
 
     fn view(at_ms: u64, name: &str, query: ViewQuery) -> Step {

@@ -6,7 +6,7 @@
 use super::plan::{Action, Plan, ViewJoin, ViewQuery};
 use super::runner::run_plan;
 use crate::bugs::BugMode;
-use crate::scenario::ReproHooks;
+use crate::repro::ReproHooks;
 
 /// What a shrink found.
 #[derive(Clone, Debug)]

@@ -1,8 +1,8 @@
 //! A plan run's verdict, and failure signatures: one decision for both the random plans and the directed
 //! scenario, so a soak groups them alike.
 
+use crate::report::{Outcome, ReproReport, Violation};
 use crate::runtime::TaskPanic;
-use crate::scenario::{Outcome, ReproReport, Violation};
 
 /// What caught a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -175,9 +175,12 @@ pub fn unify_literals(exprs: &mut [ExprNode]) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// A call of `func`, unknown-typed literal arguments read as the others' type.
+/// A call of `func`, unknown-typed literal arguments read as the others' type (unless `func` types its
+/// arguments itself, as `array_to_string`'s delimiter is text).
 pub fn call(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode, SqlError> {
-    unify_literals(&mut args)?;
+    if !epochlab_expr::scalar::array::types_its_own_arguments(func) {
+        unify_literals(&mut args)?;
+    }
     Ok(build_func(func, args)?)
 }
 

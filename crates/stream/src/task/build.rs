@@ -239,8 +239,8 @@ pub(crate) struct BuildEnv {
     pub dml_channel_capacity: usize,
     /// RisingWave's debug-build checks on backfill progress and views (see `StreamConfig::persist_check`).
     pub persist_check: bool,
-    /// RisingWave #16815's toggle (see `StreamConfig::backfill_vnode`).
-    pub backfill_vnode: crate::BackfillVnode,
+    /// The engine's bug toggles (see `StreamConfig::toggles`).
+    pub toggles: epochlab_common::Toggles,
     /// Barriers a source actor may have queued (meta never has more in flight).
     pub barrier_channel_capacity: usize,
 }
@@ -338,7 +338,7 @@ fn backfill_args(
         rate_limit: t.rate_limit,
         chunk_size: t.chunk_size,
         persist_check: env.persist_check,
-        backfill_vnode: env.backfill_vnode,
+        backfill_vnode: env.toggles.backfill_vnode,
         storage: env.storage.clone(),
         barrier_manager: barrier_manager.clone(),
         stats: env.backfill.actor(state_table.table_id, actor_id),

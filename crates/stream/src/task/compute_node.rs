@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, WorkerId, event};
+use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, Toggles, WorkerId, event};
 use epochlab_rpc::{Network, RemoteError, Request, Response, RpcKind, ServiceRequest};
 use epochlab_storage::{AccessObserver, HummockManager, NodeStorage};
 use tokio::sync::mpsc;
@@ -24,19 +24,8 @@ pub struct StreamConfig {
     /// RisingWave's debug-build checks: the backfill reads each progress row before it updates it, and the
     /// progress and materialized tables check every write against their contents. Off is a release build.
     pub persist_check: bool,
-    /// RisingWave #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream
-    /// chunks (read only in `mark_chunk_ref_by_vnode`).
-    pub backfill_vnode: BackfillVnode,
-}
-
-/// How the arrangement backfill computes the vnode of an upstream row (RisingWave #16815).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackfillVnode {
-    /// Before the fix: hash the row's whole pk, whatever the table is distributed by.
-    Pk,
-    /// The fix: the table's distribution key, as the table distributes its rows.
-    #[default]
-    DistKey,
+    /// The engine's bug toggles, whole; the streaming side reads `backfill_vnode` (RisingWave #16815).
+    pub toggles: Toggles,
 }
 
 impl Default for StreamConfig {
@@ -45,7 +34,7 @@ impl Default for StreamConfig {
             dml_channel_capacity: 64,
             barrier_channel_capacity: 10_001,
             persist_check: true,
-            backfill_vnode: BackfillVnode::DistKey,
+            toggles: Toggles::default(),
         }
     }
 }
@@ -127,7 +116,7 @@ impl ComputeNode {
             failures: env.failures.clone(),
             dml_channel_capacity: env.config.dml_channel_capacity,
             persist_check: env.config.persist_check,
-            backfill_vnode: env.config.backfill_vnode,
+            toggles: env.config.toggles,
             barrier_channel_capacity: env.config.barrier_channel_capacity,
         });
         let barrier_manager = barrier_worker.handle();

@@ -16,12 +16,12 @@ use futures_async_stream::try_stream;
 use super::snapshot::SnapshotReader;
 use super::state::{BackfillProgressPerVnode, BackfillState};
 use super::stats::BackfillActorStats;
-use crate::BackfillVnode;
 use crate::executor::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
     expect_first_barrier,
 };
 use crate::task::barrier_worker::LocalBarrierManager;
+use epochlab_common::toggles::BackfillVnode;
 
 /// How a vnode's progress row was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

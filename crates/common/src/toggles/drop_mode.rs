@@ -1,5 +1,6 @@
-//! When the state tables of a dropped (or dirty creating) job are unregistered from storage (reference §6.3,
-//! §6.4). One enum, and one method per decision; each decision is read in exactly one place:
+//! RisingWave #14910's toggle: when the state tables of a dropped (or dirty creating) job are unregistered from
+//! storage (reference §6.3, §6.4), decided by meta and recovery. One enum, and one method per decision; each
+//! decision is read in exactly one place:
 //!
 //! | decision | read in | buggy | fixed | purge-before-reset |
 //! |---|---|---|---|---|
@@ -16,7 +17,7 @@
 //! Tables of pre-applied drops and cleaned dirty jobs wait in a pending list until recovery unregisters them;
 //! in `buggy` recovery never does (the drops' callers do). The purge keeps the tables of drops and cancels
 //! still queued (their unregister is still to come). What the pre-apply does with a *cancel's* tables is
-//! #15144's toggle (meta's `PreApplyCancel`), not this enum's.
+//! #15144's toggle (`PreApplyCancel`), not this enum's.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,7 +25,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 /// When a dropped job's state tables are unregistered, relative to stopping the actors that use them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropMode {
     /// RisingWave before the fix: the drop's caller ignores the Stop command's result and unregisters at
     /// once, even when the command returned early because of a failure or recovery; recovery unregisters
@@ -33,6 +34,7 @@ pub enum DropMode {
     /// Unregister in post-collect, after the Stop barrier is collected and the actors are dropped; on
     /// failure, recovery unregisters (and purges tables the catalog does not know) after every live node has
     /// acknowledged its reset.
+    #[default]
     Fixed,
     /// As `Fixed`, but recovery unregisters and purges at the top of each attempt, before it resets the
     /// nodes (the order of RisingWave #15852): a window remains.

@@ -1,0 +1,188 @@
+//! `epochlab slt`: its flags (the one definition, with their help) and the run configuration
+//! ([`crate::slt::SltArgs`]) they become; and the kill choice `slt` and `soak --slt` share.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+use epochlab_sim::{BugId, BugMode, Mode};
+use epochlab_sql::{KillRoles, RunnerEra, SltParams};
+
+use super::CheckError;
+use super::values;
+use crate::slt::SltArgs;
+
+/// Run sqllogictest files against the simulated cluster, each file in a fresh cluster
+///
+/// Each file runs in a fresh cluster (3 compute nodes, 256 vnodes, a barrier a second,
+/// parallelism 3 unless the file sets STREAMING_PARALLELISM), through the `sqllogictest` runner,
+/// as RisingWave's simulation runs its e2e tests. A FILE may be a glob, such as
+/// 'tests/slt/recovery/*.slt'.
+///
+/// The SQL is what RisingWave's e2e corpus needs so far (README: `epochlab slt`): RisingWave's
+/// types, casts and expressions; queries with joins, aggregates, subqueries, CTEs and set
+/// operations at the max committed epoch; materialized views and sinks planned into fragments
+/// (project, filter, union, values, hop window, hash and simple aggregation; streaming joins and
+/// top-N not yet); tables, views, indexes, sources, schemas, databases, users and grants,
+/// DROP ... CASCADE, ALTER ... RENAME / OWNER TO / SET SCHEMA, SHOW, DESCRIBE, every session
+/// variable; FLUSH, RECOVER, WAIT, SHOW JOBS. Anything else is `unsupported: <construct>`.
+///
+/// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
+#[derive(Args, Clone, Debug)]
+#[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = SLT_AFTER_HELP)]
+#[command(group(ArgGroup::new("killed").multiple(true)
+    .args(["kill", "kill_frontend", "kill_compute", "kill_compactor"])))]
+pub struct SltCmd {
+    /// The files to run (a FILE may be a glob: quote it)
+    #[arg(value_name = "FILES", required = true, value_parser = values::text)]
+    pub files: Vec<String>,
+    /// 0..=2^64-1: the seed of every file's run
+    #[arg(long, value_name = "N", default_value_t = SltParams::default().seed,
+          value_parser = values::number::<u64>(values::SEED))]
+    pub seed: u64,
+    /// The bug of the catalogue whose toggle --mode sets
+    #[arg(long, value_name = "ID", default_value = "14910", value_parser = values::bug())]
+    pub bug: BugId,
+    /// The mode of every file's run
+    #[arg(long, value_name = "M", default_value = "fixed", value_parser = values::mode())]
+    pub mode: Mode,
+    /// Kill nodes of every role the engine has, as RisingWave's simulation runner's --kill does
+    ///
+    /// The roles: the frontend, the 3 compute nodes, the compactor. Before every record the
+    /// parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE TABLE AS),
+    /// with probability --kill-rate, after U(0, 1 s), per role none, all or each with p = 0.5,
+    /// each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed records retried up to 5
+    /// times with backoff; files of RisingWave's KILL_IGNORE_FILES are skipped.
+    /// Meta is never killed (RisingWave's --kill killed meta nodes too, never all; a meta that
+    /// restarts from its store is not modelled yet).
+    #[arg(long, verbatim_doc_comment)]
+    pub kill: bool,
+    /// Kill the frontend only (with the other --kill-ROLE flags: those roles)
+    ///
+    /// Its connections close, a statement in flight fails with `connection closed`, the client
+    /// reconnects and replays its SETs, the runner retries the record.
+    #[arg(long, verbatim_doc_comment)]
+    pub kill_frontend: bool,
+    /// Kill compute nodes only (or with the other --kill-ROLE flags)
+    #[arg(long)]
+    pub kill_compute: bool,
+    /// Kill the compactor only (or with the other --kill-ROLE flags)
+    ///
+    /// Compaction stops while it is down; tasks that fell due run when it is back.
+    #[arg(long, verbatim_doc_comment)]
+    pub kill_compactor: bool,
+    /// 0..=1, default 1.0; needs a kill flag
+    #[arg(long, value_name = "F", requires = "killed", value_parser = values::probability)]
+    pub kill_rate: Option<f64>,
+    /// 0..=1, default 0.0; needs a kill flag: the chance of BACKGROUND_DDL per CREATE MATERIALIZED VIEW
+    ///
+    /// Before each CREATE MATERIALIZED VIEW the runner sets BACKGROUND_DDL to true with this
+    /// probability, else false (2024: also at 0, overriding the file's own SET); one created in
+    /// the background is followed by WAIT.
+    #[arg(long, value_name = "F", verbatim_doc_comment, requires = "killed",
+          value_parser = values::probability)]
+    pub background_ddl_rate: Option<f64>,
+    /// 2024 (default) or latest: RisingWave's runner; needs a kill flag
+    ///
+    /// 2024: as at f21fb9b7915 (what the seed's CI ran); latest: today's: no SET BACKGROUND_DDL
+    /// at rate 0 (#20681) nor after the file set it, backoff capped at 10 s, two more
+    /// KILL_IGNORE_FILES.
+    #[arg(long, value_name = "R", verbatim_doc_comment, requires = "killed",
+          value_parser = values::runner())]
+    pub runner: Option<RunnerEra>,
+    /// One JSON object per file on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Write each file's event log (with several files: FILE.N, N from 1)
+    #[arg(long, value_name = "FILE", value_parser = values::path)]
+    pub event_log: Option<PathBuf>,
+    /// The runs' log lines (at RUST_LOG's levels, else INFO), with virtual time
+    #[arg(long, value_name = "FILE", value_parser = values::path)]
+    pub log_file: Option<PathBuf>,
+    /// Send each run's trace to this OTLP/gRPC collector (Jaeger's, say)
+    #[arg(long, value_name = "URL", value_parser = values::text)]
+    pub otlp_endpoint: Option<String>,
+}
+
+const SLT_AFTER_HELP: &str = "\
+EXIT STATUS: 0 every record of every file passed and the checkers found nothing, 1 a record failed (the file,
+line, SQL, expected and actual, and the replay command are printed), an actor failed or a checker fired, or a
+run got stuck; 2 bad input (a flag, a missing file, a malformed record), one line on stderr.";
+
+/// Which nodes a sqllogictest run kills, with which runner and rates, as given (`slt`, `soak --slt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KillChoice {
+    /// `--kill`: every role.
+    pub all: bool,
+    pub frontend: bool,
+    pub compute: bool,
+    pub compactor: bool,
+    pub runner: Option<RunnerEra>,
+    pub kill_rate: Option<f64>,
+    pub background_ddl_rate: Option<f64>,
+}
+
+impl KillChoice {
+    /// `params` with these kills; a rate or runner without a kill does nothing and is refused.
+    pub fn apply(&self, params: SltParams) -> Result<SltParams, CheckError> {
+        let roles = match self.all {
+            true => KillRoles::ALL,
+            false => KillRoles {
+                frontend: self.frontend,
+                compute: self.compute,
+                compactor: self.compactor,
+            },
+        };
+        let kill = roles.any();
+        let given = [
+            ("--kill-rate", self.kill_rate.is_some()),
+            ("--background-ddl-rate", self.background_ddl_rate.is_some()),
+            ("--runner", self.runner.is_some()),
+        ];
+        if let Some((flag, _)) = given.into_iter().find(|(_, g)| *g && !kill) {
+            return Err(CheckError::Pointless {
+                flag,
+                reason: "needs --kill or a --kill-ROLE flag (RisingWave's runner reads it only when it kills)",
+            });
+        }
+        Ok(SltParams {
+            kill,
+            kill_roles: roles,
+            runner: self.runner.unwrap_or_default(),
+            kill_rate: self.kill_rate.unwrap_or(1.0),
+            background_ddl_rate: self.background_ddl_rate.unwrap_or(0.0),
+            ..params
+        })
+    }
+}
+
+impl SltCmd {
+    /// The run configuration: the files (globs expanded) and the settings.
+    pub fn into_args(self) -> Result<SltArgs, CheckError> {
+        let choice = KillChoice {
+            all: self.kill,
+            frontend: self.kill_frontend,
+            compute: self.kill_compute,
+            compactor: self.kill_compactor,
+            runner: self.runner,
+            kill_rate: self.kill_rate,
+            background_ddl_rate: self.background_ddl_rate,
+        };
+        let params = choice.apply(SltParams {
+            seed: self.seed,
+            run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
+            ..SltParams::default()
+        })?;
+        let mut files = Vec::new();
+        for pattern in &self.files {
+            files.extend(crate::slt::expand(pattern)?);
+        }
+        Ok(SltArgs {
+            files,
+            params,
+            json: self.json,
+            event_log: self.event_log,
+            log_file: self.log_file,
+            otlp_endpoint: self.otlp_endpoint,
+        })
+    }
+}

@@ -1,0 +1,301 @@
+//! `epochlab soak`: its flags (the one definition, with their help) and the campaign ([`SoakArgs`]) they
+//! become after the checks that depend on values (the scenario, the catalogue's modes, one run).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args};
+use epochlab_sim::workload::GenParams;
+use epochlab_sim::{BugId, BugMode, Mode, ReproParams};
+
+use super::CheckError;
+use super::repro::ScenarioFlags;
+use super::slt::KillChoice;
+use super::values;
+use crate::soak::{Scenario, SoakArgs};
+
+/// Run many seeds on worker threads and group the failures by signature
+///
+/// Each seed is its own deterministic simulation; a soak keeps one result per seed and groups the
+/// failures by signature (the error with ids, epochs and values masked).
+///
+/// Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and
+/// sinks with arrangement backfill, foreground and background, drops and cancels while they backfill,
+/// throttles, reschedules; a compaction group per job or RisingWave's static groups) with faults (node kills
+/// and restarts, failed and delayed RPCs), runs it, lets the cluster settle and checks: actor state errors,
+/// the invariants (commit order, tables unregistered while in use or touched after, registered tables), an
+/// oracle (every view and sink equals its table; every table holds what its DML left), and stalls (no epoch
+/// committed for 180 s, as when a compaction group's writes stop). `--scenario 14910` runs the directed
+/// scenario of `epochlab repro` instead; `--slt GLOB` runs sqllogictest files.
+///
+/// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`); a flag that would do nothing in
+/// the combination given is refused.
+#[derive(Args, Clone, Debug)]
+#[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = SOAK_AFTER_HELP)]
+#[command(group(ArgGroup::new("killed").multiple(true)
+    .args(["kill", "kill_frontend", "kill_compute", "kill_compactor"])))]
+pub struct SoakCmd {
+    /// Half-open range of seeds
+    #[arg(long, value_name = "A..B", default_value = "0..100", value_parser = values::seed_range)]
+    pub seeds: std::ops::Range<u64>,
+    /// 1..=256 worker threads, default the number of cores
+    #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]
+    pub jobs: Option<usize>,
+    /// The bug of the catalogue (`epochlab bugs`) whose toggle --mode sets
+    ///
+    /// Every other bug's toggle stays fixed; not with --plan (a plan file names its bug) or
+    /// --replay.
+    #[arg(long, value_name = "ID", verbatim_doc_comment, value_parser = values::bug())]
+    pub bug: Option<BugId>,
+    /// The mode of every seed, default fixed
+    #[arg(long, value_name = "M", value_parser = values::mode())]
+    pub mode: Option<Mode>,
+    /// random (default): a random plan per seed; 14910: the directed scenario
+    #[arg(long, value_name = "S", value_enum)]
+    pub scenario: Option<ScenarioArg>,
+    /// 0..=1, random plans: the chance that a kill opportunity kills, default 0.5
+    ///
+    /// A kill opportunity comes every 5 to 15 s, and after some drops; it kills every node or
+    /// each node with probability 0.5. With --slt (and a kill flag), the runner's kill rate,
+    /// default 1.0.
+    #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability)]
+    pub kill_rate: Option<f64>,
+    /// 0..=1, random plans: the chance that a view or sink is created in the background, default 0.5
+    ///
+    /// With --slt (and a kill flag), the runner's rate, default 0.0.
+    #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability)]
+    pub background_ddl_rate: Option<f64>,
+    /// Run sqllogictest files (`epochlab slt --help`) instead of random plans
+    ///
+    /// Every file matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster,
+    /// under each seed; a seed fails when a file does, its detail naming the file, the record and
+    /// the `cargo xtask slt` command that replays that file alone.
+    #[arg(long, value_name = "GLOB", verbatim_doc_comment, value_parser = values::text,
+          conflicts_with_all = ["scenario", "plan", "shrink", "replay"])]
+    pub slt: Option<String>,
+    /// With --slt: kill nodes of every role the engine has, as RisingWave's simulation runner does
+    ///
+    /// Frontend, compute nodes, compactor; never meta. Then --kill-rate defaults to 1.0 and
+    /// --background-ddl-rate to 0.0. See `epochlab slt --help`.
+    #[arg(long, verbatim_doc_comment, requires = "slt")]
+    pub kill: bool,
+    /// With --slt: kill the frontend (with the other --kill-ROLE flags: those roles)
+    #[arg(long, requires = "slt")]
+    pub kill_frontend: bool,
+    /// With --slt: kill compute nodes (or with the other --kill-ROLE flags)
+    #[arg(long, requires = "slt")]
+    pub kill_compute: bool,
+    /// With --slt: kill the compactor (or with the other --kill-ROLE flags)
+    #[arg(long, requires = "slt")]
+    pub kill_compactor: bool,
+    /// With --slt and a kill flag: RisingWave's runner of 2024 (default) or today's
+    ///
+    /// See `epochlab slt --help`.
+    #[arg(long, value_name = "R", verbatim_doc_comment, requires = "slt", requires = "killed",
+          value_parser = values::runner())]
+    pub runner: Option<epochlab_sql::RunnerEra>,
+    /// Run one plan file (as written by --shrink, or from tests/regressions/)
+    ///
+    /// In its own mode unless --mode is given; compares with the file's expected outcome if it
+    /// has one. It runs one plan, not a campaign.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
+          conflicts_with_all = [
+              "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
+          ])]
+    pub plan: Option<PathBuf>,
+    /// Shrink the plan of --plan FILE, or of the lowest failing seed of the campaign
+    ///
+    /// Removes and shortens steps while a run fails with the same signature; prints the smallest
+    /// plan, writes it to a plan file (shrunk-seed<N>-<mode>.json here, or <name>.shrunk.json
+    /// beside --plan's file) and prints that path on the last line.
+    #[arg(long, verbatim_doc_comment)]
+    pub shrink: bool,
+    /// Run only the seeds with seed % N == K (several processes split one campaign)
+    #[arg(long, value_name = "K/N", value_parser = values::shard)]
+    pub shard: Option<(u64, u64)>,
+    /// Append one JSON line per seed to FILE
+    ///
+    /// Seeds of the same campaign already in FILE are skipped, so an interrupted campaign resumes.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path)]
+    pub results: Option<PathBuf>,
+    /// 1..=2592000: start no seed after this much wall time
+    #[arg(long, value_name = "SECS", value_parser = values::number::<u64>(values::DURATION))]
+    pub duration: Option<u64>,
+    /// Print each seed's JSON line on stdout (the triage goes to stderr)
+    #[arg(long)]
+    pub json: bool,
+    /// Rerun every seed of a results file (with its own settings, in --jobs threads)
+    ///
+    /// Prints `seed N: same` or `seed N: DIFFERS (outcome ..., digest ...)`, then
+    /// `replayed N: S same, D differ`; exit 0 when D is 0, else 1. Each row is rerun with that
+    /// row's own settings, so the campaign's flags are refused with it.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
+          conflicts_with_all = [
+              "bug", "shrink", "seeds", "shard", "results", "mode", "scenario", "kill_rate",
+              "background_ddl_rate",
+          ])]
+    pub replay: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run; off by default
+    ///
+    /// Port 0 takes a free port; the address is printed on stderr. The series:
+    ///   epochlab_soak_seeds_total{mode,outcome}
+    ///   epochlab_soak_failures_total{mode,signature} (64 signatures, then `other`)
+    ///   epochlab_soak_seeds_in_progress{mode}
+    ///   epochlab_soak_virtual_seconds_total{mode} (its rate: simulated s per wall s)
+    ///   epochlab_soak_wall_seconds_total{mode} (wall time of the seeds, all workers)
+    /// and repro's engine metrics: counters and histograms summed over the seeds, gauges
+    /// per worker (label `worker`, 0..jobs-1) showing the worker's current seed.
+    #[arg(long, value_name = "HOST:PORT", verbatim_doc_comment, value_parser = values::metrics_addr)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// 0..=86400; needs --metrics-addr: keep serving this long after the campaign ends
+    ///
+    /// Default: not at all.
+    #[arg(long, value_name = "SECS", verbatim_doc_comment, requires = "metrics_addr",
+          value_parser = values::number::<u64>(values::SERVE_FOR))]
+    pub serve_for: Option<u64>,
+    /// Write the event log of the one run (--plan FILE, or --seeds N..N+1)
+    ///
+    /// Every step, barrier, commit, unregister, recovery step and persist, with virtual time.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
+          conflicts_with_all = ["replay", "shrink"])]
+    pub event_log: Option<PathBuf>,
+    /// Send the trace of every seed that fails or gets stuck to this OTLP/gRPC collector
+    ///
+    /// E.g. http://127.0.0.1:4317, Jaeger's: the worker reruns the seed (it replays exactly) with
+    /// the exporter, so passing seeds cost nothing; each trace's resource names the seed, mode,
+    /// scenario and signature.
+    #[arg(long, value_name = "URL", verbatim_doc_comment, value_parser = values::url)]
+    pub otlp_endpoint: Option<String>,
+    /// With --scenario 14910: its settings, as for `epochlab repro` (see its --help).
+    #[command(
+        flatten,
+        next_help_heading = "The directed scenario's settings (with --scenario 14910)"
+    )]
+    pub directed: ScenarioFlags,
+}
+
+/// `--scenario`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenarioArg {
+    /// A random plan per seed.
+    Random,
+    /// The directed scenario of `epochlab repro` (#14910's).
+    #[value(name = "14910")]
+    Directed,
+}
+
+const SOAK_AFTER_HELP: &str = "\
+OUTCOMES per seed: passed (a directed run that could not set up the bug counts as passed, with its reason as
+the detail), failed (kind actor_failure, invariant or oracle), stuck (no epoch committed for 180 virtual
+seconds, or settling did not finish: the detail names the barriers in flight and the actors each node waits
+for). Each line of --results and --json: seed, mode, scenario, outcome, kind, detail, signature, digest,
+virtual_ms, wall_ms and replay (the command that reruns that seed alone).
+
+EXIT STATUS
+  0 every seed passed (--replay: every seed the same)
+  1 a seed failed or got stuck (--replay: a seed differs; --shrink: the shrunk plan fails)
+  2 bad input (a flag, a results or plan file that cannot be read or written, or a --metrics-addr that cannot
+    be listened on, such as a port in use)
+
+`epochlab soak-report FILES...` merges results files (e.g. the shards of a campaign).";
+
+impl SoakCmd {
+    /// The campaign, after the checks that depend on values.
+    pub fn into_args(self) -> Result<SoakArgs, CheckError> {
+        let d = SoakArgs::default();
+        let bug = self.bug.unwrap_or_default();
+        let mode = self.mode.unwrap_or(d.params.mode);
+        self.check(bug, mode)?;
+        let scenario = match (&self.slt, self.scenario) {
+            (Some(pattern), _) => {
+                crate::slt::soak_scenario(pattern, &self.kill_choice(), bug, mode)?
+            }
+            (None, Some(ScenarioArg::Directed)) => Scenario::Directed,
+            (None, _) => {
+                let g = GenParams::default();
+                Scenario::Random(GenParams {
+                    kill_rate: self.kill_rate.unwrap_or(g.kill_rate),
+                    background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
+                    ..g
+                })
+            }
+        };
+        let params = self.directed.apply(ReproParams {
+            bug,
+            mode,
+            ..ReproParams::default()
+        });
+        Ok(SoakArgs {
+            seeds: self.seeds,
+            jobs: self.jobs.unwrap_or(d.jobs),
+            shard: self.shard,
+            scenario,
+            params,
+            mode_given: self.mode.is_some(),
+            results: self.results,
+            duration: self.duration.map(Duration::from_secs),
+            json: self.json,
+            replay: self.replay,
+            plan: self.plan,
+            shrink: self.shrink,
+            metrics_addr: self.metrics_addr,
+            serve_for: self.serve_for.map(Duration::from_secs),
+            otlp_endpoint: self.otlp_endpoint,
+            event_log: self.event_log,
+        })
+    }
+
+    fn kill_choice(&self) -> KillChoice {
+        KillChoice {
+            all: self.kill,
+            frontend: self.kill_frontend,
+            compute: self.kill_compute,
+            compactor: self.kill_compactor,
+            runner: self.runner,
+            kill_rate: self.kill_rate,
+            background_ddl_rate: self.background_ddl_rate,
+        }
+    }
+
+    /// What clap cannot declare: one run for --event-log, the bug's modes, and the flags of one scenario.
+    fn check(&self, bug: BugId, mode: Mode) -> Result<(), CheckError> {
+        let one_run = self.plan.is_some() || self.seeds.end - self.seeds.start == 1;
+        if self.event_log.is_some() && !one_run {
+            return Err(CheckError::Pointless {
+                flag: "--event-log",
+                reason: "writes the event log of one run: give --plan FILE or --seeds N..N+1",
+            });
+        }
+        if self.plan.is_none() {
+            BugMode::new(bug, mode).map_err(CheckError::NotAModeOfTheBug)?;
+        }
+        if self.scenario == Some(ScenarioArg::Directed) {
+            if bug != BugId::Rw14910 {
+                return Err(CheckError::Exclusive {
+                    a: "--bug",
+                    b: "--scenario 14910",
+                    reason: "the directed scenario of a soak is #14910's; other bugs soak random plans",
+                });
+            }
+            let random_only = [
+                (self.kill_rate.is_some(), "--kill-rate"),
+                (self.background_ddl_rate.is_some(), "--background-ddl-rate"),
+                (self.shrink, "--shrink"),
+            ];
+            if let Some((_, flag)) = random_only.into_iter().find(|(given, _)| *given) {
+                return Err(CheckError::Exclusive {
+                    a: flag,
+                    b: "--scenario 14910",
+                    reason: "applies to random plans (--scenario random or --plan)",
+                });
+            }
+        } else if let Some((flag, _)) = self.directed.given().first() {
+            return Err(CheckError::Pointless {
+                flag,
+                reason: "sets the directed scenario: it needs --scenario 14910",
+            });
+        }
+        Ok(())
+    }
+}
