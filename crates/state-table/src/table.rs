@@ -64,7 +64,50 @@ pub struct StateTable {
     /// The value holds every column in order, so a row decodes from the value alone.
     value_is_row: bool,
     epoch: Option<EpochPair>,
+    /// Where written rows are encoded (boxed: a table is often held in an enum beside small variants).
+    buffers: Box<WriteBuffers>,
 }
+
+struct WriteBuffers {
+    /// A row's key and value are encoded here first, then copied into `arena`.
+    scratch: Vec<u8>,
+    /// The keys and values written this epoch, back to back in shared blocks: a written row costs a copy
+    /// into the block, not an allocation per key and per value. Dropped at commit (the mem-table's copy has
+    /// gone into an imm by then), so a block lives about an epoch.
+    arena: BytesMut,
+    /// The size of the next block: it doubles within an epoch, up to `ARENA_BLOCK_MAX`.
+    arena_block: usize,
+}
+
+impl WriteBuffers {
+    fn new() -> Self {
+        Self {
+            scratch: Vec::new(),
+            arena: BytesMut::new(),
+            arena_block: ARENA_BLOCK_MIN,
+        }
+    }
+
+    /// `bytes`, copied into the arena; a new block when the current one has no room.
+    fn arena_copy(&mut self, bytes: &[u8]) -> Bytes {
+        if self.arena.capacity() - self.arena.len() < bytes.len() {
+            self.arena = BytesMut::with_capacity(self.arena_block.max(bytes.len()));
+            self.arena_block = (self.arena_block * 2).min(ARENA_BLOCK_MAX);
+        }
+        self.arena.extend_from_slice(bytes);
+        self.arena.split().freeze()
+    }
+
+    /// A new epoch: the arena's blocks go (the mem-table's keys and values went into an imm).
+    fn reset_arena(&mut self) {
+        self.arena = BytesMut::new();
+        self.arena_block = ARENA_BLOCK_MIN;
+    }
+}
+
+/// The first arena block of an epoch, and the largest.
+const ARENA_BLOCK_MIN: usize = 256;
+const ARENA_BLOCK_MAX: usize = 32 << 10;
 
 impl StateTable {
     /// A table over a new local store on `node`, owning `vnodes`.
@@ -99,6 +142,7 @@ impl StateTable {
             op_consistency_level: opts.op_consistency_level,
             is_replicated: opts.is_replicated,
             accessor: opts.accessor,
+            prefix_filter_len: prefix_filter_len(&desc),
         });
         let n = desc.column_types.len();
         let value_is_row = desc.value_indices.iter().copied().eq(0..n);
@@ -109,6 +153,7 @@ impl StateTable {
             vnodes,
             value_is_row,
             epoch: None,
+            buffers: Box::new(WriteBuffers::new()),
         }
     }
 
@@ -185,12 +230,6 @@ impl StateTable {
         self.key_of(|p| pk.datum_at(p))
     }
 
-    /// The storage key of a full row's pk, built from the row without projecting it.
-    fn key_of_row(&self, row: &OwnedRow) -> StateTableResult<Bytes> {
-        let pk_indices = &self.desc.pk_indices;
-        self.key_of(|p| row.datum_at(pk_indices[p]))
-    }
-
     /// Vnode (2 bytes BE) then the memcomparable pk, whose `p`-th datum is `pk_at(p)`.
     fn key_of<'a>(&self, pk_at: impl Fn(usize) -> &'a Datum) -> StateTableResult<Bytes> {
         let mut key = Vec::with_capacity(VirtualNode::SIZE + self.desc.pk_orders.len() * 9);
@@ -218,18 +257,6 @@ impl StateTable {
         Ok(())
     }
 
-    fn encode_value(&self, row: &OwnedRow) -> Bytes {
-        assert_eq!(
-            row.len(),
-            self.desc.column_types.len(),
-            "row width must match the table"
-        );
-        Bytes::from(value_encoding::encode_row_projected(
-            row,
-            &self.desc.value_indices,
-        ))
-    }
-
     fn decode(&self, key: &[u8], value: &[u8]) -> StateTableResult<OwnedRow> {
         decode_with(&self.desc, &self.pk_types, self.value_is_row, key, value)
     }
@@ -252,17 +279,48 @@ impl StateTable {
         }
     }
 
+    /// The storage key of `row`'s pk and the encoded values of `rows`, as slices of one arena block.
+    fn encode_key_values<const N: usize>(
+        &mut self,
+        row: &OwnedRow,
+        rows: [&OwnedRow; N],
+    ) -> StateTableResult<(Bytes, [Bytes; N])> {
+        let mut buf = std::mem::take(&mut self.buffers.scratch);
+        buf.clear();
+        let pk_indices = &self.desc.pk_indices;
+        let key = self.key_into(|p| row.datum_at(pk_indices[p]), &mut buf);
+        let key_end = buf.len();
+        let mut ends = [key_end; N];
+        for (r, end) in rows.iter().zip(&mut ends).take_while(|_| key.is_ok()) {
+            assert_eq!(
+                r.len(),
+                self.desc.column_types.len(),
+                "row width must match the table"
+            );
+            value_encoding::encode_projected_into(r, &self.desc.value_indices, &mut buf);
+            *end = buf.len();
+        }
+        let all = key.map(|()| self.buffers.arena_copy(&buf));
+        self.buffers.scratch = buf;
+        let all = all?;
+        let mut start = key_end;
+        let values = ends.map(|end| {
+            let v = all.slice(start..end);
+            start = end;
+            v
+        });
+        Ok((all.slice(..key_end), values))
+    }
+
     pub fn insert(&mut self, row: &OwnedRow) -> StateTableResult<()> {
-        let key = self.key_of_row(row)?;
-        let value = self.encode_value(row);
+        let (key, [value]) = self.encode_key_values(row, [row])?;
         self.local
             .insert(key, value, None)
             .map_err(|e| self.map_write_error(&self.pk_of(row), e))
     }
 
     pub fn delete(&mut self, row: &OwnedRow) -> StateTableResult<()> {
-        let key = self.key_of_row(row)?;
-        let old = self.encode_value(row);
+        let (key, [old]) = self.encode_key_values(row, [row])?;
         self.local
             .delete(key, old)
             .map_err(|e| self.map_write_error(&self.pk_of(row), e))
@@ -270,20 +328,19 @@ impl StateTable {
 
     /// Replace `old` by `new`; both must have the same pk.
     pub fn update(&mut self, old: &OwnedRow, new: &OwnedRow) -> StateTableResult<()> {
-        let pk = self.pk_of(old);
-        let new_pk = self.pk_of(new);
-        if pk != new_pk {
+        let pk_indices = &self.desc.pk_indices;
+        let same_pk = pk_indices.iter().all(|&i| old[i] == new[i]);
+        if !same_pk {
             return Err(StateTableError::PkChanged {
                 table_id: self.desc.table_id,
-                old: pk,
-                new: new_pk,
+                old: self.pk_of(old),
+                new: self.pk_of(new),
             });
         }
-        let key = self.key_of_pk(&pk)?;
-        let (old_v, new_v) = (self.encode_value(old), self.encode_value(new));
+        let (key, [old_v, new_v]) = self.encode_key_values(old, [old, new])?;
         self.local
             .insert(key, new_v, Some(old_v))
-            .map_err(|e| self.map_write_error(&pk, e))
+            .map_err(|e| self.map_write_error(&self.pk_of(old), e))
     }
 
     pub fn write_record(&mut self, record: &Record) -> StateTableResult<()> {
@@ -457,6 +514,7 @@ impl StateTable {
         if self.local.is_dirty() {
             self.local.flush()?;
         }
+        self.buffers.reset_arena();
         self.local.seal_current_epoch(new.curr)?;
         self.epoch = Some(new);
         Ok(())
@@ -481,6 +539,35 @@ impl StateTable {
     pub fn read_epoch(&self) -> StateTableResult<Epoch> {
         Ok(self.epoch()?.curr)
     }
+}
+
+/// The bytes of a key that a read of one distribution key fixes (vnode, then the dist key's columns), where
+/// the dist key is a strict prefix of the pk of fixed-width types: a join side's rows table read by its
+/// join key. Otherwise none.
+fn prefix_filter_len(desc: &TableDesc) -> Option<usize> {
+    let Distribution::HashDistKey { dist_key_in_pk } = &desc.distribution else {
+        return None;
+    };
+    let n = dist_key_in_pk.len();
+    let pk_types = desc.pk_types();
+    if n == 0 || n >= pk_types.len() || dist_key_in_pk.iter().copied().ne(0..n) {
+        return None;
+    }
+    let widths: Option<usize> = pk_types[..n].iter().map(memcmp_width).sum();
+    widths.map(|w| VirtualNode::SIZE + w)
+}
+
+/// The memcomparable length of a non-NULL value of `t` (its null flag included), for types of one length.
+fn memcmp_width(t: &DataType) -> Option<usize> {
+    let value = match t {
+        DataType::Boolean => 1,
+        DataType::Int16 => 2,
+        DataType::Int32 | DataType::Float32 | DataType::Date => 4,
+        DataType::Int64 | DataType::Serial | DataType::Float64 | DataType::Timestamptz => 8,
+        DataType::Interval => 16,
+        _ => return None,
+    };
+    Some(1 + value)
 }
 
 fn decode_with(
@@ -518,4 +605,38 @@ fn next_key(prefix: &[u8]) -> Option<Bytes> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::plan::join_side_tables;
+    use epochlab_common::{OrderType, ScalarImpl, VnodeCount};
+
+    use super::*;
+
+    #[test]
+    fn memcmp_widths_are_the_encodings_lengths() {
+        let values = [
+            (DataType::Boolean, ScalarImpl::Bool(true)),
+            (DataType::Int16, ScalarImpl::Int16(-3)),
+            (DataType::Int32, ScalarImpl::Int32(7)),
+            (DataType::Int64, ScalarImpl::Int64(1 << 40)),
+        ];
+        for (t, v) in values {
+            let mut buf = Vec::new();
+            memcmp::encode_datum(&Some(v), OrderType::ascending(), &mut buf);
+            assert_eq!(memcmp_width(&t), Some(buf.len()), "{t:?}");
+        }
+        assert_eq!(memcmp_width(&DataType::Varchar), None);
+    }
+
+    #[test]
+    fn a_join_side_prefix_is_its_vnode_and_join_key() {
+        let count = VnodeCount::new(16).unwrap();
+        let types = [DataType::Int64, DataType::Int64, DataType::Varchar];
+        let (rows, _) = join_side_tables(&types, &[0], &[1], false, count);
+        assert_eq!(prefix_filter_len(&rows), Some(VirtualNode::SIZE + 9));
+        let (by_varchar, _) = join_side_tables(&types, &[2], &[1], false, count);
+        assert_eq!(prefix_filter_len(&by_varchar), None);
+    }
 }

@@ -35,6 +35,9 @@ pub struct CommittedStore {
 #[derive(Default)]
 struct TableData {
     runs: Vec<Run>,
+    /// The key prefix length (bytes, vnode included) the table's prefix reads fix, if it has one: runs built
+    /// from now on carry a filter of their keys' prefixes of this length (RisingWave's prefix hint).
+    prefix_len: Option<usize>,
 }
 
 /// One version of a key. Its key starts where the previous entry's value ends (or at 0).
@@ -118,6 +121,19 @@ struct Run {
     versions: usize,
     /// Over the run's keys: a point read skips a run that does not have the key.
     filter: KeyFilter,
+    /// Over the run's keys' prefixes of a length: a read of every key with a prefix of that length skips a
+    /// run that has none.
+    prefix_filter: Option<(usize, KeyFilter)>,
+}
+
+impl Run {
+    /// False only if no key of the run starts with `prefix`.
+    fn may_have_prefix(&self, prefix: &[u8]) -> bool {
+        match &self.prefix_filter {
+            Some((len, f)) if *len == prefix.len() => f.may_contain(key_hash(prefix)),
+            _ => true,
+        }
+    }
 }
 
 /// Writes versions in order into blocks.
@@ -128,14 +144,32 @@ struct RunBuilder {
     entries: Vec<Entry>,
     versions: usize,
     hashes: Vec<u64>,
+    /// The prefix length of `prefix_hashes`, if the run gets a prefix filter.
+    prefix_len: Option<usize>,
+    /// One per distinct prefix (keys come sorted, so a prefix's keys are adjacent).
+    prefix_hashes: Vec<u64>,
+    last_prefix: Vec<u8>,
 }
 
 impl RunBuilder {
     /// A builder for about `versions` versions.
-    fn with_capacity(versions: usize) -> Self {
+    fn with_capacity(versions: usize, prefix_len: Option<usize>) -> Self {
         Self {
             hashes: Vec::with_capacity(versions),
+            prefix_len,
             ..Self::default()
+        }
+    }
+
+    /// Add the prefix of `key`, unless the previous key had it (a key shorter than the prefix has none).
+    fn push_prefix(&mut self, key: &[u8]) {
+        let Some(prefix) = self.prefix_len.and_then(|len| key.get(..len)) else {
+            return;
+        };
+        if self.prefix_hashes.is_empty() || self.last_prefix != prefix {
+            self.prefix_hashes.push(key_hash(prefix));
+            self.last_prefix.clear();
+            self.last_prefix.extend_from_slice(prefix);
         }
     }
 
@@ -155,6 +189,7 @@ impl RunBuilder {
             self.data.reserve_exact(BLOCK_BYTES.max(size));
         }
         self.hashes.push(key_hash(key));
+        self.push_prefix(key);
         for (epoch, value) in versions {
             self.data.extend_from_slice(key);
             let key_end = self.data.len();
@@ -200,6 +235,9 @@ impl RunBuilder {
             blocks: self.blocks,
             versions: self.versions,
             filter: KeyFilter::build(&self.hashes),
+            prefix_filter: self
+                .prefix_len
+                .map(|len| (len, KeyFilter::build(&self.prefix_hashes))),
         }
     }
 }
@@ -253,7 +291,7 @@ impl<'a> Cursor<'a> {
 
 /// Visit the live rows of `runs` in `range` as of `epoch`, in key order; `f` returns false to stop.
 fn visit(
-    runs: &[Run],
+    runs: &[&Run],
     range: (Bound<&[u8]>, Bound<&[u8]>),
     epoch: Epoch,
     mut f: impl FnMut(&Block, usize, std::ops::Range<usize>) -> bool,
@@ -363,8 +401,8 @@ type Version = (Epoch, Option<std::ops::Range<usize>>, Side);
 
 /// Merge two adjacent runs (`newer` after `older`) into one: of a key, the older run's newest version and
 /// every version of the newer run (of two versions at one epoch, the newer run's).
-fn merge(older: Run, newer: Run) -> Run {
-    let mut out = RunBuilder::with_capacity(older.versions + newer.versions);
+fn merge(older: Run, newer: Run, prefix_len: Option<usize>) -> Run {
+    let mut out = RunBuilder::with_capacity(older.versions + newer.versions, prefix_len);
     let (mut a, mut b) = (Draining::new(older), Draining::new(newer));
     let mut versions: Vec<Version> = Vec::new();
     loop {
@@ -408,9 +446,26 @@ fn merge(older: Run, newer: Run) -> Run {
     out.finish()
 }
 
+/// `p` when `range` is exactly the keys that start with `p` (`p` included, up to the smallest key above
+/// all of them excluded).
+fn prefix_of_range<'a>(range: (Bound<&'a [u8]>, Bound<&[u8]>)) -> Option<&'a [u8]> {
+    let (Bound::Included(p), Bound::Excluded(end)) = range else {
+        return None;
+    };
+    // The end is `p` cut after its last byte below 0xFF, that byte plus one.
+    let (&last, head) = end.split_last()?;
+    let cut = head.len();
+    let successor = p.len() > cut
+        && p[..cut] == *head
+        && p[cut] < 0xFF
+        && p[cut] + 1 == last
+        && p[cut + 1..].iter().all(|&b| b == 0xFF);
+    successor.then_some(p)
+}
+
 /// A k-way merge of sorted imms into one run: a heap of (key, imm index), so that a key's versions come out
 /// oldest first.
-fn run_of_imms(imms: &[Arc<Imm>]) -> Run {
+fn run_of_imms(imms: &[Arc<Imm>], prefix_len: Option<usize>) -> Run {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut pos = vec![0usize; imms.len()];
@@ -420,7 +475,7 @@ fn run_of_imms(imms: &[Arc<Imm>]) -> Run {
         .filter(|(_, imm)| !imm.is_empty())
         .map(|(n, imm)| Reverse((imm.key(0), n)))
         .collect();
-    let mut out = RunBuilder::with_capacity(imms.iter().map(|i| i.len()).sum());
+    let mut out = RunBuilder::with_capacity(imms.iter().map(|i| i.len()).sum(), prefix_len);
     let mut versions: Vec<(Epoch, Option<&[u8]>)> = Vec::new();
     while let Some(Reverse((key, _))) = heap.peek().copied() {
         versions.clear();
@@ -453,7 +508,7 @@ impl TableData {
             }
             let newer = self.runs.pop().expect("two runs");
             let older = self.runs.pop().expect("two runs");
-            self.runs.push(merge(older, newer));
+            self.runs.push(merge(older, newer, self.prefix_len));
         }
     }
 }
@@ -476,11 +531,20 @@ impl CommittedStore {
             return;
         }
         debug_assert!(imms.windows(2).all(|w| w[0].epoch <= w[1].epoch));
-        let run = run_of_imms(imms);
+        let prefix_len = self.read().get(&table_id).and_then(|t| t.prefix_len);
+        let run = run_of_imms(imms, prefix_len);
         let mut tables = self.write();
         let table = tables.entry(table_id).or_default();
         table.runs.push(run);
         table.compact();
+    }
+
+    /// From now on, runs of `table_id` carry a filter of their keys' prefixes of `len` bytes, which a read of
+    /// exactly the keys with one such prefix uses to skip runs (RisingWave's prefix hint). Runs built before
+    /// have none; a read of another shape uses none.
+    pub fn set_prefix_len(&self, table_id: TableId, len: usize) {
+        let mut tables = self.write();
+        tables.entry(table_id).or_default().prefix_len = Some(len);
     }
 
     /// The value of `key` as of `epoch`.
@@ -530,7 +594,16 @@ impl CommittedStore {
         if limit == 0 {
             return out;
         }
-        visit(&table.runs, range, epoch, |b, i, v| {
+        let prefix = prefix_of_range(range);
+        let runs: Vec<&Run> = table
+            .runs
+            .iter()
+            .filter(|r| prefix.is_none_or(|p| r.may_have_prefix(p)))
+            .collect();
+        if runs.is_empty() {
+            return out;
+        }
+        visit(&runs, range, epoch, |b, i, v| {
             let key = b.data.slice(b.start(i)..b.entries[i].key_end as usize);
             out.push((key, b.data.slice(v)));
             out.len() < limit
@@ -545,7 +618,8 @@ impl CommittedStore {
             return;
         };
         let full = (Bound::Unbounded, Bound::Unbounded);
-        visit(&table.runs, full, epoch, |b, i, v| {
+        let runs: Vec<&Run> = table.runs.iter().collect();
+        visit(&runs, full, epoch, |b, i, v| {
             f(b.key(i), &b.data[v]);
             true
         });
@@ -679,6 +753,93 @@ mod tests {
             .take(10)
             .collect();
         assert_eq!(ranged, model_ranged);
+    }
+
+    /// `p` then `p`'s successor: the range of the keys that start with `p`.
+    fn prefix_range(p: &[u8]) -> Option<Vec<u8>> {
+        let mut end = p.to_vec();
+        while let Some(last) = end.pop() {
+            if last < 0xFF {
+                end.push(last + 1);
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_prefix_range_is_recognised_only_as_one() {
+        for p in [&[1u8, 2, 3][..], &[1, 0xFF, 0xFF], &[0xFE], &[0, 0]] {
+            let end = prefix_range(p).unwrap();
+            let range = (Bound::Included(p), Bound::Excluded(&end[..]));
+            assert_eq!(prefix_of_range(range), Some(p), "{p:?}");
+        }
+        let not = [
+            (
+                Bound::Included(&[1u8, 2][..]),
+                Bound::Excluded(&[1u8, 4][..]),
+            ),
+            (Bound::Included(&[1, 2]), Bound::Included(&[1, 3])),
+            (Bound::Excluded(&[1, 2]), Bound::Excluded(&[1, 3])),
+            (Bound::Included(&[1, 2, 0]), Bound::Excluded(&[1, 3])),
+            (Bound::Included(&[1, 2]), Bound::Excluded(&[])),
+        ];
+        for range in not {
+            assert_eq!(prefix_of_range(range), None, "{range:?}");
+        }
+    }
+
+    /// Reads of every key with a prefix agree with a model, on runs built before and after the table got a
+    /// prefix filter and merged together; prefixes no key has read empty, and most skip every run.
+    #[test]
+    fn prefix_reads_agree_with_a_model_with_and_without_prefix_filters() {
+        let t = TableId(1);
+        let store = CommittedStore::default();
+        let mut model = Model::default();
+        for commit in 1..=40u32 {
+            if commit == 10 {
+                store.set_prefix_len(t, 3);
+            }
+            let epoch = Epoch(u64::from(commit));
+            // Keys of even prefixes only (a prefix is the key's top 3 bytes: 256 keys each).
+            let batch: Vec<_> = (0..50u32)
+                .map(|i| k(((commit * 50 + i) % 1000) * 512))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(|key| (key, epoch, (commit % 7 != 0).then(|| k(commit))))
+                .collect();
+            model.apply(&batch);
+            store.apply(t, &imms(&batch));
+        }
+        let read = Epoch(40);
+        let all = model.scan(read);
+        let with_filter = store.read()[&t]
+            .runs
+            .iter()
+            .filter(|r| r.prefix_filter.is_some())
+            .count();
+        assert!(with_filter > 0 && store.runs(t) > 1);
+        let mut skipped_all = 0;
+        for top in 0..2100u32 {
+            let p = &k(top << 8)[..3];
+            let end = prefix_range(p).unwrap();
+            let range = (Bound::Included(p), Bound::Excluded(&end[..]));
+            let want: Vec<_> = all
+                .iter()
+                .filter(|(key, _)| key.starts_with(p))
+                .cloned()
+                .collect();
+            assert_eq!(store.scan(t, range, read, usize::MAX), want, "prefix {p:?}");
+            let tables = store.read();
+            if tables[&t].runs.iter().all(|r| !r.may_have_prefix(p)) {
+                assert!(want.is_empty());
+                skipped_all += 1;
+            }
+        }
+        assert!(
+            skipped_all > 900,
+            "{skipped_all} absent prefixes skipped every run"
+        );
     }
 
     #[test]

@@ -49,6 +49,11 @@ pub struct NewLocalOptions {
     pub is_replicated: bool,
     /// The actor using the store, reported to the node's access observer.
     pub accessor: Option<Accessor>,
+    /// The length in bytes (vnode included) of the key prefix the table's prefix reads fix, where every key
+    /// has one (a join side's join key): its committed runs get a filter of those prefixes, so a read of a
+    /// prefix no key has skips them (RisingWave's prefix hint). Only a hint: a read of another shape, or a
+    /// key shorter than it, is served as without it.
+    pub prefix_filter_len: Option<usize>,
 }
 
 impl NewLocalOptions {
@@ -58,6 +63,7 @@ impl NewLocalOptions {
             op_consistency_level: OpConsistencyLevel::ConsistentOldValue,
             is_replicated: false,
             accessor: None,
+            prefix_filter_len: None,
         }
     }
 }

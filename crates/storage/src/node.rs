@@ -183,6 +183,9 @@ impl NodeStorage {
         state.instances.insert(id, Arc::downgrade(&read_version));
         let generation = state.generation;
         drop(state);
+        if let Some(len) = opts.prefix_filter_len {
+            self.inner.committed.set_prefix_len(opts.table_id, len);
+        }
         LocalStateStore::new(self.inner.clone(), opts, id, generation, read_version)
     }
 

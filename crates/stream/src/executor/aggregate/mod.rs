@@ -43,7 +43,8 @@ pub const DEFAULT_GROUP_CACHE_CAPACITY: usize = 4096;
 pub enum CallStateTable {
     Value,
     MaterializedInput {
-        table: StateTable,
+        /// Boxed: a table is large beside `Value`.
+        table: Box<StateTable>,
         columns: Vec<usize>,
     },
 }
@@ -84,7 +85,7 @@ impl AggArgs {
                 AggCallState::Value => CallStateTable::Value,
                 AggCallState::MaterializedInput { table, columns } => {
                     CallStateTable::MaterializedInput {
-                        table: open(table),
+                        table: Box::new(open(table)),
                         columns: columns.clone(),
                     }
                 }

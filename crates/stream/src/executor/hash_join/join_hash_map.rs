@@ -4,12 +4,14 @@
 //! tables; beyond its capacity the least recently used key is evicted. After a recovery the cache is empty.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 use std::sync::Arc;
 
 use epochlab_common::{Bitmap, EpochPair, OrderType, OwnedRow, ScalarImpl, memcmp};
 use epochlab_state_table::StateTable;
 
+use super::key::CompactKey;
 use crate::executor::{ExecutorStatsHandle, StreamExecutorError, StreamExecutorResult};
 
 /// A row of one side with its degree: how many rows of the other side it matches (kept only where the
@@ -26,25 +28,117 @@ impl JoinRow {
     }
 }
 
-/// Every row of one join key, by memcomparable pk (RisingWave's `JoinEntryState`).
-#[derive(Debug, Default)]
-pub struct JoinEntryState {
-    rows: BTreeMap<Vec<u8>, JoinRow>,
+/// Rows an entry keeps in a sorted vector; beyond this many it moves to a tree (a hot key's inserts stay
+/// `O(log n)`). Most keys have a few rows: a vector costs one allocation, a tree node a large one.
+const SMALL_ENTRY_ROWS: usize = 32;
+
+/// Every row of one join key, by memcomparable pk (RisingWave's `JoinEntryState`), in pk order.
+#[derive(Debug)]
+pub enum JoinEntryState {
+    Small(Vec<(CompactKey, JoinRow)>),
+    Large(BTreeMap<CompactKey, JoinRow>),
+}
+
+impl Default for JoinEntryState {
+    fn default() -> Self {
+        Self::Small(Vec::new())
+    }
 }
 
 impl JoinEntryState {
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut JoinRow> {
-        self.rows.values_mut()
+        let (small, large) = match self {
+            Self::Small(v) => (Some(v.iter_mut().map(|(_, r)| r)), None),
+            Self::Large(m) => (None, Some(m.values_mut())),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
     }
 
     pub fn len(&self) -> usize {
-        self.rows.len()
+        match self {
+            Self::Small(v) => v.len(),
+            Self::Large(m) => m.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
+    }
+
+    /// Store `row` under `pk`, replacing a row of the same pk.
+    fn insert(&mut self, pk: CompactKey, row: JoinRow) {
+        match self {
+            Self::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&pk)) {
+                Ok(i) => v[i].1 = row,
+                Err(i) if v.len() < SMALL_ENTRY_ROWS => v.insert(i, (pk, row)),
+                Err(_) => {
+                    let mut m: BTreeMap<_, _> = std::mem::take(v).into_iter().collect();
+                    m.insert(pk, row);
+                    *self = Self::Large(m);
+                }
+            },
+            Self::Large(m) => {
+                m.insert(pk, row);
+            }
+        }
+    }
+
+    /// Rows are appended in pk order while an entry is loaded.
+    fn push_sorted(&mut self, pk: CompactKey, row: JoinRow) {
+        if let Self::Small(v) = self
+            && v.len() < SMALL_ENTRY_ROWS
+            && v.last().is_none_or(|(k, _)| *k < pk)
+        {
+            v.push((pk, row));
+            return;
+        }
+        self.insert(pk, row);
+    }
+
+    fn remove(&mut self, pk: &[u8]) {
+        match self {
+            Self::Small(v) => {
+                if let Ok(i) = v.binary_search_by(|(k, _)| k.as_slice().cmp(pk)) {
+                    v.remove(i);
+                }
+            }
+            Self::Large(m) => {
+                m.remove(pk);
+            }
+        }
     }
 }
+
+/// FxHash over a join key's memcomparable bytes: the cache is looked up once per row, and its keys are
+/// not chosen by an adversary (no iteration of the map orders anything either).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in words.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    /// A final mix: a memcomparable integer varies in its last bytes, which the multiplications leave in the
+    /// high bits; the table picks buckets by the low ones.
+    fn finish(&self) -> u64 {
+        let h = (self.0 ^ (self.0 >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
+    }
+}
+
+type KeyMap<V> = HashMap<CompactKey, V, BuildHasherDefault<KeyHasher>>;
 
 struct CachedEntry {
     state: JoinEntryState,
@@ -61,10 +155,15 @@ pub struct JoinHashMap {
     /// Per key column: NULL matches NULL (`IS NOT DISTINCT FROM`).
     null_matched: Vec<bool>,
     pk_indices: Vec<usize>,
-    /// Looked up only, never iterated (the LRU order decides evictions), so a hash map orders nothing.
-    cache: HashMap<Vec<u8>, CachedEntry>,
-    /// Last use → key, the eviction order.
-    lru: BTreeMap<u64, Vec<u8>>,
+    /// Where a row's memcomparable pk is encoded before it is copied into an entry (one allocation a row).
+    pk_buf: Vec<u8>,
+    /// Looked up only, never iterated (the LRU order decides evictions), so a hash map orders nothing. A key
+    /// is kept inline where short (no allocation), and copied into `lru`.
+    cache: KeyMap<CachedEntry>,
+    /// Tick → key, the eviction order. A key is here once, at a tick at or below its entry's `last_used`
+    /// (a hit moves only `last_used`; eviction re-files a key whose tick is stale), so the oldest fresh tick
+    /// here is the least recently used key.
+    lru: BTreeMap<u64, CompactKey>,
     tick: u64,
     capacity: usize,
     /// The executor's counters (both sides share them).
@@ -76,14 +175,6 @@ fn degree_row(pk_indices: &[usize], row: &OwnedRow, degree: u64) -> OwnedRow {
     let mut d: Vec<_> = pk_indices.iter().map(|&c| row[c].clone()).collect();
     d.push(Some(ScalarImpl::Int64(degree as i64)));
     OwnedRow::new(d)
-}
-
-fn encode_datums<'a>(datums: impl Iterator<Item = &'a epochlab_common::Datum>) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(16);
-    for d in datums {
-        memcmp::encode_datum(d, OrderType::ascending(), &mut buf);
-    }
-    buf
 }
 
 impl JoinHashMap {
@@ -112,7 +203,8 @@ impl JoinHashMap {
             join_key,
             null_matched,
             pk_indices,
-            cache: HashMap::new(),
+            pk_buf: Vec::new(),
+            cache: KeyMap::default(),
             lru: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
@@ -132,15 +224,21 @@ impl JoinHashMap {
         self.cache.len()
     }
 
-    /// The join key of `row`, memcomparable, or `None` when a key column that is not null-safe is NULL (the
-    /// row can match nothing).
-    pub fn join_key_of(&self, row: &OwnedRow) -> Option<Vec<u8>> {
+    /// The join key of `row`, memcomparable, encoded into `buf` (cleared first); false, with `buf` empty,
+    /// when a key column that is not null-safe is NULL (the row can match nothing).
+    pub fn join_key_into(&self, row: &OwnedRow, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
         let matchable = self
             .join_key
             .iter()
             .zip(&self.null_matched)
             .all(|(&c, &safe)| safe || row.datum_at(c).is_some());
-        matchable.then(|| encode_datums(self.join_key.iter().map(|&c| row.datum_at(c))))
+        if matchable {
+            for &c in &self.join_key {
+                memcmp::encode_datum(row.datum_at(c), OrderType::ascending(), buf);
+            }
+        }
+        matchable
     }
 
     /// The join key's datums of `row`.
@@ -148,8 +246,9 @@ impl JoinHashMap {
         row.project(&self.join_key)
     }
 
-    fn pk_of(&self, row: &OwnedRow) -> Vec<u8> {
-        encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)))
+    /// The memcomparable pk of `row`, encoded in `pk_buf`.
+    fn encode_pk(&mut self, row: &OwnedRow) -> &[u8] {
+        encode_pk(&self.pk_indices, row, &mut self.pk_buf)
     }
 
     /// Rows written per row of this side: its row, and its degree row.
@@ -196,11 +295,6 @@ impl JoinHashMap {
             assert!(!e.taken, "a join key's entry is taken once at a time");
             e.taken = true;
             self.tick += 1;
-            let k = self
-                .lru
-                .remove(&e.last_used)
-                .expect("lru tracks every cached key");
-            self.lru.insert(self.tick, k);
             e.last_used = self.tick;
             self.stats.cache_lookup(true);
             return Ok(std::mem::take(&mut e.state));
@@ -218,18 +312,16 @@ impl JoinHashMap {
             return;
         }
         self.tick += 1;
-        self.lru.insert(self.tick, key.to_vec());
-        self.cache.insert(
-            key.to_vec(),
-            CachedEntry {
-                state,
-                last_used: self.tick,
-                taken: false,
-            },
-        );
+        let key = CompactKey::new(key);
+        self.lru.insert(self.tick, key.clone());
+        let entry = CachedEntry {
+            state,
+            last_used: self.tick,
+            taken: false,
+        };
+        self.cache.insert(key, entry);
         while self.cache.len() > self.capacity {
-            let (_, k) = self.lru.pop_first().expect("lru tracks every cached key");
-            self.cache.remove(&k);
+            self.evict_least_recently_used();
         }
         assert_eq!(
             self.cache.len(),
@@ -238,8 +330,26 @@ impl JoinHashMap {
         );
     }
 
+    /// Drop the entry used least recently: the oldest tick in `lru` whose key was not used since (a key
+    /// used since is filed again under its last use).
+    fn evict_least_recently_used(&mut self) {
+        loop {
+            let (tick, k) = self.lru.pop_first().expect("lru tracks every cached key");
+            let last_used = self.cache[&k].last_used;
+            if last_used == tick {
+                self.cache.remove(&k);
+                return;
+            }
+            assert!(
+                last_used > tick,
+                "a key's tick in lru is at most its last use"
+            );
+            self.lru.insert(last_used, k);
+        }
+    }
+
     /// Every row of `key_row`'s key in the state tables, with its degree from the degree table.
-    fn fetch(&self, key_row: &OwnedRow) -> StreamExecutorResult<JoinEntryState> {
+    fn fetch(&mut self, key_row: &OwnedRow) -> StreamExecutorResult<JoinEntryState> {
         let rows = rows_with_prefix(&self.state, key_row)?;
         let degrees = match &self.degree_state {
             Some(d) => Some(rows_with_prefix(d, key_row)?),
@@ -256,7 +366,8 @@ impl JoinHashMap {
                 Some(d) => self.stored_degree(&row, &d[i])?,
                 None => 0,
             };
-            entry.rows.insert(self.pk_of(&row), JoinRow { row, degree });
+            let pk = CompactKey::new(self.encode_pk(&row));
+            entry.push_sorted(pk, JoinRow { row, degree });
         }
         Ok(entry)
     }
@@ -300,9 +411,9 @@ impl JoinHashMap {
                 !e.taken,
                 "a row is stored only in an entry that is not taken"
             );
-            let pk = encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)));
+            let pk = CompactKey::new(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
             let row = row.clone();
-            e.state.rows.insert(pk, JoinRow { row, degree });
+            e.state.insert(pk, JoinRow { row, degree });
         }
         Ok(())
     }
@@ -319,8 +430,8 @@ impl JoinHashMap {
                 !e.taken,
                 "a row is removed only from an entry that is not taken"
             );
-            let pk = encode_datums(self.pk_indices.iter().map(|&c| row.datum_at(c)));
-            e.state.rows.remove(&pk);
+            e.state
+                .remove(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
         }
         Ok(())
     }
@@ -351,6 +462,15 @@ impl JoinHashMap {
         jr.degree = degree;
         Ok(())
     }
+}
+
+/// The memcomparable pk (columns `pk_indices`) of `row`, encoded in `buf`.
+fn encode_pk<'b>(pk_indices: &[usize], row: &OwnedRow, buf: &'b mut Vec<u8>) -> &'b [u8] {
+    buf.clear();
+    for &c in pk_indices {
+        memcmp::encode_datum(row.datum_at(c), OrderType::ascending(), buf);
+    }
+    buf
 }
 
 /// The rows of `table` whose pk starts with `prefix`, in pk order.

@@ -12,6 +12,7 @@
 
 mod builder;
 mod join_hash_map;
+mod key;
 #[cfg(test)]
 mod tests;
 
@@ -140,6 +141,8 @@ struct JoinCore {
     eval: NonStrict,
     output_indices: Vec<usize>,
     stats: ExecutorStatsHandle,
+    /// The current row's join key, encoded once per row into a buffer kept across rows.
+    key_buf: Vec<u8>,
 }
 
 pub struct HashJoinExecutor {
@@ -178,6 +181,7 @@ impl HashJoinExecutor {
             eval: args.eval,
             output_indices: args.output_indices,
             stats: args.stats,
+            key_buf: Vec::new(),
         };
         Ok(Self {
             left: args.left,
@@ -317,19 +321,33 @@ impl JoinCore {
         row: &OwnedRow,
         builder: &mut JoinChunkBuilder<'_>,
     ) -> StreamExecutorResult<()> {
+        let mut key = std::mem::take(&mut self.key_buf);
+        let result = self.join_row_with_key(side, op, row, &mut key, builder);
+        self.key_buf = key;
+        result
+    }
+
+    /// [`Self::join_row`], with `key` the buffer its join key is encoded into.
+    fn join_row_with_key(
+        &mut self,
+        side: SideType,
+        op: Op,
+        row: &OwnedRow,
+        key: &mut Vec<u8>,
+        builder: &mut JoinChunkBuilder<'_>,
+    ) -> StreamExecutorResult<()> {
         let insert = op.is_insert();
         let plain = if insert { Op::Insert } else { Op::Delete };
-        let (update, _) = self.sides(side);
-        let Some(key) = update.ht.join_key_of(row) else {
+        let (update, matched) = self.sides(side);
+        if !update.ht.join_key_into(row, key) {
             // A key that can match nothing; such a row is not stored either.
             builder.forward_if_not_matched(plain, row);
             return Ok(());
-        };
-        let (update, matched) = self.sides(side);
-        let mut entry = matched.ht.take_state(&key, || update.ht.key_row_of(row))?;
+        }
+        let mut entry = matched.ht.take_state(key, || update.ht.key_row_of(row))?;
         let degree = self.match_entry(side, insert, row, &mut entry, builder);
         let (update, matched) = self.sides(side);
-        matched.ht.update_state(&key, entry);
+        matched.ht.update_state(key, entry);
         let degree = degree?;
         if degree == 0 {
             builder.forward_if_not_matched(plain, row);
@@ -342,9 +360,9 @@ impl JoinCore {
             0
         };
         if insert {
-            update.ht.insert(&key, row, kept)
+            update.ht.insert(key, row, kept)
         } else {
-            update.ht.delete(&key, row, kept)
+            update.ht.delete(key, row, kept)
         }
     }
 
