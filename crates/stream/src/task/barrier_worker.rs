@@ -359,14 +359,7 @@ impl LocalBarrierWorker {
             LocalEvent::Collect { actor, epoch } => self.collect(actor, epoch),
             LocalEvent::ActorFailure { actor, error } => self.on_actor_failure(actor, error),
             LocalEvent::AwaitEpochCompleted { prev, reply } => {
-                if let Some(EpochState::Completed(_)) = self.epochs.get(&prev) {
-                    let Some(EpochState::Completed(r)) = self.epochs.remove(&prev) else {
-                        unreachable!()
-                    };
-                    let _ = reply.send(r);
-                } else {
-                    self.waiters.entry(prev).or_default().push(reply);
-                }
+                self.await_epoch_completed(prev, reply)
             }
             LocalEvent::Build {
                 actors,
@@ -412,6 +405,33 @@ impl LocalBarrierWorker {
             LocalEvent::Describe { reply } => {
                 let _ = reply.send(Ok(self.describe()));
             }
+        }
+    }
+
+    /// Meta's `barrier_complete(prev)` (RisingWave's `pop_completed_epoch`): the epoch's result if it is
+    /// completed, else wait for it; an error at once if this node has no such epoch. Meta asks only after the
+    /// node acknowledged the inject, and requests to a node arrive in order, so an unknown epoch was cleared by
+    /// a reset, or the request was meant for an earlier run of this node (killed and restarted while the
+    /// request was on its way). Waiting for it would wait forever: the barrier manager would never collect
+    /// the epoch, nor recover.
+    fn await_epoch_completed(&mut self, prev: Epoch, reply: Reply<BarrierCompleteResponse>) {
+        match self.epochs.get(&prev) {
+            None => {
+                let worker = self.env.worker;
+                event!(
+                    self.env.log,
+                    "await unknown epoch",
+                    "worker={worker} prev={prev}"
+                );
+                let _ = reply.send(Err(LocalBarrierError::EpochNotFound { prev, worker }));
+            }
+            Some(EpochState::Completed(_)) => {
+                let Some(EpochState::Completed(r)) = self.epochs.remove(&prev) else {
+                    unreachable!()
+                };
+                let _ = reply.send(r);
+            }
+            Some(_) => self.waiters.entry(prev).or_default().push(reply),
         }
     }
 
@@ -699,7 +719,7 @@ impl LocalBarrierWorker {
             self.epochs.remove(&prev);
             self.complete(prev, Epoch::INVALID, Err(failure.clone()));
         }
-        // Waiters for epochs not even injected yet fail too.
+        // Waiters of epochs still syncing fail too.
         for (_, waiters) in std::mem::take(&mut self.waiters) {
             for w in waiters {
                 let _ = w.send(Err(failure.clone()));

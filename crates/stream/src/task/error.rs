@@ -66,6 +66,10 @@ pub enum LocalBarrierError {
     SourceNotFound { actor: ActorId, worker: WorkerId },
     #[error("epoch {prev} injected twice on worker {worker}")]
     InjectedTwice { prev: Epoch, worker: WorkerId },
+    /// Meta awaits an epoch this node is not collecting: never injected here, or cleared since by a reset or
+    /// a restart of the node (RisingWave's "barrier collect complete receiver for prev epoch .. not exists").
+    #[error("epoch {prev} is not being collected on worker {worker}")]
+    EpochNotFound { prev: Epoch, worker: WorkerId },
     /// A source actor has more barriers queued than meta's in-flight limit allows.
     #[error(
         "the barrier queue of source actor {actor} on worker {worker} is full ({capacity} barriers)"
@@ -98,7 +102,9 @@ impl LocalBarrierError {
             Self::ActorExists { .. } | Self::InjectedTwice { .. } => RemoteErrorKind::Conflict,
             Self::Build(_) => RemoteErrorKind::Build,
             Self::ToCollectFailed { .. } | Self::ActorFailed { .. } => RemoteErrorKind::ActorFailed,
-            Self::ActorNotFound { .. } | Self::SourceNotFound { .. } => RemoteErrorKind::NotFound,
+            Self::ActorNotFound { .. }
+            | Self::SourceNotFound { .. }
+            | Self::EpochNotFound { .. } => RemoteErrorKind::NotFound,
             Self::BarrierQueueFull { .. } => RemoteErrorKind::QueueFull,
             Self::Storage(_) => RemoteErrorKind::Storage,
             Self::Reset => RemoteErrorKind::Reset,

@@ -6,3 +6,6 @@ pub mod build;
 pub mod compute_node;
 pub mod error;
 pub mod exchange;
+
+#[cfg(test)]
+mod tests;
