@@ -127,6 +127,27 @@ fn instant_step<C: RecoveryContext, T>(ctx: &C, name: &'static str, f: impl FnOn
 
 /// Recover: retried until an attempt succeeds. `mode` decides when the tables of dropped and dirty jobs
 /// are unregistered. The whole recovery is one trace, a span per step.
+///
+/// The steps, in order:
+/// 1. abort and mark the scheduler blocked;
+/// 2. clean dirty creating jobs;
+/// 3. recover background progress: meta rebuilds its create tracker for the background jobs that survive,
+///    every backfill actor pending again (progress reported in epochs recovery discards does not count);
+///    then a slow step, a virtual delay;
+/// 4. attempts, retried with backoff ([`RecoveryConfig::backoff`]); each attempt:
+///    1. pre-applies the buffered drops and cancels;
+///    2. migrates actors off dead workers (a slow step);
+///    3. resets every live node to a fresh generation, all concurrently; the attempt fails unless every one
+///       acknowledged;
+///    4. pre-applies again the drops and cancels buffered meanwhile (RisingWave's second
+///       `pre_apply_drop_cancel`, after its reset and purge: their jobs' actors must not be rebuilt);
+///    5. rebuilds the actors;
+///    6. waits until every node has pinned the committed epoch;
+///    7. injects and collects the Initial barrier (its `prev` is the max committed epoch);
+/// 5. marks the scheduler ready.
+///
+/// Where [`DropMode`] unregisters tables among these steps is in its module's docs. Any [`RecoveryError`]
+/// fails the attempt; the event log's `recovery failed` line names it.
 pub async fn recover<C: RecoveryContext>(
     ctx: &C,
     config: &RecoveryConfig,

@@ -1,5 +1,23 @@
 //! RisingWave #14910's toggle: when the state tables of a dropped (or dirty creating) job are unregistered from
-//! storage (reference §6.3, §6.4), decided by meta and recovery. One enum, and one method per decision; each decision is read in exactly one place.
+//! storage (reference §6.3, §6.4), decided by meta and recovery. One enum, and one method per decision; each
+//! decision is read in exactly one place:
+//!
+//! | decision | read in | buggy | fixed | purge-before-reset |
+//! |---|---|---|---|---|
+//! | [`DropMode::caller_unregisters_on_return`] | meta's `drop_job`, as soon as `run_command` returns, errors included | yes | | |
+//! | [`DropMode::unregisters_in_post_collect`] | meta's post-collect, after `DropActors` | | yes | yes |
+//! | [`DropMode::unregisters_dirty_jobs_when_cleaned`] | recovery step 2, before the reset | yes | | |
+//! | [`DropMode::unregisters_in_recovery_before_reset`] | top of each attempt: pending tables, then a purge of tables not in the catalog | | | yes |
+//! | [`DropMode::unregisters_in_recovery_after_reset`] | after every live node acknowledged its reset: the same | | yes | |
+//! | [`DropMode::unregisters_pre_applied_after_reset`] | the second pre-apply (after the reset, and after `fixed`'s purge) | | yes | yes |
+//! | [`DropMode::settles_the_table_set`] | sim's checkers: I3 after recovery is exact (but for drops still queued) | | yes | yes |
+//! | [`DropMode::claims_no_unregister_in_use`] | sim's checkers: I2 unregister-in-use is a violation | | yes | yes |
+//! | [`DropMode::is_before_the_fix`] | sim's scenario: a run that does not fail is `not_reproducible` | yes | | |
+//!
+//! Tables of pre-applied drops and cleaned dirty jobs wait in a pending list until recovery unregisters them;
+//! in `buggy` recovery never does (the drops' callers do). The purge keeps the tables of drops and cancels
+//! still queued (their unregister is still to come). What the pre-apply does with a *cancel's* tables is
+//! #15144's toggle (`PreApplyCancel`), not this enum's.
 
 use std::fmt;
 use std::str::FromStr;

@@ -2,9 +2,9 @@
 //! relations, databases, schemas and connections (RisingWave's `alter_rename.rs`, `alter_owner.rs`,
 //! `alter_set_schema.rs`, `alter_parallelism.rs`).
 //!
-//! A rename changes the catalog; the definitions of the relations that use the renamed one are not
-//! rewritten (RisingWave rewrites them), and `SET PARALLELISM` records the parallelism in the catalog
-//! without rescheduling the job's actors: both are noted when they happen.
+//! A rename changes the catalog and rewrites the definitions of the relations that use the renamed one, as
+//! RisingWave does (`rename.rs`); `SET PARALLELISM` records the parallelism in the catalog without
+//! rescheduling the job's actors, and says so in a note.
 
 use sqlparser::tokenizer::Token;
 
