@@ -141,9 +141,10 @@ pub fn settings_of(bug: BugId) -> String {
     }
 }
 
-/// Make `row [Some(Int16(0))] not found` (RisingWave #14910) happen, and show the fix hold.
+/// Make a catalogue bug happen from a seed (by default #14910's `row [Some(Int16(0))] not found`), and show
+/// the fix hold.
 ///
-/// Runs the scenario: a sink over a table, fed by a rate-limited arrangement backfill (a flow-control
+/// By default runs #14910's scenario: a sink over a table, fed by a rate-limited arrangement backfill (a flow-control
 /// executor after it, as in RisingWave, so each barrier waits behind a held row); DROP SINK; one of the
 /// sink's compute nodes fails while the Stop barrier is in flight; recovery starts while the sink's actors
 /// on another node still run. `--bug` runs another bug of the catalogue (`epochlab bugs`) instead.

@@ -272,24 +272,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             parallelism,
             background,
             query,
-        } => {
-            let upstreams = query
-                .upstreams()
-                .into_iter()
-                .map(|up| id_of(run, up))
-                .collect::<Result<Vec<_>, _>>()?;
-            let options = JobOptions {
-                parallelism: parallelism as usize,
-                rate_limit: None,
-                background,
-                scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
-            };
-            lock(&run.views).insert(name.clone(), query.clone());
-            spawn(
-                run,
-                create_view(run.clone(), name, query, upstreams, options),
-            );
-        }
+        } => start_view(run, name, parallelism, background, query)?,
         Action::CreateSink {
             name,
             job,
@@ -304,25 +287,11 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
         }
         Action::Drop { name } => {
             let id = id_of(run, &name)?;
-            let run2 = run.clone();
-            spawn(run, async move {
-                let result = run2.cluster.meta.drop_job(id).await;
-                ddl_result(&run2, &format!("drop {name}"), result);
-                if run2.cluster.meta.relation(id).is_none() {
-                    lock(&run2.names).remove(&name);
-                }
-            });
+            spawn(run, drop_or_cancel(run.clone(), id, name, false));
         }
         Action::Cancel { name } => {
             let id = id_of(run, &name)?;
-            let run2 = run.clone();
-            spawn(run, async move {
-                let result = run2.cluster.meta.cancel_job(id).await;
-                ddl_result(&run2, &format!("cancel {name}"), result);
-                if run2.cluster.meta.relation(id).is_none() {
-                    lock(&run2.names).remove(&name);
-                }
-            });
+            spawn(run, drop_or_cancel(run.clone(), id, name, true));
         }
         Action::Throttle { name, rate_limit } => {
             let id = id_of(run, &name)?;
@@ -334,18 +303,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
         }
         Action::Reschedule { name, rotate } => {
             let id = id_of(run, &name)?;
-            let run2 = run.clone();
-            spawn(run, async move {
-                let meta = &run2.cluster.meta;
-                let result = match meta.relation(id) {
-                    Some(rel) => {
-                        meta.reschedule(id, rel.rotated_vnodes(rotate as usize))
-                            .await
-                    }
-                    None => Err(epochlab_meta::DdlError::NotFound(name.clone())),
-                };
-                ddl_result(&run2, &format!("reschedule {name}"), result);
-            });
+            spawn(run, reschedule(run.clone(), id, name, rotate));
         }
         Action::Dml {
             table,
@@ -376,17 +334,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             min_ms,
             max_ms,
             duration_ms,
-        } => {
-            let kind = rpc.kind();
-            let before = cluster.network.latency_range(kind);
-            let range = Duration::from_millis(min_ms)..Duration::from_millis(max_ms);
-            cluster.network.set_latency(kind, range);
-            let run2 = run.clone();
-            spawn(run, async move {
-                tokio::time::sleep(Duration::from_millis(duration_ms)).await;
-                run2.cluster.network.set_latency(kind, before);
-            });
-        }
+        } => delay_rpc(run, rpc.kind(), min_ms..max_ms, duration_ms),
         Action::RpcFail { rpc, node, count } => {
             cluster
                 .network
@@ -394,6 +342,78 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
         }
     }
     Ok(())
+}
+
+/// `CREATE MATERIALIZED VIEW` of a stateful query over its upstreams, recorded for the oracle first.
+fn start_view(
+    run: &Arc<Run>,
+    name: String,
+    parallelism: u32,
+    background: bool,
+    query: ViewQuery,
+) -> Result<(), Skipped> {
+    let upstreams = query
+        .upstreams()
+        .into_iter()
+        .map(|up| id_of(run, up))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = JobOptions {
+        parallelism: parallelism as usize,
+        rate_limit: None,
+        background,
+        scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+    };
+    lock(&run.views).insert(name.clone(), query.clone());
+    spawn(
+        run,
+        create_view(run.clone(), name, query, upstreams, options),
+    );
+    Ok(())
+}
+
+/// `DROP` (or `CANCEL JOB` when `cancel`) of the job `id`; its name is free again once it is gone.
+async fn drop_or_cancel(run: Arc<Run>, id: TableId, name: String, cancel: bool) {
+    let meta = &run.cluster.meta;
+    let (result, what) = if cancel {
+        (meta.cancel_job(id).await, "cancel")
+    } else {
+        (meta.drop_job(id).await, "drop")
+    };
+    ddl_result(&run, &format!("{what} {name}"), result);
+    if meta.relation(id).is_none() {
+        lock(&run.names).remove(&name);
+    }
+}
+
+/// Moves `rotate` vnodes of the job `id` to the next actor.
+async fn reschedule(run: Arc<Run>, id: TableId, name: String, rotate: u32) {
+    let meta = &run.cluster.meta;
+    let result = match meta.relation(id) {
+        Some(rel) => {
+            meta.reschedule(id, rel.rotated_vnodes(rotate as usize))
+                .await
+        }
+        None => Err(epochlab_meta::DdlError::NotFound(name.clone())),
+    };
+    ddl_result(&run, &format!("reschedule {name}"), result);
+}
+
+/// Latency of `kind` RPCs in `range_ms` for `duration_ms`, then as it was.
+fn delay_rpc(
+    run: &Arc<Run>,
+    kind: epochlab_rpc::RpcKind,
+    range_ms: std::ops::Range<u64>,
+    duration_ms: u64,
+) {
+    let network = &run.cluster.network;
+    let before = network.latency_range(kind);
+    let range = Duration::from_millis(range_ms.start)..Duration::from_millis(range_ms.end);
+    network.set_latency(kind, range);
+    let run2 = run.clone();
+    spawn(run, async move {
+        tokio::time::sleep(Duration::from_millis(duration_ms)).await;
+        run2.cluster.network.set_latency(kind, before);
+    });
 }
 
 fn ddl_result<T, E: std::fmt::Display>(run: &Run, what: &str, result: Result<T, E>) {
