@@ -274,45 +274,8 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         let curr = prev.next(self.context.clock());
         let mut barrier = Barrier::new(EpochPair::new(curr, prev), kind, command.to_mutation());
         let nodes: BTreeSet<WorkerId> = info.nodes().collect();
-        let clock = self.context.clock().clone();
-        let span = vspan!(
-            parent: trace::root(),
-            "epoch",
-            clock,
-            epoch.curr = curr.0 as i64,
-            epoch.prev = prev.0 as i64,
-            barrier.kind = kind.as_str(),
-            mutation = barrier.mutation_name(),
-            command = command.name()
-        );
-        {
-            let inject = vspan!(
-                parent: &span,
-                "inject barrier",
-                clock,
-                epoch.curr = curr.0 as i64,
-                epoch.prev = prev.0 as i64,
-                barrier.kind = kind.as_str(),
-                mutation = barrier.mutation_name(),
-                nodes = nodes.len() as i64
-            );
-            trace::end(&inject, &clock);
-        }
-        if let Some(caller) = caller.filter(|c| !c.is_disabled()) {
-            span.follows_from(&caller);
-        }
+        let span = self.epoch_span(&barrier, &command, &nodes, caller);
         barrier.tracing_context = TracingContext(Some(span.clone()));
-        let entered = span.enter();
-        event!(
-            self.context.log(),
-            "inject barrier",
-            "prev={prev} curr={curr} kind={} mutation={} command={} nodes={:?}",
-            kind.as_str(),
-            barrier.mutation_name(),
-            command.name(),
-            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
-        );
-        drop(entered);
         for &worker in &nodes {
             let to_collect = info.actors.get(&worker).cloned().unwrap_or_default();
             let to_send = info.sources.get(&worker).cloned().unwrap_or_default();
@@ -347,6 +310,65 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
             injected_at_us: self.context.clock().elapsed_us(),
         });
         self.prev_epoch = curr;
+        self.count_injected(curr, checkpoint);
+        let result = self.complete_prefix().await;
+        self.publish_waiting();
+        result
+    }
+
+    /// The epoch's root span (with its `inject barrier` child, following the caller's span), and the
+    /// `inject barrier` event.
+    fn epoch_span(
+        &self,
+        barrier: &Barrier,
+        command: &Command,
+        nodes: &BTreeSet<WorkerId>,
+        caller: Option<tracing::Span>,
+    ) -> tracing::Span {
+        let (curr, prev, kind) = (barrier.epoch.curr, barrier.epoch.prev, barrier.kind);
+        let clock = self.context.clock().clone();
+        let span = vspan!(
+            parent: trace::root(),
+            "epoch",
+            clock,
+            epoch.curr = curr.0 as i64,
+            epoch.prev = prev.0 as i64,
+            barrier.kind = kind.as_str(),
+            mutation = barrier.mutation_name(),
+            command = command.name()
+        );
+        {
+            let inject = vspan!(
+                parent: &span,
+                "inject barrier",
+                clock,
+                epoch.curr = curr.0 as i64,
+                epoch.prev = prev.0 as i64,
+                barrier.kind = kind.as_str(),
+                mutation = barrier.mutation_name(),
+                nodes = nodes.len() as i64
+            );
+            trace::end(&inject, &clock);
+        }
+        if let Some(caller) = caller.filter(|c| !c.is_disabled()) {
+            span.follows_from(&caller);
+        }
+        let entered = span.enter();
+        event!(
+            self.context.log(),
+            "inject barrier",
+            "prev={prev} curr={curr} kind={} mutation={} command={} nodes={:?}",
+            kind.as_str(),
+            barrier.mutation_name(),
+            command.name(),
+            nodes.iter().map(|w| w.0).collect::<Vec<_>>()
+        );
+        drop(entered);
+        span
+    }
+
+    /// The stats after an injection of `curr`.
+    fn count_injected(&mut self, curr: Epoch, checkpoint: bool) {
         self.stats
             .last_injected_epoch
             .store(curr.0, Ordering::Relaxed);
@@ -362,9 +384,6 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         self.stats
             .max_in_flight
             .fetch_max(self.in_flight.len() as u64, Ordering::Relaxed);
-        let result = self.complete_prefix().await;
-        self.publish_waiting();
-        result
     }
 
     /// Publish the oldest in-flight barriers to the stats (for a stuck run's report).
