@@ -115,3 +115,14 @@ impl SqlError {
         SqlError::Catalog { problem, message }
     }
 }
+
+/// `sqlparser`'s error as the client sees it: its message once, under [`SqlError::Parse`]'s own prefix.
+impl From<sqlparser::parser::ParserError> for SqlError {
+    fn from(e: sqlparser::parser::ParserError) -> Self {
+        use sqlparser::parser::ParserError as P;
+        match e {
+            P::TokenizerError(m) | P::ParserError(m) => SqlError::Parse(m),
+            P::RecursionLimitExceeded => SqlError::Parse("recursion limit exceeded".into()),
+        }
+    }
+}

@@ -1589,14 +1589,7 @@ pub(crate) fn parse_statement(text: &str) -> Result<Statement, SqlError> {
 
 /// `sqlparser`'s reading of one statement.
 fn parse_one(text: &str) -> Result<Statement, SqlError> {
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| {
-        let e = e.to_string();
-        SqlError::Parse(
-            e.strip_prefix("sql parser error: ")
-                .unwrap_or(&e)
-                .to_string(),
-        )
-    })?;
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text)?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
         0 => Err(SqlError::Invalid("empty statement".into())),

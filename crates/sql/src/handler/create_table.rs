@@ -170,7 +170,7 @@ impl Session {
         let ct = match parsed.as_deref() {
             Ok([Statement::CreateTable(ct)]) => ct.clone(),
             Ok(_) => return Some(Err(SqlError::Parse("expected one CREATE TABLE".into()))),
-            Err(e) => return Some(Err(SqlError::Parse(e.to_string()))),
+            Err(e) => return Some(Err(e.clone().into())),
         };
         Some(self.create_table(&ct, &text, &extras).await)
     }

@@ -525,8 +525,7 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
         return Ok((String::new(), Vec::new()));
     }
     let sql = format!("CREATE TABLE {name} {text}");
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
-        .map_err(|e| SqlError::Parse(e.to_string()))?;
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql)?;
     let Some(Statement::CreateTable(ct)) = parsed.first() else {
         return Err(SqlError::Parse(format!("expected columns, found {text}")));
     };
