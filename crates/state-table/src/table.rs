@@ -595,16 +595,10 @@ fn decode_with(
     Ok(OwnedRow::new(datums))
 }
 
-/// The smallest key greater than every key that starts with `prefix`; `None` when there is none.
+/// The smallest key greater than every key that starts with `prefix` (storage's, so that storage sees the
+/// read as a prefix read); `None` when there is none.
 fn next_key(prefix: &[u8]) -> Option<Bytes> {
-    let mut k = prefix.to_vec();
-    while let Some(last) = k.pop() {
-        if last < 0xFF {
-            k.push(last + 1);
-            return Some(Bytes::from(k));
-        }
-    }
-    None
+    epochlab_storage::committed::next_key(prefix).map(Bytes::from)
 }
 
 #[cfg(test)]

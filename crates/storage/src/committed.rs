@@ -446,8 +446,21 @@ fn merge(older: Run, newer: Run, prefix_len: Option<usize>) -> Run {
     out.finish()
 }
 
-/// `p` when `range` is exactly the keys that start with `p` (`p` included, up to the smallest key above
-/// all of them excluded).
+/// The smallest key greater than every key that starts with `prefix`; `None` when there is none (the
+/// prefix is all `0xFF`). A read of `prefix..next_key(prefix)` is a prefix read, which [`prefix_of_range`]
+/// recognises.
+pub fn next_key(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut k = prefix.to_vec();
+    while let Some(last) = k.pop() {
+        if last < 0xFF {
+            k.push(last + 1);
+            return Some(k);
+        }
+    }
+    None
+}
+
+/// `p` when `range` is exactly the keys that start with `p` (`p` included, [`next_key`] of `p` excluded).
 fn prefix_of_range<'a>(range: (Bound<&'a [u8]>, Bound<&[u8]>)) -> Option<&'a [u8]> {
     let (Bound::Included(p), Bound::Excluded(end)) = range else {
         return None;
@@ -756,21 +769,10 @@ mod tests {
     }
 
     /// `p` then `p`'s successor: the range of the keys that start with `p`.
-    fn prefix_range(p: &[u8]) -> Option<Vec<u8>> {
-        let mut end = p.to_vec();
-        while let Some(last) = end.pop() {
-            if last < 0xFF {
-                end.push(last + 1);
-                return Some(end);
-            }
-        }
-        None
-    }
-
     #[test]
     fn a_prefix_range_is_recognised_only_as_one() {
         for p in [&[1u8, 2, 3][..], &[1, 0xFF, 0xFF], &[0xFE], &[0, 0]] {
-            let end = prefix_range(p).unwrap();
+            let end = next_key(p).unwrap();
             let range = (Bound::Included(p), Bound::Excluded(&end[..]));
             assert_eq!(prefix_of_range(range), Some(p), "{p:?}");
         }
@@ -822,7 +824,7 @@ mod tests {
         let mut skipped_all = 0;
         for top in 0..2100u32 {
             let p = &k(top << 8)[..3];
-            let end = prefix_range(p).unwrap();
+            let end = next_key(p).unwrap();
             let range = (Bound::Included(p), Bound::Excluded(&end[..]));
             let want: Vec<_> = all
                 .iter()
