@@ -650,7 +650,10 @@ async fn play(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, p.run.toggles().drop_mode);
+    let checkers = Checkers::install(
+        &cluster,
+        p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
+    );
     base_network(&cluster);
     let engine = Engine::new(cluster.clone(), p.parallelism);
     let probe = UnsupportedProbe::default();
