@@ -300,6 +300,15 @@ impl Session {
         if let Some(out) = crate::handler::handle(self, &s.tokens, &s.text).await {
             return out;
         }
+        if let Some(out) = self.word_statement(s).await? {
+            return Ok(out);
+        }
+        self.parsed_statement(s).await
+    }
+
+    /// The statements read word by word here (`FLUSH`, `WAIT`, `RECOVER`, `SHOW JOBS`, `ALTER`, `CREATE
+    /// SINK`), or `None` for one `sqlparser` reads; a `CREATE` of an object neither reads is unsupported.
+    async fn word_statement(&mut self, s: &Stmt) -> Result<Option<Output>, SqlError> {
         let mut w = Words::new(&s.tokens);
         let first = w.peek_upper().unwrap_or_default();
         match first.as_str() {
@@ -307,31 +316,31 @@ impl Session {
                 w.next();
                 w.end()?;
                 self.flush().await?;
-                return Ok(Output::Done(0));
+                return Ok(Some(Output::Done(0)));
             }
             "WAIT" => {
                 w.next();
                 w.end()?;
                 self.wait().await?;
-                return Ok(Output::Done(0));
+                return Ok(Some(Output::Done(0)));
             }
             "RECOVER" => {
                 w.next();
                 w.end()?;
                 self.recover().await?;
-                return Ok(Output::Done(0));
+                return Ok(Some(Output::Done(0)));
             }
             "SHOW" => {
                 w.next();
                 if w.eat("JOBS") {
                     w.end()?;
-                    return Ok(self.show_jobs());
+                    return Ok(Some(self.show_jobs()));
                 }
                 return Err(unsupported_words(&s.tokens, 2));
             }
-            "ALTER" => return self.alter(&mut w).await,
+            "ALTER" => return self.alter(&mut w).await.map(Some),
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
-                return self.create_sink(&mut w, &s.text).await;
+                return self.create_sink(&mut w, &s.text).await.map(Some);
             }
             "EXPLAIN" => {}
             "CREATE" => {
@@ -345,6 +354,11 @@ impl Session {
             }
             _ => {}
         }
+        Ok(None)
+    }
+
+    /// A statement `sqlparser` reads (a `CREATE TABLE` rewritten first, see `rewrite_create_table`).
+    async fn parsed_statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
         let (text, syntax) = rewrite_create_table(s);
         let statement = parse_one(&text)?;
         match statement {
@@ -542,17 +556,7 @@ impl Session {
         }
         let connector = self.table_connector(&name, ct, extras)?;
         let (columns, pk_names) = bind_table_columns(&name, ct)?;
-        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
-        let row_id = pk_names.is_empty();
-        let pk = if row_id {
-            stored.push(DataType::Int64);
-            vec![stored.len() - 1]
-        } else {
-            pk_names
-                .iter()
-                .map(|n| resolve(&columns, n))
-                .collect::<Result<Vec<_>, _>>()?
-        };
+        let (stored, row_id, pk) = table_key(&columns, &pk_names)?;
         let def = Def {
             kind: Kind::Table,
             columns,
@@ -564,11 +568,7 @@ impl Session {
             append_only: extras.append_only,
             statement: text.trim().to_string(),
         };
-        let mut columns_listed: Vec<ColumnCatalog> = def
-            .columns
-            .iter()
-            .map(|c| ColumnCatalog::new(c.name.clone(), c.ty.clone()))
-            .collect();
+        let mut columns_listed = listed_columns(&def);
         if row_id {
             columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
         }
@@ -693,33 +693,7 @@ impl Session {
         }
         let options = w.options()?;
         w.end()?;
-        let mut connector = None;
-        let mut rate_limit = self.rate_limit();
-        let mut seen = Vec::new();
-        for (key, value) in options {
-            if seen.contains(&key) {
-                return Err(SqlError::DuplicatedOption(key));
-            }
-            seen.push(key.clone());
-            match key.as_str() {
-                "connector" => connector = Some(value),
-                "streaming_rate_limit" | "backfill_rate_limit" => {
-                    rate_limit = positive_u32(&value.datum()?, &key)?;
-                }
-                _ => self.engine.note(format!(
-                    "CREATE SINK {name}: option {key} accepted and ignored"
-                )),
-            }
-        }
-        match connector.as_ref().map(SettingValue::text) {
-            Some(c) if c.eq_ignore_ascii_case("blackhole") => {}
-            Some(c) => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
-            None => {
-                return Err(SqlError::Invalid(format!(
-                    "sink {name} needs WITH (connector = ...)"
-                )));
-            }
-        }
+        let rate_limit = self.sink_with(&name, options)?;
         if self.check_free(&name, if_not_exists)? {
             return Ok(Output::Done(0));
         }
@@ -756,6 +730,43 @@ impl Session {
             .await;
         self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
+    }
+
+    /// A sink's WITH options: its connector (only `blackhole`), its rate limit (the session's unless
+    /// given); any other option noted and ignored.
+    fn sink_with(
+        &self,
+        name: &str,
+        options: Vec<(String, SettingValue)>,
+    ) -> Result<Option<u32>, SqlError> {
+        let mut connector = None;
+        let mut rate_limit = self.rate_limit();
+        let mut seen = Vec::new();
+        for (key, value) in options {
+            if seen.contains(&key) {
+                return Err(SqlError::DuplicatedOption(key));
+            }
+            seen.push(key.clone());
+            match key.as_str() {
+                "connector" => connector = Some(value),
+                "streaming_rate_limit" | "backfill_rate_limit" => {
+                    rate_limit = positive_u32(&value.datum()?, &key)?;
+                }
+                _ => self.engine.note(format!(
+                    "CREATE SINK {name}: option {key} accepted and ignored"
+                )),
+            }
+        }
+        match connector.as_ref().map(SettingValue::text) {
+            Some(c) if c.eq_ignore_ascii_case("blackhole") => {}
+            Some(c) => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
+            None => {
+                return Err(SqlError::Invalid(format!(
+                    "sink {name} needs WITH (connector = ...)"
+                )));
+            }
+        }
+        Ok(rate_limit)
     }
 
     /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under
@@ -1064,7 +1075,27 @@ impl CatalogReader for Session {
     }
 }
 
-/// A view's or sink's columns as the catalog lists them.
+/// A table's stored types, whether it has a hidden row id (no primary key given: the last stored
+/// column), and its primary key's positions.
+fn table_key(
+    columns: &[Column],
+    pk_names: &[String],
+) -> Result<(Vec<DataType>, bool, Vec<usize>), SqlError> {
+    let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
+    let row_id = pk_names.is_empty();
+    let pk = if row_id {
+        stored.push(DataType::Int64);
+        vec![stored.len() - 1]
+    } else {
+        pk_names
+            .iter()
+            .map(|n| resolve(columns, n))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    Ok((stored, row_id, pk))
+}
+
+/// A view's, sink's or table's visible columns as the catalog lists them.
 fn listed_columns(def: &Def) -> Vec<ColumnCatalog> {
     def.columns
         .iter()
