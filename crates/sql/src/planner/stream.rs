@@ -304,7 +304,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             size,
             input,
         } => hop_window(*time_col, slide, size, to_stream(input, up)?),
-        LogicalPlan::Project { exprs, input } => project(exprs, input, up),
+        LogicalPlan::Project { exprs, input } => project_or_window_top_n(exprs, input, up),
         LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
         LogicalPlan::Filter { predicate, input } => Ok(filter(to_stream(input, up)?, predicate)),
         LogicalPlan::Agg {
@@ -354,7 +354,7 @@ fn to_stream_each(
 }
 
 /// A projection: an over window's top-N when it has that shape (`window_top_n`), else a `Project`.
-fn project(
+fn project_or_window_top_n(
     exprs: &[ExprNode],
     input: &LogicalPlan,
     up: &dyn UpstreamReader,
