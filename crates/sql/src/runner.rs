@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::{SimRng, TableId, WorkerId, event, trace, vspan};
+use epochlab_common::{SimRng, TableId, event, trace, vspan};
 use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::config::{base_network, cluster_config_for};
@@ -51,6 +51,11 @@ use crate::catalog::CatalogError;
 use crate::db::{SimDb, UnsupportedProbe};
 use crate::error::{CatalogProblem, SqlError};
 use crate::frontend::Engine;
+
+mod kill;
+
+use kill::kill_and_restart;
+pub use kill::{KillRoles, KillTarget, PlannedKill, plan_kills};
 
 /// Retries of a failed record under kills (RisingWave's `max_retry`).
 const MAX_RETRY: usize = 5;
@@ -101,36 +106,6 @@ impl Default for SltParams {
             parallelism: 3,
             persist_check: true,
         }
-    }
-}
-
-/// The roles of the nodes a killer may kill. RisingWave's `--kill` also killed meta nodes (never all of
-/// them); the engine's meta cannot restart from its store yet, so meta is never killed here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KillRoles {
-    /// The frontend (one): its connections close, the statements in flight fail with `connection closed`.
-    pub frontend: bool,
-    /// The compute nodes: their actors stop, recovery follows.
-    pub compute: bool,
-    /// The compactor (one): compaction stops while it is down.
-    pub compactor: bool,
-}
-
-impl KillRoles {
-    /// Every role the engine has (`--kill`).
-    pub const ALL: Self = Self {
-        frontend: true,
-        compute: true,
-        compactor: true,
-    };
-    pub const NONE: Self = Self {
-        frontend: false,
-        compute: false,
-        compactor: false,
-    };
-
-    pub fn any(self) -> bool {
-        self.frontend || self.compute || self.compactor
     }
 }
 
@@ -1226,120 +1201,6 @@ impl Play {
         }
         Err(budget("settle: three flushes failed"))
     }
-}
-
-/// A node of the cluster that a killer may kill (RisingWave's node names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KillTarget {
-    Frontend(u32),
-    Compute(WorkerId),
-    Compactor(u32),
-}
-
-impl std::fmt::Display for KillTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KillTarget::Frontend(i) => write!(f, "frontend-{i}"),
-            KillTarget::Compute(w) => write!(f, "compute-{w}"),
-            KillTarget::Compactor(i) => write!(f, "compactor-{i}"),
-        }
-    }
-}
-
-/// One node's kill: after `kill_after`, down for `down`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlannedKill {
-    pub target: KillTarget,
-    pub kill_after: Duration,
-    pub down: Duration,
-}
-
-/// Frontends and compactors of the cluster (one of each: the engine has one of each service).
-const FRONTEND_NODES: u32 = 1;
-const COMPACTOR_NODES: u32 = 1;
-
-/// The nodes to kill, as RisingWave's `Cluster::kill_node` and `kill_nodes` (`cluster.rs` at f21fb9b7915):
-/// for each role in its order (meta: never here; frontend, compute, compactor), a draw of 0..3: 0 kills
-/// none, 1 every node of the role, 2 each with p = 0.5; then per node U(0, 1 s) before its kill and U(0, 1 s)
-/// down, plus 20 s (`restart_delay_secs`) one time in ten.
-pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<PlannedKill> {
-    let mut targets = Vec::new();
-    let role = |on: bool, count: u32, target: &dyn Fn(u32) -> KillTarget| -> Vec<KillTarget> {
-        if !on {
-            return Vec::new();
-        }
-        let draw = rng.range_u64(0..3);
-        (1..=count)
-            .filter(|_| match draw {
-                0 => false,
-                1 => true,
-                _ => rng.bool(0.5),
-            })
-            .map(target)
-            .collect()
-    };
-    targets.extend(role(roles.frontend, FRONTEND_NODES, &KillTarget::Frontend));
-    targets.extend(role(roles.compute, compute_nodes, &|i| {
-        KillTarget::Compute(WorkerId(i))
-    }));
-    targets.extend(role(
-        roles.compactor,
-        COMPACTOR_NODES,
-        &KillTarget::Compactor,
-    ));
-    targets
-        .into_iter()
-        .map(|target| {
-            let kill_after = rng.duration(Duration::ZERO..Duration::from_secs(1));
-            let mut down = rng.duration(Duration::ZERO..Duration::from_secs(1));
-            if rng.bool(0.1) {
-                down += Duration::from_secs(20);
-            }
-            PlannedKill {
-                target,
-                kill_after,
-                down,
-            }
-        })
-        .collect()
-}
-
-/// Kill one node after its delay and restart it after its downtime; 1 when it was killed (it was up).
-async fn kill_and_restart(engine: Arc<Engine>, k: PlannedKill) -> u32 {
-    tokio::time::sleep(k.kill_after).await;
-    let cluster = engine.cluster.clone();
-    let killed = match k.target {
-        KillTarget::Frontend(_) => engine.kill_frontend(),
-        KillTarget::Compute(w) => cluster.kill(w),
-        KillTarget::Compactor(_) => cluster.kill_compactor(),
-    };
-    if !killed {
-        return 0;
-    }
-    let down = k.down;
-    match k.target {
-        KillTarget::Compute(w) => event!(
-            cluster.ctx.log,
-            "kill node",
-            "workers=[{w}] restart_after={down:?}"
-        ),
-        other => event!(
-            cluster.ctx.log,
-            "kill node",
-            "node={other} restart_after={down:?}"
-        ),
-    }
-    tokio::time::sleep(down).await;
-    match k.target {
-        KillTarget::Frontend(_) => engine.restart_frontend(),
-        KillTarget::Compute(w) => cluster.restart(w),
-        KillTarget::Compactor(_) => cluster.restart_compactor(),
-    }
-    match k.target {
-        KillTarget::Compute(w) => event!(cluster.ctx.log, "restart node", "worker={w}"),
-        other => event!(cluster.ctx.log, "restart node", "node={other}"),
-    }
-    1
 }
 
 /// The run could not settle: the stuck report (what it waited for, and what the barrier manager waits for).
