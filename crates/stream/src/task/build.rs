@@ -822,39 +822,36 @@ struct AggPlan<'a> {
 
 impl<'a> AggPlan<'a> {
     fn of(node: &'a StreamNode) -> Self {
-        match node {
-            StreamNode::HashAgg {
-                group_key,
-                agg_calls,
-                result_table,
-                agg_call_states,
-                distinct_dedup_tables,
-                row_count_index,
-                ..
-            } => AggPlan {
-                group_key: group_key.clone(),
-                agg_calls,
-                result_table,
-                states: agg_call_states,
-                dedups: distinct_dedup_tables,
-                row_count_index: *row_count_index,
-            },
-            StreamNode::SimpleAgg {
-                agg_calls,
-                result_table,
-                agg_call_states,
-                distinct_dedup_tables,
-                row_count_index,
-                ..
-            } => AggPlan {
-                group_key: Vec::new(),
-                agg_calls,
-                result_table,
-                states: agg_call_states,
-                dedups: distinct_dedup_tables,
-                row_count_index: *row_count_index,
-            },
-            _ => unreachable!("an aggregation node"),
+        let (StreamNode::HashAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        }
+        | StreamNode::SimpleAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        }) = node
+        else {
+            unreachable!("an aggregation node")
+        };
+        let group_key = match node {
+            StreamNode::HashAgg { group_key, .. } => group_key.clone(),
+            _ => Vec::new(),
+        };
+        AggPlan {
+            group_key,
+            agg_calls,
+            result_table,
+            states: agg_call_states,
+            dedups: distinct_dedup_tables,
+            row_count_index: *row_count_index,
         }
     }
 }
@@ -992,43 +989,40 @@ struct TopNPlan<'a> {
 
 impl<'a> TopNPlan<'a> {
     fn of(node: &'a StreamNode) -> Self {
-        match node {
-            StreamNode::TopN {
-                order_by,
-                offset,
-                limit,
-                with_ties,
-                append_only,
-                table,
-                ..
-            } => TopNPlan {
-                group_key: Vec::new(),
-                order_by,
-                offset: *offset,
-                limit: *limit,
-                with_ties: *with_ties,
-                append_only: *append_only,
-                table,
-            },
+        let (StreamNode::TopN {
+            order_by,
+            offset,
+            with_ties,
+            append_only,
+            table,
+            ..
+        }
+        | StreamNode::GroupTopN {
+            order_by,
+            offset,
+            with_ties,
+            append_only,
+            table,
+            ..
+        }) = node
+        else {
+            unreachable!("a top-N node")
+        };
+        let (group_key, limit) = match node {
             StreamNode::GroupTopN {
-                group_key,
-                order_by,
-                offset,
-                limit,
-                with_ties,
-                append_only,
-                table,
-                ..
-            } => TopNPlan {
-                group_key: group_key.clone(),
-                order_by,
-                offset: *offset,
-                limit: Some(*limit),
-                with_ties: *with_ties,
-                append_only: *append_only,
-                table,
-            },
+                group_key, limit, ..
+            } => (group_key.clone(), Some(*limit)),
+            StreamNode::TopN { limit, .. } => (Vec::new(), *limit),
             _ => unreachable!("a top-N node"),
+        };
+        TopNPlan {
+            group_key,
+            order_by,
+            offset: *offset,
+            limit,
+            with_ties: *with_ties,
+            append_only: *append_only,
+            table,
         }
     }
 }
