@@ -110,7 +110,7 @@ fn play(file: &PlanFile, run: BugMode) -> PlanReport {
 #[test]
 fn flipping_the_toggle_on_a_random_plan_fires_and_silences_the_checker() {
     use epochlab_common::Toggles;
-    use epochlab_common::toggles::PreApplyCancel;
+    use epochlab_meta::recovery::PreApplyCancel;
     let file = regression("15144-cancel-pre-applied-after-reset.json");
     let buggy = file
         .run(None)
@@ -119,10 +119,7 @@ fn flipping_the_toggle_on_a_random_plan_fires_and_silences_the_checker() {
     let fixed = BugMode::new(BugId::Rw15144, Mode::Fixed).unwrap();
     assert_eq!(
         buggy.toggles(),
-        Toggles {
-            pre_apply_cancel: PreApplyCancel::KeepRegistered,
-            ..Toggles::default()
-        }
+        Toggles::default().with(PreApplyCancel::KeepRegistered)
     );
     assert_eq!(fixed.toggles(), Toggles::default());
     let i3 = |run: BugMode| {

@@ -67,19 +67,13 @@ fn the_scenario_is_deterministic() {
 #[test]
 fn flipping_the_toggle_on_the_same_run_makes_the_failure_appear_and_disappear() {
     use epochlab_common::Toggles;
-    use epochlab_common::toggles::BackfillVnode;
     use epochlab_sim::BugMode;
+    use epochlab_stream::executor::backfill::arrangement_backfill::BackfillVnode;
     let buggy = BugMode::new(BugId::Rw16815, Mode::Buggy).unwrap();
     let fixed = BugMode::new(BugId::Rw16815, Mode::Fixed).unwrap();
-    assert_eq!(buggy.toggles().backfill_vnode, BackfillVnode::Pk);
+    assert_eq!(buggy.toggles().get::<BackfillVnode>(), BackfillVnode::Pk);
     assert_eq!(fixed.toggles(), Toggles::default());
-    assert_eq!(
-        Toggles {
-            backfill_vnode: BackfillVnode::Pk,
-            ..Toggles::default()
-        },
-        buggy.toggles()
-    );
+    assert_eq!(Toggles::default().with(BackfillVnode::Pk), buggy.toggles());
     for seed in [7, 11] {
         let failed = run(Mode::Buggy, seed);
         let passed = run(Mode::Fixed, seed);

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::toggles::RescheduleBackfilling;
+use epochlab_meta::scale::RescheduleBackfilling;
 use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproParams, run_repro};
 
 fn run(mode: Mode, seed: u64) -> epochlab_sim::SimOutput<epochlab_sim::ReproReport> {
@@ -89,10 +89,7 @@ fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
     assert_eq!(fixed.toggles(), Toggles::default());
     assert_eq!(
         buggy.toggles(),
-        Toggles {
-            reschedule_backfilling: RescheduleBackfilling::MviewsListed,
-            ..Toggles::default()
-        }
+        Toggles::default().with(RescheduleBackfilling::MviewsListed)
     );
     for seed in [7, 11] {
         assert_eq!(run(Mode::Buggy, seed).value.outcome, Outcome::Failed);
@@ -120,7 +117,7 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
     let out = epochlab_sim::run(5, |_ctx| async move {
         let mut meta = MetaConfig::default();
         meta.barrier.interval = Duration::from_millis(200);
-        meta.toggles.reschedule_backfilling = RescheduleBackfilling::MviewsListed;
+        meta.toggles = meta.toggles.with(RescheduleBackfilling::MviewsListed);
         let config = ClusterConfig {
             compute_nodes: 3,
             meta,

@@ -24,10 +24,7 @@ const SLOW_STEP: Duration = Duration::from_secs(1);
 
 fn config(mode: DropMode) -> ClusterConfig {
     let meta = MetaConfig {
-        toggles: Toggles {
-            drop_mode: mode,
-            ..Toggles::default()
-        },
+        toggles: Toggles::default().with(mode),
         recovery: RecoveryConfig {
             recover_progress: SLOW_STEP..SLOW_STEP,
             migrate_actors: SLOW_STEP..SLOW_STEP,

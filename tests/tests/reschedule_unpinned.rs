@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::toggles::ConfigChangeWait;
 use epochlab_common::{ActorId, Bitmap, DataType, Op, VnodeCount, row};
+use epochlab_meta::reschedule::ConfigChangeWait;
 use epochlab_meta::{BadAssignment, DdlError, JobOptions, JobState, MetaConfig};
 use epochlab_sim::{BugId, Cluster, ClusterConfig, Mode, Outcome, ReproParams, run_repro};
 
@@ -98,10 +98,7 @@ fn flipping_the_toggle_makes_the_failure_appear_and_disappear() {
     assert_eq!(fixed.toggles(), Toggles::default());
     assert_eq!(
         buggy.toggles(),
-        Toggles {
-            config_change_wait: ConfigChangeWait::None,
-            ..Toggles::default()
-        }
+        Toggles::default().with(ConfigChangeWait::None)
     );
     for seed in [7, 11] {
         assert_eq!(run(Mode::Buggy, seed).value.outcome, Outcome::Failed);

@@ -5,8 +5,10 @@
 //!   FILES...`: the same for `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue),
 //!   `epochlab slt` (sqllogictest files), `epochlab corpus` (RisingWave's e2e corpus and its ratchet) and
 //!   `epochlab triage` (which known bug a log shows).
-//! - `test [ARGS]`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -- -D warnings`, then every test
+//! - `test [ARGS]`: `cargo fmt --check` (and the catalogue's modules, as `fmt`), `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
+//! - `fmt`: `cargo fmt --all`, and rustfmt on the bug catalogue's modules, which `cargo fmt` cannot reach (they
+//!   are declared through a file `crates/sim/build.rs` writes); `test` checks both.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
 //! - `screenshot [OUT.png]`: run the buggy repro with the embedded Jaeger and render the failing persist's trace in
 //!   headless Chromium (`apt-get install chromium`) to a PNG (default `target/epochlab-failing-trace.png`).
@@ -20,7 +22,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|triage|test|bench|screenshot|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|triage|test|fmt|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "screenshot" => screenshot(&rest),
         "test" => test(&rest),
+        "fmt" => fmt(false),
         "bench" => bench(&rest),
         "protoc" => protoc_path().map(|p| {
             println!("{}", p.display());
@@ -129,6 +132,35 @@ fn run(step: &str, mut cmd: Command) -> Result {
     })
 }
 
+/// `cargo fmt --all`, then rustfmt on the bug catalogue's modules by name: `crates/sim/build.rs` declares them
+/// in a file of its own (through `include!`), where `cargo fmt`, which follows `mod` items, does not look.
+/// With `check`, nothing is rewritten and a difference fails.
+fn fmt(check: bool) -> Result {
+    let mut fmt = cargo()?;
+    fmt.args(["fmt", "--all"]);
+    if check {
+        fmt.args(["--", "--check"]);
+    }
+    run("cargo fmt", fmt)?;
+    let bugs = workspace_root().join("crates/sim/src/bugs");
+    let mut modules: Vec<PathBuf> = std::fs::read_dir(&bugs)
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot list {}: {e}", bugs.display()),
+        })?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "rs") && !p.ends_with("mod.rs"))
+        .collect();
+    modules.sort();
+    let mut rustfmt = Command::new(env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into()));
+    rustfmt.current_dir(workspace_root());
+    rustfmt
+        .args(["--edition", "2024"])
+        .args(check.then_some("--check"))
+        .args(&modules);
+    run("rustfmt (the bug catalogue's modules)", rustfmt)
+}
+
 fn has_nextest() -> bool {
     let Ok(mut cmd) = cargo() else { return false };
     cmd.args(["nextest", "--version"])
@@ -139,9 +171,7 @@ fn has_nextest() -> bool {
 }
 
 fn test(args: &[String]) -> Result {
-    let mut fmt = cargo()?;
-    fmt.args(["fmt", "--all", "--", "--check"]);
-    run("cargo fmt --check", fmt)?;
+    fmt(true)?;
 
     let mut clippy = cargo()?;
     // Not quiet: on a fresh machine this step compiles the workspace (minutes), and cargo's progress shows it.

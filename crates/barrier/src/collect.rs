@@ -5,7 +5,22 @@
 use std::collections::BTreeMap;
 
 use epochlab_common::WorkerId;
-use epochlab_common::toggles::OnWorkerErr;
+use epochlab_common::toggle;
+
+toggle! {
+    /// RisingWave #22384: what a worker's error does to an epoch's nodes to collect (RisingWave's
+    /// `is_valid_after_worker_err`). Read only by the barrier manager's `on_worker_err`, for
+    /// [`is_valid_after_worker_err`].
+    pub enum OnWorkerErr {
+        /// Before the fix: the worker's entry is removed whatever it had to collect. An epoch whose only missing
+        /// node was the failed one then looks fully collected and is committed without that node's data.
+        RemoveAlways,
+        /// RisingWave's fix: only the entry of a worker that had nothing to collect is removed; an epoch that
+        /// waited for the worker's actors stays uncollected, and the error drives recovery.
+        #[default]
+        RemoveIfNothingToCollect,
+    }
+}
 
 /// Per in-flight epoch: each node it was sent to and has not collected from yet, with whether that node had
 /// nothing to collect (no actor of the epoch on it; RisingWave's `is_empty` flag).

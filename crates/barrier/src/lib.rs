@@ -6,12 +6,12 @@
 //! The compute-node half (the local barrier manager) lives in the `stream` crate, as in RisingWave, so this
 //! crate does not depend on executors.
 
-mod barrier;
-mod collect;
-mod command;
-mod error;
-mod manager;
-mod schedule;
+pub mod barrier;
+pub mod collect;
+pub mod command;
+pub mod error;
+pub mod manager;
+pub mod schedule;
 
 pub use barrier::{
     AddMutation, Barrier, BarrierKind, DispatcherUpdate, Mutation, TracingContext, UpdateMutation,

@@ -6,7 +6,7 @@
 //! order: commit (checkpoints), then the command's `post_collect`, then the caller's notifiers. While a
 //! configuration change's Pause is in flight nothing else is injected. A worker's connection error first asks
 //! the in-flight epochs, in order and up to the first that is not, whether each is still valid without the
-//! worker (`Toggles::on_worker_err`, RisingWave #22384). Then, as every other error, it goes to the global recovery
+//! worker ([`OnWorkerErr`], RisingWave #22384). Then, as every other error, it goes to the global recovery
 //! path: as RisingWave's `clear_on_err`, that first completes the barriers fully collected at the front
 //! (unless completing one is what failed), fails every other in-flight barrier and hands over to the
 //! context's recovery.
@@ -28,7 +28,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::barrier::{Barrier, BarrierKind, TracingContext};
-use crate::collect::{NodeToCollect, first_invalid_after_worker_err};
+use crate::collect::{NodeToCollect, OnWorkerErr, first_invalid_after_worker_err};
 use crate::command::{
     BarrierCompleteResponse, Command, CommandContext, CreateMviewProgress, InflightActorInfo,
 };
@@ -434,13 +434,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
 
     /// A worker's connection failed (RisingWave's control-stream error). The in-flight epochs are asked in
     /// epoch order whether each is still valid without the worker, which may update what it waits for
-    /// (`Toggles::on_worker_err`); the walk stops at the first that is not (RisingWave's
+    /// ([`OnWorkerErr`], its toggle); the walk stops at the first that is not (RisingWave's
     /// `DatabaseCheckpointControl::is_valid_after_worker_err`), so the epochs after it are not asked. If every
     /// epoch is still valid, what is fully collected now completes as after any collection; if one is not, the
     /// error goes to [`Self::failure_recovery`], which first completes the collected prefix (RisingWave's
     /// `clear_on_err`) and then recovers.
     async fn on_worker_err(&mut self, worker: WorkerId, err: BarrierError) -> BarrierResult<()> {
-        let rule = self.toggles.on_worker_err;
+        let rule = self.toggles.get::<OnWorkerErr>();
         let epochs = self.in_flight.iter_mut().map(|n| &mut n.node_to_collect);
         let invalid_at = first_invalid_after_worker_err(epochs, worker, rule);
         event!(

@@ -176,14 +176,14 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("14910", "buggy", "failed"),
             ("14910", "fixed", "passed"),
             ("14910", "purge-before-reset", "passed"),
-            ("22384", "buggy", "failed"),
-            ("22384", "fixed", "passed"),
+            ("15144", "buggy", "failed"),
+            ("15144", "fixed", "passed"),
             ("16815", "buggy", "failed"),
             ("16815", "fixed", "passed"),
             ("19138", "buggy", "failed"),
             ("19138", "fixed", "passed"),
-            ("15144", "buggy", "failed"),
-            ("15144", "fixed", "passed"),
+            ("22384", "buggy", "failed"),
+            ("22384", "fixed", "passed"),
             ("reschedule-unpinned", "buggy", "failed"),
             ("reschedule-unpinned", "fixed", "passed"),
         ]
@@ -194,18 +194,18 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(0)
     );
-    assert!(error(3).starts_with("epoch "), "{}", error(3));
+    assert!(error(9).starts_with("epoch "), "{}", error(9));
     assert!(
-        error(3).contains(" committed without worker "),
+        error(9).contains(" committed without worker "),
         "{}",
-        error(3)
+        error(9)
     );
     assert!(
-        rows[3]
+        rows[9]
             .replay
             .ends_with("--bug 22384 --mode buggy --seed 1"),
         "{}",
-        rows[3].replay
+        rows[9].replay
     );
     assert!(
         error(5).starts_with("Backfill progress for vnode VirtualNode("),
@@ -247,13 +247,13 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         rows[7].replay
     );
-    assert!(error(9).starts_with("stalled: "), "{}", error(9));
+    assert!(error(3).starts_with("stalled: "), "{}", error(3));
     assert!(
-        error(9).contains("may be removed by meta-service."),
+        error(3).contains("may be removed by meta-service."),
         "{}",
-        error(9)
+        error(3)
     );
-    assert_eq!(rows[9].bug, "15144");
+    assert_eq!(rows[3].bug, "15144");
     let catalogue = epochlab(["bugs"]);
     assert_eq!(catalogue.status.code(), Some(0));
     assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));

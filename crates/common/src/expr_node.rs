@@ -219,6 +219,15 @@ impl ExprType {
     /// Operators (`+`, `=`, `||`, `LIKE`) and syntax (`CASE`, `CAST`, `EXTRACT`, `IN`) are bound by the parser's
     /// shape, not here.
     pub fn from_function_name(name: &str) -> Option<ExprType> {
+        Self::numeric_function(name)
+            .or_else(|| Self::conditional_function(name))
+            .or_else(|| Self::string_function(name))
+            .or_else(|| Self::datetime_function(name))
+            .or_else(|| Self::collection_function(name))
+    }
+
+    /// A numeric function: arithmetic, rounding, powers and logarithms, trigonometry.
+    fn numeric_function(name: &str) -> Option<ExprType> {
         use ExprType::*;
         Some(match name {
             "abs" => Abs,
@@ -252,10 +261,26 @@ impl ExprType {
             "radians" => Radians,
             "pi" => Pi,
             "mod" => Modulus,
+            _ => return None,
+        })
+    }
+
+    /// A conditional function: the first non-NULL, NULLIF, the greatest or least.
+    fn conditional_function(name: &str) -> Option<ExprType> {
+        use ExprType::*;
+        Some(match name {
             "coalesce" => Coalesce,
             "nullif" => Nullif,
             "greatest" => Greatest,
             "least" => Least,
+            _ => return None,
+        })
+    }
+
+    /// A string function.
+    fn string_function(name: &str) -> Option<ExprType> {
+        use ExprType::*;
+        Some(match name {
             "concat" => Concat,
             "concat_ws" => ConcatWs,
             "lower" => Lower,
@@ -287,6 +312,14 @@ impl ExprType {
             "regexp_replace" => RegexpReplace,
             "regexp_count" => RegexpCount,
             "format" => Format,
+            _ => return None,
+        })
+    }
+
+    /// A date and time function.
+    fn datetime_function(name: &str) -> Option<ExprType> {
+        use ExprType::*;
+        Some(match name {
             "date_part" => DatePart,
             "date_trunc" => DateTrunc,
             "tumble_start" => TumbleStart,
@@ -296,6 +329,14 @@ impl ExprType {
             "make_timestamptz" => MakeTimestamptz,
             "now" | "current_timestamp" => Now,
             "proctime" => Proctime,
+            _ => return None,
+        })
+    }
+
+    /// An array or JSONB function, or `rw_vnode`.
+    fn collection_function(name: &str) -> Option<ExprType> {
+        use ExprType::*;
+        Some(match name {
             "array_length" | "array_upper" => ArrayLength,
             "cardinality" => Cardinality,
             "array_to_string" | "array_join" => ArrayToString,

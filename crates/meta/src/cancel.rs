@@ -1,5 +1,5 @@
-//! Where meta registers a job's state tables in storage (RisingWave #15144's toggle, `Toggles::pre_apply_cancel`,
-//! is read in `recovery.rs`).
+//! Where meta registers a job's state tables in storage (RisingWave #15144's toggle, `PreApplyCancel`, is
+//! declared and read in `recovery.rs`).
 
 use epochlab_storage::GroupId;
 

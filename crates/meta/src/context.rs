@@ -10,6 +10,7 @@ use epochlab_barrier::{
     CreateMviewProgress, GlobalBarrierManagerContext, PausedReason, RecoveredState,
     ScheduledBarriers, TracingContext,
 };
+use epochlab_common::toggles::DropMode;
 use epochlab_common::trace::{self, Cause, Park};
 use epochlab_common::vspan;
 use epochlab_common::{ActorId, Clock, Epoch, EventLog, WorkerId, event};
@@ -191,7 +192,12 @@ impl GlobalBarrierManagerContext for MetaContext {
             }
             if let Some(actors) = command.stopped_actors() {
                 inner.drop_actors(actors).await;
-                if inner.config.toggles.drop_mode.unregisters_in_post_collect() {
+                if inner
+                    .config
+                    .toggles
+                    .get::<DropMode>()
+                    .unregisters_in_post_collect()
+                {
                     inner
                         .hummock
                         .unregister_tables(command.unregistered_table_ids(), "drop collected");
@@ -224,7 +230,7 @@ impl GlobalBarrierManagerContext for MetaContext {
             epochlab_recovery::recover(
                 &ctx,
                 &config.recovery,
-                config.toggles.drop_mode,
+                config.toggles.get::<DropMode>(),
                 &reason,
                 last_epoch,
             )

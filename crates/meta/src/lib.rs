@@ -1,15 +1,15 @@
 //! Meta (reference §6, §7): the catalog of tables, views and sinks with their fragments and actors; DDL that
 //! rides on barriers; and the context the global barrier manager runs against, including recovery.
 
-mod cancel;
-mod catalog;
-mod context;
-mod graph;
-mod meta;
-mod progress;
-mod recovery;
-mod reschedule;
-mod scale;
+pub mod cancel;
+pub mod catalog;
+pub mod context;
+pub mod graph;
+pub mod meta;
+pub mod progress;
+pub mod recovery;
+pub mod reschedule;
+pub mod scale;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 pub use catalog::{

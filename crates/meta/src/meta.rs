@@ -13,6 +13,7 @@ use epochlab_common::plan::{
     ConflictBehavior, FragmentDistribution, SinkDesc, SinkKind, StreamActorDesc, StreamFragment,
     StreamFragmentGraph, StreamNode,
 };
+use epochlab_common::toggles::DropMode;
 use epochlab_common::{
     ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, Toggles, VnodeCount,
     WorkerId, event,
@@ -36,12 +37,12 @@ use crate::progress::{CreateAborted, Finished};
 pub struct MetaConfig {
     pub barrier: BarrierConfig,
     pub vnode_count: VnodeCount,
-    /// Recovery's slow steps and backoff (when it unregisters follows `toggles.drop_mode`).
+    /// Recovery's slow steps and backoff (when it unregisters follows the toggles' `DropMode`).
     pub recovery: RecoveryConfig,
     /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
     pub heartbeat_timeout: Duration,
-    /// The engine's bug toggles, whole: meta and recovery read `drop_mode`, `config_change_wait`,
-    /// `reschedule_backfilling` and `pre_apply_cancel`, and hand them to the barrier manager (`on_worker_err`).
+    /// The engine's bug toggles, whole: meta and recovery read `DropMode`, `ConfigChangeWait`,
+    /// `RescheduleBackfilling` and `PreApplyCancel`, and hand them to the barrier manager (`OnWorkerErr`).
     pub toggles: Toggles,
     /// Which compaction group a job's state tables join.
     pub compaction_groups: GroupPlacement,
@@ -1024,7 +1025,7 @@ impl MetaNode {
     /// `CANCEL JOB`: a job still being created (a background one, say) is removed from the catalog and its
     /// actors are stopped as a drop's (RisingWave's `CancelStreamingJob`, accepted while recovery runs,
     /// which pre-applies it). Its tables go where the drop mode sends a drop's, unless recovery pre-applies
-    /// the cancel: then `Toggles::pre_apply_cancel` decides.
+    /// the cancel: then [`crate::recovery::PreApplyCancel`] decides.
     pub async fn cancel_job(&self, id: TableId) -> Result<(), DdlError> {
         self.drop_or_cancel(id, Removal::Cancel).await
     }
@@ -1106,7 +1107,7 @@ impl MetaNode {
         if inner
             .config
             .toggles
-            .drop_mode
+            .get::<DropMode>()
             .caller_unregisters_on_return()
         {
             // RisingWave before the fix: the result is ignored and the tables go at once.

@@ -12,7 +12,7 @@ use epochlab_barrier::{
 use epochlab_common::plan::StreamActorDesc;
 use epochlab_common::trace::{self, Park};
 use epochlab_common::{ActorId, Epoch, EpochPair, EventLog, SimRng, TableId, WorkerId, event};
-use epochlab_common::{Clock, vspan};
+use epochlab_common::{Clock, toggle, vspan};
 use epochlab_recovery::{RecoveryContext, RecoveryError, RecoveryResult};
 use epochlab_rpc::{Request, Response, RpcError, RpcKind};
 use futures::future::{join_all, try_join_all};
@@ -21,6 +21,23 @@ use tracing::Instrument;
 use crate::catalog::{ActorPlacement, JobState};
 use crate::meta::MetaInner;
 use crate::progress::CreateAborted;
+
+toggle! {
+    /// RisingWave #15144: what recovery's pre-apply of a buffered `CANCEL JOB` does with the cancelled job's
+    /// state tables (RisingWave's `pre_apply_drop_cancel`). Read only by `Recovery::pre_apply_drops`. The job is
+    /// out of the catalog either way.
+    pub enum PreApplyCancel {
+        /// Before RisingWave PR #15355 (which says this path "might cause" #15144): the job's fragments are
+        /// dropped and its tables handed to nobody, so storage keeps them registered while the catalog no
+        /// longer knows them. A compaction task whose input holds their data then fails (the compactor's
+        /// `Failed to fetch filter key extractor tables [..]. [..] may be removed by meta-service.`) until meta
+        /// restarts and purges.
+        KeepRegistered,
+        /// The fix: the tables go to recovery with the dropped jobs', which unregisters them.
+        #[default]
+        Unregister,
+    }
+}
 
 /// End `span` as `result` says.
 fn end_as<T>(span: &tracing::Span, clock: &Clock, result: &RecoveryResult<T>) {
@@ -206,14 +223,10 @@ impl RecoveryContext for Recovery {
 
     /// RisingWave's `pre_apply_drop_cancel`: the buffered drops and cancels are done, without a barrier (their
     /// jobs are out of the catalog already, so recovery does not rebuild their actors). A drop's tables go to
-    /// recovery to unregister; a cancel's as `Toggles::pre_apply_cancel` says (RisingWave #15144).
+    /// recovery to unregister; a cancel's as [`PreApplyCancel`] says (RisingWave #15144).
     fn pre_apply_drops(&self) -> Vec<TableId> {
-        let hand_over = self
-            .inner
-            .config
-            .toggles
-            .pre_apply_cancel
-            .hands_tables_to_recovery();
+        let hand_over =
+            self.inner.config.toggles.get::<PreApplyCancel>() == PreApplyCancel::Unregister;
         let mut tables = Vec::new();
         for command in self.scheduled.pre_apply_drop_scheduled() {
             match command {

@@ -23,9 +23,8 @@ use std::sync::Arc;
 
 use epochlab_barrier::{BarrierError, BarrierResult, Command, DispatcherUpdate, PausedReason};
 use epochlab_common::plan::ActorMapping;
-use epochlab_common::toggles::ConfigChangeWait;
-use epochlab_common::trace;
 use epochlab_common::{ActorId, Bitmap, Epoch, TableId, WorkerId, event, vspan};
+use epochlab_common::{toggle, trace};
 use epochlab_rpc::Request;
 use futures::future::join_all;
 use tracing::Instrument;
@@ -225,6 +224,21 @@ fn reschedule_command(
     Ok(Some((command, what)))
 }
 
+toggle! {
+    /// epochlab's reschedule-unpinned check: what the post-collect of a configuration change's Pause waits for
+    /// before the change's barrier may go out. Read only by [`MetaInner::wait_for_config_change`].
+    pub enum ConfigChangeWait {
+        /// Before the fix: nothing beyond meta's own commit. The Update reaches an actor before its node has
+        /// pinned the version that commits the Pause's epoch: the new owner of a vnode reads its progress (and
+        /// the upstream snapshot) without the old owner's last writes.
+        None,
+        /// RisingWave's `wait_epoch_commit` for `PausedReason::ConfigChange`: every node with actors has pinned
+        /// a version whose max committed epoch is at least the Pause's.
+        #[default]
+        EpochCommit,
+    }
+}
+
 impl MetaInner {
     /// Post-collect of a configuration change's Pause of epoch `prev` (its barrier was sent to `nodes`): what
     /// [`ConfigChangeWait`] says to wait for before the change goes out.
@@ -233,7 +247,7 @@ impl MetaInner {
         prev: Epoch,
         nodes: Vec<WorkerId>,
     ) -> BarrierResult<()> {
-        match self.config.toggles.config_change_wait {
+        match self.config.toggles.get::<ConfigChangeWait>() {
             ConfigChangeWait::None => Ok(()),
             ConfigChangeWait::EpochCommit => {
                 let waits = nodes

@@ -13,11 +13,26 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use epochlab_common::toggles::RescheduleBackfilling;
-use epochlab_common::{ActorId, Bitmap, TableId, WorkerId, event};
+use epochlab_common::{ActorId, Bitmap, TableId, WorkerId, event, toggle};
 
 use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind, StreamScanType};
 use crate::meta::MetaInner;
+
+toggle! {
+    /// RisingWave #19138: which jobs recovery's scale-in reschedules while they are still being created. Read
+    /// only by [`MetaInner::scale_in`].
+    pub enum RescheduleBackfilling {
+        /// RisingWave v2.0.2 (#19138): recovery scales in unless a materialized view is being created in the
+        /// background (`list_background_creating_jobs` listed materialized views only); otherwise every job is
+        /// scaled, a `SINK INTO TABLE` still backfilling through no-shuffle backfill included.
+        MviewsListed,
+        /// RisingWave since PR #23998: every job is scaled except a background job whose backfill cannot be
+        /// rescheduled (`collect_unreschedulable_backfill_jobs`, `StreamScanType::is_reschedulable`: no-shuffle
+        /// backfill), with the jobs of its no-shuffle group; their actors on removed nodes move whole.
+        #[default]
+        ReschedulableOnly,
+    }
+}
 
 /// The relation at the top of `rel`'s no-shuffle group: up its `NoShuffle` edges.
 fn group_root(catalog: &Catalog, rel: &Relation) -> TableId {
@@ -97,15 +112,14 @@ impl MetaInner {
         if removed.is_empty() {
             return;
         }
+        let rule = self.config.toggles.get::<RescheduleBackfilling>();
         let mut catalog = self.catalog();
         let creating_mview = catalog.relations.values().any(|r| {
             r.state == JobState::Creating
                 && r.background
                 && r.kind == RelationKind::MaterializedView
         });
-        if self.config.toggles.reschedule_backfilling == RescheduleBackfilling::MviewsListed
-            && creating_mview
-        {
+        if rule == RescheduleBackfilling::MviewsListed && creating_mview {
             event!(
                 self.log,
                 "recovery step",
@@ -134,10 +148,7 @@ impl MetaInner {
                 );
                 continue;
             }
-            if self.config.toggles.reschedule_backfilling
-                == RescheduleBackfilling::ReschedulableOnly
-                && unreschedulable
-            {
+            if rule == RescheduleBackfilling::ReschedulableOnly && unreschedulable {
                 event!(
                     self.log,
                     "recovery step",

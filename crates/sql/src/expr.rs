@@ -253,23 +253,7 @@ pub fn bind(e: &Ast, columns: &[Column], relation: &str) -> Result<Expr, SqlErro
             _ => return Err(SqlError::Invalid(format!("column {e} not found"))),
         },
         Ast::Nested(inner) => return bind(inner, columns, relation),
-        Ast::BinaryOp { left, op, right } => {
-            let cmp = match op {
-                BinaryOperator::Eq => Some(Cmp::Eq),
-                BinaryOperator::NotEq => Some(Cmp::NotEq),
-                BinaryOperator::Lt => Some(Cmp::Lt),
-                BinaryOperator::LtEq => Some(Cmp::LtEq),
-                BinaryOperator::Gt => Some(Cmp::Gt),
-                BinaryOperator::GtEq => Some(Cmp::GtEq),
-                _ => None,
-            };
-            match (cmp, op) {
-                (Some(c), _) => Expr::Cmp(c, b(left)?, b(right)?),
-                (None, BinaryOperator::And) => Expr::And(b(left)?, b(right)?),
-                (None, BinaryOperator::Or) => Expr::Or(b(left)?, b(right)?),
-                _ => return Err(SqlError::Unsupported(format!("operator {op}"))),
-            }
-        }
+        Ast::BinaryOp { left, op, right } => bind_binary(op, left, right, columns, relation)?,
         Ast::UnaryOp {
             op: UnaryOperator::Not,
             expr,
@@ -281,46 +265,91 @@ pub fn bind(e: &Ast, columns: &[Column], relation: &str) -> Result<Expr, SqlErro
             negated,
             low,
             high,
-        } => {
-            let x = bind(expr, columns, relation)?;
-            let both = Expr::And(
-                Box::new(Expr::Cmp(Cmp::GtEq, Box::new(x.clone()), b(low)?)),
-                Box::new(Expr::Cmp(Cmp::LtEq, Box::new(x), b(high)?)),
-            );
-            if *negated {
-                Expr::Not(Box::new(both))
-            } else {
-                both
-            }
-        }
+        } => bind_between([expr, low, high], *negated, columns, relation)?,
         Ast::In {
             expr,
             target: InTarget::List(list),
             negated,
             ..
-        } => {
-            let x = bind(expr, columns, relation)?;
-            let mut any: Option<Expr> = None;
-            for item in list {
-                let eq = Expr::Cmp(Cmp::Eq, Box::new(x.clone()), b(item)?);
-                any = Some(match any {
-                    None => eq,
-                    Some(prev) => Expr::Or(Box::new(prev), Box::new(eq)),
-                });
-            }
-            let any = any.unwrap_or(Expr::Literal(Some(ScalarImpl::Bool(false))));
-            if *negated {
-                Expr::Not(Box::new(any))
-            } else {
-                any
-            }
-        }
+        } => bind_in_list(expr, list, *negated, columns, relation)?,
         Ast::Value(_) | Ast::UnaryOp { .. } | Ast::Cast { .. } => Expr::Literal(literal(e)?),
         Ast::Subquery(_) | Ast::In { .. } | Ast::Exists { .. } => {
             return Err(SqlError::Unsupported("subquery".into()));
         }
         Ast::Function(f) => return Err(SqlError::Unsupported(format!("function {}", f.name))),
         other => return Err(SqlError::Unsupported(format!("expression {other}"))),
+    })
+}
+
+/// `left op right`: a comparison, `AND` or `OR`.
+fn bind_binary(
+    op: &BinaryOperator,
+    left: &Ast,
+    right: &Ast,
+    columns: &[Column],
+    relation: &str,
+) -> Result<Expr, SqlError> {
+    let b = |e: &Ast| bind(e, columns, relation).map(Box::new);
+    let cmp = match op {
+        BinaryOperator::Eq => Some(Cmp::Eq),
+        BinaryOperator::NotEq => Some(Cmp::NotEq),
+        BinaryOperator::Lt => Some(Cmp::Lt),
+        BinaryOperator::LtEq => Some(Cmp::LtEq),
+        BinaryOperator::Gt => Some(Cmp::Gt),
+        BinaryOperator::GtEq => Some(Cmp::GtEq),
+        _ => None,
+    };
+    Ok(match (cmp, op) {
+        (Some(c), _) => Expr::Cmp(c, b(left)?, b(right)?),
+        (None, BinaryOperator::And) => Expr::And(b(left)?, b(right)?),
+        (None, BinaryOperator::Or) => Expr::Or(b(left)?, b(right)?),
+        _ => return Err(SqlError::Unsupported(format!("operator {op}"))),
+    })
+}
+
+/// `x [NOT] BETWEEN lo AND hi` as `x >= lo AND x <= hi` (negated).
+fn bind_between(
+    [expr, low, high]: [&Ast; 3],
+    negated: bool,
+    columns: &[Column],
+    relation: &str,
+) -> Result<Expr, SqlError> {
+    let b = |e: &Ast| bind(e, columns, relation).map(Box::new);
+    let x = bind(expr, columns, relation)?;
+    let both = Expr::And(
+        Box::new(Expr::Cmp(Cmp::GtEq, Box::new(x.clone()), b(low)?)),
+        Box::new(Expr::Cmp(Cmp::LtEq, Box::new(x), b(high)?)),
+    );
+    Ok(if negated {
+        Expr::Not(Box::new(both))
+    } else {
+        both
+    })
+}
+
+/// `x [NOT] IN (a, b, ..)` as `x = a OR x = b ..` (negated; `false` for no items).
+fn bind_in_list(
+    expr: &Ast,
+    list: &[Ast],
+    negated: bool,
+    columns: &[Column],
+    relation: &str,
+) -> Result<Expr, SqlError> {
+    let b = |e: &Ast| bind(e, columns, relation).map(Box::new);
+    let x = bind(expr, columns, relation)?;
+    let mut any: Option<Expr> = None;
+    for item in list {
+        let eq = Expr::Cmp(Cmp::Eq, Box::new(x.clone()), b(item)?);
+        any = Some(match any {
+            None => eq,
+            Some(prev) => Expr::Or(Box::new(prev), Box::new(eq)),
+        });
+    }
+    let any = any.unwrap_or(Expr::Literal(Some(ScalarImpl::Bool(false))));
+    Ok(if negated {
+        Expr::Not(Box::new(any))
+    } else {
+        any
     })
 }
 

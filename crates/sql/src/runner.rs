@@ -638,28 +638,14 @@ async fn play(
         report.skipped = true;
         return report;
     }
-    let mut config = cluster_config_for(
-        p.run.toggles(),
-        p.vnodes,
-        p.barrier_interval_ms,
-        p.checkpoint_frequency,
-        p.persist_check,
+    let cluster = start_cluster(&ctx, &p, hook).await;
+    let checkers = Checkers::install(
+        &cluster,
+        p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
     );
-    config.compute_nodes = p.compute_nodes;
-    let cluster = Arc::new(Cluster::start(&ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, p.run.toggles().drop_mode);
     base_network(&cluster);
     let engine = Engine::new(cluster.clone(), p.parallelism);
     let probe = UnsupportedProbe::default();
-    let make = {
-        let (engine, probe) = (engine.clone(), probe.clone());
-        Box::new(move || {
-            futures::future::ready(Ok(SimDb::new(engine.clone()).probed_by(probe.clone())))
-        }) as Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>
-    };
     event!(
         ctx.log,
         "slt",
@@ -667,12 +653,7 @@ async fn play(
         records.len(),
         p.kill
     );
-    let mut runner = sqllogictest::Runner::new(make);
-    // `skipif kill` / `onlyif kill`: records that assert a timing which kills (and the WAIT after a background
-    // CREATE MATERIALIZED VIEW under kills) would change.
-    if p.kill {
-        runner.add_label("kill");
-    }
+    let runner = new_runner(&engine, &probe, p.kill);
     let mut play = Play {
         engine,
         runner,
@@ -700,21 +681,96 @@ async fn play(
         }
     };
     let mut report = std::mem::replace(&mut play.report, FileReport::new(&file));
+    conclude(&mut report, stalled, &cluster, &checkers, &play.engine);
+    event!(ctx.log, "slt", "outcome={}", report.outcome.as_str());
+    cluster.shutdown();
+    report
+}
+
+/// What a failed record expected and what it got, as the report shows them.
+fn expected_and_actual(kind: TestErrorKind) -> (String, String) {
+    match kind {
+        TestErrorKind::QueryResultMismatch {
+            expected, actual, ..
+        }
+        | TestErrorKind::QueryResultColumnsMismatch {
+            expected, actual, ..
+        } => (expected, actual),
+        TestErrorKind::Fail { err, .. } => ("success".into(), format!("error: {err}")),
+        TestErrorKind::Ok { .. } => ("an error".into(), "success".into()),
+        TestErrorKind::ErrorMismatch {
+            err, expected_err, ..
+        } => (format!("error: {expected_err}"), format!("error: {err}")),
+        TestErrorKind::StatementResultMismatch {
+            expected, actual, ..
+        } => (
+            format!("{expected} rows affected"),
+            format!("{actual} rows affected"),
+        ),
+        other => ("success".into(), other.to_string()),
+    }
+}
+
+/// The simulated cluster a file runs in, from its parameters; `hook` sees it first.
+async fn start_cluster(
+    ctx: &epochlab_sim::SimContext,
+    p: &SltParams,
+    hook: Option<epochlab_sim::ClusterHook>,
+) -> Arc<Cluster> {
+    let mut config = cluster_config_for(
+        p.run.toggles(),
+        p.vnodes,
+        p.barrier_interval_ms,
+        p.checkpoint_frequency,
+        p.persist_check,
+    );
+    config.compute_nodes = p.compute_nodes;
+    let cluster = Arc::new(Cluster::start(ctx, config).await);
+    if let Some(hook) = hook {
+        hook(cluster.clone());
+    }
+    cluster
+}
+
+/// The sqllogictest runner over `engine`: each connection a [`SimDb`] probed by `probe`, labelled
+/// `kill` under kills.
+fn new_runner(engine: &Arc<Engine>, probe: &UnsupportedProbe, kill: bool) -> Runner {
+    let make = {
+        let (engine, probe) = (engine.clone(), probe.clone());
+        Box::new(move || {
+            futures::future::ready(Ok(SimDb::new(engine.clone()).probed_by(probe.clone())))
+        }) as Box<dyn FnMut() -> futures::future::Ready<Result<SimDb, SqlError>> + Send>
+    };
+    let mut runner = sqllogictest::Runner::new(make);
+    // `skipif kill` / `onlyif kill`: records that assert a timing which kills (and the WAIT after a background
+    // CREATE MATERIALIZED VIEW under kills) would change.
+    if kill {
+        runner.add_label("kill");
+    }
+    runner
+}
+
+/// A run's report completed: stuck (`stalled`), else the checkers' verdict; then its epochs, recoveries
+/// and the engine's notes.
+fn conclude(
+    report: &mut FileReport,
+    stalled: Option<String>,
+    cluster: &Cluster,
+    checkers: &Checkers,
+    engine: &Engine,
+) {
     match stalled {
         Some(what) => {
             report.outcome = Outcome::Stuck;
             report.kind = None;
             report.error = Some(what);
         }
-        None => judge(&cluster, &checkers, &mut report),
+        None => judge(cluster, checkers, report),
     }
     let stats = cluster.barrier_stats();
     report.epochs = stats.injected.load(Ordering::Relaxed);
     report.recoveries = stats.recoveries.load(Ordering::Relaxed);
-    report.notes = play.engine.notes();
-    event!(ctx.log, "slt", "outcome={}", report.outcome.as_str());
-    cluster.shutdown();
-    report
+    report.notes = engine.notes();
 }
 
 /// The checkers' verdict on a run whose records all passed (or the actor failure that failed one).
@@ -902,75 +958,65 @@ impl Play {
             RecordError::Unsupported(construct) => {
                 let (file, line, sql) = located(record).unwrap_or_default();
                 let actual = format!("error: unsupported: {construct}");
-                self.report.outcome = Outcome::Failed;
-                self.report.kind = Some("record");
-                self.report.error = Some(format!("{file}:{line}: {actual} (expected an error)"));
-                self.report.failure = Some(RecordFailure {
-                    file,
-                    line,
-                    sql,
-                    expected: "an error RisingWave gives (any)".into(),
-                    actual,
-                    cause: FailureCause::Unsupported(construct.clone()),
-                });
-                return;
+                let error = format!("{file}:{line}: {actual} (expected an error)");
+                return self.fail(
+                    error,
+                    RecordFailure {
+                        file,
+                        line,
+                        sql,
+                        expected: "an error RisingWave gives (any)".into(),
+                        actual,
+                        cause: FailureCause::Unsupported(construct.clone()),
+                    },
+                );
             }
             RecordError::Background(why) => {
                 let (file, line, sql) = located(record).unwrap_or_default();
-                self.report.outcome = Outcome::Failed;
-                self.report.kind = Some("record");
-                self.report.error = Some(format!("{file}:{line}: {why}"));
-                self.report.failure = Some(RecordFailure {
-                    file,
-                    line,
-                    sql,
-                    expected: "the view created in the background".into(),
-                    actual: why.to_string(),
-                    cause: FailureCause::Background,
-                });
-                return;
+                let error = format!("{file}:{line}: {why}");
+                return self.fail(
+                    error,
+                    RecordFailure {
+                        file,
+                        line,
+                        sql,
+                        expected: "the view created in the background".into(),
+                        actual: why.to_string(),
+                        cause: FailureCause::Background,
+                    },
+                );
             }
         };
         let (file, line, sql) = located(record).unwrap_or_else(|| {
             let loc = e.location();
             (loc.file().to_string(), loc.line(), String::new())
         });
-        let (expected, actual) = match e.kind() {
-            TestErrorKind::QueryResultMismatch {
-                expected, actual, ..
-            }
-            | TestErrorKind::QueryResultColumnsMismatch {
-                expected, actual, ..
-            } => (expected, actual),
-            TestErrorKind::Fail { err, .. } => ("success".into(), format!("error: {err}")),
-            TestErrorKind::Ok { .. } => ("an error".into(), "success".into()),
-            TestErrorKind::ErrorMismatch {
-                err, expected_err, ..
-            } => (format!("error: {expected_err}"), format!("error: {err}")),
-            TestErrorKind::StatementResultMismatch {
-                expected, actual, ..
-            } => (
-                format!("{expected} rows affected"),
-                format!("{actual} rows affected"),
-            ),
-            other => ("success".into(), other.to_string()),
-        };
+        let (expected, actual) = expected_and_actual(e.kind());
         let first_line = actual.lines().next().unwrap_or("").to_string();
-        self.report.outcome = Outcome::Failed;
-        self.report.kind = Some("record");
-        self.report.error = Some(format!(
+        let error = format!(
             "{file}:{line}: {} (expected {})",
             first_line,
             expected.lines().next().unwrap_or("")
-        ));
-        self.report.failure = Some(RecordFailure {
-            file,
-            line,
-            sql,
-            expected,
-            actual,
-            cause: FailureCause::of(&e.kind()),
-        });
+        );
+        self.fail(
+            error,
+            RecordFailure {
+                file,
+                line,
+                sql,
+                expected,
+                actual,
+                cause: FailureCause::of(&e.kind()),
+            },
+        );
+    }
+
+    /// The file failed at a record: `error`, its one line, and the `failure` in full.
+    fn fail(&mut self, error: String, failure: RecordFailure) {
+        self.report.outcome = Outcome::Failed;
+        self.report.kind = Some("record");
+        self.report.error = Some(error);
+        self.report.failure = Some(failure);
     }
 
     /// A record under kills, as RisingWave's simulation runner runs it (every record, whatever it is).

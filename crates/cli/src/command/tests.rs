@@ -523,10 +523,10 @@ fn the_event_log_of_several_modes_goes_to_one_file_each() {
     let runs = a.runs();
     assert_eq!(runs.len(), 13);
     let log = |i: usize| a.event_log_of(runs[i]);
-    assert_eq!(log(4), Some(PathBuf::from("r.22384-fixed.log")));
+    assert_eq!(log(4), Some(PathBuf::from("r.15144-fixed.log")));
     assert_eq!(log(5), Some(PathBuf::from("r.16815-buggy.log")));
     assert_eq!(log(8), Some(PathBuf::from("r.19138-fixed.log")));
-    assert_eq!(log(10), Some(PathBuf::from("r.15144-fixed.log")));
+    assert_eq!(log(10), Some(PathBuf::from("r.22384-fixed.log")));
     assert_eq!(
         log(11),
         Some(PathBuf::from("r.reschedule-unpinned-buggy.log"))
@@ -544,7 +544,7 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
     );
     assert_eq!(
         repro(&["--bug", "all", "--rows", "5"]).unwrap_err(),
-        "--rows is not a setting of bug 22384's scenario (it reads no flag)"
+        "--rows is not a setting of bug 15144's scenario (it reads no flag)"
     );
     let one_actor = [
         "--bug",

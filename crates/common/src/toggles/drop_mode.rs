@@ -104,6 +104,11 @@ impl DropMode {
     }
 }
 
+impl super::Toggle for DropMode {
+    const NAME: &'static str = "DropMode";
+    const VALUES: &'static [Self] = &DropMode::ALL;
+}
+
 impl fmt::Display for DropMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -1,122 +1,207 @@
-//! Every bug toggle of the engine, in one struct, [`Toggles`], carried whole into each engine crate's config
-//! (`MetaConfig::toggles`, `StreamConfig::toggles`, and from meta into the barrier manager). Each field is one
-//! RisingWave bug's seam, read in exactly one place, in the crate where RisingWave had the bug; nothing in the
-//! engine knows which bug a run is of. The default is every bug fixed.
+//! The engine's bug toggles: each one a small enum ([`Toggle`], declared with [`toggle!`]) whose default is
+//! RisingWave's fix, declared **beside its one read site**, in the crate where RisingWave had the bug (#22384's
+//! `OnWorkerErr` in the barrier crate's `collect.rs`, #16815's `BackfillVnode` in the stream crate's arrangement
+//! backfill, #19138's `RescheduleBackfilling` in meta's `scale.rs`, ...). Only #14910's [`DropMode`] lives here,
+//! because meta, recovery and the simulation's checkers all read it.
 //!
-//! A new bug's toggle is a field here (and its enum, `#[default]` on the fixed variant) and its one read site in
-//! the engine: no config copies it field by field. The catalogue (`epochlab-sim`'s `bugs` module) sets it.
+//! [`Toggles`] is the set of a run's toggles that differ from their default, keyed by the toggle's type. It is
+//! carried whole into each engine crate's config (`MetaConfig::toggles`, which meta hands to the barrier manager,
+//! and `StreamConfig::toggles` → `BuildEnv::toggles`), and a read site asks it for its own enum:
+//! `config.toggles.get::<RescheduleBackfilling>()`. The catalogue (`epochlab-sim`'s `bugs` module) sets the
+//! named bug's toggle by naming the same type, so a toggle that is set but not declared, or declared under
+//! another name, is a compile error, and no config copies toggles field by field. Nothing in the engine knows
+//! which bug a run is of.
 
 mod drop_mode;
 
+use std::any::TypeId;
 use std::fmt;
 
 pub use drop_mode::{DropMode, ParseDropModeError};
 
-/// Every toggle of the engine, each where RisingWave had its bug. The default is every bug fixed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// One bug's seam in the engine: a field-less enum, `Copy`, whose `Default` is the fixed behaviour. Declare one
+/// with [`toggle!`](crate::toggle), beside the code that reads it.
+pub trait Toggle: Copy + Default + Eq + fmt::Debug + Send + Sync + 'static {
+    /// Its name in [`Toggles`]'s `Debug` (the type's name).
+    const NAME: &'static str;
+    /// Every value, in declaration order.
+    const VALUES: &'static [Self];
+}
+
+/// Declares a toggle: the enum (with `Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash`) and
+/// its [`Toggle`] impl. Mark the fixed variant `#[default]`.
+///
+/// ```
+/// epochlab_common::toggle! {
+///     /// RisingWave #NNNNN: when the thing is flushed.
+///     pub enum FlushWait {
+///         /// Before the fix.
+///         Never,
+///         /// The fix.
+///         #[default]
+///         UntilCommitted,
+///     }
+/// }
+/// let toggles = epochlab_common::Toggles::default().with(FlushWait::Never);
+/// assert_eq!(toggles.get::<FlushWait>(), FlushWait::Never);
+/// ```
+#[macro_export]
+macro_rules! toggle {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $crate::toggles::Toggle for $name {
+            const NAME: &'static str = stringify!($name);
+            const VALUES: &'static [Self] = &[$($name::$variant),+];
+        }
+    };
+}
+
+/// How many toggles one run may set away from their defaults (a run sets its bug's; a test may set a few).
+pub const TOGGLES_SET_MAX: usize = 8;
+
+/// One toggle set away from its default.
+#[derive(Clone, Copy)]
+struct Entry {
+    name: &'static str,
+    type_id: TypeId,
+    /// Its position in its [`Toggle::VALUES`].
+    index: usize,
+    value: &'static (dyn fmt::Debug + Sync),
+}
+
+/// The toggles of a run that differ from their defaults; every other toggle reads its default (its fix).
+/// Bounded ([`TOGGLES_SET_MAX`]), `Copy`, ordered by name.
+#[derive(Clone, Copy, Default)]
 pub struct Toggles {
-    /// #14910: when meta unregisters a dropped job's tables (read by meta and recovery, [`DropMode`]'s
-    /// methods).
-    pub drop_mode: DropMode,
-    /// #22384: what a worker's error does to the nodes an epoch still waits for.
-    pub on_worker_err: OnWorkerErr,
-    /// #16815: how the arrangement backfill derives an upstream row's vnode when it marks upstream chunks.
-    pub backfill_vnode: BackfillVnode,
-    /// #19138: which backfilling jobs recovery's scale-in reschedules.
-    pub reschedule_backfilling: RescheduleBackfilling,
-    /// epochlab's reschedule-unpinned check: what an online reschedule's Pause waits for before its Update goes
-    /// out.
-    pub config_change_wait: ConfigChangeWait,
-    /// #15144: what recovery's pre-apply of a buffered cancel does with the job's state tables.
-    pub pre_apply_cancel: PreApplyCancel,
+    set: [Option<Entry>; TOGGLES_SET_MAX],
 }
 
-/// RisingWave #22384: what a worker's error does to an epoch's nodes to collect (RisingWave's
-/// `is_valid_after_worker_err`). Read only by the barrier crate's `collect::is_valid_after_worker_err`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OnWorkerErr {
-    /// Before the fix: the worker's entry is removed whatever it had to collect. An epoch whose only missing
-    /// node was the failed one then looks fully collected and is committed without that node's data.
-    RemoveAlways,
-    /// RisingWave's fix: only the entry of a worker that had nothing to collect is removed; an epoch that
-    /// waited for the worker's actors stays uncollected, and the error drives recovery.
-    #[default]
-    RemoveIfNothingToCollect,
-}
+impl Toggles {
+    /// These toggles with `value` set (a default value unsets it).
+    pub fn with<T: Toggle>(mut self, value: T) -> Toggles {
+        let index = T::VALUES
+            .iter()
+            .position(|v| *v == value)
+            .expect("a toggle's VALUES holds every value");
+        let kept = self.set.into_iter().flatten().filter(|e| e.name != T::NAME);
+        let added = (value != T::default()).then(|| Entry {
+            name: T::NAME,
+            type_id: TypeId::of::<T>(),
+            index,
+            value: &T::VALUES[index],
+        });
+        let mut entries: Vec<Entry> = kept.chain(added).collect();
+        entries.sort_by_key(|e| e.name);
+        assert!(
+            entries.len() <= TOGGLES_SET_MAX,
+            "more than {TOGGLES_SET_MAX} toggles set"
+        );
+        self.set = [None; TOGGLES_SET_MAX];
+        for (slot, e) in self.set.iter_mut().zip(entries) {
+            *slot = Some(e);
+        }
+        self
+    }
 
-/// RisingWave #16815: how the arrangement backfill computes the vnode of an upstream row when it marks upstream
-/// chunks. Read only by the stream crate's `build.rs`, for the arrangement backfill's `mark_chunk_ref_by_vnode`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackfillVnode {
-    /// Before the fix: hash the row's whole pk, whatever the table is distributed by.
-    Pk,
-    /// The fix: the table's distribution key, as the table distributes its rows.
-    #[default]
-    DistKey,
-}
-
-/// RisingWave #19138: which jobs recovery's scale-in reschedules while they are still being created. Read only
-/// by meta's `MetaInner::scale_in` (`scale.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RescheduleBackfilling {
-    /// RisingWave v2.0.2 (#19138): recovery scales in unless a materialized view is being created in the
-    /// background (`list_background_creating_jobs` listed materialized views only); otherwise every job is
-    /// scaled, a `SINK INTO TABLE` still backfilling through no-shuffle backfill included.
-    MviewsListed,
-    /// RisingWave since PR #23998: every job is scaled except a background job whose backfill cannot be
-    /// rescheduled (`collect_unreschedulable_backfill_jobs`, `StreamScanType::is_reschedulable`: no-shuffle
-    /// backfill), with the jobs of its no-shuffle group; their actors on removed nodes move whole.
-    #[default]
-    ReschedulableOnly,
-}
-
-/// epochlab's reschedule-unpinned check: what the post-collect of a configuration change's Pause waits for
-/// before the change's barrier may go out. Read only by meta's `MetaInner::wait_for_config_change`
-/// (`reschedule.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ConfigChangeWait {
-    /// Before the fix: nothing beyond meta's own commit. The Update reaches an actor before its node has pinned
-    /// the version that commits the Pause's epoch: the new owner of a vnode reads its progress (and the
-    /// upstream snapshot) without the old owner's last writes.
-    None,
-    /// RisingWave's `wait_epoch_commit` for `PausedReason::ConfigChange`: every node with actors has pinned a
-    /// version whose max committed epoch is at least the Pause's.
-    #[default]
-    EpochCommit,
-}
-
-/// RisingWave #15144: what recovery's pre-apply of a buffered `CANCEL JOB` does with the cancelled job's state
-/// tables (RisingWave's `pre_apply_drop_cancel`; read only in meta's `Recovery::pre_apply_drops`). The job is out of the catalog
-/// either way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PreApplyCancel {
-    /// Before RisingWave PR #15355 (which says this path "might cause" #15144): the job's fragments are
-    /// dropped and its tables handed to nobody, so storage keeps them registered while the catalog no longer
-    /// knows them. A compaction task whose input holds their data then fails (the compactor's `Failed to
-    /// fetch filter key extractor tables [..]. [..] may be removed by meta-service.`) until meta restarts and
-    /// purges.
-    KeepRegistered,
-    /// The fix: the tables go to recovery with the dropped jobs', which unregisters them.
-    #[default]
-    Unregister,
-}
-
-impl PreApplyCancel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreApplyCancel::KeepRegistered => "keep-registered",
-            PreApplyCancel::Unregister => "unregister",
+    /// The value of toggle `T`: as set, or its default (the fix).
+    pub fn get<T: Toggle>(&self) -> T {
+        match self.entries().find(|e| e.name == T::NAME) {
+            None => T::default(),
+            Some(e) => {
+                assert_eq!(
+                    e.type_id,
+                    TypeId::of::<T>(),
+                    "two toggles named {}",
+                    T::NAME
+                );
+                T::VALUES[e.index]
+            }
         }
     }
 
-    /// Whether the cancelled job's tables are handed to recovery for unregistering.
-    pub fn hands_tables_to_recovery(self) -> bool {
-        self == PreApplyCancel::Unregister
+    /// The names of the toggles set away from their defaults, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.entries().map(|e| e.name)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.set.iter().flatten()
     }
 }
 
-impl fmt::Display for PreApplyCancel {
+impl PartialEq for Toggles {
+    fn eq(&self, other: &Toggles) -> bool {
+        let key = |e: &Entry| (e.name, e.type_id, e.index);
+        self.entries().map(key).eq(other.entries().map(key))
+    }
+}
+
+impl Eq for Toggles {}
+
+/// `Toggles { BackfillVnode: Pk }`: the toggles away from their fix; `Toggles { }` is every bug fixed.
+impl fmt::Debug for Toggles {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        let mut s = f.debug_struct("Toggles");
+        for e in self.entries() {
+            s.field(e.name, e.value);
+        }
+        s.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::toggle! {
+        /// A test toggle.
+        enum Colour {
+            Red,
+            #[default]
+            Green,
+            Blue,
+        }
+    }
+
+    #[test]
+    fn an_unset_toggle_reads_its_default_and_a_set_one_its_value() {
+        let t = Toggles::default();
+        assert_eq!(t.get::<Colour>(), Colour::Green);
+        assert_eq!(t.get::<DropMode>(), DropMode::Fixed);
+        let t = t.with(Colour::Blue).with(DropMode::Buggy);
+        assert_eq!(
+            (t.get::<Colour>(), t.get::<DropMode>()),
+            (Colour::Blue, DropMode::Buggy)
+        );
+        assert_eq!(t.names().collect::<Vec<_>>(), ["Colour", "DropMode"]);
+        assert_eq!(
+            format!("{t:?}"),
+            "Toggles { Colour: Blue, DropMode: Buggy }"
+        );
+    }
+
+    #[test]
+    fn setting_a_default_unsets_and_equality_ignores_the_order_of_setting() {
+        let a = Toggles::default().with(Colour::Red).with(DropMode::Buggy);
+        let b = Toggles::default()
+            .with(DropMode::Buggy)
+            .with(Colour::Blue)
+            .with(Colour::Red);
+        assert_eq!(a, b);
+        assert_eq!(
+            a.with(Colour::Green).with(DropMode::Fixed),
+            Toggles::default()
+        );
+        assert_ne!(a, a.with(Colour::Blue));
     }
 }

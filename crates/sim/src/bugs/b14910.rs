@@ -1,6 +1,6 @@
 //! RisingWave #14910: arrangement backfill fails recovery with `row [Some(Int16(0))] not found`, because meta
 //! unregistered a dropped job's state tables before the job's actors had stopped. Its toggle is
-//! [`DropMode`] (`Toggles::drop_mode`, decided in meta and recovery); its directed scenario
+//! [`DropMode`] (decided in meta and recovery); its directed scenario
 //! is this module's [`scenario`].
 //!
 //! The scenario (reference §0, §10.18): a rate-limited arrangement backfill into a slow sink, DROP
@@ -14,16 +14,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::plan::SinkKind;
 use epochlab_common::Toggles;
+use epochlab_common::plan::SinkKind;
 use epochlab_common::toggles::DropMode;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use futures::future::LocalBoxFuture;
 use epochlab_meta::{JobOptions, JobState, Relation, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_state_table::{Check, StateTableError};
 use epochlab_stream::executor::StreamExecutorError;
 use epochlab_stream::task::build::ActorFailure;
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioRun, Setting};
@@ -31,8 +31,8 @@ use crate::capture::Capture;
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::config::{base_network, cluster_config};
-use crate::repro::{ClusterHook, ReproParams};
 use crate::report::{Outcome, ReproReport, Violation, stuck_report};
+use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
@@ -78,10 +78,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`drop_mode`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        drop_mode: drop_mode(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(drop_mode(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
@@ -253,7 +250,7 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, p.toggles().unwrap_or_default().drop_mode);
+    let checkers = Checkers::install(&cluster, p.toggles().unwrap_or_default().get::<DropMode>());
     base_network(&cluster);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &cluster.meta;
@@ -608,7 +605,7 @@ fn verdict(
     } else if p
         .toggles()
         .unwrap_or_default()
-        .drop_mode
+        .get::<DropMode>()
         .is_before_the_fix()
     {
         let why = why_buggy_passed(setup, record);

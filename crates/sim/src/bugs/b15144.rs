@@ -10,7 +10,7 @@
 //! grows with every commit until its writes stop, and then no barrier completes until meta restarts and
 //! purges: that stall is the story of #16511 and #20010 (the same orphan left by a drop). The mirror image of
 //! #14910, where the unregister came too early. Its toggle is [`PreApplyCancel`]
-//! (`Toggles::pre_apply_cancel`, read in meta's `Recovery::pre_apply_drops`); its directed scenario is
+//! (declared and read in meta's `Recovery::pre_apply_drops`); its directed scenario is
 //! [`scenario`].
 //!
 //! The scenario: two nodes, RisingWave's static compaction groups (a table and a view share group 3); a
@@ -25,20 +25,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::toggles::PreApplyCancel;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use futures::future::LocalBoxFuture;
+use epochlab_meta::recovery::PreApplyCancel;
 use epochlab_meta::{GroupPlacement, JobOptions, MATERIALIZED_VIEW_GROUP};
 use epochlab_storage::{CompactionConfig, GroupCompaction, GroupId};
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::runtime::SimContext;
 use crate::config::{base_network, cluster_config_for};
 use crate::report::{Outcome, ReproReport, barrier_report, stuck_report, write_stop_report};
 use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw15144,
@@ -88,10 +88,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`pre_apply_cancel`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        pre_apply_cancel: pre_apply_cancel(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(pre_apply_cancel(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
@@ -223,7 +220,7 @@ async fn setup(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, t.drop_mode);
+    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];

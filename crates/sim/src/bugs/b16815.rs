@@ -4,7 +4,7 @@
 //! distribution key that is a strict subset of the pk, the computed vnode is often not one the actor owns
 //! ("Backfill progress for vnode VirtualNode(V) not found"), and when it is owned the row is judged by the wrong vnode's
 //! position: updates are dropped or applied twice. Its toggle is [`BackfillVnode`]
-//! (`Toggles::backfill_vnode`, read in the arrangement backfill's `mark_chunk_ref_by_vnode`); its directed
+//! (declared in the arrangement backfill, read by stream's `build.rs` for `mark_chunk_ref_by_vnode`); its directed
 //! scenario is [`scenario`], after RisingWave's `e2e_test/backfill/sink/different_pk_and_dist_key.slt`.
 //!
 //! The scenario: a table with pk (a, b) distributed by a, loaded; a rate-limited view over it, created in the
@@ -17,19 +17,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::toggles::BackfillVnode;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
-use futures::future::LocalBoxFuture;
 use epochlab_meta::{JobOptions, JobState};
+use epochlab_stream::executor::backfill::arrangement_backfill::BackfillVnode;
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::runtime::SimContext;
 use crate::config::{base_network, cluster_config_for};
 use crate::report::ReproReport;
 use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw16815,
@@ -70,10 +70,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`backfill_vnode`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        backfill_vnode: backfill_vnode(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(backfill_vnode(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
@@ -152,7 +149,7 @@ async fn setup(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, t.drop_mode);
+    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Int64];

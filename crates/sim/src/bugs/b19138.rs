@@ -9,7 +9,7 @@
 //! created, but its list of such jobs held materialized views only, so a creating sink did not stop it. Since
 //! PR #23998 meta's scale skips the jobs whose backfill cannot be rescheduled (`is_reschedulable`: no-shuffle
 //! backfill is not) and refreshes the progress tracker of the ones it scales. The toggle is
-//! [`RescheduleBackfilling`] (`Toggles::reschedule_backfilling`, read only by meta's recovery scale-in).
+//! [`RescheduleBackfilling`] (declared and read only by meta's recovery scale-in).
 //!
 //! The scenario: two nodes; a table whose rows lie almost all in its first actor's vnodes; a rate-limited sink
 //! over it, created in the background with no-shuffle backfill (one backfill actor beside each table actor,
@@ -24,21 +24,21 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_barrier::SchedulerStatus;
-use epochlab_common::plan::SinkKind;
 use epochlab_common::Toggles;
-use epochlab_common::toggles::RescheduleBackfilling;
+use epochlab_common::plan::SinkKind;
 use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use futures::future::LocalBoxFuture;
+use epochlab_meta::scale::RescheduleBackfilling;
 use epochlab_meta::{JobOptions, JobState, SinkOptions, StreamScanType};
 use epochlab_stream::executor::backfill::BackfillActorStats;
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::runtime::SimContext;
 use crate::report::{ReproReport, Violation};
 use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw19138,
@@ -89,10 +89,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`reschedule_backfilling`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        reschedule_backfilling: reschedule_backfilling(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(reschedule_backfilling(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {

@@ -7,7 +7,7 @@
 //! isolation off (as in the PR's test, #22393) the error takes the global recovery path, whose `clear_on_err`
 //! first completes the barriers already collected: that epoch is committed without the worker's data, and
 //! recovery resumes from the new max committed epoch (silent data loss). Its toggle is [`OnWorkerErr`]
-//! (`Toggles::on_worker_err`, read in the barrier crate's `collect` module); its directed scenario is
+//! (declared in the barrier crate's `collect` module); its directed scenario is
 //! [`scenario`], after RisingWave's `worker_crash_no_early_commit` test (PR #22393).
 //!
 //! The scenario: two compute nodes with disjoint actors. The table's actor runs on one (the survivor); a view
@@ -24,21 +24,21 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::plan::SinkKind;
+use epochlab_barrier::collect::OnWorkerErr;
 use epochlab_common::Toggles;
-use epochlab_common::toggles::OnWorkerErr;
+use epochlab_common::plan::SinkKind;
 use epochlab_common::{DataType, Epoch, Op, OwnedRow, TableId, WorkerId, event, row};
-use futures::future::LocalBoxFuture;
 use epochlab_meta::{JobOptions, SinkOptions};
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::runtime::SimContext;
 use crate::config::{base_network, cluster_config_for};
 use crate::report::{ReproReport, stuck_report};
 use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::Rw22384,
@@ -86,10 +86,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`on_worker_err`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        on_worker_err: on_worker_err(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(on_worker_err(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
@@ -200,7 +197,7 @@ async fn setup(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, t.drop_mode);
+    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
     let meta = &cluster.meta;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];

@@ -4,7 +4,7 @@
 //! (`reschedule-unpinned`), and its `fix` says what epochlab checks.
 //!
 //! Each entry is a module here whose `INFO` ([`BugInfo`]) holds all the catalogue says of it: its texts, its
-//! record, its toggle and its directed scenario; the list of entries is the one `catalogue!` call below, and
+//! record, its toggle and its directed scenario; the entries are the files here with an `INFO` (`build.rs` finds them), and
 //! every list of bugs elsewhere (the CLI's, `epochlab bugs`, the dispatcher of `repro`) derives from
 //! [`BugId::ALL`] and [`BugId::info`]. A run names a bug and a mode; [`BugId::toggles`] turns them into the
 //! engine's [`Toggles`], every one at its fixed value but the named bug's. The toggles travel whole into each
@@ -24,21 +24,20 @@ use crate::runtime::SimContext;
 
 pub mod record;
 
-/// The catalogue's entries, in order: each bug's id and its module, whose [`BugInfo`] (`INFO`) says everything
-/// else (its texts, its record, its toggle, its scenario). A new bug is one line here (which declares its module,
-/// its `BugId` variant and its place in `ALL` and `info`); the recipe is in ARCHITECTURE.md.
+/// The catalogue's entries: each bug's `BugId` variant and its module, whose [`BugInfo`] (`INFO`) says everything
+/// else (its texts, its record, its toggle, its scenario). Called by the file `build.rs` writes: every file of
+/// this directory that declares `pub const INFO: BugInfo` is an entry, in file-name order, so a new bug's module
+/// is all the catalogue needs; the recipe is in ARCHITECTURE.md.
 macro_rules! catalogue {
-    ($($(#[$attr:meta])* $id:ident => $module:ident,)*) => {
-        $(pub mod $module;)*
-
-        /// A bug of the catalogue.
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    ($($id:ident => $module:ident,)*) => {
+        /// A bug of the catalogue: the entry of the module of the same name (`Rw14910` is `b14910`'s).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum BugId {
-            $($(#[$attr])* $id,)*
+            $($id,)*
         }
 
         impl BugId {
-            /// Every implemented bug, in catalogue order.
+            /// Every implemented bug, in catalogue order (RisingWave's by number, then epochlab's own).
             pub const ALL: [BugId; [$(stringify!($id)),*].len()] = [$(BugId::$id),*];
 
             /// What the catalogue says about it: its module's `INFO`.
@@ -51,20 +50,13 @@ macro_rules! catalogue {
     };
 }
 
-catalogue! {
-    /// RisingWave #14910: a dropped job's state tables unregistered while its actors still ran.
-    #[default]
-    Rw14910 => b14910,
-    /// RisingWave #22384: an epoch committed without a crashed worker's data.
-    Rw22384 => b22384,
-    /// RisingWave #16815: arrangement backfill derives an upstream row's vnode from its pk.
-    Rw16815 => b16815,
-    /// RisingWave #19138: a no-shuffle backfill scaled in while it backfills; its vnodes' states differ.
-    Rw19138 => b19138,
-    /// RisingWave #15144: a cancel pre-applied by recovery leaves the job's tables registered in storage.
-    Rw15144 => b15144,
-    /// epochlab's own: an online reschedule's Update sent before the nodes pinned its Pause's commit.
-    RescheduleUnpinned => reschedule_unpinned,
+include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));
+
+/// #14910, the bug epochlab was built to reproduce, is what `--bug` means when it is not given.
+impl Default for BugId {
+    fn default() -> BugId {
+        BugId::Rw14910
+    }
 }
 
 /// Whose bug an entry is.
@@ -383,7 +375,8 @@ pub(crate) async fn start_two_nodes(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = crate::checkers::Checkers::install(&cluster, t.drop_mode);
+    let checkers =
+        crate::checkers::Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     crate::config::base_network(&cluster);
     (cluster, checkers)
 }
@@ -521,12 +514,29 @@ mod tests {
 
     #[test]
     fn every_bug_has_buggy_and_fixed_and_only_its_own_toggle() {
+        let mut owners = std::collections::BTreeMap::new();
         for bug in BugId::ALL {
             assert_eq!(bug.as_str().parse::<BugId>(), Ok(bug));
             assert_eq!(bug.info().id, bug);
             assert_eq!(&bug.modes()[..2], &[Mode::Buggy, Mode::Fixed]);
             assert_eq!(bug.toggles(Mode::Fixed), Ok(Toggles::default()));
-            assert_ne!(bug.toggles(Mode::Buggy), Ok(Toggles::default()));
+            let buggy = bug.toggles(Mode::Buggy).unwrap();
+            let own: Vec<&str> = buggy.names().collect();
+            assert_eq!(
+                own.len(),
+                1,
+                "{bug}'s buggy mode sets one toggle: {buggy:?}"
+            );
+            for &mode in bug.modes() {
+                let set: Vec<&str> = bug.toggles(mode).unwrap().names().collect();
+                assert!(
+                    set.iter().all(|name| *name == own[0]),
+                    "{bug} {mode}: {set:?}"
+                );
+            }
+            if let Some(other) = owners.insert(own[0], bug) {
+                panic!("{bug} and {other} share the toggle {}", own[0]);
+            }
         }
         assert_eq!(
             BugId::Rw22384

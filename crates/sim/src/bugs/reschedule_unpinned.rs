@@ -6,7 +6,7 @@
 //! Pause's post-collect waits until every node has (`wait_epoch_commit`) before the Update goes out; at `buggy`
 //! it returns at once: the Update arrives within milliseconds, the version tens or hundreds of milliseconds
 //! later, and the new owner resumes from an older position. Its toggle is [`ConfigChangeWait`]
-//! (`Toggles::config_change_wait`, read in meta's post-collect of the Pause).
+//! (declared and read in meta's post-collect of the Pause).
 //!
 //! The history, so that nobody takes this for a RisingWave bug: the `wait_epoch_commit` in the post-collect of
 //! `Pause(ConfigChange)` came with RisingWave PR #5517 (2022, long before arrangement backfill), and was later
@@ -28,20 +28,20 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::toggles::ConfigChangeWait;
 use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, event, row};
-use futures::future::LocalBoxFuture;
+use epochlab_meta::reschedule::ConfigChangeWait;
 use epochlab_meta::{JobOptions, JobState};
 use epochlab_rpc::RpcKind;
 use epochlab_stream::executor::backfill::BackfillActorStats;
+use futures::future::LocalBoxFuture;
 
 use super::record::{Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::runtime::SimContext;
 use crate::report::{ReproReport, stuck_report};
 use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
 
 pub const INFO: BugInfo = BugInfo {
     id: BugId::RescheduleUnpinned,
@@ -85,10 +85,7 @@ const RECORD: Record = Record {
 
 /// The engine's toggles of a run in `mode`: [`config_change_wait`]'s, the others fixed.
 fn toggles(mode: Mode) -> Toggles {
-    Toggles {
-        config_change_wait: config_change_wait(mode),
-        ..Toggles::default()
-    }
+    Toggles::default().with(config_change_wait(mode))
 }
 
 fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {

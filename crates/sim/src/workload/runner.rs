@@ -127,7 +127,10 @@ async fn play(
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
-    let checkers = Checkers::install(&cluster, mode.toggles().drop_mode);
+    let checkers = Checkers::install(
+        &cluster,
+        mode.toggles().get::<epochlab_common::toggles::DropMode>(),
+    );
     base_network(&cluster);
     let run = Arc::new(Run {
         cluster,

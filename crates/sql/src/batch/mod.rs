@@ -31,6 +31,7 @@ fn run(
     catalog: &dyn CatalogReader,
     ctx: &EvalContext,
 ) -> Result<Vec<OwnedRow>, SqlError> {
+    let run_input = |p: &LogicalPlan| run(p, catalog, ctx);
     match plan {
         LogicalPlan::Scan {
             table_id,
@@ -45,76 +46,86 @@ fn run(
         )),
         LogicalPlan::Values { rows, .. } => values(rows, ctx),
         LogicalPlan::Rows { rows, .. } => Ok(rows.clone()),
-        LogicalPlan::Project { exprs, input } => run(input, catalog, ctx)?
+        LogicalPlan::Project { exprs, input } => run_input(input)?
             .iter()
             .map(|r| project(exprs, r, ctx))
             .collect(),
-        LogicalPlan::Filter { predicate, input } => {
-            filter(predicate, run(input, catalog, ctx)?, ctx)
-        }
+        LogicalPlan::Filter { predicate, input } => filter(predicate, run_input(input)?, ctx),
         LogicalPlan::Agg {
             group_key,
             calls,
             input,
-        } => hash_agg(group_key, calls, run(input, catalog, ctx)?),
+        } => hash_agg(group_key, calls, run_input(input)?),
         LogicalPlan::Join {
             kind,
             on,
             left,
             right,
-        } => {
-            let width = right.schema().len();
-            let lw = left.schema().len();
-            join(
-                *kind,
-                on.as_ref(),
-                run(left, catalog, ctx)?,
-                run(right, catalog, ctx)?,
-                (lw, width),
-                ctx,
-            )
-        }
-        LogicalPlan::Union { inputs } => {
-            let mut out = Vec::new();
-            for i in inputs {
-                out.extend(run(i, catalog, ctx)?);
-            }
-            Ok(out)
-        }
+        } => run_join(*kind, on.as_ref(), left, right, catalog, ctx),
+        LogicalPlan::Union { inputs } => run_union(inputs, catalog, ctx),
         LogicalPlan::SetOp {
             op,
             all,
             left,
             right,
-        } => Ok(set_op(
-            *op,
-            *all,
-            run(left, catalog, ctx)?,
-            run(right, catalog, ctx)?,
-        )),
+        } => Ok(set_op(*op, *all, run_input(left)?, run_input(right)?)),
         LogicalPlan::TopN {
             order,
             limit,
             offset,
             input,
-        } => Ok(top_n(run(input, catalog, ctx)?, order, *limit, *offset)),
-        LogicalPlan::Dedup { keys, input } => Ok(dedup(keys, run(input, catalog, ctx)?)),
+        } => Ok(top_n(run_input(input)?, order, *limit, *offset)),
+        LogicalPlan::Dedup { keys, input } => Ok(dedup(keys, run_input(input)?)),
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
-        LogicalPlan::OverWindow { calls, input } => over_window(calls, run(input, catalog, ctx)?),
+        LogicalPlan::OverWindow { calls, input } => over_window(calls, run_input(input)?),
         LogicalPlan::ProjectSet { select_list, input } => {
-            project_set(select_list, run(input, catalog, ctx)?, ctx)
+            project_set(select_list, run_input(input)?, ctx)
         }
         LogicalPlan::Expand {
             column_subsets,
             input,
-        } => Ok(expand(column_subsets, run(input, catalog, ctx)?)),
+        } => Ok(expand(column_subsets, run_input(input)?)),
         LogicalPlan::HopWindow {
             time_col,
             slide,
             size,
             input,
-        } => hop_window(*time_col, slide, size, run(input, catalog, ctx)?, ctx),
+        } => hop_window(*time_col, slide, size, run_input(input)?, ctx),
     }
+}
+
+/// A join of its two inputs' rows.
+fn run_join(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+    catalog: &dyn CatalogReader,
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let width = right.schema().len();
+    let lw = left.schema().len();
+    join(
+        kind,
+        on,
+        run(left, catalog, ctx)?,
+        run(right, catalog, ctx)?,
+        (lw, width),
+        ctx,
+    )
+}
+
+/// `UNION ALL`: each input's rows in turn.
+fn run_union(
+    inputs: &[LogicalPlan],
+    catalog: &dyn CatalogReader,
+    ctx: &EvalContext,
+) -> Result<Vec<OwnedRow>, SqlError> {
+    let mut out = Vec::new();
+    for i in inputs {
+        out.extend(run(i, catalog, ctx)?);
+    }
+    Ok(out)
 }
 
 /// A table's committed rows through its filter, then `exprs`. A view's expressions are a streaming job's:

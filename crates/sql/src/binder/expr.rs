@@ -342,14 +342,8 @@ impl Binder<'_> {
         &mut self,
         e: &Ast,
         scope: &Scope,
-        mut agg: Option<&mut AggCtx>,
+        agg: Option<&mut AggCtx>,
     ) -> Result<ExprNode, SqlError> {
-        // Children are bound in the same mode (grouped or not).
-        macro_rules! child {
-            ($x:expr) => {
-                self.bind_expr($x, scope, agg.as_deref_mut())
-            };
-        }
         Ok(match e {
             Ast::Identifier(id) => self.column_ref(scope, None, &ident(id))?,
             Ast::CompoundIdentifier(parts) => {
@@ -357,54 +351,9 @@ impl Binder<'_> {
                 let (col, qual) = names.split_last().expect("a compound identifier has parts");
                 self.column_ref(scope, Some(&qual[qual.len() - 1]), col)?
             }
-            Ast::Nested(inner) => child!(inner)?,
+            // Children are bound in the same mode (grouped or not).
+            Ast::Nested(inner) => self.bind_expr(inner, scope, agg)?,
             Ast::Value(v) => bind_literal(&v.value)?,
-            Ast::BinaryOp { left, op, right } => {
-                let func = binary_func(op).ok_or_else(|| unsupported(format!("operator {op}")))?;
-                let (l, r) = (child!(left)?, child!(right)?);
-                call(func, vec![l, r])?
-            }
-            Ast::UnaryOp { op, expr } => self.bind_unary_expr(op, expr, scope, agg)?,
-            Ast::IsNull(x) => call(ExprType::IsNull, vec![child!(x)?])?,
-            Ast::IsNotNull(x) => call(ExprType::IsNotNull, vec![child!(x)?])?,
-            Ast::IsTrue(x) => call(ExprType::IsTrue, vec![child!(x)?])?,
-            Ast::IsNotTrue(x) => call(ExprType::IsNotTrue, vec![child!(x)?])?,
-            Ast::IsFalse(x) => call(ExprType::IsFalse, vec![child!(x)?])?,
-            Ast::IsNotFalse(x) => call(ExprType::IsNotFalse, vec![child!(x)?])?,
-            Ast::IsDistinctFrom(a, b) => {
-                let (a, b) = (child!(a)?, child!(b)?);
-                call(ExprType::IsDistinctFrom, vec![a, b])?
-            }
-            Ast::IsNotDistinctFrom(a, b) => {
-                let (a, b) = (child!(a)?, child!(b)?);
-                call(ExprType::IsNotDistinctFrom, vec![a, b])?
-            }
-            Ast::Between {
-                expr,
-                negated,
-                low,
-                high,
-            } => self.bind_between([expr, low, high], *negated, scope, agg)?,
-            Ast::In {
-                expr,
-                target: ast::InTarget::List(list),
-                negated,
-                ..
-            } => {
-                let x = child!(expr)?;
-                let items = self.bind_exprs(list, scope, agg)?;
-                in_list(x, items, *negated)?
-            }
-            Ast::In {
-                expr,
-                target: ast::InTarget::Subquery(subquery),
-                negated,
-                ..
-            } => {
-                let x = child!(expr)?;
-                let items = self.subquery_column(subquery, scope)?;
-                in_list(x, items, *negated)?
-            }
             Ast::Exists { subquery, negated } => {
                 let rows = self.eval_subquery(subquery, scope)?;
                 lit_bool(rows.0.is_empty() == *negated)
@@ -414,7 +363,7 @@ impl Binder<'_> {
                 expr, data_type, ..
             } => {
                 let ty = bind_data_type(data_type)?;
-                coerce(child!(expr)?, ty, CastContext::Explicit)?
+                coerce(self.bind_expr(expr, scope, agg)?, ty, CastContext::Explicit)?
             }
             Ast::TypedString(ts) => bind_typed_string(ts)?,
             Ast::Case {
@@ -432,39 +381,128 @@ impl Binder<'_> {
             Ast::CompoundFieldAccess { root, access_chain } => {
                 self.bind_field_access(root, access_chain, scope, agg)?
             }
-            // `(a, b)` and `ROW(a, b)`: a struct of fields f1, f2, .. (RisingWave's `Row` call).
-            Ast::Tuple(items) => {
-                let fields = self.bind_exprs(items, scope, agg)?;
-                // Each field keeps its own type (an untyped literal is a varchar), unlike a call's
-                // arguments, whose untyped literals take their siblings' type.
-                build_func(ExprType::Row, fields)?
-            }
-            Ast::Array(arr) => {
-                let mut elems = self.bind_exprs(&arr.elem, scope, agg)?;
-                crate::scalar::cast::align_types(&mut elems)?;
-                build_func(ExprType::Array, elems)?
-            }
+            Ast::Tuple(items) => self.bind_row(items, scope, agg)?,
+            Ast::Array(arr) => self.bind_array(&arr.elem, scope, agg)?,
             Ast::Function(f) => self.bind_function(f, scope, agg)?,
             Ast::Interval(iv) => bind_interval(iv)?,
+            _ => self.bind_operator(e, scope, agg)?,
+        })
+    }
+
+    /// An operator or a predicate over bound operands: `a + b`, `NOT a`, `a IS NULL`, `BETWEEN`, `IN`,
+    /// `LIKE`; any other expression is unsupported.
+    fn bind_operator(
+        &mut self,
+        e: &Ast,
+        scope: &Scope,
+        agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        match e {
+            Ast::BinaryOp { left, op, right } => {
+                let func = binary_func(op).ok_or_else(|| unsupported(format!("operator {op}")))?;
+                self.bind_call(func, [left, right], scope, agg)
+            }
+            Ast::UnaryOp { op, expr } => self.bind_unary_expr(op, expr, scope, agg),
+            Ast::IsNull(x) => self.bind_call(ExprType::IsNull, [x], scope, agg),
+            Ast::IsNotNull(x) => self.bind_call(ExprType::IsNotNull, [x], scope, agg),
+            Ast::IsTrue(x) => self.bind_call(ExprType::IsTrue, [x], scope, agg),
+            Ast::IsNotTrue(x) => self.bind_call(ExprType::IsNotTrue, [x], scope, agg),
+            Ast::IsFalse(x) => self.bind_call(ExprType::IsFalse, [x], scope, agg),
+            Ast::IsNotFalse(x) => self.bind_call(ExprType::IsNotFalse, [x], scope, agg),
+            Ast::IsDistinctFrom(a, b) => {
+                self.bind_call(ExprType::IsDistinctFrom, [a, b], scope, agg)
+            }
+            Ast::IsNotDistinctFrom(a, b) => {
+                self.bind_call(ExprType::IsNotDistinctFrom, [a, b], scope, agg)
+            }
+            Ast::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => self.bind_between([expr, low, high], *negated, scope, agg),
+            Ast::In {
+                expr,
+                target: target @ (ast::InTarget::List(_) | ast::InTarget::Subquery(_)),
+                negated,
+                ..
+            } => self.bind_in(expr, target, *negated, scope, agg),
             Ast::Like {
                 negated,
                 expr,
                 pattern,
                 escape_char: None,
                 any: false,
-            } => self.bind_like(ExprType::Like, [expr, pattern], *negated, scope, agg)?,
+            } => self.bind_like(ExprType::Like, [expr, pattern], *negated, scope, agg),
             Ast::ILike {
                 negated,
                 expr,
                 pattern,
                 escape_char: None,
                 any: false,
-            } => self.bind_like(ExprType::ILike, [expr, pattern], *negated, scope, agg)?,
-            Ast::Like { .. } | Ast::ILike { .. } => {
-                return Err(unsupported("LIKE ... ESCAPE or ANY"));
-            }
-            other => return Err(unsupported(format!("expression {other}"))),
-        })
+            } => self.bind_like(ExprType::ILike, [expr, pattern], *negated, scope, agg),
+            Ast::Like { .. } | Ast::ILike { .. } => Err(unsupported("LIKE ... ESCAPE or ANY")),
+            other => Err(unsupported(format!("expression {other}"))),
+        }
+    }
+
+    /// `func(args..)`, its arguments bound left to right in the same mode (grouped or not).
+    fn bind_call<const N: usize>(
+        &mut self,
+        func: ExprType,
+        args: [&Ast; N],
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let mut bound = Vec::with_capacity(N);
+        for a in args {
+            bound.push(self.bind_expr(a, scope, agg.as_deref_mut())?);
+        }
+        call(func, bound)
+    }
+
+    /// `x [NOT] IN (a, b, ..)` and `x [NOT] IN (subquery)` (`target` is one of the two), the subquery's
+    /// column evaluated now.
+    fn bind_in(
+        &mut self,
+        expr: &Ast,
+        target: &ast::InTarget,
+        negated: bool,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let x = self.bind_expr(expr, scope, agg.as_deref_mut())?;
+        let items = match target {
+            ast::InTarget::List(list) => self.bind_exprs(list, scope, agg)?,
+            ast::InTarget::Subquery(subquery) => self.subquery_column(subquery, scope)?,
+            other => unreachable!("bind_expr_inner passes IN a list or a subquery, not {other:?}"),
+        };
+        in_list(x, items, negated)
+    }
+
+    /// `(a, b)` and `ROW(a, b)`: a struct of fields f1, f2, .. (RisingWave's `Row` call).
+    fn bind_row(
+        &mut self,
+        items: &[Ast],
+        scope: &Scope,
+        agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let fields = self.bind_exprs(items, scope, agg)?;
+        // Each field keeps its own type (an untyped literal is a varchar), unlike a call's
+        // arguments, whose untyped literals take their siblings' type.
+        Ok(build_func(ExprType::Row, fields)?)
+    }
+
+    /// `ARRAY[a, b, ..]`: the elements aligned to one type.
+    fn bind_array(
+        &mut self,
+        elem: &[Ast],
+        scope: &Scope,
+        agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let mut elems = self.bind_exprs(elem, scope, agg)?;
+        crate::scalar::cast::align_types(&mut elems)?;
+        Ok(build_func(ExprType::Array, elems)?)
     }
 
     /// Bind each of `items` in order, in the same mode (grouped or not).
@@ -600,21 +638,14 @@ impl Binder<'_> {
         &mut self,
         f: &ast::Function,
         scope: &Scope,
-        mut agg: Option<&mut AggCtx>,
+        agg: Option<&mut AggCtx>,
     ) -> Result<ExprNode, SqlError> {
         let name = function_name(f)?;
         if let Some(over) = &f.over {
             if agg.is_some() {
                 return Err(unsupported("window function in a grouped select"));
             }
-            let Some(mut windows) = self.windows.take() else {
-                return Err(SqlError::Invalid(format!(
-                    "window function {name} is not allowed here"
-                )));
-            };
-            let bound = self.bind_window_call(&name, f, over, scope, &mut windows);
-            self.windows = Some(windows);
-            return bound;
+            return self.bind_over(&name, f, over, scope);
         }
         let ca = call_args(f)?;
         if name == "grouping"
@@ -652,6 +683,36 @@ impl Binder<'_> {
             }
             return self.bind_select_table_function(&name, &ca, scope);
         }
+        self.bind_scalar_function(&name, &ca, scope, agg)
+    }
+
+    /// A window function call `name(..) OVER (..)`, collected into the select's windows.
+    fn bind_over(
+        &mut self,
+        name: &str,
+        f: &ast::Function,
+        over: &ast::WindowType,
+        scope: &Scope,
+    ) -> Result<ExprNode, SqlError> {
+        let Some(mut windows) = self.windows.take() else {
+            return Err(SqlError::Invalid(format!(
+                "window function {name} is not allowed here"
+            )));
+        };
+        let bound = self.bind_window_call(name, f, over, scope, &mut windows);
+        self.windows = Some(windows);
+        bound
+    }
+
+    /// A scalar function: its arguments bound (grouped or not), then `nullif` as a CASE, `row` as a
+    /// struct, any other by its `ExprType`.
+    fn bind_scalar_function(
+        &mut self,
+        name: &str,
+        ca: &CallArgs<'_>,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
         let mut args = Vec::with_capacity(ca.args.len());
         for a in &ca.args {
             let a = a.ok_or_else(|| unsupported(format!("{name}(*)")))?;
@@ -671,7 +732,7 @@ impl Binder<'_> {
         if name == "row" {
             return Ok(build_func(ExprType::Row, args)?);
         }
-        let func = ExprType::from_function_name(&name)
+        let func = ExprType::from_function_name(name)
             .ok_or_else(|| unsupported(format!("function {name}")))?;
         call(func, args)
     }

@@ -162,50 +162,15 @@ impl Binder<'_> {
         }
         super::expr::unify_literals(&mut bound)?;
         let (bound, ret) = table_function::build(func, bound)?;
-        let (plan, scope) = left.clone();
-        let lw = scope.columns.len();
-        let select_list = plan
-            .input_refs()
-            .into_iter()
-            .map(ProjectSetSelectItem::Expr)
-            .chain([ProjectSetSelectItem::TableFunction {
-                func,
-                args: bound,
-                ret: ret.clone(),
-            }])
-            .collect();
-        let set = LogicalPlan::ProjectSet {
-            select_list,
-            input: Box::new(plan),
-        };
-        let mut exprs: Vec<ExprNode> = set.input_refs().into_iter().skip(1).collect();
-        let fname = format!("{func:?}").to_lowercase();
-        let mut defs = vec![ScopeColumnDef {
-            name: fname.clone(),
-            ty: ret,
-            hidden: false,
-        }];
-        if with_ordinality {
-            exprs.push(ordinality()?);
-            defs.push(ScopeColumnDef {
-                name: "ordinality".into(),
-                ty: DataType::Int64,
-                hidden: false,
-            });
-        }
-        debug_assert_eq!(exprs.len(), lw + defs.len());
-        let (_, right_scope) = with_alias(
-            LogicalPlan::Values {
-                rows: Vec::new(),
-                types: Vec::new(),
-            },
-            defs,
-            Some(fname),
+        lateral_project_set(
+            left.clone(),
+            func,
+            bound,
+            ret,
             alias.as_ref(),
-        )?;
-        let mut scope = scope;
-        scope.columns.extend(right_scope.columns);
-        Ok(Some((set.project(exprs), scope)))
+            with_ordinality,
+        )
+        .map(Some)
     }
 
     /// `USING (cols)` / `NATURAL`: equal columns, shown once (PostgreSQL's order: the join columns first).
@@ -261,26 +226,7 @@ impl Binder<'_> {
             left,
             right,
         };
-        let mut exprs: Vec<ExprNode> = merged.iter().map(|(e, _)| e.clone()).collect();
-        let mut out = Scope::default();
-        for (e, name) in &merged {
-            out.columns.push(ScopeColumn {
-                qualifier: None,
-                name: name.clone(),
-                ty: e.return_type(),
-                hidden: false,
-                qualified_only: false,
-            });
-        }
-        for (i, c) in scope.columns.iter().enumerate() {
-            let is_using = pairs.iter().any(|(li, ri, _)| i == *li || i == nl + ri);
-            exprs.push(col(&scope, i));
-            out.columns.push(ScopeColumn {
-                qualified_only: c.qualified_only || is_using,
-                ..c.clone()
-            });
-        }
-        Ok((plan.project(exprs), out))
+        Ok(using_projection(plan, &scope, &merged, &pairs, nl))
     }
 
     fn bind_table_factor(&mut self, t: &TableFactor) -> Result<(LogicalPlan, Scope), SqlError> {
@@ -377,22 +323,7 @@ impl Binder<'_> {
                 columns,
             } => {
                 self.depends_on.extend(catalog_id);
-                if self.view_depth >= MAX_VIEW_DEPTH {
-                    return Err(SqlError::Invalid(format!(
-                        "view {last} expands to more than {MAX_VIEW_DEPTH} nested views"
-                    )));
-                }
-                let q = match crate::frontend::parse_query(&query)? {
-                    Some(q) => q,
-                    None => return Err(SqlError::Invalid(format!("view {last} has no query"))),
-                };
-                let mut inner = Binder::new(self.catalog, self.streaming);
-                inner.view_depth = self.view_depth + 1;
-                let mut bound = inner.bind_query(&q)?;
-                for (n, c) in bound.names.iter_mut().zip(columns) {
-                    *n = c;
-                }
-                Ok((bound.plan.clone(), visible_defs(&bound), Some(last)))
+                self.bind_view(last, &query, columns)
             }
             RelationRef::Rows { columns, rows } => {
                 let types: Vec<DataType> = columns.iter().map(|(_, t)| t.clone()).collect();
@@ -407,6 +338,32 @@ impl Binder<'_> {
                 Ok((LogicalPlan::Rows { rows, types }, defs, Some(last)))
             }
         }
+    }
+
+    /// A view: its query bound (in a binder of its own, one view deeper), its columns renamed as the view
+    /// names them.
+    fn bind_view(
+        &mut self,
+        last: String,
+        query: &str,
+        columns: Vec<String>,
+    ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
+        if self.view_depth >= MAX_VIEW_DEPTH {
+            return Err(SqlError::Invalid(format!(
+                "view {last} expands to more than {MAX_VIEW_DEPTH} nested views"
+            )));
+        }
+        let q = match crate::frontend::parse_query(query)? {
+            Some(q) => q,
+            None => return Err(SqlError::Invalid(format!("view {last} has no query"))),
+        };
+        let mut inner = Binder::new(self.catalog, self.streaming);
+        inner.view_depth = self.view_depth + 1;
+        let mut bound = inner.bind_query(&q)?;
+        for (n, c) in bound.names.iter_mut().zip(columns) {
+            *n = c;
+        }
+        Ok((bound.plan.clone(), visible_defs(&bound), Some(last)))
     }
 
     /// `tumble(t, col, size)` / `hop(t, col, slide, size)` (RisingWave's window table functions): `t`'s
@@ -445,10 +402,6 @@ impl Binder<'_> {
         else {
             return Err(unsupported(format!("{name} over an expression")));
         };
-        let interval = |b: &mut Self, e: &ast::Expr| -> Result<ExprNode, SqlError> {
-            let e = b.bind_expr(e, &Scope::default(), None)?;
-            coerce(e, DataType::Interval, CastContext::Explicit)
-        };
         let mut defs: Vec<ScopeColumnDef> = scope
             .columns
             .iter()
@@ -465,8 +418,27 @@ impl Binder<'_> {
                 hidden: false,
             });
         }
-        let plan = if name == "tumble" {
-            let size = interval(self, exprs[2])?;
+        let plan = self.bind_window(name, input, time_col, ty, &exprs[2..])?;
+        Ok((plan, defs, qualifier))
+    }
+
+    /// `tumble`'s window over `input` (a projection adding `window_start`, `window_end`: the start and
+    /// start + size), or `hop`'s (a `HopWindow`); `sizes` are the interval arguments after the time column
+    /// `time_col` (of type `ty`).
+    fn bind_window(
+        &mut self,
+        name: &str,
+        input: LogicalPlan,
+        time_col: usize,
+        ty: DataType,
+        sizes: &[&ast::Expr],
+    ) -> Result<LogicalPlan, SqlError> {
+        let interval = |b: &mut Self, e: &ast::Expr| -> Result<ExprNode, SqlError> {
+            let e = b.bind_expr(e, &Scope::default(), None)?;
+            coerce(e, DataType::Interval, CastContext::Explicit)
+        };
+        Ok(if name == "tumble" {
+            let size = interval(self, sizes[0])?;
             let col = ExprNode::InputRef {
                 index: time_col,
                 ty: ty.clone(),
@@ -478,16 +450,15 @@ impl Binder<'_> {
             out.push(end);
             input.project(out)
         } else {
-            let slide = interval(self, exprs[2])?;
-            let size = interval(self, exprs[3])?;
+            let slide = interval(self, sizes[0])?;
+            let size = interval(self, sizes[1])?;
             LogicalPlan::HopWindow {
                 time_col,
                 slide,
                 size,
                 input: Box::new(input),
             }
-        };
-        Ok((plan, defs, qualifier))
+        })
     }
 
     /// `FROM f(args)`: a table function, or a scalar function as a one-row table.
@@ -562,6 +533,98 @@ fn visible_defs(q: &BoundQuery) -> Vec<ScopeColumnDef> {
             hidden: false,
         })
         .collect()
+}
+
+/// The `ProjectSet` of a lateral table function `func(args)` over `left`'s rows: the left columns, the
+/// function's column (of type `ret`), then with ordinality its row number; `alias` names the function's
+/// columns.
+fn lateral_project_set(
+    left: (LogicalPlan, Scope),
+    func: TableFunctionType,
+    args: Vec<ExprNode>,
+    ret: DataType,
+    alias: Option<&ast::TableAlias>,
+    with_ordinality: bool,
+) -> Result<(LogicalPlan, Scope), SqlError> {
+    let (plan, scope) = left;
+    let lw = scope.columns.len();
+    let select_list = plan
+        .input_refs()
+        .into_iter()
+        .map(ProjectSetSelectItem::Expr)
+        .chain([ProjectSetSelectItem::TableFunction {
+            func,
+            args,
+            ret: ret.clone(),
+        }])
+        .collect();
+    let set = LogicalPlan::ProjectSet {
+        select_list,
+        input: Box::new(plan),
+    };
+    let mut exprs: Vec<ExprNode> = set.input_refs().into_iter().skip(1).collect();
+    let fname = format!("{func:?}").to_lowercase();
+    let mut defs = vec![ScopeColumnDef {
+        name: fname.clone(),
+        ty: ret,
+        hidden: false,
+    }];
+    if with_ordinality {
+        exprs.push(ordinality()?);
+        defs.push(ScopeColumnDef {
+            name: "ordinality".into(),
+            ty: DataType::Int64,
+            hidden: false,
+        });
+    }
+    debug_assert_eq!(exprs.len(), lw + defs.len());
+    let (_, right_scope) = with_alias(
+        LogicalPlan::Values {
+            rows: Vec::new(),
+            types: Vec::new(),
+        },
+        defs,
+        Some(fname),
+        alias,
+    )?;
+    let mut scope = scope;
+    scope.columns.extend(right_scope.columns);
+    Ok((set.project(exprs), scope))
+}
+
+/// Above a `USING` join `plan` (its columns `scope`, the left side's first `nl`): the `merged` join
+/// columns, then every column of both sides, the `pairs`' (left, right) ones only by a qualified name.
+fn using_projection(
+    plan: LogicalPlan,
+    scope: &Scope,
+    merged: &[(ExprNode, String)],
+    pairs: &[(usize, usize, String)],
+    nl: usize,
+) -> (LogicalPlan, Scope) {
+    let col = |scope: &Scope, i: usize| ExprNode::InputRef {
+        index: i,
+        ty: scope.columns[i].ty.clone(),
+    };
+    let mut exprs: Vec<ExprNode> = merged.iter().map(|(e, _)| e.clone()).collect();
+    let mut out = Scope::default();
+    for (e, name) in merged {
+        out.columns.push(ScopeColumn {
+            qualifier: None,
+            name: name.clone(),
+            ty: e.return_type(),
+            hidden: false,
+            qualified_only: false,
+        });
+    }
+    for (i, c) in scope.columns.iter().enumerate() {
+        let is_using = pairs.iter().any(|(li, ri, _)| i == *li || i == nl + ri);
+        exprs.push(col(scope, i));
+        out.columns.push(ScopeColumn {
+            qualified_only: c.qualified_only || is_using,
+            ..c.clone()
+        });
+    }
+    (plan.project(exprs), out)
 }
 
 /// A relation's scope: its alias (or its own name) qualifies its columns; `AS t(a, b)` renames them.

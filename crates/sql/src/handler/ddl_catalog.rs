@@ -197,15 +197,7 @@ impl Session {
         };
         c.end()?;
         let (defs, columns) = source_columns(name.last(), &columns_text)?;
-        let connector = options
-            .iter()
-            .find(|(k, _)| k == "connector")
-            .map(|(_, v)| v.text())
-            .ok_or_else(|| SqlError::Invalid("missing field `connector`".into()))?;
-        if let Some(f) = &format {
-            super::create_table::validate_compatibility(&connector, f)?;
-        }
-        let format = format.map(|f| f.sql).unwrap_or_default();
+        let (connector, format) = source_connector(&options, format)?;
         let (schema, bare) = self.creation_target(&name)?;
         let target = crate::handler::stream_job::CreationTarget {
             job: crate::catalog::job_name(&self.database, &schema, &bare),
@@ -283,19 +275,7 @@ impl Session {
             None
         };
         c.end()?;
-        let table = self.resolve_any(&table_name).map_err(|e| match e {
-            CatalogError::NotFound("table or source", n) => CatalogError::NotFound("table", n),
-            e => e,
-        })?;
-        if !matches!(
-            table.kind,
-            RelationKind::Table | RelationKind::MaterializedView
-        ) {
-            return Err(SqlError::Invalid(format!(
-                "\"{}\" is not a table or materialized view",
-                table.name
-            )));
-        }
+        let table = self.index_table(&table_name)?;
         let index_name = name.last().to_string();
         if let Some(existing) =
             self.engine()
@@ -319,9 +299,39 @@ impl Session {
         {
             return Ok(done);
         }
-        let columns = index_columns(&table, &info);
+        self.create_catalog_only_index(&table, index_name, info, definition)
+    }
+
+    /// The table an index is on: a table or a materialized view.
+    fn index_table(&self, table_name: &super::parse::Name) -> Result<RelationCatalog, SqlError> {
+        let table = self.resolve_any(table_name).map_err(|e| match e {
+            CatalogError::NotFound("table or source", n) => CatalogError::NotFound("table", n),
+            e => e,
+        })?;
+        if !matches!(
+            table.kind,
+            RelationKind::Table | RelationKind::MaterializedView
+        ) {
+            return Err(SqlError::Invalid(format!(
+                "\"{}\" is not a table or materialized view",
+                table.name
+            )));
+        }
+        Ok(table)
+    }
+
+    /// An index the stream planner cannot build: listed in the catalog only (a query of it reads its
+    /// table's rows).
+    fn create_catalog_only_index(
+        &self,
+        table: &RelationCatalog,
+        index_name: String,
+        info: IndexInfo,
+        definition: String,
+    ) -> HandlerResult {
+        let columns = index_columns(table, &info);
         let r = RelationCatalog {
-            name: index_name.clone(),
+            name: index_name,
             schema: table.schema.clone(),
             database: table.database.clone(),
             kind: RelationKind::Index,
@@ -394,6 +404,24 @@ impl Session {
         }
         Ok(Some(Output::Done(0)))
     }
+}
+
+/// A source's connector (its `connector` option, which it must have) and its `FORMAT .. ENCODE ..` clause
+/// as SQL (checked against the connector; empty without one).
+fn source_connector(
+    options: &[(String, Value)],
+    format: Option<super::create_table::FormatEncode>,
+) -> Result<(String, String), SqlError> {
+    let connector = options
+        .iter()
+        .find(|(k, _)| k == "connector")
+        .map(|(_, v)| v.text())
+        .ok_or_else(|| SqlError::Invalid("missing field `connector`".into()))?;
+    if let Some(f) = &format {
+        super::create_table::validate_compatibility(&connector, f)?;
+    }
+    let format = format.map(|f| f.sql).unwrap_or_default();
+    Ok((connector, format))
 }
 
 /// `(a, b, ...)`: each item's text (a column name, or an expression as written).

@@ -41,24 +41,11 @@ impl Session {
         }
         if c.eat(&["DATABASES"]) {
             c.end()?;
-            let names = self
-                .engine()
-                .catalog()
-                .databases()
-                .map(|d| vec![d.name.clone()])
-                .collect();
-            return text_rows(1, names);
+            return self.show_databases();
         }
         if c.eat(&["SCHEMAS"]) {
             c.end()?;
-            let catalog = self.engine().catalog();
-            let names = catalog
-                .database(&self.database)?
-                .schemas
-                .keys()
-                .map(|s| vec![s.clone()])
-                .collect();
-            return text_rows(1, names);
+            return self.show_schemas();
         }
         if c.eat(&["COLUMNS", "FROM"]) {
             let r = self.describable(c)?;
@@ -70,26 +57,14 @@ impl Session {
         }
         if c.eat(&["USERS"]) {
             c.end()?;
-            let names = self
-                .engine()
-                .catalog()
-                .users()
-                .map(|u| vec![u.name.clone()])
-                .collect();
-            return text_rows(1, names);
+            return self.show_users();
         }
         if c.eat(&["CREATE"]) {
             return self.show_create(c);
         }
         if c.eat(&["ALL"]) {
             c.end()?;
-            let rows = self
-                .config
-                .all()
-                .into_iter()
-                .map(|(n, v)| vec![n.to_string(), v, String::new()])
-                .collect();
-            return text_rows(3, rows);
+            return self.show_all();
         }
         if c.eat(&["PARAMETERS"]) {
             c.end()?;
@@ -99,6 +74,51 @@ impl Session {
         c.end()?;
         let v = self.config.get(&name).map_err(SqlError::from)?;
         text_rows(1, vec![vec![v]])
+    }
+
+    /// `SHOW DATABASES`: their names.
+    fn show_databases(&self) -> HandlerResult {
+        let names = self
+            .engine()
+            .catalog()
+            .databases()
+            .map(|d| vec![d.name.clone()])
+            .collect();
+        text_rows(1, names)
+    }
+
+    /// `SHOW SCHEMAS`: the current database's schemas.
+    fn show_schemas(&self) -> HandlerResult {
+        let catalog = self.engine().catalog();
+        let names = catalog
+            .database(&self.database)?
+            .schemas
+            .keys()
+            .map(|s| vec![s.clone()])
+            .collect();
+        text_rows(1, names)
+    }
+
+    /// `SHOW USERS`: their names.
+    fn show_users(&self) -> HandlerResult {
+        let names = self
+            .engine()
+            .catalog()
+            .users()
+            .map(|u| vec![u.name.clone()])
+            .collect();
+        text_rows(1, names)
+    }
+
+    /// `SHOW ALL`: every session setting, its value, no description.
+    fn show_all(&self) -> HandlerResult {
+        let rows = self
+            .config
+            .all()
+            .into_iter()
+            .map(|(n, v)| vec![n.to_string(), v, String::new()])
+            .collect();
+        text_rows(3, rows)
     }
 
     /// `SHOW TABLES [FROM schema] [LIKE 'pattern']` and the like.

@@ -145,40 +145,8 @@ impl Session {
         let StreamOp::Materialize { pk, .. } = &plan.op else {
             unreachable!("plan_materialize puts a Materialize at the root")
         };
-        let columns = plan.names[..plan.width]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Column {
-                name: n.clone(),
-                ty: plan.types[i].clone(),
-                src: i,
-            })
-            .collect();
-        let def = Def {
-            kind: Kind::MaterializedView,
-            columns,
-            filter: None,
-            project: None,
-            stored: plan.types.clone(),
-            row_id: false,
-            pk: pk.clone(),
-            append_only: false,
-            statement: text.trim().to_string(),
-        };
-        let listed = plan
-            .names
-            .iter()
-            .zip(&plan.types)
-            .enumerate()
-            .map(|(i, (n, t))| {
-                let n = n.rsplit('.').next().unwrap_or(n).to_string();
-                if i < plan.width {
-                    ColumnCatalog::new(n, t.clone())
-                } else {
-                    ColumnCatalog::hidden(n, t.clone())
-                }
-            })
-            .collect();
+        let def = mv_def(&plan, pk, text);
+        let listed = mv_listed_columns(&plan);
         let name = target.job.as_str();
         let shown = crate::handler::mv_definition(text);
         let id = self.register_job_in(
@@ -336,6 +304,48 @@ impl Session {
             _ => unreachable!("an INSERT parses as one"),
         }
     }
+}
+
+/// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
+fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
+    let columns = plan.names[..plan.width]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Column {
+            name: n.clone(),
+            ty: plan.types[i].clone(),
+            src: i,
+        })
+        .collect();
+    Def {
+        kind: Kind::MaterializedView,
+        columns,
+        filter: None,
+        project: None,
+        stored: plan.types.clone(),
+        row_id: false,
+        pk: pk.to_vec(),
+        append_only: false,
+        statement: text.trim().to_string(),
+    }
+}
+
+/// A materialized view's columns as the catalog lists them: its visible ones (unqualified names), then
+/// the hidden ones its stream key needs.
+fn mv_listed_columns(plan: &StreamPlan) -> Vec<ColumnCatalog> {
+    plan.names
+        .iter()
+        .zip(&plan.types)
+        .enumerate()
+        .map(|(i, (n, t))| {
+            let n = n.rsplit('.').next().unwrap_or(n).to_string();
+            if i < plan.width {
+                ColumnCatalog::new(n, t.clone())
+            } else {
+                ColumnCatalog::hidden(n, t.clone())
+            }
+        })
+        .collect()
 }
 
 /// A type as SQL names it (for the columns of `CREATE TABLE AS`).

@@ -159,16 +159,8 @@ fn stream_line(p: &StreamPlan) -> String {
                 fmt_expr(predicate, input_names)
             )
         }
-        StreamOp::HashAgg { group_key, calls } => format!(
-            "StreamHashAgg {{ group_key: [{}], aggs: [{}] }}",
-            fmt_cols(group_key, input_names),
-            fmt_aggs(calls, input_names)
-        ),
-        StreamOp::SimpleAgg { calls } => {
-            format!(
-                "StreamSimpleAgg {{ aggs: [{}] }}",
-                fmt_aggs(calls, input_names)
-            )
+        op @ (StreamOp::HashAgg { .. } | StreamOp::SimpleAgg { .. }) => {
+            stream_agg_line(op, input_names)
         }
         StreamOp::HashJoin { kind, .. } => format!(
             "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
@@ -200,6 +192,37 @@ fn stream_line(p: &StreamPlan) -> String {
             epochlab_common::ScalarImpl::Interval(*slide),
             epochlab_common::ScalarImpl::Interval(*size)
         ),
+        op @ (StreamOp::TopN { .. } | StreamOp::GroupTopN { .. }) => {
+            stream_top_n_line(op, input_names)
+        }
+        StreamOp::Exchange { dist } => {
+            format!("StreamExchange {{ dist: {} }}", fmt_dist(dist, input_names))
+        }
+        StreamOp::Materialize { pk, conflict } => stream_materialize_line(p, pk, conflict),
+    }
+}
+
+/// A stream aggregation's line (hash or simple).
+fn stream_agg_line(op: &StreamOp, input_names: &[String]) -> String {
+    match op {
+        StreamOp::HashAgg { group_key, calls } => format!(
+            "StreamHashAgg {{ group_key: [{}], aggs: [{}] }}",
+            fmt_cols(group_key, input_names),
+            fmt_aggs(calls, input_names)
+        ),
+        StreamOp::SimpleAgg { calls } => {
+            format!(
+                "StreamSimpleAgg {{ aggs: [{}] }}",
+                fmt_aggs(calls, input_names)
+            )
+        }
+        other => unreachable!("{other:?} is not an aggregation"),
+    }
+}
+
+/// A stream top-N's line (plain or per group).
+fn stream_top_n_line(op: &StreamOp, input_names: &[String]) -> String {
+    match op {
         StreamOp::TopN {
             order,
             limit,
@@ -223,10 +246,7 @@ fn stream_line(p: &StreamPlan) -> String {
             if *with_ties { ", with_ties: true" } else { "" },
             fmt_cols(group_key, input_names)
         ),
-        StreamOp::Exchange { dist } => {
-            format!("StreamExchange {{ dist: {} }}", fmt_dist(dist, input_names))
-        }
-        StreamOp::Materialize { pk, conflict } => stream_materialize_line(p, pk, conflict),
+        other => unreachable!("{other:?} is not a top-N"),
     }
 }
 
@@ -364,16 +384,7 @@ fn batch_line(p: &LogicalPlan) -> String {
         }
         LogicalPlan::Agg {
             group_key, calls, ..
-        } if group_key.is_empty() => {
-            format!("BatchSimpleAgg {{ aggs: [{}] }}", fmt_aggs(calls, &names))
-        }
-        LogicalPlan::Agg {
-            group_key, calls, ..
-        } => format!(
-            "BatchHashAgg {{ group_key: [{}], aggs: [{}] }}",
-            fmt_cols(group_key, &names),
-            fmt_aggs(calls, &names)
-        ),
+        } => batch_agg_line(group_key, calls, &names),
         LogicalPlan::Join {
             kind,
             on,
@@ -389,22 +400,7 @@ fn batch_line(p: &LogicalPlan) -> String {
                 SetOp::Intersect => "Intersect",
             }
         ),
-        LogicalPlan::TopN {
-            order,
-            limit,
-            offset,
-            ..
-        } => format!(
-            "BatchTopN {{ order: [{}], limit: {}, offset: {offset} }}",
-            fmt_order(order, &names),
-            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
-        ),
-        LogicalPlan::Dedup { keys, .. } => {
-            format!(
-                "BatchGroupTopN {{ limit: 1, group_key: [{}] }}",
-                fmt_cols(keys, &names)
-            )
-        }
+        LogicalPlan::TopN { .. } | LogicalPlan::Dedup { .. } => batch_top_n_line(p, &names),
         LogicalPlan::TableFunction { func, .. } => format!("BatchTableFunction {{ {func:?} }}"),
         LogicalPlan::ProjectSet { select_list, .. } => format!(
             "BatchProjectSet {{ select_list: [{}] }}",
@@ -428,6 +424,42 @@ fn batch_line(p: &LogicalPlan) -> String {
             fmt_expr(slide, &[]),
             fmt_expr(size, &[])
         ),
+    }
+}
+
+/// A batch aggregation's line: simple without a group key, else hash.
+fn batch_agg_line(group_key: &[usize], calls: &[AggCall], names: &[String]) -> String {
+    if group_key.is_empty() {
+        format!("BatchSimpleAgg {{ aggs: [{}] }}", fmt_aggs(calls, names))
+    } else {
+        format!(
+            "BatchHashAgg {{ group_key: [{}], aggs: [{}] }}",
+            fmt_cols(group_key, names),
+            fmt_aggs(calls, names)
+        )
+    }
+}
+
+/// A batch top-N's line: `ORDER BY .. LIMIT`, or a dedup (a group top-1).
+fn batch_top_n_line(p: &LogicalPlan, names: &[String]) -> String {
+    match p {
+        LogicalPlan::TopN {
+            order,
+            limit,
+            offset,
+            ..
+        } => format!(
+            "BatchTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            fmt_order(order, names),
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+        ),
+        LogicalPlan::Dedup { keys, .. } => {
+            format!(
+                "BatchGroupTopN {{ limit: 1, group_key: [{}] }}",
+                fmt_cols(keys, names)
+            )
+        }
+        other => unreachable!("{other:?} is not a top-N"),
     }
 }
 

@@ -304,12 +304,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             size,
             input,
         } => hop_window(*time_col, slide, size, to_stream(input, up)?),
-        LogicalPlan::Project { exprs, input } => {
-            if let Some(top_n) = window_top_n(exprs, input, up)? {
-                return Ok(top_n);
-            }
-            Ok(project_named(to_stream(input, up)?, exprs.clone()))
-        }
+        LogicalPlan::Project { exprs, input } => project(exprs, input, up),
         LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
         LogicalPlan::Filter { predicate, input } => Ok(filter(to_stream(input, up)?, predicate)),
         LogicalPlan::Agg {
@@ -328,24 +323,13 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             to_stream(left, up)?,
             to_stream(right, up)?,
         ),
-        LogicalPlan::Union { inputs } => {
-            let inputs = inputs
-                .iter()
-                .map(|i| to_stream(i, up))
-                .collect::<Result<Vec<_>, _>>()?;
-            union(inputs)
-        }
+        LogicalPlan::Union { inputs } => union(to_stream_each(inputs, up)?),
         LogicalPlan::SetOp {
-            op: SetOp::Union,
-            all: false,
+            op,
+            all,
             left,
             right,
-        } => distinct_union(to_stream(left, up)?, to_stream(right, up)?),
-        LogicalPlan::SetOp { op, .. } => Err(unsupported(match op {
-            SetOp::Except => "except",
-            SetOp::Intersect => "intersect",
-            SetOp::Union => "union",
-        })),
+        } => set_op(op, *all, left, right, up),
         LogicalPlan::TopN {
             order,
             limit,
@@ -358,6 +342,45 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             *offset,
         )),
         LogicalPlan::Dedup { keys, input } => dedup(keys, input, up),
+    }
+}
+
+/// Each of `inputs` planned, in order.
+fn to_stream_each(
+    inputs: &[LogicalPlan],
+    up: &dyn UpstreamReader,
+) -> Result<Vec<StreamPlan>, SqlError> {
+    inputs.iter().map(|i| to_stream(i, up)).collect()
+}
+
+/// A projection: an over window's top-N when it has that shape (`window_top_n`), else a `Project`.
+fn project(
+    exprs: &[ExprNode],
+    input: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    if let Some(top_n) = window_top_n(exprs, input, up)? {
+        return Ok(top_n);
+    }
+    Ok(project_named(to_stream(input, up)?, exprs.to_vec()))
+}
+
+/// `UNION` (distinct) of two inputs; `UNION ALL` of two is planned as a `Union`, `EXCEPT` and
+/// `INTERSECT` are unsupported.
+fn set_op(
+    op: &SetOp,
+    all: bool,
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    match (op, all) {
+        (SetOp::Union, false) => distinct_union(to_stream(left, up)?, to_stream(right, up)?),
+        (op, _) => Err(unsupported(match op {
+            SetOp::Except => "except",
+            SetOp::Intersect => "intersect",
+            SetOp::Union => "union",
+        })),
     }
 }
 
@@ -554,6 +577,18 @@ fn window_top_n(
         with_ties,
     };
     let top = top_n(to_stream(input, up)?, spec);
+    above_window_top_n(top, inner, rank, &others, outer).map(Some)
+}
+
+/// Above a window top-N `top`: the over window's projection `inner` (its `rank` column, read by nothing
+/// above, a NULL), the filter's `others` conjunctions, and the `outer` projection.
+fn above_window_top_n(
+    top: StreamPlan,
+    inner: Vec<ExprNode>,
+    rank: usize,
+    others: &[ExprNode],
+    outer: &[ExprNode],
+) -> Result<StreamPlan, SqlError> {
     // The rank column is read by nothing above: NULL in its place keeps the positions.
     let inner = inner
         .into_iter()
@@ -573,7 +608,7 @@ fn window_top_n(
         let (dist, key) = (plan.dist.clone(), plan.stream_key.clone());
         plan = StreamPlan::unary(StreamOp::Filter { predicate }, plan, dist, key);
     }
-    Ok(Some(project_named(plan, outer.to_vec())))
+    Ok(project_named(plan, outer.to_vec()))
 }
 
 /// RisingWave's `handle_rank_preds`: the `(limit, offset)` that comparisons of the rank with constants
@@ -1057,38 +1092,12 @@ fn stream_node(
             rows: rows.clone(),
             types: plan.types.clone(),
         },
-        StreamOp::RowIdGen { row_id_index } => StreamNode::RowIdGen {
-            row_id_index: *row_id_index,
-            input: child(0, graph)?,
-        },
-        StreamOp::Project { exprs } => StreamNode::Project {
-            exprs: exprs.clone(),
-            input: child(0, graph)?,
-        },
-        StreamOp::Filter { predicate } => StreamNode::Filter {
-            predicate: predicate.clone(),
-            input: child(0, graph)?,
-        },
-        StreamOp::HopWindow {
-            time_col,
-            slide,
-            size,
-            output_indices,
-        } => StreamNode::HopWindow {
-            time_col: *time_col,
-            window_slide: *slide,
-            window_size: *size,
-            output_indices: output_indices.clone(),
-            input: child(0, graph)?,
-        },
-        StreamOp::ProjectSet { select_list } => StreamNode::ProjectSet {
-            select_list: select_list.clone(),
-            input: child(0, graph)?,
-        },
-        StreamOp::Expand { column_subsets } => StreamNode::Expand {
-            column_subsets: column_subsets.clone(),
-            input: child(0, graph)?,
-        },
+        op @ (StreamOp::RowIdGen { .. }
+        | StreamOp::Project { .. }
+        | StreamOp::Filter { .. }
+        | StreamOp::HopWindow { .. }
+        | StreamOp::ProjectSet { .. }
+        | StreamOp::Expand { .. }) => stateless_node(op, child(0, graph)?),
         StreamOp::Union => StreamNode::Union {
             inputs: (0..plan.inputs.len())
                 .map(|i| child(i, graph).map(|b| *b))
@@ -1129,6 +1138,45 @@ fn stream_node(
             state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
     })
+}
+
+/// A stateless operator of one input: its node around `input`.
+fn stateless_node(op: &StreamOp, input: Box<StreamNode>) -> StreamNode {
+    match op {
+        StreamOp::RowIdGen { row_id_index } => StreamNode::RowIdGen {
+            row_id_index: *row_id_index,
+            input,
+        },
+        StreamOp::Project { exprs } => StreamNode::Project {
+            exprs: exprs.clone(),
+            input,
+        },
+        StreamOp::Filter { predicate } => StreamNode::Filter {
+            predicate: predicate.clone(),
+            input,
+        },
+        StreamOp::HopWindow {
+            time_col,
+            slide,
+            size,
+            output_indices,
+        } => StreamNode::HopWindow {
+            time_col: *time_col,
+            window_slide: *slide,
+            window_size: *size,
+            output_indices: output_indices.clone(),
+            input,
+        },
+        StreamOp::ProjectSet { select_list } => StreamNode::ProjectSet {
+            select_list: select_list.clone(),
+            input,
+        },
+        StreamOp::Expand { column_subsets } => StreamNode::Expand {
+            column_subsets: column_subsets.clone(),
+            input,
+        },
+        other => unreachable!("{other:?} is not a stateless operator of one input"),
+    }
 }
 
 /// How an exchange to `dist` dispatches rows.

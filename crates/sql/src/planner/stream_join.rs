@@ -119,16 +119,7 @@ pub fn join(
     };
     let layout = Layout::new(kind, &left, &right);
     let stream_key = layout.stream_key(kind, &left, &right, &eq);
-    let dist = match kind {
-        JoinType::RightOuter => Dist::HashShard(
-            eq.right_keys
-                .iter()
-                .map(|&k| layout.out(l_all + k))
-                .collect(),
-        ),
-        JoinType::FullOuter => Dist::SomeShard,
-        _ => Dist::HashShard(eq.left_keys.iter().map(|&k| layout.out(k)).collect()),
-    };
+    let dist = join_dist(kind, &eq, &layout, l_all);
     let concat_types: Vec<DataType> = left.types.iter().chain(&right.types).cloned().collect();
     let concat_names: Vec<String> = left.names.iter().chain(&right.names).cloned().collect();
     let join = StreamPlan {
@@ -150,14 +141,35 @@ pub fn join(
     if !pull_filter {
         return Ok(join);
     }
-    let predicate = and_all(
-        eq.other
-            .iter()
-            .map(|c| remap(c, &|j| layout.out(j)))
-            .collect(),
-    )
-    .expect("a pulled filter has a conjunct");
-    Ok(StreamPlan {
+    Ok(pulled_filter(join, &eq.other, &layout, dist, stream_key))
+}
+
+/// A hash join's distribution: by its output's join keys (the right side's for a right outer join);
+/// a full outer join's is some shard.
+fn join_dist(kind: JoinType, eq: &EqJoinPredicate, layout: &Layout, l_all: usize) -> Dist {
+    match kind {
+        JoinType::RightOuter => Dist::HashShard(
+            eq.right_keys
+                .iter()
+                .map(|&k| layout.out(l_all + k))
+                .collect(),
+        ),
+        JoinType::FullOuter => Dist::SomeShard,
+        _ => Dist::HashShard(eq.left_keys.iter().map(|&k| layout.out(k)).collect()),
+    }
+}
+
+/// An inner join's non-equi conditions (`other`, over the inputs side by side) as a `Filter` above it.
+fn pulled_filter(
+    join: StreamPlan,
+    other: &[ExprNode],
+    layout: &Layout,
+    dist: Dist,
+    stream_key: Vec<usize>,
+) -> StreamPlan {
+    let predicate = and_all(other.iter().map(|c| remap(c, &|j| layout.out(j))).collect())
+        .expect("a pulled filter has a conjunct");
+    StreamPlan {
         types: join.types.clone(),
         names: join.names.clone(),
         width: join.width,
@@ -165,7 +177,7 @@ pub fn join(
         inputs: vec![join],
         dist,
         stream_key,
-    })
+    }
 }
 
 /// A join's output columns, as positions in its inputs' columns side by side.

@@ -4,33 +4,33 @@
 pub mod aggregate;
 pub mod backfill;
 pub mod barrier_align;
-mod dispatch;
-mod dml;
-mod dynamic_filter;
+pub mod dispatch;
+pub mod dml;
+pub mod dynamic_filter;
 #[cfg(test)]
 mod dynamic_filter_tests;
-mod expand;
-mod filter;
-mod flow_control;
+pub mod expand;
+pub mod filter;
+pub mod flow_control;
 pub mod hash_join;
-mod hop_window;
-mod materialize;
-mod merge;
+pub mod hop_window;
+pub mod materialize;
+pub mod merge;
 pub mod non_strict;
-mod now;
-mod project;
-mod project_set;
+pub mod now;
+pub mod project;
+pub mod project_set;
 pub mod row_id_gen;
-mod sink;
+pub mod sink;
 #[cfg(test)]
 mod stateless_tests;
 pub mod stats;
 #[cfg(test)]
 mod tests;
 pub mod top_n;
-mod traced;
-mod union;
-mod values;
+pub mod traced;
+pub mod union;
+pub mod values;
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{StreamChunk, VirtualNode};

@@ -16,6 +16,7 @@ use super::actor::Actor;
 use super::barrier_worker::LocalBarrierManager;
 use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
+use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
@@ -338,7 +339,7 @@ fn backfill_args(
         rate_limit: t.rate_limit,
         chunk_size: t.chunk_size,
         persist_check: env.persist_check,
-        backfill_vnode: env.toggles.backfill_vnode,
+        backfill_vnode: env.toggles.get::<BackfillVnode>(),
         storage: env.storage.clone(),
         barrier_manager: barrier_manager.clone(),
         stats: env.backfill.actor(state_table.table_id, actor_id),

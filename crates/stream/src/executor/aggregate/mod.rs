@@ -13,9 +13,9 @@
 //! dedup tables). After a recovery the cache starts empty. `FILTER` and `DISTINCT` are applied here, before
 //! the states (which see only the rows that reach the aggregate).
 
-mod group;
-mod hash_agg;
-mod simple_agg;
+pub mod group;
+pub mod hash_agg;
+pub mod simple_agg;
 #[cfg(test)]
 mod tests;
 

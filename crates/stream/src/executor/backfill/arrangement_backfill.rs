@@ -21,7 +21,20 @@ use crate::executor::{
     expect_first_barrier,
 };
 use crate::task::barrier_worker::LocalBarrierManager;
-use epochlab_common::toggles::BackfillVnode;
+use epochlab_common::toggle;
+
+toggle! {
+    /// RisingWave #16815: how the arrangement backfill computes the vnode of an upstream row when it marks
+    /// upstream chunks (`mark_chunk_ref_by_vnode`). Read only by the stream crate's `build.rs`, into
+    /// [`BackfillArgs::backfill_vnode`].
+    pub enum BackfillVnode {
+        /// Before the fix: hash the row's whole pk, whatever the table is distributed by.
+        Pk,
+        /// The fix: the table's distribution key, as the table distributes its rows.
+        #[default]
+        DistKey,
+    }
+}
 
 /// How a vnode's progress row was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

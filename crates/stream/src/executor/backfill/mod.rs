@@ -2,11 +2,11 @@
 //! it forwards the table's new changes, and persists its progress per vnode. Arrangement backfill (per-vnode
 //! positions, any upstream distribution) and no-shuffle backfill (one position, the upstream's distribution).
 
-mod arrangement_backfill;
-mod no_shuffle_backfill;
-mod snapshot;
-mod state;
-mod stats;
+pub mod arrangement_backfill;
+pub mod no_shuffle_backfill;
+pub mod snapshot;
+pub mod state;
+pub mod stats;
 
 pub use arrangement_backfill::{ArrangementBackfillExecutor, BackfillArgs};
 pub use no_shuffle_backfill::{NoShuffleBackfillExecutor, NoShuffleBackfillState};

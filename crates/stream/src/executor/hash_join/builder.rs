@@ -81,6 +81,10 @@ impl<'a> JoinChunkBuilder<'a> {
         self.rows.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// The output row of a left and a right row (either absent: NULLs). A semi/anti join outputs its side's
     /// columns only.
     fn output(&self, left: Option<&OwnedRow>, right: Option<&OwnedRow>) -> OwnedRow {

@@ -10,9 +10,9 @@
 //! match and last unmatch. State is committed on each barrier; a recovered executor starts with an empty
 //! cache and reads its entries back from the committed tables.
 
-mod builder;
-mod join_hash_map;
-mod key;
+pub mod builder;
+pub mod join_hash_map;
+pub mod key;
 #[cfg(test)]
 mod tests;
 

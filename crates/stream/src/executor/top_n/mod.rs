@@ -10,8 +10,8 @@
 //! recovery or a reschedule and are filled from the table at the first row of their group (the
 //! ungrouped top-N fills its one cache at its first barrier).
 
-mod cache;
-mod state;
+pub mod cache;
+pub mod state;
 #[cfg(test)]
 mod tests;
 

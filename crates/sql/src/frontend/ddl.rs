@@ -1,0 +1,625 @@
+//! DDL through the front end: `CREATE TABLE` (with its connector and its key), `CREATE MATERIALIZED VIEW`,
+//! `CREATE VIEW`, `CREATE SINK` and `ALTER ... SET`, each mapped onto meta's jobs and the engine's [`Def`]s.
+
+use epochlab_common::plan::SinkKind;
+use epochlab_common::{DataType, TableId};
+use epochlab_meta::{JobOptions, JobState, Relation, SinkOptions};
+use sqlparser::ast::{
+    self, ColumnOption, CreateTableOptions, Expr as Ast, Query, Statement, TableConstraint,
+};
+use sqlparser::tokenizer::Token;
+
+use super::words::{SettingValue, Words, parse_one, unsupported_words};
+use super::{
+    Def, Kind, Output, ROW_ID, Session, data_type, distinct_options, ident, listed_columns, lock,
+    positive_u32,
+};
+use crate::binder::Binder;
+use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
+use crate::error::{CatalogProblem, SqlError};
+use crate::expr::{Column, literal, resolve};
+use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
+
+impl Session {
+    pub(crate) fn parallelism(&self) -> usize {
+        self.config
+            .streaming_parallelism()
+            .unwrap_or(self.engine.default_parallelism)
+    }
+
+    pub(super) fn rate_limit(&self) -> Option<u32> {
+        self.config.streaming_rate_limit()
+    }
+
+    /// A new relation's name must be free: `Ok(true)` when it exists and `IF NOT EXISTS` was given. A job
+    /// still being created is RisingWave's meta's `table is in creating procedure` (see
+    /// [`SqlError::InCreatingProcedure`]), not `exists`.
+    /// The catalog's relation of that name answers with its kind (RisingWave's frontend catalog check).
+    pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
+        let rel = self.cluster().meta.relation_by_name(name);
+        if let Some(rel) = &rel
+            && rel.state == JobState::Creating
+        {
+            return Err(SqlError::InCreatingProcedure { id: rel.id.0 });
+        }
+        let listed = self.listed_duplicate(name);
+        if rel.is_none() && listed.is_none() {
+            return Ok(false);
+        }
+        if if_not_exists {
+            return Ok(true);
+        }
+        let Some(rel) = rel else {
+            return Err(listed.expect("checked above").into());
+        };
+        if let Some(dup) = listed {
+            return Err(dup.into());
+        }
+        Err(SqlError::catalog(
+            CatalogProblem::Exists,
+            format!(
+                "{} with name \"{name}\" exists",
+                Kind::of(rel.kind).as_str()
+            ),
+        ))
+    }
+
+    /// A `CREATE TABLE`'s `connector` option: only datagen (not run: the table gets rows from DML only), in
+    /// a plain format.
+    pub(super) fn table_connector(
+        &self,
+        name: &str,
+        ct: &ast::CreateTable,
+        extras: &TableExtras,
+    ) -> Result<Option<String>, SqlError> {
+        let mut connector = None;
+        if let CreateTableOptions::With(options) = &ct.table_options {
+            for (key, value) in distinct_options(options)? {
+                if key == "connector" {
+                    // A datagen table is accepted without its generator (the ddl files only list it);
+                    // other connectors need an external system.
+                    let datagen = value
+                        .to_string()
+                        .trim_matches('\'')
+                        .eq_ignore_ascii_case("datagen");
+                    if !datagen {
+                        return Err(SqlError::Unsupported(
+                            "CREATE TABLE with a connector (a source)".into(),
+                        ));
+                    }
+                    if let Some(f) = extras.format.as_ref().map(|f| f.format.clone())
+                        && !f.eq_ignore_ascii_case("plain")
+                    {
+                        let mut f = f.to_lowercase();
+                        if let Some(c) = f.get_mut(0..1) {
+                            c.make_ascii_uppercase();
+                        }
+                        return Err(SqlError::Invalid(format!(
+                            "connector datagen does not support format {f}"
+                        )));
+                    }
+                    self.engine.note(format!(
+                        "CREATE TABLE {name}: its datagen connector is not run; the table gets rows from DML only"
+                    ));
+                    connector = Some("datagen".to_string());
+                }
+            }
+        }
+        if let (Some(c), Some(f)) = (&connector, &extras.format) {
+            validate_compatibility(c, f)?;
+        }
+        Ok(connector)
+    }
+
+    /// `CREATE TABLE`, with RisingWave's clauses `sqlparser` does not read in `extras` (see
+    /// [`crate::handler::create_table`]).
+    pub(crate) async fn create_table(
+        &self,
+        ct: &ast::CreateTable,
+        text: &str,
+        extras: &TableExtras,
+    ) -> Result<Output, SqlError> {
+        let target = self.creation_name(&ct.name)?;
+        let name = target.job.clone();
+        if self.check_free(&name, ct.if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        let connector = self.table_connector(&name, ct, extras)?;
+        let (columns, pk_names) = bind_table_columns(&name, ct)?;
+        let (stored, row_id, pk) = table_key(&columns, &pk_names)?;
+        let def = Def {
+            kind: Kind::Table,
+            columns,
+            filter: None,
+            project: None,
+            stored: stored.clone(),
+            row_id,
+            pk: pk.clone(),
+            append_only: extras.append_only,
+            statement: text.trim().to_string(),
+        };
+        let mut columns_listed = listed_columns(&def);
+        if row_id {
+            columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
+        }
+        // The STRUCT<..> types the rewrite quoted (see `rewrite_create_table`), shown as written.
+        let shown = table_definition(ct, extras)
+            .replace("\"STRUCT<", "STRUCT<")
+            .replace(">\"", ">");
+        let id = self.register_job_in(
+            &target,
+            CatalogKind::Table,
+            columns_listed,
+            pk.clone(),
+            &shown,
+            Vec::new(),
+            None,
+        )?;
+        self.set_table_extras(id, connector, extras);
+        lock(&self.engine.defs).insert(name.clone(), def);
+        let created = self
+            .cluster()
+            .meta
+            .create_table_with_conflict(
+                &name,
+                stored,
+                pk.clone(),
+                (0..pk.len()).collect(),
+                self.parallelism(),
+                table_conflict(row_id),
+            )
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
+        Ok(Output::Done(0))
+    }
+
+    pub(super) async fn create_mv(
+        &self,
+        cv: &ast::CreateView,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        if cv.or_replace || cv.or_alter {
+            return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
+        }
+        let target = self.creation_name(&cv.name)?;
+        let name = target.job.clone();
+        let options = match &cv.options {
+            CreateTableOptions::None => Vec::new(),
+            CreateTableOptions::With(o) => o.clone(),
+            other => return Err(SqlError::Unsupported(format!("view options {other}"))),
+        };
+        let mut rate_limit = self.rate_limit();
+        for (key, value) in distinct_options(&options)? {
+            match key.as_str() {
+                "streaming_rate_limit" | "backfill_rate_limit" => {
+                    rate_limit = positive_u32(&literal(&value)?, &key)?;
+                }
+                other => return Err(SqlError::UnexpectedOptions(other.to_string())),
+            }
+        }
+        if self.check_free(&name, cv.if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        let options = JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.config.background_ddl(),
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+        };
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
+        {
+            Ok(v) => v,
+            Err(SqlError::Unsupported(_)) => {
+                return self
+                    .create_mv_graph(&target, cv, &renames, options, text)
+                    .await;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let id = self.register_job_in(
+            &target,
+            CatalogKind::MaterializedView,
+            listed_columns(&def),
+            Vec::new(),
+            &shown.to_string(),
+            self.job_dependencies(upstream, &cv.query),
+            None,
+        )?;
+        self.list_upstream_key(id, upstream);
+        lock(&self.engine.defs).insert(name.clone(), def);
+        let created = self
+            .cluster()
+            .meta
+            .create_materialized_view(&name, upstream, options)
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
+        Ok(Output::Done(0))
+    }
+
+    /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (connector = 'blackhole', ...)`.
+    pub(super) async fn create_sink(
+        &self,
+        w: &mut Words<'_>,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        w.next();
+        w.next();
+        let if_not_exists = w.eat_seq(&["IF", "NOT", "EXISTS"]);
+        let target = self.creation_name(&ast::ObjectName::from(vec![ast::Ident::with_quote(
+            '"',
+            w.ident()?,
+        )]))?;
+        let name = target.job.clone();
+        let query_text = if w.eat("FROM") {
+            let from = w.ident()?;
+            format!("SELECT * FROM {from}")
+        } else if w.eat("AS") {
+            w.text_until_with()
+        } else {
+            return Err(SqlError::Parse(format!(
+                "expected FROM or AS after CREATE SINK {name}"
+            )));
+        };
+        if !w.eat("WITH") {
+            // RisingWave's parser requires the clause.
+            return Err(SqlError::Parse(format!(
+                "Expected WITH, found: EOF (sink {name} needs WITH (connector = ...))"
+            )));
+        }
+        let options = w.options()?;
+        w.end()?;
+        let rate_limit = self.sink_with(&name, options)?;
+        if self.check_free(&name, if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
+        let query = match parse_one(&query_text)? {
+            Statement::Query(q) => q,
+            _ => return Err(SqlError::Parse("expected a query after AS".into())),
+        };
+        let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
+        let id = self.register_job_in(
+            &target,
+            CatalogKind::Sink,
+            listed_columns(&def),
+            Vec::new(),
+            &crate::handler::sink_definition(text),
+            self.job_dependencies(upstream, &query),
+            None,
+        )?;
+        self.list_upstream_key(id, upstream);
+        lock(&self.engine.defs).insert(name.clone(), def);
+        let options = JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.config.background_ddl(),
+            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+        };
+        let sink = SinkOptions {
+            kind: SinkKind::Blackhole,
+            ..SinkOptions::default()
+        };
+        let created = self
+            .cluster()
+            .meta
+            .create_sink(&name, upstream, options, sink)
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
+        Ok(Output::Done(0))
+    }
+
+    /// A sink's WITH options: its connector (only `blackhole`), its rate limit (the session's unless
+    /// given); any other option noted and ignored.
+    pub(super) fn sink_with(
+        &self,
+        name: &str,
+        options: Vec<(String, SettingValue)>,
+    ) -> Result<Option<u32>, SqlError> {
+        let mut connector = None;
+        let mut rate_limit = self.rate_limit();
+        let mut seen = Vec::new();
+        for (key, value) in options {
+            if seen.contains(&key) {
+                return Err(SqlError::DuplicatedOption(key));
+            }
+            seen.push(key.clone());
+            match key.as_str() {
+                "connector" => connector = Some(value),
+                "streaming_rate_limit" | "backfill_rate_limit" => {
+                    rate_limit = positive_u32(&value.datum()?, &key)?;
+                }
+                _ => self.engine.note(format!(
+                    "CREATE SINK {name}: option {key} accepted and ignored"
+                )),
+            }
+        }
+        match connector.as_ref().map(SettingValue::text) {
+            Some(c) if c.eq_ignore_ascii_case("blackhole") => {}
+            Some(c) => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
+            None => {
+                return Err(SqlError::Invalid(format!(
+                    "sink {name} needs WITH (connector = ...)"
+                )));
+            }
+        }
+        Ok(rate_limit)
+    }
+
+    /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under
+    /// projections and filters (see [`crate::planner::stream::single_table`]), kept as expressions over the
+    /// upstream's stored rows and applied when the view is read.
+    pub(super) fn view_of(
+        &self,
+        q: &Query,
+        kind: Kind,
+        text: &str,
+        renames: &[String],
+    ) -> Result<(TableId, Def), SqlError> {
+        let mut bound = Binder::new(self, true).bind_query(q)?;
+        crate::binder::output_names(&mut bound.names, renames)?;
+        let shape = crate::planner::stream::single_table(&bound.plan)?;
+        let upstream = self.def_of_table(shape.table_id).ok_or_else(|| {
+            SqlError::Invalid(format!("the upstream of {} is gone", kind.as_str()))
+        })?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(&shape.exprs)
+            .enumerate()
+            .map(|(i, (name, e))| Column {
+                name: name.clone(),
+                ty: e.return_type(),
+                src: i,
+            })
+            .collect();
+        let def = Def {
+            kind,
+            columns,
+            filter: shape.filter,
+            project: Some(shape.exprs),
+            stored: upstream.stored.clone(),
+            row_id: false,
+            pk: Vec::new(),
+            append_only: false,
+            statement: text.trim().to_string(),
+        };
+        Ok((shape.table_id, def))
+    }
+
+    /// SQL's definition of the relation with the engine's table `id`.
+    pub(crate) fn def_of_table(&self, id: TableId) -> Option<Def> {
+        let rel = self.cluster().meta.catalog().relations.get(&id).cloned()?;
+        lock(&self.engine.defs).get(&rel.name).cloned()
+    }
+
+    /// `CREATE VIEW name [(cols)] AS query`: a logical view, its query bound to check it and kept as text.
+    pub(super) fn create_view(&self, cv: &ast::CreateView) -> Result<Output, SqlError> {
+        if cv.or_replace || cv.or_alter {
+            return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
+        }
+        let target = self.creation_name(&cv.name)?;
+        let mut binder = Binder::new(self, false);
+        let mut bound = binder.bind_query(&cv.query)?;
+        let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
+        crate::binder::output_names(&mut bound.names, &renames)?;
+        let columns = bound
+            .names
+            .iter()
+            .zip(bound.types())
+            .map(|(n, t)| ColumnCatalog::new(n.clone(), t))
+            .collect();
+        let mut shown = cv.clone();
+        shown.if_not_exists = false;
+        let registered = self.register_job_in(
+            &target,
+            CatalogKind::View,
+            columns,
+            Vec::new(),
+            &shown.to_string(),
+            binder.depends_on.clone(),
+            Some(cv.query.to_string()),
+        );
+        match registered {
+            Ok(_) => Ok(Output::Done(0)),
+            Err(SqlError::CatalogError(crate::catalog::CatalogError::Duplicated(..)))
+                if cv.if_not_exists =>
+            {
+                Ok(Output::Done(0))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A relation a query or a view may read: it exists, is not a sink, and is created.
+    pub(super) fn readable(&self, name: &str) -> Result<(Relation, Def), SqlError> {
+        let Some((rel, def)) = self.engine.lookup(name) else {
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table or source not found: {name}"),
+            ));
+        };
+        self.check_readable(name, rel, def)
+    }
+
+    /// The engine's table `id` (which the catalog's relation `name` lists), readable.
+    pub(super) fn readable_id(&self, id: TableId, name: &str) -> Result<(Relation, Def), SqlError> {
+        let rel = self.cluster().meta.relation(id);
+        let found = rel.and_then(|r| self.def_of_table(id).map(|d| (r, d)));
+        let Some((rel, def)) = found else {
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("table or source not found: {name}"),
+            ));
+        };
+        self.check_readable(name, rel, def)
+    }
+
+    pub(super) fn check_readable(
+        &self,
+        name: &str,
+        rel: Relation,
+        def: Def,
+    ) -> Result<(Relation, Def), SqlError> {
+        if def.kind == Kind::Sink {
+            return Err(SqlError::Invalid(format!("sink {name} cannot be read")));
+        }
+        if rel.state != JobState::Created {
+            return Err(SqlError::catalog(
+                CatalogProblem::StillCreating,
+                format!(
+                    "{} \"{name}\" is still being created (table is in creating procedure)",
+                    def.kind.as_str()
+                ),
+            ));
+        }
+        Ok((rel, def))
+    }
+
+    /// `ALTER SYSTEM SET name TO value` (noted), `ALTER (TABLE | MATERIALIZED VIEW | SINK) name SET
+    /// (STREAMING_RATE_LIMIT | BACKFILL_RATE_LIMIT | PARALLELISM) (= | TO) value`.
+    pub(super) async fn alter(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
+        w.next();
+        if w.eat("SYSTEM") {
+            if !w.eat("SET") {
+                return Err(unsupported_words(w.tokens, 3));
+            }
+            let name = w.ident()?;
+            if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
+                return Err(SqlError::Parse(format!("expected = or TO after {name}")));
+            }
+            let value = w.setting_value()?;
+            w.end()?;
+            self.engine.note(format!(
+                "ALTER SYSTEM SET {name} TO {} accepted and ignored: epochlab has no such system parameter at runtime",
+                value.text()
+            ));
+            return Ok(Output::Done(0));
+        }
+        let kind = if w.eat("TABLE") {
+            Kind::Table
+        } else if w.eat_seq(&["MATERIALIZED", "VIEW"]) {
+            Kind::MaterializedView
+        } else if w.eat("SINK") {
+            Kind::Sink
+        } else {
+            return Err(unsupported_words(w.tokens, 2));
+        };
+        let name = w.ident()?;
+        if !w.eat("SET") {
+            return Err(unsupported_words(w.tokens, 2));
+        }
+        let setting = w.ident()?;
+        if !(w.eat_token(&Token::Eq) || w.eat("TO")) {
+            return Err(SqlError::Parse(format!("expected = or TO after {setting}")));
+        }
+        let value = w.setting_value()?;
+        w.end()?;
+        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
+            return Err(SqlError::catalog(
+                CatalogProblem::NotFound,
+                format!("{} not found: {name}", kind.as_str()),
+            ));
+        };
+        match setting.as_str() {
+            "parallelism" => Err(SqlError::Unsupported(
+                "ALTER ... SET PARALLELISM (a reschedule here moves vnodes among a job's actors, never changes their number)".into(),
+            )),
+            "streaming_rate_limit" | "backfill_rate_limit" if kind != Kind::Table => {
+                let limit = value.rate_limit()?;
+                self.cluster().meta.set_rate_limit(rel.id, limit).await?;
+                Ok(Output::Done(0))
+            }
+            other => Err(SqlError::Unsupported(format!(
+                "ALTER {} ... SET {other}",
+                kind.as_str().to_uppercase()
+            ))),
+        }
+    }
+}
+
+/// A table's stored types, whether it has a hidden row id (no primary key given: the last stored
+/// column), and its primary key's positions.
+fn table_key(
+    columns: &[Column],
+    pk_names: &[String],
+) -> Result<(Vec<DataType>, bool, Vec<usize>), SqlError> {
+    let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
+    let row_id = pk_names.is_empty();
+    let pk = if row_id {
+        stored.push(DataType::Int64);
+        vec![stored.len() - 1]
+    } else {
+        pk_names
+            .iter()
+            .map(|n| resolve(columns, n))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    Ok((stored, row_id, pk))
+}
+
+/// How a table's materialize meets a row whose pk it holds: a table with a primary key overwrites it (an insert
+/// of an existing key is an update, RisingWave's default `ON CONFLICT OVERWRITE`); a table keyed by its hidden
+/// row id never meets one.
+fn table_conflict(row_id: bool) -> epochlab_common::plan::ConflictBehavior {
+    use epochlab_common::plan::ConflictBehavior;
+    if row_id {
+        ConflictBehavior::NoCheck
+    } else {
+        ConflictBehavior::Overwrite
+    }
+}
+
+/// A `CREATE TABLE`'s columns and the names of its primary key (from a column option or the constraint).
+fn bind_table_columns(
+    name: &str,
+    ct: &ast::CreateTable,
+) -> Result<(Vec<Column>, Vec<String>), SqlError> {
+    let mut columns = Vec::new();
+    let mut pk_names: Vec<String> = Vec::new();
+    for (i, c) in ct.columns.iter().enumerate() {
+        let col = ident(&c.name);
+        crate::binder::check_column_name(&col)?;
+        if columns.iter().any(|x: &Column| x.name == col) {
+            return Err(SqlError::Invalid(format!(
+                "column \"{col}\" specified more than once"
+            )));
+        }
+        columns.push(Column {
+            name: col.clone(),
+            ty: data_type(&c.data_type)?,
+            src: i,
+        });
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
+                ColumnOption::Null | ColumnOption::NotNull => {}
+                other => return Err(SqlError::Unsupported(format!("column option {other}"))),
+            }
+        }
+    }
+    for constraint in &ct.constraints {
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                if !pk_names.is_empty() {
+                    return Err(SqlError::Invalid(format!(
+                        "multiple primary keys for table {name} are not allowed"
+                    )));
+                }
+                for c in &pk.columns {
+                    match &c.column.expr {
+                        Ast::Identifier(id) => pk_names.push(ident(id)),
+                        other => {
+                            return Err(SqlError::Unsupported(format!(
+                                "primary key expression {other}"
+                            )));
+                        }
+                    }
+                }
+            }
+            other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
+        }
+    }
+    Ok((columns, pk_names))
+}

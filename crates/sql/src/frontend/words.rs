@@ -1,0 +1,464 @@
+//! How a record's text becomes statements: split at `;` outside parentheses ([`split_statements`]), a `CREATE
+//! TABLE` rewritten into what `sqlparser` reads ([`rewrite_create_table`]), and [`Words`], the reader of
+//! RisingWave's own statements that `sqlparser` does not know (`FLUSH`, `CREATE SINK`, `ALTER ... SET`, `SET`).
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+use epochlab_common::{Datum, ScalarImpl};
+
+use super::positive_u32;
+use crate::error::SqlError;
+
+/// `sqlparser`'s reading of one statement.
+pub(super) fn parse_one(text: &str) -> Result<Statement, SqlError> {
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text)?;
+    match statements.len() {
+        1 => Ok(statements.remove(0)),
+        0 => Err(SqlError::Invalid("empty statement".into())),
+        _ => Err(SqlError::Invalid("one statement at a time".into())),
+    }
+}
+
+/// One statement of a record: its tokens and its text.
+pub(super) struct Stmt {
+    pub(super) tokens: Vec<Token>,
+    pub(super) text: String,
+}
+
+/// The statements of `sql`, split at `;` outside parentheses.
+pub(super) fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| SqlError::Parse(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut current: Vec<Token> = Vec::new();
+    let mut depth = 0i32;
+    let mut flush = |current: &mut Vec<Token>| {
+        let text: String = current.iter().map(|t| t.to_string()).collect();
+        let tokens: Vec<Token> = std::mem::take(current)
+            .into_iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        if !tokens.is_empty() {
+            out.push(Stmt { tokens, text });
+        }
+    };
+    for t in tokens {
+        match &t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if depth <= 0 => {
+                flush(&mut current);
+                continue;
+            }
+            Token::Whitespace(
+                Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_),
+            ) => {
+                current.push(Token::Whitespace(Whitespace::Space));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(t);
+    }
+    flush(&mut current);
+    Ok(out)
+}
+
+/// RisingWave's `CREATE TABLE` syntax that `sqlparser` does not read, rewritten: `APPEND ONLY` and
+/// `FORMAT .. ENCODE .. [(..)]` dropped (the first reported), `STRUCT<..>` column types quoted as one type
+/// name (the binder reads it back), a trailing comma after the last column dropped. Other statements are
+/// left as they are.
+pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let t = &s.tokens;
+    let mut syntax = TableSyntax::default();
+    if !(t.len() > 1 && word(&t[0], "CREATE") && word(&t[1], "TABLE")) {
+        return (s.text.clone(), syntax);
+    }
+    let mut out: Vec<String> = Vec::with_capacity(t.len());
+    let (mut i, mut depth) = (0, 0i32);
+    while i < t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 && word(&t[i], "APPEND") && t.get(i + 1).is_some_and(|x| word(x, "ONLY")) {
+            syntax.append_only = true;
+            i += 2;
+            continue;
+        }
+        if depth == 0
+            && word(&t[i], "AS")
+            && t.get(i + 1) == Some(&Token::LParen)
+            && closing_paren(t, i + 1) == Some(t.len() - 1)
+        {
+            // CREATE TABLE t AS (query): the query without its parentheses.
+            out.push("AS".into());
+            out.extend(t[i + 2..t.len() - 1].iter().map(|x| x.to_string()));
+            break;
+        }
+        if depth == 0 && word(&t[i], "FORMAT") && t.get(i + 2).is_some_and(|x| word(x, "ENCODE")) {
+            // FORMAT f ENCODE e [( options )]: the rest of the statement.
+            syntax.format = Some(t[i + 1].to_string());
+            break;
+        }
+        if depth == 1 && t[i] == Token::Comma && t.get(i + 1) == Some(&Token::RParen) {
+            // A trailing comma after the last column (RisingWave's parser takes it).
+            i += 1;
+            continue;
+        }
+        if word(&t[i], "STRUCT") && t.get(i + 1) == Some(&Token::Lt) {
+            let (text, next) = struct_type(t, i + 1);
+            out.push(format!("\"STRUCT<{text}>\""));
+            i = next;
+            continue;
+        }
+        out.push(t[i].to_string());
+        i += 1;
+    }
+    (out.join(" "), syntax)
+}
+
+/// What [`rewrite_create_table`] took out of a `CREATE TABLE`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TableSyntax {
+    pub append_only: bool,
+    /// `FORMAT <format> ENCODE ...`.
+    pub format: Option<String>,
+}
+
+/// The position of the `)` that closes the `(` at `open`.
+pub(super) fn closing_paren(t: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, x) in t.iter().enumerate().skip(open) {
+        match x {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The inside of `STRUCT<...>` starting at the `<` at `at`, lower-cased, and the position after its `>`.
+pub(super) fn struct_type(t: &[Token], at: usize) -> (String, usize) {
+    let mut depth = 0i32;
+    let mut text = String::new();
+    let mut i = at;
+    while i < t.len() {
+        let piece = match &t[i] {
+            Token::Lt => {
+                depth += 1;
+                if depth == 1 {
+                    i += 1;
+                    continue;
+                }
+                "<".to_string()
+            }
+            Token::Gt => {
+                depth -= 1;
+                ">".to_string()
+            }
+            Token::ShiftRight => {
+                depth -= 2;
+                ">>".to_string()
+            }
+            // `>>>` (nested structs closing together) is read as one custom operator.
+            Token::CustomBinaryOperator(op) if !op.is_empty() && op.chars().all(|c| c == '>') => {
+                depth -= i32::try_from(op.len()).unwrap_or(i32::MAX);
+                op.clone()
+            }
+            Token::Comma => ", ".to_string(),
+            other => {
+                let w = other.to_string();
+                if text.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    format!(" {w}")
+                } else {
+                    w
+                }
+            }
+        };
+        i += 1;
+        if depth <= 0 {
+            // The closing `>` (or the second of `>>`) is the struct's own.
+            let keep = piece
+                .len()
+                .saturating_sub(1 + usize::try_from(-depth).unwrap_or(0));
+            text.push_str(&piece[..keep.min(piece.len())]);
+            break;
+        }
+        text.push_str(&piece);
+    }
+    (text, i)
+}
+
+/// `unsupported: CREATE INDEX`: the statement's first `n` words (three for `CREATE MATERIALIZED VIEW`-like
+/// heads), upper-cased.
+pub(super) fn unsupported_words(tokens: &[Token], n: usize) -> SqlError {
+    let words: Vec<String> = tokens
+        .iter()
+        .take(n + 1)
+        .map_while(|t| match t {
+            Token::Word(w) => Some(w.value.to_uppercase()),
+            _ => None,
+        })
+        .collect();
+    let n = if words.get(1).is_some_and(|w| w == "MATERIALIZED") {
+        n + 1
+    } else {
+        n
+    };
+    let head: Vec<String> = words.into_iter().take(n).collect();
+    let head = if head.is_empty() {
+        tokens.first().map_or_else(String::new, |t| t.to_string())
+    } else {
+        head.join(" ")
+    };
+    SqlError::Unsupported(head)
+}
+
+/// A value of `SET`, `ALTER ... SET` or a sink's `WITH`: a word, a number or a string.
+#[derive(Clone, Debug)]
+pub enum SettingValue {
+    Word(String),
+    Number(i64),
+    Text(String),
+}
+
+impl SettingValue {
+    pub(super) fn text(&self) -> String {
+        match self {
+            SettingValue::Word(w) | SettingValue::Text(w) => w.clone(),
+            SettingValue::Number(n) => n.to_string(),
+        }
+    }
+
+    pub(super) fn invalid(&self) -> SqlError {
+        SqlError::Invalid(format!("invalid value {}", self.text()))
+    }
+
+    /// A number, or `None` for `DEFAULT`.
+    pub(super) fn number(&self) -> Result<Option<i64>, SqlError> {
+        match self {
+            SettingValue::Number(n) => Ok(Some(*n)),
+            SettingValue::Word(w) if w.eq_ignore_ascii_case("default") => Ok(None),
+            SettingValue::Text(t) => t.trim().parse().map(Some).map_err(|_| self.invalid()),
+            _ => Err(self.invalid()),
+        }
+    }
+
+    pub(super) fn rate_limit(&self) -> Result<Option<u32>, SqlError> {
+        match self.number()? {
+            None => Ok(None),
+            Some(n) => positive_u32(&Some(ScalarImpl::Int64(n)), "rate limit"),
+        }
+    }
+
+    pub(super) fn datum(&self) -> Result<Datum, SqlError> {
+        match self {
+            SettingValue::Number(n) => Ok(Some(ScalarImpl::Int64(*n))),
+            _ => Err(self.invalid()),
+        }
+    }
+}
+
+/// A cursor over a statement's tokens (whitespace left out), for RisingWave's own statements.
+pub(super) struct Words<'a> {
+    pub(super) tokens: &'a [Token],
+    pos: usize,
+}
+
+impl<'a> Words<'a> {
+    pub(super) fn new(tokens: &'a [Token]) -> Self {
+        Self { tokens, pos: 0 }
+    }
+
+    pub(super) fn next(&mut self) -> Option<&'a Token> {
+        let t = self.tokens.get(self.pos);
+        self.pos += 1;
+        t
+    }
+
+    pub(super) fn peek_upper_at(&self, ahead: usize) -> Option<String> {
+        match self.tokens.get(self.pos + ahead) {
+            Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_uppercase()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn peek_upper(&self) -> Option<String> {
+        self.peek_upper_at(0)
+    }
+
+    pub(super) fn eat(&mut self, word: &str) -> bool {
+        if self.peek_upper().as_deref() == Some(word) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(super) fn eat_seq(&mut self, words: &[&str]) -> bool {
+        let all = words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| self.peek_upper_at(i).as_deref() == Some(*w));
+        if all {
+            self.pos += words.len();
+        }
+        all
+    }
+
+    pub(super) fn eat_token(&mut self, t: &Token) -> bool {
+        if self.tokens.get(self.pos) == Some(t) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(super) fn ident(&mut self) -> Result<String, SqlError> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(match w.quote_style {
+                Some(_) => w.value.clone(),
+                None => w.value.to_lowercase(),
+            }),
+            Some(other) => Err(SqlError::Parse(format!("expected a name, found {other}"))),
+            None => Err(SqlError::Parse("expected a name, found the end".into())),
+        }
+    }
+
+    pub(super) fn setting_value(&mut self) -> Result<SettingValue, SqlError> {
+        let negative = self.eat_token(&Token::Minus);
+        match self.next() {
+            Some(Token::Number(n, _)) => {
+                let v: i64 = n
+                    .parse()
+                    .map_err(|_| SqlError::Invalid(format!("invalid number {n}")))?;
+                Ok(SettingValue::Number(if negative { -v } else { v }))
+            }
+            Some(Token::Word(w)) if !negative => Ok(SettingValue::Word(w.value.clone())),
+            Some(Token::SingleQuotedString(s)) if !negative => Ok(SettingValue::Text(s.clone())),
+            Some(other) => Err(SqlError::Parse(format!("expected a value, found {other}"))),
+            None => Err(SqlError::Parse("expected a value, found the end".into())),
+        }
+    }
+
+    /// `(key = value, ...)`.
+    pub(super) fn options(&mut self) -> Result<Vec<(String, SettingValue)>, SqlError> {
+        if !self.eat_token(&Token::LParen) {
+            return Err(SqlError::Parse("expected ( after WITH".into()));
+        }
+        let mut out = Vec::new();
+        loop {
+            let mut key = self.ident()?;
+            while self.eat_token(&Token::Period) {
+                key.push('.');
+                key.push_str(&self.ident()?);
+            }
+            if !self.eat_token(&Token::Eq) {
+                return Err(SqlError::Parse(format!("expected = after {key}")));
+            }
+            out.push((key, self.setting_value()?));
+            if self.eat_token(&Token::RParen) {
+                return Ok(out);
+            }
+            if !self.eat_token(&Token::Comma) {
+                return Err(SqlError::Parse("expected , or ) in WITH (...)".into()));
+            }
+        }
+    }
+
+    /// The text from here to the last `WITH (` outside parentheses (or the end); the cursor moves there.
+    pub(super) fn text_until_with(&mut self) -> String {
+        let mut depth = 0i32;
+        let mut end = self.tokens.len();
+        for i in self.pos..self.tokens.len() {
+            match &self.tokens[i] {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                Token::Word(w)
+                    if depth == 0
+                        && w.quote_style.is_none()
+                        && w.value.eq_ignore_ascii_case("with")
+                        && self.tokens.get(i + 1) == Some(&Token::LParen) =>
+                {
+                    end = i;
+                }
+                _ => {}
+            }
+        }
+        let text = self.tokens[self.pos..end]
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.pos = end;
+        text
+    }
+
+    pub(super) fn end(&self) -> Result<(), SqlError> {
+        match self.tokens.get(self.pos) {
+            None => Ok(()),
+            Some(t) => Err(SqlError::Parse(format!(
+                "unexpected {t} at the end of the statement"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_parentheses() {
+        let s = split_statements("create table t (a int, b int); ; insert into t values (1, 2);")
+            .unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(s[0].text.starts_with("create table t (a int, b int)"));
+    }
+
+    /// Nested struct types closing together (`>>`, `>>>`) and a trailing comma after the last column are
+    /// rewritten into what `sqlparser` reads.
+    #[test]
+    fn create_table_rewrites_nested_structs_and_a_trailing_comma() {
+        let rewrite = |sql: &str| rewrite_create_table(&split_statements(sql).unwrap()[0]).0;
+        let text =
+            rewrite("create table t (a struct<b int, c struct<d int, e struct <f int>>>, g int,)");
+        assert!(
+            text.contains(r#""STRUCT<b int, c struct<d int, e struct<f int>>>""#),
+            "{text}"
+        );
+        assert!(text.ends_with("g int )"), "{text}");
+        assert!(
+            matches!(parse_one(&text), Ok(Statement::CreateTable(_))),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unsupported_names_the_construct() {
+        let tokens = |sql: &str| split_statements(sql).unwrap().remove(0).tokens;
+        assert_eq!(
+            unsupported_words(&tokens("create index i on t(a)"), 2).to_string(),
+            "unsupported: CREATE INDEX"
+        );
+        assert_eq!(
+            unsupported_words(&tokens("drop materialized view m"), 2).to_string(),
+            "unsupported: DROP MATERIALIZED VIEW"
+        );
+    }
+}
