@@ -6,14 +6,14 @@
 //! executor here.
 
 mod dynamic_filter;
+mod fragmenter;
+
+pub use fragmenter::fragment_graph;
 
 use std::sync::Arc;
 
 use epochlab_common::catalog::{Distribution, TableDesc};
-use epochlab_common::plan::{
-    ConflictBehavior, DispatchStrategy, FragmentDistribution, StreamFragment, StreamFragmentEdge,
-    StreamFragmentGraph, StreamNode, StreamScanType,
-};
+use epochlab_common::plan::ConflictBehavior;
 use epochlab_common::types::Interval;
 use epochlab_common::{DataType, OrderType, OwnedRow, TableId, VnodeCount};
 
@@ -304,7 +304,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             size,
             input,
         } => hop_window(*time_col, slide, size, to_stream(input, up)?),
-        LogicalPlan::Project { exprs, input } => project(exprs, input, up),
+        LogicalPlan::Project { exprs, input } => project_or_window_top_n(exprs, input, up),
         LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
         LogicalPlan::Filter { predicate, input } => Ok(filter(to_stream(input, up)?, predicate)),
         LogicalPlan::Agg {
@@ -354,7 +354,7 @@ fn to_stream_each(
 }
 
 /// A projection: an over window's top-N when it has that shape (`window_top_n`), else a `Project`.
-fn project(
+fn project_or_window_top_n(
     exprs: &[ExprNode],
     input: &LogicalPlan,
     up: &dyn UpstreamReader,
@@ -1024,272 +1024,6 @@ pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<Tabl
         value_indices: (0..n).collect(),
         distribution,
         vnode_count,
-    })
-}
-
-/// Cut `plan` at its exchanges into a fragment graph (fragment 0 is the root's).
-pub fn fragment_graph(
-    plan: &StreamPlan,
-    table: &Arc<TableDesc>,
-    upstreams: &dyn UpstreamReader,
-    chunk_size: usize,
-) -> Result<StreamFragmentGraph, SqlError> {
-    let mut graph = StreamFragmentGraph::default();
-    build_fragment(plan, table, upstreams, chunk_size, &mut graph)?;
-    Ok(graph)
-}
-
-fn fragment_distribution(dist: &Dist) -> FragmentDistribution {
-    match dist {
-        Dist::Single => FragmentDistribution::Single,
-        Dist::HashShard(k) | Dist::UpstreamHashShard(k) => FragmentDistribution::Hash {
-            dist_key: k.clone(),
-        },
-        Dist::SomeShard => FragmentDistribution::Hash {
-            dist_key: Vec::new(),
-        },
-        // Only an exchange broadcasts: no fragment's root has this distribution.
-        Dist::Broadcast => FragmentDistribution::Single,
-    }
-}
-
-fn build_fragment(
-    plan: &StreamPlan,
-    table: &Arc<TableDesc>,
-    up: &dyn UpstreamReader,
-    chunk_size: usize,
-    graph: &mut StreamFragmentGraph,
-) -> Result<u32, SqlError> {
-    let id = graph.fragments.len() as u32;
-    graph.fragments.push(StreamFragment {
-        fragment_id: id,
-        node: StreamNode::Union { inputs: Vec::new() },
-        distribution: fragment_distribution(&plan.dist),
-        parallelism: None,
-    });
-    let node = stream_node(plan, id, table, up, chunk_size, graph)?;
-    graph.fragments[id as usize].node = node;
-    Ok(id)
-}
-
-fn stream_node(
-    plan: &StreamPlan,
-    fragment: u32,
-    table: &Arc<TableDesc>,
-    up: &dyn UpstreamReader,
-    chunk_size: usize,
-    graph: &mut StreamFragmentGraph,
-) -> Result<StreamNode, SqlError> {
-    let child = |i: usize, graph: &mut StreamFragmentGraph| -> Result<Box<StreamNode>, SqlError> {
-        stream_node(&plan.inputs[i], fragment, table, up, chunk_size, graph).map(Box::new)
-    };
-    Ok(match &plan.op {
-        StreamOp::TableScan { table_id, .. } => {
-            let desc = up.upstream(*table_id)?.desc;
-            StreamNode::stream_scan(StreamScanType::ArrangementBackfill, desc, chunk_size)
-        }
-        StreamOp::Values { rows } => StreamNode::Values {
-            rows: rows.clone(),
-            types: plan.types.clone(),
-        },
-        op @ (StreamOp::RowIdGen { .. }
-        | StreamOp::Project { .. }
-        | StreamOp::Filter { .. }
-        | StreamOp::HopWindow { .. }
-        | StreamOp::ProjectSet { .. }
-        | StreamOp::Expand { .. }) => stateless_node(op, child(0, graph)?),
-        StreamOp::Union => StreamNode::Union {
-            inputs: (0..plan.inputs.len())
-                .map(|i| child(i, graph).map(|b| *b))
-                .collect::<Result<_, _>>()?,
-        },
-        StreamOp::Materialize { conflict, .. } => StreamNode::Materialize {
-            table: table.clone(),
-            conflict: *conflict,
-            input: child(0, graph)?,
-        },
-        StreamOp::Exchange { dist } => {
-            let upstream = build_fragment(&plan.inputs[0], table, up, chunk_size, graph)?;
-            graph.edges.push(StreamFragmentEdge {
-                upstream,
-                downstream: fragment,
-                dispatch: dispatch_strategy(dist),
-            });
-            StreamNode::Exchange { upstream }
-        }
-        StreamOp::HashAgg { group_key, calls } => {
-            agg_stream_node(plan, group_key, calls, *child(0, graph)?, table)
-        }
-        StreamOp::SimpleAgg { calls } => {
-            agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
-        }
-        StreamOp::HashJoin { .. } => {
-            let (left, right) = (*child(0, graph)?, *child(1, graph)?);
-            super::stream_join::join_node(plan, left, right, table.vnode_count)
-        }
-        StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
-            top_n_node(plan, *child(0, graph)?, table, up)?
-        }
-        StreamOp::DynamicFilter { key, comparator } => {
-            let (left, right) = (child(0, graph)?, child(1, graph)?);
-            dynamic_filter_node(plan, *key, *comparator, left, right, table)
-        }
-        StreamOp::Now => StreamNode::Now {
-            state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
-        },
-    })
-}
-
-/// A stateless operator of one input: its node around `input`.
-fn stateless_node(op: &StreamOp, input: Box<StreamNode>) -> StreamNode {
-    match op {
-        StreamOp::RowIdGen { row_id_index } => StreamNode::RowIdGen {
-            row_id_index: *row_id_index,
-            input,
-        },
-        StreamOp::Project { exprs } => StreamNode::Project {
-            exprs: exprs.clone(),
-            input,
-        },
-        StreamOp::Filter { predicate } => StreamNode::Filter {
-            predicate: predicate.clone(),
-            input,
-        },
-        StreamOp::HopWindow {
-            time_col,
-            slide,
-            size,
-            output_indices,
-        } => StreamNode::HopWindow {
-            time_col: *time_col,
-            window_slide: *slide,
-            window_size: *size,
-            output_indices: output_indices.clone(),
-            input,
-        },
-        StreamOp::ProjectSet { select_list } => StreamNode::ProjectSet {
-            select_list: select_list.clone(),
-            input,
-        },
-        StreamOp::Expand { column_subsets } => StreamNode::Expand {
-            column_subsets: column_subsets.clone(),
-            input,
-        },
-        other => unreachable!("{other:?} is not a stateless operator of one input"),
-    }
-}
-
-/// How an exchange to `dist` dispatches rows.
-fn dispatch_strategy(dist: &Dist) -> DispatchStrategy {
-    match dist {
-        Dist::Single => DispatchStrategy::Simple,
-        Dist::HashShard(k) | Dist::UpstreamHashShard(k) => DispatchStrategy::Hash(k.clone()),
-        Dist::SomeShard => DispatchStrategy::NoShuffle,
-        Dist::Broadcast => DispatchStrategy::Broadcast,
-    }
-}
-
-/// A dynamic filter with its left table (keyed by the filter's key, hashed as the left is) and its right
-/// table.
-fn dynamic_filter_node(
-    plan: &StreamPlan,
-    key: usize,
-    comparator: ExprType,
-    left: Box<StreamNode>,
-    right: Box<StreamNode>,
-    table: &Arc<TableDesc>,
-) -> StreamNode {
-    let (l, r) = (&plan.inputs[0], &plan.inputs[1]);
-    let dist_key: &[usize] = match &l.dist {
-        Dist::HashShard(d) | Dist::UpstreamHashShard(d) => d,
-        _ => &[],
-    };
-    let (left_table, right_table) = epochlab_common::plan::dynamic_filter_tables(
-        &l.types,
-        key,
-        dist_key,
-        &l.stream_key,
-        &r.types,
-        table.vnode_count,
-    );
-    StreamNode::DynamicFilter {
-        key,
-        comparator,
-        left_table,
-        right_table,
-        left,
-        right,
-    }
-}
-
-/// A hash or simple aggregation with its state tables (the input's stream key completes the
-/// materialized-input tables' pk; every input is treated as retractable).
-fn agg_stream_node(
-    plan: &StreamPlan,
-    group_key: &[usize],
-    calls: &[AggCall],
-    input: StreamNode,
-    table: &Arc<TableDesc>,
-) -> StreamNode {
-    let i = &plan.inputs[0];
-    let vnodes = table.vnode_count;
-    epochlab_common::plan::agg_node(
-        input,
-        &i.types,
-        &i.stream_key,
-        group_key,
-        calls,
-        false,
-        vnodes,
-    )
-}
-
-/// A top-N's stream node with its state table (pk: the group key, the order columns, the input's stream
-/// key), append-only when its input is.
-fn top_n_node(
-    plan: &StreamPlan,
-    input: StreamNode,
-    table: &Arc<TableDesc>,
-    up: &dyn UpstreamReader,
-) -> Result<StreamNode, SqlError> {
-    let i = &plan.inputs[0];
-    let append_only = is_append_only(i, up)?;
-    let vnodes = table.vnode_count;
-    let state = |group_key: &[usize], order: &[(usize, OrderType)]| {
-        epochlab_common::plan::top_n_table(&i.types, group_key, order, &i.stream_key, vnodes)
-    };
-    Ok(match &plan.op {
-        StreamOp::TopN {
-            order,
-            limit,
-            offset,
-            with_ties,
-        } => StreamNode::TopN {
-            order_by: order.clone(),
-            offset: *offset,
-            limit: *limit,
-            with_ties: *with_ties,
-            append_only,
-            table: state(&[], order),
-            input: Box::new(input),
-        },
-        StreamOp::GroupTopN {
-            group_key,
-            order,
-            limit,
-            offset,
-            with_ties,
-        } => StreamNode::GroupTopN {
-            group_key: group_key.clone(),
-            order_by: order.clone(),
-            offset: *offset,
-            limit: *limit,
-            with_ties: *with_ties,
-            append_only,
-            table: state(group_key, order),
-            input: Box::new(input),
-        },
-        other => unreachable!("not a top-N: {other:?}"),
     })
 }
 
