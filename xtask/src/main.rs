@@ -277,12 +277,27 @@ fn epochlab_command(subcommand: &str, args: &[OsString]) -> Result {
 /// Chromium. The run has a rate limit of 10 rows/s, so the drop comes after 5 epochs instead of 30 and the
 /// unregister, the kill and the red persist fit, with the epochs before them, in one tall window.
 fn screenshot(args: &[String]) -> Result {
-    use std::io::BufRead;
     let out = args
         .first()
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/epochlab-failing-trace.png"));
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+    let chromium = find_chromium()?;
+    let (mut child, url) = serve_failing_trace("127.0.0.1:16686")?;
+    let result = match url {
+        Some(url) => render_page(chromium, &url, &out),
+        None => Err(Failure {
+            code: 1,
+            message: "the repro printed no failing trace".into(),
+        }),
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// The first Chromium on PATH that runs.
+fn find_chromium() -> Result<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|c| {
             Command::new(c)
@@ -293,8 +308,13 @@ fn screenshot(args: &[String]) -> Result {
         .ok_or_else(|| Failure {
             code: 1,
             message: "no chromium on PATH (apt-get install chromium)".into(),
-        })?;
-    let addr = "127.0.0.1:16686";
+        })
+}
+
+/// Start the buggy repro serving its traces at Jaeger's `addr`; it and the URL of the failing persist's trace
+/// (`None` if it printed none). The caller kills the repro when done with the trace.
+fn serve_failing_trace(addr: &str) -> Result<(std::process::Child, Option<String>)> {
+    use std::io::BufRead;
     let mut repro = epochlab()?;
     repro.args([
         "repro",
@@ -326,48 +346,41 @@ fn screenshot(args: &[String]) -> Result {
         });
     // Keep reading what the repro prints: a closed pipe would make its next line fail.
     std::thread::spawn(move || lines.for_each(drop));
-    let result = match url {
-        Some(url) => {
-            let profile =
-                std::env::temp_dir().join(format!("epochlab-chromium-{}", std::process::id()));
-            let status = Command::new(chromium)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                ])
-                .args([
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                ])
-                .arg(format!("--user-data-dir={}", profile.display()))
-                .args(["--virtual-time-budget=5000", "--window-size=1600,3600"])
-                .arg(format!("--screenshot={}", out.display()))
-                .arg(&url)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-            let _ = std::fs::remove_dir_all(&profile);
-            match status {
-                Ok(s) if s.success() && out.is_file() => {
-                    println!("{} (trace {url})", out.display());
-                    Ok(())
-                }
-                _ => Err(Failure {
-                    code: 1,
-                    message: format!("chromium could not render {url}"),
-                }),
-            }
+    Ok((child, url))
+}
+
+/// Screenshot `url` with headless `chromium` (a throwaway profile) to `out`.
+fn render_page(chromium: &str, url: &str, out: &std::path::Path) -> Result {
+    let profile = std::env::temp_dir().join(format!("epochlab-chromium-{}", std::process::id()));
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+        ])
+        .args([
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--virtual-time-budget=5000", "--window-size=1600,3600"])
+        .arg(format!("--screenshot={}", out.display()))
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let _ = std::fs::remove_dir_all(&profile);
+    match status {
+        Ok(s) if s.success() && out.is_file() => {
+            println!("{} (trace {url})", out.display());
+            Ok(())
         }
-        None => Err(Failure {
+        _ => Err(Failure {
             code: 1,
-            message: "the repro printed no failing trace".into(),
+            message: format!("chromium could not render {url}"),
         }),
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+    }
 }

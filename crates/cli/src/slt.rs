@@ -9,8 +9,7 @@ use epochlab_telemetry::{
     ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to,
 };
 
-use crate::command::CheckError;
-use crate::command::slt::KillChoice;
+use crate::command::{CheckError, KillChoice};
 use crate::soak::{RESULTS_VERSION, SeedRow};
 
 /// `epochlab slt`'s arguments.
@@ -112,30 +111,11 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
     let mut failed = false;
     for (i, file) in a.files.iter().enumerate() {
         let tracer = match (&a.otlp_endpoint, &export) {
-            (Some(endpoint), Some(rt)) => {
-                let mode = a.params.run.mode().as_str();
-                let attributes = vec![
-                    KeyValue::new("service.instance.id", instance_id(mode, a.params.seed)),
-                    KeyValue::new("epochlab.seed", a.params.seed as i64),
-                    KeyValue::new("epochlab.mode", mode),
-                    KeyValue::new("epochlab.scenario", "slt"),
-                    KeyValue::new("epochlab.file", file.display().to_string()),
-                ];
-                Some(RunTracer::start(endpoint, attributes, rt).map_err(SltRunError::Traces)?)
-            }
+            (Some(endpoint), Some(rt)) => Some(file_tracer(a, file, endpoint, rt)?),
             _ => None,
         };
         let log_file = match &a.log_file {
-            Some(path) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| SltRunError::Write {
-                        path: path.display().to_string(),
-                        why: e.to_string(),
-                    })?,
-            ),
+            Some(path) => Some(open_log_file(path)?),
             None => None,
         };
         let hooks = ReproHooks {
@@ -174,6 +154,36 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
         }
     }
     Ok(u8::from(failed))
+}
+
+/// The exporter of one file's trace, its resource naming the run.
+fn file_tracer(
+    a: &SltArgs,
+    file: &Path,
+    endpoint: &str,
+    rt: &ExportRuntime,
+) -> Result<RunTracer, SltRunError> {
+    let mode = a.params.run.mode().as_str();
+    let attributes = vec![
+        KeyValue::new("service.instance.id", instance_id(mode, a.params.seed)),
+        KeyValue::new("epochlab.seed", a.params.seed as i64),
+        KeyValue::new("epochlab.mode", mode),
+        KeyValue::new("epochlab.scenario", "slt"),
+        KeyValue::new("epochlab.file", file.display().to_string()),
+    ];
+    RunTracer::start(endpoint, attributes, rt).map_err(SltRunError::Traces)
+}
+
+/// `--log-file`, opened for appending (each file's run adds its lines).
+fn open_log_file(path: &Path) -> Result<std::fs::File, SltRunError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| SltRunError::Write {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })
 }
 
 fn json_row(
@@ -325,7 +335,7 @@ impl SltCampaign {
         };
         let mut hooks = Some(hooks);
         let (mut digests, mut virtual_ms) = (Vec::new(), 0u64);
-        let mut verdict: Option<(String, Option<String>, String, Option<String>)> = None;
+        let mut verdict: Option<Verdict> = None;
         let (mut recoveries, mut kills) = (0u64, 0u32);
         for file in &self.files {
             // The metrics hook (one cluster at a time) goes to the first file's run.
@@ -333,7 +343,7 @@ impl SltCampaign {
             let out = match run_file(file, &p, h) {
                 Ok(out) => out,
                 Err(e) => {
-                    verdict = Some(("failed".into(), Some("record".into()), e.to_string(), None));
+                    verdict = Some(Verdict::bad_record(&e));
                     break;
                 }
             };
@@ -346,36 +356,15 @@ impl SltCampaign {
             recoveries += r.recoveries;
             kills += r.kills;
             if r.outcome != Outcome::Passed && verdict.is_none() {
-                let at = match &r.failure {
-                    Some(f) => format!("{}:{}", f.file, f.line),
-                    None => file.display().to_string(),
-                };
-                let error = r.error.as_deref().unwrap_or("");
-                // A record's error starts with its place already.
-                let error = match error.strip_prefix(&at) {
-                    Some(rest) => rest.trim_start_matches(": ").to_string(),
-                    None => error.to_string(),
-                };
-                let detail = format!("{at}: {error}; replay this file: {}", replay(&p, file));
-                verdict = Some((
-                    r.outcome.as_str().into(),
-                    r.kind.map(str::to_string),
-                    detail,
-                    r.signature(),
-                ));
+                verdict = Some(Verdict::of_failed_file(&p, file, &r));
             }
         }
-        let (outcome, kind, detail, signature) = verdict.unwrap_or_else(|| {
-            (
-                "passed".into(),
-                None,
-                format!(
-                    "{} files, {kills} nodes killed, {recoveries} recoveries",
-                    self.files.len()
-                ),
-                None,
-            )
-        });
+        let Verdict {
+            outcome,
+            kind,
+            detail,
+            signature,
+        } = verdict.unwrap_or_else(|| Verdict::passed(self.files.len(), kills, recoveries));
         SeedRow {
             version: RESULTS_VERSION,
             campaign: campaign.to_string(),
@@ -391,6 +380,56 @@ impl SltCampaign {
             virtual_ms,
             wall_ms: wall.elapsed().as_millis() as u64,
             replay: self.replay(seed),
+        }
+    }
+}
+
+/// A seed's row as its files' runs decide it: the first file that fails, or every file passed.
+struct Verdict {
+    outcome: String,
+    kind: Option<String>,
+    detail: String,
+    signature: Option<String>,
+}
+
+impl Verdict {
+    /// Every one of `files` passed.
+    fn passed(files: usize, kills: u32, recoveries: u64) -> Self {
+        Verdict {
+            outcome: "passed".into(),
+            kind: None,
+            detail: format!("{files} files, {kills} nodes killed, {recoveries} recoveries"),
+            signature: None,
+        }
+    }
+
+    /// A file could not run: a record the runner cannot read.
+    fn bad_record(e: &SltError) -> Self {
+        Verdict {
+            outcome: "failed".into(),
+            kind: Some("record".into()),
+            detail: e.to_string(),
+            signature: None,
+        }
+    }
+
+    /// The seed failed at `file` (report `r`): where, why, and the command that replays that file alone.
+    fn of_failed_file(p: &SltParams, file: &Path, r: &FileReport) -> Self {
+        let at = match &r.failure {
+            Some(f) => format!("{}:{}", f.file, f.line),
+            None => file.display().to_string(),
+        };
+        let error = r.error.as_deref().unwrap_or("");
+        // A record's error starts with its place already.
+        let error = match error.strip_prefix(&at) {
+            Some(rest) => rest.trim_start_matches(": ").to_string(),
+            None => error.to_string(),
+        };
+        Verdict {
+            outcome: r.outcome.as_str().into(),
+            kind: r.kind.map(str::to_string),
+            detail: format!("{at}: {error}; replay this file: {}", replay(p, file)),
+            signature: r.signature(),
         }
     }
 }

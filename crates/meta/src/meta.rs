@@ -31,7 +31,7 @@ use crate::catalog::{
     RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
-use crate::progress::CreateAborted;
+use crate::progress::{CreateAborted, Finished};
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
@@ -970,17 +970,28 @@ impl MetaNode {
             Err(e) => Err(DdlError::from(e)),
         };
         drop(shared);
-        let kind = rel.kind.as_str();
         if let Err(e) = result {
             inner.abort_create(&rel, &actors, &tables, &e).await;
             return Err(e);
         }
+        self.await_created(rel, backfills, finished).await
+    }
+
+    /// After the job's Add barrier: a job without backfill is created now; a foreground one once every
+    /// backfill actor is done (post-collect marks it created); a background one goes on creating.
+    async fn await_created(
+        &self,
+        rel: Relation,
+        backfills: bool,
+        finished: Option<Finished>,
+    ) -> Result<TableId, DdlError> {
+        let inner = &self.inner;
+        let (id, kind) = (rel.id, rel.kind.as_str());
         if !backfills {
             if let Some(r) = inner.catalog().relations.get_mut(&id) {
                 r.state = JobState::Created;
             }
         } else if let Some(finished) = finished {
-            // A foreground job: wait until every backfill actor is done (post-collect marks it created).
             let outcome = finished.await.unwrap_or(Err(CreateAborted::MetaStopped));
             if let Err(reason) = outcome {
                 event!(

@@ -395,23 +395,6 @@ impl CommitCheckError {
 /// node it was injected to has collected it. Returns the number of commits checked.
 pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
     use std::collections::BTreeMap;
-    let field = |line: &str, key: &str| -> Option<String> {
-        let start = line.find(&format!(" {key}="))? + key.len() + 2;
-        let rest = &line[start..];
-        let end = if rest.starts_with('[') {
-            rest.find(']').map(|i| i + 1)
-        } else {
-            rest.find(' ')
-        };
-        Some(rest[..end.unwrap_or(rest.len())].to_string())
-    };
-    let nodes_of = |s: &str| -> BTreeSet<String> {
-        s.trim_matches(|c| c == '[' || c == ']')
-            .split(", ")
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
     let mut injected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut collected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut last: u64 = 0;
@@ -424,16 +407,20 @@ pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
         };
     for line in lines {
         if line.contains(" inject barrier: ") {
-            let prev = field(line, "prev").ok_or_else(|| unparsable("inject", "prev", line))?;
-            injected.insert(prev, nodes_of(&field(line, "nodes").unwrap_or_default()));
+            let prev = log_field(line, "prev").ok_or_else(|| unparsable("inject", "prev", line))?;
+            injected.insert(
+                prev,
+                nodes_of(&log_field(line, "nodes").unwrap_or_default()),
+            );
         } else if line.contains(" collect barrier: ") {
-            let prev = field(line, "prev").ok_or_else(|| unparsable("collect", "prev", line))?;
+            let prev =
+                log_field(line, "prev").ok_or_else(|| unparsable("collect", "prev", line))?;
             collected
                 .entry(prev)
                 .or_default()
-                .insert(field(line, "worker").unwrap_or_default());
+                .insert(log_field(line, "worker").unwrap_or_default());
         } else if line.contains(" commit epoch: ") {
-            let e = field(line, "epoch").ok_or_else(|| unparsable("commit", "epoch", line))?;
+            let e = log_field(line, "epoch").ok_or_else(|| unparsable("commit", "epoch", line))?;
             let n: u64 = e.parse().map_err(|_| unparsable("commit", "epoch", line))?;
             if n <= last {
                 return Err(CommitCheckError::NotIncreasing {
@@ -450,26 +437,57 @@ pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
                     line: line.clone(),
                 })?;
             let got = collected.get(&e).cloned().unwrap_or_default();
-            let missing: BTreeSet<String> = want.difference(&got).cloned().collect();
-            if !missing.is_empty() {
-                return Err(CommitCheckError::CommittedWithout {
-                    epoch: n,
-                    missing,
-                    collected: got,
-                    injected: want.clone(),
-                });
-            }
-            if &got != want {
-                return Err(CommitCheckError::CollectedFromOthers {
-                    epoch: n,
-                    collected: got,
-                    injected: want.clone(),
-                });
-            }
+            check_full_collection(n, want, got)?;
             commits += 1;
         }
     }
     Ok(commits)
+}
+
+/// The value of ` key=` in an event line: up to the next space, or a whole `[...]` list.
+fn log_field(line: &str, key: &str) -> Option<String> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &line[start..];
+    let end = if rest.starts_with('[') {
+        rest.find(']').map(|i| i + 1)
+    } else {
+        rest.find(' ')
+    };
+    Some(rest[..end.unwrap_or(rest.len())].to_string())
+}
+
+/// The nodes of a `[1, 2]` list field.
+fn nodes_of(s: &str) -> BTreeSet<String> {
+    s.trim_matches(|c| c == '[' || c == ']')
+        .split(", ")
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// (I4) The nodes that collected `epoch` are exactly those it was injected to.
+fn check_full_collection(
+    epoch: u64,
+    injected: &BTreeSet<String>,
+    collected: BTreeSet<String>,
+) -> Result<(), CommitCheckError> {
+    let missing: BTreeSet<String> = injected.difference(&collected).cloned().collect();
+    if !missing.is_empty() {
+        return Err(CommitCheckError::CommittedWithout {
+            epoch,
+            missing,
+            collected,
+            injected: injected.clone(),
+        });
+    }
+    if &collected != injected {
+        return Err(CommitCheckError::CollectedFromOthers {
+            epoch,
+            collected,
+            injected: injected.clone(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -157,28 +157,7 @@ where
 {
     // The run's clock while the program runs (observers are told nothing before or after).
     let run_clock: Arc<Mutex<Option<Clock>>> = Arc::default();
-    let mut builder = tokio::runtime::Builder::new_current_thread();
-    builder.enable_time().start_paused(true);
-    if !observers.is_empty() {
-        // The scheduler calls this after each park of its thread, which is where paused time jumps; it
-        // schedules nothing, so the run's order of tasks is the same with it or without it.
-        let clock = run_clock.clone();
-        builder.on_thread_unpark(move || {
-            let now = clock
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .map(|c| Duration::from_micros(c.elapsed_us()));
-            if let Some(now) = now {
-                for o in &observers {
-                    o.advanced(now);
-                }
-            }
-        });
-    }
-    let rt = builder
-        .build()
-        .expect("building a current-thread runtime cannot fail");
+    let rt = observed_runtime(observers, run_clock.clone());
     rt.block_on(async move {
         let clock = Clock::virtual_from(origin_unix_ms);
         *run_clock.lock().unwrap_or_else(|e| e.into_inner()) = Some(clock.clone());
@@ -199,22 +178,9 @@ where
             p = crate::panic::Panicked => Err(RunError::Panicked(p)),
             done = program => match done {
                 Ok(Ok(v)) => Ok(v),
-                Ok(Err(_)) => {
-                    let lines = log.lines();
-                    let tail = lines[lines.len().saturating_sub(20)..].to_vec();
-                    Err(RunError::TimedOut(TimedOut {
-                        limit: time_limit,
-                        tail,
-                    }))
-                }
+                Ok(Err(_)) => Err(timed_out(&log, time_limit)),
                 // The program itself panicked: the hook recorded where.
-                Err(payload) => Err(RunError::Panicked(crate::panic::first().unwrap_or_else(|| {
-                    TaskPanic {
-                        message: crate::panic::message_of(payload.as_ref()),
-                        location: "<unknown>".to_string(),
-                        at: Duration::from_micros(clock.elapsed_us()),
-                    }
-                }))),
+                Err(payload) => Err(program_panicked(payload.as_ref(), &clock)),
             },
         };
         run_clock.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -227,4 +193,50 @@ where
             log,
         }
     })
+}
+
+/// A fresh current-thread runtime with paused time that tells `observers` of the time in `run_clock` (while it
+/// holds one) whenever that time jumps.
+fn observed_runtime(
+    observers: Vec<Arc<dyn TimeObserver>>,
+    run_clock: Arc<Mutex<Option<Clock>>>,
+) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    if !observers.is_empty() {
+        // The scheduler calls this after each park of its thread, which is where paused time jumps; it
+        // schedules nothing, so the run's order of tasks is the same with it or without it.
+        builder.on_thread_unpark(move || {
+            let now = run_clock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|c| Duration::from_micros(c.elapsed_us()));
+            if let Some(now) = now {
+                for o in &observers {
+                    o.advanced(now);
+                }
+            }
+        });
+    }
+    builder
+        .build()
+        .expect("building a current-thread runtime cannot fail")
+}
+
+/// The run's end after `limit` of virtual time, with the last lines of its event log.
+fn timed_out(log: &EventLog, limit: Duration) -> RunError {
+    let lines = log.lines();
+    let tail = lines[lines.len().saturating_sub(20)..].to_vec();
+    RunError::TimedOut(TimedOut { limit, tail })
+}
+
+/// The panic of the program itself, as the panic hook recorded it (or, if it recorded none, from `payload` at
+/// the clock's time).
+fn program_panicked(payload: &(dyn std::any::Any + Send), clock: &Clock) -> RunError {
+    RunError::Panicked(crate::panic::first().unwrap_or_else(|| TaskPanic {
+        message: crate::panic::message_of(payload),
+        location: "<unknown>".to_string(),
+        at: Duration::from_micros(clock.elapsed_us()),
+    }))
 }

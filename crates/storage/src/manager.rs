@@ -389,29 +389,7 @@ impl HummockManager {
         syncs: Vec<SyncResult>,
     ) -> StorageResult<CommitOutcome> {
         let mut inner = self.lock();
-        let mce = inner.version.max_committed_epoch;
-        if epoch <= mce {
-            return Err(StorageError::CommitEpochNotIncreasing {
-                epoch,
-                max_committed: mce,
-            });
-        }
-        for s in &syncs {
-            let why = match inner.contexts.get(&s.worker) {
-                None => Some("dead"),
-                Some(g) if *g != s.generation => Some("of a stale generation"),
-                Some(_) => None,
-            };
-            if let Some(why) = why {
-                return Err(StorageError::InvalidContext {
-                    epoch,
-                    worker: s.worker,
-                    generation: s.generation,
-                    why,
-                });
-            }
-            assert!(s.epoch <= epoch, "synced data of a later epoch");
-        }
+        commit_epoch_sanity_check(&inner, epoch, &syncs)?;
         let workers: Vec<u32> = syncs.iter().map(|s| s.worker.0).collect();
         let mut dropped_rows: BTreeMap<TableId, usize> = BTreeMap::new();
         // Per group the commit brings data to, the tables whose data it brings: one L0 sub-level each.
@@ -592,4 +570,37 @@ impl HummockManager {
             }
         }
     }
+}
+
+/// RisingWave's `commit_epoch_sanity_check`: `epoch` is above the max committed epoch, and every sync comes
+/// from a live worker at its current generation, with data of `epoch` or before.
+fn commit_epoch_sanity_check(
+    inner: &Inner,
+    epoch: Epoch,
+    syncs: &[SyncResult],
+) -> StorageResult<()> {
+    let mce = inner.version.max_committed_epoch;
+    if epoch <= mce {
+        return Err(StorageError::CommitEpochNotIncreasing {
+            epoch,
+            max_committed: mce,
+        });
+    }
+    for s in syncs {
+        let why = match inner.contexts.get(&s.worker) {
+            None => Some("dead"),
+            Some(g) if *g != s.generation => Some("of a stale generation"),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            return Err(StorageError::InvalidContext {
+                epoch,
+                worker: s.worker,
+                generation: s.generation,
+                why,
+            });
+        }
+        assert!(s.epoch <= epoch, "synced data of a later epoch");
+    }
+    Ok(())
 }

@@ -94,47 +94,14 @@ pub fn one_line(
             usage(top)
         ),
         ErrorKind::UnknownArgument => unknown(e, top, command, &arg),
-        ErrorKind::ValueValidation => {
-            let why = std::error::Error::source(e)
-                .and_then(|s| s.downcast_ref::<ValueError>())
-                .map(ToString::to_string)
-                .unwrap_or_else(|| format!("does not take `{value}`"));
-            format!("{flag} {why}")
-        }
+        ErrorKind::ValueValidation => format!("{flag} {}", rejected_value(e, &value)),
         ErrorKind::InvalidValue if value.is_empty() => format!("{flag} needs a value"),
-        ErrorKind::InvalidValue => {
-            let valid = match e.get(ContextKind::ValidValue) {
-                Some(ContextValue::Strings(v)) => match v.as_slice() {
-                    [init @ .., last] => format!("{} or {last}", init.join(", ")),
-                    [] => String::new(),
-                },
-                _ => String::new(),
-            };
-            format!("{flag} takes {valid}, not `{value}`")
-        }
+        ErrorKind::InvalidValue => format!("{flag} takes {}, not `{value}`", valid_values(e)),
         ErrorKind::TooManyValues | ErrorKind::WrongNumberOfValues => {
             format!("{flag} takes no value")
         }
-        ErrorKind::ArgumentConflict => {
-            let prior = context(e, ContextKind::PriorArg);
-            match flag_of(&prior) == flag {
-                true => format!("{flag} is given twice: give each flag at most once"),
-                false => format!(
-                    "{flag} and {} exclude each other (see --help)",
-                    names(e.get(ContextKind::PriorArg).unwrap_or(&ContextValue::None))
-                ),
-            }
-        }
-        ErrorKind::MissingRequiredArgument => {
-            let missing = names(
-                e.get(ContextKind::InvalidArg)
-                    .unwrap_or(&ContextValue::None),
-            );
-            match command.and_then(|c| requirer(top, c, argv)) {
-                Some(by) => format!("{by} needs {missing} (see --help)"),
-                None => format!("name the {missing} (see --help)"),
-            }
-        }
+        ErrorKind::ArgumentConflict => conflict(e, &flag),
+        ErrorKind::MissingRequiredArgument => missing_required(e, top, command, argv),
         _ => {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or_default();
@@ -144,6 +111,54 @@ pub fn one_line(
     CliError {
         command: command.map(str::to_string),
         what,
+    }
+}
+
+/// Why a value parser refused `value`: its [`ValueError`], else that the flag does not take it.
+fn rejected_value(e: &clap::Error, value: &str) -> String {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<ValueError>())
+        .map(ToString::to_string)
+        .unwrap_or_else(|| format!("does not take `{value}`"))
+}
+
+/// The values a flag takes (`a, b or c`), from clap's context.
+fn valid_values(e: &clap::Error) -> String {
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(v)) => match v.as_slice() {
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+            [] => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// `flag` given twice, or with a flag it excludes.
+fn conflict(e: &clap::Error, flag: &str) -> String {
+    let prior = context(e, ContextKind::PriorArg);
+    match flag_of(&prior) == flag {
+        true => format!("{flag} is given twice: give each flag at most once"),
+        false => format!(
+            "{flag} and {} exclude each other (see --help)",
+            names(e.get(ContextKind::PriorArg).unwrap_or(&ContextValue::None))
+        ),
+    }
+}
+
+/// A required argument missing: named with the flag that requires it, if one does.
+fn missing_required(
+    e: &clap::Error,
+    top: &clap::Command,
+    command: Option<&str>,
+    argv: &[OsString],
+) -> String {
+    let missing = names(
+        e.get(ContextKind::InvalidArg)
+            .unwrap_or(&ContextValue::None),
+    );
+    match command.and_then(|c| requirer(top, c, argv)) {
+        Some(by) => format!("{by} needs {missing} (see --help)"),
+        None => format!("name the {missing} (see --help)"),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod corpus;
 pub mod error;
+mod kill;
 pub mod repro;
 pub mod slt;
 pub mod soak;
@@ -16,6 +17,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use epochlab_sim::{BugError, BugId};
 
 pub use error::CliError;
+pub use kill::KillChoice;
+pub(crate) use kill::kill_choice;
 pub use repro::ReproArgs;
 
 /// Reproduce RisingWave recovery bugs on demand, from a seed, and show each fix hold.

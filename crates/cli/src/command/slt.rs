@@ -1,14 +1,14 @@
 //! `epochlab slt`: its flags (the one definition, with their help) and the run configuration
-//! ([`crate::slt::SltArgs`]) they become; and the kill choice `slt` and `soak --slt` share.
+//! ([`crate::slt::SltArgs`]) they become.
 
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 use epochlab_sim::{BugId, BugMode, Mode};
-use epochlab_sql::{KillRoles, RunnerEra, SltParams};
+use epochlab_sql::{RunnerEra, SltParams};
 
-use super::CheckError;
 use super::values;
+use super::{CheckError, kill_choice};
 use crate::slt::SltArgs;
 
 /// Run sqllogictest files against the simulated cluster, each file in a fresh cluster
@@ -108,66 +108,10 @@ EXIT STATUS: 0 every record of every file passed and the checkers found nothing,
 line, SQL, expected and actual, and the replay command are printed), an actor failed or a checker fired, or a
 run got stuck; 2 bad input (a flag, a missing file, a malformed record), one line on stderr.";
 
-/// Which nodes a sqllogictest run kills, with which runner and rates, as given (`slt`, `soak --slt`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KillChoice {
-    /// `--kill`: every role.
-    pub all: bool,
-    pub frontend: bool,
-    pub compute: bool,
-    pub compactor: bool,
-    pub runner: Option<RunnerEra>,
-    pub kill_rate: Option<f64>,
-    pub background_ddl_rate: Option<f64>,
-}
-
-impl KillChoice {
-    /// `params` with these kills; a rate or runner without a kill does nothing and is refused.
-    pub fn apply(&self, params: SltParams) -> Result<SltParams, CheckError> {
-        let roles = match self.all {
-            true => KillRoles::ALL,
-            false => KillRoles {
-                frontend: self.frontend,
-                compute: self.compute,
-                compactor: self.compactor,
-            },
-        };
-        let kill = roles.any();
-        let given = [
-            ("--kill-rate", self.kill_rate.is_some()),
-            ("--background-ddl-rate", self.background_ddl_rate.is_some()),
-            ("--runner", self.runner.is_some()),
-        ];
-        if let Some((flag, _)) = given.into_iter().find(|(_, g)| *g && !kill) {
-            return Err(CheckError::Pointless {
-                flag,
-                reason: "needs --kill or a --kill-ROLE flag (RisingWave's runner reads it only when it kills)",
-            });
-        }
-        Ok(SltParams {
-            kill,
-            kill_roles: roles,
-            runner: self.runner.unwrap_or_default(),
-            kill_rate: self.kill_rate.unwrap_or(1.0),
-            background_ddl_rate: self.background_ddl_rate.unwrap_or(0.0),
-            ..params
-        })
-    }
-}
-
 impl SltCmd {
     /// The run configuration: the files (globs expanded) and the settings.
     pub fn into_args(self) -> Result<SltArgs, CheckError> {
-        let choice = KillChoice {
-            all: self.kill,
-            frontend: self.kill_frontend,
-            compute: self.kill_compute,
-            compactor: self.kill_compactor,
-            runner: self.runner,
-            kill_rate: self.kill_rate,
-            background_ddl_rate: self.background_ddl_rate,
-        };
-        let params = choice.apply(SltParams {
+        let params = kill_choice!(self).apply(SltParams {
             seed: self.seed,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
             ..SltParams::default()

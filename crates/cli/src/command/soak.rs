@@ -9,10 +9,9 @@ use clap::{ArgGroup, Args};
 use epochlab_sim::workload::GenParams;
 use epochlab_sim::{BugId, BugMode, Mode, ReproParams};
 
-use super::CheckError;
 use super::repro::ScenarioFlags;
-use super::slt::KillChoice;
 use super::values;
+use super::{CheckError, kill_choice};
 use crate::soak::{Scenario, SoakArgs};
 
 /// Run many seeds on worker threads and group the failures by signature
@@ -209,7 +208,7 @@ impl SoakCmd {
         self.check(bug, mode)?;
         let scenario = match (&self.slt, self.scenario) {
             (Some(pattern), _) => {
-                crate::slt::soak_scenario(pattern, &self.kill_choice(), bug, mode)?
+                crate::slt::soak_scenario(pattern, &kill_choice!(self), bug, mode)?
             }
             (None, Some(ScenarioArg::Directed)) => Scenario::Directed,
             (None, _) => {
@@ -244,18 +243,6 @@ impl SoakCmd {
             otlp_endpoint: self.otlp_endpoint,
             event_log: self.event_log,
         })
-    }
-
-    fn kill_choice(&self) -> KillChoice {
-        KillChoice {
-            all: self.kill,
-            frontend: self.kill_frontend,
-            compute: self.kill_compute,
-            compactor: self.kill_compactor,
-            runner: self.runner,
-            kill_rate: self.kill_rate,
-            background_ddl_rate: self.background_ddl_rate,
-        }
     }
 
     /// What clap cannot declare: one run for --event-log, the bug's modes, and the flags of one scenario.

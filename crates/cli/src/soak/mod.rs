@@ -429,15 +429,10 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
     };
     workers.run(runs, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
-        if let Some((path, file)) = sink.as_mut()
-            && let Err(source) = file
-                .write_all(format!("{line}\n").as_bytes())
-                .and_then(|()| file.flush())
+        if let Some(sink) = sink.as_mut()
+            && let Err(e) = append_line(sink, &line)
         {
-            write_error.get_or_insert(SoakError::WriteResults {
-                path: path.clone(),
-                source,
-            });
+            write_error.get_or_insert(e);
             stop.store(true, Ordering::Relaxed);
         }
         if args.json {
@@ -451,17 +446,34 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
         ran += 1;
     });
     progress.finish();
-    if ran < to_run && write_error.is_none() {
-        let resume = match &args.results {
-            Some(_) => "run the same command again to continue",
-            None => "give --results FILE to be able to continue",
-        };
-        eprintln!("soak: stopped after {ran} of {to_run} seeds (--duration); {resume}");
-    }
     match write_error {
         Some(e) => Err(e),
-        None => Ok(triage),
+        None => {
+            if ran < to_run {
+                report_stopped(args, ran, to_run);
+            }
+            Ok(triage)
+        }
     }
+}
+
+/// Append one row's line to the results file, flushed (a crash loses no row it had written).
+fn append_line((path, file): &mut (String, std::fs::File), line: &str) -> Result<(), SoakError> {
+    file.write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(|source| SoakError::WriteResults {
+            path: path.clone(),
+            source,
+        })
+}
+
+/// A campaign `--duration` stopped before its last seed: how to go on.
+fn report_stopped(args: &SoakArgs, ran: u64, to_run: u64) {
+    let resume = match &args.results {
+        Some(_) => "run the same command again to continue",
+        None => "give --results FILE to be able to continue",
+    };
+    eprintln!("soak: stopped after {ran} of {to_run} seeds (--duration); {resume}");
 }
 
 /// Open the results file for appending. A last line without its newline (a write cut short by a crash) is

@@ -286,6 +286,13 @@ pub enum PlanRpc {
     WaitEpochCommit,
 }
 
+/// The request's name, as a step shows it (`inject_barrier`: its [`epochlab_rpc::RpcKind`]'s).
+impl std::fmt::Display for PlanRpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind().as_str())
+    }
+}
+
 impl PlanRpc {
     pub fn kind(self) -> epochlab_rpc::RpcKind {
         use epochlab_rpc::RpcKind;
@@ -516,26 +523,48 @@ impl Action {
     }
 }
 
+/// A backfill rate limit as a step shows it.
+fn rate_limit_text(limit: &Option<u32>) -> String {
+    match limit {
+        Some(l) => format!("{l} rows/s"),
+        None => "unlimited".into(),
+    }
+}
+
+/// A `pk_ks` table's key, as a step shows it.
+const PK_KS_TEXT: &str = ", pk (k, s) distributed by k";
+
+/// Milliseconds as seconds, for a step's text.
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// How a DDL waits, as a step shows it.
+fn foreground_or_background(background: bool) -> &'static str {
+    if background {
+        "background"
+    } else {
+        "foreground"
+    }
+}
+
+/// A job's upstream and options, as a step shows them (`over t0 (parallelism 2, backfill unlimited, ...)`).
+impl std::fmt::Display for JobSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "over {} (parallelism {}, {}backfill {}, {})",
+            self.upstream,
+            self.parallelism,
+            if self.no_shuffle { "no-shuffle " } else { "" },
+            rate_limit_text(&self.rate_limit),
+            foreground_or_background(self.background)
+        )
+    }
+}
+
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let limit = |l: &Option<u32>| match l {
-            Some(l) => format!("{l} rows/s"),
-            None => "unlimited".into(),
-        };
-        let job = |j: &JobSpec| {
-            format!(
-                "over {} (parallelism {}, {}backfill {}, {})",
-                j.upstream,
-                j.parallelism,
-                if j.no_shuffle { "no-shuffle " } else { "" },
-                limit(&j.rate_limit),
-                if j.background {
-                    "background"
-                } else {
-                    "foreground"
-                }
-            )
-        };
         match self {
             Action::CreateTable {
                 name,
@@ -545,13 +574,9 @@ impl std::fmt::Display for Action {
             } => write!(
                 f,
                 "create table {name} (parallelism {parallelism}{}), load {rows} rows",
-                if *pk_ks {
-                    ", pk (k, s) distributed by k"
-                } else {
-                    ""
-                }
+                if *pk_ks { PK_KS_TEXT } else { "" }
             ),
-            Action::CreateMv { name, job: j } => write!(f, "create mv {name} {}", job(j)),
+            Action::CreateMv { name, job } => write!(f, "create mv {name} {job}"),
             Action::CreateView {
                 name,
                 parallelism,
@@ -560,25 +585,20 @@ impl std::fmt::Display for Action {
             } => write!(
                 f,
                 "create mv {name} as {query} (parallelism {parallelism}, {})",
-                if *background {
-                    "background"
-                } else {
-                    "foreground"
-                }
+                foreground_or_background(*background)
             ),
             Action::CreateSink {
                 name,
-                job: j,
+                job,
                 sink_ms_per_chunk,
             } => write!(
                 f,
-                "create sink {name} {}, {sink_ms_per_chunk} ms per chunk",
-                job(j)
+                "create sink {name} {job}, {sink_ms_per_chunk} ms per chunk"
             ),
             Action::Drop { name } => write!(f, "drop {name}"),
             Action::Cancel { name } => write!(f, "cancel {name}"),
             Action::Throttle { name, rate_limit } => {
-                write!(f, "throttle {name} to {}", limit(rate_limit))
+                write!(f, "throttle {name} to {}", rate_limit_text(rate_limit))
             }
             Action::Dml {
                 table,
@@ -589,7 +609,7 @@ impl std::fmt::Display for Action {
             } => write!(
                 f,
                 "dml on {table}: {rows_per_s} rows/s for {:.1} s ({update_pct}% updates, {delete_pct}% deletes)",
-                *duration_ms as f64 / 1000.0
+                seconds(*duration_ms)
             ),
             Action::Reschedule { name, rotate } => {
                 write!(f, "reschedule {name}: vnode owners rotated by {rotate}")
@@ -602,7 +622,7 @@ impl std::fmt::Display for Action {
             } => write!(
                 f,
                 "kill nodes {nodes:?}, restart after {:.3} s",
-                *restart_after_ms as f64 / 1000.0
+                seconds(*restart_after_ms)
             ),
             Action::RpcDelay {
                 rpc,
@@ -611,17 +631,12 @@ impl std::fmt::Display for Action {
                 duration_ms,
             } => write!(
                 f,
-                "delay {} by {min_ms}..{max_ms} ms for {:.1} s",
-                rpc.kind().as_str(),
-                *duration_ms as f64 / 1000.0
+                "delay {rpc} by {min_ms}..{max_ms} ms for {:.1} s",
+                seconds(*duration_ms)
             ),
             Action::RpcFail { rpc, node, count } => match node {
-                Some(n) => write!(
-                    f,
-                    "fail the next {count} {} to node {n}",
-                    rpc.kind().as_str()
-                ),
-                None => write!(f, "fail the next {count} {}", rpc.kind().as_str()),
+                Some(n) => write!(f, "fail the next {count} {rpc} to node {n}"),
+                None => write!(f, "fail the next {count} {rpc}"),
             },
         }
     }

@@ -266,10 +266,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             run,
             create_table(run.clone(), name, parallelism, rows, pk_ks),
         ),
-        Action::CreateMv { name, job } => {
-            let upstream = id_of(run, &job.upstream)?;
-            spawn(run, create_job(run.clone(), name, upstream, job, None));
-        }
+        Action::CreateMv { name, job } => start_job(run, name, job, None)?,
         Action::CreateView {
             name,
             parallelism,
@@ -281,28 +278,14 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             job,
             sink_ms_per_chunk,
         } => {
-            let upstream = id_of(run, &job.upstream)?;
             let delay = Duration::from_millis(sink_ms_per_chunk);
-            spawn(
-                run,
-                create_job(run.clone(), name, upstream, job, Some(delay)),
-            );
+            start_job(run, name, job, Some(delay))?;
         }
-        Action::Drop { name } => {
-            let id = id_of(run, &name)?;
-            spawn(run, drop_or_cancel(run.clone(), id, name, false));
-        }
-        Action::Cancel { name } => {
-            let id = id_of(run, &name)?;
-            spawn(run, drop_or_cancel(run.clone(), id, name, true));
-        }
+        Action::Drop { name } => start_drop_or_cancel(run, name, false)?,
+        Action::Cancel { name } => start_drop_or_cancel(run, name, true)?,
         Action::Throttle { name, rate_limit } => {
             let id = id_of(run, &name)?;
-            let run2 = run.clone();
-            spawn(run, async move {
-                let result = run2.cluster.meta.set_rate_limit(id, rate_limit).await;
-                ddl_result(&run2, &format!("throttle {name}"), result);
-            });
+            spawn(run, throttle(run.clone(), id, name, rate_limit));
         }
         Action::Reschedule { name, rotate } => {
             let id = id_of(run, &name)?;
@@ -315,18 +298,10 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             update_pct,
             delete_pct,
         } => {
-            let id = id_of(run, &table)?;
             let mix = (rows_per_s, update_pct, delete_pct);
-            let until = tokio::time::Instant::now() + Duration::from_millis(duration_ms);
-            spawn(run, dml_stream(run.clone(), id, mix, until));
+            start_dml(run, &table, mix, duration_ms)?;
         }
-        Action::Flush => {
-            let run2 = run.clone();
-            spawn(run, async move {
-                let result = run2.cluster.meta.flush().await;
-                ddl_result(&run2, "flush", result);
-            });
-        }
+        Action::Flush => spawn(run, flush(run.clone())),
         Action::Kill {
             nodes,
             restart_after_ms,
@@ -344,6 +319,21 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
                 .fail_next(rpc.kind(), node.map(WorkerId), count);
         }
     }
+    Ok(())
+}
+
+/// `CREATE MATERIALIZED VIEW` (or, with a delay per chunk, `CREATE SINK`) over the job's upstream table.
+fn start_job(
+    run: &Arc<Run>,
+    name: String,
+    job: JobSpec,
+    sink_delay: Option<Duration>,
+) -> Result<(), Skipped> {
+    let upstream = id_of(run, &job.upstream)?;
+    spawn(
+        run,
+        create_job(run.clone(), name, upstream, job, sink_delay),
+    );
     Ok(())
 }
 
@@ -374,6 +364,13 @@ fn start_view(
     Ok(())
 }
 
+/// `DROP` (or `CANCEL JOB` when `cancel`) of the job named `name`.
+fn start_drop_or_cancel(run: &Arc<Run>, name: String, cancel: bool) -> Result<(), Skipped> {
+    let id = id_of(run, &name)?;
+    spawn(run, drop_or_cancel(run.clone(), id, name, cancel));
+    Ok(())
+}
+
 /// `DROP` (or `CANCEL JOB` when `cancel`) of the job `id`; its name is free again once it is gone.
 async fn drop_or_cancel(run: Arc<Run>, id: TableId, name: String, cancel: bool) {
     let meta = &run.cluster.meta;
@@ -386,6 +383,18 @@ async fn drop_or_cancel(run: Arc<Run>, id: TableId, name: String, cancel: bool) 
     if meta.relation(id).is_none() {
         lock(&run.names).remove(&name);
     }
+}
+
+/// `ALTER ... SET STREAMING_RATE_LIMIT` of the job `id`.
+async fn throttle(run: Arc<Run>, id: TableId, name: String, rate_limit: Option<u32>) {
+    let result = run.cluster.meta.set_rate_limit(id, rate_limit).await;
+    ddl_result(&run, &format!("throttle {name}"), result);
+}
+
+/// `FLUSH`.
+async fn flush(run: Arc<Run>) {
+    let result = run.cluster.meta.flush().await;
+    ddl_result(&run, "flush", result);
 }
 
 /// Moves `rotate` vnodes of the job `id` to the next actor.
@@ -678,6 +687,19 @@ fn recovery_state(cluster: &Cluster) -> (bool, u64) {
     let ready = cluster.meta.scheduler().status() == epochlab_barrier::SchedulerStatus::Ready;
     let recoveries = cluster.barrier_stats().recoveries.load(Ordering::Relaxed);
     (ready, recoveries)
+}
+
+/// A DML stream on `table` of `mix` (rows per second, update and delete percentages) for `duration_ms`.
+fn start_dml(
+    run: &Arc<Run>,
+    table: &str,
+    mix: (u32, u8, u8),
+    duration_ms: u64,
+) -> Result<(), Skipped> {
+    let id = id_of(run, table)?;
+    let until = tokio::time::Instant::now() + Duration::from_millis(duration_ms);
+    spawn(run, dml_stream(run.clone(), id, mix, until));
+    Ok(())
 }
 
 /// A DML stream: every tick, its share of `rows_per_s` statements, until `until` or settling.

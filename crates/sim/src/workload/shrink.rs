@@ -105,28 +105,9 @@ fn candidates(plan: &Plan) -> Vec<Plan> {
 
 /// Simpler versions of one step.
 fn simpler(action: &Action) -> Vec<Action> {
-    let half = |v: u64, min: u64| (v > min).then(|| (v / 2).max(min));
     let mut out = Vec::new();
     match action {
-        Action::Kill {
-            nodes,
-            restart_after_ms,
-        } => {
-            for i in 0..nodes.len().min(8) {
-                if nodes.len() > 1 {
-                    let mut fewer = nodes.clone();
-                    fewer.remove(i);
-                    out.push(Action::Kill {
-                        nodes: fewer,
-                        restart_after_ms: *restart_after_ms,
-                    });
-                }
-            }
-            out.extend(half(*restart_after_ms, 100).map(|r| Action::Kill {
-                nodes: nodes.clone(),
-                restart_after_ms: r,
-            }));
-        }
+        Action::Kill { .. } => out.extend(simpler_kill(action)),
         Action::CreateTable {
             name,
             parallelism,
@@ -150,26 +131,7 @@ fn simpler(action: &Action) -> Vec<Action> {
             max_ms: *max_ms,
             duration_ms: d,
         })),
-        Action::CreateView {
-            name,
-            parallelism,
-            background,
-            query,
-        } => {
-            let with = |parallelism: u32, background: bool, query: ViewQuery| Action::CreateView {
-                name: name.clone(),
-                parallelism,
-                background,
-                query,
-            };
-            if *parallelism > 1 {
-                out.push(with(1, *background, query.clone()));
-            }
-            if *background {
-                out.push(with(*parallelism, false, query.clone()));
-            }
-            out.extend(simpler_query(query).map(|q| with(*parallelism, *background, q)));
-        }
+        Action::CreateView { .. } => out.extend(simpler_view(action)),
         // Nothing to shorten: each is kept or removed whole.
         Action::CreateMv { .. }
         | Action::CreateSink { .. }
@@ -181,6 +143,66 @@ fn simpler(action: &Action) -> Vec<Action> {
         | Action::RemoveNode { .. }
         | Action::RpcFail { .. } => {}
     }
+    out
+}
+
+/// Half of `v`, at least `min`; `None` when `v` is `min` or less already.
+fn half(v: u64, min: u64) -> Option<u64> {
+    (v > min).then(|| (v / 2).max(min))
+}
+
+/// A kill of each node fewer (of the first 8), then one restarting twice as soon.
+fn simpler_kill(action: &Action) -> Vec<Action> {
+    let Action::Kill {
+        nodes,
+        restart_after_ms,
+    } = action
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for i in 0..nodes.len().min(8) {
+        if nodes.len() > 1 {
+            let mut fewer = nodes.clone();
+            fewer.remove(i);
+            out.push(Action::Kill {
+                nodes: fewer,
+                restart_after_ms: *restart_after_ms,
+            });
+        }
+    }
+    out.extend(half(*restart_after_ms, 100).map(|r| Action::Kill {
+        nodes: nodes.clone(),
+        restart_after_ms: r,
+    }));
+    out
+}
+
+/// A view of parallelism 1, in the foreground, then over a simpler query.
+fn simpler_view(action: &Action) -> Vec<Action> {
+    let Action::CreateView {
+        name,
+        parallelism,
+        background,
+        query,
+    } = action
+    else {
+        return Vec::new();
+    };
+    let with = |parallelism: u32, background: bool, query: ViewQuery| Action::CreateView {
+        name: name.clone(),
+        parallelism,
+        background,
+        query,
+    };
+    let mut out = Vec::new();
+    if *parallelism > 1 {
+        out.push(with(1, *background, query.clone()));
+    }
+    if *background {
+        out.push(with(*parallelism, false, query.clone()));
+    }
+    out.extend(simpler_query(query).map(|q| with(*parallelism, *background, q)));
     out
 }
 

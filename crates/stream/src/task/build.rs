@@ -405,37 +405,15 @@ fn build_executor(
         };
     }
     Ok(match node {
-        StreamNode::Dml { table_id, .. } => {
-            let rx = take_barrier_rx(barrier_rx, actor_id)?;
-            let (dml_tx, dml_rx) = mpsc::channel(env.dml_channel_capacity);
-            env.dml.register(actor_id, dml_tx);
-            Box::new(DmlExecutor::new(actor_id, *table_id, rx, dml_rx))
+        StreamNode::Dml { table_id, .. } => build_dml(env, actor_id, *table_id, barrier_rx)?,
+        StreamNode::Values { rows, .. } => {
+            build_values(env, actor_id, rows, barrier_rx, barrier_manager)?
         }
         StreamNode::Merge {
             upstream_actors, ..
-        } => {
-            let upstreams = upstream_actors
-                .iter()
-                .map(|&up| (up, env.exchange.take_receiver(generation, up, actor_id)))
-                .collect();
-            Box::new(MergeExecutor::new(actor_id, upstreams))
-        }
-        StreamNode::StreamScan {
-            scan_type,
-            upstream_table,
-            state_table,
-            rate_limit,
-            chunk_size,
-            input,
-        } => {
-            let input = build!(input);
-            let tables = BackfillTables {
-                upstream_table,
-                state_table,
-                rate_limit: *rate_limit,
-                chunk_size: *chunk_size,
-            };
-            build_stream_scan(env, desc, *scan_type, tables, input, barrier_manager)?
+        } => build_merge(env, actor_id, generation, upstream_actors),
+        StreamNode::StreamScan { input, .. } => {
+            build_stream_scan(env, desc, node, build!(input), barrier_manager)?
         }
         StreamNode::Materialize {
             table,
@@ -443,8 +421,7 @@ fn build_executor(
             input,
         } => build_materialize(env, desc, table, *conflict, build!(input))?,
         StreamNode::FlowControl { rate_limit, input } => {
-            let input = build!(input);
-            let clock = env.clock.clone();
+            let (input, clock) = (build!(input), env.clock.clone());
             Box::new(FlowControlExecutor::new(
                 actor_id,
                 input,
@@ -463,22 +440,9 @@ fn build_executor(
         StreamNode::TopN { input, .. } | StreamNode::GroupTopN { input, .. } => {
             build_top_n(env, desc, node, build!(input))?
         }
-        StreamNode::DynamicFilter {
-            key,
-            comparator,
-            left_table,
-            right_table,
-            left,
-            right,
-        } => {
+        StreamNode::DynamicFilter { left, right, .. } => {
             let (left, right) = (build!(left), build!(right));
-            let tables = DynamicFilterTables {
-                key: *key,
-                comparator: *comparator,
-                left_table,
-                right_table,
-            };
-            build_dynamic_filter(env, desc, tables, left, right)?
+            build_dynamic_filter(env, desc, node, left, right)?
         }
         StreamNode::Now { state_table } => build_now(env, desc, state_table, barrier_rx)?,
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
@@ -495,15 +459,73 @@ fn take_barrier_rx(
         .ok_or(BuildError::TwoBarrierSources { actor: actor_id })
 }
 
+/// The DML source of `table_id`: its barriers, and the statements sent to the actor's registered channel.
+fn build_dml(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    table_id: epochlab_common::TableId,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+) -> Result<BoxedExecutor, BuildError> {
+    let rx = take_barrier_rx(barrier_rx, actor_id)?;
+    let (dml_tx, dml_rx) = mpsc::channel(env.dml_channel_capacity);
+    env.dml.register(actor_id, dml_tx);
+    Ok(Box::new(DmlExecutor::new(actor_id, table_id, rx, dml_rx)))
+}
+
+/// The values source: its rows once, at its first barrier.
+fn build_values(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    rows: &[epochlab_common::OwnedRow],
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+    barrier_manager: &LocalBarrierManager,
+) -> Result<BoxedExecutor, BuildError> {
+    let rx = take_barrier_rx(barrier_rx, actor_id)?;
+    let bm = barrier_manager.clone();
+    let clock = env.clock.clone();
+    let values = ValuesExecutor::new(actor_id, rx, rows.to_vec(), bm, clock);
+    Ok(Box::new(values))
+}
+
+/// A merge of the upstream actors' exchange channels of this generation.
+fn build_merge(
+    env: &BuildEnv,
+    actor_id: epochlab_common::ActorId,
+    generation: u64,
+    upstream_actors: &[epochlab_common::ActorId],
+) -> BoxedExecutor {
+    let upstreams = upstream_actors
+        .iter()
+        .map(|&up| (up, env.exchange.take_receiver(generation, up, actor_id)))
+        .collect();
+    Box::new(MergeExecutor::new(actor_id, upstreams))
+}
+
 /// A backfill of `tables` over `input` (the upstream's changes), arrangement or no-shuffle.
 fn build_stream_scan(
     env: &BuildEnv,
     desc: &StreamActorDesc,
-    scan_type: StreamScanType,
-    tables: BackfillTables<'_>,
+    node: &StreamNode,
     input: BoxedExecutor,
     barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::StreamScan {
+        scan_type,
+        upstream_table,
+        state_table,
+        rate_limit,
+        chunk_size,
+        ..
+    } = node
+    else {
+        unreachable!("a stream scan node")
+    };
+    let tables = BackfillTables {
+        upstream_table,
+        state_table,
+        rate_limit: *rate_limit,
+        chunk_size: *chunk_size,
+    };
     let args = backfill_args(env, desc, tables, barrier_manager)?;
     Ok(match scan_type {
         StreamScanType::ArrangementBackfill => {
@@ -569,7 +591,7 @@ fn build_now(
     Ok(Box::new(NowExecutor::new(desc.actor_id, rx, state)))
 }
 
-/// The stateless nodes of fragment graphs (and the values source).
+/// The stateless nodes of fragment graphs.
 fn build_stateless(
     env: &BuildEnv,
     desc: &StreamActorDesc,
@@ -579,19 +601,8 @@ fn build_stateless(
     barrier_manager: &LocalBarrierManager,
 ) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
-    if let StreamNode::Values { rows, .. } = node {
-        let rx = take_barrier_rx(barrier_rx, actor_id)?;
-        let bm = barrier_manager.clone();
-        let clock = env.clock.clone();
-        let values = ValuesExecutor::new(actor_id, rx, rows.clone(), bm, clock);
-        return Ok(Box::new(values));
-    }
     let mut build =
         |n: &StreamNode| build_node(env, desc, n, generation, barrier_rx, barrier_manager);
-    let unsupported = |node| BuildError::Unsupported {
-        actor: actor_id,
-        node,
-    };
     Ok(match node {
         StreamNode::Project { exprs, input } => {
             let eval = non_strict(env, actor_id, ExprExecutor::Project);
@@ -609,12 +620,9 @@ fn build_stateless(
             row_id_index,
             input,
         } => {
-            if desc.vnodes.len() > epochlab_common::vnode::ROW_ID_VNODE_UPPER_BOUND {
-                return Err(unsupported("RowIdGen over more than 1024 vnodes"));
-            }
+            check_row_id_vnodes(desc)?;
             let (clock, vnodes) = (env.clock.clone(), desc.vnodes.clone());
-            let input = build(input)?;
-            let index = *row_id_index;
+            let (input, index) = (build(input)?, *row_id_index);
             Box::new(RowIdGenExecutor::new(actor_id, input, index, clock, vnodes))
         }
         StreamNode::HopWindow { input, .. } => {
@@ -632,7 +640,7 @@ fn build_stateless(
             let input = build(input)?;
             Box::new(ExpandExecutor::new(actor_id, input, column_subsets.clone()))
         }
-        StreamNode::Exchange { .. } => return Err(unsupported("Exchange")),
+        StreamNode::Exchange { .. } => return Err(unsupported(actor_id, "Exchange")),
         StreamNode::Values { .. }
         | StreamNode::Dml { .. }
         | StreamNode::Merge { .. }
@@ -648,6 +656,20 @@ fn build_stateless(
         | StreamNode::Now { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
+}
+
+/// A row id generator's actor has at most the vnodes a row id can hold.
+fn check_row_id_vnodes(desc: &StreamActorDesc) -> Result<(), BuildError> {
+    if desc.vnodes.len() > epochlab_common::vnode::ROW_ID_VNODE_UPPER_BOUND {
+        let node = "RowIdGen over more than 1024 vnodes";
+        return Err(unsupported(desc.actor_id, node));
+    }
+    Ok(())
+}
+
+/// A node (or a setting of it) the engine does not build.
+fn unsupported(actor: epochlab_common::ActorId, node: &'static str) -> BuildError {
+    BuildError::Unsupported { actor, node }
 }
 
 /// A hop window over `input`; its expressions evaluated non-strictly.
@@ -730,46 +752,48 @@ fn checked_options(env: &BuildEnv, desc: &StreamActorDesc) -> StateTableOptions 
     }
 }
 
-/// The comparison and tables of a dynamic filter node.
-struct DynamicFilterTables<'a> {
-    key: usize,
-    comparator: epochlab_common::ExprType,
-    left_table: &'a Arc<epochlab_common::catalog::TableDesc>,
-    right_table: &'a Arc<epochlab_common::catalog::TableDesc>,
-}
-
 /// A dynamic filter over `left` and `right`: the left table over the actor's vnodes, the right table (one
 /// row) over vnode 0, both checked.
 fn build_dynamic_filter(
     env: &BuildEnv,
     desc: &StreamActorDesc,
-    t: DynamicFilterTables<'_>,
+    node: &StreamNode,
     left: BoxedExecutor,
     right: BoxedExecutor,
 ) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::DynamicFilter {
+        key,
+        comparator,
+        left_table,
+        right_table,
+        ..
+    } = node
+    else {
+        unreachable!("a dynamic filter node")
+    };
     let actor_id = desc.actor_id;
-    check_vnode_count(desc, t.left_table)?;
-    check_vnode_count(desc, t.right_table)?;
-    let comparator = Comparator::from_expr_type(t.comparator).ok_or(BuildError::Unsupported {
+    check_vnode_count(desc, left_table)?;
+    check_vnode_count(desc, right_table)?;
+    let comparator = Comparator::from_expr_type(*comparator).ok_or(BuildError::Unsupported {
         actor: actor_id,
         node: "DynamicFilter with a comparator other than <, <=, >, >=",
     })?;
     let options = checked_options(env, desc);
-    let right_vnodes = DynamicFilterExecutor::right_vnodes(t.right_table.vnode_count.get());
+    let right_vnodes = DynamicFilterExecutor::right_vnodes(right_table.vnode_count.get());
     let args = DynamicFilterArgs {
         actor_id,
         left,
         right,
-        key: t.key,
+        key: *key,
         comparator,
         left_table: StateTable::with_options(
-            t.left_table.clone(),
+            left_table.clone(),
             &env.storage,
             desc.vnodes.clone(),
             options,
         ),
         right_table: StateTable::with_options(
-            t.right_table.clone(),
+            right_table.clone(),
             &env.storage,
             right_vnodes,
             options,
@@ -777,7 +801,7 @@ fn build_dynamic_filter(
         chunk_size: DYNAMIC_FILTER_CHUNK_SIZE,
         stats: env.stats.executors.handle(
             actor_id,
-            t.left_table.table_id,
+            left_table.table_id,
             crate::executor::stats::StatefulExecutorKind::DynamicFilter,
         ),
     };
@@ -786,6 +810,52 @@ fn build_dynamic_filter(
 
 /// Rows per chunk a dynamic filter emits at most when its right value moves (RisingWave's chunk size).
 const DYNAMIC_FILTER_CHUNK_SIZE: usize = 256;
+
+/// What an aggregation node (hash or simple: no group key) plans.
+struct AggPlan<'a> {
+    group_key: Vec<usize>,
+    agg_calls: &'a [epochlab_common::expr_node::AggCall],
+    result_table: &'a Arc<epochlab_common::catalog::TableDesc>,
+    states: &'a [epochlab_common::plan::AggCallState],
+    dedups: &'a [epochlab_common::plan::DistinctDedupTable],
+    row_count_index: usize,
+}
+
+impl<'a> AggPlan<'a> {
+    fn of(node: &'a StreamNode) -> Self {
+        let (StreamNode::HashAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        }
+        | StreamNode::SimpleAgg {
+            agg_calls,
+            result_table,
+            agg_call_states,
+            distinct_dedup_tables,
+            row_count_index,
+            ..
+        }) = node
+        else {
+            unreachable!("an aggregation node")
+        };
+        let group_key = match node {
+            StreamNode::HashAgg { group_key, .. } => group_key.clone(),
+            _ => Vec::new(),
+        };
+        AggPlan {
+            group_key,
+            agg_calls,
+            result_table,
+            states: agg_call_states,
+            dedups: distinct_dedup_tables,
+            row_count_index: *row_count_index,
+        }
+    }
+}
 
 /// A hash or simple aggregation over `input`, its state tables checked (read-before-write) as the
 /// materialize's are.
@@ -796,40 +866,14 @@ fn build_agg(
     input: BoxedExecutor,
 ) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
-    let (group_key, agg_calls, result_table, states, dedups, row_count_index) = match node {
-        StreamNode::HashAgg {
-            group_key,
-            agg_calls,
-            result_table,
-            agg_call_states,
-            distinct_dedup_tables,
-            row_count_index,
-            ..
-        } => (
-            group_key.clone(),
-            agg_calls,
-            result_table,
-            agg_call_states,
-            distinct_dedup_tables,
-            *row_count_index,
-        ),
-        StreamNode::SimpleAgg {
-            agg_calls,
-            result_table,
-            agg_call_states,
-            distinct_dedup_tables,
-            row_count_index,
-            ..
-        } => (
-            Vec::new(),
-            agg_calls,
-            result_table,
-            agg_call_states,
-            distinct_dedup_tables,
-            *row_count_index,
-        ),
-        _ => unreachable!("an aggregation node"),
-    };
+    let AggPlan {
+        group_key,
+        agg_calls,
+        result_table,
+        states,
+        dedups,
+        row_count_index,
+    } = AggPlan::of(node);
     for t in node.agg_tables() {
         check_vnode_count(desc, t)?;
     }
@@ -842,7 +886,7 @@ fn build_agg(
         actor_id,
         input,
         group_key,
-        agg_calls: agg_calls.clone(),
+        agg_calls: agg_calls.to_vec(),
         row_count_index,
         result_table: open(result_table),
         call_states: AggArgs::open_states(states, open),
@@ -933,6 +977,57 @@ fn build_hash_join(
     Ok(Box::new(exec))
 }
 
+/// What a top-N node (plain, or grouped: a group key, always a limit) plans.
+struct TopNPlan<'a> {
+    group_key: Vec<usize>,
+    order_by: &'a [(usize, epochlab_common::OrderType)],
+    offset: u64,
+    limit: Option<u64>,
+    with_ties: bool,
+    append_only: bool,
+    table: &'a Arc<epochlab_common::catalog::TableDesc>,
+}
+
+impl<'a> TopNPlan<'a> {
+    fn of(node: &'a StreamNode) -> Self {
+        let (StreamNode::TopN {
+            order_by,
+            offset,
+            with_ties,
+            append_only,
+            table,
+            ..
+        }
+        | StreamNode::GroupTopN {
+            order_by,
+            offset,
+            with_ties,
+            append_only,
+            table,
+            ..
+        }) = node
+        else {
+            unreachable!("a top-N node")
+        };
+        let (group_key, limit) = match node {
+            StreamNode::GroupTopN {
+                group_key, limit, ..
+            } => (group_key.clone(), Some(*limit)),
+            StreamNode::TopN { limit, .. } => (Vec::new(), *limit),
+            _ => unreachable!("a top-N node"),
+        };
+        TopNPlan {
+            group_key,
+            order_by,
+            offset: *offset,
+            limit,
+            with_ties: *with_ties,
+            append_only: *append_only,
+            table,
+        }
+    }
+}
+
 /// A top-N or group top-N over `input` (append-only when the plan says so), its state table checked
 /// (read-before-write) as the materialize's is.
 fn build_top_n(
@@ -942,44 +1037,15 @@ fn build_top_n(
     input: BoxedExecutor,
 ) -> Result<BoxedExecutor, BuildError> {
     let actor_id = desc.actor_id;
-    let (group_key, order_by, offset, limit, with_ties, append_only, table) = match node {
-        StreamNode::TopN {
-            order_by,
-            offset,
-            limit,
-            with_ties,
-            append_only,
-            table,
-            ..
-        } => (
-            Vec::new(),
-            order_by,
-            *offset,
-            *limit,
-            *with_ties,
-            *append_only,
-            table,
-        ),
-        StreamNode::GroupTopN {
-            group_key,
-            order_by,
-            offset,
-            limit,
-            with_ties,
-            append_only,
-            table,
-            ..
-        } => (
-            group_key.clone(),
-            order_by,
-            *offset,
-            Some(*limit),
-            *with_ties,
-            *append_only,
-            table,
-        ),
-        _ => unreachable!("a top-N node"),
-    };
+    let TopNPlan {
+        group_key,
+        order_by,
+        offset,
+        limit,
+        with_ties,
+        append_only,
+        table,
+    } = TopNPlan::of(node);
     check_vnode_count(desc, table)?;
     let options = checked_options(env, desc);
     let kind = stateful_kind(node).expect("a top-N is stateful");
@@ -988,7 +1054,7 @@ fn build_top_n(
         actor_id,
         input,
         group_key,
-        order_by: order_by.clone(),
+        order_by: order_by.to_vec(),
         offset: clamp(offset),
         limit: limit.map_or(usize::MAX, clamp),
         with_ties,

@@ -359,6 +359,26 @@ impl Core {
         )
     }
 
+    /// The snapshot to read in this epoch: none while paused.
+    fn epoch_snapshot(
+        &self,
+        state: &NoShuffleBackfillState,
+        paused: bool,
+    ) -> StreamExecutorResult<Option<MergedSnapshot>> {
+        match paused {
+            true => Ok(None),
+            false => Ok(Some(self.snapshot_from(state)?)),
+        }
+    }
+
+    /// The upstream ended before the backfill did.
+    fn upstream_closed(&self) -> StreamExecutorError {
+        StreamExecutorError::ChannelClosed(format!(
+            "upstream of backfill actor {}",
+            self.args.actor_id
+        ))
+    }
+
     /// A barrier's mutations for this actor: pause, resume, a new rate limit. An online reschedule cannot reach
     /// a no-shuffle job (meta refuses it).
     fn apply_mutation(&mut self, barrier: &Barrier, paused: &mut bool) -> StreamExecutorResult<()> {
@@ -388,7 +408,6 @@ impl NoShuffleBackfillExecutor {
             core: mut this,
         } = self;
         let mut upstream = upstream.execute();
-        let actor_id = this.args.actor_id;
         let first = expect_first_barrier(&mut upstream, "Backfill").await?;
         let mut paused = first.is_pause_on_startup();
         let mut state = this.recover_state(&first)?;
@@ -399,19 +418,12 @@ impl NoShuffleBackfillExecutor {
 
         let mut buffered: VecDeque<StreamChunk> = VecDeque::new();
         while !state.is_finished {
-            let mut snapshot = match paused {
-                true => None,
-                false => Some(this.snapshot_from(&state)?),
-            };
+            let mut snapshot = this.epoch_snapshot(&state, paused)?;
             let mut read = 0u64;
             let capacity = this.batch.rows();
             let end = loop {
                 match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
-                    Next::Upstream(None) => {
-                        return Err(StreamExecutorError::ChannelClosed(format!(
-                            "upstream of backfill actor {actor_id}"
-                        )))?;
-                    }
+                    Next::Upstream(None) => return Err(this.upstream_closed())?,
                     Next::Upstream(Some(msg)) => match msg? {
                         Message::Chunk(c) => buffered.push_back(c.compact()),
                         Message::Barrier(b) => break EpochEnd::Barrier(b),
