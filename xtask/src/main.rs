@@ -7,7 +7,7 @@
 //!   `epochlab triage` (which known bug a log shows).
 //! - `test [ARGS]`: `cargo fmt --check` (and the catalogue's modules, as `fmt`), `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
-//! - `fmt`: `cargo fmt --all`, and rustfmt on the bug catalogue's modules, which `cargo fmt` cannot reach (they
+//! - `fmt [--check]`: `cargo fmt --all`, and rustfmt on the bug catalogue's modules, which `cargo fmt` cannot reach (they
 //!   are declared through a file `crates/sim/build.rs` writes); `test` checks both.
 //! - `bench [ARGS]`: the benchmarks in release mode; each prints epochlab's numbers beside its baseline's.
 //! - `screenshot [OUT.png]`: run the buggy repro with the embedded Jaeger and render the failing persist's trace in
@@ -53,7 +53,13 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "screenshot" => screenshot(&rest),
         "test" => test(&rest),
-        "fmt" => fmt(false),
+        "fmt" => match rest.iter().find(|a| *a != "--check") {
+            None => fmt(!rest.is_empty()),
+            Some(other) => {
+                eprintln!("xtask: fmt takes only --check, not `{other}`");
+                return ExitCode::from(2);
+            }
+        },
         "bench" => bench(&rest),
         "protoc" => protoc_path().map(|p| {
             println!("{}", p.display());
