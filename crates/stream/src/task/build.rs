@@ -545,8 +545,7 @@ fn build_materialize(
     input: BoxedExecutor,
 ) -> Result<BoxedExecutor, BuildError> {
     check_vnode_count(desc, table)?;
-    let options = checked_options(env, desc);
-    let state = StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options);
+    let state = open_checked(env, desc, table);
     Ok(Box::new(MaterializeExecutor::new(
         desc.actor_id,
         input,
@@ -582,12 +581,7 @@ fn build_now(
 ) -> Result<BoxedExecutor, BuildError> {
     let rx = take_barrier_rx(barrier_rx, desc.actor_id)?;
     check_vnode_count(desc, state_table)?;
-    let state = StateTable::with_options(
-        state_table.clone(),
-        &env.storage,
-        desc.vnodes.clone(),
-        checked_options(env, desc),
-    );
+    let state = open_checked(env, desc, state_table);
     Ok(Box::new(NowExecutor::new(desc.actor_id, rx, state)))
 }
 
@@ -741,6 +735,16 @@ fn check_vnode_count(
 }
 
 /// The options of a state table the actor checks (read-before-write) as the materialize's.
+/// `table` over the actor's vnodes, checked (read-before-write) as every stateful executor's tables are.
+fn open_checked(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    table: &Arc<epochlab_common::catalog::TableDesc>,
+) -> StateTable {
+    let options = checked_options(env, desc);
+    StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options)
+}
+
 fn checked_options(env: &BuildEnv, desc: &StreamActorDesc) -> StateTableOptions {
     StateTableOptions {
         accessor: Some(Accessor {
@@ -786,12 +790,7 @@ fn build_dynamic_filter(
         right,
         key: *key,
         comparator,
-        left_table: StateTable::with_options(
-            left_table.clone(),
-            &env.storage,
-            desc.vnodes.clone(),
-            options,
-        ),
+        left_table: open_checked(env, desc, left_table),
         right_table: StateTable::with_options(
             right_table.clone(),
             &env.storage,
@@ -878,10 +877,7 @@ fn build_agg(
         check_vnode_count(desc, t)?;
     }
     let kind = stateful_kind(node).expect("an aggregation node");
-    let options = checked_options(env, desc);
-    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
-        StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
-    };
+    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| open_checked(env, desc, t);
     let args = AggArgs {
         actor_id,
         input,
@@ -944,10 +940,7 @@ fn build_hash_join(
     for t in node.internal_tables() {
         check_vnode_count(desc, t)?;
     }
-    let options = checked_options(env, desc);
-    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| {
-        StateTable::with_options(t.clone(), &env.storage, desc.vnodes.clone(), options)
-    };
+    let open = |t: &Arc<epochlab_common::catalog::TableDesc>| open_checked(env, desc, t);
     let args = HashJoinArgs {
         actor_id,
         join_type: *join_type,
@@ -1047,7 +1040,6 @@ fn build_top_n(
         table,
     } = TopNPlan::of(node);
     check_vnode_count(desc, table)?;
-    let options = checked_options(env, desc);
     let kind = stateful_kind(node).expect("a top-N is stateful");
     let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let args = TopNArgs {
@@ -1058,7 +1050,7 @@ fn build_top_n(
         offset: clamp(offset),
         limit: limit.map_or(usize::MAX, clamp),
         with_ties,
-        table: StateTable::with_options(table.clone(), &env.storage, desc.vnodes.clone(), options),
+        table: open_checked(env, desc, table),
         group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
         stats: env.stats.executors.handle(actor_id, table.table_id, kind),
     };
