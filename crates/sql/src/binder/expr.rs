@@ -531,12 +531,10 @@ impl Binder<'_> {
             UnaryOperator::Not => call(ExprType::Not, vec![self.bind_expr(expr, scope, agg)?]),
             UnaryOperator::Plus => self.bind_expr(expr, scope, agg),
             UnaryOperator::Minus => match expr {
-                Ast::Value(v) if matches!(v.value, Value::Number(..)) => {
-                    let Value::Number(n, _) = &v.value else {
-                        unreachable!()
-                    };
-                    number(&format!("-{n}"))
-                }
+                Ast::Value(sqlparser::ast::ValueWithSpan {
+                    value: Value::Number(n, _),
+                    ..
+                }) => number(&format!("-{n}")),
                 _ => call(ExprType::Neg, vec![self.bind_expr(expr, scope, agg)?]),
             },
             other => Err(unsupported(format!("operator {other}"))),

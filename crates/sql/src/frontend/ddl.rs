@@ -42,26 +42,18 @@ impl Session {
         {
             return Err(SqlError::InCreatingProcedure { id: rel.id.0 });
         }
-        let listed = self.listed_duplicate(name);
-        if rel.is_none() && listed.is_none() {
-            return Ok(false);
+        match (rel, self.listed_duplicate(name)) {
+            (None, None) => Ok(false),
+            _ if if_not_exists => Ok(true),
+            (_, Some(dup)) => Err(dup.into()),
+            (Some(rel), None) => Err(SqlError::catalog(
+                CatalogProblem::Exists,
+                format!(
+                    "{} with name \"{name}\" exists",
+                    Kind::of(rel.kind).as_str()
+                ),
+            )),
         }
-        if if_not_exists {
-            return Ok(true);
-        }
-        let Some(rel) = rel else {
-            return Err(listed.expect("checked above").into());
-        };
-        if let Some(dup) = listed {
-            return Err(dup.into());
-        }
-        Err(SqlError::catalog(
-            CatalogProblem::Exists,
-            format!(
-                "{} with name \"{name}\" exists",
-                Kind::of(rel.kind).as_str()
-            ),
-        ))
     }
 
     /// A `CREATE TABLE`'s `connector` option: only datagen (not run: the table gets rows from DML only), in
