@@ -59,6 +59,12 @@ pub struct Relation {
     pub desc: Arc<TableDesc>,
     pub upstream: Option<TableId>,
     pub state: JobState,
+    /// RisingWave's `TableFragments` state `Initial`: the job's fragments are in meta, but its Add barrier has
+    /// not been collected (the post-collect of `CreateStreamingJob` clears it, where RisingWave's
+    /// `post_create_table_fragments` moves the fragments to `Creating`). Recovery drops such a job even when it
+    /// is a background one (RisingWave's `CatalogManager::clean_dirty_tables`, case 3), and a create that fails
+    /// cleans it up itself only while it is set (`DdlController::create_streaming_job_inner`).
+    pub fragments_initial: bool,
     pub fragment_id: FragmentId,
     pub actors: Vec<ActorPlacement>,
     pub sink: Option<SinkDesc>,

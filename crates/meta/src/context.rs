@@ -212,6 +212,12 @@ impl GlobalBarrierManagerContext for MetaContext {
                     vnode_bitmaps,
                     ..
                 } => inner.apply_reschedule(job_id, &vnode_bitmaps),
+                // RisingWave's `post_create_table_fragments`: the job's fragments leave `Initial`.
+                Command::CreateStreamingJob { job_id, .. } => {
+                    if let Some(r) = inner.catalog().relations.get_mut(&job_id) {
+                        r.fragments_initial = false;
+                    }
+                }
                 _ => {}
             }
             Ok(())

@@ -440,6 +440,7 @@ fn graph_relation(
         desc,
         upstream: scan.as_ref().map(|s| s.0),
         state: JobState::Creating,
+        fragments_initial: true,
         fragment_id: root.fragment_id,
         actors: root.actors,
         sink: None,

@@ -769,6 +769,7 @@ impl MetaNode {
             desc,
             upstream: None,
             state: JobState::Creating,
+            fragments_initial: true,
             fragment_id,
             actors,
             sink: None,
@@ -870,6 +871,7 @@ impl MetaNode {
             desc: Arc::new(desc),
             upstream: Some(upstream),
             state: JobState::Creating,
+            fragments_initial: true,
             fragment_id,
             actors,
             sink: sink.as_ref().map(|s| SinkDesc {
@@ -962,6 +964,16 @@ impl MetaNode {
         };
         let placement: Vec<ActorPlacement> = rel.all_actors().cloned().collect();
         let result = match inner.build_actors(descs, &placement).await {
+            // A recovery meanwhile cleaned the job (its fragments were `Initial`): no Add barrier for it, and
+            // the actors just built (after the reset) go too.
+            Ok(()) if !inner.catalog().relations.contains_key(&id) => {
+                inner.drop_actors(&actors).await;
+                Err(DdlError::NotCreated {
+                    kind: rel.kind,
+                    name: rel.name.clone(),
+                    reason: CreateAborted::CleanedByRecovery,
+                })
+            }
             Ok(()) => inner
                 .scheduler
                 .run_command(command)
@@ -971,7 +983,25 @@ impl MetaNode {
         };
         drop(shared);
         if let Err(e) = result {
-            inner.abort_create(&rel, &actors, &tables, &e).await;
+            // RisingWave's `create_streaming_job_inner`: a background job whose fragments left `Initial` is
+            // recovery's to resume (it rebuilt or will rebuild its actors); any other create cleans up.
+            let resumed = rel.background
+                && inner
+                    .catalog()
+                    .relations
+                    .get(&id)
+                    .is_some_and(|r| !r.fragments_initial);
+            if resumed {
+                event!(
+                    inner.log,
+                    "ddl",
+                    "create {} {} id={id} left to recovery: {e}",
+                    rel.kind.as_str(),
+                    rel.name
+                );
+            } else {
+                inner.abort_create(&rel, &actors, &tables, &e).await;
+            }
             return Err(e);
         }
         self.await_created(rel, backfills, finished).await

@@ -189,7 +189,9 @@ impl RecoveryContext for Recovery {
         let dirty: Vec<TableId> = catalog
             .relations
             .values()
-            .filter(|r| r.state == JobState::Creating && !r.background)
+            // RisingWave's `clean_dirty_tables`: incomplete foreground jobs, and background jobs whose
+            // fragments are still `Initial` (their Add barrier was never collected: nothing to resume).
+            .filter(|r| r.state == JobState::Creating && (!r.background || r.fragments_initial))
             .map(|r| r.id)
             .collect();
         let mut tables = Vec::new();

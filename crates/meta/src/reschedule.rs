@@ -314,6 +314,7 @@ mod tests {
             desc: Arc::new(desc),
             upstream: Some(TableId(1)),
             state: JobState::Creating,
+            fragments_initial: false,
             fragment_id: FragmentId(2),
             actors: Bitmap::partition(count.get(), actors)
                 .into_iter()

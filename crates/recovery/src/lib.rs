@@ -47,7 +47,8 @@ pub trait RecoveryContext: Send + Sync {
     fn rng(&self) -> &SimRng;
     /// Block the scheduler and fail every queued command; returns how many were failed.
     fn abort_and_mark_blocked(&self) -> usize;
-    /// Drop foreground jobs whose creation never finished from the catalog; returns their tables.
+    /// Drop from the catalog the foreground jobs whose creation never finished and the background jobs whose
+    /// Add barrier was never collected; returns their tables.
     fn clean_dirty_jobs(&self) -> Vec<TableId>;
     /// Rebuild the progress tracking of the creating jobs that survive recovery (background jobs): every
     /// backfill actor is pending again, since reports from epochs recovery discards do not count.

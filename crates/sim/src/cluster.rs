@@ -16,7 +16,7 @@ use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, CompactionConfig, HummockManager};
 use epochlab_stream::executor::{BackfillRegistry, SinkRegistry};
-use epochlab_stream::task::build::ActorFailureLog;
+use epochlab_stream::task::build::{ActorFailure, ActorFailureLog};
 use epochlab_stream::task::exchange::{ExchangeConfig, ExchangeRegistry};
 use epochlab_stream::{ComputeEnv, ComputeNode, DmlError, StreamConfig};
 use tokio::task::JoinHandle;
@@ -44,6 +44,15 @@ impl Default for ClusterConfig {
             compaction: CompactionConfig::default(),
         }
     }
+}
+
+/// What [`Cluster::check_recoveries`] found wrong.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum RecoveryFinding {
+    #[error("actor {} on worker {} failed on its state: {}", .0.actor, .0.worker, .0.error)]
+    StateError(Box<ActorFailure>),
+    #[error("{got} recoveries ran, the faults caused {expected}")]
+    Recoveries { expected: u64, got: u64 },
 }
 
 pub struct Cluster {
@@ -173,6 +182,20 @@ impl Cluster {
 
     pub fn barrier_stats(&self) -> &Arc<BarrierManagerStats> {
         &self.barrier_stats
+    }
+
+    /// What a recovery test checks after its faults, beside its own oracle: no actor failed on its state (such
+    /// a failure only starts another recovery, so a test that waits for its view to converge never sees it)
+    /// and exactly `expected` recoveries ran (the ones its faults caused).
+    pub fn check_recoveries(&self, expected: u64) -> Result<(), RecoveryFinding> {
+        if let Some(failure) = self.failures.first_state_error() {
+            return Err(RecoveryFinding::StateError(Box::new(failure)));
+        }
+        let got = self.barrier_stats.recoveries.load(Ordering::Relaxed);
+        if got != expected {
+            return Err(RecoveryFinding::Recoveries { expected, got });
+        }
+        Ok(())
     }
 
     pub fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {

@@ -21,7 +21,7 @@ pub mod workload;
 
 pub use bugs::{BugError, BugId, BugInfo, BugMode, Mode, Setting};
 pub use checkers::{CommitCheckError, check_commits};
-pub use cluster::{Cluster, ClusterConfig};
+pub use cluster::{Cluster, ClusterConfig, RecoveryFinding};
 pub use epochlab_common::SimRng;
 pub use epochlab_common::trace::TracePer;
 pub use report::{Outcome, ReproReport, Violation};

@@ -37,10 +37,12 @@ pub(crate) enum LocalEvent {
     Collect {
         actor: ActorId,
         epoch: EpochPair,
+        generation: u64,
     },
     ActorFailure {
         actor: ActorId,
         error: StreamExecutorError,
+        generation: u64,
     },
     AwaitEpochCompleted {
         prev: Epoch,
@@ -63,6 +65,7 @@ pub(crate) enum LocalEvent {
     ReportProgress {
         curr_epoch: Epoch,
         progress: CreateMviewProgress,
+        generation: u64,
     },
     ListActors {
         reply: Reply<Vec<ActorId>>,
@@ -73,9 +76,17 @@ pub(crate) enum LocalEvent {
 }
 
 /// The handle actors and the node's service use to reach the worker.
+///
+/// An actor's handle carries the generation it was built in, and so does every event it sends (collect,
+/// failure, progress): the worker drops the events of actors from before its last reset. An aborted actor
+/// may have queued one behind the reset, and a stale collect would stash an epoch no inject ever completes,
+/// blocking every later epoch of the node; a stale failure would fail the new actor of the same id. RisingWave
+/// gets the same from a reset that waits for its actors to stop and then replaces the worker's state and
+/// channels (`LocalBarrierWorker::reset`).
 #[derive(Clone)]
 pub struct LocalBarrierManager {
     worker: WorkerId,
+    generation: u64,
     tx: mpsc::Sender<LocalEvent>,
     spans: ActorSpans,
 }
@@ -162,7 +173,24 @@ impl LocalBarrierManager {
     pub(crate) fn for_test(worker: WorkerId) -> (Self, mpsc::Receiver<LocalEvent>) {
         let (tx, rx) = mpsc::channel(64);
         let spans = ActorSpans::default();
-        (Self { worker, tx, spans }, rx)
+        let generation = 0;
+        (
+            Self {
+                worker,
+                generation,
+                tx,
+                spans,
+            },
+            rx,
+        )
+    }
+
+    /// The handle of the actors built in `generation`.
+    fn for_generation(&self, generation: u64) -> Self {
+        Self {
+            generation,
+            ..self.clone()
+        }
     }
 
     pub fn worker(&self) -> WorkerId {
@@ -191,12 +219,18 @@ impl LocalBarrierManager {
         self.send(LocalEvent::Collect {
             actor,
             epoch: barrier.epoch,
+            generation: self.generation,
         })
         .await;
     }
 
     pub async fn notify_failure(&self, actor: ActorId, error: StreamExecutorError) {
-        self.send(LocalEvent::ActorFailure { actor, error }).await;
+        self.send(LocalEvent::ActorFailure {
+            actor,
+            error,
+            generation: self.generation,
+        })
+        .await;
     }
 
     /// A backfill actor's progress for the barrier of `curr_epoch`.
@@ -204,6 +238,7 @@ impl LocalBarrierManager {
         self.send(LocalEvent::ReportProgress {
             curr_epoch,
             progress,
+            generation: self.generation,
         })
         .await;
     }
@@ -288,6 +323,8 @@ struct ActorEntry {
 pub(crate) struct LocalBarrierWorker {
     env: BuildEnv,
     handle: LocalBarrierManager,
+    /// The generation of the node's last reset (or start): events of actors built before it are stale.
+    generation: u64,
     actors: BTreeMap<ActorId, ActorEntry>,
     /// Actors that failed since the last reset, with their errors (an inject that must collect from one
     /// fails).
@@ -308,16 +345,18 @@ impl Drop for LocalBarrierWorker {
 }
 
 impl LocalBarrierWorker {
-    pub(crate) fn new(env: BuildEnv) -> (Self, mpsc::Receiver<LocalEvent>) {
+    pub(crate) fn new(env: BuildEnv, generation: u64) -> (Self, mpsc::Receiver<LocalEvent>) {
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let handle = LocalBarrierManager {
             worker: env.worker,
+            generation,
             tx,
             spans: ActorSpans::default(),
         };
         let this = Self {
             env,
             handle,
+            generation,
             actors: BTreeMap::new(),
             failed: BTreeMap::new(),
             epochs: BTreeMap::new(),
@@ -345,6 +384,11 @@ impl LocalBarrierWorker {
         }
     }
 
+    /// Whether an event an actor of `generation` sent predates the last reset (and is dropped).
+    fn is_stale(&self, generation: u64) -> bool {
+        generation < self.generation
+    }
+
     async fn handle_event(&mut self, ev: LocalEvent) {
         match ev {
             LocalEvent::Inject {
@@ -356,8 +400,24 @@ impl LocalBarrierWorker {
                 let r = self.inject(barrier, to_send, to_collect);
                 let _ = reply.send(r);
             }
-            LocalEvent::Collect { actor, epoch } => self.collect(actor, epoch),
-            LocalEvent::ActorFailure { actor, error } => self.on_actor_failure(actor, error),
+            LocalEvent::Collect {
+                actor,
+                epoch,
+                generation,
+            } => {
+                if !self.is_stale(generation) {
+                    self.collect(actor, epoch)
+                }
+            }
+            LocalEvent::ActorFailure {
+                actor,
+                error,
+                generation,
+            } => {
+                if !self.is_stale(generation) {
+                    self.on_actor_failure(actor, error)
+                }
+            }
             LocalEvent::AwaitEpochCompleted { prev, reply } => {
                 self.await_epoch_completed(prev, reply)
             }
@@ -396,8 +456,11 @@ impl LocalBarrierWorker {
             LocalEvent::ReportProgress {
                 curr_epoch,
                 progress,
+                generation,
             } => {
-                self.progress.entry(curr_epoch).or_default().push(progress);
+                if !self.is_stale(generation) {
+                    self.progress.entry(curr_epoch).or_default().push(progress);
+                }
             }
             LocalEvent::ListActors { reply } => {
                 let _ = reply.send(Ok(self.actors.keys().copied().collect()));
@@ -463,6 +526,16 @@ impl LocalBarrierWorker {
     }
 
     fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> LocalBarrierResult<()> {
+        // Meta read the generation before a reset of this node overtook the request: these actors would
+        // belong to the run the reset ended.
+        if self.is_stale(generation) {
+            return Err(LocalBarrierError::StaleGeneration {
+                worker: self.env.worker,
+                generation,
+                current: self.generation,
+            });
+        }
+        let handle = self.handle.for_generation(generation);
         for desc in descs {
             let id = desc.actor_id;
             if self.actors.contains_key(&id) {
@@ -471,8 +544,7 @@ impl LocalBarrierWorker {
                     worker: self.env.worker,
                 });
             }
-            let (actor, barrier_tx) =
-                build_actor(&self.env, &desc, generation, self.handle.clone())?;
+            let (actor, barrier_tx) = build_actor(&self.env, &desc, generation, handle.clone())?;
             let active = self.env.active.clone();
             active.insert(id, super::build::tables_of(&desc.node));
             let abort = self.env.tasks.spawn(async move {
@@ -728,6 +800,7 @@ impl LocalBarrierWorker {
     }
 
     fn reset(&mut self, generation: u64, prev_epoch: Epoch) {
+        self.generation = self.generation.max(generation);
         let actors: BTreeSet<ActorId> = self.actors.keys().copied().collect();
         for (_, e) in std::mem::take(&mut self.actors) {
             e.abort.abort();

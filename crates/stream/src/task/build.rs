@@ -16,7 +16,10 @@ use super::actor::Actor;
 use super::barrier_worker::LocalBarrierManager;
 use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
+use crate::executor::aggregate::group::DedupWrite;
 use crate::executor::backfill::arrangement_backfill::BackfillVnode;
+use crate::executor::hash_join::join_hash_map::JoinRowDelete;
+use crate::executor::top_n::state::TopNRowDelete;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
@@ -899,6 +902,7 @@ fn build_agg(
             .stats
             .executors
             .handle(actor_id, result_table.table_id, kind),
+        dedup_write: env.toggles.get::<DedupWrite>(),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,
@@ -962,6 +966,7 @@ fn build_hash_join(
             left_table.table_id,
             StatefulExecutorKind::HashJoin,
         ),
+        row_delete: env.toggles.get::<JoinRowDelete>(),
     };
     let exec = HashJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
         actor: actor_id,
@@ -1053,6 +1058,7 @@ fn build_top_n(
         table: open_checked(env, desc, table),
         group_cache_capacity: crate::executor::top_n::DEFAULT_GROUP_CACHE_CAPACITY,
         stats: env.stats.executors.handle(actor_id, table.table_id, kind),
+        row_delete: env.toggles.get::<TopNRowDelete>(),
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,

@@ -101,24 +101,27 @@ impl ComputeNode {
         let dml = DmlManager::default();
         let stats = Arc::new(StreamStats::default());
         let active = ActiveTables::default();
-        let (barrier_worker, events) = LocalBarrierWorker::new(BuildEnv {
-            worker,
-            storage: storage.clone(),
-            exchange: env.exchange.clone(),
-            sinks: env.sinks.clone(),
-            backfill: env.backfill.clone(),
-            active: active.clone(),
-            dml: dml.clone(),
-            tasks: tasks.clone(),
-            clock: env.clock.clone(),
-            log: env.log.clone(),
-            stats: stats.clone(),
-            failures: env.failures.clone(),
-            dml_channel_capacity: env.config.dml_channel_capacity,
-            persist_check: env.config.persist_check,
-            toggles: env.config.toggles,
-            barrier_channel_capacity: env.config.barrier_channel_capacity,
-        });
+        let (barrier_worker, events) = LocalBarrierWorker::new(
+            BuildEnv {
+                worker,
+                storage: storage.clone(),
+                exchange: env.exchange.clone(),
+                sinks: env.sinks.clone(),
+                backfill: env.backfill.clone(),
+                active: active.clone(),
+                dml: dml.clone(),
+                tasks: tasks.clone(),
+                clock: env.clock.clone(),
+                log: env.log.clone(),
+                stats: stats.clone(),
+                failures: env.failures.clone(),
+                dml_channel_capacity: env.config.dml_channel_capacity,
+                persist_check: env.config.persist_check,
+                toggles: env.config.toggles,
+                barrier_channel_capacity: env.config.barrier_channel_capacity,
+            },
+            generation,
+        );
         let barrier_manager = barrier_worker.handle();
         tasks.spawn(barrier_worker.run(events));
         let requests = env.network.register(worker);

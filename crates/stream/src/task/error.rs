@@ -60,6 +60,15 @@ pub enum LocalBarrierError {
         worker: WorkerId,
         error: StreamExecutorError,
     },
+    /// A build whose generation a reset of the node has since ended (meta read it before the reset).
+    #[error(
+        "worker {worker} was reset to generation {current}; actors of generation {generation} are stale"
+    )]
+    StaleGeneration {
+        worker: WorkerId,
+        generation: u64,
+        current: u64,
+    },
     #[error("actor {actor} not found on worker {worker}")]
     ActorNotFound { actor: ActorId, worker: WorkerId },
     #[error("source actor {actor} not found on worker {worker}")]
@@ -107,7 +116,7 @@ impl LocalBarrierError {
             | Self::EpochNotFound { .. } => RemoteErrorKind::NotFound,
             Self::BarrierQueueFull { .. } => RemoteErrorKind::QueueFull,
             Self::Storage(_) => RemoteErrorKind::Storage,
-            Self::Reset => RemoteErrorKind::Reset,
+            Self::Reset | Self::StaleGeneration { .. } => RemoteErrorKind::Reset,
         }
     }
 }

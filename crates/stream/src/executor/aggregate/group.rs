@@ -14,6 +14,19 @@ use epochlab_state_table::StateTable;
 use super::{CallStateTable, DedupTable, agg_error};
 use crate::executor::{StreamExecutorError, StreamExecutorResult};
 
+epochlab_common::toggle! {
+    /// A test-only mutation, no RisingWave bug: when a group's changed dedup counts reach the dedup table.
+    /// The recovery tests of the aggregations must catch `OneBarrierLate` (a distinct count that a recovery
+    /// reloads from a table one barrier behind the result it was emitted with).
+    pub enum DedupWrite {
+        /// With the barrier whose rows changed them, as RisingWave writes them.
+        #[default]
+        OnBarrier,
+        /// At the group's next flush after that barrier (its next change).
+        OneBarrierLate,
+    }
+}
+
 /// How the executor runs one call: the state sees only the rows its filter keeps and, for a distinct call,
 /// only a value's first insert and last delete (so its own call has neither).
 pub(crate) struct CallPlan {
@@ -92,6 +105,8 @@ struct DedupEntry {
     counts: Vec<i64>,
     stored: Option<OwnedRow>,
     dirty: bool,
+    /// Under [`DedupWrite::OneBarrierLate`]: its write was held back at the last flush.
+    held: bool,
 }
 
 pub(crate) struct AggGroup {
@@ -197,6 +212,7 @@ impl AggGroup {
                     counts,
                     stored: Some(r),
                     dirty: false,
+                    held: false,
                 };
                 entries.insert(value_key(&value), entry);
             }
@@ -229,6 +245,7 @@ impl AggGroup {
                 counts: vec![0; slots],
                 stored: None,
                 dirty: false,
+                held: false,
             });
         e.dirty = true;
         e.counts[slot] += if insert { 1 } else { -1 };
@@ -322,13 +339,20 @@ impl AggGroup {
         keep: bool,
         result: &mut StateTable,
         dedups: &mut [DedupTable],
+        dedup_write: DedupWrite,
     ) -> StreamExecutorResult<()> {
         let new = keep.then(|| self.result_row());
         write_change(result, self.stored.take(), new.clone())?;
         self.stored = new;
+        let late = dedup_write == DedupWrite::OneBarrierLate;
         for (d, entries) in self.dedup.iter_mut().enumerate() {
             let table = &mut dedups[d].table;
             for e in entries.values_mut().filter(|e| e.dirty) {
+                if late && !e.held {
+                    e.held = true;
+                    continue;
+                }
+                e.held = false;
                 let live = e.counts.iter().any(|c| *c > 0);
                 let new = live.then(|| {
                     let mut r = self.key.datums().to_vec();
@@ -340,7 +364,7 @@ impl AggGroup {
                 e.stored = new;
                 e.dirty = false;
             }
-            entries.retain(|_, e| e.stored.is_some());
+            entries.retain(|_, e| e.stored.is_some() || e.dirty);
         }
         Ok(())
     }

@@ -71,6 +71,8 @@ pub struct AggArgs {
     pub eval: NonStrict,
     /// Cache lookups, groups cached, dirty groups and result-table writes.
     pub stats: crate::executor::ExecutorStatsHandle,
+    /// A test-only mutation (default: none).
+    pub dedup_write: group::DedupWrite,
 }
 
 impl AggArgs {
@@ -112,6 +114,7 @@ pub(crate) struct AggCore {
     stats: crate::executor::ExecutorStatsHandle,
     /// Keep a group whose row count is 0 (simple aggregation: its one row always exists).
     keep_empty: bool,
+    dedup_write: group::DedupWrite,
 }
 
 impl AggCore {
@@ -145,6 +148,7 @@ impl AggCore {
             eval: args.eval,
             stats: args.stats,
             keep_empty,
+            dedup_write: args.dedup_write,
         };
         Ok((core, args.input))
     }
@@ -275,7 +279,12 @@ impl AggCore {
                 g.reset(&self.plans);
             }
             let keep = row_count > 0 || self.keep_empty;
-            g.write(keep, &mut self.result_table, &mut self.dedup_tables)?;
+            g.write(
+                keep,
+                &mut self.result_table,
+                &mut self.dedup_tables,
+                self.dedup_write,
+            )?;
             let new = keep.then(|| g.output());
             match (g.emitted.take(), &new) {
                 (None, Some(n)) => out.push((Op::Insert, n.clone())),

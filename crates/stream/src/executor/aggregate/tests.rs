@@ -160,6 +160,7 @@ impl Plan {
             agg_calls: self.calls,
             cache_capacity: self.cache_capacity,
             stats: crate::executor::ExecutorStatsHandle::detached(),
+            dedup_write: Default::default(),
             eval: NonStrict {
                 actor_id: ActorId(1),
                 executor: ExprExecutor::Aggregate,
@@ -425,6 +426,7 @@ fn a_value_state_for_string_agg_is_refused() {
         dedup_tables: vec![],
         cache_capacity: 1,
         stats: crate::executor::ExecutorStatsHandle::detached(),
+        dedup_write: Default::default(),
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

@@ -147,6 +147,19 @@ struct CachedEntry {
     taken: bool,
 }
 
+epochlab_common::toggle! {
+    /// A test-only mutation, no RisingWave bug: whether a deleted row of a side leaves its state tables. The
+    /// join's recovery tests must catch `CacheOnly` (the row is gone from the cache, so the join is right
+    /// until the cache is rebuilt from the tables, as after a recovery or an eviction).
+    pub enum JoinRowDelete {
+        /// From the cache and the tables, as RisingWave deletes it.
+        #[default]
+        Written,
+        /// From the cache only.
+        CacheOnly,
+    }
+}
+
 pub struct JoinHashMap {
     state: StateTable,
     degree_state: Option<StateTable>,
@@ -168,6 +181,7 @@ pub struct JoinHashMap {
     capacity: usize,
     /// The executor's counters (both sides share them).
     stats: ExecutorStatsHandle,
+    row_delete: JoinRowDelete,
 }
 
 /// A degree table row: the row's pk datums, then its degree.
@@ -209,6 +223,7 @@ impl JoinHashMap {
             tick: 0,
             capacity: capacity.max(1),
             stats,
+            row_delete: JoinRowDelete::default(),
         }
     }
 
@@ -398,6 +413,12 @@ impl JoinHashMap {
         }
     }
 
+    /// Under a test-only mutation (see [`JoinRowDelete`]).
+    pub fn with_row_delete(mut self, row_delete: JoinRowDelete) -> Self {
+        self.row_delete = row_delete;
+        self
+    }
+
     /// Store a row of this side (with its degree where the side keeps degrees); a cached entry of its key
     /// takes it too.
     pub fn insert(&mut self, key: &[u8], row: &OwnedRow, degree: u64) -> StreamExecutorResult<()> {
@@ -420,9 +441,11 @@ impl JoinHashMap {
 
     /// Remove a row of this side (`degree`: its degree, as the delete's matches counted it).
     pub fn delete(&mut self, key: &[u8], row: &OwnedRow, degree: u64) -> StreamExecutorResult<()> {
-        self.state.delete(row)?;
-        if let Some(t) = &mut self.degree_state {
-            t.delete(&degree_row(&self.pk_indices, row, degree))?;
+        if self.row_delete == JoinRowDelete::Written {
+            self.state.delete(row)?;
+            if let Some(t) = &mut self.degree_state {
+                t.delete(&degree_row(&self.pk_indices, row, degree))?;
+            }
         }
         self.stats.state_rows_written(0, self.tables_per_row());
         if let Some(e) = self.cache.get_mut(key) {

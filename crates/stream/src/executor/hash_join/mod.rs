@@ -75,6 +75,8 @@ pub struct HashJoinArgs {
     /// Evaluates the condition (non-strict).
     pub eval: NonStrict,
     pub stats: ExecutorStatsHandle,
+    /// A test-only mutation (default: none).
+    pub row_delete: join_hash_map::JoinRowDelete,
 }
 
 fn bad_plan(problem: impl Into<String>) -> StreamExecutorError {
@@ -163,7 +165,8 @@ impl HashJoinExecutor {
             args.null_safe.clone(),
             cap,
             args.stats.clone(),
-        );
+        )
+        .with_row_delete(args.row_delete);
         let ht_r = JoinHashMap::new(
             args.right_table,
             args.right_degree_table,
@@ -171,7 +174,8 @@ impl HashJoinExecutor {
             args.null_safe,
             cap,
             args.stats.clone(),
-        );
+        )
+        .with_row_delete(args.row_delete);
         let core = JoinCore {
             actor_id: args.actor_id,
             join_type: args.join_type,

@@ -165,6 +165,7 @@ impl Plan {
                 counts: self.counts.clone(),
             },
             stats: self.stats.clone(),
+            row_delete: Default::default(),
         };
         HashJoinExecutor::new(args).unwrap()
     }

@@ -51,6 +51,8 @@ pub struct TopNArgs {
     pub group_cache_capacity: usize,
     /// Cache lookups, groups cached and state-table writes.
     pub stats: crate::executor::ExecutorStatsHandle,
+    /// A test-only mutation (default: none).
+    pub row_delete: state::TopNRowDelete,
 }
 
 /// The state of a top-N executor: its table and each group's cache.
@@ -84,7 +86,8 @@ impl TopNCore {
         if args.with_ties && args.offset > 0 {
             return Err(bad("WITH TIES with an offset"));
         }
-        let state = ManagedTopNState::new(args.table, &args.group_key, &args.order_by);
+        let state = ManagedTopNState::new(args.table, &args.group_key, &args.order_by)
+            .with_row_delete(args.row_delete);
         let core = Self {
             actor_id: args.actor_id,
             name,

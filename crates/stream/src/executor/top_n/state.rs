@@ -11,8 +11,22 @@ use epochlab_state_table::StateTable;
 use super::cache::{CacheKey, TopNCache};
 use crate::executor::StreamExecutorResult;
 
+epochlab_common::toggle! {
+    /// A test-only mutation, no RisingWave bug: whether a row deleted from a top-N leaves its state table. The
+    /// top-N's recovery tests must catch `CacheOnly` (a deleted row that a cache rebuilt from the table, after
+    /// a recovery, brings back).
+    pub enum TopNRowDelete {
+        /// From the cache and the table, as RisingWave deletes it.
+        #[default]
+        Written,
+        /// From the cache only.
+        CacheOnly,
+    }
+}
+
 pub(crate) struct ManagedTopNState {
     table: StateTable,
+    row_delete: TopNRowDelete,
     /// The length of the group key, the first pk columns.
     group_len: usize,
     /// The order columns in the pk after the group key (a sort key is the memcmp of these).
@@ -47,6 +61,7 @@ impl ManagedTopNState {
         );
         Self {
             table,
+            row_delete: TopNRowDelete::default(),
             group_len: g,
             order_len: order_cols.len(),
             writes: (0, 0),
@@ -85,8 +100,16 @@ impl ManagedTopNState {
         Ok(())
     }
 
+    /// Under a test-only mutation (see [`TopNRowDelete`]).
+    pub(crate) fn with_row_delete(mut self, row_delete: TopNRowDelete) -> Self {
+        self.row_delete = row_delete;
+        self
+    }
+
     pub(crate) fn delete(&mut self, row: &OwnedRow) -> StreamExecutorResult<()> {
-        self.table.delete(row)?;
+        if self.row_delete == TopNRowDelete::Written {
+            self.table.delete(row)?;
+        }
         self.writes.1 += 1;
         Ok(())
     }

@@ -112,6 +112,7 @@ impl Config {
             table: StateTable::with_options(desc, &node, vnodes, options),
             group_cache_capacity: self.group_cache_capacity,
             stats: crate::executor::ExecutorStatsHandle::detached(),
+            row_delete: Default::default(),
         };
         match (self.grouped, self.append_only) {
             (false, false) => Box::new(TopNExecutor::new(args).unwrap()),
@@ -421,6 +422,7 @@ fn plans_it_cannot_run_are_refused() {
         table: StateTable::new(desc, &node, Arc::new(Bitmap::ones(VNODES as usize))),
         group_cache_capacity: 1,
         stats: crate::executor::ExecutorStatsHandle::detached(),
+        row_delete: Default::default(),
     };
     assert!(TopNExecutor::new(args).is_err());
 }
