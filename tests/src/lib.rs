@@ -1,7 +1,9 @@
 //! Shared helpers for the integration tests under `tests/tests/`: a DML workload generator and its oracle, and
-//! a real Prometheus to scrape runs with ([`prometheus`]).
+//! a real Prometheus to scrape runs with ([`prometheus`]), and the executors' recovery tests' cluster and
+//! judgement ([`recovery`]).
 
 pub mod prometheus;
+pub mod recovery;
 
 use std::collections::BTreeMap;
 

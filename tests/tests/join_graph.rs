@@ -19,52 +19,15 @@ use epochlab_common::plan::{
 use epochlab_common::{
     DataType, OrderType, OwnedRow, ScalarImpl, TableId, Toggles, VnodeCount, WorkerId,
 };
-use epochlab_meta::{
-    BACKFILL_CHUNK_SIZE, JobOptions, JobState, MetaConfig, RelationKind, StreamScanType,
-};
+use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, JobState, RelationKind, StreamScanType};
 use epochlab_sim::workload::{ViewJoin, ViewQuery, ViewUpstream, view_graph};
-use epochlab_sim::{Cluster, ClusterConfig, RecoveryFinding, SimContext};
+use epochlab_sim::{Cluster, SimContext};
 use epochlab_stream::executor::hash_join::join_hash_map::JoinRowDelete;
+use epochlab_tests::recovery::{Finding, VNODES, config, dml_failed, judge};
 use epochlab_tests::{Oracle, check_commits, schema};
 
-const VNODES: u32 = 64;
 /// The join key is `v % KEYS`: a few rows of each side per key.
 const KEYS: i64 = 50;
-
-fn config(toggles: Toggles) -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 2;
-    meta.vnode_count = VnodeCount::new(VNODES).unwrap();
-    let mut config = ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    };
-    config.stream.toggles = toggles;
-    config
-}
-
-/// What a run found wrong (read through `Debug`, in the failure's message).
-#[derive(Debug)]
-#[expect(dead_code, reason = "its fields are read through Debug")]
-enum Finding {
-    Recovery(RecoveryFinding),
-    /// The view's rows against the reference's (as text, sorted).
-    View {
-        got: Vec<String>,
-        expected: Vec<String>,
-    },
-}
-
-/// The run's end: no state error, one recovery (the kill's), the view equal to the reference.
-fn judge(cluster: &Cluster, got: Vec<String>, expected: Vec<String>) -> Result<(), Finding> {
-    cluster.check_recoveries(1).map_err(Finding::Recovery)?;
-    if got != expected {
-        return Err(Finding::View { got, expected });
-    }
-    Ok(())
-}
 
 fn vnodes() -> VnodeCount {
     VnodeCount::new(VNODES).unwrap()
@@ -370,9 +333,7 @@ async fn drive(
     for batch in 0..30 {
         for (t, o) in [(a, &mut *oa), (b, &mut *ob)] {
             if let Err(e) = cluster.dml(t, o.gen_batch(&ctx.rng, 8, 300)).await {
-                // Only a recovery the kill did not cause takes a table's actors away here.
-                cluster.check_recoveries(0).map_err(Finding::Recovery)?;
-                panic!("DML failed with no recovery: {e}");
+                return Err(dml_failed(cluster, u64::from(batch > 15), e));
             }
         }
         if batch == 15 {

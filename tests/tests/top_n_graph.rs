@@ -20,43 +20,15 @@ use epochlab_common::plan::{
 use epochlab_common::{
     DataType, OrderType, OwnedRow, ScalarImpl, TableId, Toggles, VnodeCount, WorkerId,
 };
-use epochlab_meta::{
-    BACKFILL_CHUNK_SIZE, JobOptions, JobState, MetaConfig, RelationKind, StreamScanType,
-};
-use epochlab_sim::{Cluster, ClusterConfig, RecoveryFinding, SimContext};
+use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, JobState, RelationKind, StreamScanType};
+use epochlab_sim::{Cluster, SimContext};
 use epochlab_stream::executor::top_n::state::TopNRowDelete;
+use epochlab_tests::recovery::{Finding, VNODES, config, dml_failed, judge};
 use epochlab_tests::{Oracle, check_commits, schema};
 
-const VNODES: u32 = 64;
 const OFFSET: u64 = 3;
 const LIMIT: u64 = 7;
 const GROUP_LIMIT: u64 = 2;
-
-fn config(toggles: Toggles) -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 2;
-    meta.vnode_count = VnodeCount::new(VNODES).unwrap();
-    let mut config = ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    };
-    config.stream.toggles = toggles;
-    config
-}
-
-/// What a run found wrong (read through `Debug`, in the failure's message).
-#[derive(Debug)]
-#[expect(dead_code, reason = "its fields are read through Debug")]
-enum Finding {
-    Recovery(RecoveryFinding),
-    /// The view's rows against the reference's.
-    View {
-        got: String,
-        expected: String,
-    },
-}
 
 fn vnodes() -> VnodeCount {
     VnodeCount::new(VNODES).unwrap()
@@ -264,9 +236,7 @@ async fn scenario(
     for batch in 0..40 {
         let changes = o.gen_batch(&ctx.rng, 10, 400);
         if let Err(e) = cluster.dml(t, changes).await {
-            // Only a recovery the kill did not cause takes the table's actors away here.
-            cluster.check_recoveries(0).map_err(Finding::Recovery)?;
-            panic!("DML failed with no recovery: {e}");
+            return Err(dml_failed(&cluster, u64::from(killed), e));
         }
         if batch == 20 && !killed {
             killed = true;
@@ -293,12 +263,7 @@ async fn scenario(
     let mut got: Vec<Vec<i64>> = cluster.committed_rows(mv).iter().map(ints).collect();
     got.sort();
     assert!(!expected.is_empty(), "the workload leaves rows in the view");
-    cluster.check_recoveries(1).map_err(Finding::Recovery)?;
-    if got != expected {
-        let (got, expected) = (format!("{got:?}"), format!("{expected:?}"));
-        return Err(Finding::View { got, expected });
-    }
-    Ok(())
+    judge(&cluster, got, expected)
 }
 
 fn run_with(seed: u64, group: bool, kill: Kill, toggles: Toggles) -> Result<(), Finding> {

@@ -964,14 +964,14 @@ impl MetaNode {
         };
         let placement: Vec<ActorPlacement> = rel.all_actors().cloned().collect();
         let result = match inner.build_actors(descs, &placement).await {
-            // A recovery meanwhile cleaned the job (its fragments were `Initial`): no Add barrier for it, and
-            // the actors just built (after the reset) go too.
+            // A recovery meanwhile cleaned the job (its fragments were `Initial`), or a drop took it: no Add
+            // barrier for it, and the actors just built go too.
             Ok(()) if !inner.catalog().relations.contains_key(&id) => {
                 inner.drop_actors(&actors).await;
                 Err(DdlError::NotCreated {
                     kind: rel.kind,
                     name: rel.name.clone(),
-                    reason: CreateAborted::CleanedByRecovery,
+                    reason: CreateAborted::RemovedWhileBuilding,
                 })
             }
             Ok(()) => inner

@@ -16,6 +16,9 @@ pub enum CreateAborted {
     Cancelled,
     #[error("recovery cleaned it up")]
     CleanedByRecovery,
+    /// Out of the catalog (cleaned by a recovery, or dropped) while its actors were being built.
+    #[error("it was removed while its actors were built")]
+    RemovedWhileBuilding,
     #[error("its creation failed")]
     CreationFailed,
     #[error("meta stopped")]

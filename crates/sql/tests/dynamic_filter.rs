@@ -4,8 +4,11 @@
 //! `ts > now() - interval`, over DML throughout, a compute node killed mid-stream (after a checkpoint, or
 //! between checkpoints so that the uncommitted epochs are lost), each view compared with the batch
 //! engine's answer to its query over the tables (the reference: a scalar subquery evaluated at bind, and
-//! the batch `now()`).
+//! the batch `now()`). Each run must end with no actor failed on its state and exactly the one recovery the
+//! kill caused; every view must have had rows, and rows must have left a view while staying in its table
+//! (the filter's threshold moved past them).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,8 +39,24 @@ async fn exec(s: &mut Session, sql: &str) {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
-/// Each view against its query in the batch engine.
-async fn compare(s: &mut Session, when: &str) {
+/// What the views held at one comparison: each one's ids, and `t1`'s.
+struct Snapshot {
+    views: Vec<BTreeSet<String>>,
+    t1: BTreeSet<String>,
+}
+
+impl Snapshot {
+    /// Rows that were in a view at `before` and are not now, though still in `t1`: they left its filter.
+    fn left_since(&self, before: &Snapshot) -> usize {
+        let pairs = before.views.iter().zip(&self.views);
+        pairs
+            .map(|(b, n)| b.difference(n).filter(|id| self.t1.contains(*id)).count())
+            .sum()
+    }
+}
+
+/// Each view against its query in the batch engine; what they held.
+async fn compare(s: &mut Session, when: &str) -> Snapshot {
     let pairs = [
         (
             "SELECT v1, id FROM mv_gt ORDER BY id",
@@ -52,11 +71,16 @@ async fn compare(s: &mut Session, when: &str) {
             "SELECT id FROM t1 WHERE v1 + 1 <= (SELECT min(v2) FROM t2) ORDER BY id",
         ),
     ];
+    let mut views = Vec::new();
     for (view, reference) in pairs {
         let got = rows(s, view).await;
         let want = rows(s, reference).await;
         assert_eq!(got, want, "{when}: {view}");
+        views.push(got.into_iter().filter_map(|r| r.last().cloned()).collect());
     }
+    let t1 = rows(s, "SELECT id FROM t1").await;
+    let t1 = t1.into_iter().map(|r| r[0].clone()).collect();
+    Snapshot { views, t1 }
 }
 
 /// Some DML over both tables: inserts, deletes and updates of `t1`, the right side's values moving.
@@ -73,7 +97,12 @@ async fn dml(s: &mut Session, ctx: &SimContext, step: u64) {
         let id = r(step * 10);
         exec(s, &format!("UPDATE t1 SET v1 = {} WHERE id = {id}", r(100))).await;
     }
-    exec(s, &format!("INSERT INTO t2 VALUES ({}, {step})", r(100))).await;
+    // `t2`'s values in 20..80 while `t1`'s are in 0..100: each view's threshold leaves it rows.
+    exec(
+        s,
+        &format!("INSERT INTO t2 VALUES ({}, {step})", 20 + r(60)),
+    )
+    .await;
     if step % 3 == 2 {
         exec(s, &format!("DELETE FROM t2 WHERE id = {}", r(step))).await;
     }
@@ -102,6 +131,7 @@ async fn scenario(ctx: SimContext, kill: Kill) {
         "CREATE MATERIALIZED VIEW mv_sub AS SELECT v1, id FROM t1 WHERE v1 >= (SELECT avg(v2) FROM t2)",
     )
     .await;
+    let mut snapshots = Vec::new();
     for step in 0..24 {
         dml(&mut s, &ctx, step).await;
         if step == 12 {
@@ -116,16 +146,27 @@ async fn scenario(ctx: SimContext, kill: Kill) {
             cluster.restart(WorkerId(2));
             cluster.wait_ready().await;
             exec(&mut s, "FLUSH").await;
-            compare(&mut s, "after the recovery").await;
+            snapshots.push(compare(&mut s, "after the recovery").await);
         }
         tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(20..400))).await;
-        if step % 6 == 5 {
+        if step % 3 == 2 {
             exec(&mut s, "FLUSH").await;
-            compare(&mut s, &format!("step {step}")).await;
+            snapshots.push(compare(&mut s, &format!("step {step}")).await);
         }
     }
     exec(&mut s, "FLUSH").await;
-    compare(&mut s, "the end").await;
+    snapshots.push(compare(&mut s, "the end").await);
+    if let Err(found) = cluster.check_recoveries(1) {
+        panic!("{kill:?}: {found}");
+    }
+    for v in 0..snapshots[0].views.len() {
+        assert!(
+            snapshots.iter().any(|x| !x.views[v].is_empty()),
+            "view {v} never had rows"
+        );
+    }
+    let left: usize = snapshots.windows(2).map(|w| w[1].left_since(&w[0])).sum();
+    assert!(left > 0, "no row left a view while staying in t1");
     cluster.shutdown();
 }
 
@@ -195,6 +236,9 @@ fn a_temporal_filter_follows_the_clock_through_a_kill() {
             seen_some |= got.len() < all[0][0].parse::<usize>().unwrap() && !got.is_empty();
         }
         assert!(seen_some, "rows left the view and others stayed");
+        if let Err(found) = cluster.check_recoveries(1) {
+            panic!("{found}");
+        }
         cluster.shutdown();
     });
 }

@@ -133,6 +133,7 @@ fn executor(input: Vec<Message>) -> HashAggExecutor {
         agg_calls: calls,
         cache_capacity: 4096,
         stats: ExecutorStatsHandle::detached(),
+        dedup_write: Default::default(),
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

@@ -152,6 +152,7 @@ fn executor(
             counts: ExprErrorCounts::default(),
         },
         stats: ExecutorStatsHandle::detached(),
+        row_delete: Default::default(),
     };
     HashJoinExecutor::new(args).unwrap()
 }

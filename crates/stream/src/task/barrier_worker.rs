@@ -186,7 +186,7 @@ impl LocalBarrierManager {
     }
 
     /// The handle of the actors built in `generation`.
-    fn for_generation(&self, generation: u64) -> Self {
+    pub(crate) fn for_generation(&self, generation: u64) -> Self {
         Self {
             generation,
             ..self.clone()
@@ -386,7 +386,17 @@ impl LocalBarrierWorker {
 
     /// Whether an event an actor of `generation` sent predates the last reset (and is dropped).
     fn is_stale(&self, generation: u64) -> bool {
-        generation < self.generation
+        let stale = generation < self.generation;
+        if stale {
+            let (worker, current) = (self.env.worker.0, self.generation);
+            tracing::debug!(
+                worker,
+                generation,
+                current,
+                "dropped an event of an actor from before the reset"
+            );
+        }
+        stale
     }
 
     async fn handle_event(&mut self, ev: LocalEvent) {

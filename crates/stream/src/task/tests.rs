@@ -131,3 +131,38 @@ fn a_restarted_node_refuses_an_epoch_of_its_earlier_run() {
         assert_not_collecting(barrier_complete(&env.network, prev).await, prev);
     });
 }
+
+/// Seed 20144 of the fixed soak: an actor aborted by a reset had already queued the collect of an old epoch
+/// behind the reset. The worker stashed that epoch, which no inject would complete, and every later epoch of
+/// the node waited behind it. A collect from an actor of the generation before the reset is dropped; one
+/// from the generation after it is stashed as before (the check can fail).
+#[test]
+fn a_collect_from_before_the_reset_is_dropped() {
+    rt().block_on(async {
+        let env = env();
+        let node = ComputeNode::start(WORKER, env.clone(), 1);
+        let reset = Request::Reset {
+            generation: 2,
+            prev_epoch: Epoch::test(1000),
+        };
+        assert!(matches!(
+            env.network.call(WORKER, reset).await,
+            Ok(Response::Ack)
+        ));
+        let old = EpochPair::new(Epoch::test(1002), Epoch::test(1001));
+        let barrier = Barrier::new(old, BarrierKind::Checkpoint, None);
+        let manager = node.barrier_manager();
+        manager
+            .for_generation(1)
+            .collect(epochlab_common::ActorId(9), &barrier)
+            .await;
+        let described = manager.describe().await.unwrap();
+        assert!(described.ends_with("no epoch pending"), "{described}");
+        manager
+            .for_generation(2)
+            .collect(epochlab_common::ActorId(9), &barrier)
+            .await;
+        let described = manager.describe().await.unwrap();
+        assert!(described.contains("stashed"), "{described}");
+    });
+}
