@@ -592,6 +592,34 @@ impl StreamNode {
         }
     }
 
+    /// The node's kind, as its executor is named (`Merge`, `StreamScan`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StreamNode::Dml { .. } => "Dml",
+            StreamNode::Merge { .. } => "Merge",
+            StreamNode::StreamScan { .. } => "StreamScan",
+            StreamNode::Materialize { .. } => "Materialize",
+            StreamNode::Project { .. } => "Project",
+            StreamNode::Filter { .. } => "Filter",
+            StreamNode::Union { .. } => "Union",
+            StreamNode::Values { .. } => "Values",
+            StreamNode::HopWindow { .. } => "HopWindow",
+            StreamNode::RowIdGen { .. } => "RowIdGen",
+            StreamNode::Exchange { .. } => "Exchange",
+            StreamNode::FlowControl { .. } => "FlowControl",
+            StreamNode::Sink { .. } => "Sink",
+            StreamNode::HashAgg { .. } => "HashAgg",
+            StreamNode::SimpleAgg { .. } => "SimpleAgg",
+            StreamNode::HashJoin { .. } => "HashJoin",
+            StreamNode::TopN { .. } => "TopN",
+            StreamNode::GroupTopN { .. } => "GroupTopN",
+            StreamNode::DynamicFilter { .. } => "DynamicFilter",
+            StreamNode::Now { .. } => "Now",
+            StreamNode::ProjectSet { .. } => "ProjectSet",
+            StreamNode::Expand { .. } => "Expand",
+        }
+    }
+
     /// Every node of the tree, this one first, then each input's, depth first.
     pub fn walk(&self) -> Vec<&StreamNode> {
         let mut out = vec![self];

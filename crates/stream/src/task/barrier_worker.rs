@@ -18,7 +18,7 @@ use futures::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use super::build::{ActorFailure, BuildEnv, build_actor};
+use super::build::{ActorFailure, BuildEnv, build_actor, executor_chain};
 use super::error::{LocalBarrierError, LocalBarrierResult};
 use crate::executor::StreamExecutorError;
 
@@ -318,6 +318,27 @@ enum EpochState {
 struct ActorEntry {
     abort: AbortHandle,
     barrier_tx: Option<mpsc::Sender<Barrier>>,
+    /// Where the actor sits and what it runs, for a stall report.
+    job: epochlab_common::TableId,
+    fragment: epochlab_common::FragmentId,
+    chain: String,
+    /// The `prev` epoch of the last barrier it collected, and when (µs of virtual time); `None` before its
+    /// first.
+    last_collected: Option<(Epoch, u64)>,
+}
+
+impl ActorEntry {
+    /// One line of a stall report: where the actor is, what it runs, the last barrier it passed.
+    fn describe(&self, id: ActorId) -> String {
+        let last = self.last_collected.map_or_else(
+            || "none since it was built".to_string(),
+            |(e, at_us)| format!("prev={e} at {:.3} s", at_us as f64 / 1e6),
+        );
+        format!(
+            "actor {id} (job {}, fragment {}: {}) last collected {last}",
+            self.job, self.fragment, self.chain
+        )
+    }
 }
 
 pub(crate) struct LocalBarrierWorker {
@@ -523,7 +544,25 @@ impl LocalBarrierWorker {
                 EpochState::Completed(_) => format!("prev={prev} completed"),
             })
             .collect();
-        format!(
+        // Each actor the shown epochs wait for, once: where it is, its executors, the last barrier it passed.
+        let waiting: BTreeSet<ActorId> = self
+            .epochs
+            .values()
+            .take(2)
+            .filter_map(|state| match state {
+                EpochState::Issued { remaining, .. } => Some(remaining.iter().copied()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let holders: Vec<String> = waiting
+            .iter()
+            .map(|a| match self.actors.get(a) {
+                Some(entry) => entry.describe(*a),
+                None => format!("actor {a} (not on this node)"),
+            })
+            .collect();
+        let mut out = format!(
             "{} actors, {} failed; {}",
             self.actors.len(),
             self.failed.len(),
@@ -532,7 +571,12 @@ impl LocalBarrierWorker {
             } else {
                 parts.join("; ")
             }
-        )
+        );
+        if !holders.is_empty() {
+            out.push_str("; waiting actors: ");
+            out.push_str(&holders.join("; "));
+        }
+        out
     }
 
     fn build(&mut self, descs: Vec<StreamActorDesc>, generation: u64) -> LocalBarrierResult<()> {
@@ -561,7 +605,15 @@ impl LocalBarrierWorker {
                 actor.run().await;
                 active.remove(id);
             });
-            self.actors.insert(id, ActorEntry { abort, barrier_tx });
+            let entry = ActorEntry {
+                abort,
+                barrier_tx,
+                job: desc.job_id,
+                fragment: desc.fragment_id,
+                chain: executor_chain(&desc.node),
+                last_collected: None,
+            };
+            self.actors.insert(id, entry);
         }
         Ok(())
     }
@@ -637,6 +689,9 @@ impl LocalBarrierWorker {
     }
 
     fn collect(&mut self, actor: ActorId, epoch: EpochPair) {
+        if let Some(entry) = self.actors.get_mut(&actor) {
+            entry.last_collected = Some((epoch.prev, self.env.clock.elapsed_us()));
+        }
         self.handle.spans.close(&self.env.clock, epoch.prev, actor);
         let state = self
             .epochs

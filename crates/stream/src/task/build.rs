@@ -249,6 +249,46 @@ pub(crate) struct BuildEnv {
     pub barrier_channel_capacity: usize,
 }
 
+/// An actor's executor chain as built, from its output down: `Sink <- FlowControl(5 rows/s) <-
+/// StreamScan(arrangement backfill of table 1) <- Merge(fragment 1: actors [1, 2])`; a node of several inputs
+/// lists each input's chain in brackets. What a stall report shows of an actor that holds a barrier.
+pub(crate) fn executor_chain(node: &StreamNode) -> String {
+    let label = match node {
+        StreamNode::Merge {
+            upstream_fragment,
+            upstream_actors,
+        } => format!(
+            "Merge(fragment {upstream_fragment}: actors {:?})",
+            upstream_actors.iter().map(|a| a.0).collect::<Vec<_>>()
+        ),
+        StreamNode::StreamScan {
+            scan_type,
+            upstream_table,
+            rate_limit,
+            ..
+        } => format!(
+            "StreamScan({scan_type:?} of table {}{})",
+            upstream_table.table_id,
+            rate_limit.map_or(String::new(), |r| format!(", {r} rows/s"))
+        ),
+        StreamNode::FlowControl { rate_limit, .. } => match rate_limit {
+            Some(r) => format!("FlowControl({r} rows/s)"),
+            None => "FlowControl(unlimited)".to_string(),
+        },
+        StreamNode::Materialize { table, .. } => format!("Materialize(table {})", table.table_id),
+        StreamNode::Dml { table_id, .. } => format!("Dml(table {table_id})"),
+        other => other.kind().to_string(),
+    };
+    match node.inputs().as_slice() {
+        [] => label,
+        [one] => format!("{label} <- {}", executor_chain(one)),
+        many => {
+            let inputs: Vec<String> = many.iter().map(|n| executor_chain(n)).collect();
+            format!("{label} <- [{}]", inputs.join("; "))
+        }
+    }
+}
+
 /// Build one actor; a source actor also returns the sender its barriers are injected into.
 pub(crate) fn build_actor(
     env: &BuildEnv,
