@@ -21,6 +21,8 @@ pub fn schema() -> (Vec<DataType>, Vec<usize>) {
 #[derive(Default, Clone, Debug)]
 pub struct Oracle {
     rows: BTreeMap<i64, OwnedRow>,
+    /// Every key a generated batch deleted.
+    deleted: std::collections::BTreeSet<i64>,
 }
 
 impl Oracle {
@@ -30,6 +32,11 @@ impl Oracle {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// How many of `keys` a generated batch ever deleted (a snapshot read after the delete cannot see them).
+    pub fn deleted_among(&self, keys: std::ops::Range<i64>) -> usize {
+        self.deleted.range(keys).count()
     }
 
     /// Take the table's rows as they are (after a kill lost uncommitted DML): `k` in column 0.
@@ -79,6 +86,7 @@ impl Oracle {
                 Some(old) => {
                     out.push((Op::Delete, old));
                     self.rows.remove(&k);
+                    self.deleted.insert(k);
                 }
             }
         }

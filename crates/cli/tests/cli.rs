@@ -472,7 +472,7 @@ fn a_metrics_port_in_use_is_exit_2_with_one_line() {
 #[test]
 fn a_soak_with_metrics_runs_the_same_seeds() {
     let base = [
-        "soak", "--mode", "buggy", "--seeds", "52..58", "--jobs", "2", "--json",
+        "soak", "--mode", "buggy", "--engine", "2024", "--seeds", "52..58", "--jobs", "2", "--json",
     ];
     let digests = |extra: &[&str]| -> std::collections::BTreeMap<u64, String> {
         let out = epochlab(base.iter().chain(extra));
@@ -487,8 +487,9 @@ fn a_soak_with_metrics_runs_the_same_seeds() {
     assert_eq!(without, digests(&["--metrics-addr", "127.0.0.1:0"]));
 }
 
-/// The acceptance path of random plans: a buggy campaign finds the #14910 failure, its results replay the
-/// same, `--shrink` writes a smaller plan that `--plan` replays to the same signature, and the fix passes it.
+/// The acceptance path of random plans: a buggy campaign on the engine of 2024 (where #14910 lived) finds the
+/// #14910 failure, its results replay the same, `--shrink` writes a smaller plan that `--plan` replays to the
+/// same signature, and the fix passes it.
 #[test]
 fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let dir = std::env::temp_dir().join(format!("epochlab-random-{}", std::process::id()));
@@ -496,7 +497,7 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let results = dir.join("r.jsonl");
     let results = results.to_str().unwrap();
     let campaign = [
-        "soak", "--mode", "buggy", "--seeds", "52..60", "--jobs", "2",
+        "soak", "--mode", "buggy", "--engine", "2024", "--seeds", "52..60", "--jobs", "2",
     ];
     let out = epochlab(campaign.iter().copied().chain(["--results", results]));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
@@ -506,7 +507,10 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
         "{triage}"
     );
     assert!(
-        triage.contains("replay: cargo xtask soak --scenario random --bug 14910 --mode buggy"),
+        triage.contains(
+            "replay: cargo xtask soak --scenario random --bug 14910 --mode buggy --kill-rate 0.5 \
+             --background-ddl-rate 0.5 --engine 2024 --seeds 56..57"
+        ),
         "{triage}"
     );
     let replay = epochlab(["soak", "--replay", results, "--jobs", "2"]);
@@ -518,7 +522,8 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let shrink = std::process::Command::new(env!("CARGO_BIN_EXE_epochlab"))
         .current_dir(&dir)
         .args([
-            "soak", "--mode", "buggy", "--seeds", "56..57", "--shrink", "--jobs", "2",
+            "soak", "--mode", "buggy", "--engine", "2024", "--seeds", "56..57", "--shrink",
+            "--jobs", "2",
         ])
         .output()
         .unwrap();
@@ -579,7 +584,8 @@ fn a_soak_sends_the_traces_of_its_failing_seeds() {
     let jaeger = epochlab_telemetry::EmbeddedJaeger::start("127.0.0.1:0".parse().unwrap()).unwrap();
     let endpoint = jaeger.otlp_endpoint();
     let args = [
-        "soak", "--mode", "buggy", "--seeds", "100..102", "--jobs", "1", "--json",
+        "soak", "--mode", "buggy", "--engine", "2024", "--seeds", "100..102", "--jobs", "1",
+        "--json",
     ];
     let out = epochlab(
         args.iter()

@@ -396,8 +396,9 @@ impl Catalog {
     }
 
     /// The backfill of actor `i` of a fragment over table `up_id` (arrangement backfill over a merge of every
-    /// upstream actor, or no-shuffle backfill over upstream actor `i`), followed (under the job's rate limit)
-    /// by a flow-control executor, as RisingWave's plan puts one after a rate-limited `StreamScan`.
+    /// upstream actor, or no-shuffle backfill over upstream actor `i`) under the job's rate limit. Where that
+    /// limit holds rows (a flow-control executor after it, or the backfill's own reads) is the compute node's
+    /// choice, as in RisingWave (`BackfillRateLimit` in the stream crate's builder).
     fn scan_node(
         &self,
         rel: &Relation,
@@ -420,7 +421,7 @@ impl Catalog {
             StreamScanType::ArrangementBackfill => up.actors.iter().map(|a| a.actor_id).collect(),
             StreamScanType::Backfill => vec![up.actors[i].actor_id],
         };
-        let backfill = StreamNode::StreamScan {
+        StreamNode::StreamScan {
             scan_type,
             upstream_table: up.desc.clone(),
             state_table,
@@ -430,13 +431,6 @@ impl Catalog {
                 upstream_fragment: up.fragment_id,
                 upstream_actors,
             }),
-        };
-        match rel.rate_limit {
-            Some(limit) => StreamNode::FlowControl {
-                rate_limit: Some(limit),
-                input: Box::new(backfill),
-            },
-            None => backfill,
         }
     }
 

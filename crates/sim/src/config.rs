@@ -7,6 +7,7 @@ use epochlab_common::{Toggles, VnodeCount};
 use epochlab_meta::MetaConfig;
 use epochlab_rpc::RpcKind;
 use epochlab_stream::StreamConfig;
+use epochlab_stream::task::build::BackfillRateLimit;
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::repro::ReproParams;
@@ -21,6 +22,16 @@ pub(crate) fn cluster_config(p: &ReproParams) -> ClusterConfig {
         p.persist_check,
     );
     config.compute_nodes = p.compute_nodes;
+    config
+}
+
+/// `config` with backfill rate limits kept by a flow-control executor after the backfill, as RisingWave had
+/// them before PR #15948 ([`BackfillRateLimit::FlowControl`]). For the runs on the engine of 2024: the
+/// sqllogictest runner of 2024 and a plan file that says `flow_control` (the directed scenarios have it in
+/// `ReproParams::toggles`); random plans run on today's engine.
+pub fn with_flow_control(mut config: ClusterConfig) -> ClusterConfig {
+    config.meta.toggles = config.meta.toggles.with(BackfillRateLimit::FlowControl);
+    config.stream.toggles = config.stream.toggles.with(BackfillRateLimit::FlowControl);
     config
 }
 

@@ -61,9 +61,15 @@ impl Default for ReproParams {
 }
 
 impl ReproParams {
-    /// The engine's toggles for this run's bug and mode.
+    /// The engine's toggles for this run's bug and mode, on the engine the directed scenarios were written on:
+    /// a backfill's rate limit kept by a flow-control executor after it, as in RisingWave before PR #15948
+    /// (#14910's own mechanism needs it: without it, barriers pass the backfill at once and the drop's Stop
+    /// barrier is collected before the fault).
     pub fn toggles(&self) -> Result<Toggles, BugError> {
-        self.bug.toggles(self.mode)
+        Ok(self
+            .bug
+            .toggles(self.mode)?
+            .with(epochlab_stream::task::build::BackfillRateLimit::FlowControl))
     }
 
     /// Why these parameters cannot produce the interleaving, if they cannot.

@@ -112,7 +112,9 @@ impl Default for SltParams {
 /// Which RisingWave simulation runner `kill` follows. One place decides each difference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RunnerEra {
-    /// `src/tests/simulation/src/slt.rs` at f21fb9b7915 (2024), what the seed's CI ran.
+    /// `src/tests/simulation/src/slt.rs` at f21fb9b7915 (2024), what the seed's CI ran, against the engine of
+    /// that time: a backfill's rate limit is kept by a flow-control executor after it
+    /// (`epochlab_sim::config::with_flow_control`).
     #[default]
     R2024,
     /// Today's runner, for the differences modelled here: `SET BACKGROUND_DDL` only at a rate above 0
@@ -700,6 +702,11 @@ async fn start_cluster(
         p.persist_check,
     );
     config.compute_nodes = p.compute_nodes;
+    let config = match p.runner {
+        // The engine of the 2024 runner's CI: backfill rate limits in a flow-control executor.
+        RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),
+        RunnerEra::Latest => config,
+    };
     let cluster = Arc::new(Cluster::start(ctx, config).await);
     if let Some(hook) = hook {
         hook(cluster.clone());

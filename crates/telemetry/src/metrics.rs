@@ -915,9 +915,14 @@ mod tests {
         );
     }
 
-    /// Run seed 21's random plan in `mode` as worker 0's run; what the metrics showed as the run started.
+    /// Run seed 21's random plan (on the engine of 2024, where #14910's window is) in `mode` as worker 0's
+    /// run; what the metrics showed as the run started.
     fn run_plan_21(metrics: &Arc<Metrics>, mode: Mode) -> (PlanReport, String) {
-        let plan = epochlab_sim::workload::generate(21, &Default::default());
+        let g = epochlab_sim::workload::GenParams {
+            flow_control: true,
+            ..Default::default()
+        };
+        let plan = epochlab_sim::workload::generate(21, &g);
         let (tx, rx) = std::sync::mpsc::channel();
         let m = metrics.clone();
         let hooks = ReproHooks {

@@ -53,6 +53,15 @@ pub struct SoakCmd {
     /// random (default): a random plan per seed; 14910: the directed scenario
     #[arg(long, value_name = "S", value_enum)]
     pub scenario: Option<ScenarioArg>,
+    /// Random plans: the engine they run on, latest (default) or 2024
+    ///
+    /// 2024: a backfill's rate limit is kept by a flow-control executor after it, as in RisingWave
+    /// before PR #15948, so a barrier waits behind the rows the backfill read (the engine of #14910,
+    /// whose random plans find it there far more often). latest: the backfill paces its own reads.
+    /// The directed scenario always runs on the engine of 2024.
+    #[arg(long, value_name = "E", verbatim_doc_comment, value_enum,
+          conflicts_with_all = ["slt", "plan", "replay"])]
+    pub engine: Option<EngineArg>,
     /// 0..=1, random plans: the chance that a kill opportunity kills, default 0.5
     ///
     /// A kill opportunity comes every 5 to 15 s, and after some drops; it kills every node or
@@ -184,6 +193,16 @@ pub enum ScenarioArg {
     Directed,
 }
 
+/// `--engine`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineArg {
+    /// The backfill paces its own snapshot reads (RisingWave since PR #15948).
+    Latest,
+    /// A flow-control executor after the backfill (RisingWave at f21fb9b7915).
+    #[value(name = "2024")]
+    R2024,
+}
+
 const SOAK_AFTER_HELP: &str = "\
 OUTCOMES per seed: passed (a directed run that could not set up the bug counts as passed, with its reason as
 the detail), failed (kind actor_failure, invariant or oracle), stuck (no epoch committed for 180 virtual
@@ -216,6 +235,7 @@ impl SoakCmd {
                 Scenario::Random(GenParams {
                     kill_rate: self.kill_rate.unwrap_or(g.kill_rate),
                     background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
+                    flow_control: self.engine == Some(EngineArg::R2024),
                     ..g
                 })
             }
@@ -268,6 +288,7 @@ impl SoakCmd {
             let random_only = [
                 (self.kill_rate.is_some(), "--kill-rate"),
                 (self.background_ddl_rate.is_some(), "--background-ddl-rate"),
+                (self.engine.is_some(), "--engine"),
                 (self.shrink, "--shrink"),
             ];
             if let Some((_, flag)) = random_only.into_iter().find(|(given, _)| *given) {

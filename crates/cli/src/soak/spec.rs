@@ -88,11 +88,12 @@ impl RunSpec {
                 run,
                 generate,
             } => format!(
-                "cargo xtask soak --scenario random --bug {} --mode {} --kill-rate {} --background-ddl-rate {} --seeds {seed}..{}",
+                "cargo xtask soak --scenario random --bug {} --mode {} --kill-rate {} --background-ddl-rate {}{} --seeds {seed}..{}",
                 run.bug(),
                 run.mode(),
                 generate.kill_rate,
                 generate.background_ddl_rate,
+                engine_flag(generate),
                 seed + 1
             ),
             RunSpec::Plan { run, path, .. } => {
@@ -199,12 +200,18 @@ pub fn directed_campaign(p: &ReproParams) -> String {
 /// The campaign key of random plans with these settings.
 pub fn random_campaign(run: BugMode, g: &GenParams) -> String {
     format!(
-        "scenario=random --bug {} --mode {} --kill-rate {} --background-ddl-rate {}",
+        "scenario=random --bug {} --mode {} --kill-rate {} --background-ddl-rate {}{}",
         run.bug(),
         run.mode(),
         g.kill_rate,
-        g.background_ddl_rate
+        g.background_ddl_rate,
+        engine_flag(g)
     )
+}
+
+/// ` --engine 2024` for plans on the engine of 2024; nothing for the default engine (older keys stay valid).
+fn engine_flag(g: &GenParams) -> &'static str {
+    if g.flow_control { " --engine 2024" } else { "" }
 }
 
 /// A finished directed run as a soak row. A run that could not set up the bug counts as passed: nothing

@@ -22,6 +22,9 @@ pub struct GenParams {
     pub kill_rate: f64,
     /// Probability that a view or sink is created in the background (`--background-ddl-rate`).
     pub background_ddl_rate: f64,
+    /// The plans run on the engine of 2024: backfill rate limits kept by a flow-control executor
+    /// (`PlanCluster::flow_control`, `--engine 2024`). Not a draw: every plan of a campaign has it or none.
+    pub flow_control: bool,
 }
 
 impl Default for GenParams {
@@ -30,6 +33,7 @@ impl Default for GenParams {
             duration_ms: 60_000,
             kill_rate: 0.5,
             background_ddl_rate: 0.5,
+            flow_control: false,
         }
     }
 }
@@ -71,6 +75,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
         checkpoint_frequency: d.pick(&[1, 1, 2, 5, 10]),
         persist_check: d.chance(0.9),
         static_groups: false,
+        flow_control: g.flow_control,
     };
     let mut steps = Vec::new();
     let tables = tables(&d, &cluster, g, &mut steps);

@@ -42,6 +42,11 @@ pub struct PlanCluster {
     /// files, which read as a group per job.
     #[serde(default, skip_serializing_if = "is_false")]
     pub static_groups: bool,
+    /// Backfill rate limits are kept by a flow-control executor after the backfill, as in RisingWave before PR
+    /// #15948 (`epochlab_sim::config::with_flow_control`); absent, the backfill paces its own reads. Random
+    /// plans never draw it: it replays a plan on the engine of 2024.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub flow_control: bool,
 }
 
 /// One action at a virtual time (ms after the cluster started).

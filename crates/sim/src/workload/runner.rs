@@ -92,6 +92,9 @@ fn cluster_config(c: &PlanCluster, run: BugMode) -> ClusterConfig {
     if c.static_groups {
         config.meta.compaction_groups = epochlab_meta::GroupPlacement::Static;
     }
+    if c.flow_control {
+        config = crate::config::with_flow_control(config);
+    }
     config
 }
 
@@ -1116,6 +1119,7 @@ mod tests {
             checkpoint_frequency: 3,
             persist_check: true,
             static_groups: false,
+            flow_control: false,
         };
         let plan = Plan {
             version: PLAN_VERSION,
@@ -1178,6 +1182,7 @@ mod tests {
             checkpoint_frequency: 2,
             persist_check: true,
             static_groups: false,
+            flow_control: false,
         };
         let plan = Plan {
             version: PLAN_VERSION,

@@ -610,7 +610,7 @@ impl LocalBarrierWorker {
                 barrier_tx,
                 job: desc.job_id,
                 fragment: desc.fragment_id,
-                chain: executor_chain(&desc.node),
+                chain: executor_chain(&self.env, &desc.node),
                 last_collected: None,
             };
             self.actors.insert(id, entry);

@@ -252,7 +252,7 @@ pub(crate) struct BuildEnv {
 /// An actor's executor chain as built, from its output down: `Sink <- FlowControl(5 rows/s) <-
 /// StreamScan(arrangement backfill of table 1) <- Merge(fragment 1: actors [1, 2])`; a node of several inputs
 /// lists each input's chain in brackets. What a stall report shows of an actor that holds a barrier.
-pub(crate) fn executor_chain(node: &StreamNode) -> String {
+pub(crate) fn executor_chain(env: &BuildEnv, node: &StreamNode) -> String {
     let label = match node {
         StreamNode::Merge {
             upstream_fragment,
@@ -266,11 +266,17 @@ pub(crate) fn executor_chain(node: &StreamNode) -> String {
             upstream_table,
             rate_limit,
             ..
-        } => format!(
-            "StreamScan({scan_type:?} of table {}{})",
-            upstream_table.table_id,
-            rate_limit.map_or(String::new(), |r| format!(", {r} rows/s"))
-        ),
+        } => {
+            let scan = format!(
+                "StreamScan({scan_type:?} of table {}{})",
+                upstream_table.table_id,
+                rate_limit.map_or(String::new(), |r| format!(", {r} rows/s"))
+            );
+            match backfill_pacing(env, *rate_limit).1 {
+                Some(r) => format!("FlowControl({r} rows/s) <- {scan}"),
+                None => scan,
+            }
+        }
         StreamNode::FlowControl { rate_limit, .. } => match rate_limit {
             Some(r) => format!("FlowControl({r} rows/s)"),
             None => "FlowControl(unlimited)".to_string(),
@@ -281,9 +287,9 @@ pub(crate) fn executor_chain(node: &StreamNode) -> String {
     };
     match node.inputs().as_slice() {
         [] => label,
-        [one] => format!("{label} <- {}", executor_chain(one)),
+        [one] => format!("{label} <- {}", executor_chain(env, one)),
         many => {
-            let inputs: Vec<String> = many.iter().map(|n| executor_chain(n)).collect();
+            let inputs: Vec<String> = many.iter().map(|n| executor_chain(env, n)).collect();
             format!("{label} <- [{}]", inputs.join("; "))
         }
     }
@@ -380,6 +386,7 @@ fn backfill_args(
         state_table: progress,
         vnodes: desc.vnodes.clone(),
         rate_limit: t.rate_limit,
+        paced: false,
         chunk_size: t.chunk_size,
         persist_check: env.persist_check,
         backfill_vnode: env.toggles.get::<BackfillVnode>(),
@@ -544,7 +551,33 @@ fn build_merge(
     Box::new(MergeExecutor::new(actor_id, upstreams))
 }
 
-/// A backfill of `tables` over `input` (the upstream's changes), arrangement or no-shuffle.
+epochlab_common::toggle! {
+    /// Where a backfill's rate limit holds the snapshot rows it has read (RisingWave #15790, fixed by PR
+    /// #15948). Read only by [`build_stream_scan`] (and [`executor_chain`], which shows what it builds).
+    pub enum BackfillRateLimit {
+        /// RisingWave before PR #15948 (f21fb9b7915, the tree of #14910): a `FlowControlExecutor` after the
+        /// backfill paces the chunks it yields. A barrier waits behind every row the backfill read before it:
+        /// at the end of a snapshot, the partly filled chunk of every vnode goes out at once, and a barrier
+        /// then waits rows / limit seconds (#15790: "barrier latency spikes").
+        FlowControl,
+        /// PR #15948: the backfill waits for the limiter before each snapshot read, a wait that an upstream
+        /// barrier preempts; rows already read never hold a barrier.
+        #[default]
+        InExecutor,
+    }
+}
+
+/// How a backfill of `rate_limit` is paced under `env`'s [`BackfillRateLimit`] (the toggle's one read): whether
+/// the backfill paces its own snapshot reads, and the limit a flow-control executor after it keeps, if any.
+fn backfill_pacing(env: &BuildEnv, rate_limit: Option<u32>) -> (bool, Option<u32>) {
+    match env.toggles.get::<BackfillRateLimit>() {
+        BackfillRateLimit::FlowControl => (false, rate_limit),
+        BackfillRateLimit::InExecutor => (true, None),
+    }
+}
+
+/// A backfill of `tables` over `input` (the upstream's changes), arrangement or no-shuffle, paced as
+/// [`BackfillRateLimit`] says.
 fn build_stream_scan(
     env: &BuildEnv,
     desc: &StreamActorDesc,
@@ -569,12 +602,23 @@ fn build_stream_scan(
         rate_limit: *rate_limit,
         chunk_size: *chunk_size,
     };
-    let args = backfill_args(env, desc, tables, barrier_manager)?;
-    Ok(match scan_type {
+    let mut args = backfill_args(env, desc, tables, barrier_manager)?;
+    let (paced, flow_control) = backfill_pacing(env, *rate_limit);
+    args.paced = paced;
+    let backfill: BoxedExecutor = match scan_type {
         StreamScanType::ArrangementBackfill => {
             Box::new(ArrangementBackfillExecutor::new(input, args))
         }
         StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
+    };
+    Ok(match flow_control {
+        Some(limit) => Box::new(FlowControlExecutor::new(
+            desc.actor_id,
+            backfill,
+            Some(limit),
+            env.clock.clone(),
+        )),
+        None => backfill,
     })
 }
 

@@ -64,6 +64,9 @@ pub struct BackfillArgs {
     pub state_table: StateTable,
     pub vnodes: Arc<Bitmap>,
     pub rate_limit: Option<u32>,
+    /// The backfill paces its snapshot reads to the rate limit itself (RisingWave PR #15948); otherwise a
+    /// flow-control executor after it does, and the limit only sizes the reads.
+    pub paced: bool,
     pub chunk_size: usize,
     /// RisingWave's debug-build check: read each progress row before updating it.
     pub persist_check: bool,
@@ -76,15 +79,23 @@ pub struct BackfillArgs {
     pub clock: epochlab_common::Clock,
 }
 
-/// How many snapshot rows a read takes, one decision for both backfill executors: the chunk size, under the
-/// rate limit (rows per second per actor; `None` and 0 are unlimited), at least one. A throttle barrier
-/// changes the limit. As in RisingWave at the time of #14910, the limit only sizes the snapshot chunks here;
-/// the pace is kept by the flow-control executor that follows in the plan, so a barrier waits behind the row
-/// that flow control holds.
+/// How many snapshot rows a read takes and, when the backfill paces itself, when it may read them: one decision
+/// for both backfill executors. A read takes the chunk size, under the rate limit (rows per second per actor;
+/// `None` and 0 are unlimited), at least one row. A throttle barrier changes the limit.
+///
+/// Unpaced (RisingWave at the time of #14910) the limit only sizes the reads; the pace is kept by the
+/// flow-control executor that follows in the plan, so a barrier waits behind the rows that flow control holds.
+/// Paced (RisingWave PR #15948, whose limiter waits before each snapshot row) a read waits until the rows of
+/// the reads before it have had their time: `rows / limit` seconds each, on the simulation clock. The wait is
+/// what an upstream barrier preempts, so no barrier waits behind rows already read. Pacing reads a whole chunk
+/// per wait where RisingWave waits per row: the rows of one epoch, and when the barrier passes, are the same.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SnapshotBatch {
     chunk_size: usize,
     rate_limit: Option<u32>,
+    paced: bool,
+    /// When paced: the earliest time (µs of the clock) the next read may take place.
+    next_read_us: u64,
 }
 
 impl SnapshotBatch {
@@ -92,6 +103,8 @@ impl SnapshotBatch {
         let mut batch = Self {
             chunk_size: args.chunk_size,
             rate_limit: None,
+            paced: args.paced,
+            next_read_us: 0,
         };
         batch.throttle(args.rate_limit);
         batch
@@ -106,6 +119,38 @@ impl SnapshotBatch {
     pub(super) fn rows(&self) -> usize {
         let limit = self.rate_limit.map_or(usize::MAX, |l| l as usize);
         self.chunk_size.min(limit).max(1)
+    }
+
+    /// The limit this backfill keeps itself, if it paces its reads.
+    fn pace(&self) -> Option<u32> {
+        self.rate_limit.filter(|_| self.paced)
+    }
+
+    /// When the next read may take place (µs of the clock); 0 when it need not wait.
+    pub(super) fn next_read_at(&self) -> u64 {
+        self.pace().map_or(0, |_| self.next_read_us)
+    }
+
+    /// Whether a read may take place at `now_us` (the tombstone read of RisingWave #14842 is made only then,
+    /// as RisingWave PR #16744 has it).
+    pub(super) fn may_read(&self, now_us: u64) -> bool {
+        self.next_read_at() <= now_us
+    }
+
+    /// `rows` rows were read at `now_us`: the next read waits for their time.
+    pub(super) fn read(&mut self, rows: usize, now_us: u64) {
+        if let Some(limit) = self.pace() {
+            let start = self.next_read_us.max(now_us);
+            self.next_read_us = start + rows as u64 * 1_000_000 / u64::from(limit);
+        }
+    }
+}
+
+/// Resolves at `at_us` of `clock` (at once if that has passed): the wait of a paced snapshot read.
+pub(super) async fn until(clock: &epochlab_common::Clock, at_us: u64) {
+    let now = clock.elapsed_us();
+    if at_us > now {
+        tokio::time::sleep(std::time::Duration::from_micros(at_us - now)).await;
     }
 }
 
@@ -132,20 +177,30 @@ enum Next {
     Snapshot(StreamExecutorResult<Option<(VirtualNode, Vec<OwnedRow>)>>),
 }
 
-/// The next upstream message or (if a snapshot is being read) up to `batch` snapshot rows of one vnode;
-/// upstream first.
+/// The next upstream message or (if a snapshot is being read) up to `batch.rows()` snapshot rows of one vnode,
+/// once `batch` lets the read take place; upstream first, so a barrier preempts a paced read's wait.
 async fn next_event(
     upstream: &mut BoxedMessageStream,
     snapshot: Option<&mut SnapshotReader>,
-    batch: usize,
+    batch: &mut SnapshotBatch,
+    clock: &epochlab_common::Clock,
 ) -> Next {
     match snapshot {
         None => Next::Upstream(upstream.next().await),
-        Some(s) => tokio::select! {
-            biased;
-            m = upstream.next() => Next::Upstream(m),
-            () = std::future::ready(()) => Next::Snapshot(s.next_batch(batch)),
-        },
+        Some(s) => {
+            let at = batch.next_read_at();
+            tokio::select! {
+                biased;
+                m = upstream.next() => Next::Upstream(m),
+                () = until(clock, at) => {
+                    let read = s.next_batch(batch.rows());
+                    if let Ok(Some((_, rows))) = &read {
+                        batch.read(rows.len(), clock.elapsed_us());
+                    }
+                    Next::Snapshot(read)
+                }
+            }
+        }
     }
 }
 
@@ -514,15 +569,21 @@ impl Core {
     }
 
     /// RisingWave #14842: an epoch without any snapshot row still reads one, so that progress through
-    /// tombstones is never lost. The row's chunk, its position already moved.
+    /// tombstones is never lost; a paced backfill only if its limiter lets it read now (RisingWave PR #16744).
+    /// The row's chunk, its position already moved.
     fn read_one_snapshot_row(
-        &self,
+        &mut self,
         state: &mut BackfillState,
     ) -> StreamExecutorResult<Option<StreamChunk>> {
+        let now = self.args.clock.elapsed_us();
+        if !self.batch.may_read(now) {
+            return Ok(None);
+        }
         let mut one = SnapshotReader::new(&self.args.upstream_table, state)?;
         let Some((vnode, row)) = one.next_row()? else {
             return Ok(None);
         };
+        self.batch.read(1, now);
         let chunk = StreamChunk::from_pairs([(Op::Insert, row)]);
         self.handle_snapshot_chunk(state, vnode, &chunk)?;
         Ok(Some(chunk))
@@ -639,7 +700,9 @@ impl ArrangementBackfillExecutor {
                 };
                 let mut epoch = EpochBuffers::new(core.batch.rows());
                 let barrier = loop {
-                    match next_event(&mut upstream, snapshot.as_mut(), epoch.capacity).await {
+                    let clock = &core.args.clock;
+                    match next_event(&mut upstream, snapshot.as_mut(), &mut core.batch, clock).await
+                    {
                         Next::Upstream(None) => return Err(upstream_closed(actor_id))?,
                         Next::Upstream(Some(msg)) => match msg? {
                             Message::Chunk(c) => epoch.buffered.push(c.compact()),

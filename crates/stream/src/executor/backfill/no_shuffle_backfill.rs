@@ -30,7 +30,7 @@ use epochlab_state_table::{StateTable, StateTableResult};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::arrangement_backfill::{BackfillArgs, SnapshotBatch};
+use super::arrangement_backfill::{BackfillArgs, SnapshotBatch, until};
 use super::state::BackfillProgressPerVnode;
 use crate::executor::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
@@ -198,19 +198,30 @@ enum Next {
     Snapshot(StreamExecutorResult<Option<Vec<OwnedRow>>>),
 }
 
-/// The next upstream message or (while a snapshot is read) up to `batch` snapshot rows; upstream first.
+/// The next upstream message or (while a snapshot is read) up to `batch.rows()` snapshot rows, once `batch`
+/// lets the read take place; upstream first, so a barrier preempts a paced read's wait.
 async fn next_event(
     upstream: &mut BoxedMessageStream,
     snapshot: Option<&mut MergedSnapshot>,
-    batch: usize,
+    batch: &mut SnapshotBatch,
+    clock: &epochlab_common::Clock,
 ) -> Next {
     match snapshot {
         None => Next::Upstream(upstream.next().await),
-        Some(s) => tokio::select! {
-            biased;
-            m = upstream.next() => Next::Upstream(m),
-            () = std::future::ready(()) => Next::Snapshot(s.next_batch(batch)),
-        },
+        Some(s) => {
+            let at = batch.next_read_at();
+            tokio::select! {
+                biased;
+                m = upstream.next() => Next::Upstream(m),
+                () = until(clock, at) => {
+                    let read = s.next_batch(batch.rows());
+                    if let Ok(Some(rows)) = &read {
+                        batch.read(rows.len(), clock.elapsed_us());
+                    }
+                    Next::Snapshot(read)
+                }
+            }
+        }
     }
 }
 
@@ -420,9 +431,9 @@ impl NoShuffleBackfillExecutor {
         while !state.is_finished {
             let mut snapshot = this.epoch_snapshot(&state, paused)?;
             let mut read = 0u64;
-            let capacity = this.batch.rows();
             let end = loop {
-                match next_event(&mut upstream, snapshot.as_mut(), capacity).await {
+                let clock = &this.args.clock;
+                match next_event(&mut upstream, snapshot.as_mut(), &mut this.batch, clock).await {
                     Next::Upstream(None) => return Err(this.upstream_closed())?,
                     Next::Upstream(Some(msg)) => match msg? {
                         Message::Chunk(c) => buffered.push_back(c.compact()),
@@ -524,13 +535,16 @@ impl Core {
     ) -> StreamExecutorResult<(Vec<StreamChunk>, bool)> {
         let mut out = Vec::new();
         let mut complete = false;
-        if *read == 0 && !paused {
+        let now = self.args.clock.elapsed_us();
+        // A paced backfill reads it only if its limiter lets it read now (RisingWave PR #16744).
+        if *read == 0 && !paused && self.batch.may_read(now) {
             let table = &self.args.upstream_table;
             let mut one =
                 MergedSnapshot::new(table, state.current_pos.as_ref(), &self.args.vnodes)?;
             match one.next_row()? {
                 Some(row) => {
                     *read = 1;
+                    self.batch.read(1, now);
                     out.push(self.snapshot_chunk(state, vec![row]));
                 }
                 None => complete = true,
