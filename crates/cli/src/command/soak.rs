@@ -55,10 +55,13 @@ pub struct SoakCmd {
     pub scenario: Option<ScenarioArg>,
     /// Random plans: the engine they run on, latest (default) or 2024
     ///
-    /// 2024: a backfill's rate limit is kept by a flow-control executor after it, as in RisingWave
-    /// before PR #15948, so a barrier waits behind the rows the backfill read (the engine of #14910,
-    /// whose random plans find it there far more often). latest: the backfill paces its own reads.
-    /// The directed scenario always runs on the engine of 2024.
+    /// Where a backfill's rate limit holds the rows it read. latest: the backfill waits for its
+    /// limiter before each snapshot read, and a barrier never waits behind rows already read
+    /// (RisingWave since PR #15948). 2024: a flow-control executor after the backfill paces them,
+    /// and a barrier waits behind every row read before it (RisingWave at f21fb9b7915, the engine
+    /// of #14910, whose random plans find it there far more often). Not with --slt (its --runner
+    /// picks the engine), --plan (a plan file's cluster says `"flow_control": true` for 2024) or
+    /// --replay (each row's replay says it); the directed scenario always runs the engine of 2024.
     #[arg(long, value_name = "E", verbatim_doc_comment, value_enum,
           conflicts_with_all = ["slt", "plan", "replay"])]
     pub engine: Option<EngineArg>,
@@ -285,10 +288,17 @@ impl SoakCmd {
                     reason: "the directed scenario of a soak is #14910's; other bugs soak random plans",
                 });
             }
+            if self.engine.is_some() {
+                return Err(CheckError::Exclusive {
+                    a: "--engine",
+                    b: "--scenario 14910",
+                    reason: "picks the engine of random plans; the directed scenario always runs the \
+                             engine of 2024",
+                });
+            }
             let random_only = [
                 (self.kill_rate.is_some(), "--kill-rate"),
                 (self.background_ddl_rate.is_some(), "--background-ddl-rate"),
-                (self.engine.is_some(), "--engine"),
                 (self.shrink, "--shrink"),
             ];
             if let Some((_, flag)) = random_only.into_iter().find(|(given, _)| *given) {

@@ -23,8 +23,25 @@ use crate::soak_metrics::{MetricsError, SoakObserver};
 pub use spec::{RunSpec, Scenario};
 use spec::{directed_campaign, random_campaign};
 
-/// The results format's version (2: rows carry `bug`).
-pub const RESULTS_VERSION: u32 = 2;
+/// The results format's version (2: rows carry `bug`; 3: a random plan's replay names `--engine 2024` when it
+/// ran on the engine of 2024, and no `--engine` means the latest engine; in rows of version 2 it meant 2024).
+pub const RESULTS_VERSION: u32 = 3;
+
+/// The command that replays `row` today: a random plan's row of version 2 ran on what is now the engine of
+/// 2024, which its command did not name.
+fn replay_command(row: &SeedRow) -> String {
+    let random = row
+        .replay
+        .starts_with("cargo xtask soak --scenario random ");
+    if row.version < 3
+        && random
+        && !row.replay.contains(" --engine ")
+        && let Some((head, seeds)) = row.replay.split_once(" --seeds ")
+    {
+        return format!("{head} --engine 2024 --seeds {seeds}");
+    }
+    row.replay.clone()
+}
 
 /// What a soak campaign runs.
 #[derive(Clone, Debug)]
@@ -641,17 +658,18 @@ fn replay_file(
     observer: &SoakObserver,
 ) -> Result<u8, SoakError> {
     let rows = read_all(path)?;
+    let commands: Vec<String> = rows.iter().map(replay_command).collect();
     let mut runs = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        let spec = spec_of_replay(&r.replay).map_err(|source| SoakError::Unreplayable {
+    for (i, command) in commands.iter().enumerate() {
+        let spec = spec_of_replay(command).map_err(|source| SoakError::Unreplayable {
             path: path.display().to_string(),
             line: i + 1,
-            command: r.replay.clone(),
+            command: command.clone(),
             source,
         })?;
         runs.push(spec);
     }
-    let before: BTreeMap<&str, &SeedRow> = rows.iter().map(|r| (r.replay.as_str(), r)).collect();
+    let before: BTreeMap<&str, &SeedRow> = commands.iter().map(String::as_str).zip(&rows).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
     let workers = Workers {
@@ -836,5 +854,21 @@ mod tests {
         assert!(spec_of_replay("cargo xtask repro --mode all").is_err());
         assert!(spec_of_replay("rm -rf /").is_err());
         assert!(spec_of_replay("cargo xtask soak --seeds 1..5").is_err());
+    }
+
+    /// A random plan's row of version 2 ran on the engine of 2024 without naming it: its replay does.
+    #[test]
+    fn a_random_row_of_version_2_replays_on_the_engine_of_2024() {
+        let mut random = args();
+        random.params.mode = Mode::Buggy;
+        let mut row = random.spec(17).run("c", ReproHooks::default(), None);
+        assert!(!row.replay.contains("--engine"), "{}", row.replay);
+        assert_eq!(replay_command(&row), row.replay);
+        row.version = 2;
+        let old = replay_command(&row);
+        assert!(old.ends_with(" --engine 2024 --seeds 17..18"), "{old}");
+        let back = spec_of_replay(&old).expect("it replays");
+        assert_eq!(back.replay(), old);
+        assert!(back.plan().expect("a random plan").cluster.flow_control);
     }
 }

@@ -321,6 +321,7 @@ struct ActorEntry {
     /// Where the actor sits and what it runs, for a stall report.
     job: epochlab_common::TableId,
     fragment: epochlab_common::FragmentId,
+    vnodes: usize,
     chain: String,
     /// The `prev` epoch of the last barrier it collected, and when (µs of virtual time); `None` before its
     /// first.
@@ -335,8 +336,8 @@ impl ActorEntry {
             |(e, at_us)| format!("prev={e} at {:.3} s", at_us as f64 / 1e6),
         );
         format!(
-            "actor {id} (job {}, fragment {}: {}) last collected {last}",
-            self.job, self.fragment, self.chain
+            "actor {id} (job {}, fragment {}, {} vnodes: {}) last collected {last}",
+            self.job, self.fragment, self.vnodes, self.chain
         )
     }
 }
@@ -610,6 +611,7 @@ impl LocalBarrierWorker {
                 barrier_tx,
                 job: desc.job_id,
                 fragment: desc.fragment_id,
+                vnodes: desc.vnodes.count_ones(),
                 chain: executor_chain(&self.env, &desc.node),
                 last_collected: None,
             };

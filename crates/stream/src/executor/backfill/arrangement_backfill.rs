@@ -13,7 +13,7 @@ use epochlab_storage::NodeStorage;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::snapshot::SnapshotReader;
+use super::snapshot::{Next, SnapshotReader, next_event};
 use super::state::{BackfillProgressPerVnode, BackfillState};
 use super::stats::BackfillActorStats;
 use crate::executor::{
@@ -170,38 +170,6 @@ struct Core {
     pk_indices: Vec<usize>,
     pk_orders: Vec<OrderType>,
     batch: SnapshotBatch,
-}
-
-enum Next {
-    Upstream(Option<StreamExecutorResult<Message>>),
-    Snapshot(StreamExecutorResult<Option<(VirtualNode, Vec<OwnedRow>)>>),
-}
-
-/// The next upstream message or (if a snapshot is being read) up to `batch.rows()` snapshot rows of one vnode,
-/// once `batch` lets the read take place; upstream first, so a barrier preempts a paced read's wait.
-async fn next_event(
-    upstream: &mut BoxedMessageStream,
-    snapshot: Option<&mut SnapshotReader>,
-    batch: &mut SnapshotBatch,
-    clock: &epochlab_common::Clock,
-) -> Next {
-    match snapshot {
-        None => Next::Upstream(upstream.next().await),
-        Some(s) => {
-            let at = batch.next_read_at();
-            tokio::select! {
-                biased;
-                m = upstream.next() => Next::Upstream(m),
-                () = until(clock, at) => {
-                    let read = s.next_batch(batch.rows());
-                    if let Ok(Some((_, rows))) = &read {
-                        batch.read(rows.len(), clock.elapsed_us());
-                    }
-                    Next::Snapshot(read)
-                }
-            }
-        }
-    }
 }
 
 impl ArrangementBackfillExecutor {

@@ -30,7 +30,8 @@ use epochlab_state_table::{StateTable, StateTableResult};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::arrangement_backfill::{BackfillArgs, SnapshotBatch, until};
+use super::arrangement_backfill::{BackfillArgs, SnapshotBatch};
+use super::snapshot::{Next, SnapshotSource, next_event};
 use super::state::BackfillProgressPerVnode;
 use crate::executor::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
@@ -178,6 +179,18 @@ impl MergedSnapshot {
     }
 }
 
+impl SnapshotSource for MergedSnapshot {
+    type Rows = Vec<OwnedRow>;
+
+    fn next_rows(&mut self, max: usize) -> StreamExecutorResult<Option<Self::Rows>> {
+        self.next_batch(max)
+    }
+
+    fn count(rows: &Self::Rows) -> usize {
+        rows.len()
+    }
+}
+
 /// RisingWave's `BackfillExecutor` (see the module doc).
 pub struct NoShuffleBackfillExecutor {
     /// The one upstream actor's changes, through a `NoShuffle` dispatcher.
@@ -191,38 +204,6 @@ struct Core {
     pk_indices: Vec<usize>,
     pk_orders: Vec<OrderType>,
     batch: SnapshotBatch,
-}
-
-enum Next {
-    Upstream(Option<StreamExecutorResult<Message>>),
-    Snapshot(StreamExecutorResult<Option<Vec<OwnedRow>>>),
-}
-
-/// The next upstream message or (while a snapshot is read) up to `batch.rows()` snapshot rows, once `batch`
-/// lets the read take place; upstream first, so a barrier preempts a paced read's wait.
-async fn next_event(
-    upstream: &mut BoxedMessageStream,
-    snapshot: Option<&mut MergedSnapshot>,
-    batch: &mut SnapshotBatch,
-    clock: &epochlab_common::Clock,
-) -> Next {
-    match snapshot {
-        None => Next::Upstream(upstream.next().await),
-        Some(s) => {
-            let at = batch.next_read_at();
-            tokio::select! {
-                biased;
-                m = upstream.next() => Next::Upstream(m),
-                () = until(clock, at) => {
-                    let read = s.next_batch(batch.rows());
-                    if let Ok(Some(rows)) = &read {
-                        batch.read(rows.len(), clock.elapsed_us());
-                    }
-                    Next::Snapshot(read)
-                }
-            }
-        }
-    }
 }
 
 /// What the epoch loop ended with.

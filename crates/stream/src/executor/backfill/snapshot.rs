@@ -3,11 +3,55 @@
 use std::collections::VecDeque;
 use std::ops::Bound;
 
-use epochlab_common::{OwnedRow, VirtualNode};
+use epochlab_common::{Clock, OwnedRow, VirtualNode};
 use epochlab_state_table::{StateTable, StateTableResult};
+use futures::StreamExt;
 
+use super::arrangement_backfill::{SnapshotBatch, until};
 use super::state::{BackfillProgressPerVnode, BackfillState};
-use crate::executor::StreamExecutorResult;
+use crate::executor::{BoxedMessageStream, Message, StreamExecutorResult};
+
+/// A backfill's snapshot, read a batch at a time: the arrangement backfill's per-vnode reader, the no-shuffle
+/// backfill's merged one.
+pub(super) trait SnapshotSource {
+    /// What one read returns.
+    type Rows;
+    /// Up to `max` rows, or `None` when the snapshot is exhausted.
+    fn next_rows(&mut self, max: usize) -> StreamExecutorResult<Option<Self::Rows>>;
+    /// How many rows a read returned.
+    fn count(rows: &Self::Rows) -> usize;
+}
+
+/// What a backfill's epoch loop takes next.
+pub(super) enum Next<T> {
+    Upstream(Option<StreamExecutorResult<Message>>),
+    Snapshot(StreamExecutorResult<Option<T>>),
+}
+
+/// The next upstream message or (while a snapshot is read) up to `batch.rows()` snapshot rows, once `batch`
+/// lets the read take place; upstream first, so a barrier preempts a paced read's wait.
+pub(super) async fn next_event<S: SnapshotSource>(
+    upstream: &mut BoxedMessageStream,
+    snapshot: Option<&mut S>,
+    batch: &mut SnapshotBatch,
+    clock: &Clock,
+) -> Next<S::Rows> {
+    let Some(s) = snapshot else {
+        return Next::Upstream(upstream.next().await);
+    };
+    let at = batch.next_read_at();
+    tokio::select! {
+        biased;
+        m = upstream.next() => Next::Upstream(m),
+        () = until(clock, at) => {
+            let read = s.next_rows(batch.rows());
+            if let Ok(Some(rows)) = &read {
+                batch.read(S::count(rows), clock.elapsed_us());
+            }
+            Next::Snapshot(read)
+        }
+    }
+}
 
 type RowIter = Box<dyn Iterator<Item = StateTableResult<OwnedRow>> + Send>;
 
@@ -16,6 +60,18 @@ type RowIter = Box<dyn Iterator<Item = StateTableResult<OwnedRow>> + Send>;
 /// round-robin when all are ready).
 pub struct SnapshotReader {
     iters: VecDeque<(VirtualNode, RowIter)>,
+}
+
+impl SnapshotSource for SnapshotReader {
+    type Rows = (VirtualNode, Vec<OwnedRow>);
+
+    fn next_rows(&mut self, max: usize) -> StreamExecutorResult<Option<Self::Rows>> {
+        self.next_batch(max)
+    }
+
+    fn count(rows: &Self::Rows) -> usize {
+        rows.1.len()
+    }
 }
 
 impl SnapshotReader {
