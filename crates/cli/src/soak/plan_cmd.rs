@@ -70,7 +70,7 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
             "DIFFERS from the expected"
         };
         match &e.signature {
-            Some(sig) => text.push_str(&format!("\n  {verdict}: {} {sig}", e.outcome)),
+            Some(sig) => text.push_str(&format!("\n  {verdict}: {} ({sig})", e.outcome)),
             None => text.push_str(&format!("\n  {verdict}: {}", e.outcome)),
         }
     }
