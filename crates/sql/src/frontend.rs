@@ -20,18 +20,17 @@ mod dml;
 mod words;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_barrier::SchedulerStatus;
 use epochlab_common::{DataType, Datum, OwnedRow, ScalarImpl, TableId};
 use epochlab_meta::{JobState, Relation, RelationKind};
-use epochlab_sim::Cluster;
 use sqlparser::ast::{self, Expr as Ast, ObjectName, ObjectNamePart, Query, SqlOption, Statement};
 
 use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef};
 use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
+use crate::cluster_client::ClusterClient;
 use crate::error::SqlError;
 use crate::expr::{Column, format_datum};
 use crate::handler::create_table::TableExtras;
@@ -123,7 +122,7 @@ pub enum Output {
 
 /// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
 pub struct Engine {
-    pub cluster: Arc<Cluster>,
+    pub cluster: Arc<dyn ClusterClient>,
     /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
     pub catalog: Mutex<crate::catalog::Catalog>,
     pub(crate) defs: Mutex<BTreeMap<String, Def>>,
@@ -148,7 +147,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Engine {
-    pub fn new(cluster: Arc<Cluster>, default_parallelism: usize) -> Arc<Self> {
+    pub fn new(cluster: Arc<dyn ClusterClient>, default_parallelism: usize) -> Arc<Self> {
         Arc::new(Self {
             cluster,
             catalog: Mutex::new(crate::catalog::Catalog::new()),
@@ -208,7 +207,7 @@ impl Engine {
 
     /// The relation named `name` in meta's catalog, with SQL's definition of it.
     fn lookup(&self, name: &str) -> Option<(Relation, Def)> {
-        let rel = self.cluster.meta.relation_by_name(name)?;
+        let rel = self.cluster.meta().relation_by_name(name)?;
         let def = lock(&self.defs).get(name).cloned()?;
         (def.kind == Kind::of(rel.kind)).then_some((rel, def))
     }
@@ -217,7 +216,7 @@ impl Engine {
     fn creating_jobs(&self) -> Vec<(TableId, String, String)> {
         let relations: Vec<Relation> = self
             .cluster
-            .meta
+            .meta()
             .catalog()
             .relations
             .values()
@@ -231,7 +230,7 @@ impl Engine {
                 let statement = defs
                     .get(&r.name)
                     .map_or_else(|| r.name.clone(), |d| d.statement.clone());
-                let consumed = self.cluster.meta.backfill_progress(r.id).unwrap_or(0);
+                let consumed = self.cluster.meta().backfill_progress(r.id).unwrap_or(0);
                 let total = r
                     .upstream
                     .map_or(0, |u| self.cluster.committed_rows(u).len() as u64);
@@ -279,8 +278,8 @@ impl Session {
         &self.engine
     }
 
-    pub(crate) fn cluster(&self) -> &Cluster {
-        &self.engine.cluster
+    pub(crate) fn cluster(&self) -> &dyn ClusterClient {
+        &*self.engine.cluster
     }
 
     /// Run every statement of `sql` in turn; the output is the last one's.
@@ -391,7 +390,7 @@ impl Session {
     // ---- utility statements ----
 
     pub(crate) async fn flush(&self) -> Result<(), SqlError> {
-        Ok(self.cluster().meta.flush().await?)
+        Ok(self.cluster().meta().flush().await?)
     }
 
     /// `WAIT`: until no job is still creating.
@@ -400,7 +399,7 @@ impl Session {
         let waited = tokio::time::timeout(WAIT_BUDGET, async {
             loop {
                 let creating = cluster
-                    .meta
+                    .meta()
                     .catalog()
                     .relations
                     .values()
@@ -418,15 +417,12 @@ impl Session {
     /// `RECOVER`: fail the next barrier injection, so that meta recovers, and wait until it has.
     async fn recover(&self) -> Result<(), SqlError> {
         let cluster = self.cluster();
-        let stats = cluster.barrier_stats();
-        let before = stats.recoveries.load(AtomicOrdering::Relaxed);
-        cluster
-            .network
-            .fail_next(epochlab_rpc::RpcKind::InjectBarrier, None, 1);
+        let before = cluster.recoveries();
+        cluster.fail_next_injection();
         let done = tokio::time::timeout(RECOVER_BUDGET, async {
             loop {
-                let recovered = stats.recoveries.load(AtomicOrdering::Relaxed) > before;
-                if recovered && cluster.meta.scheduler().status() == SchedulerStatus::Ready {
+                let recovered = cluster.recoveries() > before;
+                if recovered && cluster.meta().scheduler().status() == SchedulerStatus::Ready {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;

@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod binder;
 pub mod catalog;
+pub mod cluster_client;
 pub mod corpus;
 pub mod db;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod runner;
 pub mod scalar;
 pub mod session_config;
 
+pub use cluster_client::ClusterClient;
 pub use error::{ConnectionError, SqlError};
 pub use frontend::{Engine, Output, Session};
 pub use runner::{

@@ -585,6 +585,8 @@ type Runner = sqllogictest::Runner<
 
 /// The state of one file's run.
 struct Play {
+    /// The cluster the file runs in (the engine reaches it as a `ClusterClient`; the runner needs all of it).
+    cluster: Arc<Cluster>,
     engine: Arc<Engine>,
     runner: Runner,
     params: SltParams,
@@ -632,6 +634,7 @@ async fn play(
     );
     let runner = new_runner(&engine, &probe, p.kill);
     let mut play = Play {
+        cluster: cluster.clone(),
         engine,
         runner,
         rng: SimRng::new(p.seed ^ 0x736c_745f_6b69_6c6c),
@@ -864,7 +867,7 @@ fn expects_success(record: &Record<DefaultColumnType>) -> bool {
 
 impl Play {
     fn cluster(&self) -> &Arc<Cluster> {
-        &self.engine.cluster
+        &self.cluster
     }
 
     async fn records(&mut self, records: Vec<Record<DefaultColumnType>>) {
@@ -1175,12 +1178,12 @@ impl Play {
     fn spawn_killer(&self) -> tokio::task::JoinHandle<u32> {
         let start = self.rng.duration(Duration::ZERO..Duration::from_secs(1));
         let plan = plan_kills(&self.rng, self.params.kill_roles, self.params.compute_nodes);
-        let engine = self.engine.clone();
+        let (cluster, engine) = (self.cluster.clone(), self.engine.clone());
         tokio::spawn(async move {
             tokio::time::sleep(start).await;
             let kills = plan
                 .into_iter()
-                .map(|k| kill_and_restart(engine.clone(), k));
+                .map(|k| kill_and_restart(cluster.clone(), engine.clone(), k));
             let killed: u32 = futures::future::join_all(kills).await.into_iter().sum();
             tokio::time::sleep(Duration::from_secs(15)).await;
             killed

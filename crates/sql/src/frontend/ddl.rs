@@ -36,7 +36,7 @@ impl Session {
     /// [`SqlError::InCreatingProcedure`]), not `exists`.
     /// The catalog's relation of that name answers with its kind (RisingWave's frontend catalog check).
     pub(crate) fn check_free(&self, name: &str, if_not_exists: bool) -> Result<bool, SqlError> {
-        let rel = self.cluster().meta.relation_by_name(name);
+        let rel = self.cluster().meta().relation_by_name(name);
         if let Some(rel) = &rel
             && rel.state == JobState::Creating
         {
@@ -151,7 +151,7 @@ impl Session {
         lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
             .cluster()
-            .meta
+            .meta()
             .create_table_with_conflict(
                 &name,
                 stored,
@@ -224,7 +224,7 @@ impl Session {
         lock(&self.engine.defs).insert(name.clone(), def);
         let created = self
             .cluster()
-            .meta
+            .meta()
             .create_materialized_view(&name, upstream, options)
             .await;
         self.job_created(id, created, |t| Some(*t))?;
@@ -295,7 +295,7 @@ impl Session {
         };
         let created = self
             .cluster()
-            .meta
+            .meta()
             .create_sink(&name, upstream, options, sink)
             .await;
         self.job_created(id, created, |t| Some(*t))?;
@@ -382,7 +382,13 @@ impl Session {
 
     /// SQL's definition of the relation with the engine's table `id`.
     pub(crate) fn def_of_table(&self, id: TableId) -> Option<Def> {
-        let rel = self.cluster().meta.catalog().relations.get(&id).cloned()?;
+        let rel = self
+            .cluster()
+            .meta()
+            .catalog()
+            .relations
+            .get(&id)
+            .cloned()?;
         lock(&self.engine.defs).get(&rel.name).cloned()
     }
 
@@ -437,7 +443,7 @@ impl Session {
 
     /// The engine's table `id` (which the catalog's relation `name` lists), readable.
     pub(super) fn readable_id(&self, id: TableId, name: &str) -> Result<(Relation, Def), SqlError> {
-        let rel = self.cluster().meta.relation(id);
+        let rel = self.cluster().meta().relation(id);
         let found = rel.and_then(|r| self.def_of_table(id).map(|d| (r, d)));
         let Some((rel, def)) = found else {
             return Err(SqlError::catalog(
@@ -508,7 +514,7 @@ impl Session {
         }
         let value = w.setting_value()?;
         w.end()?;
-        let Some(rel) = self.cluster().meta.relation_by_name(&name) else {
+        let Some(rel) = self.cluster().meta().relation_by_name(&name) else {
             return Err(SqlError::catalog(
                 CatalogProblem::NotFound,
                 format!("{} not found: {name}", kind.as_str()),
@@ -520,7 +526,7 @@ impl Session {
             )),
             "streaming_rate_limit" | "backfill_rate_limit" if kind != Kind::Table => {
                 let limit = value.rate_limit()?;
-                self.cluster().meta.set_rate_limit(rel.id, limit).await?;
+                self.cluster().meta().set_rate_limit(rel.id, limit).await?;
                 Ok(Output::Done(0))
             }
             other => Err(SqlError::Unsupported(format!(

@@ -28,7 +28,7 @@ impl Session {
                 def.kind.as_str()
             )));
         }
-        if let SchedulerStatus::Blocked(why) = self.cluster().meta.scheduler().status() {
+        if let SchedulerStatus::Blocked(why) = self.cluster().meta().scheduler().status() {
             return Err(SqlError::NoReader {
                 table: name.to_string(),
                 why: format!("the cluster is recovering ({why})"),

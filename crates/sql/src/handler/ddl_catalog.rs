@@ -693,7 +693,7 @@ impl Session {
         Ok(self
             .engine()
             .cluster
-            .meta
+            .meta()
             .create_table(job, stored, pk, parallelism)
             .await?)
     }

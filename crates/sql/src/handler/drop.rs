@@ -74,7 +74,7 @@ impl Session {
                 .table_id
                 .or_else(|| self.cluster_meta_relation(&r.job_name()).map(|m| m.id));
             let Some(job) = job else { continue };
-            match self.engine().cluster.meta.drop_job(job).await {
+            match self.engine().cluster.meta().drop_job(job).await {
                 // Dropped meanwhile (by this statement's earlier attempt, cut off by a kill): gone.
                 Ok(()) | Err(epochlab_meta::DdlError::NotFound(_)) => {}
                 Err(e) => return Err(e.into()),
@@ -89,7 +89,7 @@ impl Session {
     }
 
     fn cluster_meta_relation(&self, name: &str) -> Option<epochlab_meta::Relation> {
-        self.engine().cluster.meta.relation_by_name(name)
+        self.engine().cluster.meta().relation_by_name(name)
     }
 
     /// A job meta has under `name` that the catalog does not list (its `CREATE` was cut off by a kill of
@@ -116,7 +116,7 @@ impl Session {
 
     async fn drop_meta_only(&mut self, name: &Name, kind: RelationKind) -> HandlerResult {
         if let Some(rel) = self.meta_only_job(name, kind) {
-            self.engine().cluster.meta.drop_job(rel.id).await?;
+            self.engine().cluster.meta().drop_job(rel.id).await?;
         }
         done()
     }

@@ -73,7 +73,7 @@ impl Session {
             Err(CatalogError::NotFound(..))
                 if name.0.len() == 1
                     && self.listed_duplicate(&n).is_none()
-                    && self.engine().cluster.meta.relation_by_name(&n).is_some() =>
+                    && self.engine().cluster.meta().relation_by_name(&n).is_some() =>
             {
                 return Ok(n);
             }

@@ -23,7 +23,7 @@ impl UpstreamReader for Session {
     fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
         let rel = self
             .cluster()
-            .meta
+            .meta()
             .relation(table_id)
             .ok_or_else(|| SqlError::Invalid(format!("table {} is gone", table_id.0)))?;
         let def = self.def_of_table(table_id);
@@ -139,7 +139,7 @@ impl Session {
     ) -> Result<Output, SqlError> {
         let (plan, depends_on) = self.stream_plan(&cv.query, renames)?;
         check_executors(&plan)?;
-        let vnode_count = self.cluster().meta.config().vnode_count;
+        let vnode_count = self.cluster().meta().config().vnode_count;
         let table = materialize_table(&plan, vnode_count);
         let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
         let StreamOp::Materialize { pk, .. } = &plan.op else {
@@ -161,7 +161,7 @@ impl Session {
         lock(&self.engine().defs).insert(name.to_string(), def);
         let created = self
             .cluster()
-            .meta
+            .meta()
             .create_streaming_job(
                 name,
                 RelationKind::MaterializedView,

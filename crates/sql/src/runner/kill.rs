@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::{SimRng, WorkerId, event};
+use epochlab_sim::Cluster;
 
 use crate::frontend::Engine;
 
@@ -117,9 +118,12 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<Pla
 }
 
 /// Kill one node after its delay and restart it after its downtime; 1 when it was killed (it was up).
-pub(super) async fn kill_and_restart(engine: Arc<Engine>, k: PlannedKill) -> u32 {
+pub(super) async fn kill_and_restart(
+    cluster: Arc<Cluster>,
+    engine: Arc<Engine>,
+    k: PlannedKill,
+) -> u32 {
     tokio::time::sleep(k.kill_after).await;
-    let cluster = engine.cluster.clone();
     let killed = match k.target {
         KillTarget::Frontend(_) => engine.kill_frontend(),
         KillTarget::Compute(w) => cluster.kill(w),

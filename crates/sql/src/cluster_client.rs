@@ -1,0 +1,54 @@
+//! What the front end asks of the cluster below it, in one trait: meta (DDL, the catalog of jobs), DML to the
+//! table actors, reads of committed storage, and the two things `RECOVER` needs. RisingWave's frontend reaches
+//! the same things over RPC (meta's client, the compute nodes' DML and batch services); here the simulated
+//! cluster implements the trait directly, so the front end does not need to know the cluster's type.
+
+use std::sync::atomic::Ordering;
+
+use epochlab_common::{Op, OwnedRow, TableId};
+use epochlab_meta::MetaNode;
+use epochlab_sim::Cluster;
+use epochlab_stream::DmlError;
+
+/// The cluster as a frontend sees it.
+#[async_trait::async_trait]
+pub trait ClusterClient: Send + Sync {
+    /// Meta's client: DDL, the jobs' catalog, flush, the scheduler's status.
+    fn meta(&self) -> &MetaNode;
+
+    /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
+    fn committed_rows(&self, table: TableId) -> Vec<OwnedRow>;
+
+    /// Send DML for `table` to the table actors that own the rows' vnodes.
+    async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError>;
+
+    /// Recoveries meta has run so far.
+    fn recoveries(&self) -> u64;
+
+    /// Fail the next barrier injection, so that meta recovers (`RECOVER`).
+    fn fail_next_injection(&self);
+}
+
+#[async_trait::async_trait]
+impl ClusterClient for Cluster {
+    fn meta(&self) -> &MetaNode {
+        &self.meta
+    }
+
+    fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
+        Cluster::committed_rows(self, table)
+    }
+
+    async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
+        Cluster::dml(self, table, rows).await
+    }
+
+    fn recoveries(&self) -> u64 {
+        self.barrier_stats().recoveries.load(Ordering::Relaxed)
+    }
+
+    fn fail_next_injection(&self) {
+        self.network
+            .fail_next(epochlab_rpc::RpcKind::InjectBarrier, None, 1);
+    }
+}
