@@ -385,8 +385,8 @@ fn a_missing_arrow_fails() {
     fails_with(
         |m| {
             m.replacen(
-                "\ncli -> meta, sim, sql, telemetry\n",
-                "\ncli -> meta, sim, sql\n",
+                "\ncli -> meta, sim, simulation, telemetry\n",
+                "\ncli -> meta, sim, simulation\n",
                 1,
             )
         },

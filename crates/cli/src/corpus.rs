@@ -1,12 +1,12 @@
 //! `epochlab corpus`: RisingWave's e2e corpus (`tests/slt/risingwave/`), every `.slt` file in a fresh simulated
 //! cluster on worker threads, one line per file, the totals, what blocks the files, and the ratchet
-//! `expected.txt` (see `epochlab_sql::corpus`).
+//! `expected.txt` (see `epochlab_simulation::corpus`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use epochlab_sql::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
+use epochlab_simulation::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
 use epochlab_telemetry::WallTimer;
 
 /// `epochlab corpus`'s arguments.

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproHooks};
-use epochlab_sql::{FileReport, KillRoles, RunnerEra, SltError, SltParams, run_file};
+use epochlab_simulation::{FileReport, KillRoles, RunnerEra, SltError, SltParams, run_file};
 use epochlab_telemetry::{
     ExportRuntime, KeyValue, RunTracer, WallTimer, instance_id, run_layer_to,
 };
@@ -102,7 +102,7 @@ pub enum SltRunError {
 pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
     // Every file is read before any runs: a malformed one is bad input, not a failure halfway.
     for f in &a.files {
-        epochlab_sql::runner::parse_file(f, &a.params)?;
+        epochlab_simulation::runner::parse_file(f, &a.params)?;
     }
     let export = match &a.otlp_endpoint {
         Some(_) => Some(ExportRuntime::start().map_err(SltRunError::Traces)?),
@@ -450,7 +450,7 @@ pub fn soak_scenario(
     })?;
     // Every file is read before any seed runs: a missing or malformed one is bad input, as for `slt`.
     for f in &files {
-        epochlab_sql::runner::parse_file(f, &params).map_err(|e| CheckError::SltFiles {
+        epochlab_simulation::runner::parse_file(f, &params).map_err(|e| CheckError::SltFiles {
             pattern: pattern.clone(),
             why: e.to_string(),
         })?;

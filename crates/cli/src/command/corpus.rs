@@ -44,7 +44,7 @@ pub struct CorpusCmd {
     #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]
     pub jobs: Option<usize>,
     /// The corpus
-    #[arg(long, value_name = "DIR", default_value = epochlab_sql::corpus::ROOT,
+    #[arg(long, value_name = "DIR", default_value = epochlab_simulation::corpus::ROOT,
           value_parser = values::path)]
     pub root: PathBuf,
     /// Where to write the JSON report

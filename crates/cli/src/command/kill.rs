@@ -1,7 +1,7 @@
 //! The kill choice `slt` and `soak --slt` share: [`KillChoice`], and [`kill_choice!`] that reads it from either
 //! command's flags.
 
-use epochlab_sql::{KillRoles, RunnerEra, SltParams};
+use epochlab_simulation::{KillRoles, RunnerEra, SltParams};
 
 use super::CheckError;
 

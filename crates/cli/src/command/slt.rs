@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 use epochlab_sim::{BugId, BugMode, Mode};
-use epochlab_sql::{RunnerEra, SltParams};
+use epochlab_simulation::{RunnerEra, SltParams};
 
 use super::values;
 use super::{CheckError, kill_choice};

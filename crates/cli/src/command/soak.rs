@@ -105,7 +105,7 @@ pub struct SoakCmd {
     /// See `epochlab slt --help`.
     #[arg(long, value_name = "R", verbatim_doc_comment, requires = "slt", requires = "killed",
           value_parser = values::runner())]
-    pub runner: Option<epochlab_sql::RunnerEra>,
+    pub runner: Option<epochlab_simulation::RunnerEra>,
     /// Run one plan file (as written by --shrink, or from tests/regressions/)
     ///
     /// In its own mode unless --mode is given; compares with the file's expected outcome if it

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use epochlab_sim::{BugId, BugMode, Mode, ReproParams};
-use epochlab_sql::{KillRoles, RunnerEra};
+use epochlab_simulation::{KillRoles, RunnerEra};
 
 use super::values::*;
 use super::*;

@@ -266,8 +266,8 @@ pub fn trace_per() -> impl TypedValueParser<Value = epochlab_sim::TracePer> {
 }
 
 /// `2024` or `latest`: RisingWave's sqllogictest runner of that era.
-pub fn runner() -> impl TypedValueParser<Value = epochlab_sql::RunnerEra> {
-    use epochlab_sql::RunnerEra;
+pub fn runner() -> impl TypedValueParser<Value = epochlab_simulation::RunnerEra> {
+    use epochlab_simulation::RunnerEra;
     let values = [RunnerEra::R2024, RunnerEra::Latest].map(RunnerEra::as_str);
     PossibleValuesParser::new(values).map(|s| s.parse().expect("a runner era"))
 }

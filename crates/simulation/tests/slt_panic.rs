@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_sim::{Cluster, ClusterHook, Outcome, ReproHooks};
-use epochlab_sql::{SltParams, run_file};
+use epochlab_simulation::{SltParams, run_file};
 
 #[test]
 fn a_task_panic_fails_a_file_run_with_kind_panic() {

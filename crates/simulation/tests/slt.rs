@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::{BugMode, Mode, Outcome, ReproHooks};
-use epochlab_sql::{SltError, SltParams, run_file};
+use epochlab_simulation::{SltError, SltParams, run_file};
 
 fn suite() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt")
@@ -25,12 +25,12 @@ fn files() -> Vec<PathBuf> {
     files
 }
 
-fn run(f: &Path, p: &SltParams) -> epochlab_sql::FileReport {
+fn run(f: &Path, p: &SltParams) -> epochlab_simulation::FileReport {
     let out = run_file(f, p, ReproHooks::default()).unwrap_or_else(|e| panic!("{e}"));
     out.value
 }
 
-fn explain(f: &Path, r: &epochlab_sql::FileReport) -> String {
+fn explain(f: &Path, r: &epochlab_simulation::FileReport) -> String {
     format!(
         "{}: {} {:?} {}",
         f.display(),

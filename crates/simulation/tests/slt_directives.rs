@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use epochlab_sim::{Outcome, ReproHooks, SimOutput};
-use epochlab_sql::{FailureCause, FileReport, SltError, SltParams, run_file};
+use epochlab_simulation::{FailureCause, FileReport, SltError, SltParams, run_file};
 
 /// A fresh folder for one test's files.
 fn dir(test: &str) -> PathBuf {

@@ -47,10 +47,10 @@ use sqllogictest::{
     StatementExpect, TestError, TestErrorKind,
 };
 
-use crate::catalog::CatalogError;
 use crate::db::{SimDb, UnsupportedProbe};
-use crate::error::{CatalogProblem, SqlError};
-use crate::frontend::Engine;
+use epochlab_sql::catalog::CatalogError;
+use epochlab_sql::error::{CatalogProblem, SqlError};
+use epochlab_sql::frontend::Engine;
 
 mod kill;
 

@@ -3,13 +3,13 @@
 //! same files run without kills in the same run (the baseline: what the kills and recoveries add). The target
 //! is under 60 s on 2 cores (`epochlab corpus --kill` runs the files on 2 threads; this is one).
 //!
-//! `cargo xtask bench -p epochlab-sql --bench corpus`; `EPOCHLAB_BENCH_SEED=N` picks the seed (default 1).
+//! `cargo xtask bench -p epochlab-simulation --bench corpus`; `EPOCHLAB_BENCH_SEED=N` picks the seed (default 1).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use epochlab_bench::{Figure, Report};
-use epochlab_sql::corpus::{Expected, Verdict, params};
+use epochlab_simulation::corpus::{Expected, Verdict, params};
 
 /// Wall time to run `files` (with or without kills at `seed`), and how many passed.
 fn run(root: &Path, files: &[String], kill: bool, seed: u64) -> (Duration, usize) {

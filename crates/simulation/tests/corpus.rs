@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use epochlab_sql::corpus::{self, EXPECTED, Expected, Verdict};
+use epochlab_simulation::corpus::{self, EXPECTED, Expected, Verdict};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt/risingwave")

@@ -1,7 +1,7 @@
 //! RisingWave's e2e corpus, vendored unmodified under `tests/slt/risingwave/` (see its README): which files it
 //! has, how each runs (without kills, or under kills as RisingWave's recovery CI ran it), one run's verdict,
 //! and the ratchet `expected.txt`, the files that pass. `epochlab corpus` runs it in parallel and prints the
-//! verdicts; `crates/sql/tests/corpus.rs` fails when a listed file stops passing.
+//! verdicts; `crates/simulation/tests/corpus.rs` fails when a listed file stops passing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

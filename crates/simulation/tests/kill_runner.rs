@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
-use epochlab_sql::db::SimDb;
-use epochlab_sql::runner::{KillTarget, plan_kills};
-use epochlab_sql::{
-    ConnectionError, Engine, KillRoles, Output, RunnerEra, Session, SltParams, SqlError, run_file,
-};
+use epochlab_simulation::db::SimDb;
+use epochlab_simulation::runner::{KillTarget, plan_kills};
+use epochlab_simulation::{KillRoles, RunnerEra, SltParams, run_file};
+use epochlab_sql::{ConnectionError, Engine, Output, Session, SqlError};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
 fn temp(dir: &str, name: &str, text: &str) -> PathBuf {

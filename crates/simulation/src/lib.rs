@@ -1,0 +1,16 @@
+//! The test runner above the cluster, as RisingWave's `risingwave_simulation` (`src/tests/simulation` at
+//! f21fb9b7915) sits above its nodes.
+//!
+//! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
+//!   kill mode (`src/tests/simulation/src/slt.rs`), and judged by the run's checkers.
+//! - [`db`]: the client: the `sqllogictest` crate's `AsyncDB` over a front-end session.
+//! - [`corpus`]: RisingWave's e2e corpus under `tests/slt/risingwave/`: its files, how each runs, a run's
+//!   verdict, and the ratchet of the files that pass.
+
+pub mod corpus;
+pub mod db;
+pub mod runner;
+
+pub use runner::{
+    FailureCause, FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file,
+};
