@@ -102,6 +102,20 @@ pub enum RpcError {
     Remote(#[from] RemoteError),
 }
 
+/// Why a DML chunk could not be handed to its table actor (what a frontend hears from the compute node that
+/// owns the rows, or from its own routing).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum DmlError {
+    #[error("no DML channel for actor {actor} on worker {worker}")]
+    NoChannel { actor: ActorId, worker: WorkerId },
+    #[error("actor {actor} on worker {worker} is gone")]
+    ActorGone { actor: ActorId, worker: WorkerId },
+    #[error("table {0} not found")]
+    NoTable(epochlab_common::TableId),
+    #[error("worker {0} is not running")]
+    WorkerDown(WorkerId),
+}
+
 /// What kind of error a node answered with. The node's own typed error does not cross the network (this
 /// crate cannot know it): the node maps it to one of these and its message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -3,14 +3,17 @@
 //!
 //! - [`runner`]: a sqllogictest file run in a fresh simulated cluster, with RisingWave's simulation runner's
 //!   kill mode (`src/tests/simulation/src/slt.rs`), and judged by the run's checkers.
+//! - [`cluster`]: the simulated cluster behind the front end's `ClusterClient`.
 //! - [`db`]: the client: the `sqllogictest` crate's `AsyncDB` over a front-end session.
 //! - [`corpus`]: RisingWave's e2e corpus under `tests/slt/risingwave/`: its files, how each runs, a run's
 //!   verdict, and the ratchet of the files that pass.
 
+pub mod cluster;
 pub mod corpus;
 pub mod db;
 pub mod runner;
 
+pub use cluster::{SimClusterClient, engine};
 pub use runner::{
     FailureCause, FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file,
 };

@@ -623,7 +623,7 @@ async fn play(
         p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
     );
     base_network(&cluster);
-    let engine = Engine::new(cluster.clone(), p.parallelism);
+    let engine = crate::cluster::engine(&cluster, p.parallelism);
     let probe = UnsupportedProbe::default();
     event!(
         ctx.log,

@@ -9,7 +9,7 @@ use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
 use epochlab_simulation::db::SimDb;
 use epochlab_simulation::runner::{KillTarget, plan_kills};
 use epochlab_simulation::{KillRoles, RunnerEra, SltParams, run_file};
-use epochlab_sql::{ConnectionError, Engine, Output, Session, SqlError};
+use epochlab_sql::{ConnectionError, Output, Session, SqlError};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
 fn temp(dir: &str, name: &str, text: &str) -> PathBuf {
@@ -109,7 +109,7 @@ fn background_ddl_draws_do_not_depend_on_the_kill_draws() {
 fn a_duplicate_create_of_a_creating_view_is_in_creating_procedure() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         for sql in [
             "CREATE TABLE t (v int)",
             "INSERT INTO t SELECT * FROM generate_series(1, 400)",
@@ -317,7 +317,7 @@ async fn rows(db: &mut SimDb, sql: &str) -> Result<Vec<Vec<String>>, SqlError> {
 fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() {
     run(2, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let engine = Engine::new(cluster.clone(), 2);
+        let engine = epochlab_simulation::engine(&cluster, 2);
         let mut db = SimDb::new(engine.clone());
         for sql in [
             "CREATE TABLE t (v int)",
@@ -372,7 +372,7 @@ fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() 
 fn a_killed_compactor_stops_compaction_until_it_is_back() {
     run(3, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         s.execute("CREATE TABLE t (v int)").await.unwrap();
         let max_l0 = |c: &Cluster| {
             c.hummock

@@ -1,14 +1,11 @@
 //! What the front end asks of the cluster below it, in one trait: meta (DDL, the catalog of jobs), DML to the
 //! table actors, reads of committed storage, and the two things `RECOVER` needs. RisingWave's frontend reaches
 //! the same things over RPC (meta's client, the compute nodes' DML and batch services); here the simulated
-//! cluster implements the trait directly, so the front end does not need to know the cluster's type.
-
-use std::sync::atomic::Ordering;
+//! cluster implements the trait (`epochlab-simulation`), and the front end does not know the cluster's type.
 
 use epochlab_common::{Op, OwnedRow, TableId};
 use epochlab_meta::MetaNode;
-use epochlab_sim::Cluster;
-use epochlab_stream::DmlError;
+use epochlab_rpc::DmlError;
 
 /// The cluster as a frontend sees it.
 #[async_trait::async_trait]
@@ -27,28 +24,4 @@ pub trait ClusterClient: Send + Sync {
 
     /// Fail the next barrier injection, so that meta recovers (`RECOVER`).
     fn fail_next_injection(&self);
-}
-
-#[async_trait::async_trait]
-impl ClusterClient for Cluster {
-    fn meta(&self) -> &MetaNode {
-        &self.meta
-    }
-
-    fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
-        Cluster::committed_rows(self, table)
-    }
-
-    async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
-        Cluster::dml(self, table, rows).await
-    }
-
-    fn recoveries(&self) -> u64 {
-        self.barrier_stats().recoveries.load(Ordering::Relaxed)
-    }
-
-    fn fail_next_injection(&self) {
-        self.network
-            .fail_next(epochlab_rpc::RpcKind::InjectBarrier, None, 1);
-    }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use epochlab_common::{ActorId, Clock, EventLog, StreamChunk, Toggles, WorkerId, event};
+pub use epochlab_rpc::DmlError;
 use epochlab_rpc::{Network, RemoteError, Request, Response, RpcKind, ServiceRequest};
 use epochlab_storage::{AccessObserver, HummockManager, NodeStorage};
 use tokio::sync::mpsc;
@@ -37,19 +38,6 @@ impl Default for StreamConfig {
             toggles: Toggles::default(),
         }
     }
-}
-
-/// Why a DML chunk could not be handed to its table actor.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DmlError {
-    #[error("no DML channel for actor {actor} on worker {worker}")]
-    NoChannel { actor: ActorId, worker: WorkerId },
-    #[error("actor {actor} on worker {worker} is gone")]
-    ActorGone { actor: ActorId, worker: WorkerId },
-    #[error("table {0} not found")]
-    NoTable(epochlab_common::TableId),
-    #[error("worker {0} is not running")]
-    WorkerDown(WorkerId),
 }
 
 /// What every compute node of a cluster shares: the network, meta's storage manager (for version deltas and

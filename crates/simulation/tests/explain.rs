@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use epochlab_sim::{Cluster, ClusterConfig, run};
-use epochlab_sql::{Engine, Output, Session};
+use epochlab_sql::{Output, Session};
 
 /// The lines of an `EXPLAIN`'s output.
 async fn explain(s: &mut Session, sql: &str) -> Vec<String> {
@@ -38,7 +38,7 @@ fn count(lines: &[String], needle: &str) -> usize {
 fn explain_shows_the_fragment_cut_of_a_join_and_a_group_by() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         s.execute("CREATE TABLE t1 (a int, b int); CREATE TABLE t2 (a int, c int)")
             .await
             .unwrap();
@@ -105,7 +105,7 @@ async fn explain_mv(s: &mut Session, q: &str) -> Result<Vec<String>, String> {
 fn explain_shows_hash_joins_as_risingwave_plans_them() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         s.execute(
             "CREATE TABLE t1 (v1 int, v2 int); CREATE TABLE t2 (v3 int, v4 int); \
              CREATE TABLE t3 (v5 int, v6 int primary key)",

@@ -21,7 +21,7 @@ use std::time::Duration;
 use epochlab_common::{SimRng, Toggles, VnodeCount, WorkerId};
 use epochlab_meta::MetaConfig;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
-use epochlab_sql::{Engine, Output, Session};
+use epochlab_sql::{Output, Session};
 use epochlab_stream::executor::aggregate::group::DedupWrite;
 use epochlab_stream::executor::hash_join::join_hash_map::JoinRowDelete;
 use epochlab_stream::executor::top_n::state::TopNRowDelete;
@@ -367,7 +367,7 @@ struct Seen {
 
 async fn scenario(ctx: SimContext, case: &'static Case, kill: Kill, toggles: Toggles) -> Seen {
     let cluster = Arc::new(Cluster::start(&ctx, config(toggles)).await);
-    let mut s = Session::new(Engine::new(cluster.clone(), 3));
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
     for ddl in [
         "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)",
         "CREATE TABLE u (k INT PRIMARY KEY, x INT, y INT)",

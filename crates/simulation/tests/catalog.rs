@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use epochlab_sim::{Cluster, ClusterConfig, run};
-use epochlab_sql::{Engine, Output, Session};
+use epochlab_sql::{Output, Session};
 
 async fn ok(s: &mut Session, sql: &str) -> Output {
     s.execute(sql)
@@ -35,7 +35,7 @@ fn text(rows: &[&[&str]]) -> Vec<Vec<String>> {
 fn databases_schemas_users_and_grants() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster, 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         ok(&mut s, "CREATE DATABASE d").await;
         err(&mut s, "CREATE DATABASE d", "database with name d exists").await;
         ok(&mut s, "CREATE DATABASE IF NOT EXISTS d").await;
@@ -104,7 +104,7 @@ fn databases_schemas_users_and_grants() {
 fn drops_renames_comments_and_describe() {
     run(2, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster, 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         ok(&mut s, "SET rw_implicit_flush TO true").await;
         ok(&mut s, "CREATE TABLE t (v1 int, v2 int)").await;
         ok(&mut s, "CREATE VIEW v AS SELECT v1 FROM t").await;
@@ -165,7 +165,7 @@ fn drops_renames_comments_and_describe() {
 fn sources_and_tables_with_connectors() {
     run(3, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster, 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         let with = "WITH (connector = 'datagen', datagen.split.num = '1')";
         ok(
             &mut s,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use epochlab_common::WorkerId;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext, run};
-use epochlab_sql::{Engine, Output, Session};
+use epochlab_sql::{Output, Session};
 
 #[derive(Clone, Copy, Debug)]
 enum Kill {
@@ -110,7 +110,7 @@ async fn dml(s: &mut Session, ctx: &SimContext, step: u64) {
 
 async fn scenario(ctx: SimContext, kill: Kill) {
     let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-    let mut s = Session::new(Engine::new(cluster.clone(), 2));
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
     exec(&mut s, "CREATE TABLE t1 (v1 int, id int PRIMARY KEY)").await;
     exec(&mut s, "CREATE TABLE t2 (v2 int, id int PRIMARY KEY)").await;
     exec(
@@ -191,7 +191,7 @@ fn dynamic_filters_survive_a_kill_between_checkpoints() {
 fn a_temporal_filter_follows_the_clock_through_a_kill() {
     run(5, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         exec(
             &mut s,
             "CREATE TABLE t3 (ts timestamptz, id int PRIMARY KEY)",
@@ -249,7 +249,7 @@ fn a_temporal_filter_follows_the_clock_through_a_kill() {
 fn update_returning_gives_the_new_rows() {
     run(6, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         exec(&mut s, "CREATE TABLE u (v int, id int PRIMARY KEY)").await;
         exec(&mut s, "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)").await;
         let got = rows(

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use epochlab_sim::{Cluster, ClusterConfig, run};
-use epochlab_sql::{Engine, Output, Session};
+use epochlab_sql::{Output, Session};
 
 const OUTSIDE: &[(&str, &str)] = &[
     (
@@ -100,7 +100,7 @@ const OUTSIDE: &[(&str, &str)] = &[
 fn statements_outside_the_subset_are_one_line_errors() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         s.execute("CREATE TABLE t (k int PRIMARY KEY, v varchar)")
             .await
             .unwrap();
@@ -188,7 +188,7 @@ fn statements_outside_the_subset_are_one_line_errors() {
 fn now_in_a_query_is_the_simulation_clock() {
     run(1, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
-        let mut s = Session::new(Engine::new(cluster.clone(), 2));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         let one = |out: Output| match out {
             Output::Rows { rows, .. } => rows[0][0].clone(),
             Output::Done(_) => panic!("rows"),

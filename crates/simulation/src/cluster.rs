@@ -1,0 +1,44 @@
+//! The simulated cluster as a frontend sees it: [`SimClusterClient`] implements the front end's
+//! [`ClusterClient`] over a [`Cluster`], so the front end needs nothing of `epochlab-sim`, as RisingWave's
+//! frontend reaches meta and the compute nodes through clients and never links them.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use epochlab_common::{Op, OwnedRow, TableId};
+use epochlab_meta::MetaNode;
+use epochlab_rpc::{DmlError, RpcKind};
+use epochlab_sim::Cluster;
+use epochlab_sql::{ClusterClient, Engine};
+
+/// A frontend's client of one simulated cluster.
+pub struct SimClusterClient(pub Arc<Cluster>);
+
+/// The engine (what a frontend's sessions share) over `cluster`, new jobs at `parallelism` unless a session
+/// sets its own.
+pub fn engine(cluster: &Arc<Cluster>, parallelism: usize) -> Arc<Engine> {
+    Engine::new(Arc::new(SimClusterClient(cluster.clone())), parallelism)
+}
+
+#[async_trait::async_trait]
+impl ClusterClient for SimClusterClient {
+    fn meta(&self) -> &MetaNode {
+        &self.0.meta
+    }
+
+    fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
+        self.0.committed_rows(table)
+    }
+
+    async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
+        self.0.dml(table, rows).await
+    }
+
+    fn recoveries(&self) -> u64 {
+        self.0.barrier_stats().recoveries.load(Ordering::Relaxed)
+    }
+
+    fn fail_next_injection(&self) {
+        self.0.network.fail_next(RpcKind::InjectBarrier, None, 1);
+    }
+}
