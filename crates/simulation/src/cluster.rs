@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use epochlab_common::{Op, OwnedRow, TableId};
+use epochlab_frontend::{ClusterClient, Engine};
 use epochlab_meta::MetaNode;
 use epochlab_rpc::{DmlError, RpcKind};
 use epochlab_sim::Cluster;
-use epochlab_sql::{ClusterClient, Engine};
 
 /// A frontend's client of one simulated cluster.
 pub struct SimClusterClient(pub Arc<Cluster>);

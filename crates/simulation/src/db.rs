@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
-use epochlab_sql::error::{ConnectionError, SqlError};
-use epochlab_sql::frontend::{Engine, Output, Session};
+use epochlab_frontend::error::{ConnectionError, SqlError};
+use epochlab_frontend::frontend::{Engine, Output, Session};
 
 /// One connection of a test file, as RisingWave's simulation client (`src/tests/simulation/src/client.rs`):
 /// it connects on first use, and when its frontend was killed it reconnects on the next statement and replays

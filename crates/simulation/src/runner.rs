@@ -48,9 +48,9 @@ use sqllogictest::{
 };
 
 use crate::db::{SimDb, UnsupportedProbe};
-use epochlab_sql::catalog::CatalogError;
-use epochlab_sql::error::{CatalogProblem, SqlError};
-use epochlab_sql::frontend::Engine;
+use epochlab_frontend::catalog::CatalogError;
+use epochlab_frontend::error::{CatalogProblem, SqlError};
+use epochlab_frontend::frontend::Engine;
 
 mod kill;
 

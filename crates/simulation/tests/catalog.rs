@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use epochlab_frontend::{Output, Session};
 use epochlab_sim::{Cluster, ClusterConfig, run};
-use epochlab_sql::{Output, Session};
 
 async fn ok(s: &mut Session, sql: &str) -> Output {
     s.execute(sql)

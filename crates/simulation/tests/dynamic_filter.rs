@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::WorkerId;
+use epochlab_frontend::{Output, Session};
 use epochlab_sim::{Cluster, ClusterConfig, SimContext, run};
-use epochlab_sql::{Output, Session};
 
 #[derive(Clone, Copy, Debug)]
 enum Kill {

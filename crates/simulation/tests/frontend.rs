@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use epochlab_frontend::{Output, Session};
 use epochlab_sim::{Cluster, ClusterConfig, run};
-use epochlab_sql::{Output, Session};
 
 const OUTSIDE: &[(&str, &str)] = &[
     (

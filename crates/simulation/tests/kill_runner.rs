@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use epochlab_frontend::{ConnectionError, Output, Session, SqlError};
 use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
 use epochlab_simulation::db::SimDb;
 use epochlab_simulation::runner::{KillTarget, plan_kills};
 use epochlab_simulation::{KillRoles, RunnerEra, SltParams, run_file};
-use epochlab_sql::{ConnectionError, Output, Session, SqlError};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
 fn temp(dir: &str, name: &str, text: &str) -> PathBuf {

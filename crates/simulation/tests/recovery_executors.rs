@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::{SimRng, Toggles, VnodeCount, WorkerId};
+use epochlab_frontend::{Output, Session};
 use epochlab_meta::MetaConfig;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
-use epochlab_sql::{Output, Session};
 use epochlab_stream::executor::aggregate::group::DedupWrite;
 use epochlab_stream::executor::hash_join::join_hash_map::JoinRowDelete;
 use epochlab_stream::executor::top_n::state::TopNRowDelete;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use epochlab_common::{SimRng, WorkerId, event};
 use epochlab_sim::Cluster;
 
-use epochlab_sql::frontend::Engine;
+use epochlab_frontend::frontend::Engine;
 
 /// The roles of the nodes a killer may kill. RisingWave's `--kill` also killed meta nodes (never all of
 /// them); the engine's meta cannot restart from its store yet, so meta is never killed here.
