@@ -15,5 +15,6 @@ pub mod runner;
 
 pub use cluster::{SimClusterClient, engine};
 pub use runner::{
-    FailureCause, FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, run_file,
+    FailureCause, FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, StepReport,
+    run_file, run_files,
 };

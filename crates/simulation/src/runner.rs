@@ -1,5 +1,6 @@
-//! A sqllogictest file run in a fresh simulated cluster, as RisingWave's simulation runs its `.slt` files
-//! (`src/tests/simulation/src/slt.rs` and `cluster.rs` at f21fb9b7915), and judged by the run's checkers.
+//! sqllogictest files run in a simulated cluster, as RisingWave's simulation runs its `.slt` files
+//! (`src/tests/simulation/src/slt.rs` and `cluster.rs` at f21fb9b7915), and judged by the run's checkers: one
+//! file alone ([`run_file`]) or a step's files in one cluster ([`run_files`], `runner/step.rs`).
 //!
 //! Without `kill`, each record runs once through the `sqllogictest` runner and the first that fails ends the
 //! file. With `kill`, the runner behaves as RisingWave's ([`RunnerEra::R2024`], the default; see
@@ -27,21 +28,15 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::{SimRng, TableId, event, trace, vspan};
+use epochlab_common::{SimRng, TableId, event};
 use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
-use epochlab_sim::config::{base_network, cluster_config_for};
+use epochlab_sim::config::cluster_config_for;
 use epochlab_sim::report::stuck_report;
-use epochlab_sim::repro::install;
 use epochlab_sim::workload::FailureKind;
-use epochlab_sim::workload::watchdog;
-use epochlab_sim::{
-    BugMode, Cluster, Outcome, ReproHooks, RunError, SimOutput, TaskPanic, Violation,
-    try_run_observed,
-};
+use epochlab_sim::{BugMode, Cluster, Outcome, TaskPanic, Violation};
 use sqllogictest::{
     Control, DefaultColumnType, ExpectedError, ParseErrorKind, QueryExpect, Record,
     StatementExpect, TestError, TestErrorKind,
@@ -53,9 +48,11 @@ use epochlab_frontend::error::{CatalogProblem, SqlError};
 use epochlab_frontend::frontend::Engine;
 
 mod kill;
+mod step;
 
 use kill::kill_and_restart;
 pub use kill::{KillRoles, KillTarget, PlannedKill, plan_kills};
+pub use step::{StepReport, run_file, run_files};
 
 /// Retries of a failed record under kills (RisingWave's `max_retry`).
 const MAX_RETRY: usize = 5;
@@ -381,6 +378,22 @@ impl FileReport {
         r
     }
 
+    /// Under kills, a file of `KILL_IGNORE_FILES`: not run, and it passes (as in RisingWave).
+    fn skipped(file: &str) -> Self {
+        let mut r = Self::new(file);
+        r.skipped = true;
+        r
+    }
+
+    /// A file that could not be read or parsed: `failed`, kind `file`.
+    fn bad(file: &str, e: &SltError) -> Self {
+        let mut r = Self::new(file);
+        r.outcome = Outcome::Failed;
+        r.kind = Some("file");
+        r.error = Some(e.to_string());
+        r
+    }
+
     fn stuck(file: &str, what: String) -> Self {
         let mut r = Self::new(file);
         r.outcome = Outcome::Stuck;
@@ -496,62 +509,6 @@ fn check_includes(path: &Path, depth: usize) -> Result<(), SltError> {
     Ok(())
 }
 
-/// Run the file at `path` with `p` on the deterministic runtime.
-pub fn run_file(
-    path: &Path,
-    p: &SltParams,
-    hooks: ReproHooks,
-) -> Result<SimOutput<FileReport>, SltError> {
-    let records = parse_file(path, p)?;
-    let file = path.display().to_string();
-    // Each record (under kills every one, comments included) may take its retries' backoff (62 s) and a
-    // killer's 37 s; queries wait for backfills.
-    let limit = Duration::from_secs(3600 + 120 * records.len() as u64);
-    let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
-    let params = p.clone();
-    let name = file.clone();
-    let out = try_run_observed(
-        p.seed,
-        origin,
-        limit,
-        hooks.time_observers,
-        move |ctx| async move {
-            let label = format!("{} seed={} {name}", params.run.label(), ctx.seed);
-            epochlab_common::clock::label_current_run(label);
-            let _guard = install(
-                hooks.tracing_layer,
-                None::<tracing_subscriber::layer::Identity>,
-            );
-            let _trace = trace::enter_run(hooks.trace_per, ctx.clock.clone(), || {
-                vspan!(
-                    parent: None,
-                    "run",
-                    ctx.clock,
-                    mode = params.run.mode().as_str(),
-                    bug = params.run.bug().as_str(),
-                    seed = ctx.seed as i64,
-                    scenario = "slt",
-                    file = name.as_str(),
-                    kill = params.kill
-                )
-            });
-            play(ctx, name, records, params, hooks.on_cluster).await
-        },
-    );
-    Ok(out.map(|v| match v {
-        Ok(report) => report,
-        Err(RunError::TimedOut(t)) => FileReport::stuck(
-            &file,
-            format!(
-                "the run exceeded its virtual time limit of {} s; last events: {}",
-                t.limit.as_secs(),
-                t.tail.join(" | ")
-            ),
-        ),
-        Err(RunError::Panicked(p)) => FileReport::panicked(&file, p),
-    }))
-}
-
 /// Why a record failed: the `sqllogictest` runner's verdict, or the kill runner's own.
 enum RecordError {
     Test(TestError),
@@ -602,69 +559,6 @@ struct Play {
     background_ddl: bool,
     /// The file set `BACKGROUND_DDL` to `true` itself (today's runner then draws no more).
     file_background_ddl: bool,
-}
-
-async fn play(
-    ctx: epochlab_sim::SimContext,
-    file: String,
-    records: Vec<Record<DefaultColumnType>>,
-    p: SltParams,
-    hook: Option<epochlab_sim::ClusterHook>,
-) -> FileReport {
-    if p.kill && p.runner.kill_ignored(Path::new(&file)) {
-        event!(ctx.log, "slt", "file={file} skipped: in KILL_IGNORE_FILES");
-        let mut report = FileReport::new(&file);
-        report.skipped = true;
-        return report;
-    }
-    let cluster = start_cluster(&ctx, &p, hook).await;
-    let checkers = Checkers::install(
-        &cluster,
-        p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
-    );
-    base_network(&cluster);
-    let engine = crate::cluster::engine(&cluster, p.parallelism);
-    let probe = UnsupportedProbe::default();
-    event!(
-        ctx.log,
-        "slt",
-        "file={file} records={} kill={}",
-        records.len(),
-        p.kill
-    );
-    let runner = new_runner(&engine, &probe, p.kill);
-    let mut play = Play {
-        cluster: cluster.clone(),
-        engine,
-        runner,
-        rng: SimRng::new(p.seed ^ 0x736c_745f_6b69_6c6c),
-        ddl_rng: SimRng::new(p.seed),
-        params: p,
-        report: FileReport::new(&file),
-        probe,
-        background_ddl: false,
-        file_background_ddl: false,
-    };
-    let stalled = {
-        let work = async {
-            play.records(records).await;
-            if play.report.outcome == Outcome::Passed {
-                play.settle().await
-            } else {
-                Ok(())
-            }
-        };
-        tokio::select! {
-            biased;
-            stuck = watchdog(&cluster) => Some(stuck),
-            settled = work => settled.err().map(|Stuck(report)| report),
-        }
-    };
-    let mut report = std::mem::replace(&mut play.report, FileReport::new(&file));
-    conclude(&mut report, stalled, &cluster, &checkers, &play.engine);
-    event!(ctx.log, "slt", "outcome={}", report.outcome.as_str());
-    cluster.shutdown();
-    report
 }
 
 /// What a failed record expected and what it got, as the report shows them.
@@ -735,14 +629,14 @@ fn new_runner(engine: &Arc<Engine>, probe: &UnsupportedProbe, kill: bool) -> Run
     runner
 }
 
-/// A run's report completed: stuck (`stalled`), else the checkers' verdict; then its epochs, recoveries
-/// and the engine's notes.
+/// A step's last played file's report completed: stuck (`stalled`), else the checkers' verdict (their end
+/// check only on a `settled` run).
 fn conclude(
     report: &mut FileReport,
     stalled: Option<String>,
+    settled: bool,
     cluster: &Cluster,
     checkers: &Checkers,
-    engine: &Engine,
 ) {
     match stalled {
         Some(what) => {
@@ -750,17 +644,13 @@ fn conclude(
             report.kind = None;
             report.error = Some(what);
         }
-        None => judge(cluster, checkers, report),
+        None => judge(cluster, checkers, report, settled),
     }
-    let stats = cluster.barrier_stats();
-    report.epochs = stats.injected.load(Ordering::Relaxed);
-    report.recoveries = stats.recoveries.load(Ordering::Relaxed);
-    report.notes = engine.notes();
 }
 
 /// The checkers' verdict on a run whose records all passed (or the actor failure that failed one).
-fn judge(cluster: &Cluster, checkers: &Checkers, report: &mut FileReport) {
-    if report.outcome == Outcome::Passed {
+fn judge(cluster: &Cluster, checkers: &Checkers, report: &mut FileReport, settled: bool) {
+    if report.outcome == Outcome::Passed && settled {
         checkers.check_end(cluster);
     }
     let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
@@ -1189,28 +1079,27 @@ impl Play {
             killed
         })
     }
+}
 
-    /// After the last record: every node up and recovery done, then a checkpoint.
-    async fn settle(&mut self) -> Result<(), Stuck> {
-        let cluster = self.cluster().clone();
-        let budget = |what: &str| Stuck(stuck_report(&cluster, what));
-        tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
-            .await
-            .map_err(|_| budget("recovery did not finish"))?;
-        for _ in 0..3 {
-            match tokio::time::timeout(SETTLE_BUDGET, cluster.meta.flush()).await {
-                Ok(Ok(())) => return Ok(()),
-                Ok(Err(e)) => {
-                    event!(cluster.ctx.log, "slt", "settle flush failed: {e}");
-                    tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
-                        .await
-                        .map_err(|_| budget("recovery did not finish"))?;
-                }
-                Err(_) => return Err(budget("no checkpoint committed")),
+/// After the last record: every node up and recovery done, then a checkpoint.
+async fn settle(cluster: &Arc<Cluster>) -> Result<(), Stuck> {
+    let budget = |what: &str| Stuck(stuck_report(cluster, what));
+    tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
+        .await
+        .map_err(|_| budget("recovery did not finish"))?;
+    for _ in 0..3 {
+        match tokio::time::timeout(SETTLE_BUDGET, cluster.meta.flush()).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => {
+                event!(cluster.ctx.log, "slt", "settle flush failed: {e}");
+                tokio::time::timeout(SETTLE_BUDGET, cluster.wait_ready())
+                    .await
+                    .map_err(|_| budget("recovery did not finish"))?;
             }
+            Err(_) => return Err(budget("no checkpoint committed")),
         }
-        Err(budget("settle: three flushes failed"))
     }
+    Err(budget("settle: three flushes failed"))
 }
 
 /// The run could not settle: the stuck report (what it waited for, and what the barrier manager waits for).
