@@ -1,10 +1,11 @@
 //! `cargo xtask <command>`: the project's automation, in Rust.
 //!
 //! - `repro [FLAGS]`: build `epochlab` (release) and run `epochlab repro FLAGS`; its exit status is passed on.
-//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`, `corpus [FLAGS]`, `triage
-//!   FILES...`: the same for `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue),
-//!   `epochlab slt` (sqllogictest files), `epochlab corpus` (RisingWave's e2e corpus and its ratchet) and
-//!   `epochlab triage` (which known bug a log shows).
+//! - `soak [FLAGS]`, `soak-report FILES...`, `bugs`, `slt [FLAGS] FILES...`, `corpus [FLAGS]`, `ci [FLAGS]`,
+//!   `triage FILES...`: the same for `epochlab soak`, `epochlab soak-report`, `epochlab bugs` (the catalogue),
+//!   `epochlab slt` (sqllogictest files), `epochlab corpus` (RisingWave's e2e corpus and its ratchet),
+//!   `epochlab ci` (RisingWave's recovery CI, step for step) and `epochlab triage` (which known bug a log
+//!   shows).
 //! - `test [ARGS]`: `cargo fmt --check` (and the catalogue's modules, as `fmt`), `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `fmt [--check]`: `cargo fmt --all`, and rustfmt on the bug catalogue's modules, which `cargo fmt` cannot reach (they
@@ -22,7 +23,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|triage|test|fmt|bench|screenshot|protoc> [ARGS...]";
+const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|ci|triage|test|fmt|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
     let raw: Vec<OsString> = args.collect();
     if matches!(
         cmd.as_str(),
-        "repro" | "soak" | "soak-report" | "bugs" | "slt" | "corpus" | "triage"
+        "repro" | "soak" | "soak-report" | "bugs" | "slt" | "corpus" | "ci" | "triage"
     ) {
         return finish(epochlab_command(&cmd, &raw));
     }

@@ -22,6 +22,7 @@ macro_rules! outln {
     };
 }
 
+mod ci;
 mod command;
 mod corpus;
 mod determinism;
@@ -86,6 +87,7 @@ fn main() -> ExitCode {
         }
         Invocation::Slt(a) => finish("slt", slt::run(&a)),
         Invocation::Corpus(a) => finish("corpus", corpus::run(&a)),
+        Invocation::Ci(a) => finish("ci", ci::run(&a)),
         Invocation::Triage(files) => finish("triage", triage::run(&files)),
         Invocation::SoakReport(files) => finish("soak-report", soak::report(&files)),
         Invocation::Soak(a) => finish("soak", soak::run(&a)),

@@ -2,6 +2,7 @@
 //! requirements declared on the flags; the few checks that depend on values (the catalogue's modes and
 //! settings, a scenario's flags) in each command's `into_args`; and bad input as one line (exit status 2).
 
+pub mod ci;
 pub mod corpus;
 pub mod error;
 mod kill;
@@ -53,6 +54,7 @@ pub enum Command {
     },
     Slt(slt::SltCmd),
     Corpus(corpus::CorpusCmd),
+    Ci(ci::CiCmd),
     /// The catalogue: each bug with its mechanism, fix, links, modes, settings and command
     Bugs,
     /// Which known bug is this log?
@@ -122,6 +124,9 @@ pub enum CheckError {
     /// `slt FILES...` or `soak --slt GLOB` named no file (or a bad pattern, or a file that cannot be read).
     #[error("{}{why}", if pattern.is_empty() { String::new() } else { format!("`{pattern}`: ") })]
     SltFiles { pattern: String, why: String },
+    /// A value that is listed but does not run yet.
+    #[error("{what} is listed but not run yet: {why}")]
+    NotYet { what: String, why: &'static str },
 }
 
 /// What the command line asks for, checked.
@@ -139,6 +144,8 @@ pub enum Invocation {
     Slt(Box<crate::slt::SltArgs>),
     /// `epochlab corpus`: RisingWave's e2e corpus, with the ratchet.
     Corpus(Box<crate::corpus::CorpusArgs>),
+    /// `epochlab ci`: RisingWave's recovery CI, step for step.
+    Ci(Box<crate::ci::CiArgs>),
     /// `epochlab triage FILE...`: which known bug a log shows.
     Triage(Vec<PathBuf>),
     /// `epochlab completions SHELL`: the script.
@@ -180,6 +187,7 @@ pub fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Invocation, Cli
         Command::SoakReport { files } => Invocation::SoakReport(files),
         Command::Slt(c) => Invocation::Slt(Box::new(c.into_args().map_err(checked)?)),
         Command::Corpus(c) => Invocation::Corpus(Box::new(c.into_args())),
+        Command::Ci(c) => Invocation::Ci(Box::new(c.into_args().map_err(checked)?)),
         Command::Bugs => Invocation::Bugs,
         Command::Triage { files } => Invocation::Triage(files),
         Command::Completions { shell } => Invocation::Completions(shell),

@@ -278,7 +278,8 @@ fn a_non_utf8_argument_is_named_by_its_position() {
 
 #[test]
 fn commands() {
-    let usage = "usage: epochlab repro|soak|soak-report|slt|corpus|bugs|triage|completions [FLAGS]";
+    let usage =
+        "usage: epochlab repro|soak|soak-report|slt|corpus|ci|bugs|triage|completions [FLAGS]";
     assert_eq!(
         parse(os(&[])).unwrap_err().to_string(),
         format!("epochlab: no command given; {usage} (epochlab --help)")

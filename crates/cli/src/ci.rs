@@ -1,0 +1,341 @@
+//! `epochlab ci`: RisingWave's recovery CI (`ci/scripts/deterministic-recovery-test.sh` at f21fb9b7915) step for
+//! step: each (step, seed) one simulation, one cluster for every file of the step, on worker threads; a line per
+//! (step, seed), the totals per step, and the replay command of each failure.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use epochlab_sim::{BugMode, Outcome, ReproHooks};
+use epochlab_simulation::ci::{self, CiProfile, CiStep, NotRun};
+use epochlab_simulation::corpus::panic_message;
+use epochlab_simulation::{FileReport, StepReport};
+use epochlab_telemetry::WallTimer;
+
+/// `epochlab ci`'s arguments.
+#[derive(Clone, Debug)]
+pub struct CiArgs {
+    pub profile: &'static CiProfile,
+    pub steps: Vec<&'static CiStep>,
+    pub seeds: std::ops::Range<u64>,
+    pub jobs: usize,
+    pub shard: Option<(u64, u64)>,
+    pub root: PathBuf,
+    pub keep_going: bool,
+    pub run: BugMode,
+}
+
+/// Why `epochlab ci` could not run: bad input.
+#[derive(Debug, thiserror::Error)]
+pub enum CiError {
+    #[error("{root}: no step's files are there (is it a copy of RisingWave's e2e_test/?): {why}")]
+    NoStepFiles { root: String, why: String },
+}
+
+/// What one (step, seed) gave.
+#[derive(Debug)]
+enum SeedResult {
+    Ran {
+        report: StepReport,
+        digest: String,
+        wall_ms: u64,
+    },
+    /// A panic escaped the simulation: a failure of this (step, seed), not of the run.
+    Panicked(String),
+}
+
+impl SeedResult {
+    fn passed(&self) -> bool {
+        matches!(self, SeedResult::Ran { report, .. } if report.outcome() == Outcome::Passed)
+    }
+}
+
+/// A step of the run: its files, or why it does not run.
+struct StepRun {
+    step: &'static CiStep,
+    files: Result<Vec<PathBuf>, NotRun>,
+}
+
+/// Run the profile's steps; the exit status (0: every (step, seed) that ran passed, 1: one did not).
+pub fn run(a: &CiArgs) -> Result<u8, CiError> {
+    let steps: Vec<StepRun> = a
+        .steps
+        .iter()
+        .map(|&step| StepRun {
+            step,
+            files: ci::step_files(&a.root, step),
+        })
+        .collect();
+    no_files_at_all(a, &steps)?;
+    let units = units(a, &steps);
+    eprintln!(
+        "ci: profile {} ({}), seeds {}..{}, {} step-seed(s){}, {} jobs",
+        a.profile.name,
+        a.profile.workflow,
+        a.seeds.start,
+        a.seeds.end,
+        units.len(),
+        a.shard
+            .map(|(k, n)| format!(" (shard {k}/{n})"))
+            .unwrap_or_default(),
+        a.jobs
+    );
+    eprintln!(
+        "ci: deviation: RisingWave's cluster ci-3cn-2fe-3meta (2 frontends, 3 compute nodes of 2 cores, 2 \
+         compactors, 3 metas) runs here as 1 frontend, 3 compute nodes (parallelism 3), 1 compactor, 1 meta \
+         never killed"
+    );
+    if a.keep_going {
+        eprintln!(
+            "ci: deviation: --keep-going runs every file after a failure (RisingWave's run ended there; a \
+             failed file may leave objects behind)"
+        );
+    }
+    let results = run_all(a, &steps, &units);
+    print(a, &steps, &units, &results);
+    let failed = results.values().any(|r| !r.passed());
+    Ok(u8::from(failed))
+}
+
+/// Bad input: a root where no step that could run finds a file.
+fn no_files_at_all(a: &CiArgs, steps: &[StepRun]) -> Result<(), CiError> {
+    let runnable: Vec<&StepRun> = steps.iter().filter(|s| s.step.needs.is_none()).collect();
+    if runnable.is_empty() || runnable.iter().any(|s| s.files.is_ok()) {
+        return Ok(());
+    }
+    let why = runnable
+        .iter()
+        .filter_map(|s| {
+            s.files
+                .as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", s.step.name))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(CiError::NoStepFiles {
+        root: a.root.display().to_string(),
+        why,
+    })
+}
+
+/// The (step, seed) pairs to run: the steps with files, in order, each with every seed; with `--shard K/N`,
+/// the pairs whose place is K mod N.
+fn units(a: &CiArgs, steps: &[StepRun]) -> Vec<(usize, u64)> {
+    let all = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.files.is_ok())
+        .flat_map(|(i, _)| a.seeds.clone().map(move |seed| (i, seed)));
+    all.enumerate()
+        .filter(|(place, _)| a.shard.is_none_or(|(k, n)| *place as u64 % n == k))
+        .map(|(_, unit)| unit)
+        .collect()
+}
+
+/// Every unit on `jobs` threads, each its own simulation.
+fn run_all(
+    a: &CiArgs,
+    steps: &[StepRun],
+    units: &[(usize, u64)],
+) -> BTreeMap<(usize, u64), SeedResult> {
+    let next = Mutex::new(units.iter().copied());
+    let results: Mutex<BTreeMap<(usize, u64), SeedResult>> = Mutex::new(BTreeMap::new());
+    let total = units.len();
+    std::thread::scope(|scope| {
+        for worker in 0..a.jobs.max(1).min(total.max(1)) {
+            let (next, results) = (&next, &results);
+            let spawned = std::thread::Builder::new()
+                .name(format!("ci-{worker}"))
+                // A simulation's futures nest deeply in a debug build.
+                .stack_size(64 << 20)
+                .spawn_scoped(scope, move || {
+                    loop {
+                        let unit = lock(next).next();
+                        let Some((i, seed)) = unit else { return };
+                        let result = run_one(a, &steps[i], seed);
+                        let mut results = lock(results);
+                        results.insert((i, seed), result);
+                        let failed = results.values().filter(|r| !r.passed()).count();
+                        eprintln!(
+                            "ci: {}/{total} step-seeds done, {failed} failed ({} seed {seed})",
+                            results.len(),
+                            steps[i].step.name
+                        );
+                    }
+                });
+            if let Err(e) = spawned {
+                eprintln!("ci: cannot start worker {worker}: {e}");
+            }
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
+    let files = s.files.as_ref().expect("units have files");
+    let wall = WallTimer::start();
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ci::run_step(
+            files,
+            a.profile,
+            s.step,
+            seed,
+            a.run,
+            a.keep_going,
+            ReproHooks::default(),
+        )
+    }));
+    match out {
+        Ok(out) => SeedResult::Ran {
+            report: out.value,
+            digest: out.digest,
+            wall_ms: wall.elapsed().as_millis() as u64,
+        },
+        Err(payload) => SeedResult::Panicked(panic_message(payload.as_ref())),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The table, the totals, the replay lines.
+fn print(
+    a: &CiArgs,
+    steps: &[StepRun],
+    units: &[(usize, u64)],
+    results: &BTreeMap<(usize, u64), SeedResult>,
+) {
+    outln!("{:<16} {:>6}  result", "step", "seed");
+    for &(i, seed) in units {
+        let line = results.get(&(i, seed)).map_or_else(
+            || "not run (no worker thread)".into(),
+            |r| describe(&a.root, r),
+        );
+        outln!("{:<16} {seed:>6}  {line}", steps[i].step.name);
+        if let Some(SeedResult::Ran { report, .. }) = results.get(&(i, seed)) {
+            for f in report
+                .files
+                .iter()
+                .filter(|f| f.outcome != Outcome::Passed)
+                .skip(1)
+            {
+                outln!("{:<25}also {}", "", failure(&a.root, f));
+            }
+        }
+    }
+    outln!();
+    for (i, s) in steps.iter().enumerate() {
+        let total = match &s.files {
+            Err(why) => format!("not run: {why}"),
+            Ok(files) => {
+                let ran: Vec<&SeedResult> = units
+                    .iter()
+                    .filter(|(j, _)| *j == i)
+                    .filter_map(|u| results.get(u))
+                    .collect();
+                let passed = ran.iter().filter(|r| r.passed()).count();
+                format!(
+                    "{passed} of {} seed(s) passed, {} file(s) (script line {})",
+                    ran.len(),
+                    files.len(),
+                    s.step.line
+                )
+            }
+        };
+        outln!("{:<16} {total}", s.step.name);
+    }
+    let failing: Vec<&(usize, u64)> = units
+        .iter()
+        .filter(|u| results.get(u).is_some_and(|r| !r.passed()))
+        .collect();
+    if !failing.is_empty() {
+        outln!();
+        outln!("replay:");
+        for &&(i, seed) in &failing {
+            outln!("  {}", replay(a, steps[i].step, seed));
+        }
+    }
+}
+
+/// One (step, seed)'s result in one line.
+fn describe(root: &Path, r: &SeedResult) -> String {
+    let report = match r {
+        SeedResult::Panicked(why) => return format!("failed: panic: {why}"),
+        SeedResult::Ran { report, .. } => report,
+    };
+    let passed = report
+        .files
+        .iter()
+        .filter(|f| f.outcome == Outcome::Passed)
+        .count();
+    let counts = format!(
+        "{passed} of {} file(s) passed{}",
+        report.files.len() + report.not_run.len(),
+        if report.not_run.is_empty() {
+            String::new()
+        } else {
+            format!(", {} not run", report.not_run.len())
+        }
+    );
+    let wall = match r {
+        SeedResult::Ran {
+            wall_ms, digest, ..
+        } => {
+            format!("{:.1} s, digest {digest}", *wall_ms as f64 / 1000.0)
+        }
+        SeedResult::Panicked(_) => String::new(),
+    };
+    match report.first_failure() {
+        None => format!("passed ({counts}; {wall})"),
+        Some(f) => format!("{} ({counts}; {wall})", failure(root, f)),
+    }
+}
+
+/// A file's failure in one line: `failed at FILE:LINE: error`, or `failed in FILE: error` (`stuck`).
+fn failure(root: &Path, f: &FileReport) -> String {
+    let error = f
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("");
+    let file = relative(root, &f.file);
+    let what = match f.outcome {
+        Outcome::Stuck => "stuck",
+        _ => "failed",
+    };
+    let error = error.replace(&f.file, &file);
+    // A record's error starts with its place (`FILE:LINE: ...`).
+    match error.strip_prefix(&format!("{file}:")) {
+        Some(_) => format!("{what} at {error}"),
+        None => format!("{what} in {file}: {error}"),
+    }
+}
+
+fn relative(root: &Path, file: &str) -> String {
+    Path::new(file)
+        .strip_prefix(root)
+        .map_or_else(|_| file.to_string(), |p| p.display().to_string())
+}
+
+/// The command that runs one (step, seed) again.
+fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
+    let mut cmd = format!(
+        "cargo xtask ci --profile {} --step {} --seeds {seed}..{} --bug {} --mode {}",
+        a.profile.name,
+        step.name,
+        seed + 1,
+        a.run.bug().as_str(),
+        a.run.mode().as_str()
+    );
+    if a.root != Path::new(epochlab_simulation::corpus::ROOT) {
+        cmd.push_str(&format!(" --root {}", a.root.display()));
+    }
+    if a.keep_going {
+        cmd.push_str(" --keep-going");
+    }
+    cmd
+}

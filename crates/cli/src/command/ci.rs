@@ -1,0 +1,110 @@
+//! `epochlab ci`: its flags (the one definition, with their help) and the run configuration
+//! ([`crate::ci::CiArgs`]) they become.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use clap::builder::PossibleValuesParser;
+use epochlab_sim::{BugId, BugMode, Mode};
+use epochlab_simulation::ci::{self, CiProfile, PROFILES, STEPS};
+
+use super::CheckError;
+use super::values;
+use crate::ci::CiArgs;
+
+/// Run RisingWave's recovery CI step for step: each (step, seed) one cluster for every file of the step
+///
+/// As ci/scripts/deterministic-recovery-test.sh at f21fb9b7915 runs it: five steps, each
+/// `seq $TEST_NUM | parallel MADSIM_TEST_SEED={} ./risingwave_simulation --kill
+/// --kill-rate=$KILL_RATE [--background-ddl-rate=$BACKGROUND_DDL_RATE] ./e2e_test/<glob>`:
+///   background-ddl  background_ddl/sim/basic.slt (no --background-ddl-rate: 0.0)
+///   ddl             ddl/**/*.slt
+///   streaming       streaming/**/*.slt
+///   batch           batch/**/*.slt
+///   source          source/basic/kafka*.slt (needs a Kafka source: reported not run)
+/// Per (step, seed), one simulated cluster runs every file of the glob in the `glob` crate's
+/// order, a new session per file (a file's SETs do not carry over; its tables, users, schemas
+/// and background jobs do), under RisingWave's kill runner of 2024; the first file that fails
+/// ends the step-seed, as RisingWave's panic ended its process. The profiles are the
+/// workflows' calls of the script:
+///   pr                         pull-request.yml: TEST_NUM=8 KILL_RATE=0.5 BACKGROUND_DDL_RATE=0.0
+///   main-cron                  main-cron.yml: TEST_NUM=12 KILL_RATE=1.0 BACKGROUND_DDL_RATE=0.0
+///   main-cron-background-ddl   main-cron.yml: TEST_NUM=12 KILL_RATE=1.0 BACKGROUND_DDL_RATE=0.8
+///   main-cron-arrangement-backfill, backfill-tests: listed, not run yet
+/// Prints a line per (step, seed): passed, or the failing file:line and its error; the totals
+/// per step; and the command replaying each failing (step, seed). A step whose files are not
+/// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
+///
+/// Deviations, printed with each run: RisingWave's cluster ci-3cn-2fe-3meta (2 frontends, 3
+/// compute nodes of 2 cores, 2 compactors, 3 metas) is here 1 frontend, 3 compute nodes
+/// (parallelism 3), 1 compactor and 1 meta that is never killed.
+///
+/// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
+#[derive(Args, Clone, Debug)]
+#[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = CI_AFTER_HELP)]
+pub struct CiCmd {
+    /// The workflow's call of the script
+    #[arg(long, value_name = "P", default_value = "pr",
+          value_parser = PossibleValuesParser::new(PROFILES.map(|p| p.name)))]
+    pub profile: String,
+    /// One step of the script (default: every step, in the script's order)
+    #[arg(long, value_name = "S", value_parser = PossibleValuesParser::new(STEPS.map(|s| s.name)))]
+    pub step: Option<String>,
+    /// The seeds A, A+1, ..., B-1 (default: the profile's `seq $TEST_NUM`, 1..TEST_NUM+1)
+    #[arg(long, value_name = "A..B", value_parser = values::seed_range)]
+    pub seeds: Option<std::ops::Range<u64>>,
+    /// 1..=256 worker threads, each running one (step, seed) at a time (default: the machine's cores)
+    #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]
+    pub jobs: Option<usize>,
+    /// K/N: only the (step, seed) pairs whose place in the run (steps in order, then seeds) is K mod N
+    #[arg(long, value_name = "K/N", value_parser = values::shard)]
+    pub shard: Option<(u64, u64)>,
+    /// A copy of RisingWave's e2e_test/ directory (holding ddl/, streaming/, ...)
+    #[arg(long, value_name = "DIR", default_value = epochlab_simulation::corpus::ROOT,
+          value_parser = values::path)]
+    pub root: PathBuf,
+    /// Go on after a failing file and report every file (a deviation: RisingWave's run ended at the
+    /// first failure, and a failed file may leave objects behind for the next)
+    #[arg(long)]
+    pub keep_going: bool,
+    /// The bug of the catalogue whose toggle --mode sets
+    #[arg(long, value_name = "ID", default_value = "14910", value_parser = values::bug())]
+    pub bug: BugId,
+    /// The mode of every run
+    #[arg(long, value_name = "M", default_value = "fixed", value_parser = values::mode())]
+    pub mode: Mode,
+}
+
+const CI_AFTER_HELP: &str = "\
+EXIT STATUS: 0 every (step, seed) that ran passed, 1 one failed or got stuck, 2 bad input (a flag, a profile not
+run yet, a root without any step's files), one line on stderr.";
+
+impl CiCmd {
+    /// The run configuration, checked.
+    pub fn into_args(self) -> Result<CiArgs, CheckError> {
+        let profile: &'static CiProfile =
+            ci::profile(&self.profile).expect("clap admits only the profiles' names");
+        if let Some(why) = profile.pending {
+            return Err(CheckError::NotYet {
+                what: format!("--profile {}", profile.name),
+                why,
+            });
+        }
+        let steps = match &self.step {
+            Some(name) => vec![ci::step(name).expect("clap admits only the steps' names")],
+            None => STEPS.iter().collect(),
+        };
+        Ok(CiArgs {
+            profile,
+            steps,
+            seeds: self.seeds.unwrap_or(1..profile.test_num + 1),
+            jobs: self
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            shard: self.shard,
+            root: self.root,
+            keep_going: self.keep_going,
+            run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
+        })
+    }
+}
