@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use epochlab_sim::{BugMode, Outcome, ReproHooks};
+use epochlab_sim::{BugId, BugMode, Outcome, ReproHooks};
 use epochlab_simulation::ci::{self, CiProfile, CiStep, NotRun};
 use epochlab_simulation::corpus::panic_message;
 use epochlab_simulation::{FileReport, StepReport};
-use epochlab_telemetry::WallTimer;
+use epochlab_telemetry::{WallTimer, run_layer_scoped};
+
+mod junit;
 
 /// `epochlab ci`'s arguments.
 #[derive(Clone, Debug)]
@@ -23,6 +25,10 @@ pub struct CiArgs {
     pub root: PathBuf,
     pub keep_going: bool,
     pub run: BugMode,
+    /// `--junit FILE`.
+    pub junit: Option<PathBuf>,
+    /// `--log-dir DIR`: a log per failing (step, seed), as the script's `$LOGDIR`.
+    pub log_dir: Option<PathBuf>,
 }
 
 /// Why `epochlab ci` could not run: bad input.
@@ -30,15 +36,26 @@ pub struct CiArgs {
 pub enum CiError {
     #[error("{root}: no step's files are there (is it a copy of RisingWave's e2e_test/?): {why}")]
     NoStepFiles { root: String, why: String },
+    #[error("cannot write {path}: {why}")]
+    Write { path: String, why: String },
 }
+
+/// What the script's `RUST_LOG` turned to debug (`risingwave_meta::barrier::recovery`, `::manager::catalog`,
+/// `::rpc::ddl_controller`, `::barrier::mod`, `risingwave_simulation`), in epochlab's modules; the rest at INFO.
+/// `RUST_LOG` replaces it.
+const LOG_SCOPE: &str = "info,epochlab_meta::recovery=debug,epochlab_recovery=debug,epochlab_meta::catalog=debug,\
+                         epochlab_meta::meta=debug,epochlab_barrier::manager=debug,epochlab_simulation=debug";
 
 /// What one (step, seed) gave.
 #[derive(Debug)]
-enum SeedResult {
+pub(crate) enum SeedResult {
     Ran {
         report: StepReport,
         digest: String,
         wall_ms: u64,
+        /// The log kept (a failing (step, seed) under `--log-dir`), and the known bugs triage finds in it.
+        log: Option<PathBuf>,
+        triage: Vec<BugId>,
     },
     /// A panic escaped the simulation: a failure of this (step, seed), not of the run.
     Panicked(String),
@@ -51,7 +68,7 @@ impl SeedResult {
 }
 
 /// A step of the run: its files, or why it does not run.
-struct StepRun {
+pub(crate) struct StepRun {
     step: &'static CiStep,
     files: Result<Vec<PathBuf>, NotRun>,
 }
@@ -67,6 +84,9 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         })
         .collect();
     no_files_at_all(a, &steps)?;
+    if let Some(dir) = &a.log_dir {
+        writable_dir(dir)?;
+    }
     let units = units(a, &steps);
     eprintln!(
         "ci: profile {} ({}), seeds {}..{}, {} step-seed(s){}, {} jobs",
@@ -93,6 +113,26 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     }
     let results = run_all(a, &steps, &units);
     print(a, &steps, &units, &results);
+    if let Some(path) = &a.junit {
+        let runs: Vec<_> = units
+            .iter()
+            .map(|&(i, seed)| {
+                (
+                    i,
+                    seed,
+                    results.get(&(i, seed)),
+                    replay(a, steps[i].step, seed),
+                )
+            })
+            .collect();
+        let title = format!("epochlab ci --profile {}", a.profile.name);
+        let xml = junit::document(&title, &a.root, &steps, &runs);
+        std::fs::write(path, xml).map_err(|e| CiError::Write {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        outln!("wrote {}", path.display());
+    }
     let failed = results.values().any(|r| !r.passed());
     Ok(u8::from(failed))
 }
@@ -117,6 +157,18 @@ fn no_files_at_all(a: &CiArgs, steps: &[StepRun]) -> Result<(), CiError> {
         root: a.root.display().to_string(),
         why,
     })
+}
+
+/// `--log-dir`: made if missing, and a file can be written in it.
+fn writable_dir(dir: &Path) -> Result<(), CiError> {
+    let err = |e: std::io::Error| CiError::Write {
+        path: dir.display().to_string(),
+        why: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let probe = dir.join(format!(".epochlab-ci-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(err)?;
+    std::fs::remove_file(&probe).map_err(err)
 }
 
 /// The (step, seed) pairs to run: the steps with files, in order, each with every seed; with `--shard K/N`,
@@ -174,26 +226,95 @@ fn run_all(
 
 fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
     let files = s.files.as_ref().expect("units have files");
+    let log = a
+        .log_dir
+        .as_ref()
+        .map(|d| d.join(format!("{}-{seed}.log", s.step.log)));
+    let log_file = log.as_ref().and_then(|p| std::fs::File::create(p).ok());
+    let hooks = ReproHooks {
+        tracing_layer: run_layer_scoped(None, log_file, LOG_SCOPE),
+        ..Default::default()
+    };
     let wall = WallTimer::start();
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        ci::run_step(
-            files,
-            a.profile,
-            s.step,
-            seed,
-            a.run,
-            a.keep_going,
-            ReproHooks::default(),
-        )
+        ci::run_step(files, a.profile, s.step, seed, a.run, a.keep_going, hooks)
     }));
-    match out {
-        Ok(out) => SeedResult::Ran {
-            report: out.value,
-            digest: out.digest,
-            wall_ms: wall.elapsed().as_millis() as u64,
-        },
-        Err(payload) => SeedResult::Panicked(panic_message(payload.as_ref())),
+    let out = match out {
+        Ok(out) => out,
+        Err(payload) => {
+            let why = panic_message(payload.as_ref());
+            if let Some(path) = &log {
+                append(path, &format!("panic: {why}\n"));
+            }
+            return SeedResult::Panicked(why);
+        }
+    };
+    let passed = out.value.outcome() == Outcome::Passed;
+    let (log, triage) = match log {
+        Some(path) if passed => {
+            let _ = std::fs::remove_file(&path);
+            (None, Vec::new())
+        }
+        Some(path) => {
+            append(&path, &failure_text(&a.root, &out.value));
+            let triage = triage(&path);
+            (Some(path), triage)
+        }
+        None => (None, Vec::new()),
+    };
+    SeedResult::Ran {
+        report: out.value,
+        digest: out.digest,
+        wall_ms: wall.elapsed().as_millis() as u64,
+        log,
+        triage,
     }
+}
+
+/// What failed, in full, as the log's last lines (RisingWave's log ended with the panic).
+fn failure_text(root: &Path, report: &StepReport) -> String {
+    let mut text = String::new();
+    for f in report.files.iter().filter(|f| f.outcome != Outcome::Passed) {
+        text.push_str(&format!("epochlab ci: {}\n", failure(root, f)));
+        if let Some(full) = f.error.as_deref().filter(|e| e.contains('\n')) {
+            text.push_str(full);
+            text.push('\n');
+        }
+        if let Some(record) = &f.failure {
+            text.push_str(&format!("{record}\n"));
+        }
+    }
+    text
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    if let Err(e) = file.and_then(|mut f| f.write_all(text.as_bytes())) {
+        eprintln!("ci: cannot write {}: {e}", path.display());
+    }
+}
+
+/// The known bugs `epochlab triage` finds in a kept log.
+fn triage(path: &Path) -> Vec<BugId> {
+    let mut findings = crate::triage::Findings::default();
+    let read = std::fs::File::open(path).and_then(|f| {
+        crate::triage::scan(
+            &path.display().to_string(),
+            std::io::BufReader::new(f),
+            &mut findings,
+        )
+    });
+    if let Err(e) = read {
+        eprintln!("ci: cannot triage {}: {e}", path.display());
+    }
+    let mut bugs: Vec<BugId> = findings.matches.iter().map(|m| m.bug).collect();
+    bugs.sort();
+    bugs.dedup();
+    bugs
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -281,9 +402,25 @@ fn describe(root: &Path, r: &SeedResult) -> String {
     );
     let wall = match r {
         SeedResult::Ran {
-            wall_ms, digest, ..
+            wall_ms,
+            digest,
+            log,
+            triage,
+            ..
         } => {
-            format!("{:.1} s, digest {digest}", *wall_ms as f64 / 1000.0)
+            let mut wall = format!("{:.1} s, digest {digest}", *wall_ms as f64 / 1000.0);
+            if let Some(log) = log {
+                wall.push_str(&format!(", log {}", log.display()));
+            }
+            match triage.as_slice() {
+                [] if log.is_some() => wall.push_str(", triage: no known bug"),
+                [] => {}
+                bugs => {
+                    let names: Vec<String> = bugs.iter().map(|b| b.to_string()).collect();
+                    wall.push_str(&format!(", triage: {}", names.join(", ")));
+                }
+            }
+            wall
         }
         SeedResult::Panicked(_) => String::new(),
     };
@@ -294,7 +431,7 @@ fn describe(root: &Path, r: &SeedResult) -> String {
 }
 
 /// A file's failure in one line: `failed at FILE:LINE: error`, or `failed in FILE: error` (`stuck`).
-fn failure(root: &Path, f: &FileReport) -> String {
+pub(crate) fn failure(root: &Path, f: &FileReport) -> String {
     let error = f
         .error
         .as_deref()
@@ -315,14 +452,14 @@ fn failure(root: &Path, f: &FileReport) -> String {
     }
 }
 
-fn relative(root: &Path, file: &str) -> String {
+pub(crate) fn relative(root: &Path, file: &str) -> String {
     Path::new(file)
         .strip_prefix(root)
         .map_or_else(|_| file.to_string(), |p| p.display().to_string())
 }
 
 /// The command that runs one (step, seed) again.
-fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
+pub(crate) fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
     let mut cmd = format!(
         "cargo xtask ci --profile {} --step {} --seeds {seed}..{} --bug {} --mode {}",
         a.profile.name,

@@ -201,3 +201,132 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(stderr.starts_with("epochlab ci: "), "{args:?}: {stderr}");
     }
 }
+
+/// A JUnit file as a JUnit reader (Debian's python3-junitparser) reads it: per suite its name, tests,
+/// failures and skipped, then each case's name and result (`passed`, `failure: MESSAGE`, `skipped: MESSAGE`).
+fn junit_read_back(path: &Path) -> String {
+    let script = "import sys\n\
+                  from junitparser import JUnitXml\n\
+                  for suite in JUnitXml.fromfile(sys.argv[1]):\n\
+                  \x20   print('suite', suite.name, suite.tests, suite.failures, suite.skipped)\n\
+                  \x20   for case in suite:\n\
+                  \x20       r = [type(x).__name__.lower() + ': ' + (x.message or '') for x in case.result]\n\
+                  \x20       print('case', case.name, '|', r[0] if r else 'passed')\n";
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", script, path.to_str().unwrap()])
+        .output()
+        .expect("Debian's python3 runs (.ci/run installs python3-junitparser)");
+    assert!(out.status.success(), "junitparser: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn junit_is_read_back_by_a_junit_reader() {
+    let r = root(
+        "junit",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ddl/b.slt", FAIL),
+            ("ddl/c.slt", READ),
+        ],
+    );
+    let xml = r.join("out.xml");
+    let out = epochlab(&[
+        "ci",
+        "--step",
+        "ddl",
+        "--seeds",
+        "1..3",
+        "--root",
+        r.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let read = junit_read_back(&xml);
+    assert!(read.starts_with("suite ddl 6 2 2\n"), "{read}");
+    assert!(
+        read.contains("case ddl/a.slt (seed 1) | passed\n"),
+        "{read}"
+    );
+    assert!(
+        read.contains("case ddl/b.slt (seed 2) | failure: failed at ddl/b.slt:1: 1 (expected 2)\n"),
+        "{read}"
+    );
+    assert!(
+        read.contains(
+            "case ddl/c.slt (seed 1) | skipped: not run: the step stopped at ddl/b.slt\n"
+        ),
+        "{read}"
+    );
+    // A whole run: the steps without files are suites of one skipped case.
+    let out = epochlab(&[
+        "ci",
+        "--seeds",
+        "1..2",
+        "--root",
+        r.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let read = junit_read_back(&xml);
+    let suites: Vec<&str> = read.lines().filter(|l| l.starts_with("suite ")).collect();
+    assert_eq!(suites.len(), 5, "{read}");
+    assert!(
+        read.contains("case source (not run) | skipped: not run: needs a Kafka source"),
+        "{read}"
+    );
+}
+
+#[test]
+fn logs_are_kept_for_failing_seeds_only_and_triaged() {
+    let r = root("logs", &[]);
+    let streaming = r.join("streaming");
+    std::fs::create_dir_all(&streaming).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::copy(
+        repo.join("tests/slt/recovery/drop_sink_during_backfill.slt"),
+        streaming.join("drop_sink_during_backfill.slt"),
+    )
+    .unwrap();
+    let logs = r.join("logs");
+    let out = epochlab(&[
+        "ci",
+        "--profile",
+        "main-cron",
+        "--step",
+        "streaming",
+        "--mode",
+        "buggy",
+        "--seeds",
+        "1..3",
+        "--root",
+        r.to_str().unwrap(),
+        "--log-dir",
+        logs.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let kept: Vec<String> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // Seed 1 fails (#14910's zombie), seed 2 passes: its log is gone.
+    assert_eq!(kept, ["recovery-streaming-1.log"], "{stdout}");
+    let log = std::fs::read_to_string(logs.join(&kept[0])).unwrap();
+    assert!(
+        log.contains("not found (by the backfill persist check)"),
+        "{}",
+        &log[log.len().saturating_sub(2000)..]
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("streaming") && l.contains(" 1  "))
+        .unwrap();
+    assert!(row.contains("triage: 14910"), "{row}");
+
+    let unwritable = epochlab(&["ci", "--log-dir", "/proc/epochlab-logs"]);
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert_eq!(text(&unwritable.stderr).lines().count(), 1);
+}

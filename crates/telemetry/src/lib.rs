@@ -24,7 +24,10 @@ pub use progress::Progress;
 pub use server::MetricsServer;
 pub use timeline::{RunSampler, RunSpan, Timeline};
 pub use tokio::runtime::Handle as RuntimeHandle;
-pub use tracer::{ExportRuntime, RunTracer, instance_id, run_layer, run_layer_to, wait_for_ctrl_c};
+pub use tracer::{
+    ExportRuntime, RunTracer, instance_id, run_layer, run_layer_scoped, run_layer_to,
+    wait_for_ctrl_c,
+};
 
 /// Wall-clock time spent by a run, for reports (telemetry is where real time is read).
 pub struct WallTimer(std::time::Instant);

@@ -368,6 +368,15 @@ pub fn run_layer_to(
     tracer: Option<&RunTracer>,
     log_file: Option<std::fs::File>,
 ) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
+    run_layer_scoped(tracer, log_file, "info")
+}
+
+/// [`run_layer_to`], the log file at `RUST_LOG`'s levels, else at `file_scope` (an `EnvFilter` directive list).
+pub fn run_layer_scoped(
+    tracer: Option<&RunTracer>,
+    log_file: Option<std::fs::File>,
+    file_scope: &str,
+) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
     use tracing_subscriber::filter::EnvFilter;
     let spec = std::env::var("RUST_LOG").ok();
     let slot = DispatchSlot::default();
@@ -389,7 +398,7 @@ pub fn run_layer_to(
             })
             .with_writer(std::sync::Mutex::new(f))
             .with_ansi(false)
-            .with_filter(EnvFilter::new(spec.unwrap_or_else(|| "info".into())))
+            .with_filter(EnvFilter::new(spec.unwrap_or_else(|| file_scope.into())))
     });
     let fmt: Option<Box<dyn Layer<Registry> + Send + Sync>> = match (stderr, file) {
         (None, None) => None,

@@ -73,11 +73,22 @@ pub struct CiCmd {
     /// The mode of every run
     #[arg(long, value_name = "M", default_value = "fixed", value_parser = values::mode())]
     pub mode: Mode,
+    /// Write the run as JUnit XML: a testsuite per step, a testcase per (file, seed); the files after
+    /// a stop, and steps not run, as skipped
+    #[arg(long, value_name = "FILE", value_parser = values::path)]
+    pub junit: Option<PathBuf>,
+    /// Keep a log per failing (step, seed), as the script's $LOGDIR/<step's log>-<seed>.log: the
+    /// script's debug scope (meta's recovery, catalog, DDL and barrier manager; the runner) at DEBUG,
+    /// the rest at INFO (RUST_LOG replaces it), ending with the failure; a passing seed's log is
+    /// deleted; each kept log goes through `epochlab triage`, and the table names the bug it shows
+    #[arg(long, value_name = "DIR", value_parser = values::path, verbatim_doc_comment)]
+    pub log_dir: Option<PathBuf>,
 }
 
 const CI_AFTER_HELP: &str = "\
 EXIT STATUS: 0 every (step, seed) that ran passed, 1 one failed or got stuck, 2 bad input (a flag, a profile not
-run yet, a root without any step's files), one line on stderr.";
+run yet, a root without any step's files, a log directory or JUnit file that cannot be written), one line on
+stderr.";
 
 impl CiCmd {
     /// The run configuration, checked.
@@ -105,6 +116,8 @@ impl CiCmd {
             root: self.root,
             keep_going: self.keep_going,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
+            junit: self.junit,
+            log_dir: self.log_dir,
         })
     }
 }
