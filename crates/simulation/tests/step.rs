@@ -148,3 +148,21 @@ fn a_one_file_step_is_run_file_and_a_seed_replays_exactly() {
     let epochs: u64 = first.value.files.iter().map(|f| f.epochs).sum();
     assert!(epochs > one.value.files[0].epochs, "{epochs}");
 }
+
+/// RisingWave's background-DDL step, whole, on one seed of main-cron: it passes.
+#[test]
+fn the_background_ddl_step_passes_whole_on_a_seed() {
+    use epochlab_sim::{BugMode, Mode};
+    use epochlab_simulation::ci;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt/risingwave");
+    let step = ci::step("background-ddl").unwrap();
+    let files = ci::step_files(&root, step).unwrap();
+    assert_eq!(files.len(), 1);
+    let profile = ci::profile("main-cron").unwrap();
+    let run = BugMode::of_14910(Mode::Fixed);
+    let out = ci::run_step(&files, profile, step, 1, run, false, ReproHooks::default());
+    let r = out.value;
+    assert_eq!(r.outcome(), Outcome::Passed, "{:?}", r.first_failure());
+    assert!(r.files[0].records > 10, "{}", r.files[0].records);
+    assert!(r.files[0].kills > 0, "kills at KILL_RATE=1.0");
+}
