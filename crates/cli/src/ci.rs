@@ -13,6 +13,7 @@ use epochlab_simulation::{FileReport, StepReport};
 use epochlab_telemetry::{WallTimer, run_layer_scoped};
 
 mod junit;
+mod ratchet;
 
 /// `epochlab ci`'s arguments.
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct CiArgs {
     pub junit: Option<PathBuf>,
     /// `--log-dir DIR`: a log per failing (step, seed), as the script's `$LOGDIR`.
     pub log_dir: Option<PathBuf>,
+    /// `--update-expected`: rewrite the ratchet's lines of the steps run.
+    pub update_expected: bool,
 }
 
 /// Why `epochlab ci` could not run: bad input.
@@ -38,6 +41,8 @@ pub enum CiError {
     NoStepFiles { root: String, why: String },
     #[error("cannot write {path}: {why}")]
     Write { path: String, why: String },
+    #[error("{path}: {why}")]
+    Ratchet { path: String, why: String },
 }
 
 /// What the script's `RUST_LOG` turned to debug (`risingwave_meta::barrier::recovery`, `::manager::catalog`,
@@ -87,6 +92,7 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     if let Some(dir) = &a.log_dir {
         writable_dir(dir)?;
     }
+    let expected = ratchet::Ratchet::read(&a.root)?;
     let units = units(a, &steps);
     eprintln!(
         "ci: profile {} ({}), seeds {}..{}, {} step-seed(s){}, {} jobs",
@@ -113,6 +119,12 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     }
     let results = run_all(a, &steps, &units);
     print(a, &steps, &units, &results);
+    let counts = step_counts(a, &steps, &units, &results);
+    print_ratchet(a, &expected, &counts);
+    if a.update_expected {
+        expected.updated(&counts).write(&a.root)?;
+        outln!("updated {}", a.root.join(ratchet::FILE).display());
+    }
     if let Some(path) = &a.junit {
         let runs: Vec<_> = units
             .iter()
@@ -157,6 +169,64 @@ fn no_files_at_all(a: &CiArgs, steps: &[StepRun]) -> Result<(), CiError> {
         root: a.root.display().to_string(),
         why,
     })
+}
+
+/// Per step run: the files it passed before its stop (or in all, with `--keep-going`) on its worst seed.
+fn step_counts(
+    a: &CiArgs,
+    steps: &[StepRun],
+    units: &[(usize, u64)],
+    results: &BTreeMap<(usize, u64), SeedResult>,
+) -> BTreeMap<(String, String, &'static str), usize> {
+    let mode = if a.keep_going { "keep-going" } else { "stop" };
+    let mut counts = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        let worst = units
+            .iter()
+            .filter(|(j, _)| *j == i)
+            .map(|u| {
+                results
+                    .get(u)
+                    .and_then(|r| ratchet::passed(r, a.keep_going))
+            })
+            .collect::<Option<Vec<usize>>>()
+            .and_then(|n| n.into_iter().min());
+        if let Some(n) = worst {
+            let key = (a.profile.name.to_string(), s.step.name.to_string(), mode);
+            counts.insert(key, n);
+        }
+    }
+    counts
+}
+
+/// Each step's count beside its ratchet.
+fn print_ratchet(
+    a: &CiArgs,
+    expected: &ratchet::Ratchet,
+    counts: &BTreeMap<(String, String, &'static str), usize>,
+) {
+    if counts.is_empty() {
+        return;
+    }
+    outln!();
+    outln!("ratchet ({}):", a.root.join(ratchet::FILE).display());
+    for (key, n) in counts {
+        let what = if key.2 == "stop" {
+            "before its stop"
+        } else {
+            "in all (--keep-going)"
+        };
+        let verdict = match expected.expected(key) {
+            None => "no line yet (--update-expected adds it)".to_string(),
+            Some(e) if *n < e => format!("REGRESSED from {e}"),
+            Some(e) if *n > e => format!("more than its {e} (--update-expected raises it)"),
+            Some(e) => format!("as its {e}"),
+        };
+        outln!(
+            "  {:<16} {n} file(s) passed {what} on its worst seed: {verdict}",
+            key.1
+        );
+    }
 }
 
 /// `--log-dir`: made if missing, and a file can be written in it.

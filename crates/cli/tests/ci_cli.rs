@@ -300,7 +300,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         "--mode",
         "buggy",
         "--seeds",
-        "1..3",
+        "0..2",
         "--root",
         r.to_str().unwrap(),
         "--log-dir",
@@ -312,7 +312,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    // Seed 1 fails (#14910's zombie), seed 2 passes: its log is gone.
+    // Seed 1 fails (#14910's zombie), seed 0 passes: its log is gone.
     assert_eq!(kept, ["recovery-streaming-1.log"], "{stdout}");
     let log = std::fs::read_to_string(logs.join(&kept[0])).unwrap();
     assert!(
@@ -329,4 +329,79 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
     let unwritable = epochlab(&["ci", "--log-dir", "/proc/epochlab-logs"]);
     assert_eq!(unwritable.status.code(), Some(2));
     assert_eq!(text(&unwritable.stderr).lines().count(), 1);
+}
+
+#[test]
+fn the_ratchet_names_a_regression_and_is_updated() {
+    let r = root(
+        "ratchet",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ddl/b.slt", FAIL),
+            ("ci-expected.txt", "# mine\npr ddl stop 2\n"),
+        ],
+    );
+    let root = r.to_str().unwrap();
+    let out = epochlab(&["ci", "--step", "ddl", "--seeds", "1..3", "--root", root]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("  ddl              1 file(s) passed before its stop on its worst seed: REGRESSED from 2"),
+        "{stdout}"
+    );
+    let out = epochlab(&[
+        "ci",
+        "--step",
+        "ddl",
+        "--seeds",
+        "1..3",
+        "--root",
+        root,
+        "--update-expected",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let ratchet = std::fs::read_to_string(r.join("ci-expected.txt")).unwrap();
+    assert_eq!(ratchet, "# mine\npr ddl stop 1\n");
+    let out = epochlab(&[
+        "ci",
+        "--step",
+        "ddl",
+        "--seeds",
+        "1..3",
+        "--root",
+        root,
+        "--keep-going",
+    ]);
+    assert!(text(&out.stdout).contains("in all (--keep-going) on its worst seed: no line yet"));
+
+    std::fs::write(r.join("ci-expected.txt"), "pr ddl halt 2\n").unwrap();
+    let out = epochlab(&["ci", "--root", root]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`halt` is not stop or keep-going"));
+}
+
+/// The vendored steps hold their ratchet (`tests/slt/risingwave/ci-expected.txt`) on main-cron's first seed.
+#[test]
+fn the_vendored_steps_hold_their_ratchet() {
+    let out = epochlab(&[
+        "ci",
+        "--profile",
+        "main-cron",
+        "--seeds",
+        "1..2",
+        "--jobs",
+        "2",
+    ]);
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("ratchet ("))
+        .skip(1)
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for line in lines {
+        assert!(
+            line.contains(": as its ") || line.contains(": more than its "),
+            "{line}"
+        );
+    }
 }

@@ -9,11 +9,12 @@ use epochlab_frontend::error::{ConnectionError, SqlError};
 use epochlab_frontend::frontend::{Engine, Output, Session};
 
 /// One connection of a test file, as RisingWave's simulation client (`src/tests/simulation/src/client.rs`):
-/// it connects on first use, and when its frontend was killed it reconnects on the next statement and replays
-/// the `SET` statements it ran (each variable's last, in the order they were last set; only those that
-/// succeeded, where RisingWave's client kept a failed one too and then failed every reconnect on it). While the frontend is
-/// down a (re)connect fails with `connection refused`; a kill fails the statement in flight with `connection
-/// closed`, while what it sent on (a DDL meta runs) goes on in its own task.
+/// it connects on first use and sets `RW_IMPLICIT_FLUSH` (a DML waits for a checkpoint); when its frontend
+/// was killed it reconnects on the next statement and replays the `SET` statements it ran (each variable's
+/// last, in the order they were last set; only those that succeeded, where RisingWave's client kept a failed
+/// one too and then failed every reconnect on it). While the frontend is down a (re)connect fails with
+/// `connection refused`; a kill fails the statement in flight with `connection closed`, while what it sent on
+/// (a DDL meta runs) goes on in its own task.
 pub struct SimDb {
     engine: Arc<Engine>,
     /// The session and the frontend generation it is connected to; `None` before the first statement.
@@ -40,6 +41,10 @@ impl UnsupportedProbe {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
+
+/// What RisingWave's simulation client runs first on each connection (`connect_inner` in
+/// `src/tests/simulation/src/client.rs` at f21fb9b7915).
+const IMPLICIT_FLUSH: &str = "SET RW_IMPLICIT_FLUSH TO true;";
 
 /// Replayed `SET` statements of one connection, at most (bounded like everything else).
 const MAX_SET_STMTS: usize = 64;
@@ -72,6 +77,9 @@ impl SimDb {
             return Ok((s, g));
         }
         let mut session = Session::new(self.engine.clone());
+        // RisingWave's client sets it on every connection, "for recovery": a DML returns once a checkpoint
+        // holds its rows, so a kill after it cannot lose them.
+        session.execute(IMPLICIT_FLUSH).await?;
         for (_, sql) in &self.set_stmts {
             session.execute(sql).await?;
         }

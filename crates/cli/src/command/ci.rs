@@ -83,6 +83,13 @@ pub struct CiCmd {
     /// deleted; each kept log goes through `epochlab triage`, and the table names the bug it shows
     #[arg(long, value_name = "DIR", value_parser = values::path, verbatim_doc_comment)]
     pub log_dir: Option<PathBuf>,
+    /// Rewrite ROOT/ci-expected.txt, the ratchet, with what this run's steps passed
+    ///
+    /// The ratchet: per profile and step, the files the step passes before it stops (with
+    /// --keep-going, in all) on the worst seed of a run. Each run prints its steps beside it:
+    /// `as its N`, `more than its N`, or `REGRESSED from N`.
+    #[arg(long, verbatim_doc_comment)]
+    pub update_expected: bool,
 }
 
 const CI_AFTER_HELP: &str = "\
@@ -118,6 +125,7 @@ impl CiCmd {
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
             junit: self.junit,
             log_dir: self.log_dir,
+            update_expected: self.update_expected,
         })
     }
 }
