@@ -80,6 +80,16 @@ pub fn folder(rel: &str) -> &str {
     rel.split_once('/').map_or(".", |(top, _)| top)
 }
 
+/// Whether no script of RisingWave's CI at f21fb9b7915 runs `rel`: the pieces of `background_ddl/common/`, which
+/// nothing includes or names (they are written to run after one another). They still run here, one by one, and
+/// their failures are reported apart, not counted as the corpus's.
+pub fn run_by_no_script(rel: &str) -> bool {
+    rel.starts_with("background_ddl/common/")
+}
+
+/// What a file's failure is labelled when no script ran it.
+pub const RUN_BY_NO_SCRIPT: &str = "run by no script at f21fb9b7915";
+
 /// How `rel` runs under `seed`: without kills, the defaults of `epochlab slt` (fixed mode); under kills as
 /// RisingWave's recovery CI ran its files (`ci/scripts/deterministic-recovery-test.sh` at f21fb9b7915 with
 /// main-cron's settings): kill rate 1.0, every role, the 2024 runner, and the background-DDL rate of one of
