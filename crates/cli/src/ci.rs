@@ -92,6 +92,13 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     if let Some(dir) = &a.log_dir {
         writable_dir(dir)?;
     }
+    if let Some(path) = &a.junit {
+        // Written at the end; a path that cannot take it is bad input before any run.
+        std::fs::write(path, b"").map_err(|e| CiError::Write {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+    }
     let expected = ratchet::Ratchet::read(&a.root)?;
     let units = units(a, &steps);
     eprintln!(
@@ -152,7 +159,8 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
 /// Bad input: a root where no step that could run finds a file.
 fn no_files_at_all(a: &CiArgs, steps: &[StepRun]) -> Result<(), CiError> {
     let runnable: Vec<&StepRun> = steps.iter().filter(|s| s.step.needs.is_none()).collect();
-    if runnable.is_empty() || runnable.iter().any(|s| s.files.is_ok()) {
+    // One step asked for by name is reported not run when its files are missing.
+    if steps.len() == 1 || runnable.is_empty() || runnable.iter().any(|s| s.files.is_ok()) {
         return Ok(());
     }
     let why = runnable
@@ -459,17 +467,19 @@ fn describe(root: &Path, r: &SeedResult) -> String {
     let passed = report
         .files
         .iter()
-        .filter(|f| f.outcome == Outcome::Passed)
+        .filter(|f| f.outcome == Outcome::Passed && !f.skipped)
         .count();
-    let counts = format!(
-        "{passed} of {} file(s) passed{}",
-        report.files.len() + report.not_run.len(),
-        if report.not_run.is_empty() {
-            String::new()
-        } else {
-            format!(", {} not run", report.not_run.len())
-        }
+    let skipped = report.files.iter().filter(|f| f.skipped).count();
+    let mut counts = format!(
+        "{passed} of {} file(s) passed",
+        report.files.len() + report.not_run.len()
     );
+    if skipped > 0 {
+        counts.push_str(&format!(", {skipped} skipped (KILL_IGNORE_FILES)"));
+    }
+    if !report.not_run.is_empty() {
+        counts.push_str(&format!(", {} not run", report.not_run.len()));
+    }
     let wall = match r {
         SeedResult::Ran {
             wall_ms,

@@ -47,7 +47,7 @@ fn main() {
         .iter()
         .filter(|f| {
             run_file(f, &p, ReproHooks::default())
-                .is_ok_and(|o| o.value.outcome.as_str() == "passed")
+                .is_ok_and(|o| o.value.outcome.as_str() == "passed" && !o.value.skipped)
         })
         .count();
     let per_file = start.elapsed();

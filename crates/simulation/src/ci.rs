@@ -140,7 +140,7 @@ pub const PROFILES: [CiProfile; 5] = [
         timeout_minutes: 55,
         pending: Some(
             "the planner plans arrangement backfill always, so this variant would run as \
-             main-cron-background-ddl: it runs once the session variable decides (part 2)",
+             main-cron-background-ddl: it runs once the planner honours the session variable",
         ),
     },
     CiProfile {
@@ -151,7 +151,9 @@ pub const PROFILES: [CiProfile; 5] = [
         background_ddl_rate: 0.0,
         use_arrangement_backfill: false,
         timeout_minutes: 0,
-        pending: Some("RisingWave's other recovery script: its functions run in part 2"),
+        pending: Some(
+            "RisingWave's other recovery script (ci/scripts/run-backfill-tests.sh): its functions are not modelled yet",
+        ),
     },
 ];
 

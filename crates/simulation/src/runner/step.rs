@@ -112,7 +112,12 @@ pub fn run_files(
     let files: Vec<StepFile> = paths.iter().map(|f| StepFile::read(f, p)).collect();
     let limit = files.iter().map(StepFile::time_limit).sum();
     let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
-    let label_file = names.join(" ");
+    // One file names the run; a step, its first file and how many follow (a log line carries the label).
+    let label_file = match names.as_slice() {
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (+{} files)", rest.len()),
+        [] => String::new(),
+    };
     let origin = epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
     let params = p.clone();
     let progress = Arc::new(Mutex::new(Progress::default()));
