@@ -96,8 +96,11 @@ pub fn run_file(
     hooks: ReproHooks,
 ) -> Result<SimOutput<FileReport>, SltError> {
     // Bad input (a missing or malformed file) is an error here, before any run.
-    parse_file(path, p)?;
-    let out = run_files(&[path.to_path_buf()], p, false, hooks);
+    let file = StepFile {
+        name: path.display().to_string(),
+        records: Ok(parse_file(path, p)?),
+    };
+    let out = run_step(vec![file], p, false, hooks);
     Ok(out.map(|mut step| step.files.remove(0)))
 }
 
@@ -109,7 +112,17 @@ pub fn run_files(
     keep_going: bool,
     hooks: ReproHooks,
 ) -> SimOutput<StepReport> {
-    let files: Vec<StepFile> = paths.iter().map(|f| StepFile::read(f, p)).collect();
+    let files = paths.iter().map(|f| StepFile::read(f, p)).collect();
+    run_step(files, p, keep_going, hooks)
+}
+
+/// Run `files`, each read (or found bad) once, before the run.
+fn run_step(
+    files: Vec<StepFile>,
+    p: &SltParams,
+    keep_going: bool,
+    hooks: ReproHooks,
+) -> SimOutput<StepReport> {
     let limit = files.iter().map(StepFile::time_limit).sum();
     let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     // One file names the run; a step, its first file and how many follow (a log line carries the label).
