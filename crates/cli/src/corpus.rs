@@ -2,7 +2,7 @@
 //! cluster on worker threads, one line per file, the totals, what blocks the files, and the ratchet
 //! `expected.txt` (see `epochlab_simulation::corpus`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -72,7 +72,8 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
     let wall = WallTimer::start();
     let results = run_all(&a.root, &files, a.kill, &seeds, a.jobs);
     let wall_ms = wall.elapsed().as_millis() as u64;
-    let report = Report::new(a, &results, &expected, wall_ms);
+    let no_script = corpus::run_by_no_script(&a.root, &files);
+    let report = Report::new(a, &results, &expected, &no_script, wall_ms);
     report.print();
     write(&a.json, &report.json().to_string())?;
     outln!("wrote {}", a.json.display());
@@ -200,11 +201,11 @@ struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, rel: &str, v: &Verdict) {
+    fn add(&mut self, no_script: bool, v: &Verdict) {
         self.files += 1;
         match v {
             Verdict::Passed => self.passed += 1,
-            _ if corpus::run_by_no_script(rel) => self.no_script += 1,
+            _ if no_script => self.no_script += 1,
             Verdict::Failed { .. } => self.failed += 1,
             Verdict::Unsupported { .. } => self.unsupported += 1,
             Verdict::Skipped => self.skipped += 1,
@@ -241,6 +242,8 @@ impl Totals {
 struct Report<'a> {
     args: &'a CorpusArgs,
     results: &'a [FileResult],
+    /// The files no script ran at f21fb9b7915 ([`corpus::run_by_no_script`]).
+    no_script: &'a BTreeSet<String>,
     totals: Totals,
     folders: BTreeMap<String, Totals>,
     /// What blocks files, with how many files it is the first failure of; most first.
@@ -255,6 +258,7 @@ impl<'a> Report<'a> {
         args: &'a CorpusArgs,
         results: &'a [FileResult],
         expected: &Expected,
+        no_script: &'a BTreeSet<String>,
         wall_ms: u64,
     ) -> Self {
         let mut totals = Totals::default();
@@ -262,16 +266,13 @@ impl<'a> Report<'a> {
         let mut blockers: BTreeMap<String, usize> = BTreeMap::new();
         let (mut regressed, mut newly_passing) = (Vec::new(), Vec::new());
         for r in results {
-            totals.add(&r.rel, &r.verdict);
+            let unscripted = no_script.contains(&r.rel);
+            totals.add(unscripted, &r.verdict);
             folders
                 .entry(corpus::folder(&r.rel).to_string())
                 .or_default()
-                .add(&r.rel, &r.verdict);
-            if let Some(b) = r
-                .verdict
-                .blocker()
-                .filter(|_| !corpus::run_by_no_script(&r.rel))
-            {
+                .add(unscripted, &r.verdict);
+            if let Some(b) = r.verdict.blocker().filter(|_| !unscripted) {
                 *blockers.entry(b).or_default() += 1;
             }
             let listed = expected.expects(&r.rel, args.kill);
@@ -287,6 +288,7 @@ impl<'a> Report<'a> {
         Report {
             args,
             results,
+            no_script,
             totals,
             folders,
             blockers,
@@ -297,7 +299,7 @@ impl<'a> Report<'a> {
     }
 
     /// A file's line.
-    fn line(r: &FileResult) -> String {
+    fn line(&self, r: &FileResult) -> String {
         let seed = r.seed.map(|s| format!(" (seed {s})")).unwrap_or_default();
         let what = match &r.verdict {
             Verdict::Passed => "passed".to_string(),
@@ -307,7 +309,7 @@ impl<'a> Report<'a> {
             }
             Verdict::Failed { at, detail, .. } => format!("failed{seed} at {at}: {detail}"),
         };
-        if corpus::run_by_no_script(&r.rel) && !r.verdict.passed() {
+        if self.no_script.contains(&r.rel) && !r.verdict.passed() {
             return format!("{}  {} ({what})", r.rel, corpus::RUN_BY_NO_SCRIPT);
         }
         format!("{}  {what}", r.rel)
@@ -315,7 +317,7 @@ impl<'a> Report<'a> {
 
     fn print(&self) {
         for r in self.results {
-            outln!("{}", Self::line(r));
+            outln!("{}", self.line(r));
         }
         let run = if self.args.kill {
             format!(

@@ -32,10 +32,10 @@ fn corpus(test: &str) -> PathBuf {
     let root = std::env::temp_dir().join(format!("epochlab-corpus-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for (name, body) in [
-        ("a/pass.slt", PASS),
-        ("a/part.slt.part", PART),
-        ("a/fail.slt", FAIL),
-        ("b/unsupported.slt", UNSUPPORTED),
+        ("ddl/pass.slt", PASS),
+        ("ddl/part.slt.part", PART),
+        ("ddl/fail.slt", FAIL),
+        ("streaming/unsupported.slt", UNSUPPORTED),
     ] {
         let path = root.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -74,24 +74,28 @@ fn one_line_per_file_then_totals_blockers_and_json() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines[0],
-        "a/fail.slt  failed at a/fail.slt:4: SELECT count(*) FROM t;: expected 5, actual 0"
+        "ddl/fail.slt  failed at ddl/fail.slt:4: SELECT count(*) FROM t;: expected 5, actual 0"
     );
-    assert_eq!(lines[1], "a/pass.slt  passed");
+    assert_eq!(lines[1], "ddl/pass.slt  passed");
     assert!(
-        lines[2].starts_with("b/unsupported.slt  unsupported: CREATE TABLE with a connector"),
+        lines[2]
+            .starts_with("streaming/unsupported.slt  unsupported: CREATE TABLE with a connector"),
         "{stdout}"
     );
-    assert!(lines[2].ends_with(" (at b/unsupported.slt:4)"), "{stdout}");
+    assert!(
+        lines[2].ends_with(" (at streaming/unsupported.slt:4)"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("1/3 passed, 1 failed, 1 unsupported (without kills"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("  a  1/2 passed, 1 failed, 0 unsupported"),
+        stdout.contains("  ddl        1/2 passed, 1 failed, 0 unsupported"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("  b  0/1 passed, 0 failed, 1 unsupported"),
+        stdout.contains("  streaming  0/1 passed, 0 failed, 1 unsupported"),
         "{stdout}"
     );
     assert!(
@@ -103,17 +107,17 @@ fn one_line_per_file_then_totals_blockers_and_json() {
         stdout.contains("newly passing (not in expected.txt"),
         "{stdout}"
     );
-    assert!(stdout.contains(": a/pass.slt\n"), "{stdout}");
+    assert!(stdout.contains(": ddl/pass.slt\n"), "{stdout}");
     assert_eq!(report["totals"]["passed"], 1);
     assert_eq!(report["totals"]["unsupported"], 1);
-    assert_eq!(report["folders"]["a"]["failed"], 1);
+    assert_eq!(report["folders"]["ddl"]["failed"], 1);
     let construct = report["files"][2]["construct"].as_str().unwrap_or_default();
     assert!(
         construct.starts_with("CREATE TABLE with a connector"),
         "{report}"
     );
-    assert_eq!(report["files"][0]["at"], "a/fail.slt:4");
-    assert_eq!(report["newly_passing"][0], "a/pass.slt");
+    assert_eq!(report["files"][0]["at"], "ddl/fail.slt:4");
+    assert_eq!(report["newly_passing"][0], "ddl/pass.slt");
     assert_eq!(report["blockers"].as_array().map(Vec::len), Some(2));
 }
 
@@ -124,40 +128,44 @@ fn the_ratchet_names_regressions_and_is_updated() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     // A run without kills knows nothing of kills.
     let expected = std::fs::read_to_string(root.join("expected.txt")).unwrap();
-    assert_eq!(expected, "a/pass.slt only-without-kills\n");
+    assert_eq!(expected, "ddl/pass.slt only-without-kills\n");
     let (out, stdout, _) = run(&root, &[]);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(!stdout.contains("newly passing"), "{stdout}");
     std::fs::write(
         root.join("expected.txt"),
-        "# ours\na/fail.slt\na/pass.slt\n",
+        "# ours\nddl/fail.slt\nddl/pass.slt\n",
     )
     .unwrap();
     let (out, stdout, report) = run(&root, &[]);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("regressed (in expected.txt, not passing): a/fail.slt"),
+        stdout.contains("regressed (in expected.txt, not passing): ddl/fail.slt"),
         "{stdout}"
     );
-    assert_eq!(report["regressed"][0], "a/fail.slt");
+    assert_eq!(report["regressed"][0], "ddl/fail.slt");
     // Under kills a listed file must pass too; the failing line names the seed; what the run without kills
     // showed is kept.
-    std::fs::write(root.join("expected.txt"), "a/pass.slt only-without-kills\n").unwrap();
+    std::fs::write(
+        root.join("expected.txt"),
+        "ddl/pass.slt only-without-kills\n",
+    )
+    .unwrap();
     let (out, stdout, _) = run(&root, &["--kill", "--seeds", "0..2", "--update-expected"]);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("a/fail.slt  failed (seed 0) at a/fail.slt:4"),
+        stdout.contains("ddl/fail.slt  failed (seed 0) at ddl/fail.slt:4"),
         "{stdout}"
     );
     let expected = std::fs::read_to_string(root.join("expected.txt")).unwrap();
-    assert_eq!(expected, "a/pass.slt\n");
+    assert_eq!(expected, "ddl/pass.slt\n");
 }
 
 #[test]
 fn an_include_that_matches_nothing_fails_its_file_only() {
     let root = corpus("include");
     std::fs::write(
-        root.join("a/bad.slt"),
+        root.join("ddl/bad.slt"),
         "statement ok\nSELECT 1;\n\ninclude ./none/*.slt.part\n",
     )
     .unwrap();
@@ -165,7 +173,7 @@ fn an_include_that_matches_nothing_fails_its_file_only() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
         stdout.contains(
-            "a/bad.slt  failed at a/bad.slt:4: include ./none/*.slt.part: no file matches"
+            "ddl/bad.slt  failed at ddl/bad.slt:4: include ./none/*.slt.part: no file matches"
         ),
         "{stdout}"
     );
@@ -204,32 +212,43 @@ fn bad_input_is_exit_2_with_one_line() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
-    std::fs::write(root.join("expected.txt"), "a/gone.slt\n").unwrap();
+    std::fs::write(root.join("expected.txt"), "ddl/gone.slt\n").unwrap();
     let out = epochlab(&["corpus", "--root", r]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("a/gone.slt is not a .slt file of the corpus"),
+        stderr.contains("ddl/gone.slt is not a .slt file of the corpus"),
         "{stderr}"
     );
-    std::fs::write(root.join("expected.txt"), "a/pass.slt sometimes\n").unwrap();
+    std::fs::write(root.join("expected.txt"), "ddl/pass.slt sometimes\n").unwrap();
     let out = epochlab(&["corpus", "--root", r]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("expected.txt:1: `a/pass.slt sometimes`"),
+        stderr.contains("expected.txt:1: `ddl/pass.slt sometimes`"),
         "{stderr}"
     );
 }
 
-/// `background_ddl/common/*`, which no script of RisingWave's CI ran at f21fb9b7915: their failures are labelled
-/// and counted apart, not among the failures nor what blocks files.
+/// A file no script of RisingWave's CI ran at f21fb9b7915 (no script's glob matches it and no file one matches
+/// includes it, as `background_ddl/common/*`): its failure is labelled and counted apart, not among the failures
+/// nor what blocks files. A file that only a matched file includes is not labelled.
 #[test]
 fn files_run_by_no_script_are_labelled_not_counted_as_failures() {
     let root = corpus("noscript");
-    let piece = root.join("background_ddl/common/drop_mv.slt");
-    std::fs::create_dir_all(piece.parent().unwrap()).unwrap();
-    std::fs::write(&piece, "statement ok\nDROP MATERIALIZED VIEW m1;\n").unwrap();
+    let drop_mv = "statement ok\nDROP MATERIALIZED VIEW m1;\n";
+    for (rel, text) in [
+        ("background_ddl/common/drop_mv.slt", drop_mv),
+        ("background_ddl/common/included.slt", drop_mv),
+        (
+            "background_ddl/sim/basic.slt",
+            "include ../common/included.slt\n",
+        ),
+    ] {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
     let (out, stdout, report) = run(&root, &[]);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
@@ -240,13 +259,17 @@ fn files_run_by_no_script_are_labelled_not_counted_as_failures() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("1/4 passed, 1 failed, 1 unsupported, 1 not passing and run by no script"),
+        stdout.contains("1/6 passed, 3 failed, 1 unsupported, 1 not passing and run by no script"),
         "{stdout}"
     );
     assert!(
         !stdout.contains("  1  unexpected error: catalog"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("background_ddl/common/included.slt  failed at "),
+        "{stdout}"
+    );
     assert_eq!(report["totals"]["run_by_no_script"], 1);
-    assert_eq!(report["totals"]["failed"], 1);
+    assert_eq!(report["totals"]["failed"], 3);
 }

@@ -3,12 +3,13 @@
 //! and the ratchet `expected.txt`, the files that pass. `epochlab corpus` runs it in parallel and prints the
 //! verdicts; `crates/simulation/tests/corpus.rs` fails when a listed file stops passing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::{Outcome, ReproHooks, SimOutput};
 
 use crate::runner::{FailureCause, FileReport, SltError, SltParams, run_file};
+use crate::scripts;
 
 /// The corpus, relative to the workspace root.
 pub const ROOT: &str = "tests/slt/risingwave";
@@ -80,11 +81,17 @@ pub fn folder(rel: &str) -> &str {
     rel.split_once('/').map_or(".", |(top, _)| top)
 }
 
-/// Whether no script of RisingWave's CI at f21fb9b7915 runs `rel`: the pieces of `background_ddl/common/`, which
-/// nothing includes or names (they are written to run after one another). They still run here, one by one, and
-/// their failures are reported apart, not counted as the corpus's.
-pub fn run_by_no_script(rel: &str) -> bool {
-    rel.starts_with("background_ddl/common/")
+/// The files of `files` (under `root`) that no script of RisingWave's CI at f21fb9b7915 ran: no script's glob
+/// matches them and no file it matched includes them ([`scripts::reached`]), as `background_ddl/common/*` (the
+/// backfill script names their folder and never uses it) and `background_ddl/sim.slt` (the recovery script runs
+/// `sim/basic.slt` itself). They still run here, one by one; their failures are reported apart.
+pub fn run_by_no_script(root: &Path, files: &[String]) -> BTreeSet<String> {
+    let reached = scripts::reached(root);
+    files
+        .iter()
+        .filter(|f| !reached.contains(*f))
+        .cloned()
+        .collect()
 }
 
 /// What a file's failure is labelled when no script ran it.

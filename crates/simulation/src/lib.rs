@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod corpus;
 pub mod db;
 pub mod runner;
+pub mod scripts;
 
 pub use cluster::{SimClusterClient, engine};
 pub use runner::{

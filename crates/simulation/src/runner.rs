@@ -26,7 +26,7 @@
 //! zombie-access detector, and unregister-in-use in the modes that promise it), I3, I1 and I4.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -496,17 +496,37 @@ fn check_includes(path: &Path, depth: usize) -> Result<(), SltError> {
                 ),
             });
         }
-        let mut full = path.to_path_buf();
-        full.pop();
-        full.push(pattern);
-        let Ok(matches) = glob::glob(&full.to_string_lossy()) else {
-            continue;
-        };
-        for included in matches.flatten() {
+        for included in include_matches(path, pattern) {
             check_includes(&included, depth + 1)?;
         }
     }
     Ok(())
+}
+
+/// The files an `include {pattern}` line of `path` reaches: the pattern joined to `path`'s folder, globbed.
+fn include_matches(path: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut full = path.to_path_buf();
+    full.pop();
+    full.push(pattern);
+    glob::glob(&full.to_string_lossy())
+        .map(|m| m.flatten().collect())
+        .unwrap_or_default()
+}
+
+/// The files `path`'s own `include` lines reach (one level; none when it cannot be read).
+pub fn included_files(path: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["include", pattern] => Some(include_matches(path, pattern)),
+                _ => None,
+            },
+        )
+        .flatten()
+        .collect()
 }
 
 /// Why a record failed: the `sqllogictest` runner's verdict, or the kill runner's own.
