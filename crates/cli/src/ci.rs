@@ -13,7 +13,10 @@ use epochlab_simulation::{FileReport, StepReport};
 use epochlab_telemetry::{WallTimer, run_layer_scoped};
 
 mod junit;
+mod log;
 mod ratchet;
+
+use log::BoundedLog;
 
 /// `epochlab ci`'s arguments.
 #[derive(Clone, Debug)]
@@ -100,6 +103,11 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         })?;
     }
     let expected = ratchet::Ratchet::read(&a.root)?;
+    for s in &steps {
+        if let Ok(files) = &s.files {
+            expected.check(&a.root, a.profile.name, s.step.name, files.len())?;
+        }
+    }
     let units = units(a, &steps);
     eprintln!(
         "ci: profile {} ({}), seeds {}..{}, {} step-seed(s){}, {} jobs",
@@ -126,6 +134,9 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     }
     let results = run_all(a, &steps, &units);
     print(a, &steps, &units, &results);
+    if units.is_empty() {
+        outln!("\n{}", nothing_ran(a, &steps));
+    }
     let counts = step_counts(a, &steps, &units, &results);
     print_ratchet(a, &expected, &counts);
     if a.update_expected {
@@ -237,6 +248,24 @@ fn print_ratchet(
     }
 }
 
+/// Why no (step, seed) ran: every step asked for is not run, or the shard holds none of the pairs.
+fn nothing_ran(a: &CiArgs, steps: &[StepRun]) -> String {
+    match a.shard {
+        Some((k, n)) if steps.iter().any(|s| s.files.is_ok()) => format!(
+            "nothing ran: shard {k}/{n} holds none of the {} (step, seed) pair(s)",
+            units(
+                &CiArgs {
+                    shard: None,
+                    ..a.clone()
+                },
+                steps
+            )
+            .len()
+        ),
+        _ => "nothing ran: no step asked for can run here (each says why above)".to_string(),
+    }
+}
+
 /// `--log-dir`: made if missing, and a file can be written in it.
 fn writable_dir(dir: &Path) -> Result<(), CiError> {
     let err = |e: std::io::Error| CiError::Write {
@@ -308,20 +337,32 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
         .log_dir
         .as_ref()
         .map(|d| d.join(format!("{}-{seed}.log", s.step.log)));
-    let log_file = log.as_ref().and_then(|p| std::fs::File::create(p).ok());
+    let log_file = log
+        .as_ref()
+        .and_then(|p| BoundedLog::create(p, log::HEAD, log::TAIL).ok());
     let hooks = ReproHooks {
-        tracing_layer: run_layer_scoped(None, log_file, LOG_SCOPE),
+        tracing_layer: run_layer_scoped(None, log_file.clone(), LOG_SCOPE),
         ..Default::default()
     };
     let wall = WallTimer::start();
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        ci::run_step(files, a.profile, s.step, seed, a.run, a.keep_going, hooks)
+        ci::run_step(
+            &a.root,
+            files,
+            a.profile,
+            s.step,
+            seed,
+            a.run,
+            a.keep_going,
+            hooks,
+        )
     }));
     let out = match out {
         Ok(out) => out,
         Err(payload) => {
             let why = panic_message(payload.as_ref());
             if let Some(path) = &log {
+                finish(path, log_file.as_ref());
                 append(path, &format!("panic: {why}\n"));
             }
             return SeedResult::Panicked(why);
@@ -334,6 +375,7 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
             (None, Vec::new())
         }
         Some(path) => {
+            finish(&path, log_file.as_ref());
             append(&path, &failure_text(&a.root, &out.value));
             let triage = triage(&path);
             (Some(path), triage)
@@ -359,10 +401,17 @@ fn failure_text(root: &Path, report: &StepReport) -> String {
             text.push('\n');
         }
         if let Some(record) = &f.failure {
-            text.push_str(&format!("{record}\n"));
+            text.push_str(&relative(root, &format!("{record}\n")));
         }
     }
     text
+}
+
+/// Write the kept tail of a failing (step, seed)'s log.
+fn finish(path: &Path, log: Option<&log::SharedLog>) {
+    if let Some(Err(e)) = log.map(|l| lock(&l.0).finish()) {
+        eprintln!("ci: cannot write {}: {e}", path.display());
+    }
 }
 
 fn append(path: &Path, text: &str) {
@@ -510,7 +559,8 @@ fn describe(root: &Path, r: &SeedResult) -> String {
     }
 }
 
-/// A file's failure in one line: `failed at FILE:LINE: error`, or `failed in FILE: error` (`stuck`).
+/// A file's failure in one line: `failed at FILE:LINE: error`, `failed at PART:LINE (included by FILE): error`,
+/// or `failed in FILE: error` (`stuck`); paths relative to the root.
 pub(crate) fn failure(root: &Path, f: &FileReport) -> String {
     let error = f
         .error
@@ -524,18 +574,35 @@ pub(crate) fn failure(root: &Path, f: &FileReport) -> String {
         Outcome::Stuck => "stuck",
         _ => "failed",
     };
-    let error = error.replace(&f.file, &file);
-    // A record's error starts with its place (`FILE:LINE: ...`).
-    match error.strip_prefix(&format!("{file}:")) {
-        Some(_) => format!("{what} at {error}"),
-        None => format!("{what} in {file}: {error}"),
+    let error = relative(root, error);
+    // A record's error starts with its place (`FILE:LINE: ...`), an included part's when the record is in one.
+    if error.starts_with(&format!("{file}:")) {
+        return format!("{what} at {error}");
+    }
+    match error.split_once(": ") {
+        Some((place, rest)) if is_place(place) => {
+            format!("{what} at {place} (included by {file}): {rest}")
+        }
+        _ => format!("{what} in {file}: {error}"),
     }
 }
 
-pub(crate) fn relative(root: &Path, file: &str) -> String {
-    Path::new(file)
-        .strip_prefix(root)
-        .map_or_else(|_| file.to_string(), |p| p.display().to_string())
+/// Whether `s` is `PATH:LINE`.
+fn is_place(s: &str) -> bool {
+    s.rsplit_once(':').is_some_and(|(path, line)| {
+        !path.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// `text` with the root's paths made relative to it (`ROOT/ddl/x.slt` reads `ddl/x.slt`) and `/./` folded
+/// (an include's path joins its `./`).
+pub(crate) fn relative(root: &Path, text: &str) -> String {
+    let prefix = root.join("").display().to_string();
+    // The `glob` crate yields a `./`-rooted pattern's paths without the `./`.
+    let bare = prefix.strip_prefix("./").unwrap_or(&prefix);
+    text.replace(&prefix, "")
+        .replace(bare, "")
+        .replace("/./", "/")
 }
 
 /// The command that runs one (step, seed) again.

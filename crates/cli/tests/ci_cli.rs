@@ -182,16 +182,84 @@ fn steps_without_files_or_with_what_epochlab_lacks_are_not_run() {
     );
 }
 
+/// Asked only for what cannot run (a step epochlab lacks, a shard with no pair), the run says nothing ran.
+#[test]
+fn a_run_where_nothing_runs_says_so() {
+    let r = root("nothing", &[("ddl/a.slt", CREATE)]);
+    let root = r.to_str().unwrap();
+    let out = epochlab(&["ci", "--step", "source", "--root", root]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("\nnothing ran: no step asked for can run here"),
+        "{stdout}"
+    );
+    let args = [
+        "ci", "--step", "ddl", "--seeds", "1..2", "--root", root, "--shard", "1/2",
+    ];
+    let out = epochlab(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("nothing ran: shard 1/2 holds none of the 1 (step, seed) pair(s)"),
+        "{stdout}"
+    );
+}
+
+/// A failure in an included part names the part and the file including it, relative to the root; a result's
+/// columns read as the file writes them, and an empty result as `no rows`.
+#[test]
+fn failures_read_as_the_files_are_written() {
+    let r = root(
+        "failures",
+        &[
+            ("ddl/a.slt", "include ./part/*.slt.part\n"),
+            ("ddl/part/p.slt.part", "query II\nSELECT 1, 1;\n----\n1 2\n"),
+            ("ddl/b.slt", "query I\nSELECT 1 WHERE false;\n----\n1\n"),
+        ],
+    );
+    let out = epochlab(&[
+        "ci",
+        "--step",
+        "ddl",
+        "--seeds",
+        "1..2",
+        "--root",
+        r.to_str().unwrap(),
+        "--keep-going",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "failed at ddl/part/p.slt.part:1 (included by ddl/a.slt): 1 1 (expected 1 2)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("also failed at ddl/b.slt:1: no rows (expected 1)"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let empty = root("empty", &[("README", "")]);
-    let cases: [&[&str]; 6] = [
+    let over = root(
+        "over",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ci-expected.txt", "pr ddl stop 2\n"),
+        ],
+    );
+    let cases: [&[&str]; 7] = [
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
         &["ci", "--profile", "main-cron-arrangement-backfill"],
         &["ci", "--shard", "2/2"],
         &["ci", "--seeds", "5..2"],
         &["ci", "--root", empty.to_str().unwrap()],
+        &["ci", "--step", "ddl", "--root", over.to_str().unwrap()],
     ];
     for args in cases {
         let out = epochlab(args);

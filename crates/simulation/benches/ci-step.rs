@@ -25,6 +25,7 @@ fn main() {
 
     let start = Instant::now();
     let out = ci::run_step(
+        &root,
         &files,
         profile,
         step,

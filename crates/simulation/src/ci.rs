@@ -227,8 +227,11 @@ pub fn step_params(profile: &CiProfile, step: &CiStep, seed: u64, run: BugMode) 
     }
 }
 
-/// One (step, seed): the step's files in one cluster, the first failure ending it unless `keep_going`.
+/// One (step, seed): the step's files (under `root`) in one cluster, the first failure ending it unless
+/// `keep_going`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_step(
+    root: &Path,
     files: &[PathBuf],
     profile: &CiProfile,
     step: &CiStep,
@@ -238,7 +241,7 @@ pub fn run_step(
     hooks: ReproHooks,
 ) -> SimOutput<StepReport> {
     let p = step_params(profile, step, seed, run);
-    run_files(files, &p, keep_going, hooks)
+    run_files(root, files, &p, keep_going, hooks)
 }
 
 #[cfg(test)]

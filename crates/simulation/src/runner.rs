@@ -761,6 +761,20 @@ fn located(record: &Record<DefaultColumnType>) -> Option<(String, u32, String)> 
     }
 }
 
+/// A result or an error in one line: its first line, its columns apart by a space as a `.slt` file writes
+/// them (the runner joins them with tabs), how many lines follow, and `no rows` for an empty result.
+fn one_line(text: &str) -> String {
+    if text.is_empty() {
+        return "no rows".to_string();
+    }
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("").replace('\t', " ");
+    match lines.count() {
+        0 => first,
+        more => format!("{first} and {more} more line(s)"),
+    }
+}
+
 /// Whether the record expects success.
 fn expects_success(record: &Record<DefaultColumnType>) -> bool {
     matches!(
@@ -887,11 +901,10 @@ impl Play {
             (loc.file().to_string(), loc.line(), String::new())
         });
         let (expected, actual) = expected_and_actual(e.kind());
-        let first_line = actual.lines().next().unwrap_or("").to_string();
         let error = format!(
             "{file}:{line}: {} (expected {})",
-            first_line,
-            expected.lines().next().unwrap_or("")
+            one_line(&actual),
+            one_line(&expected)
         );
         self.fail(
             error,

@@ -22,6 +22,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 fn step(files: &[PathBuf], keep_going: bool) -> StepReport {
     run_files(
+        Path::new(""),
         files,
         &SltParams::default(),
         keep_going,
@@ -128,6 +129,7 @@ fn a_one_file_step_is_run_file_and_a_seed_replays_exactly() {
         ..SltParams::default()
     };
     let one = run_files(
+        Path::new(""),
         std::slice::from_ref(&file),
         &p,
         false,
@@ -139,8 +141,8 @@ fn a_one_file_step_is_run_file_and_a_seed_replays_exactly() {
     assert_eq!(one.value.files[0].recoveries, alone.value.recoveries);
 
     let two = [file.clone(), file.clone()];
-    let first = run_files(&two, &p, true, ReproHooks::default());
-    let again = run_files(&two, &p, true, ReproHooks::default());
+    let first = run_files(Path::new(""), &two, &p, true, ReproHooks::default());
+    let again = run_files(Path::new(""), &two, &p, true, ReproHooks::default());
     assert_eq!(first.digest, again.digest);
     assert_ne!(first.digest, one.digest);
     // The second run of the file meets the first's table (a retried CREATE may meet `exists`).
@@ -160,9 +162,60 @@ fn the_background_ddl_step_passes_whole_on_a_seed() {
     assert_eq!(files.len(), 1);
     let profile = ci::profile("main-cron").unwrap();
     let run = BugMode::of_14910(Mode::Fixed);
-    let out = ci::run_step(&files, profile, step, 1, run, false, ReproHooks::default());
+    let out = ci::run_step(
+        &root,
+        &files,
+        profile,
+        step,
+        1,
+        run,
+        false,
+        ReproHooks::default(),
+    );
     let r = out.value;
     assert_eq!(r.outcome(), Outcome::Passed, "{:?}", r.first_failure());
     assert!(r.files[0].records > 10, "{}", r.files[0].records);
     assert!(r.files[0].kills > 0, "kills at KILL_RATE=1.0");
+}
+
+/// A step's files are named by their place under the root: the same run under the root spelled two ways (as a
+/// path relative to the working directory, and absolute) has the same digest and the same names.
+#[test]
+fn the_root_s_spelling_does_not_change_the_run() {
+    let p = SltParams {
+        seed: 3,
+        kill: true,
+        ..SltParams::default()
+    };
+    let absolute = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt");
+    let relative = Path::new("../../tests/slt");
+    assert!(
+        relative.join("basic.slt").is_file(),
+        "tests run in the crate's folder"
+    );
+    // (root, the file as a glob under it yields it): the `glob` crate drops a leading `./`.
+    let cases = [
+        (absolute.clone(), absolute.join("basic.slt")),
+        (relative.to_path_buf(), relative.join("basic.slt")),
+        (
+            PathBuf::from("./../../tests/slt/"),
+            relative.join("basic.slt"),
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|(root, file)| {
+            run_files(
+                root,
+                std::slice::from_ref(file),
+                &p,
+                false,
+                ReproHooks::default(),
+            )
+        })
+        .collect();
+    for run in &runs {
+        assert_eq!(run.digest, runs[0].digest);
+        assert_eq!(run.value.files[0].file, "basic.slt");
+    }
 }

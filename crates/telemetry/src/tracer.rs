@@ -372,9 +372,9 @@ pub fn run_layer_to(
 }
 
 /// [`run_layer_to`], the log file at `RUST_LOG`'s levels, else at `file_scope` (an `EnvFilter` directive list).
-pub fn run_layer_scoped(
+pub fn run_layer_scoped<W: std::io::Write + Send + 'static>(
     tracer: Option<&RunTracer>,
-    log_file: Option<std::fs::File>,
+    log_file: Option<W>,
     file_scope: &str,
 ) -> Option<Box<dyn Layer<Registry> + Send + Sync>> {
     use tracing_subscriber::filter::EnvFilter;

@@ -78,6 +78,26 @@ impl Ratchet {
         self.counts.get(key).copied()
     }
 
+    /// Bad input: a line of `profile` for `step` that counts more files than the step has.
+    pub(super) fn check(
+        &self,
+        root: &Path,
+        profile: &str,
+        step: &str,
+        files: usize,
+    ) -> Result<(), CiError> {
+        for mode in ["stop", "keep-going"] {
+            let key = (profile.to_string(), step.to_string(), mode);
+            if let Some(n) = self.expected(&key).filter(|n| *n > files) {
+                return Err(bad(
+                    &root.join(FILE),
+                    format!("`{profile} {step} {mode} {n}`: more files than the step's {files}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The ratchet with `runs`' counts in place of the lines they cover.
     pub(super) fn updated(mut self, runs: &BTreeMap<Key, usize>) -> Self {
         for (k, n) in runs {

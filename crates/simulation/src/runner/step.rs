@@ -61,9 +61,11 @@ struct StepFile {
 }
 
 impl StepFile {
-    fn read(path: &Path, p: &SltParams) -> Self {
+    /// `path`, named by its place under `root` (a run's event log, and so its digest, is then the same
+    /// however `root` is spelled).
+    fn read(root: &Path, path: &Path, p: &SltParams) -> Self {
         Self {
-            name: path.display().to_string(),
+            name: name_under(root, path),
             records: parse_file(path, p),
         }
     }
@@ -78,6 +80,20 @@ impl StepFile {
     fn time_limit(&self) -> Duration {
         let records = self.records.as_ref().map_or(0, Vec::len) as u64;
         Duration::from_secs(3600 + 120 * records)
+    }
+}
+
+/// `path` relative to `root` when it lies under it (`./` aside: the `glob` crate drops a leading one), else
+/// `path` as given.
+fn name_under(root: &Path, path: &Path) -> String {
+    use std::path::Component;
+    fn parts(p: &Path) -> Vec<Component<'_>> {
+        p.components().filter(|c| *c != Component::CurDir).collect()
+    }
+    let (root, whole) = (parts(root), parts(path));
+    match whole.strip_prefix(root.as_slice()) {
+        Some(rest) if !root.is_empty() => rest.iter().collect::<PathBuf>().display().to_string(),
+        _ => path.display().to_string(),
     }
 }
 
@@ -105,14 +121,16 @@ pub fn run_file(
 }
 
 /// Run `paths` in order in one cluster on the deterministic runtime: a new session per file, the first file
-/// that does not pass ends the step (the rest are `not_run`) unless `keep_going`.
+/// that does not pass ends the step (the rest are `not_run`) unless `keep_going`. A file under `root` is named
+/// by its path relative to it in the reports and the event log.
 pub fn run_files(
+    root: &Path,
     paths: &[PathBuf],
     p: &SltParams,
     keep_going: bool,
     hooks: ReproHooks,
 ) -> SimOutput<StepReport> {
-    let files = paths.iter().map(|f| StepFile::read(f, p)).collect();
+    let files = paths.iter().map(|f| StepFile::read(root, f, p)).collect();
     run_step(files, p, keep_going, hooks)
 }
 
