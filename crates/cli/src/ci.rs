@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use epochlab_sim::config::Topology;
 use epochlab_sim::{BugId, BugMode, Outcome, ReproHooks};
 use epochlab_simulation::ci::{self, CiProfile, CiStep, NotRun};
 use epochlab_simulation::corpus::panic_message;
@@ -35,6 +36,8 @@ pub struct CiArgs {
     pub log_dir: Option<PathBuf>,
     /// `--update-expected`: rewrite the ratchet's lines of the steps run.
     pub update_expected: bool,
+    /// The cluster of every (step, seed).
+    pub topology: Topology,
 }
 
 /// Why `epochlab ci` could not run: bad input.
@@ -121,10 +124,15 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
             .unwrap_or_default(),
         a.jobs
     );
+    let t = a.topology;
     eprintln!(
-        "ci: deviation: RisingWave's cluster ci-3cn-2fe-3meta (2 frontends, 3 compute nodes of 2 cores, 2 \
-         compactors, 3 metas) runs here as 1 frontend, 3 compute nodes (parallelism 3), 1 compactor, 1 meta \
-         never killed"
+        "ci: cluster: {} compute node(s) of {} core(s) (parallelism {}), {} compactor(s); deviation: \
+         RisingWave's ci-3cn-2fe-3meta has 2 frontends and 3 metas, here {} frontend and 1 meta never killed",
+        t.compute_nodes,
+        t.compute_node_cores,
+        t.parallelism(),
+        t.compactor_nodes,
+        t.frontend_nodes
     );
     if a.keep_going {
         eprintln!(
@@ -346,16 +354,8 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
     };
     let wall = WallTimer::start();
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        ci::run_step(
-            &a.root,
-            files,
-            a.profile,
-            s.step,
-            seed,
-            a.run,
-            a.keep_going,
-            hooks,
-        )
+        let p = ci::step_params(a.profile, s.step, seed, a.run, a.topology);
+        ci::run_step(&a.root, files, &p, a.keep_going, hooks)
     }));
     let out = match out {
         Ok(out) => out,
@@ -621,5 +621,6 @@ pub(crate) fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
     if a.keep_going {
         cmd.push_str(" --keep-going");
     }
+    cmd.push_str(&crate::command::topology::flags(a.topology));
     cmd
 }

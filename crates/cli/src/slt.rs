@@ -53,6 +53,7 @@ pub fn replay(p: &SltParams, file: &Path) -> String {
         p.run.mode()
     );
     cmd.push_str(&kill_flags(p));
+    cmd.push_str(&crate::command::topology::flags(p.topology));
     cmd.push(' ');
     cmd.push_str(&file.display().to_string());
     cmd
@@ -489,17 +490,28 @@ fn combine(digests: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use epochlab_sim::config::Topology;
 
     #[test]
     fn a_replay_names_the_file_and_the_kill_settings() {
         let p = SltParams {
             seed: 7,
             kill: true,
+            topology: Topology::RISINGWAVE_CI,
             ..SltParams::default()
         };
         assert_eq!(
             replay(&p, Path::new("tests/slt/a.slt")),
             "cargo xtask slt --seed 7 --bug 14910 --mode fixed --kill --kill-rate 1 --background-ddl-rate 0 tests/slt/a.slt"
         );
+        // A cluster other than `slt`'s default (RisingWave's CI) is in the replay: `soak --slt` and `corpus` run
+        // epochlab's single-core cluster.
+        let single = SltParams {
+            topology: Topology::SINGLE_CORE,
+            ..p
+        };
+        assert!(replay(&single, Path::new("tests/slt/a.slt")).ends_with(
+            " --background-ddl-rate 0 --compute-node-cores 1 --compactor-nodes 1 tests/slt/a.slt"
+        ));
     }
 }

@@ -76,7 +76,17 @@ fn a_step_runs_its_files_in_one_cluster_and_passes() {
         stdout.contains("ddl              2 of 2 seed(s) passed"),
         "{stdout}"
     );
-    assert!(text(&out.stderr).contains("deviation: RisingWave's cluster ci-3cn-2fe-3meta"));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "ci: cluster: 3 compute node(s) of 2 core(s) (parallelism 6), 2 compactor(s)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("deviation: RisingWave's ci-3cn-2fe-3meta has 2 frontends and 3 metas"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -252,7 +262,10 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr ddl stop 2\n"),
         ],
     );
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 10] = [
+        &["ci", "--compute-nodes", "0"],
+        &["ci", "--compute-node-cores", "65"],
+        &["ci", "--compactor-nodes", "-1"],
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
         &["ci", "--profile", "main-cron-arrangement-backfill"],
@@ -368,7 +381,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         "--mode",
         "buggy",
         "--seeds",
-        "0..2",
+        "1..3",
         "--root",
         r.to_str().unwrap(),
         "--log-dir",
@@ -380,7 +393,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    // Seed 1 fails (#14910's zombie), seed 0 passes: its log is gone.
+    // Seed 1 fails (#14910's zombie), seed 2 passes: its log is gone.
     assert_eq!(kept, ["recovery-streaming-1.log"], "{stdout}");
     let log = std::fs::read_to_string(logs.join(&kept[0])).unwrap();
     assert!(

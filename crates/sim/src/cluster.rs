@@ -27,6 +27,8 @@ use crate::runtime::SimContext;
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub compute_nodes: u32,
+    /// Compactor nodes: compaction goes on while one of them is up.
+    pub compactor_nodes: u32,
     pub meta: MetaConfig,
     pub stream: StreamConfig,
     pub exchange: ExchangeConfig,
@@ -38,6 +40,7 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         Self {
             compute_nodes: 3,
+            compactor_nodes: 1,
             meta: MetaConfig::default(),
             stream: StreamConfig::default(),
             exchange: ExchangeConfig::default(),
@@ -71,6 +74,8 @@ pub struct Cluster {
     pub failures: ActorFailureLog,
     env: ComputeEnv,
     nodes: Mutex<BTreeMap<WorkerId, Arc<ComputeNode>>>,
+    /// Each compactor node (1-based, as `compactor-{i}`), up or not.
+    compactors: Mutex<Vec<bool>>,
     barrier_stats: Arc<BarrierManagerStats>,
     manager: JoinHandle<()>,
     heartbeat_checker: JoinHandle<()>,
@@ -127,6 +132,10 @@ impl Cluster {
             let generation = meta.add_worker(w);
             nodes.insert(w, Arc::new(ComputeNode::start(w, env.clone(), generation)));
         }
+        if config.compactor_nodes == 0 {
+            // No compactor: L0 only grows.
+            hummock.set_compactor_up(false);
+        }
         let barrier_stats = manager.stats();
         let manager = tokio::spawn(manager.run());
         let heartbeat_checker = tokio::spawn(meta.clone().run_heartbeat_checker());
@@ -143,6 +152,7 @@ impl Cluster {
             failures: env.failures.clone(),
             env,
             nodes: Mutex::new(nodes),
+            compactors: Mutex::new(vec![true; config.compactor_nodes as usize]),
             barrier_stats,
             manager,
             heartbeat_checker,
@@ -266,15 +276,36 @@ impl Cluster {
         assert!(old.is_none(), "restarted worker {worker} was running");
     }
 
-    /// Kill the compactor node: compaction stops until [`Cluster::restart_compactor`]. `false` when it was
-    /// down already.
-    pub fn kill_compactor(&self) -> bool {
-        self.hummock.set_compactor_up(false)
+    /// Kill compactor node `i` (1-based): once every compactor is down, compaction stops until one restarts
+    /// ([`Cluster::restart_compactor`]). `false` when it was down already or there is no such node.
+    pub fn kill_compactor(&self, i: u32) -> bool {
+        let mut up = self.compactors.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(slot) = (i as usize).checked_sub(1).and_then(|k| up.get_mut(k)) else {
+            return false;
+        };
+        if !std::mem::replace(slot, false) {
+            return false;
+        }
+        if !up.contains(&true) {
+            self.hummock.set_compactor_up(false);
+        }
+        true
     }
 
-    /// Start the killed compactor again: the tasks that fell due meanwhile run.
-    pub fn restart_compactor(&self) {
-        self.hummock.set_compactor_up(true);
+    /// Start killed compactor `i` again: with the first compactor back, the tasks that fell due meanwhile run.
+    pub fn restart_compactor(&self, i: u32) {
+        let mut up = self.compactors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = (i as usize).checked_sub(1).and_then(|k| up.get_mut(k)) {
+            *slot = true;
+            drop(up);
+            self.hummock.set_compactor_up(true);
+        }
+    }
+
+    /// How many compactor nodes are up.
+    pub fn compactors_up(&self) -> usize {
+        let up = self.compactors.lock().unwrap_or_else(|e| e.into_inner());
+        up.iter().filter(|u| **u).count()
     }
 
     /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.

@@ -64,6 +64,7 @@ pub fn cluster_config_for(
     // Every part named (no `..Default::default()`): a part that gains a `toggles` field is seen here.
     let ClusterConfig {
         compute_nodes,
+        compactor_nodes,
         meta: _,
         stream: _,
         exchange,
@@ -71,10 +72,101 @@ pub fn cluster_config_for(
     } = ClusterConfig::default();
     ClusterConfig {
         compute_nodes,
+        compactor_nodes,
         meta,
         stream,
         exchange,
         compaction,
+    }
+}
+
+/// The nodes of a cluster, as RisingWave's simulation takes them (`--frontend-nodes`, `--compute-nodes`,
+/// `--compute-node-cores`, `--compactor-nodes` in `src/tests/simulation/src/main.rs` at f21fb9b7915); its
+/// `--meta-nodes` waits for a meta that restarts from a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Topology {
+    pub frontend_nodes: u32,
+    pub compute_nodes: u32,
+    /// Each compute node's cores: its parallel units, so a job's default parallelism is every node's.
+    pub compute_node_cores: u32,
+    pub compactor_nodes: u32,
+}
+
+/// A topology that cannot run: bad input.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    #[error("--compute-nodes must be at least 1")]
+    NoComputeNode,
+    #[error("--frontend-nodes must be at least 1")]
+    NoFrontend,
+    #[error("--compute-node-cores must be 1 to {max}, not {got}")]
+    Cores { got: u32, max: u32 },
+    #[error("--{what} must be at most {max}, not {got}")]
+    TooMany {
+        what: &'static str,
+        got: u32,
+        max: u32,
+    },
+}
+
+impl Topology {
+    /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 3 compute
+    /// nodes of 2 cores and 2 compactors. Its 2 frontends are 1 here until frontends are nodes of the cluster.
+    pub const RISINGWAVE_CI: Topology = Topology {
+        frontend_nodes: 1,
+        compute_nodes: 3,
+        compute_node_cores: 2,
+        compactor_nodes: 2,
+    };
+
+    /// epochlab's cluster before issue 43: 3 compute nodes of one core, one compactor. `corpus` keeps it, so
+    /// its ratchet stays comparable.
+    pub const SINGLE_CORE: Topology = Topology {
+        frontend_nodes: 1,
+        compute_nodes: 3,
+        compute_node_cores: 1,
+        compactor_nodes: 1,
+    };
+
+    /// Cores per compute node at most (a parallel unit per core; RisingWave's vnode count is 256).
+    pub const MAX_CORES: u32 = 64;
+
+    /// Nodes of a role at most: a run is one process, and each node is tasks in it.
+    pub const MAX_NODES: u32 = 64;
+
+    /// The parallelism of a job that sets none: every compute node's cores.
+    pub fn parallelism(self) -> usize {
+        (self.compute_nodes * self.compute_node_cores) as usize
+    }
+
+    /// Whether the cluster can run.
+    pub fn check(self) -> Result<Self, TopologyError> {
+        if self.compute_nodes == 0 {
+            return Err(TopologyError::NoComputeNode);
+        }
+        if self.frontend_nodes == 0 {
+            return Err(TopologyError::NoFrontend);
+        }
+        if !(1..=Self::MAX_CORES).contains(&self.compute_node_cores) {
+            return Err(TopologyError::Cores {
+                got: self.compute_node_cores,
+                max: Self::MAX_CORES,
+            });
+        }
+        for (what, got) in [
+            ("compute-nodes", self.compute_nodes),
+            ("frontend-nodes", self.frontend_nodes),
+            ("compactor-nodes", self.compactor_nodes),
+        ] {
+            if got > Self::MAX_NODES {
+                return Err(TopologyError::TooMany {
+                    what,
+                    got,
+                    max: Self::MAX_NODES,
+                });
+            }
+        }
+        Ok(self)
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use epochlab_bench::{Figure, Report};
+use epochlab_sim::config::Topology;
 use epochlab_sim::{BugMode, Mode, ReproHooks};
 use epochlab_simulation::ci::{self, step_files, step_params};
 use epochlab_simulation::run_file;
@@ -23,17 +24,10 @@ fn main() {
     let files: Vec<PathBuf> = step_files(&root, step).expect("the vendored streaming files");
     let run = BugMode::of_14910(Mode::Fixed);
 
+    // RisingWave's CI cluster (3 compute nodes of 2 cores, 2 compactors), as `epochlab ci` runs it.
+    let p = step_params(profile, step, seed, run, Topology::RISINGWAVE_CI);
     let start = Instant::now();
-    let out = ci::run_step(
-        &root,
-        &files,
-        profile,
-        step,
-        seed,
-        run,
-        true,
-        ReproHooks::default(),
-    );
+    let out = ci::run_step(&root, &files, &p, true, ReproHooks::default());
     let one_cluster = start.elapsed();
     let passed_step = out
         .value
@@ -42,7 +36,6 @@ fn main() {
         .filter(|f| f.outcome.as_str() == "passed")
         .count();
 
-    let p = step_params(profile, step, seed, run);
     let start = Instant::now();
     let passed_alone = files
         .iter()

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use epochlab_sim::config::Topology;
 use epochlab_sim::{BugMode, ReproHooks, SimOutput};
 
 use crate::runner::{RunnerEra, SltParams, StepReport, run_files};
@@ -209,9 +210,15 @@ pub fn step_files(root: &Path, step: &CiStep) -> Result<Vec<PathBuf>, NotRun> {
     Ok(files)
 }
 
-/// A seed's parameters for a step under a profile: RisingWave's kill runner (the 2024 one) at the profile's
-/// kill rate, every role, and its background-DDL rate where the script passes it.
-pub fn step_params(profile: &CiProfile, step: &CiStep, seed: u64, run: BugMode) -> SltParams {
+/// A seed's parameters for a step under a profile on a cluster of `topology`: RisingWave's kill runner (the
+/// 2024 one) at the profile's kill rate, every role, and its background-DDL rate where the script passes it.
+pub fn step_params(
+    profile: &CiProfile,
+    step: &CiStep,
+    seed: u64,
+    run: BugMode,
+    topology: Topology,
+) -> SltParams {
     SltParams {
         seed,
         run,
@@ -223,25 +230,21 @@ pub fn step_params(profile: &CiProfile, step: &CiStep, seed: u64, run: BugMode) 
         } else {
             0.0
         },
+        topology,
         ..SltParams::default()
     }
 }
 
-/// One (step, seed): the step's files (under `root`) in one cluster, the first failure ending it unless
-/// `keep_going`.
-#[allow(clippy::too_many_arguments)]
+/// One (step, seed) with `p` ([`step_params`]): the step's files (under `root`) in one cluster, the first
+/// failure ending it unless `keep_going`.
 pub fn run_step(
     root: &Path,
     files: &[PathBuf],
-    profile: &CiProfile,
-    step: &CiStep,
-    seed: u64,
-    run: BugMode,
+    p: &SltParams,
     keep_going: bool,
     hooks: ReproHooks,
 ) -> SimOutput<StepReport> {
-    let p = step_params(profile, step, seed, run);
-    run_files(root, files, &p, keep_going, hooks)
+    run_files(root, files, p, keep_going, hooks)
 }
 
 #[cfg(test)]

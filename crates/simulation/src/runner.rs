@@ -33,7 +33,7 @@ use std::time::Duration;
 use epochlab_common::{SimRng, TableId, event};
 use epochlab_meta::{JobState, RelationKind};
 use epochlab_sim::checkers::Checkers;
-use epochlab_sim::config::cluster_config_for;
+use epochlab_sim::config::{Topology, cluster_config_for};
 use epochlab_sim::report::stuck_report;
 use epochlab_sim::workload::FailureKind;
 use epochlab_sim::{BugMode, Cluster, Outcome, TaskPanic, Violation};
@@ -76,12 +76,12 @@ pub struct SltParams {
     pub kill_rate: f64,
     /// The share of CREATE MATERIALIZED VIEW statements run as background DDL.
     pub background_ddl_rate: f64,
-    pub compute_nodes: u32,
+    /// The cluster's nodes; a job's parallelism when the file sets none (`SET STREAMING_PARALLELISM`) is its
+    /// compute nodes' cores.
+    pub topology: Topology,
     pub vnodes: u32,
     pub barrier_interval_ms: u64,
     pub checkpoint_frequency: u32,
-    /// Parallelism of a job when the file sets none (`SET STREAMING_PARALLELISM`).
-    pub parallelism: usize,
     /// RisingWave's debug-build checks (see `epochlab repro --persist-check`).
     pub persist_check: bool,
 }
@@ -96,11 +96,10 @@ impl Default for SltParams {
             runner: RunnerEra::R2024,
             kill_rate: 1.0,
             background_ddl_rate: 0.0,
-            compute_nodes: 3,
+            topology: Topology::SINGLE_CORE,
             vnodes: 256,
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
-            parallelism: 3,
             persist_check: true,
         }
     }
@@ -618,7 +617,8 @@ async fn start_cluster(
         p.checkpoint_frequency,
         p.persist_check,
     );
-    config.compute_nodes = p.compute_nodes;
+    config.compute_nodes = p.topology.compute_nodes;
+    config.compactor_nodes = p.topology.compactor_nodes;
     let config = match p.runner {
         // The engine of the 2024 runner's CI: backfill rate limits in a flow-control executor.
         RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),
@@ -1100,7 +1100,7 @@ impl Play {
     /// A killer: U(0, 1 s), then the nodes of [`plan_kills`], then 15 s. Every draw is made here, in order.
     fn spawn_killer(&self) -> tokio::task::JoinHandle<u32> {
         let start = self.rng.duration(Duration::ZERO..Duration::from_secs(1));
-        let plan = plan_kills(&self.rng, self.params.kill_roles, self.params.compute_nodes);
+        let plan = plan_kills(&self.rng, self.params.kill_roles, self.params.topology);
         let (cluster, engine) = (self.cluster.clone(), self.engine.clone());
         tokio::spawn(async move {
             tokio::time::sleep(start).await;

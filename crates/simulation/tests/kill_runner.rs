@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_frontend::{ConnectionError, Output, Session, SqlError};
+use epochlab_sim::config::Topology;
 use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
 use epochlab_simulation::db::SimDb;
 use epochlab_simulation::runner::{KillTarget, plan_kills};
@@ -258,7 +259,7 @@ fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
     let (mut none, mut all, mut some) = (0, 0, 0);
     let (mut frontends, mut compactors) = (0, 0);
     for _ in 0..600 {
-        let plan = plan_kills(&rng, KillRoles::ALL, 3);
+        let plan = plan_kills(&rng, KillRoles::ALL, Topology::SINGLE_CORE);
         let computes = plan
             .iter()
             .filter(|k| matches!(k.target, KillTarget::Compute(_)))
@@ -295,7 +296,7 @@ fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
     };
     for _ in 0..50 {
         assert!(
-            plan_kills(&rng, only, 3)
+            plan_kills(&rng, only, Topology::SINGLE_CORE)
                 .iter()
                 .all(|k| matches!(k.target, KillTarget::Compactor(1)))
         );
@@ -383,8 +384,9 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
                 .unwrap_or(0)
         };
         let trigger = epochlab_storage::CompactionConfig::default().trigger_sub_levels;
-        assert!(cluster.kill_compactor());
-        assert!(!cluster.kill_compactor(), "down already");
+        assert!(cluster.kill_compactor(1));
+        assert!(!cluster.kill_compactor(1), "down already");
+        assert!(!cluster.kill_compactor(2), "no second compactor");
         for i in 0..(trigger * 3) {
             s.execute(&format!("INSERT INTO t VALUES ({i})"))
                 .await
@@ -400,7 +402,7 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
             max_l0(&cluster) > trigger,
             "L0 grows while the compactor is down"
         );
-        cluster.restart_compactor();
+        cluster.restart_compactor(1);
         assert!(max_l0(&cluster) < trigger, "the due task ran at restart");
         assert!(
             cluster
@@ -412,4 +414,119 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
         );
         cluster.shutdown();
     });
+}
+
+/// RisingWave's CI cluster has 2 compactors: the killer draws them as any role (none, both, or each with p = 0.5),
+/// and each is killed alone.
+#[test]
+fn two_compactors_are_drawn_none_both_or_each() {
+    let rng = epochlab_common::SimRng::new(12);
+    let only = KillRoles {
+        frontend: false,
+        compute: false,
+        compactor: true,
+    };
+    let mut by_count = [0; 3];
+    let mut by_node = [0; 3];
+    for _ in 0..600 {
+        let plan = plan_kills(&rng, only, Topology::RISINGWAVE_CI);
+        by_count[plan.len()] += 1;
+        for k in &plan {
+            let KillTarget::Compactor(i) = k.target else {
+                panic!("only compactors: {k:?}")
+            };
+            by_node[i as usize] += 1;
+        }
+    }
+    // P(none) = P(both) = 1/3 + 1/3 * 1/4 = 5/12 (250 of 600), P(one) = 1/3 * 1/2 = 1/6 (100).
+    assert!((200..300).contains(&by_count[0]), "{by_count:?}");
+    assert!((200..300).contains(&by_count[2]), "{by_count:?}");
+    assert!((60..140).contains(&by_count[1]), "{by_count:?}");
+    assert_eq!(by_node[0], 0, "compactors are 1-based");
+    assert!(by_node[1] > 250 && by_node[2] > 250, "{by_node:?}");
+}
+
+/// With two compactors, compaction goes on while one is up and stops only when both are down.
+#[test]
+fn compaction_goes_on_while_one_of_two_compactors_is_up() {
+    run(4, |ctx| async move {
+        let config = ClusterConfig {
+            compactor_nodes: 2,
+            ..ClusterConfig::default()
+        };
+        let cluster = Arc::new(Cluster::start(&ctx, config).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute("CREATE TABLE t (v int)").await.unwrap();
+        let trigger = epochlab_storage::CompactionConfig::default().trigger_sub_levels;
+        let fill = async |s: &mut Session, from: u32| {
+            for i in from..from + trigger * 3 {
+                s.execute(&format!("INSERT INTO t VALUES ({i})"))
+                    .await
+                    .unwrap();
+                s.execute("FLUSH").await.unwrap();
+            }
+        };
+        let max_l0 = |c: &Cluster| {
+            c.hummock
+                .group_compaction()
+                .values()
+                .map(|g| g.sub_levels)
+                .max()
+                .unwrap_or(0)
+        };
+        assert!(cluster.kill_compactor(2));
+        assert_eq!(cluster.compactors_up(), 1);
+        fill(&mut s, 0).await;
+        assert!(max_l0(&cluster) <= trigger, "compactor-1 still compacts");
+        assert!(cluster.kill_compactor(1));
+        fill(&mut s, 1000).await;
+        assert!(max_l0(&cluster) > trigger, "L0 grows with both down");
+        cluster.restart_compactor(2);
+        assert!(
+            max_l0(&cluster) < trigger,
+            "the due task ran when one came back"
+        );
+        cluster.shutdown();
+    });
+}
+
+/// At RisingWave's CI topology (3 compute nodes of 2 cores) a job that sets no parallelism has 6 actors, 2 on
+/// each worker.
+#[test]
+fn six_actors_two_per_worker_at_risingwave_s_ci_topology() {
+    let file = temp(
+        "topology",
+        "t.slt",
+        "statement ok\nCREATE TABLE t (v int);\n",
+    );
+    let seen: Arc<std::sync::Mutex<Option<Arc<Cluster>>>> = Arc::default();
+    let keep = seen.clone();
+    let hooks = ReproHooks {
+        on_cluster: Some(Box::new(move |c: Arc<Cluster>| {
+            *keep.lock().unwrap() = Some(c);
+        })),
+        ..ReproHooks::default()
+    };
+    let p = SltParams {
+        topology: Topology::RISINGWAVE_CI,
+        ..SltParams::default()
+    };
+    let out = run_file(&file, &p, hooks).unwrap();
+    assert_eq!(out.value.outcome, Outcome::Passed, "{:?}", out.value.error);
+    let cluster = seen
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the hook saw the cluster");
+    let t = cluster.meta.relation_by_name("t").expect("table t");
+    let mut per_worker = std::collections::BTreeMap::new();
+    for a in &t.actors {
+        *per_worker.entry(a.worker.0).or_insert(0) += 1;
+    }
+    assert_eq!(t.actors.len(), 6);
+    assert_eq!(
+        per_worker.into_iter().collect::<Vec<_>>(),
+        [(1, 2), (2, 2), (3, 2)]
+    );
+    assert_eq!(Topology::SINGLE_CORE.parallelism(), 3);
 }

@@ -154,6 +154,7 @@ fn a_one_file_step_is_run_file_and_a_seed_replays_exactly() {
 /// RisingWave's background-DDL step, whole, on one seed of main-cron: it passes.
 #[test]
 fn the_background_ddl_step_passes_whole_on_a_seed() {
+    use epochlab_sim::config::Topology;
     use epochlab_sim::{BugMode, Mode};
     use epochlab_simulation::ci;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt/risingwave");
@@ -162,16 +163,8 @@ fn the_background_ddl_step_passes_whole_on_a_seed() {
     assert_eq!(files.len(), 1);
     let profile = ci::profile("main-cron").unwrap();
     let run = BugMode::of_14910(Mode::Fixed);
-    let out = ci::run_step(
-        &root,
-        &files,
-        profile,
-        step,
-        1,
-        run,
-        false,
-        ReproHooks::default(),
-    );
+    let p = ci::step_params(profile, step, 1, run, Topology::RISINGWAVE_CI);
+    let out = ci::run_step(&root, &files, &p, false, ReproHooks::default());
     let r = out.value;
     assert_eq!(r.outcome(), Outcome::Passed, "{:?}", r.first_failure());
     assert!(r.files[0].records > 10, "{}", r.files[0].records);

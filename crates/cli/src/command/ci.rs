@@ -35,9 +35,9 @@ use crate::ci::CiArgs;
 /// per step; and the command replaying each failing (step, seed). A step whose files are not
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
 ///
-/// Deviations, printed with each run: RisingWave's cluster ci-3cn-2fe-3meta (2 frontends, 3
-/// compute nodes of 2 cores, 2 compactors, 3 metas) is here 1 frontend, 3 compute nodes
-/// (parallelism 3), 1 compactor and 1 meta that is never killed.
+/// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 compute nodes of 2 cores
+/// (parallelism 6) and 2 compactors. Deviations, printed with each run: its 2 frontends are 1
+/// here, and its 3 metas 1 meta that is never killed.
 ///
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
 #[derive(Args, Clone, Debug)]
@@ -90,6 +90,8 @@ pub struct CiCmd {
     /// `as its N`, `more than its N`, or `REGRESSED from N`.
     #[arg(long, verbatim_doc_comment)]
     pub update_expected: bool,
+    #[command(flatten)]
+    pub topology: super::topology::TopologyArgs,
 }
 
 const CI_AFTER_HELP: &str = "\
@@ -126,6 +128,7 @@ impl CiCmd {
             junit: self.junit,
             log_dir: self.log_dir,
             update_expected: self.update_expected,
+            topology: self.topology.topology()?,
         })
     }
 }

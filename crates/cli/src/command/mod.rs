@@ -9,6 +9,7 @@ mod kill;
 pub mod repro;
 pub mod slt;
 pub mod soak;
+pub mod topology;
 pub mod values;
 
 use std::ffi::OsString;
@@ -127,6 +128,9 @@ pub enum CheckError {
     /// A value that is listed but does not run yet.
     #[error("{what} is listed but not run yet: {why}")]
     NotYet { what: String, why: &'static str },
+    /// A cluster that cannot run.
+    #[error(transparent)]
+    Topology(#[from] epochlab_sim::config::TopologyError),
 }
 
 /// What the command line asks for, checked.

@@ -101,6 +101,8 @@ pub struct SltCmd {
     /// Send each run's trace to this OTLP/gRPC collector (Jaeger's, say)
     #[arg(long, value_name = "URL", value_parser = values::text)]
     pub otlp_endpoint: Option<String>,
+    #[command(flatten)]
+    pub topology: super::topology::TopologyArgs,
 }
 
 const SLT_AFTER_HELP: &str = "\
@@ -114,6 +116,7 @@ impl SltCmd {
         let params = kill_choice!(self).apply(SltParams {
             seed: self.seed,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
+            topology: self.topology.topology()?,
             ..SltParams::default()
         })?;
         let mut files = Vec::new();

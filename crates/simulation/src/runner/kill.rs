@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use epochlab_common::{SimRng, WorkerId, event};
 use epochlab_sim::Cluster;
+use epochlab_sim::config::Topology;
 
 use epochlab_frontend::frontend::Engine;
 
@@ -19,7 +20,7 @@ pub struct KillRoles {
     pub frontend: bool,
     /// The compute nodes: their actors stop, recovery follows.
     pub compute: bool,
-    /// The compactor (one): compaction stops while it is down.
+    /// The compactors: compaction stops while every one is down.
     pub compactor: bool,
 }
 
@@ -67,15 +68,11 @@ pub struct PlannedKill {
     pub down: Duration,
 }
 
-/// Frontends and compactors of the cluster (one of each: the engine has one of each service).
-const FRONTEND_NODES: u32 = 1;
-const COMPACTOR_NODES: u32 = 1;
-
 /// The nodes to kill, as RisingWave's `Cluster::kill_node` and `kill_nodes` (`cluster.rs` at f21fb9b7915):
 /// for each role in its order (meta: never here; frontend, compute, compactor), a draw of 0..3: 0 kills
 /// none, 1 every node of the role, 2 each with p = 0.5; then per node U(0, 1 s) before its kill and U(0, 1 s)
 /// down, plus 20 s (`restart_delay_secs`) one time in ten.
-pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<PlannedKill> {
+pub fn plan_kills(rng: &SimRng, roles: KillRoles, topology: Topology) -> Vec<PlannedKill> {
     let mut targets = Vec::new();
     let role = |on: bool, count: u32, target: &dyn Fn(u32) -> KillTarget| -> Vec<KillTarget> {
         if !on {
@@ -91,13 +88,18 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, compute_nodes: u32) -> Vec<Pla
             .map(target)
             .collect()
     };
-    targets.extend(role(roles.frontend, FRONTEND_NODES, &KillTarget::Frontend));
-    targets.extend(role(roles.compute, compute_nodes, &|i| {
+    let t = topology;
+    targets.extend(role(
+        roles.frontend,
+        t.frontend_nodes,
+        &KillTarget::Frontend,
+    ));
+    targets.extend(role(roles.compute, t.compute_nodes, &|i| {
         KillTarget::Compute(WorkerId(i))
     }));
     targets.extend(role(
         roles.compactor,
-        COMPACTOR_NODES,
+        t.compactor_nodes,
         &KillTarget::Compactor,
     ));
     targets
@@ -127,7 +129,7 @@ pub(super) async fn kill_and_restart(
     let killed = match k.target {
         KillTarget::Frontend(_) => engine.kill_frontend(),
         KillTarget::Compute(w) => cluster.kill(w),
-        KillTarget::Compactor(_) => cluster.kill_compactor(),
+        KillTarget::Compactor(i) => cluster.kill_compactor(i),
     };
     if !killed {
         return 0;
@@ -149,7 +151,7 @@ pub(super) async fn kill_and_restart(
     match k.target {
         KillTarget::Frontend(_) => engine.restart_frontend(),
         KillTarget::Compute(w) => cluster.restart(w),
-        KillTarget::Compactor(_) => cluster.restart_compactor(),
+        KillTarget::Compactor(i) => cluster.restart_compactor(i),
     }
     match k.target {
         KillTarget::Compute(w) => event!(cluster.ctx.log, "restart node", "worker={w}"),

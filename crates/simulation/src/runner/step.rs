@@ -282,7 +282,7 @@ impl SeedRun {
             p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
         );
         base_network(&cluster);
-        let engine = crate::cluster::engine(&cluster, p.parallelism);
+        let engine = crate::cluster::engine(&cluster, p.topology.parallelism());
         Self {
             cluster,
             checkers,

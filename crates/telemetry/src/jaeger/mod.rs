@@ -67,9 +67,12 @@ type Ready = Result<(SocketAddr, tokio::runtime::Handle), JaegerError>;
 impl EmbeddedJaeger {
     /// Serve the Jaeger UI (and its HTTP API) on `ui_addr` and OTLP/gRPC on a free loopback port.
     pub fn start(ui_addr: SocketAddr) -> Result<Self, JaegerError> {
-        let otlp_addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
+        // Bound here and kept until the server takes it: a port picked, dropped and bound again could be
+        // taken meanwhile by another process (tests run side by side).
+        let otlp = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .map_err(JaegerError::OtlpPort)?;
+        let otlp_addr = otlp.local_addr().map_err(JaegerError::OtlpPort)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
         let limits = IndexLimits {
@@ -98,7 +101,7 @@ impl EmbeddedJaeger {
                 let handle = rt.handle().clone();
                 let listen = Listen {
                     ui_addr,
-                    otlp_addr,
+                    otlp,
                     index: served,
                 };
                 rt.block_on(serve(listen, handle, ready_tx, shutdown_rx));
@@ -142,7 +145,8 @@ impl EmbeddedJaeger {
 /// Where the collector listens, and the index it serves.
 struct Listen {
     ui_addr: SocketAddr,
-    otlp_addr: SocketAddr,
+    /// OTLP/gRPC's listener, bound already.
+    otlp: std::net::TcpListener,
     index: api::SharedIndex,
 }
 
@@ -150,7 +154,7 @@ struct Listen {
 async fn serve(
     Listen {
         ui_addr,
-        otlp_addr,
+        otlp,
         index,
     }: Listen,
     handle: tokio::runtime::Handle,
@@ -167,12 +171,13 @@ async fn serve(
             return;
         }
     };
-    let incoming = match tonic::transport::server::TcpIncoming::bind(otlp_addr) {
+    let otlp_addr = otlp.local_addr().ok();
+    let incoming = match tokio::net::TcpListener::from_std(otlp) {
         // No Nagle delay on a batch's last segment, which the exporter waits for at the end of a run.
-        Ok(i) => i.with_nodelay(Some(true)),
+        Ok(l) => tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true)),
         Err(source) => {
             let _ = ready.send(Err(JaegerError::Listen {
-                addr: otlp_addr,
+                addr: otlp_addr.unwrap_or(ui_addr),
                 source,
             }));
             return;
