@@ -49,6 +49,8 @@ pub enum CiError {
     Write { path: String, why: String },
     #[error("{path}: {why}")]
     Ratchet { path: String, why: String },
+    #[error("{0}: not a directory")]
+    NotADirectory(String),
 }
 
 /// What the script's `RUST_LOG` turned to debug (`risingwave_meta::barrier::recovery`, `::manager::catalog`,
@@ -86,7 +88,10 @@ pub(crate) struct StepRun {
 
 /// Run the profile's steps; the exit status (0: every (step, seed) that ran passed, 1: one did not).
 pub fn run(a: &CiArgs) -> Result<u8, CiError> {
-    let steps: Vec<StepRun> = a
+    if a.root.exists() && !a.root.is_dir() {
+        return Err(CiError::NotADirectory(a.root.display().to_string()));
+    }
+    let mut steps: Vec<StepRun> = a
         .steps
         .iter()
         .map(|&step| StepRun {
@@ -99,18 +104,21 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         writable_dir(dir)?;
     }
     if let Some(path) = &a.junit {
-        // Written at the end; a path that cannot take it is bad input before any run.
+        // Written at the end; a path that cannot take it is bad input before any run. Its folder is made if
+        // missing, as `--log-dir`'s.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| CiError::Write {
+                path: dir.display().to_string(),
+                why: e.to_string(),
+            })?;
+        }
         std::fs::write(path, b"").map_err(|e| CiError::Write {
             path: path.display().to_string(),
             why: e.to_string(),
         })?;
     }
     let expected = ratchet::Ratchet::read(&a.root)?;
-    for s in &steps {
-        if let Ok(files) = &s.files {
-            expected.check(&a.root, a.profile.name, s.step.name, files.len())?;
-        }
-    }
+    expected.check(&a.root)?;
     let units = units(a, &steps);
     eprintln!(
         "ci: profile {} ({}), seeds {}..{}, {} step-seed(s){}, {} jobs",
@@ -140,7 +148,7 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
              failed file may leave objects behind)"
         );
     }
-    let results = run_all(a, &steps, &units);
+    let (results, units) = run_steps(a, &mut steps, units);
     print(a, &steps, &units, &results);
     if units.is_empty() {
         outln!("\n{}", nothing_ran(a, &steps));
@@ -276,6 +284,9 @@ fn nothing_ran(a: &CiArgs, steps: &[StepRun]) -> String {
 
 /// `--log-dir`: made if missing, and a file can be written in it.
 fn writable_dir(dir: &Path) -> Result<(), CiError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CiError::NotADirectory(dir.display().to_string()));
+    }
     let err = |e: std::io::Error| CiError::Write {
         path: dir.display().to_string(),
         why: e.to_string(),
@@ -298,6 +309,39 @@ fn units(a: &CiArgs, steps: &[StepRun]) -> Vec<(usize, u64)> {
         .filter(|(place, _)| a.shard.is_none_or(|(k, n)| *place as u64 % n == k))
         .map(|(_, unit)| unit)
         .collect()
+}
+
+/// A (step, seed): the step's place in the run, and the seed.
+type Unit = (usize, u64);
+
+/// Each unit's result.
+type Results = BTreeMap<Unit, SeedResult>;
+
+/// The steps in the script's order, each step's units on `jobs` threads; as under the script's `set -e`, a step
+/// with a failing seed ends the run (unless `--keep-going`): the later steps are not run. The results, and the
+/// units that ran.
+fn run_steps(a: &CiArgs, steps: &mut [StepRun], units: Vec<(usize, u64)>) -> (Results, Vec<Unit>) {
+    let mut results = BTreeMap::new();
+    let mut failed_step = None;
+    for i in 0..steps.len() {
+        if let Some(name) = failed_step {
+            if steps[i].files.is_ok() {
+                steps[i].files = Err(NotRun::AfterFailure(name));
+            }
+            continue;
+        }
+        let mine: Vec<(usize, u64)> = units.iter().copied().filter(|u| u.0 == i).collect();
+        let ran = run_all(a, steps, &mine);
+        if !a.keep_going && ran.values().any(|r| !r.passed()) {
+            failed_step = Some(steps[i].step.name);
+        }
+        results.extend(ran);
+    }
+    let ran = units
+        .into_iter()
+        .filter(|u| steps[u.0].files.is_ok())
+        .collect();
+    (results, ran)
 }
 
 /// Every unit on `jobs` threads, each its own simulation.
@@ -484,6 +528,15 @@ fn print(
                     .filter_map(|u| results.get(u))
                     .collect();
                 let passed = ran.iter().filter(|r| r.passed()).count();
+                if ran.is_empty() {
+                    outln!(
+                        "{:<16} none of its seeds in this shard, {} file(s) (script line {})",
+                        s.step.name,
+                        files.len(),
+                        s.step.line
+                    );
+                    continue;
+                }
                 format!(
                     "{passed} of {} seed(s) passed, {} file(s) (script line {})",
                     ran.len(),
@@ -594,15 +647,9 @@ fn is_place(s: &str) -> bool {
     })
 }
 
-/// `text` with the root's paths made relative to it (`ROOT/ddl/x.slt` reads `ddl/x.slt`) and `/./` folded
-/// (an include's path joins its `./`).
+/// `text` with the root's paths made relative to it ([`epochlab_simulation::corpus::shown`]).
 pub(crate) fn relative(root: &Path, text: &str) -> String {
-    let prefix = root.join("").display().to_string();
-    // The `glob` crate yields a `./`-rooted pattern's paths without the `./`.
-    let bare = prefix.strip_prefix("./").unwrap_or(&prefix);
-    text.replace(&prefix, "")
-        .replace(bare, "")
-        .replace("/./", "/")
+    epochlab_simulation::corpus::shown(root, text)
 }
 
 /// The command that runs one (step, seed) again.

@@ -216,6 +216,33 @@ fn a_run_where_nothing_runs_says_so() {
     );
 }
 
+/// The script runs under `set -e`: a step with a failing seed ends the run, and the steps after it are reported
+/// not run; `--keep-going` runs them.
+#[test]
+fn a_failing_step_ends_the_run_as_set_e_does() {
+    let r = root("set-e", &[("ddl/b.slt", FAIL), ("streaming/a.slt", CREATE)]);
+    let root = r.to_str().unwrap();
+    let out = epochlab(&["ci", "--seeds", "1..3", "--root", root]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "streaming        not run: step ddl failed before it, which ended the script (set -e"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !rows(&stdout).iter().any(|(s, _, _)| s == "streaming"),
+        "{stdout}"
+    );
+    let out = epochlab(&["ci", "--seeds", "1..3", "--root", root, "--keep-going"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("streaming        2 of 2 seed(s) passed"),
+        "{stdout}"
+    );
+}
+
 /// A failure in an included part names the part and the file including it, relative to the root; a result's
 /// columns read as the file writes them, and an empty result as `no rows`.
 #[test]
@@ -228,28 +255,37 @@ fn failures_read_as_the_files_are_written() {
             ("ddl/b.slt", "query I\nSELECT 1 WHERE false;\n----\n1\n"),
         ],
     );
-    let out = epochlab(&[
-        "ci",
-        "--step",
-        "ddl",
-        "--seeds",
-        "1..2",
-        "--root",
-        r.to_str().unwrap(),
-        "--keep-going",
-    ]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains(
-            "failed at ddl/part/p.slt.part:1 (included by ddl/a.slt): 1 1 (expected 1 2)"
-        ),
-        "{stdout}"
+    // The root however spelled: with `//` and `./` in it too.
+    let dir = r.to_str().unwrap();
+    let spelled = format!(
+        "{}/.//{}",
+        Path::new(dir).parent().unwrap().display(),
+        r.file_name().unwrap().to_str().unwrap()
     );
-    assert!(
-        stdout.contains("also failed at ddl/b.slt:1: no rows (expected 1)"),
-        "{stdout}"
-    );
+    for root in [dir, spelled.as_str()] {
+        let out = epochlab(&[
+            "ci",
+            "--step",
+            "ddl",
+            "--seeds",
+            "1..2",
+            "--root",
+            root,
+            "--keep-going",
+        ]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains(
+                "failed at ddl/part/p.slt.part:1 (included by ddl/a.slt): 1 1 (expected 1 2)"
+            ),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("also failed at ddl/b.slt:1: no rows (expected 1)"),
+            "{stdout}"
+        );
+    }
 }
 
 #[test]
@@ -262,7 +298,33 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr ddl stop 2\n"),
         ],
     );
-    let cases: [&[&str]; 10] = [
+    let unknown = root(
+        "unknown",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ci-expected.txt", "nope ddl stop 1\n"),
+        ],
+    );
+    let twice = root(
+        "twice",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ci-expected.txt", "pr ddl stop 1\npr ddl stop 0\n"),
+        ],
+    );
+    let no_files = root(
+        "nofiles",
+        &[
+            ("ddl/a.slt", CREATE),
+            ("ci-expected.txt", "pr batch stop 3\n"),
+        ],
+    );
+    let cases: [&[&str]; 15] = [
+        &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
+        &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
+        &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],
+        &["ci", "--update-expected", "--shard", "0/2"],
+        &["ci", "--root", "README.md"],
         &["ci", "--compute-nodes", "0"],
         &["ci", "--compute-node-cores", "65"],
         &["ci", "--compactor-nodes", "-1"],
@@ -311,7 +373,8 @@ fn junit_is_read_back_by_a_junit_reader() {
             ("ddl/c.slt", READ),
         ],
     );
-    let xml = r.join("out.xml");
+    // Its folder is made when missing.
+    let xml = r.join("reports/out.xml");
     let out = epochlab(&[
         "ci",
         "--step",
@@ -460,29 +523,39 @@ fn the_ratchet_names_a_regression_and_is_updated() {
     assert!(text(&out.stderr).contains("`halt` is not stop or keep-going"));
 }
 
-/// The vendored steps hold their ratchet (`tests/slt/risingwave/ci-expected.txt`) on main-cron's first seed.
+/// The vendored steps hold their ratchet (`tests/slt/risingwave/ci-expected.txt`) on main-cron's first seed:
+/// the whole profile, which `ddl`'s failure ends (`set -e`), then `streaming` alone.
 #[test]
 fn the_vendored_steps_hold_their_ratchet() {
-    let out = epochlab(&[
-        "ci",
-        "--profile",
-        "main-cron",
-        "--seeds",
-        "1..2",
-        "--jobs",
-        "2",
-    ]);
-    let stdout = text(&out.stdout);
-    let lines: Vec<&str> = stdout
-        .lines()
-        .skip_while(|l| !l.starts_with("ratchet ("))
-        .skip(1)
-        .collect();
-    assert_eq!(lines.len(), 3, "{stdout}");
-    for line in lines {
-        assert!(
-            line.contains(": as its ") || line.contains(": more than its "),
-            "{line}"
-        );
+    let mut checked = 0;
+    for step in [None, Some("streaming")] {
+        let mut args = vec![
+            "ci",
+            "--profile",
+            "main-cron",
+            "--seeds",
+            "1..2",
+            "--jobs",
+            "2",
+        ];
+        if let Some(step) = step {
+            args.extend(["--step", step]);
+        }
+        let out = epochlab(&args);
+        let stdout = text(&out.stdout);
+        let lines: Vec<&str> = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("ratchet ("))
+            .skip(1)
+            .collect();
+        assert_eq!(lines.len(), if step.is_some() { 1 } else { 2 }, "{stdout}");
+        for line in lines {
+            assert!(
+                line.contains(": as its ") || line.contains(": more than its "),
+                "{line}"
+            );
+            checked += 1;
+        }
     }
+    assert_eq!(checked, 3);
 }

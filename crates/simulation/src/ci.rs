@@ -181,6 +181,9 @@ pub enum NotRun {
         glob: String,
         why: String,
     },
+    /// The script runs under `set -euo pipefail`: a step with a failing seed ends the run.
+    #[error("step {0} failed before it, which ended the script (set -e; --keep-going runs it)")]
+    AfterFailure(&'static str),
 }
 
 /// The step's files under `root` (a copy of RisingWave's `e2e_test/`), in the order RisingWave's runner

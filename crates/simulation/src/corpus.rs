@@ -257,14 +257,22 @@ impl Verdict {
     }
 }
 
-/// A place (`path:line`, or a path) relative to `root` when it is under it.
-fn shown(root: &Path, place: &str) -> String {
-    let root = root.display().to_string();
-    let root = root.trim_end_matches('/');
-    match place.strip_prefix(root) {
-        Some(rest) if rest.starts_with('/') => rest[1..].to_string(),
-        _ => place.to_string(),
+/// `text` with the paths under `root` made relative to it (`ROOT/ddl/x.slt:3` reads `ddl/x.slt:3`) and `/./`
+/// folded (an include's path joins its `./`). `epochlab corpus` and `ci` show places so.
+pub fn shown(root: &Path, text: &str) -> String {
+    // The root as given, and as the `glob` crate and `Path` spell it: `//` and inner `./` folded, a leading
+    // `./` dropped.
+    let given = root.join("").display().to_string();
+    let folded: PathBuf = root.components().collect();
+    let folded = folded.join("").display().to_string();
+    let bare = folded.strip_prefix("./").unwrap_or(&folded).to_string();
+    let mut out = text.replace("/./", "/");
+    for prefix in [given, folded, bare] {
+        if !["", "/", "./"].contains(&prefix.as_str()) {
+            out = out.replace(&prefix, "");
+        }
     }
+    out
 }
 
 /// Text on one line: its lines joined with ` | `, blank ones dropped.
@@ -453,6 +461,28 @@ impl Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn places_are_shown_under_the_root_however_it_is_spelled() {
+        let place = "tests/slt/risingwave/ddl/./table/x.slt.part:5: error";
+        for root in [
+            "tests/slt/risingwave",
+            "./tests/slt/risingwave/",
+            "tests//slt/./risingwave",
+            "tests/slt/risingwave//",
+        ] {
+            assert_eq!(
+                shown(Path::new(root), place),
+                "ddl/table/x.slt.part:5: error",
+                "{root}"
+            );
+        }
+        // A root of `.` leaves other text alone.
+        assert_eq!(
+            shown(Path::new("."), "include ./a.slt.part"),
+            "include ./a.slt.part"
+        );
+    }
 
     #[test]
     fn the_ratchet_parses_renders_and_updates() {

@@ -375,14 +375,6 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
         let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
         s.execute("CREATE TABLE t (v int)").await.unwrap();
-        let max_l0 = |c: &Cluster| {
-            c.hummock
-                .group_compaction()
-                .values()
-                .map(|g| g.sub_levels)
-                .max()
-                .unwrap_or(0)
-        };
         let trigger = epochlab_storage::CompactionConfig::default().trigger_sub_levels;
         assert!(cluster.kill_compactor(1));
         assert!(!cluster.kill_compactor(1), "down already");
@@ -466,14 +458,6 @@ fn compaction_goes_on_while_one_of_two_compactors_is_up() {
                 s.execute("FLUSH").await.unwrap();
             }
         };
-        let max_l0 = |c: &Cluster| {
-            c.hummock
-                .group_compaction()
-                .values()
-                .map(|g| g.sub_levels)
-                .max()
-                .unwrap_or(0)
-        };
         assert!(cluster.kill_compactor(2));
         assert_eq!(cluster.compactors_up(), 1);
         fill(&mut s, 0).await;
@@ -529,4 +513,14 @@ fn six_actors_two_per_worker_at_risingwave_s_ci_topology() {
         [(1, 2), (2, 2), (3, 2)]
     );
     assert_eq!(Topology::SINGLE_CORE.parallelism(), 3);
+}
+
+/// The most L0 sub-levels of any compaction group.
+fn max_l0(c: &Cluster) -> u32 {
+    c.hummock
+        .group_compaction()
+        .values()
+        .map(|g| g.sub_levels)
+        .max()
+        .unwrap_or(0)
 }

@@ -135,7 +135,7 @@ fn file_outcome(root: &Path, f: &FileReport, replay: &str) -> CaseOutcome {
     let message = super::failure(root, f);
     let mut text = message.clone();
     if let Some(record) = &f.failure {
-        let _ = write!(text, "\n{record}");
+        let _ = write!(text, "\n{}", relative(root, &record.to_string()));
     }
     let _ = write!(text, "\nreplay: {replay}");
     CaseOutcome::Failed {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use epochlab_sim::Outcome;
+use epochlab_simulation::ci;
 
 use super::{CiError, SeedResult};
 
@@ -28,10 +29,11 @@ pub(super) struct Ratchet {
 }
 
 impl Ratchet {
-    /// The ratchet under `root`; empty when there is none.
+    /// The ratchet under `root`; empty when there is none. Each line names a profile and a step that exist,
+    /// once; a file over [`MAX_BYTES`] is refused unread.
     pub(super) fn read(root: &Path) -> Result<Self, CiError> {
         let path = root.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_bounded(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(bad(&path, e.to_string())),
@@ -46,27 +48,14 @@ impl Ratchet {
                 }
                 continue;
             }
-            let at = || format!("{}:{}", path.display(), i + 1);
-            let [profile, step, mode, n] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+            let (key, n) =
+                parse_line(line).map_err(|why| bad(&path, format!("line {}: {why}", i + 1)))?;
+            if counts.insert(key, n).is_some() {
                 return Err(bad(
                     &path,
-                    format!("{}: not `PROFILE STEP stop|keep-going N`", at()),
+                    format!("line {}: a second line for `{}`", i + 1, shorten(line)),
                 ));
-            };
-            let mode = match mode {
-                "stop" => "stop",
-                "keep-going" => "keep-going",
-                other => {
-                    return Err(bad(
-                        &path,
-                        format!("{}: `{other}` is not stop or keep-going", at()),
-                    ));
-                }
-            };
-            let n = n
-                .parse()
-                .map_err(|_| bad(&path, format!("{}: `{n}` is not a count", at())))?;
-            counts.insert((profile.to_string(), step.to_string(), mode), n);
+            }
         }
         if header.is_empty() {
             header = HEADER.to_string();
@@ -78,20 +67,19 @@ impl Ratchet {
         self.counts.get(key).copied()
     }
 
-    /// Bad input: a line of `profile` for `step` that counts more files than the step has.
-    pub(super) fn check(
-        &self,
-        root: &Path,
-        profile: &str,
-        step: &str,
-        files: usize,
-    ) -> Result<(), CiError> {
-        for mode in ["stop", "keep-going"] {
-            let key = (profile.to_string(), step.to_string(), mode);
-            if let Some(n) = self.expected(&key).filter(|n| *n > files) {
+    /// Bad input: a line that counts more files than its step has under `root` (none, when it has no file
+    /// there), whichever steps this run runs.
+    pub(super) fn check(&self, root: &Path) -> Result<(), CiError> {
+        for ((profile, step, mode), n) in &self.counts {
+            let files = ci::step(step)
+                .and_then(|s| ci::step_files(root, s).ok())
+                .map_or(0, |f| f.len());
+            if *n > files {
                 return Err(bad(
                     &root.join(FILE),
-                    format!("`{profile} {step} {mode} {n}`: more files than the step's {files}"),
+                    format!(
+                        "`{profile} {step} {mode} {n}`: more files than the step's {files} under the root"
+                    ),
                 ));
             }
         }
@@ -116,6 +104,57 @@ impl Ratchet {
             path: path.display().to_string(),
             why: e.to_string(),
         })
+    }
+}
+
+/// The most a ratchet file may hold (it has a line per profile, step and mode: a few hundred bytes).
+const MAX_BYTES: u64 = 1 << 20;
+
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(std::io::Error::other(format!(
+            "more than {} KiB: not a ratchet",
+            MAX_BYTES >> 10
+        )));
+    }
+    Ok(text)
+}
+
+/// `PROFILE STEP stop|keep-going N`, naming a profile and a step of the script.
+fn parse_line(line: &str) -> Result<(Key, usize), String> {
+    let [profile, step, mode, n] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+        return Err(format!(
+            "`{}` is not `PROFILE STEP stop|keep-going N`",
+            shorten(line)
+        ));
+    };
+    if ci::profile(profile).is_none() {
+        return Err(format!("`{}` is not a profile", shorten(profile)));
+    }
+    if ci::step(step).is_none() {
+        return Err(format!("`{}` is not a step", shorten(step)));
+    }
+    let mode = match mode {
+        "stop" => "stop",
+        "keep-going" => "keep-going",
+        other => return Err(format!("`{}` is not stop or keep-going", shorten(other))),
+    };
+    let n = n
+        .parse()
+        .map_err(|_| format!("`{}` is not a count", shorten(n)))?;
+    Ok(((profile.to_string(), step.to_string(), mode), n))
+}
+
+/// A piece of bad input, short enough for a one-line error.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
     }
 }
 

@@ -110,6 +110,13 @@ impl CiCmd {
                 why,
             });
         }
+        if self.update_expected && self.shard.is_some() {
+            return Err(CheckError::Exclusive {
+                a: "--update-expected",
+                b: "--shard",
+                reason: "a shard sees part of the run; update the ratchet from a whole run",
+            });
+        }
         let steps = match &self.step {
             Some(name) => vec![ci::step(name).expect("clap admits only the steps' names")],
             None => STEPS.iter().collect(),

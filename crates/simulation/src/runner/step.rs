@@ -375,6 +375,9 @@ impl StepState {
     async fn file(&mut self, run: Option<&SeedRun>, f: StepFile, ctx: &SimContext) -> FileReport {
         let name = f.name.clone();
         lock(&self.progress).current = Some(name.clone());
+        // Each log line names the file running, not the step's first.
+        let label = format!("{} seed={} {name}", self.params.run.label(), ctx.seed);
+        epochlab_common::clock::label_current_run(label);
         if f.skipped(&self.params) {
             event!(ctx.log, "slt", "file={name} skipped: in KILL_IGNORE_FILES");
             return FileReport::skipped(&name);
