@@ -4,8 +4,9 @@
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace, Word};
 
 use epochlab_common::{Datum, ScalarImpl};
 
@@ -14,12 +15,50 @@ use crate::error::SqlError;
 
 /// `sqlparser`'s reading of one statement.
 pub(super) fn parse_one(text: &str) -> Result<Statement, SqlError> {
+    let quoted = quote_table_names(text);
+    let text = quoted.as_deref().unwrap_or(text);
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text)?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
         0 => Err(SqlError::Invalid("empty statement".into())),
         _ => Err(SqlError::Invalid("one statement at a time".into())),
     }
+}
+
+/// A relation named `table` (RisingWave's parser reads one; `snapshot_amplification.slt` creates one), quoted
+/// where it stands as a relation's name: after `FROM`, `JOIN`, `INTO`, `UPDATE` and a comma, where `sqlparser` reads the
+/// keyword (Hive's `INSERT INTO TABLE name`, the `TABLE name` query) and PostgreSQL's grammar has no keyword
+/// `TABLE`. Quoted, the name is the same (an unquoted identifier is lowercased). `None` when there is none.
+fn quote_table_names(text: &str) -> Option<String> {
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .ok()?;
+    // Whether the token before names a place for a relation (a comma too: `FROM a, table`).
+    let mut at_a_place = false;
+    let mut quoted = false;
+    for t in tokens.iter_mut() {
+        let keyword = match t {
+            Token::Whitespace(_) => continue,
+            Token::Word(w) if w.quote_style.is_none() => Some(w.keyword),
+            _ => None,
+        };
+        if at_a_place && keyword == Some(Keyword::TABLE) {
+            *t = Token::Word(Word {
+                value: "table".into(),
+                quote_style: Some('"'),
+                keyword: Keyword::NoKeyword,
+            });
+            quoted = true;
+            at_a_place = false;
+            continue;
+        }
+        at_a_place = matches!(t, Token::Comma)
+            || matches!(
+                keyword,
+                Some(Keyword::FROM | Keyword::JOIN | Keyword::INTO | Keyword::UPDATE)
+            );
+    }
+    quoted.then(|| tokens.iter().map(Token::to_string).collect())
 }
 
 /// One statement of a record: its tokens and its text.
@@ -447,6 +486,33 @@ mod tests {
             matches!(parse_one(&text), Ok(Statement::CreateTable(_))),
             "{text}"
         );
+    }
+
+    /// A relation named `table` (RisingWave's `snapshot_amplification.slt`) is inserted into, read and dropped.
+    #[test]
+    fn a_relation_named_table_is_inserted_into() {
+        let Ok(Statement::Insert(insert)) =
+            parse_one("INSERT INTO table select 1 from generate_series(1, 3)")
+        else {
+            panic!("an insert")
+        };
+        assert_eq!(insert.table.to_string(), r#""table""#);
+        assert!(insert.source.is_some());
+        for sql in [
+            "CREATE TABLE table (i1 int)",
+            "SELECT x.i1 FROM table x JOIN table s1 ON x.i1 = s1.i1",
+            "DROP TABLE table",
+            "insert into t values (1)",
+            "SELECT * FROM t, table",
+            "DELETE FROM table WHERE i1 = 1",
+            "UPDATE table SET i1 = 2",
+        ] {
+            assert!(parse_one(sql).is_ok(), "{sql}");
+        }
+        assert!(quote_table_names("insert into t values (1)").is_none());
+        // The keyword where it is one stays.
+        assert!(quote_table_names("CREATE TABLE t (v int)").is_none());
+        assert!(quote_table_names("GRANT SELECT ON TABLE t TO u").is_none());
     }
 
     #[test]
