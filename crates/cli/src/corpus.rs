@@ -244,7 +244,10 @@ struct Report<'a> {
     results: &'a [FileResult],
     /// The files no script ran at f21fb9b7915 ([`corpus::run_by_no_script`]).
     no_script: &'a BTreeSet<String>,
+    /// The files outside [`corpus::APART`]'s folders.
     totals: Totals,
+    /// The files of [`corpus::APART`]'s folders.
+    apart: Totals,
     folders: BTreeMap<String, Totals>,
     /// What blocks files, with how many files it is the first failure of; most first.
     blockers: Vec<(String, usize)>,
@@ -262,17 +265,23 @@ impl<'a> Report<'a> {
         wall_ms: u64,
     ) -> Self {
         let mut totals = Totals::default();
+        let mut apart = Totals::default();
         let mut folders: BTreeMap<String, Totals> = BTreeMap::new();
         let mut blockers: BTreeMap<String, usize> = BTreeMap::new();
         let (mut regressed, mut newly_passing) = (Vec::new(), Vec::new());
         for r in results {
             let unscripted = no_script.contains(&r.rel);
-            totals.add(unscripted, &r.verdict);
+            let set_apart = corpus::APART.contains(&corpus::folder(&r.rel));
+            if set_apart {
+                apart.add(unscripted, &r.verdict);
+            } else {
+                totals.add(unscripted, &r.verdict);
+            }
             folders
                 .entry(corpus::folder(&r.rel).to_string())
                 .or_default()
                 .add(unscripted, &r.verdict);
-            if let Some(b) = r.verdict.blocker().filter(|_| !unscripted) {
+            if let Some(b) = r.verdict.blocker().filter(|_| !unscripted && !set_apart) {
                 *blockers.entry(b).or_default() += 1;
             }
             let listed = expected.expects(&r.rel, args.kill);
@@ -290,6 +299,7 @@ impl<'a> Report<'a> {
             results,
             no_script,
             totals,
+            apart,
             folders,
             blockers,
             regressed,
@@ -332,6 +342,13 @@ impl<'a> Report<'a> {
             self.totals.text(),
             self.wall_ms as f64 / 1000.0
         );
+        if self.apart.files > 0 {
+            outln!(
+                "{}: {} (apart from the totals above, which stay comparable: vendored in issue 43)",
+                corpus::APART.join(", "),
+                self.apart.text()
+            );
+        }
         let width = self.folders.keys().map(String::len).max().unwrap_or(0);
         for (folder, t) in &self.folders {
             outln!("  {folder:<width$}  {}", t.text());
@@ -383,6 +400,7 @@ impl<'a> Report<'a> {
             "jobs": self.args.jobs,
             "wall_ms": self.wall_ms,
             "totals": self.totals.json(),
+            "apart": self.apart.json(),
             "folders": folders,
             "blockers": blockers,
             "regressed": self.regressed,
