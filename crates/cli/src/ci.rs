@@ -212,7 +212,7 @@ fn step_counts(
     steps: &[StepRun],
     units: &[(usize, u64)],
     results: &BTreeMap<(usize, u64), SeedResult>,
-) -> BTreeMap<(String, String, &'static str), usize> {
+) -> BTreeMap<ratchet::Key, usize> {
     let mode = if a.keep_going { "keep-going" } else { "stop" };
     let mut counts = BTreeMap::new();
     for (i, s) in steps.iter().enumerate() {
@@ -235,11 +235,7 @@ fn step_counts(
 }
 
 /// Each step's count beside its ratchet.
-fn print_ratchet(
-    a: &CiArgs,
-    expected: &ratchet::Ratchet,
-    counts: &BTreeMap<(String, String, &'static str), usize>,
-) {
+fn print_ratchet(a: &CiArgs, expected: &ratchet::Ratchet, counts: &BTreeMap<ratchet::Key, usize>) {
     if counts.is_empty() {
         return;
     }

@@ -272,4 +272,22 @@ fn files_run_by_no_script_are_labelled_not_counted_as_failures() {
     );
     assert_eq!(report["totals"]["run_by_no_script"], 1);
     assert_eq!(report["totals"]["failed"], 3);
+
+    // The same root spelled from the working directory with a leading `./` (the `glob` crate drops it from the
+    // paths it yields): the same files are found run by no script.
+    let cwd = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let up = "../".repeat(cwd.components().count() - 1);
+    let dotted = PathBuf::from(format!(
+        "./{up}{}",
+        root.strip_prefix("/").unwrap().display()
+    ));
+    // (Its report is written relative to the binary's working directory; the totals line says enough.)
+    let (_, again, _) = run(&dotted, &[]);
+    assert!(
+        again.contains("1/6 passed, 3 failed, 1 unsupported, 1 not passing and run by no script"),
+        "{again}"
+    );
 }

@@ -262,6 +262,30 @@ impl Verdict {
     }
 }
 
+/// `path` relative to `root`, `/`-separated, when it lies under it; `.` and `..` resolved, so that a root
+/// spelled `./x`, `x//` or `x` and an include's `./a` or `../b` give one name (the `glob` crate drops a leading
+/// `./` from what it yields). `None` when `path` is not under `root`.
+pub fn path_under(root: &Path, path: &Path) -> Option<String> {
+    use std::path::Component;
+    fn parts(p: &Path) -> Vec<Component<'_>> {
+        p.components().filter(|c| *c != Component::CurDir).collect()
+    }
+    let (root, whole) = (parts(root), parts(path));
+    let rest = whole.strip_prefix(root.as_slice())?;
+    let mut out: Vec<&str> = Vec::new();
+    for c in rest {
+        match c {
+            Component::ParentDir => {
+                out.pop()?;
+            }
+            Component::Normal(s) => out.push(s.to_str()?),
+            Component::RootDir => out.push(""),
+            _ => return None,
+        }
+    }
+    Some(out.join("/"))
+}
+
 /// `text` with the paths under `root` made relative to it (`ROOT/ddl/x.slt:3` reads `ddl/x.slt:3`) and `/./`
 /// folded (an include's path joins its `./`). `epochlab corpus` and `ci` show places so.
 pub fn shown(root: &Path, text: &str) -> String {
@@ -481,6 +505,20 @@ mod tests {
                 "ddl/table/x.slt.part:5: error",
                 "{root}"
             );
+        }
+        for root in [
+            "tests/slt/risingwave",
+            "./tests/slt/risingwave/",
+            "tests//slt/./risingwave",
+        ] {
+            let under = |p: &str| path_under(Path::new(root), Path::new(p));
+            assert_eq!(
+                under("tests/slt/risingwave/streaming/./nexmark/../tpch/q1.slt.part").as_deref(),
+                Some("streaming/tpch/q1.slt.part"),
+                "{root}"
+            );
+            assert_eq!(under("tests/slt/other/a.slt"), None, "{root}");
+            assert_eq!(under("tests/slt/risingwave/../a.slt"), None, "{root}");
         }
         // A root of `.` leaves other text alone.
         assert_eq!(

@@ -170,7 +170,7 @@ pub fn reached(root: &Path) -> BTreeSet<String> {
         todo.extend(matches.flatten());
     }
     while let Some(path) = todo.pop() {
-        let Some(rel) = relative(root, &path) else {
+        let Some(rel) = crate::corpus::path_under(root, &path) else {
             continue;
         };
         if seen.insert(rel) {
@@ -178,23 +178,6 @@ pub fn reached(root: &Path) -> BTreeSet<String> {
         }
     }
     seen
-}
-
-/// `path` relative to `root`, `/`-separated, with `.` and `..` resolved (includes are written `./x`, `../y`).
-fn relative(root: &Path, path: &Path) -> Option<String> {
-    let rel = path.strip_prefix(root).ok()?;
-    let mut parts: Vec<&str> = Vec::new();
-    for c in rel.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                parts.pop()?;
-            }
-            std::path::Component::Normal(s) => parts.push(s.to_str()?),
-            _ => return None,
-        }
-    }
-    Some(parts.join("/"))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ const HEADER: &str = "\
 ";
 
 /// (profile, step, stop|keep-going) -> files.
-type Key = (String, String, &'static str);
+pub(super) type Key = (String, String, &'static str);
 
 /// The ratchet as read: its lines, and the comment lines at its top.
 pub(super) struct Ratchet {

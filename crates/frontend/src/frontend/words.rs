@@ -30,6 +30,14 @@ pub(super) fn parse_one(text: &str) -> Result<Statement, SqlError> {
 /// keyword (Hive's `INSERT INTO TABLE name`, the `TABLE name` query) and PostgreSQL's grammar has no keyword
 /// `TABLE`. Quoted, the name is the same (an unquoted identifier is lowercased). `None` when there is none.
 fn quote_table_names(text: &str) -> Option<String> {
+    // Most statements name no `table`: they are not tokenized a second time.
+    if !text
+        .as_bytes()
+        .windows(5)
+        .any(|w| w.eq_ignore_ascii_case(b"table"))
+    {
+        return None;
+    }
     let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize()
         .ok()?;

@@ -63,9 +63,15 @@ struct StepFile {
 impl StepFile {
     /// `path`, named by its place under `root` (a run's event log, and so its digest, is then the same
     /// however `root` is spelled).
+    /// Without a root (empty, or `.`), a file is named as given, as [`run_file`] names it.
     fn read(root: &Path, path: &Path, p: &SltParams) -> Self {
+        let rooted = root.components().any(|c| c != std::path::Component::CurDir);
+        let name = rooted
+            .then(|| crate::corpus::path_under(root, path))
+            .flatten()
+            .unwrap_or_else(|| path.display().to_string());
         Self {
-            name: name_under(root, path),
+            name,
             records: parse_file(path, p),
         }
     }
@@ -80,20 +86,6 @@ impl StepFile {
     fn time_limit(&self) -> Duration {
         let records = self.records.as_ref().map_or(0, Vec::len) as u64;
         Duration::from_secs(3600 + 120 * records)
-    }
-}
-
-/// `path` relative to `root` when it lies under it (`./` aside: the `glob` crate drops a leading one), else
-/// `path` as given.
-fn name_under(root: &Path, path: &Path) -> String {
-    use std::path::Component;
-    fn parts(p: &Path) -> Vec<Component<'_>> {
-        p.components().filter(|c| *c != Component::CurDir).collect()
-    }
-    let (root, whole) = (parts(root), parts(path));
-    match whole.strip_prefix(root.as_slice()) {
-        Some(rest) if !root.is_empty() => rest.iter().collect::<PathBuf>().display().to_string(),
-        _ => path.display().to_string(),
     }
 }
 
