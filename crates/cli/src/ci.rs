@@ -38,6 +38,9 @@ pub struct CiArgs {
     pub update_expected: bool,
     /// The cluster of every (step, seed).
     pub topology: Topology,
+    /// The profile's `USE_ARRANGEMENT_BACKFILL`, or `--use-arrangement-backfill`: printed, reaching no
+    /// file ([`epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL`]).
+    pub use_arrangement_backfill: bool,
 }
 
 /// Why `epochlab ci` could not run: bad input.
@@ -142,6 +145,9 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         t.compactor_nodes,
         t.frontend_nodes
     );
+    if a.use_arrangement_backfill {
+        eprintln!("ci: {}", epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL);
+    }
     if a.keep_going {
         eprintln!(
             "ci: deviation: --keep-going runs every file after a failure (RisingWave's run ended there; a \

@@ -21,6 +21,9 @@ pub struct SltArgs {
     pub event_log: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub otlp_endpoint: Option<String>,
+    /// `--use-arrangement-backfill`: printed, reaching no file
+    /// ([`epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL`]).
+    pub use_arrangement_backfill: bool,
 }
 
 /// The files a pattern names: itself when it has no glob characters, else its matches in order.
@@ -104,6 +107,12 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
     // Every file is read before any runs: a malformed one is bad input, not a failure halfway.
     for f in &a.files {
         epochlab_simulation::runner::parse_file(f, &a.params)?;
+    }
+    if a.use_arrangement_backfill {
+        eprintln!(
+            "epochlab slt: {}",
+            epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL
+        );
     }
     let export = match &a.otlp_endpoint {
         Some(_) => Some(ExportRuntime::start().map_err(SltRunError::Traces)?),

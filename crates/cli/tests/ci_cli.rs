@@ -89,6 +89,56 @@ fn a_step_runs_its_files_in_one_cluster_and_passes() {
     );
 }
 
+/// RisingWave's arrangement-backfill variant set `--use-arrangement-backfill`, whose SET reached no session of
+/// the slt runner: its files see the variable's default, and the run is its twin's, step for step. Both
+/// commands say so.
+#[test]
+fn the_arrangement_backfill_variant_reaches_no_file() {
+    const SHOW: &str = "query T\nSHOW streaming_enable_arrangement_backfill;\n----\nfalse\n";
+    let r = root("arrangement", &[("ddl/a.slt", CREATE), ("ddl/b.slt", SHOW)]);
+    let run = |profile: &str| {
+        let out = epochlab(&[
+            "ci",
+            "--profile",
+            profile,
+            "--step",
+            "ddl",
+            "--seeds",
+            "1..3",
+            "--root",
+            r.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        // Each row without its wall time: (seed, digest).
+        let digests: Vec<(u64, String)> = rows(&text(&out.stdout))
+            .into_iter()
+            .map(|(_, seed, r)| (seed, r.split("digest ").nth(1).unwrap_or(&r).to_string()))
+            .collect();
+        (digests, text(&out.stderr))
+    };
+    let (variant, said) = run("main-cron-arrangement-backfill");
+    let (twin, _) = run("main-cron-background-ddl");
+    assert_eq!(variant, twin);
+    assert!(
+        said.contains("ci: --use-arrangement-backfill: as at f21fb9b7915"),
+        "{said}"
+    );
+    let file = r.join("ddl/b.slt");
+    let out = epochlab(&["slt", "--use-arrangement-backfill", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("epochlab slt: --use-arrangement-backfill: as at f21fb9b7915"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn the_first_failure_stops_the_step_with_its_place_and_a_replay() {
     let r = root(
@@ -330,7 +380,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ci", "--compactor-nodes", "-1"],
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
-        &["ci", "--profile", "main-cron-arrangement-backfill"],
+        &["ci", "--profile", "backfill-tests"],
         &["ci", "--shard", "2/2"],
         &["ci", "--seeds", "5..2"],
         &["ci", "--root", empty.to_str().unwrap()],
@@ -444,7 +494,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         "--mode",
         "buggy",
         "--seeds",
-        "1..3",
+        "3..5",
         "--root",
         r.to_str().unwrap(),
         "--log-dir",
@@ -456,8 +506,8 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    // Seed 1 fails (#14910's zombie), seed 2 passes: its log is gone.
-    assert_eq!(kept, ["recovery-streaming-1.log"], "{stdout}");
+    // Seed 3 fails (#14910's zombie), seed 4 passes: its log is gone.
+    assert_eq!(kept, ["recovery-streaming-3.log"], "{stdout}");
     let log = std::fs::read_to_string(logs.join(&kept[0])).unwrap();
     assert!(
         log.contains("not found (by the backfill persist check)"),
@@ -466,7 +516,7 @@ fn logs_are_kept_for_failing_seeds_only_and_triaged() {
     );
     let row = stdout
         .lines()
-        .find(|l| l.starts_with("streaming") && l.contains(" 1  "))
+        .find(|l| l.starts_with("streaming") && l.contains(" 3  "))
         .unwrap();
     assert!(row.contains("triage: 14910"), "{row}");
 

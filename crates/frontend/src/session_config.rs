@@ -4,12 +4,15 @@
 //! Every variable RisingWave has is accepted and kept as its canonical text. The ones that change what the
 //! engine does are read through the typed getters below, each by the one piece of code it governs:
 //! `rw_implicit_flush` (the DML path), `background_ddl`, `streaming_rate_limit` and `streaming_parallelism`
-//! (a new job's options), `search_path` (name resolution), `streaming_enable_arrangement_backfill` (a new
-//! job's scan type, reported as a note: the engine's jobs always use arrangement backfill). The rest change
+//! (a new job's options), `search_path` (name resolution), `streaming_enable_arrangement_backfill` (the scan
+//! type the stream planner gives a new job: arrangement backfill when on, no-shuffle backfill when off, the
+//! default at f21fb9b7915, as RisingWave's `gen_optimized_stream_plan` decides). The rest change
 //! nothing here (`query_mode`, `timezone`, `rw_streaming_enable_delta_join`, ...): `SET` stores them and
 //! `SHOW` prints them back.
 
 use std::collections::BTreeMap;
+
+use epochlab_common::plan::StreamScanType;
 
 /// What a `SET` can fail with (RisingWave's `SessionConfigError`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -130,13 +133,12 @@ const PARAMS: &[Param] = &[
     p("backfill_rate_limit", Kind::NonZero, "0"),
 ];
 
-/// Other names RisingWave's `SET` takes for a variable.
+/// Other names RisingWave's `SET` takes for a variable. `streaming_enable_arrangement_backfill` has none at
+/// f21fb9b7915: the simulator's `SET enable_arrangement_backfill = true` would be refused (it never ran in an
+/// slt session, see `epochlab_simulation::ci`).
 fn canonical_name(name: &str) -> &str {
     match name {
         "implicit_flush" => "rw_implicit_flush",
-        "enable_arrangement_backfill" | "rw_streaming_enable_arrangement_backfill" => {
-            "streaming_enable_arrangement_backfill"
-        }
         "streaming_enable_delta_join" => "rw_streaming_enable_delta_join",
         "time zone" => "timezone",
         other => other,
@@ -296,6 +298,15 @@ impl SessionConfig {
 
     pub fn streaming_enable_arrangement_backfill(&self) -> bool {
         self.flag("streaming_enable_arrangement_backfill")
+    }
+
+    /// How a new job's table scans backfill (RisingWave's `gen_optimized_stream_plan` at f21fb9b7915).
+    pub fn stream_scan_type(&self) -> StreamScanType {
+        if self.streaming_enable_arrangement_backfill() {
+            StreamScanType::ArrangementBackfill
+        } else {
+            StreamScanType::Backfill
+        }
     }
 
     pub fn streaming_enable_delta_join(&self) -> bool {

@@ -30,7 +30,10 @@ use crate::ci::CiArgs;
 ///   pr                         pull-request.yml: TEST_NUM=8 KILL_RATE=0.5 BACKGROUND_DDL_RATE=0.0
 ///   main-cron                  main-cron.yml: TEST_NUM=12 KILL_RATE=1.0 BACKGROUND_DDL_RATE=0.0
 ///   main-cron-background-ddl   main-cron.yml: TEST_NUM=12 KILL_RATE=1.0 BACKGROUND_DDL_RATE=0.8
-///   main-cron-arrangement-backfill, backfill-tests: listed, not run yet
+///   main-cron-arrangement-backfill  main-cron.yml: the same with
+///                              USE_ARRANGEMENT_BACKFILL=--use-arrangement-backfill, which
+///                              reached no file's session (see --use-arrangement-backfill)
+///   backfill-tests             run-backfill-tests.sh: listed, not run yet
 /// Prints a line per (step, seed): passed, or the failing file:line and its error; the totals
 /// per step; and the command replaying each failing (step, seed). A step whose files are not
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
@@ -90,6 +93,12 @@ pub struct CiCmd {
     /// `as its N`, `more than its N`, or `REGRESSED from N`.
     #[arg(long, verbatim_doc_comment)]
     pub update_expected: bool,
+    /// The simulator's flag, which the main-cron-arrangement-backfill profile sets: at f21fb9b7915
+    /// its `SET enable_arrangement_backfill = true` went only to sessions the slt runner does not
+    /// open, so no file sees it; each backfills as streaming_enable_arrangement_backfill says
+    /// (default false: no-shuffle backfill). Printed with the run.
+    #[arg(long, verbatim_doc_comment)]
+    pub use_arrangement_backfill: bool,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -136,6 +145,8 @@ impl CiCmd {
             log_dir: self.log_dir,
             update_expected: self.update_expected,
             topology: self.topology.topology()?,
+            use_arrangement_backfill: self.use_arrangement_backfill
+                || profile.use_arrangement_backfill,
         })
     }
 }

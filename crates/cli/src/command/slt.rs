@@ -101,6 +101,11 @@ pub struct SltCmd {
     /// Send each run's trace to this OTLP/gRPC collector (Jaeger's, say)
     #[arg(long, value_name = "URL", value_parser = values::text)]
     pub otlp_endpoint: Option<String>,
+    /// The simulator's flag: at f21fb9b7915 its `SET enable_arrangement_backfill = true` went only
+    /// to sessions the slt runner does not open, so no file sees it; each backfills as
+    /// streaming_enable_arrangement_backfill says (default false: no-shuffle backfill). Printed.
+    #[arg(long, verbatim_doc_comment)]
+    pub use_arrangement_backfill: bool,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -130,6 +135,7 @@ impl SltCmd {
             event_log: self.event_log,
             log_file: self.log_file,
             otlp_endpoint: self.otlp_endpoint,
+            use_arrangement_backfill: self.use_arrangement_backfill,
         })
     }
 }

@@ -196,7 +196,7 @@ impl Session {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.config.background_ddl(),
-            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+            scan_type: self.config.stream_scan_type(),
         };
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
         let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
@@ -287,7 +287,7 @@ impl Session {
             parallelism: self.parallelism(),
             rate_limit,
             background: self.config.background_ddl(),
-            scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
+            scan_type: self.config.stream_scan_type(),
         };
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,

@@ -41,12 +41,6 @@ impl Session {
                 .collect();
         }
         self.config.set(&name, &values).map_err(SqlError::from)?;
-        if name == "streaming_enable_arrangement_backfill" || name.ends_with("arrangement_backfill")
-        {
-            self.engine().note(format!(
-                "SET {name}: every view and sink uses arrangement backfill here"
-            ));
-        }
         done()
     }
 }

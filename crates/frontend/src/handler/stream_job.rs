@@ -1,6 +1,7 @@
 //! Handlers over the binder and planners (RisingWave's `create_mv.rs`, `explain.rs`, `create_table_as`): a
 //! materialized view planned as a fragment graph, `EXPLAIN`, `CREATE TABLE AS`.
 
+use epochlab_common::plan::StreamScanType;
 use epochlab_common::{DataType, TableId};
 use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, RelationKind};
 use sqlparser::ast::{self, Query, Statement, UtilityOption};
@@ -15,7 +16,7 @@ use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
 use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
-    StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
+    ScanTypeOf, StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
     materialize_table, plan_materialize,
 };
 
@@ -50,6 +51,10 @@ impl UpstreamReader for Session {
             names,
             append_only: def.as_ref().is_some_and(|d| d.append_only),
         })
+    }
+
+    fn stream_scan_type(&self) -> StreamScanType {
+        self.config.stream_scan_type()
     }
 }
 
@@ -233,7 +238,8 @@ impl Session {
         let q = crate::frontend::parse_query(&text)?
             .ok_or_else(|| SqlError::Invalid("index query".into()))?;
         let bound = Binder::new(self, true).bind_query(&q)?;
-        let mut plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        let reader = ScanTypeOf(self, StreamScanType::Backfill);
+        let mut plan = plan_materialize(&bound.plan, &bound.names, &reader)?;
         let k = cols.len();
         if let StreamOp::Materialize { pk, .. } = &mut plan.op {
             let mut key: Vec<usize> = (0..k).collect();

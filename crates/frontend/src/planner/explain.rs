@@ -1,7 +1,7 @@
 //! `EXPLAIN`: plans printed as RisingWave prints them, a tree of `StreamMaterialize`, `StreamExchange { dist:
 //! HashShard(..) }`, `StreamHashAgg`, ... (one line per node), and the fragments of a stream plan.
 
-use epochlab_common::plan::{DispatchStrategy, StreamFragmentGraph};
+use epochlab_common::plan::{DispatchStrategy, StreamFragmentGraph, StreamScanType};
 
 use crate::planner::pushdown::conjuncts;
 use crate::planner::stream::{Dist, StreamOp, StreamPlan};
@@ -144,7 +144,9 @@ fn join_predicate(p: &StreamPlan) -> String {
 fn stream_line(p: &StreamPlan) -> String {
     let input_names = p.inputs.first().map_or(&p.names, |i| &i.names);
     match &p.op {
-        StreamOp::TableScan { table, .. } => stream_table_scan_line(p, table),
+        StreamOp::TableScan {
+            table, scan_type, ..
+        } => stream_table_scan_line(p, table, *scan_type),
         StreamOp::Values { rows } => format!("StreamValues {{ rows: {} }}", rows.len()),
         StreamOp::RowIdGen { row_id_index } => {
             format!("StreamRowIdGen {{ row_id_index: {row_id_index} }}")
@@ -250,9 +252,9 @@ fn stream_top_n_line(op: &StreamOp, input_names: &[String]) -> String {
     }
 }
 
-fn stream_table_scan_line(p: &StreamPlan, table: &str) -> String {
+fn stream_table_scan_line(p: &StreamPlan, table: &str, scan_type: StreamScanType) -> String {
     format!(
-        "StreamTableScan {{ table: {table}, columns: [{}], stream_scan_type: ArrangementBackfill, stream_key: [{}], dist: {} }}",
+        "StreamTableScan {{ table: {table}, columns: [{}], stream_scan_type: {scan_type:?}, stream_key: [{}], dist: {} }}",
         fmt_list(p.names.iter().cloned()),
         fmt_cols(&p.stream_key, &p.names),
         fmt_dist(&p.dist, &p.names)

@@ -13,7 +13,7 @@ pub use fragmenter::fragment_graph;
 use std::sync::Arc;
 
 use epochlab_common::catalog::{Distribution, TableDesc};
-use epochlab_common::plan::ConflictBehavior;
+use epochlab_common::plan::{ConflictBehavior, StreamScanType};
 use epochlab_common::types::Interval;
 use epochlab_common::{DataType, OrderType, OwnedRow, TableId, VnodeCount};
 
@@ -45,10 +45,11 @@ impl Dist {
 /// A stream operator (RisingWave's `Stream*` plan nodes).
 #[derive(Clone, Debug)]
 pub enum StreamOp {
-    /// A backfill of `table` (its stored rows).
+    /// A backfill of `table` (its stored rows), of the kind the session chose when it was planned.
     TableScan {
         table: String,
         table_id: TableId,
+        scan_type: StreamScanType,
     },
     Values {
         rows: Vec<OwnedRow>,
@@ -136,9 +137,24 @@ pub struct StreamPlan {
     pub stream_key: Vec<usize>,
 }
 
-/// The upstream tables a stream plan reads, by id: their stored columns' names, types and pk.
+/// The upstream tables a stream plan reads, by id: their stored columns' names, types and pk; and how its
+/// table scans backfill them (the session's choice, [`crate::session_config::SessionConfig::stream_scan_type`]).
 pub trait UpstreamReader {
     fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError>;
+    fn stream_scan_type(&self) -> StreamScanType;
+}
+
+/// A reader whose scans backfill one fixed way (an index's plan: RisingWave's `to_stream` of an index
+/// plans no-shuffle backfill whatever the session says).
+pub struct ScanTypeOf<'a>(pub &'a dyn UpstreamReader, pub StreamScanType);
+
+impl UpstreamReader for ScanTypeOf<'_> {
+    fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
+        self.0.upstream(table_id)
+    }
+    fn stream_scan_type(&self) -> StreamScanType {
+        self.1
+    }
 }
 
 /// An upstream table as the stream planner needs it.
@@ -398,6 +414,7 @@ fn table_scan(
         op: StreamOp::TableScan {
             table: table.to_owned(),
             table_id,
+            scan_type: up.stream_scan_type(),
         },
         inputs: Vec::new(),
         types: desc.column_types.clone(),

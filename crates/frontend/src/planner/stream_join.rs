@@ -317,7 +317,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use epochlab_common::catalog::TableDesc;
-    use epochlab_common::plan::{JoinType as StreamJoinType, StreamFragmentGraph, StreamNode};
+    use epochlab_common::plan::{
+        JoinType as StreamJoinType, StreamFragmentGraph, StreamNode, StreamScanType,
+    };
     use epochlab_common::{DataType, TableId, VnodeCount};
 
     use crate::error::SqlError;
@@ -336,6 +338,9 @@ mod tests {
                 .get(&table_id.0)
                 .cloned()
                 .ok_or_else(|| SqlError::Invalid("no such table".into()))
+        }
+        fn stream_scan_type(&self) -> StreamScanType {
+            StreamScanType::ArrangementBackfill
         }
     }
 

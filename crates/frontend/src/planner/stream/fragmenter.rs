@@ -8,7 +8,7 @@ use epochlab_common::OrderType;
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{
     DispatchStrategy, FragmentDistribution, StreamFragment, StreamFragmentEdge,
-    StreamFragmentGraph, StreamNode, StreamScanType,
+    StreamFragmentGraph, StreamNode,
 };
 
 use super::{Dist, StreamOp, StreamPlan, UpstreamReader, is_append_only};
@@ -72,9 +72,13 @@ fn stream_node(
         stream_node(&plan.inputs[i], fragment, table, up, chunk_size, graph).map(Box::new)
     };
     Ok(match &plan.op {
-        StreamOp::TableScan { table_id, .. } => {
+        StreamOp::TableScan {
+            table_id,
+            scan_type,
+            ..
+        } => {
             let desc = up.upstream(*table_id)?.desc;
-            StreamNode::stream_scan(StreamScanType::ArrangementBackfill, desc, chunk_size)
+            StreamNode::stream_scan(*scan_type, desc, chunk_size)
         }
         StreamOp::Values { rows } => StreamNode::Values {
             rows: rows.clone(),
