@@ -137,13 +137,14 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     );
     let t = a.topology;
     eprintln!(
-        "ci: cluster: {} compute node(s) of {} core(s) (parallelism {}), {} compactor(s); deviation: \
-         RisingWave's ci-3cn-2fe-3meta has 2 frontends and 3 metas, here {} frontend and 1 meta never killed",
+        "ci: cluster: {} frontend(s) behind one round-robin address, {} compute node(s) of {} core(s) \
+         (parallelism {}), {} compactor(s); deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta \
+         never killed, and its frontends each keep a catalog cache, here they share one",
+        t.frontend_nodes,
         t.compute_nodes,
         t.compute_node_cores,
         t.parallelism(),
-        t.compactor_nodes,
-        t.frontend_nodes
+        t.compactor_nodes
     );
     if a.use_arrangement_backfill {
         eprintln!("ci: {}", epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL);

@@ -79,12 +79,15 @@ fn a_step_runs_its_files_in_one_cluster_and_passes() {
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains(
-            "ci: cluster: 3 compute node(s) of 2 core(s) (parallelism 6), 2 compactor(s)"
+            "ci: cluster: 1 frontend(s) behind one round-robin address, 3 compute node(s) of 2 core(s) \
+             (parallelism 6), 2 compactor(s)"
         ),
         "{stderr}"
     );
     assert!(
-        stderr.contains("deviation: RisingWave's ci-3cn-2fe-3meta has 2 frontends and 3 metas"),
+        stderr.contains(
+            "deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta never killed"
+        ),
         "{stderr}"
     );
 }
@@ -369,13 +372,14 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr batch stop 3\n"),
         ],
     );
-    let cases: [&[&str]; 15] = [
+    let cases: [&[&str]; 16] = [
         &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],
         &["ci", "--update-expected", "--shard", "0/2"],
         &["ci", "--root", "README.md"],
         &["ci", "--compute-nodes", "0"],
+        &["ci", "--frontend-nodes", "0"],
         &["ci", "--compute-node-cores", "65"],
         &["ci", "--compactor-nodes", "-1"],
         &["ci", "--profile", "nightly"],

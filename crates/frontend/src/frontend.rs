@@ -130,15 +130,25 @@ pub struct Engine {
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
     pub default_parallelism: usize,
-    /// The frontend node: up or down, and its generation (one more at each kill).
-    frontend: tokio::sync::watch::Sender<FrontendLife>,
+    /// The frontend nodes: each up or down, with its generation (one more at each kill).
+    frontends: tokio::sync::watch::Sender<Vec<FrontendLife>>,
+    /// The next frontend a connection goes to (RisingWave's `frontend:4566`, a round-robin IPVS service).
+    next_frontend: Mutex<usize>,
 }
 
-/// The frontend node's life. Sessions are its connections: a kill closes them all, and a client reconnects
-/// once it is up again. Its catalog (the definitions) is meta's, so it survives.
+/// A frontend node's life. Sessions are its connections: a kill closes them all, and a client reconnects
+/// (to whichever frontend the address gives it next). The frontends share one catalog here (RisingWave's
+/// each keep a cache of meta's), so it survives their kills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrontendLife {
     pub up: bool,
+    pub generation: u64,
+}
+
+/// A connection's frontend: its index and the generation it was connected in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrontendId {
+    pub index: usize,
     pub generation: u64,
 }
 
@@ -147,7 +157,21 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Engine {
+    /// An engine with one frontend node.
     pub fn new(cluster: Arc<dyn ClusterClient>, default_parallelism: usize) -> Arc<Self> {
+        Self::with_frontends(cluster, default_parallelism, 1)
+    }
+
+    /// An engine with `frontend_nodes` frontend nodes (at least one) behind one round-robin address.
+    pub fn with_frontends(
+        cluster: Arc<dyn ClusterClient>,
+        default_parallelism: usize,
+        frontend_nodes: usize,
+    ) -> Arc<Self> {
+        let life = FrontendLife {
+            up: true,
+            generation: 0,
+        };
         Arc::new(Self {
             cluster,
             catalog: Mutex::new(crate::catalog::Catalog::new()),
@@ -155,42 +179,70 @@ impl Engine {
             next_row_id: Mutex::default(),
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
-            frontend: tokio::sync::watch::Sender::new(FrontendLife {
-                up: true,
-                generation: 0,
-            }),
+            frontends: tokio::sync::watch::Sender::new(vec![life; frontend_nodes.max(1)]),
+            next_frontend: Mutex::new(0),
         })
     }
 
-    /// The frontend's generation when it is up; `None` while it is down.
-    pub fn frontend_up(&self) -> Option<u64> {
-        let life = *self.frontend.borrow();
-        life.up.then_some(life.generation)
+    pub fn frontend_nodes(&self) -> usize {
+        self.frontends.borrow().len()
     }
 
-    /// Kill the frontend: every connection closes, in-flight statements fail with `connection closed`.
-    /// `false` when it was down already.
-    pub fn kill_frontend(&self) -> bool {
-        self.frontend.send_if_modified(|life| {
-            let was_up = life.up;
-            if was_up {
-                life.up = false;
-                life.generation += 1;
+    /// A new connection: the address gives the next frontend in turn, up or down (madsim's IPVS round robin
+    /// does not skip a dead server), and a frontend that is down refuses it.
+    pub fn connect(&self) -> Result<FrontendId, crate::error::ConnectionError> {
+        let index = {
+            let mut next = lock(&self.next_frontend);
+            let index = *next % self.frontend_nodes();
+            *next = index + 1;
+            index
+        };
+        let life = self.frontends.borrow()[index];
+        if !life.up {
+            return Err(crate::error::ConnectionError::Refused);
+        }
+        Ok(FrontendId {
+            index,
+            generation: life.generation,
+        })
+    }
+
+    /// Whether a connection made to `id` is still open (its frontend has not been killed since).
+    pub fn is_connected(&self, id: FrontendId) -> bool {
+        let life = self.frontends.borrow()[id.index];
+        life.up && life.generation == id.generation
+    }
+
+    /// Kill frontend `index`: its connections close, their statements in flight fail with `connection
+    /// closed`, and their DML writes nothing more. `false` when it was down already (or is no frontend).
+    pub fn kill_frontend(&self, index: usize) -> bool {
+        self.frontends
+            .send_if_modified(|lives| match lives.get_mut(index) {
+                Some(life) if life.up => {
+                    life.up = false;
+                    life.generation += 1;
+                    true
+                }
+                _ => false,
+            })
+    }
+
+    /// Start killed frontend `index` again: new connections may reach it.
+    pub fn restart_frontend(&self, index: usize) {
+        self.frontends.send_modify(|lives| {
+            if let Some(life) = lives.get_mut(index) {
+                life.up = true;
             }
-            was_up
-        })
+        });
     }
 
-    /// Start the killed frontend again; clients reconnect to it.
-    pub fn restart_frontend(&self) {
-        self.frontend.send_modify(|life| life.up = true);
-    }
-
-    /// Resolves once the frontend of `generation` has been killed.
-    pub async fn frontend_killed(&self, generation: u64) {
-        let mut rx = self.frontend.subscribe();
+    /// Resolves once the connection to `id` has been closed by a kill of its frontend.
+    pub async fn frontend_killed(&self, id: FrontendId) {
+        let mut rx = self.frontends.subscribe();
         // The sender lives as long as the engine, which the caller holds.
-        let _ = rx.wait_for(|life| life.generation != generation).await;
+        let _ = rx
+            .wait_for(|lives| lives[id.index].generation != id.generation)
+            .await;
     }
 
     /// Things the front end accepted without doing them (options ignored, system settings it does not have).
@@ -262,6 +314,8 @@ pub struct Session {
     pub database: String,
     /// The user it is connected as.
     pub user: String,
+    /// The frontend it is a connection of (`None`: a session of no node, which no kill closes).
+    frontend: Option<FrontendId>,
 }
 
 impl Session {
@@ -271,6 +325,24 @@ impl Session {
             config: SessionConfig::new(),
             database: crate::catalog::DEFAULT_DATABASE_NAME.into(),
             user: crate::catalog::DEFAULT_SUPER_USER.into(),
+            frontend: None,
+        }
+    }
+
+    /// A session that is a connection of frontend `id`: once that frontend is killed, it writes nothing.
+    pub fn on_frontend(mut self, id: FrontendId) -> Self {
+        self.frontend = Some(id);
+        self
+    }
+
+    /// `connection closed` once this session's frontend has been killed: checked before each write the
+    /// session itself sends, so a killed frontend's statement stops where the kill found it.
+    pub(crate) fn check_connected(&self) -> Result<(), SqlError> {
+        match self.frontend {
+            Some(id) if !self.engine.is_connected(id) => {
+                Err(SqlError::Connection(crate::error::ConnectionError::Closed))
+            }
+            _ => Ok(()),
         }
     }
 

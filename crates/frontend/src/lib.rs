@@ -23,4 +23,4 @@ pub mod session_config;
 
 pub use cluster_client::ClusterClient;
 pub use error::{ConnectionError, SqlError};
-pub use frontend::{Engine, Output, Session};
+pub use frontend::{Engine, FrontendId, Output, Session};

@@ -10,6 +10,7 @@ use epochlab_frontend::{ClusterClient, Engine};
 use epochlab_meta::MetaNode;
 use epochlab_rpc::{DmlError, RpcKind};
 use epochlab_sim::Cluster;
+use epochlab_sim::config::Topology;
 
 /// A frontend's client of one simulated cluster.
 pub struct SimClusterClient(pub Arc<Cluster>);
@@ -18,6 +19,15 @@ pub struct SimClusterClient(pub Arc<Cluster>);
 /// sets its own.
 pub fn engine(cluster: &Arc<Cluster>, parallelism: usize) -> Arc<Engine> {
     Engine::new(Arc::new(SimClusterClient(cluster.clone())), parallelism)
+}
+
+/// The engine over `cluster` with the frontends and the default parallelism of `topology`.
+pub fn engine_of(cluster: &Arc<Cluster>, topology: Topology) -> Arc<Engine> {
+    Engine::with_frontends(
+        Arc::new(SimClusterClient(cluster.clone())),
+        topology.parallelism(),
+        topology.frontend_nodes as usize,
+    )
 }
 
 #[async_trait::async_trait]

@@ -6,19 +6,20 @@ use std::time::Duration;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
 use epochlab_frontend::error::{ConnectionError, SqlError};
-use epochlab_frontend::frontend::{Engine, Output, Session};
+use epochlab_frontend::frontend::{Engine, FrontendId, Output, Session};
 
 /// One connection of a test file, as RisingWave's simulation client (`src/tests/simulation/src/client.rs`):
 /// it connects on first use and sets `RW_IMPLICIT_FLUSH` (a DML waits for a checkpoint); when its frontend
 /// was killed it reconnects on the next statement and replays the `SET` statements it ran (each variable's
 /// last, in the order they were last set; only those that succeeded, where RisingWave's client kept a failed
-/// one too and then failed every reconnect on it). While the frontend is down a (re)connect fails with
-/// `connection refused`; a kill fails the statement in flight with `connection closed`, while what it sent on
-/// (a DDL meta runs) goes on in its own task.
+/// one too and then failed every reconnect on it). Each (re)connect goes to the next frontend of the
+/// round-robin address (RisingWave's `frontend:4566`), and fails with `connection refused` when that one is
+/// down; a kill of its frontend fails the statement in flight with `connection closed`: a DML writes nothing
+/// more, while what it sent on (a DDL meta runs) goes on in its own task.
 pub struct SimDb {
     engine: Arc<Engine>,
-    /// The session and the frontend generation it is connected to; `None` before the first statement.
-    session: Option<(Session, u64)>,
+    /// The session and the frontend it is connected to; `None` before the first statement.
+    session: Option<(Session, FrontendId)>,
     /// The `SET` statements run, by variable, the last set last.
     set_stmts: Vec<(String, String)>,
     /// Told each statement's `unsupported` construct (or none).
@@ -65,25 +66,22 @@ impl SimDb {
         self
     }
 
-    /// The session of the current frontend, connecting (and replaying the `SET`s) when there is none.
-    async fn connected(&mut self) -> Result<(Session, u64), SqlError> {
-        let generation = self
-            .engine
-            .frontend_up()
-            .ok_or(SqlError::Connection(ConnectionError::Refused))?;
-        if let Some((s, g)) = self.session.take()
-            && g == generation
+    /// The session of the open connection, connecting (and replaying the `SET`s) when there is none.
+    async fn connected(&mut self) -> Result<(Session, FrontendId), SqlError> {
+        if let Some((s, id)) = self.session.take()
+            && self.engine.is_connected(id)
         {
-            return Ok((s, g));
+            return Ok((s, id));
         }
-        let mut session = Session::new(self.engine.clone());
+        let id = self.engine.connect().map_err(SqlError::Connection)?;
+        let mut session = Session::new(self.engine.clone()).on_frontend(id);
         // RisingWave's client sets it on every connection, "for recovery": a DML returns once a checkpoint
         // holds its rows, so a kill after it cannot lose them.
         session.execute(IMPLICIT_FLUSH).await?;
         for (_, sql) in &self.set_stmts {
             session.execute(sql).await?;
         }
-        Ok((session, generation))
+        Ok((session, id))
     }
 
     /// Remember a `SET` statement for replay (RisingWave's client keys them by variable).
@@ -107,7 +105,7 @@ impl SimDb {
 
     /// Run `sql` on the connected session; a kill of the frontend meanwhile fails it with `connection closed`.
     pub async fn execute(&mut self, sql: &str) -> Result<Output, SqlError> {
-        let (mut session, generation) = self.connected().await?;
+        let (mut session, id) = self.connected().await?;
         let is_set = sql.trim_start().to_lowercase().starts_with("set");
         let text = sql.to_string();
         let mut task = tokio::spawn(async move {
@@ -116,12 +114,12 @@ impl SimDb {
         });
         tokio::select! {
             biased;
-            () = self.engine.frontend_killed(generation) => {
+            () = self.engine.frontend_killed(id) => {
                 Err(SqlError::Connection(ConnectionError::Closed))
             }
             joined = &mut task => match joined {
                 Ok((session, out)) => {
-                    self.session = Some((session, generation));
+                    self.session = Some((session, id));
                     if is_set && out.is_ok() {
                         self.remember_set(sql);
                     }

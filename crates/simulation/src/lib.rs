@@ -17,7 +17,7 @@ pub mod db;
 pub mod runner;
 pub mod scripts;
 
-pub use cluster::{SimClusterClient, engine};
+pub use cluster::{SimClusterClient, engine, engine_of};
 pub use runner::{
     FailureCause, FileReport, KillRoles, RecordFailure, RunnerEra, SltError, SltParams, StepReport,
     run_file, run_files,

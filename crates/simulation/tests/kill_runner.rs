@@ -252,6 +252,45 @@ fn kill_ignore_files_are_not_run_under_kills() {
     assert!(!era.kill_ignored(Path::new("e2e_test/batch/now.slt")));
 }
 
+/// On RisingWave's CI cluster with its 2 frontends: each role of two nodes loses none, both, or one (each with
+/// p = 0.5), frontends and compactors alike, and either node may be the one.
+#[test]
+fn two_frontends_and_two_compactors_are_drawn_as_risingwave_draws_them() {
+    let rng = epochlab_common::SimRng::new(12);
+    let topology = Topology {
+        frontend_nodes: 2,
+        ..Topology::RISINGWAVE_CI
+    };
+    for (name, is_role) in [
+        (
+            "frontend",
+            (|t: &KillTarget| matches!(t, KillTarget::Frontend(_))) as fn(&KillTarget) -> bool,
+        ),
+        ("compactor", |t: &KillTarget| {
+            matches!(t, KillTarget::Compactor(_))
+        }),
+    ] {
+        let mut by_count = [0u32; 3];
+        let mut nodes = std::collections::BTreeSet::new();
+        let rng = rng.clone();
+        for _ in 0..600 {
+            let plan = plan_kills(&rng, KillRoles::ALL, topology);
+            let killed: Vec<String> = plan
+                .iter()
+                .filter(|k| is_role(&k.target))
+                .map(|k| k.target.to_string())
+                .collect();
+            by_count[killed.len()] += 1;
+            nodes.extend(killed);
+        }
+        // P(none) = P(both) = 1/3 + 1/3 * 1/4 = 5/12 (250 of 600), P(one) = 1/3 * 1/2 = 1/6 (100).
+        assert!((200..300).contains(&by_count[0]), "{name}: {by_count:?}");
+        assert!((200..300).contains(&by_count[2]), "{name}: {by_count:?}");
+        assert!((60..140).contains(&by_count[1]), "{name}: {by_count:?}");
+        assert_eq!(nodes.len(), 2, "{name}: {nodes:?}");
+    }
+}
+
 /// Difference 5: The kill draw per role, as `Cluster::kill_node`: none, all, or each with p = 0.5; never meta.
 #[test]
 fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
@@ -333,7 +372,7 @@ fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() 
             let engine = engine.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                assert!(engine.kill_frontend());
+                assert!(engine.kill_frontend(0));
             })
         };
         let err = db
@@ -344,7 +383,7 @@ fn a_killed_frontend_closes_the_statement_in_flight_and_the_client_reconnects() 
         killer.await.unwrap();
         let err = db.execute("SHOW JOBS").await.unwrap_err();
         assert_eq!(err, SqlError::Connection(ConnectionError::Refused));
-        engine.restart_frontend();
+        engine.restart_frontend(0);
         // The replayed SETs: BACKGROUND_DDL false, and the rate limit (a second view is as slow).
         assert_eq!(
             rows(&mut db, "SHOW BACKGROUND_DDL").await.unwrap(),

@@ -4,9 +4,13 @@
 use clap::Args;
 use epochlab_sim::config::{Topology, TopologyError};
 
-/// `--compute-nodes`, `--compute-node-cores`, `--compactor-nodes`.
+/// `--frontend-nodes`, `--compute-nodes`, `--compute-node-cores`, `--compactor-nodes`.
 #[derive(Args, Clone, Copy, Debug)]
 pub struct TopologyArgs {
+    /// Frontend nodes behind one round-robin address: each new connection goes to the next, and
+    /// one that is down refuses it (RisingWave's CI: 2)
+    #[arg(long, value_name = "N", default_value_t = Topology::RISINGWAVE_CI.frontend_nodes)]
+    pub frontend_nodes: u32,
     /// Compute nodes (RisingWave's CI: 3)
     #[arg(long, value_name = "N", default_value_t = Topology::RISINGWAVE_CI.compute_nodes)]
     pub compute_nodes: u32,
@@ -23,7 +27,7 @@ impl TopologyArgs {
     /// The topology, checked: bad input when it cannot run.
     pub fn topology(self) -> Result<Topology, TopologyError> {
         Topology {
-            frontend_nodes: Topology::RISINGWAVE_CI.frontend_nodes,
+            frontend_nodes: self.frontend_nodes,
             compute_nodes: self.compute_nodes,
             compute_node_cores: self.compute_node_cores,
             compactor_nodes: self.compactor_nodes,
@@ -36,6 +40,7 @@ impl TopologyArgs {
 pub fn flags(t: Topology) -> String {
     let d = Topology::RISINGWAVE_CI;
     [
+        ("--frontend-nodes", t.frontend_nodes, d.frontend_nodes),
         ("--compute-nodes", t.compute_nodes, d.compute_nodes),
         (
             "--compute-node-cores",

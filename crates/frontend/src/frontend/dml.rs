@@ -54,6 +54,7 @@ impl Session {
             }
             if batch.len() >= DML_BATCH || ops.peek().is_none() {
                 let chunk = std::mem::take(&mut batch);
+                self.check_connected()?;
                 self.cluster()
                     .dml(table, chunk)
                     .await

@@ -119,6 +119,11 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, topology: Topology) -> Vec<Pla
         .collect()
 }
 
+/// The engine's index of frontend `i` (the kill plan numbers them from 1, as RisingWave's node names).
+fn frontend_index(i: u32) -> usize {
+    i.saturating_sub(1) as usize
+}
+
 /// Kill one node after its delay and restart it after its downtime; 1 when it was killed (it was up).
 pub(super) async fn kill_and_restart(
     cluster: Arc<Cluster>,
@@ -127,7 +132,7 @@ pub(super) async fn kill_and_restart(
 ) -> u32 {
     tokio::time::sleep(k.kill_after).await;
     let killed = match k.target {
-        KillTarget::Frontend(_) => engine.kill_frontend(),
+        KillTarget::Frontend(i) => engine.kill_frontend(frontend_index(i)),
         KillTarget::Compute(w) => cluster.kill(w),
         KillTarget::Compactor(i) => cluster.kill_compactor(i),
     };
@@ -149,7 +154,7 @@ pub(super) async fn kill_and_restart(
     }
     tokio::time::sleep(down).await;
     match k.target {
-        KillTarget::Frontend(_) => engine.restart_frontend(),
+        KillTarget::Frontend(i) => engine.restart_frontend(frontend_index(i)),
         KillTarget::Compute(w) => cluster.restart(w),
         KillTarget::Compactor(i) => cluster.restart_compactor(i),
     }

@@ -274,7 +274,7 @@ impl SeedRun {
             p.run.toggles().get::<epochlab_common::toggles::DropMode>(),
         );
         base_network(&cluster);
-        let engine = crate::cluster::engine(&cluster, p.topology.parallelism());
+        let engine = crate::cluster::engine_of(&cluster, p.topology);
         Self {
             cluster,
             checkers,
