@@ -520,7 +520,7 @@ mod tests {
             ..p
         };
         assert!(replay(&single, Path::new("tests/slt/a.slt")).ends_with(
-            " --background-ddl-rate 0 --compute-node-cores 1 --compactor-nodes 1 tests/slt/a.slt"
+            " --background-ddl-rate 0 --frontend-nodes 1 --compute-node-cores 1 --compactor-nodes 1 tests/slt/a.slt"
         ));
     }
 }

@@ -110,10 +110,10 @@ pub enum TopologyError {
 }
 
 impl Topology {
-    /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 3 compute
-    /// nodes of 2 cores and 2 compactors. Its 2 frontends are 1 here until frontends are nodes of the cluster.
+    /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 2 frontends,
+    /// 3 compute nodes of 2 cores and 2 compactors (its 3 metas are 1 here).
     pub const RISINGWAVE_CI: Topology = Topology {
-        frontend_nodes: 1,
+        frontend_nodes: 2,
         compute_nodes: 3,
         compute_node_cores: 2,
         compactor_nodes: 2,

@@ -39,9 +39,9 @@ use crate::ci::CiArgs;
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
 ///
 /// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 compute nodes of 2 cores
-/// (parallelism 6) and 2 compactors; --frontend-nodes sets its frontends behind one round-robin
-/// address (RisingWave's: 2; default 1 for now). Deviations, printed with each run: its 3 metas
-/// are 1 meta that is never killed, and the frontends share one catalog.
+/// (parallelism 6), 2 compactors and 2 frontends behind one round-robin address. Deviations,
+/// printed with each run: its 3 metas are 1 meta that is never killed, and the frontends share
+/// one catalog.
 ///
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
 #[derive(Args, Clone, Debug)]
