@@ -372,7 +372,7 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr batch stop 3\n"),
         ],
     );
-    let cases: [&[&str]; 16] = [
+    let cases: [&[&str]; 17] = [
         &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],
@@ -387,9 +387,16 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ci", "--profile", "backfill-tests"],
         &["ci", "--shard", "2/2"],
         &["ci", "--seeds", "5..2"],
+        &["ci", "--seeds", "-1..2"],
         &["ci", "--root", empty.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", over.to_str().unwrap()],
     ];
+    let negative = epochlab(&["ci", "--seeds", "-1..2"]);
+    assert!(
+        text(&negative.stderr).contains("--seeds takes A..B with A < B"),
+        "a negative seed is a bad range, not a flag: {}",
+        text(&negative.stderr)
+    );
     for args in cases {
         let out = epochlab(args);
         let stderr = text(&out.stderr);

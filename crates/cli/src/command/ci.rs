@@ -55,7 +55,7 @@ pub struct CiCmd {
     #[arg(long, value_name = "S", value_parser = PossibleValuesParser::new(STEPS.map(|s| s.name)))]
     pub step: Option<String>,
     /// The seeds A, A+1, ..., B-1 (default: the profile's `seq $TEST_NUM`, 1..TEST_NUM+1)
-    #[arg(long, value_name = "A..B", value_parser = values::seed_range)]
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true, value_parser = values::seed_range)]
     pub seeds: Option<std::ops::Range<u64>>,
     /// 1..=256 worker threads, each running one (step, seed) at a time (default: the machine's cores)
     #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]

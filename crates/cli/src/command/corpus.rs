@@ -38,7 +38,7 @@ pub struct CorpusCmd {
     pub kill: bool,
     /// With --kill: the seeds A, A+1, ..., B-1 (without kills each file runs once, with seed 0)
     #[arg(long, value_name = "A..B", default_value = "0..1", requires = "kill",
-          value_parser = values::seed_range)]
+          allow_hyphen_values = true, value_parser = values::seed_range)]
     pub seeds: std::ops::Range<u64>,
     /// 1..=256 worker threads (default: the machine's cores)
     #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]

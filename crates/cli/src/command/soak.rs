@@ -36,7 +36,8 @@ use crate::soak::{Scenario, SoakArgs};
     .args(["kill", "kill_frontend", "kill_compute", "kill_compactor"])))]
 pub struct SoakCmd {
     /// Half-open range of seeds
-    #[arg(long, value_name = "A..B", default_value = "0..100", value_parser = values::seed_range)]
+    #[arg(long, value_name = "A..B", default_value = "0..100", allow_hyphen_values = true,
+          value_parser = values::seed_range)]
     pub seeds: std::ops::Range<u64>,
     /// 1..=256 worker threads, default the number of cores
     #[arg(long, value_name = "N", value_parser = values::number::<usize>(values::JOBS))]
