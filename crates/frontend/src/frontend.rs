@@ -40,6 +40,11 @@ use words::{Stmt, Words, parse_one, rewrite_create_table, split_statements, unsu
 
 pub use words::SettingValue;
 
+/// The statements of a SQL text, each as its own text, as `psql -f` sends them one by one.
+pub fn statement_texts(sql: &str) -> Result<Vec<String>, SqlError> {
+    Ok(split_statements(sql)?.into_iter().map(|s| s.text).collect())
+}
+
 /// Rows per DML chunk sent to the cluster.
 const DML_BATCH: usize = 1024;
 

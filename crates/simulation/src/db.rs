@@ -24,6 +24,8 @@ pub struct SimDb {
     set_stmts: Vec<(String, String)>,
     /// Told each statement's `unsupported` construct (or none).
     probe: UnsupportedProbe,
+    /// Whether each connection first sets `RW_IMPLICIT_FLUSH` (the simulation client does; psql does not).
+    implicit_flush: bool,
 }
 
 /// The construct of the last statement's `unsupported` error, shared by the connections of a file's run: a
@@ -57,6 +59,15 @@ impl SimDb {
             session: None,
             set_stmts: Vec::new(),
             probe: UnsupportedProbe::default(),
+            implicit_flush: true,
+        }
+    }
+
+    /// A connection as `psql` makes it: nothing set first.
+    pub fn psql(engine: Arc<Engine>) -> Self {
+        Self {
+            implicit_flush: false,
+            ..Self::new(engine)
         }
     }
 
@@ -77,7 +88,9 @@ impl SimDb {
         let mut session = Session::new(self.engine.clone()).on_frontend(id);
         // RisingWave's client sets it on every connection, "for recovery": a DML returns once a checkpoint
         // holds its rows, so a kill after it cannot lose them.
-        session.execute(IMPLICIT_FLUSH).await?;
+        if self.implicit_flush {
+            session.execute(IMPLICIT_FLUSH).await?;
+        }
         for (_, sql) in &self.set_stmts {
             session.execute(sql).await?;
         }

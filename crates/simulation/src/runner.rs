@@ -47,6 +47,7 @@ use epochlab_frontend::catalog::CatalogError;
 use epochlab_frontend::error::{CatalogProblem, SqlError};
 use epochlab_frontend::frontend::Engine;
 
+pub mod backfill;
 mod kill;
 mod step;
 
