@@ -157,6 +157,13 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     }
     let (results, units) = run_steps(a, &mut steps, units);
     print(a, &steps, &units, &results);
+    if a.use_arrangement_backfill {
+        // On stdout too, beside the table it explains: this run is its twin's without the flag.
+        outln!(
+            "\nnote: {}",
+            epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL
+        );
+    }
     if units.is_empty() {
         outln!("\n{}", nothing_ran(a, &steps));
     }

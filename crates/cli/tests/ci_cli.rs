@@ -123,7 +123,7 @@ fn the_arrangement_backfill_variant_reaches_no_file() {
             .into_iter()
             .map(|(_, seed, r)| (seed, r.split("digest ").nth(1).unwrap_or(&r).to_string()))
             .collect();
-        (digests, text(&out.stderr))
+        (digests, text(&out.stderr) + &text(&out.stdout))
     };
     let (variant, said) = run("main-cron-arrangement-backfill");
     let (twin, _) = run("main-cron-background-ddl");
@@ -131,6 +131,10 @@ fn the_arrangement_backfill_variant_reaches_no_file() {
     assert!(
         said.contains("ci: --use-arrangement-backfill: as at f21fb9b7915"),
         "{said}"
+    );
+    assert!(
+        said.contains("\nnote: --use-arrangement-backfill: as at f21fb9b7915"),
+        "the table's reader is told too: {said}"
     );
     let file = r.join("ddl/b.slt");
     let out = epochlab(&["slt", "--use-arrangement-backfill", file.to_str().unwrap()]);

@@ -67,6 +67,14 @@ fn the_session_variable_picks_the_backfill_executor() {
         s.execute("SET streaming_enable_arrangement_backfill = true")
             .await
             .unwrap();
+        // An index's plan follows the session too (RisingWave's `gen_index_plan`).
+        let index = rows(&mut s, "EXPLAIN CREATE INDEX i ON t(v)").await;
+        assert!(
+            index
+                .iter()
+                .any(|l| l.contains("stream_scan_type: ArrangementBackfill,")),
+            "{index:#?}"
+        );
         let plan = rows(
             &mut s,
             "EXPLAIN CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM t",

@@ -48,7 +48,7 @@ pub struct SltCmd {
     pub mode: Mode,
     /// Kill nodes of every role the engine has, as RisingWave's simulation runner's --kill does
     ///
-    /// The roles: the frontend, the 3 compute nodes, the compactor. Before every record the
+    /// The roles: the frontends, the compute nodes, the compactors. Before every record the
     /// parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE TABLE AS),
     /// with probability --kill-rate, after U(0, 1 s), per role none, all or each with p = 0.5,
     /// each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed records retried up to 5
@@ -57,7 +57,7 @@ pub struct SltCmd {
     /// restarts from its store is not modelled yet).
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
-    /// Kill the frontend only (with the other --kill-ROLE flags: those roles)
+    /// Kill frontends only (with the other --kill-ROLE flags: those roles)
     ///
     /// Its connections close, a statement in flight fails with `connection closed`, the client
     /// reconnects and replays its SETs, the runner retries the record.
@@ -66,7 +66,7 @@ pub struct SltCmd {
     /// Kill compute nodes only (or with the other --kill-ROLE flags)
     #[arg(long)]
     pub kill_compute: bool,
-    /// Kill the compactor only (or with the other --kill-ROLE flags)
+    /// Kill compactors only (or with the other --kill-ROLE flags)
     ///
     /// Compaction stops while it is down; tasks that fell due run when it is back.
     #[arg(long, verbatim_doc_comment)]

@@ -16,7 +16,7 @@ use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
 use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
-    ScanTypeOf, StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
+    StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
     materialize_table, plan_materialize,
 };
 
@@ -238,8 +238,8 @@ impl Session {
         let q = crate::frontend::parse_query(&text)?
             .ok_or_else(|| SqlError::Invalid("index query".into()))?;
         let bound = Binder::new(self, true).bind_query(&q)?;
-        let reader = ScanTypeOf(self, StreamScanType::Backfill);
-        let mut plan = plan_materialize(&bound.plan, &bound.names, &reader)?;
+        // RisingWave's `gen_index_plan` plans through `gen_optimized_stream_plan`: the session's scan type.
+        let mut plan = plan_materialize(&bound.plan, &bound.names, self)?;
         let k = cols.len();
         if let StreamOp::Materialize { pk, .. } = &mut plan.op {
             let mut key: Vec<usize> = (0..k).collect();

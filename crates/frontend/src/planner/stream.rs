@@ -144,19 +144,6 @@ pub trait UpstreamReader {
     fn stream_scan_type(&self) -> StreamScanType;
 }
 
-/// A reader whose scans backfill one fixed way (an index's plan: RisingWave's `to_stream` of an index
-/// plans no-shuffle backfill whatever the session says).
-pub struct ScanTypeOf<'a>(pub &'a dyn UpstreamReader, pub StreamScanType);
-
-impl UpstreamReader for ScanTypeOf<'_> {
-    fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError> {
-        self.0.upstream(table_id)
-    }
-    fn stream_scan_type(&self) -> StreamScanType {
-        self.1
-    }
-}
-
 /// An upstream table as the stream planner needs it.
 #[derive(Clone, Debug)]
 pub struct Upstream {
