@@ -776,6 +776,31 @@ fn one_line(text: &str) -> String {
     }
 }
 
+/// A result and its expectation in one line each. Where they share their first lines, each is shown from
+/// the first line they differ at (`line N: ...`), so that the line shows the difference.
+fn one_line_pair(actual: &str, expected: &str) -> (String, String) {
+    let (a, e): (Vec<&str>, Vec<&str>) = (actual.lines().collect(), expected.lines().collect());
+    let differ = a
+        .iter()
+        .zip(&e)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(e.len()));
+    if differ == 0 || (a.len() <= 1 && e.len() <= 1) {
+        return (one_line(actual), one_line(expected));
+    }
+    let from = |lines: &[&str]| match lines.get(differ) {
+        None => format!("{} line(s), no line {}", lines.len(), differ + 1),
+        Some(l) => {
+            let l = l.replace('\t', " ");
+            match lines.len() - differ - 1 {
+                0 => format!("line {}: {l}", differ + 1),
+                more => format!("line {}: {l} and {more} more line(s)", differ + 1),
+            }
+        }
+    };
+    (from(&a), from(&e))
+}
+
 /// Whether the record expects success.
 fn expects_success(record: &Record<DefaultColumnType>) -> bool {
     matches!(
@@ -902,11 +927,8 @@ impl Play {
             (loc.file().to_string(), loc.line(), String::new())
         });
         let (expected, actual) = expected_and_actual(e.kind());
-        let error = format!(
-            "{file}:{line}: {} (expected {})",
-            one_line(&actual),
-            one_line(&expected)
-        );
+        let (actual_line, expected_line) = one_line_pair(&actual, &expected);
+        let error = format!("{file}:{line}: {actual_line} (expected {expected_line})");
         self.fail(
             error,
             RecordFailure {
@@ -1164,6 +1186,39 @@ fn statement_like(record: &Record<DefaultColumnType>, sql: String) -> Record<Def
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_line_shows_where_result_and_expectation_differ() {
+        assert_eq!(
+            one_line_pair("a\tb", "a\tc"),
+            ("a b".to_string(), "a c".to_string())
+        );
+        assert_eq!(
+            one_line_pair("x\ny\nz", "w\ny"),
+            (
+                "x and 2 more line(s)".to_string(),
+                "w and 1 more line(s)".to_string()
+            )
+        );
+        assert_eq!(
+            one_line_pair("same\nmine\nmore", "same\ntheirs"),
+            (
+                "line 2: mine and 1 more line(s)".to_string(),
+                "line 2: theirs".to_string()
+            )
+        );
+        assert_eq!(
+            one_line_pair("same", "same\nextra"),
+            (
+                "1 line(s), no line 2".to_string(),
+                "line 2: extra".to_string()
+            )
+        );
+        assert_eq!(
+            one_line_pair("", "1"),
+            ("no rows".to_string(), "1".to_string())
+        );
+    }
 
     #[test]
     fn commands_are_classified_as_risingwave_does() {
