@@ -13,6 +13,7 @@ use epochlab_simulation::corpus::panic_message;
 use epochlab_simulation::{FileReport, StepReport};
 use epochlab_telemetry::{WallTimer, run_layer_scoped};
 
+mod backfill;
 mod junit;
 mod log;
 mod ratchet;
@@ -91,6 +92,9 @@ pub(crate) struct StepRun {
 
 /// Run the profile's steps; the exit status (0: every (step, seed) that ran passed, 1: one did not).
 pub fn run(a: &CiArgs) -> Result<u8, CiError> {
+    if a.profile.name == "backfill-tests" {
+        return backfill::run(a);
+    }
     if a.root.exists() && !a.root.is_dir() {
         return Err(CiError::NotADirectory(a.root.display().to_string()));
     }

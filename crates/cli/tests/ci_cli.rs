@@ -146,6 +146,33 @@ fn the_arrangement_backfill_variant_reaches_no_file() {
     );
 }
 
+/// RisingWave's backfill-tests script: a line per (function, seed) that runs, the functions not run with what
+/// they need; exit 0 when none failed.
+#[test]
+fn the_backfill_tests_profile_runs_the_scripts_functions() {
+    let out = epochlab(&["ci", "--profile", "backfill-tests", "--seeds", "1..2"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("test_replication_with_column_pruning                          1  passed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "1  unsupported (9 statement(s), 2 psql error(s)): unsupported: operator ->>"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 run(s), 0 failed or stuck; 7 of 9 function(s) not run:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  test_sink_backfill_recovery: needs restart_cluster"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn the_first_failure_stops_the_step_with_its_place_and_a_replay() {
     let r = root(
@@ -388,7 +415,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ci", "--compactor-nodes", "-1"],
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
-        &["ci", "--profile", "backfill-tests"],
+        &["ci", "--profile", "backfill-tests", "--step", "ddl"],
         &["ci", "--shard", "2/2"],
         &["ci", "--seeds", "5..2"],
         &["ci", "--seeds", "-1..2"],

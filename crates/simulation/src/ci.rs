@@ -150,10 +150,7 @@ pub const PROFILES: [CiProfile; 5] = [
         background_ddl_rate: 0.0,
         use_arrangement_backfill: false,
         timeout_minutes: 0,
-        pending: Some(
-            "RisingWave's other recovery script (ci/scripts/run-backfill-tests.sh): its functions run as \
-             runner::backfill (crates/simulation/tests/backfill_tests.rs), not from ci yet",
-        ),
+        pending: None,
     },
 ];
 

@@ -33,7 +33,8 @@ use crate::ci::CiArgs;
 ///   main-cron-arrangement-backfill  main-cron.yml: the same with
 ///                              USE_ARRANGEMENT_BACKFILL=--use-arrangement-backfill, which
 ///                              reached no file's session (see --use-arrangement-backfill)
-///   backfill-tests             run-backfill-tests.sh: listed, not run yet
+///   backfill-tests             run-backfill-tests.sh: its functions in main's order, each in
+///                              the cluster it starts; psql sessions go on after an error
 /// Prints a line per (step, seed): passed, or the failing file:line and its error; the totals
 /// per step; and the command replaying each failing (step, seed). A step whose files are not
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
@@ -104,6 +105,28 @@ pub struct CiCmd {
     pub topology: super::topology::TopologyArgs,
 }
 
+/// The flags of the recovery script's steps, which backfill-tests (functions, not steps) does not take.
+fn backfill_tests_alone(cmd: &CiCmd) -> Result<(), CheckError> {
+    let given = [
+        ("--step", cmd.step.is_some()),
+        ("--shard", cmd.shard.is_some()),
+        ("--keep-going", cmd.keep_going),
+        ("--junit", cmd.junit.is_some()),
+        ("--log-dir", cmd.log_dir.is_some()),
+        ("--update-expected", cmd.update_expected),
+        ("--use-arrangement-backfill", cmd.use_arrangement_backfill),
+    ];
+    match given.into_iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(CheckError::Exclusive {
+            a: "--profile backfill-tests",
+            b: flag,
+            reason: "the script's functions each run whole in a cluster of their own; that flag is for the \
+                     recovery script's steps",
+        }),
+        None => Ok(()),
+    }
+}
+
 const CI_AFTER_HELP: &str = "\
 EXIT STATUS: 0 every (step, seed) that ran passed, 1 one failed or got stuck, 2 bad input (a flag, a profile not
 run yet, a root without any step's files, a log directory or JUnit file that cannot be written), one line on
@@ -119,6 +142,9 @@ impl CiCmd {
                 what: format!("--profile {}", profile.name),
                 why,
             });
+        }
+        if profile.name == "backfill-tests" {
+            backfill_tests_alone(&self)?;
         }
         if self.update_expected && self.shard.is_some() {
             return Err(CheckError::Exclusive {
