@@ -44,22 +44,9 @@ fn every_function_that_runs_passes_in_fixed_mode() {
                 r.psql_errors
             );
             assert!(r.statements >= 6, "{}: {}", f.name, r.statements);
-            match f.name {
-                // Its view reads jsonb with `->>`, which epochlab's expressions lack: the function is
-                // reported unsupported, not passed, though the script (psql goes on) would pass it.
-                "test_snapshot_and_upstream_read" => {
-                    assert_eq!(r.outcome(), "unsupported", "{:?}", r.psql_errors);
-                    assert_eq!(
-                        r.unsupported.as_deref(),
-                        Some("operator ->> (in basic/create_mv.sql)")
-                    );
-                }
-                _ => {
-                    assert_eq!(r.outcome(), "passed", "{}: {:?}", f.name, r.psql_errors);
-                    assert!(r.psql_errors.is_empty(), "{}: {:?}", f.name, r.psql_errors);
-                    assert_eq!(r.rows.len(), 10, "SELECT * FROM mv1 ORDER BY x LIMIT 10");
-                }
-            }
+            assert_eq!(r.outcome(), "passed", "{}: {:?}", f.name, r.psql_errors);
+            assert!(r.psql_errors.is_empty(), "{}: {:?}", f.name, r.psql_errors);
+            assert_eq!(r.rows.len(), 10, "{}: its select.sql reads 10 rows", f.name);
         }
     }
 }

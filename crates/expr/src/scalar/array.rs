@@ -10,12 +10,13 @@ use crate::error::{ExprError, Result};
 
 /// Whether `func`'s builder gives each argument after the array its own type (a delimiter is text, an
 /// appended element the array's element type, a subscript an integer), as PostgreSQL's `anyarray, text` and
-/// `anyarray, anyelement` signatures do: an unknown-typed literal there must not take the array's type.
+/// `anyarray, anyelement` signatures do: an unknown-typed literal there must not take the array's type. The
+/// jsonb access operators `->` and `->>` likewise take a text key or an integer index, never a jsonb.
 pub fn types_its_own_arguments(func: ExprType) -> bool {
     use ExprType::*;
     matches!(
         func,
-        ArrayToString | ArrayAppend | ArrayPrepend | ArrayAccess
+        ArrayToString | ArrayAppend | ArrayPrepend | ArrayAccess | JsonbAccess | JsonbAccessStr
     )
 }
 

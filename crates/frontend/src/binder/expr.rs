@@ -201,6 +201,9 @@ fn binary_func(op: &BinaryOperator) -> Option<ExprType> {
         B::And => ExprType::And,
         B::Or => ExprType::Or,
         B::StringConcat => ExprType::ConcatOp,
+        // jsonb access by key (text) or index (int): `->` gives jsonb, `->>` text.
+        B::Arrow => ExprType::JsonbAccess,
+        B::LongArrow => ExprType::JsonbAccessStr,
         _ => return None,
     })
 }
