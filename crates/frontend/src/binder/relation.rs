@@ -242,13 +242,21 @@ impl Binder<'_> {
                         other => Err(unsupported(format!("name {other}"))),
                     })
                     .collect::<Result<_, _>>()?;
-                let (plan, names, default_qualifier) = match args {
+                let (plan, mut names, default_qualifier) = match args {
                     Some(args) if matches!(path.as_slice(), [n] if n == "tumble" || n == "hop") => {
                         self.bind_window_table_function(&path[0], &args.args)?
                     }
                     Some(args) => self.bind_table_function(&path, &args.args)?,
                     None => self.bind_named(&path)?,
                 };
+                // A function of one column aliased without column names: the column takes the alias's name
+                // (PostgreSQL's and RisingWave's `FROM generate_series(1, 3) g`, read as `g`).
+                if let (Some(_), Some(a), [only]) = (args, alias.as_ref(), names.as_mut_slice())
+                    && a.columns.is_empty()
+                    && !matches!(path.as_slice(), [n] if n == "tumble" || n == "hop")
+                {
+                    only.name = ident(&a.name);
+                }
                 Ok(with_alias(plan, names, default_qualifier, alias.as_ref())?)
             }
             TableFactor::Derived {
