@@ -422,7 +422,8 @@ fn bad_input_is_one_line_and_exit_2() {
     ];
     let negative = epochlab(&["ci", "--seeds", "-1..2"]);
     assert!(
-        text(&negative.stderr).contains("--seeds takes A..B with A < B"),
+        text(&negative.stderr)
+            .contains("--seeds takes A..B, whole numbers in 0..=18446744073709551615 with A < B"),
         "a negative seed is a bad range, not a flag: {}",
         text(&negative.stderr)
     );

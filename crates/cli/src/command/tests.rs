@@ -597,7 +597,10 @@ fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
     );
     assert_eq!(soak(&["--shard", "1/4"]).unwrap().shard, Some((1, 4)));
     for (bad, want) in [
-        (&["--seeds", "9..5"][..], "--seeds takes A..B with A < B"),
+        (
+            &["--seeds", "9..5"][..],
+            "--seeds takes A..B, whole numbers in 0..=18446744073709551615 with A < B",
+        ),
         (&["--seeds", "x"], "--seeds takes A..B"),
         (&["--shard", "4/4"], "--shard takes K/N with K < N"),
         (

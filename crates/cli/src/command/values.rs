@@ -65,7 +65,9 @@ pub enum ValueError {
         hi = epochlab_telemetry::MAX_PACE
     )]
     NotAPace { value: String },
-    #[error("takes A..B with A < B (seeds A, A+1, ..., B-1), not `{0}`")]
+    #[error(
+        "takes A..B, whole numbers in 0..=18446744073709551615 with A < B (seeds A, A+1, ..., B-1), not `{0}`"
+    )]
     NotASeedRange(String),
     #[error("takes K/N with K < N, not `{0}`")]
     NotAShard(String),
