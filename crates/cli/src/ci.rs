@@ -55,6 +55,9 @@ pub enum CiError {
     Ratchet { path: String, why: String },
     #[error("{0}: not a directory")]
     NotADirectory(String),
+    /// A file of the backfill-tests script that cannot be read or split into statements.
+    #[error(transparent)]
+    Backfill(epochlab_simulation::runner::backfill::BackfillError),
 }
 
 /// What the script's `RUST_LOG` turned to debug (`risingwave_meta::barrier::recovery`, `::manager::catalog`,

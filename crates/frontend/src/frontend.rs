@@ -214,8 +214,10 @@ impl Engine {
 
     /// Whether a connection made to `id` is still open (its frontend has not been killed since).
     pub fn is_connected(&self, id: FrontendId) -> bool {
-        let life = self.frontends.borrow()[id.index];
-        life.up && life.generation == id.generation
+        self.frontends
+            .borrow()
+            .get(id.index)
+            .is_some_and(|life| life.up && life.generation == id.generation)
     }
 
     /// Kill frontend `index`: its connections close, their statements in flight fail with `connection
@@ -246,7 +248,11 @@ impl Engine {
         let mut rx = self.frontends.subscribe();
         // The sender lives as long as the engine, which the caller holds.
         let _ = rx
-            .wait_for(|lives| lives[id.index].generation != id.generation)
+            .wait_for(|lives| {
+                lives
+                    .get(id.index)
+                    .is_none_or(|life| life.generation != id.generation)
+            })
             .await;
     }
 

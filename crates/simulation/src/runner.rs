@@ -394,6 +394,22 @@ impl FileReport {
         r
     }
 
+    /// A run that ended before its verdict: stuck at its virtual time limit, or failed by a task's panic.
+    pub(super) fn ended_early(file: &str, e: epochlab_sim::runtime::RunError) -> Self {
+        use epochlab_sim::runtime::RunError;
+        match e {
+            RunError::TimedOut(t) => Self::stuck(
+                file,
+                format!(
+                    "the run exceeded its virtual time limit of {} s; last events: {}",
+                    t.limit.as_secs(),
+                    t.tail.join(" | ")
+                ),
+            ),
+            RunError::Panicked(p) => Self::panicked(file, p),
+        }
+    }
+
     fn stuck(file: &str, what: String) -> Self {
         let mut r = Self::new(file);
         r.outcome = Outcome::Stuck;

@@ -241,6 +241,13 @@ struct SqlFile {
     statements: Vec<String>,
 }
 
+/// A call with its file read: what the run plays.
+enum Step {
+    Psql(SqlFile),
+    PsqlBackground(SqlFile),
+    Wait,
+}
+
 fn read(sql_root: &Path, name: &'static str) -> Result<SqlFile, BackfillError> {
     let path: PathBuf = sql_root.join(name);
     let text = std::fs::read_to_string(&path).map_err(|e| BackfillError::Unreadable {
@@ -273,12 +280,17 @@ pub fn run_function(
             needs,
         });
     }
-    let mut files = Vec::new();
-    for call in f.calls {
-        if let Call::Psql(name) | Call::PsqlBackground(name) = call {
-            files.push(read(sql_root, name)?);
-        }
-    }
+    let steps = f
+        .calls
+        .iter()
+        .map(|call| {
+            Ok(match *call {
+                Call::Psql(name) => Step::Psql(read(sql_root, name)?),
+                Call::PsqlBackground(name) => Step::PsqlBackground(read(sql_root, name)?),
+                Call::Wait => Step::Wait,
+            })
+        })
+        .collect::<Result<Vec<_>, BackfillError>>()?;
     let p = SltParams {
         seed,
         run,
@@ -292,22 +304,17 @@ pub fn run_function(
         epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS,
         TIME_LIMIT,
         hooks.time_observers,
-        move |ctx| async move { play(ctx, f, files, p, hooks.on_cluster).await },
+        move |ctx| async move { play(ctx, f, steps, p, hooks.on_cluster).await },
     );
     Ok(out.map(|v| match v {
         Ok(report) => report,
-        Err(e) => {
-            let mut report = FileReport::new(f.name);
-            report.outcome = Outcome::Stuck;
-            report.error = Some(e.to_string());
-            FunctionReport {
-                report,
-                psql_errors: Vec::new(),
-                statements: 0,
-                rows: Vec::new(),
-                unsupported: None,
-            }
-        }
+        Err(e) => FunctionReport {
+            report: FileReport::ended_early(f.name, e),
+            psql_errors: Vec::new(),
+            statements: 0,
+            rows: Vec::new(),
+            unsupported: None,
+        },
     }))
 }
 
@@ -326,7 +333,7 @@ const MAX_ROWS: usize = 1000;
 async fn play(
     ctx: epochlab_sim::SimContext,
     f: BackfillFn,
-    files: Vec<SqlFile>,
+    steps: Vec<Step>,
     p: SltParams,
     hook: Option<epochlab_sim::ClusterHook>,
 ) -> FunctionReport {
@@ -346,22 +353,24 @@ async fn play(
     let engine = crate::cluster::engine_of(&cluster, p.topology);
     let printed = Arc::new(Mutex::new(Printed::default()));
     let calls = async {
-        let mut files = files.into_iter();
         let mut background = Vec::new();
-        for call in f.calls {
-            match call {
-                Call::Psql(_) => {
-                    let file = files.next().expect("a file per psql call");
+        for step in steps {
+            match step {
+                Step::Psql(file) => {
                     psql(SimDb::psql(engine.clone()), file, printed.clone()).await;
                 }
-                Call::PsqlBackground(_) => {
-                    let file = files.next().expect("a file per psql call");
+                Step::PsqlBackground(file) => {
                     let session = psql(SimDb::psql(engine.clone()), file, printed.clone());
                     background.push(tokio::spawn(session));
                 }
-                Call::Wait => {
+                Step::Wait => {
                     for task in background.drain(..) {
-                        task.await.expect("a psql session does not panic");
+                        // Nothing aborts a session: an error here is its panic, which ends the run.
+                        if let Err(e) = task.await
+                            && e.is_panic()
+                        {
+                            std::panic::resume_unwind(e.into_panic());
+                        }
                     }
                 }
             }

@@ -189,17 +189,7 @@ fn ended_early(e: RunError, progress: &Mutex<Progress>, names: &[String]) -> Ste
         .clone()
         .or_else(|| names.get(files.len()).cloned())
         .unwrap_or_default();
-    files.push(match e {
-        RunError::TimedOut(t) => FileReport::stuck(
-            &current,
-            format!(
-                "the run exceeded its virtual time limit of {} s; last events: {}",
-                t.limit.as_secs(),
-                t.tail.join(" | ")
-            ),
-        ),
-        RunError::Panicked(p) => FileReport::panicked(&current, p),
-    });
+    files.push(FileReport::ended_early(&current, e));
     let not_run = names.iter().skip(files.len()).cloned().collect();
     StepReport { files, not_run }
 }
