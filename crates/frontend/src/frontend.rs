@@ -15,7 +15,7 @@
 //! and queries. Its parts: `words` (a record's text split into statements, and [`Words`]), `ddl` (CREATE,
 //! ALTER), `dml` (INSERT, UPDATE, DELETE).
 
-mod ddl;
+pub(crate) mod ddl;
 mod dml;
 mod words;
 

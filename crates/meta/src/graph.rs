@@ -44,6 +44,8 @@ pub enum GraphError {
     Roots(Vec<u32>),
     #[error("the root fragment must materialize table {0}")]
     NoMaterialize(TableId),
+    #[error("a sink's graph has one Sink, at the root of its root fragment, writing sink {0}")]
+    NoSink(TableId),
     #[error("fragment {0} holds a {1} node, which meta plans itself")]
     Reserved(u32, &'static str),
     #[error("edge {upstream} -> {downstream}: a simple dispatch needs a singleton downstream")]
@@ -53,7 +55,7 @@ pub enum GraphError {
     )]
     ValuesNotSingle(u32),
     #[error(
-        "a job built from a graph is a materialized view (its sinks and tables are planned by kind)"
+        "a job built from a graph is a materialized view or a sink (tables are planned by kind)"
     )]
     Kind,
     #[error("a graph job writes exactly one table, got {0}")]
@@ -89,7 +91,6 @@ fn reserved(node: &StreamNode) -> Option<&'static str> {
     match node {
         StreamNode::Dml { .. } => Some("Dml"),
         StreamNode::Merge { .. } => Some("Merge"),
-        StreamNode::Sink { .. } => Some("Sink"),
         StreamNode::StreamScan { .. } => None,
         _ => node.inputs().into_iter().find_map(reserved),
     }
@@ -239,7 +240,7 @@ impl MetaNode {
         tables: Vec<Arc<TableDesc>>,
         options: &JobOptions,
     ) -> Result<Relation, DdlError> {
-        if kind != RelationKind::MaterializedView {
+        if !matches!(kind, RelationKind::MaterializedView | RelationKind::Sink) {
             return Err(GraphError::Kind.into());
         }
         if tables.len() != 1 {
@@ -271,10 +272,7 @@ impl MetaNode {
             let node = self.resolve_node(&f.node, placeholder, &desc)?;
             nodes.insert(f.fragment_id, node);
         }
-        let root_node = nodes.get(&root).expect("the root is a fragment");
-        if !materializes(root_node, id) {
-            return Err(GraphError::NoMaterialize(placeholder).into());
-        }
+        check_root(kind, &nodes, root, id, placeholder)?;
         let planned = self.place_fragments(&graph, &order, nodes, id, options)?;
         Ok(graph_relation(name, kind, desc, planned, graph, options))
     }
@@ -309,6 +307,9 @@ impl MetaNode {
             }
             StreamNode::Materialize { table, .. } if table.table_id == placeholder => {
                 *table = desc.clone();
+            }
+            StreamNode::Sink { sink, .. } if sink.sink_id == placeholder => {
+                sink.sink_id = desc.table_id;
             }
             _ => {
                 // Each internal table of the job gets its own id, as the progress tables do.
@@ -392,6 +393,36 @@ impl MetaNode {
 }
 
 /// Whether a tree materializes table `id`.
+/// A materialized view's root fragment materializes its table; a sink's root is its one `Sink` (no
+/// other fragment holds one: meta plans the sinks of jobs by kind).
+fn check_root(
+    kind: RelationKind,
+    nodes: &BTreeMap<u32, StreamNode>,
+    root: u32,
+    id: TableId,
+    placeholder: TableId,
+) -> Result<(), GraphError> {
+    let root_node = nodes.get(&root).expect("the root is a fragment");
+    let sinks = |n: &StreamNode| {
+        n.walk()
+            .iter()
+            .filter(|n| matches!(n, StreamNode::Sink { .. }))
+            .count()
+    };
+    if let Some((f, _)) = nodes.iter().find(|(f, n)| **f != root && sinks(n) > 0) {
+        return Err(GraphError::Reserved(*f, "Sink"));
+    }
+    match kind {
+        RelationKind::Sink => match root_node {
+            StreamNode::Sink { sink, input } if sink.sink_id == id && sinks(input) == 0 => Ok(()),
+            _ => Err(GraphError::NoSink(placeholder)),
+        },
+        _ if sinks(root_node) > 0 => Err(GraphError::Reserved(root, "Sink")),
+        _ if !materializes(root_node, id) => Err(GraphError::NoMaterialize(placeholder)),
+        _ => Ok(()),
+    }
+}
+
 fn materializes(node: &StreamNode, id: TableId) -> bool {
     node.walk()
         .iter()
@@ -424,6 +455,10 @@ fn graph_relation(
 ) -> Relation {
     let scan = first_scan(&planned);
     let root = planned.pop().expect("a checked graph has a root");
+    let sink = match &root.node {
+        StreamNode::Sink { sink, .. } => Some(sink.clone()),
+        _ => None,
+    };
     let fragments = planned
         .into_iter()
         .map(|p| GraphFragment {
@@ -443,7 +478,7 @@ fn graph_relation(
         fragments_initial: true,
         fragment_id: root.fragment_id,
         actors: root.actors,
-        sink: None,
+        sink,
         rate_limit: options.rate_limit.filter(|l| *l > 0),
         sink_rate_limit: None,
         progress_table: scan.as_ref().map(|s| s.2.clone()),
@@ -513,6 +548,47 @@ mod tests {
                 .map(|&upstream| StreamNode::Exchange { upstream })
                 .collect(),
         }
+    }
+
+    fn sink_of(id: TableId, input: StreamNode) -> StreamNode {
+        StreamNode::Sink {
+            sink: epochlab_common::plan::SinkDesc {
+                sink_id: id,
+                kind: epochlab_common::plan::SinkKind::Blackhole,
+                pk_indices: vec![0],
+                chunk_delay: std::time::Duration::ZERO,
+            },
+            input: Box::new(input),
+        }
+    }
+
+    /// A sink's graph has its one `Sink` at the root of the root fragment; a view's has none.
+    #[test]
+    fn only_a_sink_roots_its_graph_in_a_sink() {
+        let (id, other) = (TableId(7), TableId(8));
+        let nodes = |root: StreamNode, up: StreamNode| BTreeMap::from([(0, root), (1, up)]);
+        let check = |kind, n: &BTreeMap<u32, StreamNode>| check_root(kind, n, 0, id, TableId(1));
+        let sink = RelationKind::Sink;
+        let mv = RelationKind::MaterializedView;
+        assert_eq!(check(sink, &nodes(sink_of(id, scan()), scan())), Ok(()));
+        let wrong_id = nodes(sink_of(other, scan()), scan());
+        assert_eq!(check(sink, &wrong_id), Err(GraphError::NoSink(TableId(1))));
+        let nested = nodes(sink_of(id, sink_of(id, scan())), scan());
+        assert_eq!(check(sink, &nested), Err(GraphError::NoSink(TableId(1))));
+        let upstream = nodes(sink_of(id, scan()), sink_of(id, scan()));
+        assert_eq!(check(sink, &upstream), Err(GraphError::Reserved(1, "Sink")));
+        assert_eq!(
+            check(mv, &nodes(sink_of(id, scan()), scan())),
+            Err(GraphError::Reserved(0, "Sink"))
+        );
+        let mut desc = (*table()).clone();
+        desc.table_id = id;
+        let view = StreamNode::Materialize {
+            table: Arc::new(desc),
+            conflict: ConflictBehavior::NoCheck,
+            input: Box::new(scan()),
+        };
+        assert_eq!(check(mv, &nodes(view, scan())), Ok(()));
     }
 
     /// Upstreams come first, the root last; ties by the smaller id.

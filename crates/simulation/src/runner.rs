@@ -636,6 +636,8 @@ async fn start_cluster(
     );
     config.compute_nodes = p.topology.compute_nodes;
     config.compactor_nodes = p.topology.compactor_nodes;
+    // RisingWave's sinks at f21fb9b7915: created at their first barrier, backfilling after.
+    config.meta.sink_decoupled_from_backfill = true;
     let config = match p.runner {
         // The engine of the 2024 runner's CI: backfill rate limits in a flow-control executor.
         RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),

@@ -20,6 +20,16 @@ use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, literal, resolve};
 use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
 
+/// What a sink's WITH options decide (see [`Session::sink_with`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SinkWith {
+    pub rate_limit: Option<u32>,
+    /// `type = 'append-only'` (otherwise an upsert sink).
+    pub append_only: bool,
+    /// `force_append_only = 'true'`.
+    pub forced: bool,
+}
+
 impl Session {
     pub(crate) fn parallelism(&self) -> usize {
         self.config
@@ -192,12 +202,7 @@ impl Session {
         if self.check_free(&name, cv.if_not_exists)? {
             return Ok(Output::Done(0));
         }
-        let options = JobOptions {
-            parallelism: self.parallelism(),
-            rate_limit,
-            background: self.config.background_ddl(),
-            scan_type: self.config.stream_scan_type(),
-        };
+        let options = self.job_options(rate_limit);
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
         let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
         {
@@ -263,7 +268,8 @@ impl Session {
         }
         let options = w.options()?;
         w.end()?;
-        let rate_limit = self.sink_with(&name, options)?;
+        let with = self.sink_with(&name, options)?;
+        let rate_limit = with.rate_limit;
         if self.check_free(&name, if_not_exists)? {
             return Ok(Output::Done(0));
         }
@@ -271,7 +277,18 @@ impl Session {
             Statement::Query(q) => q,
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
-        let (upstream, def) = self.view_of(&query, Kind::Sink, text, &[])?;
+        let (upstream, def) = match self.view_of(&query, Kind::Sink, text, &[]) {
+            Ok(v) => v,
+            Err(SqlError::Unsupported(_)) => {
+                let options = self.job_options(rate_limit);
+                return self
+                    .create_sink_graph(&target, &query, &with, options, text)
+                    .await;
+            }
+            Err(e) => return Err(e),
+        };
+        let input_append_only = self.def_of_table(upstream).is_some_and(|d| d.append_only);
+        crate::planner::stream::check_sink_type(with.append_only, with.forced, input_append_only)?;
         let id = self.register_job_in(
             &target,
             CatalogKind::Sink,
@@ -283,12 +300,7 @@ impl Session {
         )?;
         self.list_upstream_key(id, upstream);
         lock(&self.engine.defs).insert(name.clone(), def);
-        let options = JobOptions {
-            parallelism: self.parallelism(),
-            rate_limit,
-            background: self.config.background_ddl(),
-            scan_type: self.config.stream_scan_type(),
-        };
+        let options = self.job_options(rate_limit);
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,
             ..SinkOptions::default()
@@ -302,15 +314,27 @@ impl Session {
         Ok(Output::Done(0))
     }
 
+    /// A new streaming job's options: the session's parallelism, DDL mode and scan type, and `rate_limit`.
+    pub(crate) fn job_options(&self, rate_limit: Option<u32>) -> JobOptions {
+        JobOptions {
+            parallelism: self.parallelism(),
+            rate_limit,
+            background: self.config.background_ddl(),
+            scan_type: self.config.stream_scan_type(),
+        }
+    }
+
     /// A sink's WITH options: its connector (only `blackhole`), its rate limit (the session's unless
-    /// given); any other option noted and ignored.
+    /// given), its `type` (`upsert` or `append-only`) and `force_append_only`; any other option noted
+    /// and ignored.
     pub(super) fn sink_with(
         &self,
         name: &str,
         options: Vec<(String, SettingValue)>,
-    ) -> Result<Option<u32>, SqlError> {
+    ) -> Result<SinkWith, SqlError> {
         let mut connector = None;
         let mut rate_limit = self.rate_limit();
+        let (mut append_only, mut forced) = (false, false);
         let mut seen = Vec::new();
         for (key, value) in options {
             if seen.contains(&key) {
@@ -322,6 +346,18 @@ impl Session {
                 "streaming_rate_limit" | "backfill_rate_limit" => {
                     rate_limit = positive_u32(&value.datum()?, &key)?;
                 }
+                "type" => {
+                    append_only = match value.text().to_ascii_lowercase().as_str() {
+                        "append-only" => true,
+                        "upsert" => false,
+                        other => {
+                            return Err(SqlError::Invalid(format!(
+                                "sink type '{other}': expected 'append-only' or 'upsert'"
+                            )));
+                        }
+                    };
+                }
+                "force_append_only" => forced = value.text().eq_ignore_ascii_case("true"),
                 _ => self.engine.note(format!(
                     "CREATE SINK {name}: option {key} accepted and ignored"
                 )),
@@ -336,7 +372,16 @@ impl Session {
                 )));
             }
         }
-        Ok(rate_limit)
+        if forced && !append_only {
+            return Err(SqlError::Invalid(
+                "force_append_only = 'true' needs type = 'append-only'".into(),
+            ));
+        }
+        Ok(SinkWith {
+            rate_limit,
+            append_only,
+            forced,
+        })
     }
 
     /// The upstream and definition of a view or sink over one table: a plan that is a scan of it under

@@ -12,12 +12,13 @@ use crate::catalog::{
 };
 use crate::error::SqlError;
 use crate::expr::Column;
+use crate::frontend::ddl::SinkWith;
 use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
 use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
     StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
-    materialize_table, plan_materialize,
+    materialize_table, plan_materialize, plan_sink,
 };
 
 impl UpstreamReader for Session {
@@ -177,6 +178,60 @@ impl Session {
             .await;
         self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
+    }
+
+    /// `CREATE SINK` beyond one table's rows (RisingWave's `gen_sink_plan`): the query's stream plan
+    /// under a `Sink`, cut into a fragment graph, which meta builds as it builds a materialized view's.
+    pub(crate) async fn create_sink_graph(
+        &self,
+        target: &CreationTarget,
+        query: &Query,
+        with: &SinkWith,
+        options: JobOptions,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        let (plan, depends_on) = self.sink_plan(query, with)?;
+        check_executors(&plan)?;
+        let vnode_count = self.cluster().meta().config().vnode_count;
+        let table = materialize_table(&plan, vnode_count);
+        let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
+        let StreamOp::Sink { pk, .. } = &plan.op else {
+            unreachable!("plan_sink puts a Sink at the root")
+        };
+        let mut def = mv_def(&plan, pk, text);
+        def.kind = Kind::Sink;
+        let name = target.job.as_str();
+        let id = self.register_job_in(
+            target,
+            CatalogKind::Sink,
+            mv_listed_columns(&plan),
+            Vec::new(),
+            &crate::handler::sink_definition(text),
+            depends_on,
+            None,
+        )?;
+        lock(&self.engine().defs).insert(name.to_string(), def);
+        let created = self
+            .cluster()
+            .meta()
+            .create_streaming_job(name, RelationKind::Sink, graph, vec![table], options)
+            .await;
+        self.job_created(id, created, |t| Some(*t))?;
+        Ok(Output::Done(0))
+    }
+
+    /// The stream plan of a sink's query.
+    fn sink_plan(&self, q: &Query, with: &SinkWith) -> Result<(StreamPlan, Vec<u32>), SqlError> {
+        let mut binder = Binder::new(self, true);
+        let bound = binder.bind_query(q)?;
+        let plan = plan_sink(
+            &bound.plan,
+            &bound.names,
+            self,
+            with.append_only,
+            with.forced,
+        )?;
+        Ok((plan, binder.depends_on))
     }
 
     /// `EXPLAIN [(options)] statement`: the plan, one line a row; names are not checked.

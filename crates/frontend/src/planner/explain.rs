@@ -201,7 +201,22 @@ fn stream_line(p: &StreamPlan) -> String {
             format!("StreamExchange {{ dist: {} }}", fmt_dist(dist, input_names))
         }
         StreamOp::Materialize { pk, conflict } => stream_materialize_line(p, pk, conflict),
+        StreamOp::Sink { pk, append_only } => stream_sink_line(p, pk, *append_only),
     }
+}
+
+/// RisingWave's `StreamSink` line: its type, its columns (hidden ones marked), an upsert sink's pk.
+fn stream_sink_line(p: &StreamPlan, pk: &[usize], append_only: bool) -> String {
+    let kind = if append_only { "append-only" } else { "upsert" };
+    let pk = if append_only {
+        String::new()
+    } else {
+        format!(", pk: [{}]", fmt_cols(pk, &p.names))
+    };
+    format!(
+        "StreamSink {{ type: {kind}, columns: [{}]{pk} }}",
+        fmt_list(root_columns(p))
+    )
 }
 
 /// A stream aggregation's line (hash or simple).
@@ -272,23 +287,26 @@ fn stream_dynamic_filter_line(p: &StreamPlan, key: usize, comparator: ExprType) 
     )
 }
 
-/// The columns by their short names, the hidden ones (after `width`) by full name and marked.
-fn stream_materialize_line(
-    p: &StreamPlan,
-    pk: &[usize],
-    conflict: &epochlab_common::plan::ConflictBehavior,
-) -> String {
-    let cols = p.names.iter().enumerate().map(|(i, n)| {
+/// A job root's columns by their short names, the hidden ones (after `width`) by full name and marked.
+fn root_columns(p: &StreamPlan) -> impl Iterator<Item = String> + '_ {
+    p.names.iter().enumerate().map(|(i, n)| {
         let short = n.rsplit('.').next().unwrap_or(n).to_string();
         if i < p.width {
             short
         } else {
             format!("{n}(hidden)")
         }
-    });
+    })
+}
+
+fn stream_materialize_line(
+    p: &StreamPlan,
+    pk: &[usize],
+    conflict: &epochlab_common::plan::ConflictBehavior,
+) -> String {
     format!(
         "StreamMaterialize {{ columns: [{}], stream_key: [{}], pk_columns: [{}], pk_conflict: {conflict:?} }}",
-        fmt_list(cols),
+        fmt_list(root_columns(p)),
         fmt_cols(pk, &p.names),
         fmt_cols(pk, &p.names)
     )

@@ -122,6 +122,12 @@ pub enum StreamOp {
         pk: Vec<usize>,
         conflict: ConflictBehavior,
     },
+    /// A sink's root (RisingWave's `StreamSink`): an upsert sink keyed by `pk` (the input's stream key),
+    /// or an append-only one.
+    Sink {
+        pk: Vec<usize>,
+        append_only: bool,
+    },
 }
 
 /// A stream plan node: the first `width` columns are the logical plan's, the rest hidden (stream key
@@ -258,16 +264,8 @@ pub fn plan_materialize(
     names: &[String],
     upstreams: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let body = to_stream(&super::pushdown::predicate_pushdown(plan), upstreams)?;
-    let exprs = refs(&body.types[..body.width]);
-    let mut body = body.project(exprs, names.to_vec());
-    let pk = body.stream_key.clone();
-    match &body.dist {
-        Dist::Single => {}
-        Dist::HashShard(d) | Dist::UpstreamHashShard(d) if d.iter().all(|c| pk.contains(c)) => {}
-        _ => body = body.exchange(Dist::HashShard(pk.clone())),
-    }
-    let dist = body.dist.clone();
+    let body = plan_root_input(plan, names, upstreams)?;
+    let (pk, dist) = (body.stream_key.clone(), body.dist.clone());
     Ok(StreamPlan::unary(
         StreamOp::Materialize {
             pk: pk.clone(),
@@ -277,6 +275,66 @@ pub fn plan_materialize(
         dist,
         pk,
     ))
+}
+
+/// A sink's stream plan (RisingWave's `gen_sink_plan`): the query's rows, hashed so that one stream key
+/// always reaches one sink actor (an input hashed by some of its key columns already is), under a
+/// `Sink` keyed by the stream key. `append_only` asks for an append-only sink (`type = 'append-only'`),
+/// which an input with updates or deletes may have only when `forced` (`force_append_only`, whose sink
+/// drops them); otherwise it is an upsert sink.
+pub fn plan_sink(
+    plan: &LogicalPlan,
+    names: &[String],
+    upstreams: &dyn UpstreamReader,
+    append_only: bool,
+    forced: bool,
+) -> Result<StreamPlan, SqlError> {
+    let body = plan_root_input(plan, names, upstreams)?;
+    check_sink_type(append_only, forced, is_append_only(&body, upstreams)?)?;
+    let (pk, dist) = (body.stream_key.clone(), body.dist.clone());
+    Ok(StreamPlan::unary(
+        StreamOp::Sink {
+            pk: pk.clone(),
+            append_only,
+        },
+        body,
+        dist,
+        pk,
+    ))
+}
+
+/// Whether a sink of the type its options ask for may take its input (RisingWave's `derive_sink_type`):
+/// an append-only sink over an input with updates or deletes only when forced.
+pub fn check_sink_type(
+    append_only: bool,
+    forced: bool,
+    input_append_only: bool,
+) -> Result<(), SqlError> {
+    if append_only && !forced && !input_append_only {
+        return Err(SqlError::Invalid(
+            "an append-only sink over a query with updates or deletes needs force_append_only = 'true'"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The input of a streaming job's root: the query's columns named `names` (hidden stream key columns
+/// after them), hashed by a subset of the stream key or exchanged to be.
+fn plan_root_input(
+    plan: &LogicalPlan,
+    names: &[String],
+    upstreams: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let body = to_stream(&super::pushdown::predicate_pushdown(plan), upstreams)?;
+    let exprs = refs(&body.types[..body.width]);
+    let body = body.project(exprs, names.to_vec());
+    let pk = body.stream_key.clone();
+    Ok(match &body.dist {
+        Dist::Single => body,
+        Dist::HashShard(d) | Dist::UpstreamHashShard(d) if d.iter().all(|c| pk.contains(c)) => body,
+        _ => body.exchange(Dist::HashShard(pk)),
+    })
 }
 
 fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, SqlError> {
@@ -1005,10 +1063,11 @@ pub fn check_executors(plan: &StreamPlan) -> Result<(), SqlError> {
     plan.inputs.iter().try_for_each(check_executors)
 }
 
-/// The materialized view's table: its columns, its pk, hashed as its root fragment is.
+/// The materialized view's table (or a sink's columns): its columns, its pk, hashed as its root
+/// fragment is.
 pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<TableDesc> {
-    let StreamOp::Materialize { pk, .. } = &plan.op else {
-        unreachable!("the root of a materialized view's plan is its Materialize")
+    let (StreamOp::Materialize { pk, .. } | StreamOp::Sink { pk, .. }) = &plan.op else {
+        unreachable!("the root of a streaming job's plan is its Materialize or Sink")
     };
     let n = plan.types.len();
     let distribution = match &plan.dist {
@@ -1043,7 +1102,11 @@ pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool
         | StreamOp::HopWindow { .. }
         | StreamOp::Union
         | StreamOp::Exchange { .. }
-        | StreamOp::Materialize { .. } => {
+        | StreamOp::Materialize { .. }
+        | StreamOp::HashJoin {
+            kind: JoinType::Inner,
+            ..
+        } => {
             for i in &plan.inputs {
                 if !is_append_only(i, up)? {
                     return Ok(false);

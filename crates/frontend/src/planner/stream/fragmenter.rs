@@ -7,7 +7,7 @@ use std::sync::Arc;
 use epochlab_common::OrderType;
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{
-    DispatchStrategy, FragmentDistribution, StreamFragment, StreamFragmentEdge,
+    DispatchStrategy, FragmentDistribution, SinkDesc, SinkKind, StreamFragment, StreamFragmentEdge,
     StreamFragmentGraph, StreamNode,
 };
 
@@ -98,6 +98,15 @@ fn stream_node(
         StreamOp::Materialize { conflict, .. } => StreamNode::Materialize {
             table: table.clone(),
             conflict: *conflict,
+            input: child(0, graph)?,
+        },
+        StreamOp::Sink { pk, .. } => StreamNode::Sink {
+            sink: SinkDesc {
+                sink_id: table.table_id,
+                kind: SinkKind::Blackhole,
+                pk_indices: pk.clone(),
+                chunk_delay: std::time::Duration::ZERO,
+            },
             input: child(0, graph)?,
         },
         StreamOp::Exchange { dist } => {
