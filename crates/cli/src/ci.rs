@@ -114,18 +114,7 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         writable_dir(dir)?;
     }
     if let Some(path) = &a.junit {
-        // Written at the end; a path that cannot take it is bad input before any run. Its folder is made if
-        // missing, as `--log-dir`'s.
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| CiError::Write {
-                path: dir.display().to_string(),
-                why: e.to_string(),
-            })?;
-        }
-        std::fs::write(path, b"").map_err(|e| CiError::Write {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
+        writable_file(path)?;
     }
     let expected = ratchet::Ratchet::read(&a.root)?;
     expected.check(&a.root)?;
@@ -300,6 +289,21 @@ fn nothing_ran(a: &CiArgs, steps: &[StepRun]) -> String {
 }
 
 /// `--log-dir`: made if missing, and a file can be written in it.
+/// The JUnit file, written at the end: a path that cannot take it is bad input before any run. Its folder
+/// is made if missing, as `--log-dir`'s.
+fn writable_file(path: &Path) -> Result<(), CiError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| CiError::Write {
+            path: dir.display().to_string(),
+            why: e.to_string(),
+        })?;
+    }
+    std::fs::write(path, b"").map_err(|e| CiError::Write {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })
+}
+
 fn writable_dir(dir: &Path) -> Result<(), CiError> {
     if dir.exists() && !dir.is_dir() {
         return Err(CiError::NotADirectory(dir.display().to_string()));

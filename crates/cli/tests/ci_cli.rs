@@ -150,7 +150,19 @@ fn the_arrangement_backfill_variant_reaches_no_file() {
 /// they need; exit 0 when none failed.
 #[test]
 fn the_backfill_tests_profile_runs_the_scripts_functions() {
-    let out = epochlab(&["ci", "--profile", "backfill-tests", "--seeds", "1..2"]);
+    let r = root("backfill-tests", &[]);
+    let (xml, logs) = (r.join("reports/backfill.xml"), r.join("logs"));
+    let out = epochlab(&[
+        "ci",
+        "--profile",
+        "backfill-tests",
+        "--seeds",
+        "1..2",
+        "--junit",
+        xml.to_str().unwrap(),
+        "--log-dir",
+        logs.to_str().unwrap(),
+    ]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -169,6 +181,22 @@ fn the_backfill_tests_profile_runs_the_scripts_functions() {
         stdout.contains("  test_sink_backfill_recovery: needs restart_cluster"),
         "{stdout}"
     );
+    // One suite: a case per (function, seed) that ran, a skipped one per function not run.
+    let read = junit_read_back(&xml);
+    assert!(read.starts_with("suite backfill-tests 9 0 7\n"), "{read}");
+    assert!(
+        read.contains("case test_replication_with_column_pruning (seed 1) | passed\n"),
+        "{read}"
+    );
+    assert!(
+        read.contains(
+            "case test_sink_backfill_recovery (not run) | skipped: not run: needs restart_cluster"
+        ),
+        "{read}"
+    );
+    // Logs are kept for failing runs only: none failed.
+    let kept: Vec<_> = std::fs::read_dir(&logs).unwrap().collect();
+    assert!(kept.is_empty(), "{kept:?}");
 }
 
 #[test]
@@ -401,7 +429,7 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr batch stop 3\n"),
         ],
     );
-    let cases: [&[&str]; 17] = [
+    let cases: [&[&str]; 18] = [
         &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],
@@ -414,6 +442,13 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
         &["ci", "--profile", "backfill-tests", "--step", "ddl"],
+        &[
+            "ci",
+            "--profile",
+            "backfill-tests",
+            "--log-dir",
+            "README.md",
+        ],
         &["ci", "--shard", "2/2"],
         &["ci", "--seeds", "5..2"],
         &["ci", "--seeds", "-1..2"],

@@ -12,12 +12,12 @@ use epochlab_simulation::FileReport;
 use super::{SeedResult, StepRun, relative};
 
 /// One test case.
-struct Case {
-    name: String,
-    outcome: CaseOutcome,
+pub(super) struct Case {
+    pub(super) name: String,
+    pub(super) outcome: CaseOutcome,
 }
 
-enum CaseOutcome {
+pub(super) enum CaseOutcome {
     Passed,
     Failed {
         kind: String,
@@ -34,10 +34,22 @@ pub(super) fn document(
     steps: &[StepRun],
     runs: &[(usize, u64, Option<&SeedResult>, String)],
 ) -> String {
-    let mut suites = String::new();
+    let suites: Vec<(&str, Vec<Case>)> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let cases = step_cases(root, s, runs.iter().filter(|r| r.0 == i));
+            (s.step.name, cases)
+        })
+        .collect();
+    suites_document(title, &suites)
+}
+
+/// A document of named suites of cases (a suite a step, or the backfill-tests script's one).
+pub(super) fn suites_document(title: &str, suites: &[(&str, Vec<Case>)]) -> String {
+    let mut xml = String::new();
     let (mut tests, mut failures, mut skipped) = (0, 0, 0);
-    for (i, s) in steps.iter().enumerate() {
-        let cases = step_cases(root, s, runs.iter().filter(|r| r.0 == i));
+    for (name, cases) in suites {
         let f = cases
             .iter()
             .filter(|c| matches!(c.outcome, CaseOutcome::Failed { .. }))
@@ -48,19 +60,19 @@ pub(super) fn document(
             .count();
         (tests, failures, skipped) = (tests + cases.len(), failures + f, skipped + k);
         let _ = writeln!(
-            suites,
+            xml,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"0\" skipped=\"{k}\">",
-            escape(s.step.name),
+            escape(name),
             cases.len()
         );
-        for c in &cases {
-            suites.push_str(&case_xml(s.step.name, c));
+        for c in cases {
+            xml.push_str(&case_xml(name, c));
         }
-        suites.push_str("  </testsuite>\n");
+        xml.push_str("  </testsuite>\n");
     }
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{tests}\" \
-         failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">\n{suites}</testsuites>\n",
+         failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">\n{xml}</testsuites>\n",
         escape(title)
     )
 }

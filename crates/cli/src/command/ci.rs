@@ -34,7 +34,8 @@ use crate::ci::CiArgs;
 ///                              USE_ARRANGEMENT_BACKFILL=--use-arrangement-backfill, which
 ///                              reached no file's session (see --use-arrangement-backfill)
 ///   backfill-tests             run-backfill-tests.sh: its functions in main's order, each in
-///                              the cluster it starts; psql sessions go on after an error
+///                              the cluster it starts; psql sessions go on after an error;
+///                              takes --seeds, --junit, --log-dir, --bug, --mode
 /// Prints a line per (step, seed): passed, or the failing file:line and its error; the totals
 /// per step; and the command replaying each failing (step, seed). A step whose files are not
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
@@ -111,8 +112,6 @@ fn backfill_tests_alone(cmd: &CiCmd) -> Result<(), CheckError> {
         ("--step", cmd.step.is_some()),
         ("--shard", cmd.shard.is_some()),
         ("--keep-going", cmd.keep_going),
-        ("--junit", cmd.junit.is_some()),
-        ("--log-dir", cmd.log_dir.is_some()),
         ("--update-expected", cmd.update_expected),
         ("--use-arrangement-backfill", cmd.use_arrangement_backfill),
     ];
