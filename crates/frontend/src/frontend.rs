@@ -424,6 +424,12 @@ impl Session {
             "CREATE" if w.peek_upper_at(1).as_deref() == Some("SINK") => {
                 return self.create_sink(&mut w, &s.text).await.map(Some);
             }
+            "EXPLAIN"
+                if w.peek_upper_at(1).as_deref() == Some("CREATE")
+                    && w.peek_upper_at(2).as_deref() == Some("SINK") =>
+            {
+                return self.explain_sink(&mut w).map(Some);
+            }
             "EXPLAIN" => {}
             "CREATE" => {
                 let object = w.peek_upper_at(1).unwrap_or_default();

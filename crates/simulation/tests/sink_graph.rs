@@ -191,3 +191,65 @@ fn a_sink_is_created_before_its_backfill_ends() {
         assert!(cluster.meta.relation_by_name("sink").is_none());
     });
 }
+
+/// `EXPLAIN CREATE SINK` plans the sink whatever its connector (RisingWave's `batch/explain.slt` explains
+/// a Kafka sink); RisingWave explains no logical view.
+#[test]
+fn explain_create_sink_shows_the_sink_plan() {
+    run(8, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+        s.execute("CREATE TABLE t (v int) APPEND ONLY; CREATE TABLE u (k int PRIMARY KEY, v int)")
+            .await
+            .unwrap();
+        let plan = rows(
+            &mut s,
+            "EXPLAIN CREATE SINK sink_t FROM t WITH (connector = 'kafka', type = 'append-only')",
+        )
+        .await;
+        assert!(
+            plan[0]
+                .starts_with("StreamSink { type: append-only, columns: [v, t._row_id(hidden)] }"),
+            "{plan:#?}"
+        );
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("StreamTableScan { table: t")),
+            "{plan:#?}"
+        );
+        let plan = rows(
+            &mut s,
+            "EXPLAIN CREATE SINK s AS SELECT u.v FROM u JOIN t ON u.k = t.v WITH (connector = 'blackhole')",
+        )
+        .await;
+        assert!(
+            plan[0].starts_with("StreamSink { type: upsert, columns: [v, "),
+            "{plan:#?}"
+        );
+        assert!(plan[0].contains(", pk: ["), "{plan:#?}");
+        assert!(
+            plan.iter().any(|l| l.contains("StreamHashJoin")),
+            "{plan:#?}"
+        );
+        assert!(
+            cluster.meta.relation_by_name("sink_t").is_none(),
+            "EXPLAIN creates nothing"
+        );
+        let err = s
+            .execute("EXPLAIN CREATE VIEW v AS SELECT 1")
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Not supported: EXPLAIN CREATE VIEW"),
+            "{err}"
+        );
+        let err = s
+            .execute(
+                "EXPLAIN CREATE SINK s FROM t WITH (connector = 'blackhole', type = 'sideways')",
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("sideways"), "{err}");
+    });
+}

@@ -20,9 +20,19 @@ use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, literal, resolve};
 use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
 
+/// A `CREATE SINK` statement as read from its words.
+struct SinkStatement {
+    target: crate::handler::stream_job::CreationTarget,
+    if_not_exists: bool,
+    query: Box<Query>,
+    with: SinkWith,
+}
+
 /// What a sink's WITH options decide (see [`Session::sink_with`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SinkWith {
+    /// The connector's name, lower case (only `blackhole` runs here; EXPLAIN plans any).
+    pub connector: String,
     pub rate_limit: Option<u32>,
     /// `type = 'append-only'` (otherwise an upsert sink).
     pub append_only: bool,
@@ -236,12 +246,9 @@ impl Session {
         Ok(Output::Done(0))
     }
 
-    /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (connector = 'blackhole', ...)`.
-    pub(super) async fn create_sink(
-        &self,
-        w: &mut Words<'_>,
-        text: &str,
-    ) -> Result<Output, SqlError> {
+    /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (...)` read from its words
+    /// (`CREATE` next): its target, its query and its options.
+    fn parse_sink(&self, w: &mut Words<'_>) -> Result<SinkStatement, SqlError> {
         w.next();
         w.next();
         let if_not_exists = w.eat_seq(&["IF", "NOT", "EXISTS"]);
@@ -268,15 +275,52 @@ impl Session {
         }
         let options = w.options()?;
         w.end()?;
-        let with = self.sink_with(&name, options)?;
-        let rate_limit = with.rate_limit;
-        if self.check_free(&name, if_not_exists)? {
-            return Ok(Output::Done(0));
-        }
         let query = match parse_one(&query_text)? {
             Statement::Query(q) => q,
             _ => return Err(SqlError::Parse("expected a query after AS".into())),
         };
+        let with = self.sink_with(&name, options)?;
+        Ok(SinkStatement {
+            target,
+            if_not_exists,
+            query,
+            with,
+        })
+    }
+
+    /// `EXPLAIN CREATE SINK ...`: the sink's stream plan, whatever its connector (nothing is created).
+    pub(super) fn explain_sink(&self, w: &mut Words<'_>) -> Result<Output, SqlError> {
+        w.next();
+        let st = self.parse_sink(w)?;
+        let (plan, _) = self.sink_plan(&st.query, &st.with)?;
+        let lines = crate::planner::explain::explain_stream(&plan);
+        Ok(Output::Rows {
+            numeric: vec![false],
+            rows: lines.into_iter().map(|l| vec![l]).collect(),
+        })
+    }
+
+    /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (connector = 'blackhole', ...)`.
+    pub(super) async fn create_sink(
+        &self,
+        w: &mut Words<'_>,
+        text: &str,
+    ) -> Result<Output, SqlError> {
+        let SinkStatement {
+            target,
+            if_not_exists,
+            query,
+            with,
+        } = self.parse_sink(w)?;
+        let name = target.job.clone();
+        match with.connector.as_str() {
+            "blackhole" => {}
+            c => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
+        }
+        let rate_limit = with.rate_limit;
+        if self.check_free(&name, if_not_exists)? {
+            return Ok(Output::Done(0));
+        }
         let (upstream, def) = match self.view_of(&query, Kind::Sink, text, &[]) {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
@@ -363,21 +407,18 @@ impl Session {
                 )),
             }
         }
-        match connector.as_ref().map(SettingValue::text) {
-            Some(c) if c.eq_ignore_ascii_case("blackhole") => {}
-            Some(c) => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
-            None => {
-                return Err(SqlError::Invalid(format!(
-                    "sink {name} needs WITH (connector = ...)"
-                )));
-            }
-        }
+        let Some(connector) = connector.as_ref().map(|c| c.text().to_ascii_lowercase()) else {
+            return Err(SqlError::Invalid(format!(
+                "sink {name} needs WITH (connector = ...)"
+            )));
+        };
         if forced && !append_only {
             return Err(SqlError::Invalid(
                 "force_append_only = 'true' needs type = 'append-only'".into(),
             ));
         }
         Ok(SinkWith {
+            connector,
             rate_limit,
             append_only,
             forced,

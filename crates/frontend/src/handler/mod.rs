@@ -18,7 +18,7 @@ mod rename;
 mod resolve;
 mod set;
 mod show;
-mod stream_job;
+pub(crate) mod stream_job;
 mod user;
 
 pub use ddl_catalog::relation_for_job;
