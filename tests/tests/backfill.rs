@@ -68,7 +68,7 @@ async fn backfill_case(
 ) -> (TableId, TableId, TableId, Oracle) {
     let (types, pk) = schema();
     let table = cluster
-        .meta
+        .meta()
         .create_table("t", types, pk, c.p_table)
         .await
         .unwrap();
@@ -80,7 +80,7 @@ async fn backfill_case(
             .await
             .unwrap();
     }
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     let options = JobOptions {
         parallelism: c.p_job,
         rate_limit: c.rate_limit,
@@ -88,7 +88,7 @@ async fn backfill_case(
         scan_type: c.scan_type,
     };
     let mv = cluster
-        .meta
+        .meta()
         .create_materialized_view("mv", table, options.clone())
         .await
         .unwrap();
@@ -97,14 +97,14 @@ async fn backfill_case(
         ..Default::default()
     };
     let sink = cluster
-        .meta
+        .meta()
         .create_sink("s", table, options, sink_options)
         .await
         .unwrap();
     let key_space = (c.rows as i64 * 2).max(20);
     let created = |id| {
         cluster
-            .meta
+            .meta()
             .relation(id)
             .is_some_and(|r| r.state == JobState::Created)
     };
@@ -121,7 +121,7 @@ async fn backfill_case(
         )
         .await;
     }
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     (table, mv, sink, oracle)
 }
 
@@ -178,7 +178,7 @@ fn run_case(c: Case) {
             assert_healthy(&cluster);
             for id in [mv, sink] {
                 let progress = cluster
-                    .meta
+                    .meta()
                     .relation(id)
                     .unwrap()
                     .progress_table
@@ -261,7 +261,7 @@ fn rate_limited_backfill() {
                 assert_equal_to_oracle(&cluster, table, mv, sink, &oracle);
                 assert_healthy(&cluster);
                 let progress = cluster
-                    .meta
+                    .meta()
                     .relation(mv)
                     .unwrap()
                     .progress_table
@@ -338,13 +338,17 @@ fn throttle_changes_the_rate_limit() {
         c.interval_ms = 1000;
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 2)
+            .await
+            .unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 400))
             .await
             .unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let options = JobOptions {
             parallelism: 2,
             rate_limit: Some(1),
@@ -352,21 +356,21 @@ fn throttle_changes_the_rate_limit() {
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", table, options)
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_secs(10)).await;
-        let slow = cluster.meta.backfill_progress(mv).unwrap();
+        let slow = cluster.meta().backfill_progress(mv).unwrap();
         assert!(slow <= 2 * 11, "1 row/s per actor for 10 s: {slow}");
-        cluster.meta.set_rate_limit(mv, None).await.unwrap();
+        cluster.meta().set_rate_limit(mv, None).await.unwrap();
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(
-            cluster.meta.relation(mv).unwrap().state,
+            cluster.meta().relation(mv).unwrap().state,
             JobState::Created,
             "unthrottled, it finishes"
         );
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
     });
 }
@@ -380,20 +384,24 @@ fn pause_and_resume_a_backfill() {
         c.interval_ms = 1000;
         let cluster = std::sync::Arc::new(Cluster::start(&ctx, config(&c)).await);
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 2)
+            .await
+            .unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 300))
             .await
             .unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let options = JobOptions {
             parallelism: 2,
             rate_limit: Some(2),
             background: true,
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
-        let meta = &cluster.meta;
+        let meta = &cluster.meta();
         let mv = meta
             .create_materialized_view("mv", table, options)
             .await
@@ -440,15 +448,19 @@ fn drop_during_backfill() {
         c.interval_ms = 1000;
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 3).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 3)
+            .await
+            .unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 500))
             .await
             .unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let table_actors: Vec<_> = cluster
-            .meta
+            .meta()
             .relation(table)
             .unwrap()
             .actors
@@ -462,15 +474,15 @@ fn drop_during_backfill() {
             scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
         };
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", table, options)
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let rel = cluster.meta.relation(mv).unwrap();
+        let rel = cluster.meta().relation(mv).unwrap();
         assert_eq!(rel.state, JobState::Creating, "still backfilling");
-        assert!(cluster.meta.backfill_progress(mv).unwrap() > 0);
-        cluster.meta.drop_job(mv).await.unwrap();
+        assert!(cluster.meta().backfill_progress(mv).unwrap() > 0);
+        cluster.meta().drop_job(mv).await.unwrap();
         assert_eq!(
             cluster
                 .hummock
@@ -491,7 +503,7 @@ fn drop_during_backfill() {
             .dml(table, oracle.gen_batch(&ctx.rng, 20, 600))
             .await
             .unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_eq!(
             Oracle::sorted(&cluster.committed_rows(table)),
             oracle.rows()
@@ -507,19 +519,26 @@ fn foreground_create_waits_for_backfill() {
         let c = Case::new(11, 2, 2, 3, 2000);
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 2)
+            .await
+            .unwrap();
         let mut oracle = Oracle::default();
         cluster
             .dml(table, oracle.gen_inserts(0, 2000))
             .await
             .unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", table, JobOptions::parallelism(3))
             .await
             .unwrap();
-        assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
+        assert_eq!(
+            cluster.meta().relation(mv).unwrap().state,
+            JobState::Created
+        );
         assert_eq!(Oracle::sorted(&cluster.committed_rows(mv)), oracle.rows());
     });
 }
@@ -532,13 +551,17 @@ async fn load_and_create_background_view(
     rate_limit: Option<u32>,
 ) -> (TableId, TableId, Oracle) {
     let (types, pk) = schema();
-    let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+    let table = cluster
+        .meta()
+        .create_table("t", types, pk, 2)
+        .await
+        .unwrap();
     let mut oracle = Oracle::default();
     cluster
         .dml(table, oracle.gen_inserts(0, rows))
         .await
         .unwrap();
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     let options = JobOptions {
         parallelism: 2,
         rate_limit,
@@ -546,7 +569,7 @@ async fn load_and_create_background_view(
         scan_type: epochlab_meta::StreamScanType::ArrangementBackfill,
     };
     let mv = cluster
-        .meta
+        .meta()
         .create_materialized_view("mv", table, options)
         .await
         .unwrap();
@@ -557,7 +580,7 @@ async fn load_and_create_background_view(
 async fn wait_created(cluster: &Cluster, job: TableId, limit: Duration) -> bool {
     let step = Duration::from_millis(10);
     let mut waited = Duration::ZERO;
-    while cluster.meta.relation(job).unwrap().state != JobState::Created {
+    while cluster.meta().relation(job).unwrap().state != JobState::Created {
         if waited >= limit {
             return false;
         }
@@ -584,7 +607,7 @@ fn done_reports_of_an_epoch_lost_in_recovery_do_not_finish_the_job() {
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (table, mv, oracle) = load_and_create_background_view(&cluster, 1000, Some(50)).await;
         let progress = cluster
-            .meta
+            .meta()
             .relation(mv)
             .unwrap()
             .progress_table
@@ -603,7 +626,7 @@ fn done_reports_of_an_epoch_lost_in_recovery_do_not_finish_the_job() {
         // The done barrier is collected within milliseconds; the forced checkpoint comes a second later.
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(
-            cluster.meta.relation(mv).unwrap().state,
+            cluster.meta().relation(mv).unwrap().state,
             JobState::Creating,
             "done was reported at a non-checkpoint barrier"
         );
@@ -653,7 +676,7 @@ fn an_actor_finished_before_recovery_reports_done_again() {
         let cluster = Cluster::start(&ctx, config(&c)).await;
         let (_, mv, oracle) = load_and_create_background_view(&cluster, 600, Some(20)).await;
         let progress = cluster
-            .meta
+            .meta()
             .relation(mv)
             .unwrap()
             .progress_table
@@ -673,7 +696,10 @@ fn an_actor_finished_before_recovery_reports_done_again() {
         assert_eq!(finished(), 1, "one actor finishes first");
         // Let a checkpoint commit its completed progress, then kill the node.
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Creating);
+        assert_eq!(
+            cluster.meta().relation(mv).unwrap().state,
+            JobState::Creating
+        );
         assert!(cluster.kill(WorkerId(1)));
         tokio::time::sleep(Duration::from_secs(2)).await;
         cluster.restart(WorkerId(1));

@@ -32,12 +32,12 @@ struct Pipeline {
 async fn pipeline(cluster: &Cluster, p_table: usize, p_mv: usize, p_sink: usize) -> Pipeline {
     let (types, pk) = schema();
     let table = cluster
-        .meta
+        .meta()
         .create_table("t", types, pk, p_table)
         .await
         .unwrap();
     let mv = cluster
-        .meta
+        .meta()
         .create_materialized_view("mv", table, JobOptions::parallelism(p_mv))
         .await
         .unwrap();
@@ -46,7 +46,7 @@ async fn pipeline(cluster: &Cluster, p_table: usize, p_mv: usize, p_sink: usize)
         ..Default::default()
     };
     let sink = cluster
-        .meta
+        .meta()
         .create_sink("s", table, JobOptions::parallelism(p_sink), options)
         .await
         .unwrap();
@@ -103,7 +103,7 @@ fn dml_reaches_view_and_sink_for_every_shape() {
                     .await;
                     let mut oracle = Oracle::default();
                     run_dml(&ctx, &cluster, p.table, &mut oracle, 15).await;
-                    cluster.meta.flush().await.unwrap();
+                    cluster.meta().flush().await.unwrap();
                     assert_matches(&cluster, &p, &oracle);
                     assert!(!oracle.is_empty());
                     assert_eq!(
@@ -136,9 +136,13 @@ fn alignment_under_skewed_delays() {
             Duration::ZERO..Duration::from_millis(50),
         );
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 4).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 4)
+            .await
+            .unwrap();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", table, JobOptions::parallelism(1))
             .await
             .unwrap();
@@ -148,14 +152,14 @@ fn alignment_under_skewed_delays() {
             ..Default::default()
         };
         let sink = cluster
-            .meta
+            .meta()
             .create_sink("s", table, JobOptions::parallelism(2), options)
             .await
             .unwrap();
         let p = Pipeline { table, mv, sink };
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, table, &mut oracle, 40).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_matches(&cluster, &p, &oracle);
         let stats = cluster.barrier_stats();
         assert_eq!(stats.recoveries.load(Ordering::Relaxed), 0);
@@ -173,7 +177,11 @@ fn data_is_committed_only_at_checkpoints() {
     epochlab_sim::run(3, |ctx| async move {
         let cluster = Cluster::start(&ctx, config(2, 10)).await;
         let (types, pk) = schema();
-        let table = cluster.meta.create_table("t", types, pk, 2).await.unwrap();
+        let table = cluster
+            .meta()
+            .create_table("t", types, pk, 2)
+            .await
+            .unwrap();
         // The create forced a checkpoint; the next comes after ten barriers (a second of 100 ms barriers).
         let mut oracle = Oracle::default();
         cluster.dml(table, oracle.gen_inserts(0, 50)).await.unwrap();
@@ -189,7 +197,7 @@ fn data_is_committed_only_at_checkpoints() {
             cluster.committed_rows(table).is_empty(),
             "nothing committed between checkpoints"
         );
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_eq!(
             Oracle::sorted(&cluster.committed_rows(table)),
             oracle.rows()
@@ -206,7 +214,7 @@ fn drop_removes_actors_and_unregisters_tables() {
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, p.table, &mut oracle, 5).await;
         let table_actors: Vec<_> = cluster
-            .meta
+            .meta()
             .relation(p.table)
             .unwrap()
             .actors
@@ -215,7 +223,7 @@ fn drop_removes_actors_and_unregisters_tables() {
             .collect();
         let progress = |id| {
             cluster
-                .meta
+                .meta()
                 .relation(id)
                 .unwrap()
                 .progress_table
@@ -231,12 +239,12 @@ fn drop_removes_actors_and_unregisters_tables() {
             vec![p.table, p.mv, progress(p.mv), progress(p.sink)]
         );
         assert!(
-            cluster.meta.drop_job(p.table).await.is_err(),
+            cluster.meta().drop_job(p.table).await.is_err(),
             "a table with dependents cannot be dropped"
         );
-        cluster.meta.drop_job(p.mv).await.unwrap();
-        cluster.meta.drop_job(p.sink).await.unwrap();
-        assert!(cluster.meta.relation(p.mv).is_none());
+        cluster.meta().drop_job(p.mv).await.unwrap();
+        cluster.meta().drop_job(p.sink).await.unwrap();
+        assert!(cluster.meta().relation(p.mv).is_none());
         assert_eq!(
             cluster
                 .hummock
@@ -255,12 +263,12 @@ fn drop_removes_actors_and_unregisters_tables() {
         assert_eq!(running, table_actors, "only the table's actors remain");
         // The table keeps working.
         run_dml(&ctx, &cluster, p.table, &mut oracle, 3).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_eq!(
             Oracle::sorted(&cluster.committed_rows(p.table)),
             oracle.rows()
         );
-        cluster.meta.drop_job(p.table).await.unwrap();
+        cluster.meta().drop_job(p.table).await.unwrap();
         assert!(cluster.hummock.registered_tables().is_empty());
         assert!(cluster.running_actors().await.values().all(Vec::is_empty));
         assert_eq!(cluster.exchange.pending(), 0, "no channel end left behind");
@@ -276,7 +284,7 @@ fn failed_collection_recovers() {
         let p = pipeline(&cluster, 2, 2, 2).await;
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, p.table, &mut oracle, 5).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         cluster.network.fail_next(RpcKind::BarrierComplete, None, 1);
         tokio::time::sleep(Duration::from_millis(500)).await;
         cluster.wait_ready().await;
@@ -286,7 +294,7 @@ fn failed_collection_recovers() {
         );
         assert_matches(&cluster, &p, &oracle);
         run_dml(&ctx, &cluster, p.table, &mut oracle, 5).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert_matches(&cluster, &p, &oracle);
     });
     check_commits(&out.log.lines()).unwrap();
@@ -313,7 +321,7 @@ fn digest_of(seed: u64) -> String {
         let p = pipeline(&cluster, 3, 2, 2).await;
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, p.table, &mut oracle, 10).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
     })
     .digest
 }
@@ -338,7 +346,7 @@ proptest! {
         let out = epochlab_sim::run(seed, |ctx| async move {
             let cluster = Cluster::start(&ctx, config(nodes, 1 + (seed % 3) as u32)).await;
             let (types, pk) = schema();
-            let table = cluster.meta.create_table("t", types, pk, p_table).await.unwrap();
+            let table = cluster.meta().create_table("t", types, pk, p_table).await.unwrap();
             let mut oracle = Oracle::default();
             // Jobs backfill what the table had when they were created: each must end equal to the table.
             let mut views: Vec<TableId> = Vec::new();
@@ -346,21 +354,21 @@ proptest! {
             for step in steps {
                 match step {
                     0 if views.len() < 3 => {
-                        let id = cluster.meta.create_materialized_view("mv", table, JobOptions::parallelism(1 + (seed as usize % 3))).await.unwrap();
+                        let id = cluster.meta().create_materialized_view("mv", table, JobOptions::parallelism(1 + (seed as usize % 3))).await.unwrap();
                         views.push(id);
                     }
                     1 if sinks.len() < 3 => {
                         let options = SinkOptions { kind: SinkKind::Collecting, ..Default::default() };
-                        let id = cluster.meta.create_sink("s", table, JobOptions::parallelism(2), options).await.unwrap();
+                        let id = cluster.meta().create_sink("s", table, JobOptions::parallelism(2), options).await.unwrap();
                         sinks.push(id);
                     }
                     2 if !views.is_empty() => {
                         let id = views.remove(0);
-                        cluster.meta.drop_job(id).await.unwrap();
+                        cluster.meta().drop_job(id).await.unwrap();
                     }
                     3 if !sinks.is_empty() => {
                         let id = sinks.remove(0);
-                        cluster.meta.drop_job(id).await.unwrap();
+                        cluster.meta().drop_job(id).await.unwrap();
                     }
                     _ => {
                         let batch = oracle.gen_batch(&ctx.rng, 10, 40);
@@ -369,7 +377,7 @@ proptest! {
                 }
                 tokio::time::sleep(ctx.rng.duration(Duration::ZERO..Duration::from_millis(150))).await;
             }
-            cluster.meta.flush().await.unwrap();
+            cluster.meta().flush().await.unwrap();
             assert_eq!(Oracle::sorted(&cluster.committed_rows(table)), oracle.rows());
             for id in &views {
                 assert_eq!(Oracle::sorted(&cluster.committed_rows(*id)), oracle.rows());
@@ -381,7 +389,7 @@ proptest! {
             }
             let mut expected_tables = vec![table];
             for id in views.iter().chain(&sinks) {
-                let rel = cluster.meta.relation(*id).unwrap();
+                let rel = cluster.meta().relation(*id).unwrap();
                 expected_tables.extend(rel.state_tables());
             }
             expected_tables.sort();

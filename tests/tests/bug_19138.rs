@@ -126,13 +126,13 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
         let cluster = Cluster::start(&_ctx, config).await;
         let types = vec![DataType::Int64, DataType::Int64];
         let t = cluster
-            .meta
+            .meta()
             .create_table("t", types, vec![0], 3)
             .await
             .unwrap();
         let rows = (0..300i64).map(|k| (Op::Insert, row![k, k])).collect();
         cluster.dml(t, rows).await.unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let job = JobOptions {
             parallelism: 1,
             rate_limit: None,
@@ -143,9 +143,9 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
             kind: SinkKind::Collecting,
             ..Default::default()
         };
-        let s = cluster.meta.create_sink("s", t, job, sink).await.unwrap();
-        let rel = cluster.meta.relation(s).unwrap();
-        let table = cluster.meta.relation(t).unwrap();
+        let s = cluster.meta().create_sink("s", t, job, sink).await.unwrap();
+        let rel = cluster.meta().relation(s).unwrap();
+        let table = cluster.meta().relation(t).unwrap();
         assert_eq!(
             rel.actors.len(),
             3,
@@ -154,16 +154,16 @@ fn a_finished_no_shuffle_sink_scales_in_with_uniform_states() {
         for (a, b) in rel.actors.iter().zip(&table.actors) {
             assert_eq!((a.worker, &a.vnodes), (b.worker, &b.vnodes));
         }
-        let refused = cluster.meta.reschedule(s, rel.rotated_vnodes(1)).await;
+        let refused = cluster.meta().reschedule(s, rel.rotated_vnodes(1)).await;
         assert!(matches!(refused, Err(DdlError::Invalid(_))), "{refused:?}");
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert!(cluster.remove_node(WorkerId(2)));
         tokio::time::sleep(Duration::from_secs(1)).await;
         cluster.wait_ready().await;
         let late = (300..310i64).map(|k| (Op::Insert, row![k, k])).collect();
         cluster.dml(t, late).await.unwrap();
-        cluster.meta.flush().await.unwrap();
-        let rel = cluster.meta.relation(s).unwrap();
+        cluster.meta().flush().await.unwrap();
+        let rel = cluster.meta().relation(s).unwrap();
         assert_eq!(rel.state, JobState::Created);
         assert_eq!(rel.actors.len(), 2, "scaled in");
         assert!(cluster.failures.first_state_error().is_none());

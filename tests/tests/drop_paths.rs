@@ -43,7 +43,7 @@ fn config(mode: DropMode) -> ClusterConfig {
 async fn table_with_rows(cluster: &Cluster, rows: usize) -> TableId {
     let (types, pk) = schema();
     let table = cluster
-        .meta
+        .meta()
         .create_table("t", types, pk, NODES as usize)
         .await
         .unwrap();
@@ -52,7 +52,7 @@ async fn table_with_rows(cluster: &Cluster, rows: usize) -> TableId {
         .dml(table, oracle.gen_inserts(0, rows))
         .await
         .unwrap();
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     table
 }
 
@@ -73,7 +73,12 @@ async fn wait_until(mut done: impl FnMut() -> bool) {
 }
 
 fn registered_equals_catalog(cluster: &Cluster) {
-    let catalog: BTreeSet<TableId> = cluster.meta.catalog().state_tables().into_iter().collect();
+    let catalog: BTreeSet<TableId> = cluster
+        .meta()
+        .catalog()
+        .state_tables()
+        .into_iter()
+        .collect();
     assert_eq!(cluster.hummock.registered_tables(), catalog);
 }
 
@@ -113,14 +118,14 @@ fn drop_during_recovery(mode: DropMode, fault: Fault) -> (Vec<String>, Vec<Table
         let cluster = Cluster::start(&ctx, config(mode)).await;
         let table = table_with_rows(&cluster, 200).await;
         let sink = cluster
-            .meta
+            .meta()
             .create_sink("s", table, slow(true), SinkOptions::default())
             .await
             .unwrap();
-        let tables = cluster.meta.relation(sink).unwrap().state_tables();
+        let tables = cluster.meta().relation(sink).unwrap().state_tables();
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert!(
-            cluster.meta.backfill_progress(sink).is_some(),
+            cluster.meta().backfill_progress(sink).is_some(),
             "backfilling"
         );
         match fault {
@@ -133,7 +138,7 @@ fn drop_during_recovery(mode: DropMode, fault: Fault) -> (Vec<String>, Vec<Table
         }
         let blocked = || {
             matches!(
-                cluster.meta.scheduler().status(),
+                cluster.meta().scheduler().status(),
                 SchedulerStatus::Blocked(_)
             )
         };
@@ -141,10 +146,10 @@ fn drop_during_recovery(mode: DropMode, fault: Fault) -> (Vec<String>, Vec<Table
         // Recovery is now recovering background progress (a slow step).
         tokio::time::sleep(SLOW_STEP / 4).await;
         assert!(blocked());
-        cluster.meta.drop_job(sink).await.unwrap();
+        cluster.meta().drop_job(sink).await.unwrap();
         assert!(blocked(), "the drop returned while recovery still runs");
         cluster.wait_ready().await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         registered_equals_catalog(&cluster);
         tables
     });
@@ -307,20 +312,22 @@ fn drop_while_creating(mode: DropMode) -> (Vec<String>, Vec<TableId>) {
     let out = epochlab_sim::run(32, |ctx| async move {
         let cluster = Cluster::start(&ctx, config(mode)).await;
         let table = table_with_rows(&cluster, 200).await;
-        let meta = cluster.meta.clone();
+        let meta = cluster.meta().clone();
         let create = tokio::spawn(async move {
             meta.create_materialized_view("mv", table, slow(false))
                 .await
         });
         wait_until(|| {
-            cluster
-                .meta
-                .relation_by_name("mv")
-                .is_some_and(|r| cluster.meta.backfill_progress(r.id).is_some_and(|n| n > 0))
+            cluster.meta().relation_by_name("mv").is_some_and(|r| {
+                cluster
+                    .meta()
+                    .backfill_progress(r.id)
+                    .is_some_and(|n| n > 0)
+            })
         })
         .await;
-        let rel = cluster.meta.relation_by_name("mv").unwrap();
-        cluster.meta.drop_job(rel.id).await.unwrap();
+        let rel = cluster.meta().relation_by_name("mv").unwrap();
+        cluster.meta().drop_job(rel.id).await.unwrap();
         let err = create.await.unwrap().unwrap_err();
         assert!(
             matches!(
@@ -344,7 +351,7 @@ fn drop_while_creating(mode: DropMode) -> (Vec<String>, Vec<TableId>) {
             0,
             "no recovery"
         );
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         registered_equals_catalog(&cluster);
         rel.state_tables()
     });

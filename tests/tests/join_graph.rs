@@ -285,17 +285,21 @@ async fn scenario(
     let cluster = Cluster::start(&ctx, config(toggles)).await;
     let (types, pk) = schema();
     let a = cluster
-        .meta
+        .meta()
         .create_table("a", types.clone(), pk.clone(), 3)
         .await
         .unwrap();
-    let b = cluster.meta.create_table("b", types, pk, 3).await.unwrap();
+    let b = cluster
+        .meta()
+        .create_table("b", types, pk, 3)
+        .await
+        .unwrap();
     let (mut oa, mut ob) = (Oracle::default(), Oracle::default());
     cluster.dml(a, oa.gen_inserts(0, 100)).await.unwrap();
     cluster.dml(b, ob.gen_inserts(50, 100)).await.unwrap();
-    cluster.meta.flush().await.unwrap();
-    let da = cluster.meta.relation(a).unwrap().desc;
-    let db = cluster.meta.relation(b).unwrap().desc;
+    cluster.meta().flush().await.unwrap();
+    let da = cluster.meta().relation(a).unwrap().desc;
+    let db = cluster.meta().relation(b).unwrap().desc;
     let (graph, view) = join_graph(da, db, case);
     let options = JobOptions {
         parallelism: 3,
@@ -305,13 +309,16 @@ async fn scenario(
     };
     let kind = RelationKind::MaterializedView;
     let mv = cluster
-        .meta
+        .meta()
         .create_streaming_job("mv", kind, graph, vec![view], options)
         .await
         .unwrap_or_else(|e| panic!("{e}: {:?}", cluster.failures.failures()));
-    assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
+    assert_eq!(
+        cluster.meta().relation(mv).unwrap().state,
+        JobState::Created
+    );
     drive(&ctx, &cluster, (a, b), (&mut oa, &mut ob), kill).await?;
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     let (ra, rb) = (cluster.committed_rows(a), cluster.committed_rows(b));
     assert_eq!(Oracle::sorted(&ra), oa.rows(), "table a");
     assert_eq!(Oracle::sorted(&rb), ob.rows(), "table b");
@@ -338,7 +345,7 @@ async fn drive(
         }
         if batch == 15 {
             match kill {
-                Kill::AfterCheckpoint => cluster.meta.flush().await.unwrap(),
+                Kill::AfterCheckpoint => cluster.meta().flush().await.unwrap(),
                 Kill::BetweenCheckpoints => {
                     tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(30..170))).await
                 }
@@ -363,7 +370,7 @@ async fn drive(
 async fn soak_view_scenario(ctx: SimContext, kill: Kill) -> Result<(), Finding> {
     let cluster = Cluster::start(&ctx, config(Toggles::default())).await;
     let (types, pk) = schema();
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let a = meta
         .create_table("a", types.clone(), pk.clone(), 3)
         .await

@@ -264,7 +264,7 @@ fn a_cluster_that_cannot_recover_is_reported_stuck() {
                 let Some(cluster) = weak.upgrade() else {
                     return;
                 };
-                if cluster.meta.relation_by_name("sink_14910").is_some() {
+                if cluster.meta().relation_by_name("sink_14910").is_some() {
                     continue;
                 }
                 // The sink was dropped: every node dies, and dies again whenever it restarts.

@@ -144,7 +144,7 @@ fn a_reschedule_moves_vnodes_and_routes_rows_to_their_new_owners() {
             ..ClusterConfig::default()
         };
         let cluster = Arc::new(Cluster::start(&ctx, config).await);
-        let meta = &cluster.meta;
+        let meta = &cluster.meta();
         let types = vec![DataType::Int64, DataType::Int64];
         let t = meta.create_table("t", types, vec![0], 2).await.unwrap();
         let rows = (0..100)

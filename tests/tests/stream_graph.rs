@@ -201,16 +201,20 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
     let cluster = Cluster::start(&ctx, config(3)).await;
     let (types, pk) = schema();
     let t1 = cluster
-        .meta
+        .meta()
         .create_table("t1", types.clone(), pk.clone(), 3)
         .await
         .unwrap();
-    let t2 = cluster.meta.create_table("t2", types, pk, 2).await.unwrap();
+    let t2 = cluster
+        .meta()
+        .create_table("t2", types, pk, 2)
+        .await
+        .unwrap();
     let (mut o1, mut o2) = (Oracle::default(), Oracle::default());
     cluster.dml(t1, o1.gen_inserts(0, 300)).await.unwrap();
     cluster.dml(t2, o2.gen_inserts(100, 200)).await.unwrap();
-    cluster.meta.flush().await.unwrap();
-    let desc = |t| cluster.meta.relation(t).unwrap().desc;
+    cluster.meta().flush().await.unwrap();
+    let desc = |t| cluster.meta().relation(t).unwrap().desc;
     let (graph, view) = union_graph(desc(t1), desc(t2), scan_type, shape);
     let options = JobOptions {
         parallelism: 3,
@@ -220,11 +224,11 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
     };
     let kind = RelationKind::MaterializedView;
     let mv = cluster
-        .meta
+        .meta()
         .create_streaming_job("mv", kind, graph, vec![view], options)
         .await
         .unwrap();
-    let root_actors = cluster.meta.relation(mv).unwrap().actors.len();
+    let root_actors = cluster.meta().relation(mv).unwrap().actors.len();
     assert_eq!(
         root_actors,
         if shape == Root::Single { 1 } else { 3 },
@@ -232,7 +236,7 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
     );
     let created = || {
         cluster
-            .meta
+            .meta()
             .relation(mv)
             .is_some_and(|r| r.state == JobState::Created)
     };
@@ -252,9 +256,9 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
             }
             // The tables' rows are committed first (a kill loses uncommitted DML, as in RisingWave): the
             // view's epochs after the flush are what the kill interrupts.
-            cluster.meta.flush().await.unwrap();
+            cluster.meta().flush().await.unwrap();
             dml_for(&ctx, &cluster, [(t1, &mut o1), (t2, &mut o2)]).await;
-            cluster.meta.flush().await.unwrap();
+            cluster.meta().flush().await.unwrap();
             assert!(cluster.kill(WorkerId(2)));
             tokio::time::sleep(Duration::from_secs(1)).await;
             cluster.restart(WorkerId(2));
@@ -264,7 +268,7 @@ async fn scenario(ctx: SimContext, kill: Kill, scan_type: StreamScanType, shape:
         assert!(batches < 2000, "the view was never created");
     }
     assert!(killed, "{kill:?}: the kill happened");
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     assert!(cluster.barrier_stats().recoveries.load(Ordering::Relaxed) >= 1);
     let (r1, r2) = (cluster.committed_rows(t1), cluster.committed_rows(t2));
     assert_eq!(Oracle::sorted(&r1), o1.rows(), "t1");
@@ -393,13 +397,16 @@ fn values_job_emits_once_across_recovery() {
         let kind = RelationKind::MaterializedView;
         let options = JobOptions::parallelism(2);
         let mv = cluster
-            .meta
+            .meta()
             .create_streaming_job("v", kind, graph, vec![view], options)
             .await
             .unwrap();
-        assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
         assert_eq!(
-            cluster.meta.relation(mv).unwrap().actors.len(),
+            cluster.meta().relation(mv).unwrap().state,
+            JobState::Created
+        );
+        assert_eq!(
+            cluster.meta().relation(mv).unwrap().actors.len(),
             1,
             "a singleton"
         );
@@ -418,13 +425,13 @@ fn values_job_emits_once_across_recovery() {
             "row ids filled"
         );
         assert_eq!(keys(&got), expected);
-        let worker = cluster.meta.relation(mv).unwrap().actors[0].worker;
+        let worker = cluster.meta().relation(mv).unwrap().actors[0].worker;
         assert!(cluster.kill(worker));
         tokio::time::sleep(Duration::from_secs(1)).await;
         cluster.restart(worker);
         cluster.wait_ready().await;
         tokio::time::sleep(Duration::from_secs(2)).await;
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         assert!(cluster.barrier_stats().recoveries.load(Ordering::Relaxed) >= 1);
         let got = cluster.committed_rows(mv);
         assert_eq!(keys(&got), expected, "not emitted again");
@@ -445,12 +452,12 @@ fn overwrite_table_and_a_view_over_it() {
         let cluster = Cluster::start(&ctx, config(2)).await;
         let (types, pk) = schema();
         let t = cluster
-            .meta
+            .meta()
             .create_table_with_conflict("t", types, pk, vec![0], 2, ConflictBehavior::Overwrite)
             .await
             .unwrap();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", t, JobOptions::parallelism(2))
             .await
             .unwrap();
@@ -472,7 +479,7 @@ fn overwrite_table_and_a_view_over_it() {
             }
             cluster.dml(t, batch).await.unwrap();
             if round == 15 {
-                cluster.meta.flush().await.unwrap();
+                cluster.meta().flush().await.unwrap();
                 assert!(cluster.kill(WorkerId(1)));
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 cluster.restart(WorkerId(1));
@@ -480,7 +487,7 @@ fn overwrite_table_and_a_view_over_it() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let pairs = |rows: Vec<OwnedRow>| {
             let mut p: Vec<(i64, i64)> = rows
                 .iter()
@@ -521,7 +528,7 @@ fn hop_window_view_equals_its_reference() {
         let cluster = Cluster::start(&ctx, config(2)).await;
         let types = vec![DataType::Int64, DataType::Timestamp];
         let t = cluster
-            .meta
+            .meta()
             .create_table("t", types, vec![0], 2)
             .await
             .unwrap();
@@ -541,7 +548,7 @@ fn hop_window_view_equals_its_reference() {
             vec![0],
             VnodeCount::new(VNODES).unwrap(),
         ));
-        let up = cluster.meta.relation(t).unwrap().desc;
+        let up = cluster.meta().relation(t).unwrap().desc;
         let scan = StreamNode::stream_scan(StreamScanType::ArrangementBackfill, up, 64);
         let hop = StreamNode::HopWindow {
             time_col: 1,
@@ -566,7 +573,7 @@ fn hop_window_view_equals_its_reference() {
         };
         let kind = RelationKind::MaterializedView;
         let mv = cluster
-            .meta
+            .meta()
             .create_streaming_job("h", kind, graph, vec![view], JobOptions::parallelism(2))
             .await
             .unwrap();
@@ -585,7 +592,7 @@ fn hop_window_view_equals_its_reference() {
         for k in &gone {
             rows.remove(k);
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let mut expected: Vec<String> = Vec::new();
         for (k, minute) in &rows {
             let hop_start = minute - minute.rem_euclid(2);
@@ -627,12 +634,12 @@ fn row_id_table_and_a_view_over_it() {
         let cluster = Cluster::start(&ctx, config(3)).await;
         let types = vec![DataType::Int64, DataType::Serial];
         let t = cluster
-            .meta
+            .meta()
             .create_table_with_row_id("t", types, 1, 3)
             .await
             .unwrap();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", t, JobOptions::parallelism(2))
             .await
             .unwrap();
@@ -648,7 +655,7 @@ fn row_id_table_and_a_view_over_it() {
                 .collect();
             cluster.dml(t, batch).await.unwrap();
             live += 20;
-            cluster.meta.flush().await.unwrap();
+            cluster.meta().flush().await.unwrap();
             if round % 4 == 3 {
                 // Delete a few committed rows, by their ids.
                 let stored = cluster.committed_rows(t);
@@ -661,14 +668,14 @@ fn row_id_table_and_a_view_over_it() {
                 cluster.dml(t, deletes).await.unwrap();
             }
             if round == 10 {
-                cluster.meta.flush().await.unwrap();
+                cluster.meta().flush().await.unwrap();
                 assert!(cluster.kill(WorkerId(3)));
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 cluster.restart(WorkerId(3));
                 cluster.wait_ready().await;
             }
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let rows = cluster.committed_rows(t);
         assert_eq!(rows.len(), live);
         let ids: std::collections::BTreeSet<i64> = rows

@@ -209,11 +209,15 @@ async fn scenario(
 ) -> Result<(), Finding> {
     let cluster = Cluster::start(&ctx, config(toggles)).await;
     let (types, pk) = schema();
-    let t = cluster.meta.create_table("t", types, pk, 3).await.unwrap();
+    let t = cluster
+        .meta()
+        .create_table("t", types, pk, 3)
+        .await
+        .unwrap();
     let mut o = Oracle::default();
     cluster.dml(t, o.gen_inserts(0, 200)).await.unwrap();
-    cluster.meta.flush().await.unwrap();
-    let desc = cluster.meta.relation(t).unwrap().desc;
+    cluster.meta().flush().await.unwrap();
+    let desc = cluster.meta().relation(t).unwrap().desc;
     let (graph, view) = if group {
         group_top_n_graph(desc)
     } else {
@@ -227,11 +231,14 @@ async fn scenario(
     };
     let kind = RelationKind::MaterializedView;
     let mv = cluster
-        .meta
+        .meta()
         .create_streaming_job("mv", kind, graph, vec![view], options)
         .await
         .unwrap();
-    assert_eq!(cluster.meta.relation(mv).unwrap().state, JobState::Created);
+    assert_eq!(
+        cluster.meta().relation(mv).unwrap().state,
+        JobState::Created
+    );
     let mut killed = false;
     for batch in 0..40 {
         let changes = o.gen_batch(&ctx.rng, 10, 400);
@@ -241,7 +248,7 @@ async fn scenario(
         if batch == 20 && !killed {
             killed = true;
             match kill {
-                Kill::AfterCheckpoint => cluster.meta.flush().await.unwrap(),
+                Kill::AfterCheckpoint => cluster.meta().flush().await.unwrap(),
                 Kill::BetweenCheckpoints => {
                     tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(30..170))).await
                 }
@@ -256,7 +263,7 @@ async fn scenario(
         tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(20..150))).await;
     }
     assert!(killed);
-    cluster.meta.flush().await.unwrap();
+    cluster.meta().flush().await.unwrap();
     let rows = cluster.committed_rows(t);
     assert_eq!(Oracle::sorted(&rows), o.rows(), "the table");
     let expected = reference(&rows, group);

@@ -214,6 +214,13 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         self.stats.clone()
     }
 
+    /// Count into `stats`, which its owner keeps across managers (a restarted meta's manager goes on
+    /// counting where the first one stopped).
+    pub fn with_stats(mut self, stats: Arc<BarrierManagerStats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
     /// Run forever: bootstrap recovery, then the injection and collection loop.
     pub async fn run(mut self) {
         self.recover("bootstrap".to_string()).await;

@@ -10,8 +10,9 @@ use epochlab_rpc::DmlError;
 /// The cluster as a frontend sees it.
 #[async_trait::async_trait]
 pub trait ClusterClient: Send + Sync {
-    /// Meta's client: DDL, the jobs' catalog, flush, the scheduler's status.
-    fn meta(&self) -> &MetaNode;
+    /// Meta's client: DDL, the jobs' catalog, flush, the scheduler's status (a handle to the meta serving
+    /// the cluster now).
+    fn meta(&self) -> MetaNode;
 
     /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow>;

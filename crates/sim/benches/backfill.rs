@@ -39,7 +39,7 @@ fn backfill(n: usize) -> (Duration, u64) {
         );
         let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
         let t = cluster
-            .meta
+            .meta()
             .create_table("t", types, vec![0], 4)
             .await
             .unwrap();
@@ -49,7 +49,7 @@ fn backfill(n: usize) -> (Duration, u64) {
                 .collect();
             cluster.dml(t, rows).await.unwrap();
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
 
         // Concurrent upstream: batches of 100 new rows, yielding between them so they interleave.
         let stop = Arc::new(AtomicBool::new(false));
@@ -76,14 +76,14 @@ fn backfill(n: usize) -> (Duration, u64) {
         };
         let start = Instant::now();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", t, JobOptions::parallelism(4))
             .await
             .unwrap();
         let elapsed = start.elapsed();
         stop.store(true, Ordering::Relaxed);
         writer.await.unwrap();
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let expect = n + sent.load(Ordering::Relaxed) as usize;
         assert_eq!(
             cluster.committed_rows(mv).len(),

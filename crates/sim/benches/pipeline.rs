@@ -55,9 +55,13 @@ fn pipeline(n: usize) -> Duration {
     epochlab_sim::run(1, |ctx| async move {
         let cluster = Cluster::start(&ctx, config()).await;
         let (types, pk) = schema();
-        let t = cluster.meta.create_table("t", types, pk, 4).await.unwrap();
+        let t = cluster
+            .meta()
+            .create_table("t", types, pk, 4)
+            .await
+            .unwrap();
         let mv = cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", t, JobOptions::parallelism(4))
             .await
             .unwrap();
@@ -68,7 +72,7 @@ fn pipeline(n: usize) -> Duration {
                 .collect();
             cluster.dml(t, rows).await.unwrap();
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         *elapsed_ref = start.elapsed();
         assert_eq!(cluster.committed_rows(mv).len(), n);
     });
@@ -123,9 +127,13 @@ fn latencies() -> (Vec<u64>, Vec<u64>) {
                 .set_latency(kind, Duration::from_millis(1)..Duration::from_millis(3));
         }
         let (types, pk) = schema();
-        let t = cluster.meta.create_table("t", types, pk, 4).await.unwrap();
+        let t = cluster
+            .meta()
+            .create_table("t", types, pk, 4)
+            .await
+            .unwrap();
         cluster
-            .meta
+            .meta()
             .create_materialized_view("mv", t, JobOptions::parallelism(4))
             .await
             .unwrap();
@@ -135,7 +143,7 @@ fn latencies() -> (Vec<u64>, Vec<u64>) {
             sink_rate_limit: None,
         };
         cluster
-            .meta
+            .meta()
             .create_sink("s", t, JobOptions::parallelism(1), options)
             .await
             .unwrap();
@@ -152,7 +160,7 @@ fn latencies() -> (Vec<u64>, Vec<u64>) {
             cluster.dml(t, rows).await.unwrap();
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        cluster.meta.flush().await.unwrap();
+        cluster.meta().flush().await.unwrap();
         let loaded = stats.latencies_us();
         assert_eq!(stats.recoveries.load(Ordering::Relaxed), 0);
         (idle, loaded)

@@ -214,7 +214,7 @@ impl Checkers {
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
         let exact = mode.settles_the_table_set();
-        cluster.meta.set_recovery_hook(Arc::new(move || {
+        cluster.meta().set_recovery_hook(Arc::new(move || {
             if let Some(cluster) = weak.upgrade() {
                 me.check_tables_after_recovery(&cluster, exact);
             }
@@ -287,7 +287,7 @@ impl Checkers {
     /// is neither was left behind by a drop or cancel the recovery applied (RisingWave #15144).
     fn check_tables_after_recovery(&self, cluster: &Cluster, exact: bool) {
         let queued: BTreeSet<TableId> = exact
-            .then(|| cluster.meta.scheduler().queued_drop_tables())
+            .then(|| cluster.meta().scheduler().queued_drop_tables())
             .into_iter()
             .flatten()
             .collect();
@@ -298,8 +298,12 @@ impl Checkers {
     /// registered table is the catalog's or one of those.
     fn check_tables(&self, cluster: &Cluster, when: &str, may_also: Option<&BTreeSet<TableId>>) {
         let registered = cluster.hummock.registered_tables();
-        let catalog: BTreeSet<TableId> =
-            cluster.meta.catalog().state_tables().into_iter().collect();
+        let catalog: BTreeSet<TableId> = cluster
+            .meta()
+            .catalog()
+            .state_tables()
+            .into_iter()
+            .collect();
         let missing: Vec<TableId> = catalog.difference(&registered).copied().collect();
         let stale: Vec<TableId> = match may_also {
             Some(also) => registered

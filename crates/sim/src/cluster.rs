@@ -60,7 +60,8 @@ pub enum RecoveryFinding {
 
 pub struct Cluster {
     pub ctx: SimContext,
-    pub meta: MetaNode,
+    /// Meta, reached through one slot (see [`Cluster::meta`]) so that a meta can be replaced.
+    meta_slot: Arc<Mutex<MetaNode>>,
     pub hummock: Arc<HummockManager>,
     pub network: Network,
     pub sinks: SinkRegistry,
@@ -124,8 +125,15 @@ impl Cluster {
             ctx.rng.clone(),
         );
         let mut env = env;
-        let heartbeat_meta = meta.clone();
-        env.heartbeat = Some(Arc::new(move |w| heartbeat_meta.heartbeat(w)));
+        let meta_slot = Arc::new(Mutex::new(meta.clone()));
+        let heartbeat_slot = meta_slot.clone();
+        env.heartbeat = Some(Arc::new(move |w| {
+            let meta = heartbeat_slot
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            meta.heartbeat(w)
+        }));
         let mut nodes = BTreeMap::new();
         for i in 1..=config.compute_nodes {
             let w = WorkerId(i);
@@ -136,12 +144,14 @@ impl Cluster {
             // No compactor: L0 only grows.
             hummock.set_compactor_up(false);
         }
-        let barrier_stats = manager.stats();
+        // The cluster owns the barrier stats: they outlive one meta's barrier manager.
+        let barrier_stats = Arc::new(BarrierManagerStats::default());
+        let manager = manager.with_stats(barrier_stats.clone());
         let manager = tokio::spawn(manager.run());
         let heartbeat_checker = tokio::spawn(meta.clone().run_heartbeat_checker());
         let cluster = Self {
             ctx: ctx.clone(),
-            meta,
+            meta_slot,
             hummock,
             network,
             sinks,
@@ -183,9 +193,18 @@ impl Cluster {
         }
     }
 
+    /// The meta node now serving the cluster (a handle: cheap to clone, and the one place meta is reached,
+    /// so a restarted meta takes the slot's place for every caller).
+    pub fn meta(&self) -> MetaNode {
+        self.meta_slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Wait until the scheduler accepts commands (bootstrap or recovery done).
     pub async fn wait_ready(&self) {
-        while self.meta.scheduler().status() != SchedulerStatus::Ready {
+        while self.meta().scheduler().status() != SchedulerStatus::Ready {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -253,7 +272,7 @@ impl Cluster {
     pub fn remove_node(&self, worker: WorkerId) -> bool {
         let killed = self.kill(worker);
         if killed {
-            self.meta.remove_worker(worker);
+            self.meta().remove_worker(worker);
         }
         killed
     }
@@ -263,7 +282,7 @@ impl Cluster {
         let clock = &self.env.clock;
         let span = vspan!(parent: trace::root(), "restart node", clock, worker_id = worker.0 as i64, generation = tracing::field::Empty);
         let _entered = span.enter();
-        let generation = self.meta.add_worker(worker);
+        let generation = self.meta().add_worker(worker);
         span.record("generation", generation as i64);
         trace::forget(Cause::NodeKilled(worker));
         let node = Arc::new(ComputeNode::start(worker, self.env.clone(), generation));
@@ -310,7 +329,10 @@ impl Cluster {
 
     /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.
     pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
-        let rel = self.meta.relation(table).ok_or(DmlError::NoTable(table))?;
+        let rel = self
+            .meta()
+            .relation(table)
+            .ok_or(DmlError::NoTable(table))?;
         let mapping = rel.mapping();
         let worker_of: BTreeMap<ActorId, WorkerId> =
             rel.actors.iter().map(|a| (a.actor_id, a.worker)).collect();
@@ -334,7 +356,8 @@ impl Cluster {
     /// The jobs still creating and the snapshot rows their backfill has consumed, in all.
     pub fn backfill_progress(&self) -> (usize, u64) {
         let creating: Vec<TableId> = {
-            let catalog = self.meta.catalog();
+            let meta = self.meta();
+            let catalog = meta.catalog();
             let jobs = catalog.relations.values();
             jobs.filter(|r| r.state == epochlab_meta::JobState::Creating)
                 .map(|r| r.id)
@@ -342,7 +365,7 @@ impl Cluster {
         };
         let rows = creating
             .iter()
-            .filter_map(|&id| self.meta.backfill_progress(id))
+            .filter_map(|&id| self.meta().backfill_progress(id))
             .sum();
         (creating.len(), rows)
     }

@@ -152,7 +152,7 @@ pub(crate) fn barrier_report(cluster: &Cluster, what: &str) -> String {
         stats.last_completed_prev_epoch.load(Ordering::Relaxed),
         stats.last_injected_epoch.load(Ordering::Relaxed),
         stats.recoveries.load(Ordering::Relaxed),
-        cluster.meta.scheduler().status(),
+        cluster.meta().scheduler().status(),
         stats.waiting_description()
     )
 }

@@ -32,8 +32,8 @@ pub fn engine_of(cluster: &Arc<Cluster>, topology: Topology) -> Arc<Engine> {
 
 #[async_trait::async_trait]
 impl ClusterClient for SimClusterClient {
-    fn meta(&self) -> &MetaNode {
-        &self.0.meta
+    fn meta(&self) -> MetaNode {
+        self.0.meta()
     }
 
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {

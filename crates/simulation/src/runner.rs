@@ -692,7 +692,7 @@ fn judge(cluster: &Cluster, checkers: &Checkers, report: &mut FileReport, settle
     if report.outcome == Outcome::Passed && settled {
         checkers.check_end(cluster);
     }
-    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let catalog: BTreeSet<TableId> = cluster.meta().catalog().relations.keys().copied().collect();
     let mut violations = cluster.zombie.violations(|job| !catalog.contains(&job));
     violations.extend(checkers.violations());
     report.violations = violations.clone();
@@ -1128,7 +1128,7 @@ impl Play {
         db.execute("WAIT").await.map_err(BackgroundError::Wait)?;
         // `pg_matviews` lists materialized views only.
         let name = name.to_lowercase();
-        match self.cluster().meta.relation_by_name(&name) {
+        match self.cluster().meta().relation_by_name(&name) {
             Some(r) if r.kind != RelationKind::MaterializedView => {
                 Err(BackgroundError::Gone(name.to_string()))
             }
@@ -1162,7 +1162,7 @@ async fn settle(cluster: &Arc<Cluster>) -> Result<(), Stuck> {
         .await
         .map_err(|_| budget("recovery did not finish"))?;
     for _ in 0..3 {
-        match tokio::time::timeout(SETTLE_BUDGET, cluster.meta.flush()).await {
+        match tokio::time::timeout(SETTLE_BUDGET, cluster.meta().flush()).await {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(e)) => {
                 event!(cluster.ctx.log, "slt", "settle flush failed: {e}");

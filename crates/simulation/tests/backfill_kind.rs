@@ -19,7 +19,7 @@ async fn rows(s: &mut Session, sql: &str) -> Vec<String> {
 
 fn relation(cluster: &Cluster, name: &str) -> Relation {
     cluster
-        .meta
+        .meta()
         .relation_by_name(name)
         .unwrap_or_else(|| panic!("{name} is not in meta's catalog"))
 }

@@ -541,7 +541,7 @@ fn six_actors_two_per_worker_at_risingwave_s_ci_topology() {
         .unwrap()
         .take()
         .expect("the hook saw the cluster");
-    let t = cluster.meta.relation_by_name("t").expect("table t");
+    let t = cluster.meta().relation_by_name("t").expect("table t");
     let mut per_worker = std::collections::BTreeMap::new();
     for a in &t.actors {
         *per_worker.entry(a.worker.0).or_insert(0) += 1;

@@ -19,7 +19,7 @@ async fn rows(s: &mut Session, sql: &str) -> Vec<String> {
 
 fn relation(cluster: &Cluster, name: &str) -> Relation {
     cluster
-        .meta
+        .meta()
         .relation_by_name(name)
         .unwrap_or_else(|| panic!("{name} is not in meta's catalog"))
 }
@@ -94,7 +94,7 @@ fn a_sink_over_a_join_is_a_fragment_graph_with_the_sink_at_its_root() {
             !sink.state_tables().contains(&sink.id),
             "a sink has no table of its own"
         );
-        let registered = cluster.meta.hummock().registered_tables();
+        let registered = cluster.meta().hummock().registered_tables();
         for t in sink.state_tables() {
             assert!(registered.contains(&t), "state table {t} registered");
         }
@@ -105,8 +105,8 @@ fn a_sink_over_a_join_is_a_fragment_graph_with_the_sink_at_its_root() {
         assert!(err.contains("depend on it"), "the sink depends on t: {err}");
 
         s.execute("DROP SINK sink").await.unwrap();
-        assert!(cluster.meta.relation_by_name("sink").is_none());
-        let registered = cluster.meta.hummock().registered_tables();
+        assert!(cluster.meta().relation_by_name("sink").is_none());
+        let registered = cluster.meta().hummock().registered_tables();
         for t in sink.state_tables() {
             assert!(!registered.contains(&t), "state table {t} unregistered");
         }
@@ -188,7 +188,7 @@ fn a_sink_is_created_before_its_backfill_ends() {
         assert_eq!(sink.state, JobState::Created);
         s.execute("FLUSH").await.unwrap();
         s.execute("DROP SINK sink").await.unwrap();
-        assert!(cluster.meta.relation_by_name("sink").is_none());
+        assert!(cluster.meta().relation_by_name("sink").is_none());
     });
 }
 
@@ -232,7 +232,7 @@ fn explain_create_sink_shows_the_sink_plan() {
             "{plan:#?}"
         );
         assert!(
-            cluster.meta.relation_by_name("sink_t").is_none(),
+            cluster.meta().relation_by_name("sink_t").is_none(),
             "EXPLAIN creates nothing"
         );
         let err = s

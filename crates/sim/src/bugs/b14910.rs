@@ -253,7 +253,7 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
     let checkers = Checkers::install(&cluster, p.toggles().unwrap_or_default().get::<DropMode>());
     base_network(&cluster);
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let table = meta.create_table("t", types, vec![0], p.parallelism).await;
     let table = table.expect("create table on a fresh cluster");
     for start in (0..p.rows).step_by(1000) {
@@ -334,7 +334,7 @@ async fn await_drop_point(
                 plan.drop_at_rows
             )));
         }
-        let sink = cluster.meta.relation(setup.sink.id);
+        let sink = cluster.meta().relation(setup.sink.id);
         if sink.is_none_or(|r| r.state == JobState::Created) {
             return Err(EarlyEnd::NotReproducible(format!(
                 "the backfill finished before the drop point ({} rows consumed of {} wanted): nothing of it \
@@ -366,7 +366,7 @@ fn fault_candidates(setup: &Setup) -> Vec<WorkerId> {
     }
     let upstream: BTreeSet<WorkerId> = setup
         .cluster
-        .meta
+        .meta()
         .relation(setup.table)
         .map(|t| t.all_actors().map(|a| a.worker).collect())
         .unwrap_or_default();
@@ -397,7 +397,7 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
     let mut dropper = {
         let cluster = cluster.clone();
         let id = setup.sink.id;
-        tokio::spawn(async move { cluster.meta.drop_job(id).await })
+        tokio::spawn(async move { cluster.meta().drop_job(id).await })
     };
     let mut record = DropRecord {
         recoveries_at_drop: stats.recoveries.load(Ordering::Relaxed),
@@ -481,7 +481,7 @@ fn force_recovery(setup: &Setup, record: &mut DropRecord, why: &str) {
 fn fail_next_injection(setup: &Setup, why: &str) -> Option<WorkerId> {
     let busy: BTreeSet<WorkerId> = setup
         .cluster
-        .meta
+        .meta()
         .catalog()
         .relations
         .values()
@@ -556,7 +556,7 @@ async fn settle(setup: &Setup, plan: &FaultPlan) -> Result<(), EarlyEnd> {
             "a second recovery did not finish",
         )));
     }
-    match tokio::time::timeout(budget, cluster.meta.flush()).await {
+    match tokio::time::timeout(budget, cluster.meta().flush()).await {
         Ok(_) => Ok(()),
         Err(_) => Err(EarlyEnd::Stuck(stuck_report(
             cluster,
@@ -584,7 +584,7 @@ fn verdict(
     fill_counts(&mut report, setup);
     check_oracle(setup, p);
     setup.checkers.check_end(cluster);
-    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let catalog: BTreeSet<TableId> = cluster.meta().catalog().relations.keys().copied().collect();
     let zombie = cluster.zombie.violations(|job| !catalog.contains(&job));
     report.violations = zombie;
     report.violations.extend(setup.checkers.violations());

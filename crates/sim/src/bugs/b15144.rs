@@ -222,7 +222,7 @@ async fn setup(
     }
     let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = meta.create_table("t", types, vec![0], 2).await;
     let table = table.map_err(ScenarioError::ddl("create table"))?;
@@ -292,7 +292,7 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
             L0_BUDGET.as_millis()
         )));
     }
-    if cluster.meta.backfill_progress(s.view).is_none() {
+    if cluster.meta().backfill_progress(s.view).is_none() {
         return Err(ScenarioError::NotShown(
             "the view finished its backfill before the kill: there is nothing to cancel".into(),
         ));
@@ -320,7 +320,7 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
     let canceller = {
         let cluster = cluster.clone();
         let view = s.view;
-        tokio::spawn(async move { cluster.meta.cancel_job(view).await })
+        tokio::spawn(async move { cluster.meta().cancel_job(view).await })
     };
     let done = tokio::time::timeout(RECOVERY_BUDGET, async {
         let result = canceller.await;
@@ -382,7 +382,7 @@ async fn write_rows(s: &Setup, draw: &Draw) -> Result<Writes, ScenarioError> {
             });
         }
     }
-    let flushed = tokio::time::timeout(stall, cluster.meta.flush()).await;
+    let flushed = tokio::time::timeout(stall, cluster.meta().flush()).await;
     match flushed {
         Ok(Ok(())) => Ok(Writes::Committed { rows: next }),
         Ok(Err(e)) => Err(ScenarioError::ddl("the flush failed")(e)),

@@ -151,7 +151,7 @@ async fn setup(
     }
     let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Int64];
     let table = meta
         .create_table_distributed("t", types, vec![0, 1], vec![0], 2)
@@ -181,7 +181,7 @@ async fn setup(
 
 fn creating(s: &Setup) -> bool {
     s.cluster
-        .meta
+        .meta()
         .relation(s.view)
         .is_some_and(|r| r.state == JobState::Creating)
 }

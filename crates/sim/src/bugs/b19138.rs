@@ -168,7 +168,7 @@ async fn setup(
 ) -> Result<Setup, ScenarioError> {
     let (cluster, checkers) =
         super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS).await;
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64];
     let table = meta.create_table("t", types, vec![0], 2).await;
     let table = table.map_err(ScenarioError::ddl("create table"))?;
@@ -205,7 +205,7 @@ async fn setup(
 }
 
 fn creating(s: &Setup) -> bool {
-    let rel = s.cluster.meta.relation(s.sink);
+    let rel = s.cluster.meta().relation(s.sink);
     rel.is_some_and(|r| r.state == JobState::Creating)
 }
 
@@ -213,7 +213,7 @@ fn creating(s: &Setup) -> bool {
 fn backfill_actors(
     s: &Setup,
 ) -> Result<Vec<(ActorId, WorkerId, Arc<BackfillActorStats>)>, ScenarioError> {
-    let rel = s.cluster.meta.relation(s.sink);
+    let rel = s.cluster.meta().relation(s.sink);
     let rel = rel.ok_or_else(|| ScenarioError::Placement("sink s is gone".into()))?;
     let all = s.cluster.backfill.of_table(s.progress_table);
     let stats = |a: ActorId| all.iter().find(|(b, _)| *b == a).map(|(_, st)| st.clone());
@@ -278,7 +278,7 @@ async fn scale_in_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     let failed = || s.cluster.failures.first_state_error().is_some();
     let recovered = tokio::time::timeout(SETTLE_BUDGET, async {
         tokio::time::sleep(Duration::from_millis(BARRIER_INTERVAL_MS)).await;
-        while !failed() && s.cluster.meta.scheduler().status() != SchedulerStatus::Ready {
+        while !failed() && s.cluster.meta().scheduler().status() != SchedulerStatus::Ready {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });

@@ -199,7 +199,7 @@ async fn setup(
     }
     let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
     base_network(&cluster);
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = meta.create_table("t", types, vec![0], 1).await;
     let table = table.map_err(ScenarioError::ddl("create table"))?;
@@ -292,7 +292,7 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, ScenarioErro
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         s.cluster.wait_ready().await;
-        s.cluster.meta.flush().await
+        s.cluster.meta().flush().await
     });
     match recovered.await {
         Ok(Ok(())) => Ok(Fault {

@@ -402,7 +402,7 @@ pub(crate) async fn await_created(
     budget: std::time::Duration,
 ) -> Result<(), ScenarioError> {
     let creating = || {
-        let rel = cluster.meta.relation(view);
+        let rel = cluster.meta().relation(view);
         rel.is_some_and(|r| r.state == epochlab_meta::JobState::Creating)
     };
     let failed = || cluster.failures.first_state_error().is_some();
@@ -420,7 +420,7 @@ pub(crate) async fn await_created(
     }
     cluster.wait_ready().await;
     cluster
-        .meta
+        .meta()
         .flush()
         .await
         .map_err(ScenarioError::ddl("the flush failed"))

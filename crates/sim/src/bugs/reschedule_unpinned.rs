@@ -186,7 +186,7 @@ async fn setup(
     cluster
         .network
         .set_latency(RpcKind::VersionDelta, VERSION_DELAY);
-    let meta = &cluster.meta;
+    let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64];
     let table = meta.create_table("t", types, vec![0], 2).await;
     let table = table.map_err(ScenarioError::ddl("create table"))?;
@@ -222,7 +222,7 @@ async fn setup(
 
 fn creating(s: &Setup) -> bool {
     s.cluster
-        .meta
+        .meta()
         .relation(s.view)
         .is_some_and(|r| r.state == JobState::Creating)
 }
@@ -235,7 +235,7 @@ fn failed(s: &Setup) -> bool {
 fn backfill_stats(s: &Setup) -> Result<Vec<Arc<BackfillActorStats>>, ScenarioError> {
     let rel = s
         .cluster
-        .meta
+        .meta()
         .relation(s.view)
         .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
     let actors: Vec<ActorId> = rel.actors.iter().map(|a| a.actor_id).collect();
@@ -335,12 +335,12 @@ async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     tokio::time::sleep(AFTER_BARRIER).await;
     let rel = s
         .cluster
-        .meta
+        .meta()
         .relation(s.view)
         .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
     let swapped = rel.rotated_vnodes(VNODES as usize / 2);
     s.cluster
-        .meta
+        .meta()
         .reschedule(s.view, swapped)
         .await
         .map_err(ScenarioError::ddl("reschedule"))?;

@@ -376,7 +376,7 @@ fn start_drop_or_cancel(run: &Arc<Run>, name: String, cancel: bool) -> Result<()
 
 /// `DROP` (or `CANCEL JOB` when `cancel`) of the job `id`; its name is free again once it is gone.
 async fn drop_or_cancel(run: Arc<Run>, id: TableId, name: String, cancel: bool) {
-    let meta = &run.cluster.meta;
+    let meta = &run.cluster.meta();
     let (result, what) = if cancel {
         (meta.cancel_job(id).await, "cancel")
     } else {
@@ -390,19 +390,19 @@ async fn drop_or_cancel(run: Arc<Run>, id: TableId, name: String, cancel: bool) 
 
 /// `ALTER ... SET STREAMING_RATE_LIMIT` of the job `id`.
 async fn throttle(run: Arc<Run>, id: TableId, name: String, rate_limit: Option<u32>) {
-    let result = run.cluster.meta.set_rate_limit(id, rate_limit).await;
+    let result = run.cluster.meta().set_rate_limit(id, rate_limit).await;
     ddl_result(&run, &format!("throttle {name}"), result);
 }
 
 /// `FLUSH`.
 async fn flush(run: Arc<Run>) {
-    let result = run.cluster.meta.flush().await;
+    let result = run.cluster.meta().flush().await;
     ddl_result(&run, "flush", result);
 }
 
 /// Moves `rotate` vnodes of the job `id` to the next actor.
 async fn reschedule(run: Arc<Run>, id: TableId, name: String, rotate: u32) {
-    let meta = &run.cluster.meta;
+    let meta = &run.cluster.meta();
     let result = match meta.relation(id) {
         Some(rel) => {
             meta.reschedule(id, rel.rotated_vnodes(rotate as usize))
@@ -446,7 +446,7 @@ fn table_row(k: i64, v: i64) -> OwnedRow {
 async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, pk_ks: bool) {
     use epochlab_common::DataType;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
-    let meta = &run.cluster.meta;
+    let meta = &run.cluster.meta();
     // pk (k, s) distributed by k, or pk (k).
     let (pk, dist_key_in_pk) = if pk_ks {
         (vec![0, 2], vec![0])
@@ -488,7 +488,7 @@ async fn create_job(
     job: JobSpec,
     sink_delay: Option<Duration>,
 ) {
-    let meta = &run.cluster.meta;
+    let meta = &run.cluster.meta();
     let options = JobOptions {
         parallelism: job.parallelism as usize,
         rate_limit: job.rate_limit,
@@ -527,7 +527,7 @@ fn watch_name(run: &Arc<Run>, name: &str) -> JoinHandle<()> {
     let name = name.to_string();
     tokio::spawn(async move {
         loop {
-            if let Some(rel) = run.cluster.meta.relation_by_name(&name) {
+            if let Some(rel) = run.cluster.meta().relation_by_name(&name) {
                 lock(&run.names).insert(name, rel.id);
                 return;
             }
@@ -555,7 +555,7 @@ async fn create_view(
     upstreams: Vec<TableId>,
     options: JobOptions,
 ) {
-    let meta = &run.cluster.meta;
+    let meta = &run.cluster.meta();
     let watch = watch_name(&run, &name);
     let result = async {
         let mut descs = Vec::new();
@@ -625,7 +625,7 @@ fn remove_node(run: &Arc<Run>, w: WorkerId) -> Result<(), Skipped> {
     }
     removed.insert(w);
     if lock(&run.dead).remove(&w) {
-        run.cluster.meta.remove_worker(w);
+        run.cluster.meta().remove_worker(w);
     } else {
         run.cluster.remove_node(w);
     }
@@ -687,7 +687,7 @@ async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
 
 /// Whether the scheduler is ready (no recovery running), and how many recoveries have started.
 fn recovery_state(cluster: &Cluster) -> (bool, u64) {
-    let ready = cluster.meta.scheduler().status() == epochlab_barrier::SchedulerStatus::Ready;
+    let ready = cluster.meta().scheduler().status() == epochlab_barrier::SchedulerStatus::Ready;
     let recoveries = cluster.barrier_stats().recoveries.load(Ordering::Relaxed);
     (ready, recoveries)
 }
@@ -780,12 +780,12 @@ async fn settle(run: &Arc<Run>) -> Result<(), Stuck> {
     }
     within(run, "background jobs did not finish", all_created(cluster)).await?;
     within(run, "recovery did not finish", cluster.wait_ready()).await?;
-    let flushed = within(run, "no checkpoint committed", cluster.meta.flush()).await?;
+    let flushed = within(run, "no checkpoint committed", cluster.meta().flush()).await?;
     if let Err(e) = flushed {
         // A recovery between the flush's injection and its commit: once more.
         event!(cluster.ctx.log, "workload", "settle flush failed: {e}");
         within(run, "recovery did not finish", cluster.wait_ready()).await?;
-        let again = within(run, "no checkpoint committed", cluster.meta.flush()).await?;
+        let again = within(run, "no checkpoint committed", cluster.meta().flush()).await?;
         again.map_err(Stuck::Flush)?;
     }
     let mut models = lock(&run.models);
@@ -809,7 +809,7 @@ async fn within<T>(
 async fn lift_rate_limits(run: &Run) -> Result<(), Stuck> {
     let creating: Vec<TableId> = run
         .cluster
-        .meta
+        .meta()
         .catalog()
         .relations
         .values()
@@ -817,10 +817,11 @@ async fn lift_rate_limits(run: &Run) -> Result<(), Stuck> {
         .map(|r| r.id)
         .collect();
     for id in creating {
+        let meta = run.cluster.meta();
         let lifted = within(
             run,
             "a throttle did not finish",
-            run.cluster.meta.set_rate_limit(id, None),
+            meta.set_rate_limit(id, None),
         );
         if let Err(e) = lifted.await? {
             event!(
@@ -836,7 +837,7 @@ async fn lift_rate_limits(run: &Run) -> Result<(), Stuck> {
 async fn all_created(cluster: &Cluster) {
     loop {
         let creating = cluster
-            .meta
+            .meta()
             .catalog()
             .relations
             .values()
@@ -854,7 +855,7 @@ fn judge(run: &Run) -> PlanReport {
     // The commit checks first: an early commit (I4) explains the oracle's difference that follows from it.
     run.checkers.check_end(cluster);
     check_oracle(run);
-    let catalog: BTreeSet<TableId> = cluster.meta.catalog().relations.keys().copied().collect();
+    let catalog: BTreeSet<TableId> = cluster.meta().catalog().relations.keys().copied().collect();
     let mut violations = cluster.zombie.violations(|job| !catalog.contains(&job));
     violations.extend(run.checkers.violations());
     if let Some(failure) = cluster.failures.first_state_error() {
@@ -874,7 +875,13 @@ fn judge(run: &Run) -> PlanReport {
 /// keys the model knows.
 fn check_oracle(run: &Run) {
     let cluster = &run.cluster;
-    let relations: Vec<_> = cluster.meta.catalog().relations.values().cloned().collect();
+    let relations: Vec<_> = cluster
+        .meta()
+        .catalog()
+        .relations
+        .values()
+        .cloned()
+        .collect();
     let views = lock(&run.views).clone();
     for rel in relations.iter().filter(|r| r.state == JobState::Created) {
         if let Some(query) = views.get(&rel.name) {
@@ -950,7 +957,7 @@ fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
     let cluster = &run.cluster;
     let mut upstreams = Vec::new();
     for name in query.upstreams() {
-        let Some(up) = cluster.meta.relation_by_name(name) else {
+        let Some(up) = cluster.meta().relation_by_name(name) else {
             let detail = format!("view {}: its upstream {name} is gone", rel.name);
             run.checkers.violation(Violation::new("oracle", detail));
             return;
