@@ -429,7 +429,7 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr batch stop 3\n"),
         ],
     );
-    let cases: [&[&str]; 18] = [
+    let cases: [&[&str]; 20] = [
         &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],
@@ -442,6 +442,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ci", "--profile", "nightly"],
         &["ci", "--step", "kafka"],
         &["ci", "--profile", "backfill-tests", "--step", "ddl"],
+        &["ci", "--profile", "backfill-tests", "--compute-nodes", "8"],
+        &["ci", "--profile", "backfill-tests", "--jobs", "1"],
         &[
             "ci",
             "--profile",

@@ -122,38 +122,48 @@ fn an_append_only_sink_needs_an_append_only_query_or_force() {
         s.execute("CREATE TABLE t (k int, v int); CREATE TABLE a (k int, v int) APPEND ONLY")
             .await
             .unwrap();
-        for (sql, ok) in [
+        // RisingWave's e2e_test/sink/append_only_sink.slt matches these errors by their first words.
+        let cannot = Some("The sink cannot be append-only");
+        let force = Some("Cannot force the sink to be append-only");
+        for (sql, err) in [
             (
                 "CREATE SINK s1 AS SELECT t.k FROM t JOIN a ON t.k = a.k WITH (connector = 'blackhole', type = 'append-only')",
-                false,
+                cannot,
             ),
             (
                 "CREATE SINK s2 AS SELECT t.k FROM t JOIN a ON t.k = a.k WITH (connector = 'blackhole', type = 'append-only', force_append_only = 'true')",
-                true,
+                None,
             ),
             (
                 "CREATE SINK s3 AS SELECT x.k FROM a x JOIN a y ON x.k = y.k WITH (connector = 'blackhole', type = 'append-only')",
-                true,
+                None,
             ),
             (
                 "CREATE SINK s4 FROM t WITH (connector = 'blackhole', type = 'append-only')",
-                false,
+                cannot,
             ),
             (
                 "CREATE SINK s5 FROM a WITH (connector = 'blackhole', type = 'append-only')",
-                true,
+                None,
             ),
             (
                 "CREATE SINK s6 FROM t WITH (connector = 'blackhole', force_append_only = 'true')",
-                false,
+                force,
             ),
             (
                 "CREATE SINK s7 FROM t WITH (connector = 'blackhole', type = 'sideways')",
-                false,
+                Some("sideways"),
+            ),
+            (
+                "CREATE SINK s8 FROM a WITH (connector = 'blackhole', type = 'append-only', force_append_only = 'maybe')",
+                Some("`force_append_only` must be true or false"),
             ),
         ] {
-            let got = s.execute(sql).await;
-            assert_eq!(got.is_ok(), ok, "{sql}: {got:?}");
+            match (s.execute(sql).await, err) {
+                (Ok(_), None) => {}
+                (Err(e), Some(want)) => assert!(e.to_string().contains(want), "{sql}: {e}"),
+                (got, want) => panic!("{sql}: {got:?}, wanted {want:?}"),
+            }
         }
         let plan = rows(&mut s, "SHOW SINKS").await;
         assert_eq!(plan, ["s2", "s3", "s5"]);

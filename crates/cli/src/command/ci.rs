@@ -80,13 +80,15 @@ pub struct CiCmd {
     #[arg(long, value_name = "M", default_value = "fixed", value_parser = values::mode())]
     pub mode: Mode,
     /// Write the run as JUnit XML: a testsuite per step, a testcase per (file, seed); the files after
-    /// a stop, and steps not run, as skipped
+    /// a stop, and steps not run, as skipped (backfill-tests: one suite, a testcase per (function,
+    /// seed), the functions not run as skipped)
     #[arg(long, value_name = "FILE", value_parser = values::path)]
     pub junit: Option<PathBuf>,
     /// Keep a log per failing (step, seed), as the script's $LOGDIR/<step's log>-<seed>.log: the
     /// script's debug scope (meta's recovery, catalog, DDL and barrier manager; the runner) at DEBUG,
     /// the rest at INFO (RUST_LOG replaces it), ending with the failure; a passing seed's log is
     /// deleted; each kept log goes through `epochlab triage`, and the table names the bug it shows
+    /// (backfill-tests: backfill-tests-<function>-<seed>.log per failing (function, seed))
     #[arg(long, value_name = "DIR", value_parser = values::path, verbatim_doc_comment)]
     pub log_dir: Option<PathBuf>,
     /// Rewrite ROOT/ci-expected.txt, the ratchet, with what this run's steps passed
@@ -106,30 +108,53 @@ pub struct CiCmd {
     pub topology: super::topology::TopologyArgs,
 }
 
-/// The flags of the recovery script's steps, which backfill-tests (functions, not steps) does not take.
+/// The flags of the recovery script's steps, which backfill-tests (functions, not steps, each in the
+/// cluster its risedev profile starts) does not take: a topology, --jobs or --root given is refused.
 fn backfill_tests_alone(cmd: &CiCmd) -> Result<(), CheckError> {
+    let (t, ci_topology) = (&cmd.topology, epochlab_sim::config::Topology::RISINGWAVE_CI);
     let given = [
         ("--step", cmd.step.is_some()),
         ("--shard", cmd.shard.is_some()),
         ("--keep-going", cmd.keep_going),
         ("--update-expected", cmd.update_expected),
         ("--use-arrangement-backfill", cmd.use_arrangement_backfill),
+        ("--jobs", cmd.jobs.is_some()),
+        (
+            "--root",
+            cmd.root != std::path::Path::new(epochlab_simulation::corpus::ROOT),
+        ),
+        (
+            "--frontend-nodes",
+            t.frontend_nodes != ci_topology.frontend_nodes,
+        ),
+        (
+            "--compute-nodes",
+            t.compute_nodes != ci_topology.compute_nodes,
+        ),
+        (
+            "--compute-node-cores",
+            t.compute_node_cores != ci_topology.compute_node_cores,
+        ),
+        (
+            "--compactor-nodes",
+            t.compactor_nodes != ci_topology.compactor_nodes,
+        ),
     ];
     match given.into_iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(CheckError::Exclusive {
             a: "--profile backfill-tests",
             b: flag,
-            reason: "the script's functions each run whole in a cluster of their own; that flag is for the \
-                     recovery script's steps",
+            reason: "the script's functions each run whole, one after another, in the cluster their risedev \
+                     profile starts; that flag is for the recovery script's steps",
         }),
         None => Ok(()),
     }
 }
 
 const CI_AFTER_HELP: &str = "\
-EXIT STATUS: 0 every (step, seed) that ran passed, 1 one failed or got stuck, 2 bad input (a flag, a profile not
-run yet, a root without any step's files, a log directory or JUnit file that cannot be written), one line on
-stderr.";
+EXIT STATUS: 0 every (step, seed) (or backfill-tests' (function, seed)) that ran passed, 1 one failed or got
+stuck, 2 bad input (a flag, a flag the profile does not take, a root without any step's files, a log directory
+or JUnit file that cannot be written), one line on stderr.";
 
 impl CiCmd {
     /// The run configuration, checked.

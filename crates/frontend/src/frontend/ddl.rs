@@ -33,6 +33,8 @@ struct SinkStatement {
 pub(crate) struct SinkWith {
     /// The connector's name, lower case (only `blackhole` runs here; EXPLAIN plans any).
     pub connector: String,
+    /// Options accepted and ignored (noted once the sink is accepted).
+    pub ignored: Vec<String>,
     pub rate_limit: Option<u32>,
     /// `type = 'append-only'` (otherwise an upsert sink).
     pub append_only: bool,
@@ -317,6 +319,11 @@ impl Session {
             "blackhole" => {}
             c => return Err(SqlError::Unsupported(format!("sink connector '{c}'"))),
         }
+        for key in &with.ignored {
+            self.engine.note(format!(
+                "CREATE SINK {name}: option {key} accepted and ignored"
+            ));
+        }
         let rate_limit = with.rate_limit;
         if self.check_free(&name, if_not_exists)? {
             return Ok(Output::Done(0));
@@ -368,9 +375,8 @@ impl Session {
         }
     }
 
-    /// A sink's WITH options: its connector (only `blackhole`), its rate limit (the session's unless
-    /// given), its `type` (`upsert` or `append-only`) and `force_append_only`; any other option noted
-    /// and ignored.
+    /// A sink's WITH options: its connector, its rate limit (the session's unless given), its `type`
+    /// (`upsert` or `append-only`) and `force_append_only`; any other option listed as ignored.
     pub(super) fn sink_with(
         &self,
         name: &str,
@@ -379,7 +385,7 @@ impl Session {
         let mut connector = None;
         let mut rate_limit = self.rate_limit();
         let (mut append_only, mut forced) = (false, false);
-        let mut seen = Vec::new();
+        let (mut seen, mut ignored) = (Vec::new(), Vec::new());
         for (key, value) in options {
             if seen.contains(&key) {
                 return Err(SqlError::DuplicatedOption(key));
@@ -401,10 +407,18 @@ impl Session {
                         }
                     };
                 }
-                "force_append_only" => forced = value.text().eq_ignore_ascii_case("true"),
-                _ => self.engine.note(format!(
-                    "CREATE SINK {name}: option {key} accepted and ignored"
-                )),
+                "force_append_only" => {
+                    forced = match value.text().to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(SqlError::Invalid(
+                                "`force_append_only` must be true or false".into(),
+                            ));
+                        }
+                    };
+                }
+                _ => ignored.push(key),
             }
         }
         let Some(connector) = connector.as_ref().map(|c| c.text().to_ascii_lowercase()) else {
@@ -414,11 +428,12 @@ impl Session {
         };
         if forced && !append_only {
             return Err(SqlError::Invalid(
-                "force_append_only = 'true' needs type = 'append-only'".into(),
+                "Cannot force the sink to be append-only without type = 'append-only'".into(),
             ));
         }
         Ok(SinkWith {
             connector,
+            ignored,
             rate_limit,
             append_only,
             forced,

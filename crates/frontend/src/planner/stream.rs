@@ -312,7 +312,8 @@ pub fn check_sink_type(
 ) -> Result<(), SqlError> {
     if append_only && !forced && !input_append_only {
         return Err(SqlError::Invalid(
-            "an append-only sink over a query with updates or deletes needs force_append_only = 'true'"
+            "The sink cannot be append-only: its query has updates or deletes (force_append_only = 'true' \
+             drops them)"
                 .into(),
         ));
     }

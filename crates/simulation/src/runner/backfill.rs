@@ -99,8 +99,8 @@ pub struct BackfillFn {
 
 /// What the performance functions need (`main` runs them only with `profile=ci-release`, which main-cron
 /// sets): 4 to 8 million rows a table, a scale the simulation is not for.
-const PERFORMANCE: &str = "a release build's scale: 4 to 8 million rows a table (RisingWave's backfill \
-                           performance tests, run with profile=ci-release)";
+const PERFORMANCE: &str = "4 to 8 million rows a table, which the simulation does not hold (RisingWave's \
+                           backfill performance tests, run with profile=ci-release)";
 
 /// The functions in the order of the script's `main` at f21fb9b7915 (the last five with `ci-release`).
 pub const FUNCTIONS: [BackfillFn; 9] = [
@@ -185,7 +185,7 @@ pub const FUNCTIONS: [BackfillFn; 9] = [
         cluster: CI_3CN_1FE,
         calls: &[],
         needs: Some(
-            "an object store whose requests are rate limited (MinIO's api-requests-max = 30), and a release build's scale",
+            "an object store whose requests are rate limited (MinIO's api-requests-max = 30), and millions of rows",
         ),
     },
 ];
