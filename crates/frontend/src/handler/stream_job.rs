@@ -144,40 +144,17 @@ impl Session {
         text: &str,
     ) -> Result<Output, SqlError> {
         let (plan, depends_on) = self.stream_plan(&cv.query, renames)?;
-        check_executors(&plan)?;
-        let vnode_count = self.cluster().meta().config().vnode_count;
-        let table = materialize_table(&plan, vnode_count);
-        let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
         let StreamOp::Materialize { pk, .. } = &plan.op else {
             unreachable!("plan_materialize puts a Materialize at the root")
         };
-        let def = mv_def(&plan, pk, text);
-        let listed = mv_listed_columns(&plan);
-        let name = target.job.as_str();
-        let shown = crate::handler::mv_definition(text);
-        let id = self.register_job_in(
-            target,
-            CatalogKind::MaterializedView,
-            listed,
-            pk.clone(),
-            &shown,
+        let job = GraphJob {
+            kind: RelationKind::MaterializedView,
+            pk: pk.clone(),
+            definition: crate::handler::mv_definition(text),
+            def: mv_def(&plan, pk, text),
             depends_on,
-            None,
-        )?;
-        lock(&self.engine().defs).insert(name.to_string(), def);
-        let created = self
-            .cluster()
-            .meta()
-            .create_streaming_job(
-                name,
-                RelationKind::MaterializedView,
-                graph,
-                vec![table],
-                options,
-            )
-            .await;
-        self.job_created(id, created, |t| Some(*t))?;
-        Ok(Output::Done(0))
+        };
+        self.create_graph_job(target, &plan, job, options).await
     }
 
     /// `CREATE SINK` beyond one table's rows (RisingWave's `gen_sink_plan`): the query's stream plan
@@ -191,30 +168,52 @@ impl Session {
         text: &str,
     ) -> Result<Output, SqlError> {
         let (plan, depends_on) = self.sink_plan(query, with)?;
-        check_executors(&plan)?;
-        let vnode_count = self.cluster().meta().config().vnode_count;
-        let table = materialize_table(&plan, vnode_count);
-        let graph = fragment_graph(&plan, &table, self, BACKFILL_CHUNK_SIZE)?;
         let StreamOp::Sink { pk, .. } = &plan.op else {
             unreachable!("plan_sink puts a Sink at the root")
         };
         let mut def = mv_def(&plan, pk, text);
         def.kind = Kind::Sink;
+        let job = GraphJob {
+            kind: RelationKind::Sink,
+            pk: Vec::new(),
+            definition: crate::handler::sink_definition(text),
+            def,
+            depends_on,
+        };
+        self.create_graph_job(target, &plan, job, options).await
+    }
+
+    /// A planned job's fragment graph built by meta, the job listed in the catalog first.
+    async fn create_graph_job(
+        &self,
+        target: &CreationTarget,
+        plan: &StreamPlan,
+        job: GraphJob,
+        options: JobOptions,
+    ) -> Result<Output, SqlError> {
+        check_executors(plan)?;
+        let vnode_count = self.cluster().meta().config().vnode_count;
+        let table = materialize_table(plan, vnode_count);
+        let graph = fragment_graph(plan, &table, self, BACKFILL_CHUNK_SIZE)?;
+        let catalog_kind = match job.kind {
+            RelationKind::Sink => CatalogKind::Sink,
+            _ => CatalogKind::MaterializedView,
+        };
         let name = target.job.as_str();
         let id = self.register_job_in(
             target,
-            CatalogKind::Sink,
-            mv_listed_columns(&plan),
-            Vec::new(),
-            &crate::handler::sink_definition(text),
-            depends_on,
+            catalog_kind,
+            mv_listed_columns(plan),
+            job.pk,
+            &job.definition,
+            job.depends_on,
             None,
         )?;
-        lock(&self.engine().defs).insert(name.to_string(), def);
+        lock(&self.engine().defs).insert(name.to_string(), job.def);
         let created = self
             .cluster()
             .meta()
-            .create_streaming_job(name, RelationKind::Sink, graph, vec![table], options)
+            .create_streaming_job(name, job.kind, graph, vec![table], options)
             .await;
         self.job_created(id, created, |t| Some(*t))?;
         Ok(Output::Done(0))
@@ -372,6 +371,17 @@ impl Session {
 }
 
 /// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
+/// What the catalog and the front end keep of a graph job beside its plan.
+struct GraphJob {
+    kind: RelationKind,
+    /// The catalog's pk (a sink lists none).
+    pk: Vec<usize>,
+    /// The definition the catalog shows.
+    definition: String,
+    def: Def,
+    depends_on: Vec<u32>,
+}
+
 fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
     let columns = plan.names[..plan.width]
         .iter()
