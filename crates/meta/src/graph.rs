@@ -392,7 +392,6 @@ impl MetaNode {
     }
 }
 
-/// Whether a tree materializes table `id`.
 /// A materialized view's root fragment materializes its table; a sink's root is its one `Sink` (no
 /// other fragment holds one: meta plans the sinks of jobs by kind).
 fn check_root(
@@ -423,6 +422,7 @@ fn check_root(
     }
 }
 
+/// Whether a tree materializes table `id`.
 fn materializes(node: &StreamNode, id: TableId) -> bool {
     node.walk()
         .iter()

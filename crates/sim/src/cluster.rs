@@ -355,8 +355,8 @@ impl Cluster {
 
     /// The jobs still creating and the snapshot rows their backfill has consumed, in all.
     pub fn backfill_progress(&self) -> (usize, u64) {
+        let meta = self.meta();
         let creating: Vec<TableId> = {
-            let meta = self.meta();
             let catalog = meta.catalog();
             let jobs = catalog.relations.values();
             jobs.filter(|r| r.state == epochlab_meta::JobState::Creating)
@@ -365,7 +365,7 @@ impl Cluster {
         };
         let rows = creating
             .iter()
-            .filter_map(|&id| self.meta().backfill_progress(id))
+            .filter_map(|&id| meta.backfill_progress(id))
             .sum();
         (creating.len(), rows)
     }

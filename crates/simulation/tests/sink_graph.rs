@@ -155,6 +155,10 @@ fn an_append_only_sink_needs_an_append_only_query_or_force() {
                 Some("sideways"),
             ),
             (
+                "CREATE SINK s9 FROM t WITH (connector = 'blackhole', type = 'debezium')",
+                None,
+            ),
+            (
                 "CREATE SINK s8 FROM a WITH (connector = 'blackhole', type = 'append-only', force_append_only = 'maybe')",
                 Some("`force_append_only` must be true or false"),
             ),
@@ -166,7 +170,7 @@ fn an_append_only_sink_needs_an_append_only_query_or_force() {
             }
         }
         let plan = rows(&mut s, "SHOW SINKS").await;
-        assert_eq!(plan, ["s2", "s3", "s5"]);
+        assert_eq!(plan, ["s2", "s3", "s5", "s9"]);
     });
 }
 

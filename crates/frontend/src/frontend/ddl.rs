@@ -376,7 +376,7 @@ impl Session {
     }
 
     /// A sink's WITH options: its connector, its rate limit (the session's unless given), its `type`
-    /// (`upsert` or `append-only`) and `force_append_only`; any other option listed as ignored.
+    /// (`append-only`, `upsert` or `debezium`) and `force_append_only`; any other option listed as ignored.
     pub(super) fn sink_with(
         &self,
         name: &str,
@@ -397,12 +397,14 @@ impl Session {
                     rate_limit = positive_u32(&value.datum()?, &key)?;
                 }
                 "type" => {
+                    // RisingWave's legacy `type`: append-only, upsert or debezium (the last two keep
+                    // updates and deletes).
                     append_only = match value.text().to_ascii_lowercase().as_str() {
                         "append-only" => true,
-                        "upsert" => false,
+                        "upsert" | "debezium" => false,
                         other => {
                             return Err(SqlError::Invalid(format!(
-                                "sink type '{other}': expected 'append-only' or 'upsert'"
+                                "sink type '{other}': expected 'append-only', 'upsert' or 'debezium'"
                             )));
                         }
                     };

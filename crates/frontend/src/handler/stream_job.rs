@@ -370,7 +370,6 @@ impl Session {
     }
 }
 
-/// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
 /// What the catalog and the front end keep of a graph job beside its plan.
 struct GraphJob {
     kind: RelationKind,
@@ -382,6 +381,7 @@ struct GraphJob {
     depends_on: Vec<u32>,
 }
 
+/// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
 fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
     let columns = plan.names[..plan.width]
         .iter()
