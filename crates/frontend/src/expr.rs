@@ -8,14 +8,7 @@ use sqlparser::ast::{BinaryOperator, Expr as Ast, InTarget, UnaryOperator, Value
 
 use crate::error::SqlError;
 
-/// A column of a relation as SQL sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Column {
-    pub name: String,
-    pub ty: DataType,
-    /// Its position in the rows the relation is read from.
-    pub src: usize,
-}
+pub use epochlab_meta::sql_catalog::Column;
 
 /// A comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

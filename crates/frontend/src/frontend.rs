@@ -19,20 +19,21 @@ pub(crate) mod ddl;
 mod dml;
 mod words;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_barrier::SchedulerStatus;
 use epochlab_common::{DataType, Datum, OwnedRow, ScalarImpl, TableId};
-use epochlab_meta::{JobState, Relation, RelationKind};
+use epochlab_meta::notification::NotificationVersion;
+use epochlab_meta::{JobState, Relation};
 use sqlparser::ast::{self, Expr as Ast, ObjectName, ObjectNamePart, Query, SqlOption, Statement};
 
 use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef};
-use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
+use crate::catalog::{CatalogCache, ColumnCatalog, RelationKind as CatalogKind};
+pub use crate::catalog::{Def, Kind};
 use crate::cluster_client::ClusterClient;
 use crate::error::SqlError;
-use crate::expr::{Column, format_datum};
+use crate::expr::format_datum;
 use crate::handler::create_table::TableExtras;
 use crate::scalar::ExprNode;
 use crate::session_config::SessionConfig;
@@ -57,55 +58,6 @@ const RECOVER_BUDGET: Duration = Duration::from_secs(600);
 /// The name of the hidden row id column of a table without a primary key (RisingWave's).
 pub const ROW_ID: &str = "_row_id";
 
-/// What a relation is, as SQL names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Table,
-    MaterializedView,
-    Sink,
-}
-
-impl Kind {
-    fn of(kind: RelationKind) -> Self {
-        match kind {
-            RelationKind::Table => Kind::Table,
-            RelationKind::MaterializedView => Kind::MaterializedView,
-            RelationKind::Sink => Kind::Sink,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Table => "table",
-            Kind::MaterializedView => "materialized view",
-            Kind::Sink => "sink",
-        }
-    }
-}
-
-/// What SQL knows of a relation beyond meta's catalog: its columns, its filter, its statement.
-#[derive(Clone, Debug)]
-pub struct Def {
-    pub kind: Kind,
-    /// The columns SQL sees; each `src` is a position in the stored rows.
-    pub columns: Vec<Column>,
-    /// The view's `WHERE` (and its upstream's), over the stored rows.
-    pub filter: Option<ExprNode>,
-    /// A view's columns as expressions over the stored rows (one per column); `None`: each column is the
-    /// stored column at its `src`.
-    pub project: Option<Vec<ExprNode>>,
-    /// A table's stored columns (the visible ones, then `_row_id` when it has no primary key).
-    pub stored: Vec<DataType>,
-    /// A table without a primary key: the last stored column is its hidden row id.
-    pub row_id: bool,
-    /// The table's primary key, as positions in the stored rows.
-    pub pk: Vec<usize>,
-    /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
-    pub append_only: bool,
-    /// The statement that created it (`SHOW JOBS`).
-    pub statement: String,
-}
-
 /// A logical view: its query and its column names.
 #[derive(Clone, Debug)]
 pub struct ViewDef {
@@ -128,10 +80,10 @@ pub enum Output {
 /// What every session over one cluster shares: the cluster, SQL's definitions, the notes.
 pub struct Engine {
     pub cluster: Arc<dyn ClusterClient>,
-    /// The catalog (databases, schemas, relations, users): `Engine::catalog` locks it.
-    pub catalog: Mutex<crate::catalog::Catalog>,
-    pub(crate) defs: Mutex<BTreeMap<String, Def>>,
-    next_row_id: Mutex<BTreeMap<TableId, i64>>,
+    /// The catalog as the sessions of no frontend node see it (meta's, cached).
+    pub(crate) catalog: CatalogCache,
+    /// Each frontend node's catalog cache; `None` while the node is down.
+    frontend_catalogs: Mutex<Vec<Option<Arc<CatalogCache>>>>,
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
     pub default_parallelism: usize,
@@ -142,8 +94,8 @@ pub struct Engine {
 }
 
 /// A frontend node's life. Sessions are its connections: a kill closes them all, and a client reconnects
-/// (to whichever frontend the address gives it next). The frontends share one catalog here (RisingWave's
-/// each keep a cache of meta's), so it survives their kills.
+/// (to whichever frontend the address gives it next). Each keeps its own cache of meta's catalog, dropped
+/// with its kill and rebuilt from meta's snapshot when it restarts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrontendLife {
     pub up: bool,
@@ -177,14 +129,19 @@ impl Engine {
             up: true,
             generation: 0,
         };
+        let meta = cluster.meta();
+        let nodes = frontend_nodes.max(1);
         Arc::new(Self {
+            catalog: CatalogCache::subscribe(&meta),
+            frontend_catalogs: Mutex::new(
+                (0..nodes)
+                    .map(|_| Some(Arc::new(CatalogCache::subscribe(&meta))))
+                    .collect(),
+            ),
             cluster,
-            catalog: Mutex::new(crate::catalog::Catalog::new()),
-            defs: Mutex::default(),
-            next_row_id: Mutex::default(),
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
-            frontends: tokio::sync::watch::Sender::new(vec![life; frontend_nodes.max(1)]),
+            frontends: tokio::sync::watch::Sender::new(vec![life; nodes]),
             next_frontend: Mutex::new(0),
         })
     }
@@ -223,7 +180,8 @@ impl Engine {
     /// Kill frontend `index`: its connections close, their statements in flight fail with `connection
     /// closed`, and their DML writes nothing more. `false` when it was down already (or is no frontend).
     pub fn kill_frontend(&self, index: usize) -> bool {
-        self.frontends
+        let killed = self
+            .frontends
             .send_if_modified(|lives| match lives.get_mut(index) {
                 Some(life) if life.up => {
                     life.up = false;
@@ -231,16 +189,31 @@ impl Engine {
                     true
                 }
                 _ => false,
-            })
+            });
+        if killed && let Some(cache) = lock(&self.frontend_catalogs).get_mut(index) {
+            *cache = None;
+        }
+        killed
     }
 
-    /// Start killed frontend `index` again: new connections may reach it.
+    /// Start killed frontend `index` again: new connections may reach it, and its catalog cache is built
+    /// again from meta's snapshot.
     pub fn restart_frontend(&self, index: usize) {
+        if let Some(cache) = lock(&self.frontend_catalogs).get_mut(index)
+            && cache.is_none()
+        {
+            *cache = Some(Arc::new(CatalogCache::subscribe(&self.cluster.meta())));
+        }
         self.frontends.send_modify(|lives| {
             if let Some(life) = lives.get_mut(index) {
                 life.up = true;
             }
         });
+    }
+
+    /// Frontend `index`'s catalog cache (`None` while it is down).
+    pub fn frontend_catalog(&self, index: usize) -> Option<Arc<CatalogCache>> {
+        lock(&self.frontend_catalogs).get(index).cloned().flatten()
     }
 
     /// Resolves once the connection to `id` has been closed by a kill of its frontend.
@@ -271,7 +244,7 @@ impl Engine {
     /// The relation named `name` in meta's catalog, with SQL's definition of it.
     fn lookup(&self, name: &str) -> Option<(Relation, Def)> {
         let rel = self.cluster.meta().relation_by_name(name)?;
-        let def = lock(&self.defs).get(name).cloned()?;
+        let def = self.catalog().def(name).cloned()?;
         (def.kind == Kind::of(rel.kind)).then_some((rel, def))
     }
 
@@ -286,7 +259,8 @@ impl Engine {
             .filter(|r| r.state == JobState::Creating && r.upstream.is_some())
             .cloned()
             .collect();
-        let defs = lock(&self.defs).clone();
+        let catalog = self.catalog();
+        let defs = catalog.defs();
         relations
             .into_iter()
             .map(|r| {
@@ -308,11 +282,7 @@ impl Engine {
     }
 
     fn row_ids(&self, table: TableId, n: usize) -> i64 {
-        let mut ids = lock(&self.next_row_id);
-        let next = ids.entry(table).or_insert(0);
-        let first = *next;
-        *next += n as i64;
-        first
+        self.cluster.meta().next_row_ids(table, n)
     }
 }
 
@@ -355,6 +325,53 @@ impl Session {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The catalog cache this session reads: its frontend's (the engine's for a session of no node, or of a
+    /// frontend that is down, whose statements fail on their connection anyway).
+    fn catalog_cache(&self) -> Option<Arc<CatalogCache>> {
+        self.frontend
+            .and_then(|id| self.engine.frontend_catalog(id.index))
+    }
+
+    /// The catalog as this session's frontend has it (never held across an await: a later read sees later
+    /// versions).
+    pub fn catalog(&self) -> Arc<crate::catalog::Catalog> {
+        self.catalog_cache()
+            .map_or_else(|| self.engine.catalog(), |c| c.catalog())
+    }
+
+    /// The notification version of the catalog this session reads.
+    pub fn catalog_version(&self) -> NotificationVersion {
+        self.catalog_cache()
+            .map_or_else(|| self.engine.catalog_version(), |c| c.version())
+    }
+
+    /// Change the catalog: meta applies `change` and commits it as a new version, which this session's
+    /// frontend has seen when this returns (RisingWave's frontend waits for the version its DDL returned).
+    pub(crate) fn catalog_write<T, E>(
+        &self,
+        change: impl FnOnce(&mut crate::catalog::Catalog) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let (out, version) = self.engine.cluster.meta().catalog_write(change)?;
+        assert!(
+            self.catalog_version() >= version,
+            "a frontend's catalog is behind the version its own DDL committed"
+        );
+        Ok(out)
+    }
+
+    /// Set the front end's definition of job `name` in the catalog (replacing one of that name).
+    pub(crate) fn set_def(&self, name: String, def: Def) {
+        self.catalog_update(|c| c.set_def(name, def));
+    }
+
+    /// A change to the catalog that cannot fail, committed as [`Session::catalog_write`] commits.
+    pub(crate) fn catalog_update(&self, change: impl FnOnce(&mut crate::catalog::Catalog)) {
+        let Ok(()) = self.catalog_write(|c| {
+            change(c);
+            Ok::<_, std::convert::Infallible>(())
+        });
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -589,7 +606,7 @@ impl CatalogReader for Session {
                 let Some(t) = crate::catalog::system_table::system_table(schema, bare) else {
                     return Err(e.into());
                 };
-                let rows = (t.rows)(&self.engine.catalog());
+                let rows = (t.rows)(&self.catalog());
                 let columns = t.columns().into_iter().map(|c| (c.name, c.ty)).collect();
                 return Ok(RelationRef::Rows { columns, rows });
             }

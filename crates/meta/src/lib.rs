@@ -6,10 +6,12 @@ pub mod catalog;
 pub mod context;
 pub mod graph;
 pub mod meta;
+pub mod notification;
 pub mod progress;
 pub mod recovery;
 pub mod reschedule;
 pub mod scale;
+pub mod sql_catalog;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 pub use catalog::{

@@ -31,7 +31,9 @@ use crate::catalog::{
     RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
+use crate::notification::{CatalogSnapshot, NotificationManager, NotificationVersion};
 use crate::progress::{CreateAborted, Finished};
+use crate::sql_catalog::Catalog as SqlCatalog;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
@@ -176,6 +178,10 @@ pub(crate) struct Ids {
     next_table: u32,
     next_fragment: u32,
     next_actor: u32,
+    /// The next hidden `_row_id` of each table without a primary key: meta hands them out, so that no two
+    /// frontends, and no restarted one, give two rows one id. (RisingWave's row ids come from the table's
+    /// actors, `RowIdGenExecutor`, from their vnode and time.)
+    next_row_id: BTreeMap<TableId, i64>,
 }
 
 pub(crate) struct WorkerInfo {
@@ -199,6 +205,8 @@ pub(crate) struct ClusterState {
 
 pub(crate) struct MetaInner {
     pub catalog: Mutex<Catalog>,
+    /// The SQL catalog, which meta alone writes, and its subscribers (the frontends).
+    pub notification: NotificationManager,
     pub tracker: Mutex<crate::progress::CreateTracker>,
     pub cluster: Mutex<ClusterState>,
     pub ids: Mutex<Ids>,
@@ -481,6 +489,7 @@ impl MetaNode {
         let (scheduler, scheduled) = BarrierScheduler::new();
         let inner = Arc::new(MetaInner {
             catalog: Mutex::default(),
+            notification: NotificationManager::new(SqlCatalog::new()),
             tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState {
                 workers: BTreeMap::new(),
@@ -492,6 +501,7 @@ impl MetaNode {
                 next_table: 1,
                 next_fragment: 1,
                 next_actor: 1,
+                next_row_id: BTreeMap::new(),
             }),
             hummock,
             network,
@@ -516,6 +526,35 @@ impl MetaNode {
 
     pub fn config(&self) -> &MetaConfig {
         &self.inner.config
+    }
+
+    /// Change the SQL catalog (meta's one writer of it): `change` runs on a copy, and when it succeeds the
+    /// copy is committed as the next notification version, which every frontend's subscription sees before
+    /// this returns. A failed change commits nothing.
+    pub fn catalog_write<T, E>(
+        &self,
+        change: impl FnOnce(&mut SqlCatalog) -> Result<T, E>,
+    ) -> Result<(T, NotificationVersion), E> {
+        self.inner.notification.commit(change)
+    }
+
+    /// A frontend's subscription to the SQL catalog: meta's snapshot first, then each committed version.
+    pub fn subscribe_catalog(&self) -> tokio::sync::watch::Receiver<CatalogSnapshot> {
+        self.inner.notification.subscribe()
+    }
+
+    /// The SQL catalog as meta has committed it.
+    pub fn sql_catalog(&self) -> CatalogSnapshot {
+        self.inner.notification.current()
+    }
+
+    /// `n` hidden row ids for new rows of `table`: the first of `n` consecutive ones no row of it has had.
+    pub fn next_row_ids(&self, table: TableId, n: usize) -> i64 {
+        let mut ids = lock(&self.inner.ids);
+        let next = ids.next_row_id.entry(table).or_insert(0);
+        let first = *next;
+        *next += n as i64;
+        first
     }
 
     pub fn hummock(&self) -> &Arc<HummockManager> {

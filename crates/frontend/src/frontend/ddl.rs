@@ -11,7 +11,7 @@ use sqlparser::tokenizer::Token;
 
 use super::words::{SettingValue, Words, parse_one, unsupported_words};
 use super::{
-    Def, Kind, Output, ROW_ID, Session, data_type, distinct_options, ident, listed_columns, lock,
+    Def, Kind, Output, ROW_ID, Session, data_type, distinct_options, ident, listed_columns,
     positive_u32,
 };
 use crate::binder::Binder;
@@ -170,7 +170,7 @@ impl Session {
             None,
         )?;
         self.set_table_extras(id, connector, extras);
-        lock(&self.engine.defs).insert(name.clone(), def);
+        self.set_def(name.clone(), def);
         let created = self
             .cluster()
             .meta()
@@ -238,7 +238,7 @@ impl Session {
             None,
         )?;
         self.list_upstream_key(id, upstream);
-        lock(&self.engine.defs).insert(name.clone(), def);
+        self.set_def(name.clone(), def);
         let created = self
             .cluster()
             .meta()
@@ -350,7 +350,7 @@ impl Session {
             None,
         )?;
         self.list_upstream_key(id, upstream);
-        lock(&self.engine.defs).insert(name.clone(), def);
+        self.set_def(name.clone(), def);
         let options = self.job_options(rate_limit);
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,
@@ -492,7 +492,7 @@ impl Session {
             .relations
             .get(&id)
             .cloned()?;
-        lock(&self.engine.defs).get(&rel.name).cloned()
+        self.catalog().def(&rel.name).cloned()
     }
 
     /// `CREATE VIEW name [(cols)] AS query`: a logical view, its query bound to check it and kept as text.

@@ -12,7 +12,7 @@ use super::drop::relation_kind;
 use super::parse::{Cursor, Name};
 use super::rename::{rename_in_definition, rename_in_query, rename_in_sink};
 use super::{HandlerResult, done};
-use crate::catalog::{CatalogError, RelationKind, TableParallelism};
+use crate::catalog::{Catalog, CatalogError, RelationCatalog, RelationKind, TableParallelism};
 use crate::error::SqlError;
 use crate::frontend::Session;
 
@@ -85,51 +85,26 @@ impl Session {
             }
             other => other?,
         };
-        let engine = self.engine().clone();
-        let mut catalog = engine.catalog();
-        match ch {
-            Change::Rename(to) => {
-                if r.is_table_with_connector()
-                    && let Some(s) = catalog.get_relation(&r.database, &r.schema, &to)
-                {
-                    return Err(CatalogError::Duplicated(s.kind.as_str(), to).into());
-                }
-                catalog.rename_relation(r.id, &to)?;
-                let rel = catalog.relation_mut(r.id).expect("renamed above");
-                rel.definition = rename_definition(&rel.definition, kind, &r.name, &to);
-                for d in catalog.dependents(r.id) {
-                    let dep = catalog.relation_mut(d).expect("a dependent is listed");
-                    if let Some(q) = &dep.view_query
-                        && let Some(renamed) = rename_in_query(q, &r.name, &to)
-                    {
-                        dep.view_query = Some(renamed);
-                    }
-                    let renamed = match (&dep.kind, &dep.index) {
-                        (RelationKind::Index, Some(info)) => Some(format!(
-                            "CREATE INDEX {} ON {to}({})",
-                            dep.name,
-                            info.key.join(", ")
-                        )),
-                        (RelationKind::Sink, _) => rename_in_sink(&dep.definition, &r.name, &to),
-                        _ => rename_in_definition(&dep.definition, &r.name, &to),
-                    };
-                    if let Some(renamed) = renamed {
-                        dep.definition = renamed;
-                    }
+        let parallelism = matches!(ch, Change::Parallelism(_));
+        self.catalog_write(|catalog| {
+            match ch {
+                Change::Rename(to) => rename_relation(catalog, &r, kind, &to)?,
+                Change::Owner(to) => catalog.set_relation_owner(r.id, &to)?,
+                Change::Schema(to) => catalog.set_relation_schema(r.id, &to)?,
+                Change::Parallelism(p) => {
+                    catalog
+                        .relation_mut(r.id)
+                        .expect("resolved above")
+                        .parallelism = p;
                 }
             }
-            Change::Owner(to) => catalog.set_relation_owner(r.id, &to)?,
-            Change::Schema(to) => catalog.set_relation_schema(r.id, &to)?,
-            Change::Parallelism(p) => {
-                catalog
-                    .relation_mut(r.id)
-                    .expect("resolved above")
-                    .parallelism = p;
-                engine.note(format!(
-                    "ALTER {} SET PARALLELISM: recorded in the catalog; the job's actors are not rescheduled",
-                    kind.sql()
-                ));
-            }
+            Ok::<_, SqlError>(())
+        })?;
+        if parallelism {
+            self.engine().note(format!(
+                "ALTER {} SET PARALLELISM: recorded in the catalog; the job's actors are not rescheduled",
+                kind.sql()
+            ));
         }
         done()
     }
@@ -139,17 +114,16 @@ impl Session {
         let Some(ch) = change(c)? else {
             return Err(c.unexpected("RENAME TO or OWNER TO"));
         };
-        let mut catalog = self.engine().catalog();
         match ch {
             Change::Rename(_) if name == self.database => {
                 Err(CatalogError::RenameCurrentDatabase.into())
             }
             Change::Rename(to) => {
-                catalog.rename_database(&name, &to)?;
+                self.catalog_write(|catalog| catalog.rename_database(&name, &to))?;
                 done()
             }
             Change::Owner(to) => {
-                catalog.set_database_owner(&name, &to)?;
+                self.catalog_write(|catalog| catalog.set_database_owner(&name, &to))?;
                 done()
             }
             _ => Err(SqlError::Unsupported("ALTER DATABASE ... SET".into())),
@@ -162,10 +136,13 @@ impl Session {
             return Err(c.unexpected("RENAME TO or OWNER TO"));
         };
         let db = self.database.clone();
-        let mut catalog = self.engine().catalog();
         match ch {
-            Change::Rename(to) => catalog.rename_schema(&db, &name, &to)?,
-            Change::Owner(to) => catalog.set_schema_owner(&db, &name, &to)?,
+            Change::Rename(to) => {
+                self.catalog_write(|catalog| catalog.rename_schema(&db, &name, &to))?
+            }
+            Change::Owner(to) => {
+                self.catalog_write(|catalog| catalog.set_schema_owner(&db, &name, &to))?
+            }
             _ => return Err(SqlError::Unsupported("ALTER SCHEMA ... SET".into())),
         }
         done()
@@ -180,21 +157,25 @@ impl Session {
         };
         let (schema, n) = self.schema_qualified(&name)?;
         let db = self.database.clone();
-        let mut catalog = self.engine().catalog();
-        catalog.schema(&db, &to)?;
-        let schemas = match schema {
-            Some(s) => vec![s],
-            None => catalog.search_schemas(&db, &self.search_path(), &self.user),
-        };
-        let id = schemas
-            .iter()
-            .find_map(|s| catalog.get_connection(&db, s, &n))
-            .map(|x| x.id)
-            .ok_or_else(|| CatalogError::NotFound("connection", n.clone()))?;
-        if catalog.get_connection(&db, &to, &n).is_some() {
-            return Err(CatalogError::Duplicated("connection", n).into());
-        }
-        catalog.connection_mut(id).expect("found above").schema = to;
+        let search_path = self.search_path();
+        let user = self.user.clone();
+        self.catalog_write(|catalog| {
+            catalog.schema(&db, &to)?;
+            let schemas = match schema {
+                Some(s) => vec![s],
+                None => catalog.search_schemas(&db, &search_path, &user),
+            };
+            let id = schemas
+                .iter()
+                .find_map(|s| catalog.get_connection(&db, s, &n))
+                .map(|x| x.id)
+                .ok_or_else(|| CatalogError::NotFound("connection", n.clone()))?;
+            if catalog.get_connection(&db, &to, &n).is_some() {
+                return Err(CatalogError::Duplicated("connection", n));
+            }
+            catalog.connection_mut(id).expect("found above").schema = to;
+            Ok(())
+        })?;
         done()
     }
 }
@@ -206,4 +187,42 @@ fn rename_definition(def: &str, kind: RelationKind, old: &str, new: &str) -> Str
         Some(rest) => format!("CREATE {} {new}{rest}", kind.sql()),
         None => def.to_string(),
     }
+}
+
+/// Rename relation `r` to `to`, with its definition and its dependents' queries and definitions.
+fn rename_relation(
+    catalog: &mut Catalog,
+    r: &RelationCatalog,
+    kind: RelationKind,
+    to: &str,
+) -> Result<(), SqlError> {
+    if r.is_table_with_connector()
+        && let Some(s) = catalog.get_relation(&r.database, &r.schema, to)
+    {
+        return Err(CatalogError::Duplicated(s.kind.as_str(), to.into()).into());
+    }
+    catalog.rename_relation(r.id, to)?;
+    let rel = catalog.relation_mut(r.id).expect("renamed above");
+    rel.definition = rename_definition(&rel.definition, kind, &r.name, to);
+    for d in catalog.dependents(r.id) {
+        let dep = catalog.relation_mut(d).expect("a dependent is listed");
+        if let Some(q) = &dep.view_query
+            && let Some(renamed) = rename_in_query(q, &r.name, to)
+        {
+            dep.view_query = Some(renamed);
+        }
+        let renamed = match (&dep.kind, &dep.index) {
+            (RelationKind::Index, Some(info)) => Some(format!(
+                "CREATE INDEX {} ON {to}({})",
+                dep.name,
+                info.key.join(", ")
+            )),
+            (RelationKind::Sink, _) => rename_in_sink(&dep.definition, &r.name, to),
+            _ => rename_in_definition(&dep.definition, &r.name, to),
+        };
+        if let Some(renamed) = renamed {
+            dep.definition = renamed;
+        }
+    }
+    Ok(())
 }

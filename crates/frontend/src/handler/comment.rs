@@ -40,23 +40,26 @@ impl Session {
             CatalogError::NotFound("table or source", n) => CatalogError::NotFound("table", n),
             e => e,
         })?;
-        let engine = self.engine().clone();
-        let mut catalog = engine.catalog();
-        let rel = catalog.relation_mut(r.id).expect("resolved above");
-        match col {
-            None => rel.description = text,
-            Some(col) => {
-                let i = rel
-                    .columns
-                    .iter()
-                    .position(|x| x.name == col)
-                    .ok_or_else(|| SqlError::Invalid(format!("column \"{col}\" does not exist")))?;
-                match text {
-                    Some(t) => rel.column_descriptions.insert(i, t),
-                    None => rel.column_descriptions.remove(&i),
-                };
+        self.catalog_write(|catalog| {
+            let rel = catalog.relation_mut(r.id).expect("resolved above");
+            match col {
+                None => rel.description = text,
+                Some(col) => {
+                    let i = rel
+                        .columns
+                        .iter()
+                        .position(|x| x.name == col)
+                        .ok_or_else(|| {
+                            SqlError::Invalid(format!("column \"{col}\" does not exist"))
+                        })?;
+                    match text {
+                        Some(t) => rel.column_descriptions.insert(i, t),
+                        None => rel.column_descriptions.remove(&i),
+                    };
+                }
             }
-        }
+            Ok::<_, SqlError>(())
+        })?;
         done()
     }
 }

@@ -32,7 +32,7 @@ pub fn relation_for_job(
     for c in &columns {
         check_valid_column_name(&c.name)?;
     }
-    let schema = session.engine().catalog().creation_schema(
+    let schema = session.catalog().creation_schema(
         &session.database,
         &session.search_path(),
         &session.user,
@@ -67,10 +67,7 @@ impl Session {
         let result = match what.as_str() {
             "DATABASE" => {
                 c.end()?;
-                self.engine()
-                    .catalog()
-                    .create_database(name.last(), &user)
-                    .map(drop)
+                self.catalog_write(|c| c.create_database(name.last(), &user).map(drop))
             }
             "SCHEMA" => {
                 let owner = if c.eat(&["AUTHORIZATION"]) {
@@ -84,9 +81,10 @@ impl Session {
                     [d, s] => (s.clone(), d.clone()),
                     _ => return Err(CatalogError::NameTooLong(name.to_string()).into()),
                 };
-                let mut catalog = self.engine().catalog();
-                catalog.user(&owner)?;
-                catalog.create_schema(&db, &schema, &owner).map(drop)
+                self.catalog_write(|catalog| {
+                    catalog.user(&owner)?;
+                    catalog.create_schema(&db, &schema, &owner).map(drop)
+                })
             }
             _ => {
                 c.expect(&["WITH"])?;
@@ -105,7 +103,7 @@ impl Session {
                     owner: user,
                     kind,
                 };
-                self.engine().catalog().create_connection(conn).map(drop)
+                self.catalog_write(|c| c.create_connection(conn).map(drop))
             }
         };
         match result {
@@ -134,8 +132,8 @@ impl Session {
             "SCHEMA" if cascade => {
                 return Err(SqlError::Unsupported("DROP SCHEMA ... CASCADE".into()));
             }
-            "SCHEMA" => self.engine().catalog().drop_schema(&db, name.last()),
-            "USER" => self.engine().catalog().drop_user(name.last()).map(drop),
+            "SCHEMA" => self.catalog_write(|c| c.drop_schema(&db, name.last())),
+            "USER" => self.catalog_write(|c| c.drop_user(name.last()).map(drop)),
             _ => self.drop_connection(&name),
         };
         match result {
@@ -148,7 +146,7 @@ impl Session {
     }
 
     fn drop_database(&mut self, name: &str) -> Result<(), CatalogError> {
-        let dropped = self.engine().catalog().drop_database(name)?;
+        let dropped = self.catalog_write(|c| c.drop_database(name))?;
         let jobs: Vec<_> = dropped.iter().filter_map(|r| r.table_id).collect();
         if !jobs.is_empty() {
             self.engine().note(format!(
@@ -161,18 +159,20 @@ impl Session {
 
     fn drop_connection(&mut self, name: &super::parse::Name) -> Result<(), CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
-        let mut catalog = self.engine().catalog();
-        let schemas = match schema {
-            Some(s) => vec![s],
-            None => catalog.search_schemas(&self.database, &self.search_path(), &self.user),
-        };
-        let id = schemas
-            .iter()
-            .find_map(|s| catalog.get_connection(&self.database, s, &n))
-            .map(|x| x.id)
-            .ok_or_else(|| CatalogError::NotFound("connection", n.clone()))?;
-        catalog.drop_connection(id);
-        Ok(())
+        let (db, search_path, user) = (&self.database, self.search_path(), &self.user);
+        self.catalog_write(|catalog| {
+            let schemas = match schema {
+                Some(s) => vec![s],
+                None => catalog.search_schemas(db, &search_path, user),
+            };
+            let id = schemas
+                .iter()
+                .find_map(|s| catalog.get_connection(db, s, &n))
+                .map(|x| x.id)
+                .ok_or_else(|| CatalogError::NotFound("connection", n.clone()))?;
+            catalog.drop_connection(id);
+            Ok(())
+        })
     }
 
     /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. No
@@ -225,7 +225,7 @@ impl Session {
             connector: Some(connector.clone()),
             ..RelationCatalog::default()
         };
-        let id = match self.engine().catalog().create_relation(r) {
+        let id = match self.catalog_write(|c| c.create_relation(r)) {
             Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
             other => other?,
         };
@@ -344,7 +344,7 @@ impl Session {
             index: Some(info),
             ..RelationCatalog::default()
         };
-        self.engine().catalog().create_relation(r)?;
+        self.catalog_write(|c| c.create_relation(r))?;
         self.engine().note(
             "CREATE INDEX: an index the stream planner cannot build is catalog only; a query of it reads its table's rows"
                 .into(),
@@ -388,20 +388,22 @@ impl Session {
             Err(SqlError::Unsupported(_)) => return Ok(None),
             Err(e) => return Err(e),
         }
-        let mut catalog = self.engine().catalog();
-        let id = catalog
-            .get_relation(&table.database, &table.schema, index_name)
-            .map(|r| r.id)
-            .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
-        let r = catalog.relation_mut(id).expect("found above");
-        r.kind = RelationKind::Index;
-        r.definition = definition.to_string();
-        r.pk = (0..info.key.len()).collect();
-        r.dist_key = (0..info.dist_key_len).collect();
-        r.index = Some(info.clone());
-        if !r.depends_on.contains(&table.id) {
-            r.depends_on.push(table.id);
-        }
+        self.catalog_write(|catalog| {
+            let id = catalog
+                .get_relation(&table.database, &table.schema, index_name)
+                .map(|r| r.id)
+                .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
+            let r = catalog.relation_mut(id).expect("found above");
+            r.kind = RelationKind::Index;
+            r.definition = definition.to_string();
+            r.pk = (0..info.key.len()).collect();
+            r.dist_key = (0..info.dist_key_len).collect();
+            r.index = Some(info.clone());
+            if !r.depends_on.contains(&table.id) {
+                r.depends_on.push(table.id);
+            }
+            Ok::<_, CatalogError>(())
+        })?;
         Ok(Some(Output::Done(0)))
     }
 }
@@ -574,19 +576,20 @@ impl Session {
     /// A job over one upstream (`upstream`, meta's table) lists the upstream's key among its columns (see
     /// [`add_stream_key`]).
     pub fn list_upstream_key(&self, id: u32, upstream: epochlab_common::TableId) {
-        let mut catalog = self.engine().catalog();
-        let Some(up) = catalog
-            .relations()
-            .find(|x| x.table_id == Some(upstream))
-            .cloned()
-        else {
-            return;
-        };
-        if let Some(r) = catalog.relation_mut(id)
-            && r.pk.is_empty()
-        {
-            add_stream_key(r, &up);
-        }
+        self.catalog_update(|catalog| {
+            let Some(up) = catalog
+                .relations()
+                .find(|x| x.table_id == Some(upstream))
+                .cloned()
+            else {
+                return;
+            };
+            if let Some(r) = catalog.relation_mut(id)
+                && r.pk.is_empty()
+            {
+                add_stream_key(r, &up);
+            }
+        });
     }
 
     /// Meta's answer to the `CREATE` of the job listed as `id`.
@@ -599,16 +602,19 @@ impl Session {
     where
         SqlError: From<E>,
     {
-        let mut catalog = self.engine().catalog();
         match created {
             Ok(v) => {
-                if let Some(r) = catalog.relation_mut(id) {
-                    r.table_id = table_id(&v);
-                }
+                let table_id = table_id(&v);
+                self.catalog_update(|catalog| {
+                    if let Some(r) = catalog.relation_mut(id) {
+                        r.table_id = table_id;
+                    }
+                });
                 Ok(v)
             }
             Err(e) => {
-                let _ = catalog.drop_relation(id, true);
+                // Gone already (another session's drop) is as good.
+                let _ = self.catalog_write(|catalog| catalog.drop_relation(id, true));
                 Err(e.into())
             }
         }
@@ -623,10 +629,12 @@ impl Session {
         connector: Option<String>,
         extras: &super::create_table::TableExtras,
     ) {
-        if let Some(r) = self.engine().catalog().relation_mut(id) {
-            r.connector = connector;
-            r.append_only = extras.append_only;
-        }
+        self.catalog_update(|catalog| {
+            if let Some(r) = catalog.relation_mut(id) {
+                r.connector = connector;
+                r.append_only = extras.append_only;
+            }
+        });
     }
 }
 
@@ -688,7 +696,7 @@ impl Session {
             append_only: true,
             statement: text.trim().to_string(),
         };
-        crate::frontend::lock(&self.engine().defs).insert(job.to_string(), def);
+        self.set_def(job.to_string(), def);
         let parallelism = self.parallelism();
         Ok(self
             .engine()
@@ -702,7 +710,7 @@ impl Session {
 impl Session {
     /// The catalog's `Duplicated` error when a relation goes by the job name `job`.
     pub fn listed_duplicate(&self, job: &str) -> Option<CatalogError> {
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         let r = catalog.relations().find(|r| r.job_name() == job)?;
         Some(CatalogError::Duplicated(r.kind.as_str(), r.name.clone()))
     }

@@ -97,7 +97,7 @@ impl Session {
                 null(),
             ]);
         }
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         for idx in catalog.relations().filter(|x| {
             x.kind == RelationKind::Index
                 && x.index.as_ref().is_some_and(|i| i.primary_table == r.id)

@@ -1,7 +1,9 @@
 //! The entry point of the catalog's and the session's statements (see the module above): [`handle`] gets
 //! every statement first and answers `None` for one that is not of these.
 
-use std::sync::MutexGuard;
+use std::sync::Arc;
+
+use epochlab_meta::notification::NotificationVersion;
 
 use sqlparser::tokenizer::Token;
 
@@ -11,9 +13,14 @@ use crate::error::SqlError;
 use crate::frontend::{Engine, Output, Session};
 
 impl Engine {
-    /// The catalog, locked (never held across an await).
-    pub fn catalog(&self) -> MutexGuard<'_, Catalog> {
-        self.catalog.lock().unwrap_or_else(|e| e.into_inner())
+    /// The catalog as of the newest version meta has notified, as a session of no frontend node reads it.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.catalog()
+    }
+
+    /// The notification version of the catalog sessions of no frontend node read.
+    pub fn catalog_version(&self) -> NotificationVersion {
+        self.catalog.version()
     }
 }
 
@@ -71,7 +78,7 @@ impl Session {
     /// The schema a new relation called `name` goes to, and its bare name.
     pub fn creation_target(&self, name: &Name) -> Result<(String, String), CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         let schema = match schema {
             Some(s) => {
                 catalog.schema(&self.database, &s)?;
@@ -89,7 +96,7 @@ impl Session {
         kind: RelationKind,
     ) -> Result<RelationCatalog, CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         catalog
             .resolve_relation_of_kind(
                 &self.database,
@@ -105,7 +112,7 @@ impl Session {
     /// The relation `name` names, whatever its kind.
     pub fn resolve_any(&self, name: &Name) -> Result<RelationCatalog, CatalogError> {
         let (schema, n) = self.schema_qualified(name)?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         catalog
             .resolve_relation(
                 &self.database,

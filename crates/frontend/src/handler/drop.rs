@@ -66,7 +66,7 @@ impl Session {
     /// first. The catalog decides what goes (and refuses); meta drops the jobs; then the catalog forgets.
     pub(super) async fn drop_relations(&mut self, id: u32, cascade: bool) -> HandlerResult {
         let going: Vec<RelationCatalog> = {
-            let mut trial = self.engine().catalog().clone();
+            let mut trial = crate::catalog::Catalog::clone(&self.catalog());
             trial.drop_relation(id, cascade)?
         };
         for r in going.iter().filter(|r| has_job(r.kind)) {
@@ -82,7 +82,7 @@ impl Session {
         }
         // Another session (or this statement's earlier attempt, cut off by a kill) may have dropped it
         // while meta worked: gone is what was asked.
-        match self.engine().catalog().drop_relation(id, cascade) {
+        match self.catalog_write(|c| c.drop_relation(id, cascade)) {
             Ok(_) | Err(CatalogError::NotFound(..)) => done(),
             Err(e) => Err(e.into()),
         }

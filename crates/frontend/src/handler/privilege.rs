@@ -32,7 +32,7 @@ impl Session {
             objects,
             users,
         };
-        let mut catalog = self.engine().catalog();
+        let catalog = self.catalog();
         check_users(&catalog, &g.users, granted_by.as_deref())?;
         let actions = g.kind.actions(g.actions.as_deref())?;
         let grantor = catalog.user(&self.user)?.id;
@@ -48,9 +48,12 @@ impl Session {
                 })
             })
             .collect();
-        for u in &g.users {
-            catalog.user_mut(u)?.grant(&granted);
-        }
+        self.catalog_write(|catalog| {
+            for u in &g.users {
+                catalog.user_mut(u)?.grant(&granted);
+            }
+            Ok::<_, CatalogError>(())
+        })?;
         done()
     }
 
@@ -67,16 +70,18 @@ impl Session {
             c.eat(&["RESTRICT"]);
         }
         c.end()?;
-        let mut catalog = self.engine().catalog();
-        check_users(&catalog, &users, granted_by.as_deref())?;
+        check_users(&self.catalog(), &users, granted_by.as_deref())?;
         let actions = kind.actions(actions.as_deref())?;
         let revoked: Vec<(Object, Action)> = objects
             .iter()
             .flat_map(|o| actions.iter().map(move |a| (o.clone(), *a)))
             .collect();
-        for u in &users {
-            catalog.user_mut(u)?.revoke(&revoked, grant_option_only);
-        }
+        self.catalog_write(|catalog| {
+            for u in &users {
+                catalog.user_mut(u)?.revoke(&revoked, grant_option_only);
+            }
+            Ok::<_, CatalogError>(())
+        })?;
         done()
     }
 
@@ -84,7 +89,7 @@ impl Session {
     /// ... | ON [TABLE] t, ... | ON MATERIALIZED VIEW m, ... | ON SOURCE s, ...`.
     fn grant_objects(&self, c: &mut Cursor<'_>) -> Result<(GrantKind, Vec<Object>), SqlError> {
         c.expect(&["ON"])?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         let db = &self.database;
         if c.eat(&["DATABASE"]) {
             let names = c.names()?;

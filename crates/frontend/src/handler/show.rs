@@ -89,7 +89,7 @@ impl Session {
 
     /// `SHOW SCHEMAS`: the current database's schemas.
     fn show_schemas(&self) -> HandlerResult {
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         let names = catalog
             .database(&self.database)?
             .schemas
@@ -137,7 +137,7 @@ impl Session {
             None
         };
         c.end()?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         catalog.schema(&self.database, &schema)?;
         let mut names: Vec<String> = catalog
             .relations()
@@ -155,7 +155,7 @@ impl Session {
         let name = c.name()?;
         c.end()?;
         let table = self.resolve_any(&name)?;
-        let catalog = self.engine().catalog();
+        let catalog = self.catalog();
         let rows = catalog
             .relations()
             .filter_map(|r| Some((r, r.index.as_ref()?)))

@@ -13,7 +13,7 @@ use crate::catalog::{
 use crate::error::SqlError;
 use crate::expr::Column;
 use crate::frontend::ddl::SinkWith;
-use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident, lock};
+use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident};
 use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
@@ -117,7 +117,7 @@ impl Session {
         r.schema = target.schema.clone();
         r.depends_on = depends_on;
         r.view_query = view_query;
-        Ok(self.engine().catalog().create_relation(r)?)
+        Ok(self.catalog_write(|c| c.create_relation(r))?)
     }
 
     /// The stream plan of a materialized view's query.
@@ -209,7 +209,7 @@ impl Session {
             job.depends_on,
             None,
         )?;
-        lock(&self.engine().defs).insert(name.to_string(), job.def);
+        self.set_def(name.to_string(), job.def);
         let created = self
             .cluster()
             .meta()

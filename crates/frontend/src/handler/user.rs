@@ -49,7 +49,7 @@ impl Session {
         let mut u = UserCatalog::new(&name);
         while apply_option(&mut u, c)? {}
         c.end()?;
-        self.engine().catalog().create_user(u)?;
+        self.catalog_write(|c| c.create_user(u))?;
         done()
     }
 
@@ -60,17 +60,17 @@ impl Session {
         if c.eat(&["RENAME", "TO"]) {
             let to = c.ident()?;
             c.end()?;
-            self.engine().catalog().rename_user(&name, &to)?;
+            self.catalog_write(|c| c.rename_user(&name, &to))?;
             if self.user == name {
                 self.user = to;
             }
             return done();
         }
         c.eat(&["WITH"]);
-        let mut u = self.engine().catalog().user(&name)?.clone();
+        let mut u = self.catalog().user(&name)?.clone();
         while apply_option(&mut u, c)? {}
         c.end()?;
-        *self.engine().catalog().user_mut(&name)? = u;
+        self.catalog_write(|c| c.user_mut(&name).map(|x| *x = u))?;
         done()
     }
 }

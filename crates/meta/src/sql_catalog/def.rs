@@ -1,0 +1,68 @@
+//! What the front end keeps of each streaming job beyond the relation's catalog entry, and meta stores for
+//! it: the columns SQL sees over the stored rows, a view's filter and projection, a table's stored types,
+//! primary key and hidden row id, and the statement. RisingWave keeps the same in its `TableCatalog` (columns,
+//! `pk`, `row_id_index`, `append_only`, `definition`), which meta owns.
+
+use epochlab_common::DataType;
+use epochlab_common::expr_node::ExprNode;
+
+use crate::catalog::RelationKind;
+
+/// A column of a relation as SQL sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub ty: DataType,
+    /// Its position in the rows the relation is read from.
+    pub src: usize,
+}
+
+/// What a relation is, as SQL names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Table,
+    MaterializedView,
+    Sink,
+}
+
+impl Kind {
+    /// What SQL calls a job of meta's `kind`.
+    pub fn of(kind: RelationKind) -> Self {
+        match kind {
+            RelationKind::Table => Kind::Table,
+            RelationKind::MaterializedView => Kind::MaterializedView,
+            RelationKind::Sink => Kind::Sink,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Table => "table",
+            Kind::MaterializedView => "materialized view",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
+/// What SQL knows of a relation beyond meta's catalog: its columns, its filter, its statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Def {
+    pub kind: Kind,
+    /// The columns SQL sees; each `src` is a position in the stored rows.
+    pub columns: Vec<Column>,
+    /// The view's `WHERE` (and its upstream's), over the stored rows.
+    pub filter: Option<ExprNode>,
+    /// A view's columns as expressions over the stored rows (one per column); `None`: each column is the
+    /// stored column at its `src`.
+    pub project: Option<Vec<ExprNode>>,
+    /// A table's stored columns (the visible ones, then `_row_id` when it has no primary key).
+    pub stored: Vec<DataType>,
+    /// A table without a primary key: the last stored column is its hidden row id.
+    pub row_id: bool,
+    /// The table's primary key, as positions in the stored rows.
+    pub pk: Vec<usize>,
+    /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
+    pub append_only: bool,
+    /// The statement that created it (`SHOW JOBS`).
+    pub statement: String,
+}
