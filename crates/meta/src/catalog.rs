@@ -50,7 +50,7 @@ pub struct ActorPlacement {
     pub vnodes: Arc<Bitmap>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Relation {
     pub id: TableId,
     pub name: String,
@@ -91,7 +91,7 @@ pub struct Relation {
 /// A job's fragment graph as meta keeps it: each fragment's tree as planned (`Exchange` leaves where an edge
 /// enters; each `StreamScan` with its progress table), the global ids and actors of the fragments other than
 /// the root, and the edges (by local id).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobGraph {
     /// Local id of the root fragment (its actors are `Relation::actors`).
     pub root: u32,
@@ -101,7 +101,7 @@ pub struct JobGraph {
 }
 
 /// A fragment of a graph job other than its root.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GraphFragment {
     pub local_id: u32,
     pub fragment_id: FragmentId,
@@ -142,7 +142,7 @@ fn reports_progress(node: &StreamNode) -> bool {
 }
 
 /// A fragment of a job other than its first: its id and its actors.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Fragment {
     pub fragment_id: FragmentId,
     pub actors: Vec<ActorPlacement>,

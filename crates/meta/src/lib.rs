@@ -7,11 +7,13 @@ pub mod context;
 pub mod graph;
 pub mod meta;
 pub mod notification;
+mod persist;
 pub mod progress;
 pub mod recovery;
 pub mod reschedule;
 pub mod scale;
 pub mod sql_catalog;
+pub mod store;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 pub use catalog::{
@@ -21,5 +23,6 @@ pub use catalog::{
 pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
+pub use persist::Committing;
 pub use progress::CreateAborted;
 pub use reschedule::BadAssignment;

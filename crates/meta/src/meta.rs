@@ -32,8 +32,10 @@ use crate::catalog::{
 };
 use crate::context::MetaContext;
 use crate::notification::{CatalogSnapshot, NotificationManager, NotificationVersion};
+use crate::persist::{Committing, Persistence};
 use crate::progress::{CreateAborted, Finished};
 use crate::sql_catalog::Catalog as SqlCatalog;
+use crate::store::{MetaStore, Sequence, StoreOp};
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
@@ -184,6 +186,23 @@ pub(crate) struct Ids {
     next_row_id: BTreeMap<TableId, i64>,
 }
 
+impl Ids {
+    /// The sequences' next values, as the store keeps them.
+    pub(crate) fn sequences(&self) -> Vec<(Sequence, u64)> {
+        let mut out = vec![
+            (Sequence::Table, u64::from(self.next_table)),
+            (Sequence::Fragment, u64::from(self.next_fragment)),
+            (Sequence::Actor, u64::from(self.next_actor)),
+        ];
+        out.extend(
+            self.next_row_id
+                .iter()
+                .map(|(t, next)| (Sequence::RowId(*t), *next as u64)),
+        );
+        out
+    }
+}
+
 pub(crate) struct WorkerInfo {
     pub generation: u64,
     /// Simulated time (µs since the origin) of the last heartbeat.
@@ -207,6 +226,8 @@ pub(crate) struct MetaInner {
     pub catalog: Mutex<Catalog>,
     /// The SQL catalog, which meta alone writes, and its subscribers (the frontends).
     pub notification: NotificationManager,
+    /// The meta store, and what each manager last committed to it.
+    pub persistence: Arc<Persistence>,
     pub tracker: Mutex<crate::progress::CreateTracker>,
     pub cluster: Mutex<ClusterState>,
     pub ids: Mutex<Ids>,
@@ -230,6 +251,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl MetaInner {
+    /// What a new meta's managers start with, committed: the first SQL catalog, the sequences and the
+    /// generation.
+    fn commit_initial_rows(&self) {
+        let snapshot = self.notification.current();
+        self.persistence.commit(vec![StoreOp::PutCatalog(
+            snapshot.version,
+            snapshot.catalog,
+        )]);
+        self.persistence.commit_ids(&lock(&self.ids));
+        self.persistence.commit_cluster(&lock(&self.cluster));
+    }
+
     /// Put a creating job in the catalog: its actors' descriptors, and the dispatchers each upstream actor
     /// adds. The upstream was there when the job was planned, but this create may have waited (for the lock,
     /// behind a reschedule) while a drop took it away: as RisingWave's `start_create_table_procedure` does
@@ -291,16 +324,28 @@ impl MetaInner {
         }
     }
 
-    pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
-        lock(&self.catalog)
+    pub fn catalog(&self) -> Committing<'_, Catalog> {
+        Committing::new(
+            &self.catalog,
+            &self.persistence,
+            Persistence::commit_catalog,
+        )
+    }
+
+    pub fn ids(&self) -> Committing<'_, Ids> {
+        Committing::new(&self.ids, &self.persistence, Persistence::commit_ids)
     }
 
     pub fn tracker(&self) -> std::sync::MutexGuard<'_, crate::progress::CreateTracker> {
         lock(&self.tracker)
     }
 
-    pub fn cluster(&self) -> std::sync::MutexGuard<'_, ClusterState> {
-        lock(&self.cluster)
+    pub fn cluster(&self) -> Committing<'_, ClusterState> {
+        Committing::new(
+            &self.cluster,
+            &self.persistence,
+            Persistence::commit_cluster,
+        )
     }
 
     /// The workers meta believes alive, in id order.
@@ -364,7 +409,7 @@ impl MetaInner {
             return Err(DdlError::NoWorkers);
         }
         let vnodes = Bitmap::partition(self.config.vnode_count.get(), parallelism);
-        let mut ids = lock(&self.ids);
+        let mut ids = self.ids();
         let fragment = FragmentId(ids.next_fragment);
         ids.next_fragment += 1;
         let placement = vnodes
@@ -389,7 +434,7 @@ impl MetaInner {
         &self,
         like: &[ActorPlacement],
     ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
-        let mut ids = lock(&self.ids);
+        let mut ids = self.ids();
         let fragment = FragmentId(ids.next_fragment);
         ids.next_fragment += 1;
         let placement = like
@@ -408,7 +453,7 @@ impl MetaInner {
     }
 
     pub fn next_table_id(&self) -> TableId {
-        let mut ids = lock(&self.ids);
+        let mut ids = self.ids();
         let id = TableId(ids.next_table);
         ids.next_table += 1;
         id
@@ -485,11 +530,14 @@ impl MetaNode {
         log: EventLog,
         clock: Clock,
         rng: SimRng,
+        store: Arc<dyn MetaStore>,
     ) -> (Self, GlobalBarrierManager<MetaContext>) {
         let (scheduler, scheduled) = BarrierScheduler::new();
+        let persistence = Arc::new(Persistence::new(store));
         let inner = Arc::new(MetaInner {
             catalog: Mutex::default(),
             notification: NotificationManager::new(SqlCatalog::new()),
+            persistence: persistence.clone(),
             tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState {
                 workers: BTreeMap::new(),
@@ -515,6 +563,10 @@ impl MetaNode {
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
+        inner.commit_initial_rows();
+        inner.hummock.set_delta_hook(Arc::new(move |delta| {
+            persistence.commit(vec![StoreOp::PushHummockDelta(delta.clone())]);
+        }));
         let manager = GlobalBarrierManager::new(
             Arc::new(MetaContext::new(inner.clone())),
             scheduled,
@@ -535,7 +587,68 @@ impl MetaNode {
         &self,
         change: impl FnOnce(&mut SqlCatalog) -> Result<T, E>,
     ) -> Result<(T, NotificationVersion), E> {
-        self.inner.notification.commit(change)
+        let (out, version) = self.inner.notification.commit(change)?;
+        let committed = self.inner.notification.current();
+        debug_assert_eq!(committed.version, version);
+        self.inner
+            .persistence
+            .commit(vec![StoreOp::PutCatalog(version, committed.catalog)]);
+        Ok((out, version))
+    }
+
+    /// The store meta commits to.
+    pub fn store(&self) -> &Arc<dyn MetaStore> {
+        self.inner.persistence.store()
+    }
+
+    /// The first commit to the store that failed, if one did.
+    pub fn store_error(&self) -> Option<crate::store::MetaStoreError> {
+        self.inner.persistence.error()
+    }
+
+    /// Whether the store holds what live meta has: every manager's rows, the jobs as assembled from their
+    /// rows, and the Hummock version its deltas lead to. Every difference found.
+    pub fn check_store(&self) -> Result<(), Vec<crate::store::StoreMismatch>> {
+        let stored = self.store().load().map_err(|e| vec![e.into()])?;
+        let relations = lock(&self.inner.catalog).relations.clone();
+        let found = stored.mismatches(&self.live_rows(), &relations);
+        if found.is_empty() { Ok(()) } else { Err(found) }
+    }
+
+    /// What the store should hold now, from meta's live state: each manager's rows as it would commit them,
+    /// and Hummock's current version as the one checkpoint.
+    pub fn live_rows(&self) -> crate::store::MetaRows {
+        let inner = &self.inner;
+        let snapshot = inner.notification.current();
+        let mut rows = crate::store::MetaRows {
+            catalog: Some((snapshot.version, snapshot.catalog)),
+            hummock_checkpoint: inner.hummock.current_version(),
+            ..Default::default()
+        };
+        for rel in lock(&inner.catalog).relations.values() {
+            let (job, fragments) = crate::store::job_rows(rel);
+            rows.jobs.insert(job.job_id, job);
+            rows.fragments
+                .extend(fragments.into_iter().map(|f| (f.fragment_id, f)));
+        }
+        let cluster = lock(&inner.cluster);
+        for (id, w) in &cluster.workers {
+            let row = crate::store::WorkerRow::Running {
+                generation: w.generation,
+            };
+            rows.workers.insert(*id, row);
+        }
+        for id in &cluster.removed {
+            rows.workers.insert(*id, crate::store::WorkerRow::Removed);
+        }
+        rows.sequences.extend(lock(&inner.ids).sequences());
+        rows.sequences
+            .insert(Sequence::Generation, cluster.generation);
+        rows.sequences.insert(
+            Sequence::LastAllocatedGeneration,
+            cluster.last_allocated_generation,
+        );
+        rows
     }
 
     /// A frontend's subscription to the SQL catalog: meta's snapshot first, then each committed version.
@@ -550,7 +663,7 @@ impl MetaNode {
 
     /// `n` hidden row ids for new rows of `table`: the first of `n` consecutive ones no row of it has had.
     pub fn next_row_ids(&self, table: TableId, n: usize) -> i64 {
-        let mut ids = lock(&self.inner.ids);
+        let mut ids = self.inner.ids();
         let next = ids.next_row_id.entry(table).or_insert(0);
         let first = *next;
         *next += n as i64;
@@ -655,7 +768,9 @@ impl MetaNode {
         self.inner.live_workers()
     }
 
-    pub fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
+    /// The jobs' catalog, locked (a mutable borrow commits the jobs and their fragments to the store when
+    /// the guard drops).
+    pub fn catalog(&self) -> Committing<'_, Catalog> {
         self.inner.catalog()
     }
 

@@ -448,6 +448,7 @@ mod tests {
             log,
             clock,
             SimRng::new(1),
+            Arc::new(crate::store::MemStore::default()),
         );
         for w in 1..=workers {
             meta.add_worker(WorkerId(w));

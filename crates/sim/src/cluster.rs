@@ -123,6 +123,7 @@ impl Cluster {
             ctx.log.clone(),
             ctx.clock.clone(),
             ctx.rng.clone(),
+            Arc::new(epochlab_meta::store::MemStore::default()),
         );
         let mut env = env;
         let meta_slot = Arc::new(Mutex::new(meta.clone()));

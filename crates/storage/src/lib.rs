@@ -38,7 +38,7 @@ pub use local::{
     LocalIter, LocalStateStore, MEM_TABLE_SPILL_THRESHOLD_BYTES, NewLocalOptions,
     OpConsistencyLevel,
 };
-pub use manager::{CommitOutcome, HummockManager};
+pub use manager::{CommitOutcome, DeltaHook, HummockManager};
 pub use mem_table::{KeyOp, MemTable};
 pub use node::{NodeStorage, NodeStorageStats, SstData, SyncResult};
 pub use version::{GroupChange, GroupId, HummockVersion, VersionDelta};

@@ -25,9 +25,13 @@ pub const MAX_DELTA_HISTORY: usize = 100_000;
 /// Told of every unregister: the tables removed and the reason given.
 pub type UnregisterHook = Arc<dyn Fn(&[TableId], &str) + Send + Sync>;
 
+/// Told of every version delta as it is made (meta's store keeps them).
+pub type DeltaHook = Arc<dyn Fn(&Arc<VersionDelta>) + Send + Sync>;
+
 pub struct HummockManager {
     inner: Mutex<Inner>,
     unregister_hook: Mutex<Option<UnregisterHook>>,
+    delta_hook: Mutex<Option<DeltaHook>>,
     /// The catalog compaction tasks resolve member tables against (meta's); none: every table resolves.
     catalog: Mutex<Option<Arc<dyn CompactionCatalog>>>,
     compaction_stats: Arc<CompactionStats>,
@@ -76,6 +80,7 @@ impl HummockManager {
                 static_groups: BTreeSet::new(),
             }),
             unregister_hook: Mutex::new(None),
+            delta_hook: Mutex::new(None),
             catalog: Mutex::new(None),
             compaction_stats: Arc::default(),
             compactor_up: std::sync::atomic::AtomicBool::new(true),
@@ -94,6 +99,12 @@ impl HummockManager {
             .unregister_hook
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// Call `hook` with every delta from now on, in order (under the version's lock, so it must not call
+    /// back into the manager).
+    pub fn set_delta_hook(&self, hook: DeltaHook) {
+        *self.delta_hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// When compaction runs and when writes stop.
@@ -208,6 +219,9 @@ impl HummockManager {
             group_changes: changes,
         });
         inner.version.apply(&delta);
+        if let Some(hook) = &*self.delta_hook.lock().unwrap_or_else(|e| e.into_inner()) {
+            hook(&delta);
+        }
         inner.deltas.push_back(delta.clone());
         if inner.deltas.len() > MAX_DELTA_HISTORY {
             inner.deltas.pop_front();

@@ -1,0 +1,204 @@
+//! How meta's managers commit to the store ([`crate::store`]). Each keeps its state behind a lock whose guard,
+//! [`Committing`], notes a mutable borrow; when a guard that was borrowed mutably is dropped, the manager's
+//! rows are computed from its state, compared with what it last committed, and the difference committed
+//! while the lock is still held, so the store sees each critical section whole and in order. A store error
+//! is kept (the first one) for the run to report; the in-memory state goes on.
+
+use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use epochlab_common::{FragmentId, TableId, WorkerId};
+
+use crate::catalog::Catalog;
+use crate::meta::{ClusterState, Ids};
+use crate::store::{
+    FragmentRow, MetaStore, MetaStoreError, Sequence, StoreOp, StreamingJobRow, WorkerRow, job_rows,
+};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The store and, per manager, the rows it last committed.
+pub(crate) struct Persistence {
+    store: Arc<dyn MetaStore>,
+    jobs: Mutex<BTreeMap<TableId, StreamingJobRow>>,
+    fragments: Mutex<BTreeMap<FragmentId, FragmentRow>>,
+    workers: Mutex<BTreeMap<WorkerId, WorkerRow>>,
+    sequences: Mutex<BTreeMap<Sequence, u64>>,
+    error: Mutex<Option<MetaStoreError>>,
+}
+
+impl Persistence {
+    pub fn new(store: Arc<dyn MetaStore>) -> Self {
+        Self {
+            store,
+            jobs: Mutex::default(),
+            fragments: Mutex::default(),
+            workers: Mutex::default(),
+            sequences: Mutex::default(),
+            error: Mutex::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn MetaStore> {
+        &self.store
+    }
+
+    /// The first commit that failed, if one did.
+    pub fn error(&self) -> Option<MetaStoreError> {
+        lock(&self.error).clone()
+    }
+
+    /// One commit (nothing when `ops` is empty).
+    pub fn commit(&self, ops: Vec<StoreOp>) {
+        if ops.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.commit(ops) {
+            lock(&self.error).get_or_insert(e);
+        }
+    }
+
+    /// The jobs' catalog: the jobs in one commit, then their fragments in another (RisingWave's catalog and
+    /// fragment managers write separately).
+    pub fn commit_catalog(&self, catalog: &Catalog) {
+        let mut jobs = BTreeMap::new();
+        let mut fragments = BTreeMap::new();
+        for rel in catalog.relations.values() {
+            let (job, rows) = job_rows(rel);
+            jobs.insert(job.job_id, job);
+            fragments.extend(rows.into_iter().map(|f| (f.fragment_id, f)));
+        }
+        let ops = diff(
+            &mut lock(&self.jobs),
+            jobs,
+            |_, j| StoreOp::PutJob(Box::new(j)),
+            StoreOp::DeleteJob,
+        );
+        self.commit(ops);
+        let ops = diff(
+            &mut lock(&self.fragments),
+            fragments,
+            |_, f| StoreOp::PutFragment(f),
+            StoreOp::DeleteFragment,
+        );
+        self.commit(ops);
+    }
+
+    /// The workers and the recovery generation, in one commit.
+    pub fn commit_cluster(&self, cluster: &ClusterState) {
+        let mut workers: BTreeMap<WorkerId, WorkerRow> = cluster
+            .workers
+            .iter()
+            .map(|(id, w)| {
+                let row = WorkerRow::Running {
+                    generation: w.generation,
+                };
+                (*id, row)
+            })
+            .collect();
+        workers.extend(cluster.removed.iter().map(|id| (*id, WorkerRow::Removed)));
+        let mut ops = diff(
+            &mut lock(&self.workers),
+            workers,
+            StoreOp::PutWorker,
+            StoreOp::DeleteWorker,
+        );
+        ops.extend(self.sequence_ops([
+            (Sequence::Generation, cluster.generation),
+            (
+                Sequence::LastAllocatedGeneration,
+                cluster.last_allocated_generation,
+            ),
+        ]));
+        self.commit(ops);
+    }
+
+    /// The id sequences, in one commit.
+    pub fn commit_ids(&self, ids: &Ids) {
+        let ops = self.sequence_ops(ids.sequences());
+        self.commit(ops);
+    }
+
+    fn sequence_ops(&self, now: impl IntoIterator<Item = (Sequence, u64)>) -> Vec<StoreOp> {
+        let mut last = lock(&self.sequences);
+        let mut ops = Vec::new();
+        for (s, v) in now {
+            if last.insert(s, v) != Some(v) {
+                ops.push(StoreOp::PutSequence(s, v));
+            }
+        }
+        ops
+    }
+}
+
+/// The ops that take `last` to `now` (and `last` becomes `now`).
+fn diff<K: Ord + Copy, V: PartialEq + Clone>(
+    last: &mut BTreeMap<K, V>,
+    now: BTreeMap<K, V>,
+    put: impl Fn(K, V) -> StoreOp,
+    delete: impl Fn(K) -> StoreOp,
+) -> Vec<StoreOp> {
+    let mut ops: Vec<StoreOp> = last
+        .keys()
+        .filter(|k| !now.contains_key(k))
+        .map(|k| delete(*k))
+        .collect();
+    last.retain(|k, _| now.contains_key(k));
+    for (k, v) in now {
+        if last.get(&k) != Some(&v) {
+            ops.push(put(k, v.clone()));
+            last.insert(k, v);
+        }
+    }
+    ops
+}
+
+/// A manager's lock, held: a mutable borrow marks it changed, and dropping a changed guard commits the
+/// manager's rows (under the lock).
+pub struct Committing<'a, T> {
+    guard: MutexGuard<'a, T>,
+    changed: bool,
+    persistence: &'a Persistence,
+    commit: fn(&Persistence, &T),
+}
+
+impl<'a, T> Committing<'a, T> {
+    pub(crate) fn new(
+        lock: &'a Mutex<T>,
+        persistence: &'a Persistence,
+        commit: fn(&Persistence, &T),
+    ) -> Self {
+        Self {
+            guard: lock.lock().unwrap_or_else(|e| e.into_inner()),
+            changed: false,
+            persistence,
+            commit,
+        }
+    }
+}
+
+impl<T> Deref for Committing<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for Committing<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.changed = true;
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Committing<'_, T> {
+    fn drop(&mut self) {
+        if self.changed {
+            (self.commit)(self.persistence, &self.guard);
+        }
+    }
+}
