@@ -108,10 +108,10 @@ fn a_row_the_store_lost_is_found() {
     let (&job, _) = rows.jobs.iter().next().expect("the plan left a job");
     let fragment = *rows.fragments.keys().next().unwrap();
     meta.store()
-        .commit(vec![
-            StoreOp::DeleteJob(job),
-            StoreOp::DeleteFragment(fragment),
-        ])
+        .commit(
+            meta.term(),
+            vec![StoreOp::DeleteJob(job), StoreOp::DeleteFragment(fragment)],
+        )
         .unwrap();
     let found = meta.check_store().unwrap_err();
     assert!(found.contains(&StoreMismatch::Jobs(vec![job])), "{found:?}");

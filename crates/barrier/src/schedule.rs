@@ -142,6 +142,14 @@ impl BarrierScheduler {
         self.inner.lock().status.clone()
     }
 
+    /// Meta stops (it was killed): block new commands and fail every queued one, as recovery does.
+    pub fn abort_and_mark_blocked(&self, reason: &str) -> usize {
+        ScheduledBarriers {
+            inner: self.inner.clone(),
+        }
+        .abort_and_mark_blocked(reason)
+    }
+
     /// The state tables of the drops and cancels still queued for a barrier (buffered while recovery ran,
     /// after it pre-applied what it found): their unregister is still to come.
     pub fn queued_drop_tables(&self) -> Vec<TableId> {

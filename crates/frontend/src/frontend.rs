@@ -129,13 +129,12 @@ impl Engine {
             up: true,
             generation: 0,
         };
-        let meta = cluster.meta();
         let nodes = frontend_nodes.max(1);
         Arc::new(Self {
-            catalog: CatalogCache::subscribe(&meta),
+            catalog: CatalogCache::subscribe(cluster.clone()),
             frontend_catalogs: Mutex::new(
                 (0..nodes)
-                    .map(|_| Some(Arc::new(CatalogCache::subscribe(&meta))))
+                    .map(|_| Some(Arc::new(CatalogCache::subscribe(cluster.clone()))))
                     .collect(),
             ),
             cluster,
@@ -202,7 +201,7 @@ impl Engine {
         if let Some(cache) = lock(&self.frontend_catalogs).get_mut(index)
             && cache.is_none()
         {
-            *cache = Some(Arc::new(CatalogCache::subscribe(&self.cluster.meta())));
+            *cache = Some(Arc::new(CatalogCache::subscribe(self.cluster.clone())));
         }
         self.frontends.send_modify(|lives| {
             if let Some(life) = lives.get_mut(index) {
@@ -349,7 +348,7 @@ impl Session {
 
     /// Change the catalog: meta applies `change` and commits it as a new version, which this session's
     /// frontend has seen when this returns (RisingWave's frontend waits for the version its DDL returned).
-    pub(crate) fn catalog_write<T, E>(
+    pub(crate) fn catalog_write<T, E: From<crate::catalog::CatalogError>>(
         &self,
         change: impl FnOnce(&mut crate::catalog::Catalog) -> Result<T, E>,
     ) -> Result<T, E> {
@@ -362,16 +361,24 @@ impl Session {
     }
 
     /// Set the front end's definition of job `name` in the catalog (replacing one of that name).
-    pub(crate) fn set_def(&self, name: String, def: Def) {
-        self.catalog_update(|c| c.set_def(name, def));
+    pub(crate) fn set_def(
+        &self,
+        name: String,
+        def: Def,
+    ) -> Result<(), crate::catalog::CatalogError> {
+        self.catalog_update(|c| c.set_def(name, def))
     }
 
-    /// A change to the catalog that cannot fail, committed as [`Session::catalog_write`] commits.
-    pub(crate) fn catalog_update(&self, change: impl FnOnce(&mut crate::catalog::Catalog)) {
-        let Ok(()) = self.catalog_write(|c| {
+    /// A change to the catalog that cannot fail itself, committed as [`Session::catalog_write`] commits
+    /// (which fails while meta is down).
+    pub(crate) fn catalog_update(
+        &self,
+        change: impl FnOnce(&mut crate::catalog::Catalog),
+    ) -> Result<(), crate::catalog::CatalogError> {
+        self.catalog_write(|c| {
             change(c);
-            Ok::<_, std::convert::Infallible>(())
-        });
+            Ok(())
+        })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {

@@ -147,6 +147,7 @@ impl GlobalBarrierManagerContext for MetaContext {
         to_send: BTreeSet<ActorId>,
         to_collect: BTreeSet<ActorId>,
     ) -> impl Future<Output = BarrierResult<BarrierCompleteResponse>> + Send + 'static {
+        self.inner.issued_epoch(barrier.epoch.curr);
         inject_and_collect(
             self.inner.network.clone(),
             self.inner.clock.clone(),
@@ -231,6 +232,8 @@ impl GlobalBarrierManagerContext for MetaContext {
         scheduled: &ScheduledBarriers,
     ) -> impl Future<Output = RecoveredState> + Send {
         let ctx = Recovery::new(self.inner.clone(), scheduled.clone());
+        // A restarted meta's first barrier goes above every epoch an earlier meta issued.
+        let last_epoch = last_epoch.max(self.inner.epoch_high_water());
         async move {
             let config = &ctx.inner.config;
             epochlab_recovery::recover(

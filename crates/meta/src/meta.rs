@@ -187,6 +187,25 @@ pub(crate) struct Ids {
 }
 
 impl Ids {
+    /// The sequences as `rows` hold them (a new cluster's first values where they hold none).
+    fn loaded(rows: &crate::store::MetaRows) -> Self {
+        let seq = |s: Sequence| rows.sequences.get(&s).copied();
+        let id = |s: Sequence| seq(s).map_or(1, |v| u32::try_from(v).expect("ids are u32"));
+        Self {
+            next_table: id(Sequence::Table),
+            next_fragment: id(Sequence::Fragment),
+            next_actor: id(Sequence::Actor),
+            next_row_id: rows
+                .sequences
+                .iter()
+                .filter_map(|(s, v)| match s {
+                    Sequence::RowId(t) => Some((*t, *v as i64)),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+
     /// The sequences' next values, as the store keeps them.
     pub(crate) fn sequences(&self) -> Vec<(Sequence, u64)> {
         let mut out = vec![
@@ -222,6 +241,34 @@ pub(crate) struct ClusterState {
     pub last_allocated_generation: u64,
 }
 
+impl ClusterState {
+    /// The workers and generations as `rows` hold them; each live worker's heartbeat counts from `now_us`.
+    fn loaded(rows: &crate::store::MetaRows, now_us: u64) -> Self {
+        let seq = |s: Sequence| rows.sequences.get(&s).copied().unwrap_or(1);
+        let mut state = Self {
+            workers: BTreeMap::new(),
+            removed: BTreeSet::new(),
+            generation: seq(Sequence::Generation),
+            last_allocated_generation: seq(Sequence::LastAllocatedGeneration),
+        };
+        for (id, row) in &rows.workers {
+            match row {
+                crate::store::WorkerRow::Running { generation } => {
+                    let info = WorkerInfo {
+                        generation: *generation,
+                        last_heartbeat_us: now_us,
+                    };
+                    state.workers.insert(*id, info);
+                }
+                crate::store::WorkerRow::Removed => {
+                    state.removed.insert(*id);
+                }
+            }
+        }
+        state
+    }
+}
+
 pub(crate) struct MetaInner {
     pub catalog: Mutex<Catalog>,
     /// The SQL catalog, which meta alone writes, and its subscribers (the frontends).
@@ -244,6 +291,8 @@ pub(crate) struct MetaInner {
     /// actors' build until its Add barrier is collected, so that no Update reaches actors their upstream does
     /// not dispatch to yet.
     pub reschedule_lock: tokio::sync::RwLock<()>,
+    /// Killed (`MetaNode::kill`): fenced, its scheduler blocked.
+    pub killed: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -261,6 +310,22 @@ impl MetaInner {
         )]);
         self.persistence.commit_ids(&lock(&self.ids));
         self.persistence.commit_cluster(&lock(&self.cluster));
+    }
+
+    /// A barrier carries `epoch`: the store's high-water mark of issued epochs follows it (written before
+    /// the barrier is sent).
+    pub fn issued_epoch(&self, epoch: epochlab_common::Epoch) {
+        self.persistence
+            .commit_sequence(Sequence::EpochHighWater, epoch.0);
+    }
+
+    /// The highest epoch a barrier of this meta or an earlier one carried.
+    pub fn epoch_high_water(&self) -> epochlab_common::Epoch {
+        epochlab_common::Epoch(
+            self.persistence
+                .sequence(Sequence::EpochHighWater)
+                .unwrap_or(0),
+        )
     }
 
     /// Put a creating job in the catalog: its actors' descriptors, and the dispatchers each upstream actor
@@ -521,8 +586,8 @@ fn by_worker<'a>(
 }
 
 impl MetaNode {
-    /// A meta node and its barrier manager (to be spawned). The scheduler is blocked until the manager's
-    /// bootstrap recovery has run.
+    /// A meta node of a new cluster, over an empty `store`, and its barrier manager (to be spawned). The
+    /// scheduler is blocked until the manager's bootstrap recovery has run.
     pub fn new(
         config: MetaConfig,
         hummock: Arc<HummockManager>,
@@ -532,25 +597,42 @@ impl MetaNode {
         rng: SimRng,
         store: Arc<dyn MetaStore>,
     ) -> (Self, GlobalBarrierManager<MetaContext>) {
+        // An in-memory store neither fails to load nor to be claimed.
+        Self::open(config, hummock, network, log, clock, rng, store)
+            .unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
+    }
+
+    /// A meta node started from what `store` holds (RisingWave's leader start at f21fb9b7915): it claims the
+    /// store (every earlier meta is fenced), loads the ids, the workers (their heartbeats re-armed now), the
+    /// generation, the SQL catalog at its version and the jobs with their fragments; its barrier manager (to
+    /// be spawned) runs the bootstrap recovery. An empty store starts a new cluster.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        config: MetaConfig,
+        hummock: Arc<HummockManager>,
+        network: Network,
+        log: EventLog,
+        clock: Clock,
+        rng: SimRng,
+        store: Arc<dyn MetaStore>,
+    ) -> Result<(Self, GlobalBarrierManager<MetaContext>), crate::store::MetaStoreError> {
+        let rows = store.load()?;
+        let persistence = Arc::new(Persistence::claim(store, &rows)?);
         let (scheduler, scheduled) = BarrierScheduler::new();
-        let persistence = Arc::new(Persistence::new(store));
+        let (version, sql_catalog) = rows
+            .catalog
+            .clone()
+            .unwrap_or_else(|| (0, Arc::new(SqlCatalog::new())));
+        let now = clock.elapsed_us();
         let inner = Arc::new(MetaInner {
-            catalog: Mutex::default(),
-            notification: NotificationManager::new(SqlCatalog::new()),
+            catalog: Mutex::new(Catalog {
+                relations: rows.relations(),
+            }),
+            notification: NotificationManager::at(version, sql_catalog),
             persistence: persistence.clone(),
             tracker: Mutex::default(),
-            cluster: Mutex::new(ClusterState {
-                workers: BTreeMap::new(),
-                removed: BTreeSet::new(),
-                generation: 1,
-                last_allocated_generation: 1,
-            }),
-            ids: Mutex::new(Ids {
-                next_table: 1,
-                next_fragment: 1,
-                next_actor: 1,
-                next_row_id: BTreeMap::new(),
-            }),
+            cluster: Mutex::new(ClusterState::loaded(&rows, now)),
+            ids: Mutex::new(Ids::loaded(&rows)),
             hummock,
             network,
             scheduler,
@@ -560,10 +642,13 @@ impl MetaNode {
             rng,
             on_recovered: Mutex::new(None),
             reschedule_lock: tokio::sync::RwLock::new(()),
+            killed: std::sync::atomic::AtomicBool::new(false),
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
-        inner.commit_initial_rows();
+        if rows.catalog.is_none() {
+            inner.commit_initial_rows();
+        }
         inner.hummock.set_delta_hook(Arc::new(move |delta| {
             persistence.commit(vec![StoreOp::PushHummockDelta(delta.clone())]);
         }));
@@ -573,7 +658,40 @@ impl MetaNode {
             config.barrier,
             config.toggles,
         );
-        (Self { inner }, manager)
+        Ok((Self { inner }, manager))
+    }
+
+    /// Kill this meta: it is fenced (no write of it reaches the store from now on), its scheduler refuses
+    /// and blocks, DDL waiting on a job's creation learns meta stopped, and its catalog notifications end. The
+    /// caller aborts its tasks (the barrier manager, the heartbeat checker). Reads still answer, from the
+    /// state it had.
+    pub fn kill(&self) {
+        let inner = &self.inner;
+        if inner
+            .killed
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        inner.persistence.fence();
+        inner.scheduler.abort_and_mark_blocked("meta is stopped");
+        inner.tracker().drain(CreateAborted::MetaStopped);
+        event!(inner.log, "kill meta", "term={}", inner.persistence.term());
+    }
+
+    /// The highest epoch a barrier of this meta or an earlier one carried, as the store has it.
+    pub fn epoch_high_water(&self) -> epochlab_common::Epoch {
+        self.inner.epoch_high_water()
+    }
+
+    /// Whether this meta has been killed.
+    pub fn is_killed(&self) -> bool {
+        self.inner.killed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The term this meta leads the store with (one more at each restart).
+    pub fn term(&self) -> u64 {
+        self.inner.persistence.term()
     }
 
     pub fn config(&self) -> &MetaConfig {
@@ -582,11 +700,14 @@ impl MetaNode {
 
     /// Change the SQL catalog (meta's one writer of it): `change` runs on a copy, and when it succeeds the
     /// copy is committed as the next notification version, which every frontend's subscription sees before
-    /// this returns. A failed change commits nothing.
-    pub fn catalog_write<T, E>(
+    /// this returns. A failed change commits nothing; a killed meta refuses every change.
+    pub fn catalog_write<T, E: From<crate::sql_catalog::CatalogError>>(
         &self,
         change: impl FnOnce(&mut SqlCatalog) -> Result<T, E>,
     ) -> Result<(T, NotificationVersion), E> {
+        if self.is_killed() {
+            return Err(crate::sql_catalog::CatalogError::MetaUnavailable.into());
+        }
         let (out, version) = self.inner.notification.commit(change)?;
         let committed = self.inner.notification.current();
         debug_assert_eq!(committed.version, version);
@@ -648,6 +769,11 @@ impl MetaNode {
             Sequence::LastAllocatedGeneration,
             cluster.last_allocated_generation,
         );
+        // The barrier manager's epochs are not meta's state: the mark is what was committed.
+        if let Some(e) = inner.persistence.sequence(Sequence::EpochHighWater) {
+            rows.sequences.insert(Sequence::EpochHighWater, e);
+        }
+        rows.term = inner.persistence.term();
         rows
     }
 
@@ -708,6 +834,11 @@ impl MetaNode {
     /// Call `hook` each time recovery has marked the cluster ready.
     pub fn set_recovery_hook(&self, hook: Arc<dyn Fn() + Send + Sync>) {
         *lock(&self.inner.on_recovered) = Some(hook);
+    }
+
+    /// The hook recovery calls when it has marked the cluster ready (a restarted meta keeps the checkers').
+    pub fn recovery_hook(&self) -> Option<Arc<dyn Fn() + Send + Sync>> {
+        lock(&self.inner.on_recovered).clone()
     }
 
     /// A compute node says it is alive.

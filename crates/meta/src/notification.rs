@@ -40,6 +40,13 @@ impl NotificationManager {
         }
     }
 
+    /// Notifications of `catalog` as of `version` (a restarted meta's, from its store).
+    pub fn at(version: NotificationVersion, catalog: Arc<Catalog>) -> Self {
+        Self {
+            tx: watch::Sender::new(CatalogSnapshot { version, catalog }),
+        }
+    }
+
     /// A subscription: its first read is the current snapshot, each later read the newest version.
     pub fn subscribe(&self) -> watch::Receiver<CatalogSnapshot> {
         self.tx.subscribe()

@@ -13,7 +13,8 @@ use epochlab_common::{FragmentId, TableId, WorkerId};
 use crate::catalog::Catalog;
 use crate::meta::{ClusterState, Ids};
 use crate::store::{
-    FragmentRow, MetaStore, MetaStoreError, Sequence, StoreOp, StreamingJobRow, WorkerRow, job_rows,
+    FragmentRow, MetaRows, MetaStore, MetaStoreError, Sequence, StoreOp, StreamingJobRow,
+    WorkerRow, job_rows,
 };
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -23,23 +24,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The store and, per manager, the rows it last committed.
 pub(crate) struct Persistence {
     store: Arc<dyn MetaStore>,
+    /// The term this meta claimed the store with: its writes land only while it leads.
+    term: u64,
     jobs: Mutex<BTreeMap<TableId, StreamingJobRow>>,
     fragments: Mutex<BTreeMap<FragmentId, FragmentRow>>,
     workers: Mutex<BTreeMap<WorkerId, WorkerRow>>,
     sequences: Mutex<BTreeMap<Sequence, u64>>,
     error: Mutex<Option<MetaStoreError>>,
+    fenced: std::sync::atomic::AtomicBool,
 }
 
 impl Persistence {
-    pub fn new(store: Arc<dyn MetaStore>) -> Self {
-        Self {
-            store,
-            jobs: Mutex::default(),
-            fragments: Mutex::default(),
-            workers: Mutex::default(),
-            sequences: Mutex::default(),
+    /// Refuse every later write of this meta (it was killed); the store would refuse them too once another
+    /// meta claims it.
+    pub fn fence(&self) {
+        self.fenced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Claim `store` and start from `rows`, what it held (empty for a new cluster).
+    pub fn claim(store: Arc<dyn MetaStore>, rows: &MetaRows) -> Result<Self, MetaStoreError> {
+        let term = store.claim()?;
+        Ok(Self {
+            term,
+            jobs: Mutex::new(rows.jobs.clone()),
+            fragments: Mutex::new(rows.fragments.clone()),
+            workers: Mutex::new(rows.workers.clone()),
+            sequences: Mutex::new(rows.sequences.clone()),
             error: Mutex::default(),
-        }
+            fenced: std::sync::atomic::AtomicBool::new(false),
+            store,
+        })
     }
 
     pub fn store(&self) -> &Arc<dyn MetaStore> {
@@ -53,10 +68,10 @@ impl Persistence {
 
     /// One commit (nothing when `ops` is empty).
     pub fn commit(&self, ops: Vec<StoreOp>) {
-        if ops.is_empty() {
+        if ops.is_empty() || self.fenced.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        if let Err(e) = self.store.commit(ops) {
+        if let Err(e) = self.store.commit(self.term, ops) {
             lock(&self.error).get_or_insert(e);
         }
     }
@@ -120,6 +135,21 @@ impl Persistence {
     pub fn commit_ids(&self, ids: &Ids) {
         let ops = self.sequence_ops(ids.sequences());
         self.commit(ops);
+    }
+
+    /// One sequence's new value, in a commit of its own (nothing when it has not moved).
+    pub fn commit_sequence(&self, sequence: Sequence, value: u64) {
+        let ops = self.sequence_ops([(sequence, value)]);
+        self.commit(ops);
+    }
+
+    /// A sequence's value as last committed.
+    pub fn sequence(&self, sequence: Sequence) -> Option<u64> {
+        lock(&self.sequences).get(&sequence).copied()
+    }
+
+    pub fn term(&self) -> u64 {
+        self.term
     }
 
     fn sequence_ops(&self, now: impl IntoIterator<Item = (Sequence, u64)>) -> Vec<StoreOp> {

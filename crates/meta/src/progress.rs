@@ -57,6 +57,14 @@ impl CreateTracker {
     }
 
     /// Stop tracking; a waiting DDL fails with `why`.
+    /// Stop tracking every job: each waiter learns `why`.
+    pub fn drain(&mut self, why: CreateAborted) {
+        let jobs: Vec<TableId> = self.jobs.keys().copied().collect();
+        for job in jobs {
+            self.remove(job, why);
+        }
+    }
+
     pub fn remove(&mut self, job: TableId, why: CreateAborted) {
         if let Some(j) = self.jobs.remove(&job)
             && let Some(w) = j.waiter

@@ -339,6 +339,7 @@ impl RecoveryContext for Recovery {
     ) -> RecoveryResult<Epoch> {
         let inner = &self.inner;
         let curr = last_epoch.max(mce).next(&inner.clock);
+        inner.issued_epoch(curr);
         let barrier = Barrier::new(
             EpochPair::new(curr, mce),
             BarrierKind::Initial,

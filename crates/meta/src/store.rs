@@ -30,6 +30,9 @@ pub const MAX_STORED_DELTAS: usize = 4096;
 pub enum MetaStoreError {
     #[error("meta store: {0}")]
     Backend(String),
+    /// A write of a meta that a later one has replaced (RisingWave fences a meta that lost its lease).
+    #[error("meta store: the write of meta term {term} is fenced (term {current} leads)")]
+    Fenced { term: u64, current: u64 },
 }
 
 /// How a job was created (RisingWave's `streaming_job.create_type`).
@@ -83,6 +86,8 @@ pub enum Sequence {
     Generation,
     LastAllocatedGeneration,
     RowId(TableId),
+    /// The highest epoch a barrier has carried (epochlab's own: RisingWave relies on physical time).
+    EpochHighWater,
 }
 
 /// One write in a commit.
@@ -110,6 +115,8 @@ pub struct MetaRows {
     /// The Hummock version the deltas below start from.
     pub hummock_checkpoint: HummockVersion,
     pub hummock_deltas: Vec<Arc<VersionDelta>>,
+    /// The term of the meta that leads: the last to [`MetaStore::claim`] the store.
+    pub term: u64,
 }
 
 impl MetaRows {
@@ -236,8 +243,12 @@ fn assemble(row: &StreamingJobRow, fragments: &BTreeMap<FragmentId, &FragmentRow
 
 /// Where meta's rows go.
 pub trait MetaStore: Send + Sync {
-    /// Apply `ops` whole, or none of them.
-    fn commit(&self, ops: Vec<StoreOp>) -> Result<(), MetaStoreError>;
+    /// A meta starting claims the store: the term it writes under from now on, one above the last. Every
+    /// meta of an earlier term is fenced.
+    fn claim(&self) -> Result<u64, MetaStoreError>;
+
+    /// Apply `ops` whole, or none of them; refused (`Fenced`) unless `term` leads.
+    fn commit(&self, term: u64, ops: Vec<StoreOp>) -> Result<(), MetaStoreError>;
 
     /// Every row.
     fn load(&self) -> Result<MetaRows, MetaStoreError>;
@@ -256,8 +267,20 @@ impl MemStore {
 }
 
 impl MetaStore for MemStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> Result<(), MetaStoreError> {
+    fn claim(&self) -> Result<u64, MetaStoreError> {
         let mut rows = self.rows();
+        rows.term += 1;
+        Ok(rows.term)
+    }
+
+    fn commit(&self, term: u64, ops: Vec<StoreOp>) -> Result<(), MetaStoreError> {
+        let mut rows = self.rows();
+        if term != rows.term {
+            return Err(MetaStoreError::Fenced {
+                term,
+                current: rows.term,
+            });
+        }
         for op in ops {
             rows.apply(op);
         }

@@ -78,8 +78,11 @@ pub struct Cluster {
     /// Each compactor node (1-based, as `compactor-{i}`), up or not.
     compactors: Mutex<Vec<bool>>,
     barrier_stats: Arc<BarrierManagerStats>,
-    manager: JoinHandle<()>,
-    heartbeat_checker: JoinHandle<()>,
+    /// The serving meta's tasks: its barrier manager and its heartbeat checker.
+    manager: Mutex<JoinHandle<()>>,
+    heartbeat_checker: Mutex<JoinHandle<()>>,
+    /// Meta's configuration, for a meta that restarts.
+    meta_config: epochlab_meta::MetaConfig,
     /// Set by the first [`Cluster::shutdown`]; later ones do nothing.
     shut_down: AtomicBool,
 }
@@ -165,8 +168,9 @@ impl Cluster {
             nodes: Mutex::new(nodes),
             compactors: Mutex::new(vec![true; config.compactor_nodes as usize]),
             barrier_stats,
-            manager,
-            heartbeat_checker,
+            manager: Mutex::new(manager),
+            heartbeat_checker: Mutex::new(heartbeat_checker),
+            meta_config: config.meta.clone(),
             shut_down: AtomicBool::new(false),
         };
         cluster.wait_ready().await;
@@ -182,8 +186,8 @@ impl Cluster {
         if self.shut_down.swap(true, Ordering::Relaxed) {
             return;
         }
-        self.manager.abort();
-        self.heartbeat_checker.abort();
+        lock(&self.manager).abort();
+        lock(&self.heartbeat_checker).abort();
         for node in self
             .nodes
             .lock()
@@ -192,6 +196,45 @@ impl Cluster {
         {
             node.kill();
         }
+    }
+
+    /// Kill the serving meta (RisingWave's meta node killed): it is fenced and its tasks end; compute nodes
+    /// go on running their actors with no barrier reaching them, and their heartbeats reach no meta that
+    /// counts them. `false` when it was dead already.
+    pub fn kill_meta(&self) -> bool {
+        let meta = self.meta();
+        if meta.is_killed() {
+            return false;
+        }
+        meta.kill();
+        lock(&self.manager).abort();
+        lock(&self.heartbeat_checker).abort();
+        true
+    }
+
+    /// Start meta again from its store, killing the serving one first if it is alive: the new meta takes
+    /// the slot (every caller reaches it from now on) and its barrier manager runs the bootstrap recovery.
+    /// Returns once the new meta is serving, not once it is ready ([`Cluster::wait_ready`]).
+    pub fn restart_meta(&self) -> Result<(), epochlab_meta::store::MetaStoreError> {
+        self.kill_meta();
+        let old = self.meta();
+        let (meta, manager) = MetaNode::open(
+            self.meta_config.clone(),
+            self.hummock.clone(),
+            self.network.clone(),
+            self.ctx.log.clone(),
+            self.ctx.clock.clone(),
+            self.ctx.rng.clone(),
+            old.store().clone(),
+        )?;
+        if let Some(hook) = old.recovery_hook() {
+            meta.set_recovery_hook(hook);
+        }
+        *lock(&self.meta_slot) = meta.clone();
+        let manager = manager.with_stats(self.barrier_stats.clone());
+        *lock(&self.manager) = tokio::spawn(manager.run());
+        *lock(&self.heartbeat_checker) = tokio::spawn(meta.run_heartbeat_checker());
+        Ok(())
     }
 
     /// The meta node now serving the cluster (a handle: cheap to clone, and the one place meta is reached,
@@ -414,4 +457,8 @@ impl Cluster {
         }
         out
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -169,8 +169,8 @@ impl Session {
             Vec::new(),
             None,
         )?;
-        self.set_table_extras(id, connector, extras);
-        self.set_def(name.clone(), def);
+        self.set_table_extras(id, connector, extras)?;
+        self.set_def(name.clone(), def)?;
         let created = self
             .cluster()
             .meta()
@@ -237,8 +237,8 @@ impl Session {
             self.job_dependencies(upstream, &cv.query),
             None,
         )?;
-        self.list_upstream_key(id, upstream);
-        self.set_def(name.clone(), def);
+        self.list_upstream_key(id, upstream)?;
+        self.set_def(name.clone(), def)?;
         let created = self
             .cluster()
             .meta()
@@ -349,8 +349,8 @@ impl Session {
             self.job_dependencies(upstream, &query),
             None,
         )?;
-        self.list_upstream_key(id, upstream);
-        self.set_def(name.clone(), def);
+        self.list_upstream_key(id, upstream)?;
+        self.set_def(name.clone(), def)?;
         let options = self.job_options(rate_limit);
         let sink = SinkOptions {
             kind: SinkKind::Blackhole,

@@ -575,7 +575,11 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
 impl Session {
     /// A job over one upstream (`upstream`, meta's table) lists the upstream's key among its columns (see
     /// [`add_stream_key`]).
-    pub fn list_upstream_key(&self, id: u32, upstream: epochlab_common::TableId) {
+    pub fn list_upstream_key(
+        &self,
+        id: u32,
+        upstream: epochlab_common::TableId,
+    ) -> Result<(), CatalogError> {
         self.catalog_update(|catalog| {
             let Some(up) = catalog
                 .relations()
@@ -589,7 +593,7 @@ impl Session {
             {
                 add_stream_key(r, &up);
             }
-        });
+        })
     }
 
     /// Meta's answer to the `CREATE` of the job listed as `id`.
@@ -609,7 +613,7 @@ impl Session {
                     if let Some(r) = catalog.relation_mut(id) {
                         r.table_id = table_id;
                     }
-                });
+                })?;
                 Ok(v)
             }
             Err(e) => {
@@ -628,13 +632,13 @@ impl Session {
         id: u32,
         connector: Option<String>,
         extras: &super::create_table::TableExtras,
-    ) {
+    ) -> Result<(), CatalogError> {
         self.catalog_update(|catalog| {
             if let Some(r) = catalog.relation_mut(id) {
                 r.connector = connector;
                 r.append_only = extras.append_only;
             }
-        });
+        })
     }
 }
 
@@ -696,7 +700,7 @@ impl Session {
             append_only: true,
             statement: text.trim().to_string(),
         };
-        self.set_def(job.to_string(), def);
+        self.set_def(job.to_string(), def)?;
         let parallelism = self.parallelism();
         Ok(self
             .engine()

@@ -209,7 +209,7 @@ impl Session {
             job.depends_on,
             None,
         )?;
-        self.set_def(name.to_string(), job.def);
+        self.set_def(name.to_string(), job.def)?;
         let created = self
             .cluster()
             .meta()

@@ -5,6 +5,9 @@ use super::RelationKind;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CatalogError {
+    /// The catalog's writer, meta, is down: RisingWave's frontend sees its meta client's gRPC error.
+    #[error("gRPC request to meta service failed: The service is currently unavailable")]
+    MetaUnavailable,
     /// `table not found: t`.
     #[error("Catalog error: {0} not found: {1}")]
     NotFound(&'static str, String),
