@@ -293,6 +293,8 @@ pub(crate) struct MetaInner {
     pub reschedule_lock: tokio::sync::RwLock<()>,
     /// Killed (`MetaNode::kill`): fenced, its scheduler blocked.
     pub killed: std::sync::atomic::AtomicBool,
+    /// Its first recovery (the bootstrap) has marked the cluster ready.
+    pub bootstrapped: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -310,6 +312,62 @@ impl MetaInner {
         )]);
         self.persistence.commit_ids(&lock(&self.ids));
         self.persistence.commit_cluster(&lock(&self.cluster));
+    }
+
+    /// Change the SQL catalog and commit it: the next notification version, then the store.
+    pub fn catalog_write<T, E>(
+        &self,
+        change: impl FnOnce(&mut SqlCatalog) -> Result<T, E>,
+    ) -> Result<(T, NotificationVersion), E> {
+        let (out, version) = self.notification.commit(change)?;
+        let committed = self.notification.current();
+        debug_assert_eq!(committed.version, version);
+        self.persistence
+            .commit(vec![StoreOp::PutCatalog(version, committed.catalog)]);
+        Ok((out, version))
+    }
+
+    /// A restarted meta's bootstrap (RisingWave's leader cleans dirty jobs with their catalog entries, which
+    /// it writes in one place): SQL relations of a streaming job whose job is gone are dropped (a create the
+    /// kill cut off, whose front end could not take its entry back, or a drop it cut off half-way), and one
+    /// whose job survived but was never told its id learns it. Only at a restarted meta's bootstrap: no DDL
+    /// of a live front end is then between its catalog entry and its job.
+    pub fn clean_orphan_relations(&self) {
+        use std::sync::atomic::Ordering;
+        if self.persistence.term() <= 1 || self.bootstrapped.load(Ordering::Relaxed) {
+            return;
+        }
+        let jobs: BTreeMap<TableId, String> = lock(&self.catalog)
+            .relations
+            .values()
+            .map(|r| (r.id, r.name.clone()))
+            .collect();
+        let by_name: BTreeMap<&str, TableId> =
+            jobs.iter().map(|(id, name)| (name.as_str(), *id)).collect();
+        let log = &self.log;
+        let Ok(((), _)) = self.catalog_write(|c| {
+            let listed: Vec<_> = c
+                .relations()
+                .filter(|r| r.kind.has_job())
+                .map(|r| (r.id, r.table_id, r.job_name(), r.kind))
+                .collect();
+            for (id, table_id, job, kind) in listed {
+                match table_id {
+                    Some(t) if jobs.contains_key(&t) => {}
+                    // A catalog-only index never had a job.
+                    None if kind == crate::sql_catalog::RelationKind::Index => {}
+                    None if by_name.contains_key(job.as_str()) => {
+                        let r = c.relation_mut(id).expect("listed above");
+                        r.table_id = by_name.get(job.as_str()).copied();
+                    }
+                    _ => {
+                        event!(log, "recovery step", "clean orphan relation {job} id={id}");
+                        let _ = c.drop_relation(id, true);
+                    }
+                }
+            }
+            Ok::<_, std::convert::Infallible>(())
+        });
     }
 
     /// A barrier carries `epoch`: the store's high-water mark of issued epochs follows it (written before
@@ -643,6 +701,7 @@ impl MetaNode {
             on_recovered: Mutex::new(None),
             reschedule_lock: tokio::sync::RwLock::new(()),
             killed: std::sync::atomic::AtomicBool::new(false),
+            bootstrapped: std::sync::atomic::AtomicBool::new(false),
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
@@ -708,13 +767,7 @@ impl MetaNode {
         if self.is_killed() {
             return Err(crate::sql_catalog::CatalogError::MetaUnavailable.into());
         }
-        let (out, version) = self.inner.notification.commit(change)?;
-        let committed = self.inner.notification.current();
-        debug_assert_eq!(committed.version, version);
-        self.inner
-            .persistence
-            .commit(vec![StoreOp::PutCatalog(version, committed.catalog)]);
-        Ok((out, version))
+        self.inner.catalog_write(change)
     }
 
     /// The store meta commits to.

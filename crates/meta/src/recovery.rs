@@ -208,6 +208,8 @@ impl RecoveryContext for Recovery {
                 .remove(id, CreateAborted::CleanedByRecovery);
             tables.extend(rel.state_tables());
         }
+        drop(catalog);
+        self.inner.clean_orphan_relations();
         tables
     }
 
@@ -395,6 +397,9 @@ impl RecoveryContext for Recovery {
 
     fn mark_ready(&self) {
         self.scheduled.mark_ready();
+        self.inner
+            .bootstrapped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let hook = self
             .inner
             .on_recovered

@@ -68,6 +68,12 @@ impl RelationKind {
         }
     }
 
+    /// Whether a relation of this kind is a streaming job of meta's (a view, or a catalog-only index, is
+    /// not; a source is backed by a table job).
+    pub fn has_job(self) -> bool {
+        !matches!(self, RelationKind::View)
+    }
+
     /// As SQL spells it (`DROP MATERIALIZED VIEW`).
     pub fn sql(self) -> &'static str {
         match self {

@@ -131,3 +131,83 @@ fn a_20_s_meta_outage_expires_no_live_worker() {
         cluster.shutdown();
     });
 }
+
+/// A cluster with a table of 400 rows and a session that backfills at 10 rows a second an actor.
+async fn slow_backfill(cluster: &Arc<Cluster>) -> Session {
+    let mut s = Session::new(epochlab_simulation::engine(cluster, 2));
+    s.execute(
+        "CREATE TABLE t (k int PRIMARY KEY, v int); \
+         INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 400) AS g(x); FLUSH; \
+         SET STREAMING_RATE_LIMIT = 10",
+    )
+    .await
+    .unwrap();
+    s
+}
+
+#[test]
+fn a_background_view_resumes_after_a_meta_restart_and_is_created_once() {
+    run(10, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = slow_backfill(&cluster).await;
+        s.execute("SET BACKGROUND_DDL = true; CREATE MATERIALIZED VIEW m AS SELECT k, v FROM t")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(rows(&mut s, "SHOW JOBS").await.len(), 1, "still creating");
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert_eq!(rows(&mut s, "SHOW JOBS").await.len(), 1, "resumed");
+        s.execute("WAIT").await.unwrap();
+        assert_eq!(
+            rows(&mut s, "SELECT count(*), sum(k) FROM m").await,
+            [["400".to_string(), "80200".to_string()]]
+        );
+        let named_m =
+            |c: &epochlab_meta::Catalog| c.relations.values().filter(|r| r.name == "m").count();
+        assert_eq!(named_m(&cluster.meta().catalog()), 1, "created once");
+        assert_eq!(
+            rows(&mut s, "SHOW MATERIALIZED VIEWS").await,
+            [["m".to_string()]]
+        );
+        assert_eq!(cluster.meta().check_store(), Ok(()));
+        cluster.shutdown();
+    });
+}
+
+#[test]
+fn a_foreground_create_cut_off_by_a_meta_kill_fails_and_a_retry_succeeds() {
+    run(11, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = slow_backfill(&cluster).await;
+        let create = "CREATE MATERIALIZED VIEW m AS SELECT k, v FROM t";
+        let mut creating = Session::new(s.engine().clone());
+        creating
+            .execute("SET STREAMING_RATE_LIMIT = 10")
+            .await
+            .unwrap();
+        let ddl = tokio::spawn(async move { creating.execute(create).await });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!ddl.is_finished(), "the backfill takes 20 s");
+        assert!(cluster.kill_meta());
+        let failed = ddl.await.unwrap().unwrap_err();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert!(
+            cluster.meta().relation_by_name("m").is_none(),
+            "the dirty job is cleaned ({failed})"
+        );
+        assert!(
+            rows(&mut s, "SHOW MATERIALIZED VIEWS").await.is_empty(),
+            "and its entry"
+        );
+        s.execute(create).await.unwrap();
+        assert_eq!(
+            rows(&mut s, "SELECT count(*), sum(k) FROM m").await,
+            [["400".to_string(), "80200".to_string()]]
+        );
+        assert_eq!(cluster.meta().check_store(), Ok(()));
+        cluster.shutdown();
+    });
+}

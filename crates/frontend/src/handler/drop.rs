@@ -23,18 +23,6 @@ pub(super) fn relation_kind(c: &mut Cursor<'_>) -> Option<RelationKind> {
     kinds.iter().find(|(w, _)| c.eat(w)).map(|(_, k)| *k)
 }
 
-/// Whether a relation of `kind` has a streaming job of its own in meta.
-pub(super) fn has_job(kind: RelationKind) -> bool {
-    matches!(
-        kind,
-        RelationKind::Table
-            | RelationKind::MaterializedView
-            | RelationKind::Index
-            | RelationKind::Sink
-            | RelationKind::Source
-    )
-}
-
 impl Session {
     pub(super) async fn handle_drop_relation(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
         c.expect(&["DROP"])?;
@@ -69,7 +57,7 @@ impl Session {
             let mut trial = crate::catalog::Catalog::clone(&self.catalog());
             trial.drop_relation(id, cascade)?
         };
-        for r in going.iter().filter(|r| has_job(r.kind)) {
+        for r in going.iter().filter(|r| r.kind.has_job()) {
             let job = r
                 .table_id
                 .or_else(|| self.cluster_meta_relation(&r.job_name()).map(|m| m.id));
