@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use epochlab_simulation::KillRoles;
 use epochlab_simulation::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
 use epochlab_telemetry::WallTimer;
 
@@ -14,10 +15,27 @@ use epochlab_telemetry::WallTimer;
 pub struct CorpusArgs {
     pub root: PathBuf,
     pub kill: bool,
+    /// Kill meta too (with `kill`), or only meta: a file listed as passing without kills must pass.
+    pub kill_meta: bool,
     pub seeds: std::ops::Range<u64>,
     pub jobs: usize,
     pub json: PathBuf,
     pub update_expected: bool,
+}
+
+impl CorpusArgs {
+    /// The roles the runs kill (none: no kills).
+    pub fn roles(&self) -> KillRoles {
+        let base = if self.kill {
+            KillRoles::ALL
+        } else {
+            KillRoles::NONE
+        };
+        KillRoles {
+            meta: self.kill_meta,
+            ..base
+        }
+    }
 }
 
 /// Why `epochlab corpus` could not run: bad input.
@@ -57,7 +75,7 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
             file: file.clone(),
         });
     }
-    let seeds: Vec<u64> = if a.kill {
+    let seeds: Vec<u64> = if a.roles().any() {
         a.seeds.clone().collect()
     } else {
         vec![0]
@@ -66,11 +84,16 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
         "corpus: {} files x {} seed(s){}, {} jobs",
         files.len(),
         seeds.len(),
-        if a.kill { " under kills" } else { "" },
+        match (a.kill, a.kill_meta) {
+            (true, true) => " under kills, meta's too",
+            (true, false) => " under kills",
+            (false, true) => " under meta kills",
+            (false, false) => "",
+        },
         a.jobs
     );
     let wall = WallTimer::start();
-    let results = run_all(&a.root, &files, a.kill, &seeds, a.jobs);
+    let results = run_all(&a.root, &files, a.roles(), &seeds, a.jobs);
     let wall_ms = wall.elapsed().as_millis() as u64;
     let no_script = corpus::run_by_no_script(&a.root, &files);
     let report = Report::new(a, &results, &expected, &no_script, wall_ms);
@@ -110,7 +133,7 @@ fn write(path: &Path, text: &str) -> Result<(), CorpusRunError> {
 fn run_all(
     root: &Path,
     files: &[String],
-    kill: bool,
+    roles: KillRoles,
     seeds: &[u64],
     jobs: usize,
 ) -> Vec<FileResult> {
@@ -131,8 +154,11 @@ fn run_all(
                         let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some((i, seed)) = unit else { return };
                         let wall = WallTimer::start();
-                        let v =
-                            Verdict::run(root, &files[i], &corpus::params(&files[i], kill, seed));
+                        let v = Verdict::run(
+                            root,
+                            &files[i],
+                            &corpus::params_killing(&files[i], roles, seed),
+                        );
                         let ms = wall.elapsed().as_millis() as u64;
                         verdicts
                             .lock()
@@ -329,7 +355,7 @@ impl<'a> Report<'a> {
         for r in self.results {
             outln!("{}", self.line(r));
         }
-        let run = if self.args.kill {
+        let run = if self.args.roles().any() {
             format!(
                 "under kills, seeds {}..{}",
                 self.args.seeds.start, self.args.seeds.end
@@ -392,7 +418,8 @@ impl<'a> Report<'a> {
         serde_json::json!({
             "root": self.args.root.display().to_string(),
             "kill": self.args.kill,
-            "seeds": if self.args.kill {
+            "kill_meta": self.args.kill_meta,
+            "seeds": if self.args.roles().any() {
                 serde_json::json!([self.args.seeds.start, self.args.seeds.end])
             } else {
                 serde_json::json!([0, 1])

@@ -68,10 +68,18 @@ pub fn kill_flags(p: &SltParams) -> String {
         return String::new();
     }
     let mut out = String::new();
-    if p.kill_roles == KillRoles::ALL {
+    let others = KillRoles {
+        meta: false,
+        ..p.kill_roles
+    };
+    if others == KillRoles::ALL {
         out.push_str(" --kill");
+        if p.kill_roles.meta {
+            out.push_str(" --kill-meta");
+        }
     } else {
         for (on, flag) in [
+            (p.kill_roles.meta, " --kill-meta"),
             (p.kill_roles.frontend, " --kill-frontend"),
             (p.kill_roles.compute, " --kill-compute"),
             (p.kill_roles.compactor, " --kill-compactor"),

@@ -100,13 +100,16 @@ fn bad_input_is_exit_2_with_one_line() {
         ),
         (
             vec!["slt", "--runner", "latest", "x.slt"],
-            "--runner needs --kill, --kill-frontend, --kill-compute or --kill-compactor",
+            "--runner needs --kill, --kill-meta, --kill-frontend, --kill-compute or --kill-compactor",
         ),
         (
             vec!["slt", "--kill-frontend=yes", "x.slt"],
             "--kill-frontend takes no value",
         ),
-        (vec!["slt", "--kill-meta", "x.slt"], "unknown flag"),
+        (
+            vec!["slt", "--kill-meta=yes", "x.slt"],
+            "--kill-meta takes no value",
+        ),
         (
             vec!["soak", "--kill-compactor"],
             "--kill-compactor needs --slt",
@@ -157,7 +160,7 @@ fn soak_over_files_finds_14910_in_buggy_and_replays_it() {
 }
 
 #[test]
-fn help_names_the_roles_killed_and_says_meta_is_never_killed() {
+fn help_names_the_roles_killed_and_that_meta_needs_its_own_flag() {
     let out = epochlab(&["slt", "--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
@@ -166,7 +169,8 @@ fn help_names_the_roles_killed_and_says_meta_is_never_killed() {
         "--kill-compute",
         "--kill-compactor",
         "--runner <R>",
-        "Meta is never killed",
+        "--kill-meta",
+        "Meta is not killed unless --kill-meta",
         "KILL_IGNORE_FILES",
     ] {
         assert!(help.contains(want), "{want}: {help}");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use epochlab_sim::{Outcome, ReproHooks, SimOutput};
 
-use crate::runner::{FailureCause, FileReport, SltError, SltParams, run_file};
+use crate::runner::{FailureCause, FileReport, KillRoles, SltError, SltParams, run_file};
 use crate::scripts;
 
 /// The corpus, relative to the workspace root.
@@ -109,6 +109,17 @@ pub const RUN_BY_NO_SCRIPT: &str = "run by no script at f21fb9b7915";
 /// which set `BACKGROUND_DDL` themselves and which the CI ran without `--background-ddl-rate` (at 0.0: the
 /// runner refuses a file's own `SET BACKGROUND_DDL` above it).
 pub fn params(rel: &str, kill: bool, seed: u64) -> SltParams {
+    let roles = if kill {
+        KillRoles::ALL
+    } else {
+        KillRoles::NONE
+    };
+    params_killing(rel, roles, seed)
+}
+
+/// [`params`] killing the nodes of `roles` (none: no kills).
+pub fn params_killing(rel: &str, roles: KillRoles, seed: u64) -> SltParams {
+    let kill = roles.any();
     let background_ddl_rate = match folder(rel) {
         _ if !kill => 0.0,
         "background_ddl" => 0.0,
@@ -117,6 +128,7 @@ pub fn params(rel: &str, kill: bool, seed: u64) -> SltParams {
     SltParams {
         seed,
         kill,
+        kill_roles: if kill { roles } else { KillRoles::ALL },
         kill_rate: 1.0,
         background_ddl_rate,
         ..SltParams::default()

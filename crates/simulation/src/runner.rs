@@ -13,7 +13,7 @@
 //! - DML, `FLUSH`, `ALTER` and `CREATE TABLE AS` are not killed, and are retried (1, 2, 4, ... s apart, 5
 //!   times) only on `no reader for dml`;
 //! - any other record draws, with probability `kill_rate`, a killer: it waits U(0, 1 s), then per role
-//!   (frontend, compute, compactor: [`KillRoles`]; meta is never killed) kills none, every or each (p = 0.5)
+//!   (frontend, compute, compactor: [`KillRoles`]; meta only with `--kill-meta`) kills none, every or each (p = 0.5)
 //!   node of the role, each after U(0, 1 s), restarts each U(0, 1 s) later (20 s later one time in ten, past
 //!   the heartbeat timeout), then waits 15 s; the next record starts after it;
 //! - a failed record is retried up to 5 times, 2, 4, 8, 16, 32 s apart; a retried CREATE may meet `exists`

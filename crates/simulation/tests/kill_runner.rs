@@ -34,6 +34,7 @@ fn killing(seed: u64, roles: KillRoles, kill_rate: f64) -> SltParams {
 }
 
 const COMPUTE: KillRoles = KillRoles {
+    meta: false,
     frontend: false,
     compute: true,
     compactor: false,
@@ -169,6 +170,7 @@ fn a_retried_background_create_in_creating_procedure_waits_for_the_view() {
          query I\nSELECT count(*) FROM m;\n----\n3000\n",
     );
     let frontend = KillRoles {
+        meta: false,
         frontend: true,
         compute: false,
         compactor: false,
@@ -329,6 +331,7 @@ fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
     assert!((250..350).contains(&frontends), "{frontends}");
     assert!((250..350).contains(&compactors), "{compactors}");
     let only = KillRoles {
+        meta: false,
         frontend: false,
         compute: false,
         compactor: true,
@@ -453,6 +456,7 @@ fn a_killed_compactor_stops_compaction_until_it_is_back() {
 fn two_compactors_are_drawn_none_both_or_each() {
     let rng = epochlab_common::SimRng::new(12);
     let only = KillRoles {
+        meta: false,
         frontend: false,
         compute: false,
         compactor: true,
@@ -562,4 +566,55 @@ fn max_l0(c: &Cluster) -> u32 {
         .map(|g| g.sub_levels)
         .max()
         .unwrap_or(0)
+}
+
+/// `--kill-meta`: meta, the one, is drawn as any role (none, it, or it with p = 0.5: killed one time in two),
+/// before the others and only when asked, so the other roles' draws do not move without it.
+#[test]
+fn meta_is_drawn_first_and_only_when_asked() {
+    let rng = epochlab_common::SimRng::new(13);
+    let only = KillRoles {
+        meta: true,
+        ..KillRoles::NONE
+    };
+    let mut killed = 0;
+    for _ in 0..600 {
+        let plan = plan_kills(&rng, only, Topology::RISINGWAVE_CI);
+        assert!(plan.len() <= 1, "{plan:?}");
+        if let Some(k) = plan.first() {
+            assert_eq!(k.target, KillTarget::Meta(1));
+            assert_eq!(k.target.to_string(), "meta-1");
+            killed += 1;
+        }
+    }
+    assert!((240..360).contains(&killed), "{killed}");
+    let rng = epochlab_common::SimRng::new(14);
+    for _ in 0..50 {
+        let all = plan_kills(&rng, KillRoles::ALL, Topology::RISINGWAVE_CI);
+        assert!(
+            all.iter().all(|k| !matches!(k.target, KillTarget::Meta(_))),
+            "--kill alone never kills meta"
+        );
+    }
+}
+
+/// A file of epochlab's own recovery set passes while meta is killed and restarted from its store under it,
+/// and meta was killed.
+#[test]
+fn a_recovery_file_passes_under_meta_kills() {
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/slt/recovery/counts_after_recovery.slt");
+    let only = KillRoles {
+        meta: true,
+        ..KillRoles::NONE
+    };
+    let mut kills = 0;
+    for seed in 1..4 {
+        let r = run_file(&f, &killing(seed, only, 1.0), ReproHooks::default())
+            .unwrap()
+            .value;
+        assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {:?}", r.error);
+        kills += r.kills;
+    }
+    assert!(kills > 0, "meta was killed");
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{ArgGroup, Args};
 
 use super::values;
 use crate::corpus::CorpusArgs;
@@ -27,6 +27,7 @@ use crate::corpus::CorpusArgs;
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
 #[derive(Args, Clone, Debug)]
 #[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = CORPUS_AFTER_HELP)]
+#[command(group(ArgGroup::new("killed").multiple(true).args(["kill", "kill_meta"])))]
 pub struct CorpusCmd {
     /// Run each file under kills as RisingWave's recovery CI does
     ///
@@ -36,8 +37,14 @@ pub struct CorpusCmd {
     /// seed, and its line names the first seed that failed.
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
-    /// With --kill: the seeds A, A+1, ..., B-1 (without kills each file runs once, with seed 0)
-    #[arg(long, value_name = "A..B", default_value = "0..1", requires = "kill",
+    /// Kill meta (alone, or with --kill beside every role), down U(0, 1 s), +20 s one time in ten
+    ///
+    /// It restarts from its store. Alone, the ratchet's check is that every file listed as
+    /// passing without kills passes (--update-expected is refused: the ratchet has no line for it).
+    #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
+    pub kill_meta: bool,
+    /// With --kill or --kill-meta: the seeds A, A+1, ..., B-1 (without kills each file runs once, with seed 0)
+    #[arg(long, value_name = "A..B", default_value = "0..1", requires = "killed",
           allow_hyphen_values = true, value_parser = values::seed_range)]
     pub seeds: std::ops::Range<u64>,
     /// 1..=256 worker threads (default: the machine's cores)
@@ -62,6 +69,7 @@ impl CorpusCmd {
         CorpusArgs {
             root: self.root,
             kill: self.kill,
+            kill_meta: self.kill_meta,
             seeds: self.seeds,
             jobs: self
                 .jobs

@@ -10,6 +10,7 @@ use super::CheckError;
 pub struct KillChoice {
     /// `--kill`: every role.
     pub all: bool,
+    pub meta: bool,
     pub frontend: bool,
     pub compute: bool,
     pub compactor: bool,
@@ -22,8 +23,12 @@ impl KillChoice {
     /// `params` with these kills; a rate or runner without a kill does nothing and is refused.
     pub fn apply(&self, params: SltParams) -> Result<SltParams, CheckError> {
         let roles = match self.all {
-            true => KillRoles::ALL,
+            true => KillRoles {
+                meta: self.meta,
+                ..KillRoles::ALL
+            },
             false => KillRoles {
+                meta: self.meta,
                 frontend: self.frontend,
                 compute: self.compute,
                 compactor: self.compactor,
@@ -53,11 +58,12 @@ impl KillChoice {
 }
 
 /// The [`KillChoice`] of a parsed `slt` or `soak` command: both name the kill flags alike (`kill`,
-/// `kill_frontend`, `kill_compute`, `kill_compactor`, `runner`, `kill_rate`, `background_ddl_rate`).
+/// `kill_meta`, `kill_frontend`, `kill_compute`, `kill_compactor`, `runner`, `kill_rate`, `background_ddl_rate`).
 macro_rules! kill_choice {
     ($cmd:expr) => {
         $crate::command::KillChoice {
             all: $cmd.kill,
+            meta: $cmd.kill_meta,
             frontend: $cmd.kill_frontend,
             compute: $cmd.kill_compute,
             compactor: $cmd.kill_compactor,

@@ -32,7 +32,7 @@ use crate::slt::SltArgs;
 #[derive(Args, Clone, Debug)]
 #[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = SLT_AFTER_HELP)]
 #[command(group(ArgGroup::new("killed").multiple(true)
-    .args(["kill", "kill_frontend", "kill_compute", "kill_compactor"])))]
+    .args(["kill", "kill_meta", "kill_frontend", "kill_compute", "kill_compactor"])))]
 pub struct SltCmd {
     /// The files to run (a FILE may be a glob: quote it)
     #[arg(value_name = "FILES", required = true, value_parser = values::text)]
@@ -54,10 +54,18 @@ pub struct SltCmd {
     /// with probability --kill-rate, after U(0, 1 s), per role none, all or each with p = 0.5,
     /// each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed records retried up to 5
     /// times with backoff; files of RisingWave's KILL_IGNORE_FILES are skipped.
-    /// Meta is never killed (RisingWave's --kill killed meta nodes too, never all; a meta that
-    /// restarts from its store is not modelled yet).
+    /// Meta is not killed unless --kill-meta is given too (RisingWave's --kill killed meta nodes
+    /// too, never all).
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
+    /// Kill meta too (with --kill), or only (or with the other --kill-ROLE flags)
+    ///
+    /// Meta is fenced and its tasks end; compute nodes keep running their actors. It restarts
+    /// from its store (ids, workers, catalog, fragments) and its bootstrap recovery rebuilds every
+    /// actor; DDL while it is down fails as RisingWave's client saw. Down U(0, 1 s), +20 s one
+    /// time in ten, as every role.
+    #[arg(long, verbatim_doc_comment)]
+    pub kill_meta: bool,
     /// Kill frontends only (with the other --kill-ROLE flags: those roles)
     ///
     /// Its connections close, a statement in flight fails with `connection closed`, the client

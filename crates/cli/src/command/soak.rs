@@ -33,7 +33,7 @@ use crate::soak::{Scenario, SoakArgs};
 #[derive(Args, Clone, Debug)]
 #[command(verbatim_doc_comment, allow_negative_numbers = true, after_long_help = SOAK_AFTER_HELP)]
 #[command(group(ArgGroup::new("killed").multiple(true)
-    .args(["kill", "kill_frontend", "kill_compute", "kill_compactor"])))]
+    .args(["kill", "kill_meta", "kill_frontend", "kill_compute", "kill_compactor"])))]
 pub struct SoakCmd {
     /// Half-open range of seeds
     #[arg(long, value_name = "A..B", default_value = "0..100", allow_hyphen_values = true,
@@ -88,10 +88,15 @@ pub struct SoakCmd {
     pub slt: Option<String>,
     /// With --slt: kill nodes of every role the engine has, as RisingWave's simulation runner does
     ///
-    /// Frontend, compute nodes, compactor; never meta. Then --kill-rate defaults to 1.0 and
+    /// Frontend, compute nodes, compactor; meta only with --kill-meta. Then --kill-rate defaults to 1.0 and
     /// --background-ddl-rate to 0.0. See `epochlab slt --help`.
     #[arg(long, verbatim_doc_comment, requires = "slt")]
     pub kill: bool,
+    /// With --slt: kill meta too (with --kill), or only (or with the other --kill-ROLE flags)
+    ///
+    /// It restarts from its store; see `epochlab slt --help`.
+    #[arg(long, verbatim_doc_comment, requires = "slt")]
+    pub kill_meta: bool,
     /// With --slt: kill the frontend (with the other --kill-ROLE flags: those roles)
     #[arg(long, requires = "slt")]
     pub kill_frontend: bool,

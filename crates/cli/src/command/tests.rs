@@ -764,7 +764,7 @@ fn slt_kill_defaults_follow_risingwave() {
     for (args, want) in [
         (
             &["--kill-rate", "0.5", "x.slt"][..],
-            "--kill-rate needs --kill, --kill-frontend, --kill-compute or --kill-compactor",
+            "--kill-rate needs --kill, --kill-meta, --kill-frontend, --kill-compute or --kill-compactor",
         ),
         (&["--seed", "1"], "name the FILES... (see --help)"),
         (
@@ -784,7 +784,7 @@ fn slt_kill_defaults_follow_risingwave() {
             &["--kill-frontend=yes", "x.slt"],
             "--kill-frontend takes no value",
         ),
-        (&["--kill-meta", "x.slt"], "unknown flag `--kill-meta`"),
+        (&["--kill-meta=yes", "x.slt"], "--kill-meta takes no value"),
         (
             &["tests/slt/nothing-here-*.slt"],
             "`tests/slt/nothing-here-*.slt`: no file matches",
@@ -801,8 +801,8 @@ fn slt_role_flags_and_the_runner_parse_and_replay() {
     assert!(a.params.kill);
     let roles = KillRoles {
         frontend: true,
-        compute: false,
         compactor: true,
+        ..KillRoles::NONE
     };
     assert_eq!(a.params.kill_roles, roles);
     assert_eq!(a.params.runner, RunnerEra::R2024);
@@ -816,6 +816,22 @@ fn slt_role_flags_and_the_runner_parse_and_replay() {
     assert!(
         crate::slt::replay(&a.params, std::path::Path::new("x.slt"))
             .ends_with("--runner latest x.slt")
+    );
+    let a = slt(&["--kill-meta", "x.slt"]).expect("parses");
+    let meta = KillRoles {
+        meta: true,
+        ..KillRoles::NONE
+    };
+    assert_eq!(a.params.kill_roles, meta);
+    assert!(
+        crate::slt::replay(&a.params, std::path::Path::new("x.slt"))
+            .contains(" --kill-meta --kill-rate 1 ")
+    );
+    let a = slt(&["--kill", "--kill-meta", "x.slt"]).expect("parses");
+    assert!(a.params.kill_roles.meta && a.params.kill_roles.compute);
+    assert!(
+        crate::slt::replay(&a.params, std::path::Path::new("x.slt"))
+            .contains(" --kill --kill-meta --kill-rate 1 ")
     );
 }
 

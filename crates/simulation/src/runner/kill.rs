@@ -13,9 +13,12 @@ use epochlab_sim::config::Topology;
 use epochlab_frontend::frontend::Engine;
 
 /// The roles of the nodes a killer may kill. RisingWave's `--kill` also killed meta nodes (never all of
-/// them); the engine's meta cannot restart from its store yet, so meta is never killed here.
+/// them); here meta is killed only when asked (`--kill-meta`), never by `--kill`, until the corpus passes
+/// with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KillRoles {
+    /// Meta (the one): fenced, its tasks end; it restarts from its store and recovers the cluster.
+    pub meta: bool,
     /// The frontend (one): its connections close, the statements in flight fail with `connection closed`.
     pub frontend: bool,
     /// The compute nodes: their actors stop, recovery follows.
@@ -27,24 +30,27 @@ pub struct KillRoles {
 impl KillRoles {
     /// Every role the engine has (`--kill`).
     pub const ALL: Self = Self {
+        meta: false,
         frontend: true,
         compute: true,
         compactor: true,
     };
     pub const NONE: Self = Self {
+        meta: false,
         frontend: false,
         compute: false,
         compactor: false,
     };
 
     pub fn any(self) -> bool {
-        self.frontend || self.compute || self.compactor
+        self.meta || self.frontend || self.compute || self.compactor
     }
 }
 
 /// A node of the cluster that a killer may kill (RisingWave's node names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KillTarget {
+    Meta(u32),
     Frontend(u32),
     Compute(WorkerId),
     Compactor(u32),
@@ -53,6 +59,7 @@ pub enum KillTarget {
 impl std::fmt::Display for KillTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            KillTarget::Meta(i) => write!(f, "meta-{i}"),
             KillTarget::Frontend(i) => write!(f, "frontend-{i}"),
             KillTarget::Compute(w) => write!(f, "compute-{w}"),
             KillTarget::Compactor(i) => write!(f, "compactor-{i}"),
@@ -69,7 +76,7 @@ pub struct PlannedKill {
 }
 
 /// The nodes to kill, as RisingWave's `Cluster::kill_node` and `kill_nodes` (`cluster.rs` at f21fb9b7915):
-/// for each role in its order (meta: never here; frontend, compute, compactor), a draw of 0..3: 0 kills
+/// for each role in its order (meta, only when asked; frontend, compute, compactor), a draw of 0..3: 0 kills
 /// none, 1 every node of the role, 2 each with p = 0.5; then per node U(0, 1 s) before its kill and U(0, 1 s)
 /// down, plus 20 s (`restart_delay_secs`) one time in ten.
 pub fn plan_kills(rng: &SimRng, roles: KillRoles, topology: Topology) -> Vec<PlannedKill> {
@@ -89,6 +96,8 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, topology: Topology) -> Vec<Pla
             .collect()
     };
     let t = topology;
+    // Drawn first, as RisingWave draws metas first, but only when on: the other roles' draws do not move.
+    targets.extend(role(roles.meta, 1, &KillTarget::Meta));
     targets.extend(role(
         roles.frontend,
         t.frontend_nodes,
@@ -132,6 +141,7 @@ pub(super) async fn kill_and_restart(
 ) -> u32 {
     tokio::time::sleep(k.kill_after).await;
     let killed = match k.target {
+        KillTarget::Meta(_) => cluster.kill_meta(),
         KillTarget::Frontend(i) => engine.kill_frontend(frontend_index(i)),
         KillTarget::Compute(w) => cluster.kill(w),
         KillTarget::Compactor(i) => cluster.kill_compactor(i),
@@ -154,6 +164,12 @@ pub(super) async fn kill_and_restart(
     }
     tokio::time::sleep(down).await;
     match k.target {
+        KillTarget::Meta(_) => {
+            if let Err(e) = cluster.restart_meta() {
+                event!(cluster.ctx.log, "restart node", "node=meta-1 failed: {e}");
+                return 1;
+            }
+        }
         KillTarget::Frontend(i) => engine.restart_frontend(frontend_index(i)),
         KillTarget::Compute(w) => cluster.restart(w),
         KillTarget::Compactor(i) => cluster.restart_compactor(i),
