@@ -403,6 +403,11 @@ impl Session {
     }
 
     async fn statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
+        // A statement that is a request to meta fails at once while meta is down, as RisingWave's meta
+        // client's call does (DML and queries go to the compute nodes and go on).
+        if asks_meta(&s.tokens) && self.cluster().meta().is_killed() {
+            return Err(crate::catalog::CatalogError::MetaUnavailable.into());
+        }
         if let Some(out) = crate::handler::handle(self, &s.tokens, &s.text).await {
             return out;
         }
@@ -741,6 +746,29 @@ pub(crate) fn object_name(n: &ObjectName) -> Result<String, SqlError> {
         ] if ident(schema) == "public" => Ok(ident(id)),
         _ => Err(SqlError::Unsupported(format!("qualified name {n}"))),
     }
+}
+
+/// Whether a statement is a request to meta: DDL, privileges, comments, `FLUSH`, `WAIT` and `RECOVER`.
+fn asks_meta(tokens: &[sqlparser::tokenizer::Token]) -> bool {
+    let first = tokens.iter().find_map(|t| match t {
+        sqlparser::tokenizer::Token::Word(w) => Some(w.value.to_ascii_uppercase()),
+        sqlparser::tokenizer::Token::Whitespace(_) => None,
+        _ => Some(String::new()),
+    });
+    matches!(
+        first.as_deref(),
+        Some(
+            "CREATE"
+                | "DROP"
+                | "ALTER"
+                | "GRANT"
+                | "REVOKE"
+                | "COMMENT"
+                | "FLUSH"
+                | "WAIT"
+                | "RECOVER"
+        )
+    )
 }
 
 /// A name with its parts joined by dots (`rw_catalog.rw_ddl_progress`), `public.` dropped.

@@ -55,6 +55,22 @@ fn a_quiescent_meta_kill_keeps_every_view_and_moves_generation_and_epochs_on() {
             [["t".to_string()]],
             "the cache answers"
         );
+        // A request to meta fails at once, even one whose name is taken: the name check does not answer
+        // for meta.
+        for sql in ["CREATE TABLE t (k int)", "FLUSH", "DROP TABLE t"] {
+            let refused = s.execute(sql).await.unwrap_err();
+            assert!(
+                matches!(
+                    refused,
+                    SqlError::CatalogError(CatalogError::MetaUnavailable)
+                ),
+                "{sql}: {refused:?}"
+            );
+        }
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM t").await,
+            [["50".to_string()]]
+        );
         tokio::time::sleep(Duration::from_millis(800)).await;
         assert_eq!(
             cluster.hummock.max_committed_epoch(),
@@ -208,6 +224,33 @@ fn a_foreground_create_cut_off_by_a_meta_kill_fails_and_a_retry_succeeds() {
             [["400".to_string(), "80200".to_string()]]
         );
         assert_eq!(cluster.meta().check_store(), Ok(()));
+        cluster.shutdown();
+    });
+}
+
+/// RisingWave creates a view in the background only when every leaf of its plan is a table scan that
+/// backfills (`plan_has_backfill_leaf_nodes`): a view over constant rows is created in the foreground, so a
+/// meta restart finds it created (a rebuilt `Values` would report no progress, and the job would never end).
+#[test]
+fn a_view_over_values_is_created_in_the_foreground_and_survives_a_meta_restart() {
+    run(12, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute(
+            "SET BACKGROUND_DDL = true; CREATE VIEW v AS SELECT 1 AS x; \
+             CREATE MATERIALIZED VIEW m AS SELECT * FROM v",
+        )
+        .await
+        .unwrap();
+        assert!(
+            rows(&mut s, "SHOW JOBS").await.is_empty(),
+            "created when it returned"
+        );
+        assert_eq!(rows(&mut s, "SELECT x FROM m").await, [["1".to_string()]]);
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert!(rows(&mut s, "SHOW JOBS").await.is_empty());
+        assert_eq!(rows(&mut s, "SELECT x FROM m").await, [["1".to_string()]]);
         cluster.shutdown();
     });
 }

@@ -39,8 +39,9 @@ pub struct CorpusCmd {
     pub kill: bool,
     /// Kill meta (alone, or with --kill beside every role), down U(0, 1 s), +20 s one time in ten
     ///
-    /// It restarts from its store. Alone, the ratchet's check is that every file listed as
-    /// passing without kills passes (--update-expected is refused: the ratchet has no line for it).
+    /// It restarts from its store. The kill runner runs as under --kill (its SETs, retries and
+    /// skipped files), so the ratchet's check is that every file listed as passing under kills
+    /// passes (--update-expected is refused: the ratchet has no line for meta kills).
     #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
     pub kill_meta: bool,
     /// With --kill or --kill-meta: the seeds A, A+1, ..., B-1 (without kills each file runs once, with seed 0)

@@ -147,6 +147,11 @@ impl Session {
         let StreamOp::Materialize { pk, .. } = &plan.op else {
             unreachable!("plan_materialize puts a Materialize at the root")
         };
+        // A view that cannot recover its progress is created in the foreground whatever the session says.
+        let options = JobOptions {
+            background: options.background && plan.has_backfill_leaf_nodes(),
+            ..options
+        };
         let job = GraphJob {
             kind: RelationKind::MaterializedView,
             pk: pk.clone(),

@@ -143,6 +143,25 @@ pub struct StreamPlan {
     pub stream_key: Vec<usize>,
 }
 
+impl StreamPlan {
+    /// Whether every leaf is a table scan that backfills (RisingWave's `plan_has_backfill_leaf_nodes` in
+    /// `create_mv.rs` at f21fb9b7915): only such a job may be created in the background, as no other leaf
+    /// recovers its progress (a rebuilt `Values` emits nothing and reports nothing).
+    pub fn has_backfill_leaf_nodes(&self) -> bool {
+        if self.inputs.is_empty() {
+            matches!(
+                self.op,
+                StreamOp::TableScan {
+                    scan_type: StreamScanType::ArrangementBackfill | StreamScanType::Backfill,
+                    ..
+                }
+            )
+        } else {
+            self.inputs.iter().all(Self::has_backfill_leaf_nodes)
+        }
+    }
+}
+
 /// The upstream tables a stream plan reads, by id: their stored columns' names, types and pk; and how its
 /// table scans backfill them (the session's choice, [`crate::session_config::SessionConfig::stream_scan_type`]).
 pub trait UpstreamReader {
