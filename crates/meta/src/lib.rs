@@ -22,7 +22,7 @@ pub use catalog::{
 };
 pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};
-pub use meta::{DdlError, JobOptions, MetaConfig, MetaNode, SinkOptions};
+pub use meta::{DdlError, JobOptions, MetaConfig, MetaEnv, MetaNode, SinkOptions};
 pub use persist::Committing;
 pub use progress::CreateAborted;
 pub use reschedule::BadAssignment;

@@ -643,37 +643,42 @@ fn by_worker<'a>(
     m
 }
 
+/// What a meta node starts with (RisingWave's `MetaSrvEnv`): its configuration, the cluster's Hummock, network,
+/// event log, clock and RNG, and the store it commits to.
+pub struct MetaEnv {
+    pub config: MetaConfig,
+    pub hummock: Arc<HummockManager>,
+    pub network: Network,
+    pub log: EventLog,
+    pub clock: Clock,
+    pub rng: SimRng,
+    pub store: Arc<dyn MetaStore>,
+}
+
 impl MetaNode {
-    /// A meta node of a new cluster, over an empty `store`, and its barrier manager (to be spawned). The
+    /// A meta node of a new cluster, over an empty store, and its barrier manager (to be spawned). The
     /// scheduler is blocked until the manager's bootstrap recovery has run.
-    pub fn new(
-        config: MetaConfig,
-        hummock: Arc<HummockManager>,
-        network: Network,
-        log: EventLog,
-        clock: Clock,
-        rng: SimRng,
-        store: Arc<dyn MetaStore>,
-    ) -> (Self, GlobalBarrierManager<MetaContext>) {
+    pub fn new(env: MetaEnv) -> (Self, GlobalBarrierManager<MetaContext>) {
         // An in-memory store neither fails to load nor to be claimed.
-        Self::open(config, hummock, network, log, clock, rng, store)
-            .unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
+        Self::open(env).unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
     }
 
-    /// A meta node started from what `store` holds (RisingWave's leader start at f21fb9b7915): it claims the
-    /// store (every earlier meta is fenced), loads the ids, the workers (their heartbeats re-armed now), the
-    /// generation, the SQL catalog at its version and the jobs with their fragments; its barrier manager (to
-    /// be spawned) runs the bootstrap recovery. An empty store starts a new cluster.
-    #[allow(clippy::too_many_arguments)]
+    /// A meta node started from what its store holds (RisingWave's leader start at f21fb9b7915): it claims
+    /// the store (every earlier meta is fenced), loads the ids, the workers (their heartbeats re-armed now),
+    /// the generation, the SQL catalog at its version and the jobs with their fragments; its barrier manager
+    /// (to be spawned) runs the bootstrap recovery. An empty store starts a new cluster.
     pub fn open(
-        config: MetaConfig,
-        hummock: Arc<HummockManager>,
-        network: Network,
-        log: EventLog,
-        clock: Clock,
-        rng: SimRng,
-        store: Arc<dyn MetaStore>,
+        env: MetaEnv,
     ) -> Result<(Self, GlobalBarrierManager<MetaContext>), crate::store::MetaStoreError> {
+        let MetaEnv {
+            config,
+            hummock,
+            network,
+            log,
+            clock,
+            rng,
+            store,
+        } = env;
         let rows = store.load()?;
         let persistence = Arc::new(Persistence::claim(store, &rows)?);
         let (scheduler, scheduled) = BarrierScheduler::new();

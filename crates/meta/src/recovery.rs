@@ -447,15 +447,15 @@ mod tests {
         let clock = Clock::virtual_from(DEFAULT_ORIGIN_UNIX_MS);
         let log = EventLog::new(clock.clone());
         let hummock = Arc::new(HummockManager::new(CommittedStore::default(), None));
-        let (meta, _manager) = MetaNode::new(
-            MetaConfig::default(),
+        let (meta, _manager) = MetaNode::new(crate::MetaEnv {
+            config: MetaConfig::default(),
             hummock,
-            network.clone(),
+            network: network.clone(),
             log,
             clock,
-            SimRng::new(1),
-            Arc::new(crate::store::MemStore::default()),
-        );
+            rng: SimRng::new(1),
+            store: Arc::new(crate::store::MemStore::default()),
+        });
         for w in 1..=workers {
             meta.add_worker(WorkerId(w));
         }

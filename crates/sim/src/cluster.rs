@@ -119,15 +119,15 @@ impl Cluster {
             failures: ActorFailureLog::default(),
             access_observer: Some(zombie.observer(Arc::downgrade(&hummock), ctx.clock.clone())),
         };
-        let (meta, manager) = MetaNode::new(
-            config.meta.clone(),
-            hummock.clone(),
-            network.clone(),
-            ctx.log.clone(),
-            ctx.clock.clone(),
-            ctx.rng.clone(),
-            Arc::new(epochlab_meta::store::MemStore::default()),
-        );
+        let (meta, manager) = MetaNode::new(epochlab_meta::MetaEnv {
+            config: config.meta.clone(),
+            hummock: hummock.clone(),
+            network: network.clone(),
+            log: ctx.log.clone(),
+            clock: ctx.clock.clone(),
+            rng: ctx.rng.clone(),
+            store: Arc::new(epochlab_meta::store::MemStore::default()),
+        });
         let mut env = env;
         let meta_slot = Arc::new(Mutex::new(meta.clone()));
         let heartbeat_slot = meta_slot.clone();
@@ -218,15 +218,15 @@ impl Cluster {
     pub fn restart_meta(&self) -> Result<(), epochlab_meta::store::MetaStoreError> {
         self.kill_meta();
         let old = self.meta();
-        let (meta, manager) = MetaNode::open(
-            self.meta_config.clone(),
-            self.hummock.clone(),
-            self.network.clone(),
-            self.ctx.log.clone(),
-            self.ctx.clock.clone(),
-            self.ctx.rng.clone(),
-            old.store().clone(),
-        )?;
+        let (meta, manager) = MetaNode::open(epochlab_meta::MetaEnv {
+            config: self.meta_config.clone(),
+            hummock: self.hummock.clone(),
+            network: self.network.clone(),
+            log: self.ctx.log.clone(),
+            clock: self.ctx.clock.clone(),
+            rng: self.ctx.rng.clone(),
+            store: old.store().clone(),
+        })?;
         if let Some(hook) = old.recovery_hook() {
             meta.set_recovery_hook(hook);
         }
