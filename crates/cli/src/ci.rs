@@ -28,6 +28,8 @@ pub struct CiArgs {
     pub seeds: std::ops::Range<u64>,
     pub jobs: usize,
     pub shard: Option<(u64, u64)>,
+    /// `--kill-meta`: meta too among the killed roles.
+    pub kill_meta: bool,
     pub root: PathBuf,
     pub keep_going: bool,
     pub run: BugMode,
@@ -135,12 +137,17 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     eprintln!(
         "ci: cluster: {} frontend(s) behind one round-robin address, {} compute node(s) of {} core(s) \
          (parallelism {}), {} compactor(s); deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta \
-         never killed, and its frontends each keep a catalog cache, here they share one",
+         {}",
         t.frontend_nodes,
         t.compute_nodes,
         t.compute_node_cores,
         t.parallelism(),
-        t.compactor_nodes
+        t.compactor_nodes,
+        if a.kill_meta {
+            "killed with the other roles (--kill-meta), restarting from its store"
+        } else {
+            "never killed (--kill-meta kills it)"
+        }
     );
     if a.use_arrangement_backfill {
         eprintln!("ci: {}", epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL);
@@ -419,7 +426,8 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
     };
     let wall = WallTimer::start();
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let p = ci::step_params(a.profile, s.step, seed, a.run, a.topology);
+        let mut p = ci::step_params(a.profile, s.step, seed, a.run, a.topology);
+        p.kill_roles.meta = a.kill_meta;
         ci::run_step(&a.root, files, &p, a.keep_going, hooks)
     }));
     let out = match out {
@@ -688,6 +696,9 @@ pub(crate) fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
     }
     if a.keep_going {
         cmd.push_str(" --keep-going");
+    }
+    if a.kill_meta {
+        cmd.push_str(" --kill-meta");
     }
     cmd.push_str(&crate::command::topology::flags(a.topology));
     cmd

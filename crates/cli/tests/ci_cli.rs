@@ -239,6 +239,27 @@ fn the_first_failure_stops_the_step_with_its_place_and_a_replay() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("2 of 3 file(s) passed;"), "{stdout}");
     assert!(text(&out.stderr).contains("deviation: --keep-going"));
+    // Meta killed too: the file that fails fails the same, and its replay kills meta again.
+    let out = epochlab(&[
+        "ci",
+        "--step",
+        "ddl",
+        "--seeds",
+        "4..5",
+        "--root",
+        root,
+        "--kill-meta",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        rows(&stdout)[0].2.starts_with("failed at ddl/b.slt:1: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{replay} --kill-meta")),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ use crate::ci::CiArgs;
 ///
 /// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 compute nodes of 2 cores
 /// (parallelism 6), 2 compactors and 2 frontends behind one round-robin address. Deviations,
-/// printed with each run: its 3 metas are 1 meta that is never killed, and the frontends share
+/// printed with each run: its 3 metas are 1 meta, killed only with --kill-meta, and the frontends share
 /// one catalog.
 ///
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
@@ -104,6 +104,11 @@ pub struct CiCmd {
     /// (default false: no-shuffle backfill). Printed with the run.
     #[arg(long, verbatim_doc_comment)]
     pub use_arrangement_backfill: bool,
+    /// Kill meta too, beside the roles RisingWave's runner kills (drawn first, down U(0, 1 s),
+    /// +20 s one time in ten): it restarts from its store. The ratchet is checked as for any
+    /// run; --update-expected is refused (the ratchet has no line for meta kills).
+    #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
+    pub kill_meta: bool,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -118,6 +123,7 @@ fn backfill_tests_alone(cmd: &CiCmd) -> Result<(), CheckError> {
         ("--keep-going", cmd.keep_going),
         ("--update-expected", cmd.update_expected),
         ("--use-arrangement-backfill", cmd.use_arrangement_backfill),
+        ("--kill-meta", cmd.kill_meta),
         ("--jobs", cmd.jobs.is_some()),
         (
             "--root",
@@ -189,6 +195,7 @@ impl CiCmd {
                 .jobs
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             shard: self.shard,
+            kill_meta: self.kill_meta,
             root: self.root,
             keep_going: self.keep_going,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
