@@ -242,6 +242,32 @@ pub(crate) struct ClusterState {
 }
 
 impl ClusterState {
+    /// The workers as the store keeps them: each live one at its generation, each removed one.
+    pub(crate) fn worker_rows(&self) -> BTreeMap<WorkerId, crate::store::WorkerRow> {
+        let running = self.workers.iter().map(|(id, w)| {
+            let row = crate::store::WorkerRow::Running {
+                generation: w.generation,
+            };
+            (*id, row)
+        });
+        let removed = self
+            .removed
+            .iter()
+            .map(|id| (*id, crate::store::WorkerRow::Removed));
+        running.chain(removed).collect()
+    }
+
+    /// The generations as the store keeps them.
+    pub(crate) fn sequences(&self) -> [(Sequence, u64); 2] {
+        [
+            (Sequence::Generation, self.generation),
+            (
+                Sequence::LastAllocatedGeneration,
+                self.last_allocated_generation,
+            ),
+        ]
+    }
+
     /// The workers and generations as `rows` hold them; each live worker's heartbeat counts from `now_us`.
     fn loaded(rows: &crate::store::MetaRows, now_us: u64) -> Self {
         let seq = |s: Sequence| rows.sequences.get(&s).copied().unwrap_or(1);
@@ -804,29 +830,12 @@ impl MetaNode {
             hummock_checkpoint: inner.hummock.current_version(),
             ..Default::default()
         };
-        for rel in lock(&inner.catalog).relations.values() {
-            let (job, fragments) = crate::store::job_rows(rel);
-            rows.jobs.insert(job.job_id, job);
-            rows.fragments
-                .extend(fragments.into_iter().map(|f| (f.fragment_id, f)));
-        }
+        (rows.jobs, rows.fragments) =
+            crate::store::catalog_rows(lock(&inner.catalog).relations.values());
         let cluster = lock(&inner.cluster);
-        for (id, w) in &cluster.workers {
-            let row = crate::store::WorkerRow::Running {
-                generation: w.generation,
-            };
-            rows.workers.insert(*id, row);
-        }
-        for id in &cluster.removed {
-            rows.workers.insert(*id, crate::store::WorkerRow::Removed);
-        }
+        rows.workers = cluster.worker_rows();
         rows.sequences.extend(lock(&inner.ids).sequences());
-        rows.sequences
-            .insert(Sequence::Generation, cluster.generation);
-        rows.sequences.insert(
-            Sequence::LastAllocatedGeneration,
-            cluster.last_allocated_generation,
-        );
+        rows.sequences.extend(cluster.sequences());
         // The barrier manager's epochs are not meta's state: the mark is what was committed.
         if let Some(e) = inner.persistence.sequence(Sequence::EpochHighWater) {
             rows.sequences.insert(Sequence::EpochHighWater, e);
@@ -902,7 +911,8 @@ impl MetaNode {
     /// A compute node says it is alive.
     pub fn heartbeat(&self, worker: WorkerId) {
         let now = self.inner.clock.elapsed_us();
-        if let Some(w) = self.inner.cluster().workers.get_mut(&worker) {
+        // A heartbeat's time is not stored (a restarted meta re-arms every worker), so it commits nothing.
+        if let Some(w) = lock(&self.inner.cluster).workers.get_mut(&worker) {
             w.last_heartbeat_us = now;
         }
     }

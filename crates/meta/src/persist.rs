@@ -14,7 +14,7 @@ use crate::catalog::Catalog;
 use crate::meta::{ClusterState, Ids};
 use crate::store::{
     FragmentRow, MetaRows, MetaStore, MetaStoreError, Sequence, StoreOp, StreamingJobRow,
-    WorkerRow, job_rows,
+    WorkerRow, catalog_rows,
 };
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,13 +79,7 @@ impl Persistence {
     /// The jobs' catalog: the jobs in one commit, then their fragments in another (RisingWave's catalog and
     /// fragment managers write separately).
     pub fn commit_catalog(&self, catalog: &Catalog) {
-        let mut jobs = BTreeMap::new();
-        let mut fragments = BTreeMap::new();
-        for rel in catalog.relations.values() {
-            let (job, rows) = job_rows(rel);
-            jobs.insert(job.job_id, job);
-            fragments.extend(rows.into_iter().map(|f| (f.fragment_id, f)));
-        }
+        let (jobs, fragments) = catalog_rows(catalog.relations.values());
         let ops = diff(
             &mut lock(&self.jobs),
             jobs,
@@ -104,30 +98,13 @@ impl Persistence {
 
     /// The workers and the recovery generation, in one commit.
     pub fn commit_cluster(&self, cluster: &ClusterState) {
-        let mut workers: BTreeMap<WorkerId, WorkerRow> = cluster
-            .workers
-            .iter()
-            .map(|(id, w)| {
-                let row = WorkerRow::Running {
-                    generation: w.generation,
-                };
-                (*id, row)
-            })
-            .collect();
-        workers.extend(cluster.removed.iter().map(|id| (*id, WorkerRow::Removed)));
         let mut ops = diff(
             &mut lock(&self.workers),
-            workers,
+            cluster.worker_rows(),
             StoreOp::PutWorker,
             StoreOp::DeleteWorker,
         );
-        ops.extend(self.sequence_ops([
-            (Sequence::Generation, cluster.generation),
-            (
-                Sequence::LastAllocatedGeneration,
-                cluster.last_allocated_generation,
-            ),
-        ]));
+        ops.extend(self.sequence_ops(cluster.sequences()));
         self.commit(ops);
     }
 

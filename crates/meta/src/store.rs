@@ -166,6 +166,22 @@ impl MetaRows {
     }
 }
 
+/// The rows a catalog of jobs is kept as: each job's row, and every fragment's.
+pub fn catalog_rows<'a>(
+    relations: impl IntoIterator<Item = &'a Relation>,
+) -> (
+    BTreeMap<TableId, StreamingJobRow>,
+    BTreeMap<FragmentId, FragmentRow>,
+) {
+    let (mut jobs, mut fragments) = (BTreeMap::new(), BTreeMap::new());
+    for rel in relations {
+        let (job, rows) = job_rows(rel);
+        jobs.insert(job.job_id, job);
+        fragments.extend(rows.into_iter().map(|f| (f.fragment_id, f)));
+    }
+    (jobs, fragments)
+}
+
 /// The rows a job is kept as: its job row, then one row per fragment.
 pub fn job_rows(rel: &Relation) -> (StreamingJobRow, Vec<FragmentRow>) {
     let state = match (rel.fragments_initial, rel.state) {
