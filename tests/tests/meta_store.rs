@@ -8,21 +8,26 @@
 use std::sync::{Arc, Mutex};
 
 use epochlab_meta::MetaNode;
-use epochlab_meta::store::{MetaRows, StoreMismatch, StoreOp};
+use epochlab_meta::store::{MetaBackend, MetaRows, StoreMismatch, StoreOp};
 use epochlab_sim::workload::{GenParams, generate, run_plan};
 use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproHooks, ReproParams, run_repro_with};
 
-/// Hooks that keep the run's meta, to look at once the run is over.
-fn keep_meta() -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
+/// Hooks that keep the run's meta, to look at once the run is over; its store `backend`.
+fn keep_meta_in(backend: MetaBackend) -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
     let slot = Arc::new(Mutex::new(None));
     let keep = slot.clone();
     let hooks = ReproHooks {
         on_cluster: Some(Box::new(move |cluster| {
             *keep.lock().unwrap() = Some(cluster.meta());
         })),
+        meta_store: Some(backend),
         ..Default::default()
     };
     (hooks, slot)
+}
+
+fn keep_meta() -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
+    keep_meta_in(MetaBackend::Memory)
 }
 
 fn taken(slot: &Arc<Mutex<Option<MetaNode>>>) -> MetaNode {
@@ -34,13 +39,22 @@ fn taken(slot: &Arc<Mutex<Option<MetaNode>>>) -> MetaNode {
 
 /// The plan of `seed` at a corner of the generator's flags, run fixed; its meta.
 fn plan_meta(seed: u64, kill_rate: f64, background_ddl_rate: f64) -> MetaNode {
+    plan_meta_in(MetaBackend::Memory, seed, kill_rate, background_ddl_rate)
+}
+
+fn plan_meta_in(
+    backend: MetaBackend,
+    seed: u64,
+    kill_rate: f64,
+    background_ddl_rate: f64,
+) -> MetaNode {
     let g = GenParams {
         kill_rate,
         background_ddl_rate,
         ..Default::default()
     };
     let plan = generate(seed, &g);
-    let (hooks, slot) = keep_meta();
+    let (hooks, slot) = keep_meta_in(backend);
     let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), hooks);
     assert_eq!(
         out.value.outcome,
@@ -124,5 +138,58 @@ fn a_row_the_store_lost_is_found() {
             .iter()
             .any(|m| matches!(m, StoreMismatch::Relations(_))),
         "{found:?}"
+    );
+}
+
+/// The SQLite store (stage S5) holds what live meta has after the workload plans, and loads the very rows the
+/// memory store loads for the same seed: every table's rows decode to what was written.
+#[test]
+fn sqlite_holds_what_memory_holds() {
+    let mut jobs = 0;
+    for (seed, kill, bg) in [
+        (11, 1.0, 1.0),
+        (12, 1.0, 0.0),
+        (13, 0.0, 1.0),
+        (14, 0.0, 0.0),
+    ] {
+        let sqlite = plan_meta_in(MetaBackend::Sqlite, seed, kill, bg);
+        assert_eq!(sqlite.check_store(), Ok(()), "seed {seed}");
+        assert_eq!(sqlite.store_error(), None);
+        let memory = plan_meta_in(MetaBackend::Memory, seed, kill, bg);
+        let (a, b) = (
+            sqlite.store().load().unwrap(),
+            memory.store().load().unwrap(),
+        );
+        assert_eq!(a, b, "seed {seed}: the stores hold other rows");
+        jobs += a.jobs.len();
+    }
+    assert!(jobs > 0, "the plans left jobs in the store");
+}
+
+/// A commit of a meta whose term no longer leads is refused by the SQLite store, as by the memory store.
+#[test]
+fn sqlite_fences_an_older_term() {
+    let store = MetaBackend::Sqlite.open().unwrap();
+    let (t1, t2) = (store.claim().unwrap(), store.claim().unwrap());
+    assert_eq!((t1, t2), (1, 2));
+    let op = || {
+        vec![StoreOp::PutSequence(
+            epochlab_meta::store::Sequence::Table,
+            7,
+        )]
+    };
+    assert_eq!(
+        store.commit(t1, op()),
+        Err(epochlab_meta::store::MetaStoreError::Fenced {
+            term: 1,
+            current: 2
+        })
+    );
+    store.commit(t2, op()).unwrap();
+    let rows = store.load().unwrap();
+    assert_eq!(rows.term, 2);
+    assert_eq!(
+        rows.sequences.get(&epochlab_meta::store::Sequence::Table),
+        Some(&7)
     );
 }

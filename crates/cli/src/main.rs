@@ -33,6 +33,7 @@ mod row;
 mod slt;
 mod soak;
 mod soak_metrics;
+mod store_out;
 mod triage;
 
 use std::process::ExitCode;

@@ -17,6 +17,7 @@ use crate::determinism::{self, DeterminismError};
 use crate::expect::{Verdict, exit_code};
 use crate::human;
 use crate::row::RunRow;
+use crate::store_out::StoreOut;
 
 /// A failure of `epochlab repro` itself (not of a run).
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,8 @@ pub enum ReproError {
     EventLog { path: String, detail: String },
     #[error("cannot write the metrics timeline to {path}: {detail}")]
     MetricsOut { path: String, detail: String },
+    #[error("cannot write the meta store to {path}: {detail}")]
+    MetaStoreOut { path: String, detail: String },
 }
 
 impl ReproError {
@@ -147,6 +150,7 @@ fn run_one(
     params: &ReproParams,
     log_file: Option<&std::path::Path>,
     event_log: Option<&std::path::Path>,
+    store_path: Option<&std::path::Path>,
     watch: &Watch<'_>,
 ) -> Result<Run, ReproError> {
     let wall = WallTimer::start();
@@ -165,6 +169,11 @@ fn run_one(
         Some(p) => Some(p.hook(hook)),
         None => hook,
     };
+    let store_out = StoreOut::default();
+    let hook = match store_path {
+        Some(_) => Some(store_out.hook(hook)),
+        None => hook,
+    };
     let sampler = watch.timeline.map(|t| t.sampler(mode, start));
     let mut time_observers: Vec<Arc<dyn TimeObserver>> = Vec::new();
     if let Some(p) = &progress {
@@ -181,6 +190,7 @@ fn run_one(
         tracing_layer: run_layer_to(tracer.as_ref(), log_file.and_then(append_to)),
         trace_per: watch.trace_per,
         time_observers,
+        meta_store: None,
     };
     let out = run_repro_with(params, hooks);
     if let Some(p) = progress {
@@ -200,6 +210,11 @@ fn run_one(
     {
         let path = path.display();
         eprintln!("epochlab repro: cannot write the event log to {path}: {e}");
+    }
+    if let Some(path) = store_path {
+        store_out
+            .write(path)
+            .map_err(|e| store_out_error(path.display().to_string(), e.to_string()))?;
     }
     Ok(Run {
         report: out.value,
@@ -359,6 +374,10 @@ fn metrics_out_error(path: String, detail: String) -> ReproError {
     ReproError::MetricsOut { path, detail }
 }
 
+fn store_out_error(path: String, detail: String) -> ReproError {
+    ReproError::MetaStoreOut { path, detail }
+}
+
 /// Run the requested modes; the exit status, or an error found late (an address that cannot be listened on).
 pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     if args.check_determinism {
@@ -370,6 +389,9 @@ pub fn run(args: &ReproArgs) -> Result<u8, ReproError> {
     for run in args.runs() {
         if let Some(path) = args.event_log_of(run) {
             writable(&path, log_error)?;
+        }
+        if let Some(path) = args.meta_store_out_of(run) {
+            writable(&path, store_out_error)?;
         }
     }
     if let Some(path) = &args.metrics_out {
@@ -416,8 +438,15 @@ fn run_modes(args: &ReproArgs, telemetry: &Telemetry) -> Result<Vec<Run>, ReproE
     for run in args.runs() {
         let params = args.params_of(run);
         let log = args.event_log_of(run);
+        let store = args.meta_store_out_of(run);
         let log_file = args.log_file.as_deref();
-        runs.push(run_one(&params, log_file, log.as_deref(), &watch)?);
+        runs.push(run_one(
+            &params,
+            log_file,
+            log.as_deref(),
+            store.as_deref(),
+            &watch,
+        )?);
     }
     Ok(runs)
 }

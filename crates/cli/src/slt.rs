@@ -19,6 +19,7 @@ pub struct SltArgs {
     pub params: SltParams,
     pub json: bool,
     pub event_log: Option<PathBuf>,
+    pub meta_store_out: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub otlp_endpoint: Option<String>,
     /// `--use-arrangement-backfill`: printed, reaching no file
@@ -126,6 +127,19 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
         Some(_) => Some(ExportRuntime::start().map_err(SltRunError::Traces)?),
         None => None,
     };
+    let file_of = |path: &PathBuf, i: usize| match a.files.len() {
+        1 => path.clone(),
+        _ => PathBuf::from(format!("{}.{}", path.display(), i + 1)),
+    };
+    if let Some(path) = &a.meta_store_out {
+        for i in 0..a.files.len() {
+            let path = file_of(path, i);
+            std::fs::write(&path, b"").map_err(|e| SltRunError::Write {
+                path: path.display().to_string(),
+                why: e.to_string(),
+            })?;
+        }
+    }
     let mut failed = false;
     for (i, file) in a.files.iter().enumerate() {
         let tracer = match (&a.otlp_endpoint, &export) {
@@ -136,12 +150,21 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
             Some(path) => Some(open_log_file(path)?),
             None => None,
         };
+        let store_out = crate::store_out::StoreOut::default();
         let hooks = ReproHooks {
             tracing_layer: run_layer_to(tracer.as_ref(), log_file),
+            on_cluster: Some(store_out.hook(None)),
             ..Default::default()
         };
         let wall = WallTimer::start();
         let out = run_file(file, &a.params, hooks)?;
+        if let Some(path) = &a.meta_store_out {
+            let path = file_of(path, i);
+            store_out.write(&path).map_err(|e| SltRunError::Write {
+                path: path.display().to_string(),
+                why: e.to_string(),
+            })?;
+        }
         let wall_ms = wall.elapsed().as_millis() as u64;
         if let Some(t) = tracer
             && let Err(e) = t.finish()
@@ -149,11 +172,7 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
             eprintln!("epochlab slt: {}: traces: {e}", file.display());
         }
         if let Some(path) = &a.event_log {
-            let path = if a.files.len() == 1 {
-                path.clone()
-            } else {
-                PathBuf::from(format!("{}.{}", path.display(), i + 1))
-            };
+            let path = file_of(path, i);
             crate::repro::write_event_log(&path, &out.log.lines()).map_err(|e| {
                 SltRunError::Write {
                     path: path.display().to_string(),

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Hash)]
 pub struct Bitmap {
     len: usize,
     words: Vec<u64>,

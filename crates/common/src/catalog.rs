@@ -1,9 +1,11 @@
 //! What state tables and executors need of the catalog.
 
+use serde::{Deserialize, Serialize};
+
 use crate::{DataType, OrderType, TableId, VnodeCount};
 
 /// How a table's rows map to vnodes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Distribution {
     /// Every row is in vnode 0.
     Singleton,
@@ -14,7 +16,7 @@ pub enum Distribution {
 }
 
 /// What a state table needs of its catalog entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TableDesc {
     pub table_id: TableId,
     pub column_types: Vec<DataType>,

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::clock::Clock;
 
 /// 2021-04-01T00:00:00Z in Unix milliseconds: the origin of RisingWave's physical epoch time.
@@ -12,7 +14,7 @@ pub const EPOCH_SPILL_TIME_MASK: u64 = (1 << EPOCH_PHYSICAL_SHIFT_BITS) - 1;
 pub const INVALID_EPOCH: u64 = 0;
 pub const MAX_EPOCH: u64 = !EPOCH_SPILL_TIME_MASK;
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Epoch(pub u64);
 
 impl Epoch {

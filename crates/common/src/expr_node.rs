@@ -1,18 +1,21 @@
 //! Expressions as data: what a plan carries (a project list, a filter predicate, an aggregate call). Evaluation
 //! lives in `epochlab-expr`; names follow RisingWave's `ExprType`, `AggKind` and `TableFunctionType`.
 
+use serde::{Deserialize, Serialize};
+
 use crate::memcmp::OrderType;
 use crate::types::{DataType, Datum};
 
 /// A typed expression tree. `Call::ret` is set by `epochlab_expr::sig::build_func`, which also inserts the
 /// implicit casts, so every call's arguments already have the types its overload expects.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum ExprNode {
     InputRef {
         index: usize,
         ty: DataType,
     },
     Literal {
+        #[serde(with = "crate::value_encoding::serde_datum")]
         value: Datum,
         ty: DataType,
     },
@@ -73,7 +76,7 @@ impl ExprNode {
 /// Scalar functions and operators, by RisingWave's names. A few are epochlab's own, where RisingWave's
 /// binder rewrites the SQL into another call: `Nullif` and `Concat` are kept as calls here (BETWEEN is
 /// `>= AND <=`, as RisingWave binds it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ExprType {
     // arithmetic
     Add,
@@ -353,7 +356,7 @@ impl ExprType {
 }
 
 /// An aggregate call over the columns of its input.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AggCall {
     pub kind: AggKind,
     /// Input columns of the arguments (empty for `count(*)`).
@@ -368,7 +371,7 @@ pub struct AggCall {
 }
 
 /// Aggregate functions, by RisingWave's names. `Count` with no arguments is `count(*)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AggKind {
     Count,
     Sum,
@@ -436,7 +439,7 @@ impl AggKind {
 }
 
 /// Set-returning functions in FROM or the select list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TableFunctionType {
     GenerateSeries,
     Range,
@@ -462,7 +465,7 @@ impl TableFunctionType {
 }
 
 /// Window functions (`f(...) OVER (...)`), by RisingWave's names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WindowFuncKind {
     RowNumber,
     Rank,
@@ -487,7 +490,7 @@ impl WindowFuncKind {
 }
 
 /// A bound of a ROWS frame (the only frame unit RisingWave supports here).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameBound {
     UnboundedPreceding,
     Preceding(usize),
@@ -497,7 +500,7 @@ pub enum FrameBound {
 }
 
 /// `ROWS BETWEEN start AND end [EXCLUDE CURRENT ROW]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub start: FrameBound,
     pub end: FrameBound,
@@ -515,7 +518,7 @@ impl Frame {
 }
 
 /// A window function call over the columns of its input, evaluated per partition in ORDER BY order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct WindowFuncCall {
     pub kind: WindowFuncKind,
     /// Input columns of the arguments; for lag/lead only the value (the offset is in `offset`).

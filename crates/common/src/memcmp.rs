@@ -9,6 +9,7 @@
 //! [`decimal`]; jsonb its text; a struct its fields' datums; a list its elements, each after `0x01`, then
 //! `0x00`. Equal values encode to equal bytes, so decoding gives an equal value, not always the same fields.
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::row::OwnedRow;
@@ -22,7 +23,7 @@ mod decimal;
 use decimal::{decode_decimal, encode_decimal};
 
 /// The order of one key column. The default is RisingWave's: ascending, NULLs last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OrderType {
     pub descending: bool,
     pub nulls_first: bool,

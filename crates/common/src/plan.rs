@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::OrderType;
 use crate::catalog::TableDesc;
 use crate::expr_node::{AggCall, ExprNode, ExprType};
@@ -11,7 +13,7 @@ pub use crate::types::Interval;
 use crate::{ActorId, Bitmap, DataType, FragmentId, OwnedRow, TableId, VirtualNode, VnodeCount};
 
 /// vnode → the actor that owns it, for one downstream fragment (RisingWave's `ActorMapping`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ActorMapping {
     owners: Vec<ActorId>,
 }
@@ -46,7 +48,7 @@ impl ActorMapping {
 }
 
 /// How a job over a table reads its upstream (RisingWave's `StreamScanType`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StreamScanType {
     /// Arrangement backfill: the job's own parallelism, a hash exchange from the upstream, progress per vnode.
     #[default]
@@ -68,7 +70,7 @@ impl StreamScanType {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum DispatcherKind {
     /// Rows go to the actor owning the vnode of their distribution key.
     Hash {
@@ -83,7 +85,7 @@ pub enum DispatcherKind {
 }
 
 /// One dispatcher of an actor: its downstream fragment's actors and how rows are routed to them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct DispatcherDesc {
     /// The downstream fragment; an actor has at most one dispatcher per downstream fragment.
     pub downstream_fragment: FragmentId,
@@ -91,7 +93,7 @@ pub struct DispatcherDesc {
     pub downstream_actors: Vec<ActorId>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SinkKind {
     /// Drops everything (RisingWave's `blackhole` connector).
     Blackhole,
@@ -99,7 +101,7 @@ pub enum SinkKind {
     Collecting,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SinkDesc {
     pub sink_id: TableId,
     pub kind: SinkKind,
@@ -110,7 +112,7 @@ pub struct SinkDesc {
 }
 
 /// An executor tree, leaves first built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum StreamNode {
     /// The table's DML entry: emits DML chunks between the barriers injected by the local barrier manager.
     Dml {
@@ -295,7 +297,7 @@ pub enum StreamNode {
 }
 
 /// One item of a [`StreamNode::ProjectSet`]'s select list.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum ProjectSetSelectItem {
     /// A scalar expression over the input row, the same in each of its output rows.
     Expr(ExprNode),
@@ -334,7 +336,7 @@ impl ProjectSetSelectItem {
 }
 
 /// The join kinds of a streaming hash join (RisingWave's `JoinType`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum JoinType {
     Inner,
     LeftOuter,
@@ -497,7 +499,7 @@ pub fn singleton_row_table(types: &[DataType], vnode_count: VnodeCount) -> Arc<T
 }
 
 /// Everything a compute node needs to build one actor.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct StreamActorDesc {
     pub actor_id: ActorId,
     pub fragment_id: FragmentId,
@@ -643,7 +645,7 @@ impl StreamNode {
 
 /// What a materialize does with a change that disagrees with the stored row of its pk (RisingWave's
 /// `ConflictBehavior`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ConflictBehavior {
     /// Write every change as it comes: the plan guarantees no conflict (a materialized view's output).
     #[default]
@@ -656,7 +658,7 @@ pub enum ConflictBehavior {
 }
 
 /// How the actors of a fragment split the rows (RisingWave's fragment distribution type).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum FragmentDistribution {
     /// The job's parallelism (or the fragment's own), each actor a share of the vnodes of `dist_key`.
     Hash { dist_key: Vec<usize> },
@@ -666,7 +668,7 @@ pub enum FragmentDistribution {
 
 /// How an edge routes the upstream fragment's rows to the downstream fragment's actors (RisingWave's
 /// `DispatchStrategy`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum DispatchStrategy {
     /// To the actor owning the vnode of the row's columns at these positions.
     Hash(Vec<usize>),
@@ -680,7 +682,7 @@ pub enum DispatchStrategy {
 
 /// One fragment of a planned streaming job: an executor tree whose `Exchange` leaves are the graph's edges
 /// into it, and whose `StreamScan` leaves read existing tables.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct StreamFragment {
     /// Local to the graph (edges and `Exchange` leaves name it); meta gives it a global `FragmentId`.
     pub fragment_id: u32,
@@ -691,7 +693,7 @@ pub struct StreamFragment {
 }
 
 /// An edge of a fragment graph: `upstream`'s actors dispatch to `downstream`'s by `dispatch`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct StreamFragmentEdge {
     pub upstream: u32,
     pub downstream: u32,
@@ -701,7 +703,7 @@ pub struct StreamFragmentEdge {
 /// A planned streaming job (RisingWave's `StreamFragmentGraph`): meta turns it into actors, one set per
 /// fragment, and dispatchers, one per edge. The fragment whose tree holds the job's `Materialize` (or
 /// `Sink`) is its root; nothing in the graph reads from it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamFragmentGraph {
     pub fragments: Vec<StreamFragment>,
     pub edges: Vec<StreamFragmentEdge>,
@@ -726,7 +728,7 @@ impl StreamFragmentGraph {
 // ---- Aggregation state (branch `agg`) ----
 
 /// Where one aggregate call keeps its state (RisingWave's `AggCallState`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum AggCallState {
     /// In the call's column of the result table: count, sum, avg, ... (their numbers), and min/max over an
     /// append-only input (the current value: nothing is ever retracted).
@@ -744,7 +746,7 @@ pub enum AggCallState {
 /// columns are the group key, the column, then one `Int64` count per distinct call over it (in call
 /// order), how many live rows of the group have that value among the rows the call's filter keeps; the pk
 /// is the group key and the column.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct DistinctDedupTable {
     pub column: usize,
     pub table: Arc<TableDesc>,

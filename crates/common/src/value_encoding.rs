@@ -293,6 +293,13 @@ mod tests {
         })
     }
 
+    fn arb_literal() -> impl Strategy<Value = crate::expr_node::ExprNode> {
+        arb_type().prop_flat_map(|ty| {
+            arb_datum(&ty)
+                .prop_map(move |value| crate::expr_node::ExprNode::literal(value, ty.clone()))
+        })
+    }
+
     proptest! {
         /// Every type round-trips, bit for bit: the fields (`1.50` keeps its scale, `-0.0` its sign,
         /// `1 mon` stays a month), not only an equal value.
@@ -302,6 +309,31 @@ mod tests {
             let back = decode_row(&bytes).unwrap();
             prop_assert_eq!(format!("{back:?}"), format!("{r:?}"));
             prop_assert_eq!(bytes.len(), r.datums().iter().map(encoded_len).sum::<usize>());
+        }
+    }
+
+    proptest! {
+        /// A literal of every type, and a row of a plan's `Values`, come back from JSON (meta's store) with
+        /// their fields, not only an equal value.
+        #[test]
+        fn serde_round_trips_literals_and_rows(r in arb_row(), lit in arb_literal()) {
+            let json = serde_json::to_string(&lit).unwrap();
+            let back: crate::expr_node::ExprNode = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(format!("{back:?}"), format!("{lit:?}"));
+            let json = serde_json::to_string(&r).unwrap();
+            let back: OwnedRow = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(format!("{back:?}"), format!("{r:?}"));
+        }
+    }
+
+    #[test]
+    fn serde_refuses_a_bad_encoding() {
+        for bad in ["\"zz\"", "\"0\"", "\"0500\"", "\"00ff\""] {
+            let lit = format!(r#"{{"Literal":{{"value":{bad},"ty":"Int64"}}}}"#);
+            assert!(
+                serde_json::from_str::<crate::expr_node::ExprNode>(&lit).is_err(),
+                "{lit}"
+            );
         }
     }
 
@@ -326,5 +358,59 @@ mod tests {
         }
         let v = encode_row_projected(&r, &[5, 2]);
         assert_eq!(v.len(), v.capacity(), "sized exactly");
+    }
+}
+
+/// A datum where a plan is serialized (meta's store): its value encoding, as lowercase hex. Use with
+/// `#[serde(with = "crate::value_encoding::serde_datum")]`.
+pub mod serde_datum {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{decode_datum, encode_datum, from_hex, to_hex};
+    use crate::types::Datum;
+
+    pub fn serialize<S: Serializer>(datum: &Datum, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = Vec::new();
+        encode_datum(datum, &mut buf);
+        s.serialize_str(&to_hex(&buf))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Datum, D::Error> {
+        use serde::de::Error as _;
+        let bytes = from_hex::<D::Error>(&String::deserialize(d)?)?;
+        let mut pos = 0;
+        let datum = decode_datum(&bytes, &mut pos).map_err(D::Error::custom)?;
+        if pos != bytes.len() {
+            return Err(D::Error::custom("a datum's encoding has trailing bytes"));
+        }
+        Ok(datum)
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex<E: serde::de::Error>(hex: &str) -> Result<Vec<u8>, E> {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
+        return Err(E::custom("a value encoding is not hex"));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(E::custom))
+        .collect()
+}
+
+/// A row where a plan is serialized (a `Values` node's rows): its value encoding, as hex.
+impl serde::Serialize for OwnedRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&to_hex(&encode_row(self)))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for OwnedRow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let hex = <String as serde::Deserialize>::deserialize(d)?;
+        decode_row(&from_hex::<D::Error>(&hex)?).map_err(serde::de::Error::custom)
     }
 }

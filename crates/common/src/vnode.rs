@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::hash::Crc32;
 use crate::memcmp::{self, OrderType};
 use crate::row::OwnedRow;
@@ -118,7 +120,7 @@ impl fmt::Debug for VirtualNode {
 }
 
 /// The number of vnodes of a table: 1 to 32768, default 256 (RisingWave's `COUNT_FOR_COMPAT`).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VnodeCount(u16);
 
 impl VnodeCount {

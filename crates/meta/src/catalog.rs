@@ -13,11 +13,12 @@ use epochlab_common::plan::{
     StreamActorDesc, StreamFragmentEdge, StreamNode,
 };
 use epochlab_common::{ActorId, Bitmap, FragmentId, TableId, WorkerId};
+use serde::{Deserialize, Serialize};
 
 /// Rows per arrangement-backfill snapshot chunk at most (RisingWave's `stream_chunk_size`).
 pub const BACKFILL_CHUNK_SIZE: usize = 256;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelationKind {
     Table,
     MaterializedView,
@@ -36,21 +37,21 @@ impl RelationKind {
 
 pub use epochlab_common::plan::StreamScanType;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
     /// Its creating barrier has not been collected yet.
     Creating,
     Created,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ActorPlacement {
     pub actor_id: ActorId,
     pub worker: WorkerId,
     pub vnodes: Arc<Bitmap>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Relation {
     pub id: TableId,
     pub name: String,
@@ -91,7 +92,7 @@ pub struct Relation {
 /// A job's fragment graph as meta keeps it: each fragment's tree as planned (`Exchange` leaves where an edge
 /// enters; each `StreamScan` with its progress table), the global ids and actors of the fragments other than
 /// the root, and the edges (by local id).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct JobGraph {
     /// Local id of the root fragment (its actors are `Relation::actors`).
     pub root: u32,
@@ -101,7 +102,7 @@ pub struct JobGraph {
 }
 
 /// A fragment of a graph job other than its root.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GraphFragment {
     pub local_id: u32,
     pub fragment_id: FragmentId,
@@ -142,7 +143,7 @@ fn reports_progress(node: &StreamNode) -> bool {
 }
 
 /// A fragment of a job other than its first: its id and its actors.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Fragment {
     pub fragment_id: FragmentId,
     pub actors: Vec<ActorPlacement>,

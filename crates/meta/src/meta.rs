@@ -56,6 +56,8 @@ pub struct MetaConfig {
     /// (`slt`, `corpus`, `ci`); off for the directed scenarios and random plans until their figures are
     /// measured again with it (then it flips and the old path goes).
     pub sink_decoupled_from_backfill: bool,
+    /// Which store meta keeps its rows in.
+    pub store: crate::store::MetaBackend,
 }
 
 impl Default for MetaConfig {
@@ -68,6 +70,7 @@ impl Default for MetaConfig {
             toggles: Toggles::default(),
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
+            store: crate::store::MetaBackend::Memory,
         }
     }
 }
@@ -188,13 +191,18 @@ pub(crate) struct Ids {
 
 impl Ids {
     /// The sequences as `rows` hold them (a new cluster's first values where they hold none).
-    fn loaded(rows: &crate::store::MetaRows) -> Self {
-        let seq = |s: Sequence| rows.sequences.get(&s).copied();
-        let id = |s: Sequence| seq(s).map_or(1, |v| u32::try_from(v).expect("ids are u32"));
-        Self {
-            next_table: id(Sequence::Table),
-            next_fragment: id(Sequence::Fragment),
-            next_actor: id(Sequence::Actor),
+    fn loaded(rows: &crate::store::MetaRows) -> Result<Self, crate::store::MetaStoreError> {
+        let id = |s: Sequence| match rows.sequences.get(&s) {
+            None => Ok(1),
+            Some(&v) => u32::try_from(v).map_err(|_| crate::store::MetaStoreError::Corrupt {
+                table: "sequence",
+                reason: format!("{s:?} is {v}, not an id"),
+            }),
+        };
+        Ok(Self {
+            next_table: id(Sequence::Table)?,
+            next_fragment: id(Sequence::Fragment)?,
+            next_actor: id(Sequence::Actor)?,
             next_row_id: rows
                 .sequences
                 .iter()
@@ -203,7 +211,7 @@ impl Ids {
                     _ => None,
                 })
                 .collect(),
-        }
+        })
     }
 
     /// The sequences' next values, as the store keeps them.
@@ -721,7 +729,7 @@ impl MetaNode {
             persistence: persistence.clone(),
             tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState::loaded(&rows, now)),
-            ids: Mutex::new(Ids::loaded(&rows)),
+            ids: Mutex::new(Ids::loaded(&rows)?),
             hummock,
             network,
             scheduler,

@@ -15,6 +15,7 @@ pub mod user;
 use std::collections::BTreeMap;
 
 use epochlab_common::{DataType, TableId};
+use serde::{Deserialize, Serialize};
 
 pub use def::{Column, Def, Kind};
 pub use error::CatalogError;
@@ -44,7 +45,7 @@ pub type SchemaId = u32;
 pub type UserId = u32;
 
 /// What a relation is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RelationKind {
     #[default]
     Table,
@@ -88,7 +89,7 @@ impl RelationKind {
 }
 
 /// A column of a relation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ColumnCatalog {
     pub name: String,
     pub ty: DataType,
@@ -115,7 +116,7 @@ impl ColumnCatalog {
 }
 
 /// The streaming parallelism of a job, as `rw_table_fragments` prints it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TableParallelism {
     #[default]
     Adaptive,
@@ -133,7 +134,7 @@ impl std::fmt::Display for TableParallelism {
 
 /// What an index is beyond its columns: its table, the key and included columns (positions in the table's
 /// columns), its distribution key (a prefix of its key, in key positions).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct IndexInfo {
     pub primary_table: RelationId,
     /// The key expressions' text (`v1`, `(j -> 'k')`), ascending.
@@ -145,7 +146,7 @@ pub struct IndexInfo {
 }
 
 /// One relation. A literal should end with `..RelationCatalog::default()`: fields are added over time.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct RelationCatalog {
     /// Given by [`Catalog::create_relation`]; any value on the way in.
     pub id: RelationId,
@@ -201,14 +202,14 @@ impl RelationCatalog {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SchemaCatalog {
     pub id: SchemaId,
     pub name: String,
     pub owner: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct DatabaseCatalog {
     pub id: DatabaseId,
     pub name: String,
@@ -217,7 +218,7 @@ pub struct DatabaseCatalog {
 }
 
 /// `CREATE CONNECTION` (catalog only).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ConnectionCatalog {
     pub id: RelationId,
     pub name: String,
@@ -228,7 +229,7 @@ pub struct ConnectionCatalog {
 }
 
 /// The catalog of one cluster.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Catalog {
     databases: BTreeMap<String, DatabaseCatalog>,
     relations: BTreeMap<RelationId, RelationCatalog>,
@@ -246,7 +247,47 @@ impl Default for Catalog {
     }
 }
 
+/// A catalog as meta's SQL store keeps it: each map's entries by their key, and the counters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CatalogParts {
+    pub databases: Vec<(String, DatabaseCatalog)>,
+    pub relations: Vec<(RelationId, RelationCatalog)>,
+    pub connections: Vec<(RelationId, ConnectionCatalog)>,
+    pub users: Vec<(String, UserCatalog)>,
+    pub defs: Vec<(String, Def)>,
+    pub next_id: u32,
+    pub next_user_id: UserId,
+}
+
 impl Catalog {
+    /// The catalog's entries, for a store's tables.
+    pub fn to_parts(&self) -> CatalogParts {
+        fn entries<K: Clone, V: Clone>(m: &BTreeMap<K, V>) -> Vec<(K, V)> {
+            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        }
+        CatalogParts {
+            databases: entries(&self.databases),
+            relations: entries(&self.relations),
+            connections: entries(&self.connections),
+            users: entries(&self.users),
+            defs: entries(&self.defs),
+            next_id: self.next_id,
+            next_user_id: self.next_user_id,
+        }
+    }
+
+    /// The catalog a store's tables hold.
+    pub fn from_parts(p: CatalogParts) -> Self {
+        Self {
+            databases: p.databases.into_iter().collect(),
+            relations: p.relations.into_iter().collect(),
+            connections: p.connections.into_iter().collect(),
+            users: p.users.into_iter().collect(),
+            defs: p.defs.into_iter().collect(),
+            next_id: p.next_id,
+            next_user_id: p.next_user_id,
+        }
+    }
     /// A cluster's first catalog: database `dev` with its schemas, the superusers `root` and `postgres`.
     pub fn new() -> Self {
         let mut c = Self {

@@ -16,11 +16,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use epochlab_common::{FragmentId, TableId, WorkerId};
 use epochlab_storage::{HummockVersion, VersionDelta};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::catalog::{ActorPlacement, JobState, Relation};
 use crate::notification::NotificationVersion;
 use crate::sql_catalog::Catalog as SqlCatalog;
+
+mod sqlite;
+pub use sqlite::SqliteStore;
 
 /// Deltas a store keeps before it folds the older half into its version checkpoint (RisingWave's Hummock
 /// version checkpoint), so that a long run's store stays bounded.
@@ -30,13 +34,16 @@ pub const MAX_STORED_DELTAS: usize = 4096;
 pub enum MetaStoreError {
     #[error("meta store: {0}")]
     Backend(String),
+    /// A row the store holds does not decode (a store file written by something else, or damaged).
+    #[error("meta store: a row of table {table} does not decode: {reason}")]
+    Corrupt { table: &'static str, reason: String },
     /// A write of a meta that a later one has replaced (RisingWave fences a meta that lost its lease).
     #[error("meta store: the write of meta term {term} is fenced (term {current} leads)")]
     Fenced { term: u64, current: u64 },
 }
 
 /// How a job was created (RisingWave's `streaming_job.create_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CreateType {
     Foreground,
     Background,
@@ -44,7 +51,7 @@ pub enum CreateType {
 
 /// A fragment's state (RisingWave's `table_fragments.state`): `Initial` until the job's Add barrier is
 /// collected, `Creating` while its backfill runs, `Created` after.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FragmentState {
     Initial,
     Creating,
@@ -52,7 +59,7 @@ pub enum FragmentState {
 }
 
 /// A streaming job: the job as meta's catalog has it, its actors left to its fragments' rows.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct StreamingJobRow {
     pub job_id: TableId,
     pub job_status: JobState,
@@ -61,7 +68,7 @@ pub struct StreamingJobRow {
 }
 
 /// A fragment of a job and its actors, with their workers and vnodes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct FragmentRow {
     pub fragment_id: FragmentId,
     pub job_id: TableId,
@@ -70,7 +77,7 @@ pub struct FragmentRow {
 }
 
 /// A compute node meta knows: running at a generation, or removed from the cluster for good.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkerRow {
     Running { generation: u64 },
     Removed,
@@ -78,7 +85,7 @@ pub enum WorkerRow {
 
 /// A sequence meta hands values out of. `Generation`, `LastAllocatedGeneration` and the row ids are
 /// epochlab's own (RisingWave has no recovery generation, and its row ids come from the table's actors).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Sequence {
     Table,
     Fragment,
@@ -257,6 +264,35 @@ fn assemble(row: &StreamingJobRow, fragments: &BTreeMap<FragmentId, &FragmentRow
     rel
 }
 
+/// Which store a meta keeps its rows in (`--meta-store`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MetaBackend {
+    /// [`MemStore`]: rows as Rust values; the fastest.
+    #[default]
+    Memory,
+    /// [`SqliteStore`]: an SQLite database in memory, which `--meta-store-out` writes as a file.
+    Sqlite,
+}
+
+impl MetaBackend {
+    pub const ALL: [MetaBackend; 2] = [MetaBackend::Memory, MetaBackend::Sqlite];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetaBackend::Memory => "memory",
+            MetaBackend::Sqlite => "sqlite",
+        }
+    }
+
+    /// A new, empty store of this kind.
+    pub fn open(self) -> Result<Arc<dyn MetaStore>, MetaStoreError> {
+        Ok(match self {
+            MetaBackend::Memory => Arc::new(MemStore::default()),
+            MetaBackend::Sqlite => Arc::new(SqliteStore::open_in_memory()?),
+        })
+    }
+}
+
 /// Where meta's rows go.
 pub trait MetaStore: Send + Sync {
     /// A meta starting claims the store: the term it writes under from now on, one above the last. Every
@@ -268,6 +304,12 @@ pub trait MetaStore: Send + Sync {
 
     /// Every row.
     fn load(&self) -> Result<MetaRows, MetaStoreError>;
+
+    /// Write every row as an SQLite database file at `path`, replacing what is there (`--meta-store-out`):
+    /// the tables of [`SqliteStore`], whichever store this is.
+    fn write_sqlite(&self, path: &std::path::Path) -> Result<(), MetaStoreError> {
+        SqliteStore::of_rows(&self.load()?)?.write_sqlite(path)
+    }
 }
 
 /// A store in memory: it outlives the meta that writes it only as long as whoever holds it.

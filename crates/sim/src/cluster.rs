@@ -96,6 +96,16 @@ impl Drop for Cluster {
 impl Cluster {
     /// Start a cluster and wait until the barrier manager's bootstrap recovery is done.
     pub async fn start(ctx: &SimContext, config: ClusterConfig) -> Self {
+        Self::try_start(ctx, config)
+            .await
+            .unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
+    }
+
+    /// A new cluster, or the error of its meta store (which a run reports as its failure).
+    pub async fn try_start(
+        ctx: &SimContext,
+        config: ClusterConfig,
+    ) -> Result<Self, epochlab_meta::store::MetaStoreError> {
         let hummock = Arc::new(HummockManager::new(
             CommittedStore::default(),
             Some(ctx.log.clone()),
@@ -119,15 +129,15 @@ impl Cluster {
             failures: ActorFailureLog::default(),
             access_observer: Some(zombie.observer(Arc::downgrade(&hummock), ctx.clock.clone())),
         };
-        let (meta, manager) = MetaNode::new(epochlab_meta::MetaEnv {
+        let (meta, manager) = MetaNode::open(epochlab_meta::MetaEnv {
             config: config.meta.clone(),
             hummock: hummock.clone(),
             network: network.clone(),
             log: ctx.log.clone(),
             clock: ctx.clock.clone(),
             rng: ctx.rng.clone(),
-            store: Arc::new(epochlab_meta::store::MemStore::default()),
-        });
+            store: config.meta.store.open()?,
+        })?;
         let mut env = env;
         let meta_slot = Arc::new(Mutex::new(meta.clone()));
         let heartbeat_slot = meta_slot.clone();
@@ -174,7 +184,7 @@ impl Cluster {
             shut_down: AtomicBool::new(false),
         };
         cluster.wait_ready().await;
-        cluster
+        Ok(cluster)
     }
 
     /// Stop the cluster: abort meta's tasks and kill every node (each logs `kill node`). Only the first call

@@ -120,6 +120,9 @@ pub struct ReproHooks {
     pub trace_per: TracePer,
     /// Told whenever the run's virtual time moves on (pacing, metrics sampling); see [`TimeObserver`].
     pub time_observers: Vec<Arc<dyn TimeObserver>>,
+    /// The store meta keeps its rows in, where the run's cluster configuration does not decide
+    /// (`--meta-store`); `None`: the configuration's.
+    pub meta_store: Option<epochlab_meta::store::MetaBackend>,
 }
 
 /// Run the scenario on the deterministic runtime.

@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use epochlab_common::{Epoch, TableId};
+use serde::{Deserialize, Serialize};
 
 pub type GroupId = u64;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct HummockVersion {
     pub id: u64,
     pub groups: BTreeMap<GroupId, BTreeSet<TableId>>,
@@ -19,7 +20,7 @@ pub struct HummockVersion {
     write_stopped: BTreeSet<GroupId>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum GroupChange {
     Create {
         group: GroupId,
@@ -45,7 +46,7 @@ pub enum GroupChange {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct VersionDelta {
     pub id: u64,
     pub prev_id: u64,

@@ -89,6 +89,24 @@ pub enum Command {
     },
 }
 
+/// `--meta-store`: which store meta keeps its rows in.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaStoreArg {
+    /// Rows as Rust values in memory.
+    Memory,
+    /// An SQLite database in memory (RisingWave's SQL backend); --meta-store-out writes it as a file.
+    Sqlite,
+}
+
+impl MetaStoreArg {
+    pub fn backend(self) -> epochlab_meta::store::MetaBackend {
+        match self {
+            MetaStoreArg::Memory => epochlab_meta::store::MetaBackend::Memory,
+            MetaStoreArg::Sqlite => epochlab_meta::store::MetaBackend::Sqlite,
+        }
+    }
+}
+
 /// A shell `epochlab completions` writes a script for.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shell {

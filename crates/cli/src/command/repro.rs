@@ -190,6 +190,14 @@ pub struct ReproCmd {
     /// run.buggy.log, ... (run.22384-buggy.log for a bug other than 14910).
     #[arg(long, value_name = "PATH", verbatim_doc_comment, value_parser = values::path)]
     pub event_log: Option<PathBuf>,
+    /// Write each run's meta store, as it was when the run ended, to PATH as an SQLite file
+    ///
+    /// Open it with sqlite3: tables streaming_job, fragment, actor, worker, object, sequence,
+    /// hummock_version_delta, ... (see the README). With more than one run, named as --event-log
+    /// names its files.
+    #[arg(long, value_name = "PATH", verbatim_doc_comment, value_parser = values::path,
+          conflicts_with = "check_determinism")]
+    pub meta_store_out: Option<PathBuf>,
     /// Write the runs' log lines to PATH; off by default
     ///
     /// At the levels of RUST_LOG if set, else info; each line stamped with its run's virtual
@@ -273,6 +281,8 @@ pub struct ReproArgs {
     pub check_determinism: bool,
     /// Write every event-log line here (used by --check-determinism's children); see [`Self::event_log_of`].
     pub event_log: Option<PathBuf>,
+    /// Write each run's meta store here as an SQLite file; see [`Self::meta_store_out_of`].
+    pub meta_store_out: Option<PathBuf>,
     /// Write the runs' log lines here (at `RUST_LOG`'s levels, else INFO), stamped with virtual time.
     pub log_file: Option<PathBuf>,
     pub metrics_addr: Option<SocketAddr>,
@@ -315,6 +325,7 @@ impl ReproCmd {
             json: self.json,
             check_determinism: self.check_determinism,
             event_log: self.event_log,
+            meta_store_out: self.meta_store_out,
             log_file: self.log_file,
             metrics_addr: self.metrics_addr,
             serve_for: self.serve_for.map(Duration::from_secs),
@@ -409,7 +420,15 @@ impl ReproArgs {
     /// Where the event log of `run` goes: `--event-log` itself when one run goes, else with the mode (and a
     /// bug other than 14910) before the extension (`run.log` → `run.buggy.log`, `run.22384-buggy.log`).
     pub fn event_log_of(&self, run: BugMode) -> Option<PathBuf> {
-        let path = self.event_log.as_deref()?;
+        self.file_of(self.event_log.as_deref()?, run)
+    }
+
+    /// Where the meta store of `run` goes, named as [`Self::event_log_of`] names the event log.
+    pub fn meta_store_out_of(&self, run: BugMode) -> Option<PathBuf> {
+        self.file_of(self.meta_store_out.as_deref()?, run)
+    }
+
+    fn file_of(&self, path: &Path, run: BugMode) -> Option<PathBuf> {
         if self.runs().len() <= 1 {
             return Some(path.to_path_buf());
         }

@@ -105,6 +105,10 @@ pub struct SltCmd {
     /// Write each file's event log (with several files: FILE.N, N from 1)
     #[arg(long, value_name = "FILE", value_parser = values::path)]
     pub event_log: Option<PathBuf>,
+    /// Write each file's meta store, as it was when the file ended or failed, as an SQLite file
+    /// (with several files: FILE.N, N from 1)
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path)]
+    pub meta_store_out: Option<PathBuf>,
     /// The runs' log lines (at RUST_LOG's levels, else INFO), with virtual time
     #[arg(long, value_name = "FILE", value_parser = values::path)]
     pub log_file: Option<PathBuf>,
@@ -143,6 +147,7 @@ impl SltCmd {
             params,
             json: self.json,
             event_log: self.event_log,
+            meta_store_out: self.meta_store_out,
             log_file: self.log_file,
             otlp_endpoint: self.otlp_endpoint,
             use_arrangement_backfill: self.use_arrangement_backfill,

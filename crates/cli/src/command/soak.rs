@@ -177,6 +177,15 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = ["replay", "shrink"])]
     pub event_log: Option<PathBuf>,
+    /// The store meta keeps its rows in (random plans and --plan files)
+    ///
+    /// Default: memory. Neither moves a seed's event log.
+    #[arg(long, value_name = "STORE", verbatim_doc_comment, value_enum)]
+    pub meta_store: Option<super::MetaStoreArg>,
+    /// Write the --plan run's meta store, as it was when the run ended or failed, as an SQLite file
+    #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
+          requires = "plan", conflicts_with = "shrink")]
+    pub meta_store_out: Option<PathBuf>,
     /// Send the trace of every seed that fails or gets stuck to this OTLP/gRPC collector
     ///
     /// E.g. http://127.0.0.1:4317, Jaeger's: the worker reruns the seed (it replays exactly) with
@@ -271,6 +280,8 @@ impl SoakCmd {
             serve_for: self.serve_for.map(Duration::from_secs),
             otlp_endpoint: self.otlp_endpoint,
             event_log: self.event_log,
+            meta_store: self.meta_store.map(super::MetaStoreArg::backend),
+            meta_store_out: self.meta_store_out,
         })
     }
 

@@ -73,6 +73,10 @@ pub struct SoakArgs {
     pub otlp_endpoint: Option<String>,
     /// Write the event log of the one run (`--plan`, or a range of one seed) here.
     pub event_log: Option<PathBuf>,
+    /// The store meta keeps its rows in (`--meta-store`); `None`: the cluster's default.
+    pub meta_store: Option<epochlab_meta::store::MetaBackend>,
+    /// Write the `--plan` run's meta store here as an SQLite file (`--meta-store-out`).
+    pub meta_store_out: Option<PathBuf>,
 }
 
 /// One seed's result: a line of `--results`, and of `--json`.
@@ -138,6 +142,8 @@ impl Default for SoakArgs {
             serve_for: None,
             otlp_endpoint: None,
             event_log: None,
+            meta_store: None,
+            meta_store_out: None,
         }
     }
 }
@@ -299,6 +305,7 @@ struct Workers<'a> {
     observer: &'a SoakObserver,
     traces: Option<&'a traces::SoakTraces>,
     event_log: Option<&'a std::path::Path>,
+    meta_store: Option<epochlab_meta::store::MetaBackend>,
 }
 
 impl Workers<'_> {
@@ -334,6 +341,7 @@ impl Workers<'_> {
         let on_cluster = self.observer.seed_started(worker, spec.mode().as_str());
         let hooks = ReproHooks {
             on_cluster,
+            meta_store: self.meta_store,
             ..Default::default()
         };
         let row = spec.run(self.campaign, hooks, self.event_log);
@@ -382,6 +390,8 @@ pub enum SoakError {
     Metrics(#[from] MetricsError),
     #[error("traces: {0}")]
     Traces(String),
+    #[error("cannot write the meta store to {path}: {detail}")]
+    WriteMetaStore { path: String, detail: String },
 }
 
 /// Run the campaign (or, with `--replay`, rerun a results file's seeds; with `--plan`, one plan); the exit
@@ -443,6 +453,7 @@ fn campaign(args: &SoakArgs, observer: &SoakObserver) -> Result<Triage, SoakErro
         observer,
         traces: traces.as_ref(),
         event_log: args.event_log.as_deref(),
+        meta_store: args.meta_store,
     };
     workers.run(runs, |row| {
         let line = serde_json::to_string(&row).expect("a row serializes");
@@ -679,6 +690,7 @@ fn replay_file(
         observer,
         traces: None,
         event_log: None,
+        meta_store: None,
     };
     workers.run(runs.into_iter(), |now| {
         let was = before[now.replay.as_str()];

@@ -36,14 +36,28 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
         return shrink_spec(args, &spec);
     }
     let path = args.plan.as_ref().expect("called with --plan");
+    let store_error = |out: &std::path::Path, detail: String| SoakError::WriteMetaStore {
+        path: out.display().to_string(),
+        detail,
+    };
+    if let Some(out) = &args.meta_store_out {
+        std::fs::write(out, b"").map_err(|e| store_error(out, e.to_string()))?;
+    }
+    let store_out = crate::store_out::StoreOut::default();
     // One run: RUST_LOG shows its log lines.
     let hooks = ReproHooks {
-        on_cluster: None,
+        on_cluster: args.meta_store_out.as_ref().map(|_| store_out.hook(None)),
         tracing_layer: epochlab_telemetry::run_layer(None),
+        meta_store: args.meta_store,
         ..Default::default()
     };
     let campaign = format!("plan={}", path.display());
     let row = spec.run(&campaign, hooks, args.event_log.as_deref());
+    if let Some(out) = &args.meta_store_out {
+        store_out
+            .write(out)
+            .map_err(|e| store_error(out, e.to_string()))?;
+    }
     if args.json {
         outln!("{}", serde_json::to_string(&row).expect("a row serializes"));
     }

@@ -4,12 +4,14 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
+use serde::{Deserialize, Serialize};
+
 pub const USECS_PER_SEC: i64 = 1_000_000;
 pub const USECS_PER_DAY: i64 = 86_400 * USECS_PER_SEC;
 pub const USECS_PER_MONTH: i64 = 30 * USECS_PER_DAY;
 
 /// RisingWave's interval. `Debug` prints the three fields.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
 pub struct Interval {
     months: i32,
     days: i32,

@@ -33,7 +33,9 @@ pub use parse_interval::DateTimeField;
 pub use struct_type::{ListValue, StructType, StructValue};
 pub use to_text::ToText;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DataType {
     Boolean,
     Int16,

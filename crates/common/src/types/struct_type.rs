@@ -3,10 +3,12 @@
 
 use std::cmp::Ordering;
 
+use serde::{Deserialize, Serialize};
+
 use super::{DataType, Datum, cmp_datum};
 
 /// The fields of a struct type, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct StructType {
     fields: Vec<(String, DataType)>,
 }

@@ -5,11 +5,12 @@
 
 use epochlab_common::DataType;
 use epochlab_common::expr_node::ExprNode;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::RelationKind;
 
 /// A column of a relation as SQL sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Column {
     pub name: String,
     pub ty: DataType,
@@ -18,7 +19,7 @@ pub struct Column {
 }
 
 /// What a relation is, as SQL names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Table,
     MaterializedView,
@@ -45,7 +46,7 @@ impl Kind {
 }
 
 /// What SQL knows of a relation beyond meta's catalog: its columns, its filter, its statement.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Def {
     pub kind: Kind,
     /// The columns SQL sees; each `src` is a position in the stored rows.

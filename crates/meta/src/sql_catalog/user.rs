@@ -1,9 +1,11 @@
 //! Users and their privileges (RisingWave's `src/frontend/src/user/` and `risingwave_common::acl`).
 
+use serde::{Deserialize, Serialize};
+
 use super::{CatalogError, DatabaseId, RelationId, SchemaId, UserId};
 
 /// One user and its attributes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserCatalog {
     pub id: UserId,
     pub name: String,
@@ -83,7 +85,7 @@ impl UserCatalog {
 }
 
 /// What a privilege is on (RisingWave's `PbObject`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Object {
     Database(DatabaseId),
     Schema(SchemaId),
@@ -94,7 +96,7 @@ pub enum Object {
 }
 
 /// What a privilege allows (RisingWave's `AclMode`s that SQL grants).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Action {
     Select,
     Insert,
@@ -121,7 +123,7 @@ impl Action {
 }
 
 /// The kind of object a `GRANT` names, which decides the actions it may grant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GrantKind {
     Database,
     Schema,
@@ -156,7 +158,7 @@ impl GrantKind {
 }
 
 /// One privilege a user holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Privilege {
     pub object: Object,
     pub action: Action,

@@ -67,7 +67,7 @@ pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanR
                 vnodes = p.cluster.vnodes as i64
             )
         });
-        play(ctx, p, run, hooks.on_cluster).await
+        play(ctx, p, run, hooks.on_cluster, hooks.meta_store).await
     });
     out.map(|value| match value {
         Ok(report) => report,
@@ -125,8 +125,16 @@ async fn play(
     plan: Plan,
     mode: BugMode,
     hook: Option<crate::repro::ClusterHook>,
+    meta_store: Option<epochlab_meta::store::MetaBackend>,
 ) -> PlanReport {
-    let cluster = Arc::new(Cluster::start(&ctx, cluster_config(&plan.cluster, mode)).await);
+    let mut config = cluster_config(&plan.cluster, mode);
+    if let Some(store) = meta_store {
+        config.meta.store = store;
+    }
+    let cluster = match Cluster::try_start(&ctx, config).await {
+        Ok(cluster) => Arc::new(cluster),
+        Err(e) => return PlanReport::failed(FailureKind::MetaStore, e.to_string(), Vec::new()),
+    };
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
@@ -165,9 +173,11 @@ async fn play(
         stuck = watchdog(&run.cluster) => Some(stuck),
         settled = work => settled.err().map(|stuck| stuck.to_string()),
     };
-    let report = match stalled {
-        Some(what) => PlanReport::stuck(what),
-        None => judge(&run),
+    let store_error = run.cluster.meta().store_error();
+    let report = match (stalled, store_error) {
+        (_, Some(e)) => PlanReport::failed(FailureKind::MetaStore, e.to_string(), Vec::new()),
+        (Some(what), None) => PlanReport::stuck(what),
+        (None, None) => judge(&run),
     };
     let skipped = run.skipped.load(Ordering::Relaxed);
     let report = report.with_counts(&run.cluster, plan.steps.len(), skipped);

@@ -15,6 +15,8 @@ pub enum FailureKind {
     Oracle,
     /// A task of the run panicked (the run ended there, as madsim ends a simulation).
     Panic,
+    /// Meta's store refused a commit or could not be opened: what it holds is not what meta had.
+    MetaStore,
 }
 
 impl FailureKind {
@@ -24,6 +26,7 @@ impl FailureKind {
             FailureKind::Invariant => "invariant",
             FailureKind::Oracle => "oracle",
             FailureKind::Panic => "panic",
+            FailureKind::MetaStore => "meta_store",
         }
     }
 
