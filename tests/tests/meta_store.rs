@@ -27,7 +27,7 @@ fn keep_meta_in(backend: MetaBackend) -> (ReproHooks, Arc<Mutex<Option<MetaNode>
 }
 
 fn keep_meta() -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
-    keep_meta_in(MetaBackend::Memory)
+    keep_meta_in(MetaBackend::default())
 }
 
 fn taken(slot: &Arc<Mutex<Option<MetaNode>>>) -> MetaNode {
@@ -39,7 +39,7 @@ fn taken(slot: &Arc<Mutex<Option<MetaNode>>>) -> MetaNode {
 
 /// The plan of `seed` at a corner of the generator's flags, run fixed; its meta.
 fn plan_meta(seed: u64, kill_rate: f64, background_ddl_rate: f64) -> MetaNode {
-    plan_meta_in(MetaBackend::Memory, seed, kill_rate, background_ddl_rate)
+    plan_meta_in(MetaBackend::default(), seed, kill_rate, background_ddl_rate)
 }
 
 fn plan_meta_in(

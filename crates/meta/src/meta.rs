@@ -70,7 +70,7 @@ impl Default for MetaConfig {
             toggles: Toggles::default(),
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
-            store: crate::store::MetaBackend::Memory,
+            store: crate::store::MetaBackend::Sqlite,
         }
     }
 }

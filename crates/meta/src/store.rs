@@ -268,9 +268,9 @@ fn assemble(row: &StreamingJobRow, fragments: &BTreeMap<FragmentId, &FragmentRow
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MetaBackend {
     /// [`MemStore`]: rows as Rust values; the fastest.
-    #[default]
     Memory,
-    /// [`SqliteStore`]: an SQLite database in memory, which `--meta-store-out` writes as a file.
+    /// [`SqliteStore`]: an SQLite database in memory (RisingWave's SQL backend), the default.
+    #[default]
     Sqlite,
 }
 

@@ -179,7 +179,7 @@ pub struct SoakCmd {
     pub event_log: Option<PathBuf>,
     /// The store meta keeps its rows in (random plans and --plan files)
     ///
-    /// Default: memory. Neither moves a seed's event log.
+    /// Default: sqlite. Neither moves a seed's event log: memory is only faster.
     #[arg(long, value_name = "STORE", verbatim_doc_comment, value_enum)]
     pub meta_store: Option<super::MetaStoreArg>,
     /// Write the --plan run's meta store, as it was when the run ended or failed, as an SQLite file

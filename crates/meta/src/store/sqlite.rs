@@ -145,12 +145,8 @@ fn rows_as_ops(rows: &MetaRows) -> Vec<StoreOp> {
 
 fn term(tx: &Transaction<'_>) -> Result<u64, MetaStoreError> {
     let t: Option<i64> = tx
-        .query_row(
-            "SELECT term FROM election_leader WHERE service = 'meta'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
+        .prepare_cached("SELECT term FROM election_leader WHERE service = 'meta'")
+        .and_then(|mut st| st.query_row([], |r| r.get(0)).optional())
         .map_err(backend)?;
     Ok(t.unwrap_or(0) as u64)
 }
@@ -374,7 +370,11 @@ fn push_delta(tx: &Transaction<'_>, d: &VersionDelta) -> Result<(), MetaStoreErr
     // Deltas are consecutive (each one's `prev_id` is the last one's id), so the oldest and newest ids
     // count them without a scan.
     let (lo, hi): (Option<i64>, Option<i64>) = tx
-        .prepare_cached("SELECT min(id), max(id) FROM hummock_version_delta")
+        .prepare_cached(
+            // Each in a query of its own: SQLite reads one end of the key then, both together scan it.
+            "SELECT (SELECT min(id) FROM hummock_version_delta), \
+                    (SELECT max(id) FROM hummock_version_delta)",
+        )
         .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(backend)?;
     if let Some(hi) = hi
