@@ -378,6 +378,19 @@ impl MetaInner {
             .collect();
         let by_name: BTreeMap<&str, TableId> =
             jobs.iter().map(|(id, name)| (name.as_str(), *id)).collect();
+        // Nothing to clean or repair: no write (a new version would tell every frontend of a change).
+        let current = self.notification.current();
+        let settled = current
+            .catalog
+            .relations()
+            .filter(|r| r.kind.has_job())
+            .all(|r| match r.table_id {
+                Some(t) => jobs.contains_key(&t),
+                None => r.kind == crate::sql_catalog::RelationKind::Index,
+            });
+        if settled {
+            return;
+        }
         let log = &self.log;
         let Ok(((), _)) = self.catalog_write(|c| {
             let listed: Vec<_> = c

@@ -35,7 +35,7 @@ pub enum MetaStoreError {
     #[error("meta store: {0}")]
     Backend(String),
     /// A row the store holds does not decode (a store file written by something else, or damaged).
-    #[error("meta store: a row of table {table} does not decode: {reason}")]
+    #[error("meta store: a bad row in table {table}: {reason}")]
     Corrupt { table: &'static str, reason: String },
     /// A write of a meta that a later one has replaced (RisingWave fences a meta that lost its lease).
     #[error("meta store: the write of meta term {term} is fenced (term {current} leads)")]
@@ -150,13 +150,18 @@ impl MetaRows {
         }
     }
 
-    /// The Hummock version the stored deltas lead to.
-    pub fn hummock_version(&self) -> HummockVersion {
+    /// The Hummock version the stored deltas lead to; a delta that does not follow the one before is a
+    /// corrupt row.
+    pub fn hummock_version(&self) -> Result<HummockVersion, MetaStoreError> {
         let mut v = self.hummock_checkpoint.clone();
         for d in &self.hummock_deltas {
+            v.check_follows(d).map_err(|e| MetaStoreError::Corrupt {
+                table: "hummock_version_delta",
+                reason: e.to_string(),
+            })?;
             v.apply(d);
         }
-        v
+        Ok(v)
     }
 
     /// The jobs' catalog as the rows give it: each job's definition with its fragments' actors and states.
@@ -414,12 +419,13 @@ impl MetaRows {
         if !sequences.is_empty() {
             out.push(StoreMismatch::Sequences(sequences));
         }
-        let stored = self.hummock_version();
-        if stored != live.hummock_checkpoint {
-            out.push(StoreMismatch::Hummock {
+        match self.hummock_version() {
+            Ok(stored) if stored != live.hummock_checkpoint => out.push(StoreMismatch::Hummock {
                 stored: stored.id,
                 live: live.hummock_checkpoint.id,
-            });
+            }),
+            Ok(_) => {}
+            Err(e) => out.push(StoreMismatch::Load(e)),
         }
         let assembled = differing(&self.relations(), relations);
         if !assembled.is_empty() {

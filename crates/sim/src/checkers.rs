@@ -132,12 +132,13 @@ pub struct Unregister {
 }
 
 /// The invariants as metric label values, each counted from the start of a run.
-pub const INVARIANT_LABELS: [&str; 6] = [
+pub const INVARIANT_LABELS: [&str; 7] = [
     "i1_commit_order",
     "i2_unregister_in_use",
     "i2_zombie_access",
     "i3_table_set",
     "i4_full_collection",
+    "i5_meta_restart",
     "oracle",
 ];
 
@@ -149,6 +150,7 @@ pub fn invariant_label(invariant: &str) -> &'static str {
         "I2 zombie-access" => "i2_zombie_access",
         "I3 table-set" => "i3_table_set",
         "I4 full-collection" => "i4_full_collection",
+        crate::meta_witness::INVARIANT => "i5_meta_restart",
         _ => "oracle",
     }
 }
@@ -217,6 +219,12 @@ impl Checkers {
         cluster.meta().set_recovery_hook(Arc::new(move || {
             if let Some(cluster) = weak.upgrade() {
                 me.check_tables_after_recovery(&cluster, exact);
+                // (I5) the first recovery of a restarted meta is its bootstrap.
+                if let Some(witness) = cluster.take_meta_witness() {
+                    for v in witness.check(&cluster) {
+                        me.violation(v);
+                    }
+                }
             }
         }));
         this

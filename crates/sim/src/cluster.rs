@@ -85,6 +85,8 @@ pub struct Cluster {
     meta_config: epochlab_meta::MetaConfig,
     /// Set by the first [`Cluster::shutdown`]; later ones do nothing.
     shut_down: AtomicBool,
+    /// What clients were told before meta's last kill, until the checkers hold the restarted meta to it.
+    meta_witness: Mutex<Option<crate::meta_witness::MetaWitness>>,
 }
 
 impl Drop for Cluster {
@@ -182,6 +184,7 @@ impl Cluster {
             heartbeat_checker: Mutex::new(heartbeat_checker),
             meta_config: config.meta.clone(),
             shut_down: AtomicBool::new(false),
+            meta_witness: Mutex::new(None),
         };
         cluster.wait_ready().await;
         Ok(cluster)
@@ -216,6 +219,7 @@ impl Cluster {
         if meta.is_killed() {
             return false;
         }
+        *lock(&self.meta_witness) = Some(crate::meta_witness::MetaWitness::take(self, &meta));
         meta.kill();
         lock(&self.manager).abort();
         lock(&self.heartbeat_checker).abort();
@@ -245,6 +249,11 @@ impl Cluster {
         *lock(&self.manager) = tokio::spawn(manager.run());
         *lock(&self.heartbeat_checker) = tokio::spawn(meta.run_heartbeat_checker());
         Ok(())
+    }
+
+    /// The witness of meta's last kill, once (see [`crate::meta_witness`]).
+    pub fn take_meta_witness(&self) -> Option<crate::meta_witness::MetaWitness> {
+        lock(&self.meta_witness).take()
     }
 
     /// The meta node now serving the cluster (a handle: cheap to clone, and the one place meta is reached,

@@ -13,6 +13,7 @@ pub mod capture;
 pub mod checkers;
 pub mod cluster;
 pub mod config;
+pub mod meta_witness;
 pub mod panic;
 pub mod report;
 pub mod repro;

@@ -41,7 +41,7 @@ pub use local::{
 pub use manager::{CommitOutcome, DeltaHook, HummockManager};
 pub use mem_table::{KeyOp, MemTable};
 pub use node::{NodeStorage, NodeStorageStats, SstData, SyncResult};
-pub use version::{GroupChange, GroupId, HummockVersion, VersionDelta};
+pub use version::{DeltaError, GroupChange, GroupId, HummockVersion, VersionDelta};
 
 /// A table-local key: the vnode (2 bytes, big-endian) followed by the memcomparable pk.
 pub type Key = bytes::Bytes;

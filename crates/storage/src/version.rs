@@ -20,6 +20,15 @@ pub struct HummockVersion {
     write_stopped: BTreeSet<GroupId>,
 }
 
+/// Why a delta does not follow a version.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeltaError {
+    #[error("delta {delta} starts from version {prev}, not {version} (delta applied out of order)")]
+    OutOfOrder { delta: u64, prev: u64, version: u64 },
+    #[error("delta {delta} takes the max committed epoch back from {from} to {to} (mce went back)")]
+    EpochBack { delta: u64, from: Epoch, to: Epoch },
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum GroupChange {
     Create {
@@ -113,13 +122,31 @@ impl HummockVersion {
             .find(|g| self.write_stopped.contains(g))
     }
 
-    /// Apply a delta; the caller has checked that it follows this version.
+    /// Whether `delta` follows this version: it starts from this version's id and keeps the max committed
+    /// epoch from going back.
+    pub fn check_follows(&self, delta: &VersionDelta) -> Result<(), DeltaError> {
+        if delta.prev_id != self.id {
+            return Err(DeltaError::OutOfOrder {
+                delta: delta.id,
+                prev: delta.prev_id,
+                version: self.id,
+            });
+        }
+        if delta.max_committed_epoch < self.max_committed_epoch {
+            return Err(DeltaError::EpochBack {
+                delta: delta.id,
+                from: self.max_committed_epoch,
+                to: delta.max_committed_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Apply a delta; the caller has checked that it follows this version ([`Self::check_follows`]).
     pub fn apply(&mut self, delta: &VersionDelta) {
-        assert_eq!(delta.prev_id, self.id, "delta applied out of order");
-        assert!(
-            delta.max_committed_epoch >= self.max_committed_epoch,
-            "mce went back"
-        );
+        if let Err(e) = self.check_follows(delta) {
+            panic!("{e}");
+        }
         for change in &delta.group_changes {
             match change {
                 GroupChange::Create { group, tables }

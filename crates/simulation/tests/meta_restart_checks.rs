@@ -1,0 +1,179 @@
+//! (I5 meta-restart, issue 44 stage S6) After every meta restart the checkers hold the restarted meta to what
+//! clients were told before the kill, outside meta. Each check is shown to catch a store that lost or bent
+//! something between the kill and the restart (the test writes the store as a damaged disk would), and a
+//! clean restart to find nothing.
+
+use std::sync::Arc;
+
+use epochlab_common::Epoch;
+use epochlab_common::toggles::DropMode;
+use epochlab_frontend::Session;
+use epochlab_meta::store::StoreOp;
+use epochlab_sim::checkers::Checkers;
+use epochlab_sim::{Cluster, ClusterConfig, Violation, run};
+use epochlab_storage::VersionDelta;
+
+/// How the test damages the store of a killed meta (`None`: not at all).
+type Damage = fn(&Cluster);
+
+/// Tables `t` and `u`, a view `m` over `t`; `u` dropped; meta killed, the store damaged, meta restarted.
+/// The I5 violations of its bootstrap.
+fn restart_with(damage: Option<Damage>) -> Vec<Violation> {
+    run(7, move |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let checkers = Checkers::install(&cluster, DropMode::Fixed);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute(
+            "CREATE TABLE t (k int PRIMARY KEY, v int); CREATE TABLE u (a int); \
+             CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c FROM t GROUP BY v; \
+             INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 20) AS g(x); DROP TABLE u; FLUSH",
+        )
+        .await
+        .unwrap();
+        assert!(cluster.kill_meta());
+        if let Some(damage) = damage {
+            damage(&cluster);
+        }
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        checkers
+            .violations()
+            .into_iter()
+            .filter(|v| v.invariant == epochlab_sim::meta_witness::INVARIANT)
+            .collect()
+    })
+    .value
+}
+
+/// Commit `ops` to the killed meta's store as the next term would (the restart claims the one after).
+fn write(cluster: &Cluster, ops: Vec<StoreOp>) {
+    let store = cluster.meta().store().clone();
+    let term = store.claim().unwrap();
+    store.commit(term, ops).unwrap();
+}
+
+fn details(found: &[Violation]) -> String {
+    found
+        .iter()
+        .map(|v| v.detail.as_str())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+#[test]
+fn a_clean_restart_breaks_nothing() {
+    let found = restart_with(None);
+    assert!(found.is_empty(), "{}", details(&found));
+}
+
+#[test]
+fn a_lost_ddl_is_caught() {
+    let found = restart_with(Some(|cluster| {
+        let snap = cluster.meta().sql_catalog();
+        let mut catalog = (*snap.catalog).clone();
+        let m = catalog.relations().find(|r| r.name == "m").unwrap().id;
+        let mut parts = catalog.to_parts();
+        parts.relations.retain(|(id, _)| *id != m);
+        catalog = epochlab_meta::sql_catalog::Catalog::from_parts(parts);
+        write(
+            cluster,
+            vec![StoreOp::PutCatalog(snap.version, Arc::new(catalog))],
+        );
+    }));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.detail.contains("materialized view m") && v.detail.contains("is gone")),
+        "{}",
+        details(&found)
+    );
+}
+
+#[test]
+fn a_dropped_relation_that_comes_back_is_caught() {
+    let found = restart_with(Some(|cluster| {
+        let snap = cluster.meta().sql_catalog();
+        let mut parts = snap.catalog.to_parts();
+        let mut u = parts
+            .relations
+            .iter()
+            .find(|(_, r)| r.name == "t")
+            .unwrap()
+            .1
+            .clone();
+        u.name = "u".into();
+        // An id handed out before the kill that the catalog no longer has: u's.
+        u.id = (1..parts.next_id)
+            .find(|id| snap.catalog.relation(*id).is_none())
+            .unwrap();
+        u.table_id = None;
+        parts.relations.push((u.id, u));
+        let catalog = epochlab_meta::sql_catalog::Catalog::from_parts(parts);
+        write(
+            cluster,
+            vec![StoreOp::PutCatalog(snap.version, Arc::new(catalog))],
+        );
+    }));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.detail.contains("table u") && v.detail.contains("is back")),
+        "{}",
+        details(&found)
+    );
+}
+
+#[test]
+fn a_catalog_version_that_goes_back_is_caught() {
+    let found = restart_with(Some(|cluster| {
+        let snap = cluster.meta().sql_catalog();
+        write(
+            cluster,
+            vec![StoreOp::PutCatalog(snap.version - 1, snap.catalog.clone())],
+        );
+    }));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.detail.contains("the catalog went back")),
+        "{}",
+        details(&found)
+    );
+}
+
+#[test]
+fn a_max_committed_epoch_that_goes_back_is_caught() {
+    let found = restart_with(Some(|cluster| {
+        let rows = cluster.meta().store().load().unwrap();
+        let last = rows.hummock_deltas.last().unwrap().id;
+        let back = VersionDelta {
+            id: last + 1,
+            prev_id: last,
+            max_committed_epoch: Epoch(1),
+            group_changes: Vec::new(),
+        };
+        write(cluster, vec![StoreOp::PushHummockDelta(Arc::new(back))]);
+    }));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.detail.contains("takes the max committed epoch back from")),
+        "{}",
+        details(&found)
+    );
+}
+
+#[test]
+fn a_job_whose_fragments_are_lost_is_caught() {
+    let found = restart_with(Some(|cluster| {
+        let m = cluster.meta().relation_by_name("m").unwrap();
+        write(cluster, vec![StoreOp::DeleteFragment(m.fragment_id)]);
+    }));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.detail.contains("job m") && v.detail.contains("has no fragments")),
+        "{}",
+        details(&found)
+    );
+}
