@@ -77,6 +77,9 @@ impl Default for MetaConfig {
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DdlError {
+    /// A request to a killed meta: RisingWave's meta client fails at once (no meta answers its RPC).
+    #[error("gRPC request to meta service failed: The service is currently unavailable")]
+    MetaUnavailable,
     #[error("{0} not found")]
     NotFound(String),
     #[error("{0}")]
@@ -487,6 +490,11 @@ impl MetaInner {
             rel.kind.as_str(),
             rel.name
         );
+        // A killed meta cleans nothing up: its DDL dies with it (RisingWave's DDL controller runs in meta's
+        // process), and the restarted meta's bootstrap cleans the dirty job from the store.
+        if self.killed.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         self.tracker().remove(id, CreateAborted::CreationFailed);
         if self.catalog().relations.remove(&id).is_some() {
             self.drop_actors(actors).await;
@@ -1014,7 +1022,16 @@ impl MetaNode {
 
     /// SQL `FLUSH`: wait until a checkpoint barrier injected after this call is collected and committed.
     pub async fn flush(&self) -> Result<(), DdlError> {
+        self.alive()?;
         Ok(self.inner.scheduler.flush(true).await?)
+    }
+
+    /// A request reaches a live meta only (a killed meta's scheduler holds drops, say, for ever).
+    fn alive(&self) -> Result<(), DdlError> {
+        match self.is_killed() {
+            true => Err(DdlError::MetaUnavailable),
+            false => Ok(()),
+        }
     }
 
     /// `CREATE TABLE name (columns) PRIMARY KEY (pk)`, distributed by its pk over `parallelism` actors.
@@ -1276,6 +1293,7 @@ impl MetaNode {
     /// (during recovery, say): the error reaches the caller, and the next recovery builds the actors with the
     /// new limit.
     pub async fn set_rate_limit(&self, id: TableId, limit: Option<u32>) -> Result<(), DdlError> {
+        self.alive()?;
         let actors = {
             let mut catalog = self.inner.catalog();
             let rel = catalog
@@ -1443,6 +1461,7 @@ impl MetaNode {
     }
 
     async fn drop_or_cancel(&self, id: TableId, removal: Removal) -> Result<(), DdlError> {
+        self.alive()?;
         let clock = self.inner.clock.clone();
         let span = match removal {
             Removal::Drop => {
@@ -1525,6 +1544,10 @@ impl MetaNode {
             // RisingWave before the fix: the result is ignored and the tables go at once.
             if let Err(e) = &result {
                 tracing::warn!(error = %e, "drop command failed; unregistering anyway");
+            }
+            if inner.killed.load(std::sync::atomic::Ordering::Relaxed) {
+                // The caller died with meta.
+                return Ok(());
             }
             inner
                 .hummock

@@ -87,6 +87,9 @@ pub struct Cluster {
     shut_down: AtomicBool,
     /// What clients were told before meta's last kill, until the checkers hold the restarted meta to it.
     meta_witness: Mutex<Option<crate::meta_witness::MetaWitness>>,
+    /// Compute nodes started while meta was down: each registers with the next meta (a RisingWave compute
+    /// node retries its registration until a meta answers).
+    awaiting_meta: Mutex<Vec<WorkerId>>,
 }
 
 impl Drop for Cluster {
@@ -185,6 +188,7 @@ impl Cluster {
             meta_config: config.meta.clone(),
             shut_down: AtomicBool::new(false),
             meta_witness: Mutex::new(None),
+            awaiting_meta: Mutex::new(Vec::new()),
         };
         cluster.wait_ready().await;
         Ok(cluster)
@@ -245,6 +249,17 @@ impl Cluster {
             meta.set_recovery_hook(hook);
         }
         *lock(&self.meta_slot) = meta.clone();
+        // Nodes that came up while meta was down register now, before the bootstrap resets every node.
+        let awaiting = std::mem::take(&mut *lock(&self.awaiting_meta));
+        for w in awaiting {
+            self.restart(w);
+        }
+        // The restarted meta's bootstrap is a recovery (it resets every node, dropping what no checkpoint
+        // committed): counted as one, so that whoever watches the count (the workload's table models) knows
+        // uncommitted writes are gone. A new cluster's first bootstrap is not.
+        self.barrier_stats
+            .recoveries
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let manager = manager.with_stats(self.barrier_stats.clone());
         *lock(&self.manager) = tokio::spawn(manager.run());
         *lock(&self.heartbeat_checker) = tokio::spawn(meta.run_heartbeat_checker());
@@ -342,6 +357,15 @@ impl Cluster {
 
     /// Start a killed node again, empty, at the cluster's current generation.
     pub fn restart(&self, worker: WorkerId) {
+        if self.meta().is_killed() {
+            epochlab_common::event!(
+                self.ctx.log,
+                "register worker",
+                "worker={worker} waits for meta"
+            );
+            lock(&self.awaiting_meta).push(worker);
+            return;
+        }
         let clock = &self.env.clock;
         let span = vspan!(parent: trace::root(), "restart node", clock, worker_id = worker.0 as i64, generation = tracing::field::Empty);
         let _entered = span.enter();

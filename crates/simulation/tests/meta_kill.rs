@@ -148,6 +148,44 @@ fn a_20_s_meta_outage_expires_no_live_worker() {
     });
 }
 
+/// A compute node that expired while down and starts again while meta is down registers with the next meta
+/// (RisingWave's compute node retries its registration until a meta answers), which finds it alive: its
+/// bootstrap rebuilds the actors there and the view answers.
+#[test]
+fn a_compute_node_started_while_meta_is_down_registers_with_the_next_meta() {
+    run(14, |ctx| async move {
+        let config = ClusterConfig {
+            compute_nodes: 1,
+            ..ClusterConfig::default()
+        };
+        let cluster = Arc::new(Cluster::start(&ctx, config).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute(
+            "CREATE TABLE t (k int PRIMARY KEY); CREATE MATERIALIZED VIEW m AS SELECT k FROM t; \
+             INSERT INTO t SELECT x FROM generate_series(1, 10) AS g(x); FLUSH",
+        )
+        .await
+        .unwrap();
+        let w = epochlab_common::WorkerId(1);
+        assert!(cluster.kill(w));
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(cluster.meta().workers().is_empty(), "expired");
+        assert!(cluster.kill_meta());
+        cluster.restart(w);
+        assert!(cluster.node(w).is_none(), "waits for a meta");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert!(cluster.node(w).is_some());
+        assert_eq!(cluster.meta().workers().len(), 1);
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM m").await,
+            [["10".to_string()]]
+        );
+        cluster.shutdown();
+    });
+}
+
 /// A cluster with a table of 400 rows and a session that backfills at 10 rows a second an actor.
 async fn slow_backfill(cluster: &Arc<Cluster>) -> Session {
     let mut s = Session::new(epochlab_simulation::engine(cluster, 2));
@@ -226,6 +264,64 @@ fn a_foreground_create_cut_off_by_a_meta_kill_fails_and_a_retry_succeeds() {
         assert_eq!(cluster.meta().check_store(), Ok(()));
         cluster.shutdown();
     });
+}
+
+/// A create whose Add barrier is in flight when meta dies fails, and the killed meta cleans nothing up (its
+/// DDL dies with it, as RisingWave's DDL controller does with meta's process): the job's tables stay
+/// registered for the restarted meta's bootstrap to clean, and no Hummock delta is made while no meta can
+/// store it (the store's deltas would skip one, and a restarted meta's store would not load).
+#[test]
+fn a_killed_meta_cleans_up_nothing_of_a_create_it_cut_off() {
+    let out = run(13, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v int); FLUSH")
+            .await
+            .unwrap();
+        let mut creating = Session::new(s.engine().clone());
+        let ddl = tokio::spawn(async move {
+            creating
+                .execute("CREATE MATERIALIZED VIEW m AS SELECT k, v FROM t")
+                .await
+        });
+        // Until its job's tables are registered: its Add barrier is on the way.
+        let before = cluster.hummock.registered_tables();
+        while cluster.hummock.registered_tables() == before {
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
+        let tables = cluster.hummock.registered_tables();
+        assert!(cluster.kill_meta());
+        assert!(ddl.await.unwrap().is_err());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            cluster.hummock.registered_tables(),
+            tables,
+            "nothing unregistered"
+        );
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert_eq!(
+            cluster.hummock.registered_tables(),
+            before,
+            "the bootstrap cleaned it"
+        );
+        assert_eq!(cluster.meta().check_store(), Ok(()));
+        cluster.shutdown();
+    });
+    let lines = out.log.lines();
+    let killed = lines.iter().position(|l| l.contains("kill meta")).unwrap();
+    let restarted = killed
+        + lines[killed..]
+            .iter()
+            .position(|l| l.contains("recovery: start reason=bootstrap"))
+            .unwrap();
+    assert!(
+        !lines[killed..restarted]
+            .iter()
+            .any(|l| l.contains("unregister tables")),
+        "{:?}",
+        &lines[killed..restarted]
+    );
 }
 
 /// RisingWave creates a view in the background only when every leaf of its plan is a table scan that

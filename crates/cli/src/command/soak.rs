@@ -78,6 +78,14 @@ pub struct SoakCmd {
     /// With --slt (and a kill flag), the runner's rate, default 0.0.
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability)]
     pub background_ddl_rate: Option<f64>,
+    /// 0..=1, random plans: the chance of a meta kill at each opportunity, default 0 (none)
+    ///
+    /// An opportunity every 10 to 30 s; meta is down U(0, 1 s), plus 20 s one time in ten, and
+    /// restarts from its store. Drawn after every other step: the rest of each seed's plan is the
+    /// plan of the same seed without it.
+    #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
+          conflicts_with = "slt")]
+    pub kill_meta_rate: Option<f64>,
     /// Run sqllogictest files (`epochlab slt --help`) instead of random plans
     ///
     /// Every file matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster,
@@ -119,6 +127,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
+              "kill_meta_rate",
           ])]
     pub plan: Option<PathBuf>,
     /// Shrink the plan of --plan FILE, or of the lowest failing seed of the campaign
@@ -150,7 +159,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "bug", "shrink", "seeds", "shard", "results", "mode", "scenario", "kill_rate",
-              "background_ddl_rate",
+              "background_ddl_rate", "kill_meta_rate",
           ])]
     pub replay: Option<PathBuf>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run; off by default
@@ -253,6 +262,7 @@ impl SoakCmd {
                 Scenario::Random(GenParams {
                     kill_rate: self.kill_rate.unwrap_or(g.kill_rate),
                     background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
+                    kill_meta_rate: self.kill_meta_rate.unwrap_or(g.kill_meta_rate),
                     flow_control: self.engine == Some(EngineArg::R2024),
                     ..g
                 })
@@ -316,6 +326,7 @@ impl SoakCmd {
             let random_only = [
                 (self.kill_rate.is_some(), "--kill-rate"),
                 (self.background_ddl_rate.is_some(), "--background-ddl-rate"),
+                (self.kill_meta_rate.is_some(), "--kill-meta-rate"),
                 (self.shrink, "--shrink"),
             ];
             if let Some((_, flag)) = random_only.into_iter().find(|(given, _)| *given) {

@@ -209,9 +209,18 @@ pub fn random_campaign(run: BugMode, g: &GenParams) -> String {
     )
 }
 
-/// ` --engine 2024` for plans on the engine of 2024; nothing for the default engine (older keys stay valid).
-fn engine_flag(g: &GenParams) -> &'static str {
-    if g.flow_control { " --engine 2024" } else { "" }
+/// ` --engine 2024` for plans on the engine of 2024, nothing for the default engine; ` --kill-meta-rate R`
+/// for plans with meta kills (older keys stay valid).
+fn engine_flag(g: &GenParams) -> String {
+    let mut flags = String::new();
+    if g.flow_control {
+        flags.push_str(" --engine 2024");
+    }
+    // Only when meta kills are drawn: older keys and replays stay valid.
+    if g.kill_meta_rate > 0.0 {
+        flags.push_str(&format!(" --kill-meta-rate {}", g.kill_meta_rate));
+    }
+    flags
 }
 
 /// A finished directed run as a soak row. A run that could not set up the bug counts as passed: nothing

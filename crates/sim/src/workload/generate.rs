@@ -22,6 +22,9 @@ pub struct GenParams {
     pub kill_rate: f64,
     /// Probability that a view or sink is created in the background (`--background-ddl-rate`).
     pub background_ddl_rate: f64,
+    /// Probability of a meta kill at each of its opportunities, every 10 to 30 s (`--kill-meta-rate`). Drawn
+    /// after every other step, so a rate of 0 leaves every seed's plan as it was.
+    pub kill_meta_rate: f64,
     /// The plans run on the engine of 2024: backfill rate limits kept by a flow-control executor
     /// (`PlanCluster::flow_control`, `--engine 2024`). Not a draw: every plan of a campaign has it or none.
     pub flow_control: bool,
@@ -33,6 +36,7 @@ impl Default for GenParams {
             duration_ms: 60_000,
             kill_rate: 0.5,
             background_ddl_rate: 0.5,
+            kill_meta_rate: 0.0,
             flow_control: false,
         }
     }
@@ -93,6 +97,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     reschedule_some_jobs(&d, &cluster, &mut steps);
     scale_in_some_no_shuffle_sinks(&d, &cluster, &tables, &mut steps);
     stateful_views(&d, &cluster, g, &mut steps);
+    meta_kills(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -648,6 +653,27 @@ fn quick_kill(d: &Draw, c: &PlanCluster, g: &GenParams, at_ms: u64) -> Option<St
     })
 }
 
+/// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
+fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
+    if g.kill_meta_rate <= 0.0 {
+        return;
+    }
+    let mut at_ms = d.between(3000, 15_000);
+    while at_ms < g.duration_ms {
+        if d.chance(g.kill_meta_rate) {
+            let mut restart_after_ms = d.between(0, 1000);
+            if d.chance(0.1) {
+                restart_after_ms += 20_000;
+            }
+            steps.push(Step {
+                at_ms,
+                action: Action::KillMeta { restart_after_ms },
+            });
+        }
+        at_ms += d.between(10_000, 30_000);
+    }
+}
+
 /// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
 /// injection.
 fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
@@ -794,6 +820,27 @@ mod tests {
                     .any(|s| matches!(s.action, Action::Kill { .. }))
             );
         }
+    }
+
+    /// Meta kills are drawn after every other step: with them, each seed's plan is the plan without them,
+    /// plus its meta kills; without them (the default), none.
+    #[test]
+    fn meta_kills_leave_the_rest_of_the_plan_as_it_was() {
+        let g = GenParams::default();
+        let with = GenParams {
+            kill_meta_rate: 1.0,
+            ..GenParams::default()
+        };
+        let is_meta_kill = |s: &Step| matches!(s.action, Action::KillMeta { .. });
+        let mut kills = 0;
+        for seed in 0..100 {
+            let (a, mut b) = (generate(seed, &g), generate(seed, &with));
+            assert!(!a.steps.iter().any(is_meta_kill));
+            kills += b.steps.iter().filter(|s| is_meta_kill(s)).count();
+            b.steps.retain(|s| !is_meta_kill(s));
+            assert_eq!(a, b, "seed {seed}");
+        }
+        assert!(kills >= 100, "{kills} meta kills in 100 plans at rate 1");
     }
 
     #[test]

@@ -123,6 +123,9 @@ pub enum Action {
         nodes: Vec<u32>,
         restart_after_ms: u64,
     },
+    /// Kill meta and start it again from its store `restart_after_ms` later (RisingWave's meta kill: down
+    /// U(0, 1 s), plus 20 s one time in ten).
+    KillMeta { restart_after_ms: u64 },
     /// Calls of `rpc` take `min_ms..max_ms` for `duration_ms` (barrier latency spikes, slow resets).
     RpcDelay {
         rpc: PlanRpc,
@@ -492,6 +495,10 @@ impl Action {
                 StepError::RpcDelay,
             ),
             Action::RemoveNode { node } => fail_if(!node_ok(*node), StepError::Kill { nodes }),
+            Action::KillMeta { restart_after_ms } => fail_if(
+                *restart_after_ms > MAX_DURATION_MS,
+                StepError::Kill { nodes },
+            ),
             Action::RpcFail { node, count, .. } => fail_if(
                 node.is_some_and(|n| !node_ok(n)) || *count > 1000,
                 StepError::RpcFail { nodes },
@@ -511,7 +518,8 @@ impl Action {
             Action::Dml { duration_ms, .. } | Action::RpcDelay { duration_ms, .. } => *duration_ms,
             Action::Kill {
                 restart_after_ms, ..
-            } => *restart_after_ms,
+            }
+            | Action::KillMeta { restart_after_ms } => *restart_after_ms,
             // Done once started (a DDL's own wait is not the step's effect).
             Action::CreateTable { .. }
             | Action::CreateMv { .. }
@@ -621,6 +629,11 @@ impl std::fmt::Display for Action {
             }
             Action::Flush => write!(f, "flush"),
             Action::RemoveNode { node } => write!(f, "remove node {node} for good"),
+            Action::KillMeta { restart_after_ms } => write!(
+                f,
+                "kill meta, restart after {:.3} s",
+                seconds(*restart_after_ms)
+            ),
             Action::Kill {
                 nodes,
                 restart_after_ms,

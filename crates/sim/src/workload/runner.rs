@@ -242,6 +242,8 @@ enum Skipped {
     NodesDown,
     #[error("no node would be left, or it is removed already")]
     LastNode,
+    #[error("meta is down already")]
+    MetaDown,
 }
 
 /// What settling waited for in vain.
@@ -320,6 +322,9 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             restart_after_ms,
         } => kill(run, &nodes, Duration::from_millis(restart_after_ms))?,
         Action::RemoveNode { node } => remove_node(run, WorkerId(node))?,
+        Action::KillMeta { restart_after_ms } => {
+            kill_meta(run, Duration::from_millis(restart_after_ms))?
+        }
         Action::RpcDelay {
             rpc,
             min_ms,
@@ -620,6 +625,32 @@ fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), Sk
                 run2.cluster.restart(w);
                 event!(run2.cluster.ctx.log, "restart node", "worker={w}");
             }
+        }
+    });
+    lock(&run.restarts).push(restart);
+    Ok(())
+}
+
+/// Kill meta and start it again from its store `restart_after` later; skipped while it is down.
+fn kill_meta(run: &Arc<Run>, restart_after: Duration) -> Result<(), Skipped> {
+    if !run.cluster.kill_meta() {
+        return Err(Skipped::MetaDown);
+    }
+    event!(
+        run.cluster.ctx.log,
+        "kill node",
+        "node=meta-1 restart_after={restart_after:?}"
+    );
+    let run2 = run.clone();
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(restart_after).await;
+        match run2.cluster.restart_meta() {
+            Ok(()) => event!(run2.cluster.ctx.log, "restart node", "node=meta-1"),
+            Err(e) => event!(
+                run2.cluster.ctx.log,
+                "restart node",
+                "node=meta-1 failed: {e}"
+            ),
         }
     });
     lock(&run.restarts).push(restart);
@@ -1126,6 +1157,47 @@ mod tests {
             let ok = format!("create {name}: ok");
             assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
         }
+    }
+
+    /// A plan's `kill meta` step kills meta and restarts it from its store: the table's rows survive, the
+    /// restarted meta's bootstrap is a recovery, and a second kill while it is down is skipped.
+    #[test]
+    fn a_kill_meta_step_restarts_meta_from_its_store() {
+        let step = |at_ms, action| Step { at_ms, action };
+        let steps = vec![
+            step(
+                0,
+                Action::CreateTable {
+                    name: "t1".into(),
+                    parallelism: 2,
+                    rows: 100,
+                    pk_ks: false,
+                },
+            ),
+            step(
+                3000,
+                Action::KillMeta {
+                    restart_after_ms: 700,
+                },
+            ),
+            step(
+                3200,
+                Action::KillMeta {
+                    restart_after_ms: 100,
+                },
+            ),
+            step(5000, Action::Flush),
+        ];
+        let out = run_views_plan(steps);
+        let lines = out.log.lines();
+        let has = |s: &str| lines.iter().filter(|l| l.contains(s)).count();
+        assert_eq!(
+            has("kill node: node=meta-1"),
+            1,
+            "the second kill is skipped"
+        );
+        assert_eq!(has("restart node: node=meta-1"), 1);
+        assert_eq!(has("step 3 skipped: meta is down already"), 1);
     }
 
     fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {
