@@ -125,7 +125,7 @@ impl BarrierScheduler {
         let inner = Arc::new(Inner {
             queue: Mutex::new(Queue {
                 queue: VecDeque::new(),
-                status: SchedulerStatus::Blocked("bootstrap".into()),
+                status: SchedulerStatus::Blocked("The cluster is bootstrapping".into()),
             }),
             changed: Notify::new(),
             force_checkpoint: AtomicBool::new(false),

@@ -179,9 +179,17 @@ impl RecoveryContext for Recovery {
         &self.inner.rng
     }
 
+    /// Until its first recovery is done a meta is bootstrapping, and says so to a DDL as RisingWave's
+    /// `check_status_running` does ("The cluster is bootstrapping"); after, it is recovering.
     fn abort_and_mark_blocked(&self) -> usize {
-        self.scheduled
-            .abort_and_mark_blocked("cluster is under recovery")
+        let bootstrapped = self
+            .inner
+            .bootstrapped
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.scheduled.abort_and_mark_blocked(match bootstrapped {
+            true => "cluster is under recovery",
+            false => "The cluster is bootstrapping",
+        })
     }
 
     fn clean_dirty_jobs(&self) -> Vec<TableId> {

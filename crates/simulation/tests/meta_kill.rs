@@ -79,6 +79,13 @@ fn a_quiescent_meta_kill_keeps_every_view_and_moves_generation_and_epochs_on() {
         );
 
         cluster.restart_meta().unwrap();
+        // A DDL that reaches the new meta before its bootstrap is done is told so, as RisingWave's
+        // `check_status_running` tells it.
+        let early = s.execute("CREATE TABLE early (a int)").await.unwrap_err();
+        assert!(
+            early.to_string().contains("The cluster is bootstrapping"),
+            "{early}"
+        );
         cluster.wait_ready().await;
         let meta = cluster.meta();
         assert_eq!(meta.term(), term + 1);

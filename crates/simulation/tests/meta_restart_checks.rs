@@ -8,6 +8,7 @@ use std::sync::Arc;
 use epochlab_common::Epoch;
 use epochlab_common::toggles::DropMode;
 use epochlab_frontend::Session;
+use epochlab_meta::sql_catalog::{Catalog, CatalogParts};
 use epochlab_meta::store::StoreOp;
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::{Cluster, ClusterConfig, Violation, run};
@@ -52,6 +53,21 @@ fn write(cluster: &Cluster, ops: Vec<StoreOp>) {
     store.commit(term, ops).unwrap();
 }
 
+/// Store `parts` as the catalog at `version`.
+fn put_catalog(cluster: &Cluster, version: u64, parts: CatalogParts) {
+    let catalog = Arc::new(Catalog::from_parts(parts));
+    write(cluster, vec![StoreOp::PutCatalog(version, catalog)]);
+}
+
+/// One of `found` says every one of `words`.
+fn assert_caught(found: &[Violation], words: &[&str]) {
+    let caught = found
+        .iter()
+        .any(|v| words.iter().all(|w| v.detail.contains(w)));
+    let details: Vec<_> = found.iter().map(|v| v.detail.as_str()).collect();
+    assert!(caught, "{words:?} not in: {}", details.join(" | "));
+}
+
 fn details(found: &[Violation]) -> String {
     found
         .iter()
@@ -70,23 +86,12 @@ fn a_clean_restart_breaks_nothing() {
 fn a_lost_ddl_is_caught() {
     let found = restart_with(Some(|cluster| {
         let snap = cluster.meta().sql_catalog();
-        let mut catalog = (*snap.catalog).clone();
-        let m = catalog.relations().find(|r| r.name == "m").unwrap().id;
-        let mut parts = catalog.to_parts();
+        let m = snap.catalog.relations().find(|r| r.name == "m").unwrap().id;
+        let mut parts = snap.catalog.to_parts();
         parts.relations.retain(|(id, _)| *id != m);
-        catalog = epochlab_meta::sql_catalog::Catalog::from_parts(parts);
-        write(
-            cluster,
-            vec![StoreOp::PutCatalog(snap.version, Arc::new(catalog))],
-        );
+        put_catalog(cluster, snap.version, parts);
     }));
-    assert!(
-        found
-            .iter()
-            .any(|v| v.detail.contains("materialized view m") && v.detail.contains("is gone")),
-        "{}",
-        details(&found)
-    );
+    assert_caught(&found, &["materialized view m", "is gone"]);
 }
 
 #[test]
@@ -108,19 +113,9 @@ fn a_dropped_relation_that_comes_back_is_caught() {
             .unwrap();
         u.table_id = None;
         parts.relations.push((u.id, u));
-        let catalog = epochlab_meta::sql_catalog::Catalog::from_parts(parts);
-        write(
-            cluster,
-            vec![StoreOp::PutCatalog(snap.version, Arc::new(catalog))],
-        );
+        put_catalog(cluster, snap.version, parts);
     }));
-    assert!(
-        found
-            .iter()
-            .any(|v| v.detail.contains("table u") && v.detail.contains("is back")),
-        "{}",
-        details(&found)
-    );
+    assert_caught(&found, &["table u", "is back"]);
 }
 
 #[test]
@@ -132,13 +127,7 @@ fn a_catalog_version_that_goes_back_is_caught() {
             vec![StoreOp::PutCatalog(snap.version - 1, snap.catalog.clone())],
         );
     }));
-    assert!(
-        found
-            .iter()
-            .any(|v| v.detail.contains("the catalog went back")),
-        "{}",
-        details(&found)
-    );
+    assert_caught(&found, &["the catalog went back"]);
 }
 
 #[test]
@@ -154,13 +143,7 @@ fn a_max_committed_epoch_that_goes_back_is_caught() {
         };
         write(cluster, vec![StoreOp::PushHummockDelta(Arc::new(back))]);
     }));
-    assert!(
-        found
-            .iter()
-            .any(|v| v.detail.contains("takes the max committed epoch back from")),
-        "{}",
-        details(&found)
-    );
+    assert_caught(&found, &["takes the max committed epoch back from"]);
 }
 
 #[test]
@@ -169,11 +152,5 @@ fn a_job_whose_fragments_are_lost_is_caught() {
         let m = cluster.meta().relation_by_name("m").unwrap();
         write(cluster, vec![StoreOp::DeleteFragment(m.fragment_id)]);
     }));
-    assert!(
-        found
-            .iter()
-            .any(|v| v.detail.contains("job m") && v.detail.contains("has no fragments")),
-        "{}",
-        details(&found)
-    );
+    assert_caught(&found, &["job m", "has no fragments"]);
 }

@@ -105,7 +105,7 @@ pub struct SltCmd {
     /// Write each file's event log (with several files: FILE.N, N from 1)
     #[arg(long, value_name = "FILE", value_parser = values::path)]
     pub event_log: Option<PathBuf>,
-    /// Write each file's meta store, as it was when the file ended or failed, as an SQLite file
+    /// Write each file's meta store, as it was when the file's run ended, as an SQLite file
     /// (with several files: FILE.N, N from 1)
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path)]
     pub meta_store_out: Option<PathBuf>,

@@ -189,9 +189,15 @@ pub struct SoakCmd {
     /// The store meta keeps its rows in (random plans and --plan files)
     ///
     /// Default: sqlite. Neither moves a seed's event log: memory is only faster.
-    #[arg(long, value_name = "STORE", verbatim_doc_comment, value_enum)]
+    #[arg(
+        long,
+        value_name = "STORE",
+        verbatim_doc_comment,
+        value_enum,
+        conflicts_with = "slt"
+    )]
     pub meta_store: Option<super::MetaStoreArg>,
-    /// Write the --plan run's meta store, as it was when the run ended or failed, as an SQLite file
+    /// Write the --plan run's meta store, as it was when the run ended, as an SQLite file
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           requires = "plan", conflicts_with = "shrink")]
     pub meta_store_out: Option<PathBuf>,
@@ -302,6 +308,12 @@ impl SoakCmd {
             return Err(CheckError::Pointless {
                 flag: "--event-log",
                 reason: "writes the event log of one run: give --plan FILE or --seeds N..N+1",
+            });
+        }
+        if self.meta_store_out.is_some() && self.plan.is_none() {
+            return Err(CheckError::Pointless {
+                flag: "--meta-store-out",
+                reason: "writes the meta store of one plan's run: give --plan FILE",
             });
         }
         if self.plan.is_none() {

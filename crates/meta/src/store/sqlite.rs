@@ -101,11 +101,14 @@ impl SqliteStore {
             "INSERT INTO election_leader (service, term) VALUES ('meta', ?1)",
             [rows.term as i64],
         )?;
-        exec(
-            &tx,
-            "INSERT INTO hummock_version_checkpoint (id, version) VALUES (0, ?1)",
-            [json(&rows.hummock_checkpoint)],
-        )?;
+        // A store holds a checkpoint once it has folded deltas into one: an empty one is no row.
+        if rows.hummock_checkpoint != HummockVersion::default() {
+            exec(
+                &tx,
+                "INSERT INTO hummock_version_checkpoint (id, version) VALUES (0, ?1)",
+                [json(&rows.hummock_checkpoint)],
+            )?;
+        }
         let ops = rows_as_ops(rows);
         for op in ops {
             apply(&tx, op)?;
