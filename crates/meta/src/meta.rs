@@ -711,13 +711,6 @@ pub struct MetaEnv {
 }
 
 impl MetaNode {
-    /// A meta node of a new cluster, over an empty store, and its barrier manager (to be spawned). The
-    /// scheduler is blocked until the manager's bootstrap recovery has run.
-    pub fn new(env: MetaEnv) -> (Self, GlobalBarrierManager<MetaContext>) {
-        // An in-memory store neither fails to load nor to be claimed.
-        Self::open(env).unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
-    }
-
     /// A meta node started from what its store holds (RisingWave's leader start at f21fb9b7915): it claims
     /// the store (every earlier meta is fenced), loads the ids, the workers (their heartbeats re-armed now),
     /// the generation, the SQL catalog at its version and the jobs with their fragments; its barrier manager

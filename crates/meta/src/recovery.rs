@@ -455,7 +455,7 @@ mod tests {
         let clock = Clock::virtual_from(DEFAULT_ORIGIN_UNIX_MS);
         let log = EventLog::new(clock.clone());
         let hummock = Arc::new(HummockManager::new(CommittedStore::default(), None));
-        let (meta, _manager) = MetaNode::new(crate::MetaEnv {
+        let (meta, _manager) = MetaNode::open(crate::MetaEnv {
             config: MetaConfig::default(),
             hummock,
             network: network.clone(),
@@ -463,7 +463,8 @@ mod tests {
             clock,
             rng: SimRng::new(1),
             store: Arc::new(crate::store::MemStore::default()),
-        });
+        })
+        .expect("an empty memory store opens");
         for w in 1..=workers {
             meta.add_worker(WorkerId(w));
         }

@@ -311,6 +311,11 @@ impl Catalog {
         c
     }
 
+    /// Every relation and connection id below it has been handed out.
+    pub fn ids_handed_out(&self) -> u32 {
+        self.next_id
+    }
+
     fn next_id(&mut self) -> u32 {
         let id = self.next_id;
         self.next_id += 1;

@@ -99,7 +99,9 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
-    /// Start a cluster and wait until the barrier manager's bootstrap recovery is done.
+    /// Start a cluster and wait until the barrier manager's bootstrap recovery is done. Its meta store is a
+    /// new, empty one in memory, whose opening fails only if SQLite cannot allocate: no input reaches the
+    /// panic. A run that reports a store's error as its outcome uses [`Cluster::try_start`].
     pub async fn start(ctx: &SimContext, config: ClusterConfig) -> Self {
         Self::try_start(ctx, config)
             .await

@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use epochlab_common::Epoch;
 use epochlab_meta::notification::CatalogSnapshot;
 use epochlab_meta::sql_catalog::{RelationId, RelationKind};
+use epochlab_meta::store::MetaRows;
 use epochlab_meta::{JobState, MetaNode};
 
 use crate::cluster::Cluster;
@@ -54,7 +55,7 @@ impl MetaWitness {
             .map(|r| r.id)
             .collect();
         Self {
-            next_id: catalog.catalog.to_parts().next_id,
+            next_id: catalog.catalog.ids_handed_out(),
             catalog,
             acked,
             max_committed_epoch: cluster.hummock.max_committed_epoch(),
@@ -65,7 +66,17 @@ impl MetaWitness {
     pub fn check(&self, cluster: &Cluster) -> Vec<Violation> {
         let meta = cluster.meta();
         let mut found = self.check_catalog(&meta.sql_catalog());
-        found.extend(self.check_epochs(cluster, &meta));
+        let live = cluster.hummock.max_committed_epoch();
+        if live < self.max_committed_epoch {
+            found.push(format!(
+                "the max committed epoch went back from {} to {live}",
+                self.max_committed_epoch
+            ));
+        }
+        match meta.store().load() {
+            Ok(rows) => found.extend(self.check_store(&rows)),
+            Err(e) => found.push(format!("the store cannot be loaded: {e}")),
+        }
         found.extend(check_jobs(&meta));
         let at_us = cluster.ctx.clock.elapsed_us();
         found
@@ -123,36 +134,27 @@ impl MetaWitness {
         found
     }
 
-    fn check_epochs(&self, cluster: &Cluster, meta: &MetaNode) -> Vec<String> {
+    /// The store's Hummock version keeps the max committed epoch; every stored fragment has its job.
+    fn check_store(&self, rows: &MetaRows) -> Vec<String> {
         let before = self.max_committed_epoch;
         let mut found = Vec::new();
-        let live = cluster.hummock.max_committed_epoch();
-        if live < before {
-            found.push(format!(
-                "the max committed epoch went back from {before} to {live}"
-            ));
+        match rows.hummock_version() {
+            Ok(v) if v.max_committed_epoch < before => found.push(format!(
+                "the store's Hummock version has max committed epoch {}, below {before}",
+                v.max_committed_epoch
+            )),
+            Ok(_) => {}
+            Err(e) => found.push(format!("the store's Hummock deltas: {e}")),
         }
-        match meta.store().load() {
-            Ok(rows) => {
-                match rows.hummock_version() {
-                    Ok(v) if v.max_committed_epoch < before => found.push(format!(
-                        "the store's Hummock version has max committed epoch {}, below {before}",
-                        v.max_committed_epoch
-                    )),
-                    Ok(_) => {}
-                    Err(e) => found.push(format!("the store's Hummock deltas: {e}")),
-                }
-                for f in rows.fragments.values() {
-                    if !rows.jobs.contains_key(&f.job_id) {
-                        found.push(format!(
-                            "the store's fragment {} belongs to no job ({})",
-                            f.fragment_id, f.job_id
-                        ));
-                        break;
-                    }
-                }
-            }
-            Err(e) => found.push(format!("the store cannot be loaded: {e}")),
+        if let Some(f) = rows
+            .fragments
+            .values()
+            .find(|f| !rows.jobs.contains_key(&f.job_id))
+        {
+            found.push(format!(
+                "the store's fragment {} belongs to no job ({})",
+                f.fragment_id, f.job_id
+            ));
         }
         found
     }

@@ -487,6 +487,18 @@ fn col<T: rusqlite::types::FromSql>(r: &rusqlite::Row<'_>, i: usize) -> Result<T
     r.get(i).map_err(backend)
 }
 
+/// The rows of `table`, a name and its JSON definition each, by name.
+fn named<T: DeserializeOwned>(
+    tx: &Transaction<'_>,
+    table: &'static str,
+) -> Result<Vec<(String, T)>, MetaStoreError> {
+    let sql = format!("SELECT name, definition FROM {table} ORDER BY name");
+    rows(tx, &sql, |r| {
+        let name = col::<String>(r, 0)?;
+        Ok((name, parse(table, &col::<String>(r, 1)?)?))
+    })
+}
+
 fn load_catalog(tx: &Transaction<'_>) -> Result<Option<(u64, Arc<SqlCatalog>)>, MetaStoreError> {
     let version: Option<i64> = tx
         .query_row(
@@ -499,33 +511,9 @@ fn load_catalog(tx: &Transaction<'_>) -> Result<Option<(u64, Arc<SqlCatalog>)>, 
     let Some(version) = version else {
         return Ok(None);
     };
-    let keyed = |sql: &str, table: &'static str| {
-        rows(tx, sql, |r| {
-            Ok((col::<String>(r, 0)?, col::<String>(r, 1)?))
-        })
-        .map(|v| (v, table))
-    };
-    let (dbs, t) = keyed(
-        "SELECT name, definition FROM database ORDER BY name",
-        "database",
-    )?;
-    let databases = dbs
-        .into_iter()
-        .map(|(k, v)| Ok((k, parse(t, &v)?)))
-        .collect::<Result<_, MetaStoreError>>()?;
-    let (users, t) = keyed("SELECT name, definition FROM user ORDER BY name", "user")?;
-    let users = users
-        .into_iter()
-        .map(|(k, v)| Ok((k, parse(t, &v)?)))
-        .collect::<Result<_, MetaStoreError>>()?;
-    let (defs, t) = keyed(
-        "SELECT name, definition FROM job_definition ORDER BY name",
-        "job_definition",
-    )?;
-    let defs = defs
-        .into_iter()
-        .map(|(k, v)| Ok((k, parse(t, &v)?)))
-        .collect::<Result<_, MetaStoreError>>()?;
+    let databases = named(tx, "database")?;
+    let users = named(tx, "user")?;
+    let defs = named(tx, "job_definition")?;
     let mut parts = CatalogParts {
         databases,
         users,

@@ -617,18 +617,25 @@ fn kill(run: &Arc<Run>, nodes: &[u32], restart_after: Duration) -> Result<(), Sk
         "kill node",
         "workers={killed:?} restart_after={restart_after:?}"
     );
-    let run2 = run.clone();
-    let restart = tokio::spawn(async move {
-        tokio::time::sleep(restart_after).await;
+    after(run, restart_after, move |run| {
         for w in killed {
-            if lock(&run2.dead).remove(&w) {
-                run2.cluster.restart(w);
-                event!(run2.cluster.ctx.log, "restart node", "worker={w}");
+            if lock(&run.dead).remove(&w) {
+                run.cluster.restart(w);
+                event!(run.cluster.ctx.log, "restart node", "worker={w}");
             }
         }
     });
-    lock(&run.restarts).push(restart);
     Ok(())
+}
+
+/// Run `restart` `delay` from now, as one of the run's restarts (settling waits for them).
+fn after(run: &Arc<Run>, delay: Duration, restart: impl FnOnce(&Run) + Send + 'static) {
+    let run2 = run.clone();
+    let task = tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        restart(&run2);
+    });
+    lock(&run.restarts).push(task);
 }
 
 /// Kill meta and start it again from its store `restart_after` later; skipped while it is down.
@@ -641,19 +648,14 @@ fn kill_meta(run: &Arc<Run>, restart_after: Duration) -> Result<(), Skipped> {
         "kill node",
         "node=meta-1 restart_after={restart_after:?}"
     );
-    let run2 = run.clone();
-    let restart = tokio::spawn(async move {
-        tokio::time::sleep(restart_after).await;
-        match run2.cluster.restart_meta() {
-            Ok(()) => event!(run2.cluster.ctx.log, "restart node", "node=meta-1"),
-            Err(e) => event!(
-                run2.cluster.ctx.log,
-                "restart node",
-                "node=meta-1 failed: {e}"
-            ),
-        }
+    after(run, restart_after, |run| match run.cluster.restart_meta() {
+        Ok(()) => event!(run.cluster.ctx.log, "restart node", "node=meta-1"),
+        Err(e) => event!(
+            run.cluster.ctx.log,
+            "restart node",
+            "node=meta-1 failed: {e}"
+        ),
     });
-    lock(&run.restarts).push(restart);
     Ok(())
 }
 
