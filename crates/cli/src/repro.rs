@@ -213,7 +213,7 @@ fn run_one(
     }
     if let Some(path) = store_path {
         store_out
-            .write(path)
+            .write(path, "repro")
             .map_err(|e| store_out_error(path.display().to_string(), e.to_string()))?;
     }
     Ok(Run {

@@ -107,6 +107,8 @@ pub enum SltRunError {
     File(#[from] SltError),
     #[error("cannot write {path}: {why}")]
     Write { path: String, why: String },
+    #[error("cannot write the meta store to {path}: {why}")]
+    MetaStoreOut { path: String, why: String },
     #[error("traces: {0}")]
     Traces(String),
 }
@@ -134,7 +136,7 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
     if let Some(path) = &a.meta_store_out {
         for i in 0..a.files.len() {
             let path = file_of(path, i);
-            std::fs::write(&path, b"").map_err(|e| SltRunError::Write {
+            std::fs::write(&path, b"").map_err(|e| SltRunError::MetaStoreOut {
                 path: path.display().to_string(),
                 why: e.to_string(),
             })?;
@@ -153,17 +155,19 @@ pub fn run(a: &SltArgs) -> Result<u8, SltRunError> {
         let store_out = crate::store_out::StoreOut::default();
         let hooks = ReproHooks {
             tracing_layer: run_layer_to(tracer.as_ref(), log_file),
-            on_cluster: Some(store_out.hook(None)),
+            on_cluster: a.meta_store_out.as_ref().map(|_| store_out.hook(None)),
             ..Default::default()
         };
         let wall = WallTimer::start();
         let out = run_file(file, &a.params, hooks)?;
         if let Some(path) = &a.meta_store_out {
             let path = file_of(path, i);
-            store_out.write(&path).map_err(|e| SltRunError::Write {
-                path: path.display().to_string(),
-                why: e.to_string(),
-            })?;
+            store_out
+                .write(&path, "slt")
+                .map_err(|e| SltRunError::MetaStoreOut {
+                    path: path.display().to_string(),
+                    why: e.to_string(),
+                })?;
         }
         let wall_ms = wall.elapsed().as_millis() as u64;
         if let Some(t) = tracer

@@ -4,35 +4,44 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use epochlab_meta::store::{MetaStore, MetaStoreError};
-use epochlab_sim::ClusterHook;
+use epochlab_meta::store::MetaStoreError;
+use epochlab_sim::{Cluster, ClusterHook};
 
-/// Keeps the store of the run's cluster (a restarted meta opens the same store) to write it after the run.
+/// Keeps the run's cluster to write, after the run, the store of the meta serving it at the end (a
+/// restarted meta leads the store it started from).
 #[derive(Clone, Default)]
 pub struct StoreOut {
-    store: Arc<Mutex<Option<Arc<dyn MetaStore>>>>,
+    cluster: Arc<Mutex<Option<Arc<Cluster>>>>,
 }
 
 impl StoreOut {
-    /// A cluster hook that keeps the cluster's store, then calls `inner`.
+    /// A cluster hook that keeps the cluster, then calls `inner`.
     pub fn hook(&self, inner: Option<ClusterHook>) -> ClusterHook {
-        let slot = self.store.clone();
+        let slot = self.cluster.clone();
         Box::new(move |cluster| {
-            let store = cluster.meta().store().clone();
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(store);
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster.clone());
             if let Some(inner) = inner {
                 inner(cluster);
             }
         })
     }
 
-    /// Write the store as an SQLite file at `path`, replacing what is there. A run whose cluster never
-    /// started has no store: an error.
-    pub fn write(&self, path: &Path) -> Result<(), MetaStoreError> {
-        let store = self.store.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let store = store.ok_or_else(|| {
+    /// Write the store as an SQLite file at `path`, replacing what is there, and say so on stderr as
+    /// `epochlab COMMAND`. A run whose cluster never started has no store: an error.
+    pub fn write(&self, path: &Path, command: &str) -> Result<(), MetaStoreError> {
+        let cluster = self
+            .cluster
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let cluster = cluster.ok_or_else(|| {
             MetaStoreError::Backend("the run ended before its cluster started".into())
         })?;
-        store.write_sqlite(path)
+        cluster.meta().store().write_sqlite(path)?;
+        eprintln!(
+            "epochlab {command}: meta store written to {}",
+            path.display()
+        );
+        Ok(())
     }
 }

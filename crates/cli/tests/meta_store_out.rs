@@ -42,6 +42,18 @@ fn write_store(args: &[&str], db: &Path) {
         out.status.code().is_some_and(|c| c <= 1),
         "{all:?}: {stderr}"
     );
+    let db = db.display().to_string();
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split_once(": meta store written to ").map(|(_, p)| p))
+        .collect();
+    assert!(
+        !told.is_empty()
+            && told
+                .iter()
+                .all(|p| p.starts_with(db.trim_end_matches(".db"))),
+        "{all:?}: each file written is named: {stderr}"
+    );
 }
 
 fn lines(s: &str) -> Vec<&str> {
@@ -213,5 +225,8 @@ fn a_store_file_that_cannot_be_written_is_one_line_and_exit_2() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        if args.iter().any(|a| a.starts_with("/nonexistent")) {
+            assert!(stderr.contains("meta store"), "{args:?}: {stderr}");
+        }
     }
 }

@@ -351,6 +351,38 @@ impl MetaInner {
         self.persistence.commit_cluster(&lock(&self.cluster));
     }
 
+    /// A restarted meta's Hummock (RisingWave's leader start, §3.1 steps 5 and 7): the version its store's
+    /// checkpoint and deltas lead to becomes the latest, then, where the drop mode puts the purge at leader
+    /// start, every registered table the loaded catalog does not know is unregistered, before the bootstrap
+    /// recovery resets a node.
+    fn load_hummock(
+        &self,
+        rows: &crate::store::MetaRows,
+    ) -> Result<(), crate::store::MetaStoreError> {
+        let version = rows.hummock_version()?;
+        let (id, mce) = (version.id, version.max_committed_epoch);
+        let changed = self.hummock.load_version(version);
+        event!(
+            self.log,
+            "load hummock version",
+            "version={id} max_committed_epoch={mce} deltas={} changed={changed}",
+            rows.hummock_deltas.len()
+        );
+        if self
+            .config
+            .toggles
+            .get::<DropMode>()
+            .purges_at_leader_start()
+        {
+            let keep: BTreeSet<TableId> = self.catalog().state_tables().into_iter().collect();
+            let purged = self.hummock.purge(&keep, "leader start");
+            if !purged.is_empty() {
+                event!(self.log, "leader start", "purge tables={purged:?}");
+            }
+        }
+        Ok(())
+    }
+
     /// Change the SQL catalog and commit it: the next notification version, then the store.
     pub fn catalog_write<T, E>(
         &self,
@@ -758,12 +790,15 @@ impl MetaNode {
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
-        if rows.catalog.is_none() {
-            inner.commit_initial_rows();
-        }
         inner.hummock.set_delta_hook(Arc::new(move |delta| {
             persistence.commit(vec![StoreOp::PushHummockDelta(delta.clone())]);
         }));
+        match &rows.catalog {
+            None => inner.commit_initial_rows(),
+            Some(_) => inner.load_hummock(&rows)?,
+        }
+        // RisingWave's compaction event loop starts with the leader's other tasks.
+        inner.hummock.set_compaction_paused(false);
         let manager = GlobalBarrierManager::new(
             Arc::new(MetaContext::new(inner.clone())),
             scheduled,
@@ -786,6 +821,7 @@ impl MetaNode {
             return;
         }
         inner.persistence.fence();
+        inner.hummock.set_compaction_paused(true);
         inner.scheduler.abort_and_mark_blocked("meta is stopped");
         inner.tracker().drain(CreateAborted::MetaStopped);
         event!(inner.log, "kill meta", "term={}", inner.persistence.term());

@@ -12,6 +12,7 @@ use epochlab_common::{
     ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
     vspan,
 };
+use epochlab_meta::store::{MetaStore, MetaStoreError};
 use epochlab_meta::{MetaConfig, MetaNode};
 use epochlab_rpc::Network;
 use epochlab_storage::{CommittedStore, CompactionConfig, HummockManager};
@@ -90,6 +91,8 @@ pub struct Cluster {
     /// Compute nodes started while meta was down: each registers with the next meta (a RisingWave compute
     /// node retries its registration until a meta answers).
     awaiting_meta: Mutex<Vec<WorkerId>>,
+    /// Why the last restart of meta failed (its store could not be loaded), if one did.
+    meta_restart_error: Mutex<Option<MetaStoreError>>,
 }
 
 impl Drop for Cluster {
@@ -112,7 +115,7 @@ impl Cluster {
     pub async fn try_start(
         ctx: &SimContext,
         config: ClusterConfig,
-    ) -> Result<Self, epochlab_meta::store::MetaStoreError> {
+    ) -> Result<Self, MetaStoreError> {
         let hummock = Arc::new(HummockManager::new(
             CommittedStore::default(),
             Some(ctx.log.clone()),
@@ -191,6 +194,7 @@ impl Cluster {
             shut_down: AtomicBool::new(false),
             meta_witness: Mutex::new(None),
             awaiting_meta: Mutex::new(Vec::new()),
+            meta_restart_error: Mutex::new(None),
         };
         cluster.wait_ready().await;
         Ok(cluster)
@@ -235,7 +239,30 @@ impl Cluster {
     /// Start meta again from its store, killing the serving one first if it is alive: the new meta takes
     /// the slot (every caller reaches it from now on) and its barrier manager runs the bootstrap recovery.
     /// Returns once the new meta is serving, not once it is ready ([`Cluster::wait_ready`]).
-    pub fn restart_meta(&self) -> Result<(), epochlab_meta::store::MetaStoreError> {
+    /// A store whose rows cannot be loaded leaves meta down, and its error is the run's
+    /// ([`Cluster::meta_store_error`]).
+    pub fn restart_meta(&self) -> Result<(), MetaStoreError> {
+        let store = self.meta().store().clone();
+        self.restart_meta_from(store)
+    }
+
+    /// [`Cluster::restart_meta`] from another store (RisingWave's meta restored from a backup into a new
+    /// store): the new meta leads `store` from now on.
+    pub fn restart_meta_from(&self, store: Arc<dyn MetaStore>) -> Result<(), MetaStoreError> {
+        let result = self.open_meta(store);
+        if let Err(e) = &result {
+            *lock(&self.meta_restart_error) = Some(e.clone());
+        }
+        result
+    }
+
+    /// The first error of the serving meta's store, or of a store a restarted meta could not start from.
+    pub fn meta_store_error(&self) -> Option<MetaStoreError> {
+        let failed_restart = lock(&self.meta_restart_error).clone();
+        failed_restart.or_else(|| self.meta().store_error())
+    }
+
+    fn open_meta(&self, store: Arc<dyn MetaStore>) -> Result<(), MetaStoreError> {
         self.kill_meta();
         let old = self.meta();
         let (meta, manager) = MetaNode::open(epochlab_meta::MetaEnv {
@@ -245,7 +272,7 @@ impl Cluster {
             log: self.ctx.log.clone(),
             clock: self.ctx.clock.clone(),
             rng: self.ctx.rng.clone(),
-            store: old.store().clone(),
+            store,
         })?;
         if let Some(hook) = old.recovery_hook() {
             meta.set_recovery_hook(hook);

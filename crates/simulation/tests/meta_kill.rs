@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use epochlab_common::TableId;
+use epochlab_common::toggles::DropMode;
 use epochlab_frontend::catalog::CatalogError;
 use epochlab_frontend::{Output, Session, SqlError};
 use epochlab_sim::{Cluster, ClusterConfig, run};
@@ -356,4 +358,52 @@ fn a_view_over_values_is_created_in_the_foreground_and_survives_a_meta_restart()
         assert_eq!(rows(&mut s, "SELECT x FROM m").await, [["1".to_string()]]);
         cluster.shutdown();
     });
+}
+
+/// A table left registered with no catalog entry (as a drop a failure cut off leaves one) is purged by the
+/// restarted meta: at leader start, before its bootstrap resets a node, in `buggy` (RisingWave at
+/// f21fb9b7915); by the bootstrap recovery once every node acknowledged its reset in `fixed` (#15852).
+/// Returns the restart's lines from the kill on.
+fn purge_after_meta_restart(mode: DropMode) -> Vec<String> {
+    let orphan = TableId(4242);
+    let out = run(7, move |ctx| async move {
+        let mut config = ClusterConfig::default();
+        config.meta.toggles = config.meta.toggles.with(mode);
+        let cluster = Arc::new(Cluster::start(&ctx, config).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute("CREATE TABLE t (k int); INSERT INTO t VALUES (1); FLUSH")
+            .await
+            .unwrap();
+        let kept = cluster.hummock.registered_tables();
+        cluster.hummock.register_tables(&[orphan]);
+        assert!(cluster.kill_meta());
+        cluster.restart_meta().unwrap();
+        cluster.wait_ready().await;
+        assert_eq!(cluster.hummock.registered_tables(), kept, "{mode}");
+        assert_eq!(cluster.meta().check_store(), Ok(()), "{mode}");
+        cluster.shutdown();
+    });
+    let lines = out.log.lines();
+    let killed = lines.iter().position(|l| l.contains("kill meta")).unwrap();
+    lines[killed..].to_vec()
+}
+
+fn first(lines: &[String], words: &str) -> usize {
+    lines
+        .iter()
+        .position(|l| l.contains(words))
+        .unwrap_or_else(|| panic!("no {words:?} in {lines:#?}"))
+}
+
+#[test]
+fn the_restarted_metas_purge_is_at_leader_start_in_buggy_and_after_the_reset_in_fixed() {
+    let buggy = purge_after_meta_restart(DropMode::Buggy);
+    let purge = first(&buggy, "leader start: purge tables=[TableId(4242)]");
+    assert!(purge < first(&buggy, "recovery: start reason=bootstrap"));
+    assert!(purge > first(&buggy, "load hummock version"));
+
+    let fixed = purge_after_meta_restart(DropMode::Fixed);
+    assert!(!fixed.iter().any(|l| l.contains("leader start")));
+    let purge = first(&fixed, "purge tables=[TableId(4242)]");
+    assert!(purge > first(&fixed, "reset node"), "{fixed:#?}");
 }

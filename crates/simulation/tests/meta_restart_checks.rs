@@ -9,7 +9,7 @@ use epochlab_common::Epoch;
 use epochlab_common::toggles::DropMode;
 use epochlab_frontend::Session;
 use epochlab_meta::sql_catalog::{Catalog, CatalogParts};
-use epochlab_meta::store::StoreOp;
+use epochlab_meta::store::{MetaStoreError, SqliteStore, StoreOp};
 use epochlab_sim::checkers::Checkers;
 use epochlab_sim::{Cluster, ClusterConfig, Violation, run};
 use epochlab_storage::VersionDelta;
@@ -130,9 +130,45 @@ fn a_catalog_version_that_goes_back_is_caught() {
     assert_caught(&found, &["the catalog went back"]);
 }
 
+/// A store restored from a backup taken before the last checkpoints (the data they committed stays in the
+/// object store): the restarted meta's max committed epoch, live and stored, is below what was committed.
 #[test]
 fn a_max_committed_epoch_that_goes_back_is_caught() {
-    let found = restart_with(Some(|cluster| {
+    let found = run(7, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let checkers = Checkers::install(&cluster, DropMode::Fixed);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 1); FLUSH")
+            .await
+            .unwrap();
+        let backup = SqliteStore::of_rows(&cluster.meta().store().load().unwrap()).unwrap();
+        s.execute("INSERT INTO t VALUES (2, 2); FLUSH")
+            .await
+            .unwrap();
+        assert!(cluster.kill_meta());
+        cluster.restart_meta_from(Arc::new(backup)).unwrap();
+        cluster.wait_ready().await;
+        checkers.violations()
+    })
+    .value;
+    assert_caught(&found, &["the max committed epoch went back from"]);
+    assert_caught(
+        &found,
+        &["the store's Hummock version has max committed epoch"],
+    );
+}
+
+/// A stored delta that takes the max committed epoch back is a corrupt row: meta does not start from it, and
+/// the error is the run's.
+#[test]
+fn a_store_whose_deltas_take_the_epoch_back_does_not_load() {
+    let (restart, recorded) = run(7, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute("CREATE TABLE t (k int); INSERT INTO t VALUES (1); FLUSH")
+            .await
+            .unwrap();
+        assert!(cluster.kill_meta());
         let rows = cluster.meta().store().load().unwrap();
         let last = rows.hummock_deltas.last().unwrap().id;
         let back = VersionDelta {
@@ -141,9 +177,17 @@ fn a_max_committed_epoch_that_goes_back_is_caught() {
             max_committed_epoch: Epoch(1),
             group_changes: Vec::new(),
         };
-        write(cluster, vec![StoreOp::PushHummockDelta(Arc::new(back))]);
-    }));
-    assert_caught(&found, &["takes the max committed epoch back from"]);
+        write(&cluster, vec![StoreOp::PushHummockDelta(Arc::new(back))]);
+        let restart = cluster.restart_meta();
+        (restart, cluster.meta_store_error())
+    })
+    .value;
+    assert_eq!(recorded.as_ref(), restart.as_ref().err());
+    let Err(MetaStoreError::Corrupt { table, reason }) = restart else {
+        panic!("{restart:?}");
+    };
+    assert_eq!(table, "hummock_version_delta");
+    assert!(reason.contains("mce went back"), "{reason}");
 }
 
 #[test]

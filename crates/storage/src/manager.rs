@@ -37,6 +37,9 @@ pub struct HummockManager {
     compaction_stats: Arc<CompactionStats>,
     /// The compactor node is up: compaction tasks run. While it is down (killed) none does, and L0 grows.
     compactor_up: std::sync::atomic::AtomicBool,
+    /// No meta schedules compaction (it was killed and no other leads yet): no task runs, as with the
+    /// compactor down. RisingWave's compactors get their tasks from meta.
+    compaction_paused: std::sync::atomic::AtomicBool,
     committed: CommittedStore,
     latest: Watch<u64>,
     log: Option<EventLog>,
@@ -84,6 +87,7 @@ impl HummockManager {
             catalog: Mutex::new(None),
             compaction_stats: Arc::default(),
             compactor_up: std::sync::atomic::AtomicBool::new(true),
+            compaction_paused: std::sync::atomic::AtomicBool::new(false),
             committed,
             latest: Watch::new(0),
             log,
@@ -452,7 +456,9 @@ impl HummockManager {
     /// Run a compaction task for each of `groups` that is due, then stop or resume writes where the groups'
     /// L0 now says so.
     fn compact(&self, groups: &BTreeSet<GroupId>) {
-        if !self.compactor_up.load(Ordering::Relaxed) {
+        if !self.compactor_up.load(Ordering::Relaxed)
+            || self.compaction_paused.load(Ordering::Relaxed)
+        {
             self.apply_write_limits();
             return;
         }
@@ -477,6 +483,36 @@ impl HummockManager {
             let groups: BTreeSet<GroupId> = self.lock().compaction.groups.keys().copied().collect();
             self.compact(&groups);
         }
+        true
+    }
+
+    /// Meta stops scheduling compaction (`true`: it was killed) or a meta starts scheduling it again
+    /// (`false`); whether that changed anything. As with the compactor down, a group that falls due meanwhile
+    /// waits, and every due group gets its task when scheduling resumes.
+    pub fn set_compaction_paused(&self, paused: bool) -> bool {
+        if self.compaction_paused.swap(paused, Ordering::Relaxed) == paused {
+            return false;
+        }
+        if !paused {
+            let groups: BTreeSet<GroupId> = self.lock().compaction.groups.keys().copied().collect();
+            self.compact(&groups);
+        }
+        true
+    }
+
+    /// Meta's load of the version at its start (RisingWave's `load_meta_store_state`: the checkpoint, then
+    /// the deltas its store keeps): from now on `version` is the latest. Whether it differed from the version
+    /// held: if so the delta history is gone too (a node resynchronises from the full version). The data the
+    /// versions point at (the object store's) stays as it is; so do the group id counter (an id sequence)
+    /// and each group's L0.
+    pub fn load_version(&self, version: HummockVersion) -> bool {
+        let mut inner = self.lock();
+        if inner.version == version {
+            return false;
+        }
+        inner.deltas.clear();
+        self.latest.set(version.id);
+        inner.version = version;
         true
     }
 

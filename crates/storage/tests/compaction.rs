@@ -237,3 +237,47 @@ async fn a_clear_fails_a_sync_held_back_by_a_write_stop() {
     let err = sync.await.unwrap().unwrap_err();
     assert!(err.to_string().contains("has been cleared"), "{err}");
 }
+
+/// While no meta schedules compaction (the leader was killed), a group that falls due gets no task, even
+/// when the compactor comes back meanwhile; the next leader's scheduling runs it.
+#[tokio::test(start_paused = true)]
+async fn no_task_runs_while_compaction_is_paused_and_the_next_leader_runs_the_due_ones() {
+    let f = Fixture::new();
+    f.catalog.0.lock().unwrap().insert(STALE);
+    let mut store = f.node.new_local(NewLocalOptions::new(LIVE));
+    store.init(Epoch::test(1));
+    assert!(f.mgr.set_compaction_paused(true));
+    assert!(!f.mgr.set_compaction_paused(true), "paused already");
+    for epoch in 1..=3 {
+        f.checkpoint(&mut [&mut store], epoch).await;
+    }
+    assert!(f.mgr.set_compactor_up(false));
+    assert!(f.mgr.set_compactor_up(true));
+    let tasks = || {
+        f.mgr
+            .compaction_stats()
+            .tasks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!((tasks(), f.sub_levels()), (0, 3));
+    assert!(f.mgr.set_compaction_paused(false));
+    assert_eq!((tasks(), f.sub_levels()), (1, 0));
+}
+
+/// A leader's load of its store's version replaces the version held, and the history of deltas with it: a
+/// node behind resynchronises from the full version. Loading the version held changes nothing.
+#[test]
+fn a_loaded_version_replaces_the_one_held_and_its_deltas() {
+    let mgr = HummockManager::new(CommittedStore::default(), None);
+    mgr.register_tables_in(GROUP, &[LIVE]);
+    let stored = mgr.current_version();
+    mgr.register_tables_in(GROUP, &[STALE]);
+    assert!(!mgr.load_version(mgr.current_version()));
+    assert_eq!(mgr.deltas_after(stored.id).map(|d| d.len()), Ok(1));
+
+    assert!(mgr.load_version(stored.clone()));
+    assert_eq!(mgr.current_version(), stored);
+    assert_eq!(mgr.registered_tables(), BTreeSet::from([LIVE]));
+    assert_eq!(mgr.latest_version_id().get(), stored.id);
+    assert_eq!(mgr.deltas_after(0), Err(stored));
+}

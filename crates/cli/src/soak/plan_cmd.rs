@@ -55,7 +55,7 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
     let row = spec.run(&campaign, hooks, args.event_log.as_deref());
     if let Some(out) = &args.meta_store_out {
         store_out
-            .write(out)
+            .write(out, "soak")
             .map_err(|e| store_error(out, e.to_string()))?;
     }
     if args.json {

@@ -87,6 +87,13 @@ impl DropMode {
         self != DropMode::Buggy
     }
 
+    /// A meta starting from a store that holds a cluster (a restarted one) purges every registered table its
+    /// catalog does not know before its bootstrap recovery resets the nodes (RisingWave's leader start at
+    /// f21fb9b7915, before #15852 moved the purge into recovery, after the reset).
+    pub fn purges_at_leader_start(self) -> bool {
+        self == DropMode::Buggy
+    }
+
     /// Recovery unregisters dirty creating jobs' tables as it cleans them, before the reset.
     pub fn unregisters_dirty_jobs_when_cleaned(self) -> bool {
         self == DropMode::Buggy

@@ -173,7 +173,7 @@ async fn play(
         stuck = watchdog(&run.cluster) => Some(stuck),
         settled = work => settled.err().map(|stuck| stuck.to_string()),
     };
-    let store_error = run.cluster.meta().store_error();
+    let store_error = run.cluster.meta_store_error();
     let report = match (stalled, store_error) {
         (_, Some(e)) => PlanReport::failed(FailureKind::MetaStore, e.to_string(), Vec::new()),
         (Some(what), None) => PlanReport::stuck(what),
