@@ -32,8 +32,9 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `epochlab ARGS --meta-store-out DB`, which must pass or fail (exit 0 or 1), not refuse its input.
-fn write_store(args: &[&str], db: &Path) {
+/// `epochlab ARGS --meta-store-out DB`, which must pass or fail (exit 0 or 1), not refuse its input, and
+/// name on stderr each file it wrote, each named after DB. The files named.
+fn write_store(args: &[&str], db: &Path) -> Vec<PathBuf> {
     let mut all = args.to_vec();
     all.extend(["--meta-store-out", db.to_str().unwrap()]);
     let out = epochlab(&all);
@@ -42,18 +43,22 @@ fn write_store(args: &[&str], db: &Path) {
         out.status.code().is_some_and(|c| c <= 1),
         "{all:?}: {stderr}"
     );
-    let db = db.display().to_string();
-    let told: Vec<&str> = stderr
+    let stem = db.display().to_string();
+    let stem = stem.trim_end_matches(".db");
+    let told: Vec<PathBuf> = stderr
         .lines()
         .filter_map(|l| l.split_once(": meta store written to ").map(|(_, p)| p))
+        .map(PathBuf::from)
         .collect();
-    assert!(
-        !told.is_empty()
-            && told
-                .iter()
-                .all(|p| p.starts_with(db.trim_end_matches(".db"))),
-        "{all:?}: each file written is named: {stderr}"
-    );
+    assert!(!told.is_empty(), "{all:?}: no file named: {stderr}");
+    for f in &told {
+        assert!(
+            f.display().to_string().starts_with(stem) && f.is_file(),
+            "{all:?}: {} named: {stderr}",
+            f.display()
+        );
+    }
+    told
 }
 
 fn lines(s: &str) -> Vec<&str> {
@@ -113,7 +118,8 @@ fn the_same_seed_writes_the_same_database_and_each_run_has_its_file() {
     let dir = scratch("same");
     let run = |name: &str| {
         let db = dir.join(name);
-        write_store(&["repro", "--mode", "all"], &db);
+        let told = write_store(&["repro", "--mode", "all"], &db);
+        assert_eq!(told.len(), 3, "one file per mode: {told:?}");
         db
     };
     run("a.db");

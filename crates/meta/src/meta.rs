@@ -351,22 +351,18 @@ impl MetaInner {
         self.persistence.commit_cluster(&lock(&self.cluster));
     }
 
-    /// A restarted meta's Hummock (RisingWave's leader start, §3.1 steps 5 and 7): the version its store's
-    /// checkpoint and deltas lead to becomes the latest, then, where the drop mode puts the purge at leader
-    /// start, every registered table the loaded catalog does not know is unregistered, before the bootstrap
-    /// recovery resets a node.
-    fn load_hummock(
-        &self,
-        rows: &crate::store::MetaRows,
-    ) -> Result<(), crate::store::MetaStoreError> {
-        let version = rows.hummock_version()?;
+    /// A restarted meta's Hummock (RisingWave's leader start, §3.1 steps 5 and 7): `version`, the one its
+    /// store's checkpoint and `deltas` stored deltas lead to, becomes the latest, then, where the drop mode puts
+    /// the purge at leader start, every registered table the loaded catalog does not know is unregistered,
+    /// before the bootstrap recovery resets a node. (RisingWave's load skips a stored delta that does not
+    /// follow the one before; here such a store is `Corrupt` and meta does not start from it.)
+    fn load_hummock(&self, version: epochlab_storage::HummockVersion, deltas: usize) {
         let (id, mce) = (version.id, version.max_committed_epoch);
         let changed = self.hummock.load_version(version);
         event!(
             self.log,
             "load hummock version",
-            "version={id} max_committed_epoch={mce} deltas={} changed={changed}",
-            rows.hummock_deltas.len()
+            "version={id} max_committed_epoch={mce} deltas={deltas} changed={changed}"
         );
         if self
             .config
@@ -380,7 +376,6 @@ impl MetaInner {
                 event!(self.log, "leader start", "purge tables={purged:?}");
             }
         }
-        Ok(())
     }
 
     /// Change the SQL catalog and commit it: the next notification version, then the store.
@@ -760,6 +755,12 @@ impl MetaNode {
             store,
         } = env;
         let rows = store.load()?;
+        // Every row is read before the store is claimed: a store meta cannot start from stays as it was.
+        let ids = Ids::loaded(&rows)?;
+        let stored_hummock = match &rows.catalog {
+            None => None,
+            Some(_) => Some(rows.hummock_version()?),
+        };
         let persistence = Arc::new(Persistence::claim(store, &rows)?);
         let (scheduler, scheduled) = BarrierScheduler::new();
         let (version, sql_catalog) = rows
@@ -775,7 +776,7 @@ impl MetaNode {
             persistence: persistence.clone(),
             tracker: Mutex::default(),
             cluster: Mutex::new(ClusterState::loaded(&rows, now)),
-            ids: Mutex::new(Ids::loaded(&rows)?),
+            ids: Mutex::new(ids),
             hummock,
             network,
             scheduler,
@@ -793,9 +794,9 @@ impl MetaNode {
         inner.hummock.set_delta_hook(Arc::new(move |delta| {
             persistence.commit(vec![StoreOp::PushHummockDelta(delta.clone())]);
         }));
-        match &rows.catalog {
+        match stored_hummock {
             None => inner.commit_initial_rows(),
-            Some(_) => inner.load_hummock(&rows)?,
+            Some(version) => inner.load_hummock(version, rows.hummock_deltas.len()),
         }
         // RisingWave's compaction event loop starts with the leader's other tasks.
         inner.hummock.set_compaction_paused(false);

@@ -362,7 +362,8 @@ fn a_view_over_values_is_created_in_the_foreground_and_survives_a_meta_restart()
 
 /// A table left registered with no catalog entry (as a drop a failure cut off leaves one) is purged by the
 /// restarted meta: at leader start, before its bootstrap resets a node, in `buggy` (RisingWave at
-/// f21fb9b7915); by the bootstrap recovery once every node acknowledged its reset in `fixed` (#15852).
+/// f21fb9b7915); in `fixed`, by the bootstrap recovery once every node acknowledged its reset (#15852 moved
+/// the purge into recovery, before the reset: `purge-before-reset`).
 /// Returns the restart's lines from the kill on.
 fn purge_after_meta_restart(mode: DropMode) -> Vec<String> {
     let orphan = TableId(4242);

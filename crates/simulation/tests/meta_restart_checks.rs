@@ -130,8 +130,10 @@ fn a_catalog_version_that_goes_back_is_caught() {
     assert_caught(&found, &["the catalog went back"]);
 }
 
-/// A store restored from a backup taken before the last checkpoints (the data they committed stays in the
-/// object store): the restarted meta's max committed epoch, live and stored, is below what was committed.
+/// The whole cluster restarted with meta restored from a backup taken before the last checkpoints (the data
+/// they committed stays in the object store; a node that kept its newer version would refuse the older one,
+/// as RisingWave's does): the restarted meta's max committed epoch, live and stored, is below what was
+/// committed.
 #[test]
 fn a_max_committed_epoch_that_goes_back_is_caught() {
     let found = run(7, |ctx| async move {
@@ -146,6 +148,13 @@ fn a_max_committed_epoch_that_goes_back_is_caught() {
             .await
             .unwrap();
         assert!(cluster.kill_meta());
+        let workers = cluster.meta().workers();
+        for &w in &workers {
+            assert!(cluster.kill(w));
+        }
+        for &w in &workers {
+            cluster.restart(w);
+        }
         cluster.restart_meta_from(Arc::new(backup)).unwrap();
         cluster.wait_ready().await;
         checkers.violations()
@@ -197,4 +206,22 @@ fn a_job_whose_fragments_are_lost_is_caught() {
         write(cluster, vec![StoreOp::DeleteFragment(m.fragment_id)]);
     }));
     assert_caught(&found, &["job m", "has no fragments"]);
+}
+
+/// Meta alone restored from an older backup while the compute nodes keep their newer version: the nodes refuse
+/// the older one, as RisingWave's `new_pin_version` does, and the run ends in their panic.
+#[test]
+#[should_panic(expected = "pinning a older version")]
+fn a_node_refuses_the_older_version_of_a_meta_restored_alone() {
+    run(7, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 1));
+        s.execute("CREATE TABLE t (k int); INSERT INTO t VALUES (1); FLUSH")
+            .await
+            .unwrap();
+        let backup = SqliteStore::of_rows(&cluster.meta().store().load().unwrap()).unwrap();
+        s.execute("INSERT INTO t VALUES (2); FLUSH").await.unwrap();
+        cluster.restart_meta_from(Arc::new(backup)).unwrap();
+        cluster.wait_ready().await;
+    });
 }

@@ -183,10 +183,14 @@ impl HummockManager {
         self.latest.clone()
     }
 
-    /// The deltas after version `id`, in order; `Err(full version)` when `id` is too old to serve by deltas.
+    /// The deltas after version `id`, in order; `Err(full version)` when `id` is too old to serve by deltas,
+    /// or above the latest (a version of a history meta's load replaced: [`HummockManager::load_version`]).
     pub fn deltas_after(&self, id: u64) -> Result<Vec<Arc<VersionDelta>>, HummockVersion> {
         let inner = self.lock();
-        if id >= inner.version.id {
+        if id > inner.version.id {
+            return Err(inner.version.clone());
+        }
+        if id == inner.version.id {
             return Ok(Vec::new());
         }
         match inner.deltas.front() {
@@ -502,9 +506,12 @@ impl HummockManager {
 
     /// Meta's load of the version at its start (RisingWave's `load_meta_store_state`: the checkpoint, then
     /// the deltas its store keeps): from now on `version` is the latest. Whether it differed from the version
-    /// held: if so the delta history is gone too (a node resynchronises from the full version). The data the
-    /// versions point at (the object store's) stays as it is; so do the group id counter (an id sequence)
-    /// and each group's L0.
+    /// held: if so the delta history is gone too, and a node at another id resynchronises from the full
+    /// version, whether behind it or ahead (a store that lost deltas, or one restored from an older backup;
+    /// the latest id then goes back, and the nodes' observers wake on any change of it). A node already at
+    /// the loaded id keeps its version: in a store that is not damaged one id names one version. The data
+    /// the versions point at (the object store's) stays as it is; so do the group id counter (an id
+    /// sequence) and each group's L0.
     pub fn load_version(&self, version: HummockVersion) -> bool {
         let mut inner = self.lock();
         if inner.version == version {

@@ -342,7 +342,14 @@ impl NodeStorage {
     /// Replace the pinned version wholesale (a node too far behind for deltas, or a restarted node).
     pub fn reset_version(&self, version: HummockVersion) {
         let mut state = self.lock();
-        assert!(version.id >= state.pinned.id, "version went back");
+        // RisingWave's `new_pin_version` asserts the same: a node never pins an older version (a meta restored
+        // from an older store needs the whole cluster restarted, as RisingWave's backup restore does).
+        assert!(
+            version.id >= state.pinned.id,
+            "pinning a older version {}. Current is {}",
+            version.id,
+            state.pinned.id
+        );
         self.install(&mut state, version);
     }
 

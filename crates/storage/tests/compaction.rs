@@ -265,7 +265,8 @@ async fn no_task_runs_while_compaction_is_paused_and_the_next_leader_runs_the_du
 }
 
 /// A leader's load of its store's version replaces the version held, and the history of deltas with it: a
-/// node behind resynchronises from the full version. Loading the version held changes nothing.
+/// node behind it or ahead of it resynchronises from the full version. Loading the version held changes
+/// nothing.
 #[test]
 fn a_loaded_version_replaces_the_one_held_and_its_deltas() {
     let mgr = HummockManager::new(CommittedStore::default(), None);
@@ -275,9 +276,11 @@ fn a_loaded_version_replaces_the_one_held_and_its_deltas() {
     assert!(!mgr.load_version(mgr.current_version()));
     assert_eq!(mgr.deltas_after(stored.id).map(|d| d.len()), Ok(1));
 
+    let ahead = mgr.current_version().id;
     assert!(mgr.load_version(stored.clone()));
     assert_eq!(mgr.current_version(), stored);
     assert_eq!(mgr.registered_tables(), BTreeSet::from([LIVE]));
     assert_eq!(mgr.latest_version_id().get(), stored.id);
-    assert_eq!(mgr.deltas_after(0), Err(stored));
+    assert_eq!(mgr.deltas_after(0), Err(stored.clone()), "a node behind");
+    assert_eq!(mgr.deltas_after(ahead), Err(stored), "a node ahead");
 }

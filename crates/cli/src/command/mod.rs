@@ -94,7 +94,7 @@ pub enum Command {
 pub enum MetaStoreArg {
     /// Rows as Rust values in memory.
     Memory,
-    /// An SQLite database in memory (RisingWave's SQL backend). --meta-store-out writes either as a file.
+    /// An SQLite database in memory (RisingWave's SQL backend).
     Sqlite,
 }
 

@@ -188,7 +188,8 @@ pub struct SoakCmd {
     pub event_log: Option<PathBuf>,
     /// The store meta keeps its rows in (random plans and --plan files)
     ///
-    /// Default: sqlite. Neither moves a seed's event log: memory is only faster.
+    /// Default: sqlite. Neither moves a seed's event log: memory is only faster. --meta-store-out
+    /// writes either as an SQLite file.
     #[arg(
         long,
         value_name = "STORE",
@@ -238,7 +239,8 @@ pub enum EngineArg {
 
 const SOAK_AFTER_HELP: &str = "\
 OUTCOMES per seed: passed (a directed run that could not set up the bug counts as passed, with its reason as
-the detail), failed (kind actor_failure, invariant or oracle), stuck (no epoch committed for 180 virtual
+the detail), failed (kind actor_failure, invariant, oracle, panic, or meta_store: a commit to meta's store
+or a restarted meta's load of it failed), stuck (no epoch committed for 180 virtual
 seconds, or settling did not finish: the detail names the barriers in flight and the actors each node waits
 for). Each line of --results and --json: seed, mode, scenario, outcome, kind, detail, signature, digest,
 virtual_ms, wall_ms and replay (the command that reruns that seed alone).

@@ -6,6 +6,7 @@
 //! |---|---|---|---|---|
 //! | [`DropMode::caller_unregisters_on_return`] | meta's `drop_job`, as soon as `run_command` returns, errors included | yes | | |
 //! | [`DropMode::unregisters_in_post_collect`] | meta's post-collect, after `DropActors` | | yes | yes |
+//! | [`DropMode::purges_at_leader_start`] | a restarted meta's start (`MetaNode::open`), before its bootstrap recovery: a purge of tables not in the catalog | yes | | |
 //! | [`DropMode::unregisters_dirty_jobs_when_cleaned`] | recovery step 2, before the reset | yes | | |
 //! | [`DropMode::unregisters_in_recovery_before_reset`] | top of each attempt: pending tables, then a purge of tables not in the catalog | | | yes |
 //! | [`DropMode::unregisters_in_recovery_after_reset`] | after every live node acknowledged its reset: the same | | yes | |
@@ -89,7 +90,7 @@ impl DropMode {
 
     /// A meta starting from a store that holds a cluster (a restarted one) purges every registered table its
     /// catalog does not know before its bootstrap recovery resets the nodes (RisingWave's leader start at
-    /// f21fb9b7915, before #15852 moved the purge into recovery, after the reset).
+    /// f21fb9b7915; #15852 moved the purge into recovery, where the other two modes have it).
     pub fn purges_at_leader_start(self) -> bool {
         self == DropMode::Buggy
     }

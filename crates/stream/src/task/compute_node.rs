@@ -247,7 +247,8 @@ async fn observe_versions(storage: NodeStorage, env: ComputeEnv, worker: WorkerI
         let pinned = storage.pinned_version().id;
         match env.hummock.deltas_after(pinned) {
             Ok(deltas) if deltas.is_empty() => {
-                latest.wait_for(|id| *id > pinned).await;
+                // Any change: a restarted meta's load can take the latest id back (see `deltas_after`).
+                latest.wait_for(|id| *id != pinned).await;
             }
             Ok(deltas) => {
                 for delta in deltas {
