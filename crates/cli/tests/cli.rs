@@ -731,3 +731,33 @@ fn the_log_file_is_on_the_virtual_clock() {
     );
     assert!(stamp(failure) < 600.0, "{failure}");
 }
+
+/// A soak row says how many times meta restarted in its run, only when it did (every other row is as it was).
+#[test]
+fn a_soak_row_counts_the_meta_restarts_of_its_run() {
+    let soak = |meta_rate: &str| {
+        let out = epochlab([
+            "soak",
+            "--mode",
+            "fixed",
+            "--seeds",
+            "0..3",
+            "--kill-meta-rate",
+            meta_rate,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        rows::<serde_json::Value>(&out)
+            .into_iter()
+            .map(|r| r["detail"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let without = soak("0");
+    assert!(without.iter().all(|d| !d.contains("meta")), "{without:?}");
+    let with = soak("1");
+    assert!(
+        with.iter()
+            .all(|d| d.contains("; meta restarted ") && d.ends_with(" times")),
+        "{with:?}"
+    );
+}

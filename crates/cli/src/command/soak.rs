@@ -337,17 +337,27 @@ impl SoakCmd {
                              engine of 2024",
                 });
             }
+            // The rates draw random plans; a plan file holds its steps already.
+            let drawn = "draws random plans (--scenario random)";
             let random_only = [
-                (self.kill_rate.is_some(), "--kill-rate"),
-                (self.background_ddl_rate.is_some(), "--background-ddl-rate"),
-                (self.kill_meta_rate.is_some(), "--kill-meta-rate"),
-                (self.shrink, "--shrink"),
+                (self.kill_rate.is_some(), "--kill-rate", drawn),
+                (
+                    self.background_ddl_rate.is_some(),
+                    "--background-ddl-rate",
+                    drawn,
+                ),
+                (self.kill_meta_rate.is_some(), "--kill-meta-rate", drawn),
+                (
+                    self.shrink,
+                    "--shrink",
+                    "applies to random plans (--scenario random or --plan)",
+                ),
             ];
-            if let Some((_, flag)) = random_only.into_iter().find(|(given, _)| *given) {
+            if let Some((_, flag, reason)) = random_only.into_iter().find(|(given, ..)| *given) {
                 return Err(CheckError::Exclusive {
                     a: flag,
                     b: "--scenario 14910",
-                    reason: "applies to random plans (--scenario random or --plan)",
+                    reason,
                 });
             }
         } else if let Some((flag, _)) = self.directed.given().first() {

@@ -152,13 +152,19 @@ impl RunSpec {
     }
 
     fn row_of_plan(&self, campaign: &str, r: &PlanReport) -> SeedRow {
-        let detail = match r.outcome {
+        let mut detail = match r.outcome {
             Outcome::Passed => Some(format!(
                 "{} steps ({} skipped), {} recoveries",
                 r.steps, r.steps_skipped, r.recoveries
             )),
             _ => r.error.clone(),
         };
+        // Only runs with meta kills say so: every other row stays as it was.
+        if r.meta_restarts > 0
+            && let Some(d) = &mut detail
+        {
+            d.push_str(&format!("; meta restarted {} times", r.meta_restarts));
+        }
         SeedRow {
             version: RESULTS_VERSION,
             campaign: campaign.to_string(),

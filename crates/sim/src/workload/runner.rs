@@ -1061,6 +1061,8 @@ impl PlanReport {
         let stats = cluster.barrier_stats();
         self.epochs = stats.injected.load(Ordering::Relaxed);
         self.recoveries = stats.recoveries.load(Ordering::Relaxed);
+        // Each start of meta leads the store with the next term: the first is 1.
+        self.meta_restarts = cluster.meta().term().saturating_sub(1);
         self.steps = steps as u32;
         self.steps_skipped = skipped;
         self
@@ -1200,6 +1202,7 @@ mod tests {
         );
         assert_eq!(has("restart node: node=meta-1"), 1);
         assert_eq!(has("step 3 skipped: meta is down already"), 1);
+        assert_eq!(out.value.meta_restarts, 1);
     }
 
     fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {

@@ -88,6 +88,8 @@ pub struct PlanReport {
     pub steps_skipped: u32,
     pub epochs: u64,
     pub recoveries: u64,
+    /// How many times meta was started again from its store during the run (`kill meta` steps).
+    pub meta_restarts: u64,
     /// The panic that ended the run (kind `panic`).
     pub panic: Option<TaskPanic>,
 }
@@ -103,6 +105,7 @@ impl PlanReport {
             steps_skipped: 0,
             epochs: 0,
             recoveries: 0,
+            meta_restarts: 0,
             panic: None,
         }
     }
