@@ -35,6 +35,7 @@ use crate::notification::{CatalogSnapshot, NotificationManager, NotificationVers
 use crate::persist::{Committing, Persistence};
 use crate::progress::{CreateAborted, Finished};
 use crate::sql_catalog::Catalog as SqlCatalog;
+use crate::sql_catalog::{JobLink, RelationId};
 use crate::store::{MetaStore, Sequence, StoreOp};
 
 #[derive(Clone, Debug)]
@@ -351,6 +352,10 @@ impl MetaInner {
         self.persistence.commit_cluster(&lock(&self.cluster));
     }
 
+    fn is_killed(&self) -> bool {
+        self.killed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A restarted meta's Hummock (RisingWave's leader start, §3.1 steps 5 and 7): `version`, the one its
     /// store's checkpoint and `deltas` stored deltas lead to, becomes the latest, then, where the drop mode puts
     /// the purge at leader start, every registered table the loaded catalog does not know is unregistered,
@@ -408,36 +413,33 @@ impl MetaInner {
             .collect();
         let by_name: BTreeMap<&str, TableId> =
             jobs.iter().map(|(id, name)| (name.as_str(), *id)).collect();
-        // Nothing to clean or repair: no write (a new version would tell every frontend of a change).
+        // Each relation to repair: its job's table to link, or `None` to drop it. Nothing to repair: no
+        // write (a new version would tell every frontend of a change). No DDL runs meanwhile: the plan holds
+        // for the copy the write changes.
         let current = self.notification.current();
-        let settled = current
+        let repairs: Vec<(RelationId, String, Option<TableId>)> = current
             .catalog
             .relations()
-            .filter(|r| r.kind.has_job())
-            .all(|r| match r.table_id {
-                Some(t) => jobs.contains_key(&t),
-                None => r.kind == crate::sql_catalog::RelationKind::Index,
-            });
-        if settled {
+            .filter_map(|r| {
+                let job = r.job_name();
+                let link = match r.job_link() {
+                    JobLink::NoJob => return None,
+                    JobLink::Linked(t) if jobs.contains_key(&t) => return None,
+                    JobLink::Linked(_) => None,
+                    JobLink::Pending => by_name.get(job.as_str()).copied(),
+                };
+                Some((r.id, job, link))
+            })
+            .collect();
+        if repairs.is_empty() {
             return;
         }
         let log = &self.log;
         let Ok(((), _)) = self.catalog_write(|c| {
-            let listed: Vec<_> = c
-                .relations()
-                .filter(|r| r.kind.has_job())
-                .map(|r| (r.id, r.table_id, r.job_name(), r.kind))
-                .collect();
-            for (id, table_id, job, kind) in listed {
-                match table_id {
-                    Some(t) if jobs.contains_key(&t) => {}
-                    // A catalog-only index never had a job.
-                    None if kind == crate::sql_catalog::RelationKind::Index => {}
-                    None if by_name.contains_key(job.as_str()) => {
-                        let r = c.relation_mut(id).expect("listed above");
-                        r.table_id = by_name.get(job.as_str()).copied();
-                    }
-                    _ => {
+            for (id, job, link) in repairs {
+                match link {
+                    Some(t) => c.relation_mut(id).expect("listed above").table_id = Some(t),
+                    None => {
                         event!(log, "recovery step", "clean orphan relation {job} id={id}");
                         let _ = c.drop_relation(id, true);
                     }
@@ -519,7 +521,7 @@ impl MetaInner {
         );
         // A killed meta cleans nothing up: its DDL dies with it (RisingWave's DDL controller runs in meta's
         // process), and the restarted meta's bootstrap cleans the dirty job from the store.
-        if self.killed.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.is_killed() {
             return;
         }
         self.tracker().remove(id, CreateAborted::CreationFailed);
@@ -835,7 +837,7 @@ impl MetaNode {
 
     /// Whether this meta has been killed.
     pub fn is_killed(&self) -> bool {
-        self.inner.killed.load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.is_killed()
     }
 
     /// The term this meta leads the store with (one more at each restart).
@@ -1575,7 +1577,7 @@ impl MetaNode {
             if let Err(e) = &result {
                 tracing::warn!(error = %e, "drop command failed; unregistering anyway");
             }
-            if inner.killed.load(std::sync::atomic::Ordering::Relaxed) {
+            if inner.is_killed() {
                 // The caller died with meta.
                 return Ok(());
             }

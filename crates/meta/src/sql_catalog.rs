@@ -181,7 +181,27 @@ pub struct RelationCatalog {
     pub job: String,
 }
 
+/// How a relation is tied to a streaming job of meta's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobLink {
+    /// None: a view, or a catalog-only index.
+    NoJob,
+    /// The job's table.
+    Linked(TableId),
+    /// A job is to back it, not linked yet: a create in progress (or one a meta kill cut off).
+    Pending,
+}
+
 impl RelationCatalog {
+    /// How this relation is tied to its job; the one place that knows a catalog-only index has none.
+    pub fn job_link(&self) -> JobLink {
+        match self.table_id {
+            Some(t) => JobLink::Linked(t),
+            None if !self.kind.has_job() || self.kind == RelationKind::Index => JobLink::NoJob,
+            None => JobLink::Pending,
+        }
+    }
+
     /// The visible columns, in order (what `SELECT *` gives).
     pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &ColumnCatalog)> {
         self.columns.iter().enumerate().filter(|(_, c)| !c.hidden)

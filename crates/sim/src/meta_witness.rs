@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use epochlab_common::Epoch;
 use epochlab_meta::notification::CatalogSnapshot;
-use epochlab_meta::sql_catalog::{RelationId, RelationKind};
+use epochlab_meta::sql_catalog::{JobLink, RelationId};
 use epochlab_meta::store::MetaRows;
 use epochlab_meta::{JobState, MetaNode};
 
@@ -44,13 +44,12 @@ impl MetaWitness {
         let acked = catalog
             .catalog
             .relations()
-            .filter(|r| match r.table_id {
-                // A view, or a catalog-only index, has no job; another relation without one yet is a
-                // create in progress (its job not linked).
-                None => !r.kind.has_job() || r.kind == RelationKind::Index,
+            .filter(|r| match r.job_link() {
+                JobLink::NoJob => true,
                 // A job still creating may be cleaned by the bootstrap (a foreground one always; a
                 // background one whose create had not returned), so only a created job is held to it.
-                Some(t) => jobs.get(t).is_some_and(|j| j.state == JobState::Created),
+                JobLink::Linked(t) => jobs.get(t).is_some_and(|j| j.state == JobState::Created),
+                JobLink::Pending => false,
             })
             .map(|r| r.id)
             .collect();
