@@ -550,6 +550,40 @@ fn a_buggy_random_campaign_finds_replays_and_shrinks_the_bug() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `soak --plan FILE` exits 1 when the plan's outcome differs from the file's expected one, even when the
+/// plan passed; 0 when it passes as expected.
+#[test]
+fn a_plan_whose_outcome_differs_from_its_expectation_exits_1() {
+    let dir = std::env::temp_dir().join(format!("epochlab-differs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let regression = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/regressions/create-over-dropped-upstream.json"
+    );
+    let as_expected = epochlab(["soak", "--plan", regression]);
+    assert_eq!(as_expected.status.code(), Some(0));
+    assert!(text(&as_expected.stdout).contains("as expected: passed"));
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(regression).unwrap()).unwrap();
+    assert_eq!(file["mode"], "fixed");
+    file["expect"] =
+        serde_json::json!({"outcome": "failed", "signature": "a failure it never had"});
+    let differing = dir.join("differing.json");
+    std::fs::write(&differing, file.to_string()).unwrap();
+    let out = epochlab(["soak", "--plan", differing.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("plan (seed 5040, mode fixed): passed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("DIFFERS from the expected: failed"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The bad inputs: one line on stderr, exit 2.
 #[test]
 fn bad_soak_input_is_one_line_and_exit_2() {

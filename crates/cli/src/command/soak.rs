@@ -123,7 +123,7 @@ pub struct SoakCmd {
     /// Run one plan file (as written by --shrink, or from tests/regressions/)
     ///
     /// In its own mode unless --mode is given; compares with the file's expected outcome if it
-    /// has one. It runs one plan, not a campaign.
+    /// has one (a differing outcome prints DIFFERS and exits 1). It runs one plan, not a campaign.
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
@@ -247,7 +247,8 @@ virtual_ms, wall_ms and replay (the command that reruns that seed alone).
 
 EXIT STATUS
   0 every seed passed (--replay: every seed the same)
-  1 a seed failed or got stuck (--replay: a seed differs; --shrink: the shrunk plan fails)
+  1 a seed failed or got stuck (--replay: a seed differs; --shrink: the shrunk plan fails; --plan: the plan
+    failed, or its outcome differs from the file's expected one, even when it passed)
   2 bad input (a flag, a results or plan file that cannot be read or written, or a --metrics-addr that cannot
     be listened on, such as a port in use)
 

@@ -61,11 +61,12 @@ pub fn run_plan_file(args: &SoakArgs) -> Result<u8, SoakError> {
     if args.json {
         outln!("{}", serde_json::to_string(&row).expect("a row serializes"));
     }
-    print_verdict(&row, expected.as_ref(), args.json);
-    Ok(u8::from(row.outcome != "passed"))
+    let differs = print_verdict(&row, expected.as_ref(), args.json);
+    Ok(u8::from(row.outcome != "passed" || differs))
 }
 
-fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
+/// Prints the run's verdict; whether its outcome differs from the file's expectation (false without one).
+fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) -> bool {
     let mut text = format!(
         "plan (seed {}, mode {}): {}",
         row.seed, row.mode, row.outcome
@@ -76,8 +77,10 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
     if let Some(detail) = &row.detail {
         text.push_str(&format!("\n  detail: {detail}"));
     }
+    let mut differs = false;
     if let Some(e) = expected {
         let same = e.outcome == row.outcome && e.signature == row.signature;
+        differs = !same;
         let verdict = if same {
             "as expected"
         } else {
@@ -94,6 +97,7 @@ fn print_verdict(row: &SeedRow, expected: Option<&Expected>, to_stderr: bool) {
     } else {
         outln!("{text}");
     }
+    differs
 }
 
 /// `--shrink` after a campaign: shrink the lowest failing seed.
