@@ -9,7 +9,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use epochlab_sim::BugId;
-use epochlab_sim::bugs::record::{fold_debug, mask};
+use epochlab_sim::bugs::record::{Evidence, Symptom, fold_debug, mask};
+
+mod lives;
+
+use lives::{TableLives, Verdict};
 
 /// Lines of one event at most (a panic's message and a pretty-printed value): the rest is not read into it.
 const EVENT_LINES_MAX: usize = 64;
@@ -72,6 +76,18 @@ pub struct Context {
     pub table: Option<String>,
 }
 
+/// A catalogue entry's symptom text in a log without the evidence the entry asks for: not the bug.
+#[derive(Debug)]
+pub struct Miss {
+    pub bug: BugId,
+    pub file: String,
+    pub line: u64,
+    /// What the log shows instead.
+    pub verdict: Verdict,
+    /// Later events with the same entry's text and no evidence.
+    pub more: u64,
+}
+
 /// Panics or errors of one masked text.
 #[derive(Debug)]
 struct Group {
@@ -86,6 +102,7 @@ struct Group {
 #[derive(Debug, Default)]
 pub struct Findings {
     pub matches: Vec<Match>,
+    pub misses: Vec<Miss>,
     groups: BTreeMap<String, Group>,
     groups_dropped: u64,
     pub lines: u64,
@@ -146,6 +163,7 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>, TriageError> {
 /// Reads `reader` event by event into `findings`.
 pub fn scan(name: &str, mut reader: impl BufRead, findings: &mut Findings) -> std::io::Result<()> {
     let mut context: VecDeque<Event> = VecDeque::with_capacity(CONTEXT_EVENTS + 1);
+    let mut lives = TableLives::default();
     let mut current: Option<(Event, usize)> = None;
     let mut buf = Vec::new();
     let mut line_no = 0u64;
@@ -168,7 +186,7 @@ pub fn scan(name: &str, mut reader: impl BufRead, findings: &mut Findings) -> st
             continue;
         }
         if let Some((event, _)) = current.take() {
-            finish(name, event, &mut context, findings);
+            finish(name, event, &mut context, &mut lives, findings);
         }
         current = Some((
             Event {
@@ -179,7 +197,7 @@ pub fn scan(name: &str, mut reader: impl BufRead, findings: &mut Findings) -> st
         ));
     }
     if let Some((event, _)) = current.take() {
-        finish(name, event, &mut context, findings);
+        finish(name, event, &mut context, &mut lives, findings);
     }
     findings.lines += line_no;
     Ok(())
@@ -238,7 +256,14 @@ fn starts_with_timestamp(line: &str) -> bool {
     b.len() >= 11 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[10] == b'T'
 }
 
-fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mut Findings) {
+fn finish(
+    name: &str,
+    event: Event,
+    context: &mut VecDeque<Event>,
+    lives: &mut TableLives,
+    findings: &mut Findings,
+) {
+    lives.observe(event.line, &event.text);
     let masked = mask(&event.text);
     let mut matched = false;
     for bug in BugId::ALL {
@@ -247,6 +272,10 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
             continue;
         }
         matched = true;
+        if let Some(verdict) = missing_evidence(&symptom, &event.text, lives) {
+            miss(bug, name, event.line, verdict, findings);
+            continue;
+        }
         // One match per entry: the first event, and a count of the others.
         if let Some(m) = findings.matches.iter_mut().find(|m| m.bug == bug) {
             m.more += 1;
@@ -269,6 +298,34 @@ fn finish(name: &str, event: Event, context: &mut VecDeque<Event>, findings: &mu
     if context.len() > CONTEXT_EVENTS {
         context.pop_front();
     }
+}
+
+/// What the log shows instead of the evidence `symptom` asks for beyond its text; `None` when it shows it.
+fn missing_evidence(symptom: &Symptom, text: &str, lives: &TableLives) -> Option<Verdict> {
+    match symptom.evidence {
+        Evidence::Text => None,
+        Evidence::RemovedTablesOutliveRecovery => {
+            match lives.verdict(&lives::removed_tables(text)) {
+                Verdict::Outlived { .. } => None,
+                other => Some(other),
+            }
+        }
+    }
+}
+
+/// One miss per entry: the first event, and a count of the others.
+fn miss(bug: BugId, name: &str, line: u64, verdict: Verdict, findings: &mut Findings) {
+    if let Some(m) = findings.misses.iter_mut().find(|m| m.bug == bug) {
+        m.more += 1;
+        return;
+    }
+    findings.misses.push(Miss {
+        bug,
+        file: name.to_string(),
+        line,
+        verdict,
+        more: 0,
+    });
 }
 
 /// What a matching event is: a `panic`, an `error` (an ERROR line, an error chain), or a `line` that quotes
@@ -414,11 +471,26 @@ fn print(findings: &Findings, files: usize) {
         outln!("  bug:       {}", info.mechanism);
         outln!("  reproduce: {}", info.command);
     }
-    if findings.matches.is_empty() {
+    for m in &findings.misses {
+        let more = match m.more {
+            0 => String::new(),
+            n => format!(", and {n} later event(s) like it"),
+        };
         outln!(
-            "no known bug's symptom in {} lines of {files} file(s)",
-            findings.lines
+            "not {}: its line at {}:{}{more}, but {}",
+            m.bug.title(),
+            m.file,
+            m.line,
+            m.verdict
         );
+    }
+    if findings.matches.is_empty() {
+        let what = if findings.misses.is_empty() {
+            "no known bug's symptom"
+        } else {
+            "no known bug"
+        };
+        outln!("{what} in {} lines of {files} file(s)", findings.lines);
         print_groups(findings);
     } else {
         outln!(

@@ -124,6 +124,69 @@ fn the_15144_compactor_line_is_15144() {
     assert!(out.contains("15144-compactor.log:3 (error)"), "{out}");
 }
 
+/// An excerpt of a kept fixed-mode log of `epochlab ci --profile main-cron` (streaming, seed 1; the lines of
+/// barriers, persists and version deltas left out): `DROP SINK` of a backfilling sink removes its tables from
+/// the catalog at once, and compaction fails on them until the drop's Stop barrier commits and unregisters
+/// them. #15144's line, logged in that harmless window after an earlier recovery completed, is not the bug.
+#[test]
+fn the_15144_line_in_a_fixed_drops_window_is_not_15144() {
+    let (code, out) = on("15144-fixed-drop-window.log");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("RisingWave #")), "{out}");
+    assert!(
+        out.starts_with("not RisingWave #15144: its line at "),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "15144-fixed-drop-window.log:11, and 5 later event(s) like it, but table 458 left the catalog \
+             at line 10 and no recovery has reset the nodes since"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("no known bug in 82 lines of 1 file(s)"),
+        "{out}"
+    );
+}
+
+/// epochlab's own log of each directed fixed run names no bug: #15144's fixed run cancels the same job
+/// during recovery, whose tables recovery unregisters, so its compaction never fails on them.
+#[test]
+fn each_fixed_runs_own_log_names_no_bug() {
+    let dir = std::env::temp_dir().join(format!("epochlab-triage-fixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for bug in [
+        "14910",
+        "16815",
+        "19138",
+        "15144",
+        "22384",
+        "reschedule-unpinned",
+    ] {
+        let log = dir.join(format!("{bug}.log"));
+        let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
+            .args(["repro", "--bug", bug, "--mode", "fixed", "--log-file"])
+            .arg(&log)
+            .output()
+            .expect("epochlab runs");
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{bug}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let out = triage(&[log.as_os_str()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{bug}: {stdout}");
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("RisingWave #")),
+            "{bug}: {stdout}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// epochlab's own log of each directed buggy run (`repro --log-file`) names its entry: the symptom epochlab
 /// prints is the recorded one (or, for #19138, epochlab's form of it), and its events are read one by one.
 #[test]

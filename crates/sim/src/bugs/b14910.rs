@@ -25,7 +25,7 @@ use epochlab_stream::executor::StreamExecutorError;
 use epochlab_stream::task::build::ActorFailure;
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioRun, Setting};
 use crate::capture::Capture;
 use crate::checkers::Checkers;
@@ -66,6 +66,7 @@ const RECORD: Record = Record {
         pattern: "row [Some(Int16(N))] not found",
         epochlab_pattern: "",
         panic_file: "executor/backfill/utils.rs",
+        evidence: Evidence::Text,
     },
     site: "stream: executor/backfill/utils.rs, `persist_state_per_vnode` (its debug-build read of the old progress \
            row), under the arrangement backfill's barrier; the cause in meta: `drop_streaming_jobs_impl` \

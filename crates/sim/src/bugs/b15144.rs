@@ -31,7 +31,7 @@ use epochlab_meta::{GroupPlacement, JobOptions, MATERIALIZED_VIEW_GROUP};
 use epochlab_storage::{CompactionConfig, GroupCompaction, GroupId};
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
@@ -76,6 +76,7 @@ const RECORD: Record = Record {
         pattern: "Failed to fetch filter key extractor tables [{N}. [[N]] may be removed by meta-service.",
         epochlab_pattern: "",
         panic_file: "",
+        evidence: Evidence::RemovedTablesOutliveRecovery,
     },
     site: "storage: hummock/compactor/compactor_runner.rs, `compact` (an error log, then the task ends \
            `ExecuteFailed`): the task's table ids are those its input SSTs hold, filtered by the group's \

@@ -22,7 +22,7 @@ use epochlab_meta::{JobOptions, JobState};
 use epochlab_stream::executor::backfill::arrangement_backfill::BackfillVnode;
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
@@ -60,6 +60,7 @@ const RECORD: Record = Record {
         pattern: "Backfill progress for vnode VirtualNode(N) not found, backfill_state not initialized properly",
         epochlab_pattern: "",
         panic_file: "",
+        evidence: Evidence::Text,
     },
     site: "stream: executor/backfill/utils.rs, `BackfillState::get_progress`, reached from \
            `mark_chunk_ref_by_vnode` with a vnode computed from the pk, in the arrangement backfill",

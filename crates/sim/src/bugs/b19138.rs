@@ -32,7 +32,7 @@ use epochlab_meta::{JobOptions, JobState, SinkOptions, StreamScanType};
 use epochlab_stream::executor::backfill::BackfillActorStats;
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
@@ -77,6 +77,7 @@ const RECORD: Record = Record {
         pattern: "no_shuffle_backfill.rs:N:N: assertion `left == right` failed",
         epochlab_pattern: "All vnode partitions should have same state (no scale-in supported)",
         panic_file: "executor/backfill/no_shuffle_backfill.rs",
+        evidence: Evidence::Text,
     },
     site: "stream: executor/backfill/no_shuffle_backfill.rs, `BackfillExecutor::recover_backfill_state` \
            (`assert_eq!` of each vnode's is_finished against the first's), after the compute nodes were scaled \

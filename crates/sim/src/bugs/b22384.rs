@@ -31,7 +31,7 @@ use epochlab_common::{DataType, Epoch, Op, OwnedRow, TableId, WorkerId, event, r
 use epochlab_meta::{JobOptions, SinkOptions};
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
@@ -74,6 +74,7 @@ const RECORD: Record = Record {
         pattern: "",
         epochlab_pattern: "",
         panic_file: "",
+        evidence: Evidence::Text,
     },
     site: "meta: barrier/utils.rs, `is_valid_after_worker_err` (removed a failed worker from an epoch's nodes to \
            collect whatever it had to collect), walked in order over the in-flight epochs by \

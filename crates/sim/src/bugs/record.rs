@@ -51,6 +51,25 @@ pub struct Symptom {
     /// For a panic, the source file it came from (`executor/backfill/utils.rs`): a panic with the same text
     /// at another place is not this entry's. Empty where the symptom is not a panic.
     pub panic_file: &'static str,
+    /// What, beyond the text, a log must show for the text to be this entry's.
+    pub evidence: Evidence,
+}
+
+/// What a log must show, beyond a symptom's text, for the text to be the entry's: some texts are logged in a
+/// harmless window too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// The text alone: nothing else logs it.
+    Text,
+    /// The tables the line names as removed (the compactor's second list) outlived a recovery. RisingWave
+    /// removes a dropped job from the catalog at once and unregisters its tables from Hummock when the
+    /// drop's Stop barrier commits, so a compaction task may fail on them in that window, harmlessly. A fixed
+    /// recovery unregisters every table the catalog has forgotten by its reset (the pre-applied drops and
+    /// cancels, then the purge), so a table that left the catalog before a recovery's reset and fails a task
+    /// after that recovery completed is still registered with no job to unregister it: #15144's
+    /// inconsistency between catalog and Hummock, which the record shows after `recovery success`. A table
+    /// whose leaving the log does not show counts as outliving any recovery completed before the line.
+    RemovedTablesOutliveRecovery,
 }
 
 impl Symptom {

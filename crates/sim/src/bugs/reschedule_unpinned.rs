@@ -35,7 +35,7 @@ use epochlab_rpc::RpcKind;
 use epochlab_stream::executor::backfill::BackfillActorStats;
 use futures::future::LocalBoxFuture;
 
-use super::record::{Record, Symptom, SymptomKind};
+use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
@@ -77,6 +77,7 @@ const RECORD: Record = Record {
         pattern: "",
         epochlab_pattern: "",
         panic_file: "",
+        evidence: Evidence::Text,
     },
     site: "epochlab meta: the post-collect of a Pause(ConfigChange) (`MetaInner::wait_for_config_change`)",
     differs: "RisingWave has no such bug on record: it did not support rescheduling a backfilling job until PR \

@@ -1,0 +1,257 @@
+//! What one log shows of tables leaving the catalog and of recoveries, read event by event: the evidence
+//! [`Evidence::RemovedTablesOutliveRecovery`](epochlab_sim::bugs::record::Evidence) asks for.
+//!
+//! The lines it reads, epochlab's and RisingWave's:
+//! - a table leaves the catalog: epochlab's `ddl: drop KIND NAME id=N tables=[TableId(..), ..]`, `ddl: cancel
+//!   ..` and recovery's `clean dirty jobs tables=[..]` (RisingWave logs none with its tables' ids);
+//! - a recovery resets the nodes: epochlab's `recovery step: reset nodes` (RisingWave's is not at info level);
+//! - a recovery completes: epochlab's `recovery: done attempt=N` and RisingWave's `recovery success`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Markers of the lines read, as each log prints them.
+const LEAVES: [&str; 3] = [
+    ": ddl: drop ",
+    ": ddl: cancel ",
+    "clean dirty jobs tables=[",
+];
+const RESET: [&str; 1] = ["recovery step: reset nodes"];
+const RECOVERED: [&str; 2] = ["recovery: done attempt=", "recovery success"];
+
+/// Where a table stands since the log showed it leaving the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// No recovery has reset the nodes since.
+    Left,
+    /// A recovery reset the nodes after it left: a fixed recovery's pre-applied drops and purge unregister it
+    /// by then.
+    Reset,
+    /// That recovery completed, at this line.
+    Outlived { recovered: u64 },
+}
+
+/// The tables one log shows leaving the catalog, and its recoveries.
+#[derive(Debug, Default)]
+pub struct TableLives {
+    /// Each table's line of leaving and its stage since.
+    left: BTreeMap<u32, (u64, Stage)>,
+    /// The line of the last completed recovery.
+    recovered: Option<u64>,
+}
+
+/// What the log shows of the removed tables a line names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// `table` outlived a recovery: it left the catalog at line `left` (`None`: the log does not show it)
+    /// before a recovery that completed at line `recovered`, and is still in a compaction task.
+    Outlived {
+        table: u32,
+        left: Option<u64>,
+        recovered: u64,
+    },
+    /// Every table named left the catalog with no recovery's reset since (`table` at line `left`, the
+    /// latest): a drop's window, which ends when its Stop barrier commits.
+    Window { table: u32, left: u64 },
+    /// The log shows neither the tables leaving nor a recovery completed before the line.
+    NoRecovery,
+}
+
+impl TableLives {
+    /// Reads one event (its first line's number and its text).
+    pub fn observe(&mut self, line: u64, text: &str) {
+        if LEAVES.iter().any(|m| text.contains(m)) {
+            for table in table_ids(text) {
+                self.left.entry(table).or_insert((line, Stage::Left));
+            }
+        } else if RESET.iter().any(|m| text.contains(m)) {
+            for (_, stage) in self.left.values_mut() {
+                if *stage == Stage::Left {
+                    *stage = Stage::Reset;
+                }
+            }
+        } else if RECOVERED.iter().any(|m| text.contains(m)) {
+            for (_, stage) in self.left.values_mut() {
+                if *stage == Stage::Reset {
+                    *stage = Stage::Outlived { recovered: line };
+                }
+            }
+            self.recovered = Some(line);
+        }
+    }
+
+    /// What the log so far shows of `removed`, the tables a line names as removed.
+    pub fn verdict(&self, removed: &[u32]) -> Verdict {
+        let mut window = None;
+        for &table in removed {
+            match self.left.get(&table) {
+                Some(&(left, Stage::Outlived { recovered })) => {
+                    return Verdict::Outlived {
+                        table,
+                        left: Some(left),
+                        recovered,
+                    };
+                }
+                Some(&(left, _)) => {
+                    if window.is_none_or(|(_, l)| left > l) {
+                        window = Some((table, left));
+                    }
+                }
+                None => {
+                    if let Some(recovered) = self.recovered {
+                        return Verdict::Outlived {
+                            table,
+                            left: None,
+                            recovered,
+                        };
+                    }
+                }
+            }
+        }
+        match window {
+            Some((table, left)) => Verdict::Window { table, left },
+            None => Verdict::NoRecovery,
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Outlived {
+                table,
+                left: Some(left),
+                recovered,
+            } => write!(
+                f,
+                "table {table} left the catalog at line {left}, before the recovery completed at line \
+                 {recovered}, and is still registered"
+            ),
+            Verdict::Outlived {
+                table,
+                left: None,
+                recovered,
+            } => write!(
+                f,
+                "table {table} is still registered after the recovery completed at line {recovered}"
+            ),
+            Verdict::Window { table, left } => write!(
+                f,
+                "table {table} left the catalog at line {left} and no recovery has reset the nodes since: a \
+                 drop's window, which ends when its Stop barrier commits"
+            ),
+            Verdict::NoRecovery => write!(
+                f,
+                "the log shows neither the tables leaving the catalog nor a recovery completed before it"
+            ),
+        }
+    }
+}
+
+/// The ids of `tables=[TableId(1), TableId(2)]` in `text`.
+fn table_ids(text: &str) -> Vec<u32> {
+    let Some(at) = text.find("tables=[") else {
+        return Vec::new();
+    };
+    let list = &text[at + "tables=[".len()..];
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split("TableId(")
+        .filter_map(|s| s.split(')').next()?.trim().parse().ok())
+        .collect()
+}
+
+/// The ids of the removed tables RisingWave's compactor line names, its second list:
+/// `Failed to fetch filter key extractor tables [{1, 2}. [[2]] may be removed by meta-service.`
+pub fn removed_tables(text: &str) -> Vec<u32> {
+    let Some(end) = text.find("]] may be removed") else {
+        return Vec::new();
+    };
+    let Some(start) = text[..end].rfind("[[") else {
+        return Vec::new();
+    };
+    text[start + 2..end]
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAILS: &str = "ERROR epochlab_storage::manager: commit epoch: Failed to fetch filter key extractor \
+                         tables [{1, 2, 3}. [[2, 3]] may be removed by meta-service.  group=3";
+
+    fn lives(lines: &[&str]) -> TableLives {
+        let mut l = TableLives::default();
+        for (i, text) in lines.iter().enumerate() {
+            l.observe(i as u64 + 1, text);
+        }
+        l
+    }
+
+    #[test]
+    fn a_drop_with_no_recovery_since_is_its_window() {
+        let l =
+            lives(&["drop streaming job: ddl: drop sink s id=1 tables=[TableId(2), TableId(3)]"]);
+        assert_eq!(
+            l.verdict(&removed_tables(FAILS)),
+            Verdict::Window { table: 2, left: 1 }
+        );
+        // A recovery that completed before the drop does not count.
+        let l = lives(&[
+            "recovery: recovery step: reset nodes generation=2",
+            "recovery: recovery: done attempt=1 initial_barrier_curr=5",
+            "drop streaming job: ddl: drop sink s id=1 tables=[TableId(2), TableId(3)]",
+        ]);
+        assert_eq!(l.verdict(&[2, 3]), Verdict::Window { table: 2, left: 3 });
+        // Nor one whose reset came before the drop.
+        let l = lives(&[
+            "recovery: recovery step: reset nodes generation=2",
+            "cancel streaming job: ddl: cancel materialized view m id=1 tables=[TableId(2)]",
+            "recovery: recovery: done attempt=1 initial_barrier_curr=5",
+        ]);
+        assert_eq!(l.verdict(&[2]), Verdict::Window { table: 2, left: 2 });
+    }
+
+    #[test]
+    fn a_table_that_left_before_a_completed_recovery_outlived_it() {
+        let l = lives(&[
+            "cancel streaming job: ddl: cancel materialized view m id=1 tables=[TableId(2), TableId(3)]",
+            "recovery: recovery step: reset nodes generation=4",
+            "recovery: recovery: done attempt=2 initial_barrier_curr=5",
+        ]);
+        assert_eq!(
+            l.verdict(&removed_tables(FAILS)),
+            Verdict::Outlived {
+                table: 2,
+                left: Some(1),
+                recovered: 3
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_tables_outlive_a_recovery_completed_before_the_line() {
+        assert_eq!(lives(&[]).verdict(&[7]), Verdict::NoRecovery);
+        let l = lives(&["INFO risingwave_meta::barrier::recovery: recovery success prev_epoch=1"]);
+        assert_eq!(
+            l.verdict(&[7]),
+            Verdict::Outlived {
+                table: 7,
+                left: None,
+                recovered: 1
+            }
+        );
+    }
+
+    #[test]
+    fn the_lists_are_read() {
+        assert_eq!(removed_tables(FAILS), vec![2, 3]);
+        assert_eq!(removed_tables("no list"), Vec::<u32>::new());
+        assert_eq!(
+            table_ids("ddl: drop table t id=5 tables=[TableId(5), TableId(12)] x=[1]"),
+            vec![5, 12]
+        );
+    }
+}
