@@ -24,20 +24,20 @@ pub fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The `prometheus` binary; `None` (the test says it is skipped and why) when it is not installed, except
-/// under CI (`CI=true`), where that is a failure.
-pub fn prometheus_or_skip() -> Option<PathBuf> {
-    let bin = which("prometheus");
-    if bin.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "prometheus is not installed; .ci/run installs it (apt-get install prometheus)"
-        );
-        eprintln!(
-            "skipped: `prometheus` is not on PATH (apt-get install prometheus); CI runs this test"
-        );
-    }
-    bin
+/// The `prometheus` binary. A test that needs it fails when it is not installed: a missing tool is a set-up
+/// failure, which `cargo xtask setup` (run by `cargo xtask test`) mends.
+pub fn prometheus_bin() -> PathBuf {
+    needed("prometheus")
+}
+
+/// `tool` on PATH, from Debian's `prometheus` package; a failure naming the set-up step when it is not there.
+pub fn needed(tool: &str) -> PathBuf {
+    which(tool).unwrap_or_else(|| {
+        panic!(
+            "`{tool}` is not on PATH: `cargo xtask setup` installs it (Debian's prometheus); \
+             `cargo xtask test` runs that step first"
+        )
+    })
 }
 
 pub fn free_port() -> u16 {
@@ -265,7 +265,7 @@ pub fn value(p: &Prometheus, q: &str) -> f64 {
 }
 
 pub fn promtool(args: &[&str]) {
-    let tool = which("promtool").expect("promtool comes with Debian's prometheus");
+    let tool = needed("promtool");
     let out = Command::new(tool)
         .args(args)
         .current_dir(repo())

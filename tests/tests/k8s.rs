@@ -2,8 +2,8 @@
 //! schemas it bundles (the newest, and 1.29, the oldest with `backoffLimitPerIndex` on by default) and rejects
 //! a copy with a misspelt field; read as YAML (by the PyYAML that kubernetes-validate brings), it is an Indexed
 //! Job whose pod with completion index K runs `epochlab soak --shard K/N` with N its `completions`, and writes
-//! its results to a file of its own on a persistent volume. Without kubernetes-validate the tests say they are
-//! skipped and why, except under CI (`CI=true`), where that is a failure: `.ci/run` installs it.
+//! its results to a file of its own on a persistent volume. Without kubernetes-validate the tests fail, naming
+//! the set-up step that installs it (`cargo xtask setup`, which `cargo xtask test` runs first).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,8 +11,6 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 const MANIFEST: &str = "deploy/k8s/soak-job.yaml";
-/// Where `.ci/run` installs kubernetes-validate (a venv), when it is not on PATH.
-const VENV_TOOL: &str = "/opt/kv/bin/kubernetes-validate";
 const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 const INDEX_ANNOTATION: &str = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 
@@ -31,23 +29,23 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// kubernetes-validate, or `None` after saying the test is skipped (a failure under CI).
-fn kubernetes_validate() -> Option<PathBuf> {
-    let found = which("kubernetes-validate").or_else(|| {
-        let venv = PathBuf::from(VENV_TOOL);
-        venv.is_file().then_some(venv)
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "kubernetes-validate is not installed; .ci/run installs it (pip, into the venv /opt/kv)"
-        );
-        eprintln!(
-            "skipped: kubernetes-validate is neither on PATH nor at {VENV_TOOL} (.ci/run installs it); \
-             CI runs this test"
-        );
-    }
-    found
+/// kubernetes-validate: on PATH, or in the venv `cargo xtask setup` makes under the target directory
+/// (`target/tools/kubernetes-validate`; this test's `CARGO_TARGET_TMPDIR` is `target/tmp`). A failure when it
+/// is in neither: a missing tool is a set-up failure.
+fn kubernetes_validate() -> PathBuf {
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory holds tmp/")
+        .join("tools/kubernetes-validate/bin/kubernetes-validate");
+    which("kubernetes-validate")
+        .or_else(|| venv.is_file().then_some(venv.clone()))
+        .unwrap_or_else(|| {
+            panic!(
+                "kubernetes-validate is neither on PATH nor at {}: `cargo xtask setup` installs it (a venv \
+                 from PyPI); `cargo xtask test` runs that step first",
+                venv.display()
+            )
+        })
 }
 
 fn text(out: &Output) -> String {
@@ -71,9 +69,7 @@ fn validate(tool: &Path, version: Option<&str>, file: &Path) -> Output {
 
 #[test]
 fn the_soak_job_passes_kubernetes_validate_strict() {
-    let Some(tool) = kubernetes_validate() else {
-        return;
-    };
+    let tool = kubernetes_validate();
     let manifest = repo().join(MANIFEST);
     for version in [None, Some("1.29")] {
         let out = validate(&tool, version, &manifest);
@@ -170,9 +166,7 @@ fn references(arg: &str) -> Vec<&str> {
 
 #[test]
 fn the_soak_job_runs_shard_k_of_n_per_completion_index_into_a_volume() {
-    let Some(tool) = kubernetes_validate() else {
-        return;
-    };
+    let tool = kubernetes_validate();
     let docs = documents(&tool);
     let job = only(&docs, "Job");
     let claim = only(&docs, "PersistentVolumeClaim");

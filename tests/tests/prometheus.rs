@@ -13,14 +13,12 @@ use epochlab_sim::Mode;
 use epochlab_sim::{ClusterHook, Outcome, ReproHooks, ReproParams, run_repro_with};
 use epochlab_telemetry::{Metrics, MetricsServer, RunSource};
 use epochlab_tests::prometheus::{
-    alert_exprs, dashboard_exprs, prometheus_or_skip, promtool, query, start_prometheus, value,
+    alert_exprs, dashboard_exprs, prometheus_bin, promtool, query, start_prometheus, value,
 };
 
 #[test]
 fn prometheus_scrapes_a_repro_run() {
-    let Some(bin) = prometheus_or_skip() else {
-        return;
-    };
+    let bin = prometheus_bin();
     promtool(&["check", "rules", "deploy/prometheus/alerts.yml"]);
     promtool(&["test", "rules", "deploy/prometheus/alerts_test.yml"]);
     promtool(&["check", "config", "deploy/prometheus/prometheus.yml"]);

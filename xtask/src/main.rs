@@ -6,7 +6,9 @@
 //!   `epochlab slt` (sqllogictest files), `epochlab corpus` (RisingWave's e2e corpus and its ratchet),
 //!   `epochlab ci` (RisingWave's recovery CI, step for step) and `epochlab triage` (which known bug a log
 //!   shows).
-//! - `test [ARGS]`: `cargo fmt --check` (and the catalogue's modules, as `fmt`), `cargo clippy --workspace --all-targets -- -D warnings`, then every test
+//! - `setup`: install what the tests need beyond a Rust toolchain ([`setup::NEEDS`]: Debian's packages with
+//!   apt-get as root, PyPI tools into `target/tools/`), or stop with one line saying what to install.
+//! - `test [ARGS]`: `setup`, then `cargo fmt --check` (and the catalogue's modules, as `fmt`), `cargo clippy --workspace --all-targets -- -D warnings`, then every test
 //!   of the workspace (cargo-nextest when installed, else `cargo test`); ARGS go to the test runner.
 //! - `fmt [--check]`: `cargo fmt --all`, and rustfmt on the bug catalogue's modules, which `cargo fmt` cannot reach (they
 //!   are declared through a file `crates/sim/build.rs` writes); `test` checks both.
@@ -23,7 +25,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|ci|triage|test|fmt|bench|screenshot|protoc> [ARGS...]";
+mod setup;
+
+const USAGE: &str = "usage: cargo xtask <repro|soak|soak-report|bugs|slt|corpus|ci|triage|setup|test|fmt|bench|screenshot|protoc> [ARGS...]";
 
 fn main() -> ExitCode {
     // Arguments are read as `OsString`s: `repro` passes them on as they are (epochlab reports one that is not
@@ -53,6 +57,13 @@ fn main() -> ExitCode {
     };
     let result = match cmd.as_str() {
         "screenshot" => screenshot(&rest),
+        "setup" => match rest.first() {
+            None => setup::setup(&target_dir()),
+            Some(other) => {
+                eprintln!("xtask: setup takes no argument, not `{other}`");
+                return ExitCode::from(2);
+            }
+        },
         "test" => test(&rest),
         "fmt" => match rest.iter().find(|a| *a != "--check") {
             None => fmt(!rest.is_empty()),
@@ -117,6 +128,15 @@ fn cargo() -> Result<Command> {
     Ok(cmd)
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR` (relative to where cargo runs, as cargo reads it), else
+/// `target/` in the workspace.
+fn target_dir() -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => env::current_dir().unwrap_or_default().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
+
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -178,6 +198,8 @@ fn has_nextest() -> bool {
 }
 
 fn test(args: &[String]) -> Result {
+    // Before anything is built: a machine that lacks a tool learns it in seconds, not after the build.
+    setup::setup(&target_dir())?;
     fmt(true)?;
 
     let mut clippy = cargo()?;

@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use epochlab_tests::prometheus::{
-    Prometheus, free_port, get, prometheus_or_skip, scrape_job, start_prometheus_with,
+    Prometheus, free_port, get, prometheus_bin, scrape_job, start_prometheus_with,
 };
 use serde_json::Value;
 
@@ -74,9 +74,7 @@ fn alerts_seen(prom: &Prometheus, window: Duration) -> Vec<(String, String, Valu
 
 #[test]
 fn a_paced_buggy_run_fires_backfill_state_missing_and_a_fixed_run_fires_nothing() {
-    let Some(bin) = prometheus_or_skip() else {
-        return;
-    };
+    let bin = prometheus_bin();
     let started = Instant::now();
     let addrs: Vec<SocketAddr> = RUNS
         .iter()

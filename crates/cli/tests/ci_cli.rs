@@ -507,8 +507,12 @@ fn junit_read_back(path: &Path) -> String {
     let out = Command::new("/usr/bin/python3")
         .args(["-c", script, path.to_str().unwrap()])
         .output()
-        .expect("Debian's python3 runs (.ci/run installs python3-junitparser)");
-    assert!(out.status.success(), "junitparser: {}", text(&out.stderr));
+        .expect("Debian's python3 runs (`cargo xtask setup` installs python3-junitparser)");
+    assert!(
+        out.status.success(),
+        "junitparser (`cargo xtask setup` installs Debian's python3-junitparser): {}",
+        text(&out.stderr)
+    );
     text(&out.stdout)
 }
 

@@ -1,4 +1,4 @@
-//! `--meta-store-out FILE` read back with Debian's `sqlite3` (installed by `.ci/run`): the file a run
+//! `--meta-store-out FILE` read back with Debian's `sqlite3` (installed by `cargo xtask setup`): the file a run
 //! writes opens in the real tool, its jobs, fragments and actors agree with one another, and the same seed
 //! writes the same database.
 
@@ -18,7 +18,7 @@ fn sqlite3(file: &Path, sql: &str) -> String {
         .arg(file)
         .arg(sql)
         .output()
-        .expect("Debian's sqlite3 is installed (.ci/run installs the package)");
+        .expect("Debian's sqlite3 is installed (`cargo xtask setup` installs it)");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.is_empty(), "{sql}: {stderr}");
     String::from_utf8(out.stdout).expect("sqlite3 prints UTF-8")

@@ -15,9 +15,7 @@ use std::process::Command;
 
 use epochlab_common::Epoch;
 use epochlab_common::clock::DEFAULT_ORIGIN_UNIX_MS;
-use epochlab_tests::prometheus::{
-    Prometheus, prometheus_or_skip, start_prometheus_on_blocks, which,
-};
+use epochlab_tests::prometheus::{Prometheus, needed, prometheus_bin, start_prometheus_on_blocks};
 
 /// The sampling interval of the run, ms.
 const INTERVAL_MS: u64 = 1000;
@@ -112,17 +110,8 @@ fn buggy_run(dir: &Path) -> (f64, f64) {
 
 #[test]
 fn a_buggy_runs_timeline_loads_into_prometheus_and_follows_its_event_log() {
-    let Some(bin) = prometheus_or_skip() else {
-        return;
-    };
-    let Some(promtool) = which("promtool") else {
-        eprintln!("skipped: `promtool` is not on PATH (it comes with Debian's prometheus)");
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI needs promtool"
-        );
-        return;
-    };
+    let bin = prometheus_bin();
+    let promtool = needed("promtool");
     let dir = std::env::temp_dir().join(format!("epochlab-timeline-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

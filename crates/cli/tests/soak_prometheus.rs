@@ -22,7 +22,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use epochlab_tests::prometheus::{
-    Prometheus, alert_exprs, dashboard_exprs, prometheus_or_skip, scrape_job, start_prometheus_with,
+    Prometheus, alert_exprs, dashboard_exprs, prometheus_bin, scrape_job, start_prometheus_with,
 };
 use serde_json::Value;
 
@@ -68,9 +68,7 @@ fn firing(prom: &Prometheus, name: &str) -> Vec<Value> {
 
 #[test]
 fn prometheus_scrapes_a_soak_and_the_fixed_mode_alert_fires_on_its_failures() {
-    let Some(bin) = prometheus_or_skip() else {
-        return;
-    };
+    let bin = prometheus_bin();
     let dir = std::env::temp_dir().join(format!("epochlab-soak-prom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let results = dir.join("results.jsonl");
