@@ -29,16 +29,17 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// kubernetes-validate: on PATH, or in the venv `cargo xtask setup` makes under the target directory
-/// (`target/tools/kubernetes-validate`; this test's `CARGO_TARGET_TMPDIR` is `target/tmp`). A failure when it
+/// kubernetes-validate: in the venv `cargo xtask setup` makes under the target directory, at the version it
+/// pins (`target/tools/kubernetes-validate`; this test's `CARGO_TARGET_TMPDIR` is `target/tmp`), else on PATH. A failure when it
 /// is in neither: a missing tool is a set-up failure.
 fn kubernetes_validate() -> PathBuf {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target directory holds tmp/")
         .join("tools/kubernetes-validate/bin/kubernetes-validate");
-    which("kubernetes-validate")
-        .or_else(|| venv.is_file().then_some(venv.clone()))
+    venv.is_file()
+        .then(|| venv.clone())
+        .or_else(|| which("kubernetes-validate"))
         .unwrap_or_else(|| {
             panic!(
                 "kubernetes-validate is neither on PATH nor at {}: `cargo xtask setup` installs it (a venv \

@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "screenshot" => screenshot(&rest),
         "setup" => match rest.first() {
-            None => setup::setup(&target_dir()),
+            None => target_dir().and_then(|dir| setup::setup(&dir)),
             Some(other) => {
                 eprintln!("xtask: setup takes no argument, not `{other}`");
                 return ExitCode::from(2);
@@ -128,13 +128,40 @@ fn cargo() -> Result<Command> {
     Ok(cmd)
 }
 
-/// Cargo's target directory: `CARGO_TARGET_DIR` (relative to where cargo runs, as cargo reads it), else
-/// `target/` in the workspace.
-fn target_dir() -> PathBuf {
-    match env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => env::current_dir().unwrap_or_default().join(dir),
-        None => workspace_root().join("target"),
+/// Cargo's target directory, as cargo itself resolves it (`CARGO_TARGET_DIR`, `build.target-dir`, or
+/// `target/` in the workspace): `cargo metadata`'s `target_directory`.
+fn target_dir() -> Result<PathBuf> {
+    let mut metadata = cargo()?;
+    metadata.args(["metadata", "--no-deps", "--format-version", "1"]);
+    let failed = |detail: String| Failure {
+        code: 1,
+        message: format!("cargo metadata: {detail}"),
+    };
+    let out = metadata.output().map_err(|e| failed(e.to_string()))?;
+    if !out.status.success() {
+        return Err(failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A JSON string without escapes in any path this project builds in; one with a quote or a backslash is
+    // refused rather than misread.
+    let key = "\"target_directory\":\"";
+    let start = text
+        .find(key)
+        .ok_or_else(|| failed("no target_directory".into()))?
+        + key.len();
+    let value = &text[start..];
+    let end = value
+        .find('"')
+        .ok_or_else(|| failed("no target_directory".into()))?;
+    if value[..end].contains('\\') {
+        return Err(failed(format!(
+            "a target directory with an escape: {}",
+            &value[..end]
+        )));
+    }
+    Ok(PathBuf::from(&value[..end]))
 }
 
 fn workspace_root() -> PathBuf {
@@ -199,7 +226,7 @@ fn has_nextest() -> bool {
 
 fn test(args: &[String]) -> Result {
     // Before anything is built: a machine that lacks a tool learns it in seconds, not after the build.
-    setup::setup(&target_dir())?;
+    setup::setup(&target_dir()?)?;
     fmt(true)?;
 
     let mut clippy = cargo()?;

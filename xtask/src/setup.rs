@@ -127,13 +127,16 @@ pub fn setup(target_dir: &Path) -> Result {
     if missing.is_empty() {
         return Ok(());
     }
+    let mut apt: Vec<&str> = missing.iter().flat_map(|n| n.apt_packages()).collect();
+    apt.dedup();
+    if !apt.is_empty() && (!is_root() || !on_path("apt-get")) {
+        return Err(cannot_install(&apt, &missing));
+    }
     for need in &missing {
         eprintln!("setup: {} is missing ({})", need.name, need.why);
     }
-    let mut apt: Vec<&str> = missing.iter().flat_map(|n| n.apt_packages()).collect();
-    apt.dedup();
     if !apt.is_empty() {
-        install_apt(&apt, &missing)?;
+        install_apt(&apt)?;
     }
     for need in &missing {
         if let Source::Pip { package, version } = need.source {
@@ -162,25 +165,43 @@ fn names(needs: &[&Need]) -> String {
     needs.iter().map(|n| n.name).collect::<Vec<_>>().join(", ")
 }
 
-/// `apt-get install` of `packages`, as root; elsewhere one line that says what to run.
-fn install_apt(packages: &[&str], missing: &[&Need]) -> Result {
-    let list = packages.join(" ");
-    if !is_root() || !on_path("apt-get") {
-        let why = if on_path("apt-get") {
-            "not root"
-        } else {
-            "no apt-get here"
-        };
-        return Err(Failure {
-            code: 1,
-            message: format!(
-                "setup: the tests need {} ({why}): run `sudo apt-get install -y --no-install-recommends {list}` \
-                 (or your system's packages of the same tools), then this command again",
-                names(missing)
-            ),
-        });
+/// The one line that says what to install where this step cannot: not root, or no apt-get.
+fn cannot_install(apt: &[&str], missing: &[&Need]) -> Failure {
+    let list = apt.join(" ");
+    let pip: Vec<&str> = missing
+        .iter()
+        .filter(|n| matches!(n.source, Source::Pip { .. }))
+        .map(|n| n.name)
+        .collect();
+    let then = match pip.as_slice() {
+        [] => "then this command again".to_string(),
+        tools => format!(
+            "then this command again, which installs {} from PyPI itself",
+            tools.join(", ")
+        ),
+    };
+    let how = if on_path("apt-get") {
+        format!("as root: `apt-get update && apt-get install -y --no-install-recommends {list}`")
+    } else {
+        format!(
+            "Debian's packages {list} (no apt-get here: your system's packages of the same tools)"
+        )
+    };
+    Failure {
+        code: 1,
+        message: format!(
+            "setup: the tests need {}: install {how}, {then}",
+            names(missing)
+        ),
     }
-    eprintln!("setup: installing Debian's {list} (apt-get, as root), which the tests need");
+}
+
+/// `apt-get update`, then `apt-get install` of `packages` (as root).
+fn install_apt(packages: &[&str]) -> Result {
+    eprintln!(
+        "setup: installing Debian's {} (apt-get, as root), which the tests need",
+        packages.join(" ")
+    );
     let apt = |args: &[&str]| {
         let mut cmd = Command::new("apt-get");
         cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");

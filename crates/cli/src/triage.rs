@@ -63,6 +63,8 @@ pub struct Match {
     pub kind: &'static str,
     pub text: String,
     pub context: Context,
+    /// What the log shows beyond the text, for an entry that asks for it.
+    pub evidence: Option<Verdict>,
     /// Later events with the same entry's symptom (a panic repeated, the same failure logged twice).
     pub more: u64,
 }
@@ -272,10 +274,13 @@ fn finish(
             continue;
         }
         matched = true;
-        if let Some(verdict) = missing_evidence(&symptom, &event.text, lives) {
-            miss(bug, name, event.line, verdict, findings);
-            continue;
-        }
+        let evidence = match evidence(&symptom, &event.text, lives) {
+            Ok(evidence) => evidence,
+            Err(verdict) => {
+                miss(bug, name, event.line, verdict, findings);
+                continue;
+            }
+        };
         // One match per entry: the first event, and a count of the others.
         if let Some(m) = findings.matches.iter_mut().find(|m| m.bug == bug) {
             m.more += 1;
@@ -288,6 +293,7 @@ fn finish(
             kind: event_kind(&event.text),
             text: shorten(&fold_debug(&event.text)),
             context: context_of(&event, context),
+            evidence,
             more: 0,
         });
     }
@@ -300,22 +306,28 @@ fn finish(
     }
 }
 
-/// What the log shows instead of the evidence `symptom` asks for beyond its text; `None` when it shows it.
-fn missing_evidence(symptom: &Symptom, text: &str, lives: &TableLives) -> Option<Verdict> {
+/// The evidence `symptom` asks for beyond its text, as the log shows it (`None` for the text alone); what the
+/// log shows instead when it does not.
+fn evidence(symptom: &Symptom, text: &str, lives: &TableLives) -> Result<Option<Verdict>, Verdict> {
     match symptom.evidence {
-        Evidence::Text => None,
+        Evidence::Text => Ok(None),
         Evidence::RemovedTablesOutliveRecovery => {
             match lives.verdict(&lives::removed_tables(text)) {
-                Verdict::Outlived { .. } => None,
-                other => Some(other),
+                outlived @ Verdict::Outlived { .. } => Ok(Some(outlived)),
+                other => Err(other),
             }
         }
     }
 }
 
-/// One miss per entry: the first event, and a count of the others.
+/// One miss per entry and kind of verdict: the first event, and a count of the others.
 fn miss(bug: BugId, name: &str, line: u64, verdict: Verdict, findings: &mut Findings) {
-    if let Some(m) = findings.misses.iter_mut().find(|m| m.bug == bug) {
+    let kind = std::mem::discriminant(&verdict);
+    if let Some(m) = findings
+        .misses
+        .iter_mut()
+        .find(|m| m.bug == bug && std::mem::discriminant(&m.verdict) == kind)
+    {
         m.more += 1;
         return;
     }
@@ -468,16 +480,27 @@ fn print(findings: &Findings, files: usize) {
             c.epoch.clone().unwrap_or_else(none),
             c.table.clone().unwrap_or_else(none)
         );
+        if let Some(evidence) = &m.evidence {
+            outln!("  evidence:  {evidence}");
+        }
         outln!("  bug:       {}", info.mechanism);
         outln!("  reproduce: {}", info.command);
     }
+    // An entry's text without its evidence, unless the entry matched elsewhere.
     for m in &findings.misses {
+        if findings.matches.iter().any(|hit| hit.bug == m.bug) {
+            continue;
+        }
         let more = match m.more {
             0 => String::new(),
             n => format!(", and {n} later event(s) like it"),
         };
+        let head = match m.verdict {
+            Verdict::Window { .. } => "not ",
+            _ => "unconfirmed: ",
+        };
         outln!(
-            "not {}: its line at {}:{}{more}, but {}",
+            "{head}{}: its line at {}:{}{more}, but {}",
             m.bug.title(),
             m.file,
             m.line,

@@ -122,6 +122,32 @@ fn the_15144_compactor_line_is_15144() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("RisingWave #15144 at "), "{out}");
     assert!(out.contains("15144-compactor.log:3 (error)"), "{out}");
+    // The log shows the recovery and no table's life: the record's shape, named as the evidence.
+    assert!(
+        out.contains(
+            "  evidence:  the log never shows table 1021 leaving the catalog, and a compaction task still \
+             holds it after the recovery that completed at line 1"
+        ),
+        "{out}"
+    );
+    // Without the recovery before it, the log cannot tell.
+    let dir = std::env::temp_dir().join(format!("epochlab-triage-norec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(fixture("15144-compactor.log")).unwrap();
+    let without = dir.join("without-recovery.log");
+    std::fs::write(
+        &without,
+        text.lines().skip(1).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let out = triage(&[without.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("unconfirmed: RisingWave #15144: its line at "),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// An excerpt of a kept fixed-mode log of `epochlab ci --profile main-cron` (streaming, seed 1; the lines of
@@ -140,7 +166,7 @@ fn the_15144_line_in_a_fixed_drops_window_is_not_15144() {
     assert!(
         out.contains(
             "15144-fixed-drop-window.log:11, and 5 later event(s) like it, but table 458 left the catalog \
-             at line 10 and no recovery has reset the nodes since"
+             at line 10 and no recovery has both reset the nodes and completed since"
         ),
         "{out}"
     );
@@ -148,6 +174,46 @@ fn the_15144_line_in_a_fixed_drops_window_is_not_15144() {
         out.contains("no known bug in 82 lines of 1 file(s)"),
         "{out}"
     );
+}
+
+/// A live fixed run of RisingWave's `streaming/rate_limit/snapshot_amplification.slt`, whose `DROP SINK` of a
+/// backfilling sink leaves compaction failing on the sink's tables until the Stop barrier commits: its log
+/// holds #15144's line, and triage says it is not the bug.
+#[test]
+fn a_fixed_runs_drop_window_in_a_live_log_is_not_15144() {
+    let dir = std::env::temp_dir().join(format!("epochlab-triage-window-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("run.log");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/slt/risingwave/streaming/rate_limit/snapshot_amplification.slt"
+    );
+    let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .args(["slt", "--mode", "fixed", "--seed", "1", "--log-file"])
+        .arg(&log)
+        .arg(file)
+        .output()
+        .expect("epochlab runs");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("Failed to fetch filter key extractor tables"),
+        "the run shows #15144's line"
+    );
+    let out = triage(&[log.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("not RisingWave #15144: its line at "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("a drop's window"), "{stdout}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// epochlab's own log of each directed fixed run names no bug: #15144's fixed run cancels the same job

@@ -63,7 +63,13 @@ pub enum Command {
     /// Reads each FILE (plain text or gzip, any size, as a stream; `-` is standard input) and
     /// looks for the recorded symptom of every entry of `epochlab bugs` (the panic message, the
     /// actor's error, the logged line), with ids, epochs and numbers masked and Debug's
-    /// pretty-printing folded, so a panic printed over many lines matches.
+    /// pretty-printing folded, so a panic printed over many lines matches. A text that is also
+    /// logged harmlessly needs more from the log: #15144's compactor line counts only when a
+    /// table it names left the catalog before a recovery that completed before the line (or,
+    /// in a log that shows neither the table's registration nor its leaving, as RisingWave's,
+    /// after a recovery); in a drop's window, before its Stop barrier commits, it prints `not
+    /// RisingWave #15144: ..`, and where the log cannot tell, `unconfirmed: ..`. Each file is
+    /// read on its own.
     ///
     /// Per match it prints the bug, the file and line, the matching text, the context the log
     /// gives before it (the actor, the executor, the epoch, the table) and the command that

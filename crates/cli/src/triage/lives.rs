@@ -5,9 +5,18 @@
 //! - a table leaves the catalog: epochlab's `ddl: drop KIND NAME id=N tables=[TableId(..), ..]`, `ddl: cancel
 //!   ..` and recovery's `clean dirty jobs tables=[..]` (RisingWave logs none with its tables' ids);
 //! - a recovery resets the nodes: epochlab's `recovery step: reset nodes` (RisingWave's is not at info level);
-//! - a recovery completes: epochlab's `recovery: done attempt=N` and RisingWave's `recovery success`.
+//! - a recovery completes: epochlab's `recovery: done attempt=N` and RisingWave's `recovery success`;
+//! - a table is registered with Hummock, or unregistered: epochlab's `register tables: tables=[..]` and
+//!   `unregister tables: tables=[..]` (RisingWave logs neither at info level);
+//! - a kept log's cut (`ci --log-dir`'s `[epochlab ci: N bytes of this log left out here; ..]`), after which
+//!   a table's leaving may be missing.
+//!
+//! A table whose leaving the log does not show counts as outliving a recovery only in a log that shows
+//! neither its registration nor a cut: RisingWave's own, which name no table at a drop. Where the log shows
+//! its registration (epochlab's), a leaving it does not show (a failed create's, say) leaves the line
+//! unconfirmed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Markers of the lines read, as each log prints them.
@@ -18,6 +27,9 @@ const LEAVES: [&str; 3] = [
 ];
 const RESET: [&str; 1] = ["recovery step: reset nodes"];
 const RECOVERED: [&str; 2] = ["recovery: done attempt=", "recovery success"];
+const REGISTERED: &str = "register tables: tables=[";
+const UNREGISTERED: &str = "unregister tables: tables=[";
+const CUT: &str = "bytes of this log left out here";
 
 /// Where a table stands since the log showed it leaving the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,25 +48,45 @@ enum Stage {
 pub struct TableLives {
     /// Each table's line of leaving and its stage since.
     left: BTreeMap<u32, (u64, Stage)>,
+    /// The tables the log shows registered, and not unregistered since.
+    registered: BTreeSet<u32>,
+    /// Tables the log shows unregistered: no compaction task names them after.
+    unregistered: BTreeSet<u32>,
     /// The line of the last completed recovery.
     recovered: Option<u64>,
+    /// The line of the log's first cut, if any.
+    cut: Option<u64>,
 }
 
 /// What the log shows of the removed tables a line names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// `table` outlived a recovery: it left the catalog at line `left` (`None`: the log does not show it)
-    /// before a recovery that completed at line `recovered`, and is still in a compaction task.
+    /// `table` outlived a recovery: it left the catalog at line `left` (`None`: the log shows neither its
+    /// leaving nor its registration) before a recovery that completed at line `recovered`, and a compaction
+    /// task still holds it.
     Outlived {
         table: u32,
         left: Option<u64>,
         recovered: u64,
     },
-    /// Every table named left the catalog with no recovery's reset since (`table` at line `left`, the
-    /// latest): a drop's window, which ends when its Stop barrier commits.
+    /// `table` left the catalog at line `left` (the latest of the tables named) and no recovery has both
+    /// reset the nodes and completed since: a drop's window, which ends when its Stop barrier commits.
     Window { table: u32, left: u64 },
-    /// The log shows neither the tables leaving nor a recovery completed before the line.
+    /// The log cannot tell.
+    Unconfirmed { table: u32, why: Unknown },
+}
+
+/// Why a log cannot tell whether a table outlived a recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// It completed no recovery before the line.
     NoRecovery,
+    /// It shows the table registered but not its leaving the catalog.
+    LeavingNotLogged,
+    /// A part of it was cut out (at this line), where the leaving may have been.
+    Cut(u64),
+    /// It names no table as removed.
+    NoTables,
 }
 
 impl TableLives {
@@ -77,12 +109,23 @@ impl TableLives {
                 }
             }
             self.recovered = Some(line);
+        } else if text.contains(UNREGISTERED) {
+            for table in table_ids(text) {
+                self.registered.remove(&table);
+                self.unregistered.insert(table);
+            }
+        } else if text.contains(REGISTERED) {
+            self.registered.extend(table_ids(text));
+        } else if text.contains(CUT) {
+            self.cut.get_or_insert(line);
         }
     }
 
-    /// What the log so far shows of `removed`, the tables a line names as removed.
+    /// What the log so far shows of `removed`, the tables a line names as removed: the first that outlived a
+    /// recovery, else the window of the latest to leave, else why it cannot tell.
     pub fn verdict(&self, removed: &[u32]) -> Verdict {
-        let mut window = None;
+        let mut window: Option<(u32, u64)> = None;
+        let mut unconfirmed = None;
         for &table in removed {
             match self.left.get(&table) {
                 Some(&(left, Stage::Outlived { recovered })) => {
@@ -97,21 +140,40 @@ impl TableLives {
                         window = Some((table, left));
                     }
                 }
-                None => {
-                    if let Some(recovered) = self.recovered {
+                None => match self.unknown(table) {
+                    Ok(recovered) => {
                         return Verdict::Outlived {
                             table,
                             left: None,
                             recovered,
                         };
                     }
-                }
+                    Err(why) => {
+                        unconfirmed.get_or_insert(Verdict::Unconfirmed { table, why });
+                    }
+                },
             }
         }
-        match window {
-            Some((table, left)) => Verdict::Window { table, left },
-            None => Verdict::NoRecovery,
+        match (window, unconfirmed) {
+            (Some((table, left)), _) => Verdict::Window { table, left },
+            (None, Some(v)) => v,
+            (None, None) => Verdict::Unconfirmed {
+                table: 0,
+                why: Unknown::NoTables,
+            },
         }
+    }
+
+    /// For a table whose leaving the log does not show: the recovery it outlived, as the record reads
+    /// RisingWave's logs, or why the log cannot tell.
+    fn unknown(&self, table: u32) -> Result<u64, Unknown> {
+        if self.registered.contains(&table) || self.unregistered.contains(&table) {
+            return Err(Unknown::LeavingNotLogged);
+        }
+        if let Some(cut) = self.cut {
+            return Err(Unknown::Cut(cut));
+        }
+        self.recovered.ok_or(Unknown::NoRecovery)
     }
 }
 
@@ -124,8 +186,8 @@ impl fmt::Display for Verdict {
                 recovered,
             } => write!(
                 f,
-                "table {table} left the catalog at line {left}, before the recovery completed at line \
-                 {recovered}, and is still registered"
+                "table {table} left the catalog at line {left}, before the recovery that completed at line \
+                 {recovered}, and a compaction task still holds it"
             ),
             Verdict::Outlived {
                 table,
@@ -133,17 +195,31 @@ impl fmt::Display for Verdict {
                 recovered,
             } => write!(
                 f,
-                "table {table} is still registered after the recovery completed at line {recovered}"
+                "the log never shows table {table} leaving the catalog, and a compaction task still holds it \
+                 after the recovery that completed at line {recovered}"
             ),
             Verdict::Window { table, left } => write!(
                 f,
-                "table {table} left the catalog at line {left} and no recovery has reset the nodes since: a \
-                 drop's window, which ends when its Stop barrier commits"
+                "table {table} left the catalog at line {left} and no recovery has both reset the nodes and \
+                 completed since: a drop's window, which ends when its Stop barrier commits"
             ),
-            Verdict::NoRecovery => write!(
-                f,
-                "the log shows neither the tables leaving the catalog nor a recovery completed before it"
-            ),
+            Verdict::Unconfirmed { table, why } => match why {
+                Unknown::NoRecovery => write!(
+                    f,
+                    "the log shows neither table {table} leaving the catalog nor a recovery completed before \
+                     the line"
+                ),
+                Unknown::LeavingNotLogged => write!(
+                    f,
+                    "the log shows table {table} registered but not when it left the catalog"
+                ),
+                Unknown::Cut(line) => write!(
+                    f,
+                    "the log does not show table {table} leaving the catalog, and a part of it was cut out at \
+                     line {line}"
+                ),
+                Unknown::NoTables => write!(f, "the line names no removed table"),
+            },
         }
     }
 }
@@ -233,7 +309,13 @@ mod tests {
 
     #[test]
     fn unknown_tables_outlive_a_recovery_completed_before_the_line() {
-        assert_eq!(lives(&[]).verdict(&[7]), Verdict::NoRecovery);
+        assert_eq!(
+            lives(&[]).verdict(&[7]),
+            Verdict::Unconfirmed {
+                table: 7,
+                why: Unknown::NoRecovery
+            }
+        );
         let l = lives(&["INFO risingwave_meta::barrier::recovery: recovery success prev_epoch=1"]);
         assert_eq!(
             l.verdict(&[7]),
@@ -243,6 +325,46 @@ mod tests {
                 recovered: 1
             }
         );
+    }
+
+    /// In a log that shows the table registered, or was cut, a leaving it does not show is not taken as
+    /// outliving the recovery.
+    #[test]
+    fn a_leaving_the_log_could_have_shown_is_not_assumed() {
+        let recovered = "recovery: recovery: done attempt=1 initial_barrier_curr=5";
+        let l = lives(&[
+            "epoch: register tables: tables=[TableId(7)] group=3",
+            recovered,
+        ]);
+        assert_eq!(
+            l.verdict(&[7]),
+            Verdict::Unconfirmed {
+                table: 7,
+                why: Unknown::LeavingNotLogged
+            }
+        );
+        let l = lives(&[
+            "[epochlab ci: 10 bytes of this log left out here; a log keeps its first 8 MiB and its last 8 MiB]",
+            recovered,
+        ]);
+        assert_eq!(
+            l.verdict(&[7]),
+            Verdict::Unconfirmed {
+                table: 7,
+                why: Unknown::Cut(1)
+            }
+        );
+        // One table that outlived it is enough.
+        let l = lives(&[
+            "epoch: register tables: tables=[TableId(7), TableId(8)] group=3",
+            "cancel streaming job: ddl: cancel materialized view m id=1 tables=[TableId(8)]",
+            "recovery step: recovery step: reset nodes generation=2",
+            recovered,
+        ]);
+        assert!(matches!(
+            l.verdict(&[7, 8]),
+            Verdict::Outlived { table: 8, .. }
+        ));
     }
 
     #[test]
