@@ -19,6 +19,24 @@ fn triage(args: &[&std::ffi::OsStr]) -> Output {
         .expect("epochlab runs")
 }
 
+/// The log of `repro --bug BUG --mode MODE --log-file`, written in `dir`; the run meets its mode's
+/// expectation.
+fn repro_log(dir: &std::path::Path, bug: &str, mode: &str) -> PathBuf {
+    let log = dir.join(format!("{bug}-{mode}.log"));
+    let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
+        .args(["repro", "--bug", bug, "--mode", mode, "--log-file"])
+        .arg(&log)
+        .output()
+        .expect("epochlab runs");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{bug} {mode}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    log
+}
+
 fn on(name: &str) -> (Option<i32>, String) {
     let out = triage(&[fixture(name).as_os_str()]);
     (
@@ -230,18 +248,7 @@ fn each_fixed_runs_own_log_names_no_bug() {
         "22384",
         "reschedule-unpinned",
     ] {
-        let log = dir.join(format!("{bug}.log"));
-        let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
-            .args(["repro", "--bug", bug, "--mode", "fixed", "--log-file"])
-            .arg(&log)
-            .output()
-            .expect("epochlab runs");
-        assert_eq!(
-            run.status.code(),
-            Some(0),
-            "{bug}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let log = repro_log(&dir, bug, "fixed");
         let out = triage(&[log.as_os_str()]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(1), "{bug}: {stdout}");
@@ -260,18 +267,7 @@ fn each_buggy_runs_own_log_names_its_bug() {
     let dir = std::env::temp_dir().join(format!("epochlab-triage-own-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for bug in ["14910", "16815", "19138", "15144"] {
-        let log = dir.join(format!("{bug}.log"));
-        let run = Command::new(env!("CARGO_BIN_EXE_epochlab"))
-            .args(["repro", "--bug", bug, "--mode", "buggy", "--log-file"])
-            .arg(&log)
-            .output()
-            .expect("epochlab runs");
-        assert_eq!(
-            run.status.code(),
-            Some(0),
-            "{bug}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let log = repro_log(&dir, bug, "buggy");
         let out = triage(&[log.as_os_str()]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{bug}: {stdout}");
