@@ -12,6 +12,7 @@ use epochlab_common::{DataType, Datum, Op, OrderType, OwnedRow, ScalarImpl};
 use super::accumulate::{self, Sum};
 use crate::error::{ExprError, Result};
 use crate::eval;
+use crate::scalar::jsonb::to_jsonb;
 
 /// A multiset of rows keyed by a memcomparable encoding (the key order is the output order).
 #[derive(Clone, Debug, Default)]
@@ -279,7 +280,7 @@ impl AggState {
             (Inner::Bools { trues, .. }, _) => Some(ScalarImpl::Bool(*trues > 0)),
             (Inner::Bits(b), _) if b.rows == 0 => None,
             (Inner::Bits(b), kind) => Some(int_out(ret, bits_out(kind, b))),
-            (Inner::Ordered(m), kind) => ordered_out(kind, m)?,
+            (Inner::Ordered(m), kind) => ordered_out(kind, &self.call.arg_types, m)?,
         })
     }
 }
@@ -310,7 +311,8 @@ fn bits_out(kind: AggKind, b: &Bits) -> i64 {
     out
 }
 
-fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
+fn ordered_out(kind: AggKind, arg_types: &[DataType], m: &Multiset) -> Result<Datum> {
+    let arg_type = |i: usize| arg_types.get(i).unwrap_or(&DataType::Varchar);
     use AggKind::*;
     let mut rows = m.rows();
     Ok(match kind {
@@ -323,7 +325,10 @@ fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
         ))),
         JsonbAgg if m.entries.is_empty() => None,
         JsonbAgg => {
-            let items = m.rows().map(|v| json_of(&v[0])).collect();
+            let items = m
+                .rows()
+                .map(|v| to_jsonb(&v[0], arg_type(0)))
+                .collect::<Result<_>>()?;
             Some(ScalarImpl::Jsonb(JsonbVal::new(serde_json::Value::Array(
                 items,
             ))))
@@ -335,7 +340,8 @@ fn ordered_out(kind: AggKind, m: &Multiset) -> Result<Datum> {
                 let Some(ScalarImpl::Utf8(k)) = &v[0] else {
                     continue;
                 };
-                obj.insert(k.to_string(), json_of(v.get(1).unwrap_or(&None)));
+                let value = to_jsonb(v.get(1).unwrap_or(&None), arg_type(1))?;
+                obj.insert(k.to_string(), value);
             }
             Some(ScalarImpl::Jsonb(JsonbVal::new(serde_json::Value::Object(
                 obj,
@@ -436,29 +442,6 @@ fn string_agg(m: &Multiset) -> Datum {
         }
     }
     out.map(|s| ScalarImpl::Utf8(s.into()))
-}
-
-/// A datum as a JSON value (to_jsonb's mapping for the common types).
-pub fn json_of(d: &Datum) -> serde_json::Value {
-    use serde_json::Value;
-    match d {
-        None => Value::Null,
-        Some(ScalarImpl::Bool(b)) => Value::Bool(*b),
-        Some(ScalarImpl::Jsonb(j)) => j.value().clone(),
-        Some(ScalarImpl::Utf8(s)) => Value::String(s.to_string()),
-        Some(
-            v @ (ScalarImpl::Int16(_)
-            | ScalarImpl::Int32(_)
-            | ScalarImpl::Int64(_)
-            | ScalarImpl::Float32(_)
-            | ScalarImpl::Float64(_)
-            | ScalarImpl::Decimal(_)),
-        ) => {
-            let text = v.to_string();
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        }
-        Some(v) => Value::String(v.to_string()),
-    }
 }
 
 /// Value states in one stored datum (the `bytea` column of a streaming aggregation's result table, RisingWave's

@@ -3,7 +3,7 @@
 
 use epochlab_common::expr_node::ExprType;
 use epochlab_common::types::JsonbVal;
-use epochlab_common::{Datum, ScalarImpl};
+use epochlab_common::{DataType, Datum, ScalarImpl};
 use serde_json::Value;
 
 use crate::error::{ExprError, Result};
@@ -68,4 +68,58 @@ pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<Datum> {
         },
         _ => return Err(ExprError::UnsupportedFunction(crate::sig::func_name(func))),
     })
+}
+
+/// A datum of type `ty` as a JSON value, as RisingWave's `to_jsonb` (`ToJsonb`) builds it: numbers as
+/// numbers (a decimal through a double; a float's infinities and NaN as strings), a struct as an object
+/// keyed by its field names, an array as an array, a timestamp as `date` `T` `time`, a timestamptz in
+/// RFC 3339 at UTC, a jsonb as itself, every other value as its text.
+pub fn to_jsonb(d: &Datum, ty: &DataType) -> Result<Value> {
+    let Some(v) = d else { return Ok(Value::Null) };
+    Ok(match (v, ty) {
+        (ScalarImpl::Bool(b), _) => Value::Bool(*b),
+        (ScalarImpl::Int16(i), _) => Value::from(i64::from(*i)),
+        (ScalarImpl::Int32(i), _) => Value::from(i64::from(*i)),
+        (ScalarImpl::Int64(i), _) => Value::from(*i),
+        (ScalarImpl::Float32(f), _) => float(f64::from(f.0)),
+        (ScalarImpl::Float64(f), _) => float(f.0),
+        (ScalarImpl::Decimal(_), _) => match crate::cast::cast_value(v, &DataType::Float64)? {
+            ScalarImpl::Float64(f) => float(f.0),
+            _ => return Err(ExprError::CastOutOfRange("IEEE 754 double")),
+        },
+        (ScalarImpl::Utf8(s), _) => Value::String(s.to_string()),
+        (ScalarImpl::Jsonb(j), _) => j.value().clone(),
+        (ScalarImpl::Timestamp(_), _) => Value::String(v.to_string().replacen(' ', "T", 1)),
+        (ScalarImpl::Timestamptz(t), _) => Value::String(match t.to_utc() {
+            Some(utc) => format!("{}T{}+00:00", utc.date(), utc.time()),
+            None => v.to_string(),
+        }),
+        (ScalarImpl::Struct(s), DataType::Struct(st)) => {
+            let mut obj = serde_json::Map::new();
+            for ((name, field_ty), field) in st.fields().iter().zip(s.fields()) {
+                obj.insert(name.clone(), to_jsonb(field, field_ty)?);
+            }
+            Value::Object(obj)
+        }
+        (ScalarImpl::List(l), DataType::List(elem)) => Value::Array(
+            l.values()
+                .iter()
+                .map(|e| to_jsonb(e, elem))
+                .collect::<Result<_>>()?,
+        ),
+        _ => Value::String(v.to_string()),
+    })
+}
+
+/// A double as RisingWave's jsonb builder adds it: its infinities and NaN as strings.
+fn float(f: f64) -> Value {
+    if f.is_nan() {
+        Value::String("NaN".into())
+    } else if f.is_infinite() {
+        Value::String(if f > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else {
+        // An integral double is written as an integer, as its text is.
+        let text = ScalarImpl::Float64(f.into()).to_string();
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    }
 }

@@ -115,6 +115,28 @@ fn general(func: ExprType, args: Vec<ExprNode>) -> Result<ExprNode> {
     Ok(call(func, args, ret))
 }
 
+/// Per argument position of a call of `func` with `arity` arguments, the type every overload of that
+/// arity takes there (`date_part`'s field and `to_char`'s pattern are text whatever the value's type),
+/// else `None`. An unknown-typed literal at a pinned position is read as that type, never as the other
+/// arguments' type.
+pub fn pinned_params(func: ExprType, arity: usize) -> Vec<Option<DataType>> {
+    let mut sigs = table::overloads(func)
+        .iter()
+        .filter(|s| s.params.len() == arity);
+    let Some(first) = sigs.next() else {
+        return vec![None; arity];
+    };
+    let mut pinned: Vec<Option<DataType>> = first.params.iter().cloned().map(Some).collect();
+    for s in sigs {
+        for (p, t) in pinned.iter_mut().zip(&s.params) {
+            if p.as_ref() != Some(t) {
+                *p = None;
+            }
+        }
+    }
+    pinned
+}
+
 /// Pick the overload among `sigs` for `args` and cast them to its parameters; `name` is for errors.
 pub(crate) fn resolve_with(
     name: &str,

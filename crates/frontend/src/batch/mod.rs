@@ -73,8 +73,14 @@ fn run(
             order,
             limit,
             offset,
+            with_ties,
             input,
-        } => Ok(top_n(run_input(input)?, order, *limit, *offset)),
+        } => Ok(top_n(
+            run_input(input)?,
+            order,
+            (*limit, *offset),
+            *with_ties,
+        )),
         LogicalPlan::Dedup { keys, input } => Ok(dedup(keys, run_input(input)?)),
         LogicalPlan::TableFunction { func, args, .. } => table_function(*func, args, ctx),
         LogicalPlan::OverWindow { calls, input } => over_window(calls, run_input(input)?),
@@ -183,16 +189,27 @@ fn filter(
     Ok(out)
 }
 
-/// `ORDER BY .. LIMIT .. OFFSET ..`.
+/// `ORDER BY .. LIMIT .. OFFSET ..`; `with_ties` (`FETCH FIRST n ROWS WITH TIES`, never with an offset)
+/// also keeps the rows that sort equal to the last one kept.
 fn top_n(
     mut rows: Vec<OwnedRow>,
     order: &[(usize, OrderType)],
-    limit: Option<u64>,
-    offset: u64,
+    (limit, offset): (Option<u64>, u64),
+    with_ties: bool,
 ) -> Vec<OwnedRow> {
     sort(&mut rows, order);
     let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let mut take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if with_ties && take > 0 {
+        let last = skip.saturating_add(take) - 1;
+        if let Some(edge) = rows.get(last) {
+            let ties = rows[last + 1..]
+                .iter()
+                .take_while(|r| order_cmp(r, edge, order) == Ordering::Equal)
+                .count();
+            take += ties;
+        }
+    }
     rows.into_iter().skip(skip).take(take).collect()
 }
 
@@ -487,24 +504,27 @@ fn set_op(op: SetOp, all: bool, left: Vec<OwnedRow>, right: Vec<OwnedRow>) -> Ve
 
 /// Sort rows by `order` (stable).
 pub fn sort(rows: &mut [OwnedRow], order: &[(usize, OrderType)]) {
-    rows.sort_by(|a, b| {
-        for &(i, o) in order {
-            let (x, y) = (a.datum_at(i), b.datum_at(i));
-            let ord = match (x, y) {
-                (None, None) => Ordering::Equal,
-                (None, Some(_)) if o.nulls_first => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some(_), None) if o.nulls_first => Ordering::Greater,
-                (Some(_), None) => Ordering::Less,
-                _ if o.descending => cmp_datum(x, y).reverse(),
-                _ => cmp_datum(x, y),
-            };
-            if ord != Ordering::Equal {
-                return ord;
-            }
+    rows.sort_by(|a, b| order_cmp(a, b, order));
+}
+
+/// Two rows compared by `order`, column by column.
+fn order_cmp(a: &OwnedRow, b: &OwnedRow, order: &[(usize, OrderType)]) -> Ordering {
+    for &(i, o) in order {
+        let (x, y) = (a.datum_at(i), b.datum_at(i));
+        let ord = match (x, y) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) if o.nulls_first => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(_), None) if o.nulls_first => Ordering::Greater,
+            (Some(_), None) => Ordering::Less,
+            _ if o.descending => cmp_datum(x, y).reverse(),
+            _ => cmp_datum(x, y),
+        };
+        if ord != Ordering::Equal {
+            return ord;
         }
-        Ordering::Equal
-    });
+    }
+    Ordering::Equal
 }
 
 /// A select list with table functions (RisingWave's `BatchProjectSet`): each row's items, then its rows.

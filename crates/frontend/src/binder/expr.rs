@@ -179,7 +179,15 @@ pub fn unify_literals(exprs: &mut [ExprNode]) -> Result<(), SqlError> {
 /// arguments itself, as `array_to_string`'s delimiter is text).
 pub fn call(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode, SqlError> {
     if !epochlab_expr::scalar::array::types_its_own_arguments(func) {
-        unify_literals(&mut args)?;
+        // The positions every overload types (a field name, a pattern) keep their literal for overload
+        // resolution; the others take each other's type.
+        let pinned = epochlab_expr::sig::pinned_params(func, args.len());
+        let free: Vec<usize> = (0..args.len()).filter(|&i| pinned[i].is_none()).collect();
+        let mut exprs: Vec<ExprNode> = free.iter().map(|&i| args[i].clone()).collect();
+        unify_literals(&mut exprs)?;
+        for (&i, e) in free.iter().zip(exprs) {
+            args[i] = e;
+        }
     }
     Ok(build_func(func, args)?)
 }
@@ -445,8 +453,49 @@ impl Binder<'_> {
                 any: false,
             } => self.bind_like(ExprType::ILike, [expr, pattern], *negated, scope, agg),
             Ast::Like { .. } | Ast::ILike { .. } => Err(unsupported("LIKE ... ESCAPE or ANY")),
+            Ast::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => self.bind_substring(
+                expr,
+                substring_from.as_deref(),
+                substring_for.as_deref(),
+                scope,
+                agg,
+            ),
+            Ast::Extract { field, expr, .. } => {
+                let source = self.bind_expr(expr, scope, agg)?;
+                let field = ExprNode::literal(
+                    Some(ScalarImpl::Utf8(field.to_string().into())),
+                    DataType::Varchar,
+                );
+                Ok(build_func(ExprType::Extract, vec![field, source])?)
+            }
             other => Err(unsupported(format!("expression {other}"))),
         }
+    }
+
+    /// `SUBSTRING(s FROM a FOR n)` and `substr(s, a, n)` (sqlparser reads both as one node): RisingWave's
+    /// `substr`, from 1 when no start is given.
+    fn bind_substring(
+        &mut self,
+        expr: &Ast,
+        from: Option<&Ast>,
+        count: Option<&Ast>,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let mut args = vec![self.bind_expr(expr, scope, agg.as_deref_mut())?];
+        args.push(match from {
+            Some(a) => self.bind_expr(a, scope, agg.as_deref_mut())?,
+            None => ExprNode::literal(Some(ScalarImpl::Int32(1)), DataType::Int32),
+        });
+        if let Some(n) = count {
+            args.push(self.bind_expr(n, scope, agg)?);
+        }
+        call(ExprType::Substr, args)
     }
 
     /// `func(args..)`, its arguments bound left to right in the same mode (grouped or not).

@@ -23,8 +23,8 @@ struct BoundSelect {
 
 impl Binder<'_> {
     pub(super) fn bind_query_inner(&mut self, q: &Query) -> Result<BoundQuery, SqlError> {
-        if q.fetch.is_some() || !q.locks.is_empty() {
-            return Err(unsupported("FETCH or FOR UPDATE"));
+        if !q.locks.is_empty() {
+            return Err(unsupported("FOR UPDATE"));
         }
         let n_ctes = self.ctes.len();
         let out = self.bind_with(q).and_then(|()| self.bind_query_body(q));
@@ -56,7 +56,15 @@ impl Binder<'_> {
                 OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
             },
         };
-        let (limit, offset) = self.bind_limit(q.limit_clause.as_ref())?;
+        let (mut limit, offset) = self.bind_limit(q.limit_clause.as_ref())?;
+        let mut with_ties = false;
+        if let Some(fetch) = &q.fetch {
+            (limit, with_ties) = self.bind_fetch(fetch, limit, !order_exprs.is_empty())?;
+            if with_ties && offset > 0 {
+                // RisingWave's `LogicalTopN::create`.
+                return Err(unsupported("WITH TIES is not supported with OFFSET"));
+            }
+        }
         let bound = match q.body.as_ref() {
             SetExpr::Select(s) => self.bind_select(s, &order_exprs)?,
             body => {
@@ -84,6 +92,7 @@ impl Binder<'_> {
                 order: bound.order,
                 limit,
                 offset,
+                with_ties,
                 input: Box::new(plan),
             };
         }
@@ -95,6 +104,47 @@ impl Binder<'_> {
             plan,
             names: bound.names,
         })
+    }
+
+    /// `FETCH { FIRST | NEXT } [n] { ROW | ROWS } { ONLY | WITH TIES }` as RisingWave's parser and binder
+    /// read it: the limit (1 without a count) and whether ties are kept; refused beside a `LIMIT`, and
+    /// `WITH TIES` without an `ORDER BY`.
+    fn bind_fetch(
+        &mut self,
+        fetch: &ast::Fetch,
+        limit: Option<u64>,
+        ordered: bool,
+    ) -> Result<(Option<u64>, bool), SqlError> {
+        if limit.is_some() {
+            return Err(SqlError::Parse(
+                "Cannot specify both LIMIT and FETCH".into(),
+            ));
+        }
+        if fetch.with_ties && !ordered {
+            return Err(SqlError::Parse(
+                "WITH TIES cannot be specified without ORDER BY clause".into(),
+            ));
+        }
+        if fetch.percent {
+            return Err(unsupported("FETCH .. PERCENT"));
+        }
+        let n = match &fetch.quantity {
+            None => 1,
+            Some(e) => self.constant_count(e)?.unwrap_or(1),
+        };
+        Ok((Some(n), fetch.with_ties))
+    }
+
+    /// A non-negative integer constant (`LIMIT`, `OFFSET`, `FETCH`'s count); `None` for NULL.
+    fn constant_count(&mut self, e: &Ast) -> Result<Option<u64>, SqlError> {
+        let bound = self.bind_expr(e, &Scope::default(), None)?;
+        match eval(&bound, &OwnedRow::empty())? {
+            None => Ok(None),
+            Some(v) => match crate::scalar::int_value(&v) {
+                Some(n) if n >= 0 => Ok(Some(n as u64)),
+                _ => Err(SqlError::Invalid("LIMIT and OFFSET take a count".into())),
+            },
+        }
     }
 
     /// `LIMIT n OFFSET m`, constants.
@@ -110,15 +160,7 @@ impl Binder<'_> {
             Some(other) => return Err(unsupported(format!("{other}"))),
         };
         let mut count = |e: Option<&Ast>| -> Result<Option<u64>, SqlError> {
-            let Some(e) = e else { return Ok(None) };
-            let bound = self.bind_expr(e, &Scope::default(), None)?;
-            match eval(&bound, &OwnedRow::empty())? {
-                None => Ok(None),
-                Some(v) => match crate::scalar::int_value(&v) {
-                    Some(n) if n >= 0 => Ok(Some(n as u64)),
-                    _ => Err(SqlError::Invalid("LIMIT and OFFSET take a count".into())),
-                },
-            }
+            e.map_or(Ok(None), |e| self.constant_count(e))
         };
         Ok((count(limit)?, count(offset)?.unwrap_or(0)))
     }
@@ -1069,6 +1111,7 @@ fn distinct_plan(
                 order: order.to_vec(),
                 limit: None,
                 offset: 0,
+                with_ties: false,
                 input: Box::new(plan),
             }),
         },

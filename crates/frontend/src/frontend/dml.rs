@@ -117,11 +117,6 @@ impl Session {
             if def.row_id {
                 row[def.stored.len() - 1] = Some(ScalarImpl::Int64(first_id + i as i64));
             }
-            if def.pk.iter().any(|&p| row[p].is_none()) {
-                return Err(SqlError::Invalid(format!(
-                    "null value in a primary key column of table {name}"
-                )));
-            }
             ops.push((Op::Insert, OwnedRow::new(row)));
         }
         let n = ops.len() as u64;

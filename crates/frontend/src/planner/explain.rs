@@ -467,11 +467,13 @@ fn batch_top_n_line(p: &LogicalPlan, names: &[String]) -> String {
             order,
             limit,
             offset,
+            with_ties,
             ..
         } => format!(
-            "BatchTopN {{ order: [{}], limit: {}, offset: {offset} }}",
+            "BatchTopN {{ order: [{}], limit: {}, offset: {offset}{} }}",
             fmt_order(order, names),
-            limit.map_or_else(|| "ALL".into(), |l| l.to_string())
+            limit.map_or_else(|| "ALL".into(), |l| l.to_string()),
+            if *with_ties { ", with_ties: true" } else { "" }
         ),
         LogicalPlan::Dedup { keys, .. } => {
             format!(

@@ -95,6 +95,8 @@ pub enum LogicalPlan {
         order: Vec<(usize, OrderType)>,
         limit: Option<u64>,
         offset: u64,
+        /// `FETCH FIRST n ROWS WITH TIES`: the rows tied with the last one kept as well.
+        with_ties: bool,
         input: Box<LogicalPlan>,
     },
     /// `DISTINCT ON (keys)`: the first row of each key (in input order).

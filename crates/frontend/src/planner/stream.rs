@@ -415,12 +415,13 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             order,
             limit,
             offset,
+            with_ties,
             input,
         } => Ok(order_by_limit(
             to_stream(input, up)?,
             order,
-            *limit,
-            *offset,
+            (*limit, *offset),
+            *with_ties,
         )),
         LogicalPlan::Dedup { keys, input } => dedup(keys, input, up),
     }
@@ -525,8 +526,8 @@ fn distinct_union(left: StreamPlan, right: StreamPlan) -> Result<StreamPlan, Sql
 fn order_by_limit(
     input: StreamPlan,
     order: &[(usize, OrderType)],
-    limit: Option<u64>,
-    offset: u64,
+    (limit, offset): (Option<u64>, u64),
+    with_ties: bool,
 ) -> StreamPlan {
     if limit.is_none() && offset == 0 {
         // ORDER BY without LIMIT orders nothing in a materialized view.
@@ -537,7 +538,7 @@ fn order_by_limit(
         order: order.to_vec(),
         limit,
         offset,
-        with_ties: false,
+        with_ties,
     };
     top_n(input, spec)
 }
@@ -553,6 +554,7 @@ fn dedup(
             order,
             limit: None,
             offset: 0,
+            with_ties: false,
             input,
         } => (order.clone(), input.as_ref()),
         other => (Vec::new(), other),

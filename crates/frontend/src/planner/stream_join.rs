@@ -138,10 +138,44 @@ pub fn join(
         stream_key: stream_key.clone(),
         inputs: vec![left, right],
     };
+    if kind == JoinType::FullOuter {
+        let keys: Vec<usize> = layout.sides_stream_keys(&join.inputs[0], &join.inputs[1]);
+        return Ok(filter_if_keys_all_null(join, &keys));
+    }
     if !pull_filter {
         return Ok(join);
     }
     Ok(pulled_filter(join, &eq.other, &layout, dist, stream_key))
+}
+
+/// A full outer join's rows whose key columns (`keys`: both sides' stream keys, in the output) are all
+/// NULL dropped (RisingWave's `LogicalFilter::filter_if_keys_all_null`, its workaround of #8084): a row
+/// with a NULL join key pads on both sides, and the two padded rows would share one stream key.
+fn filter_if_keys_all_null(join: StreamPlan, keys: &[usize]) -> StreamPlan {
+    let not_null = keys.iter().map(|&i| ExprNode::Call {
+        func: ExprType::IsNotNull,
+        args: vec![ExprNode::InputRef {
+            index: i,
+            ty: join.types[i].clone(),
+        }],
+        ret: DataType::Boolean,
+    });
+    let Some(predicate) = not_null.reduce(|acc, c| ExprNode::Call {
+        func: ExprType::Or,
+        args: vec![acc, c],
+        ret: DataType::Boolean,
+    }) else {
+        return join;
+    };
+    StreamPlan {
+        types: join.types.clone(),
+        names: join.names.clone(),
+        width: join.width,
+        dist: join.dist.clone(),
+        stream_key: join.stream_key.clone(),
+        op: StreamOp::Filter { predicate },
+        inputs: vec![join],
+    }
 }
 
 /// A hash join's distribution: by its output's join keys (the right side's for a right outer join);
@@ -219,6 +253,17 @@ impl Layout {
         self.output_indices
             .iter()
             .map(|&j| all[j].clone())
+            .collect()
+    }
+
+    /// Each side's stream key columns, as positions in the join's output (left's first).
+    fn sides_stream_keys(&self, left: &StreamPlan, right: &StreamPlan) -> Vec<usize> {
+        let l_all = left.types.len();
+        left.stream_key
+            .iter()
+            .copied()
+            .chain(right.stream_key.iter().map(|&k| l_all + k))
+            .map(|j| self.out(j))
             .collect()
     }
 
