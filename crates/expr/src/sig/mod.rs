@@ -251,3 +251,29 @@ pub fn cast_output(e: ExprNode) -> Result<ExprNode> {
         _ => build_cast(e, DataType::Varchar, CastContext::Explicit),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `date_part`'s field and `to_char`'s pattern are text in every overload; the value is not pinned.
+    /// An operator with overloads of several types pins nothing; a one-overload function pins each argument.
+    #[test]
+    fn pinned_params_are_the_types_every_overload_agrees_on() {
+        use DataType as T;
+        assert_eq!(
+            pinned_params(ExprType::DatePart, 2),
+            vec![Some(T::Varchar), None]
+        );
+        assert_eq!(
+            pinned_params(ExprType::ToChar, 2),
+            vec![None, Some(T::Varchar)]
+        );
+        assert_eq!(pinned_params(ExprType::Add, 2), vec![None, None]);
+        assert_eq!(
+            pinned_params(ExprType::Substr, 2),
+            vec![Some(T::Varchar), Some(T::Int32)]
+        );
+        assert_eq!(pinned_params(ExprType::DatePart, 3), vec![None; 3]);
+    }
+}
