@@ -125,6 +125,8 @@ impl Need {
 pub fn setup(target_dir: &Path) -> Result {
     let missing: Vec<&Need> = NEEDS.iter().filter(|n| !n.present(target_dir)).collect();
     if missing.is_empty() {
+        let all: Vec<&Need> = NEEDS.iter().collect();
+        eprintln!("setup: nothing to install ({} present)", names(&all));
         return Ok(());
     }
     let mut apt: Vec<&str> = missing.iter().flat_map(|n| n.apt_packages()).collect();

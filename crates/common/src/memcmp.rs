@@ -44,6 +44,14 @@ impl OrderType {
         }
     }
 
+    /// The opposite order: the direction and the place of NULLs both flipped.
+    pub const fn reverse(self) -> Self {
+        Self {
+            descending: !self.descending,
+            nulls_first: !self.nulls_first,
+        }
+    }
+
     /// DESC NULLS FIRST (RisingWave's default for DESC).
     pub const fn descending() -> Self {
         Self {

@@ -735,10 +735,14 @@ pub enum AggCallState {
     Value,
     /// Every input row the call has seen, in its own table ordered for the call (retractable min/max,
     /// string_agg, array_agg, first/last value): `columns` are the input columns stored, in the table's
-    /// column order (the group key, the sort key, then the upstream stream key); the pk is every column.
+    /// column order (see [`agg_materialized_input_table`]).
     MaterializedInput {
         table: Arc<TableDesc>,
         columns: Vec<usize>,
+        /// The input columns that break the call's sort-key ties (the upstream stream key; empty for a
+        /// DISTINCT call, whose argument does).
+        #[serde(default)]
+        stream_key: Vec<usize>,
     },
 }
 
@@ -929,9 +933,12 @@ pub fn agg_result_table(
     )
 }
 
-/// A call's materialized-input table and the input columns it stores: the group key, the call's sort key
-/// (its ORDER BY, then its arguments: descending for max), then the upstream stream key `upstream_pk`
-/// (left out for a DISTINCT call, whose rows are deduplicated first); the pk is every column.
+/// A call's materialized-input table and the input columns it stores, as RisingWave's
+/// `infer_stream_agg_state` lays it out: the pk is the group key, the call's sort key (min: its argument;
+/// max: the argument descending; last_value: its ORDER BY reversed; percentile and mode: their ORDER BY and
+/// argument; the others: their ORDER BY), then what makes a row unique (the upstream stream key
+/// `upstream_pk`, or the argument of a DISTINCT call, whose rows are deduplicated first); the arguments
+/// follow as values.
 pub fn agg_materialized_input_table(
     table_id: TableId,
     input_types: &[DataType],
@@ -940,31 +947,40 @@ pub fn agg_materialized_input_table(
     upstream_pk: &[usize],
     vnode_count: VnodeCount,
 ) -> AggCallState {
+    use crate::AggKind::*;
     let asc = crate::OrderType::ascending();
     let mut columns: Vec<usize> = group_key.to_vec();
     let mut orders = vec![asc; group_key.len()];
-    for (i, o) in &call.order_by {
-        columns.push(*i);
-        orders.push(*o);
-    }
-    let arg_order = if call.kind == crate::AggKind::Max {
-        crate::OrderType::descending()
-    } else {
-        asc
+    let mut sort = |c: usize, o: crate::OrderType| {
+        columns.push(c);
+        orders.push(o);
     };
-    for &a in &call.args {
-        columns.push(a);
-        orders.push(arg_order);
+    match call.kind {
+        Min => sort(call.args[0], asc),
+        Max => sort(call.args[0], crate::OrderType::descending()),
+        LastValue => call
+            .order_by
+            .iter()
+            .for_each(|(i, o)| sort(*i, o.reverse())),
+        _ => call.order_by.iter().for_each(|(i, o)| sort(*i, *o)),
     }
-    if !call.distinct {
-        columns.extend_from_slice(upstream_pk);
-        orders.extend(upstream_pk.iter().map(|_| asc));
+    if matches!(call.kind, PercentileDisc | PercentileCont | Mode) {
+        call.args.iter().for_each(|&a| sort(a, asc));
     }
+    let stream_key = if call.distinct {
+        sort(call.args[0], asc);
+        vec![]
+    } else {
+        upstream_pk.iter().for_each(|&c| sort(c, asc));
+        upstream_pk.to_vec()
+    };
+    columns.extend_from_slice(&call.args);
     let types = columns.iter().map(|&c| input_types[c].clone()).collect();
     let table = agg_table(table_id, types, orders, group_key.len(), vnode_count);
     AggCallState::MaterializedInput {
         table: Arc::new(table),
         columns,
+        stream_key,
     }
 }
 

@@ -131,6 +131,12 @@ fn frame_range(frame: &Frame, i: usize, n: usize) -> (usize, Option<usize>) {
     (start, end)
 }
 
+/// A state over `positioned` rows whose ties go by position in the partition.
+fn in_partition_order(agg: &AggCall, positioned: &[OwnedRow]) -> AggState {
+    let position = positioned.first().map_or(0, |r| r.len() - 1);
+    AggState::with_stream_key(agg, &[position])
+}
+
 fn with_position(row: &OwnedRow, i: usize) -> OwnedRow {
     let mut v = row.datums().to_vec();
     v.push(Some(ScalarImpl::Int64(i as i64)));
@@ -150,7 +156,7 @@ fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum
     if frame.exclude_current_row {
         return (0..n).map(|i| fresh(agg, &frame, &positioned, i)).collect();
     }
-    let mut state = AggState::new(agg);
+    let mut state = in_partition_order(agg, &positioned);
     let (mut lo, mut hi) = (0usize, 0usize); // rows [lo, hi) are in the state
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -180,7 +186,7 @@ fn bounds(frame: &Frame, i: usize, n: usize) -> (usize, usize) {
 
 fn fresh(agg: &AggCall, frame: &Frame, rows: &[OwnedRow], i: usize) -> Result<Datum> {
     let (start, end) = bounds(frame, i, rows.len());
-    let mut state = AggState::new(agg);
+    let mut state = in_partition_order(agg, rows);
     for (j, row) in rows.iter().enumerate().take(end).skip(start) {
         if j != i {
             state.apply(Op::Insert, row)?;

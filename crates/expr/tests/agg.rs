@@ -503,3 +503,62 @@ fn real_sums_accumulate_in_real() {
         "2^24 + 1 rounds back in f32, twice"
     );
 }
+
+/// `(key, value, pk)` rows for jsonb_object_agg(key, value) over a stream keyed by `pk`.
+fn kv(key: &str, value: &str, pk: i64) -> OwnedRow {
+    OwnedRow::new(vec![
+        Some(ScalarImpl::Utf8(key.into())),
+        Some(ScalarImpl::Jsonb(epochlab_common::types::JsonbVal::new(
+            serde_json::from_str(value).unwrap(),
+        ))),
+        Some(ScalarImpl::Int64(pk)),
+    ])
+}
+
+#[test]
+fn a_duplicate_key_takes_the_value_of_the_row_last_in_stream_key_order() {
+    let call = agg(
+        AggKind::JsonbObjectAgg,
+        vec![0, 1],
+        vec![DataType::Varchar, DataType::Jsonb],
+    );
+    let text = |s: &AggState| s.output().map(|v| v.to_string());
+    // Streaming: the upstream stream key breaks ties, whatever the arrival order (RisingWave's
+    // materialized-input state is keyed by it), and a retraction finds its row.
+    let mut s = AggState::with_stream_key(&call, &[2]);
+    s.apply(Op::Insert, &kv("b", "999", 2)).unwrap();
+    s.apply(Op::Insert, &kv("b", "null", 1)).unwrap();
+    assert_eq!(text(&s).as_deref(), Some(r#"{"b": 999}"#));
+    s.apply(Op::Delete, &kv("b", "999", 2)).unwrap();
+    assert_eq!(text(&s).as_deref(), Some(r#"{"b": null}"#));
+    // Batch: input order, the last row's value.
+    let mut s = AggState::in_arrival_order(&call);
+    s.apply(Op::Insert, &kv("b", "999", 2)).unwrap();
+    s.apply(Op::Insert, &kv("b", "null", 1)).unwrap();
+    assert_eq!(text(&s).as_deref(), Some(r#"{"b": null}"#));
+}
+
+#[test]
+fn first_and_last_value_break_ties_by_stream_key() {
+    let mut call = agg(AggKind::LastValue, vec![0], vec![DataType::Varchar]);
+    call.order_by = vec![(1, OrderType::ascending())];
+    let row = |v: &str, o: i64, pk: i64| {
+        OwnedRow::new(vec![
+            Some(ScalarImpl::Utf8(v.into())),
+            Some(ScalarImpl::Int64(o)),
+            Some(ScalarImpl::Int64(pk)),
+        ])
+    };
+    let mut s = AggState::with_stream_key(&call, &[2]);
+    for r in [row("x", 1, 3), row("y", 5, 2), row("z", 5, 1)] {
+        s.apply(Op::Insert, &r).unwrap();
+    }
+    // last_value reverses the ORDER BY, then takes the first row: among the ties on 5, the smallest key.
+    assert_eq!(s.output(), Some(ScalarImpl::Utf8("z".into())));
+    call.kind = AggKind::FirstValue;
+    let mut s = AggState::with_stream_key(&call, &[2]);
+    for r in [row("x", 1, 3), row("y", 5, 2), row("z", 5, 1)] {
+        s.apply(Op::Insert, &r).unwrap();
+    }
+    assert_eq!(s.output(), Some(ScalarImpl::Utf8("x".into())));
+}

@@ -122,12 +122,26 @@ struct Bits {
     xor: i64,
 }
 
+/// How an ordered state orders rows its call's sort key ties (RisingWave's materialized-input state keys
+/// them by the upstream stream key, or by the argument for a DISTINCT call; a batch aggregate sees rows in
+/// input order).
+#[derive(Clone, Debug)]
+enum TieBreak {
+    /// By the arguments' values (a DISTINCT call; a state without a stream key).
+    Args,
+    /// By these input columns, the upstream stream key.
+    StreamKey(Vec<usize>),
+    /// By arrival: the next row's sequence number.
+    Arrival(i64),
+}
+
 /// The state of one aggregate call.
 #[derive(Clone, Debug)]
 pub struct AggState {
     call: AggCall,
     inner: Inner,
     distinct: Option<DistinctSet>,
+    tie: TieBreak,
 }
 
 impl AggState {
@@ -170,7 +184,66 @@ impl AggState {
             call: call.clone(),
             inner,
             distinct,
+            tie: TieBreak::Args,
         }
+    }
+
+    /// A streaming state whose rows tie-break by the input columns `stream_key` (empty: by arguments).
+    pub fn with_stream_key(call: &AggCall, stream_key: &[usize]) -> Self {
+        let mut state = Self::new(call);
+        if !stream_key.is_empty() && !call.distinct {
+            state.tie = TieBreak::StreamKey(stream_key.to_vec());
+        }
+        state
+    }
+
+    /// A batch state, never retracted, whose rows tie-break by arrival (input order).
+    pub fn in_arrival_order(call: &AggCall) -> Self {
+        let mut state = Self::new(call);
+        if !call.distinct {
+            state.tie = TieBreak::Arrival(0);
+        }
+        state
+    }
+
+    /// The row's sort key as RisingWave's materialized-input state orders it: min by the argument, max by
+    /// it descending, last_value by the reversed ORDER BY (each then takes the first row), percentile and
+    /// mode by their ordered argument, the others by their ORDER BY; then the tie-break.
+    fn sort_key(&mut self, row: &OwnedRow, args: &[Datum]) -> Vec<u8> {
+        use AggKind::*;
+        let asc = OrderType::ascending();
+        let mut key: Vec<Datum> = Vec::new();
+        let mut orders: Vec<OrderType> = Vec::new();
+        let order_by = self
+            .call
+            .order_by
+            .iter()
+            .map(|(i, o)| (row[*i].clone(), *o));
+        match self.call.kind {
+            Min | Max => {
+                key.push(args[0].clone());
+                orders.push(if self.call.kind == Max {
+                    OrderType::descending()
+                } else {
+                    asc
+                });
+            }
+            LastValue => (key, orders) = order_by.map(|(d, o)| (d, o.reverse())).unzip(),
+            _ => (key, orders) = order_by.unzip(),
+        }
+        if matches!(self.call.kind, PercentileDisc | PercentileCont | Mode) {
+            key.extend(args.iter().cloned());
+        }
+        match &mut self.tie {
+            TieBreak::Args => key.extend(args.iter().cloned()),
+            TieBreak::StreamKey(cols) => key.extend(cols.iter().map(|&c| row[c].clone())),
+            TieBreak::Arrival(n) => {
+                key.push(Some(ScalarImpl::Int64(*n)));
+                *n += 1;
+            }
+        }
+        orders.resize(key.len(), asc);
+        key_of(&key, &orders)
     }
 
     /// Whether a row with these arguments is skipped: NULL arguments are, except where the aggregate keeps
@@ -196,16 +269,7 @@ impl AggState {
             return Ok(());
         }
         let insert = op.is_insert();
-        let mut key: Vec<Datum> = self
-            .call
-            .order_by
-            .iter()
-            .map(|(i, _)| row[*i].clone())
-            .collect();
-        let mut orders: Vec<OrderType> = self.call.order_by.iter().map(|(_, o)| *o).collect();
-        key.extend(args.iter().cloned());
-        orders.resize(key.len(), OrderType::ascending());
-        let mut inner_key = key_of(&key, &orders);
+        let mut inner_key = self.sort_key(row, &args);
         if let Some(seen) = &mut self.distinct {
             // Only a value's first copy in and last copy out reach the aggregate, under the key the
             // first copy had (its ORDER BY columns may differ from a later copy's).
@@ -316,8 +380,7 @@ fn ordered_out(kind: AggKind, arg_types: &[DataType], m: &Multiset) -> Result<Da
     use AggKind::*;
     let mut rows = m.rows();
     Ok(match kind {
-        Min | FirstValue => rows.next().and_then(|v| v[0].clone()),
-        Max | LastValue => rows.next_back().and_then(|v| v[0].clone()),
+        Min | Max | FirstValue | LastValue => rows.next().and_then(|v| v[0].clone()),
         StringAgg => string_agg(m),
         ArrayAgg if m.entries.is_empty() => None,
         ArrayAgg => Some(ScalarImpl::List(ListValue::new(

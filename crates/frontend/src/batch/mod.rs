@@ -332,13 +332,13 @@ fn hash_agg(
         let next = groups.len();
         let (_, states) = groups
             .entry(key)
-            .or_insert_with(|| (next, calls.iter().map(AggState::new).collect()));
+            .or_insert_with(|| (next, calls.iter().map(AggState::in_arrival_order).collect()));
         for s in states.iter_mut() {
             s.apply(Op::Insert, r)?;
         }
     }
     if groups.is_empty() && group_key.is_empty() {
-        let states: Vec<AggState> = calls.iter().map(AggState::new).collect();
+        let states: Vec<AggState> = calls.iter().map(AggState::in_arrival_order).collect();
         return Ok(vec![OwnedRow::new(
             states.iter().map(AggState::output).collect(),
         )]);

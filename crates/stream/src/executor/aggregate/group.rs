@@ -36,6 +36,15 @@ pub(crate) struct CallPlan {
     pub distinct: Option<(usize, usize)>,
     /// The state keeps its input (an ordered aggregate).
     pub ordered: bool,
+    /// The input columns that break its sort-key ties (empty: the arguments).
+    pub stream_key: Vec<usize>,
+}
+
+impl CallPlan {
+    /// The call's empty state.
+    pub fn new_state(&self) -> AggState {
+        AggState::with_stream_key(&self.call, &self.stream_key)
+    }
 }
 
 fn bad_plan(call: usize, what: &str) -> StreamExecutorError {
@@ -89,11 +98,16 @@ pub(crate) fn plan_calls(
         } else {
             None
         };
+        let stream_key = match &states[i] {
+            CallStateTable::MaterializedInput { stream_key, .. } => stream_key.clone(),
+            CallStateTable::Value => vec![],
+        };
         out.push(CallPlan {
             call,
             filter: c.filter.clone(),
             distinct,
             ordered,
+            stream_key,
         });
     }
     Ok(out)
@@ -179,15 +193,15 @@ impl AggGroup {
         let mut states = Vec::with_capacity(plans.len());
         for (i, p) in plans.iter().enumerate() {
             let state = match (&call_states[i], &stored) {
-                (CallStateTable::MaterializedInput { table, columns }, _) => {
-                    let mut s = AggState::new(&p.call);
+                (CallStateTable::MaterializedInput { table, columns, .. }, _) => {
+                    let mut s = p.new_state();
                     for r in rows_with_prefix(table, &key)? {
                         s.apply(Op::Insert, &spread(&r, columns))
                             .map_err(|e| agg_error(i, e))?;
                     }
                     s
                 }
-                (CallStateTable::Value, None) => AggState::new(&p.call),
+                (CallStateTable::Value, None) => p.new_state(),
                 (CallStateTable::Value, Some(row)) if p.ordered => {
                     restore_extreme(i, &p.call, row.datum_at(g + i))?
                 }
@@ -289,7 +303,7 @@ impl AggGroup {
                     continue;
                 }
             }
-            if let CallStateTable::MaterializedInput { table, columns } = &mut call_states[i] {
+            if let CallStateTable::MaterializedInput { table, columns, .. } = &mut call_states[i] {
                 let r = row.project(columns);
                 if insert {
                     table.insert(&r)?;
@@ -304,7 +318,7 @@ impl AggGroup {
 
     /// Every state back to empty (the group has no rows).
     pub(crate) fn reset(&mut self, plans: &[CallPlan]) {
-        self.states = plans.iter().map(|p| AggState::new(&p.call)).collect();
+        self.states = plans.iter().map(CallPlan::new_state).collect();
     }
 
     /// The value of the row count call.

@@ -46,6 +46,8 @@ pub enum CallStateTable {
         /// Boxed: a table is large beside `Value`.
         table: Box<StateTable>,
         columns: Vec<usize>,
+        /// The input columns that break the call's sort-key ties.
+        stream_key: Vec<usize>,
     },
 }
 
@@ -85,12 +87,15 @@ impl AggArgs {
             .iter()
             .map(|s| match s {
                 AggCallState::Value => CallStateTable::Value,
-                AggCallState::MaterializedInput { table, columns } => {
-                    CallStateTable::MaterializedInput {
-                        table: Box::new(open(table)),
-                        columns: columns.clone(),
-                    }
-                }
+                AggCallState::MaterializedInput {
+                    table,
+                    columns,
+                    stream_key,
+                } => CallStateTable::MaterializedInput {
+                    table: Box::new(open(table)),
+                    columns: columns.clone(),
+                    stream_key: stream_key.clone(),
+                },
             })
             .collect()
     }
