@@ -974,7 +974,12 @@ pub fn agg_materialized_input_table(
         upstream_pk.iter().for_each(|&c| sort(c, asc));
         upstream_pk.to_vec()
     };
-    columns.extend_from_slice(&call.args);
+    // The arguments as values, each stored once (min/max's is in the sort key already).
+    for &a in &call.args {
+        if !columns.contains(&a) {
+            columns.push(a);
+        }
+    }
     let types = columns.iter().map(|&c| input_types[c].clone()).collect();
     let table = agg_table(table_id, types, orders, group_key.len(), vnode_count);
     AggCallState::MaterializedInput {
