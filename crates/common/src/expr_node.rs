@@ -195,6 +195,11 @@ pub enum ExprType {
     CharToDate,
     MakeDate,
     AtTimeZone,
+    /// A cast between `timestamptz` and `varchar` in a zone (the session's, given by the front end).
+    CastWithTimeZone,
+    /// `timestamptz ± interval` in a zone: days and months move the wall-clock time there.
+    AddWithTimeZone,
+    SubtractWithTimeZone,
     /// The epoch's time, taken from the evaluation context, never from a clock.
     Now,
     Proctime,

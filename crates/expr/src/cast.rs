@@ -151,6 +151,20 @@ pub fn is_untyped(e: &ExprNode) -> bool {
     )
 }
 
+/// Whether a cast from `from` to `to` depends on a time zone (RisingWave's session-time-zone rewrite gives
+/// these the session's): between `timestamptz` and text, from `date` or `timestamp` to `timestamptz`, and
+/// from `timestamptz` to `date`, `time` or `timestamp`.
+pub fn reads_time_zone(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        (from, to),
+        (Timestamptz, Varchar)
+            | (Varchar, Timestamptz)
+            | (Date | Timestamp, Timestamptz)
+            | (Timestamptz, Date | Time | Timestamp)
+    )
+}
+
 /// Cast `e` to `to` if the context allows it. Literals are folded (an untyped literal is parsed now, as
 /// PostgreSQL reads a quoted literal in the type its context wants).
 pub fn build_cast(e: ExprNode, to: DataType, ctx: CastContext) -> Result<ExprNode> {
@@ -171,6 +185,14 @@ pub fn build_cast(e: ExprNode, to: DataType, ctx: CastContext) -> Result<ExprNod
         });
     }
     match e {
+        // A cast that reads the session's zone stays a call for the front end to give the zone.
+        ExprNode::Literal { value: Some(_), .. } if reads_time_zone(&from, &to) => {
+            Ok(ExprNode::Call {
+                func: ExprType::Cast,
+                args: vec![e],
+                ret: to,
+            })
+        }
         ExprNode::Literal { value, .. } => {
             let value = value.map(|v| cast_value(&v, &to)).transpose()?;
             Ok(ExprNode::Literal { value, ty: to })

@@ -297,7 +297,7 @@ fn to_timestamp_and_to_date_with_templates() {
 }
 
 #[test]
-fn at_time_zone_utc_only() {
+fn at_time_zone_reads_the_iana_zone() {
     assert_eq!(
         t(AtTimeZone, vec![ts("2022-01-01 10:00:00"), str_("UTC")]),
         "2022-01-01 10:00:00+00:00"
@@ -309,11 +309,19 @@ fn at_time_zone_utc_only() {
         ),
         "2022-01-01 08:00:00"
     );
+    // 10:00 in New York in winter is 15:00 UTC; a zone name in any case.
+    assert_eq!(
+        t(
+            AtTimeZone,
+            vec![ts("2022-01-01 10:00:00"), str_("america/new_york")]
+        ),
+        "2022-01-01 15:00:00+00:00"
+    );
     assert!(
         err(
             AtTimeZone,
-            vec![ts("2022-01-01 10:00:00"), str_("America/New_York")]
+            vec![ts("2022-01-01 10:00:00"), str_("Mars/Olympus")]
         )
-        .contains("not supported")
+        .contains("not a valid timezone")
     );
 }

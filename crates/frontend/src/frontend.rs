@@ -309,6 +309,11 @@ impl Session {
         }
     }
 
+    /// `e` with its zone-dependent calls given this session's zone (an expression bound outside a query).
+    pub(crate) fn in_session_zone(&self, e: ExprNode) -> ExprNode {
+        crate::session_timezone::SessionTimezone::new(self.config.timezone()).rewrite_expr(e)
+    }
+
     /// A session that is a connection of frontend `id`: once that frontend is killed, it writes nothing.
     pub fn on_frontend(mut self, id: FrontendId) -> Self {
         self.frontend = Some(id);
@@ -496,7 +501,7 @@ impl Session {
             Statement::Delete(del) => self.delete(&del).await,
             Statement::Query(q) => {
                 let (columns, rows) = self.query(&q).await?;
-                Ok(rows_output(&columns, rows))
+                Ok(rows_output(&columns, rows, &self.config.timezone()))
             }
             Statement::Explain {
                 statement, options, ..
@@ -676,6 +681,10 @@ impl CatalogReader for Session {
             run.and_then(|(clock, _)| i64::try_from(clock.now_unix_us()).ok())
         })
     }
+
+    fn timezone(&self) -> String {
+        self.config.timezone()
+    }
 }
 
 /// A view's, sink's or table's visible columns as the catalog lists them.
@@ -719,11 +728,21 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
     out
 }
 
-fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>) -> Output {
+/// Rows as text; a timestamptz column in the session's zone (RisingWave's pgwire output; one inside a
+/// struct or array stays in UTC, as there).
+fn rows_output(types: &[DataType], rows: Vec<Vec<Datum>>, zone: &str) -> Output {
+    use epochlab_expr::scalar::timestamptz::{lookup_time_zone, to_text_in_zone};
     let numeric = types.iter().map(DataType::is_numeric).collect();
+    let zone = lookup_time_zone(zone).ok();
+    let text = |d: &Datum| match (d, zone) {
+        (Some(ScalarImpl::Timestamptz(t)), Some(z)) => {
+            to_text_in_zone(*t, z).unwrap_or_else(|_| format_datum(d))
+        }
+        _ => format_datum(d),
+    };
     let rows = rows
         .into_iter()
-        .map(|r| r.iter().map(format_datum).collect())
+        .map(|r| r.iter().map(text).collect())
         .collect();
     Output::Rows { numeric, rows }
 }

@@ -20,6 +20,7 @@ pub mod handler;
 pub mod planner;
 pub mod scalar;
 pub mod session_config;
+pub mod session_timezone;
 
 pub use cluster_client::ClusterClient;
 pub use error::{ConnectionError, SqlError};

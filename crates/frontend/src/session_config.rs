@@ -35,6 +35,8 @@ enum Kind {
     /// `0` (or `default`) is unset (RisingWave's `ConfigNonZeroU64`).
     NonZero,
     Text,
+    /// A zone of the IANA database, named in any case (RisingWave's check of `TimeZone`).
+    TimeZone,
     /// One of the words, case-insensitively.
     OneOf(&'static [&'static str]),
     SearchPath,
@@ -87,7 +89,7 @@ const PARAMS: &[Param] = &[
         "read committed",
     ),
     p("query_epoch", Kind::NonZero, "0"),
-    p("timezone", Kind::Text, "UTC"),
+    p("timezone", Kind::TimeZone, "UTC"),
     p("streaming_parallelism", Kind::NonZero, "0"),
     p("rw_streaming_enable_delta_join", Kind::Bool, "false"),
     p("rw_streaming_enable_bushy_join", Kind::Bool, "true"),
@@ -197,6 +199,9 @@ fn canonical(p: &'static Param, value: &[String]) -> Result<String, SessionConfi
             .find(|w| w.eq_ignore_ascii_case(v))
             .map(|w| w.to_string())
             .ok_or_else(|| invalid("not one of the values it takes")),
+        Kind::TimeZone => epochlab_expr::scalar::timestamptz::lookup_time_zone(v)
+            .map(|_| v.clone())
+            .map_err(|_| invalid("is not a time zone")),
         Kind::Text | Kind::SearchPath => Ok(v.clone()),
     }
 }
@@ -278,6 +283,11 @@ impl SessionConfig {
 
     pub fn implicit_flush(&self) -> bool {
         self.flag("rw_implicit_flush")
+    }
+
+    /// `TimeZone`: the zone timestamptz values are read and shown in.
+    pub fn timezone(&self) -> String {
+        self.value("timezone")
     }
 
     pub fn background_ddl(&self) -> bool {

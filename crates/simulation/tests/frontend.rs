@@ -199,3 +199,49 @@ fn now_in_a_query_is_the_simulation_clock() {
         cluster.shutdown();
     });
 }
+
+#[test]
+fn a_materialized_view_keeps_the_zone_of_the_session_that_created_it() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        for q in [
+            "SET RW_IMPLICIT_FLUSH TO true",
+            "SET TimeZone = 'Asia/Tokyo'",
+            "CREATE TABLE t (ts timestamp)",
+            "CREATE MATERIALIZED VIEW m AS SELECT ts::timestamptz AS tz, ts::timestamptz::varchar AS text FROM t",
+            "SET TimeZone = 'UTC'",
+            "INSERT INTO t VALUES ('2024-01-01 09:00:00')",
+        ] {
+            s.execute(q).await.expect(q);
+        }
+        let rows = |out: Output| match out {
+            Output::Rows { rows, .. } => rows,
+            Output::Done(_) => panic!("rows"),
+        };
+        // 09:00 read in Tokyo, where the view was created, is 00:00 UTC; its text kept Tokyo's offset.
+        let q = "SELECT tz, text FROM m";
+        assert_eq!(
+            rows(s.execute(q).await.expect(q)),
+            vec![vec![
+                "2024-01-01 00:00:00+00:00".to_string(),
+                "2024-01-01 09:00:00+09:00".to_string()
+            ]]
+        );
+        // A timestamptz column is shown in the reading session's zone.
+        s.execute("SET TimeZone = 'America/New_York'")
+            .await
+            .unwrap();
+        let q = "SELECT tz FROM m";
+        assert_eq!(
+            rows(s.execute(q).await.expect(q)),
+            vec![vec!["2023-12-31 19:00:00-05:00".to_string()]]
+        );
+        let err = s
+            .execute("SET TimeZone = 'Mars/Olympus'")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("Mars/Olympus"), "{err}");
+        cluster.shutdown();
+    });
+}

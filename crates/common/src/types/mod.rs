@@ -29,6 +29,7 @@ pub use from_text::{ParseError, parse_bool, parse_bytea};
 pub use interval::{Interval, USECS_PER_DAY, USECS_PER_MONTH, USECS_PER_SEC};
 pub use jsonb::JsonbVal;
 pub use ordered_float::{F32, F64, OrderedFloat};
+pub use parse_datetime::parse_timestamptz_parts;
 pub use parse_interval::DateTimeField;
 pub use struct_type::{ListValue, StructType, StructValue};
 pub use to_text::ToText;

@@ -131,15 +131,22 @@ pub(super) fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
     date_time(&mut c).filter(|_| c.at_end())
 }
 
-/// A timestamp with an offset, as microseconds since the epoch (UTC). Without an offset the text is in
-/// the session time zone, which is UTC.
+/// A timestamp with an offset, as microseconds since the epoch (UTC). Without an offset the text is read
+/// as UTC (a cast in a session's zone reads it with [`parse_timestamptz_parts`]).
 pub(super) fn parse_timestamptz(s: &str) -> Option<i64> {
+    let (local, offset) = parse_timestamptz_parts(s)?;
+    let utc = local.and_utc().timestamp_micros();
+    utc.checked_sub(i64::from(offset.unwrap_or(0)) * 1_000_000)
+}
+
+/// A timestamp and its offset east of UTC in seconds, if the text gives one.
+pub fn parse_timestamptz_parts(s: &str) -> Option<(NaiveDateTime, Option<i32>)> {
     let mut c = Cursor::new(s);
     let local = date_time(&mut c)?;
-    let offset = if c.at_end() { 0 } else { offset_secs(&mut c)? };
-    if !c.at_end() {
-        return None;
-    }
-    let utc = local.and_utc().timestamp_micros();
-    utc.checked_sub(i64::from(offset) * 1_000_000)
+    let offset = if c.at_end() {
+        None
+    } else {
+        Some(offset_secs(&mut c)?)
+    };
+    c.at_end().then_some((local, offset))
 }

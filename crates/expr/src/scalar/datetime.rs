@@ -1,6 +1,7 @@
 //! Date and time: arithmetic with intervals, `extract`/`date_part`, `date_trunc`, `tumble_start`, `to_char`,
 //! `to_timestamp`, `make_date`/`make_timestamptz`, and `now()`, which reads the epoch's time from the
-//! [`EvalContext`], never a clock. The session time zone is UTC: a timestamptz is read as its UTC timestamp.
+//! [`EvalContext`], never a clock. A call given no zone reads a timestamptz as its UTC timestamp; the front
+//! end gives the zone-dependent ones the session's zone (see [`super::timestamptz`]).
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use epochlab_common::expr_node::ExprType;
@@ -12,6 +13,7 @@ use rust_decimal::Decimal as Rd;
 
 use super::no_overload;
 use super::string::str_of;
+use super::timestamptz as tz;
 use crate::error::{ExprError, Result};
 use crate::eval::EvalContext;
 
@@ -27,6 +29,37 @@ pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
             Ok(ScalarImpl::Float64(F64::from(super::decimal::to_f64(d))))
         }
         (DateTrunc, [unit, v]) => date_trunc(str_of(unit)?, v),
+        (Extract, [unit, ScalarImpl::Timestamptz(t), zone]) => {
+            extract_in_zone(str_of(unit)?, *t, str_of(zone)?).map(ScalarImpl::Decimal)
+        }
+        (DatePart, [unit, ScalarImpl::Timestamptz(t), zone]) => {
+            let d = extract_in_zone(str_of(unit)?, *t, str_of(zone)?)?;
+            Ok(ScalarImpl::Float64(F64::from(super::decimal::to_f64(d))))
+        }
+        (DateTrunc, [unit, ScalarImpl::Timestamptz(t), zone]) => {
+            let zone = str_of(zone)?;
+            let local = tz::timestamptz_at_time_zone(*t, zone)?;
+            let truncated = trunc_ts(str_of(unit)?, local)?;
+            tz::timestamp_at_time_zone(truncated, zone).map(ScalarImpl::Timestamptz)
+        }
+        (ToChar, [ScalarImpl::Timestamptz(t), pattern, zone]) => {
+            let zone = str_of(zone)?;
+            let local = tz::timestamptz_at_time_zone(*t, zone)?;
+            to_char_at(local, str_of(pattern)?, tz::offset_secs(*t, zone)?)
+        }
+        (CastWithTimeZone, [ScalarImpl::Timestamptz(t), zone]) => {
+            let zone = tz::lookup_time_zone(str_of(zone)?)?;
+            Ok(ScalarImpl::Utf8(tz::to_text_in_zone(*t, zone)?.into()))
+        }
+        (CastWithTimeZone, [ScalarImpl::Utf8(s), zone]) => {
+            tz::str_to_timestamptz(s, str_of(zone)?).map(ScalarImpl::Timestamptz)
+        }
+        (AddWithTimeZone, [ScalarImpl::Timestamptz(t), ScalarImpl::Interval(i), zone]) => {
+            tz::add_with_time_zone(*t, *i, str_of(zone)?).map(ScalarImpl::Timestamptz)
+        }
+        (SubtractWithTimeZone, [ScalarImpl::Timestamptz(t), ScalarImpl::Interval(i), zone]) => {
+            tz::subtract_with_time_zone(*t, *i, str_of(zone)?).map(ScalarImpl::Timestamptz)
+        }
         (TumbleStart, [v, size]) => tumble_start(v, size, None),
         (TumbleStart, [v, size, offset]) => tumble_start(v, size, Some(offset)),
         (ToChar, [v, pattern]) => to_char(v, str_of(pattern)?),
@@ -44,6 +77,12 @@ pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
             let date = make_date(int(y)?, int(mo)?, int(d)?)?;
             let time = make_time(int(h)?, int(mi)?, s.0)?;
             Ok(ScalarImpl::Timestamptz(to_tz(date.0.and_time(time))?))
+        }
+        (MakeTimestamptz, [y, mo, d, h, mi, ScalarImpl::Float64(s), zone]) => {
+            let date = make_date(int(y)?, int(mo)?, int(d)?)?;
+            let time = make_time(int(h)?, int(mi)?, s.0)?;
+            tz::timestamp_at_time_zone(date.0.and_time(time), str_of(zone)?)
+                .map(ScalarImpl::Timestamptz)
         }
         _ => Err(no_overload(func, args)),
     }
@@ -336,6 +375,9 @@ pub fn extract(unit: &str, v: &ScalarImpl) -> Result<Decimal> {
         "microsecond",
         "epoch",
         "julian",
+        "timezone",
+        "timezone_hour",
+        "timezone_minute",
     ];
     if !known.contains(&u.as_str()) {
         return Err(invalid_unit(unit));
@@ -361,6 +403,26 @@ pub fn extract(unit: &str, v: &ScalarImpl) -> Result<Decimal> {
             extract_interval(&u, *i).ok_or_else(|| unsupported_unit(unit, "interval"))?
         }
         other => return Err(ExprError::InvalidState(format!("extract from {other:?}"))),
+    };
+    Ok(Decimal::Normalized(out))
+}
+
+/// `extract(unit from t)` of an instant as seen in `zone`: its offset there for the `timezone` units, its
+/// wall-clock time there for the others (RisingWave's `extract_from_timestamptz_at_timezone`).
+fn extract_in_zone(unit: &str, t: Timestamptz, zone: &str) -> Result<Decimal> {
+    let u = unit.to_ascii_lowercase();
+    let offset = i64::from(tz::offset_secs(t, zone)?);
+    let out = match u.as_str() {
+        "epoch" => Rd::from_i128_with_scale(i128::from(t.timestamp_micros()), 6),
+        "timezone" => Rd::from(offset),
+        "timezone_hour" => Rd::from(offset / 3600),
+        "timezone_minute" => Rd::from(offset % 3600 / 60),
+        _ => {
+            return extract(
+                unit,
+                &ScalarImpl::Timestamp(Timestamp(tz::timestamptz_at_time_zone(t, zone)?)),
+            );
+        }
     };
     Ok(Decimal::Normalized(out))
 }
@@ -409,7 +471,12 @@ fn extract_ts(u: &str, t: NaiveDateTime) -> Option<Rd> {
             i128::from(t.and_utc().timestamp_micros()),
             6,
         )),
-        "julian" => extract_date(u, t.date()),
+        // Days since the Julian epoch, with the time of day as a fraction (RisingWave's).
+        "julian" => Some(
+            Rd::from_i128_with_scale(i128::from(t.and_utc().timestamp_micros()), 6)
+                / Rd::from(86_400)
+                + Rd::from(2_440_588),
+        ),
         "hour" | "minute" | "second" | "millisecond" | "microsecond" => extract_time(u, t.time()),
         _ => extract_date(u, t.date()),
     }
@@ -587,6 +654,11 @@ fn to_char(v: &ScalarImpl, pattern: &str) -> Result<ScalarImpl> {
         ScalarImpl::Date(d) => d.0.and_time(NaiveTime::MIN),
         other => return Err(ExprError::InvalidState(format!("to_char of {other:?}"))),
     };
+    to_char_at(t, pattern, 0)
+}
+
+/// `to_char` of a wall-clock time whose zone is `offset` seconds east of UTC.
+fn to_char_at(t: NaiveDateTime, pattern: &str, offset: i32) -> Result<ScalarImpl> {
     let mut out = String::new();
     let mut rest = pattern;
     while !rest.is_empty() {
@@ -596,7 +668,7 @@ fn to_char(v: &ScalarImpl, pattern: &str) -> Result<ScalarImpl> {
             .max_by_key(|p| p.len());
         match longest {
             Some(p) => {
-                out.push_str(&format_field(p, t));
+                out.push_str(&format_field(p, t, offset));
                 rest = &rest[p.len()..];
             }
             None => {
@@ -609,7 +681,9 @@ fn to_char(v: &ScalarImpl, pattern: &str) -> Result<ScalarImpl> {
     Ok(ScalarImpl::Utf8(out.into()))
 }
 
-fn format_field(p: &str, t: NaiveDateTime) -> String {
+fn format_field(p: &str, t: NaiveDateTime, offset: i32) -> String {
+    let sign = if offset < 0 { '-' } else { '+' };
+    let (hours, minutes) = (offset.abs() / 3600, offset.abs() % 3600 / 60);
     let hour12 = (t.hour() + 11) % 12 + 1;
     let micros = t.nanosecond() / 1000;
     const MONTHS: [&str; 12] = [
@@ -644,36 +718,22 @@ fn format_field(p: &str, t: NaiveDateTime) -> String {
         "DD" | "dd" => format!("{:02}", t.day()),
         "US" | "us" => format!("{micros:06}"),
         "MS" | "ms" => format!("{:03}", micros / 1000),
-        "TZH:TZM" | "tzh:tzm" => "+00:00".to_string(),
-        "TZHTZM" | "tzhtzm" => "+0000".to_string(),
-        _ => "+00".to_string(),
+        "TZH:TZM" | "tzh:tzm" => format!("{sign}{hours:02}:{minutes:02}"),
+        "TZHTZM" | "tzhtzm" => format!("{sign}{hours:02}{minutes:02}"),
+        _ => format!("{sign}{hours:02}"),
     }
 }
 
 /// `x AT TIME ZONE zone`: a timestamp read in the zone (a timestamptz), or a timestamptz shown in it (a
-/// timestamp). Only UTC and its aliases are known: the model has no time zone database.
+/// timestamp).
 fn at_time_zone(v: &ScalarImpl, zone: &str) -> Result<ScalarImpl> {
-    let utc = [
-        "utc",
-        "etc/utc",
-        "gmt",
-        "etc/gmt",
-        "uct",
-        "universal",
-        "zulu",
-        "z",
-    ];
-    if !utc.contains(&zone.to_ascii_lowercase().as_str()) {
-        return Err(ExprError::invalid_param(
-            "time_zone",
-            format!("time zone \"{zone}\" is not supported (only UTC)"),
-        ));
-    }
     match v {
-        ScalarImpl::Timestamp(t) => Ok(ScalarImpl::Timestamptz(to_tz(t.0)?)),
-        ScalarImpl::Timestamptz(t) => Ok(ScalarImpl::Timestamp(Timestamp(
-            t.to_utc().ok_or(ExprError::NumericOutOfRange)?,
-        ))),
+        ScalarImpl::Timestamp(t) => {
+            tz::timestamp_at_time_zone(t.0, zone).map(ScalarImpl::Timestamptz)
+        }
+        ScalarImpl::Timestamptz(t) => {
+            tz::timestamptz_at_time_zone(*t, zone).map(|t| ScalarImpl::Timestamp(Timestamp(t)))
+        }
         other => Err(ExprError::InvalidState(format!(
             "AT TIME ZONE of {other:?}"
         ))),

@@ -8,6 +8,7 @@ pub mod datetime_parse;
 pub mod decimal;
 pub mod jsonb;
 pub mod string;
+pub mod timestamptz;
 
 use epochlab_common::expr_node::ExprType;
 use epochlab_common::{DataType, Datum, ScalarImpl};
@@ -72,9 +73,8 @@ pub fn call(func: ExprType, values: &[Datum], ret: &DataType) -> Result<Datum> {
             string::call(func, values)
         }
         Extract | DatePart | DateTrunc | TumbleStart | ToTimestamp | ToTimestamp1 | CharToDate
-        | MakeDate | MakeTimestamptz | AtTimeZone | ToChar => {
-            datetime::call(func, &strict(values)).map(Some)
-        }
+        | MakeDate | MakeTimestamptz | AtTimeZone | ToChar | CastWithTimeZone | AddWithTimeZone
+        | SubtractWithTimeZone => datetime::call(func, &strict(values)).map(Some),
         Array | Row | ArrayAccess | ArrayLength | Cardinality | ArrayToString | ArrayCat
         | ArrayAppend | ArrayPrepend | ArrayContains | Field => array::call_values(func, values),
         JsonbAccess | JsonbAccessStr | JsonbTypeof | JsonbArrayLength => {

@@ -274,6 +274,11 @@ mod tests {
             pinned_params(ExprType::Substr, 2),
             vec![Some(T::Varchar), Some(T::Int32)]
         );
-        assert_eq!(pinned_params(ExprType::DatePart, 3), vec![None; 3]);
+        // The zone-taking form the session-time-zone rewrite makes: one overload, every type pinned.
+        assert_eq!(
+            pinned_params(ExprType::DatePart, 3),
+            vec![Some(T::Varchar), Some(T::Timestamptz), Some(T::Varchar)]
+        );
+        assert_eq!(pinned_params(ExprType::DatePart, 4), vec![None; 4]);
     }
 }

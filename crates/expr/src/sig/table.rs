@@ -187,6 +187,23 @@ fn temporal(b: &mut Builder) {
     }
     b.add(ToChar, &[Timestamp, Varchar], Varchar);
     b.add(ToChar, &[Timestamptz, Varchar], Varchar);
+    // The zone-taking forms the session-time-zone rewrite makes (and a user may call).
+    b.add(Extract, &[Varchar, Timestamptz, Varchar], Decimal);
+    b.add(DatePart, &[Varchar, Timestamptz, Varchar], Float64);
+    b.add(DateTrunc, &[Varchar, Timestamptz, Varchar], Timestamptz);
+    b.add(ToChar, &[Timestamptz, Varchar, Varchar], Varchar);
+    b.add(CastWithTimeZone, &[Timestamptz, Varchar], Varchar);
+    b.add(CastWithTimeZone, &[Varchar, Varchar], Timestamptz);
+    b.add(
+        AddWithTimeZone,
+        &[Timestamptz, Interval, Varchar],
+        Timestamptz,
+    );
+    b.add(
+        SubtractWithTimeZone,
+        &[Timestamptz, Interval, Varchar],
+        Timestamptz,
+    );
     b.add(ToTimestamp, &[Float64], Timestamptz);
     b.add(AtTimeZone, &[Timestamp, Varchar], Timestamptz);
     b.add(AtTimeZone, &[Timestamptz, Varchar], Timestamp);
@@ -196,6 +213,11 @@ fn temporal(b: &mut Builder) {
     b.add(
         MakeTimestamptz,
         &[Int32, Int32, Int32, Int32, Int32, Float64],
+        Timestamptz,
+    );
+    b.add(
+        MakeTimestamptz,
+        &[Int32, Int32, Int32, Int32, Int32, Float64, Varchar],
         Timestamptz,
     );
 }

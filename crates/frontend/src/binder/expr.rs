@@ -147,6 +147,21 @@ pub fn coerce(e: ExprNode, ty: DataType, ctx: CastContext) -> Result<ExprNode, S
     }
     match &e {
         ExprNode::Literal { value: None, .. } => Ok(ExprNode::Literal { value: None, ty }),
+        // A timestamptz without an offset is a time in the session's zone: a cast the session-time-zone
+        // rewrite gives the zone (RisingWave's eager parse fails there and leaves the cast).
+        ExprNode::Literal {
+            value: Some(ScalarImpl::Utf8(s)),
+            ..
+        } if ty == DataType::Timestamptz
+            && epochlab_common::types::parse_timestamptz_parts(s.trim())
+                .is_some_and(|(_, offset)| offset.is_none()) =>
+        {
+            Ok(ExprNode::Call {
+                func: ExprType::Cast,
+                args: vec![e],
+                ret: ty,
+            })
+        }
         ExprNode::Literal {
             value: Some(ScalarImpl::Utf8(s)),
             ..
@@ -465,6 +480,10 @@ impl Binder<'_> {
                 scope,
                 agg,
             ),
+            Ast::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => self.bind_call(ExprType::AtTimeZone, [timestamp, time_zone], scope, agg),
             Ast::Extract { field, expr, .. } => {
                 let source = self.bind_expr(expr, scope, agg)?;
                 let field = ExprNode::literal(

@@ -12,6 +12,7 @@ use epochlab_common::{DataType, OwnedRow, TableId};
 use crate::error::SqlError;
 use crate::planner::LogicalPlan;
 use crate::scalar::ExprNode;
+use crate::session_timezone::SessionTimezone;
 
 pub use expr::{bind_data_type, coerce};
 
@@ -60,6 +61,10 @@ pub trait CatalogReader {
     /// `now()` for a query starting now: microseconds since the Unix epoch on the simulation's clock.
     fn now_usecs(&self) -> Option<i64> {
         None
+    }
+    /// The session's `TimeZone`, given to every zone-dependent call of a bound query.
+    fn timezone(&self) -> String {
+        "UTC".into()
     }
 }
 
@@ -171,12 +176,21 @@ impl<'a> Binder<'a> {
         e: &sqlparser::ast::Expr,
         scope: &Scope,
     ) -> Result<ExprNode, SqlError> {
-        self.bind_expr(e, scope, None)
+        let bound = self.bind_expr(e, scope, None)?;
+        Ok(self.session_timezone().rewrite_expr(bound))
     }
 
-    /// Bind a whole query.
+    /// The session's zone, for [`SessionTimezone`]'s rewrite.
+    fn session_timezone(&self) -> SessionTimezone {
+        SessionTimezone::new(self.catalog.timezone())
+    }
+
+    /// Bind a whole query, its zone-dependent calls given the session's zone (once, over the whole plan:
+    /// its views, CTEs and subqueries are in it; one evaluated while binding is rewritten before it runs).
     pub fn bind_query(&mut self, q: &sqlparser::ast::Query) -> Result<BoundQuery, SqlError> {
-        self.bind_query_inner(q)
+        let mut bound = self.bind_query_inner(q)?;
+        self.session_timezone().rewrite_plan(&mut bound.plan);
+        Ok(bound)
     }
 }
 

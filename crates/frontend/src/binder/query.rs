@@ -562,7 +562,8 @@ impl Binder<'_> {
         self.outer.push(scope.clone());
         let bound = self.bind_query_inner(q);
         self.outer.pop();
-        let bound = bound?;
+        let mut bound = bound?;
+        self.session_timezone().rewrite_plan(&mut bound.plan);
         let rows = crate::batch::execute(&bound.plan, self.catalog)?;
         Ok((rows, bound.types()))
     }

@@ -148,6 +148,7 @@ impl Session {
                 for (e, col) in r.content.iter().zip(targets) {
                     let e = binder.bind_scalar(e, &Scope::default())?;
                     let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
+                    let e = self.in_session_zone(e);
                     row.push(crate::scalar::eval_with(&e, &empty, &ctx)?);
                 }
                 out.push(row);
@@ -164,7 +165,10 @@ impl Session {
             .input_refs()
             .into_iter()
             .zip(targets)
-            .map(|(e, col)| crate::binder::coerce(e, col.ty.clone(), CastContext::Assign))
+            .map(|(e, col)| {
+                let e = crate::binder::coerce(e, col.ty.clone(), CastContext::Assign)?;
+                Ok::<_, SqlError>(self.in_session_zone(e))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let plan = bound.plan.project(exprs);
         Ok(crate::batch::execute(&plan, self)?
@@ -288,7 +292,7 @@ impl Session {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let types: Vec<DataType> = exprs.iter().map(ExprNode::return_type).collect();
-                Some(rows_output(&types, rows))
+                Some(rows_output(&types, rows, &self.config.timezone()))
             }
             None => None,
         };

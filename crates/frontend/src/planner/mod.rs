@@ -203,6 +203,29 @@ impl LogicalPlan {
         }
     }
 
+    /// The node's inputs, to change.
+    pub fn inputs_mut(&mut self) -> Vec<&mut LogicalPlan> {
+        match self {
+            LogicalPlan::Scan { .. }
+            | LogicalPlan::Values { .. }
+            | LogicalPlan::TableFunction { .. }
+            | LogicalPlan::Rows { .. } => Vec::new(),
+            LogicalPlan::Project { input, .. }
+            | LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Agg { input, .. }
+            | LogicalPlan::TopN { input, .. }
+            | LogicalPlan::Dedup { input, .. }
+            | LogicalPlan::OverWindow { input, .. }
+            | LogicalPlan::HopWindow { input, .. }
+            | LogicalPlan::ProjectSet { input, .. }
+            | LogicalPlan::Expand { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
+            LogicalPlan::Union { inputs } => inputs.iter_mut().collect(),
+        }
+    }
+
     /// The node's inputs.
     pub fn inputs(&self) -> Vec<&LogicalPlan> {
         match self {

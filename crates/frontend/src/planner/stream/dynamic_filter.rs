@@ -291,6 +291,10 @@ fn is_now_offset(e: &ExprNode) -> bool {
             ExprType::Add | ExprType::Subtract if args.len() == 2 => {
                 is_now_offset(&args[0]) && is_const(&args[1])
             }
+            // The session-time-zone rewrite's form of `now() ± interval`.
+            ExprType::AddWithTimeZone | ExprType::SubtractWithTimeZone if args.len() == 3 => {
+                is_now_offset(&args[0]) && is_const(&args[1]) && is_const(&args[2])
+            }
             _ => false,
         },
         _ => false,
