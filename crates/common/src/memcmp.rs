@@ -68,6 +68,19 @@ impl OrderType {
     }
 }
 
+/// RisingWave's words for an order: `ASC` or `DESC`, then `NULLS FIRST` or `NULLS LAST` where NULLs are
+/// not the largest values (the default of both directions).
+impl std::fmt::Display for OrderType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.descending { "DESC" } else { "ASC" })?;
+        match (self.descending, self.nulls_first) {
+            (false, true) => f.write_str(" NULLS FIRST"),
+            (true, false) => f.write_str(" NULLS LAST"),
+            _ => Ok(()),
+        }
+    }
+}
+
 const NULL_FIRST_FLAG: u8 = 0x00;
 const NOT_NULL_FLAG: u8 = 0x01;
 const NULL_LAST_FLAG: u8 = 0x02;

@@ -872,7 +872,16 @@ pub fn agg_keeps_input(kind: crate::AggKind) -> bool {
     use crate::AggKind::*;
     matches!(
         kind,
-        Min | Max | FirstValue | LastValue | StringAgg | ArrayAgg | JsonbAgg | JsonbObjectAgg
+        Min | Max
+            | FirstValue
+            | LastValue
+            | StringAgg
+            | ArrayAgg
+            | JsonbAgg
+            | JsonbObjectAgg
+            | PercentileCont
+            | PercentileDisc
+            | Mode
     )
 }
 

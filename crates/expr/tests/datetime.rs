@@ -244,8 +244,18 @@ fn make_and_to_timestamp() {
 #[test]
 fn to_timestamp_and_to_date_with_templates() {
     // e2e_test/batch/functions/to_timestamp.slt.part and to_date.slt.part
-    let tt = |a: &str, b: &str| t(ToTimestamp, vec![str_(a), str_(b)]);
+    let tt = |a: &str, b: &str| t(ToTimestamp, vec![str_(a), str_(b), str_("UTC")]);
     assert_eq!(tt("2022 12 25", "YYYY MM DD"), "2022-12-25 00:00:00+00:00");
+    // Without an offset the text is a wall-clock time in the zone (the session's); with one, that instant.
+    let in_tokyo = |a: &str, b: &str| t(ToTimestamp, vec![str_(a), str_(b), str_("Asia/Tokyo")]);
+    assert_eq!(
+        in_tokyo("2022-12-25 10:00", "YYYY-MM-DD HH24:MI"),
+        "2022-12-25 01:00:00+00:00"
+    );
+    assert_eq!(
+        in_tokyo("2022-12-25 10:00 +01", "YYYY-MM-DD HH24:MI TZH"),
+        "2022-12-25 09:00:00+00:00"
+    );
     assert_eq!(
         tt("2022/12/25 10:24:33", "YYYY/MM/DD HH12:MI:SS"),
         "2022-12-25 10:24:33+00:00"
@@ -279,7 +289,7 @@ fn to_timestamp_and_to_date_with_templates() {
         ("2021/12/30 14:52:49 +330", "YYYY/MM/DD HH24:MI:SS TZHTZM"),
     ] {
         assert!(
-            run(&call(ToTimestamp, vec![str_(a), str_(b)])).is_err(),
+            run(&call(ToTimestamp, vec![str_(a), str_(b), str_("UTC")])).is_err(),
             "{a} as {b}"
         );
     }

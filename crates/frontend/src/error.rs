@@ -37,6 +37,12 @@ pub enum SqlError {
     #[error("unexpected options in WITH clause: {0}")]
     UnexpectedOptions(String),
     /// The engine refused or failed the DDL (recovery running, a barrier failed, ...).
+    /// A name the binder finds nothing under (RisingWave's `ItemNotFound`: `Invalid column: v5`).
+    #[error("Item not found: {0}")]
+    ItemNotFound(String),
+    /// A column name more than one relation in scope has (RisingWave's bind context's wording).
+    #[error("Ambiguous column name: {0}")]
+    AmbiguousColumn(String),
     #[error("{0}")]
     Ddl(#[from] DdlError),
     /// A CREATE whose name belongs to a job still being created. RisingWave's frontend catalog did not list
@@ -93,6 +99,7 @@ impl SqlError {
             SqlError::Unsupported(_) => "unsupported",
             SqlError::NotSupported(_) => "not supported (as in RisingWave)",
             SqlError::Invalid(_) => "invalid statement",
+            SqlError::ItemNotFound(_) | SqlError::AmbiguousColumn(_) => "column binding",
             SqlError::Catalog { problem, .. } => match problem {
                 CatalogProblem::Exists => "catalog: exists",
                 CatalogProblem::NotFound => "catalog: not found",

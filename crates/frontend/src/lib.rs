@@ -13,6 +13,7 @@ pub mod batch;
 pub mod binder;
 pub mod catalog;
 pub mod cluster_client;
+pub mod dialect;
 pub mod error;
 pub mod expr;
 pub mod frontend;

@@ -120,6 +120,7 @@ impl SessionTimezone {
             }
             (DateTrunc | Extract | DatePart, [_, Timestamptz])
             | (ToChar, [Timestamptz, Varchar])
+            | (ToTimestamp1, [Varchar, Varchar])
             | (MakeTimestamptz, [_, _, _, _, _, _]) => {
                 args.push(self.zone());
                 call(func, args, ret)

@@ -14,7 +14,7 @@ pub mod user;
 
 use std::collections::BTreeMap;
 
-use epochlab_common::{DataType, TableId};
+use epochlab_common::{DataType, OrderType, TableId};
 use serde::{Deserialize, Serialize};
 
 pub use def::{Column, Def, Kind};
@@ -137,12 +137,40 @@ impl std::fmt::Display for TableParallelism {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct IndexInfo {
     pub primary_table: RelationId,
-    /// The key expressions' text (`v1`, `(j -> 'k')`), ascending.
+    /// The key expressions' text (`v1`, `(j -> 'k')`).
     pub key: Vec<String>,
+    /// Each key expression's order (`v1 DESC`); none kept (a store written before orders were) is
+    /// every one ascending.
+    #[serde(default)]
+    pub key_orders: Vec<OrderType>,
     /// The included columns' names.
     pub include: Vec<String>,
     /// How many of the key's columns distribute it.
     pub dist_key_len: usize,
+}
+
+impl IndexInfo {
+    /// The order of the key's `i`th expression.
+    pub fn key_order(&self, i: usize) -> OrderType {
+        self.key_orders.get(i).copied().unwrap_or_default()
+    }
+
+    /// Each key expression with its order as RisingWave's `DESCRIBE` shows it (`v1 DESC`, `v2 ASC`).
+    pub fn key_with_orders(&self) -> Vec<String> {
+        let with = |(i, k): (usize, &String)| format!("{k} {}", self.key_order(i));
+        self.key.iter().enumerate().map(with).collect()
+    }
+
+    /// The key as a `CREATE INDEX` statement writes it: an ascending expression alone, another with its
+    /// order.
+    pub fn key_definition(&self) -> String {
+        let item = |(i, k): (usize, &String)| match self.key_order(i) {
+            o if o == OrderType::ascending() => k.clone(),
+            o => format!("{k} {o}"),
+        };
+        let items: Vec<String> = self.key.iter().enumerate().map(item).collect();
+        items.join(", ")
+    }
 }
 
 /// One relation. A literal should end with `..RelationCatalog::default()`: fields are added over time.

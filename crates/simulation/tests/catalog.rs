@@ -205,3 +205,70 @@ fn sources_and_tables_with_connectors() {
         ok(&mut s, "DROP TABLE tc").await;
     });
 }
+
+/// An index key's order as RisingWave's `DESCRIBE` and `SHOW CREATE INDEX` give it (values from its
+/// `describe.rs` test), and `SELECT * EXCEPT (..)` with its binder's errors (`select_except.slt.part`).
+#[test]
+fn index_key_orders_and_select_except() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        ok(&mut s, "CREATE TABLE t (v1 int, v2 int, v3 int, v4 int)").await;
+        ok(
+            &mut s,
+            "CREATE INDEX idx1 ON t (v1 DESC, v2, v3) INCLUDE (v4)",
+        )
+        .await;
+        ok(&mut s, "CREATE INDEX idx2 ON t (v2 ASC NULLS FIRST)").await;
+        let described = rows(&mut s, "DESCRIBE t").await;
+        let index = |name: &str| {
+            let row = described.iter().find(|r| r[0] == name).expect(name);
+            row[1].clone()
+        };
+        assert_eq!(
+            index("idx1"),
+            "index(v1 DESC, v2 ASC, v3 ASC) include(v4) distributed by(v1)"
+        );
+        assert!(
+            index("idx2").starts_with("index(v2 ASC NULLS FIRST) include("),
+            "{}",
+            index("idx2")
+        );
+        let created = rows(&mut s, "SHOW CREATE INDEX idx1").await;
+        assert_eq!(created[0][1], "CREATE INDEX idx1 ON t(v1 DESC, v2, v3)");
+        err(
+            &mut s,
+            "CREATE INDEX idx3 ON t (v1 NULLS)",
+            "sql parser error",
+        )
+        .await;
+
+        ok(&mut s, "INSERT INTO t VALUES (1, 2, NULL, 4)").await;
+        ok(&mut s, "FLUSH").await;
+        assert_eq!(
+            rows(&mut s, "SELECT * EXCEPT (v1, v4) FROM t").await,
+            text(&[&["2", "NULL"]])
+        );
+        assert_eq!(
+            rows(
+                &mut s,
+                "SELECT t.* EXCEPT (v1), * EXCEPT (v2, v3, v4) FROM t"
+            )
+            .await,
+            text(&[&["2", "NULL", "4", "1"]])
+        );
+        err(
+            &mut s,
+            "SELECT * EXCEPT (v1, v1) FROM t",
+            "Duplicate entry in except list",
+        )
+        .await;
+        err(&mut s, "SELECT * EXCEPT (v5) FROM t", "v5").await;
+        err(
+            &mut s,
+            "SELECT * EXCEPT (v1) FROM t a, t b",
+            "Ambiguous column name",
+        )
+        .await;
+    });
+}

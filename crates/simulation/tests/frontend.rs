@@ -16,7 +16,7 @@ const OUTSIDE: &[(&str, &str)] = &[
     ),
     (
         "SELECT * FROM t a JOIN t b USING (k) JOIN t c ON b.v = v",
-        "column reference \"v\" is ambiguous",
+        "Ambiguous column name: v",
     ),
     (
         "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM t u WHERE u.k = t.k)",
@@ -29,7 +29,7 @@ const OUTSIDE: &[(&str, &str)] = &[
     ("SELECT * FROM t WHERE v SIMILAR TO 'a%'", "unsupported"),
     (
         "CREATE INDEX i ON t (nope)",
-        "column \"nope\" does not exist",
+        "Item not found: Invalid column: nope",
     ),
     (
         "CREATE FUNCTION f() RETURNS int AS 'select 1' LANGUAGE sql",

@@ -422,6 +422,7 @@ fn fraction(m: &Multiset) -> Result<Option<f64>> {
         return Ok(None);
     };
     let f = match v.get(1) {
+        Some(None) => return Ok(None),
         Some(Some(ScalarImpl::Float64(f))) => f.0,
         Some(Some(ScalarImpl::Decimal(d))) => crate::scalar::decimal::to_f64(*d),
         other => {

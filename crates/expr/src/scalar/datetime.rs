@@ -65,8 +65,8 @@ pub fn call(func: ExprType, args: &[&ScalarImpl]) -> Result<ScalarImpl> {
         (ToChar, [v, pattern]) => to_char(v, str_of(pattern)?),
         (AtTimeZone, [v, zone]) => at_time_zone(v, str_of(zone)?),
         (ToTimestamp, [ScalarImpl::Float64(secs)]) => to_timestamp(secs.0),
-        (ToTimestamp1, [text, template]) => {
-            super::datetime_parse::to_timestamp(str_of(text)?, str_of(template)?)
+        (ToTimestamp1, [text, template, zone]) => {
+            super::datetime_parse::to_timestamp(str_of(text)?, str_of(template)?, str_of(zone)?)
                 .map(ScalarImpl::Timestamptz)
         }
         (CharToDate, [text, template]) => {

@@ -18,7 +18,8 @@ struct Fields {
     minute: u32,
     second: u32,
     micros: u32,
-    offset_secs: i32,
+    /// The text's offset from UTC, when its template reads one (`TZH`, `TZH:TZM`).
+    offset_secs: Option<i32>,
 }
 
 fn bad(msg: &str) -> ExprError {
@@ -77,9 +78,9 @@ fn read_field(p: &str, s: &mut &str, f: &mut Fields) -> Result<()> {
             });
             *s = &s[2..];
         }
-        "TZH:TZM" | "tzh:tzm" => f.offset_secs = offset(s, Some(true))?,
-        "TZHTZM" | "tzhtzm" => f.offset_secs = offset(s, Some(false))?,
-        "TZH" | "tzh" => f.offset_secs = offset(s, None)?,
+        "TZH:TZM" | "tzh:tzm" => f.offset_secs = Some(offset(s, Some(true))?),
+        "TZHTZM" | "tzhtzm" => f.offset_secs = Some(offset(s, Some(false))?),
+        "TZH" | "tzh" => f.offset_secs = Some(offset(s, None)?),
         _ => return Err(bad(&format!("unsupported template pattern {p}"))),
     }
     Ok(())
@@ -129,12 +130,19 @@ fn to_naive(f: &Fields) -> Result<NaiveDateTime> {
     Ok(date.and_time(time))
 }
 
-/// `to_timestamp(text, template)`: the offset in the text, if any, converts to UTC.
-pub fn to_timestamp(input: &str, template: &str) -> Result<Timestamptz> {
+/// `to_timestamp(text, template)` in `zone` (the session's, which the front end's rewrite gives it): a
+/// text with an offset is that instant; one without is a wall-clock time in `zone` (RisingWave's
+/// `to_timestamp1(s, timezone, template)`).
+pub fn to_timestamp(input: &str, template: &str, zone: &str) -> Result<Timestamptz> {
     let f = parse(input, template)?;
     let local = to_naive(&f)?;
-    let utc = local.and_utc().timestamp_micros() - i64::from(f.offset_secs) * 1_000_000;
-    Ok(Timestamptz::from_micros(utc))
+    match f.offset_secs {
+        Some(offset) => {
+            let utc = local.and_utc().timestamp_micros() - i64::from(offset) * 1_000_000;
+            Ok(Timestamptz::from_micros(utc))
+        }
+        None => super::timestamptz::timestamp_at_time_zone(local, zone),
+    }
 }
 
 /// `to_date(text, template)`.

@@ -99,7 +99,7 @@ pub fn build_func(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode> {
             check_arity(func, &args, 0, 0)?;
             Ok(call(func, args, DataType::Timestamptz))
         }
-        ToTimestamp if args.len() == 2 => general(ToTimestamp1, args),
+        ToTimestamp if args.len() >= 2 => general(ToTimestamp1, args),
         Round if args.len() == 2 => general(RoundDigit, args),
         Array | Row | ArrayAccess | ArrayLength | Cardinality | ArrayToString | ArrayCat
         | ArrayAppend | ArrayPrepend | ArrayContains | Field => {

@@ -207,7 +207,9 @@ fn temporal(b: &mut Builder) {
     b.add(ToTimestamp, &[Float64], Timestamptz);
     b.add(AtTimeZone, &[Timestamp, Varchar], Timestamptz);
     b.add(AtTimeZone, &[Timestamptz, Varchar], Timestamp);
+    // The two-argument form is bound, then given the session's zone (RisingWave's `rewritten` one).
     b.add(ToTimestamp1, &[Varchar, Varchar], Timestamptz);
+    b.add(ToTimestamp1, &[Varchar, Varchar, Varchar], Timestamptz);
     b.add(CharToDate, &[Varchar, Varchar], Date);
     b.add(MakeDate, &[Int32, Int32, Int32], Date);
     b.add(

@@ -1,7 +1,7 @@
 //! Expressions: an AST expression over a scope becomes an `ExprNode` (types and implicit casts from
 //! `sig::build_func`); in a grouped select, aggregate calls and group keys become the aggregation's outputs.
 
-use epochlab_common::{DataType, ScalarImpl};
+use epochlab_common::{DataType, OwnedRow, ScalarImpl};
 use sqlparser::ast::{
     self, BinaryOperator, DuplicateTreatment, Expr as Ast, FunctionArg, FunctionArgExpr,
     FunctionArgumentClause, FunctionArguments, ObjectNamePart, UnaryOperator, Value,
@@ -11,7 +11,7 @@ use super::{Binder, Scope, ident, unsupported};
 use crate::error::SqlError;
 use crate::scalar::cast::{CastContext, build_cast};
 use crate::scalar::sig::build_func;
-use crate::scalar::{AggCall, AggKind, ExprNode, ExprType, OrderType, agg, from_text};
+use crate::scalar::{AggCall, AggKind, ExprNode, ExprType, OrderType, agg, eval, from_text};
 use epochlab_common::expr_node::WindowFuncKind;
 
 /// The aggregation of a grouped select being bound.
@@ -392,6 +392,9 @@ impl Binder<'_> {
                 coerce(self.bind_expr(expr, scope, agg)?, ty, CastContext::Explicit)?
             }
             Ast::TypedString(ts) => bind_typed_string(ts)?,
+            Ast::Collate { expr, collation } => {
+                bind_collate(self.bind_expr(expr, scope, agg)?, collation)?
+            }
             Ast::Case {
                 operand,
                 conditions,
@@ -852,6 +855,69 @@ impl Binder<'_> {
         Ok(ExprNode::InputRef { index, ty: ret })
     }
 
+    /// An ordered-set aggregate's arguments as RisingWave's `bind_ordered_set_agg` checks them: the
+    /// `WITHIN GROUP` expression (double precision for percentile_cont), then percentile's fraction, a
+    /// constant folded to a double precision literal between 0 and 1 (NULL allowed).
+    fn bind_ordered_set_args(
+        &mut self,
+        kind: AggKind,
+        name: &str,
+        f: &ast::Function,
+        ca: &CallArgs<'_>,
+        input_scope: &Scope,
+    ) -> Result<Vec<ExprNode>, SqlError> {
+        let syntax = |m: String| SqlError::Invalid(format!("Invalid input syntax: {m}"));
+        if ca.distinct {
+            return Err(syntax(format!(
+                "DISTINCT is not allowed for ordered-set aggregation `{name}`"
+            )));
+        }
+        let within = match f.within_group.as_slice() {
+            [] => {
+                return Err(syntax(format!(
+                    "WITHIN GROUP is expected for ordered-set aggregation `{name}`"
+                )));
+            }
+            [o] => o,
+            _ => return Err(invalid_ordered_set_args(name)),
+        };
+        let mut arg = self.bind_expr_inner(&within.expr, input_scope, None)?;
+        let fraction = match (kind, ca.args.as_slice()) {
+            (AggKind::Mode, []) => return Ok(vec![arg]),
+            (AggKind::PercentileCont | AggKind::PercentileDisc, [Some(a)]) => a,
+            _ => return Err(invalid_ordered_set_args(name)),
+        };
+        let fraction = self.bind_expr_inner(fraction, input_scope, None)?;
+        let fraction =
+            coerce(fraction, DataType::Float64, CastContext::Implicit).map_err(|_| {
+                syntax(format!(
+                    "direct arg in `{name}` must be castable to float64"
+                ))
+            })?;
+        if !fraction.input_refs().is_empty() {
+            return Err(SqlError::NotSupported(
+                "variable as direct argument of ordered-set aggregate".into(),
+            ));
+        }
+        let value = eval(&fraction, &OwnedRow::empty())?;
+        if let Some(ScalarImpl::Float64(v)) = &value
+            && !(0.0..=1.0).contains(&v.0)
+        {
+            return Err(syntax(format!(
+                "direct arg in `{name}` must between 0.0 and 1.0"
+            )));
+        }
+        if kind == AggKind::PercentileCont {
+            arg = coerce(arg, DataType::Float64, CastContext::Implicit)
+                .map_err(|_| syntax(format!("arg in `{name}` must be castable to float64")))?;
+        }
+        let fraction = ExprNode::Literal {
+            value,
+            ty: DataType::Float64,
+        };
+        Ok(vec![arg, fraction])
+    }
+
     fn bind_agg_call(
         &mut self,
         kind: AggKind,
@@ -863,7 +929,20 @@ impl Binder<'_> {
         let input_scope = ctx.input_scope.clone();
         let mut args = Vec::new();
         let mut arg_types = Vec::new();
-        for a in &ca.args {
+        let mut order_by = Vec::new();
+        if is_ordered_set(kind) {
+            for e in self.bind_ordered_set_args(kind, name, f, &ca, &input_scope)? {
+                arg_types.push(e.return_type());
+                args.push(ctx.push_pre(e));
+            }
+            let o = &f.within_group[0];
+            order_by.push((args[0], order_type(&o.options)));
+        } else if !f.within_group.is_empty() {
+            return Err(SqlError::Invalid(format!(
+                "WITHIN GROUP is not allowed for non-ordered-set aggregation `{name}`"
+            )));
+        }
+        for a in ca.args.iter().filter(|_| !is_ordered_set(kind)) {
             match a {
                 None if kind == AggKind::Count && ca.args.len() == 1 => {}
                 None => return Err(unsupported(format!("{name}(*)"))),
@@ -885,7 +964,6 @@ impl Binder<'_> {
             }
             None => None,
         };
-        let mut order_by = Vec::new();
         for o in &ca.order_by {
             let e = self.bind_expr_inner(&o.expr, &input_scope, None)?;
             order_by.push((ctx.push_pre(e), order_type(&o.options)));
@@ -940,14 +1018,16 @@ impl Binder<'_> {
                 if outer {
                     return Err(unsupported("correlated subquery"));
                 }
-                let full = qualifier.map_or_else(|| name.to_string(), |q| format!("{q}.{name}"));
-                Err(SqlError::Invalid(format!(
-                    "column \"{full}\" does not exist"
-                )))
+                match qualifier {
+                    Some(q) if scope.columns.iter().any(|c| c.name == name) => {
+                        Err(SqlError::ItemNotFound(format!(
+                            "missing FROM-clause entry for table \"{q}\""
+                        )))
+                    }
+                    _ => Err(SqlError::ItemNotFound(format!("Invalid column: {name}"))),
+                }
             }
-            _ => Err(SqlError::Invalid(format!(
-                "column reference \"{name}\" is ambiguous"
-            ))),
+            _ => Err(SqlError::AmbiguousColumn(name.to_string())),
         }
     }
 }
@@ -1130,4 +1210,39 @@ fn struct_field(e: ExprNode, name: &str) -> Result<ExprNode, SqlError> {
         ty: DataType::Int32,
     };
     Ok(build_func(ExprType::Field, vec![e, index])?)
+}
+
+/// percentile_cont, percentile_disc and mode: aggregates of a `WITHIN GROUP (ORDER BY ..)`.
+fn is_ordered_set(kind: AggKind) -> bool {
+    matches!(
+        kind,
+        AggKind::PercentileCont | AggKind::PercentileDisc | AggKind::Mode
+    )
+}
+
+fn invalid_ordered_set_args(name: &str) -> SqlError {
+    SqlError::Invalid(format!(
+        "Invalid input syntax: invalid direct args or within group argument for `{name}` aggregation"
+    ))
+}
+
+/// `expr COLLATE "C"` (or `"POSIX"`, the names case-sensitive): the value as it is, as RisingWave's
+/// `bind_collate` (its only collations order strings by byte, as every comparison here does); a
+/// collation of a non-string is refused.
+fn bind_collate(e: ExprNode, collation: &ast::ObjectName) -> Result<ExprNode, SqlError> {
+    let name = match collation.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => id.value.as_str(),
+        _ => "",
+    };
+    if !["C", "POSIX"].contains(&name) {
+        return Err(SqlError::NotSupported(format!(
+            "Collate collation other than `C` or `POSIX` is not implemented (got {collation})"
+        )));
+    }
+    match e.return_type() {
+        DataType::Varchar => Ok(e),
+        ty => Err(SqlError::NotSupported(format!(
+            "{ty} is not a collatable data type"
+        ))),
+    }
 }

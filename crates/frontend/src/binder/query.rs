@@ -488,7 +488,7 @@ impl Binder<'_> {
         let mut names = Vec::new();
         for item in items {
             match item {
-                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                SelectItem::Wildcard(options) | SelectItem::QualifiedWildcard(_, options) => {
                     let qualifier = match item {
                         SelectItem::QualifiedWildcard(
                             SelectItemQualifiedWildcardKind::ObjectName(n),
@@ -503,35 +503,17 @@ impl Binder<'_> {
                         }
                         _ => None,
                     };
-                    let mut any = false;
-                    for (i, c) in scope.columns.iter().enumerate() {
-                        let take = match &qualifier {
-                            None => !c.hidden && !c.qualified_only,
-                            Some(q) => !c.hidden && c.qualifier.as_deref() == Some(q.as_str()),
-                        };
-                        if !take {
-                            continue;
-                        }
-                        any = true;
-                        let col = ExprNode::InputRef {
-                            index: i,
-                            ty: c.ty.clone(),
-                        };
+                    let except = self.except_indices(options, scope)?;
+                    for (i, name) in wildcard_columns(scope, qualifier.as_deref(), &except)? {
+                        let ty = scope.columns[i].ty.clone();
                         exprs.push(match agg.as_deref_mut() {
-                            None => col,
+                            None => ExprNode::InputRef { index: i, ty },
                             Some(ctx) => {
-                                let name = sqlparser::ast::Ident::new(c.name.clone());
+                                let name = sqlparser::ast::Ident::new(name.clone());
                                 self.bind_expr(&Ast::Identifier(name), scope, Some(ctx))?
                             }
                         });
-                        names.push(c.name.clone());
-                    }
-                    if let Some(q) = qualifier
-                        && !any
-                    {
-                        return Err(SqlError::Invalid(format!(
-                            "missing FROM-clause entry for table \"{q}\""
-                        )));
+                        names.push(name);
                     }
                 }
                 SelectItem::UnnamedExpr(e) => {
@@ -546,6 +528,34 @@ impl Binder<'_> {
             }
         }
         Ok((exprs, names))
+    }
+
+    /// The columns a wildcard's `EXCEPT (..)` leaves out, by position in `scope` (RisingWave's
+    /// `generate_except_indices`): each a column of the whole scope, none twice.
+    fn except_indices(
+        &mut self,
+        options: &ast::WildcardAdditionalOptions,
+        scope: &Scope,
+    ) -> Result<Vec<usize>, SqlError> {
+        let Some(except) = &options.opt_except else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let names = std::iter::once(&except.first_element).chain(&except.additional_elements);
+        for name in names {
+            match self.bind_expr(&Ast::Identifier(name.clone()), scope, None)? {
+                ExprNode::InputRef { index, .. } if out.contains(&index) => {
+                    return Err(SqlError::Invalid("Duplicate entry in except list".into()));
+                }
+                ExprNode::InputRef { index, .. } => out.push(index),
+                _ => {
+                    return Err(SqlError::Invalid(
+                        "Only support column name in except list".into(),
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Bind and run an uncorrelated subquery (batch only): its rows and types.
@@ -1118,4 +1128,31 @@ fn distinct_plan(
         },
         _ => plan,
     })
+}
+
+/// The columns `*` (or `qualifier.*`) stands for, by position in `scope`, with their names: the visible
+/// ones (of that relation), but those in `except`.
+fn wildcard_columns(
+    scope: &Scope,
+    qualifier: Option<&str>,
+    except: &[usize],
+) -> Result<Vec<(usize, String)>, SqlError> {
+    let mut any = false;
+    let mut out = Vec::new();
+    for (i, c) in scope.columns.iter().enumerate() {
+        let take = match qualifier {
+            None => !c.hidden && !c.qualified_only,
+            Some(q) => !c.hidden && c.qualifier.as_deref() == Some(q),
+        };
+        any |= take;
+        if take && !except.contains(&i) {
+            out.push((i, c.name.clone()));
+        }
+    }
+    match qualifier {
+        Some(q) if !any => Err(SqlError::Invalid(format!(
+            "missing FROM-clause entry for table \"{q}\""
+        ))),
+        _ => Ok(out),
+    }
 }

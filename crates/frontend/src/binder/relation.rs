@@ -230,6 +230,11 @@ impl Binder<'_> {
     }
 
     fn bind_table_factor(&mut self, t: &TableFactor) -> Result<(LogicalPlan, Scope), SqlError> {
+        if let Some((Some(TableFunctionType::Unnest), args, alias, with_ordinality)) =
+            table_function_call(t)
+        {
+            return self.bind_unnest(&args, alias.as_ref(), with_ordinality);
+        }
         match t {
             TableFactor::Table {
                 name, alias, args, ..
@@ -470,6 +475,41 @@ impl Binder<'_> {
     }
 
     /// `FROM f(args)`: a table function, or a scalar function as a one-row table.
+    /// `FROM unnest(array, ..)`: the function's rows over one empty row (RisingWave's table function
+    /// relation; a ProjectSet here, as the lateral `CROSS JOIN unnest(t.col)`).
+    fn bind_unnest(
+        &mut self,
+        args: &[&ast::Expr],
+        alias: Option<&ast::TableAlias>,
+        with_ordinality: bool,
+    ) -> Result<(LogicalPlan, Scope), SqlError> {
+        let mut bound = Vec::with_capacity(args.len());
+        for e in args {
+            bound.push(self.bind_expr(e, &Scope::default(), None)?);
+        }
+        super::expr::unify_literals(&mut bound)?;
+        let (bound, ret) = table_function::build(TableFunctionType::Unnest, bound)?;
+        let one_row = LogicalPlan::Values {
+            rows: vec![Vec::new()],
+            types: Vec::new(),
+        };
+        let (plan, mut scope) = lateral_project_set(
+            (one_row, Scope::default()),
+            TableFunctionType::Unnest,
+            bound,
+            ret,
+            alias,
+            with_ordinality,
+        )?;
+        // A function of one column aliased without column names: the column takes the alias's name.
+        if let (Some(a), [only]) = (alias, scope.columns.as_mut_slice())
+            && a.columns.is_empty()
+        {
+            only.name = ident(&a.name);
+        }
+        Ok((plan, scope))
+    }
+
     fn bind_table_function(
         &mut self,
         path: &[String],

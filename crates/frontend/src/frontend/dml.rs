@@ -316,7 +316,7 @@ impl Session {
                 | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                     exprs.push(binder.bind_scalar(e, &scope)?)
                 }
-                ast::SelectItem::Wildcard(_) => {
+                ast::SelectItem::Wildcard(o) if o.opt_except.is_none() => {
                     for (i, c) in scope.columns.iter().enumerate() {
                         if !c.hidden {
                             exprs.push(ExprNode::InputRef {

@@ -3,7 +3,6 @@
 //! RisingWave's own statements that `sqlparser` does not know (`FLUSH`, `CREATE SINK`, `ALTER ... SET`, `SET`).
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace, Word};
@@ -11,13 +10,14 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace, Word};
 use epochlab_common::{Datum, ScalarImpl};
 
 use super::positive_u32;
+use crate::dialect::RisingWaveDialect;
 use crate::error::SqlError;
 
 /// `sqlparser`'s reading of one statement.
 pub(super) fn parse_one(text: &str) -> Result<Statement, SqlError> {
     let quoted = quote_table_names(text);
     let text = quoted.as_deref().unwrap_or(text);
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text)?;
+    let mut statements = Parser::parse_sql(&RisingWaveDialect, text)?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
         0 => Err(SqlError::Invalid("empty statement".into())),
@@ -38,9 +38,7 @@ fn quote_table_names(text: &str) -> Option<String> {
     {
         return None;
     }
-    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize()
-        .ok()?;
+    let mut tokens = Tokenizer::new(&RisingWaveDialect, text).tokenize().ok()?;
     // Whether the token before names a place for a relation (a comma too: `FROM a, table`).
     let mut at_a_place = false;
     let mut quoted = false;
@@ -77,7 +75,7 @@ pub(super) struct Stmt {
 
 /// The statements of `sql`, split at `;` outside parentheses.
 pub(super) fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+    let tokens = Tokenizer::new(&RisingWaveDialect, sql)
         .tokenize()
         .map_err(|e| SqlError::Parse(e.to_string()))?;
     let mut out = Vec::new();

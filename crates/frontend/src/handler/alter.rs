@@ -215,7 +215,7 @@ fn rename_relation(
             (RelationKind::Index, Some(info)) => Some(format!(
                 "CREATE INDEX {} ON {to}({})",
                 dep.name,
-                info.key.join(", ")
+                info.key_definition()
             )),
             (RelationKind::Sink, _) => rename_in_sink(&dep.definition, &r.name, to),
             _ => rename_in_definition(&dep.definition, &r.name, to),

@@ -4,13 +4,13 @@
 //! DML: no connector runs here, so no data is generated (noted).
 
 use sqlparser::ast::{CreateTable, CreateTableOptions, Statement};
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::HandlerResult;
 use super::parse::{Cursor, join_tokens};
 use crate::catalog::CatalogError;
+use crate::dialect::RisingWaveDialect;
 use crate::error::SqlError;
 use crate::frontend::Session;
 
@@ -166,7 +166,7 @@ impl Session {
             Ok(None) => return None,
             Err(e) => return Some(Err(e)),
         };
-        let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text);
+        let parsed = Parser::parse_sql(&RisingWaveDialect, &text);
         let ct = match parsed.as_deref() {
             Ok([Statement::CreateTable(ct)]) => ct.clone(),
             Ok(_) => return Some(Err(SqlError::Parse("expected one CREATE TABLE".into()))),
@@ -183,7 +183,7 @@ mod tests {
     use super::*;
 
     fn tokens(sql: &str) -> Vec<Token> {
-        Tokenizer::new(&PostgreSqlDialect {}, sql)
+        Tokenizer::new(&RisingWaveDialect, sql)
             .tokenize()
             .unwrap()
             .into_iter()

@@ -5,8 +5,9 @@
 //! A source is catalog only: `CREATE SOURCE` is accepted with its connector, `FORMAT` and `ENCODE`, and no
 //! data is generated (the engine has no connectors); a view or materialized view over it sees no rows.
 
+use epochlab_common::OrderType;
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -16,6 +17,7 @@ use crate::catalog::{
     CatalogError, ColumnCatalog, ConnectionCatalog, IndexInfo, RelationCatalog, RelationKind,
     check_valid_column_name,
 };
+use crate::dialect::RisingWaveDialect;
 use crate::error::SqlError;
 use crate::frontend::{Output, Session, data_type};
 
@@ -263,7 +265,10 @@ impl Session {
         }
         c.expect(&["ON"])?;
         let table_name = c.name()?;
-        let key = paren_list(c)?;
+        let key = paren_token_lists(c)?
+            .iter()
+            .map(|item| ordered_item(item))
+            .collect::<Result<Vec<_>, _>>()?;
         let include = if c.eat(&["INCLUDE"]) {
             Some(paren_list(c)?)
         } else {
@@ -291,7 +296,7 @@ impl Session {
         let definition = format!(
             "CREATE INDEX {index_name} ON {}({})",
             table.name,
-            info.key.join(", ")
+            info.key_definition()
         );
         if let Some(done) = self
             .create_index_job(&table, &index_name, &info, &definition)
@@ -428,6 +433,11 @@ fn source_connector(
 
 /// `(a, b, ...)`: each item's text (a column name, or an expression as written).
 fn paren_list(c: &mut Cursor<'_>) -> Result<Vec<String>, SqlError> {
+    Ok(paren_token_lists(c)?.iter().map(|t| item_text(t)).collect())
+}
+
+/// The items of a parenthesized list, each its tokens.
+fn paren_token_lists(c: &mut Cursor<'_>) -> Result<Vec<Vec<Token>>, SqlError> {
     if !c.eat_token(&Token::LParen) {
         return Err(c.unexpected("("));
     }
@@ -444,8 +454,7 @@ fn paren_list(c: &mut Cursor<'_>) -> Result<Vec<String>, SqlError> {
             Token::RParen if depth == 0 => break,
             Token::RParen => depth -= 1,
             Token::Comma if depth == 0 => {
-                items.push(item_text(&current));
-                current.clear();
+                items.push(std::mem::take(&mut current));
                 continue;
             }
             _ => {}
@@ -453,9 +462,43 @@ fn paren_list(c: &mut Cursor<'_>) -> Result<Vec<String>, SqlError> {
         current.push(t);
     }
     if !current.is_empty() {
-        items.push(item_text(&current));
+        items.push(current);
     }
     Ok(items)
+}
+
+/// An index key item: its expression's text and its order, `[ASC | DESC] [NULLS {FIRST | LAST}]` at its
+/// end as PostgreSQL defaults them (NULLs largest).
+fn ordered_item(tokens: &[Token]) -> Result<(String, OrderType), SqlError> {
+    let word = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k && w.quote_style.is_none());
+    let mut end = tokens.len();
+    let mut nulls_first = None;
+    if end >= 2 && word(&tokens[end - 2], Keyword::NULLS) {
+        nulls_first = match &tokens[end - 1] {
+            t if word(t, Keyword::FIRST) => Some(true),
+            t if word(t, Keyword::LAST) => Some(false),
+            t => {
+                return Err(SqlError::Parse(format!(
+                    "expected FIRST or LAST, found: {t}"
+                )));
+            }
+        };
+        end -= 2;
+    }
+    let mut order = OrderType::ascending();
+    if end >= 1 && word(&tokens[end - 1], Keyword::DESC) {
+        order = OrderType::descending();
+        end -= 1;
+    } else if end >= 1 && word(&tokens[end - 1], Keyword::ASC) {
+        end -= 1;
+    }
+    if end == 0 {
+        return Err(SqlError::Parse(
+            "expected an expression in the index key".into(),
+        ));
+    }
+    let order = nulls_first.map_or(order, |n| order.with_nulls_first(n));
+    Ok((item_text(&tokens[..end]), order))
 }
 
 /// A key item's text: a column name folded as an identifier, an expression parenthesized as RisingWave
@@ -474,17 +517,18 @@ fn item_text(tokens: &[Token]) -> String {
 /// them: the distribution key is a prefix of the key.
 fn index_info(
     table: &RelationCatalog,
-    key: Vec<String>,
+    key: Vec<(String, OrderType)>,
     include: Option<Vec<String>>,
     distributed: Option<Vec<String>>,
 ) -> Result<IndexInfo, SqlError> {
+    let (key, key_orders): (Vec<String>, Vec<OrderType>) = key.into_iter().unzip();
     let visible: Vec<&str> = table
         .visible_columns()
         .map(|(_, c)| c.name.as_str())
         .collect();
     for k in &key {
         if !k.starts_with('(') && !visible.contains(&k.as_str()) {
-            return Err(SqlError::Invalid(format!("column \"{k}\" does not exist")));
+            return Err(SqlError::ItemNotFound(format!("Invalid column: {k}")));
         }
     }
     let include: Vec<String> = match include {
@@ -509,6 +553,7 @@ fn index_info(
     Ok(IndexInfo {
         primary_table: table.id,
         key,
+        key_orders,
         include,
         dist_key_len,
     })
@@ -555,7 +600,7 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
         return Ok((String::new(), Vec::new()));
     }
     let sql = format!("CREATE TABLE {name} {text}");
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql)?;
+    let parsed = Parser::parse_sql(&RisingWaveDialect, &sql)?;
     let Some(Statement::CreateTable(ct)) = parsed.first() else {
         return Err(SqlError::Parse(format!("expected columns, found {text}")));
     };

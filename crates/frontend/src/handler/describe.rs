@@ -103,8 +103,7 @@ impl Session {
                 && x.index.as_ref().is_some_and(|i| i.primary_table == r.id)
         }) {
             let info = idx.index.as_ref().expect("filtered");
-            let key: Vec<String> = info.key.iter().map(|k| format!("{k} ASC")).collect();
-            let mut text = format!("index({})", key.join(", "));
+            let mut text = format!("index({})", info.key_with_orders().join(", "));
             if !info.include.is_empty() {
                 text.push_str(&format!(" include({})", info.include.join(", ")));
             }

@@ -7,8 +7,9 @@ use sqlparser::ast::{
     Ident, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableAlias, TableFactor,
     TableWithJoins,
 };
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+
+use crate::dialect::RisingWaveDialect;
 
 /// How deep the rewrite follows nested queries (bounded).
 const MAX_DEPTH: usize = 64;
@@ -23,7 +24,7 @@ pub fn rename_in_query(query: &str, old: &str, new: &str) -> Option<String> {
 /// The `CREATE (MATERIALIZED) VIEW` statement with its query's `FROM` items renamed; `None` when nothing
 /// changed (or it is not such a statement).
 pub fn rename_in_definition(definition: &str, old: &str, new: &str) -> Option<String> {
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, definition).ok()?;
+    let mut stmts = Parser::parse_sql(&RisingWaveDialect, definition).ok()?;
     let [Statement::CreateView(cv)] = stmts.as_mut_slice() else {
         return None;
     };
@@ -31,7 +32,7 @@ pub fn rename_in_definition(definition: &str, old: &str, new: &str) -> Option<St
 }
 
 fn parse_query(text: &str) -> Option<Query> {
-    let stmts = Parser::parse_sql(&PostgreSqlDialect {}, text).ok()?;
+    let stmts = Parser::parse_sql(&RisingWaveDialect, text).ok()?;
     match stmts.into_iter().next()? {
         Statement::Query(q) => Some(*q),
         _ => None,
@@ -155,7 +156,7 @@ pub fn sink_definition(text: &str) -> String {
 
 fn canonical_sink(text: &str) -> Option<String> {
     let tokens: Vec<sqlparser::tokenizer::Token> =
-        sqlparser::tokenizer::Tokenizer::new(&PostgreSqlDialect {}, text)
+        sqlparser::tokenizer::Tokenizer::new(&RisingWaveDialect, text)
             .tokenize()
             .ok()?
             .into_iter()
@@ -225,7 +226,7 @@ mod sink_tests {
 /// `CREATE MATERIALIZED VIEW` as `SHOW CREATE` prints it: `sqlparser`'s canonical text, without `IF NOT
 /// EXISTS`; the text as given when it does not parse.
 pub fn mv_definition(text: &str) -> String {
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, text);
+    let parsed = Parser::parse_sql(&RisingWaveDialect, text);
     match parsed.as_deref() {
         Ok([Statement::CreateView(cv)]) => {
             let mut cv = cv.clone();

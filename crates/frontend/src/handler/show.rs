@@ -161,11 +161,10 @@ impl Session {
             .filter_map(|r| Some((r, r.index.as_ref()?)))
             .filter(|(_, i)| i.primary_table == table.id)
             .map(|(r, i)| {
-                let key: Vec<String> = i.key.iter().map(|k| format!("{k} ASC")).collect();
                 vec![
                     r.name.clone(),
                     table.name.clone(),
-                    key.join(", "),
+                    i.key_with_orders().join(", "),
                     i.include.join(", "),
                     i.key[..i.dist_key_len].join(", "),
                 ]

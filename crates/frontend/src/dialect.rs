@@ -1,0 +1,146 @@
+//! [`RisingWaveDialect`]: the one `sqlparser` dialect the front end reads SQL with. It is PostgreSQL's
+//! (RisingWave's parser is a PostgreSQL parser extended with its own syntax) plus what RisingWave adds that
+//! `sqlparser` has a switch for: `SELECT * EXCEPT (..)`.
+//!
+//! Why a dialect over `sqlparser` and not a parser of our own: `sqlparser` is kept upstream, reads
+//! PostgreSQL's grammar whole, and its dialect hooks (`parse_statement`, `parse_column_option`, the
+//! `supports_*` switches) take RisingWave's additions one at a time; every construct neither reads stays a
+//! one-line parse error. The dialect reports PostgreSQL's type id, so each of `sqlparser`'s
+//! `dialect_of!(.. is PostgreSqlDialect)` branches reads as PostgreSQL; every method PostgreSQL's dialect
+//! overrides is delegated to it (listed below; a test parses the same statements with both).
+
+use std::any::TypeId;
+
+use sqlparser::dialect::{BindPlaceholderStyle, Dialect, PostgreSqlDialect, Precedence};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+
+/// PostgreSQL's dialect with RisingWave's additions (see the module's text).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RisingWaveDialect;
+
+/// Each method named, passed to PostgreSQL's dialect as it is.
+macro_rules! delegate_to_postgres {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self $(, $arg: $ty)*) -> $ret {
+                PostgreSqlDialect {}.$name($($arg),*)
+            }
+        )*
+    };
+}
+
+impl Dialect for RisingWaveDialect {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<PostgreSqlDialect>()
+    }
+
+    /// `SELECT * EXCEPT (a, b)`: every column but those (RisingWave's `Wildcard(Some(except))`).
+    fn supports_select_wildcard_except(&self) -> bool {
+        true
+    }
+
+    delegate_to_postgres! {
+        fn supports_cte_materialization(&self) -> bool;
+        fn identifier_quote_style(&self, identifier: &str) -> Option<char>;
+        fn ordered_bind_placeholder_style(&self) -> Option<BindPlaceholderStyle>;
+        fn is_delimited_identifier_start(&self, ch: char) -> bool;
+        fn is_identifier_start(&self, ch: char) -> bool;
+        fn is_identifier_part(&self, ch: char) -> bool;
+        fn supports_unicode_string_literal(&self) -> bool;
+        fn is_reserved_for_identifier(&self, kw: Keyword) -> bool;
+        fn is_table_alias(&self, kw: &Keyword, parser: &mut Parser) -> bool;
+        fn supports_string_literal_column_alias(&self, explicit: bool) -> bool;
+        fn supports_string_literal_table_alias(&self, explicit: bool) -> bool;
+        fn is_custom_operator_part(&self, ch: char) -> bool;
+        fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>>;
+        fn supports_filter_during_aggregation(&self) -> bool;
+        fn supports_group_by_expr(&self) -> bool;
+        fn supports_drop_group(&self) -> bool;
+        fn supports_alter_user_as_alter_role(&self) -> bool;
+        fn supports_create_group(&self) -> bool;
+        fn supports_create_role_if_not_exists(&self) -> bool;
+        fn prec_value(&self, prec: Precedence) -> u8;
+        fn allow_extract_custom(&self) -> bool;
+        fn allow_extract_single_quotes(&self) -> bool;
+        fn supports_create_index_with_clause(&self) -> bool;
+        fn supports_sql_option_without_value(&self) -> bool;
+        fn supports_explain_with_utility_options(&self) -> bool;
+        fn supports_listen_notify(&self) -> bool;
+        fn supports_exclude_constraint(&self) -> bool;
+        fn supports_factorial_operator(&self) -> bool;
+        fn supports_bitwise_shift_operators(&self) -> bool;
+        fn supports_tilde_like_match_operator(&self) -> bool;
+        fn supports_comparison_in_between_low_bound(&self) -> bool;
+        fn supports_comment_on(&self) -> bool;
+        fn supports_load_extension(&self) -> bool;
+        fn supports_named_fn_args_with_colon_operator(&self) -> bool;
+        fn supports_named_fn_args_with_expr_name(&self) -> bool;
+        fn supports_named_fn_args_with_assignment_operator(&self) -> bool;
+        fn supports_empty_projections(&self) -> bool;
+        fn supports_nested_comments(&self) -> bool;
+        fn supports_copy_from_stdin_data(&self) -> bool;
+        fn supports_string_escape_constant(&self) -> bool;
+        fn supports_numeric_literal_underscores(&self) -> bool;
+        fn supports_non_decimal_integer_literals(&self) -> bool;
+        fn supports_array_typedef_with_brackets(&self) -> bool;
+        fn supports_geometric_types(&self) -> bool;
+        fn supports_order_by_using_operator(&self) -> bool;
+        fn supports_set_names(&self) -> bool;
+        fn supports_alter_column_type_using(&self) -> bool;
+        fn supports_left_associative_joins_without_parens(&self) -> bool;
+        fn supports_notnull_operator(&self) -> bool;
+        fn supports_interval_options(&self) -> bool;
+        fn is_interval_qualifier(&self, kw: Keyword) -> bool;
+        fn supports_insert_table_alias(&self) -> bool;
+        fn supports_create_table_like_parenthesized(&self) -> bool;
+        fn supports_select_wildcard_with_alias(&self) -> bool;
+        fn supports_comma_separated_trim(&self) -> bool;
+        fn supports_xml_expressions(&self) -> bool;
+        fn is_custom_type_typed_string(&self, first_keyword: Keyword, qualified: bool) -> bool;
+        fn supports_aliased_function_args(&self) -> bool;
+        fn supports_comment_optimizer_hint(&self) -> bool;
+        fn supports_add_column_if_not_exists(&self) -> bool;
+        fn supports_attach_partition_of(&self) -> bool;
+        fn supports_detach_partition_of(&self) -> bool;
+        fn supports_table_inheritance_markers(&self) -> bool;
+        fn supports_column_generic_options(&self) -> bool;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statements both dialects read: the same tree from each.
+    const SHARED: &[&str] = &[
+        "SELECT a::int, b->>'k', c @> d, e ~ 'x', f !~* 'y', g || h FROM t WHERE i IS NOT DISTINCT FROM j",
+        "SELECT count(*) FILTER (WHERE a > 1), string_agg(b, ',' ORDER BY c DESC NULLS LAST) FROM t GROUP BY 1",
+        "SELECT x FROM t1 LEFT JOIN t2 ON t1.a = t2.b, t3 ORDER BY 1 LIMIT 2 OFFSET 1",
+        "WITH c AS MATERIALIZED (SELECT 1) SELECT * FROM c",
+        "SELECT $1, U&'d\\0061t', E'\\n', 0x1F, 1_000, 'a' COLLATE \"C\", ARRAY[1, 2][1], 5!",
+        "SELECT extract(epoch FROM now()), trim(both 'x' FROM s), interval '1' day, a <<= b",
+        "SELECT * FROM t AS x(a, b) WHERE a NOTNULL AND b IS NULL",
+        "CREATE TABLE t (v INT PRIMARY KEY, w VARCHAR DEFAULT 'x')",
+        "CREATE INDEX i ON t(v DESC) INCLUDE (w)",
+        "SELECT * FROM t EXCEPT SELECT * FROM u",
+    ];
+
+    #[test]
+    fn reads_what_postgres_reads_as_postgres_does() {
+        for sql in SHARED {
+            let pg = Parser::parse_sql(&PostgreSqlDialect {}, sql);
+            let rw = Parser::parse_sql(&RisingWaveDialect, sql);
+            assert_eq!(format!("{pg:?}"), format!("{rw:?}"), "{sql}");
+            assert!(rw.is_ok(), "{sql}: {rw:?}");
+        }
+    }
+
+    #[test]
+    fn reads_a_wildcard_with_except() {
+        let sql = "SELECT * EXCEPT (a, b) FROM t";
+        assert!(Parser::parse_sql(&PostgreSqlDialect {}, sql).is_err());
+        let rw = Parser::parse_sql(&RisingWaveDialect, sql).expect("read");
+        assert_eq!(rw[0].to_string(), sql);
+    }
+}
