@@ -2,8 +2,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{ActorMapping, DispatcherDesc};
-use epochlab_common::{ActorId, Bitmap, EpochPair, FragmentId};
+use epochlab_common::{ActorId, Bitmap, EpochPair, FragmentId, TableId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BarrierKind {
@@ -77,6 +78,10 @@ pub struct UpdateMutation {
     pub vnode_bitmaps: BTreeMap<ActorId, Arc<Bitmap>>,
     /// Actors that stop at this barrier.
     pub dropped_actors: BTreeSet<ActorId>,
+    /// Tables that take a new schema at this barrier (`ALTER TABLE .. ADD COLUMN`, RisingWave's
+    /// replace-table): the table's materialize and every backfill reading it take the new desc after the
+    /// barrier; its columns are appended, its key the same.
+    pub table_descs: BTreeMap<TableId, Arc<TableDesc>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,6 +177,14 @@ impl Barrier {
         }
     }
 
+    /// The new schema of `table`, when this barrier replaces it.
+    pub fn as_update_table_desc(&self, table: TableId) -> Option<Arc<TableDesc>> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Update(u)) => u.table_descs.get(&table).cloned(),
+            _ => None,
+        }
+    }
+
     /// The new mappings of `actor`'s dispatchers, when this barrier reschedules a fragment downstream of it.
     pub fn as_update_dispatchers(&self, actor: ActorId) -> Option<&[DispatcherUpdate]> {
         match self.mutation.as_deref() {
@@ -243,6 +256,7 @@ mod tests {
             .into(),
             vnode_bitmaps: [(ActorId(1), bitmap.clone())].into(),
             dropped_actors: [ActorId(2)].into(),
+            ..UpdateMutation::default()
         };
         let b = barrier(Mutation::Update(update));
         assert!(b.is_stop(ActorId(2)));

@@ -1,6 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use epochlab_common::catalog::TableDesc;
 use epochlab_common::{ActorId, Bitmap, Epoch, TableId, WorkerId};
 use epochlab_storage::SyncResult;
 
@@ -91,6 +92,14 @@ pub enum Command {
         vnode_bitmaps: BTreeMap<ActorId, Arc<Bitmap>>,
         dispatchers: BTreeMap<ActorId, Vec<DispatcherUpdate>>,
     },
+    /// Give a table a new schema (`ALTER TABLE .. ADD COLUMN`; RisingWave's `ReplaceTable`, which builds the
+    /// table's actors anew; here they keep their ids): an `Update` mutation with the table's new desc, taken
+    /// by its materialize and by every backfill reading it after the barrier. Meta applies it to its catalog
+    /// once the barrier is collected.
+    ReplaceTable {
+        table_id: TableId,
+        desc: Arc<TableDesc>,
+    },
 }
 
 impl Command {
@@ -104,6 +113,7 @@ impl Command {
             Command::CancelStreamingJob { .. } => "cancel streaming job",
             Command::Throttle(_) => "throttle",
             Command::RescheduleFragment { .. } => "reschedule fragment",
+            Command::ReplaceTable { .. } => "replace table",
         }
     }
 
@@ -169,7 +179,11 @@ impl Command {
             } => Some(Mutation::Update(UpdateMutation {
                 dispatchers: dispatchers.clone(),
                 vnode_bitmaps: vnode_bitmaps.clone(),
-                dropped_actors: BTreeSet::new(),
+                ..UpdateMutation::default()
+            })),
+            Command::ReplaceTable { table_id, desc } => Some(Mutation::Update(UpdateMutation {
+                table_descs: [(*table_id, desc.clone())].into(),
+                ..UpdateMutation::default()
             })),
         }
     }

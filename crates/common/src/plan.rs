@@ -131,6 +131,12 @@ pub enum StreamNode {
     StreamScan {
         scan_type: StreamScanType,
         upstream_table: Arc<TableDesc>,
+        /// The upstream table's columns the scan emits, by position (RisingWave's `output_indices`): its
+        /// columns when the job was planned. A table's columns only grow (`ALTER TABLE .. ADD COLUMN`
+        /// appends one), so a job keeps the ones it was planned over. Empty (a job stored before this
+        /// field was): every column.
+        #[serde(default)]
+        output_indices: Vec<usize>,
         state_table: Arc<TableDesc>,
         /// Snapshot rows per second per actor; `None` is unlimited.
         rate_limit: Option<u32>,
@@ -528,6 +534,7 @@ impl StreamNode {
         StreamNode::StreamScan {
             scan_type,
             state_table: upstream_table.clone(),
+            output_indices: (0..upstream_table.column_types.len()).collect(),
             upstream_table,
             rate_limit: None,
             chunk_size,

@@ -197,6 +197,14 @@ fn take_prefixed<'a>(bytes: &'a [u8], pos: &mut usize) -> Result<&'a [u8], Decod
     take(bytes, pos, len as usize)
 }
 
+/// Whether `written`, a row's old value in a delete or update, is the row `stored` holds, which may have
+/// been written before its table gained columns (`ALTER TABLE .. ADD COLUMN` appends them): the same bytes,
+/// or `stored`'s followed by NULLs only. Two rows of one schema have the same number of values, so this is
+/// equality for them.
+pub fn same_row(written: &[u8], stored: &[u8]) -> bool {
+    written.starts_with(stored) && written[stored.len()..].iter().all(|&t| t == TAG_NULL)
+}
+
 pub fn decode_row(bytes: &[u8]) -> Result<OwnedRow, DecodeError> {
     let mut pos = 0;
     let mut datums = Vec::new();
@@ -298,6 +306,22 @@ mod tests {
             arb_datum(&ty)
                 .prop_map(move |value| crate::expr_node::ExprNode::literal(value, ty.clone()))
         })
+    }
+
+    #[test]
+    fn a_row_and_its_padded_self_are_the_same_row() {
+        let short = encode_row(&OwnedRow::new(vec![Some(ScalarImpl::Int32(5))]));
+        let padded = encode_row(&OwnedRow::new(vec![Some(ScalarImpl::Int32(5)), None, None]));
+        let other = encode_row(&OwnedRow::new(vec![
+            Some(ScalarImpl::Int32(5)),
+            Some(ScalarImpl::Int32(0)),
+        ]));
+        assert!(same_row(&padded, &short) && same_row(&short, &short));
+        assert!(
+            !same_row(&short, &padded),
+            "a stored row is never wider than its delete"
+        );
+        assert!(!same_row(&other, &short) && !same_row(&other, &padded));
     }
 
     proptest! {

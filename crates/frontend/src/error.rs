@@ -16,6 +16,9 @@ pub enum SqlError {
     /// engine does not yet.
     #[error("Not supported: {0}")]
     NotSupported(String),
+    /// What RisingWave itself has not implemented (its `bail_not_implemented!`).
+    #[error("Feature is not yet implemented: {0}")]
+    NotImplemented(String),
     /// A statement the subset has, with a wrong argument (a column that does not exist, a bad value).
     #[error("{0}")]
     Invalid(String),
@@ -97,7 +100,9 @@ impl SqlError {
         match self {
             SqlError::Parse(_) => "sql parser error",
             SqlError::Unsupported(_) => "unsupported",
-            SqlError::NotSupported(_) => "not supported (as in RisingWave)",
+            SqlError::NotSupported(_) | SqlError::NotImplemented(_) => {
+                "not supported (as in RisingWave)"
+            }
             SqlError::Invalid(_) => "invalid statement",
             SqlError::ItemNotFound(_) | SqlError::AmbiguousColumn(_) => "column binding",
             SqlError::Catalog { problem, .. } => match problem {

@@ -714,12 +714,12 @@ fn catalog_columns(def: &Def) -> Vec<CatalogColumn> {
             hidden: false,
         })
         .collect();
-    if def.row_id {
+    if let Some(index) = def.row_id_index() {
         out.push(CatalogColumn {
             name: ROW_ID.into(),
             ty: DataType::Int64,
             expr: ExprNode::InputRef {
-                index: def.stored.len() - 1,
+                index,
                 ty: DataType::Int64,
             },
             hidden: true,
@@ -804,6 +804,16 @@ fn object_name_path(n: &ObjectName) -> Result<String, SqlError> {
         _ => parts.iter().map(String::as_str).collect(),
     };
     Ok(parts.join("."))
+}
+
+/// A `CREATE TABLE` as `sqlparser` reads it: its `STRUCT<..>` column types quoted (see
+/// `rewrite_create_table`).
+pub(crate) fn readable_create_table(text: &str) -> Result<String, SqlError> {
+    let statements = split_statements(text)?;
+    match statements.first() {
+        Some(s) => Ok(rewrite_create_table(s).0),
+        None => Ok(text.to_string()),
+    }
 }
 
 /// The engine's type of a SQL type.

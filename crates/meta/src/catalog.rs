@@ -142,6 +142,15 @@ fn reports_progress(node: &StreamNode) -> bool {
         .any(|n| matches!(n, StreamNode::StreamScan { .. } | StreamNode::Values { .. }))
 }
 
+/// What a job's backfill of one table is, whatever its actor: see `StreamNode::StreamScan`.
+struct ScanSpec {
+    scan_type: StreamScanType,
+    up_id: TableId,
+    output_indices: Vec<usize>,
+    state_table: Arc<TableDesc>,
+    chunk_size: usize,
+}
+
 /// A fragment of a job other than its first: its id and its actors.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Fragment {
@@ -386,29 +395,30 @@ impl Catalog {
             .progress_table
             .clone()
             .expect("a job over a table has a progress table");
-        self.scan_node(
-            rel,
-            rel.scan_type,
+        // A job planned by kind copies its upstream's columns as they were at its creation.
+        let output_indices = (0..rel.desc.column_types.len()).collect();
+        let scan = ScanSpec {
+            scan_type: rel.scan_type,
             up_id,
+            output_indices,
             state_table,
-            BACKFILL_CHUNK_SIZE,
-            i,
-        )
+            chunk_size: BACKFILL_CHUNK_SIZE,
+        };
+        self.scan_node(rel, scan, i)
     }
 
     /// The backfill of actor `i` of a fragment over table `up_id` (arrangement backfill over a merge of every
     /// upstream actor, or no-shuffle backfill over upstream actor `i`) under the job's rate limit. Where that
     /// limit holds rows (a flow-control executor after it, or the backfill's own reads) is the compute node's
     /// choice, as in RisingWave (`BackfillRateLimit` in the stream crate's builder).
-    fn scan_node(
-        &self,
-        rel: &Relation,
-        scan_type: StreamScanType,
-        up_id: TableId,
-        state_table: Arc<TableDesc>,
-        chunk_size: usize,
-        i: usize,
-    ) -> StreamNode {
+    fn scan_node(&self, rel: &Relation, scan: ScanSpec, i: usize) -> StreamNode {
+        let ScanSpec {
+            scan_type,
+            up_id,
+            output_indices,
+            state_table,
+            chunk_size,
+        } = scan;
         // A job enters the catalog only while its upstream is there, and a drop refuses a table with
         // dependents (`MetaNode::create_job`, `remove_from_catalog`).
         let up = self.relations.get(&up_id).unwrap_or_else(|| {
@@ -425,6 +435,7 @@ impl Catalog {
         StreamNode::StreamScan {
             scan_type,
             upstream_table: up.desc.clone(),
+            output_indices,
             state_table,
             rate_limit: rel.rate_limit,
             chunk_size,
@@ -460,17 +471,25 @@ impl Catalog {
             StreamNode::StreamScan {
                 scan_type,
                 upstream_table,
+                output_indices,
                 state_table,
                 chunk_size,
                 ..
-            } => self.scan_node(
-                rel,
-                *scan_type,
-                upstream_table.table_id,
-                state_table.clone(),
-                *chunk_size,
-                i,
-            ),
+            } => {
+                // A job stored before scans had output columns read its upstream as it was planned.
+                let output_indices = match output_indices.is_empty() {
+                    true => (0..upstream_table.column_types.len()).collect(),
+                    false => output_indices.clone(),
+                };
+                let scan = ScanSpec {
+                    scan_type: *scan_type,
+                    up_id: upstream_table.table_id,
+                    output_indices,
+                    state_table: state_table.clone(),
+                    chunk_size: *chunk_size,
+                };
+                self.scan_node(rel, scan, i)
+            }
             _ => {
                 let mut out = node.clone();
                 for (child, planned) in out.inputs_mut().into_iter().zip(node.inputs()) {

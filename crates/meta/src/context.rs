@@ -213,6 +213,9 @@ impl GlobalBarrierManagerContext for MetaContext {
                     vnode_bitmaps,
                     ..
                 } => inner.apply_reschedule(job_id, &vnode_bitmaps),
+                Command::ReplaceTable { table_id, desc } => {
+                    inner.apply_replace_table(table_id, &desc)
+                }
                 // RisingWave's `post_create_table_fragments`: the job's fragments leave `Initial`.
                 Command::CreateStreamingJob { job_id, .. } => {
                     if let Some(r) = inner.catalog().relations.get_mut(&job_id) {

@@ -10,6 +10,7 @@ pub mod notification;
 mod persist;
 pub mod progress;
 pub mod recovery;
+pub mod replace_table;
 pub mod reschedule;
 pub mod scale;
 pub mod sql_catalog;

@@ -494,11 +494,12 @@ impl Cluster {
 
     pub fn committed_rows_at(&self, table: TableId, epoch: Epoch) -> Vec<OwnedRow> {
         use std::ops::Bound::Unbounded;
+        let width = self.table_width(table);
         self.hummock
             .committed_store()
             .scan(table, (Unbounded, Unbounded), epoch, usize::MAX)
             .into_iter()
-            .map(|(_, v)| value_encoding::decode_row(&v).expect("committed rows decode"))
+            .map(|(_, v)| decode_stored_row(&v, width))
             .collect()
     }
 
@@ -506,9 +507,17 @@ impl Cluster {
     /// them (a checker of a large table must not hold a second copy of it).
     pub fn for_each_committed_row(&self, table: TableId, mut f: impl FnMut(OwnedRow)) {
         let mce = self.hummock.max_committed_epoch();
-        self.hummock.committed_store().for_each(table, mce, |_, v| {
-            f(value_encoding::decode_row(v).expect("committed rows decode"))
-        });
+        let width = self.table_width(table);
+        self.hummock
+            .committed_store()
+            .for_each(table, mce, |_, v| f(decode_stored_row(v, width)));
+    }
+
+    /// How many columns `table` has now in meta's catalog (`None`: not a job's table).
+    fn table_width(&self, table: TableId) -> Option<usize> {
+        let meta = self.meta();
+        let catalog = meta.catalog();
+        catalog.get(table).map(|r| r.desc.column_types.len())
     }
 
     /// A collecting sink's rows as of the max committed epoch, and any anomalies (duplicates, lost rows).
@@ -533,4 +542,18 @@ impl Cluster {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A stored row, with NULL in the columns its table has gained since it was written (`ALTER TABLE .. ADD
+/// COLUMN` appends them): `width` is the table's column count now.
+fn decode_stored_row(value: &[u8], width: Option<usize>) -> OwnedRow {
+    let row = value_encoding::decode_row(value).expect("committed rows decode");
+    match width {
+        Some(w) if row.len() < w => {
+            let mut datums = row.into_inner();
+            datums.resize(w, None);
+            OwnedRow::new(datums)
+        }
+        _ => row,
+    }
 }

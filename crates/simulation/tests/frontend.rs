@@ -40,7 +40,14 @@ const OUTSIDE: &[(&str, &str)] = &[
         "unsupported: streaming except",
     ),
     ("DROP INDEX i", "index not found: i"),
-    ("ALTER TABLE t ADD COLUMN z int", "unsupported: ALTER TABLE"),
+    (
+        "ALTER TABLE t ALTER COLUMN v TYPE bigint",
+        "unsupported: ALTER TABLE",
+    ),
+    (
+        "ALTER TABLE t ADD COLUMN z int NOT NULL",
+        "Feature is not yet implemented: column constraints \"NOT NULL\"",
+    ),
     ("BEGIN", "unsupported: BEGIN"),
     ("EXPLAIN DROP TABLE t", "unsupported: EXPLAIN"),
     ("SHOW TABLES FROM nope", "schema not found: nope"),

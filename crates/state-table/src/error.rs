@@ -70,6 +70,10 @@ pub enum StateTableError {
     NotInitialized { table_id: TableId },
     #[error("table {table_id}: cannot change the vnode bitmap with uncommitted writes")]
     DirtyOnVnodeUpdate { table_id: TableId },
+    #[error("table {table_id}: cannot change the schema with uncommitted writes")]
+    DirtyOnSchemaChange { table_id: TableId },
+    #[error("table {table_id}: a new schema must append columns to the old one, its key the same")]
+    SchemaNotAppended { table_id: TableId },
     #[error("table {table_id}: stored data does not decode: {source}")]
     Decode {
         table_id: TableId,

@@ -535,6 +535,34 @@ impl StateTable {
         Ok(std::mem::replace(&mut self.vnodes, new))
     }
 
+    /// Take the table's new schema after `ALTER TABLE .. ADD COLUMN` (RisingWave's replace-table): the
+    /// same table and key, columns appended; only between epochs, with nothing uncommitted. Rows stored
+    /// before read NULL in the new columns.
+    pub fn update_desc(&mut self, new: Arc<TableDesc>) -> StateTableResult<()> {
+        if self.local.is_dirty() {
+            return Err(StateTableError::DirtyOnSchemaChange {
+                table_id: self.desc.table_id,
+            });
+        }
+        let old = &self.desc;
+        if !(new.table_id == old.table_id
+            && new.pk_indices == old.pk_indices
+            && new.pk_orders == old.pk_orders
+            && new.column_types.starts_with(&old.column_types))
+        {
+            return Err(StateTableError::SchemaNotAppended {
+                table_id: self.desc.table_id,
+            });
+        }
+        self.value_is_row = new
+            .value_indices
+            .iter()
+            .copied()
+            .eq(0..new.column_types.len());
+        self.desc = new;
+        Ok(())
+    }
+
     /// The epoch reads are taken at.
     pub fn read_epoch(&self) -> StateTableResult<Epoch> {
         Ok(self.epoch()?.curr)
@@ -581,7 +609,7 @@ fn decode_with(
     let err = |source| StateTableError::Decode { table_id, source };
     let values = value_encoding::decode_row(value).map_err(err)?;
     if value_is_row {
-        return Ok(values);
+        return Ok(to_width(values, desc.column_types.len()));
     }
     let pk =
         memcmp::decode_row(&key[VirtualNode::SIZE..], pk_types, &desc.pk_orders).map_err(err)?;
@@ -593,6 +621,18 @@ fn decode_with(
         datums[i] = d;
     }
     Ok(OwnedRow::new(datums))
+}
+
+/// A whole stored row at the table's width now: a row written before `ALTER TABLE .. ADD COLUMN` reads
+/// NULL for the columns added since (they are appended, never reused), and a reader planned over fewer
+/// columns reads the ones it knows (RisingWave's column-aware encoding reads by column id).
+fn to_width(row: OwnedRow, width: usize) -> OwnedRow {
+    if row.len() == width {
+        return row;
+    }
+    let mut datums = row.into_inner();
+    datums.resize(width, None);
+    OwnedRow::new(datums)
 }
 
 /// The smallest key greater than every key that starts with `prefix` (storage's, so that storage sees the

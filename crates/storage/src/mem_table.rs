@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Bound;
 
 use bytes::Bytes;
-use epochlab_common::TableId;
+use epochlab_common::{TableId, value_encoding};
 
 use crate::error::{Inconsistency, StorageError, StorageResult};
 
@@ -122,7 +122,8 @@ impl MemTable {
                     (KeyOp::Insert(_), Some(s)) => {
                         return Err(err(Some(KeyOp::Insert(s.clone())), &op, v.key()));
                     }
-                    (KeyOp::Delete(old) | KeyOp::Update(old, _), Some(s)) if old == s => {}
+                    (KeyOp::Delete(old) | KeyOp::Update(old, _), Some(s))
+                        if value_encoding::same_row(old, s) => {}
                     (KeyOp::Delete(_) | KeyOp::Update(..), Some(s)) => {
                         return Err(err(Some(KeyOp::Insert(s.clone())), &op, v.key()));
                     }

@@ -110,9 +110,14 @@ pub(super) struct BoundWindow {
     pub order_by: Vec<(ExprNode, OrderType)>,
 }
 
-/// The engine's type of a SQL type (`varchar(20)` is `varchar`, `numeric(10, 2)` is `numeric`: RisingWave
-/// keeps neither length nor precision).
+/// The engine's type of a SQL type (`numeric(10, 2)` is `numeric`: RisingWave keeps no precision). RisingWave's
+/// parser reads no length after `VARCHAR` (its `varchar(20)` is a syntax error).
 pub fn bind_data_type(t: &ast::DataType) -> Result<DataType, SqlError> {
+    if let ast::DataType::Varchar(Some(_)) | ast::DataType::CharacterVarying(Some(_)) = t {
+        return Err(SqlError::Parse(
+            "Expected ',' or ')' after column definition, found: (".into(),
+        ));
+    }
     let text = t.to_string().to_lowercase().replace('"', "");
     let mut name = String::with_capacity(text.len());
     let mut depth = 0;
@@ -895,7 +900,7 @@ impl Binder<'_> {
                 ))
             })?;
         if !fraction.input_refs().is_empty() {
-            return Err(SqlError::NotSupported(
+            return Err(SqlError::NotImplemented(
                 "variable as direct argument of ordered-set aggregate".into(),
             ));
         }
@@ -1227,22 +1232,9 @@ fn invalid_ordered_set_args(name: &str) -> SqlError {
 }
 
 /// `expr COLLATE "C"` (or `"POSIX"`, the names case-sensitive): the value as it is, as RisingWave's
-/// `bind_collate` (its only collations order strings by byte, as every comparison here does); a
-/// collation of a non-string is refused.
+/// `bind_collate` (its only collations order strings by byte, as every comparison here does); the checks are
+/// a column's `COLLATE`'s.
 fn bind_collate(e: ExprNode, collation: &ast::ObjectName) -> Result<ExprNode, SqlError> {
-    let name = match collation.0.as_slice() {
-        [ObjectNamePart::Identifier(id)] => id.value.as_str(),
-        _ => "",
-    };
-    if !["C", "POSIX"].contains(&name) {
-        return Err(SqlError::NotSupported(format!(
-            "Collate collation other than `C` or `POSIX` is not implemented (got {collation})"
-        )));
-    }
-    match e.return_type() {
-        DataType::Varchar => Ok(e),
-        ty => Err(SqlError::NotSupported(format!(
-            "{ty} is not a collatable data type"
-        ))),
-    }
+    crate::frontend::ddl::check_collation(collation, &e.return_type())?;
+    Ok(e)
 }

@@ -148,6 +148,7 @@ impl Session {
             project: None,
             stored: stored.clone(),
             row_id,
+            row_id_at: None,
             pk: pk.clone(),
             append_only: extras.append_only,
             statement: text.trim().to_string(),
@@ -476,6 +477,7 @@ impl Session {
             project: Some(shape.exprs),
             stored: upstream.stored.clone(),
             row_id: false,
+            row_id_at: None,
             pk: Vec::new(),
             append_only: false,
             statement: text.trim().to_string(),
@@ -672,6 +674,26 @@ fn table_conflict(row_id: bool) -> epochlab_common::plan::ConflictBehavior {
     }
 }
 
+/// A column's `COLLATE`, as RisingWave's `bind_sql_columns` checks it: `"C"` or `"POSIX"` (which order
+/// strings by byte, as every comparison here does), on a string column.
+pub(crate) fn check_collation(name: &ast::ObjectName, ty: &DataType) -> Result<(), SqlError> {
+    let collation = match name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(id)] => id.value.as_str(),
+        _ => "",
+    };
+    if !["C", "POSIX"].contains(&collation) {
+        return Err(SqlError::NotImplemented(
+            "Collate collation other than `C` or `POSIX` is not implemented".into(),
+        ));
+    }
+    if *ty != DataType::Varchar {
+        return Err(SqlError::NotSupported(format!(
+            "{ty} is not a collatable data type"
+        )));
+    }
+    Ok(())
+}
+
 /// A `CREATE TABLE`'s columns and the names of its primary key (from a column option or the constraint).
 fn bind_table_columns(
     name: &str,
@@ -687,18 +709,23 @@ fn bind_table_columns(
                 "column \"{col}\" specified more than once"
             )));
         }
-        columns.push(Column {
-            name: col.clone(),
-            ty: data_type(&c.data_type)?,
-            src: i,
-        });
+        let ty = data_type(&c.data_type)?;
         for o in &c.options {
             match &o.option {
                 ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
-                ColumnOption::Null | ColumnOption::NotNull => {}
-                other => return Err(SqlError::Unsupported(format!("column option {other}"))),
+                ColumnOption::Collation(name) => check_collation(name, &ty)?,
+                _ => {
+                    return Err(SqlError::NotImplemented(format!(
+                        "column constraints \"{o}\""
+                    )));
+                }
             }
         }
+        columns.push(Column {
+            name: col.clone(),
+            ty,
+            src: i,
+        });
     }
     for constraint in &ct.constraints {
         match constraint {

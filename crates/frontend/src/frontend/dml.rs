@@ -114,8 +114,8 @@ impl Session {
             for (value, col) in v.into_iter().zip(&targets) {
                 row[col.src] = value;
             }
-            if def.row_id {
-                row[def.stored.len() - 1] = Some(ScalarImpl::Int64(first_id + i as i64));
+            if let Some(at) = def.row_id_index() {
+                row[at] = Some(ScalarImpl::Int64(first_id + i as i64));
             }
             ops.push((Op::Insert, OwnedRow::new(row)));
         }
@@ -195,11 +195,9 @@ impl Session {
             columns[c.src].hidden = false;
             columns[c.src].qualified_only = false;
         }
-        if def.row_id
-            && let Some(last) = columns.last_mut()
-        {
-            last.name = ROW_ID.into();
-            last.qualified_only = false;
+        if let Some(row_id) = def.row_id_index().and_then(|at| columns.get_mut(at)) {
+            row_id.name = ROW_ID.into();
+            row_id.qualified_only = false;
         }
         Scope { columns }
     }

@@ -93,6 +93,12 @@ pub(super) fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     };
     for t in tokens {
         match &t {
+            // RisingWave's parser refuses `""` as a name (PostgreSQL's error).
+            Token::Word(w) if w.quote_style == Some('"') && w.value.is_empty() => {
+                return Err(SqlError::Parse(
+                    "zero-length delimited identifier at or near \"\"".into(),
+                ));
+            }
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
             Token::SemiColon if depth <= 0 => {

@@ -3,7 +3,7 @@
 //! definition `SHOW CREATE TABLE` prints. A table with a connector is a table the engine writes only through
 //! DML: no connector runs here, so no data is generated (noted).
 
-use sqlparser::ast::{CreateTable, CreateTableOptions, Statement};
+use sqlparser::ast::{self, CreateTable, CreateTableOptions, Statement};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -139,6 +139,9 @@ pub fn validate_compatibility(connector: &str, f: &FormatEncode) -> Result<(), C
 /// columns, then the `WITH` options and `FORMAT ... ENCODE ...`.
 pub fn table_definition(ct: &CreateTable, extras: &TableExtras) -> String {
     let mut shown = ct.clone();
+    for c in &mut shown.columns {
+        c.data_type = rw_data_type(&c.data_type);
+    }
     shown.if_not_exists = false;
     shown.table_options = CreateTableOptions::None;
     let mut out = shown.to_string();
@@ -156,6 +159,27 @@ pub fn table_definition(ct: &CreateTable, extras: &TableExtras) -> String {
         out.push_str(&f.sql);
     }
     out
+}
+
+/// A column type as RisingWave's parser prints it: its spellings of one type read as that type
+/// (`VARCHAR`/`STRING` as `CHARACTER VARYING`, `INTEGER` as `INT`, `DOUBLE PRECISION` as `DOUBLE`, `BOOL` as
+/// `BOOLEAN`, `DECIMAL` as `NUMERIC`, `TIMESTAMP WITHOUT TIME ZONE` as `TIMESTAMP`); a name it reads as a
+/// custom type (`int4`, `timestamptz`) is printed as written by both.
+fn rw_data_type(t: &ast::DataType) -> ast::DataType {
+    use ast::DataType as T;
+    use ast::{ArrayElemTypeDef, ExactNumberInfo, TimezoneInfo};
+    match t {
+        T::Varchar(None) | T::CharacterVarying(None) | T::String(None) => T::CharacterVarying(None),
+        T::Int(None) | T::Integer(None) => T::Int(None),
+        T::Double(ExactNumberInfo::None) | T::DoublePrecision => T::Double(ExactNumberInfo::None),
+        T::Bool | T::Boolean => T::Boolean,
+        T::Numeric(info) | T::Decimal(info) | T::Dec(info) => T::Numeric(*info),
+        T::Timestamp(p, TimezoneInfo::WithoutTimeZone) => T::Timestamp(*p, TimezoneInfo::None),
+        T::Array(ArrayElemTypeDef::SquareBracket(inner, size)) => T::Array(
+            ArrayElemTypeDef::SquareBracket(Box::new(rw_data_type(inner)), *size),
+        ),
+        other => other.clone(),
+    }
 }
 
 impl Session {

@@ -741,6 +741,7 @@ impl Session {
             project: None,
             stored: stored.clone(),
             row_id: true,
+            row_id_at: None,
             pk: pk.clone(),
             append_only: true,
             statement: text.trim().to_string(),

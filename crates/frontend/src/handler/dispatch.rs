@@ -48,6 +48,9 @@ pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Opti
         ("DROP", _) => session.handle_drop_relation(&mut c).await,
         ("ALTER", "USER") => session.handle_alter_user(&mut c),
         ("ALTER", "SYSTEM") => return None,
+        ("ALTER", "TABLE") if super::alter_table_column::is_column_change(tokens) => {
+            session.handle_alter_table_column(text).await
+        }
         ("ALTER", _) => return session.handle_alter(&mut c).await,
         ("GRANT", _) => session.handle_grant(&mut c),
         ("REVOKE", _) => session.handle_revoke(&mut c),

@@ -6,6 +6,7 @@
 //! `EXPLAIN` and `CREATE TABLE AS`.
 
 mod alter;
+mod alter_table_column;
 mod comment;
 pub mod create_table;
 mod ddl_catalog;

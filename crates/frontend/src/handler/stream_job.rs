@@ -42,7 +42,7 @@ impl UpstreamReader for Session {
                         .map(|c| c.name.clone())
                 });
                 visible.unwrap_or_else(|| match &def {
-                    Some(d) if d.row_id && pos + 1 == n => ROW_ID.to_string(),
+                    Some(d) if d.row_id_index() == Some(pos) => ROW_ID.to_string(),
                     _ => format!("_col{pos}"),
                 })
             })
@@ -404,6 +404,7 @@ fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
         project: None,
         stored: plan.types.clone(),
         row_id: false,
+        row_id_at: None,
         pk: pk.to_vec(),
         append_only: false,
         statement: text.trim().to_string(),

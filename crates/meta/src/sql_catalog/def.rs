@@ -58,12 +58,26 @@ pub struct Def {
     pub project: Option<Vec<ExprNode>>,
     /// A table's stored columns (the visible ones, then `_row_id` when it has no primary key).
     pub stored: Vec<DataType>,
-    /// A table without a primary key: the last stored column is its hidden row id.
+    /// A table without a primary key: it has a hidden row id (see [`Def::row_id_index`]).
     pub row_id: bool,
+    /// Where the hidden row id is stored: the last stored column when the table was created, which
+    /// `ALTER TABLE .. ADD COLUMN` then sets (`None`: the last stored column).
+    #[serde(default)]
+    pub row_id_at: Option<usize>,
     /// The table's primary key, as positions in the stored rows.
     pub pk: Vec<usize>,
     /// `CREATE TABLE ... APPEND ONLY`: no `UPDATE` or `DELETE`.
     pub append_only: bool,
     /// The statement that created it (`SHOW JOBS`).
     pub statement: String,
+}
+
+impl Def {
+    /// The stored position of a table's hidden row id; `None` when it has a primary key.
+    pub fn row_id_index(&self) -> Option<usize> {
+        self.row_id.then(|| {
+            self.row_id_at
+                .unwrap_or(self.stored.len().saturating_sub(1))
+        })
+    }
 }

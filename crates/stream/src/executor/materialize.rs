@@ -13,7 +13,8 @@ use super::{
 };
 
 /// Writes every change into the table's state table and forwards it; commits on each barrier before
-/// yielding it, and takes the actor's new vnode bitmap (a reschedule) after. With a conflict behavior other
+/// yielding it, and takes the actor's new vnode bitmap (a reschedule) or its table's new schema (`ALTER TABLE`)
+/// after. With a conflict behavior other
 /// than `NoCheck` (RisingWave's materialize with its conflict handling), each chunk's changes are folded per
 /// pk against the stored row first: an insert of a stored pk overwrites it (`Overwrite`: an update of the
 /// stored row goes out) or is dropped (`IgnoreConflict`); a delete of a pk not stored is dropped; a delete
@@ -52,6 +53,23 @@ impl MaterializeExecutor {
 }
 
 impl Writer {
+    /// A chunk of DML sent before `ALTER TABLE .. ADD COLUMN` reached this actor, at the table's width:
+    /// NULL in the columns added since (RisingWave refuses such a DML by its table version; here it goes in
+    /// as a row of the table's older columns). Any other chunk as it is.
+    fn to_table_width(&self, chunk: StreamChunk) -> StreamChunk {
+        let width = self.table.desc().column_types.len();
+        if chunk.rows().all(|(_, r)| r.len() >= width) {
+            return chunk;
+        }
+        StreamChunk::from_pairs(chunk.rows().map(|(op, r)| {
+            let mut datums = r.clone().into_inner();
+            if datums.len() < width {
+                datums.resize(width, None);
+            }
+            (op, OwnedRow::new(datums))
+        }))
+    }
+
     /// Fold a chunk's visible changes per pk (in pk order, by the pk's memcomparable key), against the
     /// stored rows.
     fn fold(&self, chunk: &StreamChunk) -> StreamExecutorResult<BTreeMap<Vec<u8>, KeyChange>> {
@@ -106,6 +124,7 @@ impl Writer {
 
     /// Write a chunk; what to forward (`None`: nothing).
     fn write(&mut self, chunk: StreamChunk) -> StreamExecutorResult<Option<StreamChunk>> {
+        let chunk = self.to_table_width(chunk);
         let out = match self.conflict {
             ConflictBehavior::NoCheck => {
                 self.table.write_chunk(&chunk)?;
@@ -144,9 +163,13 @@ impl MaterializeExecutor {
                         "state committed before the barrier is yielded"
                     );
                     let update = barrier.as_update_vnode_bitmap(actor_id);
+                    let schema = barrier.as_update_table_desc(w.table.table_id());
                     yield Message::Barrier(barrier);
                     if let Some(vnodes) = update {
                         w.table.update_vnode_bitmap(vnodes)?;
+                    }
+                    if let Some(desc) = schema {
+                        w.table.update_desc(desc)?;
                     }
                 }
             }

@@ -18,6 +18,7 @@ use super::error::BuildError;
 use super::exchange::ExchangeRegistry;
 use crate::executor::aggregate::group::DedupWrite;
 use crate::executor::backfill::arrangement_backfill::BackfillVnode;
+use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
 use crate::executor::top_n::state::TopNRowDelete;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
@@ -588,6 +589,7 @@ fn build_stream_scan(
     let StreamNode::StreamScan {
         scan_type,
         upstream_table,
+        output_indices,
         state_table,
         rate_limit,
         chunk_size,
@@ -611,7 +613,7 @@ fn build_stream_scan(
         }
         StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
     };
-    Ok(match flow_control {
+    let paced: BoxedExecutor = match flow_control {
         Some(limit) => Box::new(FlowControlExecutor::new(
             desc.actor_id,
             backfill,
@@ -619,7 +621,17 @@ fn build_stream_scan(
             env.clock.clone(),
         )),
         None => backfill,
-    })
+    };
+    Ok(project_scan_output(output_indices, paced))
+}
+
+/// A backfill's rows cut to the upstream columns its job was planned over (`output_indices`; every column
+/// when empty): its table may gain columns while it runs (`ALTER TABLE .. ADD COLUMN`).
+fn project_scan_output(output_indices: &[usize], scan: BoxedExecutor) -> BoxedExecutor {
+    if output_indices.is_empty() {
+        return scan;
+    }
+    Box::new(ScanOutputExecutor::new(scan, output_indices.to_vec()))
 }
 
 /// The materialize of `table`. A release build (persist check off) skips the sanity check of each write

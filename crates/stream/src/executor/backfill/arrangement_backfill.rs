@@ -568,7 +568,7 @@ impl Core {
         for chunk in &epoch.buffered {
             self.args.upstream_table.write_chunk(chunk)?;
         }
-        self.args.upstream_table.commit(barrier.epoch)?;
+        super::commit_upstream(&mut self.args.upstream_table, barrier)?;
         self.args.stats.record_epoch(epoch.read);
         self.report_progress(barrier, state, false).await;
         self.persist_state_per_vnode(barrier, state)?;
@@ -588,7 +588,7 @@ impl Core {
         barrier: &Barrier,
         state: &mut BackfillState,
     ) -> StreamExecutorResult<()> {
-        self.args.upstream_table.commit(barrier.epoch)?;
+        super::commit_upstream(&mut self.args.upstream_table, barrier)?;
         match phase {
             Phase::Finishing => {
                 state.finish_all();

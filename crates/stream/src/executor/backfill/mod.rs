@@ -4,6 +4,7 @@
 
 pub mod arrangement_backfill;
 pub mod no_shuffle_backfill;
+pub mod output;
 pub mod snapshot;
 pub mod state;
 pub mod stats;
@@ -12,3 +13,19 @@ pub use arrangement_backfill::{ArrangementBackfillExecutor, BackfillArgs};
 pub use no_shuffle_backfill::{NoShuffleBackfillExecutor, NoShuffleBackfillState};
 pub use state::{BackfillProgressPerVnode, BackfillState};
 pub use stats::{BackfillActorStats, BackfillRegistry};
+
+use epochlab_barrier::Barrier;
+use epochlab_state_table::StateTable;
+
+use super::StreamExecutorResult;
+
+/// Commit a backfill's replicated copy of its upstream table at `barrier`, then, when the barrier gives the
+/// table a new schema (`ALTER TABLE .. ADD COLUMN`), take it: the upstream's chunks after the barrier have
+/// the new columns.
+fn commit_upstream(table: &mut StateTable, barrier: &Barrier) -> StreamExecutorResult<()> {
+    table.commit(barrier.epoch)?;
+    if let Some(desc) = barrier.as_update_table_desc(table.table_id()) {
+        table.update_desc(desc)?;
+    }
+    Ok(())
+}

@@ -479,7 +479,7 @@ async fn forward_after_backfill(
                 yield Message::Chunk(c);
             }
             Message::Barrier(b) => {
-                this.args.upstream_table.commit(b.epoch)?;
+                super::commit_upstream(&mut this.args.upstream_table, &b)?;
                 if reported {
                     this.args.state_table.commit(b.epoch)?;
                 } else {
@@ -554,7 +554,7 @@ impl Core {
         read: u64,
         paused: &mut bool,
     ) -> StreamExecutorResult<()> {
-        self.args.upstream_table.commit(barrier.epoch)?;
+        super::commit_upstream(&mut self.args.upstream_table, barrier)?;
         self.args.stats.record_epoch(read);
         self.report_progress(barrier, state, false).await;
         self.persist_state(barrier.epoch, state)?;
