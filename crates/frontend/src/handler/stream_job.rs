@@ -129,8 +129,41 @@ impl Session {
         let mut binder = Binder::new(self, true);
         let mut bound = binder.bind_query(q)?;
         crate::binder::output_names(&mut bound.names, renames)?;
+        let mut depends_on = binder.depends_on;
+        if self.config.streaming_enable_delta_join() {
+            let scans = |t| self.index_scans(t);
+            let (plan, indexes) = crate::planner::delta_join::use_indexes(&bound.plan, &scans);
+            bound.plan = plan;
+            depends_on.extend(indexes);
+        }
         let plan = plan_materialize(&bound.plan, &bound.names, self)?;
-        Ok((plan, binder.depends_on))
+        Ok((plan, depends_on))
+    }
+
+    /// The indexes of the table whose job's table is `table` that a delta join may read: those with a job
+    /// of their own (each holds a copy of the table's rows), with their first key column's stored position.
+    fn index_scans(&self, table: TableId) -> Vec<crate::planner::delta_join::IndexScan> {
+        let catalog = self.catalog();
+        let Some(t) = catalog.relations().find(|r| r.table_id == Some(table)) else {
+            return Vec::new();
+        };
+        let Some(def) = catalog.def(&t.job) else {
+            return Vec::new();
+        };
+        catalog
+            .relations()
+            .filter_map(|r| {
+                let info = r.index.as_ref().filter(|i| i.primary_table == t.id)?;
+                let first = info.key.first()?;
+                let column = def.columns.iter().find(|c| &c.name == first)?;
+                Some(crate::planner::delta_join::IndexScan {
+                    table_id: r.table_id?,
+                    catalog_id: r.id,
+                    name: r.name.clone(),
+                    first_key: column.src,
+                })
+            })
+            .collect()
     }
 
     /// `CREATE MATERIALIZED VIEW` beyond one table's rows: the stream plan cut into a fragment graph, which

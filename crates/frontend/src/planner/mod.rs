@@ -1,6 +1,7 @@
 //! Logical plans (RisingWave's `LogicalScan`, `LogicalProject`, ...): what the binder builds from a query, what
 //! the batch engine evaluates and what the stream planner cuts into fragments.
 
+pub mod delta_join;
 pub mod explain;
 pub mod pushdown;
 pub mod stream;
