@@ -17,8 +17,7 @@ use std::sync::Arc;
 use epochlab_barrier::Command;
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::StreamNode;
-use epochlab_common::{DataType, TableId, event, trace, vspan};
-use tracing::Instrument;
+use epochlab_common::{DataType, TableId, trace, vspan};
 
 use crate::catalog::{Relation, RelationKind};
 use crate::meta::{DdlError, MetaInner, MetaNode};
@@ -51,26 +50,11 @@ impl MetaNode {
         };
         let clock = inner.clock.clone();
         let span = vspan!(parent: trace::root(), "replace table", clock, table_id = id.0 as i64);
-        event!(inner.log, "ddl", "{what}");
         let command = Command::ReplaceTable {
             table_id: id,
             desc: desc.clone(),
         };
-        let result = inner
-            .scheduler
-            .run_commands(vec![command])
-            .instrument(span.clone())
-            .await;
-        match &result {
-            Ok(()) => {
-                event!(inner.log, "ddl", "{what}: done");
-                trace::end(&span, &clock);
-            }
-            Err(e) => {
-                event!(inner.log, "ddl", "{what}: failed: {e}");
-                trace::fail(&span, &clock, &e.to_string());
-            }
-        }
+        let result = inner.run_traced(span, &what, vec![command]).await;
         result?;
         Ok(desc)
     }

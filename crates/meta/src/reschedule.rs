@@ -132,28 +132,41 @@ impl MetaNode {
         };
         let clock = inner.clock.clone();
         let span = vspan!(parent: trace::root(), "reschedule streaming job", clock, table_id = id.0 as i64);
-        event!(inner.log, "ddl", "{what}");
         let commands = vec![
             Command::Pause(PausedReason::ConfigChange),
             command,
             Command::Resume,
         ];
-        let result = inner
+        Ok(inner.run_traced(span, &what, commands).await?)
+    }
+}
+
+impl MetaInner {
+    /// Run a DDL's barrier `commands` in `span`: the event log says `what`, then how it ended, and the span
+    /// ends or fails with it.
+    pub(crate) async fn run_traced(
+        &self,
+        span: tracing::Span,
+        what: &str,
+        commands: Vec<Command>,
+    ) -> BarrierResult<()> {
+        event!(self.log, "ddl", "{what}");
+        let result = self
             .scheduler
             .run_commands(commands)
             .instrument(span.clone())
             .await;
         match &result {
             Ok(()) => {
-                event!(inner.log, "ddl", "{what}: done");
-                trace::end(&span, &clock);
+                event!(self.log, "ddl", "{what}: done");
+                trace::end(&span, &self.clock);
             }
             Err(e) => {
-                event!(inner.log, "ddl", "{what}: failed: {e}");
-                trace::fail(&span, &clock, &e.to_string());
+                event!(self.log, "ddl", "{what}: failed: {e}");
+                trace::fail(&span, &self.clock, &e.to_string());
             }
         }
-        Ok(result?)
+        result
     }
 }
 

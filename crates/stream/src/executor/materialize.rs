@@ -57,8 +57,9 @@ impl Writer {
     /// NULL in the columns added since (RisingWave refuses such a DML by its table version; here it goes in
     /// as a row of the table's older columns). Any other chunk as it is.
     fn to_table_width(&self, chunk: StreamChunk) -> StreamChunk {
+        // A chunk's rows come from one writer, all of one width: its first row tells.
         let width = self.table.desc().column_types.len();
-        if chunk.rows().all(|(_, r)| r.len() >= width) {
+        if chunk.rows().next().is_none_or(|(_, r)| r.len() >= width) {
             return chunk;
         }
         StreamChunk::from_pairs(chunk.rows().map(|(op, r)| {
