@@ -46,6 +46,15 @@ pub enum SqlError {
     /// A column name more than one relation in scope has (RisingWave's bind context's wording).
     #[error("Ambiguous column name: {0}")]
     AmbiguousColumn(String),
+    /// Syntax the binder refuses where it stands (RisingWave's `InvalidInputSyntax`).
+    #[error("Invalid input syntax: {0}")]
+    InvalidInputSyntax(String),
+    /// A statement its binder refuses as a whole (RisingWave's `BindError`).
+    #[error("Bind error: {0}")]
+    Bind(String),
+    /// An expression of a DDL statement that failed to bind, and why (RisingWave's wording).
+    #[error("Failed to bind expression: {expr}: {source}")]
+    BindExpr { expr: String, source: Box<SqlError> },
     #[error("{0}")]
     Ddl(#[from] DdlError),
     /// A CREATE whose name belongs to a job still being created. RisingWave's frontend catalog did not list
@@ -103,7 +112,8 @@ impl SqlError {
             SqlError::NotSupported(_) | SqlError::NotImplemented(_) => {
                 "not supported (as in RisingWave)"
             }
-            SqlError::Invalid(_) => "invalid statement",
+            SqlError::Invalid(_) | SqlError::InvalidInputSyntax(_) => "invalid statement",
+            SqlError::Bind(_) | SqlError::BindExpr { .. } => "bind error",
             SqlError::ItemNotFound(_) | SqlError::AmbiguousColumn(_) => "column binding",
             SqlError::Catalog { problem, .. } => match problem {
                 CatalogProblem::Exists => "catalog: exists",

@@ -485,11 +485,14 @@ impl Session {
         let statement = parse_one(&text)?;
         match statement {
             Statement::CreateTable(ct) => match &ct.query {
-                Some(q) => self.create_table_as(&ct, q, &s.text).await,
+                Some(q) => {
+                    self.create_table_as(&ct, &syntax.column_names, q, &s.text)
+                        .await
+                }
                 None => {
                     let extras = TableExtras {
                         append_only: syntax.append_only,
-                        format: None,
+                        ..TableExtras::default()
                     };
                     self.create_table(&ct, &s.text, &extras).await
                 }

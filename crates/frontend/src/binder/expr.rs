@@ -811,7 +811,23 @@ impl Binder<'_> {
         }
         let func = ExprType::from_function_name(name)
             .ok_or_else(|| unsupported(format!("function {name}")))?;
+        self.check_time_function(func)?;
         call(func, args)
+    }
+
+    /// `now()` and `proctime()` where RisingWave's binder allows them: `proctime()` only in a table's or
+    /// source's generated column, `now()` anywhere but there.
+    fn check_time_function(&self, func: ExprType) -> Result<(), SqlError> {
+        match func {
+            ExprType::Now if self.generated_column => Err(SqlError::InvalidInputSyntax(
+                "Cannot use `NOW()` function in generated columns. Do you want `PROCTIME()`?".into(),
+            )),
+            ExprType::Proctime if !self.generated_column => Err(SqlError::InvalidInputSyntax(
+                "Function `PROCTIME()` is only allowed in CREATE TABLE/SOURCE. Is `NOW()` what you want?"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A table function in a select list: its arguments bound over the select's input, the call kept for
@@ -871,7 +887,7 @@ impl Binder<'_> {
         ca: &CallArgs<'_>,
         input_scope: &Scope,
     ) -> Result<Vec<ExprNode>, SqlError> {
-        let syntax = |m: String| SqlError::Invalid(format!("Invalid input syntax: {m}"));
+        let syntax = SqlError::InvalidInputSyntax;
         if ca.distinct {
             return Err(syntax(format!(
                 "DISTINCT is not allowed for ordered-set aggregation `{name}`"
@@ -1226,8 +1242,8 @@ fn is_ordered_set(kind: AggKind) -> bool {
 }
 
 fn invalid_ordered_set_args(name: &str) -> SqlError {
-    SqlError::Invalid(format!(
-        "Invalid input syntax: invalid direct args or within group argument for `{name}` aggregation"
+    SqlError::InvalidInputSyntax(format!(
+        "invalid direct args or within group argument for `{name}` aggregation"
     ))
 }
 

@@ -126,6 +126,9 @@ pub struct Binder<'a> {
     windows: Option<expr::WindowCollector>,
     /// While a select list is bound: the table functions found in it (they become a `ProjectSet`).
     project_set: Option<TableFunctionCollector>,
+    /// Binding a table's generated column (RisingWave's `Clause::GeneratedColumn`): `proctime()` is
+    /// allowed there alone, `now()` is not.
+    generated_column: bool,
 }
 
 /// The table functions of a select list, each bound as a reference to its column of the `ProjectSet` to
@@ -167,6 +170,15 @@ impl<'a> Binder<'a> {
             depends_on: Vec::new(),
             windows: None,
             project_set: None,
+            generated_column: false,
+        }
+    }
+
+    /// A binder of a table's generated columns (see [`Binder::generated_column`]).
+    pub fn for_generated_column(catalog: &'a dyn CatalogReader) -> Self {
+        Self {
+            generated_column: true,
+            ..Self::new(catalog, false)
         }
     }
 

@@ -19,6 +19,8 @@ use crate::catalog::{ColumnCatalog, RelationKind as CatalogKind};
 use crate::error::{CatalogProblem, SqlError};
 use crate::expr::{Column, literal, resolve};
 use crate::handler::create_table::{TableExtras, table_definition, validate_compatibility};
+use crate::scalar::ExprNode;
+use crate::scalar::cast::CastContext;
 
 /// A `CREATE SINK` statement as read from its words.
 struct SinkStatement {
@@ -139,9 +141,9 @@ impl Session {
             return Ok(Output::Done(0));
         }
         let connector = self.table_connector(&name, ct, extras)?;
-        let (columns, pk_names) = bind_table_columns(&name, ct)?;
+        let (columns, pk_names, generated) = bind_table_columns(&name, ct)?;
         let (stored, row_id, pk) = table_key(&columns, &pk_names)?;
-        let def = Def {
+        let mut def = Def {
             kind: Kind::Table,
             columns,
             filter: None,
@@ -152,7 +154,16 @@ impl Session {
             pk: pk.clone(),
             append_only: extras.append_only,
             statement: text.trim().to_string(),
+            generated: Vec::new(),
+            watermarks: Vec::new(),
         };
+        def.generated = self.bind_generated_columns(&name, &def, &generated)?;
+        def.watermarks = self.bind_watermarks(&name, &def, &extras.watermarks)?;
+        if !def.watermarks.is_empty() {
+            self.engine.note(format!(
+                "CREATE TABLE {name}: its watermark is kept in the catalog; no watermark filter runs here yet, so late rows are not dropped"
+            ));
+        }
         let mut columns_listed = listed_columns(&def);
         if row_id {
             columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
@@ -481,6 +492,8 @@ impl Session {
             pk: Vec::new(),
             append_only: false,
             statement: text.trim().to_string(),
+            generated: Vec::new(),
+            watermarks: Vec::new(),
         };
         Ok((shape.table_id, def))
     }
@@ -694,13 +707,92 @@ pub(crate) fn check_collation(name: &ast::ObjectName, ty: &DataType) -> Result<(
     Ok(())
 }
 
-/// A `CREATE TABLE`'s columns and the names of its primary key (from a column option or the constraint).
-fn bind_table_columns(
+impl Session {
+    /// A table's generated columns bound over its stored row as RisingWave's `bind_sql_column_constraints`
+    /// binds them: assignment-cast to the column's type, none reading another generated column, none in
+    /// the primary key with an impure expression (`proctime()`).
+    fn bind_generated_columns(
+        &self,
+        name: &str,
+        def: &Def,
+        generated: &[(usize, &Ast)],
+    ) -> Result<Vec<(usize, ExprNode)>, SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let column = |src: usize| &def.columns[src].name;
+        let mut out = Vec::with_capacity(generated.len());
+        for &(src, ast) in generated {
+            let bound = Binder::for_generated_column(self)
+                .bind_scalar(ast, &scope)
+                .map_err(|e| SqlError::BindExpr {
+                    expr: ast.to_string(),
+                    source: Box::new(e),
+                })?;
+            if let Some(other) = bound
+                .input_refs()
+                .into_iter()
+                .find(|r| generated.iter().any(|(g, _)| g == r))
+            {
+                return Err(SqlError::Bind(format!(
+                    "Generated can not reference another generated column. But here generated column \"{}\" referenced another generated column \"{}\"",
+                    column(src),
+                    column(other)
+                )));
+            }
+            if def.pk.contains(&src) && !crate::planner::pushdown::is_pure(&bound) {
+                return Err(SqlError::Bind(format!(
+                    "Generated columns with impure expressions should not be part of the primary key. Here column \"{}\" is defined as part of the primary key.",
+                    column(src)
+                )));
+            }
+            let ty = def.columns[src].ty.clone();
+            out.push((src, crate::binder::coerce(bound, ty, CastContext::Assign)?));
+        }
+        Ok(out)
+    }
+}
+
+impl Session {
+    /// A table's watermarks bound over its stored row as RisingWave's `bind_source_watermark` binds them:
+    /// the expression's type is the column's.
+    fn bind_watermarks(
+        &self,
+        name: &str,
+        def: &Def,
+        watermarks: &[crate::handler::create_table::SourceWatermark],
+    ) -> Result<Vec<(usize, ExprNode)>, SqlError> {
+        let scope = Self::stored_scope(name, def);
+        let mut out = Vec::with_capacity(watermarks.len());
+        for w in watermarks {
+            let column = crate::binder::ident(&w.column);
+            let c = def
+                .columns
+                .iter()
+                .find(|c| c.name == column)
+                .ok_or_else(|| SqlError::ItemNotFound(format!("Invalid column: {column}")))?;
+            let bound = Binder::new(self, false).bind_scalar(&w.expr, &scope)?;
+            let ty = bound.return_type();
+            if ty != c.ty {
+                return Err(SqlError::Bind(format!(
+                    "The return value type of the watermark expression must be identical to the watermark column data type. Current data type of watermark return value: `{ty}`, column `{}`",
+                    c.ty
+                )));
+            }
+            out.push((c.src, bound));
+        }
+        Ok(out)
+    }
+}
+
+/// A `CREATE TABLE`'s columns, the names of its primary key (from a column option or the constraint), and
+/// its generated columns' positions and expressions.
+#[allow(clippy::type_complexity)]
+fn bind_table_columns<'a>(
     name: &str,
-    ct: &ast::CreateTable,
-) -> Result<(Vec<Column>, Vec<String>), SqlError> {
+    ct: &'a ast::CreateTable,
+) -> Result<(Vec<Column>, Vec<String>, Vec<(usize, &'a Ast)>), SqlError> {
     let mut columns = Vec::new();
     let mut pk_names: Vec<String> = Vec::new();
+    let mut generated = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
         let col = ident(&c.name);
         crate::binder::check_column_name(&col)?;
@@ -711,6 +803,10 @@ fn bind_table_columns(
         }
         let ty = data_type(&c.data_type)?;
         for o in &c.options {
+            if let Some(e) = crate::dialect::generation_expr(&o.option) {
+                generated.push((i, e));
+                continue;
+            }
             match &o.option {
                 ColumnOption::PrimaryKey(_) => pk_names.push(col.clone()),
                 ColumnOption::Collation(name) => check_collation(name, &ty)?,
@@ -749,5 +845,5 @@ fn bind_table_columns(
             other => return Err(SqlError::Unsupported(format!("table constraint {other}"))),
         }
     }
-    Ok((columns, pk_names))
+    Ok((columns, pk_names, generated))
 }

@@ -83,7 +83,8 @@ impl Session {
         let (rel, def) = self.writable(&name)?;
         // Which stored column each value goes to.
         let targets: Vec<Column> = if ins.columns.is_empty() {
-            def.columns.clone()
+            let written = def.columns.iter().filter(|c| !def.is_generated(c.src));
+            written.cloned().collect()
         } else {
             ins.columns
                 .iter()
@@ -97,6 +98,12 @@ impl Session {
                 })
                 .collect::<Result<_, _>>()?
         };
+        if let Some(c) = targets.iter().find(|c| def.is_generated(c.src)) {
+            return Err(SqlError::Bind(format!(
+                "cannot insert a non-DEFAULT value into column \"{0}\".  Column \"{0}\" is a generated column.",
+                c.name
+            )));
+        }
         let Some(source) = &ins.source else {
             return Err(SqlError::Unsupported(
                 "INSERT without VALUES or SELECT".into(),
@@ -109,6 +116,7 @@ impl Session {
             0
         };
         let mut ops = Vec::with_capacity(values.len());
+        let ctx = self.dml_eval_context();
         for (i, v) in values.into_iter().enumerate() {
             let mut row: Vec<Datum> = vec![None; def.stored.len()];
             for (value, col) in v.into_iter().zip(&targets) {
@@ -117,7 +125,7 @@ impl Session {
             if let Some(at) = def.row_id_index() {
                 row[at] = Some(ScalarImpl::Int64(first_id + i as i64));
             }
-            ops.push((Op::Insert, OwnedRow::new(row)));
+            ops.push((Op::Insert, generate(&def, row, &ctx)?));
         }
         let n = ops.len() as u64;
         self.send(&name, rel.id, ops).await?;
@@ -263,6 +271,11 @@ impl Session {
                 "update modifying the PK column is unsupported".into(),
             ));
         }
+        if sets.iter().any(|(src, _)| def.is_generated(*src)) {
+            return Err(SqlError::Bind(
+                "update modifying the generated column is unsupported".into(),
+            ));
+        }
         let returning = match &up.returning {
             Some(items) => Some(self.bind_returning(&name, &def, items)?),
             None => None,
@@ -276,7 +289,7 @@ impl Session {
                 new[*src] = crate::scalar::eval_with(e, old, &ctx)?;
             }
             ops.push((Op::UpdateDelete, old.clone()));
-            ops.push((Op::UpdateInsert, OwnedRow::new(new)));
+            ops.push((Op::UpdateInsert, generate(&def, new, &ctx)?));
         }
         let returned = match &returning {
             Some(exprs) => {
@@ -388,4 +401,22 @@ impl Session {
         self.send(&name, rel.id, ops).await?;
         Ok(Output::Done(n))
     }
+}
+
+/// A table's row with its generated columns computed over the written ones (RisingWave's table job
+/// computes them in a project after its DML; here the front end does before sending, so a row's
+/// `proctime()` is the time its statement ran, and a retried DML computes it anew).
+fn generate(
+    def: &Def,
+    mut row: Vec<Datum>,
+    ctx: &crate::scalar::EvalContext,
+) -> Result<OwnedRow, SqlError> {
+    if def.generated.is_empty() {
+        return Ok(OwnedRow::new(row));
+    }
+    let written = OwnedRow::new(row.clone());
+    for (src, e) in &def.generated {
+        row[*src] = crate::scalar::eval_with(e, &written, ctx)?;
+    }
+    Ok(OwnedRow::new(row))
 }

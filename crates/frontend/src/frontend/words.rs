@@ -5,7 +5,7 @@
 use sqlparser::ast::Statement;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Whitespace, Word};
+use sqlparser::tokenizer::{Span, Token, Tokenizer, Whitespace, Word};
 
 use epochlab_common::{Datum, ScalarImpl};
 
@@ -133,6 +133,15 @@ pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     let mut out: Vec<String> = Vec::with_capacity(t.len());
     let (mut i, mut depth) = (0, 0i32);
     while i < t.len() {
+        if depth == 0
+            && t[i] == Token::LParen
+            && let Some((names, next)) = ctas_column_names(t, i)
+        {
+            // CREATE TABLE t (a, b) AS query: the columns' names, taken out (their types are the query's).
+            syntax.column_names = names;
+            i = next;
+            continue;
+        }
         match &t[i] {
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
@@ -181,6 +190,29 @@ pub(crate) struct TableSyntax {
     pub append_only: bool,
     /// `FORMAT <format> ENCODE ...`.
     pub format: Option<String>,
+    /// `CREATE TABLE t (a, b) AS query`: the names given to the query's first columns.
+    pub column_names: Vec<String>,
+}
+
+/// The names of a `CREATE TABLE .. AS`'s column list (names without types) opening at `open`, and the
+/// position of its `AS`; `None` for any other parenthesized list.
+fn ctas_column_names(t: &[Token], open: usize) -> Option<(Vec<String>, usize)> {
+    let close = closing_paren(t, open)?;
+    let is_as = |x: &Token| matches!(x, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("AS"));
+    if !t.get(close + 1).is_some_and(is_as) || close == open + 1 {
+        return None;
+    }
+    let mut names = Vec::new();
+    for (k, x) in t[open + 1..close].iter().enumerate() {
+        match x {
+            Token::Word(w) if k % 2 == 0 => {
+                names.push(crate::binder::ident(&w.to_ident(Span::empty())))
+            }
+            Token::Comma if k % 2 == 1 => {}
+            _ => return None,
+        }
+    }
+    (t[close - 1] != Token::Comma).then_some((names, close + 1))
 }
 
 /// The position of the `)` that closes the `(` at `open`.

@@ -60,6 +60,11 @@ impl Session {
             .def(&r.job)
             .cloned()
             .ok_or_else(|| CatalogError::NotFound("table", r.name.clone()))?;
+        if !def.generated.is_empty() {
+            return Err(SqlError::Bind(
+                "Alter a table with generated column has not been implemented.".into(),
+            ));
+        }
         match change {
             ColumnChange::Add(column) => self.add_column(&r, def, &column).await,
             ColumnChange::Drop { name, if_exists } => self.drop_column(&r, def, &name, if_exists),
@@ -70,8 +75,8 @@ impl Session {
     fn table_to_alter(&self, name: &Name) -> Result<RelationCatalog, SqlError> {
         match self.resolve_kind(name, RelationKind::Table) {
             Ok(r) if r.table_id.is_some() => Ok(r),
-            Ok(_) | Err(CatalogError::WrongKind(_)) => Err(SqlError::Invalid(format!(
-                "Invalid input syntax: \"{}\" is not a table or cannot be altered",
+            Ok(_) | Err(CatalogError::WrongKind(_)) => Err(SqlError::InvalidInputSyntax(format!(
+                "\"{}\" is not a table or cannot be altered",
                 name.last()
             ))),
             Err(e) => Err(e.into()),
@@ -125,8 +130,8 @@ impl Session {
         };
         let src = column.src;
         if def.pk.contains(&src) {
-            return Err(SqlError::Invalid(
-                "Invalid input syntax: alter primary key of table is not supported".into(),
+            return Err(SqlError::InvalidInputSyntax(
+                "alter primary key of table is not supported".into(),
             ));
         }
         if self.column_is_read(r, src) {
@@ -205,15 +210,15 @@ impl Session {
 }
 
 fn no_such_column(column: &str, table: &str) -> SqlError {
-    SqlError::Invalid(format!(
-        "Invalid input syntax: column \"{column}\" of table \"{table}\" does not exist"
+    SqlError::InvalidInputSyntax(format!(
+        "column \"{column}\" of table \"{table}\" does not exist"
     ))
 }
 
 fn check_new_name(def: &Def, name: &str, table: &str) -> Result<(), SqlError> {
     if def.columns.iter().any(|c| c.name == name) || name == ROW_ID {
-        return Err(SqlError::Invalid(format!(
-            "Invalid input syntax: column \"{name}\" of table \"{table}\" already exists"
+        return Err(SqlError::InvalidInputSyntax(format!(
+            "column \"{name}\" of table \"{table}\" already exists"
         )));
     }
     Ok(())
@@ -308,14 +313,13 @@ fn check_added_column(column: &ColumnDef) -> Result<(), SqlError> {
     for o in &column.options {
         match &o.option {
             ColumnOption::PrimaryKey(_) => {
-                return Err(SqlError::Invalid(
-                    "Invalid input syntax: alter primary key of table is not supported".into(),
+                return Err(SqlError::InvalidInputSyntax(
+                    "alter primary key of table is not supported".into(),
                 ));
             }
             ColumnOption::Generated { .. } => {
-                return Err(SqlError::Invalid(
-                    "Invalid input syntax: alter table add generated columns is not supported"
-                        .into(),
+                return Err(SqlError::InvalidInputSyntax(
+                    "alter table add generated columns is not supported".into(),
                 ));
             }
             ColumnOption::Collation(name) => {

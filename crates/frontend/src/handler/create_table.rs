@@ -4,6 +4,7 @@
 //! DML: no connector runs here, so no data is generated (noted).
 
 use sqlparser::ast::{self, CreateTable, CreateTableOptions, Statement};
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -29,12 +30,84 @@ pub struct FormatEncode {
 pub struct TableExtras {
     pub append_only: bool,
     pub format: Option<FormatEncode>,
+    /// `WATERMARK FOR col AS expr` clauses of the column list, in order.
+    pub watermarks: Vec<SourceWatermark>,
 }
 
-/// The statement without its `APPEND ONLY` and `FORMAT ... ENCODE ...` clauses, and those clauses; `None`
-/// when it has neither.
+/// A `WATERMARK FOR column AS expr` of a `CREATE TABLE`'s column list (RisingWave's `SourceWatermark`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceWatermark {
+    pub column: ast::Ident,
+    pub expr: ast::Expr,
+}
+
+impl std::fmt::Display for SourceWatermark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WATERMARK FOR {} AS {}", self.column, self.expr)
+    }
+}
+
+/// The statement's tokens without the watermark clauses of its column list, and those clauses (each taken
+/// with the comma before it, or after it when it comes first).
+fn take_watermarks(tokens: &[Token]) -> Result<(Vec<Token>, Vec<SourceWatermark>), SqlError> {
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut kept: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut watermarks = Vec::new();
+    let (mut i, mut depth) = (0, 0i32);
+    while i < tokens.len() {
+        let at_clause =
+            depth == 1 && word(tokens.get(i), "WATERMARK") && word(tokens.get(i + 1), "FOR");
+        if !at_clause {
+            match tokens[i] {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                _ => {}
+            }
+            kept.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        let (mut end, mut d) = (i, 0i32);
+        while end < tokens.len() && !(d == 0 && matches!(tokens[end], Token::Comma | Token::RParen))
+        {
+            match tokens[end] {
+                Token::LParen => d += 1,
+                Token::RParen => d -= 1,
+                _ => {}
+            }
+            end += 1;
+        }
+        watermarks.push(watermark_clause(&tokens[i..end])?);
+        if kept.last() == Some(&Token::Comma) {
+            kept.pop();
+            i = end;
+        } else {
+            // The first element: the comma after it goes with it.
+            i = end + usize::from(tokens.get(end) == Some(&Token::Comma));
+        }
+    }
+    Ok((kept, watermarks))
+}
+
+/// `WATERMARK FOR column AS expr`, read (its first two words already matched).
+fn watermark_clause(tokens: &[Token]) -> Result<SourceWatermark, SqlError> {
+    let mut parser = Parser::new(&RisingWaveDialect).with_tokens(tokens[2..].to_vec());
+    let column = parser.parse_identifier()?;
+    parser.expect_keyword(Keyword::AS)?;
+    let expr = parser.parse_expr()?;
+    parser.expect_token(&Token::EOF)?;
+    Ok(SourceWatermark { column, expr })
+}
+
+/// The statement without its `APPEND ONLY` and `FORMAT ... ENCODE ...` clauses and its watermarks, and
+/// those; `None` when it has none.
 pub fn split_create_table(tokens: &[Token]) -> Result<Option<(String, TableExtras)>, SqlError> {
-    let mut extras = TableExtras::default();
+    let (tokens, watermarks) = take_watermarks(tokens)?;
+    let tokens = &tokens[..];
+    let mut extras = TableExtras {
+        watermarks,
+        ..TableExtras::default()
+    };
     let mut kept: Vec<Token> = Vec::new();
     let mut depth = 0i32;
     let mut i = 0;
@@ -148,6 +221,14 @@ pub fn table_definition(ct: &CreateTable, extras: &TableExtras) -> String {
     if ct.columns.is_empty() && ct.constraints.is_empty() {
         out = out.trim_end().trim_end_matches("()").trim_end().to_string();
     }
+    if !extras.watermarks.is_empty() && out.ends_with(')') {
+        // Back into the column list, after the columns (RisingWave prints them there).
+        out.pop();
+        for w in &extras.watermarks {
+            out.push_str(&format!(", {w}"));
+        }
+        out.push(')');
+    }
     if extras.append_only {
         out.push_str(" APPEND ONLY");
     }
@@ -230,6 +311,26 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn watermarks_are_taken_out_of_the_column_list_wherever_they_stand() {
+        for sql in [
+            "create table t (watermark for ts as ts - interval '1' second, v int, ts timestamp)",
+            "create table t (v int, watermark for ts as ts - interval '1' second, ts timestamp)",
+            "create table t (v int, ts timestamp, watermark for ts as ts - interval '1' second)",
+        ] {
+            let (text, extras) = split_create_table(&tokens(sql)).unwrap().unwrap();
+            let parsed = Parser::parse_sql(&RisingWaveDialect, &text).expect(&text);
+            let Statement::CreateTable(ct) = &parsed[0] else {
+                panic!("{text}");
+            };
+            assert_eq!(ct.columns.len(), 2, "{text}");
+            let w: Vec<String> = extras.watermarks.iter().map(ToString::to_string).collect();
+            assert_eq!(w, ["WATERMARK FOR ts AS ts - INTERVAL '1' SECOND"], "{sql}");
+        }
+        let bad = split_create_table(&tokens("create table t (v int, watermark for ts ts)"));
+        assert!(matches!(bad, Err(SqlError::Parse(_))), "{bad:?}");
     }
 
     #[test]

@@ -745,6 +745,8 @@ impl Session {
             pk: pk.clone(),
             append_only: true,
             statement: text.trim().to_string(),
+            generated: Vec::new(),
+            watermarks: Vec::new(),
         };
         self.set_def(job.to_string(), def)?;
         let parallelism = self.parallelism();

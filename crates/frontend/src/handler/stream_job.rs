@@ -365,14 +365,20 @@ impl Session {
     pub(crate) async fn create_table_as(
         &self,
         ct: &ast::CreateTable,
+        column_names: &[String],
         q: &Query,
         text: &str,
     ) -> Result<Output, SqlError> {
         let bound = Binder::new(self, false).bind_query(q)?;
         let types = bound.types();
+        if column_names.len() > types.len() {
+            return Err(SqlError::InvalidInputSyntax(
+                "too many column names were specified".into(),
+            ));
+        }
         let mut names = bound.names.clone();
-        for (n, c) in names.iter_mut().zip(&ct.columns) {
-            *n = ident(&c.name);
+        for (n, c) in names.iter_mut().zip(column_names) {
+            n.clone_from(c);
         }
         let cols: Vec<String> = names
             .iter()
@@ -441,6 +447,8 @@ fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
         pk: pk.to_vec(),
         append_only: false,
         statement: text.trim().to_string(),
+        generated: Vec::new(),
+        watermarks: Vec::new(),
     }
 }
 

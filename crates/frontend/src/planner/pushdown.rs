@@ -55,7 +55,7 @@ pub fn remap(e: &ExprNode, map: &dyn Fn(usize) -> usize) -> ExprNode {
 
 /// Whether `e` calls a function whose value is not a function of its row (a conjunct with one stays where
 /// it is: `now()` is the temporal filter's).
-fn is_pure(e: &ExprNode) -> bool {
+pub(crate) fn is_pure(e: &ExprNode) -> bool {
     match e {
         ExprNode::Call { func, args, .. } => {
             !matches!(func, ExprType::Now | ExprType::Proctime) && args.iter().all(is_pure)

@@ -70,9 +70,22 @@ pub struct Def {
     pub append_only: bool,
     /// The statement that created it (`SHOW JOBS`).
     pub statement: String,
+    /// A table's generated columns (`v INT AS expr`): each stored column's position and its expression over
+    /// the stored row, evaluated when a row is written (none reads another generated column).
+    #[serde(default)]
+    pub generated: Vec<(usize, ExprNode)>,
+    /// A table's watermarks (`WATERMARK FOR col AS expr`, RisingWave's `WatermarkDesc`): the stored
+    /// position of the column and the expression over the stored row whose value is its watermark.
+    #[serde(default)]
+    pub watermarks: Vec<(usize, ExprNode)>,
 }
 
 impl Def {
+    /// Whether the column stored at `src` is generated.
+    pub fn is_generated(&self, src: usize) -> bool {
+        self.generated.iter().any(|(at, _)| *at == src)
+    }
+
     /// The stored position of a table's hidden row id; `None` when it has a primary key.
     pub fn row_id_index(&self) -> Option<usize> {
         self.row_id.then(|| {
