@@ -23,7 +23,7 @@ pub fn execute(plan: &LogicalPlan, catalog: &dyn CatalogReader) -> Result<Vec<Ow
     let ctx = EvalContext {
         now_usecs: catalog.now_usecs(),
     };
-    run(plan, catalog, &ctx)
+    run(&crate::planner::optimize(plan), catalog, &ctx)
 }
 
 fn run(
@@ -356,9 +356,9 @@ fn hash_agg(
     Ok(out.into_iter().map(|(_, r)| r).collect())
 }
 
-/// Equi-join keys of `on` (`l = r` conjuncts between the sides): hash join on them, the rest checked per
-/// pair; none: nested loop.
-pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
+/// Equi-join keys of `on` (`l = r` and `l IS NOT DISTINCT FROM r` conjuncts between the sides, the second
+/// matching NULL with NULL): hash join on them, the rest checked per pair; none: nested loop.
+pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize, bool)> {
     fn conjuncts<'a>(e: &'a ExprNode, out: &mut Vec<&'a ExprNode>) {
         match e {
             ExprNode::Call {
@@ -373,22 +373,25 @@ pub fn equi_keys(on: Option<&ExprNode>, lw: usize) -> Vec<(usize, usize)> {
     if let Some(on) = on {
         conjuncts(on, &mut cs);
     }
+    use crate::scalar::ExprType;
     cs.into_iter()
         .filter_map(|c| match c {
-            ExprNode::Call {
-                func: crate::scalar::ExprType::Equal,
-                args,
-                ..
-            } => match (&args[0], &args[1]) {
-                (ExprNode::InputRef { index: a, .. }, ExprNode::InputRef { index: b, .. }) => {
-                    match (*a < lw, *b < lw) {
-                        (true, false) => Some((*a, *b - lw)),
-                        (false, true) => Some((*b, *a - lw)),
+            ExprNode::Call { func, args, .. }
+                if matches!(func, ExprType::Equal | ExprType::IsNotDistinctFrom) =>
+            {
+                let null_safe = *func == ExprType::IsNotDistinctFrom;
+                match (&args[0], &args[1]) {
+                    (
+                        ExprNode::InputRef { index: a, ty: ta },
+                        ExprNode::InputRef { index: b, ty: tb },
+                    ) if ta == tb => match (*a < lw, *b < lw) {
+                        (true, false) => Some((*a, *b - lw, null_safe)),
+                        (false, true) => Some((*b, *a - lw, null_safe)),
                         _ => None,
-                    }
+                    },
+                    _ => None,
                 }
-                _ => None,
-            },
+            }
             _ => None,
         })
         .collect()
@@ -403,12 +406,15 @@ fn join(
     ctx: &EvalContext,
 ) -> Result<Vec<OwnedRow>, SqlError> {
     let keys = equi_keys(on, lw);
-    let (lk, rk): (Vec<usize>, Vec<usize>) = keys.iter().copied().unzip();
-    // Right rows by key (a NULL key matches nothing).
+    let lk: Vec<usize> = keys.iter().map(|k| k.0).collect();
+    let rk: Vec<usize> = keys.iter().map(|k| k.1).collect();
+    // A key with NULL in a column compared by `=` matches nothing.
+    let unmatchable = |k: &[Datum]| k.iter().zip(&keys).any(|(v, key)| v.is_none() && !key.2);
+    // Right rows by key.
     let mut index: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (i, r) in right.iter().enumerate() {
         let k = r.project(&rk).into_inner();
-        if k.iter().any(Option::is_none) {
+        if unmatchable(&k) {
             continue;
         }
         index.entry(Key(k)).or_default().push(i);
@@ -420,7 +426,7 @@ fn join(
         let k = l.project(&lk).into_inner();
         let candidates: &[usize] = if keys.is_empty() {
             &all_right
-        } else if k.iter().any(Option::is_none) {
+        } else if unmatchable(&k) {
             &[]
         } else {
             index.get(&Key(k)).map_or(&[], Vec::as_slice)

@@ -7,7 +7,7 @@ use sqlparser::ast::{
     FunctionArgumentClause, FunctionArguments, ObjectNamePart, UnaryOperator, Value,
 };
 
-use super::{Binder, Scope, ident, unsupported};
+use super::{Binder, Scope, ScopeColumn, ident, unsupported};
 use crate::error::SqlError;
 use crate::scalar::cast::{CastContext, build_cast};
 use crate::scalar::sig::build_func;
@@ -350,7 +350,11 @@ impl Binder<'_> {
     /// else built from those.
     fn bind_grouped(&mut self, e: &Ast, ctx: &mut AggCtx) -> Result<ExprNode, SqlError> {
         let input_scope = ctx.input_scope.clone();
-        if let Ok(plain) = self.bind_expr_inner(e, &input_scope, None) {
+        // The attempt as a plain expression registers no HAVING subquery (the grouped binding does).
+        let having = self.having_subqueries.take();
+        let plain = self.bind_expr_inner(e, &input_scope, None);
+        self.having_subqueries = having;
+        if let Ok(plain) = plain {
             if let Some(i) = ctx.group_exprs.iter().position(|g| *g == plain) {
                 return Ok(ExprNode::InputRef {
                     index: i,
@@ -1004,6 +1008,42 @@ impl Binder<'_> {
         Ok(ExprNode::InputRef { index, ty: ret })
     }
 
+    /// The column `name` (of `qualifier`) of an enclosing query: a correlated reference when that query's
+    /// WHERE clause is binding this subquery (and the name is in its scope, the nearest one holding it),
+    /// else RisingWave's refusal; `None` when no enclosing scope has it.
+    fn outer_column(
+        &self,
+        qualifier: Option<&str>,
+        name: &str,
+    ) -> Result<Option<ExprNode>, SqlError> {
+        for (depth, scope) in self.outer.iter().enumerate().rev() {
+            let hits: Vec<(usize, &ScopeColumn)> = scope
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    c.name == name
+                        && match qualifier {
+                            None => !c.qualified_only,
+                            Some(q) => c.qualifier.as_deref() == Some(q),
+                        }
+                })
+                .collect();
+            match hits.as_slice() {
+                [] => continue,
+                [(i, c)] if self.correlatable == Some(depth) => {
+                    return Ok(Some(crate::planner::decorrelate::correlated_ref(
+                        *i,
+                        c.ty.clone(),
+                    )));
+                }
+                [_] => return Err(unsupported("correlated subquery")),
+                _ => return Err(SqlError::AmbiguousColumn(name.to_string())),
+            }
+        }
+        Ok(None)
+    }
+
     /// The column `name` (of `qualifier`) in `scope`.
     pub(super) fn column_ref(
         &self,
@@ -1030,14 +1070,8 @@ impl Binder<'_> {
                 ty: scope.columns[*i].ty.clone(),
             }),
             [] => {
-                let outer = self.outer.iter().any(|s| {
-                    s.columns.iter().any(|c| {
-                        c.name == name
-                            && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
-                    })
-                });
-                if outer {
-                    return Err(unsupported("correlated subquery"));
+                if let Some(outer) = self.outer_column(qualifier, name)? {
+                    return Ok(outer);
                 }
                 match qualifier {
                     Some(q) if scope.columns.iter().any(|c| c.name == name) => {

@@ -6,6 +6,7 @@
 mod expr;
 mod query;
 mod relation;
+mod subquery;
 
 use epochlab_common::{DataType, OwnedRow, TableId};
 
@@ -117,9 +118,17 @@ pub struct Binder<'a> {
     streaming: bool,
     /// Views being expanded (bounded, and a cycle is an error).
     view_depth: usize,
-    /// Binding the WHERE clause of a streaming query: its scalar subqueries, each joined to the FROM
-    /// clause's plan (a column past the FROM's), as RisingWave's apply of a scalar subquery is.
+    /// Binding a WHERE clause whose scope is its FROM's plan: the scalar subqueries to join to the FROM
+    /// clause's plan (each a column past the FROM's), as RisingWave's apply of a scalar subquery is: the
+    /// correlated ones, and in a streaming query every one.
     where_subqueries: Option<Vec<crate::planner::LogicalPlan>>,
+    /// The position in `outer` of the scope a subquery being bound may read (a WHERE clause's, which
+    /// decorrelates it): a column found there is a correlated reference (see
+    /// [`crate::planner::decorrelate`]); one found in any other enclosing scope is refused.
+    correlatable: Option<usize>,
+    /// Binding the HAVING clause of a streaming query: its (uncorrelated) scalar subqueries, each joined
+    /// after the aggregation's columns (see [`HAVING_SUBQUERY_BASE`]).
+    having_subqueries: Option<Vec<crate::planner::LogicalPlan>>,
     /// The catalog's relations the query reads directly (tables, views), for dependencies.
     pub depends_on: Vec<u32>,
     /// The window function calls of the select list being bound (`None`: none allowed here).
@@ -141,6 +150,10 @@ struct TableFunctionCollector {
     /// below, the `i`th referred to as column `NESTED_TABLE_FUNCTION_BASE + i` until it is planned.
     nested: Vec<crate::planner::ProjectSetSelectItem>,
 }
+
+/// Where the placeholders of a HAVING clause's subqueries start: the `i`th is column `HAVING_SUBQUERY_BASE
+/// + i` until the aggregation's width is known (far above any real column, below correlated references).
+const HAVING_SUBQUERY_BASE: usize = usize::MAX / 8;
 
 /// Where the placeholders of nested table functions start (far above any real column).
 const NESTED_TABLE_FUNCTION_BASE: usize = usize::MAX / 2;
@@ -167,6 +180,8 @@ impl<'a> Binder<'a> {
             streaming,
             view_depth: 0,
             where_subqueries: None,
+            correlatable: None,
+            having_subqueries: None,
             depends_on: Vec::new(),
             windows: None,
             project_set: None,

@@ -259,6 +259,18 @@ impl Binder<'_> {
         }
         // A window function of an enclosing select list is not allowed in this select's FROM or WHERE.
         let outer_windows = self.windows.take();
+        let outer_having = self.having_subqueries.take();
+        let out = self.bind_select_body(s, order_exprs, outer_windows);
+        self.having_subqueries = outer_having;
+        out
+    }
+
+    fn bind_select_body(
+        &mut self,
+        s: &ast::Select,
+        order_exprs: &[&ast::OrderByExpr],
+        outer_windows: Option<WindowCollector>,
+    ) -> Result<BoundSelect, SqlError> {
         let (mut plan, scope) = self.bind_from(&s.from)?;
         if let Some(w) = &s.selection {
             plan = self.filter_by_where(plan, w, &scope)?;
@@ -282,6 +294,7 @@ impl Binder<'_> {
         }
         let bound = self.bind_select_list(s, &scope, agg.as_mut(), order_exprs);
         let collected = self.project_set.take();
+        let having_subqueries = self.having_subqueries.take().unwrap_or_default();
         let (mut exprs, names, order, distinct_on, having) = bound?;
         if let Some(c) = collected.filter(|c| !c.items.is_empty()) {
             plan = project_set_plan(plan, c);
@@ -291,6 +304,20 @@ impl Binder<'_> {
         if let Some(ctx) = agg {
             plan = agg_plan(plan, ctx);
             if let Some(h) = having {
+                // The HAVING's subqueries (streaming): each one's row joined after the aggregation's.
+                let width = plan.schema().len();
+                for sub in having_subqueries {
+                    plan = LogicalPlan::Join {
+                        kind: crate::planner::JoinType::Inner,
+                        on: None,
+                        left: Box::new(plan),
+                        right: Box::new(sub),
+                    };
+                }
+                let h = crate::planner::pushdown::remap(&h, &|i| {
+                    i.checked_sub(super::HAVING_SUBQUERY_BASE)
+                        .map_or(i, |k| width + k)
+                });
                 plan = plan.filter(coerce(h, DataType::Boolean, CastContext::Implicit)?);
             }
         }
@@ -300,25 +327,6 @@ impl Binder<'_> {
         plan = plan.project(exprs);
         let plan = distinct_plan(plan, s.distinct.as_ref(), distinct_on, names.len(), &order)?;
         Ok(BoundSelect { plan, names, order })
-    }
-
-    /// `WHERE w` over `plan`: its uncorrelated subqueries cross-joined in, then the filter.
-    fn filter_by_where(
-        &mut self,
-        mut plan: LogicalPlan,
-        w: &Ast,
-        scope: &Scope,
-    ) -> Result<LogicalPlan, SqlError> {
-        let (p, subqueries) = self.bind_where(w, scope, plan.schema().len())?;
-        for sub in subqueries {
-            plan = LogicalPlan::Join {
-                kind: crate::planner::JoinType::Inner,
-                on: None,
-                left: Box::new(plan),
-                right: Box::new(sub),
-            };
-        }
-        Ok(plan.filter(coerce(p, DataType::Boolean, CastContext::Implicit)?))
     }
 
     /// The select list, `HAVING`, `ORDER BY` and `DISTINCT ON` of a select, bound: the expressions (the
@@ -342,6 +350,9 @@ impl Binder<'_> {
     > {
         let (mut exprs, names) =
             self.bind_select_items(&s.projection, scope, agg.as_deref_mut())?;
+        if self.streaming && agg.is_some() {
+            self.having_subqueries = Some(Vec::new());
+        }
         let having = match &s.having {
             Some(h) => Some(self.bind_expr(h, scope, agg.as_deref_mut())?),
             None => None,
@@ -597,59 +608,18 @@ impl Binder<'_> {
             .collect())
     }
 
-    /// A WHERE clause; in a streaming query over a FROM clause of `width` columns (as many as its scope),
-    /// also its scalar subqueries' plans, to be joined after the FROM's in order.
-    fn bind_where(
-        &mut self,
-        w: &Ast,
-        scope: &Scope,
-        width: usize,
-    ) -> Result<(ExprNode, Vec<LogicalPlan>), SqlError> {
-        let collect = self.streaming && scope.columns.len() == width;
-        let saved = std::mem::replace(&mut self.where_subqueries, collect.then(Vec::new));
-        let p = self.bind_expr(w, scope, None);
-        let subs = std::mem::replace(&mut self.where_subqueries, saved);
-        Ok((p?, subs.unwrap_or_default()))
-    }
-
-    /// A scalar subquery of a streaming query's WHERE clause: its plan joined after the FROM clause's
-    /// columns and the earlier subqueries', this one's value the next column.
-    fn streaming_scalar_subquery(
-        &mut self,
-        q: &Query,
-        scope: &Scope,
-    ) -> Result<ExprNode, SqlError> {
-        let outer_subs = self.where_subqueries.take();
-        self.outer.push(scope.clone());
-        let bound = self.bind_query_inner(q);
-        self.outer.pop();
-        self.where_subqueries = outer_subs;
-        let bound = bound?;
-        let types = bound.types();
-        let [ty] = types.as_slice() else {
-            return Err(SqlError::Invalid(
-                "subquery must return only one column".into(),
-            ));
-        };
-        let subs = self
-            .where_subqueries
-            .as_mut()
-            .expect("binding a streaming WHERE clause");
-        let index = scope.columns.len() + subs.len();
-        subs.push(bound.plan);
-        Ok(ExprNode::InputRef {
-            index,
-            ty: ty.clone(),
-        })
-    }
-
+    /// A scalar subquery: in a WHERE clause over its FROM's scope, joined or evaluated (see
+    /// [`Binder::where_scalar_subquery`]); elsewhere evaluated now (batch).
     pub(super) fn scalar_subquery(
         &mut self,
         q: &Query,
         scope: &Scope,
     ) -> Result<ExprNode, SqlError> {
         if self.where_subqueries.is_some() {
-            return self.streaming_scalar_subquery(q, scope);
+            return self.where_scalar_subquery(q, scope);
+        }
+        if self.having_subqueries.is_some() {
+            return self.having_scalar_subquery(q, scope);
         }
         let (rows, types) = self.eval_subquery(q, scope)?;
         let [ty] = types.as_slice() else {
@@ -657,15 +627,7 @@ impl Binder<'_> {
                 "subquery must return only one column".into(),
             ));
         };
-        if rows.len() > 1 {
-            return Err(SqlError::Invalid(
-                "Scalar subquery produced more than one row".into(),
-            ));
-        }
-        Ok(ExprNode::Literal {
-            value: rows.first().and_then(|r| r.datum_at(0).clone()),
-            ty: ty.clone(),
-        })
+        super::subquery::scalar_value(rows, ty)
     }
 }
 

@@ -516,11 +516,12 @@ fn fmt_window_functions(calls: &[crate::planner::WindowCall], names: &[String]) 
         .join(", ")
 }
 
-/// The lines of a batch plan's `EXPLAIN`.
+/// The lines of a batch plan's `EXPLAIN`: the plan as it runs (after [`super::optimize`]).
 pub fn explain_batch(plan: &LogicalPlan) -> Vec<String> {
     let mut out = vec!["BatchExchange { order: [], dist: Single }".to_string()];
     let mut body = Vec::new();
-    draw(plan, &batch_line, &|p: &LogicalPlan| p.inputs(), &mut body);
+    let plan = super::optimize(plan);
+    draw(&plan, &batch_line, &|p: &LogicalPlan| p.inputs(), &mut body);
     out.extend(body.into_iter().enumerate().map(|(i, l)| {
         let head = if i == 0 { "└─" } else { "  " };
         format!("{head}{l}")

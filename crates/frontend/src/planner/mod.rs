@@ -1,8 +1,10 @@
 //! Logical plans (RisingWave's `LogicalScan`, `LogicalProject`, ...): what the binder builds from a query, what
 //! the batch engine evaluates and what the stream planner cuts into fragments.
 
+pub mod decorrelate;
 pub mod delta_join;
 pub mod explain;
+pub mod join_order;
 pub mod pushdown;
 pub mod stream;
 pub mod stream_join;
@@ -272,4 +274,13 @@ impl LogicalPlan {
             .map(|(index, ty)| ExprNode::InputRef { index, ty })
             .collect()
     }
+}
+
+/// The logical rewrites every plan takes before it runs, batch or streaming (RisingWave's logical
+/// optimization, the part of it this planner has): filters pushed down into joins, inner joins ordered
+/// so that each has an equality key where one exists, and each key compared as a column.
+pub fn optimize(plan: &LogicalPlan) -> LogicalPlan {
+    let pushed = pushdown::predicate_pushdown(plan);
+    let ordered = join_order::reorder_joins(&pushed);
+    pushdown::join_key_calculations(&ordered)
 }

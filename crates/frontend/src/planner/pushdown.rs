@@ -8,6 +8,8 @@
 //! side where the join cannot make its rows NULL; a filter over both sides becomes part of an inner join's
 //! `ON`; an `ON` conjunct over one side moves into that side where the side is the join's inner one.
 
+use epochlab_common::DataType;
+
 use crate::planner::{JoinType, LogicalPlan};
 use crate::scalar::{ExprNode, ExprType};
 
@@ -21,6 +23,62 @@ pub fn conjuncts(e: &ExprNode) -> Vec<ExprNode> {
         } => args.iter().flat_map(conjuncts).collect(),
         other => vec![other.clone()],
     }
+}
+
+/// The disjuncts of `e` (`a OR b OR c` is three), in order.
+fn disjuncts(e: &ExprNode) -> Vec<ExprNode> {
+    match e {
+        ExprNode::Call {
+            func: ExprType::Or,
+            args,
+            ..
+        } => args.iter().flat_map(disjuncts).collect(),
+        other => vec![other.clone()],
+    }
+}
+
+/// The conjuncts of `e` with the conjuncts every disjunct of an `OR` has taken out of it (RisingWave's
+/// common-factor extraction): `(a AND b) OR (a AND c)` is `a` and `b OR c`, so that a join key repeated in
+/// each branch of TPC-H's Q19 is a key.
+pub fn factored_conjuncts(e: &ExprNode) -> Vec<ExprNode> {
+    conjuncts(e)
+        .into_iter()
+        .flat_map(|c| factor_or(&c))
+        .collect()
+}
+
+fn factor_or(e: &ExprNode) -> Vec<ExprNode> {
+    let branches: Vec<Vec<ExprNode>> = disjuncts(e).iter().map(conjuncts).collect();
+    if branches.len() < 2 {
+        return vec![e.clone()];
+    }
+    let common: Vec<ExprNode> = branches[0]
+        .iter()
+        .filter(|c| branches[1..].iter().all(|b| b.contains(c)))
+        .fold(Vec::new(), |mut acc, c| {
+            if !acc.contains(c) {
+                acc.push(c.clone());
+            }
+            acc
+        });
+    if common.is_empty() {
+        return vec![e.clone()];
+    }
+    let rests: Vec<Option<ExprNode>> = branches
+        .into_iter()
+        .map(|b| and_all(b.into_iter().filter(|c| !common.contains(c)).collect()))
+        .collect();
+    let mut out = common;
+    // A branch left with nothing is true, and so is the OR.
+    if rests.iter().all(Option::is_some) {
+        let rest = rests.into_iter().flatten().reduce(|a, b| ExprNode::Call {
+            func: ExprType::Or,
+            args: vec![a, b],
+            ret: DataType::Boolean,
+        });
+        out.extend(rest);
+    }
+    out
 }
 
 /// The conjunction of `cs` (`None` when there is none).
@@ -74,7 +132,7 @@ fn push(plan: &LogicalPlan, preds: Vec<ExprNode>) -> LogicalPlan {
     match plan {
         LogicalPlan::Filter { predicate, input } => {
             let mut all = preds;
-            all.extend(conjuncts(predicate));
+            all.extend(factored_conjuncts(predicate));
             push(input, all)
         }
         LogicalPlan::Project { exprs, input } => {
@@ -206,7 +264,7 @@ fn push_join(
     let kind = simplify_outer(&preds, lw, kind);
     let mut split = Split::default();
     // The ON: a conjunct over one side moves into that side where that side is the inner one.
-    for c in on.map(conjuncts).unwrap_or_default() {
+    for c in on.map(factored_conjuncts).unwrap_or_default() {
         let s = if is_pure(&c) {
             sides(&c, lw)
         } else {
@@ -292,4 +350,135 @@ fn simplify_outer(preds: &[ExprNode], lw: usize, kind: JoinType) -> JoinType {
         (false, true) => JoinType::LeftOuter,
         (false, false) => JoinType::Inner,
     }
+}
+
+/// RisingWave's `PushCalculationOfJoinRule`: in a join without a key pair of columns, an equality between
+/// an expression of each side (`CAST(a.v AS BIGINT) IS NOT DISTINCT FROM b.w`) becomes one, its
+/// expressions computed as columns below the join and dropped above it.
+pub fn join_key_calculations(plan: &LogicalPlan) -> LogicalPlan {
+    let mut out = plan.clone();
+    for input in out.inputs_mut() {
+        *input = join_key_calculations(input);
+    }
+    match out {
+        LogicalPlan::Join {
+            kind,
+            on: Some(on),
+            left,
+            right,
+        } => computed_keys(kind, &on, *left, *right),
+        other => other,
+    }
+}
+
+/// An equality conjunct's two sides, the left's over the left input and the right's over the right
+/// input (its own positions), when each side reads one input and they are of one type.
+fn computed_pair(c: &ExprNode, lw: usize) -> Option<(ExprType, ExprNode, ExprNode)> {
+    let ExprNode::Call { func, args, .. } = c else {
+        return None;
+    };
+    if !matches!(func, ExprType::Equal | ExprType::IsNotDistinctFrom) || !is_pure(c) {
+        return None;
+    }
+    let [a, b] = args.as_slice() else {
+        return None;
+    };
+    let (l, r) = match (sides(a, lw), sides(b, lw)) {
+        (Sides::Left, Sides::Right) => (a, b),
+        (Sides::Right, Sides::Left) => (b, a),
+        _ => return None,
+    };
+    let mut pair = [l.clone(), remap(r, &|i| i - lw)];
+    if l.return_type() != r.return_type() {
+        // Integers of two widths compare as the wider: both cast to it, their values kept.
+        let integer = |e: &ExprNode| {
+            matches!(
+                e.return_type(),
+                DataType::Int16 | DataType::Int32 | DataType::Int64
+            )
+        };
+        if !pair.iter().all(integer) || crate::scalar::cast::align_types(&mut pair).is_err() {
+            return None;
+        }
+    }
+    let [l, r] = pair;
+    Some((*func, l, r))
+}
+
+fn computed_keys(
+    kind: JoinType,
+    on: &ExprNode,
+    left: LogicalPlan,
+    right: LogicalPlan,
+) -> LogicalPlan {
+    let (lw, rw) = (left.schema().len(), right.schema().len());
+    let cs = conjuncts(on);
+    let column_pair = |c: &ExprNode| {
+        matches!(
+            computed_pair(c, lw),
+            Some((_, ExprNode::InputRef { .. }, ExprNode::InputRef { .. }))
+        )
+    };
+    let pairs: Vec<_> = cs.iter().map(|c| computed_pair(c, lw)).collect();
+    if cs.iter().any(column_pair) || pairs.iter().all(Option::is_none) {
+        return LogicalPlan::Join {
+            kind,
+            on: Some(on.clone()),
+            left: Box::new(left),
+            right: Box::new(right),
+        };
+    }
+    let computed = |e: &ExprNode| !matches!(e, ExprNode::InputRef { .. });
+    let nl = pairs
+        .iter()
+        .flatten()
+        .filter(|(_, l, _)| computed(l))
+        .count();
+    let (mut lcols, mut rcols) = (left.input_refs(), right.input_refs());
+    let mut conds = Vec::with_capacity(cs.len());
+    // A side's column where it is one, else a column computed after the side's own.
+    let place = |cols: &mut Vec<ExprNode>, e: ExprNode| match e {
+        ExprNode::InputRef { index, .. } => index,
+        e => {
+            cols.push(e);
+            cols.len() - 1
+        }
+    };
+    for (c, pair) in cs.iter().zip(pairs) {
+        let Some((func, l, r)) = pair else {
+            // Right columns move past the left's computed ones.
+            conds.push(remap(c, &|i| if i < lw { i } else { i + nl }));
+            continue;
+        };
+        let ty = l.return_type();
+        let li = place(&mut lcols, l);
+        let ri = lw + nl + place(&mut rcols, r);
+        conds.push(ExprNode::Call {
+            func,
+            args: vec![
+                ExprNode::InputRef {
+                    index: li,
+                    ty: ty.clone(),
+                },
+                ExprNode::InputRef { index: ri, ty },
+            ],
+            ret: DataType::Boolean,
+        });
+    }
+    let join = LogicalPlan::Join {
+        kind,
+        on: and_all(conds),
+        left: Box::new(left.project(lcols)),
+        right: Box::new(right.project(rcols)),
+    };
+    let all = join.input_refs();
+    let kept: Vec<ExprNode> = match kind {
+        JoinType::LeftSemi | JoinType::LeftAnti => all[..lw].to_vec(),
+        _ => all[..lw]
+            .iter()
+            .chain(&all[lw + nl..lw + nl + rw])
+            .cloned()
+            .collect(),
+    };
+    join.project(kept)
 }

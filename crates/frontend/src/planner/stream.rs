@@ -346,7 +346,7 @@ fn plan_root_input(
     names: &[String],
     upstreams: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let body = to_stream(&super::pushdown::predicate_pushdown(plan), upstreams)?;
+    let body = to_stream(&super::optimize(plan), upstreams)?;
     let exprs = refs(&body.types[..body.width]);
     let body = body.project(exprs, names.to_vec());
     let pk = body.stream_key.clone();

@@ -106,17 +106,31 @@ fn scalar_join(plan: &LogicalPlan) -> Option<ScalarJoin<'_>> {
     } else {
         (b, reverse(cmp), a)
     };
-    if !side(l) || l.return_type() != r.return_type() {
+    if !side(l) {
         return None;
     }
+    let mut pair = [l.clone(), r.clone()];
+    if l.return_type() != r.return_type() {
+        // Integers of two widths compare as the wider: both cast to it (RisingWave's binder casts them).
+        let integer = |e: &ExprNode| {
+            matches!(
+                e.return_type(),
+                DataType::Int16 | DataType::Int32 | DataType::Int64
+            )
+        };
+        if !pair.iter().all(integer) || crate::scalar::cast::align_types(&mut pair).is_err() {
+            return None;
+        }
+    }
+    let [l, r] = pair;
     Some(ScalarJoin {
         left,
         right,
         left_filter,
         right_filter,
-        left_expr: l.clone(),
+        left_expr: l,
         comparator: cmp,
-        right_expr: shift(r, lw),
+        right_expr: shift(&r, lw),
     })
 }
 
