@@ -229,6 +229,12 @@ fn binary_func(op: &BinaryOperator) -> Option<ExprType> {
         B::And => ExprType::And,
         B::Or => ExprType::Or,
         B::StringConcat => ExprType::ConcatOp,
+        B::PGExp => ExprType::Pow,
+        B::BitwiseAnd => ExprType::BitwiseAnd,
+        B::BitwiseOr => ExprType::BitwiseOr,
+        B::PGBitwiseXor => ExprType::BitwiseXor,
+        B::PGBitwiseShiftLeft => ExprType::BitwiseShiftLeft,
+        B::PGBitwiseShiftRight => ExprType::BitwiseShiftRight,
         // jsonb access by key (text) or index (int): `->` gives jsonb, `->>` text.
         B::Arrow => ExprType::JsonbAccess,
         B::LongArrow => ExprType::JsonbAccessStr,
@@ -504,6 +510,20 @@ impl Binder<'_> {
                 );
                 Ok(build_func(ExprType::Extract, vec![field, source])?)
             }
+            Ast::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => self.bind_call(ExprType::Ceil, [expr], scope, agg),
+            Ast::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => self.bind_call(ExprType::Floor, [expr], scope, agg),
+            Ast::Trim {
+                trim_where,
+                trim_what,
+                expr,
+                trim_characters: None,
+            } => self.bind_trim(trim_where.as_ref(), trim_what.as_deref(), expr, scope, agg),
             other => Err(unsupported(format!("expression {other}"))),
         }
     }
@@ -620,8 +640,33 @@ impl Binder<'_> {
                 }) => number(&format!("-{n}")),
                 _ => call(ExprType::Neg, vec![self.bind_expr(expr, scope, agg)?]),
             },
+            UnaryOperator::BitwiseNot => call(
+                ExprType::BitwiseNot,
+                vec![self.bind_expr(expr, scope, agg)?],
+            ),
             other => Err(unsupported(format!("operator {other}"))),
         }
+    }
+
+    /// `TRIM([BOTH | LEADING | TRAILING] [chars] FROM s)`: RisingWave's `btrim`, `ltrim`, `rtrim`.
+    fn bind_trim(
+        &mut self,
+        trim_where: Option<&ast::TrimWhereField>,
+        trim_what: Option<&Ast>,
+        expr: &Ast,
+        scope: &Scope,
+        mut agg: Option<&mut AggCtx>,
+    ) -> Result<ExprNode, SqlError> {
+        let func = match trim_where {
+            None | Some(ast::TrimWhereField::Both) => ExprType::Trim,
+            Some(ast::TrimWhereField::Leading) => ExprType::Ltrim,
+            Some(ast::TrimWhereField::Trailing) => ExprType::Rtrim,
+        };
+        let mut args = vec![self.bind_expr(expr, scope, agg.as_deref_mut())?];
+        if let Some(what) = trim_what {
+            args.push(self.bind_expr(what, scope, agg)?);
+        }
+        call(func, args)
     }
 
     /// `x [NOT] BETWEEN lo AND hi` as `x >= lo AND x <= hi` (negated).
@@ -801,6 +846,19 @@ impl Binder<'_> {
                 None => self.bind_expr_inner(a, scope, None)?,
                 Some(ctx) => self.bind_grouped(a, ctx)?,
             });
+        }
+        if name == "pg_typeof" && args.len() == 1 {
+            // The argument's type, as PostgreSQL's regtype prints it (known when binding).
+            let ty = args[0].return_type();
+            let name = if is_untyped_literal(&args[0]) {
+                "unknown".to_string()
+            } else {
+                ty.to_string()
+            };
+            return Ok(ExprNode::literal(
+                Some(ScalarImpl::Utf8(name.into())),
+                DataType::Varchar,
+            ));
         }
         if name == "nullif" && args.len() == 2 {
             let eq = call(ExprType::Equal, args.clone())?;
