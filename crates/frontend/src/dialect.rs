@@ -11,10 +11,11 @@
 
 use std::any::TypeId;
 
-use sqlparser::ast::{ColumnOption, Expr, GeneratedAs};
+use sqlparser::ast::{ColumnOption, Expr, GeneratedAs, UnaryOperator};
 use sqlparser::dialect::{BindPlaceholderStyle, Dialect, PostgreSqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
 
 /// PostgreSQL's dialect with RisingWave's additions (see the module's text).
 #[derive(Debug, Default, Clone, Copy)]
@@ -52,6 +53,22 @@ impl Dialect for RisingWaveDialect {
         }
         let option = parser.parse_expr().map(|expr| Some(generated_column(expr)));
         Ok(Some(option))
+    }
+
+    /// A prefix `-` or `+` binds tighter than `^`, as PostgreSQL's and RisingWave's grammars have it
+    /// (`-3 ^ 2` is 9); `sqlparser` reads its operand up to `*`, so `-3 ^ 2` would be `-(3 ^ 2)`.
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        let op = match parser.peek_token_ref().token {
+            Token::Minus => UnaryOperator::Minus,
+            Token::Plus => UnaryOperator::Plus,
+            _ => return None,
+        };
+        parser.advance_token();
+        let above_caret = self.prec_value(Precedence::Caret);
+        Some(parser.parse_subexpr(above_caret).map(|e| Expr::UnaryOp {
+            op,
+            expr: Box::new(e),
+        }))
     }
 
     delegate_to_postgres! {
@@ -200,5 +217,30 @@ mod tests {
             })
             .collect();
         assert_eq!(exprs, ["v2 - 1", "", "proctime()"]);
+    }
+
+    #[test]
+    fn a_prefix_minus_binds_tighter_than_caret_and_looser_than_a_cast() {
+        use sqlparser::ast::BinaryOperator as B;
+        let read = |sql: &str| {
+            let mut p = Parser::new(&RisingWaveDialect).try_with_sql(sql).unwrap();
+            p.parse_expr().unwrap()
+        };
+        // The operator at the top, and whether its left operand is a prefix minus.
+        let top = |sql: &str| match read(sql) {
+            Expr::BinaryOp { left, op, .. } => (Some(op), matches!(*left, Expr::UnaryOp { .. })),
+            Expr::UnaryOp { .. } => (None, true),
+            other => panic!("{sql}: {other:?}"),
+        };
+        assert_eq!(top("-3 ^ 2"), (Some(B::PGExp), true));
+        assert_eq!(top("-2 * 3"), (Some(B::Multiply), true));
+        assert_eq!(top("1 - -2"), (Some(B::Minus), false));
+        // A cast and a field access stay inside the minus.
+        assert!(
+            matches!(read("-x::int"), Expr::UnaryOp { expr, .. } if matches!(*expr, Expr::Cast { .. }))
+        );
+        assert!(
+            matches!(read("- a.b"), Expr::UnaryOp { expr, .. } if matches!(*expr, Expr::CompoundIdentifier(_)))
+        );
     }
 }

@@ -580,8 +580,12 @@ impl Binder<'_> {
                 "subquery in an expression of a streaming query",
             ));
         }
+        // Evaluated now, it can read no enclosing query (a correlated reference would reach the batch
+        // engine): any it makes is refused.
         self.outer.push(scope.clone());
+        let correlatable = self.correlatable.take();
         let bound = self.bind_query_inner(q);
+        self.correlatable = correlatable;
         self.outer.pop();
         let mut bound = bound?;
         self.session_timezone().rewrite_plan(&mut bound.plan);

@@ -126,10 +126,18 @@ impl Binder<'_> {
         for sub in subqueries {
             plan = scalar_join_plan(&from, plan, sub)?;
         }
-        Ok(match predicate {
+        let filtered = match predicate {
             Some(p) => plan.filter(p),
             None => plan,
-        })
+        };
+        // The subqueries' columns served the filter: the rows go on with the FROM's columns, as the scope
+        // the select list is bound over names them.
+        if filtered.schema().len() == width {
+            return Ok(filtered);
+        }
+        let mut exprs = filtered.input_refs();
+        exprs.truncate(width);
+        Ok(filtered.project(exprs))
     }
 
     /// The conjunction of `conjuncts`, bound; `None` for none.
@@ -247,7 +255,9 @@ impl Binder<'_> {
     ) -> Result<ExprNode, SqlError> {
         self.outer.push(scope.clone());
         let saved = self.having_subqueries.take();
+        let correlatable = self.correlatable.take();
         let bound = self.bind_query_inner(q);
+        self.correlatable = correlatable;
         self.having_subqueries = saved;
         self.outer.pop();
         let bound = bound?;
