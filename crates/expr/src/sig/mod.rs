@@ -217,6 +217,11 @@ fn concat(func: ExprType, args: Vec<ExprNode>) -> Result<ExprNode> {
     match func {
         ConcatOp => {
             check_arity(func, &args, 2, 2)?;
+            // One side is text (or an unknown-typed literal, read as text): `2 || 3` has no overload.
+            let text = |a: &ExprNode| is_untyped(a) || a.return_type() == DataType::Varchar;
+            if !args.iter().any(text) {
+                return Err(no_overload(func, &args));
+            }
             let args = args
                 .into_iter()
                 .map(|a| build_cast(a, DataType::Varchar, CastContext::Explicit))

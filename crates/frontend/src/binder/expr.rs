@@ -198,7 +198,15 @@ pub fn unify_literals(exprs: &mut [ExprNode]) -> Result<(), SqlError> {
 /// A call of `func`, unknown-typed literal arguments read as the others' type (unless `func` types its
 /// arguments itself, as `array_to_string`'s delimiter is text).
 pub fn call(func: ExprType, mut args: Vec<ExprNode>) -> Result<ExprNode, SqlError> {
-    if !epochlab_expr::scalar::array::types_its_own_arguments(func) {
+    // Text concatenation reads an unknown-typed literal as text, whatever the others' types (`'1' || true`
+    // is `1true`, `concat(1, 'A')` is `1A`); `||` with an array is the array's.
+    let text_concat = matches!(
+        func,
+        ExprType::ConcatOp | ExprType::Concat | ExprType::ConcatWs | ExprType::Format
+    ) && !args
+        .iter()
+        .any(|a| matches!(a.return_type(), DataType::List(_)) && !is_untyped_literal(a));
+    if !epochlab_expr::scalar::array::types_its_own_arguments(func) && !text_concat {
         // The positions every overload types (a field name, a pattern) keep their literal for overload
         // resolution; the others take each other's type.
         let pinned = epochlab_expr::sig::pinned_params(func, args.len());
@@ -252,9 +260,17 @@ fn lit_bool(b: bool) -> ExprNode {
 /// A number literal as PostgreSQL reads it: an integer (`int` when it fits, else `bigint`, else
 /// `numeric`), a decimal point makes it `numeric`, an exponent `double precision`.
 fn number(n: &str) -> Result<ExprNode, SqlError> {
-    let ty = if n.contains(['e', 'E']) {
-        Some(DataType::Float64)
-    } else if n.contains('.') || n.parse::<i64>().is_err() {
+    // Scientific notation is a decimal, as RisingWave's `bind_number` reads it (`1e-6` is 0.000001).
+    if n.contains(['e', 'E']) {
+        return match from_text(n, &DataType::Decimal) {
+            Ok(value) => Ok(ExprNode::Literal {
+                value,
+                ty: DataType::Decimal,
+            }),
+            Err(_) => Err(SqlError::Bind(format!("Number {n} overflows"))),
+        };
+    }
+    let ty = if n.contains('.') || n.parse::<i64>().is_err() {
         Some(DataType::Decimal)
     } else {
         None
