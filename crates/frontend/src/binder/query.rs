@@ -361,6 +361,8 @@ impl Binder<'_> {
         for o in order_exprs {
             let pos = match output_position(&o.expr, &names) {
                 Ok(p) => p,
+                // A position must name an output column (`ORDER BY 2` of one column is an error).
+                Err(e) if is_number(&o.expr) => return Err(e),
                 Err(_) => {
                     let e = self.bind_expr(&o.expr, scope, agg.as_deref_mut())?;
                     match exprs[..names.len()].iter().position(|x| *x == e) {
@@ -865,6 +867,11 @@ fn set_operation(
 }
 
 /// An `ORDER BY` item naming an output column: its position (1-based in SQL) or its name.
+/// Whether `e` is a number literal (an output position where `ORDER BY` takes one).
+fn is_number(e: &Ast) -> bool {
+    matches!(e, Ast::Value(v) if matches!(v.value, Value::Number(..)))
+}
+
 fn output_position(e: &Ast, names: &[String]) -> Result<usize, SqlError> {
     match e {
         Ast::Value(v) if matches!(v.value, Value::Number(..)) => {

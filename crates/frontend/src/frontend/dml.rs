@@ -109,7 +109,7 @@ impl Session {
                 "INSERT without VALUES or SELECT".into(),
             ));
         };
-        let values = self.insert_values(source, &targets)?;
+        let values = self.insert_values(source, &targets, !ins.columns.is_empty())?;
         let first_id = if def.row_id {
             self.engine.row_ids(rel.id, values.len())
         } else {
@@ -137,10 +137,17 @@ impl Session {
         &self,
         source: &Query,
         targets: &[Column],
+        listed: bool,
     ) -> Result<Vec<Vec<Datum>>, SqlError> {
-        // Fewer values than columns leave the rest NULL, as PostgreSQL's INSERT does.
+        // Fewer values than the table's columns leave the rest NULL, as PostgreSQL's INSERT does; fewer
+        // than the columns the statement lists is an error, as it is there.
         let too_many =
             || SqlError::Invalid("INSERT has more expressions than target columns".into());
+        let too_few = |n: usize| {
+            (listed && n < targets.len()).then(|| {
+                SqlError::Invalid("INSERT has more target columns than expressions".into())
+            })
+        };
         let mut binder = Binder::new(self, false);
         if let (SetExpr::Values(v), None, None) =
             (source.body.as_ref(), &source.order_by, &source.limit_clause)
@@ -151,6 +158,9 @@ impl Session {
             for r in &v.rows {
                 if r.content.len() > targets.len() {
                     return Err(too_many());
+                }
+                if let Some(e) = too_few(r.content.len()) {
+                    return Err(e);
                 }
                 let mut row = Vec::with_capacity(targets.len());
                 for (e, col) in r.content.iter().zip(targets) {
@@ -167,6 +177,9 @@ impl Session {
         let types = bound.types();
         if types.len() > targets.len() {
             return Err(too_many());
+        }
+        if let Some(e) = too_few(types.len()) {
+            return Err(e);
         }
         let exprs = bound
             .plan
