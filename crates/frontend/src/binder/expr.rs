@@ -1095,13 +1095,7 @@ impl Binder<'_> {
                 .columns
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| {
-                    c.name == name
-                        && match qualifier {
-                            None => !c.qualified_only,
-                            Some(q) => c.qualifier.as_deref() == Some(q),
-                        }
-                })
+                .filter(|(_, c)| names_column(c, qualifier, name))
                 .collect();
             match hits.as_slice() {
                 [] => continue,
@@ -1129,13 +1123,7 @@ impl Binder<'_> {
             .columns
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
-                c.name == name
-                    && match qualifier {
-                        None => !c.qualified_only,
-                        Some(q) => c.qualifier.as_deref() == Some(q),
-                    }
-            })
+            .filter(|(_, c)| names_column(c, qualifier, name))
             .map(|(i, _)| i)
             .collect();
         match hits.as_slice() {
@@ -1264,6 +1252,16 @@ fn in_list(x: ExprNode, items: Vec<ExprNode>, negated: bool) -> Result<ExprNode,
     } else {
         Ok(any)
     }
+}
+
+/// Whether `name` (of `qualifier`) names scope column `c`: a column only its qualifier reaches (a hidden
+/// row id) is named with it.
+fn names_column(c: &ScopeColumn, qualifier: Option<&str>, name: &str) -> bool {
+    c.name == name
+        && match qualifier {
+            None => !c.qualified_only,
+            Some(q) => c.qualifier.as_deref() == Some(q),
+        }
 }
 
 /// `ASC`/`DESC` and `NULLS FIRST`/`LAST` as PostgreSQL defaults them (NULLs largest).

@@ -388,21 +388,28 @@ fn computed_pair(c: &ExprNode, lw: usize) -> Option<(ExprType, ExprNode, ExprNod
         (Sides::Right, Sides::Left) => (b, a),
         _ => return None,
     };
-    let mut pair = [l.clone(), remap(r, &|i| i - lw)];
-    if l.return_type() != r.return_type() {
-        // Integers of two widths compare as the wider: both cast to it, their values kept.
-        let integer = |e: &ExprNode| {
-            matches!(
-                e.return_type(),
-                DataType::Int16 | DataType::Int32 | DataType::Int64
-            )
-        };
-        if !pair.iter().all(integer) || crate::scalar::cast::align_types(&mut pair).is_err() {
-            return None;
-        }
-    }
-    let [l, r] = pair;
+    let [l, r] = comparable_pair([l.clone(), remap(r, &|i| i - lw)])?;
     Some((*func, l, r))
+}
+
+/// The two sides of a comparison in one type, as a hash key or a dynamic filter compares them: as they
+/// are when they have one, both cast to the wider when they are integers of two widths (their values
+/// kept), `None` otherwise.
+pub(crate) fn comparable_pair(mut pair: [ExprNode; 2]) -> Option<[ExprNode; 2]> {
+    if pair[0].return_type() == pair[1].return_type() {
+        return Some(pair);
+    }
+    let integer = |e: &ExprNode| {
+        matches!(
+            e.return_type(),
+            DataType::Int16 | DataType::Int32 | DataType::Int64
+        )
+    };
+    if !pair.iter().all(integer) {
+        return None;
+    }
+    crate::scalar::cast::align_types(&mut pair).ok()?;
+    Some(pair)
 }
 
 fn computed_keys(

@@ -109,20 +109,8 @@ fn scalar_join(plan: &LogicalPlan) -> Option<ScalarJoin<'_>> {
     if !side(l) {
         return None;
     }
-    let mut pair = [l.clone(), r.clone()];
-    if l.return_type() != r.return_type() {
-        // Integers of two widths compare as the wider: both cast to it (RisingWave's binder casts them).
-        let integer = |e: &ExprNode| {
-            matches!(
-                e.return_type(),
-                DataType::Int16 | DataType::Int32 | DataType::Int64
-            )
-        };
-        if !pair.iter().all(integer) || crate::scalar::cast::align_types(&mut pair).is_err() {
-            return None;
-        }
-    }
-    let [l, r] = pair;
+    // Integers of two widths compare as the wider (RisingWave's binder casts them).
+    let [l, r] = crate::planner::pushdown::comparable_pair([l.clone(), r.clone()])?;
     Some(ScalarJoin {
         left,
         right,
