@@ -249,17 +249,28 @@ fn ints(
     Ok(out)
 }
 
+/// A decimal bound or step of a series is finite, or RisingWave's error naming it.
+fn finite(name: &'static str, d: &Decimal) -> Result<()> {
+    match d {
+        Decimal::Normalized(_) => Ok(()),
+        Decimal::NaN => Err(ExprError::invalid_param(
+            name,
+            format!("{name} value cannot be NaN"),
+        )),
+        _ => Err(ExprError::invalid_param(
+            name,
+            format!("{name} value cannot be infinity"),
+        )),
+    }
+}
+
 fn decimals(start: Decimal, stop: Decimal, step: Decimal, inclusive: bool) -> Result<Vec<Datum>> {
+    for (name, d) in [("start", &start), ("stop", &stop), ("step", &step)] {
+        finite(name, d)?;
+    }
     let zero = Decimal::from(0i64);
     if step == zero {
         return Err(step_zero());
-    }
-    let special = |d: &Decimal| !matches!(d, Decimal::Normalized(_));
-    if special(&start) || special(&stop) || special(&step) {
-        return Err(ExprError::invalid_param(
-            "start",
-            "start value cannot be NaN or infinity",
-        ));
     }
     let mut out = Vec::new();
     let mut cur = start;
