@@ -18,6 +18,7 @@ pub mod plan;
 pub mod rng;
 pub mod row;
 pub mod samples;
+pub mod source;
 pub mod toggles;
 pub mod trace;
 pub mod types;

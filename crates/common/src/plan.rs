@@ -284,6 +284,19 @@ pub enum StreamNode {
     /// `NowExecutor`): a source whose barriers come from the local barrier manager; the last value emitted
     /// is kept in `state_table` (singleton, empty pk).
     Now { state_table: Arc<TableDesc> },
+    /// A source's connector (RisingWave's `SourceExecutor` of a datagen source): a barrier source that,
+    /// after each barrier while not paused, emits the rows its splits are due (see
+    /// [`crate::source::DatagenSpec`]) as rows of `column_types`, the connector's columns filled, each
+    /// `generated` column computed over them with `proctime()` the barrier's time, and the rest (the row
+    /// id) NULL. It owns the splits whose index hashes to one of its vnodes; each split's next offset is
+    /// kept in `state_table` (pk: the `Int32` split index, then its `Int64` next offset), written in the
+    /// epoch of the rows it follows, so a rebuilt actor resumes where the committed rows end.
+    Source {
+        datagen: crate::source::DatagenSpec,
+        generated: Vec<(usize, ExprNode)>,
+        column_types: Vec<DataType>,
+        state_table: Arc<TableDesc>,
+    },
     /// The select list of a query with set-returning functions (RisingWave's `ProjectSetExecutor`): per
     /// input row, as many output rows as its longest table function gives (a shorter one is NULL after its
     /// last row, a plain expression repeats); none when every table function gives none. Output: the
@@ -552,6 +565,7 @@ impl StreamNode {
             | StreamNode::Merge { .. }
             | StreamNode::Values { .. }
             | StreamNode::Now { .. }
+            | StreamNode::Source { .. }
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::HashJoin { left, right, .. }
@@ -580,6 +594,7 @@ impl StreamNode {
             | StreamNode::Merge { .. }
             | StreamNode::Values { .. }
             | StreamNode::Now { .. }
+            | StreamNode::Source { .. }
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::HashJoin { left, right, .. }
@@ -624,6 +639,7 @@ impl StreamNode {
             StreamNode::GroupTopN { .. } => "GroupTopN",
             StreamNode::DynamicFilter { .. } => "DynamicFilter",
             StreamNode::Now { .. } => "Now",
+            StreamNode::Source { .. } => "Source",
             StreamNode::ProjectSet { .. } => "ProjectSet",
             StreamNode::Expand { .. } => "Expand",
         }
@@ -638,13 +654,16 @@ impl StreamNode {
         out
     }
 
-    /// Whether a leaf of the tree takes its barriers from the local barrier manager (a `Dml` or `Values`)
-    /// rather than from an upstream actor.
+    /// Whether a leaf of the tree takes its barriers from the local barrier manager (a `Dml`, `Values`,
+    /// `Now` or `Source`) rather than from an upstream actor.
     pub fn has_barrier_source(&self) -> bool {
         self.walk().iter().any(|n| {
             matches!(
                 n,
-                StreamNode::Dml { .. } | StreamNode::Values { .. } | StreamNode::Now { .. }
+                StreamNode::Dml { .. }
+                    | StreamNode::Values { .. }
+                    | StreamNode::Now { .. }
+                    | StreamNode::Source { .. }
             )
         })
     }
@@ -787,7 +806,9 @@ impl StreamNode {
                 right_table,
                 ..
             } => vec![left_table, right_table],
-            StreamNode::Now { state_table } => vec![state_table],
+            StreamNode::Now { state_table } | StreamNode::Source { state_table, .. } => {
+                vec![state_table]
+            }
             _ => Vec::new(),
         }
     }
@@ -813,7 +834,9 @@ impl StreamNode {
                 right_table,
                 ..
             } => vec![left_table, right_table],
-            StreamNode::Now { state_table } => vec![state_table],
+            StreamNode::Now { state_table } | StreamNode::Source { state_table, .. } => {
+                vec![state_table]
+            }
             _ => Vec::new(),
         }
     }

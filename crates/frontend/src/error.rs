@@ -75,6 +75,9 @@ pub enum SqlError {
     /// A `SET` / `SHOW` of a session variable that does not exist, or a bad value.
     #[error(transparent)]
     SessionConfig(#[from] crate::session_config::SessionConfigError),
+    /// A datagen source's `WITH` options refused.
+    #[error(transparent)]
+    Datagen(#[from] epochlab_common::source::DatagenError),
     /// A statement that waited longer than its (virtual) budget.
     #[error("{0} timed out after {1} s")]
     Timeout(&'static str, u64),
@@ -121,7 +124,9 @@ impl SqlError {
                 CatalogProblem::StillCreating => "catalog: still creating",
             },
             SqlError::NoReader { .. } => "no reader for dml",
-            SqlError::DuplicatedOption(_) | SqlError::UnexpectedOptions(_) => "WITH options",
+            SqlError::DuplicatedOption(_)
+            | SqlError::UnexpectedOptions(_)
+            | SqlError::Datagen(_) => "WITH options",
             SqlError::Ddl(_) => "DDL refused or failed",
             SqlError::InCreatingProcedure { .. } => "table is in creating procedure",
             SqlError::Connection(_) => "connection",

@@ -87,6 +87,9 @@ pub struct Engine {
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
     pub default_parallelism: usize,
+    /// Whether a datagen `CREATE SOURCE` runs its connector (a `StreamNode::Source` in its table job);
+    /// otherwise the source is a table nothing writes.
+    pub run_connectors: std::sync::atomic::AtomicBool,
     /// The frontend nodes: each up or down, with its generation (one more at each kill).
     frontends: tokio::sync::watch::Sender<Vec<FrontendLife>>,
     /// The next frontend a connection goes to (RisingWave's `frontend:4566`, a round-robin IPVS service).
@@ -140,6 +143,7 @@ impl Engine {
             cluster,
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
+            run_connectors: std::sync::atomic::AtomicBool::new(false),
             frontends: tokio::sync::watch::Sender::new(vec![life; nodes]),
             next_frontend: Mutex::new(0),
         })

@@ -1131,7 +1131,8 @@ impl MetaNode {
             dist_key_in_pk,
             self.inner.config.vnode_count,
         ));
-        self.create_table_job(name, desc, parallelism, conflict, None)
+        let dml = Self::dml_node(&desc);
+        self.create_table_job(name, desc, parallelism, conflict, None, dml)
             .await
     }
 
@@ -1161,11 +1162,73 @@ impl MetaNode {
             count,
         ));
         let conflict = ConflictBehavior::NoCheck;
-        self.create_table_job(name, desc, parallelism, conflict, Some(row_id_index))
+        let dml = Self::dml_node(&desc);
+        self.create_table_job(name, desc, parallelism, conflict, Some(row_id_index), dml)
             .await
     }
 
-    /// A table's job: one fragment, its DML entry (then its row id generator), materialized.
+    /// `CREATE SOURCE name (columns) WITH (connector = 'datagen', ..)`: a table job, as
+    /// [`MetaNode::create_table_with_row_id`] makes it, whose rows come from the connector (a
+    /// `StreamNode::Source` in place of the DML entry, its splits' offsets in a state table of its own).
+    pub async fn create_source(
+        &self,
+        name: &str,
+        column_types: Vec<DataType>,
+        row_id_index: usize,
+        parallelism: usize,
+        datagen: epochlab_common::source::DatagenSpec,
+        generated: Vec<(usize, epochlab_common::ExprNode)>,
+    ) -> Result<TableId, DdlError> {
+        let width = column_types.len();
+        if parallelism == 0
+            || column_types.get(row_id_index) != Some(&DataType::Serial)
+            || datagen.fields.len() != width
+            || generated.iter().any(|(at, _)| *at >= width)
+        {
+            return Err(DdlError::Invalid(format!(
+                "bad source definition for {name}"
+            )));
+        }
+        let count = self.inner.config.vnode_count;
+        let id = self.inner.next_table_id();
+        let desc = Arc::new(TableDesc::hash(
+            id,
+            column_types.clone(),
+            vec![row_id_index],
+            vec![0],
+            count,
+        ));
+        let offsets = vec![DataType::Int32, DataType::Int64];
+        let state_id = self.inner.next_table_id();
+        let state_table = Arc::new(TableDesc::hash(state_id, offsets, vec![0], vec![0], count));
+        let source = StreamNode::Source {
+            datagen,
+            generated,
+            column_types,
+            state_table,
+        };
+        let conflict = ConflictBehavior::NoCheck;
+        self.create_table_job(
+            name,
+            desc,
+            parallelism,
+            conflict,
+            Some(row_id_index),
+            source,
+        )
+        .await
+    }
+
+    /// A table's DML entry.
+    fn dml_node(desc: &TableDesc) -> StreamNode {
+        StreamNode::Dml {
+            table_id: desc.table_id,
+            column_types: desc.column_types.clone(),
+        }
+    }
+
+    /// A table's job: one fragment, its entry `dml` (the DML entry, or a source's connector), then its row id
+    /// generator, materialized.
     async fn create_table_job(
         &self,
         name: &str,
@@ -1173,13 +1236,10 @@ impl MetaNode {
         parallelism: usize,
         conflict: ConflictBehavior,
         row_id_index: Option<usize>,
+        dml: StreamNode,
     ) -> Result<TableId, DdlError> {
         let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
-        let dml = StreamNode::Dml {
-            table_id: id,
-            column_types: desc.column_types.clone(),
-        };
         let input = match row_id_index {
             Some(row_id_index) => StreamNode::RowIdGen {
                 row_id_index,

@@ -847,3 +847,84 @@ fn bind_table_columns<'a>(
     }
     Ok((columns, pk_names, generated))
 }
+
+/// A datagen source read from its `CREATE SOURCE`: the engine's [`Def`] of its table job (its columns,
+/// generated ones bound, then a `serial` row id) and its connector.
+pub(crate) struct DatagenSource {
+    def: Def,
+    datagen: epochlab_common::source::DatagenSpec,
+}
+
+impl Session {
+    /// A `CREATE SOURCE name (columns) WITH (connector = 'datagen', ..)`'s columns (as written after the
+    /// name) and options bound, before anything is created: a bad option or column is refused here.
+    pub(crate) fn datagen_source(
+        &self,
+        job: &str,
+        columns_sql: &str,
+        options: &[(String, String)],
+        text: &str,
+    ) -> Result<DatagenSource, SqlError> {
+        use epochlab_common::source::{DatagenSpec, SourceColumn};
+        let sql = format!("CREATE TABLE t {columns_sql}");
+        let parsed =
+            sqlparser::parser::Parser::parse_sql(&crate::dialect::RisingWaveDialect, &sql)?;
+        let Some(Statement::CreateTable(ct)) = parsed.first() else {
+            return Err(SqlError::Parse(format!(
+                "expected columns, found {columns_sql}"
+            )));
+        };
+        let (columns, _, generated) = bind_table_columns(job, ct)?;
+        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
+        stored.push(DataType::Serial);
+        let row_id_at = stored.len() - 1;
+        let mut def = Def {
+            kind: Kind::Table,
+            columns,
+            filter: None,
+            project: None,
+            stored,
+            row_id: true,
+            row_id_at: None,
+            pk: vec![row_id_at],
+            append_only: true,
+            statement: text.trim().to_string(),
+            generated: Vec::new(),
+            watermarks: Vec::new(),
+        };
+        def.generated = self.bind_generated_columns(job, &def, &generated)?;
+        let sourced: Vec<SourceColumn<'_>> = def
+            .stored
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| SourceColumn {
+                name: def.columns.get(i).map_or(ROW_ID, |c| c.name.as_str()),
+                ty,
+                skip: i == row_id_at || def.generated.iter().any(|(g, _)| *g == i),
+            })
+            .collect();
+        let options = options
+            .iter()
+            .map(|(k, v)| (k.to_lowercase(), v.clone()))
+            .collect();
+        let datagen = DatagenSpec::from_options(&sourced, &options)?;
+        Ok(DatagenSource { def, datagen })
+    }
+
+    /// The table job of a datagen source bound by [`Session::datagen_source`].
+    pub(crate) async fn create_datagen_source(
+        &self,
+        job: &str,
+        source: DatagenSource,
+    ) -> Result<TableId, SqlError> {
+        let DatagenSource { def, datagen } = source;
+        let (stored, generated) = (def.stored.clone(), def.generated.clone());
+        let row_id_at = stored.len() - 1;
+        self.set_def(job.to_string(), def)?;
+        let parallelism = self.parallelism();
+        let meta = self.engine.cluster.meta();
+        Ok(meta
+            .create_source(job, stored, row_id_at, parallelism, datagen, generated)
+            .await?)
+    }
+}

@@ -10,6 +10,7 @@ use sqlparser::ast::Statement;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
+use std::sync::atomic::Ordering;
 
 use super::parse::{Cursor, Value};
 use super::{HandlerResult, done};
@@ -214,6 +215,16 @@ impl Session {
         if self.check_free(&target.job, if_not_exists)? {
             return done();
         }
+        let run = connector.eq_ignore_ascii_case("datagen")
+            && self.engine().run_connectors.load(Ordering::Relaxed);
+        let datagen = match run {
+            true => {
+                let texts: Vec<(String, String)> =
+                    options.iter().map(|(k, v)| (k.clone(), v.text())).collect();
+                Some(self.datagen_source(&target.job, &columns_text, &texts, text)?)
+            }
+            false => None,
+        };
         let r = RelationCatalog {
             name: n,
             schema: target.schema.clone(),
@@ -231,16 +242,21 @@ impl Session {
             Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
             other => other?,
         };
-        self.engine().note(format!(
-            "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
-        ));
-        let columns = self
-            .engine()
-            .catalog()
-            .relation(id)
-            .map(|r| r.columns.clone())
-            .unwrap_or_default();
-        let created = self.create_source_table(&target.job, &columns, text).await;
+        let created = match datagen {
+            Some(source) => self.create_datagen_source(&target.job, source).await,
+            None => {
+                self.engine().note(format!(
+                    "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
+                ));
+                let columns = self
+                    .engine()
+                    .catalog()
+                    .relation(id)
+                    .map(|r| r.columns.clone())
+                    .unwrap_or_default();
+                self.create_source_table(&target.job, &columns, text).await
+            }
+        };
         self.job_created(id, created, |t| Some(*t))?;
         done()
     }

@@ -22,6 +22,7 @@ pub mod project;
 pub mod project_set;
 pub mod row_id_gen;
 pub mod sink;
+pub mod source;
 #[cfg(test)]
 mod stateless_tests;
 pub mod stats;
@@ -60,6 +61,7 @@ pub use project::ProjectExecutor;
 pub use project_set::ProjectSetExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use source::{SourceArgs, SourceExecutor};
 pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
 pub use top_n::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,

@@ -18,6 +18,8 @@ pub enum ExprExecutor {
     /// A hash join's non-equi condition.
     HashJoin,
     ProjectSet,
+    /// A source's generated columns.
+    Source,
 }
 
 impl ExprExecutor {
@@ -29,6 +31,7 @@ impl ExprExecutor {
             ExprExecutor::Aggregate => "aggregate",
             ExprExecutor::HashJoin => "hash_join",
             ExprExecutor::ProjectSet => "project_set",
+            ExprExecutor::Source => "source",
         }
     }
 }
@@ -82,6 +85,19 @@ impl NonStrict {
     /// `expr` over `row`; NULL where it fails, the failure logged and counted.
     pub fn eval(&self, expr: &ExprNode, row: &OwnedRow) -> Datum {
         epochlab_expr::eval_non_strict(expr, row, &mut |e| self.report(&e))
+    }
+
+    /// `expr` over `row` with `ctx` (`now()`, `proctime()`); NULL where it fails, logged and counted.
+    pub fn eval_with(
+        &self,
+        expr: &ExprNode,
+        row: &OwnedRow,
+        ctx: &epochlab_expr::EvalContext,
+    ) -> Datum {
+        epochlab_expr::eval_with(expr, row, ctx).unwrap_or_else(|e| {
+            self.report(&e);
+            None
+        })
     }
 
     /// Log and count an error of this executor's evaluation.

@@ -34,7 +34,7 @@ use crate::executor::{
     ValuesExecutor,
 };
 use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
-use crate::executor::{ExpandExecutor, ProjectSetExecutor};
+use crate::executor::{ExpandExecutor, ProjectSetExecutor, SourceArgs, SourceExecutor};
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -496,6 +496,7 @@ fn build_executor(
             build_dynamic_filter(env, desc, node, left, right)?
         }
         StreamNode::Now { state_table } => build_now(env, desc, state_table, barrier_rx)?,
+        StreamNode::Source { .. } => build_source(env, desc, node, barrier_rx)?,
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -684,6 +685,37 @@ fn build_now(
     Ok(Box::new(NowExecutor::new(desc.actor_id, rx, state)))
 }
 
+/// A source's connector: its barriers, its splits' offsets in its state table.
+fn build_source(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    barrier_rx: &mut Option<mpsc::Receiver<Barrier>>,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::Source {
+        datagen,
+        generated,
+        column_types,
+        state_table,
+    } = node
+    else {
+        unreachable!("build_source builds a source")
+    };
+    let rx = take_barrier_rx(barrier_rx, desc.actor_id)?;
+    check_vnode_count(desc, state_table)?;
+    let args = SourceArgs {
+        actor_id: desc.actor_id,
+        barrier_rx: rx,
+        state_table: open_checked(env, desc, state_table),
+        datagen: datagen.clone(),
+        generated: generated.clone(),
+        column_types: column_types.clone(),
+        clock: env.clock.clone(),
+        eval: non_strict(env, desc.actor_id, ExprExecutor::Source),
+    };
+    Ok(Box::new(SourceExecutor::new(args)))
+}
+
 /// The stateless nodes of fragment graphs.
 fn build_stateless(
     env: &BuildEnv,
@@ -747,6 +779,7 @@ fn build_stateless(
         | StreamNode::GroupTopN { .. }
         | StreamNode::DynamicFilter { .. }
         | StreamNode::Now { .. }
+        | StreamNode::Source { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }
