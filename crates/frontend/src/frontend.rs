@@ -143,7 +143,7 @@ impl Engine {
             cluster,
             notes: Mutex::default(),
             default_parallelism: default_parallelism.max(1),
-            run_connectors: std::sync::atomic::AtomicBool::new(false),
+            run_connectors: std::sync::atomic::AtomicBool::new(true),
             frontends: tokio::sync::watch::Sender::new(vec![life; nodes]),
             next_frontend: Mutex::new(0),
         })

@@ -198,7 +198,13 @@ fn sources_and_tables_with_connectors() {
             ]])
         );
         ok(&mut s, "CREATE MATERIALIZED VIEW m AS SELECT * FROM src").await;
-        assert!(rows(&mut s, "SELECT * FROM m").await.is_empty());
+        // The source runs: 10 random values a second by default, each in [0, 32767].
+        ok(&mut s, "FLUSH").await;
+        let made = rows(&mut s, "SELECT v FROM m").await;
+        assert!(!made.is_empty(), "a datagen source makes rows");
+        let in_range =
+            |r: &Vec<String>| r[0].parse::<i32>().is_ok_and(|v| (0..=32767).contains(&v));
+        assert!(made.iter().all(in_range), "{made:?}");
         err(&mut s, "DROP SOURCE src", "other relation(s) depend on it").await;
         ok(&mut s, "DROP SOURCE src CASCADE").await;
         assert!(rows(&mut s, "SHOW SOURCES").await.is_empty());

@@ -178,10 +178,11 @@ impl Session {
         })
     }
 
-    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. No
-    /// connector runs here: the source is backed by a table job nothing writes (its columns and a hidden
-    /// row id), so that views, materialized views and sinks over it are built as over a table, and see no
-    /// rows.
+    /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. The
+    /// source is backed by a table job (its columns and a hidden row id), so that views, materialized views
+    /// and sinks over it are built as over a table: a datagen source's job runs its connector
+    /// ([`Session::create_datagen_source`]); another connector's is a table nothing writes, and jobs over
+    /// it see no rows.
     pub(super) async fn handle_create_source(
         &mut self,
         c: &mut Cursor<'_>,

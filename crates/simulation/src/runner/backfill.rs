@@ -124,7 +124,7 @@ pub const FUNCTIONS: [BackfillFn; 9] = [
         cluster: CI_1CN_1FE_KAFKA,
         calls: &[],
         needs: Some(
-            "a datagen source that makes rows (2,000,000 a second; epochlab accepts the connector and runs nothing)",
+            "a datagen table that makes rows (2,000,000 a second; epochlab runs datagen sources, not a table's connector)",
         ),
     },
     BackfillFn {
