@@ -3,7 +3,7 @@
 //! the same things over RPC (meta's client, the compute nodes' DML and batch services); here the simulated
 //! cluster implements the trait (`epochlab-simulation`), and the front end does not know the cluster's type.
 
-use epochlab_common::{Op, OwnedRow, TableId};
+use epochlab_common::{Epoch, Op, OwnedRow, TableId};
 use epochlab_meta::MetaNode;
 use epochlab_rpc::DmlError;
 
@@ -16,6 +16,16 @@ pub trait ClusterClient: Send + Sync {
 
     /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow>;
+
+    /// Pin the max committed epoch for reads (RisingWave's frontend `pin_snapshot`): committed storage
+    /// keeps what a read at it sees until [`ClusterClient::unpin_snapshot`].
+    fn pin_snapshot(&self) -> Epoch;
+
+    /// Drop a pin [`ClusterClient::pin_snapshot`] took.
+    fn unpin_snapshot(&self, epoch: Epoch);
+
+    /// A table's (or view's) rows in committed storage as of `epoch` (a pinned one), in key order.
+    fn committed_rows_at(&self, table: TableId, epoch: Epoch) -> Vec<OwnedRow>;
 
     /// Send DML for `table` to the table actors that own the rows' vnodes.
     async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError>;

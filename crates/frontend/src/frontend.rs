@@ -17,6 +17,7 @@
 
 pub(crate) mod ddl;
 mod dml;
+mod transaction;
 mod words;
 
 use std::sync::{Arc, Mutex};
@@ -300,6 +301,8 @@ pub struct Session {
     pub user: String,
     /// The frontend it is a connection of (`None`: a session of no node, which no kill closes).
     frontend: Option<FrontendId>,
+    /// Its open read-only transaction (see `frontend/transaction.rs`).
+    txn: std::sync::Mutex<Option<transaction::Transaction>>,
 }
 
 impl Session {
@@ -310,6 +313,7 @@ impl Session {
             database: crate::catalog::DEFAULT_DATABASE_NAME.into(),
             user: crate::catalog::DEFAULT_SUPER_USER.into(),
             frontend: None,
+            txn: std::sync::Mutex::default(),
         }
     }
 
@@ -361,6 +365,7 @@ impl Session {
         &self,
         change: impl FnOnce(&mut crate::catalog::Catalog) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.check_writable()?;
         let (out, version) = self.engine.cluster.meta().catalog_write(change)?;
         assert!(
             self.catalog_version() >= version,
@@ -513,6 +518,12 @@ impl Session {
             Statement::Explain {
                 statement, options, ..
             } => self.explain(&statement, options.as_deref()),
+            Statement::StartTransaction { modes, .. } => self.begin(&modes),
+            Statement::Commit { chain, .. } => self.end_transaction(chain, "COMMIT"),
+            Statement::Rollback {
+                chain,
+                savepoint: None,
+            } => self.end_transaction(chain, "ROLLBACK"),
             _ => Err(unsupported_words(&s.tokens, 2)),
         }
     }
@@ -680,10 +691,18 @@ impl CatalogReader for Session {
     }
 
     fn committed_rows(&self, table_id: TableId) -> Vec<OwnedRow> {
-        self.cluster().committed_rows(table_id)
+        match self.read_snapshot() {
+            Some(epoch) => self.cluster().committed_rows_at(table_id, epoch),
+            None => self.cluster().committed_rows(table_id),
+        }
     }
 
+    /// A transaction's snapshot's time (RisingWave inlines `now()` from the pinned snapshot), else the
+    /// clock's.
     fn now_usecs(&self) -> Option<i64> {
+        if let Some(epoch) = self.read_snapshot() {
+            return i64::try_from(epoch.as_unix_millis() * 1000).ok();
+        }
         epochlab_common::clock::with_current_run(|run| {
             run.and_then(|(clock, _)| i64::try_from(clock.now_unix_us()).ok())
         })

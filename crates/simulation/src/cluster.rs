@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use epochlab_common::{Op, OwnedRow, TableId};
+use epochlab_common::{Epoch, Op, OwnedRow, TableId};
 use epochlab_frontend::{ClusterClient, Engine};
 use epochlab_meta::MetaNode;
 use epochlab_rpc::{DmlError, RpcKind};
@@ -38,6 +38,21 @@ impl ClusterClient for SimClusterClient {
 
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {
         self.0.committed_rows(table)
+    }
+
+    fn pin_snapshot(&self) -> Epoch {
+        let hummock = &self.0.hummock;
+        let epoch = hummock.max_committed_epoch();
+        hummock.committed_store().pin(epoch);
+        epoch
+    }
+
+    fn unpin_snapshot(&self, epoch: Epoch) {
+        self.0.hummock.committed_store().unpin(epoch);
+    }
+
+    fn committed_rows_at(&self, table: TableId, epoch: Epoch) -> Vec<OwnedRow> {
+        self.0.committed_rows_at(table, epoch)
     }
 
     async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {

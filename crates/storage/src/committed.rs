@@ -29,6 +29,9 @@ const TOMBSTONE: u32 = 1 << 31;
 #[derive(Clone, Default)]
 pub struct CommittedStore {
     tables: Arc<RwLock<BTreeMap<TableId, TableData>>>,
+    /// Epochs pinned by readers below the max committed epoch (RisingWave's pinned snapshots: a frontend's
+    /// read-only transaction), each with its count: a merge keeps what a read at each of them sees.
+    pins: Arc<RwLock<BTreeMap<Epoch, usize>>>,
 }
 
 /// One table's runs, oldest first. A newer run's versions of a key are newer than an older run's.
@@ -360,18 +363,18 @@ impl Draining {
 
     /// Append the current key's versions (epochs ascending) to `out`, tagged with `from`; returns the
     /// index past them.
-    fn take_versions(&self, out: &mut Vec<Version>, from: Side) -> usize {
+    fn take_versions(&self, out: &mut Vec<Version>, from: Side, pins: &[Epoch]) -> usize {
         let b = self.current.as_ref().expect("a current block");
         let end = b.key_end_index(self.entry);
-        // Of the older run, only a key's newest version: every reader reads at or above the previous max
-        // committed epoch, which is at or above every epoch of the older run.
-        let first = if from == Side::Older {
-            end - 1
-        } else {
-            self.entry
-        };
-        for i in first..end {
-            out.push((b.entries[i].epoch, b.value_range(i), from));
+        for i in self.entry..end {
+            // Of the older run, a key's newest version, and the newest at or below each pinned epoch: every
+            // other reader reads at or above the previous max committed epoch, which is at or above every
+            // epoch of the older run.
+            let next = (i + 1 < end).then(|| b.entries[i + 1].epoch);
+            let seen = |e: Epoch| b.entries[i].epoch <= e && next.is_none_or(|n| n > e);
+            if from == Side::Newer || next.is_none() || pins.iter().any(|&p| seen(p)) {
+                out.push((b.entries[i].epoch, b.value_range(i), from));
+            }
         }
         end
     }
@@ -401,7 +404,7 @@ type Version = (Epoch, Option<std::ops::Range<usize>>, Side);
 
 /// Merge two adjacent runs (`newer` after `older`) into one: of a key, the older run's newest version and
 /// every version of the newer run (of two versions at one epoch, the newer run's).
-fn merge(older: Run, newer: Run, prefix_len: Option<usize>) -> Run {
+fn merge(older: Run, newer: Run, prefix_len: Option<usize>, pins: &[Epoch]) -> Run {
     let mut out = RunBuilder::with_capacity(older.versions + newer.versions, prefix_len);
     let (mut a, mut b) = (Draining::new(older), Draining::new(newer));
     let mut versions: Vec<Version> = Vec::new();
@@ -413,8 +416,8 @@ fn merge(older: Run, newer: Run, prefix_len: Option<usize>) -> Run {
             (Some(x), Some(y)) => (x <= y, y <= x),
         };
         versions.clear();
-        let end_a = take_a.then(|| a.take_versions(&mut versions, Side::Older));
-        let end_b = take_b.then(|| b.take_versions(&mut versions, Side::Newer));
+        let end_a = take_a.then(|| a.take_versions(&mut versions, Side::Older, pins));
+        let end_b = take_b.then(|| b.take_versions(&mut versions, Side::Newer, pins));
         versions.dedup_by(|later, earlier| {
             let same = later.0 == earlier.0;
             if same {
@@ -514,14 +517,14 @@ fn run_of_imms(imms: &[Arc<Imm>], prefix_len: Option<usize>) -> Run {
 
 impl TableData {
     /// Merge the newest runs while the older of the two is at most twice the newer (size-tiered).
-    fn compact(&mut self) {
+    fn compact(&mut self, pins: &[Epoch]) {
         while let [.., older, newer] = self.runs.as_slice() {
             if older.versions > 2 * newer.versions {
                 break;
             }
             let newer = self.runs.pop().expect("two runs");
             let older = self.runs.pop().expect("two runs");
-            self.runs.push(merge(older, newer, self.prefix_len));
+            self.runs.push(merge(older, newer, self.prefix_len, pins));
         }
     }
 }
@@ -546,10 +549,34 @@ impl CommittedStore {
         debug_assert!(imms.windows(2).all(|w| w[0].epoch <= w[1].epoch));
         let prefix_len = self.read().get(&table_id).and_then(|t| t.prefix_len);
         let run = run_of_imms(imms, prefix_len);
+        let pins = self.pinned();
         let mut tables = self.write();
         let table = tables.entry(table_id).or_default();
         table.runs.push(run);
-        table.compact();
+        table.compact(&pins);
+    }
+
+    /// Keep what a read at `epoch` sees until [`CommittedStore::unpin`] (a pin per call).
+    pub fn pin(&self, epoch: Epoch) {
+        let mut pins = self.pins.write().unwrap_or_else(|e| e.into_inner());
+        *pins.entry(epoch).or_default() += 1;
+    }
+
+    /// Drop one pin of `epoch`; a pin that is not there is ignored (its reader's store was replaced).
+    pub fn unpin(&self, epoch: Epoch) {
+        let mut pins = self.pins.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = pins.get_mut(&epoch) {
+            *n -= 1;
+            if *n == 0 {
+                pins.remove(&epoch);
+            }
+        }
+    }
+
+    /// The pinned epochs, ascending.
+    pub fn pinned(&self) -> Vec<Epoch> {
+        let pins = self.pins.read().unwrap_or_else(|e| e.into_inner());
+        pins.keys().copied().collect()
     }
 
     /// From now on, runs of `table_id` carry a filter of their keys' prefixes of `len` bytes, which a read of
@@ -866,5 +893,45 @@ mod tests {
         assert_eq!(s.get(t, &k(5), Epoch(21)), None);
         assert_eq!(s.get(t, &k(3), Epoch(10)), None);
         assert_eq!(s.count(t, Epoch(21)), 200);
+    }
+
+    #[test]
+    fn a_pinned_epoch_reads_the_same_across_merges() {
+        let (s, t) = (CommittedStore::default(), TableId(1));
+        let write = |e: u64| {
+            let batch: Vec<_> = (0..8)
+                .map(|i| (k(i), Epoch(e), Some(k(1000 * e as u32 + i))))
+                .collect();
+            s.apply(t, &imms(&batch));
+        };
+        for e in 1..=5 {
+            write(e);
+        }
+        s.pin(Epoch(5));
+        let pinned = s.scan(
+            t,
+            (Bound::Unbounded, Bound::Unbounded),
+            Epoch(5),
+            usize::MAX,
+        );
+        for e in 6..=40 {
+            write(e);
+        }
+        assert!(s.runs(t) < 10, "the runs merged");
+        let read = |e| {
+            s.scan(
+                t,
+                (Bound::Unbounded, Bound::Unbounded),
+                Epoch(e),
+                usize::MAX,
+            )
+        };
+        assert_eq!(read(5), pinned, "a pinned epoch keeps its versions");
+        s.unpin(Epoch(5));
+        for e in 41..=80 {
+            write(e);
+        }
+        assert_ne!(read(5), pinned, "without the pin the merges drop them");
+        assert_eq!(read(80).len(), 8);
     }
 }

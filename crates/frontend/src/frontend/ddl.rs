@@ -644,6 +644,7 @@ impl Session {
             )),
             "streaming_rate_limit" | "backfill_rate_limit" if kind != Kind::Table => {
                 let limit = value.rate_limit()?;
+                self.check_writable()?;
                 self.cluster().meta().set_rate_limit(rel.id, limit).await?;
                 Ok(Output::Done(0))
             }

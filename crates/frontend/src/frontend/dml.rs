@@ -44,6 +44,7 @@ impl Session {
         table: TableId,
         ops: Vec<(Op, OwnedRow)>,
     ) -> Result<(), SqlError> {
+        self.check_writable()?;
         let mut batch = Vec::with_capacity(DML_BATCH.min(ops.len()));
         let mut ops = ops.into_iter().peekable();
         while let Some((op, row)) = ops.next() {

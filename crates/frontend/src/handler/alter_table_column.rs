@@ -65,6 +65,7 @@ impl Session {
                 "Alter a table with generated column has not been implemented.".into(),
             ));
         }
+        self.check_writable()?;
         match change {
             ColumnChange::Add(column) => self.add_column(&r, def, &column).await,
             ColumnChange::Drop { name, if_exists } => self.drop_column(&r, def, &name, if_exists),

@@ -53,6 +53,7 @@ impl Session {
     /// Drops `id` (and with `cascade` its dependents) from the catalog and their jobs from meta, dependents
     /// first. The catalog decides what goes (and refuses); meta drops the jobs; then the catalog forgets.
     pub(super) async fn drop_relations(&mut self, id: u32, cascade: bool) -> HandlerResult {
+        self.check_writable()?;
         let going: Vec<RelationCatalog> = {
             let mut trial = crate::catalog::Catalog::clone(&self.catalog());
             trial.drop_relation(id, cascade)?
@@ -103,6 +104,7 @@ impl Session {
     }
 
     async fn drop_meta_only(&mut self, name: &Name, kind: RelationKind) -> HandlerResult {
+        self.check_writable()?;
         if let Some(rel) = self.meta_only_job(name, kind) {
             self.engine().cluster.meta().drop_job(rel.id).await?;
         }

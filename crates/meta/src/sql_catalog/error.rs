@@ -75,6 +75,9 @@ pub enum CatalogError {
     AppendOnlyDml,
     #[error("Catalog error: too many objects (at most {0})")]
     TooMany(usize),
+    /// A write inside a read-only transaction (RisingWave's `txn_write_guard`).
+    #[error("Permission denied: cannot execute in a read-only transaction")]
+    ReadOnlyTransaction,
 }
 
 fn depended_kind(kind: RelationKind) -> &'static str {
