@@ -621,12 +621,73 @@ impl Session {
             rows,
         }
     }
+
+    /// `rw_catalog.rw_fragments`: every job's fragments as meta has them (`list_fragment_distribution`),
+    /// each under its relation's id.
+    fn fragments(&self) -> RelationRef {
+        use epochlab_common::types::ListValue;
+        let catalog = self.catalog();
+        let relation_id = |job: TableId| {
+            catalog
+                .relations()
+                .find(|r| r.table_id == Some(job))
+                .map(|r| r.id)
+        };
+        let int = |v: u32| Some(ScalarImpl::Int32(i32::try_from(v).unwrap_or(i32::MAX)));
+        let ints = |v: Vec<u32>| {
+            let values = v.into_iter().map(int).collect();
+            Some(ScalarImpl::List(ListValue::new(values)))
+        };
+        let rows = self
+            .cluster()
+            .meta()
+            .list_fragment_distribution()
+            .into_iter()
+            .filter_map(|(job, f)| {
+                let id = relation_id(job)?;
+                let flags = f.flags.iter().map(|&x| Some(ScalarImpl::Utf8(x.into())));
+                Some(OwnedRow::new(vec![
+                    int(f.fragment_id.0),
+                    int(id),
+                    Some(ScalarImpl::Utf8(
+                        if f.single { "SINGLE" } else { "HASH" }.into(),
+                    )),
+                    ints(f.state_tables.iter().map(|t| t.0).collect()),
+                    ints(f.upstream_fragments.iter().map(|t| t.0).collect()),
+                    Some(ScalarImpl::List(ListValue::new(flags.collect()))),
+                    int(u32::try_from(f.parallelism).unwrap_or(u32::MAX)),
+                ]))
+            })
+            .collect();
+        let ints_ty = DataType::List(Box::new(DataType::Int32));
+        RelationRef::Rows {
+            columns: vec![
+                ("fragment_id".into(), DataType::Int32),
+                ("table_id".into(), DataType::Int32),
+                ("distribution_type".into(), DataType::Varchar),
+                ("state_table_ids".into(), ints_ty.clone()),
+                ("upstream_fragment_ids".into(), ints_ty),
+                ("flags".into(), DataType::List(Box::new(DataType::Varchar))),
+                ("parallelism".into(), DataType::Int32),
+            ],
+            rows,
+        }
+    }
+
+    /// The system tables read from meta rather than the catalog (RisingWave's frontend asks meta for them).
+    fn meta_system_table(&self, name: &str) -> Option<RelationRef> {
+        match name.strip_prefix("rw_catalog.").unwrap_or(name) {
+            "rw_ddl_progress" => Some(self.ddl_progress()),
+            "rw_fragments" => Some(self.fragments()),
+            _ => None,
+        }
+    }
 }
 
 impl CatalogReader for Session {
     fn resolve_relation(&self, name: &str) -> Result<RelationRef, SqlError> {
-        if name == "rw_catalog.rw_ddl_progress" || name == "rw_ddl_progress" {
-            return Ok(self.ddl_progress());
+        if let Some(rows) = self.meta_system_table(name) {
+            return Ok(rows);
         }
         let parts: Vec<String> = name.split('.').map(str::to_string).collect();
         let found = self.resolve_any(&crate::handler::parse::Name(parts.clone()));

@@ -99,6 +99,9 @@ pub struct JobGraph {
     pub root_node: StreamNode,
     pub fragments: Vec<GraphFragment>,
     pub edges: Vec<StreamFragmentEdge>,
+    /// The root fragment is a singleton (`FragmentDistribution::Single`).
+    #[serde(default)]
+    pub root_single: bool,
 }
 
 /// A fragment of a graph job other than its root.
@@ -108,6 +111,77 @@ pub struct GraphFragment {
     pub fragment_id: FragmentId,
     pub actors: Vec<ActorPlacement>,
     pub node: StreamNode,
+    /// Planned `FragmentDistribution::Single`.
+    #[serde(default)]
+    pub single: bool,
+}
+
+/// One fragment of a job as `rw_fragments` lists it (RisingWave's `FragmentDistribution`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FragmentInfo {
+    pub fragment_id: FragmentId,
+    /// A singleton (`SINGLE`), or hash-distributed (`HASH`).
+    pub single: bool,
+    /// The state tables its executors write (its materialized view's, progress and internal tables).
+    pub state_tables: Vec<TableId>,
+    /// The fragments its merges read.
+    pub upstream_fragments: Vec<FragmentId>,
+    /// RisingWave's `FragmentTypeFlag` names of its nodes (`MVIEW`, `DML`, `STREAM_SCAN`, ..).
+    pub flags: Vec<&'static str>,
+    /// Its actors.
+    pub parallelism: usize,
+}
+
+/// RisingWave's `FragmentTypeFlag` of a node, in the flags' bit order.
+fn fragment_flag(node: &StreamNode) -> Option<(u32, &'static str)> {
+    Some(match node {
+        StreamNode::Source { .. } => (1, "SOURCE"),
+        StreamNode::Materialize { .. } => (2, "MVIEW"),
+        StreamNode::Sink { .. } => (4, "SINK"),
+        StreamNode::Now { .. } => (8, "NOW"),
+        StreamNode::StreamScan { .. } => (16, "STREAM_SCAN"),
+        StreamNode::Values { .. } => (64, "VALUES"),
+        StreamNode::Dml { .. } => (128, "DML"),
+        _ => return None,
+    })
+}
+
+/// What `rw_fragments` lists of a fragment whose actor trees are `nodes`.
+fn fragment_info(fragment_id: FragmentId, single: bool, nodes: &[&StreamNode]) -> FragmentInfo {
+    let walk = nodes[0].walk();
+    let mut flags: Vec<(u32, &'static str)> =
+        walk.iter().filter_map(|n| fragment_flag(n)).collect();
+    flags.sort();
+    flags.dedup();
+    let mut state_tables: Vec<TableId> = walk
+        .iter()
+        .flat_map(|n| match n {
+            StreamNode::Materialize { table, .. } => vec![table.table_id],
+            StreamNode::StreamScan { state_table, .. } => vec![state_table.table_id],
+            other => other.internal_tables().iter().map(|t| t.table_id).collect(),
+        })
+        .collect();
+    state_tables.sort();
+    state_tables.dedup();
+    let mut upstream_fragments: Vec<FragmentId> = walk
+        .iter()
+        .filter_map(|n| match n {
+            StreamNode::Merge {
+                upstream_fragment, ..
+            } => Some(*upstream_fragment),
+            _ => None,
+        })
+        .collect();
+    upstream_fragments.sort();
+    upstream_fragments.dedup();
+    FragmentInfo {
+        fragment_id,
+        single,
+        state_tables,
+        upstream_fragments,
+        flags: flags.into_iter().map(|(_, f)| f).collect(),
+        parallelism: nodes.len(),
+    }
 }
 
 /// Where a job reads an existing table: the fragment holding the `StreamScan` and how it reads.
@@ -541,6 +615,33 @@ impl Catalog {
             sink: rel.sink.clone().expect("a sink has a sink description"),
             input: Box::new(input),
         }
+    }
+
+    /// Every fragment of `rel` as `rw_fragments` lists it, in the order of [`Catalog::actor_descs`].
+    pub fn fragment_infos(&self, rel: &Relation) -> Vec<FragmentInfo> {
+        let descs = self.actor_descs(rel);
+        let mut order: Vec<FragmentId> = Vec::new();
+        for d in &descs {
+            if !order.contains(&d.fragment_id) {
+                order.push(d.fragment_id);
+            }
+        }
+        let single = |id: FragmentId| match &rel.graph {
+            Some(g) if id == rel.fragment_id => g.root_single,
+            Some(g) => g.fragments.iter().any(|f| f.fragment_id == id && f.single),
+            None => false,
+        };
+        order
+            .into_iter()
+            .map(|id| {
+                let nodes: Vec<&StreamNode> = descs
+                    .iter()
+                    .filter(|d| d.fragment_id == id)
+                    .map(|d| &d.node)
+                    .collect();
+                fragment_info(id, single(id), &nodes)
+            })
+            .collect()
     }
 
     /// Plans of `rel`'s actors, of every fragment, with dispatchers towards every downstream job in the

@@ -214,6 +214,7 @@ struct Planned {
     fragment_id: FragmentId,
     actors: Vec<ActorPlacement>,
     node: StreamNode,
+    single: bool,
 }
 
 impl MetaNode {
@@ -354,6 +355,7 @@ impl MetaNode {
                 fragment_id,
                 actors,
                 node,
+                single: f.distribution == FragmentDistribution::Single,
             });
         }
         Ok(planned)
@@ -466,6 +468,7 @@ fn graph_relation(
             fragment_id: p.fragment_id,
             actors: p.actors,
             node: p.node,
+            single: p.single,
         })
         .collect();
     Relation {
@@ -490,6 +493,7 @@ fn graph_relation(
             root_node: root.node,
             fragments,
             edges: graph.edges,
+            root_single: root.single,
         }),
     }
 }

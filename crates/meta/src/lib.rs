@@ -18,8 +18,8 @@ pub mod store;
 
 pub use cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 pub use catalog::{
-    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, GraphFragment, JobGraph, JobState,
-    Relation, RelationKind, ScanSite, StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, FragmentInfo, GraphFragment, JobGraph,
+    JobState, Relation, RelationKind, ScanSite, StreamScanType,
 };
 pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};

@@ -915,6 +915,17 @@ impl MetaNode {
         self.inner.notification.current()
     }
 
+    /// Every job's fragments, by job id (RisingWave's `list_fragment_distribution`, read by
+    /// `rw_fragments`).
+    pub fn list_fragment_distribution(&self) -> Vec<(TableId, crate::FragmentInfo)> {
+        let catalog = self.catalog();
+        catalog
+            .relations
+            .values()
+            .flat_map(|r| catalog.fragment_infos(r).into_iter().map(|f| (r.id, f)))
+            .collect()
+    }
+
     /// `n` hidden row ids for new rows of `table`: the first of `n` consecutive ones no row of it has had.
     pub fn next_row_ids(&self, table: TableId, n: usize) -> i64 {
         let mut ids = self.inner.ids();
@@ -1274,6 +1285,7 @@ impl MetaNode {
                 root_node,
                 fragments: Vec::new(),
                 edges: Vec::new(),
+                root_single: false,
             }),
         };
         self.create_job(rel).await

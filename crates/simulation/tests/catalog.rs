@@ -278,3 +278,32 @@ fn index_key_orders_and_select_except() {
         .await;
     });
 }
+
+/// `rw_fragments` lists meta's fragments of each job under the relation's id: a table's one fragment (its
+/// DML entry and materialize; RisingWave's table has two, README Limits), a view with a global aggregation
+/// in two (the backfill's, hash-distributed, and the singleton aggregation reading it), each with its
+/// actors' count, its state tables and its upstream fragments.
+#[test]
+fn rw_fragments_lists_metas_fragments() {
+    run(4, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        ok(&mut s, "CREATE TABLE t (v int)").await;
+        ok(
+            &mut s,
+            "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS c FROM t",
+        )
+        .await;
+        let q = "SELECT r.name, f.distribution_type, f.flags::varchar, f.parallelism, \
+                 cardinality(f.upstream_fragment_ids), cardinality(f.state_table_ids) \
+                 FROM rw_fragments f JOIN rw_relations r ON f.table_id = r.id ORDER BY f.fragment_id";
+        assert_eq!(
+            rows(&mut s, q).await,
+            text(&[
+                &["t", "HASH", "{MVIEW,DML}", "2", "0", "1"],
+                &["m", "HASH", "{STREAM_SCAN}", "2", "1", "1"],
+                &["m", "SINGLE", "{MVIEW}", "1", "1", "2"],
+            ])
+        );
+    });
+}
