@@ -77,6 +77,10 @@ pub enum DispatcherKind {
         dist_key_indices: Vec<usize>,
         mapping: Arc<ActorMapping>,
         vnode_count: VnodeCount,
+        /// The key is one row id (`serial`) column: a row whose row id is still NULL (a table's DML before
+        /// its row id generator) is hashed whole, as RisingWave's `VirtualNode::compute_chunk` does.
+        #[serde(default)]
+        row_id_key: bool,
     },
     /// Every row to every downstream actor.
     Broadcast,

@@ -53,6 +53,23 @@ impl VirtualNode {
         Self::compute_datums(dist_key_indices.iter().map(|&i| row.datum_at(i)), count)
     }
 
+    /// The vnode a hash dispatcher sends `row` to: [`Self::compute_row`], except that when the key is one row
+    /// id column (`row_id_key`) and the row's is NULL, the whole row is hashed (RisingWave's
+    /// `VirtualNode::compute_chunk`: rows not yet given a row id spread over the downstream actors).
+    pub fn compute_dispatch(
+        row: &OwnedRow,
+        dist_key_indices: &[usize],
+        row_id_key: bool,
+        count: VnodeCount,
+    ) -> Self {
+        match dist_key_indices {
+            [k] if row_id_key && row.datum_at(*k).is_none() => {
+                Self::compute_datums(row.datums().iter(), count)
+            }
+            _ => Self::compute_row(row, dist_key_indices, count),
+        }
+    }
+
     /// The vnode of a distribution key given as its datums (the same hash as [`Self::compute_row`]).
     pub fn compute_datums<'a>(
         datums: impl ExactSizeIterator<Item = &'a Datum>,

@@ -12,7 +12,7 @@ use epochlab_common::plan::{
     ActorMapping, ConflictBehavior, DispatchStrategy, DispatcherDesc, DispatcherKind, SinkDesc,
     StreamActorDesc, StreamFragmentEdge, StreamNode,
 };
-use epochlab_common::{ActorId, Bitmap, FragmentId, TableId, WorkerId};
+use epochlab_common::{ActorId, Bitmap, DataType, FragmentId, TableId, WorkerId};
 use serde::{Deserialize, Serialize};
 
 /// Rows per arrangement-backfill snapshot chunk at most (RisingWave's `stream_chunk_size`).
@@ -353,6 +353,9 @@ impl Relation {
                     dist_key_indices: keys.clone(),
                     mapping: mapping_of(actors),
                     vnode_count: self.desc.vnode_count,
+                    // A table's DML fragment sends rows of the table's columns.
+                    row_id_key: self.kind == RelationKind::Table
+                        && is_row_id_key(&self.desc.column_types, keys),
                 },
                 all,
             ),
@@ -378,6 +381,23 @@ impl Relation {
     /// vnode → actor of the first fragment.
     pub fn mapping(&self) -> Arc<ActorMapping> {
         mapping_of(&self.actors)
+    }
+
+    /// The actors a table's DML goes to: those of the fragment holding its DML entry (its first fragment,
+    /// when that holds it), and their vnode mapping.
+    pub fn dml_actors(&self) -> (&[ActorPlacement], Arc<ActorMapping>) {
+        let dml = self
+            .graph
+            .iter()
+            .flat_map(|g| g.fragments.iter())
+            .find(|f| {
+                f.node
+                    .walk()
+                    .iter()
+                    .any(|n| matches!(n, StreamNode::Dml { .. }))
+            });
+        let actors = dml.map_or(&self.actors[..], |f| &f.actors[..]);
+        (actors, mapping_of(actors))
     }
 
     /// Every actor of the job, of every fragment.
@@ -421,12 +441,21 @@ impl Relation {
                         dist_key_indices: upstream.desc.dist_key_indices(),
                         mapping: mapping_of(s.actors),
                         vnode_count: self.desc.vnode_count,
+                        row_id_key: is_row_id_key(
+                            &upstream.desc.column_types,
+                            &upstream.desc.dist_key_indices(),
+                        ),
                     },
                     downstream_actors: s.actors.iter().map(|a| a.actor_id).collect(),
                 },
             })
             .collect()
     }
+}
+
+/// Whether a hash key over columns of `types` is one row id (`serial`) column.
+fn is_row_id_key(types: &[DataType], keys: &[usize]) -> bool {
+    matches!(keys, [k] if types.get(*k) == Some(&DataType::Serial))
 }
 
 /// vnode → actor of a fragment's actors.

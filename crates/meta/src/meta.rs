@@ -10,8 +10,8 @@ use epochlab_barrier::{
 };
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{
-    ConflictBehavior, FragmentDistribution, SinkDesc, SinkKind, StreamActorDesc, StreamFragment,
-    StreamFragmentGraph, StreamNode,
+    ConflictBehavior, DispatchStrategy, FragmentDistribution, SinkDesc, SinkKind, StreamActorDesc,
+    StreamFragment, StreamFragmentEdge, StreamFragmentGraph, StreamNode,
 };
 use epochlab_common::toggles::DropMode;
 use epochlab_common::{
@@ -27,8 +27,8 @@ use tracing::Instrument;
 
 use crate::cancel::{GroupPlacement, MATERIALIZED_VIEW_GROUP, STATE_DEFAULT_GROUP};
 use crate::catalog::{
-    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, JobGraph, JobState, Relation,
-    RelationKind, StreamScanType,
+    ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, GraphFragment, JobGraph, JobState,
+    Relation, RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
 use crate::notification::{CatalogSnapshot, NotificationManager, NotificationVersion};
@@ -59,6 +59,10 @@ pub struct MetaConfig {
     pub sink_decoupled_from_backfill: bool,
     /// Which store meta keeps its rows in.
     pub store: crate::store::MetaBackend,
+    /// A table is RisingWave's two fragments: its DML entry (or a source's connector) in a fragment of its
+    /// own, hash-exchanged on the table's distribution key to the fragment that generates row ids and
+    /// materializes. Off: one fragment holds both (the old path, until the switch flips).
+    pub table_dml_fragment: bool,
 }
 
 impl Default for MetaConfig {
@@ -72,8 +76,16 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
+            table_dml_fragment: false,
         }
     }
+}
+
+/// A table job's fragments other than its root, and its edges.
+#[derive(Default)]
+struct TableGraph {
+    fragments: Vec<GraphFragment>,
+    edges: Vec<StreamFragmentEdge>,
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -1238,8 +1250,8 @@ impl MetaNode {
         }
     }
 
-    /// A table's job: one fragment, its entry `dml` (the DML entry, or a source's connector), then its row id
-    /// generator, materialized.
+    /// A table's job: its entry `dml` (the DML entry, or a source's connector), then its row id generator,
+    /// materialized; the entry in a fragment of its own when [`MetaConfig::table_dml_fragment`] is on.
     async fn create_table_job(
         &self,
         name: &str,
@@ -1251,12 +1263,16 @@ impl MetaNode {
     ) -> Result<TableId, DdlError> {
         let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let (entry, graph) = match self.inner.config.table_dml_fragment {
+            true => self.dml_fragment(&desc, &actors, dml)?,
+            false => (dml, TableGraph::default()),
+        };
         let input = match row_id_index {
             Some(row_id_index) => StreamNode::RowIdGen {
                 row_id_index,
-                input: Box::new(dml),
+                input: Box::new(entry),
             },
-            None => dml,
+            None => entry,
         };
         let root_node = StreamNode::Materialize {
             table: desc.clone(),
@@ -1283,12 +1299,45 @@ impl MetaNode {
             graph: Some(JobGraph {
                 root: 0,
                 root_node,
-                fragments: Vec::new(),
-                edges: Vec::new(),
+                fragments: graph.fragments,
+                edges: graph.edges,
                 root_single: false,
             }),
         };
         self.create_job(rel).await
+    }
+
+    /// A table's DML fragment (RisingWave's `StreamDml` below a `StreamExchange { dist: HashShard(..) }`):
+    /// `dml` in a fragment placed as the table's own actors `like`, whose rows go to the materializing
+    /// fragment by the table's distribution key. Returns the exchange the root reads and the fragment.
+    fn dml_fragment(
+        &self,
+        desc: &TableDesc,
+        like: &[ActorPlacement],
+        dml: StreamNode,
+    ) -> Result<(StreamNode, TableGraph), DdlError> {
+        const DML_LOCAL_ID: u32 = 1;
+        let (fragment_id, actors) = self.inner.place_like(like)?;
+        let fragment = GraphFragment {
+            local_id: DML_LOCAL_ID,
+            fragment_id,
+            actors,
+            node: dml,
+            single: false,
+        };
+        let edge = StreamFragmentEdge {
+            upstream: DML_LOCAL_ID,
+            downstream: 0,
+            dispatch: DispatchStrategy::Hash(desc.dist_key_indices()),
+        };
+        let exchange = StreamNode::Exchange {
+            upstream: DML_LOCAL_ID,
+        };
+        let graph = TableGraph {
+            fragments: vec![fragment],
+            edges: vec![edge],
+        };
+        Ok((exchange, graph))
     }
 
     /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`.

@@ -3,7 +3,8 @@
 //! actors instead of moving the removed nodes' actors whole (`migrate_actors`): an actor on a removed node is
 //! dropped and its vnodes go to the nearest surviving actor before it in the fragment. Fragments joined by
 //! `NoShuffle` edges (a table and its no-shuffle jobs, RisingWave's no-shuffle groups) are scaled as one: the
-//! same merges in each, so that actor `i` of a no-shuffle job keeps the vnodes of its upstream's actor `i`.
+//! same merges in each, so that actor `i` of a no-shuffle job keeps the vnodes of its upstream's actor `i`;
+//! a table's DML fragment, placed as its materializing fragment, takes the same merges.
 //!
 //! Which jobs still backfilling may be scaled is RisingWave #19138's toggle, [`RescheduleBackfilling`], read
 //! only by [`MetaInner::scale_in`]. A no-shuffle backfill cannot take a scale-in: its actor recovers one state
@@ -136,11 +137,12 @@ impl MetaInner {
             if plan.is_empty() {
                 continue;
             }
-            // A graph job's other fragments are not merged alike yet: its actors on removed nodes move whole.
-            if members
-                .iter()
-                .any(|m| catalog.relations[m].has_graph_fragments())
-            {
+            // A graph job's other fragments are not merged alike yet (a table's DML fragment, placed as its
+            // materializing fragment, is): its actors on removed nodes move whole.
+            if members.iter().any(|m| {
+                let r = &catalog.relations[m];
+                r.has_graph_fragments() && r.kind != RelationKind::Table
+            }) {
                 event!(
                     self.log,
                     "recovery step",
@@ -168,6 +170,9 @@ impl MetaInner {
         let dropped = apply_merges(&mut rel.actors, plan);
         if let Some(sink) = &mut rel.sink_fragment {
             apply_merges(&mut sink.actors, plan);
+        }
+        for f in rel.graph.iter_mut().flat_map(|g| g.fragments.iter_mut()) {
+            apply_merges(&mut f.actors, plan);
         }
         let kept: Vec<String> = rel
             .actors

@@ -443,15 +443,17 @@ impl Cluster {
         up.iter().filter(|u| **u).count()
     }
 
-    /// Send DML for `table`: each row goes to the table actor that owns its vnode. Update pairs stay together.
+    /// Send DML for `table`: each row goes to the actor of its DML fragment that owns the row's vnode (so the
+    /// changes of one key keep their order, as RisingWave keeps a session's on one channel). Update pairs stay
+    /// together.
     pub async fn dml(&self, table: TableId, rows: Vec<(Op, OwnedRow)>) -> Result<(), DmlError> {
         let rel = self
             .meta()
             .relation(table)
             .ok_or(DmlError::NoTable(table))?;
-        let mapping = rel.mapping();
+        let (actors, mapping) = rel.dml_actors();
         let worker_of: BTreeMap<ActorId, WorkerId> =
-            rel.actors.iter().map(|a| (a.actor_id, a.worker)).collect();
+            actors.iter().map(|a| (a.actor_id, a.worker)).collect();
         let mut per_actor: BTreeMap<ActorId, Vec<(Op, OwnedRow)>> = BTreeMap::new();
         let dist_key = rel.desc.dist_key_indices();
         for (op, row) in rows {

@@ -142,12 +142,19 @@ async fn dispatch_chunk(d: &Dispatcher, chunk: &StreamChunk) -> StreamExecutorRe
             dist_key_indices,
             mapping,
             vnode_count,
+            row_id_key,
         } => {
             let rows: Vec<(Op, &OwnedRow)> = chunk.rows().collect();
             let owners: Vec<ActorId> = rows
                 .iter()
                 .map(|(_, r)| {
-                    mapping.owner(VirtualNode::compute_row(r, dist_key_indices, *vnode_count))
+                    let key = dist_key_indices;
+                    mapping.owner(VirtualNode::compute_dispatch(
+                        r,
+                        key,
+                        *row_id_key,
+                        *vnode_count,
+                    ))
                 })
                 .collect();
             let mut per_output: BTreeMap<ActorId, Vec<(Op, OwnedRow)>> = BTreeMap::new();
