@@ -459,14 +459,14 @@ fn drop_during_backfill() {
             .await
             .unwrap();
         cluster.meta().flush().await.unwrap();
-        let table_actors: Vec<_> = cluster
+        let mut table_actors: Vec<_> = cluster
             .meta()
             .relation(table)
             .unwrap()
-            .actors
-            .iter()
+            .all_actors()
             .map(|a| a.actor_id)
             .collect();
+        table_actors.sort();
         let options = JobOptions {
             parallelism: 2,
             rate_limit: Some(1),

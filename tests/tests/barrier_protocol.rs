@@ -213,14 +213,14 @@ fn drop_removes_actors_and_unregisters_tables() {
         let p = pipeline(&cluster, 3, 2, 2).await;
         let mut oracle = Oracle::default();
         run_dml(&ctx, &cluster, p.table, &mut oracle, 5).await;
-        let table_actors: Vec<_> = cluster
+        let mut table_actors: Vec<_> = cluster
             .meta()
             .relation(p.table)
             .unwrap()
-            .actors
-            .iter()
+            .all_actors()
             .map(|a| a.actor_id)
             .collect();
+        table_actors.sort();
         let progress = |id| {
             cluster
                 .meta()

@@ -345,7 +345,12 @@ async fn drive(
         }
         if batch == 15 {
             match kill {
-                Kill::AfterCheckpoint => cluster.meta().flush().await.unwrap(),
+                Kill::AfterCheckpoint => {
+                    // A mutation an executor's own check catches fails the flush.
+                    if let Err(e) = cluster.meta().flush().await {
+                        return Err(dml_failed(cluster, 0, e));
+                    }
+                }
                 Kill::BetweenCheckpoints => {
                     tokio::time::sleep(Duration::from_millis(ctx.rng.range_u64(30..170))).await
                 }

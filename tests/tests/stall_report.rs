@@ -33,14 +33,14 @@ fn a_stuck_report_names_the_actors_that_hold_the_barrier() {
         .expect("worker 3's state");
     assert!(
         worker3.contains(
-            "actor 7 (job 3, fragment 3, 192 vnodes: FlowControl(5 rows/s) <- StreamScan(ArrangementBackfill of table 1, \
+            "actor 11 (job 3, fragment 5, 192 vnodes: FlowControl(5 rows/s) <- StreamScan(ArrangementBackfill of table 1, \
              5 rows/s) <- Merge(fragment 1: actors [1, 2])) last collected prev="
         ),
         "{worker3}"
     );
     assert!(
         worker3.contains(
-            "actor 11 (job 3, fragment 4, 192 vnodes: Sink <- Merge(fragment 3: actors [7])) last collected prev="
+            "actor 15 (job 3, fragment 6, 192 vnodes: Sink <- Merge(fragment 5: actors [11])) last collected prev="
         ),
         "{worker3}"
     );

@@ -76,7 +76,7 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
-            table_dml_fragment: false,
+            table_dml_fragment: true,
         }
     }
 }

@@ -300,7 +300,8 @@ fn rw_fragments_lists_metas_fragments() {
         assert_eq!(
             rows(&mut s, q).await,
             text(&[
-                &["t", "HASH", "{MVIEW,DML}", "2", "0", "1"],
+                &["t", "HASH", "{MVIEW}", "2", "1", "1"],
+                &["t", "HASH", "{DML}", "2", "0", "0"],
                 &["m", "HASH", "{STREAM_SCAN}", "2", "1", "1"],
                 &["m", "SINGLE", "{MVIEW}", "1", "1", "2"],
             ])

@@ -1,6 +1,7 @@
 //! Traces: a tracing-opentelemetry layer per simulated run, exporting over OTLP/gRPC with span times moved
 //! from real time onto the run's simulated time (shifted to the wall clock at which the run started).
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::TracerProvider as _;
@@ -20,6 +21,9 @@ use tracing_subscriber::registry::Registry;
 struct VirtualTimeExporter<E> {
     inner: E,
     wall0: SystemTime,
+    /// The first export that failed: the batch processor's scheduled exports report to nobody, so a run whose
+    /// spans went out before its final flush would otherwise read as delivered.
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 fn attr_i64(span: &SpanData, key: &str) -> Option<i64> {
@@ -70,7 +74,12 @@ impl<E: SpanExporter> SpanExporter for VirtualTimeExporter<E> {
         for s in &mut batch {
             self.rewrite(s);
         }
-        self.inner.export(batch).await
+        let result = self.inner.export(batch).await;
+        if let Err(e) = &result {
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            failed.get_or_insert_with(|| e.to_string());
+        }
+        result
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
@@ -101,6 +110,8 @@ const OTLP_EXPORT_EVERY: Duration = Duration::from_millis(5);
 /// One run's tracer provider.
 pub struct RunTracer {
     provider: SdkTracerProvider,
+    /// The first failed export, if any (none for the embedded collector).
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl RunTracer {
@@ -140,7 +151,10 @@ impl RunTracer {
             .with_resource(resource)
             .with_span_processor(jaeger.processor(SystemTime::now()))
             .build();
-        Self { provider }
+        Self {
+            provider,
+            failed: Arc::default(),
+        }
     }
 
     fn with_exporter<E: SpanExporter + 'static>(
@@ -159,9 +173,11 @@ impl RunTracer {
         let batch = BatchConfigBuilder::default()
             .with_scheduled_delay(every)
             .build();
+        let failed: Arc<Mutex<Option<String>>> = Arc::default();
         let processor = BatchSpanProcessor::builder(VirtualTimeExporter {
             inner: exporter,
             wall0,
+            failed: failed.clone(),
         })
         .with_batch_config(batch)
         .build();
@@ -169,7 +185,7 @@ impl RunTracer {
             .with_resource(resource)
             .with_span_processor(processor)
             .build();
-        Self { provider }
+        Self { provider, failed }
     }
 
     /// The layer to add to the run's subscriber.
@@ -196,6 +212,10 @@ impl RunTracer {
         self.provider
             .force_flush()
             .map_err(|e| format!("flushing spans: {e}"))?;
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(e) = failed {
+            return Err(format!("exporting spans: {e}"));
+        }
         // Every span is delivered: stopping the processor's thread (about a millisecond) need not hold up the
         // caller.
         let provider = self.provider;

@@ -365,7 +365,10 @@ fn timeline(lines: &[String]) -> Vec<String> {
         .filter(|l| keep.iter().any(|k| l.contains(k)))
         .cloned()
         .collect();
-    if let Some(i) = out.iter().position(|l| l.contains(" actor failure: ")) {
+    // An actor whose channel from the removed node closed is the removal's echo (a table's DML fragment
+    // sends to every node); the story ends at the first other failure.
+    let ends = |l: &String| l.contains(" actor failure: ") && !l.contains("reason=channel_closed");
+    if let Some(i) = out.iter().position(ends) {
         out.truncate(i + 1);
     }
     let from = out.len().saturating_sub(40);
