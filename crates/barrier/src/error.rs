@@ -30,6 +30,8 @@ pub enum BarrierError {
     QueueFull(usize),
     #[error("the barrier manager stopped")]
     Shutdown,
+    #[error("recovery requested: {0}")]
+    RecoveryRequested(String),
 }
 
 impl BarrierError {

@@ -228,6 +228,11 @@ impl<C: GlobalBarrierManagerContext> GlobalBarrierManager<C> {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         interval.tick().await;
         loop {
+            if let Some(why) = self.scheduled.take_recovery_request() {
+                self.failure_recovery(BarrierError::RecoveryRequested(why))
+                    .await;
+                continue;
+            }
             let can_inject = self.can_inject();
             let event = tokio::select! {
                 biased;

@@ -98,6 +98,8 @@ struct Inner {
     queue: Mutex<Queue>,
     changed: Notify,
     force_checkpoint: AtomicBool,
+    /// Why meta asked for a recovery, until the manager takes it.
+    recovery_request: Mutex<Option<String>>,
 }
 
 /// The callers' handle.
@@ -129,6 +131,7 @@ impl BarrierScheduler {
             }),
             changed: Notify::new(),
             force_checkpoint: AtomicBool::new(false),
+            recovery_request: Mutex::new(None),
         });
         (
             Self {
@@ -218,6 +221,17 @@ impl BarrierScheduler {
         self.inner.force_checkpoint.store(true, Ordering::SeqCst);
     }
 
+    /// Ask the manager for a recovery, which rebuilds every actor from meta's catalog (an offline reschedule:
+    /// epochlab's own path, see `MetaNode::alter_parallelism`). The manager takes it before its next barrier.
+    pub fn request_recovery(&self, reason: &str) {
+        let mut request = self
+            .inner
+            .recovery_request
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        request.get_or_insert_with(|| reason.to_string());
+    }
+
     /// Wait for the next barrier (a checkpoint when `checkpoint`) to be collected: SQL `FLUSH`.
     pub async fn flush(&self, checkpoint: bool) -> BarrierResult<()> {
         let rx = self.push(Command::Plain(None), checkpoint)?;
@@ -258,6 +272,15 @@ impl ScheduledBarriers {
             }
             notified.await;
         }
+    }
+
+    pub(crate) fn take_recovery_request(&self) -> Option<String> {
+        let mut request = self
+            .inner
+            .recovery_request
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        request.take()
     }
 
     pub(crate) fn take_force_checkpoint(&self) -> bool {

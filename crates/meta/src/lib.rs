@@ -12,6 +12,7 @@ pub mod progress;
 pub mod recovery;
 pub mod replace_table;
 pub mod reschedule;
+pub mod resize;
 pub mod scale;
 pub mod sql_catalog;
 pub mod store;

@@ -617,20 +617,28 @@ impl MetaInner {
     }
 
     /// Place `parallelism` actors over the live workers, round-robin from an offset, each with a contiguous
-    /// share of the vnodes.
+    /// share of the vnodes, in a new fragment.
     pub fn place(
         &self,
         parallelism: usize,
         offset: usize,
     ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
+        let placement = self.place_actors(parallelism, offset)?;
+        Ok((self.next_fragment_id(), placement))
+    }
+
+    /// `parallelism` new actors as [`MetaInner::place`] places them, for a fragment that exists.
+    pub fn place_actors(
+        &self,
+        parallelism: usize,
+        offset: usize,
+    ) -> Result<Vec<ActorPlacement>, DdlError> {
         let workers = self.live_workers();
         if workers.is_empty() {
             return Err(DdlError::NoWorkers);
         }
         let vnodes = Bitmap::partition(self.config.vnode_count.get(), parallelism);
         let mut ids = self.ids();
-        let fragment = FragmentId(ids.next_fragment);
-        ids.next_fragment += 1;
         let placement = vnodes
             .into_iter()
             .enumerate()
@@ -644,7 +652,7 @@ impl MetaInner {
                 }
             })
             .collect();
-        Ok((fragment, placement))
+        Ok(placement)
     }
 
     /// A new fragment whose actor `i` has the worker and the vnodes of `like[i]` (a no-shuffle job beside its
@@ -653,11 +661,14 @@ impl MetaInner {
         &self,
         like: &[ActorPlacement],
     ) -> Result<(FragmentId, Vec<ActorPlacement>), DdlError> {
+        let placement = self.actors_like(like);
+        Ok((self.next_fragment_id(), placement))
+    }
+
+    /// New actors, actor `i` with the worker and the vnodes of `like[i]`.
+    pub fn actors_like(&self, like: &[ActorPlacement]) -> Vec<ActorPlacement> {
         let mut ids = self.ids();
-        let fragment = FragmentId(ids.next_fragment);
-        ids.next_fragment += 1;
-        let placement = like
-            .iter()
+        like.iter()
             .map(|a| {
                 let actor_id = ActorId(ids.next_actor);
                 ids.next_actor += 1;
@@ -667,8 +678,14 @@ impl MetaInner {
                     vnodes: a.vnodes.clone(),
                 }
             })
-            .collect();
-        Ok((fragment, placement))
+            .collect()
+    }
+
+    fn next_fragment_id(&self) -> FragmentId {
+        let mut ids = self.ids();
+        let fragment = FragmentId(ids.next_fragment);
+        ids.next_fragment += 1;
+        fragment
     }
 
     pub fn next_table_id(&self) -> TableId {

@@ -3,8 +3,8 @@
 //! `alter_set_schema.rs`, `alter_parallelism.rs`).
 //!
 //! A rename changes the catalog and rewrites the definitions of the relations that use the renamed one, as
-//! RisingWave does (`rename.rs`); `SET PARALLELISM` records the parallelism in the catalog without
-//! rescheduling the job's actors, and says so in a note.
+//! RisingWave does (`rename.rs`); `SET PARALLELISM` has meta give the job's fragments that many actors
+//! (`MetaNode::alter_parallelism`; `AUTO` is the default parallelism), then records it in the catalog.
 
 use sqlparser::tokenizer::Token;
 
@@ -70,22 +70,50 @@ impl Session {
             Err(e) => return Some(Err(e)),
         };
         match change(c) {
+            Ok(Some(Change::Parallelism(p))) => Some(self.alter_parallelism(kind, &name, p).await),
             Ok(Some(ch)) => Some(self.alter_relation(kind, &name, ch)),
             Ok(None) => None,
             Err(e) => Some(Err(e)),
         }
     }
 
-    fn alter_relation(&mut self, kind: RelationKind, name: &Name, ch: Change) -> HandlerResult {
-        let r = match self.resolve_kind(name, kind) {
+    fn resolve_altered(
+        &self,
+        kind: RelationKind,
+        name: &Name,
+    ) -> Result<RelationCatalog, SqlError> {
+        match self.resolve_kind(name, kind) {
             Err(CatalogError::WrongKind(RelationKind::Table)) if kind == RelationKind::Source => {
-                return Err(SqlError::Invalid(
+                Err(SqlError::Invalid(
                     "Use `ALTER TABLE` to alter a table with connector.".into(),
-                ));
+                ))
             }
-            other => other?,
-        };
-        let parallelism = matches!(ch, Change::Parallelism(_));
+            other => Ok(other?),
+        }
+    }
+
+    /// `ALTER .. SET PARALLELISM`: meta reschedules the job's actors first (a relation without a job only
+    /// records it), then the catalog records it.
+    async fn alter_parallelism(
+        &mut self,
+        kind: RelationKind,
+        name: &Name,
+        p: TableParallelism,
+    ) -> HandlerResult {
+        let r = self.resolve_altered(kind, name)?;
+        self.check_writable()?;
+        if let Some(job) = r.table_id {
+            let n = match p {
+                TableParallelism::Fixed(n) => n,
+                TableParallelism::Adaptive => self.engine().default_parallelism,
+            };
+            self.cluster().meta().alter_parallelism(job, n).await?;
+        }
+        self.alter_relation(kind, name, Change::Parallelism(p))
+    }
+
+    fn alter_relation(&mut self, kind: RelationKind, name: &Name, ch: Change) -> HandlerResult {
+        let r = self.resolve_altered(kind, name)?;
         self.catalog_write(|catalog| {
             match ch {
                 Change::Rename(to) => rename_relation(catalog, &r, kind, &to)?,
@@ -100,12 +128,6 @@ impl Session {
             }
             Ok::<_, SqlError>(())
         })?;
-        if parallelism {
-            self.engine().note(format!(
-                "ALTER {} SET PARALLELISM: recorded in the catalog; the job's actors are not rescheduled",
-                kind.sql()
-            ));
-        }
         done()
     }
 

@@ -16,7 +16,7 @@ use super::parse::{Cursor, Value};
 use super::{HandlerResult, done};
 use crate::catalog::{
     CatalogError, ColumnCatalog, ConnectionCatalog, IndexInfo, RelationCatalog, RelationKind,
-    check_valid_column_name,
+    TableParallelism, check_valid_column_name,
 };
 use crate::dialect::RisingWaveDialect;
 use crate::error::SqlError;
@@ -50,6 +50,11 @@ pub fn relation_for_job(
         pk,
         definition: definition.trim().trim_end_matches(';').to_string(),
         owner: session.user.clone(),
+        // RisingWave: a job created under `SET streaming_parallelism = n` keeps `n`; otherwise it is adaptive.
+        parallelism: match session.config.streaming_parallelism() {
+            Some(n) => TableParallelism::Fixed(n),
+            None => TableParallelism::Adaptive,
+        },
         ..RelationCatalog::default()
     })
 }
