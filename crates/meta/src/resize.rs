@@ -141,6 +141,15 @@ pub enum ResizeError {
     Creating(String),
     #[error("the parallelism must be at least 1")]
     Zero,
+    /// More actors than vnodes: an actor would own none. (RisingWave at f21fb9b7915 refuses more actors than
+    /// the cluster's parallel units, `Not enough ParallelUnits available for fragment ..`; epochlab does not
+    /// yet: the corpus runs on 3 units where RisingWave's simulation has 6, README Limits.)
+    #[error("the parallelism {n} is more than the {vnodes} vnodes of fragment {fragment}")]
+    MoreThanVnodes {
+        n: usize,
+        vnodes: usize,
+        fragment: FragmentId,
+    },
 }
 
 impl MetaInner {
@@ -157,6 +166,16 @@ impl MetaInner {
             .filter(|(f, a)| !targets.contains(f) && !rel.is_single(*f) && a.len() != n)
             .map(|(f, _)| f)
             .collect();
+        // Never more actors than vnodes: an actor without vnodes has nothing to own.
+        let vnodes = self.config.vnode_count.get();
+        if let Some(&fragment) = roots.first().filter(|_| n > vnodes) {
+            let e = ResizeError::MoreThanVnodes {
+                n,
+                vnodes,
+                fragment,
+            };
+            return Err(DdlError::Invalid(e.to_string()));
+        }
         let mut plan: Vec<(Site, Option<Site>)> = Vec::new();
         let mut stack: Vec<(Site, Option<Site>)> =
             roots.iter().map(|f| ((job, *f), None)).collect();
@@ -192,8 +211,8 @@ impl MetaInner {
 }
 
 impl MetaNode {
-    /// `ALTER .. SET PARALLELISM = n` of `job` (see the module doc): returns once the recovery that builds
-    /// the new actors is done; at once when nothing changes.
+    /// `ALTER .. SET PARALLELISM = n` of `job` (see the module doc): returns once the recovery that builds the
+    /// new actors is done; at once when nothing changes.
     pub async fn alter_parallelism(&self, job: TableId, n: usize) -> Result<(), DdlError> {
         if n == 0 {
             return Err(DdlError::Invalid(ResizeError::Zero.to_string()));

@@ -55,7 +55,7 @@ async fn fragments(s: &mut Session, name: &str) -> Vec<Vec<String>> {
 fn alter_set_parallelism_changes_the_actors_and_keeps_every_view() {
     epochlab_sim::run(3, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, config()).await);
-        let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 6));
         ok(&mut s, "CREATE TABLE t (k INT PRIMARY KEY, v INT)").await;
         ok(
             &mut s,
@@ -72,9 +72,31 @@ fn alter_set_parallelism_changes_the_actors_and_keeps_every_view() {
         let view = "SELECT v, c, s FROM agg";
         assert_eq!(
             fragments(&mut s, "t").await,
-            text(&[&["{DML}", "3"], &["{MVIEW}", "3"]])
+            text(&[&["{DML}", "6"], &["{MVIEW}", "6"]])
         );
 
+        for (sql, words) in [
+            // 64 vnodes: an actor would own none.
+            (
+                "ALTER TABLE t SET PARALLELISM = 65",
+                "the parallelism 65 is more than the 64 vnodes of fragment",
+            ),
+            (
+                "ALTER TABLE t SET PARALLELISM = 'x'",
+                "target parallelism must be a valid number or auto",
+            ),
+            (
+                "ALTER TABLE t SET PARALLELISM = 4294967296",
+                "target parallelism must be a valid number or auto: ",
+            ),
+            (
+                "ALTER VIEW v SET PARALLELISM = 2",
+                "expected RENAME or OWNER TO or SET SCHEMA after ALTER VIEW",
+            ),
+        ] {
+            let err = s.execute(sql).await.expect_err(sql).to_string();
+            assert!(err.contains(words), "{sql}: {err}");
+        }
         ok(&mut s, "ALTER TABLE t SET PARALLELISM = 2").await;
         assert_eq!(
             fragments(&mut s, "t").await,
@@ -108,7 +130,7 @@ fn alter_set_parallelism_changes_the_actors_and_keeps_every_view() {
         ok(&mut s, "ALTER TABLE t SET PARALLELISM = auto").await;
         assert_eq!(
             fragments(&mut s, "t").await,
-            text(&[&["{DML}", "3"], &["{MVIEW}", "3"]])
+            text(&[&["{DML}", "6"], &["{MVIEW}", "6"]])
         );
         let q = "SELECT tf.parallelism FROM rw_table_fragments tf JOIN rw_relations r ON r.id = tf.table_id \
                  WHERE r.name IN ('t', 'agg') ORDER BY r.name";

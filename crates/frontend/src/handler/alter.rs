@@ -9,7 +9,7 @@
 use sqlparser::tokenizer::Token;
 
 use super::drop::relation_kind;
-use super::parse::{Cursor, Name};
+use super::parse::{Cursor, Name, Value};
 use super::rename::{rename_in_definition, rename_in_query, rename_in_sink};
 use super::{HandlerResult, done};
 use crate::catalog::{Catalog, CatalogError, RelationCatalog, RelationKind, TableParallelism};
@@ -35,20 +35,29 @@ fn change(c: &mut Cursor<'_>) -> Result<Option<Change>, SqlError> {
         if !(c.eat_token(&Token::Eq) || c.eat(&["TO"])) {
             return Err(c.unexpected("= or TO"));
         }
-        let v = c.value()?.text();
-        Change::Parallelism(match v.parse::<usize>() {
-            Ok(0) => TableParallelism::Adaptive,
-            Ok(n) => TableParallelism::Fixed(n),
-            Err(_) if v.eq_ignore_ascii_case("auto") || v.eq_ignore_ascii_case("adaptive") => {
-                TableParallelism::Adaptive
-            }
-            Err(_) => return Err(SqlError::Invalid(format!("invalid parallelism {v}"))),
-        })
+        Change::Parallelism(target_parallelism(c.value()?)?)
     } else {
         return Ok(None);
     };
     c.end()?;
     Ok(Some(ch))
+}
+
+/// RisingWave's `extract_table_parallelism`: `auto`, `DEFAULT` and 0 are adaptive, another number (a `u32`)
+/// is fixed; anything else is refused.
+fn target_parallelism(v: Value) -> Result<TableParallelism, SqlError> {
+    const WORDS: &str = "target parallelism must be a valid number or auto";
+    match v {
+        Value::Word(w) if w.eq_ignore_ascii_case("auto") || w.eq_ignore_ascii_case("default") => {
+            Ok(TableParallelism::Adaptive)
+        }
+        Value::Number(n) => match n.parse::<u32>() {
+            Ok(0) => Ok(TableParallelism::Adaptive),
+            Ok(n) => Ok(TableParallelism::Fixed(n as usize)),
+            Err(e) => Err(SqlError::InvalidInputSyntax(format!("{WORDS}: {e}"))),
+        },
+        _ => Err(SqlError::InvalidInputSyntax(WORDS.into())),
+    }
 }
 
 impl Session {
@@ -100,6 +109,12 @@ impl Session {
         name: &Name,
         p: TableParallelism,
     ) -> HandlerResult {
+        if kind == RelationKind::View {
+            return Err(SqlError::Parse(
+                "expected RENAME or OWNER TO or SET SCHEMA after ALTER VIEW, found: PARALLELISM"
+                    .into(),
+            ));
+        }
         let r = self.resolve_altered(kind, name)?;
         self.check_writable()?;
         if let Some(job) = r.table_id {
