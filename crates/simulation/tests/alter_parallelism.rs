@@ -7,9 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::{ActorId, Op, OwnedRow, ScalarImpl, VnodeCount};
-use epochlab_frontend::{Output, Session};
+use epochlab_frontend::Session;
 use epochlab_meta::{JobOptions, MetaConfig, StreamScanType};
 use epochlab_sim::{Cluster, ClusterConfig};
+
+mod support;
+use support::{ok, query, text};
 
 fn config() -> ClusterConfig {
     let mut meta = MetaConfig::default();
@@ -20,26 +23,6 @@ fn config() -> ClusterConfig {
         meta,
         ..Default::default()
     }
-}
-
-async fn query(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql).await.expect(sql) {
-        Output::Rows { mut rows, .. } => {
-            rows.sort();
-            rows
-        }
-        Output::Done(_) => panic!("{sql} returns rows"),
-    }
-}
-
-async fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql).await.expect(sql);
-}
-
-fn text(rows: &[&[&str]]) -> Vec<Vec<String>> {
-    rows.iter()
-        .map(|r| r.iter().map(|c| c.to_string()).collect())
-        .collect()
 }
 
 /// Per fragment of relation `name`: its flags and actors, in fragment order.

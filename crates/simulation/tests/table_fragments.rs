@@ -8,9 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::{OwnedRow, VirtualNode, VnodeCount, WorkerId};
-use epochlab_frontend::{Output, Session};
+use epochlab_frontend::Session;
 use epochlab_meta::{MetaConfig, Relation};
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
+
+mod support;
+use support::{ok, query, text};
 
 fn config(two_fragments: bool) -> ClusterConfig {
     let mut meta = MetaConfig::default();
@@ -23,20 +26,6 @@ fn config(two_fragments: bool) -> ClusterConfig {
         meta,
         ..Default::default()
     }
-}
-
-async fn query(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql).await.expect(sql) {
-        Output::Rows { mut rows, .. } => {
-            rows.sort();
-            rows
-        }
-        Output::Done(_) => panic!("{sql} returns rows"),
-    }
-}
-
-async fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql).await.expect(sql);
 }
 
 fn relation(cluster: &Cluster, name: &str) -> Relation {
@@ -121,12 +110,6 @@ async fn scenario(ctx: SimContext, two_fragments: bool, kill: bool) -> Seen {
         keyed,
         widened,
     }
-}
-
-fn text(rows: &[&[&str]]) -> Vec<Vec<String>> {
-    rows.iter()
-        .map(|r| r.iter().map(|c| c.to_string()).collect())
-        .collect()
 }
 
 fn check(seed: u64, kill: bool) {
