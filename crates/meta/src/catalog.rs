@@ -383,9 +383,9 @@ impl Relation {
         mapping_of(&self.actors)
     }
 
-    /// The actors a table's DML goes to: those of the fragment holding its DML entry (its first fragment,
-    /// when that holds it), and their vnode mapping.
-    pub fn dml_actors(&self) -> (&[ActorPlacement], Arc<ActorMapping>) {
+    /// The actors a table's DML goes to, those of the fragment holding its DML entry, and their vnode
+    /// mapping; `None` for a job without one.
+    pub fn dml_actors(&self) -> Option<(&[ActorPlacement], Arc<ActorMapping>)> {
         let dml = self
             .graph
             .iter()
@@ -396,8 +396,7 @@ impl Relation {
                     .iter()
                     .any(|n| matches!(n, StreamNode::Dml { .. }))
             });
-        let actors = dml.map_or(&self.actors[..], |f| &f.actors[..]);
-        (actors, mapping_of(actors))
+        dml.map(|f| (&f.actors[..], mapping_of(&f.actors)))
     }
 
     /// Every actor of the job, of every fragment.
@@ -609,14 +608,7 @@ impl Catalog {
             return self.instantiate(rel, g.root, &g.root_node, i);
         }
         match rel.kind {
-            RelationKind::Table => StreamNode::Materialize {
-                table: rel.desc.clone(),
-                conflict: ConflictBehavior::NoCheck,
-                input: Box::new(StreamNode::Dml {
-                    table_id: rel.id,
-                    column_types: rel.desc.column_types.clone(),
-                }),
-            },
+            RelationKind::Table => unreachable!("table {} is planned with its fragments", rel.id),
             RelationKind::MaterializedView => StreamNode::Materialize {
                 table: rel.desc.clone(),
                 conflict: ConflictBehavior::NoCheck,

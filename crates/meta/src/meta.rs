@@ -59,10 +59,6 @@ pub struct MetaConfig {
     pub sink_decoupled_from_backfill: bool,
     /// Which store meta keeps its rows in.
     pub store: crate::store::MetaBackend,
-    /// A table is RisingWave's two fragments: its DML entry (or a source's connector) in a fragment of its
-    /// own, hash-exchanged on the table's distribution key to the fragment that generates row ids and
-    /// materializes. Off: one fragment holds both (the old path, until the switch flips).
-    pub table_dml_fragment: bool,
 }
 
 impl Default for MetaConfig {
@@ -76,7 +72,6 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
-            table_dml_fragment: true,
         }
     }
 }
@@ -1267,8 +1262,9 @@ impl MetaNode {
         }
     }
 
-    /// A table's job: its entry `dml` (the DML entry, or a source's connector), then its row id generator,
-    /// materialized; the entry in a fragment of its own when [`MetaConfig::table_dml_fragment`] is on.
+    /// A table's job as RisingWave's two fragments: its entry `dml` (the DML entry, or a source's connector)
+    /// in a fragment of its own, hash-exchanged on the table's distribution key to the fragment that
+    /// generates row ids and materializes.
     async fn create_table_job(
         &self,
         name: &str,
@@ -1280,10 +1276,7 @@ impl MetaNode {
     ) -> Result<TableId, DdlError> {
         let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
-        let (entry, graph) = match self.inner.config.table_dml_fragment {
-            true => self.dml_fragment(&desc, &actors, dml)?,
-            false => (dml, TableGraph::default()),
-        };
+        let (entry, graph) = self.dml_fragment(&desc, &actors, dml)?;
         let input = match row_id_index {
             Some(row_id_index) => StreamNode::RowIdGen {
                 row_id_index,

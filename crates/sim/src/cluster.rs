@@ -451,7 +451,7 @@ impl Cluster {
             .meta()
             .relation(table)
             .ok_or(DmlError::NoTable(table))?;
-        let (actors, mapping) = rel.dml_actors();
+        let (actors, mapping) = rel.dml_actors().ok_or(DmlError::NoTable(table))?;
         let worker_of: BTreeMap<ActorId, WorkerId> =
             actors.iter().map(|a| (a.actor_id, a.worker)).collect();
         let mut per_actor: BTreeMap<ActorId, Vec<(Op, OwnedRow)>> = BTreeMap::new();

@@ -1,6 +1,5 @@
-//! A table as RisingWave's two fragments (`MetaConfig::table_dml_fragment`): its DML entry in a fragment of
-//! its own, hash-exchanged on the table's distribution key to the fragment that generates row ids and
-//! materializes. `rw_fragments` lists both; rows inserted without a row id spread over every materializing
+//! A table as RisingWave's two fragments: its DML entry in a fragment of its own, hash-exchanged on the
+//! table's distribution key to the fragment that generates row ids and materializes. `rw_fragments` lists both; rows inserted without a row id spread over every materializing
 //! actor (a row whose row id is NULL is hashed whole); updates, deletes, a kill, and `ALTER TABLE .. ADD
 //! COLUMN` keep the table and a view over it equal to what was written.
 
@@ -15,12 +14,11 @@ use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 mod support;
 use support::{ok, query, text};
 
-fn config(two_fragments: bool) -> ClusterConfig {
+fn config() -> ClusterConfig {
     let mut meta = MetaConfig::default();
     meta.barrier.interval = Duration::from_millis(100);
     meta.barrier.checkpoint_frequency = 4;
     meta.vnode_count = VnodeCount::new(64).unwrap();
-    meta.table_dml_fragment = two_fragments;
     ClusterConfig {
         compute_nodes: 3,
         meta,
@@ -58,8 +56,8 @@ struct Seen {
     widened: Vec<Vec<String>>,
 }
 
-async fn scenario(ctx: SimContext, two_fragments: bool, kill: bool) -> Seen {
-    let cluster = Arc::new(Cluster::start(&ctx, config(two_fragments)).await);
+async fn scenario(ctx: SimContext, kill: bool) -> Seen {
+    let cluster = Arc::new(Cluster::start(&ctx, config()).await);
     let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
     ok(&mut s, "CREATE TABLE t (v INT)").await;
     ok(&mut s, "CREATE TABLE p (k INT PRIMARY KEY, v INT)").await;
@@ -113,7 +111,7 @@ async fn scenario(ctx: SimContext, two_fragments: bool, kill: bool) -> Seen {
 }
 
 fn check(seed: u64, kill: bool) {
-    let seen = epochlab_sim::run(seed, move |ctx| scenario(ctx, true, kill)).value;
+    let seen = epochlab_sim::run(seed, move |ctx| scenario(ctx, kill)).value;
     assert_eq!(
         seen.fragments,
         text(&[&["t", "{DML}", "3"], &["t", "{MVIEW}", "3"]]),
@@ -152,19 +150,13 @@ fn a_kill_keeps_both_fragments_of_a_table_whole() {
     }
 }
 
-#[test]
-fn one_fragment_when_the_switch_is_off() {
-    let seen = epochlab_sim::run(0, |ctx| scenario(ctx, false, false)).value;
-    assert_eq!(seen.fragments, text(&[&["t", "{MVIEW,DML}", "3"]]));
-}
-
 /// Rows of a table with a generated row id (`serial`, as a source's and the random plans' tables have) reach
 /// the DML fragment with NULL row ids: the exchange hashes each whole, so every materializing actor gets rows
-/// and generates their ids; one hashed by its NULL key alone would all go to one actor.
-fn null_row_ids_spread(two_fragments: bool) -> usize {
+/// and generates their ids; hashed by their NULL key alone they would all go to one actor.
+fn null_row_ids_spread() -> usize {
     use epochlab_common::{DataType, Op, ScalarImpl};
     epochlab_sim::run(0, move |ctx| async move {
-        let cluster = Cluster::start(&ctx, config(two_fragments)).await;
+        let cluster = Cluster::start(&ctx, config()).await;
         let types = vec![DataType::Int64, DataType::Serial];
         let meta = cluster.meta();
         let t = meta
@@ -191,7 +183,5 @@ fn null_row_ids_spread(two_fragments: bool) -> usize {
 
 #[test]
 fn rows_without_a_row_id_spread_over_the_materializing_actors() {
-    assert_eq!(null_row_ids_spread(true), 3);
-    // One fragment: DML goes to the actor owning the vnode of the NULL row id.
-    assert_eq!(null_row_ids_spread(false), 1);
+    assert_eq!(null_row_ids_spread(), 3);
 }
