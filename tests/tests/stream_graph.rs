@@ -453,7 +453,15 @@ fn overwrite_table_and_a_view_over_it() {
         let (types, pk) = schema();
         let t = cluster
             .meta()
-            .create_table_with_conflict("t", types, pk, vec![0], 2, ConflictBehavior::Overwrite)
+            .create_table_with_conflict(
+                "t",
+                types,
+                pk,
+                vec![0],
+                2,
+                ConflictBehavior::Overwrite,
+                None,
+            )
             .await
             .unwrap();
         let mv = cluster

@@ -76,6 +76,27 @@ impl TableDesc {
         }
     }
 
+    /// A watermark filter's table (RisingWave's `infer_internal_table_catalog` of `StreamWatermarkFilter`):
+    /// columns `[vnode Int16, watermark]`, pk `[vnode]`, the vnode taken from the pk column, the watermark
+    /// the value.
+    pub fn watermark_filter_state(
+        table_id: TableId,
+        watermark_type: DataType,
+        vnode_count: VnodeCount,
+    ) -> Self {
+        Self {
+            table_id,
+            column_types: vec![DataType::Int16, watermark_type],
+            pk_indices: vec![0],
+            pk_orders: vec![OrderType::ascending()],
+            value_indices: vec![1],
+            distribution: Distribution::VnodeColumn {
+                vnode_col_idx_in_pk: 0,
+            },
+            vnode_count,
+        }
+    }
+
     /// The columns a row is hashed by to find its vnode (indices into the row): the distribution key's
     /// columns; none for a singleton (vnode 0). A vnode-column table's vnode is not a hash: its pk is given.
     pub fn dist_key_indices(&self) -> Vec<usize> {

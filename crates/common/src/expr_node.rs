@@ -64,6 +64,41 @@ impl ExprNode {
         out
     }
 
+    /// Whether a watermark on input column `col` is one on this expression's value (RisingWave's
+    /// `WatermarkAnalyzer` deriving `Watermark(col)`): the column itself, the column plus or minus a
+    /// constant (`ts - interval '5 minutes'`), a tumble's start over it. Such an expression never decreases
+    /// as the column rises and reads no other column.
+    pub fn derives_watermark(&self, col: usize) -> bool {
+        match self {
+            ExprNode::InputRef { index, .. } => *index == col,
+            ExprNode::Literal { .. } => false,
+            ExprNode::Call { func, args, .. } => match (func, args.as_slice()) {
+                (ExprType::Add, [a, b]) => {
+                    (a.derives_watermark(col) && b.is_constant())
+                        || (a.is_constant() && b.derives_watermark(col))
+                }
+                (ExprType::Subtract, [a, b]) => a.derives_watermark(col) && b.is_constant(),
+                (ExprType::TumbleStart, [a, rest @ ..]) => {
+                    a.derives_watermark(col) && rest.iter().all(ExprNode::is_constant)
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// Whether the expression has the same value over every row: no column read, no `now()` or
+    /// `proctime()`.
+    pub fn is_constant(&self) -> bool {
+        match self {
+            ExprNode::InputRef { .. } => false,
+            ExprNode::Literal { .. } => true,
+            ExprNode::Call { func, args, .. } => {
+                !matches!(func, ExprType::Now | ExprType::Proctime)
+                    && args.iter().all(ExprNode::is_constant)
+            }
+        }
+    }
+
     fn collect_input_refs(&self, out: &mut Vec<usize>) {
         match self {
             ExprNode::InputRef { index, .. } => out.push(*index),

@@ -317,6 +317,24 @@ pub enum StreamNode {
         column_subsets: Vec<Vec<usize>>,
         input: Box<StreamNode>,
     },
+    /// A table's `WATERMARK FOR col AS expr` (RisingWave's `WatermarkFilterExecutor`, between its DML
+    /// exchange and its row id generator): drops the rows whose `event_time_col` is below the watermark,
+    /// the largest `watermark_expr` over the rows seen, and sends the watermark on. `table` keeps it per
+    /// vnode (see [`TableDesc::watermark_filter_state`]).
+    WatermarkFilter {
+        event_time_col: usize,
+        watermark_expr: ExprNode,
+        table: Arc<TableDesc>,
+        input: Box<StreamNode>,
+    },
+    /// Emit-on-window-close over a plan with no executor that waits for its window (RisingWave's
+    /// `StreamEowcSort`, a `SortExecutor`): rows wait in `buffer_table` (pk: `sort_column_index`, then the
+    /// input's stream key) until a watermark on that column passes them.
+    EowcSort {
+        sort_column_index: usize,
+        buffer_table: Arc<TableDesc>,
+        input: Box<StreamNode>,
+    },
 }
 
 /// One item of a [`StreamNode::ProjectSet`]'s select list.
@@ -464,6 +482,42 @@ pub fn top_n_table(
     })
 }
 
+/// An emit-on-window-close sort's buffer (RisingWave's `StreamEowcSort` table): every input column; pk =
+/// the sort column, then the stream key's other columns, then any of `dist_key` not yet in it; hashed by
+/// `dist_key` (a singleton with `None`). The id is a placeholder.
+pub fn eowc_sort_buffer_table(
+    types: &[DataType],
+    sort_column: usize,
+    stream_key: &[usize],
+    dist_key: Option<&[usize]>,
+    vnode_count: VnodeCount,
+) -> Arc<TableDesc> {
+    let mut pk = vec![sort_column];
+    for &k in stream_key.iter().chain(dist_key.unwrap_or_default()) {
+        if !pk.contains(&k) {
+            pk.push(k);
+        }
+    }
+    let distribution = match dist_key {
+        None => crate::catalog::Distribution::Singleton,
+        Some(key) => crate::catalog::Distribution::HashDistKey {
+            dist_key_in_pk: key
+                .iter()
+                .map(|k| pk.iter().position(|p| p == k).expect("added above"))
+                .collect(),
+        },
+    };
+    Arc::new(TableDesc {
+        table_id: TableId(0),
+        column_types: types.to_vec(),
+        pk_orders: vec![OrderType::ascending(); pk.len()],
+        pk_indices: pk,
+        value_indices: (0..types.len()).collect(),
+        distribution,
+        vnode_count,
+    })
+}
+
 /// A dynamic filter's state tables (RisingWave's `infer_left_internal_table_catalog` and its right table):
 /// the left table keeps every left column, pk = the filter's `key`, then the left's `dist_key` and
 /// `stream_key` columns not already in it, hashed by `dist_key` (a singleton without one); the right table
@@ -587,7 +641,9 @@ impl StreamNode {
             | StreamNode::TopN { input, .. }
             | StreamNode::GroupTopN { input, .. }
             | StreamNode::ProjectSet { input, .. }
-            | StreamNode::Expand { input, .. } => vec![input.as_ref()],
+            | StreamNode::Expand { input, .. }
+            | StreamNode::WatermarkFilter { input, .. }
+            | StreamNode::EowcSort { input, .. } => vec![input.as_ref()],
         }
     }
 
@@ -616,7 +672,9 @@ impl StreamNode {
             | StreamNode::TopN { input, .. }
             | StreamNode::GroupTopN { input, .. }
             | StreamNode::ProjectSet { input, .. }
-            | StreamNode::Expand { input, .. } => vec![input.as_mut()],
+            | StreamNode::Expand { input, .. }
+            | StreamNode::WatermarkFilter { input, .. }
+            | StreamNode::EowcSort { input, .. } => vec![input.as_mut()],
         }
     }
 
@@ -646,6 +704,8 @@ impl StreamNode {
             StreamNode::Source { .. } => "Source",
             StreamNode::ProjectSet { .. } => "ProjectSet",
             StreamNode::Expand { .. } => "Expand",
+            StreamNode::WatermarkFilter { .. } => "WatermarkFilter",
+            StreamNode::EowcSort { .. } => "EowcSort",
         }
     }
 
@@ -813,6 +873,11 @@ impl StreamNode {
             StreamNode::Now { state_table } | StreamNode::Source { state_table, .. } => {
                 vec![state_table]
             }
+            StreamNode::WatermarkFilter { table, .. }
+            | StreamNode::EowcSort {
+                buffer_table: table,
+                ..
+            } => vec![table],
             _ => Vec::new(),
         }
     }
@@ -841,6 +906,11 @@ impl StreamNode {
             StreamNode::Now { state_table } | StreamNode::Source { state_table, .. } => {
                 vec![state_table]
             }
+            StreamNode::WatermarkFilter { table, .. }
+            | StreamNode::EowcSort {
+                buffer_table: table,
+                ..
+            } => vec![table],
             _ => Vec::new(),
         }
     }

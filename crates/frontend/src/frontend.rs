@@ -507,7 +507,10 @@ impl Session {
                 }
             },
             Statement::CreateView(cv) if !cv.materialized => self.create_view(&cv),
-            Statement::CreateView(cv) => self.create_mv(&cv, &s.text).await,
+            Statement::CreateView(cv) => {
+                self.create_mv(&cv, &s.text, syntax.emit_on_window_close)
+                    .await
+            }
             Statement::Insert(ins) => self.insert(&ins).await,
             Statement::Update(up) => self.update(&up).await,
             Statement::Delete(del) => self.delete(&del).await,

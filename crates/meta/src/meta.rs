@@ -15,8 +15,8 @@ use epochlab_common::plan::{
 };
 use epochlab_common::toggles::DropMode;
 use epochlab_common::{
-    ActorId, Bitmap, Clock, DataType, EventLog, FragmentId, SimRng, TableId, Toggles, VnodeCount,
-    WorkerId, event,
+    ActorId, Bitmap, Clock, DataType, EventLog, ExprNode, FragmentId, SimRng, TableId, Toggles,
+    VnodeCount, WorkerId, event,
 };
 use epochlab_common::{trace, vspan};
 use epochlab_recovery::{RecoveryConfig, RecoveryError};
@@ -74,6 +74,14 @@ impl Default for MetaConfig {
             store: crate::store::MetaBackend::Sqlite,
         }
     }
+}
+
+/// What a table job's materializing fragment reads: its entry `dml` (the DML entry, or a source's
+/// connector), the row id column its generator fills, and its `WATERMARK FOR` column and expression.
+struct TableEntry {
+    row_id_index: Option<usize>,
+    watermark: Option<(usize, ExprNode)>,
+    dml: StreamNode,
 }
 
 /// A table job's fragments other than its root, and its edges.
@@ -1132,6 +1140,7 @@ impl MetaNode {
             dist_key_in_pk,
             parallelism,
             conflict,
+            None,
         )
         .await
     }
@@ -1139,6 +1148,8 @@ impl MetaNode {
     /// A table as [`MetaNode::create_table_distributed`] makes it, whose materialize handles a change that
     /// disagrees with the stored row of its pk by `conflict` (RisingWave: a table with a primary key
     /// overwrites, `ConflictBehavior::Overwrite`; its DML path sends inserts of existing keys).
+    /// `watermark`: its `WATERMARK FOR` column and expression, if it has one.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create_table_with_conflict(
         &self,
         name: &str,
@@ -1147,6 +1158,7 @@ impl MetaNode {
         dist_key_in_pk: Vec<usize>,
         parallelism: usize,
         conflict: ConflictBehavior,
+        watermark: Option<(usize, ExprNode)>,
     ) -> Result<TableId, DdlError> {
         if parallelism == 0
             || pk_indices.is_empty()
@@ -1167,7 +1179,12 @@ impl MetaNode {
             self.inner.config.vnode_count,
         ));
         let dml = Self::dml_node(&desc);
-        self.create_table_job(name, desc, parallelism, conflict, None, dml)
+        let entry = TableEntry {
+            row_id_index: None,
+            watermark,
+            dml,
+        };
+        self.create_table_job(name, desc, parallelism, conflict, entry)
             .await
     }
 
@@ -1198,7 +1215,12 @@ impl MetaNode {
         ));
         let conflict = ConflictBehavior::NoCheck;
         let dml = Self::dml_node(&desc);
-        self.create_table_job(name, desc, parallelism, conflict, Some(row_id_index), dml)
+        let entry = TableEntry {
+            row_id_index: Some(row_id_index),
+            watermark: None,
+            dml,
+        };
+        self.create_table_job(name, desc, parallelism, conflict, entry)
             .await
     }
 
@@ -1243,15 +1265,13 @@ impl MetaNode {
             state_table,
         };
         let conflict = ConflictBehavior::NoCheck;
-        self.create_table_job(
-            name,
-            desc,
-            parallelism,
-            conflict,
-            Some(row_id_index),
-            source,
-        )
-        .await
+        let entry = TableEntry {
+            row_id_index: Some(row_id_index),
+            watermark: None,
+            dml: source,
+        };
+        self.create_table_job(name, desc, parallelism, conflict, entry)
+            .await
     }
 
     /// A table's DML entry.
@@ -1271,12 +1291,31 @@ impl MetaNode {
         desc: Arc<TableDesc>,
         parallelism: usize,
         conflict: ConflictBehavior,
-        row_id_index: Option<usize>,
-        dml: StreamNode,
+        entry: TableEntry,
     ) -> Result<TableId, DdlError> {
         let id = desc.table_id;
         let (fragment_id, actors) = self.inner.place(parallelism, id.0 as usize)?;
+        let TableEntry {
+            row_id_index,
+            watermark,
+            dml,
+        } = entry;
         let (entry, graph) = self.dml_fragment(&desc, &actors, dml)?;
+        // RisingWave's `gen_table_plan`: the watermark filter above the DML's exchange, below the row id
+        // generator.
+        let entry = match watermark {
+            Some((event_time_col, watermark_expr)) => StreamNode::WatermarkFilter {
+                event_time_col,
+                table: Arc::new(TableDesc::watermark_filter_state(
+                    self.inner.next_table_id(),
+                    watermark_expr.return_type(),
+                    desc.vnode_count,
+                )),
+                watermark_expr,
+                input: Box::new(entry),
+            },
+            None => entry,
+        };
         let input = match row_id_index {
             Some(row_id_index) => StreamNode::RowIdGen {
                 row_id_index,

@@ -160,6 +160,11 @@ impl MetaInner {
         let rel = catalog
             .get(job)
             .ok_or_else(|| DdlError::NotFound(format!("job {job}")))?;
+        // A job being created is refused whatever its plan changes (a no-shuffle view's changes none).
+        if rel.state == JobState::Creating {
+            let name = rel.name.clone();
+            return Err(DdlError::Invalid(ResizeError::Creating(name).to_string()));
+        }
         let targets = rel.no_shuffle_targets();
         let roots: Vec<FragmentId> = rel
             .all_fragments()

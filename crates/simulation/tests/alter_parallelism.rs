@@ -176,3 +176,31 @@ fn a_no_shuffle_view_follows_its_table() {
         cluster.shutdown();
     });
 }
+
+/// A job still being created is refused, even one whose change would move nothing (a no-shuffle view).
+#[test]
+fn a_view_being_created_is_refused() {
+    epochlab_sim::run(6, |ctx| async move {
+        let cluster = Cluster::start(&ctx, config()).await;
+        let meta = cluster.meta();
+        let types = vec![epochlab_common::DataType::Int64; 2];
+        let t = meta.create_table("t", types, vec![0], 3).await.unwrap();
+        let row = |k: i64| OwnedRow::new(vec![Some(ScalarImpl::Int64(k)); 2]);
+        let rows = (0..300).map(|k| (Op::Insert, row(k))).collect();
+        cluster.dml(t, rows).await.unwrap();
+        let options = JobOptions {
+            scan_type: StreamScanType::Backfill,
+            rate_limit: Some(1),
+            background: true,
+            ..JobOptions::parallelism(3)
+        };
+        let mv = meta
+            .create_materialized_view("mv", t, options)
+            .await
+            .unwrap();
+        let err = meta.alter_parallelism(mv, 2).await.unwrap_err();
+        assert!(err.to_string().contains("mv: it is being created"), "{err}");
+        cluster.check_recoveries(0).expect("no reschedule");
+        cluster.shutdown();
+    });
+}

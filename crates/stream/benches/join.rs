@@ -177,6 +177,7 @@ fn through_executor(
                 Message::Chunk(c) => out.push(c),
                 Message::Barrier(b) if !first => cp.checkpoint(b.epoch.prev).await,
                 Message::Barrier(_) => first = false,
+                Message::Watermark(_) => {}
             }
         }
         (start.elapsed(), out)

@@ -159,11 +159,12 @@ impl Session {
         };
         def.generated = self.bind_generated_columns(&name, &def, &generated)?;
         def.watermarks = self.bind_watermarks(&name, &def, &extras.watermarks)?;
-        if !def.watermarks.is_empty() {
-            self.engine.note(format!(
-                "CREATE TABLE {name}: its watermark is kept in the catalog; no watermark filter runs here yet, so late rows are not dropped"
+        if !def.append_only && !def.watermarks.is_empty() {
+            return Err(SqlError::NotSupported(
+                "Defining watermarks on table requires the table to be append only.".into(),
             ));
         }
+        let watermark = def.watermarks.first().cloned();
         let mut columns_listed = listed_columns(&def);
         if row_id {
             columns_listed.push(ColumnCatalog::hidden(ROW_ID, DataType::Int64));
@@ -193,6 +194,7 @@ impl Session {
                 (0..pk.len()).collect(),
                 self.parallelism(),
                 table_conflict(row_id),
+                watermark,
             )
             .await;
         self.job_created(id, created, |t| Some(*t))?;
@@ -203,6 +205,7 @@ impl Session {
         &self,
         cv: &ast::CreateView,
         text: &str,
+        eowc: bool,
     ) -> Result<Output, SqlError> {
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::Unsupported("CREATE OR REPLACE".into()));
@@ -228,12 +231,16 @@ impl Session {
         }
         let options = self.job_options(rate_limit);
         let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
-        let (upstream, def) = match self.view_of(&cv.query, Kind::MaterializedView, text, &renames)
-        {
+        // An emit-on-window-close view waits in an executor of its own: a graph job.
+        let single = match eowc {
+            true => Err(SqlError::Unsupported("EMIT ON WINDOW CLOSE".into())),
+            false => self.view_of(&cv.query, Kind::MaterializedView, text, &renames),
+        };
+        let (upstream, def) = match single {
             Ok(v) => v,
             Err(SqlError::Unsupported(_)) => {
                 return self
-                    .create_mv_graph(&target, cv, &renames, options, text)
+                    .create_mv_graph(&target, cv, &renames, options, text, eowc)
                     .await;
             }
             Err(e) => return Err(e),

@@ -127,6 +127,10 @@ pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let t = &s.tokens;
     let mut syntax = TableSyntax::default();
+    if let Some(text) = strip_emit_on_window_close(t) {
+        syntax.emit_on_window_close = true;
+        return (text, syntax);
+    }
     if !(t.len() > 1 && word(&t[0], "CREATE") && word(&t[1], "TABLE")) {
         return (s.text.clone(), syntax);
     }
@@ -184,9 +188,27 @@ pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     (out.join(" "), syntax)
 }
 
-/// What [`rewrite_create_table`] took out of a `CREATE TABLE`.
+/// A `CREATE MATERIALIZED VIEW .. EMIT ON WINDOW CLOSE` without its last clause, which `sqlparser` does not
+/// read; `None` for any other statement.
+fn strip_emit_on_window_close(t: &[Token]) -> Option<String> {
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let head = ["CREATE", "MATERIALIZED", "VIEW"];
+    let tail = ["EMIT", "ON", "WINDOW", "CLOSE"];
+    let n = t.len();
+    let is = |at: usize, words: &[&str]| words.iter().enumerate().all(|(k, w)| word(&t[at + k], w));
+    if n < head.len() + tail.len() || !is(0, &head) || !is(n - tail.len(), &tail) {
+        return None;
+    }
+    let kept: Vec<String> = t[..n - tail.len()].iter().map(|x| x.to_string()).collect();
+    Some(kept.join(" "))
+}
+
+/// What [`rewrite_create_table`] took out of a `CREATE TABLE` (or a `CREATE MATERIALIZED VIEW`'s `EMIT ON
+/// WINDOW CLOSE`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TableSyntax {
+    /// `CREATE MATERIALIZED VIEW .. EMIT ON WINDOW CLOSE`.
+    pub emit_on_window_close: bool,
     pub append_only: bool,
     /// `FORMAT <format> ENCODE ...`.
     pub format: Option<String>,

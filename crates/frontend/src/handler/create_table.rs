@@ -77,6 +77,11 @@ fn take_watermarks(tokens: &[Token]) -> Result<(Vec<Token>, Vec<SourceWatermark>
             }
             end += 1;
         }
+        if !watermarks.is_empty() {
+            return Err(SqlError::Parse(
+                "Only 1 watermark is allowed to be defined on source.".into(),
+            ));
+        }
         watermarks.push(watermark_clause(&tokens[i..end])?);
         if kept.last() == Some(&Token::Comma) {
             kept.pop();

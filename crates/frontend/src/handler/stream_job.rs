@@ -18,7 +18,7 @@ use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
     StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
-    materialize_table, plan_materialize, plan_sink,
+    materialize_table, plan_materialize, plan_materialize_eowc, plan_sink,
 };
 
 impl UpstreamReader for Session {
@@ -51,6 +51,8 @@ impl UpstreamReader for Session {
             desc: rel.desc.clone(),
             names,
             append_only: def.as_ref().is_some_and(|d| d.append_only),
+            watermark_columns: def
+                .map_or_else(Vec::new, |d| d.watermarks.iter().map(|(c, _)| *c).collect()),
         })
     }
 
@@ -125,6 +127,7 @@ impl Session {
         &self,
         q: &Query,
         renames: &[String],
+        eowc: bool,
     ) -> Result<(StreamPlan, Vec<u32>), SqlError> {
         let mut binder = Binder::new(self, true);
         let mut bound = binder.bind_query(q)?;
@@ -136,7 +139,7 @@ impl Session {
             bound.plan = plan;
             depends_on.extend(indexes);
         }
-        let plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        let plan = plan_materialize_eowc(&bound.plan, &bound.names, self, eowc)?;
         Ok((plan, depends_on))
     }
 
@@ -175,8 +178,9 @@ impl Session {
         renames: &[String],
         options: JobOptions,
         text: &str,
+        eowc: bool,
     ) -> Result<Output, SqlError> {
-        let (plan, depends_on) = self.stream_plan(&cv.query, renames)?;
+        let (plan, depends_on) = self.stream_plan(&cv.query, renames, eowc)?;
         let StreamOp::Materialize { pk, .. } = &plan.op else {
             unreachable!("plan_materialize puts a Materialize at the root")
         };
@@ -292,7 +296,7 @@ impl Session {
             }
             Statement::CreateView(cv) if cv.materialized => {
                 let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
-                let (plan, _) = self.stream_plan(&cv.query, &renames)?;
+                let (plan, _) = self.stream_plan(&cv.query, &renames, false)?;
                 let mut lines = explain_stream(&plan);
                 if distsql {
                     lines.extend(crate::planner::explain::explain_stream_fragments(&plan));

@@ -174,6 +174,10 @@ fn stream_line(p: &StreamPlan) -> String {
             stream_dynamic_filter_line(p, *key, *comparator)
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
+        StreamOp::EowcSort { sort_column } => format!(
+            "StreamEowcSort {{ sort_column: {} }}",
+            input_names.get(*sort_column).cloned().unwrap_or_default()
+        ),
         StreamOp::Union => "StreamUnion { all: true }".into(),
         StreamOp::ProjectSet { select_list } => format!(
             "StreamProjectSet {{ select_list: [{}] }}",

@@ -7,8 +7,10 @@
 
 mod dynamic_filter;
 mod fragmenter;
+mod watermark;
 
 pub use fragmenter::fragment_graph;
+pub use watermark::{enforce_eowc, watermark_columns};
 
 use std::sync::Arc;
 
@@ -118,6 +120,11 @@ pub enum StreamOp {
     Exchange {
         dist: Dist,
     },
+    /// Emit-on-window-close for a plan without an executor that waits for its windows (RisingWave's
+    /// `StreamEowcSort`): rows wait until a watermark on `sort_column` passes them.
+    EowcSort {
+        sort_column: usize,
+    },
     Materialize {
         pk: Vec<usize>,
         conflict: ConflictBehavior,
@@ -177,6 +184,8 @@ pub struct Upstream {
     pub names: Vec<String>,
     /// An `APPEND ONLY` table: its changes are inserts only.
     pub append_only: bool,
+    /// The stored columns with a `WATERMARK FOR`.
+    pub watermark_columns: Vec<usize>,
 }
 
 fn unsupported(what: &str) -> SqlError {
@@ -283,7 +292,20 @@ pub fn plan_materialize(
     names: &[String],
     upstreams: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let body = plan_root_input(plan, names, upstreams)?;
+    plan_materialize_eowc(plan, names, upstreams, false)
+}
+
+/// A materialized view's stream plan, emitting on window close when `eowc` (`EMIT ON WINDOW CLOSE`).
+pub fn plan_materialize_eowc(
+    plan: &LogicalPlan,
+    names: &[String],
+    upstreams: &dyn UpstreamReader,
+    eowc: bool,
+) -> Result<StreamPlan, SqlError> {
+    let mut body = plan_root_input(plan, names, upstreams)?;
+    if eowc {
+        body = enforce_eowc(body, upstreams)?;
+    }
     let (pk, dist) = (body.stream_key.clone(), body.dist.clone());
     Ok(StreamPlan::unary(
         StreamOp::Materialize {
@@ -1117,7 +1139,7 @@ pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<Tabl
 pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool, SqlError> {
     Ok(match &plan.op {
         StreamOp::TableScan { table_id, .. } => up.upstream(*table_id)?.append_only,
-        StreamOp::Values { .. } => true,
+        StreamOp::Values { .. } | StreamOp::EowcSort { .. } => true,
         StreamOp::RowIdGen { .. }
         | StreamOp::Project { .. }
         | StreamOp::Filter { .. }

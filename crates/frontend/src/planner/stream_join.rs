@@ -406,6 +406,7 @@ mod tests {
                     desc: std::sync::Arc::new(desc),
                     names,
                     append_only: false,
+                    watermark_columns: Vec::new(),
                 },
             );
         }

@@ -4,7 +4,8 @@
 //! Chunks of both inputs pass as they come, tagged with their side. When one input delivers a barrier, only
 //! the other input is read until it delivers its barrier too; then the barrier goes out once. RisingWave
 //! picks the side to poll first at random on each turn; here the preference alternates, which is as fair and
-//! keeps a seed's schedule reproducible.
+//! keeps a seed's schedule reproducible. Watermarks stop here: neither two-input executor derives one yet
+//! (RisingWave's join passes the minimum of its two sides' join-key watermarks).
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{ActorId, StreamChunk};
@@ -96,6 +97,7 @@ pub async fn barrier_align(
                 for m in other {
                     match m? {
                         Message::Chunk(c) => yield tag(other_input, c),
+                        Message::Watermark(_) => {}
                         Message::Barrier(_) => {
                             return Err(closed(actor_id, first, "ended before a barrier"));
                         }
@@ -104,10 +106,12 @@ pub async fn barrier_align(
                 break;
             }
             Some(Message::Chunk(c)) => yield tag(first, c),
+            Some(Message::Watermark(_)) => {}
             Some(Message::Barrier(barrier)) => loop {
                 match other.next().await.transpose()? {
                     None => return Err(closed_waiting(other_input, actor_id)),
                     Some(Message::Chunk(c)) => yield tag(other_input, c),
+                    Some(Message::Watermark(_)) => {}
                     Some(Message::Barrier(b)) if b.epoch != barrier.epoch => {
                         return Err(misaligned(actor_id, &barrier, &b));
                     }

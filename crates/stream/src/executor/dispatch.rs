@@ -34,7 +34,8 @@ impl Dispatcher {
 /// The consumer at the end of every actor (RisingWave's `DispatchExecutor`): sends chunks to downstream
 /// actors by hash of the distribution key, to all (broadcast) or to the one (no-shuffle); sends every barrier
 /// to every output; adds outputs on `Add` before sending and removes stopped ones after, and after an `Update`
-/// hashes by the rescheduled fragment's new mapping. Yields only barriers.
+/// hashes by the rescheduled fragment's new mapping; sends every watermark to every output. Yields only
+/// barriers.
 pub struct DispatchExecutor {
     actor_id: ActorId,
     input: BoxedExecutor,
@@ -83,6 +84,15 @@ impl DispatchExecutor {
                 Message::Chunk(chunk) => {
                     for d in &dispatchers {
                         dispatch_chunk(d, &chunk).await?;
+                    }
+                }
+                // A watermark goes to every output, whatever the dispatcher (RisingWave's
+                // `dispatch_watermark`).
+                Message::Watermark(w) => {
+                    for d in &dispatchers {
+                        for (down, tx) in &d.outputs {
+                            send(*down, tx, Message::Watermark(w.clone())).await?;
+                        }
                     }
                 }
                 Message::Barrier(barrier) => {

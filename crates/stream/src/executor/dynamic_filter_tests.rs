@@ -202,6 +202,7 @@ fn run(exec: BoxedExecutor) -> Vec<String> {
         while let Some(m) = s.next().await {
             out.push(match m.unwrap() {
                 Message::Barrier(_) => "B".to_string(),
+                Message::Watermark(w) => format!("W{}={:?}", w.col_idx, w.val),
                 Message::Chunk(c) => show(&c),
             });
         }
@@ -440,6 +441,7 @@ fn now_emits_the_epoch_time_per_barrier() {
                 match m {
                     Ok(Message::Barrier(_)) => out.push("B".to_string()),
                     Ok(Message::Chunk(c)) => out.push(show(&c)),
+                    Ok(Message::Watermark(w)) => out.push(format!("W{}={:?}", w.col_idx, w.val)),
                     // The script's channel ran out.
                     Err(super::StreamExecutorError::ChannelClosed(_)) => break,
                     Err(e) => panic!("{e}"),

@@ -31,33 +31,7 @@ impl FilterExecutor {
     }
 
     fn filter(&self, chunk: &StreamChunk) -> StreamChunk {
-        let rows: Vec<(Op, &OwnedRow)> = chunk.rows().collect();
-        let mut out = Vec::with_capacity(rows.len());
-        let mut i = 0;
-        while i < rows.len() {
-            let (op, row) = rows[i];
-            let pair = op == Op::UpdateDelete
-                && rows.get(i + 1).is_some_and(|(o, _)| *o == Op::UpdateInsert);
-            if !pair {
-                if self.passes(row) {
-                    out.push((op, row.clone()));
-                }
-                i += 1;
-                continue;
-            }
-            let new = rows[i + 1].1;
-            match (self.passes(row), self.passes(new)) {
-                (true, true) => {
-                    out.push((Op::UpdateDelete, row.clone()));
-                    out.push((Op::UpdateInsert, new.clone()));
-                }
-                (true, false) => out.push((Op::Delete, row.clone())),
-                (false, true) => out.push((Op::Insert, new.clone())),
-                (false, false) => {}
-            }
-            i += 2;
-        }
-        StreamChunk::from_pairs(out)
+        filter_chunk(chunk, |row| self.passes(row))
     }
 
     #[try_stream(ok = Message, error = StreamExecutorError)]
@@ -73,6 +47,7 @@ impl FilterExecutor {
                     }
                 }
                 Message::Barrier(b) => yield Message::Barrier(b),
+                Message::Watermark(w) => yield Message::Watermark(w),
             }
         }
     }
@@ -86,4 +61,36 @@ impl Execute for FilterExecutor {
     fn identity(&self) -> String {
         format!("Filter(actor {})", self.eval.actor_id)
     }
+}
+
+/// The rows of `chunk` that `passes`; an update pair whose two sides disagree becomes the side that passes
+/// (RisingWave's `FilterExecutor::filter`, which the watermark filter shares).
+pub(crate) fn filter_chunk(chunk: &StreamChunk, passes: impl Fn(&OwnedRow) -> bool) -> StreamChunk {
+    let rows: Vec<(Op, &OwnedRow)> = chunk.rows().collect();
+    let mut out = Vec::with_capacity(rows.len());
+    let mut i = 0;
+    while i < rows.len() {
+        let (op, row) = rows[i];
+        let pair =
+            op == Op::UpdateDelete && rows.get(i + 1).is_some_and(|(o, _)| *o == Op::UpdateInsert);
+        if !pair {
+            if passes(row) {
+                out.push((op, row.clone()));
+            }
+            i += 1;
+            continue;
+        }
+        let new = rows[i + 1].1;
+        match (passes(row), passes(new)) {
+            (true, true) => {
+                out.push((Op::UpdateDelete, row.clone()));
+                out.push((Op::UpdateInsert, new.clone()));
+            }
+            (true, false) => out.push((Op::Delete, row.clone())),
+            (false, true) => out.push((Op::Insert, new.clone())),
+            (false, false) => {}
+        }
+        i += 2;
+    }
+    StreamChunk::from_pairs(out)
 }

@@ -59,6 +59,7 @@ impl FlowControlExecutor {
                     }
                     yield Message::Barrier(b);
                 }
+                Message::Watermark(w) => yield Message::Watermark(w),
             }
         }
     }

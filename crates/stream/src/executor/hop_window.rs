@@ -150,6 +150,13 @@ impl HopWindowExecutor {
                     }
                 }
                 Message::Barrier(b) => yield Message::Barrier(b),
+                // A watermark on a column the output keeps goes on, on its output position.
+                Message::Watermark(w) => {
+                    let col = w.col_idx;
+                    if let Some(i) = self.output_indices.iter().position(|&c| c == col) {
+                        yield Message::Watermark(w.with_idx(i));
+                    }
+                }
             }
         }
     }

@@ -156,6 +156,7 @@ impl MaterializeExecutor {
                         yield Message::Chunk(out);
                     }
                 }
+                Message::Watermark(wm) => yield Message::Watermark(wm),
                 Message::Barrier(barrier) => {
                     w.table.commit(barrier.epoch)?;
                     assert_eq!(

@@ -8,7 +8,10 @@ use futures::{Stream, StreamExt};
 
 use crate::task::exchange::PermitReceiver;
 
-use super::{BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult};
+use super::{
+    BoxedMessageStream, BufferedWatermarks, Execute, Message, StreamExecutorError,
+    StreamExecutorResult,
+};
 
 /// N upstream actors into one stream with barrier alignment (RisingWave's `MergeExecutor` /
 /// `SelectReceivers`): chunks pass as they come; an upstream that delivers a barrier is blocked until every
@@ -73,6 +76,8 @@ struct SelectReceivers {
     /// Round-robin start among `active`, so that no upstream starves (and the order is deterministic).
     next: usize,
     ended: bool,
+    /// Each upstream's watermarks: the minimum goes out (RisingWave's `BufferedWatermarks`).
+    watermarks: BufferedWatermarks,
 }
 
 impl SelectReceivers {
@@ -99,6 +104,7 @@ impl SelectReceivers {
             pending: None,
             next: 0,
             ended: false,
+            watermarks: BufferedWatermarks::new(n),
         }
     }
 
@@ -166,6 +172,13 @@ impl Stream for SelectReceivers {
                     Poll::Ready(Some(Message::Chunk(c))) => {
                         this.next = (pos + 1) % n;
                         return Poll::Ready(Some(Ok(Message::Chunk(c))));
+                    }
+                    Poll::Ready(Some(Message::Watermark(w))) => {
+                        this.next = (pos + 1) % n;
+                        if let Some(w) = this.watermarks.handle(idx, w) {
+                            return Poll::Ready(Some(Ok(Message::Watermark(w))));
+                        }
+                        continue 'outer;
                     }
                     Poll::Ready(Some(Message::Barrier(b))) => {
                         if let Some(p) = &this.pending

@@ -22,6 +22,7 @@ pub mod project;
 pub mod project_set;
 pub mod row_id_gen;
 pub mod sink;
+pub mod sort;
 pub mod source;
 #[cfg(test)]
 mod stateless_tests;
@@ -32,6 +33,8 @@ pub mod top_n;
 pub mod traced;
 pub mod union;
 pub mod values;
+pub mod watermark;
+pub mod watermark_filter;
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{StreamChunk, VirtualNode};
@@ -61,6 +64,7 @@ pub use project::ProjectExecutor;
 pub use project_set::ProjectSetExecutor;
 pub use row_id_gen::{RowIdGenExecutor, RowIdGenerator};
 pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
+pub use sort::SortExecutor;
 pub use source::{SourceArgs, SourceExecutor};
 pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
 pub use top_n::{
@@ -69,11 +73,14 @@ pub use top_n::{
 pub use traced::{ExecutorTracer, TracedExecutor};
 pub use union::UnionExecutor;
 pub use values::ValuesExecutor;
+pub use watermark::{BufferedWatermarks, Watermark};
+pub use watermark_filter::WatermarkFilterExecutor;
 
 #[derive(Clone, Debug)]
 pub enum Message {
     Chunk(StreamChunk),
     Barrier(Barrier),
+    Watermark(Watermark),
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -20,6 +20,8 @@ pub enum ExprExecutor {
     ProjectSet,
     /// A source's generated columns.
     Source,
+    /// A table's watermark expression.
+    WatermarkFilter,
 }
 
 impl ExprExecutor {
@@ -32,6 +34,7 @@ impl ExprExecutor {
             ExprExecutor::HashJoin => "hash_join",
             ExprExecutor::ProjectSet => "project_set",
             ExprExecutor::Source => "source",
+            ExprExecutor::WatermarkFilter => "watermark_filter",
         }
     }
 }

@@ -5,7 +5,7 @@ use futures::StreamExt;
 use futures_async_stream::try_stream;
 
 use super::non_strict::NonStrict;
-use super::{BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError};
+use super::{BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, Watermark};
 
 /// The select list of a query with set-returning functions (RisingWave's `ProjectSetExecutor`). For each
 /// input row, every item is evaluated: a table function gives its rows, a plain expression one value. The
@@ -84,6 +84,24 @@ impl ProjectSetExecutor {
         out
     }
 
+    /// The watermarks of the select items that derive one from `w`'s column, on their output positions
+    /// (after the `projected_row_id`), as a project derives them.
+    fn derive_watermarks(&self, w: &Watermark) -> Vec<Watermark> {
+        let mut row = vec![None; w.col_idx + 1];
+        row[w.col_idx] = Some(w.val.clone());
+        let row = OwnedRow::new(row);
+        let items = self.select_list.iter().enumerate();
+        items
+            .filter_map(|(i, item)| match item {
+                ProjectSetSelectItem::Expr(e) if e.derives_watermark(w.col_idx) => {
+                    let val = self.eval.eval(e, &row)?;
+                    Some(Watermark::new(i + 1, e.return_type(), val))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     #[try_stream(ok = Message, error = StreamExecutorError)]
     async fn execute_inner(mut self) {
         let input = std::mem::replace(&mut self.input, Box::new(super::Taken)).execute();
@@ -96,6 +114,11 @@ impl ProjectSetExecutor {
                     }
                 }
                 Message::Barrier(b) => yield Message::Barrier(b),
+                Message::Watermark(w) => {
+                    for w in self.derive_watermarks(&w) {
+                        yield Message::Watermark(w);
+                    }
+                }
             }
         }
     }

@@ -135,6 +135,7 @@ impl RowIdGenExecutor {
                     }
                     yield Message::Barrier(b);
                 }
+                Message::Watermark(w) => yield Message::Watermark(w),
             }
         }
     }

@@ -65,6 +65,8 @@ impl SinkExecutor {
                     }
                     yield Message::Barrier(barrier);
                 }
+                // A sink passes no watermark on (it has no downstream).
+                Message::Watermark(_) => {}
             }
         }
     }

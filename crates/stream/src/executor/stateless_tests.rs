@@ -75,6 +75,7 @@ fn run(exec: BoxedExecutor) -> Vec<String> {
         while let Some(m) = s.next().await {
             out.push(match m.unwrap() {
                 Message::Barrier(b) => format!("B{}", b.epoch.curr.0 >> 16),
+                Message::Watermark(w) => format!("W{}={:?}", w.col_idx, w.val),
                 Message::Chunk(c) => c
                     .rows()
                     .map(|(op, r)| format!("{op:?}{:?}", r.datums()))
@@ -270,6 +271,7 @@ fn run_values(barriers: Vec<Barrier>) -> (Vec<String>, usize) {
         while let Some(Ok(m)) = s.next().await {
             out.push(match m {
                 Message::Barrier(b) => format!("B{}", b.epoch.curr.0 >> 16),
+                Message::Watermark(w) => format!("W{}={:?}", w.col_idx, w.val),
                 Message::Chunk(c) => format!("{} rows", c.cardinality()),
             });
         }

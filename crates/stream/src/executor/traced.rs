@@ -102,6 +102,7 @@ impl TracedExecutor {
                     last = Some(b.clone());
                     yield Message::Barrier(b);
                 }
+                Ok(Message::Watermark(w)) => yield Message::Watermark(w),
                 Err(e) => {
                     let span = this.span(last.as_ref(), true, &work);
                     trace::fail(&span, &this.clock, &e.to_string());

@@ -7,12 +7,13 @@ use futures::{Stream, StreamExt};
 use futures_async_stream::try_stream;
 
 use super::{
-    BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
+    BoxedExecutor, BoxedMessageStream, BufferedWatermarks, Execute, Message, StreamExecutorError,
+    StreamExecutorResult,
 };
 
 /// Every input's chunks, with barriers aligned over the inputs (RisingWave's `UnionExecutor`, UNION ALL):
 /// an input that delivers a barrier is not polled again until every input has delivered the barrier of the
-/// same epoch; then the one barrier goes out.
+/// same epoch; then the one barrier goes out. A column's watermark goes out as the minimum over the inputs.
 pub struct UnionExecutor {
     actor_id: ActorId,
     inputs: Vec<BoxedExecutor>,
@@ -45,6 +46,8 @@ struct AlignedInputs {
     blocked: Vec<usize>,
     pending: Option<Barrier>,
     next: usize,
+    /// Each input's watermarks: the minimum goes out.
+    watermarks: BufferedWatermarks,
 }
 
 impl AlignedInputs {
@@ -57,6 +60,7 @@ impl AlignedInputs {
             blocked: Vec::with_capacity(n),
             pending: None,
             next: 0,
+            watermarks: BufferedWatermarks::new(n),
         }
     }
 
@@ -91,6 +95,13 @@ impl Stream for AlignedInputs {
                 Poll::Ready(Some(Ok(Message::Chunk(c)))) => {
                     this.next = pos + 1;
                     return Poll::Ready(Some(Ok(Message::Chunk(c))));
+                }
+                Poll::Ready(Some(Ok(Message::Watermark(w)))) => {
+                    this.next = pos + 1;
+                    if let Some(w) = this.watermarks.handle(idx, w) {
+                        return Poll::Ready(Some(Ok(Message::Watermark(w))));
+                    }
+                    tried = 0;
                 }
                 Poll::Ready(Some(Ok(Message::Barrier(b)))) => {
                     if let Err(e) = this.on_barrier(pos, b) {

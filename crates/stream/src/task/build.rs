@@ -21,6 +21,7 @@ use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
 use crate::executor::top_n::state::TopNRowDelete;
+use crate::executor::watermark_filter::WatermarkPersist;
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
@@ -36,6 +37,7 @@ use crate::executor::{
 use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
 use crate::executor::{ExpandExecutor, ProjectSetExecutor, SourceArgs, SourceExecutor};
 use crate::executor::{HashJoinArgs, HashJoinExecutor};
+use crate::executor::{SortExecutor, WatermarkFilterExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
 #[derive(Default)]
@@ -497,6 +499,24 @@ fn build_executor(
         }
         StreamNode::Now { state_table } => build_now(env, desc, state_table, barrier_rx)?,
         StreamNode::Source { .. } => build_source(env, desc, node, barrier_rx)?,
+        StreamNode::WatermarkFilter { input, .. } => {
+            build_watermark_filter(env, desc, node, build!(input))?
+        }
+        StreamNode::EowcSort {
+            sort_column_index,
+            buffer_table,
+            input,
+        } => {
+            check_vnode_count(desc, buffer_table)?;
+            let table = open_checked(env, desc, buffer_table);
+            let input = build!(input);
+            Box::new(SortExecutor::new(
+                actor_id,
+                input,
+                table,
+                *sort_column_index,
+            ))
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -672,6 +692,66 @@ fn build_sink(
     ))
 }
 
+/// A watermark filter: its table over the actor's vnodes, inconsistent-op as RisingWave opens it (each
+/// checkpoint upserts the vnodes' rows), and a read-only copy over the other vnodes for the largest
+/// watermark any actor stored.
+fn build_watermark_filter(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    input: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::WatermarkFilter {
+        event_time_col,
+        watermark_expr,
+        table,
+        ..
+    } = node
+    else {
+        unreachable!("a watermark filter node")
+    };
+    check_vnode_count(desc, table)?;
+    let accessor = Some(Accessor {
+        actor: desc.actor_id,
+        job: desc.job_id,
+    });
+    let own = StateTable::with_options(
+        table.clone(),
+        &env.storage,
+        desc.vnodes.clone(),
+        StateTableOptions {
+            op_consistency_level: OpConsistencyLevel::Inconsistent,
+            is_replicated: false,
+            accessor,
+        },
+    );
+    let other_vnodes: Vec<bool> = (0..desc.vnodes.len())
+        .map(|v| !desc.vnodes.is_set(v))
+        .collect();
+    let others = StateTable::with_options(
+        table.clone(),
+        &env.storage,
+        Arc::new(epochlab_common::Bitmap::from_bools(&other_vnodes)),
+        StateTableOptions {
+            op_consistency_level: OpConsistencyLevel::Inconsistent,
+            is_replicated: true,
+            accessor,
+        },
+    );
+    let eval = non_strict(env, desc.actor_id, ExprExecutor::WatermarkFilter);
+    Ok(Box::new(WatermarkFilterExecutor::new(
+        desc.actor_id,
+        input,
+        *event_time_col,
+        watermark_expr.clone(),
+        watermark_expr.return_type(),
+        eval,
+        own,
+        others,
+        env.toggles.get::<WatermarkPersist>(),
+    )))
+}
+
 /// The `Now` source of a temporal filter: its barriers' epochs, its state table the last value.
 fn build_now(
     env: &BuildEnv,
@@ -780,6 +860,8 @@ fn build_stateless(
         | StreamNode::DynamicFilter { .. }
         | StreamNode::Now { .. }
         | StreamNode::Source { .. }
+        | StreamNode::WatermarkFilter { .. }
+        | StreamNode::EowcSort { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }

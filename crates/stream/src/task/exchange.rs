@@ -46,6 +46,7 @@ impl ExchangeConfig {
 enum Permit {
     Records(u32),
     Barrier,
+    None,
 }
 
 struct Permits {
@@ -100,6 +101,8 @@ impl PermitSender {
                 p.map_err(|_| ReceiverGone)?.forget();
                 Permit::Barrier
             }
+            // A watermark takes no permit (RisingWave's counts records and barriers only).
+            Message::Watermark(_) => Permit::None,
         };
         let waker = {
             let mut q = self.shared.queue();
@@ -151,6 +154,7 @@ impl PermitReceiver {
             match permit {
                 Permit::Records(n) => permits.records.add_permits(n as usize),
                 Permit::Barrier => permits.barriers.add_permits(1),
+                Permit::None => {}
             }
             coop.made_progress();
             return Poll::Ready(Some(msg));

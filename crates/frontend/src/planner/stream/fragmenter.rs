@@ -90,6 +90,25 @@ fn stream_node(
         | StreamOp::HopWindow { .. }
         | StreamOp::ProjectSet { .. }
         | StreamOp::Expand { .. }) => stateless_node(op, child(0, graph)?),
+        StreamOp::EowcSort { sort_column } => {
+            let i = &plan.inputs[0];
+            let dist_key = match &i.dist {
+                Dist::HashShard(k) | Dist::UpstreamHashShard(k) => Some(k.as_slice()),
+                _ => None,
+            };
+            let buffer_table = epochlab_common::plan::eowc_sort_buffer_table(
+                &i.types,
+                *sort_column,
+                &i.stream_key,
+                dist_key,
+                table.vnode_count,
+            );
+            StreamNode::EowcSort {
+                sort_column_index: *sort_column,
+                buffer_table,
+                input: child(0, graph)?,
+            }
+        }
         StreamOp::Union => StreamNode::Union {
             inputs: (0..plan.inputs.len())
                 .map(|i| child(i, graph).map(|b| *b))

@@ -348,6 +348,8 @@ impl AggCore {
         for msg in input {
             match msg? {
                 Message::Chunk(chunk) => self.apply_chunk(&chunk)?,
+                // No emit-on-window-close nor state cleaning yet: a watermark stops here.
+                Message::Watermark(_) => {}
                 Message::Barrier(barrier) => {
                     let out = self.flush()?;
                     if !out.is_empty() {

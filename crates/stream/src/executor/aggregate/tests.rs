@@ -201,6 +201,7 @@ fn run(exec: BoxedExecutor) -> Vec<String> {
         while let Some(m) = s.next().await {
             out.push(match m.unwrap() {
                 Message::Barrier(_) => "B".to_string(),
+                Message::Watermark(w) => format!("W{}={:?}", w.col_idx, w.val),
                 Message::Chunk(c) => c
                     .rows()
                     .map(|(op, r)| {

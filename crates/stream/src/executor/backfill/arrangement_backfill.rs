@@ -674,6 +674,8 @@ impl ArrangementBackfillExecutor {
                         Next::Upstream(None) => return Err(upstream_closed(actor_id))?,
                         Next::Upstream(Some(msg)) => match msg? {
                             Message::Chunk(c) => epoch.buffered.push(c.compact()),
+                            // RisingWave's backfill ignores the upstream's watermarks until it is done.
+                            Message::Watermark(_) => {}
                             Message::Barrier(b) => break Some(b),
                         },
                         Next::Snapshot(rows) => match rows? {
@@ -729,6 +731,7 @@ impl ArrangementBackfillExecutor {
                         None => return Err(upstream_closed(actor_id))?,
                         Some(msg) => match msg? {
                             Message::Chunk(c) => yield Message::Chunk(c),
+                            Message::Watermark(w) => yield Message::Watermark(w),
                             Message::Barrier(b) => break b,
                         },
                     }

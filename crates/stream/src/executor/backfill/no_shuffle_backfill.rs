@@ -418,6 +418,8 @@ impl NoShuffleBackfillExecutor {
                     Next::Upstream(None) => return Err(this.upstream_closed())?,
                     Next::Upstream(Some(msg)) => match msg? {
                         Message::Chunk(c) => buffered.push_back(c.compact()),
+                        // RisingWave's backfill ignores the upstream's watermarks until it is done.
+                        Message::Watermark(_) => {}
                         Message::Barrier(b) => break EpochEnd::Barrier(b),
                     },
                     Next::Snapshot(rows) => match rows? {
@@ -478,6 +480,7 @@ async fn forward_after_backfill(
                 }
                 yield Message::Chunk(c);
             }
+            Message::Watermark(w) => yield Message::Watermark(w),
             Message::Barrier(b) => {
                 super::commit_upstream(&mut this.args.upstream_table, &b)?;
                 if reported {

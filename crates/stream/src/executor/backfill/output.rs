@@ -48,6 +48,13 @@ impl ScanOutputExecutor {
             match msg? {
                 Message::Chunk(chunk) => yield Message::Chunk(self.project(chunk)),
                 Message::Barrier(b) => yield Message::Barrier(b),
+                // A watermark on an output column goes on at its output position.
+                Message::Watermark(w) => {
+                    let col = w.col_idx;
+                    if let Some(i) = self.output_indices.iter().position(|&c| c == col) {
+                        yield Message::Watermark(w.with_idx(i));
+                    }
+                }
             }
         }
     }

@@ -215,6 +215,7 @@ fn run(exec: Box<HashJoinExecutor>) -> (Vec<String>, Vec<(Op, OwnedRow)>) {
         while let Some(m) = s.next().await {
             match m.unwrap() {
                 Message::Barrier(_) => epochs.push(std::mem::take(&mut current).join(" ")),
+                Message::Watermark(w) => panic!("a join passes no watermark: {w:?}"),
                 Message::Chunk(c) => {
                     for (op, row) in c.rows() {
                         current.push(show(op, row));

@@ -221,6 +221,8 @@ impl TopNCore {
                         yield Message::Chunk(StreamChunk::from_pairs(out));
                     }
                 }
+                // No state cleaning by watermark yet: a watermark stops here.
+                Message::Watermark(_) => {}
                 Message::Barrier(barrier) => {
                     self.commit(barrier.epoch)?;
                     let update = barrier.as_update_vnode_bitmap(self.actor_id);

@@ -180,6 +180,7 @@ fn outputs_at_barriers(exec: BoxedExecutor) -> Vec<BTreeMap<Key, usize>> {
         while let Some(m) = s.next().await {
             match m.unwrap() {
                 Message::Barrier(_) => out.push(acc.clone()),
+                Message::Watermark(w) => panic!("a top-N passes no watermark: {w:?}"),
                 Message::Chunk(c) => {
                     for (op, r) in c.rows() {
                         if op.is_insert() {

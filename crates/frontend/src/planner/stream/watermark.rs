@@ -1,0 +1,86 @@
+//! Which output columns of a stream plan carry a watermark (RisingWave's `watermark_columns`), and the
+//! emit-on-window-close requirement a plan must meet (RisingWave's `stream_enforce_eowc_requirement`).
+//! Each rule follows the executor that passes the watermark on, so a column listed here is one the
+//! running job sends watermarks for.
+
+use epochlab_common::plan::ProjectSetSelectItem;
+
+use super::{Dist, StreamOp, StreamPlan, UpstreamReader};
+use crate::error::SqlError;
+
+/// The output columns of `plan` with a watermark, ascending.
+pub fn watermark_columns(
+    plan: &StreamPlan,
+    up: &dyn UpstreamReader,
+) -> Result<Vec<usize>, SqlError> {
+    let input = |i: usize| watermark_columns(&plan.inputs[i], up);
+    let mut out: Vec<usize> = match &plan.op {
+        StreamOp::TableScan { table_id, .. } => up.upstream(*table_id)?.watermark_columns,
+        StreamOp::RowIdGen { .. }
+        | StreamOp::Filter { .. }
+        | StreamOp::Exchange { .. }
+        | StreamOp::Materialize { .. } => input(0)?,
+        StreamOp::Project { exprs } => {
+            let cols = input(0)?;
+            let derived =
+                |e: &crate::scalar::ExprNode| cols.iter().any(|&c| e.derives_watermark(c));
+            (0..exprs.len()).filter(|&i| derived(&exprs[i])).collect()
+        }
+        StreamOp::ProjectSet { select_list } => {
+            let cols = input(0)?;
+            let derived = |item: &ProjectSetSelectItem| match item {
+                ProjectSetSelectItem::Expr(e) => cols.iter().any(|&c| e.derives_watermark(c)),
+                ProjectSetSelectItem::TableFunction { .. } => false,
+            };
+            // Output 0 is the projected row id.
+            (0..select_list.len())
+                .filter(|&i| derived(&select_list[i]))
+                .map(|i| i + 1)
+                .collect()
+        }
+        StreamOp::HopWindow { output_indices, .. } => {
+            let cols = input(0)?;
+            (0..output_indices.len())
+                .filter(|&i| cols.contains(&output_indices[i]))
+                .collect()
+        }
+        StreamOp::Union => {
+            let mut common = input(0)?;
+            for i in 1..plan.inputs.len() {
+                let other = input(i)?;
+                common.retain(|c| other.contains(c));
+            }
+            common
+        }
+        _ => Vec::new(),
+    };
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// `plan` as an emit-on-window-close job needs it: a plan whose output has a watermark column gets
+/// RisingWave's EOWC sort on the first such column, which holds each row until a watermark passes it;
+/// one without is refused in RisingWave's words.
+pub fn enforce_eowc(plan: StreamPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, SqlError> {
+    let Some(&sort_column) = watermark_columns(&plan, up)?.first() else {
+        return Err(SqlError::NotSupported(
+            "The query cannot be executed in Emit-On-Window-Close mode.".into(),
+        ));
+    };
+    // The buffer is hashed as its input; an input spread by no known key is hashed by its stream key.
+    let plan = match plan.dist {
+        Dist::SomeShard => {
+            let key = plan.stream_key.clone();
+            plan.exchange(Dist::HashShard(key))
+        }
+        _ => plan,
+    };
+    let (dist, key) = (plan.dist.clone(), plan.stream_key.clone());
+    Ok(StreamPlan::unary(
+        StreamOp::EowcSort { sort_column },
+        plan,
+        dist,
+        key,
+    ))
+}
