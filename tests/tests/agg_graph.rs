@@ -120,7 +120,7 @@ fn agg_node(group: bool) -> StreamNode {
             agg_call_states,
             distinct_dedup_tables: vec![dedup],
             row_count_index: 0,
-            emit_on_window_close: false,
+            emit_on_window_close: None,
             input,
         }
     } else {

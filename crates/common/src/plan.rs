@@ -203,7 +203,9 @@ pub enum StreamNode {
     /// Grouped aggregation (RisingWave's `HashAggExecutor`): per group of `group_key`, one state per call in
     /// `result_table` (pk = the group key), emitted on each barrier for the groups that changed. Output:
     /// the group key, then one column per call. `agg_calls[row_count_index]` is `count(*)`: a group whose
-    /// row count drops to 0 is deleted.
+    /// row count drops to 0 is deleted. `emit_on_window_close`: the position in the group key of the window
+    /// column, when a group is emitted once, as the watermark on that column passes it (RisingWave's EOWC
+    /// hash aggregation).
     HashAgg {
         group_key: Vec<usize>,
         agg_calls: Vec<AggCall>,
@@ -211,7 +213,7 @@ pub enum StreamNode {
         agg_call_states: Vec<AggCallState>,
         distinct_dedup_tables: Vec<DistinctDedupTable>,
         row_count_index: usize,
-        emit_on_window_close: bool,
+        emit_on_window_close: Option<usize>,
         input: Box<StreamNode>,
     },
     /// Global aggregation in a singleton fragment (RisingWave's `SimpleAggExecutor`): one row, always
@@ -1185,7 +1187,7 @@ pub fn agg_node(
             agg_call_states,
             distinct_dedup_tables,
             row_count_index: 0,
-            emit_on_window_close: false,
+            emit_on_window_close: None,
             input,
         }
     };

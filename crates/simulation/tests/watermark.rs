@@ -1,8 +1,9 @@
 //! Watermarks and emit-on-window-close: a table's `WATERMARK FOR` drops late rows (RisingWave's watermark
 //! filter), keeps its watermark through a kill of every compute node, and an `EMIT ON WINDOW CLOSE` view
-//! holds each row until the watermark passes it, its buffer kept through a kill too. The values are
-//! RisingWave's expected outputs (`streaming/eowc/eowc_select.slt`) or follow from its rule: a row whose
-//! event time is below the watermark as it stood before the row's chunk is late.
+//! holds each row until the watermark passes it, its buffer kept through a kill too; an EOWC aggregation
+//! or group top-N emits each window once, when it closes. The values are RisingWave's expected outputs
+//! (`streaming/eowc/eowc_select.slt`, `eowc_group_agg.slt`, `eowc_group_top_n.slt`) or follow from its rule:
+//! a row whose event time is below the watermark as it stood before the row's chunk is late.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,4 +185,76 @@ fn emit_on_window_close_holds_rows_until_the_watermark_passes() {
 #[test]
 fn the_eowc_buffer_survives_a_kill_of_every_node() {
     check_eowc_select(true);
+}
+
+/// `streaming/eowc/eowc_group_agg.slt` (`query` an aggregation) or `eowc_group_top_n.slt` (a group
+/// top-N, under RisingWave's EOWC sort), with a kill between its first two inserts when `kill`, and a third
+/// insert that closes no window: what the view shows after each insert.
+async fn eowc_windows(
+    ctx: SimContext,
+    query_sql: &'static str,
+    kill: bool,
+) -> Vec<Vec<Vec<String>>> {
+    let cluster = Arc::new(Cluster::start(&ctx, config(Toggles::default())).await);
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+    ok(&mut s, "SET streaming_parallelism = 1").await;
+    ok(&mut s, &TABLE.replace(" v INT", " foo INT")).await;
+    ok(&mut s, "SET streaming_parallelism = 0").await;
+    let view = format!("CREATE MATERIALIZED VIEW mv AS {query_sql} EMIT ON WINDOW CLOSE");
+    ok(&mut s, &view).await;
+    let inserts = [
+        "('2023-05-06 16:51:00', 1), ('2023-05-06 16:56:00', 8), ('2023-05-06 17:30:00', 3), \
+         ('2023-05-06 17:59:00', 4), ('2023-05-06 18:01:00', 6)",
+        "('2023-05-06 18:10:00', 7)",
+        "('2023-05-06 18:20:00', 9)",
+    ];
+    let mut seen = Vec::new();
+    for (i, rows) in inserts.iter().enumerate() {
+        ok(&mut s, &format!("INSERT INTO t VALUES {rows}")).await;
+        ok(&mut s, "FLUSH").await;
+        seen.push(query(&mut s, "SELECT window_start::varchar, m FROM mv").await);
+        if kill && i == 0 {
+            kill_all(&cluster).await;
+        }
+    }
+    cluster
+        .check_recoveries(u64::from(kill))
+        .expect("no state error, and only the kill's recovery");
+    cluster.shutdown();
+    seen
+}
+
+fn check_windows(query_sql: &'static str, first: [&str; 2], second: [&str; 2]) {
+    let one = text(&[&first]);
+    let both = text(&[&first, &second]);
+    for kill in [false, true] {
+        for seed in 0..3 {
+            let seen = epochlab_sim::run(seed, move |ctx| eowc_windows(ctx, query_sql, kill)).value;
+            let expected = vec![one.clone(), both.clone(), both.clone()];
+            assert_eq!(seen, expected, "{query_sql}: seed {seed}, kill {kill}");
+        }
+    }
+}
+
+#[test]
+fn an_eowc_aggregation_emits_each_window_once_when_it_closes() {
+    let agg = "SELECT window_start, max(foo) AS m FROM tumble(t, ts, INTERVAL '1 hour') \
+               GROUP BY window_start";
+    check_windows(
+        agg,
+        ["2023-05-06 16:00:00", "8"],
+        ["2023-05-06 17:00:00", "4"],
+    );
+}
+
+#[test]
+fn an_eowc_group_top_n_emits_each_window_once_when_it_closes() {
+    let top_1 = "SELECT window_start, foo AS m FROM (SELECT *, row_number() OVER \
+                 (PARTITION BY window_start ORDER BY foo) AS rownum \
+                 FROM tumble(t, ts, INTERVAL '1 hour')) WHERE rownum <= 1";
+    check_windows(
+        top_1,
+        ["2023-05-06 16:00:00", "1"],
+        ["2023-05-06 17:00:00", "3"],
+    );
 }

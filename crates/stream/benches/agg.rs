@@ -134,6 +134,7 @@ fn executor(input: Vec<Message>) -> HashAggExecutor {
         cache_capacity: 4096,
         stats: ExecutorStatsHandle::detached(),
         dedup_write: Default::default(),
+        eowc: None,
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

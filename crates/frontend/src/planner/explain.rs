@@ -226,8 +226,17 @@ fn stream_sink_line(p: &StreamPlan, pk: &[usize], append_only: bool) -> String {
 /// A stream aggregation's line (hash or simple).
 fn stream_agg_line(op: &StreamOp, input_names: &[String]) -> String {
     match op {
-        StreamOp::HashAgg { group_key, calls } => format!(
-            "StreamHashAgg {{ group_key: [{}], aggs: [{}] }}",
+        StreamOp::HashAgg {
+            group_key,
+            calls,
+            eowc,
+        } => format!(
+            "StreamHashAgg{} {{ group_key: [{}], aggs: [{}] }}",
+            if eowc.is_some() {
+                " [emit_on_window_close]"
+            } else {
+                ""
+            },
             fmt_cols(group_key, input_names),
             fmt_aggs(calls, input_names)
         ),

@@ -65,9 +65,11 @@ pub enum StreamOp {
     Filter {
         predicate: ExprNode,
     },
+    /// `eowc`: emit on window close, the position in `group_key` of the window column.
     HashAgg {
         group_key: Vec<usize>,
         calls: Vec<AggCall>,
+        eowc: Option<usize>,
     },
     SimpleAgg {
         calls: Vec<AggCall>,
@@ -303,7 +305,7 @@ pub fn plan_materialize_eowc(
     eowc: bool,
 ) -> Result<StreamPlan, SqlError> {
     let mut body = plan_root_input(plan, names, upstreams)?;
-    if eowc {
+    if eowc && !watermark::agg_on_window_close(&mut body, upstreams)? {
         body = enforce_eowc(body, upstreams)?;
     }
     let (pk, dist) = (body.stream_key.clone(), body.dist.clone());
@@ -1026,6 +1028,7 @@ fn agg(input: StreamPlan, group_key: &[usize], calls: &[AggCall]) -> Result<Stre
         let op = StreamOp::HashAgg {
             group_key: group_key.to_vec(),
             calls: calls.to_vec(),
+            eowc: None,
         };
         let key: Vec<usize> = (0..group_key.len()).collect();
         (op, input, Dist::HashShard(key.clone()), key)
@@ -1139,7 +1142,9 @@ pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<Tabl
 pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool, SqlError> {
     Ok(match &plan.op {
         StreamOp::TableScan { table_id, .. } => up.upstream(*table_id)?.append_only,
-        StreamOp::Values { .. } | StreamOp::EowcSort { .. } => true,
+        StreamOp::Values { .. }
+        | StreamOp::EowcSort { .. }
+        | StreamOp::HashAgg { eowc: Some(_), .. } => true,
         StreamOp::RowIdGen { .. }
         | StreamOp::Project { .. }
         | StreamOp::Filter { .. }

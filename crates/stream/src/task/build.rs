@@ -1114,6 +1114,13 @@ fn build_agg(
             .executors
             .handle(actor_id, result_table.table_id, kind),
         dedup_write: env.toggles.get::<DedupWrite>(),
+        eowc: match node {
+            StreamNode::HashAgg {
+                emit_on_window_close,
+                ..
+            } => *emit_on_window_close,
+            _ => None,
+        },
     };
     let bad = |source| BuildError::BadPlan {
         actor: actor_id,

@@ -137,8 +137,14 @@ fn stream_node(
             });
             StreamNode::Exchange { upstream }
         }
-        StreamOp::HashAgg { group_key, calls } => {
-            agg_stream_node(plan, group_key, calls, *child(0, graph)?, table)
+        StreamOp::HashAgg {
+            group_key,
+            calls,
+            eowc,
+        } => {
+            let mut node = agg_stream_node(plan, group_key, calls, *child(0, graph)?, table);
+            set_eowc(&mut node, *eowc);
+            node
         }
         StreamOp::SimpleAgg { calls } => {
             agg_stream_node(plan, &[], calls, *child(0, graph)?, table)
@@ -262,6 +268,19 @@ fn agg_stream_node(
         false,
         vnodes,
     )
+}
+
+/// The aggregation node `agg_stream_node` made (under the projection that drops its row count) emits on
+/// window close on group-key position `eowc`.
+fn set_eowc(node: &mut StreamNode, eowc: Option<usize>) {
+    match node {
+        StreamNode::HashAgg {
+            emit_on_window_close,
+            ..
+        } => *emit_on_window_close = eowc,
+        StreamNode::Project { input, .. } => set_eowc(input, eowc),
+        _ => unreachable!("an aggregation is a HashAgg, maybe under a Project"),
+    }
 }
 
 /// A top-N's stream node with its state table (pk: the group key, the order columns, the input's stream

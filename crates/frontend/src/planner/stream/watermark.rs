@@ -1,5 +1,7 @@
 //! Which output columns of a stream plan carry a watermark (RisingWave's `watermark_columns`), and the
-//! emit-on-window-close requirement a plan must meet (RisingWave's `stream_enforce_eowc_requirement`).
+//! emit-on-window-close requirement a plan must meet (RisingWave's `stream_enforce_eowc_requirement`): an
+//! aggregation at its top grouped by a watermark column emits on window close itself, any other plan with
+//! a watermark column gets the EOWC sort.
 //! Each rule follows the executor that passes the watermark on, so a column listed here is one the
 //! running job sends watermarks for.
 
@@ -44,6 +46,18 @@ pub fn watermark_columns(
                 .filter(|&i| cols.contains(&output_indices[i]))
                 .collect()
         }
+        // A group top-N keeps its input's columns and passes the watermark of its first group-key column.
+        StreamOp::GroupTopN { group_key, .. } => {
+            let cols = input(0)?;
+            group_key
+                .first()
+                .filter(|k| cols.contains(k))
+                .copied()
+                .into_iter()
+                .collect()
+        }
+        // An aggregation passes the watermark of its window column when it emits on window close.
+        StreamOp::HashAgg { eowc, .. } => eowc.iter().copied().collect(),
         StreamOp::Union => {
             let mut common = input(0)?;
             for i in 1..plan.inputs.len() {
@@ -57,6 +71,29 @@ pub fn watermark_columns(
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+/// Make the aggregation at the top of `plan` (under projections and filters) emit on window close, on the
+/// first group-key column that carries a watermark (RisingWave's EOWC `StreamHashAgg`, whose output then
+/// needs no sort); whether there was one.
+pub fn agg_on_window_close(
+    plan: &mut StreamPlan,
+    up: &dyn UpstreamReader,
+) -> Result<bool, SqlError> {
+    match &plan.op {
+        StreamOp::Project { .. } | StreamOp::Filter { .. } | StreamOp::Exchange { .. } => {
+            agg_on_window_close(&mut plan.inputs[0], up)
+        }
+        StreamOp::HashAgg { group_key, .. } => {
+            let cols = watermark_columns(&plan.inputs[0], up)?;
+            let window = group_key.iter().position(|k| cols.contains(k));
+            if let StreamOp::HashAgg { eowc, .. } = &mut plan.op {
+                *eowc = window;
+            }
+            Ok(window.is_some())
+        }
+        _ => Ok(false),
+    }
 }
 
 /// `plan` as an emit-on-window-close job needs it: a plan whose output has a watermark column gets

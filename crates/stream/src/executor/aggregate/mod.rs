@@ -11,7 +11,8 @@
 //! Groups live in a bounded cache; a miss loads the group from the state tables (a group's value states from
 //! its result row, its ordered states by feeding its materialized input back, its dedup counts from the
 //! dedup tables). After a recovery the cache starts empty. `FILTER` and `DISTINCT` are applied here, before
-//! the states (which see only the rows that reach the aggregate).
+//! the states (which see only the rows that reach the aggregate). An emit-on-window-close aggregation emits a
+//! group once, when the watermark on its window column passes it (see `AggCore::flush_eowc`).
 
 pub mod group;
 pub mod hash_agg;
@@ -35,6 +36,9 @@ use futures_async_stream::try_stream;
 use super::{
     BoxedExecutor, Message, StreamExecutorError, StreamExecutorResult, expect_first_barrier,
 };
+
+/// What a barrier's flush emits: the changes, then the watermark to send after them.
+type Flushed = (Vec<(Op, OwnedRow)>, Option<super::Watermark>);
 
 /// Groups kept in memory at most, by default (RisingWave's agg cache is an LRU bounded by memory).
 pub const DEFAULT_GROUP_CACHE_CAPACITY: usize = 4096;
@@ -75,6 +79,9 @@ pub struct AggArgs {
     pub stats: crate::executor::ExecutorStatsHandle,
     /// A test-only mutation (default: none).
     pub dedup_write: group::DedupWrite,
+    /// Emit on window close: the position in the group key of the window column (RisingWave's EOWC hash
+    /// aggregation); `None` emits on update.
+    pub eowc: Option<usize>,
 }
 
 impl AggArgs {
@@ -120,6 +127,10 @@ pub(crate) struct AggCore {
     /// Keep a group whose row count is 0 (simple aggregation: its one row always exists).
     keep_empty: bool,
     dedup_write: group::DedupWrite,
+    /// The window column's position in the group key, when emitting on window close.
+    eowc: Option<usize>,
+    /// The watermark on the window column received since the last barrier (EOWC).
+    window_watermark: Option<super::Watermark>,
 }
 
 impl AggCore {
@@ -154,6 +165,8 @@ impl AggCore {
             stats: args.stats,
             keep_empty,
             dedup_write: args.dedup_write,
+            eowc: args.eowc,
+            window_watermark: None,
         };
         Ok((core, args.input))
     }
@@ -320,6 +333,67 @@ impl AggCore {
         Ok(out)
     }
 
+    /// Emit on window close, at a barrier: the changed groups are written (nothing is emitted for them), then
+    /// every group whose window is below the window watermark goes out once, as an insert of its final
+    /// value, and leaves the state (RisingWave's EOWC `flush_data`, which cleans it by a table watermark;
+    /// here its result row is deleted, and its materialized-input and dedup rows stay, never read again:
+    /// a late row is dropped upstream). Returns the rows and the watermark to send after them.
+    fn flush_eowc(&mut self, window: usize) -> StreamExecutorResult<Flushed> {
+        self.flush()?;
+        let Some(w) = self.window_watermark.take() else {
+            return Ok((Vec::new(), None));
+        };
+        let g = self.group_key.len();
+        let closed: Vec<OwnedRow> = self
+            .result_table
+            .iter_all()?
+            .into_iter()
+            .map(|row| OwnedRow::new(row.datums()[..g].to_vec()))
+            .filter(|key| {
+                key.datum_at(window)
+                    .as_ref()
+                    .is_some_and(|v| super::watermark::cmp_watermark(v, &w.val).is_lt())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(closed.len());
+        for key in closed {
+            let ck = self.cache_key(&key);
+            self.load_group(&ck, &key)?;
+            let mut group = self.cache.remove(&ck).expect("loaded");
+            out.push((Op::Insert, group.output()));
+            let tables = (&mut self.result_table, &mut self.dedup_tables);
+            group.write(false, tables.0, tables.1, self.dedup_write)?;
+        }
+        self.stats.state_rows_written(0, out.len() as u64);
+        Ok((out, Some(w.with_idx(window))))
+    }
+
+    /// A watermark of the input: the window column's is kept for the next barrier (EOWC); others stop here
+    /// (no state cleaning yet).
+    fn on_watermark(&mut self, w: super::Watermark) {
+        let Some(window) = self.eowc else {
+            return;
+        };
+        if w.col_idx != self.group_key[window] {
+            return;
+        }
+        let higher = self
+            .window_watermark
+            .as_ref()
+            .is_none_or(|old| super::watermark::cmp_watermark(&old.val, &w.val).is_lt());
+        if higher {
+            self.window_watermark = Some(w);
+        }
+    }
+
+    /// At a barrier: the changes to emit and the watermark to send after them.
+    fn flush_at_barrier(&mut self) -> StreamExecutorResult<Flushed> {
+        match self.eowc {
+            Some(window) => self.flush_eowc(window),
+            None => Ok((self.flush()?, None)),
+        }
+    }
+
     pub(crate) fn identity(&self, name: &str) -> String {
         format!(
             "{name}(actor {}, table {}, {} calls)",
@@ -348,12 +422,14 @@ impl AggCore {
         for msg in input {
             match msg? {
                 Message::Chunk(chunk) => self.apply_chunk(&chunk)?,
-                // No emit-on-window-close nor state cleaning yet: a watermark stops here.
-                Message::Watermark(_) => {}
+                Message::Watermark(w) => self.on_watermark(w),
                 Message::Barrier(barrier) => {
-                    let out = self.flush()?;
+                    let (out, watermark) = self.flush_at_barrier()?;
                     if !out.is_empty() {
                         yield Message::Chunk(StreamChunk::from_pairs(out));
+                    }
+                    if let Some(w) = watermark {
+                        yield Message::Watermark(w);
                     }
                     self.commit(barrier.epoch)?;
                     let update = barrier.as_update_vnode_bitmap(self.actor_id);

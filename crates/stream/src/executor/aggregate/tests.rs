@@ -161,6 +161,7 @@ impl Plan {
             cache_capacity: self.cache_capacity,
             stats: crate::executor::ExecutorStatsHandle::detached(),
             dedup_write: Default::default(),
+            eowc: None,
             eval: NonStrict {
                 actor_id: ActorId(1),
                 executor: ExprExecutor::Aggregate,
@@ -428,6 +429,7 @@ fn a_value_state_for_string_agg_is_refused() {
         cache_capacity: 1,
         stats: crate::executor::ExecutorStatsHandle::detached(),
         dedup_write: Default::default(),
+        eowc: None,
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

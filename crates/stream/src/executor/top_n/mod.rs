@@ -221,8 +221,13 @@ impl TopNCore {
                         yield Message::Chunk(StreamChunk::from_pairs(out));
                     }
                 }
-                // No state cleaning by watermark yet: a watermark stops here.
-                Message::Watermark(_) => {}
+                // A group top-N passes the watermark on its first group-key column (RisingWave's, which
+                // also cleans its table by it: not yet); any other stops here.
+                Message::Watermark(w) => {
+                    if self.group_key.first() == Some(&w.col_idx) {
+                        yield Message::Watermark(w);
+                    }
+                }
                 Message::Barrier(barrier) => {
                     self.commit(barrier.epoch)?;
                     let update = barrier.as_update_vnode_bitmap(self.actor_id);
