@@ -184,6 +184,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("19138", "fixed", "passed"),
             ("22384", "buggy", "failed"),
             ("22384", "fixed", "passed"),
+            ("8440", "buggy", "failed"),
+            ("8440", "fixed", "passed"),
             ("reschedule-unpinned", "buggy", "failed"),
             ("reschedule-unpinned", "fixed", "passed"),
         ]
@@ -223,22 +225,26 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(7)
     );
-    assert!(
-        error(11).starts_with("backfill progress of vnode "),
-        "{}",
-        error(11)
+    assert_eq!(
+        error(11),
+        "Watermark for vnodes should be either all None or all Some()"
     );
     assert!(
-        error(11).ends_with("(by the backfill persist check)"),
+        error(13).starts_with("backfill progress of vnode "),
         "{}",
-        error(11)
+        error(13)
     );
     assert!(
-        rows[11]
+        error(13).ends_with("(by the backfill persist check)"),
+        "{}",
+        error(13)
+    );
+    assert!(
+        rows[13]
             .replay
             .ends_with("--bug reschedule-unpinned --mode buggy --seed 1"),
         "{}",
-        rows[11].replay
+        rows[13].replay
     );
     assert!(
         rows[7]

@@ -37,7 +37,8 @@ macro_rules! catalogue {
         }
 
         impl BugId {
-            /// Every implemented bug, in catalogue order (RisingWave's by number, then epochlab's own).
+            /// Every implemented bug, in catalogue order: its module's file name (RisingWave's numbers as
+            /// text, `b22384` before `b8440`, then epochlab's own).
             pub const ALL: [BugId; [$(stringify!($id)),*].len()] = [$(BugId::$id),*];
 
             /// What the catalogue says about it: its module's `INFO`.

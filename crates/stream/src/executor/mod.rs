@@ -169,6 +169,10 @@ pub enum StreamExecutorError {
         current: String,
         deleted: String,
     },
+    /// RisingWave #8440's bail in the watermark filter's recovery read, its text as RisingWave printed it: some
+    /// vnodes have a stored watermark and some none (vnodes that never saw a row legitimately have none).
+    #[error("Watermark for vnodes should be either all None or all Some()")]
+    WatermarkVnodesDiffer { with: usize, without: usize },
     #[error("{0}")]
     Internal(String),
 }
@@ -230,6 +234,7 @@ impl StreamExecutorError {
             | Self::DedupUnderflow { .. }
             | Self::JoinDegreeMismatch { .. }
             | Self::RightValueMismatch { .. }
+            | Self::WatermarkVnodesDiffer { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..

@@ -29,6 +29,19 @@ epochlab_common::toggle! {
     }
 }
 
+epochlab_common::toggle! {
+    /// RisingWave #8440 (fixed by #8442): what the watermark filter's recovery read makes of vnodes without a
+    /// stored watermark. Read only by the executor's first read (`WatermarkFilterExecutor::recover`).
+    pub enum WatermarkRecovery {
+        /// Before #8442: every vnode must have one or none may (`bail!`), though a vnode that never saw a row
+        /// has none.
+        AllOrNone,
+        /// #8442: the largest of those present.
+        #[default]
+        MaxOfPresent,
+    }
+}
+
 /// A table's or source's `WATERMARK FOR col AS expr` (RisingWave's `WatermarkFilterExecutor`): the
 /// watermark is the largest value of `expr` over the rows seen; a row whose event time is below the
 /// watermark as it stood before the row's chunk is dropped (late), and after each chunk the watermark goes
@@ -47,6 +60,7 @@ pub struct WatermarkFilterExecutor {
     table: StateTable,
     others: StateTable,
     persist: WatermarkPersist,
+    recovery: WatermarkRecovery,
 }
 
 impl WatermarkFilterExecutor {
@@ -60,7 +74,7 @@ impl WatermarkFilterExecutor {
         eval: NonStrict,
         table: StateTable,
         others: StateTable,
-        persist: WatermarkPersist,
+        toggles: (WatermarkPersist, WatermarkRecovery),
     ) -> Self {
         assert_eq!(
             table.desc().pk_indices,
@@ -76,25 +90,50 @@ impl WatermarkFilterExecutor {
             eval,
             table,
             others,
-            persist,
+            persist: toggles.0,
+            recovery: toggles.1,
         }
     }
 
     /// The largest watermark stored for any vnode, by this actor or another (RisingWave's
     /// `get_global_max_watermark`).
     fn global_max(&self) -> StreamExecutorResult<Option<ScalarImpl>> {
-        let mut max: Option<ScalarImpl> = None;
+        Ok(self
+            .stored()?
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| higher(Some(a), b)))
+    }
+
+    /// Each vnode's stored watermark, this actor's and the others'.
+    fn stored(&self) -> StreamExecutorResult<Vec<Option<ScalarImpl>>> {
+        let mut out = Vec::new();
         for t in [&self.table, &self.others] {
             for v in t.vnodes().iter_ones() {
                 let range = (Bound::Unbounded, Bound::Unbounded);
-                for row in t.iter_with_vnode(VirtualNode::from_index(v), range)? {
-                    if let Some(w) = row?.datum_at(1).clone() {
-                        max = Some(higher(max, w));
-                    }
-                }
+                let mut rows = t.iter_with_vnode(VirtualNode::from_index(v), range)?;
+                out.push(match rows.next() {
+                    Some(row) => row?.datum_at(1).clone(),
+                    None => None,
+                });
             }
         }
-        Ok(max)
+        Ok(out)
+    }
+
+    /// The watermark a new or rebuilt actor starts from: the largest stored; before #8442
+    /// ([`WatermarkRecovery::AllOrNone`]) an error unless every vnode has one or none has.
+    fn recover(&self) -> StreamExecutorResult<Option<ScalarImpl>> {
+        let stored = self.stored()?;
+        let with = stored.iter().filter(|w| w.is_some()).count();
+        let without = stored.len() - with;
+        if self.recovery == WatermarkRecovery::AllOrNone && with > 0 && without > 0 {
+            return Err(StreamExecutorError::WatermarkVnodesDiffer { with, without });
+        }
+        Ok(stored
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| higher(Some(a), b)))
     }
 
     /// The rows of `chunk` at or above `watermark`, and the watermark after them.
@@ -147,7 +186,7 @@ impl WatermarkFilterExecutor {
         self.table.init_epoch(first.epoch);
         self.others.init_epoch(first.epoch);
         yield Message::Barrier(first);
-        let mut current = self.global_max()?;
+        let mut current = self.recover()?;
         if let Some(w) = &current {
             yield self.watermark(w);
         }

@@ -21,7 +21,7 @@ use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
 use crate::executor::top_n::state::TopNRowDelete;
-use crate::executor::watermark_filter::WatermarkPersist;
+use crate::executor::watermark_filter::{WatermarkPersist, WatermarkRecovery};
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
 use crate::executor::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
@@ -748,7 +748,10 @@ fn build_watermark_filter(
         eval,
         own,
         others,
-        env.toggles.get::<WatermarkPersist>(),
+        (
+            env.toggles.get::<WatermarkPersist>(),
+            env.toggles.get::<WatermarkRecovery>(),
+        ),
     )))
 }
 
