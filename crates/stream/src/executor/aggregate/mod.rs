@@ -131,6 +131,10 @@ pub(crate) struct AggCore {
     eowc: Option<usize>,
     /// The watermark on the window column received since the last barrier (EOWC).
     window_watermark: Option<super::Watermark>,
+    /// The window watermark the closed groups were last taken out below (EOWC): a group below it is gone,
+    /// and no row can open one (the filters upstream drop it), so the table is scanned again only when the
+    /// watermark rises past it, not at every barrier after a watermark.
+    consumed: Option<epochlab_common::ScalarImpl>,
 }
 
 impl AggCore {
@@ -167,6 +171,7 @@ impl AggCore {
             dedup_write: args.dedup_write,
             eowc: args.eowc,
             window_watermark: None,
+            consumed: None,
         };
         Ok((core, args.input))
     }
@@ -204,6 +209,8 @@ impl AggCore {
             t.update_vnode_bitmap(vnodes.clone())?;
         }
         self.cache.clear();
+        // The new vnodes' groups were taken out below another actor's watermark: scan at the next one.
+        self.consumed = None;
         Ok(())
     }
 
@@ -343,6 +350,14 @@ impl AggCore {
         let Some(w) = self.window_watermark.take() else {
             return Ok((Vec::new(), None));
         };
+        let risen = self
+            .consumed
+            .as_ref()
+            .is_none_or(|c| super::watermark::cmp_watermark(c, &w.val).is_lt());
+        if !risen {
+            return Ok((Vec::new(), Some(w.with_idx(window))));
+        }
+        self.consumed = Some(w.val.clone());
         let g = self.group_key.len();
         let closed: Vec<OwnedRow> = self
             .result_table
