@@ -1,10 +1,8 @@
 //! What the executors' recovery tests share: their cluster, and how a run is judged once its faults are over.
 
 use std::fmt::Debug;
-use std::time::Duration;
 
-use epochlab_common::{Toggles, VnodeCount};
-use epochlab_meta::MetaConfig;
+use epochlab_common::Toggles;
 use epochlab_sim::{Cluster, ClusterConfig, RecoveryFinding};
 
 /// The vnodes of the recovery tests' tables.
@@ -13,17 +11,7 @@ pub const VNODES: u32 = 64;
 /// Three compute nodes, [`VNODES`] vnodes, a barrier every 100 ms and a checkpoint every other one, with
 /// `toggles` (a test-only mutation, or none).
 pub fn config(toggles: Toggles) -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 2;
-    meta.vnode_count = VnodeCount::new(VNODES).expect("a valid vnode count");
-    let mut config = ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    };
-    config.stream.toggles = toggles;
-    config
+    epochlab_sim::config::three_nodes(2, toggles)
 }
 
 /// What a run found wrong, in the order it is checked.

@@ -25,6 +25,22 @@ pub(crate) fn cluster_config(p: &ReproParams) -> ClusterConfig {
     config
 }
 
+/// The cluster of the SQL-level tests: three compute nodes, 64 vnodes, a barrier every 100 ms and a checkpoint
+/// every `checkpoint_frequency` of them; `toggles` (a test-only mutation, or none) in the compute nodes.
+pub fn three_nodes(checkpoint_frequency: u32, toggles: Toggles) -> ClusterConfig {
+    let mut meta = MetaConfig::default();
+    meta.barrier.interval = Duration::from_millis(100);
+    meta.barrier.checkpoint_frequency = checkpoint_frequency;
+    meta.vnode_count = VnodeCount::new(64).expect("a valid vnode count");
+    let mut config = ClusterConfig {
+        compute_nodes: 3,
+        meta,
+        ..Default::default()
+    };
+    config.stream.toggles = toggles;
+    config
+}
+
 /// `config` with backfill rate limits kept by a flow-control executor after the backfill, as RisingWave had
 /// them before PR #15948 ([`BackfillRateLimit::FlowControl`]). For the runs on the engine of 2024: the
 /// sqllogictest runner of 2024 and a plan file that says `flow_control` (the directed scenarios have it in

@@ -4,25 +4,17 @@
 //! DML before and after it.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use epochlab_common::{ActorId, Op, OwnedRow, ScalarImpl, VnodeCount};
+use epochlab_common::{ActorId, Op, OwnedRow, ScalarImpl};
 use epochlab_frontend::Session;
-use epochlab_meta::{JobOptions, MetaConfig, StreamScanType};
+use epochlab_meta::{JobOptions, StreamScanType};
 use epochlab_sim::{Cluster, ClusterConfig};
 
 mod support;
 use support::{ok, query, text};
 
 fn config() -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.vnode_count = VnodeCount::new(64).unwrap();
-    ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    }
+    epochlab_sim::config::three_nodes(1, epochlab_common::Toggles::default())
 }
 
 /// Per fragment of relation `name`: its flags and actors, in fragment order.

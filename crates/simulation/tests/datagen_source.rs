@@ -8,21 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use epochlab_common::{VnodeCount, WorkerId};
+use epochlab_common::WorkerId;
 use epochlab_frontend::{Output, Session};
-use epochlab_meta::MetaConfig;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 
 fn config() -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 4;
-    meta.vnode_count = VnodeCount::new(64).unwrap();
-    ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    }
+    epochlab_sim::config::three_nodes(4, epochlab_common::Toggles::default())
 }
 
 fn rows(out: Output) -> Vec<Vec<String>> {

@@ -18,9 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::{SimRng, Toggles, VnodeCount, WorkerId};
+use epochlab_common::{SimRng, Toggles, WorkerId};
 use epochlab_frontend::{Output, Session};
-use epochlab_meta::MetaConfig;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_stream::executor::aggregate::group::DedupWrite;
 use epochlab_stream::executor::hash_join::join_hash_map::JoinRowDelete;
@@ -253,22 +252,11 @@ const CASES: &[Case] = &[
     ),
 ];
 
-const VNODES: u32 = 64;
 /// Keys of each table are drawn from `0..KEYS`.
 const KEYS: u64 = 40;
 
 fn config(toggles: Toggles) -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 3;
-    meta.vnode_count = VnodeCount::new(VNODES).unwrap();
-    let mut config = ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    };
-    config.stream.toggles = toggles;
-    config
+    epochlab_sim::config::three_nodes(3, toggles)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

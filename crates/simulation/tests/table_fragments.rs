@@ -6,24 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::{OwnedRow, VirtualNode, VnodeCount, WorkerId};
+use epochlab_common::{OwnedRow, VirtualNode, WorkerId};
 use epochlab_frontend::Session;
-use epochlab_meta::{MetaConfig, Relation};
+use epochlab_meta::Relation;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 
 mod support;
 use support::{ok, query, text};
 
 fn config() -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 4;
-    meta.vnode_count = VnodeCount::new(64).unwrap();
-    ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    }
+    epochlab_sim::config::three_nodes(4, epochlab_common::Toggles::default())
 }
 
 fn relation(cluster: &Cluster, name: &str) -> Relation {

@@ -8,9 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::{Toggles, VnodeCount, WorkerId};
+use epochlab_common::{Toggles, WorkerId};
 use epochlab_frontend::Session;
-use epochlab_meta::MetaConfig;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_stream::executor::watermark_filter::WatermarkPersist;
 
@@ -18,17 +17,7 @@ mod support;
 use support::{ok, query, text};
 
 fn config(toggles: Toggles) -> ClusterConfig {
-    let mut meta = MetaConfig::default();
-    meta.barrier.interval = Duration::from_millis(100);
-    meta.barrier.checkpoint_frequency = 4;
-    meta.vnode_count = VnodeCount::new(64).unwrap();
-    let mut config = ClusterConfig {
-        compute_nodes: 3,
-        meta,
-        ..Default::default()
-    };
-    config.stream.toggles = toggles;
-    config
+    epochlab_sim::config::three_nodes(4, toggles)
 }
 
 /// Every compute node killed and restarted: the actors are rebuilt from committed state only.

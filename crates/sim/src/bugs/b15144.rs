@@ -143,9 +143,7 @@ impl Draw {
 }
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
     view: TableId,
     /// The view's state tables: its own and its backfill's progress table.
@@ -153,9 +151,9 @@ struct Setup {
     limit: CompactionConfig,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -173,33 +171,20 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
     let draw = Draw::from_seed(&ctx);
-    event!(
-        ctx.log,
-        "scenario",
-        "bug=15144 mode={} draw={draw:?}",
-        p.mode
-    );
-    let setup = match setup(&ctx, toggles, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    let writes = match kill_and_cancel(&setup, &draw).await {
-        Ok(()) => write_rows(&setup, &draw).await,
-        Err(e) => Err(e),
-    };
-    match writes {
-        Ok(writes) => verdict(&setup, &p, writes, report),
-        Err(ScenarioError::NotShown(why)) => {
-            super::counted(report, &setup.cluster).not_reproducible(why)
-        }
-        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
-    }
+    let setup = async |t| setup(&ctx, t, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        format!(" draw={draw:?}"),
+        setup,
+        async |s| {
+            kill_and_cancel(s, &draw).await?;
+            write_rows(s, &draw).await
+        },
+        |s, writes, report| verdict(s, &p, writes, report),
+    )
+    .await
 }
 
 fn table_row(k: i64) -> OwnedRow {
@@ -243,9 +228,11 @@ async fn setup(
         .map(|r| r.state_tables())
         .unwrap_or_default();
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
         view,
         view_tables,
@@ -269,7 +256,8 @@ fn second_attempt_migrating(lines: &[String]) -> bool {
 
 /// Whether group 3's L0 holds data of the view's tables: what a compaction task of the group then reads.
 fn view_data_in_l0(s: &Setup) -> bool {
-    s.cluster
+    s.scene
+        .cluster
         .hummock
         .group_compaction()
         .get(&VIEW_GROUP)
@@ -280,7 +268,7 @@ fn view_data_in_l0(s: &Setup) -> bool {
 /// second attempt is migrating actors, start the node again and cancel the view: the cancel is buffered and
 /// recovery pre-applies it after the reset.
 async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
-    let cluster = &s.cluster;
+    let cluster = &s.scene.cluster;
     tokio::time::sleep(draw.kill_after).await;
     let in_l0 = tokio::time::timeout(L0_BUDGET, async {
         while !view_data_in_l0(s) {
@@ -298,10 +286,10 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
             "the view finished its backfill before the kill: there is nothing to cancel".into(),
         ));
     }
-    event!(s.ctx.log, "scenario", "kill worker {}", draw.victim);
+    event!(s.scene.ctx.log, "scenario", "kill worker {}", draw.victim);
     cluster.kill(draw.victim);
     let waited = tokio::time::timeout(RECOVERY_BUDGET, async {
-        while !second_attempt_migrating(&s.ctx.log.lines()) {
+        while !second_attempt_migrating(&s.scene.ctx.log.lines()) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
@@ -313,7 +301,7 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
     }
     cluster.restart(draw.victim);
     event!(
-        s.ctx.log,
+        s.scene.ctx.log,
         "scenario",
         "worker {} is back; cancel view m while recovery runs",
         draw.victim
@@ -331,7 +319,7 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
     match done.await {
         Ok(Ok(result)) => {
             let ok = result.is_ok();
-            event!(s.ctx.log, "scenario", "cancel returned ok={ok}");
+            event!(s.scene.ctx.log, "scenario", "cancel returned ok={ok}");
             Ok(())
         }
         Ok(Err(e)) => Err(ScenarioError::Stuck(format!(
@@ -347,14 +335,18 @@ async fn kill_and_cancel(s: &Setup, draw: &Draw) -> Result<(), ScenarioError> {
 /// Insert rows every barrier interval for the write-stop limit and [`ROUNDS_PAST_LIMIT`] more rounds, then
 /// flush; stop early at a stall.
 async fn write_rows(s: &Setup, draw: &Draw) -> Result<Writes, ScenarioError> {
-    let cluster = &s.cluster;
+    let cluster = &s.scene.cluster;
     let rounds = s.limit.write_stop_sub_levels + ROUNDS_PAST_LIMIT;
     let stall = INTERVAL * STALL_INTERVALS;
-    event!(s.ctx.log, "scenario", "insert rows for {rounds} rounds");
+    event!(
+        s.scene.ctx.log,
+        "scenario",
+        "insert rows for {rounds} rounds"
+    );
     let mut next = ROWS;
     let mut last = (
         cluster.hummock.max_committed_epoch(),
-        s.ctx.clock.elapsed_us(),
+        s.scene.ctx.clock.elapsed_us(),
     );
     for _ in 0..rounds {
         let rows = (next..next + draw.rows_per_round)
@@ -365,14 +357,14 @@ async fn write_rows(s: &Setup, draw: &Draw) -> Result<Writes, ScenarioError> {
         tokio::time::sleep(INTERVAL).await;
         let (mce, now) = (
             cluster.hummock.max_committed_epoch(),
-            s.ctx.clock.elapsed_us(),
+            s.scene.ctx.clock.elapsed_us(),
         );
         if mce != last.0 {
             last = (mce, now);
         } else if now - last.1 >= stall.as_micros() as u64 {
             let waiting = barrier_report(cluster, "barriers");
             event!(
-                s.ctx.log,
+                s.scene.ctx.log,
                 "scenario",
                 "stalled: no commit for {} ms",
                 stall.as_millis()
@@ -406,7 +398,7 @@ fn secs(us: u64) -> String {
 /// The stall in one line: since when no barrier completed, the group whose writes stopped, why compaction
 /// failed, and what the barrier manager waits for.
 fn stall_error(s: &Setup, since_us: u64, waiting: &str) -> String {
-    let blocked = write_stop_report(&s.cluster)
+    let blocked = write_stop_report(&s.scene.cluster)
         .unwrap_or_else(|| "no compaction group's writes are stopped".into());
     let limit = s.limit.write_stop_sub_levels;
     format!(
@@ -416,16 +408,16 @@ fn stall_error(s: &Setup, since_us: u64, waiting: &str) -> String {
 }
 
 fn verdict(s: &Setup, p: &ReproParams, writes: Writes, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
+    let mut report = super::counted(report, &s.scene.cluster);
     let stalled = match &writes {
         Writes::Stalled { since_us, waiting } => Some(stall_error(s, *since_us, waiting)),
         Writes::Committed { rows } => {
-            s.checkers.check_end(&s.cluster);
+            s.scene.checkers.check_end(&s.scene.cluster);
             check_table(s, *rows);
             None
         }
     };
-    report.violations = s.checkers.violations();
+    report.violations = s.scene.checkers.violations();
     report.timeline = timeline(s);
     let i3 = report
         .violations
@@ -458,21 +450,21 @@ fn verdict(s: &Setup, p: &ReproParams, writes: Writes, report: ReproReport) -> R
 
 /// (oracle) Table t holds every row loaded and inserted.
 fn check_table(s: &Setup, rows: i64) {
-    let got = s.cluster.committed_rows(s.table).len() as i64;
+    let got = s.scene.cluster.committed_rows(s.table).len() as i64;
     if got != rows {
         let mut v = crate::report::Violation::new(
             "oracle",
             format!("table t has {got} rows committed, {rows} were written"),
         );
         v.table = Some(s.table.0);
-        s.checkers.violation(v);
+        s.scene.checkers.violation(v);
     }
 }
 
 /// Where the cancelled view's tables went, from the event log.
 fn cancel_story(s: &Setup) -> String {
     let tables = format!("{:?}", s.view_tables);
-    let lines = s.ctx.log.lines();
+    let lines = s.scene.ctx.log.lines();
     let names: Vec<String> = s.view_tables.iter().map(|t| format!("{t:?}")).collect();
     let unregistered = lines.iter().find(|l| {
         l.contains(" unregister tables: ") && names.iter().all(|n| l.contains(n.as_str()))
@@ -488,6 +480,7 @@ fn cancel_story(s: &Setup) -> String {
 
 fn how_it_passed(s: &Setup) -> String {
     let max = s
+        .scene
         .cluster
         .hummock
         .compaction_stats()
@@ -502,7 +495,7 @@ fn how_it_passed(s: &Setup) -> String {
 }
 
 fn why_buggy_passed(s: &Setup) -> String {
-    let lines = s.ctx.log.lines();
+    let lines = s.scene.ctx.log.lines();
     let again = lines
         .iter()
         .any(|l| l.contains(" pre-apply cancel ") && l.contains(&format!("job={}", s.view)));
@@ -521,7 +514,7 @@ fn why_buggy_passed(s: &Setup) -> String {
 /// The story: the DDL, the kill, recovery's attempts and pre-applies, unregisters, the write stop and the
 /// stall; the first compaction failure of the stopped group, from storage, in its place.
 fn timeline(s: &Setup) -> Vec<String> {
-    let lines = s.ctx.log.lines();
+    let lines = s.scene.ctx.log.lines();
     let from = lines
         .iter()
         .position(|l| l.contains(" ddl: create table t "))
@@ -546,7 +539,7 @@ fn timeline(s: &Setup) -> Vec<String> {
         .filter(|l| keep.iter().any(|k| l.contains(k)))
         .map(|l| (line_us(l), l.clone()))
         .collect();
-    if let Some((group, g)) = stopped_group(&s.cluster)
+    if let Some((group, g)) = stopped_group(&s.scene.cluster)
         && let (Some(at), Some(e)) = (g.failing_since_us, &g.last_error)
     {
         let line = format!(

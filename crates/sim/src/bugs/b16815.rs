@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::{DataType, Op, OwnedRow, TableId, event, row};
+use epochlab_common::{DataType, Op, OwnedRow, TableId, row};
 use epochlab_meta::{JobOptions, JobState};
 use epochlab_stream::executor::backfill::arrangement_backfill::BackfillVnode;
 use futures::future::LocalBoxFuture;
@@ -96,16 +96,14 @@ const UPDATE_ROUNDS: u32 = 100;
 const CREATE_BUDGET: Duration = Duration::from_secs(60);
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
     view: TableId,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -115,20 +113,16 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
-    event!(ctx.log, "scenario", "bug=16815 mode={}", p.mode);
-    let setup = match setup(&ctx, toggles, &p, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    match update_while_backfilling(&setup).await {
-        Ok(()) => verdict(&setup, &p, report),
-        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
-    }
+    let setup = async |t| setup(&ctx, t, &p, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        String::new(),
+        setup,
+        update_while_backfilling,
+        |s, (), report| verdict(s, &p, report),
+    )
+    .await
 }
 
 fn table_row(a: i64, b: i64, v: i64) -> OwnedRow {
@@ -172,29 +166,32 @@ async fn setup(
     let view = meta.create_materialized_view("m", table, job).await;
     let view = view.map_err(ScenarioError::ddl("create view"))?;
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
         view,
     })
 }
 
 fn creating(s: &Setup) -> bool {
-    s.cluster
+    s.scene
+        .cluster
         .meta()
         .relation(s.view)
         .is_some_and(|r| r.state == JobState::Creating)
 }
 
 fn failed(s: &Setup) -> bool {
-    s.cluster.failures.first_state_error().is_some()
+    s.scene.cluster.failures.first_state_error().is_some()
 }
 
 /// Update random rows every 100 ms while the backfill runs, then wait for the view to be created (or for the
 /// backfill to fail) and for a checkpoint after it.
 async fn update_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
-    let rng = &s.ctx.rng;
+    let rng = &s.scene.ctx.rng;
     // The value each row holds: an update deletes that version and inserts the next.
     let mut model: BTreeMap<(i64, i64), i64> = BTreeMap::new();
     for round in 1..=UPDATE_ROUNDS as i64 {
@@ -214,22 +211,22 @@ async fn update_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
             rows.push((Op::UpdateDelete, table_row(a, b, old)));
             rows.push((Op::UpdateInsert, table_row(a, b, round)));
         }
-        s.cluster.dml(s.table, rows).await?;
+        s.scene.cluster.dml(s.table, rows).await?;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
+    super::await_created(&s.scene.cluster, s.view, CREATE_BUDGET).await
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
-    let failure = s.cluster.failures.first_state_error();
+    let mut report = super::counted(report, &s.scene.cluster);
+    let failure = s.scene.cluster.failures.first_state_error();
     if failure.is_none() {
         // A failed backfill leaves the view unfinished: the oracle judges only a created view.
-        s.checkers.check_end(&s.cluster);
-        super::check_view(&s.cluster, &s.checkers, s.table, s.view);
+        s.scene.checkers.check_end(&s.scene.cluster);
+        super::check_view(&s.scene.cluster, &s.scene.checkers, s.table, s.view);
     }
-    report.violations = s.checkers.violations();
-    report.timeline = timeline(&s.ctx.log.lines());
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
     if super::failed(&mut report, failure) {
         return report;
     }

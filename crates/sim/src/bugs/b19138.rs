@@ -34,8 +34,6 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
-use crate::checkers::Checkers;
-use crate::cluster::Cluster;
 use crate::report::{ReproReport, Violation};
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -118,17 +116,15 @@ const SETTLE_BUDGET: Duration = Duration::from_secs(60);
 const CREATE_BUDGET: Duration = Duration::from_secs(180);
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
     sink: TableId,
     progress_table: TableId,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -138,21 +134,16 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
-    event!(ctx.log, "scenario", "bug=19138 mode={}", p.mode);
-    let setup = match setup(&ctx, toggles, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    match scale_in_while_backfilling(&setup).await {
-        Ok(()) => verdict(&setup, &p, report),
-        Err(stuck @ ScenarioError::Stuck(_)) => super::stuck(report, &setup.cluster, stuck),
-        Err(why) => super::counted(report, &setup.cluster).not_reproducible(why.to_string()),
-    }
+    let setup = async |t| setup(&ctx, t, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        String::new(),
+        setup,
+        scale_in_while_backfilling,
+        |s, (), report| verdict(s, &p, report),
+    )
+    .await
 }
 
 /// Keys with `ROWS_PER_BUSY_VNODE` in each vnode of the first half, and `FEW_ROWS` in the second.
@@ -196,9 +187,11 @@ async fn setup(
         .and_then(|r| r.progress_table.map(|d| d.table_id))
         .ok_or_else(|| ScenarioError::Placement("sink s has no progress table".into()))?;
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
         sink,
         progress_table,
@@ -206,7 +199,7 @@ async fn setup(
 }
 
 fn creating(s: &Setup) -> bool {
-    let rel = s.cluster.meta().relation(s.sink);
+    let rel = s.scene.cluster.meta().relation(s.sink);
     rel.is_some_and(|r| r.state == JobState::Creating)
 }
 
@@ -214,9 +207,9 @@ fn creating(s: &Setup) -> bool {
 fn backfill_actors(
     s: &Setup,
 ) -> Result<Vec<(ActorId, WorkerId, Arc<BackfillActorStats>)>, ScenarioError> {
-    let rel = s.cluster.meta().relation(s.sink);
+    let rel = s.scene.cluster.meta().relation(s.sink);
     let rel = rel.ok_or_else(|| ScenarioError::Placement("sink s is gone".into()))?;
-    let all = s.cluster.backfill.of_table(s.progress_table);
+    let all = s.scene.cluster.backfill.of_table(s.progress_table);
     let stats = |a: ActorId| all.iter().find(|(b, _)| *b == a).map(|(_, st)| st.clone());
     Ok(rel
         .actors
@@ -243,7 +236,7 @@ async fn await_mixed_states(s: &Setup) -> Result<WorkerId, ScenarioError> {
             if actors.len() == 2 && done(1) && !done(0) {
                 // The finished row is in storage once a checkpoint after it has committed.
                 let persisted = actors[1].2.last_persisted_epoch.load(Ordering::Relaxed);
-                let mce = s.cluster.hummock.max_committed_epoch();
+                let mce = s.scene.cluster.hummock.max_committed_epoch();
                 if persisted > 0 && mce.0 >= persisted {
                     return Ok(actors[1].1);
                 }
@@ -254,7 +247,7 @@ async fn await_mixed_states(s: &Setup) -> Result<WorkerId, ScenarioError> {
     match ready.await {
         Ok(r) => r,
         Err(_) => Err(ScenarioError::Stuck(crate::report::stuck_report(
-            &s.cluster,
+            &s.scene.cluster,
             "the sink's backfill did not reach mixed states",
         ))),
     }
@@ -265,27 +258,29 @@ async fn await_mixed_states(s: &Setup) -> Result<WorkerId, ScenarioError> {
 async fn scale_in_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     let worker = await_mixed_states(s).await?;
     event!(
-        s.ctx.log,
+        s.scene.ctx.log,
         "scenario",
         "remove worker={worker} while the sink backfills"
     );
-    if !s.cluster.remove_node(worker) {
+    if !s.scene.cluster.remove_node(worker) {
         return Err(ScenarioError::Placement(format!(
             "worker {worker} is not running"
         )));
     }
     // Recovery is done, or its rebuilt actor failed (as in RisingWave, every later attempt fails the same way:
     // the cluster stays in recovery until the sink is dropped).
-    let failed = || s.cluster.failures.first_state_error().is_some();
+    let failed = || s.scene.cluster.failures.first_state_error().is_some();
     let recovered = tokio::time::timeout(SETTLE_BUDGET, async {
         tokio::time::sleep(Duration::from_millis(BARRIER_INTERVAL_MS)).await;
-        while !failed() && s.cluster.meta().scheduler().status() != SchedulerStatus::Ready {
+        while !failed() && s.scene.cluster.meta().scheduler().status() != SchedulerStatus::Ready {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });
     if recovered.await.is_err() {
-        let report =
-            crate::report::stuck_report(&s.cluster, "recovery after the scale-in did not end");
+        let report = crate::report::stuck_report(
+            &s.scene.cluster,
+            "recovery after the scale-in did not end",
+        );
         return Err(ScenarioError::Stuck(report));
     }
     if failed() {
@@ -294,16 +289,21 @@ async fn scale_in_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     let late = (0..LATE_ROWS)
         .map(|i| (Op::Insert, row![1_000_000 + i, 1i64]))
         .collect();
-    s.cluster.dml(s.table, late).await?;
-    super::await_created(&s.cluster, s.sink, CREATE_BUDGET).await
+    s.scene.cluster.dml(s.table, late).await?;
+    super::await_created(&s.scene.cluster, s.sink, CREATE_BUDGET).await
 }
 
 /// (oracle) The sink holds its query over the committed table, without duplicates or lost rows.
 fn check_sink(s: &Setup) {
     let key = |r: &OwnedRow| format!("{r:?}");
-    let want: std::collections::BTreeSet<String> =
-        s.cluster.committed_rows(s.table).iter().map(key).collect();
-    let Some((rows, anomalies)) = s.cluster.sink_rows(s.sink) else {
+    let want: std::collections::BTreeSet<String> = s
+        .scene
+        .cluster
+        .committed_rows(s.table)
+        .iter()
+        .map(key)
+        .collect();
+    let Some((rows, anomalies)) = s.scene.cluster.sink_rows(s.sink) else {
         return;
     };
     let got: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
@@ -318,19 +318,19 @@ fn check_sink(s: &Setup) {
             ),
         );
         v.table = Some(s.sink.0);
-        s.checkers.violation(v);
+        s.scene.checkers.violation(v);
     }
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
-    let failure = s.cluster.failures.first_state_error();
+    let mut report = super::counted(report, &s.scene.cluster);
+    let failure = s.scene.cluster.failures.first_state_error();
     if failure.is_none() {
-        s.checkers.check_end(&s.cluster);
+        s.scene.checkers.check_end(&s.scene.cluster);
         check_sink(s);
     }
-    report.violations = s.checkers.violations();
-    report.timeline = timeline(&s.ctx.log.lines());
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
     if super::failed(&mut report, failure) {
         return report;
     }

@@ -133,18 +133,16 @@ impl Draw {
 }
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
     view: TableId,
     survivor: WorkerId,
     victim: WorkerId,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -160,26 +158,17 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
     let draw = Draw::from_seed(&ctx);
-    event!(
-        ctx.log,
-        "scenario",
-        "bug=22384 mode={} plan={draw:?}",
-        p.mode
-    );
-    let setup = match setup(&ctx, toggles, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    match fault_and_recover(&setup, &draw).await {
-        Ok(fault) => verdict(&setup, &p, &fault, report),
-        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
-    }
+    let setup = async |t| setup(&ctx, t, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        format!(" plan={draw:?}"),
+        setup,
+        async |s| fault_and_recover(s, &draw).await,
+        |s, fault, report| verdict(s, &p, &fault, report),
+    )
+    .await
 }
 
 fn table_row(k: i64) -> OwnedRow {
@@ -239,9 +228,11 @@ async fn setup(
         )));
     }
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
         view,
         survivor,
@@ -252,7 +243,7 @@ async fn setup(
 /// Whether the event log shows `worker` collected the barrier whose prev is `epoch`.
 fn collected(s: &Setup, epoch: Epoch, worker: WorkerId) -> bool {
     let needle = format!(" collect barrier: prev={epoch} worker={worker}");
-    s.ctx.log.lines().iter().any(|l| l.contains(&needle))
+    s.scene.ctx.log.lines().iter().any(|l| l.contains(&needle))
 }
 
 /// Insert rows, wait until the survivor collected their epoch, kill the victim before it responds, restart
@@ -261,9 +252,9 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, ScenarioErro
     let rows = (ROWS..ROWS + draw.inserts)
         .map(|k| (Op::Insert, table_row(k)))
         .collect();
-    s.cluster.dml(s.table, rows).await?;
+    s.scene.cluster.dml(s.table, rows).await?;
     // The rows are in the epoch after the last barrier injected: the next barrier's prev.
-    let stats = s.cluster.barrier_stats().clone();
+    let stats = s.scene.cluster.barrier_stats().clone();
     let epoch = Epoch(stats.last_injected_epoch.load(Ordering::Relaxed));
     let waited = tokio::time::timeout(COLLECT_BUDGET, async {
         while !collected(s, epoch, s.survivor) {
@@ -272,28 +263,28 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, ScenarioErro
     });
     if waited.await.is_err() {
         return Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
+            &s.scene.cluster,
             "the survivor never collected",
         )));
     }
     tokio::time::sleep(draw.kill_after).await;
     let victim_had_collected = collected(s, epoch, s.victim);
     event!(
-        s.ctx.log,
+        s.scene.ctx.log,
         "scenario",
         "kill worker {} while epoch {epoch} waits for it (worker {} collected it)",
         s.victim,
         s.survivor
     );
-    s.cluster.kill(s.victim);
+    s.scene.cluster.kill(s.victim);
     tokio::time::sleep(draw.restart_after).await;
-    s.cluster.restart(s.victim);
+    s.scene.cluster.restart(s.victim);
     let recovered = tokio::time::timeout(RECOVERY_BUDGET, async {
         while stats.recoveries.load(Ordering::Relaxed) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        s.cluster.wait_ready().await;
-        s.cluster.meta().flush().await
+        s.scene.cluster.wait_ready().await;
+        s.scene.cluster.meta().flush().await
     });
     match recovered.await {
         Ok(Ok(())) => Ok(Fault {
@@ -301,23 +292,23 @@ async fn fault_and_recover(s: &Setup, draw: &Draw) -> Result<Fault, ScenarioErro
             victim_had_collected,
         }),
         Ok(Err(e)) => Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
+            &s.scene.cluster,
             &format!("the flush failed: {e}"),
         ))),
         Err(_) => Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
+            &s.scene.cluster,
             "recovery did not finish",
         ))),
     }
 }
 
 fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
-    s.checkers.check_end(&s.cluster);
-    super::check_view(&s.cluster, &s.checkers, s.table, s.view);
-    report.violations = s.checkers.violations();
-    report.timeline = timeline(&s.ctx.log.lines());
-    if super::failed(&mut report, s.cluster.failures.first_state_error()) {
+    let mut report = super::counted(report, &s.scene.cluster);
+    s.scene.checkers.check_end(&s.scene.cluster);
+    super::check_view(&s.scene.cluster, &s.scene.checkers, s.table, s.view);
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
+    if super::failed(&mut report, s.scene.cluster.failures.first_state_error()) {
         return report;
     }
     if report.recoveries == 0 {
@@ -334,7 +325,7 @@ fn verdict(s: &Setup, p: &ReproParams, fault: &Fault, report: ReproReport) -> Re
         return report.not_reproducible(why);
     } else {
         let commit = format!(" commit epoch: epoch={} ", fault.epoch);
-        let committed = s.ctx.log.lines().iter().any(|l| l.contains(&commit));
+        let committed = s.scene.ctx.log.lines().iter().any(|l| l.contains(&commit));
         report.notes.push(if committed {
             format!("epoch {} was committed after every node collected it", fault.epoch)
         } else {

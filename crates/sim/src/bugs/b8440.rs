@@ -93,15 +93,13 @@ const LAG: i64 = 5;
 const RECOVERY_BUDGET: Duration = Duration::from_secs(30);
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -111,20 +109,16 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
-    event!(ctx.log, "scenario", "bug=8440 mode={}", p.mode);
-    let setup = match setup(&ctx, toggles, &p, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    match restart_then_write(&setup).await {
-        Ok(()) => verdict(&setup, &p, report),
-        Err(stuck) => super::stuck(report, &setup.cluster, stuck),
-    }
+    let setup = async |t| setup(&ctx, t, &p, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        String::new(),
+        setup,
+        restart_then_write,
+        |s, (), report| verdict(s, &p, report),
+    )
+    .await
 }
 
 fn table_row(k: i64, v: i64) -> OwnedRow {
@@ -179,39 +173,42 @@ async fn setup(
         .await?;
     meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
     })
 }
 
 fn failed(s: &Setup) -> bool {
-    s.cluster.failures.first_state_error().is_some()
+    s.scene.cluster.failures.first_state_error().is_some()
 }
 
 /// Kill a compute node and restart it; wait for the recovery (or for a filter to fail); then, recovered, a
 /// late row (v 50, below 95) and an on-time one (v 97), and a checkpoint.
 async fn restart_then_write(s: &Setup) -> Result<(), ScenarioError> {
     // A node of the table's materializing actors: its kill fails a barrier, which starts a recovery.
-    let rel = s.cluster.meta().relation(s.table);
+    let rel = s.scene.cluster.meta().relation(s.table);
     let victim = rel.map_or(WorkerId(1), |r| r.actors[0].worker);
     event!(
-        s.ctx.log,
+        s.scene.ctx.log,
         "scenario",
         "kill worker {victim} after the checkpoint"
     );
-    s.cluster.kill(victim);
+    s.scene.cluster.kill(victim);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    s.cluster.restart(victim);
+    s.scene.cluster.restart(victim);
     let recovered = tokio::time::timeout(RECOVERY_BUDGET, async {
         while !failed(s) {
-            if s.cluster
+            if s.scene
+                .cluster
                 .barrier_stats()
                 .recoveries
                 .load(std::sync::atomic::Ordering::Relaxed)
                 > 0
-                && s.cluster.meta().flush().await.is_ok()
+                && s.scene.cluster.meta().flush().await.is_ok()
             {
                 return;
             }
@@ -219,7 +216,7 @@ async fn restart_then_write(s: &Setup) -> Result<(), ScenarioError> {
         }
     });
     if recovered.await.is_err() {
-        let report = crate::report::stuck_report(&s.cluster, "the cluster did not recover");
+        let report = crate::report::stuck_report(&s.scene.cluster, "the cluster did not recover");
         return Err(ScenarioError::Stuck(report));
     }
     if failed(s) {
@@ -229,24 +226,24 @@ async fn restart_then_write(s: &Setup) -> Result<(), ScenarioError> {
         (Op::Insert, table_row(2, 50)),
         (Op::Insert, table_row(3, 97)),
     ];
-    s.cluster.dml(s.table, rows).await?;
-    let flushed = s.cluster.meta().flush().await;
+    s.scene.cluster.dml(s.table, rows).await?;
+    let flushed = s.scene.cluster.meta().flush().await;
     flushed.map_err(ScenarioError::ddl("flush after the restart"))
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
-    let failure = s.cluster.failures.first_state_error();
+    let mut report = super::counted(report, &s.scene.cluster);
+    let failure = s.scene.cluster.failures.first_state_error();
     if failure.is_none() {
-        s.checkers.check_end(&s.cluster);
+        s.scene.checkers.check_end(&s.scene.cluster);
     }
-    report.violations = s.checkers.violations();
-    report.timeline = timeline(&s.ctx.log.lines());
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
     if super::failed(&mut report, failure) {
         return report;
     }
     // The oracle: the rows written, less the one below the watermark 95 the restarted filters started from.
-    let mut rows = s.cluster.committed_rows(s.table);
+    let mut rows = s.scene.cluster.committed_rows(s.table);
     rows.sort_by_key(|r| format!("{r:?}"));
     let want = vec![table_row(1, 100), table_row(3, 97)];
     if rows != want {

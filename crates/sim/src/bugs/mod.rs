@@ -333,6 +333,50 @@ impl ScenarioError {
     }
 }
 
+/// What every directed scenario's `Setup` holds: its context, its cluster (shut down, inside the simulation, when
+/// the scene is dropped, even when a `ClusterHook` keeps the cluster longer) and its checkers.
+pub(crate) struct Scene {
+    pub ctx: SimContext,
+    pub cluster: std::sync::Arc<crate::cluster::Cluster>,
+    pub checkers: crate::checkers::Checkers,
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        self.cluster.shutdown();
+    }
+}
+
+/// A directed scenario from its three parts. The run's toggles (a mode the bug lacks is not reproducible), the
+/// `scenario` event (`bug=ID mode=M`, then `detail`), `setup` (an error there: not reproducible), `body`, then
+/// `verdict` over what the body returned. A body that ran out of a step's budget is `stuck`; one that stopped
+/// short for another reason is not reproducible, with that reason and the run's counts.
+pub(crate) async fn directed<S: AsRef<Scene>, T>(
+    ctx: &SimContext,
+    p: &ReproParams,
+    detail: String,
+    setup: impl AsyncFnOnce(Toggles) -> Result<S, ScenarioError>,
+    body: impl AsyncFnOnce(&S) -> Result<T, ScenarioError>,
+    verdict: impl FnOnce(&S, T, ReproReport) -> ReproReport,
+) -> ReproReport {
+    let report = ReproReport::new(p.clone());
+    let toggles = match p.toggles() {
+        Ok(t) => t,
+        Err(e) => return report.not_reproducible(e.to_string()),
+    };
+    epochlab_common::event!(ctx.log, "scenario", "bug={} mode={}{detail}", p.bug, p.mode);
+    let setup = match setup(toggles).await {
+        Ok(s) => s,
+        Err(why) => return report.not_reproducible(why.to_string()),
+    };
+    let cluster = &setup.as_ref().cluster;
+    match body(&setup).await {
+        Ok(t) => verdict(&setup, t, report),
+        Err(why @ ScenarioError::Stuck(_)) => stuck(report, cluster, why),
+        Err(why) => counted(report, cluster).not_reproducible(why.to_string()),
+    }
+}
+
 /// Keys of a one-column table over `vnodes` vnodes (distributed by the key) whose rows are skewed: `busy` in
 /// each vnode of the first half, `few` in all of the second half. The reschedule and scale-in scenarios use it
 /// so that one backfill actor finishes while the other still reads.

@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
-use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, event, row};
+use epochlab_common::{ActorId, DataType, Op, OwnedRow, TableId, row};
 use epochlab_meta::reschedule::ConfigChangeWait;
 use epochlab_meta::{JobOptions, JobState};
 use epochlab_rpc::RpcKind;
@@ -37,8 +37,6 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
-use crate::checkers::Checkers;
-use crate::cluster::Cluster;
 use crate::report::{ReproReport, stuck_report};
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -123,18 +121,16 @@ const SETTLE_BUDGET: Duration = Duration::from_secs(60);
 const CREATE_BUDGET: Duration = Duration::from_secs(120);
 
 struct Setup {
-    ctx: SimContext,
-    cluster: Arc<Cluster>,
-    checkers: Checkers,
+    scene: super::Scene,
     table: TableId,
     view: TableId,
     progress_table: TableId,
     keys: Vec<i64>,
 }
 
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.cluster.shutdown();
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
     }
 }
 
@@ -144,26 +140,16 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let report = ReproReport::new(p.clone());
-    let toggles = match p.toggles() {
-        Ok(t) => t,
-        Err(e) => return report.not_reproducible(e.to_string()),
-    };
-    event!(
-        ctx.log,
-        "scenario",
-        "bug=reschedule-unpinned mode={}",
-        p.mode
-    );
-    let setup = match setup(&ctx, toggles, hook).await {
-        Ok(s) => s,
-        Err(why) => return report.not_reproducible(why.to_string()),
-    };
-    match reschedule_while_backfilling(&setup).await {
-        Ok(()) => verdict(&setup, &p, report),
-        Err(stuck @ ScenarioError::Stuck(_)) => super::stuck(report, &setup.cluster, stuck),
-        Err(why) => super::counted(report, &setup.cluster).not_reproducible(why.to_string()),
-    }
+    let setup = async |t| setup(&ctx, t, hook).await;
+    super::directed(
+        &ctx,
+        &p,
+        String::new(),
+        setup,
+        reschedule_while_backfilling,
+        |s, (), report| verdict(s, &p, report),
+    )
+    .await
 }
 
 fn table_row(k: i64, v: i64) -> OwnedRow {
@@ -211,9 +197,11 @@ async fn setup(
         .and_then(|r| r.progress_table.map(|d| d.table_id))
         .ok_or_else(|| ScenarioError::Placement("view m has no progress table".into()))?;
     Ok(Setup {
-        ctx: ctx.clone(),
-        cluster,
-        checkers,
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
         table,
         view,
         progress_table,
@@ -222,25 +210,27 @@ async fn setup(
 }
 
 fn creating(s: &Setup) -> bool {
-    s.cluster
+    s.scene
+        .cluster
         .meta()
         .relation(s.view)
         .is_some_and(|r| r.state == JobState::Creating)
 }
 
 fn failed(s: &Setup) -> bool {
-    s.cluster.failures.first_state_error().is_some()
+    s.scene.cluster.failures.first_state_error().is_some()
 }
 
 /// The backfill stats of the view's actors, in the catalog's order (the first owns the busy half).
 fn backfill_stats(s: &Setup) -> Result<Vec<Arc<BackfillActorStats>>, ScenarioError> {
     let rel = s
+        .scene
         .cluster
         .meta()
         .relation(s.view)
         .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
     let actors: Vec<ActorId> = rel.actors.iter().map(|a| a.actor_id).collect();
-    let all = s.cluster.backfill.of_table(s.progress_table);
+    let all = s.scene.cluster.backfill.of_table(s.progress_table);
     Ok(actors
         .iter()
         .filter_map(|a| all.iter().find(|(b, _)| b == a).map(|(_, st)| st.clone()))
@@ -258,19 +248,25 @@ fn steady(s: &Setup) -> Result<bool, ScenarioError> {
             .get(i)
             .is_some_and(|st| st.finished.load(Ordering::Relaxed))
     };
-    let mce = s.cluster.hummock.max_committed_epoch();
+    let mce = s.scene.cluster.hummock.max_committed_epoch();
     let caught_up = s
+        .scene
         .cluster
         .nodes()
         .iter()
         .all(|n| n.storage().max_committed_epoch() == mce);
-    let in_flight = s.cluster.barrier_stats().in_flight.load(Ordering::Relaxed);
+    let in_flight = s
+        .scene
+        .cluster
+        .barrier_stats()
+        .in_flight
+        .load(Ordering::Relaxed);
     Ok(done(1) && !done(0) && in_flight <= 1 && caught_up)
 }
 
 /// Update `rounds` random rows, one round every [`UPDATE_EVERY`], while the view is being created.
 async fn update_rows(s: &Setup, rounds: u32) -> Result<(), ScenarioError> {
-    let rng = &s.ctx.rng;
+    let rng = &s.scene.ctx.rng;
     // The value each key holds: an update deletes that version and inserts the next.
     let mut values: BTreeMap<i64, i64> = BTreeMap::new();
     for _ in 0..rounds {
@@ -288,7 +284,7 @@ async fn update_rows(s: &Setup, rounds: u32) -> Result<(), ScenarioError> {
             *v += 1;
             rows.push((Op::UpdateInsert, table_row(k, *v)));
         }
-        s.cluster.dml(s.table, rows).await?;
+        s.scene.cluster.dml(s.table, rows).await?;
         tokio::time::sleep(UPDATE_EVERY).await;
     }
     Ok(())
@@ -305,7 +301,13 @@ async fn await_reschedule_point(s: &Setup) -> Result<(), ScenarioError> {
             }
             if steady(s)? {
                 // Right after a barrier's injection, and still steady: go.
-                let injected = || s.cluster.barrier_stats().injected.load(Ordering::Relaxed);
+                let injected = || {
+                    s.scene
+                        .cluster
+                        .barrier_stats()
+                        .injected
+                        .load(Ordering::Relaxed)
+                };
                 let before = injected();
                 while injected() == before {
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -320,7 +322,7 @@ async fn await_reschedule_point(s: &Setup) -> Result<(), ScenarioError> {
     match ready.await {
         Ok(r) => r,
         Err(_) => Err(ScenarioError::Stuck(stuck_report(
-            &s.cluster,
+            &s.scene.cluster,
             "the view's backfill did not reach the reschedule point",
         ))),
     }
@@ -335,12 +337,14 @@ async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     await_reschedule_point(s).await?;
     tokio::time::sleep(AFTER_BARRIER).await;
     let rel = s
+        .scene
         .cluster
         .meta()
         .relation(s.view)
         .ok_or_else(|| ScenarioError::Placement("view m is gone".into()))?;
     let swapped = rel.rotated_vnodes(VNODES as usize / 2);
-    s.cluster
+    s.scene
+        .cluster
         .meta()
         .reschedule(s.view, swapped)
         .await
@@ -348,19 +352,19 @@ async fn reschedule_while_backfilling(s: &Setup) -> Result<(), ScenarioError> {
     // Past the new owners' first persist, then updates that the new mapping routes to them.
     tokio::time::sleep(Duration::from_millis(2 * BARRIER_INTERVAL_MS)).await;
     update_rows(s, UPDATE_ROUNDS).await?;
-    super::await_created(&s.cluster, s.view, CREATE_BUDGET).await
+    super::await_created(&s.scene.cluster, s.view, CREATE_BUDGET).await
 }
 
 fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
-    let mut report = super::counted(report, &s.cluster);
-    let failure = s.cluster.failures.first_state_error();
+    let mut report = super::counted(report, &s.scene.cluster);
+    let failure = s.scene.cluster.failures.first_state_error();
     if failure.is_none() {
         // A failed backfill leaves the view unfinished: the oracle judges only a created view.
-        s.checkers.check_end(&s.cluster);
-        super::check_view(&s.cluster, &s.checkers, s.table, s.view);
+        s.scene.checkers.check_end(&s.scene.cluster);
+        super::check_view(&s.scene.cluster, &s.scene.checkers, s.table, s.view);
     }
-    report.violations = s.checkers.violations();
-    report.timeline = timeline(&s.ctx.log.lines());
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
     if super::failed(&mut report, failure) {
         return report;
     }
