@@ -191,6 +191,7 @@ fn run_one(
         trace_per: watch.trace_per,
         time_observers,
         meta_store: None,
+        mutation: None,
     };
     let out = run_repro_with(params, hooks);
     if let Some(p) = progress {

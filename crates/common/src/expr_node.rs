@@ -42,6 +42,18 @@ impl ExprNode {
         ExprNode::Literal { value, ty }
     }
 
+    /// `$col - c` over a BIGINT column (a watermark's usual `ts - lag`).
+    pub fn bigint_minus(col: usize, c: i64) -> Self {
+        ExprNode::Call {
+            func: ExprType::Subtract,
+            args: vec![
+                ExprNode::input_ref(col, DataType::Int64),
+                ExprNode::literal(Some(crate::types::ScalarImpl::Int64(c)), DataType::Int64),
+            ],
+            ret: DataType::Int64,
+        }
+    }
+
     /// A NULL of type `ty`.
     pub fn null(ty: DataType) -> Self {
         ExprNode::Literal { value: None, ty }

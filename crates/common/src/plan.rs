@@ -1194,6 +1194,19 @@ pub fn agg_node(
     drop_row_count(agg, &g_types, calls)
 }
 
+/// The aggregation [`agg_node`] made (under the projection that drops its row count) emits on window close on
+/// group-key position `eowc`.
+pub fn set_emit_on_window_close(node: &mut StreamNode, eowc: Option<usize>) {
+    match node {
+        StreamNode::HashAgg {
+            emit_on_window_close,
+            ..
+        } => *emit_on_window_close = eowc,
+        StreamNode::Project { input, .. } => set_emit_on_window_close(input, eowc),
+        _ => unreachable!("an aggregation is a HashAgg, maybe under a Project"),
+    }
+}
+
 /// The `count(*)` call every streaming aggregation keeps first: its groups' row counts.
 fn row_count_call() -> AggCall {
     AggCall {

@@ -123,6 +123,8 @@ pub struct ReproHooks {
     /// The store meta keeps its rows in, where the run's cluster configuration does not decide
     /// (`--meta-store`); `None`: the configuration's.
     pub meta_store: Option<epochlab_meta::store::MetaBackend>,
+    /// A test-only mutation laid over the run's toggles (random plans only): a check must catch it.
+    pub mutation: Option<fn(epochlab_common::Toggles) -> epochlab_common::Toggles>,
 }
 
 /// Run the scenario on the deterministic runtime.

@@ -14,9 +14,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::ExprNode;
 use epochlab_common::plan::ConflictBehavior;
-use epochlab_common::{DataType, Op, OwnedRow, ScalarImpl, TableId, Toggles, WorkerId, event, row};
+use epochlab_common::{DataType, Op, OwnedRow, TableId, Toggles, WorkerId, event, row};
 use epochlab_stream::executor::watermark_filter::WatermarkRecovery;
 use futures::future::LocalBoxFuture;
 
@@ -127,14 +127,7 @@ fn table_row(k: i64, v: i64) -> OwnedRow {
 
 /// `v - LAG`, the watermark expression over the table's column `v` (position 1).
 fn watermark_expr() -> ExprNode {
-    ExprNode::Call {
-        func: ExprType::Subtract,
-        args: vec![
-            ExprNode::input_ref(1, DataType::Int64),
-            ExprNode::literal(Some(ScalarImpl::Int64(LAG)), DataType::Int64),
-        ],
-        ret: DataType::Int64,
-    }
+    ExprNode::bigint_minus(1, LAG)
 }
 
 /// Three nodes; table t (k, v) with pk k and `WATERMARK FOR v AS v - 5` on `--parallelism` actors; one row

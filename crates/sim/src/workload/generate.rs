@@ -97,6 +97,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     reschedule_some_jobs(&d, &cluster, &mut steps);
     scale_in_some_no_shuffle_sinks(&d, &cluster, &tables, &mut steps);
     stateful_views(&d, &cluster, g, &mut steps);
+    watermark_tables(&d, &cluster, g, &mut steps);
     meta_kills(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
@@ -405,6 +406,7 @@ fn agg_query(d: &Draw, up: &Shape) -> (ViewQuery, Option<Shape>) {
         upstream: up.name.clone(),
         group,
         arg: d.pick(&up.bigint),
+        eowc: false,
     };
     // A simple aggregation has no stream key: nothing reads it.
     let shape = group.map(|_| Shape {
@@ -496,6 +498,7 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
                 parallelism,
                 rows,
                 pk_ks: false,
+                watermark_lag: None,
             },
         });
         let busy = d.chance(0.5);
@@ -653,6 +656,90 @@ fn quick_kill(d: &Draw, c: &PlanCluster, g: &GenParams, at_ms: u64) -> Option<St
     })
 }
 
+/// In three plans in ten, a table `w1` with `WATERMARK FOR v AS v - lag` (append only), drawn after every other
+/// step but meta kills, so that every earlier draw of a seed's plan is what it was before. It lives on two or more actors, is created empty
+/// or with a few rows, and a slow insert stream starts soon after, whose first rows reach some of its actors
+/// and not others; a kill opportunity follows within a few checkpoints (a restart while some vnodes have
+/// stored a watermark and others none). Sometimes a busier stream later, and a view over it (its watermark
+/// through the backfill).
+fn watermark_tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    if !d.chance(0.3) {
+        return;
+    }
+    let name = "w1".to_string();
+    let created = d.between(0, g.duration_ms / 2);
+    let table_parallelism = parallelism(d, c).max(2);
+    steps.push(Step {
+        at_ms: created,
+        action: Action::CreateTable {
+            name: name.clone(),
+            parallelism: table_parallelism,
+            rows: d.pick(&[0, 0, 1, 10, 100]),
+            pk_ks: false,
+            watermark_lag: Some(d.pick(&[0, 100, 1000, 5000])),
+        },
+    });
+    let inserts = |at_ms: u64, rows_per_s: u32, duration_ms: u64| Step {
+        at_ms,
+        action: Action::Dml {
+            table: name.clone(),
+            rows_per_s,
+            duration_ms,
+            update_pct: 0,
+            delete_pct: 0,
+        },
+    };
+    let first = created + d.between(500, 5000);
+    steps.push(inserts(first, d.pick(&[1, 2, 5]), d.between(2000, 20_000)));
+    let checkpoint_ms = c.barrier_interval_ms * u64::from(c.checkpoint_frequency);
+    steps.extend(kill(
+        d,
+        c,
+        g,
+        first + d.between(0, 3 * checkpoint_ms + 1000),
+    ));
+    if d.chance(0.5) {
+        let at_ms = first + d.between(5000, 30_000);
+        steps.push(inserts(at_ms, d.pick(&[20, 100]), d.between(2000, 10_000)));
+    }
+    if d.chance(0.5) {
+        let query = ViewQuery::Agg {
+            upstream: name.clone(),
+            group: Some(GroupKey {
+                col: 1,
+                modulus: None,
+            }),
+            arg: 0,
+            eowc: true,
+        };
+        steps.push(Step {
+            at_ms: created + d.between(1000, 20_000),
+            action: Action::CreateView {
+                name: "eowc_w1".into(),
+                parallelism: parallelism(d, c),
+                background: d.chance(g.background_ddl_rate),
+                query,
+            },
+        });
+    }
+    if d.chance(0.5) {
+        let job = JobSpec {
+            upstream: name,
+            parallelism: parallelism(d, c),
+            rate_limit: None,
+            background: d.chance(g.background_ddl_rate),
+            no_shuffle: d.chance(0.3),
+        };
+        steps.push(Step {
+            at_ms: created + d.between(1000, 20_000),
+            action: Action::CreateMv {
+                name: "mv_w1".into(),
+                job,
+            },
+        });
+    }
+}
+
 /// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
 fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
     if g.kill_meta_rate <= 0.0 {
@@ -785,7 +872,7 @@ mod tests {
                         over_views += 1;
                         assert!(*at < s.at_ms, "seed {seed}: {name} over {up}");
                     } else {
-                        assert!(up.starts_with('t'), "seed {seed}: {up}");
+                        assert!(up.starts_with('t') || up == "w1", "seed {seed}: {up}");
                     }
                 }
                 created.insert(name.clone(), s.at_ms);
@@ -841,6 +928,50 @@ mod tests {
             assert_eq!(a, b, "seed {seed}");
         }
         assert!(kills >= 100, "{kills} meta kills in 100 plans at rate 1");
+    }
+
+    /// About three plans in ten have the watermark table: on two actors or more, its DML inserts only, an
+    /// emit-on-window-close view over it in some; a plan file without `watermark_lag` reads as no watermark.
+    #[test]
+    fn some_plans_have_a_table_with_a_watermark_and_only_insert_into_it() {
+        let (mut tables, mut eowc) = (0, 0);
+        for seed in 0..200 {
+            for s in generate(seed, &GenParams::default()).steps {
+                match s.action {
+                    Action::CreateTable {
+                        watermark_lag: Some(_),
+                        parallelism,
+                        name,
+                        ..
+                    } => {
+                        assert!(parallelism >= 2 && name == "w1", "seed {seed}");
+                        tables += 1;
+                    }
+                    Action::Dml {
+                        table,
+                        update_pct,
+                        delete_pct,
+                        ..
+                    } if table == "w1" => assert_eq!((update_pct, delete_pct), (0, 0)),
+                    Action::CreateView { query, .. } if query.upstreams() == ["w1"] => {
+                        assert!(matches!(query, ViewQuery::Agg { eowc: true, .. }));
+                        eowc += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!((30..=90).contains(&tables), "{tables} of 200 plans");
+        assert!(eowc > 10 && eowc < tables, "{eowc} of {tables}");
+        let old = r#"{"op": "create_table", "name": "t1", "parallelism": 1, "rows": 5}"#;
+        let parsed = serde_json::from_str::<Action>(old).unwrap();
+        assert!(matches!(
+            parsed,
+            Action::CreateTable {
+                watermark_lag: None,
+                ..
+            }
+        ));
     }
 
     #[test]

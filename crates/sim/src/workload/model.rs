@@ -33,9 +33,63 @@ pub struct TableModel {
     next_key: i64,
     keys: BTreeMap<i64, KeyState>,
     pending: Vec<PendingBatch>,
+    /// An append-only table's `WATERMARK FOR v AS v - lag`.
+    watermark: Option<WatermarkModel>,
+}
+
+/// Bounds on what the watermark filters of a table with `WATERMARK FOR v AS v - lag` drop, from the rows as the
+/// runner sent them; the filters' own watermarks are never read. A filter's watermark is the largest `v - lag`
+/// of the rows it has seen, or after a recovery the largest its table stored, so: it is never above the largest
+/// `v - lag` sent so far (a row at or above that is kept), and after a recovery never below the largest
+/// `v - lag` of the rows committed before it (a row below that is dropped).
+#[derive(Default)]
+pub struct WatermarkModel {
+    lag: i64,
+    /// The largest `v - lag` of every row whose batch was sent.
+    sent_max: Option<i64>,
+    /// Each insert that returned with no recovery around it: its `v` and the recoveries started by then.
+    inserts: BTreeMap<i64, (i64, u64)>,
+}
+
+/// A row a watermark should have dropped, committed: its key, its `v`, and the watermark below it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LateRowKept {
+    pub key: i64,
+    pub v: i64,
+    pub watermark: i64,
 }
 
 impl TableModel {
+    /// The model of an append-only table with `WATERMARK FOR v AS v - lag`.
+    pub fn with_watermark(lag: i64) -> Self {
+        let watermark = WatermarkModel {
+            lag,
+            ..WatermarkModel::default()
+        };
+        Self {
+            watermark: Some(watermark),
+            ..Self::default()
+        }
+    }
+
+    /// The table's watermark lag, if it has one.
+    pub fn watermark_lag(&self) -> Option<i64> {
+        self.watermark.as_ref().map(|w| w.lag)
+    }
+
+    /// Whether the table only takes inserts (it has a watermark).
+    pub fn append_only(&self) -> bool {
+        self.watermark.is_some()
+    }
+
+    /// A batch with these inserts' `v` is about to be sent: no watermark can exceed their `v - lag` from now.
+    pub fn sending(&mut self, values: impl Iterator<Item = i64>) {
+        if let Some(w) = &mut self.watermark {
+            let top = values.map(|v| v - w.lag).max();
+            w.sent_max = w.sent_max.max(top);
+        }
+    }
+
     /// A fresh key for an insert.
     pub fn new_key(&mut self) -> i64 {
         let k = self.next_key;
@@ -63,8 +117,20 @@ impl TableModel {
         self.next_key.max(1)
     }
 
-    /// A batch returned: its writes become durable once `epoch` is committed without a recovery.
-    pub fn returned(&mut self, writes: Vec<(i64, Option<i64>)>, epoch: u64, recoveries: u64) {
+    /// A batch returned: its writes become durable once `epoch` is committed without a recovery. On a table with
+    /// a watermark, an insert below the largest `v - lag` sent so far may have been dropped: its fate is unknown.
+    pub fn returned(&mut self, mut writes: Vec<(i64, Option<i64>)>, epoch: u64, recoveries: u64) {
+        if let Some(w) = &mut self.watermark {
+            let bound = w.sent_max;
+            for (k, v) in &writes {
+                w.inserts.insert(*k, (v.unwrap_or_default(), recoveries));
+            }
+            let (kept, maybe_dropped): (Vec<_>, Vec<_>) = writes
+                .into_iter()
+                .partition(|(_, v)| bound.is_none_or(|b| v.is_some_and(|v| v >= b)));
+            self.unknown(&maybe_dropped);
+            writes = kept;
+        }
         self.pending.push(PendingBatch {
             writes,
             epoch,
@@ -105,6 +171,33 @@ impl TableModel {
         })
     }
 
+    /// The committed rows (key and `v`) that a watermark should have dropped: each sent after a recovery with
+    /// its `v` below the largest `v - lag` of the durable rows committed before that recovery.
+    pub fn late_rows_kept(&self, committed: &BTreeMap<i64, i64>) -> Vec<LateRowKept> {
+        let Some(w) = &self.watermark else {
+            return Vec::new();
+        };
+        // The largest `v - lag` of the durable, committed rows sent before each count of recoveries.
+        let mut restored: BTreeMap<u64, i64> = BTreeMap::new();
+        for (k, (v, r)) in &w.inserts {
+            let durable = matches!(self.keys.get(k), Some(KeyState::Durable(Some(_))));
+            if durable && committed.contains_key(k) {
+                let top = restored.entry(*r).or_insert(i64::MIN);
+                *top = (*top).max(v - w.lag);
+            }
+        }
+        let below = |r: u64| restored.range(..r).map(|(_, m)| *m).max();
+        let late = |(k, (v, r)): (&i64, &(i64, u64))| {
+            let watermark = below(*r)?;
+            (committed.contains_key(k) && *v < watermark).then_some(LateRowKept {
+                key: *k,
+                v: *v,
+                watermark,
+            })
+        };
+        w.inserts.iter().filter_map(late).collect()
+    }
+
     /// Whether the runner ever wrote `key`.
     pub fn knows(&self, key: i64) -> bool {
         self.keys.contains_key(&key)
@@ -127,5 +220,40 @@ mod tests {
         assert_eq!(m.keys[&b], KeyState::Unknown);
         assert_eq!(m.take_durable(b), Some((a, 0)));
         assert_eq!(m.take_durable(0), None, "a taken key is pending");
+    }
+
+    #[test]
+    fn a_watermark_table_checks_rows_kept_below_the_sent_bound_and_late_rows_after_a_recovery() {
+        let mut m = TableModel::with_watermark(5);
+        assert!(m.append_only());
+        let a = m.new_key();
+        m.sending([100].into_iter());
+        m.returned(vec![(a, Some(100))], 10, 0);
+        let (b, c) = (m.new_key(), m.new_key());
+        m.sending([90, 97].into_iter());
+        // 90 is below 95, the largest `v - lag` sent: maybe dropped; 97 is kept.
+        m.returned(vec![(b, Some(90)), (c, Some(97))], 20, 0);
+        m.promote(25, 0);
+        assert_eq!(m.keys[&b], KeyState::Unknown);
+        assert_eq!(m.durable().count(), 2);
+        // After recovery 1, a row at 50 was kept: the recovery restored 95 (from a, durable before it).
+        let (d, e) = (m.new_key(), m.new_key());
+        m.sending([50, 96].into_iter());
+        m.returned(vec![(d, Some(50)), (e, Some(96))], 40, 1);
+        let committed: BTreeMap<i64, i64> = [(a, 100), (c, 97), (d, 50), (e, 96)].into();
+        let late = m.late_rows_kept(&committed);
+        assert_eq!(
+            late,
+            vec![LateRowKept {
+                key: d,
+                v: 50,
+                watermark: 95
+            }]
+        );
+        // Dropped, as it should be: nothing to say.
+        assert!(
+            m.late_rows_kept(&[(a, 100), (c, 97), (e, 96)].into())
+                .is_empty()
+        );
     }
 }

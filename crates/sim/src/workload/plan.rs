@@ -71,6 +71,11 @@ pub enum Action {
         rows: u32,
         #[serde(default, skip_serializing_if = "is_false")]
         pk_ks: bool,
+        /// `WATERMARK FOR v AS v - watermark_lag`: an append-only table (its DML streams only insert) whose rows'
+        /// `v` is the virtual milliseconds since the cluster started, a few of them late, so that the watermark
+        /// filter drops some. Absent from older plan files, which read as a table without a watermark.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        watermark_lag: Option<i64>,
     },
     /// `CREATE MATERIALIZED VIEW name AS SELECT * FROM upstream`, with arrangement backfill.
     CreateMv { name: String, job: JobSpec },
@@ -164,11 +169,15 @@ pub struct JobSpec {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ViewQuery {
     /// `SELECT g, count(*), sum(x), min(x), max(x) FROM upstream GROUP BY g` with `g` the `group` key of
-    /// each row and `x` column `arg`; without `group`, a simple aggregation (one row, no `g`).
+    /// each row and `x` column `arg`; without `group`, a simple aggregation (one row, no `g`). With `eowc`,
+    /// `EMIT ON WINDOW CLOSE`: `g` is a column with a watermark (no modulus), each group emitted once, when
+    /// the watermark passes it. Absent from older plan files, which read as emit-on-update.
     Agg {
         upstream: String,
         group: Option<GroupKey>,
         arg: usize,
+        #[serde(default, skip_serializing_if = "is_false")]
+        eowc: bool,
     },
     /// `SELECT * FROM left [LEFT] JOIN right ON left.left_col = right.right_col`.
     Join {
@@ -222,6 +231,9 @@ impl ViewQuery {
                 }),
                 ..
             } if *m < 1 => Err(StepError::View),
+            ViewQuery::Agg {
+                group, eowc: true, ..
+            } if !group.is_some_and(|g| g.modulus.is_none()) => Err(StepError::View),
             ViewQuery::TopN { limit, offset, .. } if *limit == 0 || limit + offset > 100_000 => {
                 Err(StepError::View)
             }
@@ -237,7 +249,9 @@ impl std::fmt::Display for ViewQuery {
                 upstream,
                 group,
                 arg,
+                eowc,
             } => {
+                let eowc = if *eowc { " emit on window close" } else { "" };
                 let x = format!("${arg}");
                 let calls = format!("count(*), sum({x}), min({x}), max({x})");
                 match group {
@@ -247,7 +261,7 @@ impl std::fmt::Display for ViewQuery {
                             Some(m) => format!("${} % {m}", g.col),
                             None => format!("${}", g.col),
                         };
-                        write!(f, "select {g}, {calls} from {upstream} group by {g}")
+                        write!(f, "select {g}, {calls} from {upstream} group by {g}{eowc}")
                     }
                 }
             }
@@ -335,7 +349,9 @@ pub enum StepError {
     OutOfOrder,
     #[error("at_ms beyond the longest plan (one hour)")]
     TooLate,
-    #[error("a table needs parallelism 1..=64 and at most 1000000 rows")]
+    #[error(
+        "a table needs parallelism 1..=64, at most 1000000 rows and a watermark lag of 0..=3600000 ms"
+    )]
     Table,
     #[error("a job needs parallelism 1..=64")]
     JobParallelism,
@@ -443,9 +459,14 @@ impl Action {
         let fail_if = |bad: bool, e: StepError| if bad { Err(e) } else { Ok(()) };
         match self {
             Action::CreateTable {
-                parallelism, rows, ..
+                parallelism,
+                rows,
+                watermark_lag,
+                ..
             } => fail_if(
-                !parallelism_ok(*parallelism) || *rows > 1_000_000,
+                !parallelism_ok(*parallelism)
+                    || *rows > 1_000_000
+                    || watermark_lag.is_some_and(|l| !(0..=MAX_DURATION_MS as i64).contains(&l)),
                 StepError::Table,
             ),
             Action::CreateMv { job, .. } => {
@@ -584,10 +605,15 @@ impl std::fmt::Display for Action {
                 parallelism,
                 rows,
                 pk_ks,
+                watermark_lag,
             } => write!(
                 f,
-                "create table {name} (parallelism {parallelism}{}), load {rows} rows",
-                if *pk_ks { PK_KS_TEXT } else { "" }
+                "create table {name} (parallelism {parallelism}{}{}), load {rows} rows",
+                if *pk_ks { PK_KS_TEXT } else { "" },
+                match watermark_lag {
+                    Some(lag) => format!(", append only, watermark for v as v - {lag}"),
+                    None => String::new(),
+                }
             ),
             Action::CreateMv { name, job } => write!(f, "create mv {name} {job}"),
             Action::CreateView {

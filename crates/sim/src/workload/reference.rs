@@ -18,6 +18,25 @@ pub struct Input<'a> {
     pub rows: &'a [OwnedRow],
 }
 
+/// The rows an emit-on-window-close view must hold of its query's `expected` rows: the groups up to the largest
+/// one in its `committed` rows, none above. Windows close in order, and at the same barrier in every actor of
+/// the aggregation (each has every upstream's latest watermark then), so the closed groups are a prefix; each
+/// was emitted once, when no row could join it any more, so it holds its final value. Any other view must
+/// hold all of `expected`.
+pub fn closed_windows(
+    query: &ViewQuery,
+    committed: &[OwnedRow],
+    mut expected: Vec<OwnedRow>,
+) -> Vec<OwnedRow> {
+    if !matches!(query, ViewQuery::Agg { eowc: true, .. }) {
+        return expected;
+    }
+    let window = |r: &OwnedRow| int(r.datum_at(0));
+    let last = committed.iter().filter_map(window).max();
+    expected.retain(|r| last.is_some_and(|l| window(r).is_some_and(|w| w <= l)));
+    expected
+}
+
 fn int(d: &Datum) -> Option<i64> {
     d.as_ref().and_then(ScalarImpl::as_int64)
 }
@@ -435,6 +454,7 @@ mod tests {
             upstream: "t".into(),
             group,
             arg: 1,
+            eowc: false,
         };
         let g = GroupKey {
             col: 0,

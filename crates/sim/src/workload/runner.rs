@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::model::TableModel;
 use super::plan::{Action, JobSpec, Plan, PlanCluster, ViewQuery};
-use super::reference::{Input, compare, evaluate, sum_columns};
+use super::reference::{Input, closed_windows, compare, evaluate, sum_columns};
 use super::verdict::{FailureKind, PlanReport};
 use super::views::{Upstream, view_graph};
 use crate::bugs::BugMode;
@@ -67,7 +67,8 @@ pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanR
                 vnodes = p.cluster.vnodes as i64
             )
         });
-        play(ctx, p, run, hooks.on_cluster, hooks.meta_store).await
+        let config = cluster_config(&p.cluster, run, hooks.mutation);
+        play(ctx, p, run, config, hooks.on_cluster, hooks.meta_store).await
     });
     out.map(|value| match value {
         Ok(report) => report,
@@ -80,9 +81,14 @@ pub fn run_plan(plan: &Plan, run: BugMode, hooks: ReproHooks) -> SimOutput<PlanR
     })
 }
 
-fn cluster_config(c: &PlanCluster, run: BugMode) -> ClusterConfig {
+fn cluster_config(
+    c: &PlanCluster,
+    run: BugMode,
+    mutation: Option<fn(epochlab_common::Toggles) -> epochlab_common::Toggles>,
+) -> ClusterConfig {
+    let toggles = run.toggles();
     let mut config = cluster_config_for(
-        run.toggles(),
+        mutation.map_or(toggles, |m| m(toggles)),
         c.vnodes,
         c.barrier_interval_ms,
         c.checkpoint_frequency,
@@ -114,6 +120,8 @@ struct Run {
     skipped: AtomicU32,
     /// The query of each stateful view the plan creates, by name (the oracle evaluates it).
     views: Mutex<BTreeMap<String, ViewQuery>>,
+    /// When the cluster started: a watermark table's rows carry the virtual milliseconds since.
+    started: tokio::time::Instant,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -124,10 +132,10 @@ async fn play(
     ctx: SimContext,
     plan: Plan,
     mode: BugMode,
+    mut config: ClusterConfig,
     hook: Option<crate::repro::ClusterHook>,
     meta_store: Option<epochlab_meta::store::MetaBackend>,
 ) -> PlanReport {
-    let mut config = cluster_config(&plan.cluster, mode);
     if let Some(store) = meta_store {
         config.meta.store = store;
     }
@@ -156,6 +164,7 @@ async fn play(
         compute_nodes: plan.cluster.compute_nodes,
         skipped: AtomicU32::new(0),
         views: Mutex::default(),
+        started: tokio::time::Instant::now(),
     });
     event!(
         ctx.log,
@@ -176,7 +185,7 @@ async fn play(
     let store_error = run.cluster.meta_store_error();
     let report = match (stalled, store_error) {
         (_, Some(e)) => PlanReport::failed(FailureKind::MetaStore, e.to_string(), Vec::new()),
-        (Some(what), None) => PlanReport::stuck(what),
+        (Some(what), None) => stalled_verdict(&run.cluster, what),
         (None, None) => judge(&run),
     };
     let skipped = run.skipped.load(Ordering::Relaxed);
@@ -277,10 +286,17 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             parallelism,
             rows,
             pk_ks,
-        } => spawn(
-            run,
-            create_table(run.clone(), name, parallelism, rows, pk_ks),
-        ),
+            watermark_lag,
+        } => {
+            let shape = TableShape {
+                pk_ks,
+                watermark_lag,
+            };
+            spawn(
+                run,
+                create_table(run.clone(), name, parallelism, rows, shape),
+            )
+        }
         Action::CreateMv { name, job } => start_job(run, name, job, None)?,
         Action::CreateView {
             name,
@@ -458,24 +474,47 @@ fn table_row(k: i64, v: i64) -> OwnedRow {
     row![k, v, "payload"]
 }
 
-async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, pk_ks: bool) {
+/// A table's key and watermark, as its step says.
+struct TableShape {
+    pk_ks: bool,
+    watermark_lag: Option<i64>,
+}
+
+async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, shape: TableShape) {
     use epochlab_common::DataType;
+    use epochlab_common::expr_node::ExprNode;
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let meta = &run.cluster.meta();
     // pk (k, s) distributed by k, or pk (k).
-    let (pk, dist_key_in_pk) = if pk_ks {
+    let (pk, dist_key_in_pk) = if shape.pk_ks {
         (vec![0, 2], vec![0])
     } else {
         (vec![0], vec![0])
     };
+    let watermark = shape
+        .watermark_lag
+        .map(|lag| (1, ExprNode::bigint_minus(1, lag)));
+    let conflict = epochlab_common::plan::ConflictBehavior::NoCheck;
     let result = meta
-        .create_table_distributed(&name, types, pk, dist_key_in_pk, parallelism as usize)
+        .create_table_with_conflict(
+            &name,
+            types,
+            pk,
+            dist_key_in_pk,
+            parallelism as usize,
+            conflict,
+            watermark,
+        )
         .await;
     let id = match result {
         Ok(id) => id,
         Err(e) => return ddl_result(&run, &format!("create table {name}"), Err::<(), _>(e)),
     };
-    lock(&run.models).insert(id, TableModel::default());
+    let model = match shape.watermark_lag {
+        Some(lag) => TableModel::with_watermark(lag),
+        None => TableModel::default(),
+    };
+    lock(&run.models).insert(id, model);
     lock(&run.names).insert(name.clone(), id);
     let mut left = rows;
     while left > 0 {
@@ -483,7 +522,7 @@ async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, 
         let stmts: Vec<Stmt> = {
             let mut models = lock(&run.models);
             let model = models.get_mut(&id).expect("inserted above");
-            (0..n).map(|_| Stmt::Insert(model.new_key())).collect()
+            (0..n).map(|_| insert(&run, model)).collect()
         };
         send(&run, id, stmts).await;
         left -= n;
@@ -679,7 +718,7 @@ fn remove_node(run: &Arc<Run>, w: WorkerId) -> Result<(), Skipped> {
 /// One DML statement of a batch.
 #[derive(Clone, Copy)]
 enum Stmt {
-    Insert(i64),
+    Insert { key: i64, v: i64 },
     Update { key: i64, old: i64, new: i64 },
     Delete { key: i64, old: i64 },
 }
@@ -688,7 +727,7 @@ impl Stmt {
     /// The key and the value it leaves (`None`: deleted).
     fn write(self) -> (i64, Option<i64>) {
         match self {
-            Stmt::Insert(k) => (k, Some(0)),
+            Stmt::Insert { key, v } => (key, Some(v)),
             Stmt::Update { key, new, .. } => (key, Some(new)),
             Stmt::Delete { key, .. } => (key, None),
         }
@@ -700,7 +739,7 @@ async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
     let mut rows = Vec::with_capacity(stmts.len());
     for s in &stmts {
         match *s {
-            Stmt::Insert(k) => rows.push((Op::Insert, table_row(k, 0))),
+            Stmt::Insert { key, v } => rows.push((Op::Insert, table_row(key, v))),
             Stmt::Update { key, old, new } => {
                 rows.push((Op::UpdateDelete, table_row(key, old)));
                 rows.push((Op::UpdateInsert, table_row(key, new)));
@@ -709,6 +748,9 @@ async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
         }
     }
     let writes: Vec<(i64, Option<i64>)> = stmts.iter().map(|s| s.write()).collect();
+    if let Some(model) = lock(&run.models).get_mut(&table) {
+        model.sending(writes.iter().filter_map(|(_, v)| *v));
+    }
     let before = recovery_state(&run.cluster);
     let result = tokio::time::timeout(DML_TIMEOUT, run.cluster.dml(table, rows)).await;
     let after = recovery_state(&run.cluster);
@@ -727,6 +769,30 @@ async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
         _ => model.unknown(&writes),
     }
 }
+
+/// An insert of a fresh key. Its `v` is 0, but on a table with a watermark the virtual milliseconds since the
+/// cluster started, and for one row in ten up to three lags earlier (late, for the filter to judge), for one
+/// in ten up to [`VERY_LATE_MS`] earlier (below what a recovery restores).
+fn insert(run: &Run, model: &mut TableModel) -> Stmt {
+    let key = model.new_key();
+    let Some(lag) = model.watermark_lag() else {
+        return Stmt::Insert { key, v: 0 };
+    };
+    let now = run.started.elapsed().as_millis() as i64;
+    let rng = &run.cluster.ctx.rng;
+    let late = match rng.range_u64(0..10) {
+        0 => rng.range_u64(0..3 * lag as u64 + 2),
+        1 => rng.range_u64(0..VERY_LATE_MS),
+        _ => 0,
+    };
+    Stmt::Insert {
+        key,
+        v: now - late as i64,
+    }
+}
+
+/// How late a very late row of a table with a watermark may be.
+const VERY_LATE_MS: u64 = 20_000;
 
 /// Whether the scheduler is ready (no recovery running), and how many recoveries have started.
 fn recovery_state(cluster: &Cluster) -> (bool, u64) {
@@ -772,7 +838,7 @@ async fn dml_stream(
                 .map(|_| {
                     let dice = rng.range_u64(0..100) as u8;
                     let from = rng.range_u64(0..model.key_space() as u64) as i64;
-                    let target = (dice < update_pct + delete_pct)
+                    let target = (dice < update_pct + delete_pct && !model.append_only())
                         .then(|| model.take_durable(from))
                         .flatten();
                     match target {
@@ -782,7 +848,7 @@ async fn dml_stream(
                             new: old + 1,
                         },
                         Some((key, old)) => Stmt::Delete { key, old },
-                        None => Stmt::Insert(model.new_key()),
+                        None => insert(&run, model),
                     }
                 })
                 .collect::<Vec<_>>()
@@ -890,6 +956,22 @@ async fn all_created(cluster: &Cluster) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The verdict of a run that never settled: `stuck`, unless an actor failed on its state (a recovery that
+/// fails again each time, as RisingWave #8440's did): that error is the cause, and the run failed with it
+/// (what it was stuck on goes to the event log).
+fn stalled_verdict(cluster: &Cluster, what: String) -> PlanReport {
+    let Some(failure) = cluster.failures.first_state_error() else {
+        return PlanReport::stuck(what);
+    };
+    event!(
+        cluster.ctx.log,
+        "workload",
+        "stuck after an actor failed: {what}"
+    );
+    let error = format!("actor {}: {}", failure.actor, failure.error);
+    PlanReport::failed(FailureKind::ActorFailure, error, Vec::new())
 }
 
 /// The verdict of a settled run.
@@ -1012,8 +1094,8 @@ fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
         .iter()
         .map(|(desc, rows)| Input { desc, rows })
         .collect();
-    let expected = evaluate(query, &inputs);
     let committed = cluster.committed_rows(rel.id);
+    let expected = closed_windows(query, &committed, evaluate(query, &inputs));
     let sum_cols = sum_columns(query);
     if let Some(diff) = compare(&rel.name, &rel.desc, committed, expected, &sum_cols) {
         let mut v = Violation::new("oracle", diff.to_string());
@@ -1049,11 +1131,31 @@ fn check_table(run: &Run, id: TableId, name: &str) {
             ));
         }
     }
+    if problem.is_none() {
+        problem = late_row_kept(model, &rows);
+    }
     if let Some(p) = problem {
         let mut v = Violation::new("oracle", format!("table {name}: {p}"));
         v.table = Some(id.0);
         run.checkers.violation(v);
     }
+}
+
+/// A committed row of a table with a watermark that the watermark restored by a recovery should have dropped.
+fn late_row_kept(model: &TableModel, rows: &BTreeMap<i64, OwnedRow>) -> Option<String> {
+    let v_of = |r: &OwnedRow| match r.datum_at(1) {
+        Some(ScalarImpl::Int64(v)) => Some(*v),
+        _ => None,
+    };
+    let committed: BTreeMap<i64, i64> = rows
+        .iter()
+        .filter_map(|(k, r)| Some((*k, v_of(r)?)))
+        .collect();
+    let late = model.late_rows_kept(&committed).into_iter().next()?;
+    Some(format!(
+        "key {} (v {}) was written after a recovery that restored watermark {}, but was kept",
+        late.key, late.v, late.watermark
+    ))
 }
 
 impl PlanReport {
@@ -1074,7 +1176,7 @@ mod tests {
     use super::*;
     use crate::bugs::Mode;
     use crate::report::Outcome;
-    use crate::workload::plan::{GroupKey, PLAN_VERSION, Step};
+    use crate::workload::plan::{GroupKey, JobSpec, PLAN_VERSION, Step};
 
     fn view(at_ms: u64, name: &str, query: ViewQuery) -> Step {
         let action = Action::CreateView {
@@ -1098,6 +1200,7 @@ mod tests {
                 parallelism: 2,
                 rows: 200,
                 pk_ks: false,
+                watermark_lag: None,
             },
         };
         let dml = |at_ms: u64, table: &str| Step {
@@ -1130,6 +1233,7 @@ mod tests {
                         col: 0,
                         modulus: Some(5),
                     }),
+                    eowc: false,
                     arg: 1,
                 },
             ),
@@ -1176,6 +1280,7 @@ mod tests {
                     parallelism: 2,
                     rows: 100,
                     pk_ks: false,
+                    watermark_lag: None,
                 },
             ),
             step(
@@ -1237,6 +1342,7 @@ mod tests {
             upstream: upstream.into(),
             group: Some(GroupKey { col, modulus }),
             arg,
+            eowc: false,
         };
         let steps = vec![
             Step {
@@ -1246,6 +1352,7 @@ mod tests {
                     parallelism: 2,
                     rows: 300,
                     pk_ks: false,
+                    watermark_lag: None,
                 },
             },
             view(500, "v1", agg("t1", 0, Some(7), 0)),
@@ -1296,6 +1403,130 @@ mod tests {
         }
         let refused = "create v2: failed: column 2 of t1 is not a BIGINT column";
         assert!(lines.iter().any(|l| l.ends_with(refused)));
+    }
+
+    /// A table with a watermark on two actors, an emit-on-window-close view and a plain view over it, inserts
+    /// (some late) before and after a kill of every node: everything passes, and the view holds closed
+    /// windows. With the watermark never stored (a test-only mutation), the rebuilt filters start from
+    /// nothing and keep very late rows: the oracle's lower bound names one.
+    #[test]
+    fn a_table_with_a_watermark_passes_under_kills_and_a_lost_watermark_is_caught() {
+        let plan = watermark_plan();
+        plan.validate().unwrap();
+        let fixed = BugMode::of_14910(Mode::Fixed);
+        let kept: Arc<Mutex<Option<Arc<Cluster>>>> = Arc::default();
+        let keep = kept.clone();
+        let hooks = ReproHooks {
+            on_cluster: Some(Box::new(move |c| *lock(&keep) = Some(c))),
+            ..ReproHooks::default()
+        };
+        let out = run_plan(&plan, fixed, hooks);
+        let report = out.value;
+        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
+        assert!(report.recoveries >= 2);
+        let cluster = lock(&kept).take().expect("the hook ran");
+        let count = |name: &str| {
+            let rel = cluster.meta().relation_by_name(name).expect("created");
+            cluster.committed_rows(rel.id).len()
+        };
+        let (windows, rows) = (count("eowc_w1"), count("w1"));
+        assert!(
+            windows > 100 && windows < rows,
+            "{windows} windows of {rows} rows"
+        );
+        let lines = out.log.lines();
+        for name in ["eowc_w1", "mv_w1"] {
+            let ok = format!("create {name}: ok");
+            assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
+        }
+        use epochlab_stream::executor::watermark_filter::WatermarkPersist;
+        let hooks = ReproHooks {
+            mutation: Some(|t| t.with(WatermarkPersist::Never)),
+            ..ReproHooks::default()
+        };
+        let report = run_plan(&plan, fixed, hooks).value;
+        assert_eq!(report.kind, Some(FailureKind::Oracle), "{:?}", report.error);
+        let error = report.error.unwrap_or_default();
+        assert!(
+            error.contains("table w1") && error.contains("was kept"),
+            "{error}"
+        );
+    }
+
+    fn watermark_plan() -> Plan {
+        let inserts = |at_ms: u64| Step {
+            at_ms,
+            action: Action::Dml {
+                table: "w1".into(),
+                rows_per_s: 100,
+                duration_ms: 3000,
+                update_pct: 0,
+                delete_pct: 0,
+            },
+        };
+        let kill = |at_ms: u64| Step {
+            at_ms,
+            action: Action::Kill {
+                nodes: vec![1, 2],
+                restart_after_ms: 500,
+            },
+        };
+        let eowc = ViewQuery::Agg {
+            upstream: "w1".into(),
+            group: Some(GroupKey {
+                col: 1,
+                modulus: None,
+            }),
+            arg: 0,
+            eowc: true,
+        };
+        let job = JobSpec {
+            upstream: "w1".into(),
+            parallelism: 2,
+            rate_limit: None,
+            background: false,
+            no_shuffle: false,
+        };
+        let steps = vec![
+            Step {
+                at_ms: 0,
+                action: Action::CreateTable {
+                    name: "w1".into(),
+                    parallelism: 2,
+                    rows: 10,
+                    pk_ks: false,
+                    watermark_lag: Some(100),
+                },
+            },
+            view(500, "eowc_w1", eowc),
+            Step {
+                at_ms: 600,
+                action: Action::CreateMv {
+                    name: "mv_w1".into(),
+                    job,
+                },
+            },
+            inserts(1000),
+            kill(5000),
+            inserts(8000),
+            kill(12_000),
+            inserts(15_000),
+        ];
+        let cluster = PlanCluster {
+            compute_nodes: 2,
+            vnodes: 16,
+            barrier_interval_ms: 250,
+            checkpoint_frequency: 2,
+            persist_check: true,
+            static_groups: false,
+            flow_control: false,
+        };
+        Plan {
+            version: PLAN_VERSION,
+            seed: 5,
+            cluster,
+            steps,
+        }
     }
 
     #[test]

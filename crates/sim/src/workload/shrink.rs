@@ -118,11 +118,13 @@ fn simpler(action: &Action) -> Vec<Action> {
             parallelism,
             rows,
             pk_ks,
+            watermark_lag,
         } => out.extend(half(u64::from(*rows), 1).map(|r| Action::CreateTable {
             name: name.clone(),
             parallelism: *parallelism,
             rows: r as u32,
             pk_ks: *pk_ks,
+            watermark_lag: *watermark_lag,
         })),
         Action::Dml { .. } => out.extend(simpler_dml(action)),
         Action::RpcDelay {

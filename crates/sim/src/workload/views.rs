@@ -11,7 +11,8 @@ use epochlab_common::catalog::{Distribution, TableDesc};
 use epochlab_common::expr_node::{ExprNode, ExprType};
 use epochlab_common::plan::{
     ConflictBehavior, DispatchStrategy, FragmentDistribution, JoinType, StreamFragment,
-    StreamFragmentEdge, StreamFragmentGraph, StreamNode, agg_node, join_side_tables, top_n_table,
+    StreamFragmentEdge, StreamFragmentGraph, StreamNode, agg_node, join_side_tables,
+    set_emit_on_window_close, top_n_table,
 };
 use epochlab_common::{AggCall, AggKind, DataType, OrderType, ScalarImpl, TableId, VnodeCount};
 use epochlab_meta::{BACKFILL_CHUNK_SIZE, StreamScanType};
@@ -73,7 +74,9 @@ pub fn view_graph(
         up.keyed()?;
     }
     match query {
-        ViewQuery::Agg { group, arg, .. } => agg_graph(&ups[0], *group, *arg),
+        ViewQuery::Agg {
+            group, arg, eowc, ..
+        } => agg_graph(&ups[0], *group, *arg, *eowc),
         ViewQuery::Join {
             join,
             left_col,
@@ -186,6 +189,7 @@ fn agg_graph(
     up: &Upstream<'_>,
     group: Option<GroupKey>,
     arg: usize,
+    eowc: bool,
 ) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
     up.bigint(arg)?;
     let desc = up.desc;
@@ -220,7 +224,7 @@ fn agg_graph(
     ];
     let vnodes = desc.vnode_count;
     let exchange = StreamNode::Exchange { upstream: 1 };
-    let agg = agg_node(
+    let mut agg = agg_node(
         exchange,
         &input_types,
         &stream_key,
@@ -229,6 +233,9 @@ fn agg_graph(
         false,
         vnodes,
     );
+    if eowc {
+        set_emit_on_window_close(&mut agg, Some(0));
+    }
     let view = Arc::new(view_table(agg_output_types(g > 0), group_key, vnodes));
     let project = StreamNode::Project {
         exprs,

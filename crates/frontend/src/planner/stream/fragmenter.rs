@@ -143,7 +143,7 @@ fn stream_node(
             eowc,
         } => {
             let mut node = agg_stream_node(plan, group_key, calls, *child(0, graph)?, table);
-            set_eowc(&mut node, *eowc);
+            epochlab_common::plan::set_emit_on_window_close(&mut node, *eowc);
             node
         }
         StreamOp::SimpleAgg { calls } => {
@@ -268,19 +268,6 @@ fn agg_stream_node(
         false,
         vnodes,
     )
-}
-
-/// The aggregation node `agg_stream_node` made (under the projection that drops its row count) emits on
-/// window close on group-key position `eowc`.
-fn set_eowc(node: &mut StreamNode, eowc: Option<usize>) {
-    match node {
-        StreamNode::HashAgg {
-            emit_on_window_close,
-            ..
-        } => *emit_on_window_close = eowc,
-        StreamNode::Project { input, .. } => set_eowc(input, eowc),
-        _ => unreachable!("an aggregation is a HashAgg, maybe under a Project"),
-    }
 }
 
 /// A top-N's stream node with its state table (pk: the group key, the order columns, the input's stream
