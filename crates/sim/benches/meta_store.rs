@@ -56,6 +56,7 @@ fn epoch_commits(backend: MetaBackend, n: u64) -> Duration {
             prev_id: id - 1,
             max_committed_epoch: Epoch(id << 16),
             group_changes,
+            table_watermarks: Default::default(),
         };
         let ops = vec![StoreOp::PushHummockDelta(Arc::new(delta))];
         store.commit(term, ops).unwrap();

@@ -185,6 +185,7 @@ fn a_store_whose_deltas_take_the_epoch_back_does_not_load() {
             prev_id: last,
             max_committed_epoch: Epoch(1),
             group_changes: Vec::new(),
+            table_watermarks: Default::default(),
         };
         write(&cluster, vec![StoreOp::PushHummockDelta(Arc::new(back))]);
         let restart = cluster.restart_meta();

@@ -10,4 +10,4 @@ mod table;
 
 pub use epochlab_common::catalog::{Distribution, TableDesc};
 pub use error::{Check, StateTableError, StateTableResult};
-pub use table::{Record, StateTable, StateTableOptions};
+pub use table::{Record, STATE_CLEANING_PERIOD_EPOCH, StateTable, StateTableOptions};

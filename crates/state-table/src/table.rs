@@ -66,7 +66,15 @@ pub struct StateTable {
     epoch: Option<EpochPair>,
     /// Where written rows are encoded (boxed: a table is often held in an enum beside small variants).
     buffers: Box<WriteBuffers>,
+    /// The state-cleaning watermark the next commit seals (RisingWave's `state_clean_watermark`).
+    clean_watermark: Option<Datum>,
+    /// Commits since a lazy cleaning last applied (RisingWave's `WatermarkBufferByEpoch`).
+    epochs_since_clean: usize,
 }
+
+/// Epochs between two cleanings of a table whose executor cleans lazily (RisingWave's
+/// `STATE_CLEANING_PERIOD_EPOCH`).
+pub const STATE_CLEANING_PERIOD_EPOCH: usize = 300;
 
 struct WriteBuffers {
     /// A row's key and value are encoded here first, then copied into `arena`.
@@ -154,6 +162,8 @@ impl StateTable {
             value_is_row,
             epoch: None,
             buffers: Box::new(WriteBuffers::new()),
+            clean_watermark: None,
+            epochs_since_clean: 0,
         }
     }
 
@@ -501,6 +511,34 @@ impl StateTable {
         Ok(out)
     }
 
+    /// Clean the rows whose first pk column is below `watermark` (RisingWave's `update_watermark`): the next
+    /// commit seals a table watermark over the table's vnodes, and from its epoch no read sees those rows (a
+    /// delete of one is then a delete of a missing row). `eager` applies it at this commit; otherwise it
+    /// applies once [`STATE_CLEANING_PERIOD_EPOCH`] commits have passed since the last cleaning, as RisingWave
+    /// buffers lazy cleaning. A table whose first pk column is descending, or that has no pk, cleans nothing
+    /// (RisingWave's descending direction is not modelled).
+    pub fn update_watermark(&mut self, watermark: Datum, eager: bool) {
+        if eager || self.epochs_since_clean >= STATE_CLEANING_PERIOD_EPOCH {
+            self.epochs_since_clean = 0;
+            self.clean_watermark = Some(watermark);
+        }
+    }
+
+    /// The table watermark of the commit under way, if the table cleans.
+    fn take_table_watermark(&mut self) -> Option<epochlab_storage::VnodeWatermark> {
+        let watermark = self.clean_watermark.take()?;
+        let order = *self.desc.pk_orders.first()?;
+        if order.descending || watermark.is_none() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        memcmp::encode_datum(&watermark, order, &mut bytes);
+        Some(epochlab_storage::VnodeWatermark {
+            vnodes: self.vnodes.clone(),
+            watermark: bytes,
+        })
+    }
+
     /// Commit the current epoch (`new.prev` must be it) and move to `new.curr`.
     pub fn commit(&mut self, new: EpochPair) -> StateTableResult<()> {
         let current = self.epoch()?;
@@ -515,7 +553,9 @@ impl StateTable {
             self.local.flush()?;
         }
         self.buffers.reset_arena();
-        self.local.seal_current_epoch(new.curr)?;
+        self.epochs_since_clean += 1;
+        let watermark = self.take_table_watermark();
+        self.local.seal_current_epoch_with(new.curr, watermark)?;
         self.epoch = Some(new);
         Ok(())
     }

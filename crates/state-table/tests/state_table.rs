@@ -108,6 +108,59 @@ fn backfill_state_table_round_trip_and_the_missing_row_message() {
     ));
 }
 
+/// `update_watermark` cleans the rows whose first pk column is below it, from the epoch it is committed with:
+/// they read as missing in this epoch and after it, committed or not; rows at or above it stay; a write of a
+/// cleaned row's delete is a delete of a missing row.
+#[test]
+fn a_watermark_cleans_the_rows_below_it_from_its_commit() {
+    let id = TableId(9);
+    let env = Env::new(&[id]);
+    let desc = Arc::new(TableDesc::hash(
+        id,
+        vec![DataType::Int64, DataType::Int64],
+        vec![0, 1],
+        vec![1],
+        VnodeCount::new(8).unwrap(),
+    ));
+    let mut t = StateTable::new(desc, &env.node, all(8));
+    t.init_epoch(pair(1, 0));
+    for ts in 0..10i64 {
+        t.insert(&row![ts, ts * 7]).unwrap();
+    }
+    t.commit(pair(2, 1)).unwrap();
+    env.checkpoint(e(1));
+    t.update_watermark(Some(epochlab_common::ScalarImpl::Int64(4)), true);
+    t.commit(pair(3, 2)).unwrap();
+    let firsts = |t: &StateTable| -> Vec<i64> {
+        let mut v: Vec<i64> = t
+            .iter_all()
+            .unwrap()
+            .iter()
+            .map(|r| r.datum_at(0).as_ref().and_then(|d| d.as_int64()).unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(firsts(&t), (4..10).collect::<Vec<_>>(), "before its commit");
+    env.checkpoint(e(2));
+    assert_eq!(firsts(&t), (4..10).collect::<Vec<_>>());
+    assert_eq!(t.get_row(&row![3i64, 21i64]).unwrap(), None);
+    assert_eq!(env.mgr.committed_store().count(id, e(2)), 6);
+    let err = t.delete(&row![3i64, 21i64]).unwrap_err();
+    assert!(matches!(err, StateTableError::RowNotFound { .. }), "{err}");
+    // A lazy cleaning waits for its period: the first lazy watermark after an eager one applies nothing.
+    t.update_watermark(Some(epochlab_common::ScalarImpl::Int64(8)), false);
+    t.commit(pair(4, 3)).unwrap();
+    assert_eq!(firsts(&t), (4..10).collect::<Vec<_>>());
+    for epoch in 4..(4 + epochlab_state_table::STATE_CLEANING_PERIOD_EPOCH as u64) {
+        t.commit(pair(epoch + 1, epoch)).unwrap();
+    }
+    t.update_watermark(Some(epochlab_common::ScalarImpl::Int64(8)), false);
+    let next = 4 + epochlab_state_table::STATE_CLEANING_PERIOD_EPOCH as u64;
+    t.commit(pair(next + 1, next)).unwrap();
+    assert_eq!(firsts(&t), vec![8, 9]);
+}
+
 #[test]
 fn consistency_errors() {
     let env = Env::new(&[TableId(1)]);

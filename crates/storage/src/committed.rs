@@ -20,6 +20,7 @@ use epochlab_common::{Epoch, TableId};
 
 use crate::filter::{KeyFilter, key_hash};
 use crate::imm::Imm;
+use crate::watermark::{ReadWatermarks, TableWatermarks, VnodeWatermark};
 
 /// A block is cut at the first key boundary past this many bytes of keys and values.
 const BLOCK_BYTES: usize = 64 * 1024;
@@ -32,6 +33,9 @@ pub struct CommittedStore {
     /// Epochs pinned by readers below the max committed epoch (RisingWave's pinned snapshots: a frontend's
     /// read-only transaction), each with its count: a merge keeps what a read at each of them sees.
     pins: Arc<RwLock<BTreeMap<Epoch, usize>>>,
+    /// Each table's committed watermarks: a read at an epoch skips the keys below those sealed at or before
+    /// it ([`crate::watermark`]).
+    watermarks: Arc<RwLock<BTreeMap<TableId, TableWatermarks>>>,
 }
 
 /// One table's runs, oldest first. A newer run's versions of a key are newer than an older run's.
@@ -556,6 +560,32 @@ impl CommittedStore {
         table.compact(&pins);
     }
 
+    /// Commit `w`, a watermark of `table_id` sealed at `epoch`.
+    pub fn apply_watermark(&self, table_id: TableId, epoch: Epoch, w: &VnodeWatermark) {
+        let oldest_pin = self.pinned().first().copied();
+        let mut watermarks = self.watermarks.write().unwrap_or_else(|e| e.into_inner());
+        watermarks
+            .entry(table_id)
+            .or_default()
+            .add(epoch, w, oldest_pin);
+    }
+
+    /// Whether a read of `table_id` at `epoch` skips `key` (below a committed watermark).
+    pub fn watermark_hides(&self, table_id: TableId, key: &[u8], epoch: Epoch) -> bool {
+        let watermarks = self.watermarks.read().unwrap_or_else(|e| e.into_inner());
+        watermarks
+            .get(&table_id)
+            .is_some_and(|w| w.hides(key, epoch))
+    }
+
+    /// The committed watermarks a read of `table_id` at `epoch` applies.
+    pub fn watermarks_at(&self, table_id: TableId, epoch: Epoch) -> ReadWatermarks {
+        let watermarks = self.watermarks.read().unwrap_or_else(|e| e.into_inner());
+        watermarks
+            .get(&table_id)
+            .map_or_else(ReadWatermarks::default, |w| w.at(epoch))
+    }
+
     /// Keep what a read at `epoch` sees until [`CommittedStore::unpin`] (a pin per call).
     pub fn pin(&self, epoch: Epoch) {
         let mut pins = self.pins.write().unwrap_or_else(|e| e.into_inner());
@@ -600,6 +630,9 @@ impl CommittedStore {
         hash: u64,
         epoch: Epoch,
     ) -> Option<Bytes> {
+        if self.watermark_hides(table_id, key, epoch) {
+            return None;
+        }
         let tables = self.read();
         let table = tables.get(&table_id)?;
         for run in table.runs.iter().rev() {
@@ -643,7 +676,11 @@ impl CommittedStore {
         if runs.is_empty() {
             return out;
         }
+        let hidden = self.watermarks_at(table_id, epoch);
         visit(&runs, range, epoch, |b, i, v| {
+            if hidden.hides(b.key(i)) {
+                return true;
+            }
             let key = b.data.slice(b.start(i)..b.entries[i].key_end as usize);
             out.push((key, b.data.slice(v)));
             out.len() < limit
@@ -659,8 +696,11 @@ impl CommittedStore {
         };
         let full = (Bound::Unbounded, Bound::Unbounded);
         let runs: Vec<&Run> = table.runs.iter().collect();
+        let hidden = self.watermarks_at(table_id, epoch);
         visit(&runs, full, epoch, |b, i, v| {
-            f(b.key(i), &b.data[v]);
+            if !hidden.hides(b.key(i)) {
+                f(b.key(i), &b.data[v]);
+            }
             true
         });
     }

@@ -26,6 +26,7 @@ pub mod manager;
 pub mod mem_table;
 pub mod node;
 pub mod version;
+pub mod watermark;
 
 pub use access::{Access, AccessKind, AccessObserver, Accessor};
 pub use committed::CommittedStore;
@@ -42,6 +43,7 @@ pub use manager::{CommitOutcome, DeltaHook, HummockManager};
 pub use mem_table::{KeyOp, MemTable};
 pub use node::{NodeStorage, NodeStorageStats, SstData, SyncResult};
 pub use version::{DeltaError, GroupChange, GroupId, HummockVersion, VersionDelta};
+pub use watermark::{ReadWatermarks, TableWatermarks, VnodeWatermark};
 
 /// A table-local key: the vnode (2 bytes, big-endian) followed by the memcomparable pk.
 pub type Key = bytes::Bytes;

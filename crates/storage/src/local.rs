@@ -18,6 +18,7 @@ use crate::error::{StorageError, StorageResult};
 use crate::imm::Imm;
 use crate::mem_table::{KeyOp, MemTable};
 use crate::node::NodeInner;
+use crate::watermark::{ReadWatermarks, VnodeWatermark};
 
 /// A mem-table larger than this spills into an imm before its epoch ends (RisingWave's
 /// `mem_table_spill_threshold`, 4 MiB by default): a large load in one epoch holds sorted batches, not a tree.
@@ -72,18 +73,29 @@ impl NewLocalOptions {
 #[derive(Default)]
 pub(crate) struct ReadVersion {
     staging: VecDeque<Arc<Imm>>,
+    /// Table watermarks this instance sealed and no commit has brought yet, with their epochs, oldest first.
+    watermarks: Vec<(Epoch, VnodeWatermark)>,
 }
 
 impl ReadVersion {
-    /// Drop imms at or below the new max committed epoch; returns how many.
+    /// Drop imms and watermarks at or below the new max committed epoch; returns how many imms.
     pub(crate) fn prune_committed(&mut self, mce: Epoch) -> usize {
         let before = self.staging.len();
         self.staging.retain(|imm| imm.epoch > mce);
+        self.watermarks.retain(|(e, _)| *e > mce);
         before - self.staging.len()
     }
 
     pub(crate) fn clear(&mut self) {
         self.staging.clear();
+        self.watermarks.clear();
+    }
+
+    /// Whether a watermark this instance sealed at or before `epoch` deletes `key`.
+    fn hides(&self, key: &[u8], epoch: Epoch) -> bool {
+        self.watermarks
+            .iter()
+            .any(|(e, w)| *e <= epoch && crate::watermark::hidden_by(key, w))
     }
 }
 
@@ -188,12 +200,41 @@ impl LocalStateStore {
         }
     }
 
-    /// The value of `key` at the store's epoch.
+    /// Whether a table watermark deletes `key` for a read at `epoch`: one this instance sealed, or a committed
+    /// one the read sees.
+    fn hidden(&self, key: &[u8], epoch: Epoch) -> bool {
+        if self.read_version().hides(key, epoch) {
+            return true;
+        }
+        let committed = self.committed_bound(epoch);
+        committed.is_some_and(|bound| {
+            self.node
+                .committed
+                .watermark_hides(self.opts.table_id, key, bound)
+        })
+    }
+
+    /// The table watermarks a read at `epoch` applies (an iterator's snapshot of them).
+    fn read_watermarks(&self, epoch: Epoch) -> ReadWatermarks {
+        let mut w = match self.committed_bound(epoch) {
+            Some(bound) => self.node.committed.watermarks_at(self.opts.table_id, bound),
+            None => ReadWatermarks::default(),
+        };
+        for (e, vw) in &self.read_version().watermarks {
+            if *e <= epoch {
+                w.raise(vw);
+            }
+        }
+        w
+    }
+
+    /// The value of `key` at the store's epoch (none below a table watermark).
     pub fn get(&self, key: &[u8]) -> StorageResult<Option<Bytes>> {
         let epoch = self.epoch()?;
         self.observe(AccessKind::Read, epoch);
         if let Some(op) = self.mem_table.get(key) {
-            return Ok(op.new_value().cloned());
+            let live = op.new_value().filter(|_| !self.hidden(key, epoch));
+            return Ok(live.cloned());
         }
         Ok(self.get_below_mem_table(key, epoch))
     }
@@ -316,6 +357,17 @@ impl LocalStateStore {
 
     /// Move to the next epoch. The mem-table must have been flushed.
     pub fn seal_current_epoch(&mut self, next: Epoch) -> StorageResult<()> {
+        self.seal_current_epoch_with(next, None)
+    }
+
+    /// Move to the next epoch with a table watermark (RisingWave's `SealCurrentEpochOptions::table_watermarks`):
+    /// from the epoch it seals, reads of this instance skip the keys below it, and its commit brings it to
+    /// every reader. A stale instance's watermark goes nowhere, as its writes do.
+    pub fn seal_current_epoch_with(
+        &mut self,
+        next: Epoch,
+        watermark: Option<VnodeWatermark>,
+    ) -> StorageResult<()> {
         let prev = self.epoch()?;
         if self.mem_table.is_dirty() {
             return Err(StorageError::SealDirty {
@@ -329,6 +381,14 @@ impl LocalStateStore {
                 prev,
                 next,
             });
+        }
+        if let Some(w) = watermark {
+            let current = self.node.lock_state().generation;
+            if !self.opts.is_replicated && current == self.generation {
+                self.node
+                    .upload_watermark(self.opts.table_id, prev, w.clone());
+            }
+            self.read_version().watermarks.push((prev, w));
         }
         self.epoch = Some(next);
         Ok(())
@@ -362,6 +422,7 @@ impl LocalStateStore {
                 }
             }
         }
+        let watermarks = self.read_watermarks(epoch);
         if let Some(bound) = self.committed_bound(epoch) {
             sources.push(Source::Committed(CommittedCursor {
                 store: self.node.committed.clone(),
@@ -373,12 +434,16 @@ impl LocalStateStore {
                 done: false,
             }));
         }
-        Ok(LocalIter { sources })
+        Ok(LocalIter {
+            sources,
+            watermarks,
+        })
     }
 }
 
 /// The value of `key` below a store's mem-table: its staging imms at or below `read_epoch`, newest first, then
-/// committed data, if the node's pinned version has the table in a group.
+/// committed data, if the node's pinned version has the table in a group; none below a table watermark the
+/// read applies (the instance's own, or a committed one).
 fn read_below_mem_table(
     read_version: &Mutex<ReadVersion>,
     node: &NodeInner,
@@ -387,8 +452,15 @@ fn read_below_mem_table(
     read_epoch: Epoch,
 ) -> Option<Bytes> {
     let hash = crate::filter::key_hash(key);
+    let bound = committed_bound(node, table_id, read_epoch);
+    if bound.is_some_and(|b| node.committed.watermark_hides(table_id, key, b)) {
+        return None;
+    }
     {
         let rv = read_version.lock().unwrap_or_else(|e| e.into_inner());
+        if rv.hides(key, read_epoch) {
+            return None;
+        }
         for imm in rv.staging.iter() {
             if imm.epoch > read_epoch {
                 continue;
@@ -398,8 +470,7 @@ fn read_below_mem_table(
             }
         }
     }
-    let bound = committed_bound(node, table_id, read_epoch)?;
-    node.committed.get_hashed(table_id, key, hash, bound)
+    node.committed.get_hashed(table_id, key, hash, bound?)
 }
 
 /// Up to which epoch a read at `read_epoch` sees `table_id`'s committed data on `node`: none at all when the
@@ -505,15 +576,28 @@ impl Source {
     }
 }
 
-/// A merge of the layers: for each key, the newest layer's value wins; deletes hide the key.
+/// A merge of the layers: for each key, the newest layer's value wins; deletes hide the key, and so do the
+/// table watermarks the read applies.
 pub struct LocalIter {
     sources: Vec<Source>,
+    watermarks: ReadWatermarks,
 }
 
 impl Iterator for LocalIter {
     type Item = (Bytes, Bytes);
 
     fn next(&mut self) -> Option<(Bytes, Bytes)> {
+        loop {
+            let (key, value) = self.merged()?;
+            if !self.watermarks.hides(&key) {
+                return Some((key, value));
+            }
+        }
+    }
+}
+
+impl LocalIter {
+    fn merged(&mut self) -> Option<(Bytes, Bytes)> {
         if let [only] = self.sources.as_mut_slice() {
             // One layer: its rows in order, deletes skipped, nothing to compare.
             loop {

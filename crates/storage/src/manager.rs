@@ -17,6 +17,7 @@ use crate::compaction::{
 use crate::error::{StorageError, StorageResult};
 use crate::node::SyncResult;
 use crate::version::{GroupChange, GroupId, HummockVersion, VersionDelta};
+use crate::watermark::VnodeWatermark;
 
 /// Deltas kept for nodes that lag; a node further behind resynchronises from the full version.
 pub const MAX_DELTA_HISTORY: usize = 100_000;
@@ -220,11 +221,22 @@ impl HummockManager {
         mce: Epoch,
         changes: Vec<GroupChange>,
     ) -> Arc<VersionDelta> {
+        self.push_delta_with(inner, mce, changes, BTreeMap::new())
+    }
+
+    fn push_delta_with(
+        &self,
+        inner: &mut Inner,
+        mce: Epoch,
+        changes: Vec<GroupChange>,
+        table_watermarks: BTreeMap<TableId, Vec<(Epoch, VnodeWatermark)>>,
+    ) -> Arc<VersionDelta> {
         let delta = Arc::new(VersionDelta {
             id: inner.version.id + 1,
             prev_id: inner.version.id,
             max_committed_epoch: mce,
             group_changes: changes,
+            table_watermarks,
         });
         inner.version.apply(&delta);
         if let Some(hook) = &*self.delta_hook.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -416,7 +428,14 @@ impl HummockManager {
         let mut dropped_rows: BTreeMap<TableId, usize> = BTreeMap::new();
         // Per group the commit brings data to, the tables whose data it brings: one L0 sub-level each.
         let mut fed: BTreeMap<GroupId, BTreeSet<TableId>> = BTreeMap::new();
+        let mut watermarks: BTreeMap<TableId, Vec<(Epoch, VnodeWatermark)>> = BTreeMap::new();
         for s in syncs {
+            for (table, sealed, w) in s.table_watermarks {
+                if inner.version.group_of(table).is_some() {
+                    self.committed.apply_watermark(table, sealed, &w);
+                    watermarks.entry(table).or_default().push((sealed, w));
+                }
+            }
             for sst in s.ssts {
                 if let Some(group) = inner.version.group_of(sst.table_id) {
                     if !sst.is_empty() {
@@ -430,7 +449,7 @@ impl HummockManager {
         }
         let dropped_total: usize = dropped_rows.values().sum();
         inner.dropped_write_count += dropped_total as u64;
-        let delta = self.push_delta(&mut inner, epoch, Vec::new());
+        let delta = self.push_delta_with(&mut inner, epoch, Vec::new(), watermarks);
         inner.committed_epochs.insert(epoch);
         for (group, tables) in &fed {
             inner

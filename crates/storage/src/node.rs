@@ -14,6 +14,7 @@ use crate::error::{StorageError, StorageResult};
 use crate::imm::Imm;
 use crate::local::{LocalStateStore, NewLocalOptions, ReadVersion};
 use crate::version::{HummockVersion, VersionDelta};
+use crate::watermark::VnodeWatermark;
 
 /// One table's synced writes: its imms, oldest first (by epoch, then in flush order), shared with the
 /// instances' read versions until they are pruned (no copy is made to upload them).
@@ -42,6 +43,8 @@ pub struct SyncResult {
     pub worker: WorkerId,
     pub generation: u64,
     pub ssts: Vec<SstData>,
+    /// Table watermarks sealed at or below the epoch, each with its table and the epoch it was sealed at.
+    pub table_watermarks: Vec<(TableId, Epoch, VnodeWatermark)>,
 }
 
 impl SyncResult {
@@ -84,6 +87,8 @@ pub(crate) struct NodeState {
 struct Uploader {
     /// Flushed, not yet synced data of non-replicated instances, by epoch.
     unsynced: BTreeMap<Epoch, Vec<Arc<Imm>>>,
+    /// Table watermarks of those instances, sealed and not yet synced, by epoch.
+    unsynced_watermarks: BTreeMap<Epoch, Vec<(TableId, VnodeWatermark)>>,
     unsynced_bytes: usize,
     max_sealed: Epoch,
     max_synced: Epoch,
@@ -209,7 +214,7 @@ impl NodeStorage {
     /// limiter holds the actor's flush; here the node's sync waits: either way the barrier cannot complete).
     /// Takes the configured upload latency; a `clear()` meanwhile fails the sync.
     pub async fn sync(&self, epoch: Epoch) -> StorageResult<SyncResult> {
-        let (imms, clear_count, generation) = {
+        let (imms, watermarks, clear_count, generation) = {
             let mut state = self.lock();
             assert!(
                 epoch <= state.uploader.max_sealed,
@@ -221,9 +226,11 @@ impl NodeStorage {
                 .into_values()
                 .flatten()
                 .collect();
+            let later = up.unsynced_watermarks.split_off(&Epoch(epoch.0 + 1));
+            let watermarks = std::mem::replace(&mut up.unsynced_watermarks, later);
             let bytes: usize = imms.iter().map(|i| i.size_bytes()).sum();
             up.unsynced_bytes -= bytes;
-            (imms, up.clear_count, state.generation)
+            (imms, watermarks, up.clear_count, state.generation)
         };
         let tables: BTreeSet<TableId> = imms.iter().map(|i| i.table_id).collect();
         self.wait_for_write_limits(&tables, clear_count, epoch)
@@ -246,6 +253,10 @@ impl NodeStorage {
             worker: self.inner.worker,
             generation,
             ssts: merge_imms(imms),
+            table_watermarks: watermarks
+                .into_iter()
+                .flat_map(|(e, ws)| ws.into_iter().map(move |(t, w)| (t, e, w)))
+                .collect(),
         };
         self.inner
             .stats
@@ -301,6 +312,7 @@ impl NodeStorage {
         let mce = state.pinned.max_committed_epoch;
         let up = &mut state.uploader;
         up.unsynced.clear();
+        up.unsynced_watermarks.clear();
         up.unsynced_bytes = 0;
         up.clear_count += 1;
         up.max_sealed = mce;
@@ -410,6 +422,17 @@ impl NodeInner {
     }
 
     /// Hand a flushed imm of a non-replicated instance to the uploader.
+    /// A table watermark sealed at `epoch` goes to the uploader with the epoch's data.
+    pub(crate) fn upload_watermark(&self, table_id: TableId, epoch: Epoch, w: VnodeWatermark) {
+        let mut state = self.lock_state();
+        let up = &mut state.uploader;
+        debug_assert!(epoch > up.max_sealed, "a watermark of a sealed epoch");
+        up.unsynced_watermarks
+            .entry(epoch)
+            .or_default()
+            .push((table_id, w));
+    }
+
     pub(crate) fn upload(&self, imm: Arc<Imm>) {
         let mut state = self.lock_state();
         let up = &mut state.uploader;

@@ -18,6 +18,10 @@ pub struct HummockVersion {
     /// Groups whose writes are stopped (RisingWave's write limits): a node holds back the data of their
     /// tables until a version lifts the stop.
     write_stopped: BTreeSet<GroupId>,
+    /// Each table's cleaning watermark per vnode, the highest committed (RisingWave's `table_watermarks`; the
+    /// history readers need lives in the committed store).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub table_watermarks: BTreeMap<TableId, BTreeMap<usize, Vec<u8>>>,
 }
 
 /// Why a delta does not follow a version.
@@ -62,6 +66,10 @@ pub struct VersionDelta {
     /// The max committed epoch after this delta.
     pub max_committed_epoch: Epoch,
     pub group_changes: Vec<GroupChange>,
+    /// Table watermarks this commit brought, each with the epoch it was sealed at (RisingWave's
+    /// `new_table_watermarks`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub table_watermarks: BTreeMap<TableId, Vec<(Epoch, crate::VnodeWatermark)>>,
 }
 
 impl fmt::Display for VersionDelta {
@@ -88,6 +96,10 @@ impl fmt::Display for VersionDelta {
                     write!(f, " {verb} writes to group {group}")?
                 }
             }
+        }
+        if !self.table_watermarks.is_empty() {
+            let tables: Vec<_> = self.table_watermarks.keys().collect();
+            write!(f, " watermarks of {tables:?}")?;
         }
         Ok(())
     }
@@ -166,6 +178,7 @@ impl HummockVersion {
                     for t in tables {
                         members.remove(t);
                         self.table_to_group.remove(t);
+                        self.table_watermarks.remove(t);
                     }
                 }
                 GroupChange::Destroy { group } => {
@@ -185,6 +198,17 @@ impl HummockVersion {
                         self.write_stopped.insert(*group);
                     } else {
                         self.write_stopped.remove(group);
+                    }
+                }
+            }
+        }
+        for (table, watermarks) in &delta.table_watermarks {
+            let per_vnode = self.table_watermarks.entry(*table).or_default();
+            for (_, w) in watermarks {
+                for v in w.vnodes.iter_ones() {
+                    let slot = per_vnode.entry(v).or_default();
+                    if *slot < w.watermark {
+                        slot.clone_from(&w.watermark);
                     }
                 }
             }

@@ -45,7 +45,7 @@ CREATE TABLE sequence (name TEXT NOT NULL, table_id INTEGER NOT NULL, seq INTEGE
     PRIMARY KEY (name, table_id));
 CREATE TABLE hummock_version_checkpoint (id INTEGER PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE hummock_version_delta (id INTEGER PRIMARY KEY, prev_id INTEGER NOT NULL,
-    max_committed_epoch INTEGER NOT NULL, group_changes TEXT NOT NULL);
+    max_committed_epoch INTEGER NOT NULL, group_changes TEXT NOT NULL, table_watermarks TEXT NOT NULL);
 ";
 
 /// A meta store in an SQLite database (in memory for a simulated cluster; [`SqliteStore::save_to`] writes it
@@ -390,13 +390,14 @@ fn push_delta(tx: &Transaction<'_>, d: &VersionDelta) -> Result<(), MetaStoreErr
     }
     exec(
         tx,
-        "INSERT INTO hummock_version_delta (id, prev_id, max_committed_epoch, group_changes) \
-         VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO hummock_version_delta \
+         (id, prev_id, max_committed_epoch, group_changes, table_watermarks) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![
             d.id as i64,
             d.prev_id as i64,
             d.max_committed_epoch.0 as i64,
-            json(&d.group_changes)
+            json(&d.group_changes),
+            json(&d.table_watermarks)
         ],
     )?;
     let n = lo.map_or(1, |lo| d.id as i64 - lo + 1);
@@ -688,7 +689,8 @@ fn load_deltas(tx: &Transaction<'_>) -> Result<Vec<Arc<VersionDelta>>, MetaStore
     // u64s are stored as i64s bit for bit (an epoch above 2^63 reads back unchanged).
     rows(
         tx,
-        "SELECT id, prev_id, max_committed_epoch, group_changes FROM hummock_version_delta \
+        "SELECT id, prev_id, max_committed_epoch, group_changes, table_watermarks \
+         FROM hummock_version_delta \
          ORDER BY id",
         |r| {
             Ok(Arc::new(VersionDelta {
@@ -696,6 +698,7 @@ fn load_deltas(tx: &Transaction<'_>) -> Result<Vec<Arc<VersionDelta>>, MetaStore
                 prev_id: col::<i64>(r, 1)? as u64,
                 max_committed_epoch: epochlab_common::Epoch(col::<i64>(r, 2)? as u64),
                 group_changes: parse(t, &col::<String>(r, 3)?)?,
+                table_watermarks: parse(t, &col::<String>(r, 4)?)?,
             }))
         },
     )
