@@ -1,5 +1,6 @@
 //! What the SQL-level simulation tests share: run a statement, read a query's rows sorted, write expected
-//! rows as text.
+//! rows as text. Each test binary uses some of them.
+#![allow(dead_code)]
 
 use epochlab_frontend::{Output, Session};
 

@@ -18,8 +18,9 @@ const CHUNK_SIZE: usize = 256;
 /// Emit-on-window-close for a plan with no executor of its own that waits for the window to close
 /// (RisingWave's `SortExecutor`, the `StreamEowcSort` plan node): every input row waits in `buffer_table`
 /// (pk: the sort column, then the input's stream key) until a watermark on the sort column passes it; then
-/// the rows below the watermark go out as inserts, in sort-column order, are removed from the buffer, and
-/// the watermark follows them. Watermarks on other columns stop here. The buffer is mirrored in memory,
+/// the rows below the watermark go out as inserts, in sort-column order, and the watermark follows them. They
+/// leave the buffer table by its table watermark (RisingWave's eager `update_watermark`), sealed with the
+/// epoch: from then on no read sees them. Watermarks on other columns stop here. The buffer is mirrored in memory,
 /// keyed by the memcomparable pk; a rebuilt actor loads it from the committed table.
 pub struct SortExecutor {
     actor_id: ActorId,
@@ -84,7 +85,8 @@ impl SortExecutor {
         Ok(())
     }
 
-    /// The buffered rows whose sort column is below `w`, taken out of the buffer, as insert chunks.
+    /// The buffered rows whose sort column is below `w`, taken out of the buffer, as insert chunks; the buffer
+    /// table cleans them at the next commit.
     fn consume(&mut self, w: &Watermark) -> StreamExecutorResult<Vec<StreamChunk>> {
         let order = &self.buffer_table.desc().pk_orders[..1];
         let bound = encode_row_to_vec(&OwnedRow::new(vec![Some(w.val.clone())]), order);
@@ -93,10 +95,11 @@ impl SortExecutor {
         let mut builder = StreamChunkBuilder::new(CHUNK_SIZE);
         let mut out = Vec::new();
         for (_, row) in below {
-            self.buffer_table.delete(&row)?;
             out.extend(builder.append(Op::Insert, row));
         }
         out.extend(builder.take());
+        self.buffer_table
+            .update_watermark(Some(w.val.clone()), true);
         Ok(out)
     }
 

@@ -342,9 +342,11 @@ impl AggCore {
 
     /// Emit on window close, at a barrier: the changed groups are written (nothing is emitted for them), then
     /// every group whose window is below the window watermark goes out once, as an insert of its final
-    /// value, and leaves the state (RisingWave's EOWC `flush_data`, which cleans it by a table watermark;
-    /// here its result row is deleted, and its materialized-input and dedup rows stay, never read again:
-    /// a late row is dropped upstream). Returns the rows and the watermark to send after them.
+    /// value, and leaves the state (RisingWave's EOWC `flush_data`). With the window first in the group key,
+    /// the tables' pk starts with it and table watermarks clean them: the result table at this commit (the
+    /// sort buffer's eager cleaning), the materialized-input and dedup tables lazily; otherwise the result
+    /// row is deleted and the other rows stay, never read again (a late row is dropped upstream). Returns the
+    /// rows and the watermark to send after them.
     fn flush_eowc(&mut self, window: usize) -> StreamExecutorResult<Flushed> {
         self.flush()?;
         let Some(w) = self.window_watermark.take() else {
@@ -376,11 +378,26 @@ impl AggCore {
             self.load_group(&ck, &key)?;
             let mut group = self.cache.remove(&ck).expect("loaded");
             out.push((Op::Insert, group.output()));
-            let tables = (&mut self.result_table, &mut self.dedup_tables);
-            group.write(false, tables.0, tables.1, self.dedup_write)?;
+            if window != 0 {
+                let tables = (&mut self.result_table, &mut self.dedup_tables);
+                group.write(false, tables.0, tables.1, self.dedup_write)?;
+            }
         }
-        self.stats.state_rows_written(0, out.len() as u64);
+        if window == 0 {
+            self.clean_below(&w.val);
+        } else {
+            self.stats.state_rows_written(0, out.len() as u64);
+        }
         Ok((out, Some(w.with_idx(window))))
+    }
+
+    /// Clean every state table below the window watermark `val` (their pk starts with the window): the result
+    /// table at this commit, the others lazily (RisingWave's `update_watermark(watermark, false)`).
+    fn clean_below(&mut self, val: &epochlab_common::ScalarImpl) {
+        self.result_table.update_watermark(Some(val.clone()), true);
+        for t in self.tables_mut().into_iter().skip(1) {
+            t.update_watermark(Some(val.clone()), false);
+        }
     }
 
     /// A watermark of the input: the window column's is kept for the next barrier (EOWC); others stop here
