@@ -78,7 +78,7 @@ impl ExprNode {
 
     /// Whether a watermark on input column `col` is one on this expression's value (RisingWave's
     /// `WatermarkAnalyzer` deriving `Watermark(col)`): the column itself, the column plus or minus a
-    /// constant (`ts - interval '5 minutes'`), a tumble's start over it. Such an expression never decreases
+    /// constant (`ts - interval '5 minutes'`, also in a session time zone), a tumble's start over it. Such an expression never decreases
     /// as the column rises and reads no other column.
     pub fn derives_watermark(&self, col: usize) -> bool {
         match self {
@@ -90,6 +90,11 @@ impl ExprNode {
                         || (a.is_constant() && b.derives_watermark(col))
                 }
                 (ExprType::Subtract, [a, b]) => a.derives_watermark(col) && b.is_constant(),
+                // The session-time-zone forms of `ts ± interval` (RisingWave's `AddWithTimeZone`,
+                // `SubtractWithTimeZone`: a constant interval and zone).
+                (ExprType::AddWithTimeZone | ExprType::SubtractWithTimeZone, [a, b, z]) => {
+                    a.derives_watermark(col) && b.is_constant() && z.is_constant()
+                }
                 (ExprType::TumbleStart, [a, rest @ ..]) => {
                     a.derives_watermark(col) && rest.iter().all(ExprNode::is_constant)
                 }

@@ -524,6 +524,13 @@ impl StateTable {
         }
     }
 
+    /// Whether `row`'s key is below a table watermark the table's reads apply: the row was cleaned (a write of
+    /// it would touch a row no read sees).
+    pub fn is_cleaned(&self, row: &OwnedRow) -> StateTableResult<bool> {
+        let key = self.key_of(|p| row.datum_at(self.desc.pk_indices[p]))?;
+        Ok(self.local.is_hidden(&key)?)
+    }
+
     /// The table watermark of the commit under way, if the table cleans.
     fn take_table_watermark(&mut self) -> Option<epochlab_storage::VnodeWatermark> {
         let watermark = self.clean_watermark.take()?;

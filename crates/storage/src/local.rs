@@ -214,6 +214,11 @@ impl LocalStateStore {
         })
     }
 
+    /// Whether a table watermark deletes `key` for a read at the store's epoch (the row was cleaned).
+    pub fn is_hidden(&self, key: &[u8]) -> StorageResult<bool> {
+        Ok(self.hidden(key, self.epoch()?))
+    }
+
     /// The table watermarks a read at `epoch` applies (an iterator's snapshot of them).
     fn read_watermarks(&self, epoch: Epoch) -> ReadWatermarks {
         let mut w = match self.committed_bound(epoch) {

@@ -1197,9 +1197,18 @@ pub fn operator_name(plan: &LogicalPlan) -> &'static str {
     }
 }
 
-/// `plan` as one table's rows under projections and filters; any other operator is unsupported.
+/// `plan` as one table's rows under projections and filters; any other operator is unsupported, and so is a
+/// filter that reads `now()`: a temporal filter is RisingWave's dynamic filter over `Now`, with its state.
 pub fn single_table(plan: &LogicalPlan) -> Result<SingleTable, SqlError> {
     match plan {
+        LogicalPlan::Scan {
+            filter: Some(f), ..
+        }
+        | LogicalPlan::Filter { predicate: f, .. }
+            if reads_now(f) =>
+        {
+            Err(unsupported("temporal filter"))
+        }
         LogicalPlan::Scan {
             table_id,
             exprs,
@@ -1228,6 +1237,14 @@ pub fn single_table(plan: &LogicalPlan) -> Result<SingleTable, SqlError> {
             })
         }
         other => Err(unsupported(operator_name(other))),
+    }
+}
+
+/// Whether `e` calls `now()`.
+fn reads_now(e: &ExprNode) -> bool {
+    match e {
+        ExprNode::Call { func, args, .. } => *func == ExprType::Now || args.iter().any(reads_now),
+        _ => false,
     }
 }
 

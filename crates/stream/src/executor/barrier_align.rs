@@ -4,8 +4,9 @@
 //! Chunks of both inputs pass as they come, tagged with their side. When one input delivers a barrier, only
 //! the other input is read until it delivers its barrier too; then the barrier goes out once. RisingWave
 //! picks the side to poll first at random on each turn; here the preference alternates, which is as fair and
-//! keeps a seed's schedule reproducible. Watermarks stop here: neither two-input executor derives one yet
-//! (RisingWave's join passes the minimum of its two sides' join-key watermarks).
+//! keeps a seed's schedule reproducible. Watermarks pass tagged with their side, as RisingWave's
+//! `WatermarkLeft`/`WatermarkRight`: the executor decides (a dynamic filter cleans its left table by the right
+//! side's; the join drops both, where RisingWave's passes the minimum of its sides' join-key watermarks).
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{ActorId, StreamChunk};
@@ -20,6 +21,8 @@ use super::{BoxedMessageStream, Message, StreamExecutorError, StreamExecutorResu
 pub enum AlignedMessage {
     Left(StreamChunk),
     Right(StreamChunk),
+    WatermarkLeft(super::Watermark),
+    WatermarkRight(super::Watermark),
     /// Both inputs delivered this barrier.
     Barrier(Barrier),
 }
@@ -35,6 +38,13 @@ fn tag(input: Input, chunk: StreamChunk) -> AlignedMessage {
     match input {
         Input::Left => AlignedMessage::Left(chunk),
         Input::Right => AlignedMessage::Right(chunk),
+    }
+}
+
+fn tag_watermark(input: Input, w: super::Watermark) -> AlignedMessage {
+    match input {
+        Input::Left => AlignedMessage::WatermarkLeft(w),
+        Input::Right => AlignedMessage::WatermarkRight(w),
     }
 }
 
@@ -97,7 +107,7 @@ pub async fn barrier_align(
                 for m in other {
                     match m? {
                         Message::Chunk(c) => yield tag(other_input, c),
-                        Message::Watermark(_) => {}
+                        Message::Watermark(w) => yield tag_watermark(other_input, w),
                         Message::Barrier(_) => {
                             return Err(closed(actor_id, first, "ended before a barrier"));
                         }
@@ -106,12 +116,12 @@ pub async fn barrier_align(
                 break;
             }
             Some(Message::Chunk(c)) => yield tag(first, c),
-            Some(Message::Watermark(_)) => {}
+            Some(Message::Watermark(w)) => yield tag_watermark(first, w),
             Some(Message::Barrier(barrier)) => loop {
                 match other.next().await.transpose()? {
                     None => return Err(closed_waiting(other_input, actor_id)),
                     Some(Message::Chunk(c)) => yield tag(other_input, c),
-                    Some(Message::Watermark(_)) => {}
+                    Some(Message::Watermark(w)) => yield tag_watermark(other_input, w),
                     Some(Message::Barrier(b)) if b.epoch != barrier.epoch => {
                         return Err(misaligned(actor_id, &barrier, &b));
                     }
@@ -175,10 +185,35 @@ mod tests {
                     AlignedMessage::Left(c) => format!("L{}", first(&c)),
                     AlignedMessage::Right(c) => format!("R{}", first(&c)),
                     AlignedMessage::Barrier(b) => format!("B{}", b.epoch.curr.0),
+                    AlignedMessage::WatermarkLeft(w) => format!("WL{:?}", w.val),
+                    AlignedMessage::WatermarkRight(w) => format!("WR{:?}", w.val),
                 });
             }
             Ok(out)
         })
+    }
+
+    /// A watermark passes tagged with the side it came from, in its place among that side's chunks.
+    #[test]
+    fn watermarks_pass_tagged_with_their_side() {
+        let wm = |v: i64| {
+            let ty = epochlab_common::DataType::Int64;
+            Message::Watermark(super::super::Watermark::new(0, ty, ScalarImpl::Int64(v)))
+        };
+        let out = align(
+            vec![barrier(1), chunk(1), wm(5), barrier(2)],
+            vec![barrier(1), wm(7), barrier(2)],
+        )
+        .unwrap();
+        let b = |e: u64| format!("B{}", Epoch::test(e).0);
+        let expected = [
+            b(1),
+            "WRInt64(7)".into(),
+            "L1".into(),
+            "WLInt64(5)".into(),
+            b(2),
+        ];
+        assert_eq!(out, expected);
     }
 
     /// A chunk behind one input's barrier waits until the other input delivers the barrier; the sides

@@ -136,7 +136,10 @@ pub struct DynamicFilterArgs {
 /// passes against the right value of the epoch before its own (the value as of the last barrier); when
 /// the right value moves, at the barrier, the left rows whose verdict changes are range-scanned from the
 /// left table and emitted as inserts or deletes. Both tables commit on every barrier; a rebuilt actor
-/// starts from the committed right row.
+/// starts from the committed right row. A watermark of the right side (`now()`'s) cleans the left table
+/// below it, lazily, when a higher right value lets fewer rows pass (`>`, `>=`: a row below it never passes
+/// again), and goes downstream on the key column at the barrier; a left change of a row the table cleaned is
+/// not written (RisingWave #17816: its delete would find no row).
 pub struct DynamicFilterExecutor {
     actor_id: ActorId,
     inputs: Option<(BoxedExecutor, BoxedExecutor)>,
@@ -251,7 +254,7 @@ impl DynamicFilterExecutor {
                 // A lone update half is a plain insert or delete.
                 op => out.push((op.normalize(), row.clone())),
             }
-            if key.is_some() {
+            if key.is_some() && !self.left_table.is_cleaned(row)? {
                 if op.is_insert() {
                     self.left_table.insert(row)?;
                     self.stats.state_rows_written(1, 0);
@@ -345,6 +348,8 @@ impl DynamicFilterExecutor {
         };
         yield Message::Barrier(first);
         let mut builder = StreamChunkBuilder::new(self.chunk_size);
+        // The right side's watermark since the last barrier, when it can clean the left table.
+        let mut right_watermark: Option<super::Watermark> = None;
         #[for_await]
         for msg in aligned {
             match msg? {
@@ -355,6 +360,13 @@ impl DynamicFilterExecutor {
                     }
                 }
                 AlignedMessage::Right(chunk) => self.apply_right(&chunk, &mut right)?,
+                AlignedMessage::WatermarkLeft(_) => {}
+                AlignedMessage::WatermarkRight(w) => {
+                    let key_type = &self.left_table.desc().column_types[self.key];
+                    if self.comparator.is_lower_bound() && w.data_type == *key_type {
+                        right_watermark = Some(w);
+                    }
+                }
                 AlignedMessage::Barrier(barrier) => {
                     let curr = right.curr();
                     if curr != right.prev {
@@ -368,6 +380,10 @@ impl DynamicFilterExecutor {
                         if let Some(c) = builder.take() {
                             yield Message::Chunk(c);
                         }
+                    }
+                    if let Some(w) = right_watermark.take() {
+                        self.left_table.update_watermark(Some(w.val.clone()), false);
+                        yield Message::Watermark(w.with_idx(self.key));
                     }
                     self.write_right(&mut right)?;
                     self.left_table.commit(barrier.epoch)?;

@@ -422,7 +422,7 @@ fn now_table() -> Arc<TableDesc> {
 /// `now` emits each barrier's epoch time after it, retracting the last; a paused job emits nothing; an
 /// actor rebuilt on a new node retracts the committed value.
 #[test]
-fn now_emits_the_epoch_time_per_barrier() {
+fn now_emits_the_epoch_time_and_its_watermark_per_barrier() {
     let cluster = Cluster::new();
     let runtime = runtime();
     let vnodes = Arc::new(Bitmap::ones(VNODES));
@@ -464,9 +464,11 @@ fn now_emits_the_epoch_time_per_barrier() {
         vec![
             "B",
             "+(2021-04-01 00:00:00.001+00:00)",
+            "W0=Timestamptz(Timestamptz(1617235200001000))",
             "B",
             "B",
             "-(2021-04-01 00:00:00.001+00:00) +(2021-04-01 00:00:00.003+00:00)",
+            "W0=Timestamptz(Timestamptz(1617235200003000))",
         ]
     );
     // Epoch 1 (the first value) committed, epoch 3 (the third) lost.
@@ -477,6 +479,7 @@ fn now_emits_the_epoch_time_per_barrier() {
         vec![
             "B",
             "-(2021-04-01 00:00:00.001+00:00) +(2021-04-01 00:00:00.004+00:00)",
+            "W0=Timestamptz(Timestamptz(1617235200004000))",
         ]
     );
 }

@@ -13,8 +13,9 @@ use super::{BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExe
 /// `now()` of a streaming job (RisingWave's `NowExecutor`): a source whose barriers come from the local
 /// barrier manager. After each barrier it emits the barrier's `curr` epoch as a `Timestamptz` (the epoch's
 /// physical time is the simulation's clock when meta made the epoch: never a wall clock), retracting the
-/// value it emitted before. The last value emitted is kept in `state_table` (one row, empty pk), so a
-/// rebuilt actor retracts the committed value first. Nothing is emitted while the job is paused.
+/// value it emitted before, then a watermark of that value on its column (time only moves on). The last
+/// value emitted is kept in `state_table` (one row, empty pk), so a rebuilt actor retracts the committed
+/// value first. Nothing is emitted while the job is paused.
 pub struct NowExecutor {
     actor_id: ActorId,
     barrier_rx: mpsc::Receiver<Barrier>,
@@ -107,6 +108,8 @@ impl NowExecutor {
             }
             let chunk = self.advance(&last, now.clone())?;
             yield Message::Chunk(chunk);
+            let ty = epochlab_common::DataType::Timestamptz;
+            yield Message::Watermark(super::Watermark::new(0, ty, now.clone()));
             last = Some(now);
         }
     }

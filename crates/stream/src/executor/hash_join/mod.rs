@@ -222,6 +222,8 @@ impl HashJoinExecutor {
                         yield Message::Chunk(c);
                     }
                 }
+                // Watermarks stop here (RisingWave's join passes its join keys' and cleans by them).
+                AlignedMessage::WatermarkLeft(_) | AlignedMessage::WatermarkRight(_) => {}
                 AlignedMessage::Barrier(barrier) => {
                     core.side_l.ht.flush(barrier.epoch)?;
                     core.side_r.ht.flush(barrier.epoch)?;

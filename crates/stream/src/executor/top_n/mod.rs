@@ -221,10 +221,11 @@ impl TopNCore {
                         yield Message::Chunk(StreamChunk::from_pairs(out));
                     }
                 }
-                // A group top-N passes the watermark on its first group-key column (RisingWave's, which
-                // also cleans its table by it: not yet); any other stops here.
+                // A group top-N passes the watermark on its first group-key column and cleans its table by
+                // it, lazily (RisingWave's `handle_watermark`); any other stops here.
                 Message::Watermark(w) => {
                     if self.group_key.first() == Some(&w.col_idx) {
+                        self.state.clean_below(&w.val);
                         yield Message::Watermark(w);
                     }
                 }

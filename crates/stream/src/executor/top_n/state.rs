@@ -36,6 +36,11 @@ pub(crate) struct ManagedTopNState {
 }
 
 impl ManagedTopNState {
+    /// Clean the groups whose first group-key column is below `val`, lazily (the table's pk starts with it).
+    pub(crate) fn clean_below(&mut self, val: &epochlab_common::ScalarImpl) {
+        self.table.update_watermark(Some(val.clone()), false);
+    }
+
     /// `table`'s pk must start with `group_key`, then the order columns not in the group key.
     pub(crate) fn new(
         table: StateTable,
