@@ -4,9 +4,8 @@
 //! say, each window once.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use epochlab_common::{Toggles, WorkerId};
+use epochlab_common::Toggles;
 use epochlab_frontend::Session;
 use epochlab_sim::{Cluster, SimContext};
 
@@ -46,14 +45,7 @@ async fn fed(ctx: SimContext, view: &'static str, kill: bool) -> (i64, Vec<usize
         ok(&mut s, &insert).await;
         ok(&mut s, "FLUSH").await;
         if kill && b == 1 {
-            for w in 1..=3 {
-                assert!(cluster.kill(WorkerId(w)));
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            for w in 1..=3 {
-                cluster.restart(WorkerId(w));
-            }
-            cluster.wait_ready().await;
+            support::kill_all(&cluster, 3).await;
         }
     }
     ok(&mut s, "FLUSH").await;

@@ -6,9 +6,8 @@
 //! a row whose event time is below the watermark as it stood before the row's chunk is late.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use epochlab_common::{Toggles, WorkerId};
+use epochlab_common::Toggles;
 use epochlab_frontend::Session;
 use epochlab_sim::{Cluster, ClusterConfig, SimContext};
 use epochlab_stream::executor::watermark_filter::WatermarkPersist;
@@ -20,16 +19,8 @@ fn config(toggles: Toggles) -> ClusterConfig {
     epochlab_sim::config::three_nodes(4, toggles)
 }
 
-/// Every compute node killed and restarted: the actors are rebuilt from committed state only.
 async fn kill_all(cluster: &Cluster) {
-    for w in 1..=3 {
-        assert!(cluster.kill(WorkerId(w)));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    for w in 1..=3 {
-        cluster.restart(WorkerId(w));
-    }
-    cluster.wait_ready().await;
+    support::kill_all(cluster, 3).await;
 }
 
 const TABLE: &str = "CREATE TABLE t (ts TIMESTAMP, v INT, \

@@ -1376,15 +1376,7 @@ mod tests {
                 },
             },
         ];
-        let cluster = PlanCluster {
-            compute_nodes: 2,
-            vnodes: 16,
-            barrier_interval_ms: 250,
-            checkpoint_frequency: 2,
-            persist_check: true,
-            static_groups: false,
-            flow_control: false,
-        };
+        let cluster = two_nodes();
         let plan = Plan {
             version: PLAN_VERSION,
             seed: 3,
@@ -1453,6 +1445,19 @@ mod tests {
         );
     }
 
+    /// Two nodes, 16 vnodes, a barrier every 250 ms and a checkpoint every other one.
+    fn two_nodes() -> PlanCluster {
+        PlanCluster {
+            compute_nodes: 2,
+            vnodes: 16,
+            barrier_interval_ms: 250,
+            checkpoint_frequency: 2,
+            persist_check: true,
+            static_groups: false,
+            flow_control: false,
+        }
+    }
+
     fn watermark_plan() -> Plan {
         let inserts = |at_ms: u64| Step {
             at_ms,
@@ -1512,15 +1517,7 @@ mod tests {
             kill(12_000),
             inserts(15_000),
         ];
-        let cluster = PlanCluster {
-            compute_nodes: 2,
-            vnodes: 16,
-            barrier_interval_ms: 250,
-            checkpoint_frequency: 2,
-            persist_check: true,
-            static_groups: false,
-            flow_control: false,
-        };
+        let cluster = two_nodes();
         Plan {
             version: PLAN_VERSION,
             seed: 5,
