@@ -514,8 +514,8 @@ impl StateTable {
     /// Clean the rows whose first pk column is below `watermark` (RisingWave's `update_watermark`): the next
     /// commit seals a table watermark over the table's vnodes, and from its epoch no read sees those rows (a
     /// delete of one is then a delete of a missing row). `eager` applies it at this commit; otherwise it
-    /// applies once [`STATE_CLEANING_PERIOD_EPOCH`] commits have passed since the last cleaning, as RisingWave
-    /// buffers lazy cleaning. A table whose first pk column is descending, or that has no pk, cleans nothing
+    /// applies only if [`STATE_CLEANING_PERIOD_EPOCH`] commits have passed since the last cleaning and is
+    /// dropped if not, as RisingWave's `WatermarkBufferByEpoch` drops it (a later watermark cleans instead). A table whose first pk column is descending, or that has no pk, cleans nothing
     /// (RisingWave's descending direction is not modelled).
     pub fn update_watermark(&mut self, watermark: Datum, eager: bool) {
         if eager || self.epochs_since_clean >= STATE_CLEANING_PERIOD_EPOCH {

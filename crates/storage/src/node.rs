@@ -421,7 +421,6 @@ impl NodeInner {
         up.unsynced_bytes = up.unsynced_bytes - before + after;
     }
 
-    /// Hand a flushed imm of a non-replicated instance to the uploader.
     /// A table watermark sealed at `epoch` goes to the uploader with the epoch's data.
     pub(crate) fn upload_watermark(&self, table_id: TableId, epoch: Epoch, w: VnodeWatermark) {
         let mut state = self.lock_state();
@@ -433,6 +432,7 @@ impl NodeInner {
             .push((table_id, w));
     }
 
+    /// Hand a flushed imm of a non-replicated instance to the uploader.
     pub(crate) fn upload(&self, imm: Arc<Imm>) {
         let mut state = self.lock_state();
         let up = &mut state.uploader;

@@ -1,8 +1,9 @@
 //! Table watermarks (RisingWave's `TableWatermarks`): a state table's cleaning watermark per vnode, from the
 //! epoch it was sealed at. A key of a vnode whose pk (after the two vnode bytes) sorts below the vnode's
 //! watermark, the memcomparable encoding of the pk's first column, is deleted: every read at or after that
-//! epoch skips it, whatever the epoch it was written at (RisingWave's `SkipWatermarkIterator`), and a merge of
-//! committed runs drops it once no pinned reader is older. Watermarks only rise: RisingWave's
+//! epoch skips it, whatever the epoch it was written at (RisingWave's `SkipWatermarkIterator`). Merges of
+//! committed runs do not drop it yet (RisingWave's compactor does): the rows stay, unseen. Watermarks only
+//! rise: RisingWave's
 //! `WatermarkDirection::Ascending` (a state table whose first pk column is descending cleans nothing here).
 //!
 //! A watermark travels as data does: sealed with its epoch into the local instance's read version (its own
@@ -77,7 +78,27 @@ impl ReadWatermarks {
 /// One table's committed watermarks: per vnode, by the epoch each was sealed at, ascending in both.
 #[derive(Clone, Debug, Default)]
 pub struct TableWatermarks {
-    per_vnode: BTreeMap<usize, Vec<(Epoch, Bytes)>>,
+    per_vnode: BTreeMap<usize, History>,
+}
+
+/// A vnode's watermarks, and whether older ones were pruned: a read older than every kept one then applies
+/// the oldest kept (it sees newer state, as a read at an unpinned old epoch sees a key's newest version),
+/// never none, which would bring cleaned rows back to a node whose pinned version lags.
+#[derive(Clone, Debug, Default)]
+struct History {
+    kept: Vec<(Epoch, Bytes)>,
+    pruned: bool,
+}
+
+impl History {
+    /// The watermark a read at `epoch` applies.
+    fn at(&self, epoch: Epoch) -> Option<&Bytes> {
+        match self.kept.partition_point(|(e, _)| *e <= epoch) {
+            0 if self.pruned => self.kept.first().map(|(_, w)| w),
+            0 => None,
+            i => Some(&self.kept[i - 1].1),
+        }
+    }
 }
 
 impl TableWatermarks {
@@ -87,27 +108,26 @@ impl TableWatermarks {
         let watermark = Bytes::from(w.watermark.clone());
         for v in w.vnodes.iter_ones() {
             let history = self.per_vnode.entry(v).or_default();
-            let higher = history.last().is_none_or(|(_, last)| *last < watermark);
+            let kept = &mut history.kept;
+            let higher = kept.last().is_none_or(|(_, last)| *last < watermark);
             if higher {
-                history.push((epoch, watermark.clone()));
+                kept.push((epoch, watermark.clone()));
             }
             let keep_from = match oldest_pin {
-                Some(pin) => history
-                    .partition_point(|(e, _)| *e <= pin)
-                    .saturating_sub(1),
-                None => history.len().saturating_sub(KEPT_PER_VNODE),
+                Some(pin) => kept.partition_point(|(e, _)| *e <= pin).saturating_sub(1),
+                None => kept.len().saturating_sub(KEPT_PER_VNODE),
             };
-            history.drain(..keep_from.min(history.len().saturating_sub(1)));
+            let drop = keep_from.min(kept.len().saturating_sub(1));
+            kept.drain(..drop);
+            history.pruned |= drop > 0;
         }
     }
 
     /// Whether a read at `epoch` skips `key`.
     pub fn hides(&self, key: &[u8], epoch: Epoch) -> bool {
-        let Some(history) = vnode_of(key).and_then(|v| self.per_vnode.get(&v)) else {
-            return false;
-        };
-        let i = history.partition_point(|(e, _)| *e <= epoch);
-        i > 0 && below(key, &history[i - 1].1)
+        let history = vnode_of(key).and_then(|v| self.per_vnode.get(&v));
+        let watermark = history.and_then(|h| h.at(epoch));
+        watermark.is_some_and(|w| below(key, w))
     }
 
     /// What a read at `epoch` applies.
@@ -115,10 +135,7 @@ impl TableWatermarks {
         let per_vnode = self
             .per_vnode
             .iter()
-            .filter_map(|(v, history)| {
-                let i = history.partition_point(|(e, _)| *e <= epoch);
-                Some((*v, history[..i].last()?.1.clone()))
-            })
+            .filter_map(|(v, history)| Some((*v, history.at(epoch)?.clone())))
             .collect();
         ReadWatermarks { per_vnode }
     }
@@ -175,9 +192,14 @@ mod tests {
             t.add(Epoch(e), &wm(&[0], e as u8), Some(Epoch(30)));
         }
         assert!(t.at(Epoch(30)).hides(&key(0, 29)) && !t.at(Epoch(30)).hides(&key(0, 30)));
-        assert_eq!(t.per_vnode[&0].len(), 11, "epochs 30..=40");
+        assert_eq!(t.per_vnode[&0].kept.len(), 11, "epochs 30..=40");
+        assert!(
+            t.hides(&key(0, 29), Epoch(5)),
+            "older than all kept: the oldest kept, not none"
+        );
         t.add(Epoch(41), &wm(&[0], 41), None);
-        assert_eq!(t.per_vnode[&0].len(), KEPT_PER_VNODE.min(12));
+        assert_eq!(t.per_vnode[&0].kept.len(), KEPT_PER_VNODE.min(12));
+        assert!(!TableWatermarks::default().hides(&key(0, 0), Epoch(5)));
         let mut r = ReadWatermarks::default();
         r.raise(&wm(&[2], 9));
         r.raise(&wm(&[2], 3));

@@ -40,7 +40,9 @@ pub struct TableModel {
 /// Bounds on what the watermark filters of a table with `WATERMARK FOR v AS v - lag` drop, from the rows as the
 /// runner sent them; the filters' own watermarks are never read. A filter's watermark is the largest `v - lag`
 /// of the rows it has seen, or after a recovery the largest its table stored, so: it is never above the largest
-/// `v - lag` sent so far (a row at or above that is kept), and after a recovery never below the largest
+/// `v - lag` sent by the time a row's batch returned, its own batch's included (a row at or above that is
+/// kept: a looser bound than the filter's, which judges a chunk by the rows before it), and after a recovery
+/// never below the largest
 /// `v - lag` of the rows committed before it (a row below that is dropped).
 #[derive(Default)]
 pub struct WatermarkModel {
