@@ -21,7 +21,6 @@
 //! compaction task of group 3 reads the view's data and fails, its writes stop at the limit and the barriers
 //! stall. Fixed: the tables are unregistered, group 3 compacts, every row commits.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
@@ -33,9 +32,8 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
-use crate::checkers::Checkers;
 use crate::cluster::Cluster;
-use crate::config::{base_network, cluster_config_for};
+use crate::config::cluster_config_for;
 use crate::report::{Outcome, ReproReport, barrier_report, stuck_report, write_stop_report};
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -202,12 +200,7 @@ async fn setup(
     config.compute_nodes = 2;
     config.meta.compaction_groups = GroupPlacement::Static;
     let limit = config.compaction;
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
-    base_network(&cluster);
+    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = meta.create_table("t", types, vec![0], 2).await;

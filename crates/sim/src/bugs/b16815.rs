@@ -13,7 +13,6 @@
 //! query: the oracle). Fixed: the view equals its query.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::Toggles;
@@ -24,9 +23,7 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
-use crate::checkers::Checkers;
-use crate::cluster::Cluster;
-use crate::config::{base_network, cluster_config_for};
+use crate::config::cluster_config_for;
 use crate::report::ReproReport;
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -140,12 +137,7 @@ async fn setup(
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
     let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
-    base_network(&cluster);
+    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Int64];
     let table = meta

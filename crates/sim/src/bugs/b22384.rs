@@ -20,7 +20,6 @@
 //! committed, and recovery resumes from the epoch before.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -33,9 +32,7 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun};
-use crate::checkers::Checkers;
-use crate::cluster::Cluster;
-use crate::config::{base_network, cluster_config_for};
+use crate::config::cluster_config_for;
 use crate::report::{ReproReport, stuck_report};
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -183,12 +180,7 @@ async fn setup(
 ) -> Result<Setup, ScenarioError> {
     let mut config = cluster_config_for(t, 16, 1000, 1, true);
     config.compute_nodes = 2;
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
-    base_network(&cluster);
+    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
     let table = meta.create_table("t", types, vec![0], 1).await;

@@ -11,7 +11,6 @@
 //! restarted. Buggy: the rebuilt filters fail on their first read. Fixed: they start from the largest stored
 //! watermark, so a late row written after the restart is dropped and an on-time one kept (the oracle).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use epochlab_common::expr_node::ExprNode;
@@ -22,9 +21,7 @@ use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
-use crate::checkers::Checkers;
-use crate::cluster::Cluster;
-use crate::config::{base_network, cluster_config_for};
+use crate::config::cluster_config_for;
 use crate::report::ReproReport;
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -139,12 +136,7 @@ async fn setup(
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
     let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
-    if let Some(hook) = hook {
-        hook(cluster.clone());
-    }
-    let checkers = Checkers::install(&cluster, t.get::<epochlab_common::toggles::DropMode>());
-    base_network(&cluster);
+    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64];
     let watermark = Some((1, watermark_expr()));

@@ -402,8 +402,7 @@ pub(crate) fn skewed_keys(vnodes: u32, busy: usize, few: usize) -> Vec<i64> {
     keys
 }
 
-/// A directed scenario's cluster of two compute nodes: started with `t`'s toggles, `hook` given the cluster,
-/// the checkers installed and the base network laid.
+/// A directed scenario's cluster of two compute nodes: started with `t`'s toggles (see [`start_cluster`]).
 pub(crate) async fn start_two_nodes(
     ctx: &crate::runtime::SimContext,
     t: Toggles,
@@ -416,6 +415,20 @@ pub(crate) async fn start_two_nodes(
 ) {
     let mut config = crate::config::cluster_config_for(t, vnodes, barrier_interval_ms, 1, true);
     config.compute_nodes = 2;
+    start_cluster(ctx, config, t, hook).await
+}
+
+/// A directed scenario's cluster of `config`: started, `hook` given the cluster, the checkers installed (with
+/// `t`'s drop mode) and the base network laid.
+pub(crate) async fn start_cluster(
+    ctx: &crate::runtime::SimContext,
+    config: crate::cluster::ClusterConfig,
+    t: Toggles,
+    hook: Option<crate::repro::ClusterHook>,
+) -> (
+    std::sync::Arc<crate::cluster::Cluster>,
+    crate::checkers::Checkers,
+) {
     let cluster = std::sync::Arc::new(crate::cluster::Cluster::start(ctx, config).await);
     if let Some(hook) = hook {
         hook(cluster.clone());
