@@ -58,14 +58,27 @@ pub enum StreamScanType {
     /// reshuffle is needed (a `SINK INTO TABLE`, a view over a view with the same distribution, or with
     /// `streaming_use_arrangement_backfill` off).
     Backfill,
+    /// No snapshot: the upstream's changes from the job's first barrier on, through a `NoShuffle` dispatcher
+    /// (RisingWave's `UpstreamOnly`, the right input of a temporal join, which reads the table itself). Its
+    /// progress table is registered and never written, as RisingWave's; it reports done at its first barrier.
+    UpstreamOnly,
 }
 
 impl StreamScanType {
+    /// Whether the scan takes its upstream's actors one for one, behind a `NoShuffle` dispatcher (and so
+    /// its fragment takes the upstream's vnodes and workers).
+    pub fn is_no_shuffle(self) -> bool {
+        match self {
+            StreamScanType::Backfill | StreamScanType::UpstreamOnly => true,
+            StreamScanType::ArrangementBackfill => false,
+        }
+    }
+
     /// Whether a job backfilling with it may be rescheduled (RisingWave's `is_reschedulable`, PR #23998).
     pub fn is_reschedulable(self) -> bool {
         match self {
             StreamScanType::ArrangementBackfill => true,
-            StreamScanType::Backfill => false,
+            StreamScanType::Backfill | StreamScanType::UpstreamOnly => false,
         }
     }
 }
@@ -243,6 +256,24 @@ pub enum StreamNode {
         right_table: Arc<TableDesc>,
         left_degree_table: Option<Arc<TableDesc>>,
         right_degree_table: Option<Arc<TableDesc>>,
+        output_indices: Vec<usize>,
+        left: Box<StreamNode>,
+        right: Box<StreamNode>,
+    },
+    /// A join whose right side is a table read as of the barrier's epoch (RisingWave's
+    /// `TemporalJoinExecutor`, `FOR SYSTEM_TIME AS OF PROCTIME()`): each left row (an append-only input,
+    /// hashed as the table is distributed) looks up the rows of `table` whose pk starts with its `left_key`
+    /// values, through a cache the right input's changes (the table's own, `StreamScanType::UpstreamOnly`,
+    /// every column of the table) keep up to date at each barrier; the right input's rows are never joined
+    /// themselves. `right_key` are the table's pk prefix, by stored position. `Inner` or `LeftOuter`;
+    /// `condition` over the left row's columns then the table's; output `output_indices` of both.
+    TemporalJoin {
+        join_type: JoinType,
+        left_key: Vec<usize>,
+        right_key: Vec<usize>,
+        null_safe: Vec<bool>,
+        condition: Option<ExprNode>,
+        table: Arc<TableDesc>,
         output_indices: Vec<usize>,
         left: Box<StreamNode>,
         right: Box<StreamNode>,
@@ -629,6 +660,7 @@ impl StreamNode {
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::HashJoin { left, right, .. }
+            | StreamNode::TemporalJoin { left, right, .. }
             | StreamNode::DynamicFilter { left, right, .. } => vec![left.as_ref(), right.as_ref()],
             StreamNode::StreamScan { input, .. }
             | StreamNode::Materialize { input, .. }
@@ -660,6 +692,7 @@ impl StreamNode {
             | StreamNode::Exchange { .. } => Vec::new(),
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::HashJoin { left, right, .. }
+            | StreamNode::TemporalJoin { left, right, .. }
             | StreamNode::DynamicFilter { left, right, .. } => vec![left.as_mut(), right.as_mut()],
             StreamNode::StreamScan { input, .. }
             | StreamNode::Materialize { input, .. }
@@ -699,6 +732,7 @@ impl StreamNode {
             StreamNode::HashAgg { .. } => "HashAgg",
             StreamNode::SimpleAgg { .. } => "SimpleAgg",
             StreamNode::HashJoin { .. } => "HashJoin",
+            StreamNode::TemporalJoin { .. } => "TemporalJoin",
             StreamNode::TopN { .. } => "TopN",
             StreamNode::GroupTopN { .. } => "GroupTopN",
             StreamNode::DynamicFilter { .. } => "DynamicFilter",

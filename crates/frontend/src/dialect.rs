@@ -1,6 +1,7 @@
 //! [`RisingWaveDialect`]: the one `sqlparser` dialect the front end reads SQL with. It is PostgreSQL's
 //! (RisingWave's parser is a PostgreSQL parser extended with its own syntax) plus what RisingWave adds that
-//! `sqlparser` has a switch or a hook for: `SELECT * EXCEPT (..)`, and a generated column `v INT AS expr`.
+//! `sqlparser` has a switch or a hook for: `SELECT * EXCEPT (..)`, a generated column `v INT AS expr`, and
+//! `FOR SYSTEM_TIME AS OF PROCTIME()`.
 //!
 //! Why a dialect over `sqlparser` and not a parser of our own: `sqlparser` is kept upstream, reads
 //! PostgreSQL's grammar whole, and its dialect hooks (`parse_statement`, `parse_column_option`, the
@@ -53,6 +54,12 @@ impl Dialect for RisingWaveDialect {
         }
         let option = parser.parse_expr().map(|expr| Some(generated_column(expr)));
         Ok(Some(option))
+    }
+
+    /// `FROM t FOR SYSTEM_TIME AS OF PROCTIME()` (RisingWave's temporal join's lookup table). `sqlparser`
+    /// reads other table versions under the same switch; the binder refuses every one but `PROCTIME()`.
+    fn supports_table_versioning(&self) -> bool {
+        true
     }
 
     /// A prefix `-` or `+` binds tighter than `^`, as PostgreSQL's and RisingWave's grammars have it

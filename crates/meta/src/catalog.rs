@@ -429,7 +429,7 @@ impl Relation {
             .into_iter()
             .filter(|s| s.upstream == upstream.id)
             .map(|s| match s.scan_type {
-                StreamScanType::Backfill => DispatcherDesc {
+                StreamScanType::Backfill | StreamScanType::UpstreamOnly => DispatcherDesc {
                     downstream_fragment: s.fragment_id,
                     kind: DispatcherKind::NoShuffle,
                     downstream_actors: vec![s.actors[i].actor_id],
@@ -532,7 +532,7 @@ impl Catalog {
         });
         let upstream_actors = match scan_type {
             StreamScanType::ArrangementBackfill => up.actors.iter().map(|a| a.actor_id).collect(),
-            StreamScanType::Backfill => vec![up.actors[i].actor_id],
+            StreamScanType::Backfill | StreamScanType::UpstreamOnly => vec![up.actors[i].actor_id],
         };
         StreamNode::StreamScan {
             scan_type,

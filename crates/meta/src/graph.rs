@@ -382,10 +382,11 @@ impl MetaNode {
         }
         for n in node.walk() {
             if let StreamNode::StreamScan {
-                scan_type: StreamScanType::Backfill,
+                scan_type,
                 upstream_table,
                 ..
             } = n
+                && scan_type.is_no_shuffle()
             {
                 return Ok(Some(self.upstream_table(upstream_table.table_id)?.actors));
             }

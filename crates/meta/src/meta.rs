@@ -1450,7 +1450,7 @@ impl MetaNode {
             TableDesc::backfill_state(progress_id, &up.desc.pk_types(), up.desc.vnode_count);
         let place = |inner: &MetaInner| match options.scan_type {
             StreamScanType::ArrangementBackfill => inner.place(options.parallelism, id.0 as usize),
-            StreamScanType::Backfill => inner.place_like(&up.actors),
+            StreamScanType::Backfill | StreamScanType::UpstreamOnly => inner.place_like(&up.actors),
         };
         let (fragment_id, actors) = place(&self.inner)?;
         // A sink runs in its own fragment, its actors beside the backfill's, behind a hash exchange.

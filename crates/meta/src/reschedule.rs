@@ -29,7 +29,7 @@ use epochlab_rpc::Request;
 use futures::future::join_all;
 use tracing::Instrument;
 
-use crate::catalog::{Catalog, Relation, RelationKind, StreamScanType};
+use crate::catalog::{Catalog, Relation, RelationKind};
 use crate::meta::{DdlError, MetaInner, MetaNode};
 
 impl Relation {
@@ -187,7 +187,7 @@ fn reschedule_command(
         )));
     }
     // RisingWave schedules a no-shuffle job with its upstream: it is not rescheduled on its own.
-    if rel.scan_type == StreamScanType::Backfill {
+    if rel.scan_type.is_no_shuffle() {
         return Err(DdlError::Invalid(format!(
             "{} {} uses no-shuffle backfill: it takes its upstream's distribution",
             rel.kind.as_str(),
@@ -306,6 +306,7 @@ impl MetaInner {
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::StreamScanType;
     use epochlab_common::{FragmentId, VnodeCount};
 
     use super::*;

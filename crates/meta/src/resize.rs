@@ -20,7 +20,7 @@ use epochlab_barrier::SchedulerStatus;
 use epochlab_common::plan::DispatchStrategy;
 use epochlab_common::{FragmentId, TableId, event};
 
-use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, StreamScanType};
+use crate::catalog::{ActorPlacement, Catalog, JobState, Relation};
 use crate::meta::{DdlError, MetaInner, MetaNode};
 
 /// A fragment of a job.
@@ -68,7 +68,7 @@ impl Relation {
         out.extend(
             self.scan_sites()
                 .iter()
-                .filter(|s| s.scan_type == StreamScanType::Backfill)
+                .filter(|s| s.scan_type.is_no_shuffle())
                 .map(|s| s.fragment_id),
         );
         if let Some(g) = &self.graph {
@@ -102,7 +102,7 @@ fn followers(catalog: &Catalog, (job, at): Site) -> Vec<Site> {
             let sites = d.scan_sites();
             let backfills = sites
                 .iter()
-                .filter(|s| s.upstream == job && s.scan_type == StreamScanType::Backfill);
+                .filter(|s| s.upstream == job && s.scan_type.is_no_shuffle());
             out.extend(backfills.map(|s| (d.id, s.fragment_id)));
         }
     }

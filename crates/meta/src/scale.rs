@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use epochlab_common::{ActorId, Bitmap, TableId, WorkerId, event, toggle};
 
-use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind, StreamScanType};
+use crate::catalog::{ActorPlacement, Catalog, JobState, Relation, RelationKind};
 use crate::meta::MetaInner;
 
 toggle! {
@@ -39,7 +39,7 @@ toggle! {
 fn group_root(catalog: &Catalog, rel: &Relation) -> TableId {
     let mut id = rel.id;
     let mut at = rel;
-    while at.scan_type == StreamScanType::Backfill
+    while at.scan_type.is_no_shuffle()
         && let Some(up) = at.upstream.and_then(|u| catalog.get(u))
     {
         id = up.id;

@@ -6,8 +6,10 @@
 //! value of a pk column. A table may only write vnodes in its bitmap.
 
 mod error;
+mod storage_table;
 mod table;
 
 pub use epochlab_common::catalog::{Distribution, TableDesc};
 pub use error::{Check, StateTableError, StateTableResult};
+pub use storage_table::StorageTable;
 pub use table::{Record, STATE_CLEANING_PERIOD_EPOCH, StateTable, StateTableOptions};

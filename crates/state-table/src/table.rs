@@ -208,27 +208,7 @@ impl StateTable {
 
     /// The vnode of the pk whose `p`-th datum is `pk_at(p)`.
     fn vnode_of<'a>(&self, pk_at: impl Fn(usize) -> &'a Datum) -> StateTableResult<VirtualNode> {
-        let count = self.desc.vnode_count;
-        Ok(match &self.desc.distribution {
-            Distribution::Singleton => VirtualNode::from_index(0),
-            Distribution::HashDistKey { dist_key_in_pk } => {
-                VirtualNode::compute_datums(dist_key_in_pk.iter().map(|&p| pk_at(p)), count)
-            }
-            Distribution::VnodeColumn {
-                vnode_col_idx_in_pk,
-            } => {
-                let d = pk_at(*vnode_col_idx_in_pk);
-                let v = d
-                    .as_ref()
-                    .and_then(VirtualNode::from_scalar)
-                    .filter(|v| v.to_index() < count.get());
-                v.ok_or_else(|| StateTableError::BadVnodeColumn {
-                    table_id: self.desc.table_id,
-                    value: format!("{d:?}"),
-                    count: count.get(),
-                })?
-            }
-        })
+        vnode_of(&self.desc, pk_at)
     }
 
     pub fn pk_of(&self, row: &OwnedRow) -> OwnedRow {
@@ -645,7 +625,35 @@ fn memcmp_width(t: &DataType) -> Option<usize> {
     Some(1 + value)
 }
 
-fn decode_with(
+/// The vnode of a pk of `desc` whose `p`-th datum is `pk_at(p)`, by the table's distribution.
+pub(crate) fn vnode_of<'a>(
+    desc: &TableDesc,
+    pk_at: impl Fn(usize) -> &'a Datum,
+) -> StateTableResult<VirtualNode> {
+    let count = desc.vnode_count;
+    Ok(match &desc.distribution {
+        Distribution::Singleton => VirtualNode::from_index(0),
+        Distribution::HashDistKey { dist_key_in_pk } => {
+            VirtualNode::compute_datums(dist_key_in_pk.iter().map(|&p| pk_at(p)), count)
+        }
+        Distribution::VnodeColumn {
+            vnode_col_idx_in_pk,
+        } => {
+            let d = pk_at(*vnode_col_idx_in_pk);
+            let v = d
+                .as_ref()
+                .and_then(VirtualNode::from_scalar)
+                .filter(|v| v.to_index() < count.get());
+            v.ok_or_else(|| StateTableError::BadVnodeColumn {
+                table_id: desc.table_id,
+                value: format!("{d:?}"),
+                count: count.get(),
+            })?
+        }
+    })
+}
+
+pub(crate) fn decode_with(
     desc: &TableDesc,
     pk_types: &[DataType],
     value_is_row: bool,
@@ -684,7 +692,7 @@ fn to_width(row: OwnedRow, width: usize) -> OwnedRow {
 
 /// The smallest key greater than every key that starts with `prefix` (storage's, so that storage sees the
 /// read as a prefix read); `None` when there is none.
-fn next_key(prefix: &[u8]) -> Option<Bytes> {
+pub(crate) fn next_key(prefix: &[u8]) -> Option<Bytes> {
     epochlab_storage::committed::next_key(prefix).map(Bytes::from)
 }
 

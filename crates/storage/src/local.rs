@@ -91,6 +91,19 @@ impl ReadVersion {
         self.watermarks.clear();
     }
 
+    /// Its staging imms, newest first.
+    pub(crate) fn staging(&self) -> impl Iterator<Item = &Arc<Imm>> {
+        self.staging.iter()
+    }
+
+    /// The table watermarks it sealed at or before `epoch`, oldest first.
+    pub(crate) fn watermarks_to(
+        &self,
+        epoch: Epoch,
+    ) -> impl Iterator<Item = &(Epoch, VnodeWatermark)> {
+        self.watermarks.iter().filter(move |(e, _)| *e <= epoch)
+    }
+
     /// Whether a watermark this instance sealed at or before `epoch` deletes `key`.
     fn hides(&self, key: &[u8], epoch: Epoch) -> bool {
         self.watermarks
@@ -432,6 +445,53 @@ impl LocalStateStore {
             sources.push(Source::Committed(CommittedCursor {
                 store: self.node.committed.clone(),
                 table_id: self.opts.table_id,
+                epoch: bound,
+                next_start: range.0.clone(),
+                end: range.1.clone(),
+                buf: VecDeque::new(),
+                done: false,
+            }));
+        }
+        Ok(LocalIter {
+            sources,
+            watermarks,
+        })
+    }
+}
+
+impl crate::node::NodeStorage {
+    /// Live rows of `table_id` in `range` as of `epoch`, read through the node rather than one local instance
+    /// (RisingWave's `HummockStorage::iter` at `HummockReadEpoch::NoWait(epoch)`, what a `StorageTable`'s batch
+    /// read does): the staging data at or below `epoch` of the table's writers on this node, over the
+    /// committed data of the node's pinned version up to `epoch`, under the table watermarks that apply. Data
+    /// of `epoch` itself is seen only as far as a writer flushed it (a spilled mem-table), never its
+    /// mem-table.
+    pub fn batch_iter(
+        &self,
+        table_id: TableId,
+        range: (Bound<Bytes>, Bound<Bytes>),
+        epoch: Epoch,
+    ) -> StorageResult<LocalIter> {
+        let staging = self.staging_of(table_id, epoch);
+        let mut sources = Vec::new();
+        for imm in staging.imms {
+            let r = imm.index_range(&range);
+            if !r.is_empty() {
+                sources.push(Source::Imm(imm, r.start, r.end));
+            }
+        }
+        let bound = committed_bound(&self.inner, table_id, epoch);
+        let mut watermarks = match bound {
+            Some(b) => self.inner.committed.watermarks_at(table_id, b),
+            None => ReadWatermarks::default(),
+        };
+        for w in &staging.watermarks {
+            watermarks.raise(w);
+        }
+        if let Some(bound) = bound {
+            sources.push(Source::Committed(CommittedCursor {
+                store: self.inner.committed.clone(),
+                table_id,
                 epoch: bound,
                 next_start: range.0.clone(),
                 end: range.1.clone(),

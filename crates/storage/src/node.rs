@@ -35,6 +35,13 @@ impl SstData {
     }
 }
 
+/// One table's staging data on a node, as a read through the node sees it (see [`NodeStorage::batch_iter`]).
+#[derive(Default)]
+pub(crate) struct NodeStaging {
+    pub(crate) imms: Vec<Arc<Imm>>,
+    pub(crate) watermarks: Vec<VnodeWatermark>,
+}
+
 /// What a node's sync of an epoch produced, tagged with the node and its generation so that meta can reject
 /// data from a dead or reset node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,9 +85,17 @@ pub(crate) struct NodeInner {
 pub(crate) struct NodeState {
     pub(crate) pinned: Arc<HummockVersion>,
     pub(crate) generation: u64,
-    instances: BTreeMap<u64, Weak<Mutex<ReadVersion>>>,
+    instances: BTreeMap<u64, Instance>,
     next_instance: u64,
     uploader: Uploader,
+}
+
+/// A local instance as its node tracks it: its table, whether it is a replicated copy (arrangement backfill's,
+/// never uploaded nor read by others), and its staging data.
+struct Instance {
+    table_id: TableId,
+    replicated: bool,
+    read_version: Weak<Mutex<ReadVersion>>,
 }
 
 #[derive(Default)]
@@ -185,7 +200,12 @@ impl NodeStorage {
         let mut state = self.lock();
         let id = state.next_instance;
         state.next_instance += 1;
-        state.instances.insert(id, Arc::downgrade(&read_version));
+        let instance = Instance {
+            table_id: opts.table_id,
+            replicated: opts.is_replicated,
+            read_version: Arc::downgrade(&read_version),
+        };
+        state.instances.insert(id, instance);
         let generation = state.generation;
         drop(state);
         if let Some(len) = opts.prefix_filter_len {
@@ -317,8 +337,10 @@ impl NodeStorage {
         up.clear_count += 1;
         up.max_sealed = mce;
         up.max_synced = mce;
-        state.instances.retain(|_, rv| {
-            let Some(rv) = rv.upgrade() else { return false };
+        state.instances.retain(|_, i| {
+            let Some(rv) = i.read_version.upgrade() else {
+                return false;
+            };
             rv.lock().unwrap_or_else(|e| e.into_inner()).clear();
             true
         });
@@ -369,8 +391,10 @@ impl NodeStorage {
         let mce = version.max_committed_epoch;
         state.pinned = Arc::new(version);
         let mut pruned = 0;
-        state.instances.retain(|_, rv| {
-            let Some(rv) = rv.upgrade() else { return false };
+        state.instances.retain(|_, i| {
+            let Some(rv) = i.read_version.upgrade() else {
+                return false;
+            };
             pruned += rv
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -390,6 +414,28 @@ impl NodeStorage {
             *n += 1;
             true
         });
+    }
+
+    /// The staging data at or below `epoch` of every live, non-replicated instance of `table_id` on this node
+    /// (its writers here), newest epoch first, and the table watermarks they sealed at or below `epoch`.
+    pub(crate) fn staging_of(&self, table_id: TableId, epoch: Epoch) -> NodeStaging {
+        let state = self.lock();
+        let mut out = NodeStaging::default();
+        let writers = state
+            .instances
+            .values()
+            .filter(|i| i.table_id == table_id && !i.replicated);
+        for rv in writers.filter_map(|i| i.read_version.upgrade()) {
+            let rv = rv.lock().unwrap_or_else(|e| e.into_inner());
+            out.imms
+                .extend(rv.staging().filter(|imm| imm.epoch <= epoch).cloned());
+            out.watermarks
+                .extend(rv.watermarks_to(epoch).map(|(_, w)| w.clone()));
+        }
+        // An instance's staging is newest first; across instances (disjoint vnodes within an epoch) the newer
+        // epoch wins a key that moved between them.
+        out.imms.sort_by_key(|imm| std::cmp::Reverse(imm.epoch));
+        out
     }
 
     /// Wait until this node has pinned a version whose max committed epoch is at least `epoch`.

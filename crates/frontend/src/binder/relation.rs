@@ -237,8 +237,13 @@ impl Binder<'_> {
         }
         match t {
             TableFactor::Table {
-                name, alias, args, ..
+                name,
+                alias,
+                args,
+                version,
+                ..
             } => {
+                let as_of_proctime = as_of_proctime(version.as_ref())?;
                 let path: Vec<String> = name
                     .0
                     .iter()
@@ -252,8 +257,13 @@ impl Binder<'_> {
                         self.bind_window_table_function(&path[0], &args.args)?
                     }
                     Some(args) => self.bind_table_function(&path, &args.args)?,
-                    None => self.bind_named(&path)?,
+                    None => self.bind_named(&path, as_of_proctime)?,
                 };
+                if as_of_proctime && !matches!(plan, LogicalPlan::Scan { .. }) {
+                    return Err(SqlError::NotSupported(
+                        "FOR SYSTEM_TIME AS OF PROCTIME() is only supported on a table".into(),
+                    ));
+                }
                 // A function of one column aliased without column names: the column takes the alias's name
                 // (PostgreSQL's and RisingWave's `FROM generate_series(1, 3) g`, read as `g`).
                 if let (Some(_), Some(a), [only]) = (args, alias.as_ref(), names.as_mut_slice())
@@ -294,6 +304,7 @@ impl Binder<'_> {
     fn bind_named(
         &mut self,
         path: &[String],
+        as_of_proctime: bool,
     ) -> Result<(LogicalPlan, Vec<ScopeColumnDef>, Option<String>), SqlError> {
         let last = path.last().cloned().unwrap_or_default();
         if path.len() == 1
@@ -327,6 +338,7 @@ impl Binder<'_> {
                     types: columns.iter().map(|c| c.ty.clone()).collect(),
                     pk,
                     filter,
+                    as_of_proctime,
                 };
                 Ok((plan, defs, Some(last)))
             }
@@ -405,7 +417,7 @@ impl Binder<'_> {
             ast::Expr::CompoundIdentifier(p) => p.iter().map(ident).collect(),
             other => return Err(unsupported(format!("{name} over {other}"))),
         };
-        let (input, defs, qualifier) = self.bind_named(&path)?;
+        let (input, defs, qualifier) = self.bind_named(&path, false)?;
         let (input, scope) = with_alias(input, defs, qualifier.clone(), None)?;
         let time = self.bind_expr(exprs[1], &scope, None)?;
         let ExprNode::InputRef {
@@ -676,6 +688,26 @@ fn using_projection(
 }
 
 /// A relation's scope: its alias (or its own name) qualifies its columns; `AS t(a, b)` renames them.
+/// Whether a table is read `FOR SYSTEM_TIME AS OF PROCTIME()`; any other version of a table (time travel to
+/// a timestamp, a version number) is refused.
+fn as_of_proctime(version: Option<&sqlparser::ast::TableVersion>) -> Result<bool, SqlError> {
+    use sqlparser::ast::{Expr, FunctionArguments, TableVersion};
+    match version {
+        None => Ok(false),
+        Some(TableVersion::ForSystemTimeAsOf(Expr::Function(f)))
+            if f.name.to_string().eq_ignore_ascii_case("proctime")
+                && match &f.args {
+                    FunctionArguments::None => true,
+                    FunctionArguments::List(l) => l.args.is_empty(),
+                    FunctionArguments::Subquery(_) => false,
+                } =>
+        {
+            Ok(true)
+        }
+        Some(v) => Err(unsupported(format!("time travel ({v})"))),
+    }
+}
+
 fn with_alias(
     plan: LogicalPlan,
     defs: Vec<ScopeColumnDef>,

@@ -156,6 +156,7 @@ impl Session {
             statement: text.trim().to_string(),
             generated: Vec::new(),
             watermarks: Vec::new(),
+            watermark_columns: Vec::new(),
         };
         def.generated = self.bind_generated_columns(&name, &def, &generated)?;
         def.watermarks = self.bind_watermarks(&name, &def, &extras.watermarks)?;
@@ -501,6 +502,7 @@ impl Session {
             statement: text.trim().to_string(),
             generated: Vec::new(),
             watermarks: Vec::new(),
+            watermark_columns: Vec::new(),
         };
         Ok((shape.table_id, def))
     }
@@ -899,6 +901,7 @@ impl Session {
             statement: text.trim().to_string(),
             generated: Vec::new(),
             watermarks: Vec::new(),
+            watermark_columns: Vec::new(),
         };
         def.generated = self.bind_generated_columns(job, &def, &generated)?;
         let sourced: Vec<SourceColumn<'_>> = def

@@ -769,6 +769,7 @@ impl Session {
             statement: text.trim().to_string(),
             generated: Vec::new(),
             watermarks: Vec::new(),
+            watermark_columns: Vec::new(),
         };
         self.set_def(job.to_string(), def)?;
         let parallelism = self.parallelism();

@@ -18,7 +18,7 @@ use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
 use crate::planner::stream::{
     StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
-    materialize_table, plan_materialize, plan_materialize_eowc, plan_sink,
+    materialize_table, plan_materialize, plan_materialize_eowc, plan_sink, watermark_columns,
 };
 
 impl UpstreamReader for Session {
@@ -51,8 +51,10 @@ impl UpstreamReader for Session {
             desc: rel.desc.clone(),
             names,
             append_only: def.as_ref().is_some_and(|d| d.append_only),
-            watermark_columns: def
-                .map_or_else(Vec::new, |d| d.watermarks.iter().map(|(c, _)| *c).collect()),
+            watermark_columns: def.map_or_else(Vec::new, |d| {
+                let tables = d.watermarks.iter().map(|(c, _)| *c);
+                tables.chain(d.watermark_columns.iter().copied()).collect()
+            }),
         })
     }
 
@@ -193,7 +195,7 @@ impl Session {
             kind: RelationKind::MaterializedView,
             pk: pk.clone(),
             definition: crate::handler::mv_definition(text),
-            def: mv_def(&plan, pk, text),
+            def: mv_def(&plan, pk, text, watermark_columns(&plan, self)?),
             depends_on,
         };
         self.create_graph_job(target, &plan, job, options).await
@@ -213,7 +215,7 @@ impl Session {
         let StreamOp::Sink { pk, .. } = &plan.op else {
             unreachable!("plan_sink puts a Sink at the root")
         };
-        let mut def = mv_def(&plan, pk, text);
+        let mut def = mv_def(&plan, pk, text, Vec::new());
         def.kind = Kind::Sink;
         let job = GraphJob {
             kind: RelationKind::Sink,
@@ -430,7 +432,7 @@ struct GraphJob {
 }
 
 /// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
-fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
+fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str, watermark_columns: Vec<usize>) -> Def {
     let columns = plan.names[..plan.width]
         .iter()
         .enumerate()
@@ -453,6 +455,7 @@ fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str) -> Def {
         statement: text.trim().to_string(),
         generated: Vec::new(),
         watermarks: Vec::new(),
+        watermark_columns,
     }
 }
 

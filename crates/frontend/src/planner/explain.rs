@@ -111,13 +111,20 @@ fn join_type(k: JoinType) -> &'static str {
 /// A hash join's predicate as RisingWave shows it: its key pairs (`l = r`, `l IS NOT DISTINCT FROM r`),
 /// then the condition's conjuncts, joined by `AND`.
 fn join_predicate(p: &StreamPlan) -> String {
-    let StreamOp::HashJoin {
+    let (StreamOp::HashJoin {
         left_keys,
         right_keys,
         null_safe,
         condition,
         ..
-    } = &p.op
+    }
+    | StreamOp::TemporalJoin {
+        left_keys,
+        right_keys,
+        null_safe,
+        condition,
+        ..
+    }) = &p.op
     else {
         return String::new();
     };
@@ -166,6 +173,12 @@ fn stream_line(p: &StreamPlan) -> String {
         }
         StreamOp::HashJoin { kind, .. } => format!(
             "StreamHashJoin {{ type: {}, predicate: {}, output: [{}] }}",
+            join_type(*kind),
+            join_predicate(p),
+            fmt_list(p.names.iter().cloned())
+        ),
+        StreamOp::TemporalJoin { kind, .. } => format!(
+            "StreamTemporalJoin {{ type: {}, append_only: true, predicate: {}, output: [{}] }}",
             join_type(*kind),
             join_predicate(p),
             fmt_list(p.names.iter().cloned())

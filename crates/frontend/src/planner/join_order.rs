@@ -199,6 +199,7 @@ mod tests {
                 .map(|i| ExprNode::input_ref(i, types[i].clone()))
                 .collect(),
             types,
+            as_of_proctime: false,
             pk: vec![0],
             filter: None,
         }

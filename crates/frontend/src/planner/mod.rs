@@ -49,7 +49,9 @@ pub struct WindowCall {
 pub enum LogicalPlan {
     /// A table or materialized view at the max committed epoch: `exprs` over its stored rows give the
     /// columns (a stored column each for a table), `filter` over them picks rows (a view kept as its
-    /// upstream's rows), `pk` the stored pk positions.
+    /// upstream's rows), `pk` the stored pk positions. `as_of_proctime`: written
+    /// `FOR SYSTEM_TIME AS OF PROCTIME()` (RisingWave's `for_system_time_as_of_proctime`): on the right of a
+    /// join, a streaming job reads it as a temporal join's lookup table; a batch query reads it as any scan.
     Scan {
         table: String,
         table_id: TableId,
@@ -57,6 +59,7 @@ pub enum LogicalPlan {
         types: Vec<DataType>,
         pk: Vec<usize>,
         filter: Option<ExprNode>,
+        as_of_proctime: bool,
     },
     /// Constant rows (also a system table's rows, read at bind).
     Values {

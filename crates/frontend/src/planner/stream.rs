@@ -74,6 +74,17 @@ pub enum StreamOp {
     SimpleAgg {
         calls: Vec<AggCall>,
     },
+    /// A temporal join (RisingWave's `StreamTemporalJoin`): the right input is its lookup table's
+    /// upstream-only scan; `right_keys` are the table's pk prefix the lookups read (stored positions),
+    /// `condition` and `output_indices` over the left input's columns then the table's.
+    TemporalJoin {
+        kind: JoinType,
+        left_keys: Vec<usize>,
+        right_keys: Vec<usize>,
+        null_safe: Vec<bool>,
+        condition: Option<ExprNode>,
+        output_indices: Vec<usize>,
+    },
     /// An equi-join: `condition` (the `ON`'s conjuncts other than the key pairs) and `output_indices` are
     /// over the left input's columns (visible and hidden) then the right input's.
     HashJoin {
@@ -422,6 +433,14 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             on,
             left,
             right,
+        } if is_lookup_table(right) => {
+            super::stream_join::temporal_join(*kind, on.as_ref(), to_stream(left, up)?, right, up)
+        }
+        LogicalPlan::Join {
+            kind,
+            on,
+            left,
+            right,
         } => super::stream_join::join(
             *kind,
             on.as_ref(),
@@ -449,6 +468,18 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         )),
         LogicalPlan::Dedup { keys, input } => dedup(keys, input, up),
     }
+}
+
+/// Whether a join's right input is read `FOR SYSTEM_TIME AS OF PROCTIME()` (RisingWave's
+/// `should_be_temporal_join`).
+fn is_lookup_table(right: &LogicalPlan) -> bool {
+    matches!(
+        right,
+        LogicalPlan::Scan {
+            as_of_proctime: true,
+            ..
+        }
+    )
 }
 
 /// Each of `inputs` planned, in order.
@@ -528,6 +559,34 @@ fn table_scan(
         })
         .collect();
     Ok(scan.project(exprs.to_vec(), names))
+}
+
+/// A temporal join's lookup table as its right input (RisingWave's `StreamTableScan` with
+/// `StreamScanType::UpstreamOnly`): every stored column, the table's changes only, in its distribution.
+pub(super) fn lookup_table_scan(
+    table: &str,
+    table_id: TableId,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let upstream = up.upstream(table_id)?;
+    let desc = &upstream.desc;
+    Ok(StreamPlan {
+        op: StreamOp::TableScan {
+            table: table.to_owned(),
+            table_id,
+            scan_type: StreamScanType::UpstreamOnly,
+        },
+        inputs: Vec::new(),
+        types: desc.column_types.clone(),
+        names: upstream
+            .names
+            .iter()
+            .map(|n| format!("{table}.{n}"))
+            .collect(),
+        width: desc.column_types.len(),
+        dist: Dist::UpstreamHashShard(desc.dist_key_indices()),
+        stream_key: desc.pk_indices.clone(),
+    })
 }
 
 /// A filter keeps its input's distribution and stream key.
@@ -1142,6 +1201,8 @@ pub fn materialize_table(plan: &StreamPlan, vnode_count: VnodeCount) -> Arc<Tabl
 pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool, SqlError> {
     Ok(match &plan.op {
         StreamOp::TableScan { table_id, .. } => up.upstream(*table_id)?.append_only,
+        // The table's changes only update lookups: the output changes as the left input does.
+        StreamOp::TemporalJoin { .. } => is_append_only(&plan.inputs[0], up)?,
         StreamOp::Values { .. }
         | StreamOp::EowcSort { .. }
         | StreamOp::HashAgg { eowc: Some(_), .. } => true,

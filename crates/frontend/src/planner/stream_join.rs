@@ -12,9 +12,9 @@ use epochlab_common::plan::{JoinType as StreamJoinType, StreamNode, join_side_ta
 use epochlab_common::{DataType, VnodeCount};
 
 use super::pushdown::{and_all, conjuncts, remap};
-use super::stream::{Dist, StreamOp, StreamPlan};
+use super::stream::{Dist, StreamOp, StreamPlan, UpstreamReader};
 use crate::error::SqlError;
-use crate::planner::JoinType;
+use crate::planner::{JoinType, LogicalPlan};
 use crate::scalar::{ExprNode, ExprType};
 
 /// The `ON` of a join split into key pairs and the rest (RisingWave's `EqJoinPredicate`), over the left
@@ -146,6 +146,167 @@ pub fn join(
         return Ok(join);
     }
     Ok(pulled_filter(join, &eq.other, &layout, dist, stream_key))
+}
+
+/// `left JOIN right FOR SYSTEM_TIME AS OF PROCTIME() ON on` (RisingWave's `to_stream_temporal_join`): the
+/// key pairs on a prefix of the table's pk that holds its distribution key become the lookup key (in pk
+/// order), the other pairs and conjuncts the join's condition; the left input, which must be append-only,
+/// is hashed as the table is distributed, so that each left row reaches the actor owning its lookups' vnode;
+/// the right input is the table's own changes. RisingWave's errors where it refuses one.
+pub fn temporal_join(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: StreamPlan,
+    right: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
+    let not_supported = |what: &str| Err(SqlError::NotSupported(what.into()));
+    let LogicalPlan::Scan {
+        table,
+        table_id,
+        exprs,
+        filter: None,
+        ..
+    } = right
+    else {
+        return not_supported("Temporal join requires a table scan as its lookup table");
+    };
+    // The scan's columns as stored positions: a table's own columns, each once, unfiltered.
+    let stored: Option<Vec<usize>> = exprs
+        .iter()
+        .map(|e| match e {
+            ExprNode::InputRef { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    let Some(stored) = stored else {
+        return not_supported("Temporal join requires a table scan as its lookup table");
+    };
+    if !matches!(kind, JoinType::Inner | JoinType::LeftOuter) {
+        return not_supported("Temporal join requires an inner join or a left outer join");
+    }
+    let right = super::stream::lookup_table_scan(table, *table_id, up)?;
+    let desc = up.upstream(*table_id)?.desc;
+    let (lw, l_all) = (left.width, left.types.len());
+    let on = on.map(|e| remap(e, &|i| if i < lw { i } else { l_all + stored[i - lw] }));
+    let mut eq = EqJoinPredicate::create(on.as_ref(), l_all);
+    lookup_prefix(&mut eq, &desc, l_all)?;
+    if !super::stream::is_append_only(&left, up)? {
+        return not_supported("Temporal join requires an append-only left input");
+    }
+    // The table's distribution key, each by the left column it is looked up with, in the key's order.
+    let left_dist: Vec<usize> = desc
+        .dist_key_indices()
+        .iter()
+        .map(|d| {
+            eq.left_keys[eq
+                .right_keys
+                .iter()
+                .position(|r| r == d)
+                .expect("in the prefix")]
+        })
+        .collect();
+    let left = force_exchange(left, Dist::HashShard(left_dist.clone()));
+    let visible: Vec<usize> = (0..lw).chain(stored.iter().map(|&s| l_all + s)).collect();
+    let hidden = (lw..l_all).chain(desc.pk_indices.iter().map(|&k| l_all + k));
+    let mut output_indices = visible.clone();
+    for h in hidden {
+        if !output_indices.contains(&h) {
+            output_indices.push(h);
+        }
+    }
+    let layout = Layout {
+        output_indices,
+        width: visible.len(),
+    };
+    let stream_key = layout.stream_key(kind, &left, &right, &eq);
+    let dist = Dist::HashShard(left_dist.iter().map(|&k| layout.out(k)).collect());
+    let concat_types: Vec<DataType> = left.types.iter().chain(&right.types).cloned().collect();
+    let concat_names: Vec<String> = left.names.iter().chain(&right.names).cloned().collect();
+    Ok(StreamPlan {
+        op: StreamOp::TemporalJoin {
+            kind,
+            left_keys: eq.left_keys.clone(),
+            right_keys: eq.right_keys.clone(),
+            null_safe: eq.null_safe.clone(),
+            condition: and_all(eq.other.clone()),
+            output_indices: layout.output_indices.clone(),
+        },
+        types: layout.pick(&concat_types),
+        names: layout.pick(&concat_names),
+        width: layout.width,
+        dist,
+        stream_key,
+        inputs: vec![left, right],
+    })
+}
+
+/// Keep in `eq` the key pairs that look the table up, in pk order: the longest pk prefix each of whose
+/// columns a pair keys on; the other pairs go into the condition. The prefix must hold the table's
+/// distribution key (RisingWave's error otherwise).
+fn lookup_prefix(eq: &mut EqJoinPredicate, desc: &TableDesc, l_all: usize) -> Result<(), SqlError> {
+    let mut order = Vec::new();
+    for pk_col in &desc.pk_indices {
+        match eq.right_keys.iter().position(|r| r == pk_col) {
+            Some(i) => order.push(i),
+            None => break,
+        }
+    }
+    let dist = desc.dist_key_indices();
+    let shortest = dist
+        .iter()
+        .filter_map(|d| desc.pk_indices.iter().position(|p| p == d))
+        .max()
+        .map_or(0, |p| p + 1);
+    if order.is_empty() || order.len() < shortest || dist.is_empty() {
+        return Err(SqlError::NotSupported(
+            "Temporal join requires the lookup table's primary key contained exactly in the equivalence condition"
+                .into(),
+        ));
+    }
+    let mut kept = EqJoinPredicate {
+        other: Vec::new(),
+        ..EqJoinPredicate::default()
+    };
+    for &i in &order {
+        kept.left_keys.push(eq.left_keys[i]);
+        kept.right_keys.push(eq.right_keys[i]);
+        kept.null_safe.push(eq.null_safe[i]);
+    }
+    for i in (0..eq.left_keys.len()).filter(|i| !order.contains(i)) {
+        let (l, r) = (eq.left_keys[i], l_all + eq.right_keys[i]);
+        let ty = desc.column_types[eq.right_keys[i]].clone();
+        let func = match eq.null_safe[i] {
+            true => ExprType::IsNotDistinctFrom,
+            false => ExprType::Equal,
+        };
+        kept.other.push(ExprNode::Call {
+            func,
+            args: vec![
+                ExprNode::input_ref(l, ty.clone()),
+                ExprNode::input_ref(r, ty),
+            ],
+            ret: DataType::Boolean,
+        });
+    }
+    kept.other.append(&mut eq.other);
+    *eq = kept;
+    Ok(())
+}
+
+/// The plan behind an exchange to `dist`, even when it is already so distributed (RisingWave enforces a
+/// shuffle of a temporal join's left input, so that the join's fragment can take the table's actors).
+fn force_exchange(plan: StreamPlan, dist: Dist) -> StreamPlan {
+    let stream_key = plan.stream_key.clone();
+    StreamPlan {
+        op: StreamOp::Exchange { dist: dist.clone() },
+        types: plan.types.clone(),
+        names: plan.names.clone(),
+        width: plan.width,
+        dist,
+        stream_key,
+        inputs: vec![plan],
+    }
 }
 
 /// A full outer join's rows whose key columns (`keys`: both sides' stream keys, in the output) are all
@@ -304,7 +465,7 @@ impl Layout {
 }
 
 /// The executor's join type of a logical join type.
-fn stream_join_type(kind: JoinType) -> StreamJoinType {
+pub(crate) fn stream_join_type(kind: JoinType) -> StreamJoinType {
     match kind {
         JoinType::Inner => StreamJoinType::Inner,
         JoinType::LeftOuter => StreamJoinType::LeftOuter,
@@ -422,6 +583,7 @@ mod tests {
                 .map(|i| ExprNode::input_ref(i, types[i].clone()))
                 .collect(),
             types,
+            as_of_proctime: false,
             pk: vec![2],
             filter: None,
         }

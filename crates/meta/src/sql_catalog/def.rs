@@ -78,6 +78,10 @@ pub struct Def {
     /// position of the column and the expression over the stored row whose value is its watermark.
     #[serde(default)]
     pub watermarks: Vec<(usize, ExprNode)>,
+    /// A materialized view's stored columns its job sends watermarks for (RisingWave's
+    /// `watermark_columns` of its table catalog): a job over it may emit on window close by them.
+    #[serde(default)]
+    pub watermark_columns: Vec<usize>,
 }
 
 impl Def {

@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod backfill;
 pub mod barrier_align;
+pub mod chain;
 pub mod dispatch;
 pub mod dml;
 pub mod dynamic_filter;
@@ -27,6 +28,7 @@ pub mod source;
 #[cfg(test)]
 mod stateless_tests;
 pub mod stats;
+pub mod temporal_join;
 #[cfg(test)]
 mod tests;
 pub mod top_n;
@@ -48,6 +50,7 @@ pub use aggregate::{AggArgs, CallStateTable, DedupTable, HashAggExecutor, Simple
 pub use backfill::{
     ArrangementBackfillExecutor, BackfillArgs, BackfillRegistry, NoShuffleBackfillExecutor,
 };
+pub use chain::ChainExecutor;
 pub use dispatch::DispatchExecutor;
 pub use dml::DmlExecutor;
 pub use dynamic_filter::{Comparator, DynamicFilterArgs, DynamicFilterExecutor};
@@ -67,6 +70,7 @@ pub use sink::{CollectedSink, SinkExecutor, SinkRegistry};
 pub use sort::SortExecutor;
 pub use source::{SourceArgs, SourceExecutor};
 pub use stats::{ExecutorCounters, ExecutorStats, ExecutorStatsHandle, StatefulExecutorKind};
+pub use temporal_join::{TemporalJoinArgs, TemporalJoinExecutor};
 pub use top_n::{
     AppendOnlyGroupTopNExecutor, AppendOnlyTopNExecutor, GroupTopNExecutor, TopNArgs, TopNExecutor,
 };
@@ -173,6 +177,11 @@ pub enum StreamExecutorError {
     /// vnodes have a stored watermark and some none (vnodes that never saw a row legitimately have none).
     #[error("Watermark for vnodes should be either all None or all Some()")]
     WatermarkVnodesDiffer { with: usize, without: usize },
+    /// RisingWave #22476's panic in the temporal join's `JoinEntry::remove`, its text as RisingWave printed it
+    /// (its `OwnedRow`'s derived Debug): the right input deleted a row (by its stream key) that the cached
+    /// lookup of its join key does not hold.
+    #[error("key OwnedRow({key:?}) should be in the cache")]
+    TemporalJoinCacheMiss { key: epochlab_common::OwnedRow },
     #[error("{0}")]
     Internal(String),
 }
@@ -235,6 +244,7 @@ impl StreamExecutorError {
             | Self::JoinDegreeMismatch { .. }
             | Self::RightValueMismatch { .. }
             | Self::WatermarkVnodesDiffer { .. }
+            | Self::TemporalJoinCacheMiss { .. }
             | Self::Aggregate {
                 source: epochlab_expr::ExprError::InvalidState(_),
                 ..

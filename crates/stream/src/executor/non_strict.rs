@@ -17,6 +17,8 @@ pub enum ExprExecutor {
     Aggregate,
     /// A hash join's non-equi condition.
     HashJoin,
+    /// A temporal join's non-equi condition.
+    TemporalJoin,
     ProjectSet,
     /// A source's generated columns.
     Source,
@@ -32,6 +34,7 @@ impl ExprExecutor {
             ExprExecutor::HopWindow => "hop_window",
             ExprExecutor::Aggregate => "aggregate",
             ExprExecutor::HashJoin => "hash_join",
+            ExprExecutor::TemporalJoin => "temporal_join",
             ExprExecutor::ProjectSet => "project_set",
             ExprExecutor::Source => "source",
             ExprExecutor::WatermarkFilter => "watermark_filter",

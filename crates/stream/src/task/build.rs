@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use epochlab_barrier::Barrier;
 use epochlab_common::plan::{StreamActorDesc, StreamNode, StreamScanType};
 use epochlab_common::{ActorId, Clock, EventLog, WorkerId};
-use epochlab_state_table::{StateTable, StateTableOptions};
+use epochlab_state_table::{StateTable, StateTableOptions, StorageTable};
 use epochlab_storage::{Accessor, NodeStorage, OpConsistencyLevel};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
@@ -20,6 +20,7 @@ use crate::executor::aggregate::group::DedupWrite;
 use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
+use crate::executor::temporal_join::{TEMPORAL_JOIN_CACHE_CAPACITY, TemporalJoinReadEpoch};
 use crate::executor::top_n::state::TopNRowDelete;
 use crate::executor::watermark_filter::{WatermarkPersist, WatermarkRecovery};
 use crate::executor::{AggArgs, DedupTable, HashAggExecutor, SimpleAggExecutor};
@@ -34,9 +35,11 @@ use crate::executor::{
     SinkRegistry, StatefulExecutorKind, StreamExecutorError, TracedExecutor, UnionExecutor,
     ValuesExecutor,
 };
+use crate::executor::{
+    ChainExecutor, HashJoinArgs, HashJoinExecutor, TemporalJoinArgs, TemporalJoinExecutor,
+};
 use crate::executor::{Comparator, DynamicFilterArgs, DynamicFilterExecutor, NowExecutor};
 use crate::executor::{ExpandExecutor, ProjectSetExecutor, SourceArgs, SourceExecutor};
-use crate::executor::{HashJoinArgs, HashJoinExecutor};
 use crate::executor::{SortExecutor, WatermarkFilterExecutor};
 
 /// Every task of one node: killing the node aborts them all at once.
@@ -497,6 +500,10 @@ fn build_executor(
             let (left, right) = (build!(left), build!(right));
             build_dynamic_filter(env, desc, node, left, right)?
         }
+        StreamNode::TemporalJoin { left, right, .. } => {
+            let (left, right) = (build!(left), build!(right));
+            build_temporal_join(env, desc, node, left, right)?
+        }
         StreamNode::Now { state_table } => build_now(env, desc, state_table, barrier_rx)?,
         StreamNode::Source { .. } => build_source(env, desc, node, barrier_rx)?,
         StreamNode::WatermarkFilter { input, .. } => {
@@ -619,6 +626,11 @@ fn build_stream_scan(
     else {
         unreachable!("a stream scan node")
     };
+    if *scan_type == StreamScanType::UpstreamOnly {
+        check_vnode_count(desc, upstream_table)?;
+        let chain = ChainExecutor::new(desc.actor_id, input, barrier_manager.clone());
+        return Ok(project_scan_output(output_indices, Box::new(chain)));
+    }
     let tables = BackfillTables {
         upstream_table,
         state_table,
@@ -633,6 +645,7 @@ fn build_stream_scan(
             Box::new(ArrangementBackfillExecutor::new(input, args))
         }
         StreamScanType::Backfill => Box::new(NoShuffleBackfillExecutor::new(input, args)),
+        StreamScanType::UpstreamOnly => unreachable!("an upstream-only scan has no backfill"),
     };
     let paced: BoxedExecutor = match flow_control {
         Some(limit) => Box::new(FlowControlExecutor::new(
@@ -861,6 +874,7 @@ fn build_stateless(
         | StreamNode::TopN { .. }
         | StreamNode::GroupTopN { .. }
         | StreamNode::DynamicFilter { .. }
+        | StreamNode::TemporalJoin { .. }
         | StreamNode::Now { .. }
         | StreamNode::Source { .. }
         | StreamNode::WatermarkFilter { .. }
@@ -1190,6 +1204,53 @@ fn build_hash_join(
         row_delete: env.toggles.get::<JoinRowDelete>(),
     };
     let exec = HashJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
+        actor: actor_id,
+        source,
+    })?;
+    Ok(Box::new(exec))
+}
+
+/// A temporal join: its right table read through the node's storage over the actor's vnodes (the table's,
+/// the fragment being placed like it), the read epoch as [`TemporalJoinReadEpoch`] says.
+fn build_temporal_join(
+    env: &BuildEnv,
+    desc: &StreamActorDesc,
+    node: &StreamNode,
+    left: BoxedExecutor,
+    right: BoxedExecutor,
+) -> Result<BoxedExecutor, BuildError> {
+    let StreamNode::TemporalJoin {
+        join_type,
+        left_key,
+        right_key,
+        null_safe,
+        condition,
+        table,
+        output_indices,
+        ..
+    } = node
+    else {
+        unreachable!("a temporal join node")
+    };
+    check_vnode_count(desc, table)?;
+    let actor_id = desc.actor_id;
+    let args = TemporalJoinArgs {
+        actor_id,
+        join_type: *join_type,
+        left,
+        right,
+        table: StorageTable::new(table.clone(), &env.storage, desc.vnodes.clone()),
+        left_key: left_key.clone(),
+        right_key: right_key.clone(),
+        null_safe: null_safe.clone(),
+        condition: condition.clone(),
+        output_indices: output_indices.clone(),
+        eval: non_strict(env, actor_id, ExprExecutor::TemporalJoin),
+        read_epoch: env.toggles.get::<TemporalJoinReadEpoch>(),
+        chunk_size: crate::executor::values::VALUES_CHUNK_SIZE,
+        cache_capacity: TEMPORAL_JOIN_CACHE_CAPACITY,
+    };
+    let exec = TemporalJoinExecutor::new(args).map_err(|source| BuildError::BadPlan {
         actor: actor_id,
         source,
     })?;

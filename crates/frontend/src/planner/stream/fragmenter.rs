@@ -153,6 +153,29 @@ fn stream_node(
             let (left, right) = (*child(0, graph)?, *child(1, graph)?);
             crate::planner::stream_join::join_node(plan, left, right, table.vnode_count)
         }
+        StreamOp::TemporalJoin {
+            kind,
+            left_keys,
+            right_keys,
+            null_safe,
+            condition,
+            output_indices,
+        } => {
+            let StreamOp::TableScan { table_id, .. } = &plan.inputs[1].op else {
+                unreachable!("a temporal join's right input is its lookup table's scan")
+            };
+            StreamNode::TemporalJoin {
+                join_type: crate::planner::stream_join::stream_join_type(*kind),
+                left_key: left_keys.clone(),
+                right_key: right_keys.clone(),
+                null_safe: null_safe.clone(),
+                condition: condition.clone(),
+                table: up.upstream(*table_id)?.desc,
+                output_indices: output_indices.clone(),
+                left: child(0, graph)?,
+                right: child(1, graph)?,
+            }
+        }
         StreamOp::TopN { .. } | StreamOp::GroupTopN { .. } => {
             top_n_node(plan, *child(0, graph)?, table, up)?
         }

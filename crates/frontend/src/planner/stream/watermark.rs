@@ -56,6 +56,13 @@ pub fn watermark_columns(
                 .into_iter()
                 .collect()
         }
+        // A temporal join passes its left input's watermarks on (RisingWave's `TemporalJoinExecutor`).
+        StreamOp::TemporalJoin { output_indices, .. } => {
+            let cols = input(0)?;
+            (0..output_indices.len())
+                .filter(|&i| cols.contains(&output_indices[i]))
+                .collect()
+        }
         // An aggregation passes the watermark of its window column when it emits on window close.
         StreamOp::HashAgg { eowc, .. } => eowc.iter().copied().collect(),
         StreamOp::Union => {

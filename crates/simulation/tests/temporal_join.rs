@@ -1,0 +1,109 @@
+//! Temporal joins (`FOR SYSTEM_TIME AS OF PROCTIME()`, RisingWave's `TemporalJoinExecutor`): a left row joins
+//! the lookup table as it stood when the row came; a change of the table changes no row already joined and
+//! emits nothing; the cache a kill empties is rebuilt from the table. RisingWave's refusals in its words.
+
+use std::sync::Arc;
+
+use epochlab_common::Toggles;
+use epochlab_frontend::Session;
+use epochlab_sim::{Cluster, SimContext};
+
+mod support;
+use support::{ok, query, text};
+
+const VIEW: &str = "CREATE MATERIALIZED VIEW v AS SELECT id1, a1, id2, a2 FROM stream \
+                    LEFT JOIN version FOR SYSTEM_TIME AS OF PROCTIME() ON id1 = id2";
+
+/// Left rows before and after changes of the table, with a kill of every node before the last ones when
+/// `kill`: what the view holds.
+async fn joined(ctx: SimContext, kill: bool) -> Vec<Vec<String>> {
+    let config = epochlab_sim::config::three_nodes(4, Toggles::default());
+    let cluster = Arc::new(Cluster::start(&ctx, config).await);
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+    ok(&mut s, "SET RW_IMPLICIT_FLUSH TO true").await;
+    ok(&mut s, "CREATE TABLE stream (id1 INT, a1 INT) APPEND ONLY").await;
+    ok(
+        &mut s,
+        "CREATE TABLE version (id2 INT, a2 INT, PRIMARY KEY (id2))",
+    )
+    .await;
+    ok(&mut s, VIEW).await;
+    ok(&mut s, "INSERT INTO version VALUES (1, 10), (2, 20)").await;
+    ok(&mut s, "INSERT INTO stream VALUES (1, 1), (2, 2), (3, 3)").await;
+    // Changes of the table: the rows joined before keep what they joined with.
+    ok(&mut s, "UPDATE version SET a2 = 11 WHERE id2 = 1").await;
+    ok(&mut s, "DELETE FROM version WHERE id2 = 2").await;
+    ok(&mut s, "INSERT INTO version VALUES (3, 30)").await;
+    if kill {
+        support::kill_all(&cluster, 3).await;
+    }
+    ok(&mut s, "INSERT INTO stream VALUES (1, 4), (2, 5), (3, 6)").await;
+    let rows = query(&mut s, "SELECT id1, a1, id2, a2 FROM v").await;
+    cluster
+        .check_recoveries(u64::from(kill))
+        .expect("no state error, and only the kill's recovery");
+    cluster.shutdown();
+    rows
+}
+
+fn expected() -> Vec<Vec<String>> {
+    text(&[
+        &["1", "1", "1", "10"],
+        &["1", "4", "1", "11"],
+        &["2", "2", "2", "20"],
+        &["2", "5", "NULL", "NULL"],
+        &["3", "3", "NULL", "NULL"],
+        &["3", "6", "3", "30"],
+    ])
+}
+
+#[test]
+fn a_left_row_joins_the_table_as_it_stood_when_it_came() {
+    for seed in 0..3 {
+        let rows = epochlab_sim::run(seed, |ctx| joined(ctx, false)).value;
+        assert_eq!(rows, expected(), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_kill_of_every_node_empties_the_cache_and_the_lookups_read_the_table() {
+    for seed in 0..3 {
+        let rows = epochlab_sim::run(seed, |ctx| joined(ctx, true)).value;
+        assert_eq!(rows, expected(), "seed {seed}");
+    }
+}
+
+/// What `sql` answers after the two tables, as text.
+async fn refusal(ctx: SimContext, sql: &'static str) -> String {
+    let config = epochlab_sim::config::three_nodes(4, Toggles::default());
+    let cluster = Arc::new(Cluster::start(&ctx, config).await);
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+    ok(&mut s, "CREATE TABLE s (k INT, v INT)").await;
+    ok(&mut s, "CREATE TABLE a (k INT, v INT) APPEND ONLY").await;
+    ok(&mut s, "CREATE TABLE t (k INT, v INT, PRIMARY KEY (k))").await;
+    let out = s.execute(sql).await.expect_err(sql).to_string();
+    cluster.shutdown();
+    out
+}
+
+#[test]
+fn risingwave_refuses_what_it_refuses_in_its_words() {
+    let cases = [
+        (
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM s JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON s.k = t.k",
+            "Not supported: Temporal join requires an append-only left input",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM a JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON a.v = t.v",
+            "Not supported: Temporal join requires the lookup table's primary key contained exactly in the equivalence condition",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM a JOIN t FOR SYSTEM_TIME AS OF NOW() ON a.k = t.k",
+            "unsupported: time travel (FOR SYSTEM_TIME AS OF NOW())",
+        ),
+    ];
+    for (sql, want) in cases {
+        let got = epochlab_sim::run(0, move |ctx| refusal(ctx, sql)).value;
+        assert_eq!(got, want, "{sql}");
+    }
+}
