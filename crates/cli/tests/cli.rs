@@ -184,6 +184,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("19138", "fixed", "passed"),
             ("22384", "buggy", "failed"),
             ("22384", "fixed", "passed"),
+            ("22476", "buggy", "failed"),
+            ("22476", "fixed", "passed"),
             ("8440", "buggy", "failed"),
             ("8440", "fixed", "passed"),
             ("reschedule-unpinned", "buggy", "failed"),
@@ -225,26 +227,32 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(7)
     );
+    assert!(
+        error(11).starts_with("key OwnedRow([Some(Int64(")
+            && error(11).ends_with("]) should be in the cache"),
+        "{}",
+        error(11)
+    );
     assert_eq!(
-        error(11),
+        error(13),
         "Watermark for vnodes should be either all None or all Some()"
     );
     assert!(
-        error(13).starts_with("backfill progress of vnode "),
+        error(15).starts_with("backfill progress of vnode "),
         "{}",
-        error(13)
+        error(15)
     );
     assert!(
-        error(13).ends_with("(by the backfill persist check)"),
+        error(15).ends_with("(by the backfill persist check)"),
         "{}",
-        error(13)
+        error(15)
     );
     assert!(
-        rows[13]
+        rows[15]
             .replay
             .ends_with("--bug reschedule-unpinned --mode buggy --seed 1"),
         "{}",
-        rows[13].replay
+        rows[15].replay
     );
     assert!(
         rows[7]

@@ -22,4 +22,4 @@ pub use reference::{ViewDiff, evaluate as evaluate_view};
 pub use runner::{STALL_LIMIT, run_plan, watchdog};
 pub use shrink::{ShrinkOutcome, shrink};
 pub use verdict::{FailureKind, PlanReport, failure_signature, mask, stuck_signature};
-pub use views::{Upstream as ViewUpstream, ViewShapeError, view_graph};
+pub use views::{Upstream as ViewUpstream, ViewShapeError, temporal_join_graph, view_graph};

@@ -31,6 +31,10 @@ pub enum ViewShapeError {
     NoStreamKey(String),
     #[error("the query reads {want} upstreams, {got} given")]
     Upstreams { want: usize, got: usize },
+    #[error(
+        "{0} is no lookup table: its pk and its distribution key must start with its first column"
+    )]
+    NotLookupTable(String),
 }
 
 /// An upstream of a view: its name (for errors) and its table.
@@ -383,6 +387,65 @@ fn top_n_graph(
             fragment(2, materialize(&view, top_n), FragmentDistribution::Single),
         ],
         edges: vec![edge(1, 2, DispatchStrategy::Simple)],
+    };
+    Ok((graph, view))
+}
+
+/// A temporal join view (`SELECT * FROM left [LEFT] JOIN right FOR SYSTEM_TIME AS OF PROCTIME() ON
+/// left.left_col = right.k`, RisingWave's `StreamTemporalJoin`): the left's scan hashed by its join column
+/// to the join, whose fragment reads the right table's own changes (an upstream-only scan, so it takes the
+/// table's actors) and looks the table up by its first pk column, which must be its distribution key; the
+/// view behind a hash exchange on its first pk column. Output: every left column, then every right column;
+/// pk as a join view's ([`join_view_pk`]).
+pub fn temporal_join_graph(
+    left: &Upstream<'_>,
+    right: &Upstream<'_>,
+    join: ViewJoin,
+    left_col: usize,
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    left.bigint(left_col)?;
+    right.bigint(0)?;
+    let (l, r) = (left.desc, right.desc);
+    if r.pk_indices.first() != Some(&0) || r.dist_key_indices() != [0] {
+        return Err(ViewShapeError::NotLookupTable(right.name.to_string()));
+    }
+    let join_type = match join {
+        ViewJoin::Inner => JoinType::Inner,
+        ViewJoin::LeftOuter => JoinType::LeftOuter,
+    };
+    let lw = l.column_types.len();
+    let mut types = l.column_types.clone();
+    types.extend(r.column_types.iter().cloned());
+    let pk = join_view_pk(&l.pk_indices, &r.pk_indices, left_col, lw);
+    let view = Arc::new(view_table(types.clone(), pk, l.vnode_count));
+    let lookups =
+        StreamNode::stream_scan(StreamScanType::UpstreamOnly, r.clone(), BACKFILL_CHUNK_SIZE);
+    let temporal_join = StreamNode::TemporalJoin {
+        join_type,
+        left_key: vec![left_col],
+        right_key: vec![0],
+        null_safe: vec![false],
+        condition: None,
+        table: r.clone(),
+        output_indices: (0..types.len()).collect(),
+        left: Box::new(StreamNode::Exchange { upstream: 1 }),
+        right: Box::new(lookups),
+    };
+    let view_key = view.dist_key_indices();
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            fragment(1, scan(l), hashed(l.dist_key_indices())),
+            fragment(2, temporal_join, hashed(vec![left_col])),
+            fragment(
+                3,
+                materialize(&view, StreamNode::Exchange { upstream: 2 }),
+                hashed(view_key.clone()),
+            ),
+        ],
+        edges: vec![
+            edge(1, 2, DispatchStrategy::Hash(vec![left_col])),
+            edge(2, 3, DispatchStrategy::Hash(view_key)),
+        ],
     };
     Ok((graph, view))
 }

@@ -1,0 +1,339 @@
+//! RisingWave #22476: a temporal join looked its right table up at the barrier's current epoch, not the previous
+//! one (#22935 read `prev`). A lookup made after the table's writers had sealed the running epoch, while the
+//! join still took left rows of that epoch (its left input's barrier not yet in), saw that epoch's changes;
+//! the same changes came to its cache again from the right input at the next barrier, and a delete found its
+//! row already gone from the entry: `key OwnedRow(..) should be in the cache` (a panic in `JoinEntry::remove`).
+//! Its toggle is [`TemporalJoinReadEpoch`] (declared beside the temporal join, read by stream's `build.rs`);
+//! its directed scenario is [`scenario`].
+//!
+//! The scenario: a lookup table `version` (k, v) and a left table `stream` (id, k), a left outer temporal join
+//! of `stream.k` with `version.k`; then, every millisecond, a row of `version` deleted and 2 ms later a left
+//! row with its key inserted, each key once (every lookup misses the cache). A barrier that reaches `version`'s
+//! writer between the two, and `stream`'s after both, leaves the left row in the epoch of the delete, read
+//! after the table sealed it. Buggy: the join fails at the next barrier. Fixed: each left row joins the row
+//! as of the previous epoch, once (the oracle).
+
+use std::time::Duration;
+
+use epochlab_common::plan::ConflictBehavior;
+use epochlab_common::{DataType, Op, OwnedRow, TableId, Toggles, event, row};
+use epochlab_meta::{JobOptions, RelationKind};
+use epochlab_stream::executor::temporal_join::TemporalJoinReadEpoch;
+use futures::future::LocalBoxFuture;
+
+use super::record::{Evidence, Record, Symptom, SymptomKind};
+use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
+use crate::config::cluster_config_for;
+use crate::report::ReproReport;
+use crate::repro::{ClusterHook, ReproParams};
+use crate::runtime::SimContext;
+use crate::workload::{ViewJoin, ViewUpstream as Upstream, temporal_join_graph};
+
+pub const INFO: BugInfo = BugInfo {
+    id: BugId::Rw22476,
+    name: "22476",
+    origin: Origin::RisingWave,
+    mechanism: "a temporal join reads its right table at the barrier's current epoch: a lookup made after the \
+                table sealed the running epoch sees changes that reach the join's cache again at the next \
+                barrier, and a delete finds its row gone (`key OwnedRow(..) should be in the cache`)",
+    fix: "look the right table up at the barrier's previous epoch (#22935)",
+    links: &[
+        "https://github.com/risingwavelabs/risingwave/issues/22476",
+        "https://github.com/risingwavelabs/risingwave/pull/22935",
+    ],
+    modes: &[Mode::Buggy, Mode::Fixed],
+    command: "cargo xtask repro --bug 22476",
+    settings: &[Setting::Parallelism, Setting::Rows],
+    timeline: "the tables, the view, the deletes and the left rows, the join's failure",
+    record: &RECORD,
+    toggles,
+    scenario: start,
+};
+
+const RECORD: Record = Record {
+    refs: "issue #22476 (2025-07-02, v2.2.3: \"key ownedRow([some(Utf8(\"xxxxx\")) should be in the cache\" after \
+           a meta and compute node restart, sometimes), fixed by #22935 \"fix temporal join prev epoch\" \
+           (9188afcefbe, 2025-08-20), which also made a double insert panic",
+    symptom: Symptom {
+        kind: SymptomKind::Panic,
+        text: "key OwnedRow([Some(Utf8(\"xxxxx\"))]) should be in the cache",
+        pattern: "should be in the cache",
+        epochlab_pattern: "",
+        panic_file: "executor/temporal_join.rs",
+        evidence: Evidence::Text,
+    },
+    site: "stream: executor/temporal_join.rs, `JoinEntry::remove` (bc6b8c70b05:97), under the barrier that \
+           applies the right input's changes to the lookup cache; the cause at the barrier before, where the \
+           executor set its read epoch to `barrier.epoch.curr`",
+    differs: "an actor error with RisingWave's text, not a panic; the append-only temporal join of f21fb9b7915 \
+              (no memo table), whose read epoch was `curr` too; a lookup sees the running epoch once the \
+              table's writer sealed it (its barrier arrived) or spilled it, as a NoWait read of Hummock does",
+};
+
+/// The engine's toggles of a run in `mode`: [`read_epoch`]'s, the others fixed.
+fn toggles(mode: Mode) -> Toggles {
+    Toggles::default().with(read_epoch(mode))
+}
+
+/// The epoch a temporal join's lookups read at in `mode`.
+pub(crate) fn read_epoch(mode: Mode) -> TemporalJoinReadEpoch {
+    match mode {
+        Mode::Buggy => TemporalJoinReadEpoch::Curr,
+        _ => TemporalJoinReadEpoch::Prev,
+    }
+}
+
+fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
+    Box::pin(scenario(run.ctx, run.params, run.hook))
+}
+
+/// The keys the scenario deletes and looks up, at most (`--rows`, capped).
+const MAX_KEYS: usize = 20_000;
+/// One key's delete (and a left row) per tick.
+const TICK: Duration = Duration::from_millis(1);
+/// Ticks between a key's delete and its left row.
+const LAG: i64 = 2;
+/// Left rows per second per actor the view's scan lets through (its rate limit), below the rate they come.
+const LEFT_RATE: u32 = 200;
+/// Virtual time the view's creation may take.
+const CREATE_BUDGET: Duration = Duration::from_secs(60);
+
+struct Setup {
+    scene: super::Scene,
+    version: TableId,
+    stream: TableId,
+    view: TableId,
+    keys: usize,
+}
+
+impl AsRef<super::Scene> for Setup {
+    fn as_ref(&self) -> &super::Scene {
+        &self.scene
+    }
+}
+
+/// The directed scenario of #22476.
+pub(crate) async fn scenario(
+    ctx: SimContext,
+    p: ReproParams,
+    hook: Option<ClusterHook>,
+) -> ReproReport {
+    let keys = p.rows.clamp(1, MAX_KEYS);
+    let setup = async |t| setup(&ctx, t, &p, hook, keys).await;
+    super::directed(
+        &ctx,
+        &p,
+        format!(" keys={keys}"),
+        setup,
+        deletes_and_lookups,
+        |s, looked_up, report| verdict(s, &p, looked_up, report),
+    )
+    .await
+}
+
+fn version_row(k: i64) -> OwnedRow {
+    row![k, k * 10]
+}
+
+fn stream_row(id: i64) -> OwnedRow {
+    row![id, id]
+}
+
+/// Three nodes; `version` (k, v) with pk k and its rows; `stream` (id, k) with pk id, empty; the view
+/// `SELECT * FROM stream LEFT JOIN version FOR SYSTEM_TIME AS OF PROCTIME() ON stream.k = version.k`.
+async fn setup(
+    ctx: &SimContext,
+    t: Toggles,
+    p: &ReproParams,
+    hook: Option<ClusterHook>,
+    keys: usize,
+) -> Result<Setup, ScenarioError> {
+    let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
+    let meta = &cluster.meta();
+    let types = vec![DataType::Int64, DataType::Int64];
+    let table = async |name: &str, parallelism: usize| {
+        let conflict = ConflictBehavior::NoCheck;
+        let created = meta
+            .create_table_with_conflict(
+                name,
+                types.clone(),
+                vec![0],
+                vec![0],
+                parallelism,
+                conflict,
+                None,
+            )
+            .await;
+        created.map_err(ScenarioError::ddl("create table"))
+    };
+    let version = table("version", p.parallelism).await?;
+    let stream = table("stream", p.parallelism).await?;
+    let rows = (1..=keys as i64)
+        .map(|k| (Op::Insert, version_row(k)))
+        .collect();
+    cluster.dml(version, rows).await?;
+    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
+    let (version_desc, stream_desc) = (
+        cluster.meta().relation(version).map(|r| r.desc),
+        cluster.meta().relation(stream).map(|r| r.desc),
+    );
+    let (Some(version_desc), Some(stream_desc)) = (version_desc, stream_desc) else {
+        return Err(ScenarioError::NotShown(
+            "the tables are not in the catalog".into(),
+        ));
+    };
+    let left = Upstream {
+        name: "stream",
+        desc: &stream_desc,
+    };
+    let right = Upstream {
+        name: "version",
+        desc: &version_desc,
+    };
+    let (graph, view) = temporal_join_graph(&left, &right, ViewJoin::LeftOuter, 1)
+        .map_err(|e| ScenarioError::NotShown(e.to_string()))?;
+    let kind = RelationKind::MaterializedView;
+    // The left input lags: its rows of an epoch reach the join after the table's barrier of that epoch.
+    let options = JobOptions {
+        rate_limit: Some(LEFT_RATE),
+        ..JobOptions::parallelism(p.parallelism)
+    };
+    let created = meta.create_streaming_job("tj", kind, graph, vec![view], options);
+    let view = created.await.map_err(ScenarioError::ddl("create view"))?;
+    super::await_created(&cluster, view, CREATE_BUDGET).await?;
+    Ok(Setup {
+        scene: super::Scene {
+            ctx: ctx.clone(),
+            cluster,
+            checkers,
+        },
+        version,
+        stream,
+        view,
+        keys,
+    })
+}
+
+fn failed(s: &Setup) -> bool {
+    s.scene.cluster.failures.first_state_error().is_some()
+}
+
+/// Every millisecond a key's `version` row deleted and the left row of the key deleted two ticks before
+/// inserted (so that some delete precedes a barrier's arrival at `version`'s writer and its left row follows
+/// it), until every key is done or the join failed; then a checkpoint. Returns how many left rows were
+/// inserted.
+async fn deletes_and_lookups(s: &Setup) -> Result<usize, ScenarioError> {
+    event!(
+        s.scene.ctx.log,
+        "scenario",
+        "each ms delete a key of version, and insert a left row with the key deleted {LAG} ms before"
+    );
+    let cluster = &s.scene.cluster;
+    let keys = s.keys as i64;
+    let mut inserted = 0;
+    for tick in 1..=keys + LAG {
+        if failed(s) {
+            break;
+        }
+        if tick <= keys {
+            let delete = vec![(Op::Delete, version_row(tick))];
+            cluster.dml(s.version, delete).await?;
+        }
+        if tick > LAG {
+            let insert = vec![(Op::Insert, stream_row(tick - LAG))];
+            cluster.dml(s.stream, insert).await?;
+            inserted += 1;
+        }
+        tokio::time::sleep(TICK).await;
+    }
+    // A failed join fails the flush's barrier too: its error is the finding.
+    let flushed = cluster.meta().flush().await;
+    if !failed(s) {
+        flushed.map_err(ScenarioError::ddl("flush after the left rows"))?;
+    }
+    Ok(inserted)
+}
+
+fn verdict(s: &Setup, p: &ReproParams, inserted: usize, report: ReproReport) -> ReproReport {
+    let mut report = super::counted(report, &s.scene.cluster);
+    let failure = s.scene.cluster.failures.first_state_error();
+    if failure.is_none() {
+        s.scene.checkers.check_end(&s.scene.cluster);
+    }
+    report.violations = s.scene.checkers.violations();
+    report.timeline = timeline(&s.scene.ctx.log.lines());
+    if super::failed(&mut report, failure) {
+        return report;
+    }
+    if let Err(why) = oracle(s, inserted) {
+        report.outcome = crate::report::Outcome::Failed;
+        report.error = Some(why);
+        report.caught_by = Some("the oracle".into());
+        return report;
+    }
+    if p.mode == Mode::Buggy {
+        return report.not_reproducible(format!(
+            "no left row of the {inserted} was looked up after `version` sealed the epoch of its key's delete"
+        ));
+    }
+    report.notes.push(format!(
+        "each of the {inserted} left rows joined its key's row as of the previous epoch, or none, once"
+    ));
+    report
+}
+
+/// The view: one row per left row, its right side the key's row (the lookup came before the delete's epoch
+/// ended) or NULLs.
+fn oracle(s: &Setup, inserted: usize) -> Result<(), String> {
+    let rows = s.scene.cluster.committed_rows(s.view);
+    if rows.len() != inserted {
+        return Err(format!(
+            "the view holds {} rows for {inserted} left rows",
+            rows.len()
+        ));
+    }
+    for r in &rows {
+        let id = r.datum_at(0).clone();
+        let left_ok = r.datum_at(1) == &id;
+        let right = (r.datum_at(2).clone(), r.datum_at(3).clone());
+        let matched = version_row(id_of(&id)?);
+        let right_ok = right == (None, None)
+            || (&right.0, &right.1) == (matched.datum_at(0), matched.datum_at(1));
+        if !left_ok || !right_ok {
+            return Err(format!(
+                "view row {r:?} is no left row joined with its key's row"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn id_of(d: &epochlab_common::Datum) -> Result<i64, String> {
+    match d {
+        Some(epochlab_common::ScalarImpl::Int64(v)) => Ok(*v),
+        other => Err(format!("a left row's id is {other:?}")),
+    }
+}
+
+/// The story: the DDL, the scenario's steps and the join's failure.
+fn timeline(lines: &[String]) -> Vec<String> {
+    let from = lines
+        .iter()
+        .position(|l| l.contains(" ddl: create table version"))
+        .unwrap_or(0);
+    let state_failure =
+        |l: &String| l.contains(" actor failure: ") && l.contains("reason=inconsistent_state");
+    let keep = |l: &String| {
+        [" scenario: ", " ddl: ", " recovery: start "]
+            .iter()
+            .any(|k| l.contains(k))
+            || state_failure(l)
+    };
+    let mut out: Vec<String> = lines[from..].iter().filter(|l| keep(l)).cloned().collect();
+    if let Some(i) = out.iter().position(state_failure) {
+        out.truncate(i + 1);
+    }
+    let from = out.len().saturating_sub(40);
+    out.split_off(from)
+}
