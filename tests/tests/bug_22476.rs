@@ -1,5 +1,6 @@
 //! RisingWave #22476 (a temporal join looks its right table up at the barrier's current epoch), directed: a left
-//! outer temporal join; key by key, a row of the lookup table deleted, then a left row with its key.
+//! outer temporal join whose left lags; key by key, one of the lookup table's two rows of the key deleted, then
+//! a left row with the key.
 
 use epochlab_sim::{BugId, Mode, Outcome, ReproParams, ReproReport, run_repro};
 
@@ -35,7 +36,7 @@ fn buggy_fails_with_rising_waves_message() {
     }
 }
 
-/// Fixed: every left row joins its key's row as of the previous epoch, or none, once (the oracle).
+/// Fixed: every left row joins its key's rows as of the previous epoch (the oracle).
 #[test]
 fn fixed_reads_the_previous_epoch() {
     for seed in 1..4 {

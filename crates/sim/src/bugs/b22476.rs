@@ -6,12 +6,13 @@
 //! Its toggle is [`TemporalJoinReadEpoch`] (declared beside the temporal join, read by stream's `build.rs`);
 //! its directed scenario is [`scenario`].
 //!
-//! The scenario: a lookup table `version` (k, v) and a left table `stream` (id, k), a left outer temporal join
-//! of `stream.k` with `version.k`; then, every millisecond, a row of `version` deleted and 2 ms later a left
-//! row with its key inserted, each key once (every lookup misses the cache). A barrier that reaches `version`'s
-//! writer between the two, and `stream`'s after both, leaves the left row in the epoch of the delete, read
-//! after the table sealed it. Buggy: the join fails at the next barrier. Fixed: each left row joins the row
-//! as of the previous epoch, once (the oracle).
+//! The scenario: a lookup table `version` (k, s, v) with two rows per key (pk (k, s), distributed by k) and a
+//! left table `stream` (id, k), a left outer temporal join of `stream.k` with `version.k` whose left lags;
+//! then, every millisecond, one row of a key deleted and 2 ms later a left row with the key inserted, each
+//! key once (every lookup misses the cache, and finds the key's other row, so its entry is kept). The left
+//! row, late, is read in the delete's epoch after the table sealed it. Buggy: the join fails at the next
+//! barrier, the delete finding no row in the entry. Fixed: each left row joins its key's rows as of the
+//! previous epoch: the row never deleted, and the deleted one if the lookup came first (the oracle).
 
 use std::time::Duration;
 
@@ -131,8 +132,10 @@ pub(crate) async fn scenario(
     .await
 }
 
-fn version_row(k: i64) -> OwnedRow {
-    row![k, k * 10]
+/// The lookup table's row `(k, s)`: two per key, so that a lookup after one's delete still finds the other
+/// and keeps the key's entry (RisingWave caches only an entry with rows).
+fn version_row(k: i64, s: i64) -> OwnedRow {
+    row![k, s, k * 10 + s]
 }
 
 fn stream_row(id: i64) -> OwnedRow {
@@ -151,26 +154,23 @@ async fn setup(
     let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
     let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
-    let types = vec![DataType::Int64, DataType::Int64];
-    let table = async |name: &str, parallelism: usize| {
+    let table = async |name: &str, types: usize, pk: Vec<usize>| {
         let conflict = ConflictBehavior::NoCheck;
+        let types = vec![DataType::Int64; types];
         let created = meta
-            .create_table_with_conflict(
-                name,
-                types.clone(),
-                vec![0],
-                vec![0],
-                parallelism,
-                conflict,
-                None,
-            )
+            .create_table_with_conflict(name, types, pk, vec![0], p.parallelism, conflict, None)
             .await;
         created.map_err(ScenarioError::ddl("create table"))
     };
-    let version = table("version", p.parallelism).await?;
-    let stream = table("stream", p.parallelism).await?;
+    let version = table("version", 3, vec![0, 1]).await?;
+    let stream = table("stream", 2, vec![0]).await?;
     let rows = (1..=keys as i64)
-        .map(|k| (Op::Insert, version_row(k)))
+        .flat_map(|k| {
+            [
+                (Op::Insert, version_row(k, 0)),
+                (Op::Insert, version_row(k, 1)),
+            ]
+        })
         .collect();
     cluster.dml(version, rows).await?;
     meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
@@ -237,7 +237,7 @@ async fn deletes_and_lookups(s: &Setup) -> Result<usize, ScenarioError> {
             break;
         }
         if tick <= keys {
-            let delete = vec![(Op::Delete, version_row(tick))];
+            let delete = vec![(Op::Delete, version_row(tick, 0))];
             cluster.dml(s.version, delete).await?;
         }
         if tick > LAG {
@@ -278,35 +278,40 @@ fn verdict(s: &Setup, p: &ReproParams, inserted: usize, report: ReproReport) -> 
         ));
     }
     report.notes.push(format!(
-        "each of the {inserted} left rows joined its key's row as of the previous epoch, or none, once"
+        "each of the {inserted} left rows joined its key's rows as of the previous epoch"
     ));
     report
 }
 
-/// The view: one row per left row, its right side the key's row (the lookup came before the delete's epoch
-/// ended) or NULLs.
+/// The view: for each left row, its key's row `(k, 1)` (never deleted) and maybe `(k, 0)` (if the lookup
+/// came before the delete's epoch ended), nothing else.
 fn oracle(s: &Setup, inserted: usize) -> Result<(), String> {
     let rows = s.scene.cluster.committed_rows(s.view);
-    if rows.len() != inserted {
-        return Err(format!(
-            "the view holds {} rows for {inserted} left rows",
-            rows.len()
-        ));
-    }
+    let mut per_left: std::collections::BTreeMap<i64, Vec<i64>> = std::collections::BTreeMap::new();
     for r in &rows {
-        let id = r.datum_at(0).clone();
-        let left_ok = r.datum_at(1) == &id;
-        let right = (r.datum_at(2).clone(), r.datum_at(3).clone());
-        let matched = version_row(id_of(&id)?);
-        let right_ok = right == (None, None)
-            || (&right.0, &right.1) == (matched.datum_at(0), matched.datum_at(1));
-        if !left_ok || !right_ok {
+        let id = id_of(r.datum_at(0))?;
+        let right = OwnedRow::new(r.datums()[2..].to_vec());
+        let s_col = right.datum_at(1).clone();
+        let s_val = id_of(&s_col)?;
+        if r.datum_at(1) != r.datum_at(0) || right != version_row(id, s_val) {
             return Err(format!(
                 "view row {r:?} is no left row joined with its key's row"
             ));
         }
+        per_left.entry(id).or_default().push(s_val);
     }
-    Ok(())
+    if per_left.len() != inserted {
+        return Err(format!(
+            "the view holds {} left rows of the {inserted} inserted",
+            per_left.len()
+        ));
+    }
+    match per_left.iter().find(|(_, ss)| !ss.contains(&1)) {
+        Some((id, ss)) => Err(format!(
+            "left row {id} joined the rows s={ss:?} of its key, not the row s=1 that was never deleted"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn id_of(d: &epochlab_common::Datum) -> Result<i64, String> {

@@ -98,6 +98,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     scale_in_some_no_shuffle_sinks(&d, &cluster, &tables, &mut steps);
     stateful_views(&d, &cluster, g, &mut steps);
     watermark_tables(&d, &cluster, g, &mut steps);
+    temporal_joins(&d, &cluster, g, &mut steps);
     meta_kills(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
@@ -740,6 +741,88 @@ fn watermark_tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<St
     }
 }
 
+/// In half the plans with `w1`, a temporal join view of it (append only) with a table `tr1` of its own (a few
+/// hundred keys, its pk and distribution its key), on `w1.k`, inner or left; then inserts into `w1` and busy
+/// updates and deletes of `tr1` at once, so that left rows look up keys changed in their epoch; in most of
+/// those plans a slow sink over `w1`, whose back-pressure delays `w1`'s rows to the join behind `tr1`'s
+/// barrier of the same epoch (RisingWave #22476's window). Drawn after every other draw but meta kills (which
+/// draw nothing at rate 0), so every earlier draw of a seed's plan is what it was.
+fn temporal_joins(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    let w1 = steps.iter().find_map(|s| match &s.action {
+        Action::CreateTable {
+            name,
+            watermark_lag: Some(_),
+            ..
+        } => Some((name.clone(), s.at_ms)),
+        _ => None,
+    });
+    let Some((left, left_at)) = w1 else {
+        return;
+    };
+    if !d.chance(0.5) {
+        return;
+    }
+    let right = "tr1".to_string();
+    let right_at = left_at + d.between(0, 2000);
+    steps.push(Step {
+        at_ms: right_at,
+        action: Action::CreateTable {
+            name: right.clone(),
+            parallelism: parallelism(d, c),
+            rows: d.pick(&[50, 200]),
+            pk_ks: false,
+            watermark_lag: None,
+        },
+    });
+    let at_ms = right_at + d.between(500, 5000);
+    let query = ViewQuery::TemporalJoin {
+        left: left.clone(),
+        right: right.clone(),
+        join: d.pick(&[ViewJoin::Inner, ViewJoin::LeftOuter]),
+        left_col: 0,
+    };
+    steps.push(Step {
+        at_ms,
+        action: Action::CreateView {
+            name: "tj_w1".into(),
+            parallelism: parallelism(d, c),
+            background: false,
+            query,
+        },
+    });
+    let dml_at = at_ms + d.between(500, 3000);
+    let duration_ms = d.between(3000, 15_000);
+    let dml = |table: &str, update_pct: u8, delete_pct: u8| Step {
+        at_ms: dml_at,
+        action: Action::Dml {
+            table: table.to_string(),
+            rows_per_s: 100,
+            duration_ms,
+            update_pct,
+            delete_pct,
+        },
+    };
+    steps.push(dml(&left, 0, 0));
+    steps.push(dml(&right, 50, 10));
+    if d.chance(0.7) {
+        let job = JobSpec {
+            upstream: left,
+            parallelism: parallelism(d, c),
+            rate_limit: None,
+            background: d.chance(g.background_ddl_rate),
+            no_shuffle: false,
+        };
+        steps.push(Step {
+            at_ms: at_ms + d.between(0, 500),
+            action: Action::CreateSink {
+                name: "sink_w1".into(),
+                job,
+                sink_ms_per_chunk: d.pick(&[100, 200]),
+            },
+        });
+    }
+}
+
 /// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
 fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
     if g.kill_meta_rate <= 0.0 {
@@ -956,6 +1039,16 @@ mod tests {
                     Action::CreateView { query, .. } if query.upstreams() == ["w1"] => {
                         assert!(matches!(query, ViewQuery::Agg { eowc: true, .. }));
                         eowc += 1;
+                    }
+                    Action::CreateView {
+                        query: ViewQuery::TemporalJoin { left, right, .. },
+                        ..
+                    } => {
+                        assert_eq!(
+                            (left.as_str(), right.as_str()),
+                            ("w1", "tr1"),
+                            "seed {seed}"
+                        );
                     }
                     _ => {}
                 }

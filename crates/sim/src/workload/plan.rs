@@ -187,6 +187,15 @@ pub enum ViewQuery {
         left_col: usize,
         right_col: usize,
     },
+    /// `SELECT * FROM left [LEFT] JOIN right FOR SYSTEM_TIME AS OF PROCTIME() ON left.left_col = right.$0`: a
+    /// temporal join (an append-only left, a right table whose pk and distribution start with its first
+    /// column); each left row joins the right rows as they stood when it came.
+    TemporalJoin {
+        left: String,
+        right: String,
+        join: ViewJoin,
+        left_col: usize,
+    },
     /// `SELECT * FROM upstream ORDER BY col [DESC] LIMIT limit OFFSET offset` (ties broken by the upstream's
     /// primary key, ascending).
     TopN {
@@ -219,7 +228,9 @@ impl ViewQuery {
     pub fn upstreams(&self) -> Vec<&str> {
         match self {
             ViewQuery::Agg { upstream, .. } | ViewQuery::TopN { upstream, .. } => vec![upstream],
-            ViewQuery::Join { left, right, .. } => vec![left, right],
+            ViewQuery::Join { left, right, .. } | ViewQuery::TemporalJoin { left, right, .. } => {
+                vec![left, right]
+            }
         }
     }
 
@@ -279,6 +290,21 @@ impl std::fmt::Display for ViewQuery {
                 write!(
                     f,
                     "select * from {left} {join} {right} on {left}.${left_col} = {right}.${right_col}"
+                )
+            }
+            ViewQuery::TemporalJoin {
+                left,
+                right,
+                join,
+                left_col,
+            } => {
+                let join = match join {
+                    ViewJoin::Inner => "join",
+                    ViewJoin::LeftOuter => "left join",
+                };
+                write!(
+                    f,
+                    "select * from {left} {join} {right} for system_time as of proctime() on {left}.${left_col} = {right}.$0"
                 )
             }
             ViewQuery::TopN {

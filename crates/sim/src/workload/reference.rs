@@ -42,9 +42,13 @@ fn int(d: &Datum) -> Option<i64> {
 }
 
 /// The rows `query` gives over `inputs` (one per upstream, in [`ViewQuery::upstreams`]'s order), in no
-/// particular order.
-pub fn evaluate(query: &ViewQuery, inputs: &[Input<'_>]) -> Vec<OwnedRow> {
+/// particular order. A temporal join's rows depend on when each left row came, which no input tells: its
+/// rows are those of the view's `committed` rows that any timing could give ([`temporal_join`]).
+pub fn evaluate(query: &ViewQuery, inputs: &[Input<'_>], committed: &[OwnedRow]) -> Vec<OwnedRow> {
     match query {
+        ViewQuery::TemporalJoin { join, left_col, .. } => {
+            temporal_join(&inputs[0], &inputs[1], *join, *left_col, committed)
+        }
         ViewQuery::Agg { group, arg, .. } => aggregate(inputs[0].rows, *group, *arg),
         ViewQuery::Join {
             join,
@@ -103,7 +107,7 @@ pub fn sum_columns(query: &ViewQuery) -> Vec<usize> {
     match query {
         ViewQuery::Agg { group: Some(_), .. } => vec![2],
         ViewQuery::Agg { group: None, .. } => vec![1],
-        ViewQuery::Join { .. } | ViewQuery::TopN { .. } => vec![],
+        ViewQuery::Join { .. } | ViewQuery::TemporalJoin { .. } | ViewQuery::TopN { .. } => vec![],
     }
 }
 
@@ -167,6 +171,47 @@ fn nested_loop_join(
         if out.len() == before && join == ViewJoin::LeftOuter {
             out.push(l.chain(&nulls));
         }
+    }
+    out
+}
+
+/// A temporal join's rows, as far as they do not depend on when each left row came: per left row, the
+/// view's committed rows with that left row and a right part that is NULLs (a left outer join) or keyed by
+/// its `left_col` (the right row as it stood then, which the right table may have changed since); a left
+/// outer join's left row with none of them is expected with NULLs (so that a lost left row shows). A
+/// committed row that is no such row (its left row gone, or a right row of another key) is not expected.
+fn temporal_join(
+    left: &Input<'_>,
+    right: &Input<'_>,
+    join: ViewJoin,
+    left_col: usize,
+    committed: &[OwnedRow],
+) -> Vec<OwnedRow> {
+    let lw = left.desc.column_types.len();
+    let rw = right.desc.column_types.len();
+    let mut by_left: BTreeMap<Vec<u8>, Vec<&OwnedRow>> = BTreeMap::new();
+    let encode = |r: &OwnedRow| format!("{r:?}").into_bytes();
+    for c in committed.iter().filter(|c| c.len() == lw + rw) {
+        let l = OwnedRow::new(c.datums()[..lw].to_vec());
+        by_left.entry(encode(&l)).or_default().push(c);
+    }
+    let nulls = OwnedRow::new(vec![None; rw]);
+    let mut out = Vec::new();
+    for l in left.rows {
+        let key = int(l.datum_at(left_col));
+        let fits = |c: &&&OwnedRow| {
+            let r = &c.datums()[lw..];
+            let padded = r.iter().all(Option::is_none);
+            (padded && join == ViewJoin::LeftOuter) || (key.is_some() && int(&r[0]) == key)
+        };
+        let rows: Vec<OwnedRow> = by_left
+            .get(&encode(l))
+            .map(|cs| cs.iter().filter(fits).map(|c| (**c).clone()).collect())
+            .unwrap_or_default();
+        if rows.is_empty() && join == ViewJoin::LeftOuter {
+            out.push(l.chain(&nulls));
+        }
+        out.extend(rows);
     }
     out
 }

@@ -1095,7 +1095,7 @@ fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
         .map(|(desc, rows)| Input { desc, rows })
         .collect();
     let committed = cluster.committed_rows(rel.id);
-    let expected = closed_windows(query, &committed, evaluate(query, &inputs));
+    let expected = closed_windows(query, &committed, evaluate(query, &inputs, &committed));
     let sum_cols = sum_columns(query);
     if let Some(diff) = compare(&rel.name, &rel.desc, committed, expected, &sum_cols) {
         let mut v = Violation::new("oracle", diff.to_string());

@@ -213,7 +213,8 @@ fn simpler_view(action: &Action) -> Vec<Action> {
     out
 }
 
-/// A simpler query of the same upstreams: an inner join for a left one, a top-N of fewer rows.
+/// A simpler query of the same upstreams: an inner join for a left one (temporal or not), a top-N of fewer
+/// rows.
 fn simpler_query(query: &ViewQuery) -> Option<ViewQuery> {
     match query {
         ViewQuery::Join {
@@ -242,7 +243,21 @@ fn simpler_query(query: &ViewQuery) -> Option<ViewQuery> {
             limit: (*limit / 2).max(1),
             offset: *offset / 2,
         }),
-        ViewQuery::Agg { .. } | ViewQuery::Join { .. } | ViewQuery::TopN { .. } => None,
+        ViewQuery::TemporalJoin {
+            left,
+            right,
+            join: ViewJoin::LeftOuter,
+            left_col,
+        } => Some(ViewQuery::TemporalJoin {
+            left: left.clone(),
+            right: right.clone(),
+            join: ViewJoin::Inner,
+            left_col: *left_col,
+        }),
+        ViewQuery::Agg { .. }
+        | ViewQuery::Join { .. }
+        | ViewQuery::TemporalJoin { .. }
+        | ViewQuery::TopN { .. } => None,
     }
 }
 

@@ -87,6 +87,9 @@ pub fn view_graph(
             right_col,
             ..
         } => join_graph(&ups[0], &ups[1], *join, *left_col, *right_col),
+        ViewQuery::TemporalJoin { join, left_col, .. } => {
+            temporal_join_graph(&ups[0], &ups[1], *join, *left_col)
+        }
         ViewQuery::TopN {
             col,
             desc,

@@ -99,6 +99,12 @@ impl LookupCache {
         Some(entry)
     }
 
+    fn remove(&mut self, key: &[u8]) {
+        if let Some((used, _)) = self.entries.remove(key) {
+            self.by_use.remove(&used);
+        }
+    }
+
     fn get_mut_unmarked(&mut self, key: &[u8]) -> Option<&mut JoinEntry> {
         self.entries.get_mut(key).map(|(_, e)| e)
     }
@@ -178,19 +184,27 @@ impl TemporalJoinExecutor {
             .any(|(null, safe)| null && !safe)
     }
 
-    /// The right rows of `key` as of `epoch`: cached, or read from the table and cached.
+    /// The right rows of `key` as of `epoch`: cached, or read from the table. As RisingWave's, only an entry
+    /// with rows is kept (`insert_back` after a non-empty lookup): a key that matches nothing is read again
+    /// next time, and a cached entry found empty leaves the cache.
     fn lookup(&mut self, key: &OwnedRow, epoch: Epoch) -> StreamExecutorResult<Vec<OwnedRow>> {
         let encoded = Self::encode(key);
         if let Some(entry) = self.cache.get(&encoded) {
-            return Ok(entry.cached.values().cloned().collect());
+            let rows: Vec<OwnedRow> = entry.cached.values().cloned().collect();
+            if rows.is_empty() {
+                self.cache.remove(&encoded);
+            }
+            return Ok(rows);
         }
         let pk = &self.args.table.desc().pk_indices;
         let mut entry = JoinEntry::default();
         for row in self.args.table.batch_iter_with_pk_prefix(key, epoch)? {
             entry.insert(Self::encode(&row.project(pk)), row);
         }
-        let rows = entry.cached.values().cloned().collect();
-        self.cache.put(encoded, entry);
+        let rows: Vec<OwnedRow> = entry.cached.values().cloned().collect();
+        if !rows.is_empty() {
+            self.cache.put(encoded, entry);
+        }
         Ok(rows)
     }
 
