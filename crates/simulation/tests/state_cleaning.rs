@@ -92,3 +92,71 @@ fn an_eowc_sort_keeps_only_the_rows_above_the_watermark() {
     let state = check("SELECT ts, v FROM t");
     assert_eq!(state, vec![LAG as usize + 1]);
 }
+
+/// A join on a watermark column of both sides (RisingWave's `HashJoinExecutor::handle_watermark`) passes the
+/// minimum of the two watermarks, so an emit-on-window-close aggregation over it may close windows, and cleans
+/// each side's rows below the other side's watermark (lazily: every 300 epochs, 30 s at 100 ms barriers).
+#[test]
+fn a_join_on_watermark_columns_passes_their_minimum_and_cleans_both_sides() {
+    let (windows, before, after) = epochlab_sim::run(4, |ctx| async move {
+        let config = epochlab_sim::config::three_nodes(1, Toggles::default());
+        let cluster = Arc::new(Cluster::start(&ctx, config).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+        ok(&mut s, "SET streaming_parallelism = 1").await;
+        for t in ["a", "b"] {
+            let sql = format!(
+                "CREATE TABLE {t} (ts BIGINT, x BIGINT, WATERMARK FOR ts AS ts - 1) APPEND ONLY"
+            );
+            ok(&mut s, &sql).await;
+        }
+        ok(&mut s, "SET streaming_parallelism = 0").await;
+        let join = "SELECT a.ts, a.x AS ax, b.x AS bx FROM a JOIN b ON a.ts = b.ts";
+        ok(&mut s, &format!("CREATE MATERIALIZED VIEW j AS {join}")).await;
+        ok(
+            &mut s,
+            "CREATE MATERIALIZED VIEW e AS SELECT a.ts, count(*) AS n FROM a JOIN b ON a.ts = b.ts \
+             GROUP BY a.ts EMIT ON WINDOW CLOSE",
+        )
+        .await;
+        // a's watermark becomes 8 (its largest ts 9, less 1), b's 4: the join's is 4.
+        let rows = |n: i64| {
+            (0..n)
+                .map(|i| format!("({i}, {i})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        ok(&mut s, &format!("INSERT INTO a VALUES {}", rows(10))).await;
+        ok(&mut s, &format!("INSERT INTO b VALUES {}", rows(6))).await;
+        ok(&mut s, "FLUSH").await;
+        let windows = query(&mut s, "SELECT ts, n FROM e").await;
+        let sides = |cluster: &Cluster| -> Vec<usize> {
+            let rel = cluster.meta().relation_by_name("j").expect("created");
+            let tables = rel.internal_tables();
+            tables
+                .iter()
+                .map(|t| cluster.committed_rows(t.table_id).len())
+                .collect()
+        };
+        let before = sides(&cluster);
+        // Past the cleaning period, new rows raise both watermarks to 99.
+        tokio::time::sleep(std::time::Duration::from_secs(45)).await;
+        ok(&mut s, "INSERT INTO a VALUES (100, 100)").await;
+        ok(&mut s, "INSERT INTO b VALUES (100, 100)").await;
+        ok(&mut s, "FLUSH").await;
+        let after = sides(&cluster);
+        cluster
+            .check_recoveries(0)
+            .expect("no state error, no recovery");
+        cluster.shutdown();
+        (windows, before, after)
+    })
+    .value;
+    let closed: Vec<Vec<String>> = (0..4).map(|i| vec![i.to_string(), "1".into()]).collect();
+    assert_eq!(windows, closed, "the windows below the join's watermark 4");
+    assert_eq!(before, vec![10, 6], "every row of each side is kept");
+    assert_eq!(
+        after,
+        vec![1, 1],
+        "each side keeps the row at the watermark only"
+    );
+}

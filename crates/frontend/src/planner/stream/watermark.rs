@@ -63,6 +63,25 @@ pub fn watermark_columns(
                 .filter(|&i| cols.contains(&output_indices[i]))
                 .collect()
         }
+        // A hash join passes, per key pair whose two columns both carry a watermark, the minimum of the two
+        // on each of the pair's output columns (RisingWave's `HashJoinExecutor::handle_watermark`).
+        StreamOp::HashJoin {
+            left_keys,
+            right_keys,
+            output_indices,
+            ..
+        } => {
+            let (left, right) = (input(0)?, input(1)?);
+            let l_all = plan.inputs[0].types.len();
+            let pairs = left_keys.iter().zip(right_keys);
+            let keyed: Vec<usize> = pairs
+                .filter(|(l, r)| left.contains(l) && right.contains(r))
+                .flat_map(|(l, r)| [*l, l_all + r])
+                .collect();
+            (0..output_indices.len())
+                .filter(|&o| keyed.contains(&output_indices[o]))
+                .collect()
+        }
         // An aggregation passes the watermark of its window column when it emits on window close.
         StreamOp::HashAgg { eowc, .. } => eowc.iter().copied().collect(),
         StreamOp::Union => {

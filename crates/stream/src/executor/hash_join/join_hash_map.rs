@@ -231,6 +231,22 @@ impl JoinHashMap {
         self.degree_state.is_some()
     }
 
+    /// The join key's columns in this side's rows.
+    pub fn join_key(&self) -> &[usize] {
+        &self.join_key
+    }
+
+    /// Clean this side's rows (and degrees) whose first join key column is below `watermark`, lazily
+    /// (RisingWave's `JoinHashMap::update_watermark`: the other side's watermark on its first join key
+    /// column, below which no row of it will match these any more). The cache keeps what it holds, as
+    /// RisingWave's does.
+    pub fn update_watermark(&mut self, watermark: ScalarImpl) {
+        self.state.update_watermark(Some(watermark.clone()), false);
+        if let Some(d) = &mut self.degree_state {
+            d.update_watermark(Some(watermark), false);
+        }
+    }
+
     pub fn table_id(&self) -> epochlab_common::TableId {
         self.state.table_id()
     }

@@ -8,7 +8,8 @@
 //! joined rows; an update (`U-`/`U+`) is handled as a delete then an insert. The outer side's NULL-padded
 //! rows and the rows of semi/anti joins follow the degree of their row (the number of matches): its first
 //! match and last unmatch. State is committed on each barrier; a recovered executor starts with an empty
-//! cache and reads its entries back from the committed tables.
+//! cache and reads its entries back from the committed tables. Watermarks on join keys pass as the minimum
+//! of both sides' and clean the other side's state ([`JoinCore::handle_watermark`]).
 
 pub mod builder;
 pub mod join_hash_map;
@@ -29,8 +30,8 @@ use self::builder::{JoinChunkBuilder, forward_exactly_once};
 use super::barrier_align::{AlignedMessage, barrier_align};
 use super::non_strict::NonStrict;
 use super::{
-    BoxedExecutor, BoxedMessageStream, Execute, ExecutorStatsHandle, Message, StreamExecutorError,
-    StreamExecutorResult,
+    BoxedExecutor, BoxedMessageStream, BufferedWatermarks, Execute, ExecutorStatsHandle, Message,
+    StreamExecutorError, StreamExecutorResult, Watermark,
 };
 
 /// Join keys cached per side at most, by default (RisingWave bounds its join cache by memory).
@@ -145,6 +146,9 @@ struct JoinCore {
     stats: ExecutorStatsHandle,
     /// The current row's join key, encoded once per row into a buffer kept across rows.
     key_buf: Vec<u8>,
+    /// Per join key position, both sides' watermarks on it (RisingWave's `watermark_buffers`): the minimum
+    /// goes out on that key's output columns of both sides.
+    watermarks: BufferedWatermarks,
 }
 
 pub struct HashJoinExecutor {
@@ -186,6 +190,7 @@ impl HashJoinExecutor {
             output_indices: args.output_indices,
             stats: args.stats,
             key_buf: Vec::new(),
+            watermarks: BufferedWatermarks::new(2),
         };
         Ok(Self {
             left: args.left,
@@ -222,8 +227,16 @@ impl HashJoinExecutor {
                         yield Message::Chunk(c);
                     }
                 }
-                // Watermarks stop here (RisingWave's join passes its join keys' and cleans by them).
-                AlignedMessage::WatermarkLeft(_) | AlignedMessage::WatermarkRight(_) => {}
+                AlignedMessage::WatermarkLeft(w) => {
+                    for w in core.handle_watermark(SideType::Left, w) {
+                        yield Message::Watermark(w);
+                    }
+                }
+                AlignedMessage::WatermarkRight(w) => {
+                    for w in core.handle_watermark(SideType::Right, w) {
+                        yield Message::Watermark(w);
+                    }
+                }
                 AlignedMessage::Barrier(barrier) => {
                     core.side_l.ht.flush(barrier.epoch)?;
                     core.side_r.ht.flush(barrier.epoch)?;
@@ -278,6 +291,54 @@ impl JoinCore {
             SideType::Left => (&mut self.side_l, &mut self.side_r),
             SideType::Right => (&mut self.side_r, &mut self.side_l),
         }
+    }
+
+    /// A watermark of `side` (RisingWave's `handle_watermark`, without interval joins): on the side's first
+    /// join key column, it cleans the other side's rows below it (no later row of this side can match them);
+    /// on any join key column, once both sides sent one there, their minimum goes out on that key's output
+    /// columns of both sides. A watermark on another column stops here.
+    fn handle_watermark(&mut self, side: SideType, w: Watermark) -> Vec<Watermark> {
+        let (update, other) = self.sides(side);
+        if update.ht.join_key().first() == Some(&w.col_idx) {
+            other.ht.update_watermark(w.val.clone());
+        }
+        let positions: Vec<usize> = update
+            .ht
+            .join_key()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == w.col_idx)
+            .map(|(i, _)| i)
+            .collect();
+        let mut out = Vec::new();
+        for i in positions {
+            let upstream = usize::from(side == SideType::Right);
+            let Some(min) = self.watermarks.handle(upstream, w.clone().with_idx(i)) else {
+                continue;
+            };
+            let (l, r) = (self.side_l.ht.join_key()[i], self.side_r.ht.join_key()[i]);
+            for o in self.output_positions(l, r) {
+                out.push(min.clone().with_idx(o));
+            }
+        }
+        out
+    }
+
+    /// The output positions of left column `l` and right column `r` (a semi or anti join outputs its side's
+    /// columns only).
+    fn output_positions(&self, l: usize, r: usize) -> Vec<usize> {
+        let lw = self.side_l.width;
+        let inputs: Vec<usize> = match self.join_type {
+            JoinType::LeftSemi | JoinType::LeftAnti => vec![l],
+            JoinType::RightSemi | JoinType::RightAnti => vec![r],
+            _ => vec![l, lw + r],
+        };
+        self.output_indices
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| inputs.contains(i))
+            .map(|(o, _)| o)
+            .collect()
     }
 
     /// Join one chunk of `side` against the other side's state, and store its rows.
