@@ -101,9 +101,42 @@ fn risingwave_refuses_what_it_refuses_in_its_words() {
             "CREATE MATERIALIZED VIEW m AS SELECT * FROM a JOIN t FOR SYSTEM_TIME AS OF NOW() ON a.k = t.k",
             "unsupported: time travel (FOR SYSTEM_TIME AS OF NOW())",
         ),
+        (
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM a RIGHT JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON a.k = t.k",
+            "Not supported: exist dangling temporal scan",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM t FOR SYSTEM_TIME AS OF PROCTIME()",
+            "Not supported: exist dangling temporal scan",
+        ),
     ];
     for (sql, want) in cases {
         let got = epochlab_sim::run(0, move |ctx| refusal(ctx, sql)).value;
         assert_eq!(got, want, "{sql}");
     }
+}
+
+/// A condition on the lookup table alone, which the optimizer pushes down onto its scan, joins the temporal
+/// join's condition (RisingWave's `predicate_pull_up`): the join stays a temporal join, not a hash join.
+#[test]
+fn a_filter_on_the_lookup_table_stays_in_the_temporal_join() {
+    let plan = epochlab_sim::run(0, |ctx| async move {
+        let config = epochlab_sim::config::three_nodes(4, Toggles::default());
+        let cluster = Arc::new(Cluster::start(&ctx, config).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+        ok(&mut s, "CREATE TABLE a (k INT, v INT) APPEND ONLY").await;
+        ok(&mut s, "CREATE TABLE t (k INT, v INT, PRIMARY KEY (k))").await;
+        let sql = "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT * FROM a \
+                   JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON a.k = t.k AND t.v > 0 WHERE t.v < 10";
+        let rows = query(&mut s, sql).await;
+        cluster.shutdown();
+        rows.concat().join("\n")
+    })
+    .value;
+    assert!(plan.contains("StreamTemporalJoin"), "{plan}");
+    assert!(!plan.contains("StreamHashJoin"), "{plan}");
+    assert!(
+        plan.contains("t.v > 0") || plan.contains("(t.v > 0"),
+        "{plan}"
+    );
 }

@@ -397,6 +397,14 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
         return Ok(p);
     }
     match plan {
+        // A table read as of proctime anywhere but on the right of a join (RisingWave's
+        // `TemporalJoinValidator`).
+        LogicalPlan::Scan {
+            as_of_proctime: true,
+            ..
+        } => Err(SqlError::NotSupported(
+            "exist dangling temporal scan".into(),
+        )),
         LogicalPlan::Scan {
             table,
             table_id,
@@ -433,20 +441,25 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             on,
             left,
             right,
-        } if is_lookup_table(right) => {
-            super::stream_join::temporal_join(*kind, on.as_ref(), to_stream(left, up)?, right, up)
-        }
-        LogicalPlan::Join {
-            kind,
-            on,
-            left,
-            right,
-        } => super::stream_join::join(
-            *kind,
-            on.as_ref(),
-            to_stream(left, up)?,
-            to_stream(right, up)?,
-        ),
+        } => match lookup_table(right) {
+            Some((scan, filters)) => {
+                let left = to_stream(left, up)?;
+                // The lookup table's filters join the condition (RisingWave's `predicate_pull_up` of the
+                // scan).
+                let lw = left.width;
+                let pulled = filters
+                    .into_iter()
+                    .map(|f| super::pushdown::remap(&f, &|i| i + lw));
+                let on = super::pushdown::and_all(on.iter().cloned().chain(pulled).collect());
+                super::stream_join::temporal_join(*kind, on.as_ref(), left, scan, up)
+            }
+            None => super::stream_join::join(
+                *kind,
+                on.as_ref(),
+                to_stream(left, up)?,
+                to_stream(right, up)?,
+            ),
+        },
         LogicalPlan::Union { inputs } => union(to_stream_each(inputs, up)?),
         LogicalPlan::SetOp {
             op,
@@ -470,16 +483,21 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
     }
 }
 
-/// Whether a join's right input is read `FOR SYSTEM_TIME AS OF PROCTIME()` (RisingWave's
-/// `should_be_temporal_join`).
-fn is_lookup_table(right: &LogicalPlan) -> bool {
-    matches!(
-        right,
+/// A join's right input read `FOR SYSTEM_TIME AS OF PROCTIME()` (RisingWave's `should_be_temporal_join`):
+/// the scan, under the filters pushed down onto it (their conjuncts over its columns).
+fn lookup_table(right: &LogicalPlan) -> Option<(&LogicalPlan, Vec<ExprNode>)> {
+    match right {
         LogicalPlan::Scan {
             as_of_proctime: true,
             ..
+        } => Some((right, Vec::new())),
+        LogicalPlan::Filter { predicate, input } => {
+            let (scan, mut filters) = lookup_table(input)?;
+            filters.push(predicate.clone());
+            Some((scan, filters))
         }
-    )
+        _ => None,
+    }
 }
 
 /// Each of `inputs` planned, in order.
@@ -1270,6 +1288,10 @@ pub fn single_table(plan: &LogicalPlan) -> Result<SingleTable, SqlError> {
         {
             Err(unsupported("temporal filter"))
         }
+        LogicalPlan::Scan {
+            as_of_proctime: true,
+            ..
+        } => Err(unsupported("table read as of proctime")),
         LogicalPlan::Scan {
             table_id,
             exprs,

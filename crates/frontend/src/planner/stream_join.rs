@@ -182,8 +182,9 @@ pub fn temporal_join(
     let Some(stored) = stored else {
         return not_supported("Temporal join requires a table scan as its lookup table");
     };
+    // RisingWave turns a right or full join into one whose lookup table is not on its right.
     if !matches!(kind, JoinType::Inner | JoinType::LeftOuter) {
-        return not_supported("Temporal join requires an inner join or a left outer join");
+        return not_supported("exist dangling temporal scan");
     }
     let right = super::stream::lookup_table_scan(table, *table_id, up)?;
     let desc = up.upstream(*table_id)?.desc;

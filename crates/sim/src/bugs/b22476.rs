@@ -142,7 +142,8 @@ fn stream_row(id: i64) -> OwnedRow {
     row![id, id]
 }
 
-/// Three nodes; `version` (k, v) with pk k and its rows; `stream` (id, k) with pk id, empty; the view
+/// Three nodes; `version` (k, s, v) with pk (k, s), distributed by k, two rows per key; `stream` (id, k) with
+/// pk id, empty; the view
 /// `SELECT * FROM stream LEFT JOIN version FOR SYSTEM_TIME AS OF PROCTIME() ON stream.k = version.k`.
 async fn setup(
     ctx: &SimContext,

@@ -6,7 +6,8 @@
 //! picks the side to poll first at random on each turn; here the preference alternates, which is as fair and
 //! keeps a seed's schedule reproducible. Watermarks pass tagged with their side, as RisingWave's
 //! `WatermarkLeft`/`WatermarkRight`: the executor decides (a dynamic filter cleans its left table by the right
-//! side's; the join drops both, where RisingWave's passes the minimum of its sides' join-key watermarks).
+//! side's; a hash join passes the minimum of its sides' join-key watermarks; a temporal join passes the
+//! left's).
 
 use epochlab_barrier::Barrier;
 use epochlab_common::{ActorId, StreamChunk};

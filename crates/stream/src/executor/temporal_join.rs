@@ -3,7 +3,9 @@
 //! (an upstream-only scan through a `NoShuffle` dispatcher, so the actor owns the table's vnodes on the
 //! table's node); its rows are never joined: at each barrier they update the cached lookups, and a left row
 //! whose key is not cached reads the table's rows with that key prefix through the node's storage
-//! (`StorageTable`). The read's epoch is the one decision of #22476 ([`TemporalJoinReadEpoch`]).
+//! (`StorageTable`). The read's epoch is the one decision of #22476 ([`TemporalJoinReadEpoch`]). The inputs
+//! are aligned by `barrier_align`, which alternates the input it polls first; RisingWave's `align_input`
+//! always polls the left first: both read left rows after the right's barrier until the left's comes.
 
 use std::collections::BTreeMap;
 
@@ -159,6 +161,15 @@ impl TemporalJoinExecutor {
                 ),
             });
         }
+        let pk = &args.table.desc().pk_indices;
+        if pk.get(..n) != Some(&args.right_key[..]) {
+            return Err(StreamExecutorError::JoinPlan {
+                problem: format!(
+                    "temporal join lookup key {:?} is no prefix of the table's pk {pk:?}",
+                    args.right_key
+                ),
+            });
+        }
         if !matches!(args.join_type, JoinType::Inner | JoinType::LeftOuter) {
             return Err(StreamExecutorError::JoinPlan {
                 problem: format!(
@@ -184,9 +195,12 @@ impl TemporalJoinExecutor {
             .any(|(null, safe)| null && !safe)
     }
 
-    /// The right rows of `key` as of `epoch`: cached, or read from the table. As RisingWave's, only an entry
-    /// with rows is kept (`insert_back` after a non-empty lookup): a key that matches nothing is read again
-    /// next time, and a cached entry found empty leaves the cache.
+    /// The right rows of `key` as of `epoch`: cached, or read from the table. As at f21fb9b7915, only an
+    /// entry with rows is kept (`insert_back` after a non-empty lookup): a key that matches nothing is read
+    /// again next time, and a cached entry found empty leaves the cache (f21fb9b7915 left an empty slot
+    /// there, which its next access would panic on). v2.2.3, where #22476 was reported, caches every key
+    /// it looks up, empty or not: there a late lookup of a key with one row deleted already shows the bug,
+    /// here the key needs another row.
     fn lookup(&mut self, key: &OwnedRow, epoch: Epoch) -> StreamExecutorResult<Vec<OwnedRow>> {
         let encoded = Self::encode(key);
         if let Some(entry) = self.cache.get(&encoded) {
@@ -238,7 +252,9 @@ impl TemporalJoinExecutor {
         )
     }
 
-    /// The output of one left chunk, its rows looked up as of `epoch`.
+    /// The output of one left chunk, its rows looked up as of `epoch`. A left outer join pads a left row
+    /// with NULLs when no right row passes the condition (RisingWave since #15327; at f21fb9b7915 a row whose
+    /// key had rows, none passing, was dropped).
     fn join_left(
         &mut self,
         chunk: &StreamChunk,

@@ -294,7 +294,9 @@ impl JoinCore {
     }
 
     /// A watermark of `side` (RisingWave's `handle_watermark`, without interval joins): on the side's first
-    /// join key column, it cleans the other side's rows below it (no later row of this side can match them);
+    /// join key column, it cleans the other side's rows below it (no later row of this side can match them;
+    /// RisingWave's planner first moves the key pairs with watermarks on both sides to the front, which the
+    /// planner here does not, so a join whose first pair has none cleans nothing);
     /// on any join key column, once both sides sent one there, their minimum goes out on that key's output
     /// columns of both sides. A watermark on another column stops here.
     fn handle_watermark(&mut self, side: SideType, w: Watermark) -> Vec<Watermark> {
