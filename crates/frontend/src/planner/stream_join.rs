@@ -82,16 +82,7 @@ fn shard_by(plan: StreamPlan, keys: &[usize]) -> StreamPlan {
     if plan.dist == dist {
         return plan;
     }
-    let stream_key = plan.stream_key.clone();
-    StreamPlan {
-        op: StreamOp::Exchange { dist: dist.clone() },
-        types: plan.types.clone(),
-        names: plan.names.clone(),
-        width: plan.width,
-        dist,
-        stream_key,
-        inputs: vec![plan],
-    }
+    force_exchange(plan, dist)
 }
 
 /// `left JOIN right ON on` (`on` over the inputs' visible columns side by side). Output: the visible

@@ -324,22 +324,5 @@ fn id_of(d: &epochlab_common::Datum) -> Result<i64, String> {
 
 /// The story: the DDL, the scenario's steps and the join's failure.
 fn timeline(lines: &[String]) -> Vec<String> {
-    let from = lines
-        .iter()
-        .position(|l| l.contains(" ddl: create table version"))
-        .unwrap_or(0);
-    let state_failure =
-        |l: &String| l.contains(" actor failure: ") && l.contains("reason=inconsistent_state");
-    let keep = |l: &String| {
-        [" scenario: ", " ddl: ", " recovery: start "]
-            .iter()
-            .any(|k| l.contains(k))
-            || state_failure(l)
-    };
-    let mut out: Vec<String> = lines[from..].iter().filter(|l| keep(l)).cloned().collect();
-    if let Some(i) = out.iter().position(state_failure) {
-        out.truncate(i + 1);
-    }
-    let from = out.len().saturating_sub(40);
-    out.split_off(from)
+    super::state_failure_timeline(lines, " ddl: create table version")
 }

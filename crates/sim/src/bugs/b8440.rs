@@ -253,22 +253,5 @@ fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
 /// The story: the DDL, the scenario's steps, the recoveries' starts and the filters' failure (a channel
 /// closed by the kill is its fallout, left out).
 fn timeline(lines: &[String]) -> Vec<String> {
-    let from = lines
-        .iter()
-        .position(|l| l.contains(" ddl: create table t "))
-        .unwrap_or(0);
-    let state_failure =
-        |l: &String| l.contains(" actor failure: ") && l.contains("reason=inconsistent_state");
-    let keep = |l: &String| {
-        [" scenario: ", " ddl: ", " recovery: start "]
-            .iter()
-            .any(|k| l.contains(k))
-            || state_failure(l)
-    };
-    let mut out: Vec<String> = lines[from..].iter().filter(|l| keep(l)).cloned().collect();
-    if let Some(i) = out.iter().position(state_failure) {
-        out.truncate(i + 1);
-    }
-    let from = out.len().saturating_sub(40);
-    out.split_off(from)
+    super::state_failure_timeline(lines, " ddl: create table t ")
 }

@@ -566,6 +566,27 @@ pub(crate) fn check_view(
     }
 }
 
+/// The story of a scenario whose finding is an actor's failure on its state: from the first log line that
+/// contains `from`, the scenario's steps, the DDL and the recoveries' starts, up to that failure (its
+/// fallout left out); the last 40 such lines.
+pub(crate) fn state_failure_timeline(lines: &[String], from: &str) -> Vec<String> {
+    let start = lines.iter().position(|l| l.contains(from)).unwrap_or(0);
+    let state_failure =
+        |l: &String| l.contains(" actor failure: ") && l.contains("reason=inconsistent_state");
+    let keep = |l: &String| {
+        [" scenario: ", " ddl: ", " recovery: start "]
+            .iter()
+            .any(|k| l.contains(k))
+            || state_failure(l)
+    };
+    let mut out: Vec<String> = lines[start..].iter().filter(|l| keep(l)).cloned().collect();
+    if let Some(i) = out.iter().position(state_failure) {
+        out.truncate(i + 1);
+    }
+    let from = out.len().saturating_sub(40);
+    out.split_off(from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
