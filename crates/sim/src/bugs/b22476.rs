@@ -267,9 +267,9 @@ fn verdict(s: &Setup, p: &ReproParams, inserted: usize, report: ReproReport) -> 
     if super::failed(&mut report, failure) {
         return report;
     }
-    if let Err(why) = oracle(s, inserted) {
+    if let Some(finding) = oracle(s, inserted) {
         report.outcome = crate::report::Outcome::Failed;
-        report.error = Some(why);
+        report.error = Some(finding);
         report.caught_by = Some("the oracle".into());
         return report;
     }
@@ -284,42 +284,37 @@ fn verdict(s: &Setup, p: &ReproParams, inserted: usize, report: ReproReport) -> 
     report
 }
 
-/// The view: for each left row, its key's row `(k, 1)` (never deleted) and maybe `(k, 0)` (if the lookup
-/// came before the delete's epoch ended), nothing else.
-fn oracle(s: &Setup, inserted: usize) -> Result<(), String> {
+/// What the view shows wrong, if anything: for each left row it must hold its key's row `(k, 1)` (never
+/// deleted) and maybe `(k, 0)` (if the lookup came before the delete's epoch ended), nothing else.
+fn oracle(s: &Setup, inserted: usize) -> Option<String> {
     let rows = s.scene.cluster.committed_rows(s.view);
     let mut per_left: std::collections::BTreeMap<i64, Vec<i64>> = std::collections::BTreeMap::new();
     for r in &rows {
-        let id = id_of(r.datum_at(0))?;
-        let right = OwnedRow::new(r.datums()[2..].to_vec());
-        let s_col = right.datum_at(1).clone();
-        let s_val = id_of(&s_col)?;
-        if r.datum_at(1) != r.datum_at(0) || right != version_row(id, s_val) {
-            return Err(format!(
+        let right = OwnedRow::new(r.datums().get(2..).unwrap_or_default().to_vec());
+        let ids = int(r.datum_at(0)).zip(int(right.datum_at(1)));
+        let fits =
+            ids.filter(|&(id, s)| r.datum_at(1) == r.datum_at(0) && right == version_row(id, s));
+        let Some((id, s_val)) = fits else {
+            return Some(format!(
                 "view row {r:?} is no left row joined with its key's row"
             ));
-        }
+        };
         per_left.entry(id).or_default().push(s_val);
     }
     if per_left.len() != inserted {
-        return Err(format!(
-            "the view holds {} left rows of the {inserted} inserted",
-            per_left.len()
+        let held = per_left.len();
+        return Some(format!(
+            "the view holds {held} left rows of the {inserted} inserted"
         ));
     }
-    match per_left.iter().find(|(_, ss)| !ss.contains(&1)) {
-        Some((id, ss)) => Err(format!(
-            "left row {id} joined the rows s={ss:?} of its key, not the row s=1 that was never deleted"
-        )),
-        None => Ok(()),
-    }
+    let (id, ss) = per_left.iter().find(|(_, ss)| !ss.contains(&1))?;
+    Some(format!(
+        "left row {id} joined the rows s={ss:?} of its key, not the row s=1 that was never deleted"
+    ))
 }
 
-fn id_of(d: &epochlab_common::Datum) -> Result<i64, String> {
-    match d {
-        Some(epochlab_common::ScalarImpl::Int64(v)) => Ok(*v),
-        other => Err(format!("a left row's id is {other:?}")),
-    }
+fn int(d: &epochlab_common::Datum) -> Option<i64> {
+    d.as_ref().and_then(epochlab_common::ScalarImpl::as_int64)
 }
 
 /// The story: the DDL, the scenario's steps and the join's failure.

@@ -162,10 +162,10 @@ impl TemporalJoinExecutor {
             });
         }
         let pk = &args.table.desc().pk_indices;
-        if pk.get(..n) != Some(&args.right_key[..]) {
+        if pk.get(..n) != Some(&args.right_key[..]) || n < args.table.vnode_prefix_len() {
             return Err(StreamExecutorError::JoinPlan {
                 problem: format!(
-                    "temporal join lookup key {:?} is no prefix of the table's pk {pk:?}",
+                    "temporal join lookup key {:?} is no prefix of the table's pk {pk:?} holding its distribution key",
                     args.right_key
                 ),
             });
