@@ -442,15 +442,9 @@ impl LocalStateStore {
         }
         let watermarks = self.read_watermarks(epoch);
         if let Some(bound) = self.committed_bound(epoch) {
-            sources.push(Source::Committed(CommittedCursor {
-                store: self.node.committed.clone(),
-                table_id: self.opts.table_id,
-                epoch: bound,
-                next_start: range.0.clone(),
-                end: range.1.clone(),
-                buf: VecDeque::new(),
-                done: false,
-            }));
+            let cursor =
+                CommittedCursor::new(&self.node.committed, self.opts.table_id, bound, &range);
+            sources.push(Source::Committed(cursor));
         }
         Ok(LocalIter {
             sources,
@@ -489,15 +483,8 @@ impl crate::node::NodeStorage {
             watermarks.raise(w);
         }
         if let Some(bound) = bound {
-            sources.push(Source::Committed(CommittedCursor {
-                store: self.inner.committed.clone(),
-                table_id,
-                epoch: bound,
-                next_start: range.0.clone(),
-                end: range.1.clone(),
-                buf: VecDeque::new(),
-                done: false,
-            }));
+            let cursor = CommittedCursor::new(&self.inner.committed, table_id, bound, &range);
+            sources.push(Source::Committed(cursor));
         }
         Ok(LocalIter {
             sources,
@@ -561,6 +548,24 @@ struct CommittedCursor {
 }
 
 impl CommittedCursor {
+    /// A cursor over `table_id`'s committed rows in `range` as of `epoch`, read in batches.
+    fn new(
+        store: &CommittedStore,
+        table_id: TableId,
+        epoch: Epoch,
+        range: &(Bound<Bytes>, Bound<Bytes>),
+    ) -> Self {
+        Self {
+            store: store.clone(),
+            table_id,
+            epoch,
+            next_start: range.0.clone(),
+            end: range.1.clone(),
+            buf: VecDeque::new(),
+            done: false,
+        }
+    }
+
     fn fill(&mut self) {
         if !self.buf.is_empty() || self.done {
             return;

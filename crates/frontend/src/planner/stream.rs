@@ -547,25 +547,7 @@ fn table_scan(
     filter: Option<&ExprNode>,
     up: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
-    let upstream = up.upstream(table_id)?;
-    let desc = &upstream.desc;
-    let mut scan = StreamPlan {
-        op: StreamOp::TableScan {
-            table: table.to_owned(),
-            table_id,
-            scan_type: up.stream_scan_type(),
-        },
-        inputs: Vec::new(),
-        types: desc.column_types.clone(),
-        names: upstream
-            .names
-            .iter()
-            .map(|n| format!("{table}.{n}"))
-            .collect(),
-        width: desc.column_types.len(),
-        dist: Dist::UpstreamHashShard(desc.dist_key_indices()),
-        stream_key: desc.pk_indices.clone(),
-    };
+    let mut scan = stored_scan(table, table_id, up.stream_scan_type(), up)?;
     if let Some(f) = filter {
         scan = self::filter(scan, f);
     }
@@ -586,13 +568,23 @@ pub(super) fn lookup_table_scan(
     table_id: TableId,
     up: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
+    stored_scan(table, table_id, StreamScanType::UpstreamOnly, up)
+}
+
+/// A scan of every stored column of `table`, read as `scan_type` says, in the table's distribution.
+fn stored_scan(
+    table: &str,
+    table_id: TableId,
+    scan_type: StreamScanType,
+    up: &dyn UpstreamReader,
+) -> Result<StreamPlan, SqlError> {
     let upstream = up.upstream(table_id)?;
     let desc = &upstream.desc;
     Ok(StreamPlan {
         op: StreamOp::TableScan {
             table: table.to_owned(),
             table_id,
-            scan_type: StreamScanType::UpstreamOnly,
+            scan_type,
         },
         inputs: Vec::new(),
         types: desc.column_types.clone(),

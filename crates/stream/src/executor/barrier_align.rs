@@ -144,6 +144,27 @@ fn closed_waiting(input: Input, actor_id: ActorId) -> StreamExecutorError {
     )
 }
 
+/// The first aligned message, which must be an Initial or Checkpoint barrier.
+pub(crate) async fn expect_first_aligned(
+    aligned: &mut (impl futures::Stream<Item = StreamExecutorResult<AlignedMessage>> + Unpin),
+    executor: &str,
+) -> StreamExecutorResult<epochlab_barrier::Barrier> {
+    let got = match aligned.next().await {
+        Some(Ok(AlignedMessage::Barrier(b)))
+            if b.kind != epochlab_barrier::BarrierKind::Barrier =>
+        {
+            return Ok(b);
+        }
+        Some(Ok(m)) => format!("{m:?}"),
+        Some(Err(e)) => return Err(e),
+        None => "end of stream".to_string(),
+    };
+    Err(StreamExecutorError::FirstMessage {
+        executor: executor.to_string(),
+        got,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use epochlab_barrier::BarrierKind;

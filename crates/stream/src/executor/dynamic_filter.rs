@@ -11,7 +11,7 @@ use epochlab_state_table::StateTable;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::barrier_align::{AlignedMessage, barrier_align};
+use super::barrier_align::{AlignedMessage, barrier_align, expect_first_aligned};
 use super::stats::ExecutorStatsHandle;
 use super::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
@@ -326,18 +326,8 @@ impl DynamicFilterExecutor {
         let (left, right) = self.inputs.take().expect("inputs taken once");
         let aligned = barrier_align(left.execute(), right.execute(), self.actor_id);
         futures::pin_mut!(aligned);
-        let first = match aligned.next().await {
-            Some(Ok(AlignedMessage::Barrier(b)))
-                if b.kind != epochlab_barrier::BarrierKind::Barrier =>
-            {
-                b
-            }
-            Some(Err(e)) => Err(e)?,
-            other => Err(StreamExecutorError::FirstMessage {
-                executor: self.name(),
-                got: format!("{other:?}"),
-            })?,
-        };
+        let name = self.name();
+        let first = expect_first_aligned(&mut aligned, &name).await?;
         self.left_table.init_epoch(first.epoch);
         self.right_table.init_epoch(first.epoch);
         let recovered = self.recover_right()?;

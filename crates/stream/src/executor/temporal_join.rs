@@ -18,7 +18,7 @@ use epochlab_state_table::StorageTable;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::barrier_align::{AlignedMessage, barrier_align};
+use super::barrier_align::{AlignedMessage, barrier_align, expect_first_aligned};
 use super::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, NonStrict, StreamExecutorError,
     StreamExecutorResult,
@@ -146,6 +146,10 @@ pub struct TemporalJoinArgs {
 pub struct TemporalJoinExecutor {
     args: TemporalJoinArgs,
     cache: LookupCache,
+    /// The order of every join key column in a cache key (ascending), made once.
+    key_orders: Vec<OrderType>,
+    /// The same for the table's pk, a cached row's key in its entry.
+    pk_orders: Vec<OrderType>,
 }
 
 impl TemporalJoinExecutor {
@@ -179,12 +183,14 @@ impl TemporalJoinExecutor {
             });
         }
         let cache = LookupCache::new(args.cache_capacity.max(1));
-        Ok(Self { args, cache })
-    }
-
-    /// The cache key of a join key's values (their memcomparable encoding).
-    fn encode(key: &OwnedRow) -> Vec<u8> {
-        memcmp::encode_row_to_vec(key, &vec![OrderType::ascending(); key.len()])
+        let key_orders = vec![OrderType::ascending(); n];
+        let pk_orders = vec![OrderType::ascending(); pk.len()];
+        Ok(Self {
+            args,
+            cache,
+            key_orders,
+            pk_orders,
+        })
     }
 
     /// Whether a key matches nothing: a NULL in a pair that is not null-safe.
@@ -202,7 +208,7 @@ impl TemporalJoinExecutor {
     /// it looks up, empty or not: there a late lookup of a key with one row deleted already shows the bug,
     /// here the key needs another row.
     fn lookup(&mut self, key: &OwnedRow, epoch: Epoch) -> StreamExecutorResult<Vec<OwnedRow>> {
-        let encoded = Self::encode(key);
+        let encoded = memcmp::encode_row_to_vec(key, &self.key_orders);
         if let Some(entry) = self.cache.get(&encoded) {
             let rows: Vec<OwnedRow> = entry.cached.values().cloned().collect();
             if rows.is_empty() {
@@ -213,7 +219,10 @@ impl TemporalJoinExecutor {
         let pk = &self.args.table.desc().pk_indices;
         let mut entry = JoinEntry::default();
         for row in self.args.table.batch_iter_with_pk_prefix(key, epoch)? {
-            entry.insert(Self::encode(&row.project(pk)), row);
+            entry.insert(
+                memcmp::encode_row_to_vec(&row.project(pk), &self.pk_orders),
+                row,
+            );
         }
         let rows: Vec<OwnedRow> = entry.cached.values().cloned().collect();
         if !rows.is_empty() {
@@ -228,11 +237,12 @@ impl TemporalJoinExecutor {
         for chunk in chunks {
             for (op, row) in chunk.rows() {
                 let key = row.project(&self.args.right_key);
-                let Some(entry) = self.cache.get_mut_unmarked(&Self::encode(&key)) else {
+                let encoded = memcmp::encode_row_to_vec(&key, &self.key_orders);
+                let Some(entry) = self.cache.get_mut_unmarked(&encoded) else {
                     continue;
                 };
                 let row_pk = row.project(&pk);
-                let stream_key = Self::encode(&row_pk);
+                let stream_key = memcmp::encode_row_to_vec(&row_pk, &self.pk_orders);
                 match op {
                     Op::Insert | Op::UpdateInsert => entry.insert(stream_key, row.clone()),
                     Op::Delete | Op::UpdateDelete => entry.remove(&stream_key, &row_pk)?,
@@ -299,18 +309,8 @@ impl TemporalJoinExecutor {
         let right = std::mem::replace(&mut self.args.right, placeholder);
         let aligned = barrier_align(left.execute(), right.execute(), self.args.actor_id);
         futures::pin_mut!(aligned);
-        let first = match aligned.next().await {
-            Some(Ok(AlignedMessage::Barrier(b)))
-                if b.kind != epochlab_barrier::BarrierKind::Barrier =>
-            {
-                b
-            }
-            Some(Err(e)) => Err(e)?,
-            other => Err(StreamExecutorError::FirstMessage {
-                executor: self.identity(),
-                got: format!("{other:?}"),
-            })?,
-        };
+        let name = self.identity();
+        let first = expect_first_aligned(&mut aligned, &name).await?;
         let mut read_epoch = self.read_epoch_of(&first);
         yield Message::Barrier(first);
         // The right input's changes since the last barrier: the cache takes them at the next one.

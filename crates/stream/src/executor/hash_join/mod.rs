@@ -27,7 +27,7 @@ pub use builder::SideType;
 pub use join_hash_map::{JoinEntryState, JoinHashMap, JoinRow};
 
 use self::builder::{JoinChunkBuilder, forward_exactly_once};
-use super::barrier_align::{AlignedMessage, barrier_align};
+use super::barrier_align::{AlignedMessage, barrier_align, expect_first_aligned};
 use super::non_strict::NonStrict;
 use super::{
     BoxedExecutor, BoxedMessageStream, BufferedWatermarks, Execute, ExecutorStatsHandle, Message,
@@ -251,27 +251,6 @@ impl HashJoinExecutor {
             }
         }
     }
-}
-
-/// The first aligned message, which must be an Initial or Checkpoint barrier.
-async fn expect_first_aligned(
-    aligned: &mut (impl futures::Stream<Item = StreamExecutorResult<AlignedMessage>> + Unpin),
-    executor: &str,
-) -> StreamExecutorResult<epochlab_barrier::Barrier> {
-    let got = match aligned.next().await {
-        Some(Ok(AlignedMessage::Barrier(b)))
-            if b.kind != epochlab_barrier::BarrierKind::Barrier =>
-        {
-            return Ok(b);
-        }
-        Some(Ok(m)) => format!("{m:?}"),
-        Some(Err(e)) => return Err(e),
-        None => "end of stream".to_string(),
-    };
-    Err(StreamExecutorError::FirstMessage {
-        executor: executor.to_string(),
-        got,
-    })
 }
 
 impl JoinCore {
