@@ -499,6 +499,7 @@ fn tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) -> Ve
                 parallelism,
                 rows,
                 pk_ks: false,
+                rows_per_k: None,
                 watermark_lag: None,
             },
         });
@@ -677,6 +678,7 @@ fn watermark_tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<St
             parallelism: table_parallelism,
             rows: d.pick(&[0, 0, 1, 10, 100]),
             pk_ks: false,
+            rows_per_k: None,
             watermark_lag: Some(d.pick(&[0, 100, 1000, 5000])),
         },
     });
@@ -741,9 +743,10 @@ fn watermark_tables(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<St
     }
 }
 
-/// In half the plans with `w1`, a temporal join view of it (append only) with a table `tr1` of its own (a few
-/// hundred keys, its pk and distribution its key), on `w1.k`, inner or left; then inserts into `w1` and busy
-/// updates and deletes of `tr1` at once, so that left rows look up keys changed in their epoch; in most of
+/// In half the plans with `w1`, a temporal join view of it (append only) with a table `tr1` of its own (a
+/// thousand keys or so, two or four rows each: pk (k, s), distributed by k), on `w1.k`, inner or left; then
+/// inserts into `w1` and busy updates and deletes of `tr1` at once, so that left rows look up keys one of
+/// whose rows goes in their epoch (the others stay: the lookup's entry is cached); in most of
 /// those plans a slow sink over `w1`, whose back-pressure delays `w1`'s rows to the join behind `tr1`'s
 /// barrier of the same epoch (RisingWave #22476's window). Drawn after every other draw but meta kills (which
 /// draw nothing at rate 0), so every earlier draw of a seed's plan is what it was.
@@ -769,8 +772,9 @@ fn temporal_joins(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step
         action: Action::CreateTable {
             name: right.clone(),
             parallelism: parallelism(d, c),
-            rows: d.pick(&[50, 200]),
-            pk_ks: false,
+            rows: d.pick(&[2000, 4000]),
+            pk_ks: true,
+            rows_per_k: Some(d.pick(&[2, 4])),
             watermark_lag: None,
         },
     });
@@ -803,7 +807,7 @@ fn temporal_joins(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step
         },
     };
     steps.push(dml(&left, 0, 0));
-    steps.push(dml(&right, 50, 10));
+    steps.push(dml(&right, 40, 30));
     if d.chance(0.7) {
         let job = JobSpec {
             upstream: left,
@@ -1095,6 +1099,22 @@ mod tests {
         let action: Action = serde_json::from_str(old).unwrap();
         assert!(matches!(action, Action::CreateTable { pk_ks: false, .. }));
         assert!(!serde_json::to_string(&action).unwrap().contains("pk_ks"));
+        let table = |json: &str| {
+            let steps = vec![Step {
+                at_ms: 0,
+                action: serde_json::from_str(json).unwrap(),
+            }];
+            let plan = Plan {
+                steps,
+                ..generate(0, &GenParams::default())
+            };
+            plan.validate()
+        };
+        let several = r#"{"op": "create_table", "name": "t", "parallelism": 2, "rows": 10, "pk_ks": true, "rows_per_k": 4}"#;
+        assert_eq!(table(several), Ok(()));
+        let without_ks =
+            r#"{"op": "create_table", "name": "t", "parallelism": 2, "rows": 10, "rows_per_k": 4}"#;
+        assert!(table(without_ks).is_err());
     }
 
     /// About half the plans use static compaction groups, and some cancel background jobs, a good part of

@@ -71,6 +71,11 @@ pub enum Action {
         rows: u32,
         #[serde(default, skip_serializing_if = "is_false")]
         pk_ks: bool,
+        /// With `pk_ks`, several rows per `k`: the runner's n-th row is `(n / rows_per_k, v,
+        /// 'payload_{n % rows_per_k}')`, so a lookup by `k` finds up to `rows_per_k` rows (RisingWave #22476's
+        /// lookup table). Absent: one row per `k`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rows_per_k: Option<u32>,
         /// `WATERMARK FOR v AS v - watermark_lag`: an append-only table (its DML streams only insert) whose rows'
         /// `v` is the virtual milliseconds since the cluster started, a few of them late, so that the watermark
         /// filter drops some. Absent from older plan files, which read as a table without a watermark.
@@ -376,7 +381,8 @@ pub enum StepError {
     #[error("at_ms beyond the longest plan (one hour)")]
     TooLate,
     #[error(
-        "a table needs parallelism 1..=64, at most 1000000 rows and a watermark lag of 0..=3600000 ms"
+        "a table needs parallelism 1..=64, at most 1000000 rows, a watermark lag of 0..=3600000 ms and \
+         rows_per_k 2..=1000 only with pk_ks"
     )]
     Table,
     #[error("a job needs parallelism 1..=64")]
@@ -488,11 +494,14 @@ impl Action {
                 parallelism,
                 rows,
                 watermark_lag,
+                pk_ks,
+                rows_per_k,
                 ..
             } => fail_if(
                 !parallelism_ok(*parallelism)
                     || *rows > 1_000_000
-                    || watermark_lag.is_some_and(|l| !(0..=MAX_DURATION_MS as i64).contains(&l)),
+                    || watermark_lag.is_some_and(|l| !(0..=MAX_DURATION_MS as i64).contains(&l))
+                    || rows_per_k.is_some_and(|n| !*pk_ks || !(2..=1000).contains(&n)),
                 StepError::Table,
             ),
             Action::CreateMv { job, .. } => {
@@ -631,11 +640,16 @@ impl std::fmt::Display for Action {
                 parallelism,
                 rows,
                 pk_ks,
+                rows_per_k,
                 watermark_lag,
             } => write!(
                 f,
-                "create table {name} (parallelism {parallelism}{}{}), load {rows} rows",
+                "create table {name} (parallelism {parallelism}{}{}{}), load {rows} rows",
                 if *pk_ks { PK_KS_TEXT } else { "" },
+                match rows_per_k {
+                    Some(n) => format!(", {n} rows per k"),
+                    None => String::new(),
+                },
                 match watermark_lag {
                     Some(lag) => format!(", append only, watermark for v as v - {lag}"),
                     None => String::new(),

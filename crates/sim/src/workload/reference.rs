@@ -177,9 +177,9 @@ fn nested_loop_join(
 
 /// A temporal join's rows, as far as they do not depend on when each left row came: per left row, the
 /// view's committed rows with that left row and a right part that is NULLs (a left outer join) or keyed by
-/// its `left_col` and a version of that key's right row (the workload's updates raise `v`, column 1, by one
-/// and change nothing else, so a row as it stood then has `v` at most its key's `v` now, the rest equal; a
-/// deleted key's rows are not checked); a left outer join's left row with none of them is expected with
+/// its `left_col` and a version of the right row with its pk (the workload's updates raise `v`, column 1,
+/// by one and change nothing else, so a row as it stood then has `v` at most its row's `v` now, the rest
+/// equal; a deleted row's versions are not checked); a left outer join's left row with none of them is expected with
 /// NULLs (so that a lost left row shows). A committed row that is no such row is not expected. An inner
 /// join's left row without a row is not checked: whether its key had a row when it came is timing.
 fn temporal_join(
@@ -197,12 +197,15 @@ fn temporal_join(
         let l = OwnedRow::new(c.datums()[..lw].to_vec());
         by_left.entry(encode(&l)).or_default().push(c);
     }
-    let now: BTreeMap<i64, &OwnedRow> = right
-        .rows
-        .iter()
-        .filter_map(|r| Some((int(r.datum_at(0))?, r)))
-        .collect();
-    let a_version = |r: &[Datum]| match r.first().and_then(int).and_then(|k| now.get(&k)) {
+    let right_pk = &right.desc.pk_indices;
+    let pk_of = |r: &[Datum]| {
+        encode(&OwnedRow::new(
+            right_pk.iter().map(|&i| r[i].clone()).collect(),
+        ))
+    };
+    let now: BTreeMap<Vec<u8>, &OwnedRow> =
+        right.rows.iter().map(|r| (pk_of(r.datums()), r)).collect();
+    let a_version = |r: &[Datum]| match now.get(&pk_of(r)) {
         None => true,
         Some(cur) => {
             let (v, cur_v) = (r.get(1).and_then(int), cur.datums().get(1).and_then(int));

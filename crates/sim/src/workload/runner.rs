@@ -110,6 +110,8 @@ struct Run {
     checkers: Checkers,
     names: Mutex<BTreeMap<String, TableId>>,
     models: Mutex<BTreeMap<TableId, TableModel>>,
+    /// How each table's model keys become rows.
+    layouts: Mutex<BTreeMap<TableId, RowLayout>>,
     stop_dml: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     restarts: Mutex<Vec<JoinHandle<()>>>,
@@ -156,6 +158,7 @@ async fn play(
         checkers,
         names: Mutex::default(),
         models: Mutex::default(),
+        layouts: Mutex::default(),
         stop_dml: AtomicBool::new(false),
         tasks: Mutex::default(),
         restarts: Mutex::default(),
@@ -286,10 +289,12 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             parallelism,
             rows,
             pk_ks,
+            rows_per_k,
             watermark_lag,
         } => {
             let shape = TableShape {
                 pk_ks,
+                layout: RowLayout::new(rows_per_k),
                 watermark_lag,
             };
             spawn(
@@ -470,13 +475,49 @@ fn ddl_result<T, E: std::fmt::Display>(run: &Run, what: &str, result: Result<T, 
     }
 }
 
-fn table_row(k: i64, v: i64) -> OwnedRow {
-    row![k, v, "payload"]
+/// How a table's model key `m` becomes its row `(k, v, s)`: `(m, v, 'payload')`, or with `rows_per_k` n,
+/// `(m / n, v, 'payload_{m % n}')` (n rows per `k`; the table's pk is then (k, s)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RowLayout {
+    rows_per_k: Option<i64>,
 }
 
-/// A table's key and watermark, as its step says.
+impl RowLayout {
+    fn new(rows_per_k: Option<u32>) -> Self {
+        Self {
+            rows_per_k: rows_per_k.map(i64::from),
+        }
+    }
+
+    fn row(self, m: i64, v: i64) -> OwnedRow {
+        match self.rows_per_k {
+            None => row![m, v, "payload"],
+            Some(n) => row![m / n, v, format!("payload_{}", m % n).as_str()],
+        }
+    }
+
+    /// The model key of a row this layout made (`i64::MIN` for a row it could not have made).
+    fn model_key(self, r: &OwnedRow) -> i64 {
+        let Some(n) = self.rows_per_k else {
+            return key_of(r);
+        };
+        let nth = match r.datum_at(2) {
+            Some(ScalarImpl::Utf8(s)) => s
+                .strip_prefix("payload_")
+                .and_then(|i| i.parse::<i64>().ok()),
+            _ => None,
+        };
+        match (key_of(r), nth) {
+            (k, Some(i)) if k != i64::MIN && (0..n).contains(&i) => k * n + i,
+            _ => i64::MIN,
+        }
+    }
+}
+
+/// A table's key, row layout and watermark, as its step says.
 struct TableShape {
     pk_ks: bool,
+    layout: RowLayout,
     watermark_lag: Option<i64>,
 }
 
@@ -515,6 +556,7 @@ async fn create_table(run: Arc<Run>, name: String, parallelism: u32, rows: u32, 
         None => TableModel::default(),
     };
     lock(&run.models).insert(id, model);
+    lock(&run.layouts).insert(id, shape.layout);
     lock(&run.names).insert(name.clone(), id);
     let mut left = rows;
     while left > 0 {
@@ -715,6 +757,11 @@ fn remove_node(run: &Arc<Run>, w: WorkerId) -> Result<(), Skipped> {
     Ok(())
 }
 
+/// How `table`'s model keys become rows (a table the runner did not create: one row per key).
+fn layout_of(run: &Run, table: TableId) -> RowLayout {
+    lock(&run.layouts).get(&table).copied().unwrap_or_default()
+}
+
 /// One DML statement of a batch.
 #[derive(Clone, Copy)]
 enum Stmt {
@@ -736,15 +783,16 @@ impl Stmt {
 
 /// Send one batch; the model learns what returned and what is unknown.
 async fn send(run: &Run, table: TableId, stmts: Vec<Stmt>) {
+    let layout = layout_of(run, table);
     let mut rows = Vec::with_capacity(stmts.len());
     for s in &stmts {
         match *s {
-            Stmt::Insert { key, v } => rows.push((Op::Insert, table_row(key, v))),
+            Stmt::Insert { key, v } => rows.push((Op::Insert, layout.row(key, v))),
             Stmt::Update { key, old, new } => {
-                rows.push((Op::UpdateDelete, table_row(key, old)));
-                rows.push((Op::UpdateInsert, table_row(key, new)));
+                rows.push((Op::UpdateDelete, layout.row(key, old)));
+                rows.push((Op::UpdateInsert, layout.row(key, new)));
             }
-            Stmt::Delete { key, old } => rows.push((Op::Delete, table_row(key, old))),
+            Stmt::Delete { key, old } => rows.push((Op::Delete, layout.row(key, old))),
         }
     }
     let writes: Vec<(i64, Option<i64>)> = stmts.iter().map(|s| s.write()).collect();
@@ -1107,11 +1155,12 @@ fn check_view(run: &Run, rel: &epochlab_meta::Relation, query: &ViewQuery) {
 /// A table's committed rows against the model: every durable key holds its value, and no row has a key the
 /// runner never wrote.
 fn check_table(run: &Run, id: TableId, name: &str) {
+    let layout = layout_of(run, id);
     let rows: BTreeMap<i64, OwnedRow> = run
         .cluster
         .committed_rows(id)
         .into_iter()
-        .map(|r| (key_of(&r), r))
+        .map(|r| (layout.model_key(&r), r))
         .collect();
     let models = lock(&run.models);
     let Some(model) = models.get(&id) else { return };
@@ -1124,7 +1173,7 @@ fn check_table(run: &Run, id: TableId, name: &str) {
             break;
         }
         let got = rows.get(&k);
-        let want = v.map(|v| table_row(k, v));
+        let want = v.map(|v| layout.row(k, v));
         if got != want.as_ref() {
             problem = Some(format!(
                 "key {k}: committed {got:?}, but the model knows {want:?}"
@@ -1174,6 +1223,20 @@ impl PlanReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn table_row(k: i64, v: i64) -> OwnedRow {
+        RowLayout::default().row(k, v)
+    }
+
+    #[test]
+    fn a_layout_with_rows_per_k_maps_model_keys_to_rows_and_back() {
+        let layout = RowLayout::new(Some(4));
+        let r = layout.row(9, 3);
+        assert_eq!(r, row![2i64, 3i64, "payload_1"]);
+        assert_eq!(layout.model_key(&r), 9);
+        assert_eq!(layout.model_key(&row![2i64, 3i64, "payload_7"]), i64::MIN);
+        assert_eq!(RowLayout::default().model_key(&table_row(9, 3)), 9);
+    }
     use crate::bugs::Mode;
     use crate::report::Outcome;
     use crate::workload::plan::{GroupKey, JobSpec, PLAN_VERSION, Step};
@@ -1200,6 +1263,7 @@ mod tests {
                 parallelism: 2,
                 rows: 200,
                 pk_ks: false,
+                rows_per_k: None,
                 watermark_lag: None,
             },
         };
@@ -1280,6 +1344,7 @@ mod tests {
                     parallelism: 2,
                     rows: 100,
                     pk_ks: false,
+                    rows_per_k: None,
                     watermark_lag: None,
                 },
             ),
@@ -1352,6 +1417,7 @@ mod tests {
                     parallelism: 2,
                     rows: 300,
                     pk_ks: false,
+                    rows_per_k: None,
                     watermark_lag: None,
                 },
             },
@@ -1500,6 +1566,7 @@ mod tests {
                     parallelism: 2,
                     rows: 10,
                     pk_ks: false,
+                    rows_per_k: None,
                     watermark_lag: Some(100),
                 },
             },
