@@ -96,7 +96,8 @@ impl Recovery {
         result.map(|_| ())
     }
 
-    /// Scale in off removed workers, then move the actors of dead workers onto live ones, round-robin; returns every job's actor descriptions
+    /// Scale in off removed workers, then move the actors of dead workers onto live ones, round-robin by
+    /// (worker, vnodes); returns every job's actor descriptions
     /// and placement, and the actors to inject into and collect from.
     fn migrate_actors(&self) -> RecoveryResult<(Vec<JobActors>, InflightActorInfo)> {
         let inner = &self.inner;
@@ -108,10 +109,15 @@ impl Recovery {
         inner.scale_in();
         let live: BTreeSet<WorkerId> = workers.iter().copied().collect();
         let mut catalog = inner.catalog();
-        let mut i = 0usize;
+        // Actors of one dead worker with the same vnodes move together (RisingWave moves a parallel unit's
+        // actors as one): no-shuffle partners, placed together, stay together, so a temporal join still
+        // reads its lookup table's writes from its own node.
+        let mut moved: BTreeMap<(WorkerId, Vec<usize>), WorkerId> = BTreeMap::new();
         for rel in catalog.relations.values_mut() {
             for a in rel.all_actors_mut().filter(|a| !live.contains(&a.worker)) {
-                let to = workers[i % workers.len()];
+                let next = workers[moved.len() % workers.len()];
+                let slot = (a.worker, a.vnodes.iter_ones().collect());
+                let to = *moved.entry(slot).or_insert(next);
                 event!(
                     inner.log,
                     "recovery step",
@@ -120,7 +126,6 @@ impl Recovery {
                     a.worker
                 );
                 a.worker = to;
-                i += 1;
             }
         }
         let mut descs = Vec::new();

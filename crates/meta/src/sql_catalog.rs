@@ -147,6 +147,11 @@ pub struct IndexInfo {
     pub include: Vec<String>,
     /// How many of the key's columns distribute it.
     pub dist_key_len: usize,
+    /// RisingWave's `index_item`: for each of the index table's stored columns, the table's stored column it
+    /// holds (`None`: a key expression). Empty for an index without a job (catalog only) or from a store
+    /// written before indexes had their own layout: no plan reads such an index instead of its table.
+    #[serde(default)]
+    pub index_item: Vec<Option<usize>>,
 }
 
 impl IndexInfo {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use epochlab_common::Toggles;
+use epochlab_common::plan::StreamNode;
 use epochlab_frontend::Session;
 use epochlab_sim::{Cluster, SimContext};
 
@@ -139,4 +140,65 @@ fn a_filter_on_the_lookup_table_stays_in_the_temporal_join() {
         plan.contains("t.v > 0") || plan.contains("(t.v > 0"),
         "{plan}"
     );
+}
+
+/// RisingWave's `temporal_join_with_index.slt` in short: a key that is not the table's pk looks up an index
+/// on it (keyed by the key, then the table's pk, hashed by the key), a changed row of the index is joined as
+/// it stands now; one node killed for good, its actors moved: each temporal join actor stays on the node of
+/// the index's actor of the same vnodes (no-shuffle partners move together), whose writes it reads.
+#[test]
+fn a_temporal_join_looks_an_index_up_and_stays_beside_it_when_actors_move() {
+    for (seed, parallelism) in [(0, 3), (1, 5), (2, 12)] {
+        let (rows, apart, joined) = epochlab_sim::run(seed, move |ctx| async move {
+            let config = epochlab_sim::config::three_nodes(4, Toggles::default());
+            let cluster = Arc::new(Cluster::start(&ctx, config).await);
+            let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+            ok(&mut s, "SET RW_IMPLICIT_FLUSH TO true").await;
+            ok(&mut s, &format!("SET STREAMING_PARALLELISM = {parallelism}")).await;
+            ok(&mut s, "CREATE TABLE stream (id1 INT, a1 INT, b1 INT) APPEND ONLY").await;
+            let version = "CREATE TABLE version (id2 INT, a2 INT, b2 INT, PRIMARY KEY (id2))";
+            ok(&mut s, version).await;
+            ok(&mut s, "CREATE INDEX idx ON version (a2)").await;
+            let view = "CREATE MATERIALIZED VIEW v AS SELECT id1, a1, id2, a2 FROM stream LEFT JOIN \
+                        version FOR SYSTEM_TIME AS OF PROCTIME() ON b1 = b2 AND a1 = a2";
+            ok(&mut s, view).await;
+            ok(&mut s, "INSERT INTO version VALUES (2, 22, 222), (8, 22, 222)").await;
+            ok(&mut s, "INSERT INTO stream VALUES (2, 22, 222)").await;
+            assert!(cluster.kill(epochlab_common::WorkerId(1)));
+            // Recovery starts at the next barrier and moves the actors once the node's heartbeat expires.
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            cluster.wait_ready().await;
+            ok(&mut s, "UPDATE version SET b2 = 333 WHERE id2 = 2").await;
+            ok(&mut s, "INSERT INTO stream VALUES (2, 22, 222)").await;
+            let rows = query(&mut s, "SELECT id1, a1, id2, a2 FROM v").await;
+            let rel = |name: &str| cluster.meta().relation_by_name(name).expect(name);
+            let (idx, v) = (rel("idx"), rel("v"));
+            let writers: Vec<_> = idx.actors.iter().map(|a| (a.worker, a.vnodes.clone())).collect();
+            let graph = v.graph.as_ref().expect("a planned view");
+            let fragments = graph.fragments.iter().map(|f| (&f.node, &f.actors));
+            let joins = std::iter::once((&graph.root_node, &v.actors))
+                .chain(fragments)
+                .filter(|(node, _)| node.walk().iter().any(|n| matches!(n, StreamNode::TemporalJoin { .. })));
+            let join_actors: Vec<_> = joins.flat_map(|(_, actors)| actors.iter()).collect();
+            let apart: Vec<_> = join_actors
+                .iter()
+                .filter(|a| !writers.contains(&(a.worker, a.vnodes.clone())))
+                .map(|a| a.actor_id)
+                .collect();
+            cluster.shutdown();
+            (rows, apart, join_actors.len())
+        })
+        .value;
+        let want = text(&[
+            &["2", "22", "2", "22"],
+            &["2", "22", "8", "22"],
+            &["2", "22", "8", "22"],
+        ]);
+        assert_eq!(rows, want, "seed {seed}");
+        assert!(
+            apart.is_empty(),
+            "seed {seed}: actors {apart:?} apart from the index's writers"
+        );
+        assert!(joined > 0, "seed {seed}: no temporal join actor found");
+    }
 }

@@ -51,7 +51,7 @@ impl Session {
             .unwrap_or(self.engine.default_parallelism)
     }
 
-    pub(super) fn rate_limit(&self) -> Option<u32> {
+    pub(crate) fn rate_limit(&self) -> Option<u32> {
         self.config.streaming_rate_limit()
     }
 

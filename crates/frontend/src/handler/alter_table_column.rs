@@ -155,8 +155,8 @@ impl Session {
         done()
     }
 
-    /// Whether a job over table `r` reads its stored column `src`: a view of the table's rows reads its
-    /// projection's and filter's columns; a planned job every column its scans of the table emit (the
+    /// Whether a job over table `r` reads its stored column `src`: an index the columns it holds; a view of
+    /// the table's rows reads its projection's and filter's columns; a planned job every column its scans of the table emit (the
     /// table's columns when the job was created: the planner keeps them all).
     fn column_is_read(&self, r: &RelationCatalog, src: usize) -> bool {
         let table = r.table_id.expect("a table has its job");
@@ -165,6 +165,10 @@ impl Session {
             let Some(dep) = catalog.relation(d) else {
                 return false;
             };
+            // An index with its own layout holds the columns its `index_item` names.
+            if let Some(info) = dep.index.as_ref().filter(|i| !i.index_item.is_empty()) {
+                return info.index_item.contains(&Some(src));
+            }
             match (dep.kind, catalog.def(&dep.job)) {
                 (RelationKind::View, _) => false,
                 (

@@ -379,9 +379,9 @@ impl Session {
         Ok(Output::Done(0))
     }
 
-    /// The index's job: a materialized view of its key and included columns over its table, built by the
-    /// front end's `CREATE MATERIALIZED VIEW`, then listed as the index. `None` when the planner cannot
-    /// build it (the index is then catalog only).
+    /// The index's job: a materialized view of its key and included columns over its table in the index's
+    /// own layout (keyed by its key, then the table's pk; hashed by its distribution key), then listed as
+    /// the index. `None` when the planner cannot build it (the index is then catalog only).
     async fn create_index_job(
         &mut self,
         table: &RelationCatalog,
@@ -402,19 +402,30 @@ impl Session {
             })
             .chain(info.include.iter().map(|c| quoted(c)))
             .collect();
-        let sql = format!(
-            "CREATE MATERIALIZED VIEW {}.{} AS SELECT {} FROM {}.{}",
-            quoted(&table.schema),
-            quoted(index_name),
+        let select = format!(
+            "SELECT {} FROM {}.{}",
             items.join(", "),
             quoted(&table.schema),
             quoted(&table.name)
         );
-        match Box::pin(self.execute(&sql)).await {
-            Ok(_) => {}
+        let Some(table_id) = table.table_id else {
+            return Ok(None);
+        };
+        let planned = self.index_stream_plan(&select, table_id, info.key.len(), info.dist_key_len);
+        let (plan, index_item) = match planned {
+            Ok(p) => p,
             Err(SqlError::Unsupported(_)) => return Ok(None),
             Err(e) => return Err(e),
-        }
+        };
+        let name = super::parse::Name(vec![table.schema.clone(), index_name.to_string()]);
+        let target = self.creation_name_of(&name)?;
+        let sql = format!(
+            "CREATE MATERIALIZED VIEW {}.{} AS {select}",
+            quoted(&table.schema),
+            quoted(index_name),
+        );
+        self.create_index_graph(&target, &plan, &sql, table.id)
+            .await?;
         self.catalog_write(|catalog| {
             let id = catalog
                 .get_relation(&table.database, &table.schema, index_name)
@@ -425,7 +436,10 @@ impl Session {
             r.definition = definition.to_string();
             r.pk = (0..info.key.len()).collect();
             r.dist_key = (0..info.dist_key_len).collect();
-            r.index = Some(info.clone());
+            r.index = Some(IndexInfo {
+                index_item: index_item.clone(),
+                ..info.clone()
+            });
             if !r.depends_on.contains(&table.id) {
                 r.depends_on.push(table.id);
             }
@@ -578,6 +592,7 @@ fn index_info(
         key_orders,
         include,
         dist_key_len,
+        index_item: Vec::new(),
     })
 }
 

@@ -8,7 +8,8 @@ use sqlparser::ast::{self, Query, Statement, UtilityOption};
 
 use crate::binder::Binder;
 use crate::catalog::{
-    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, RelationKind as CatalogKind,
+    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, RelationCatalog,
+    RelationKind as CatalogKind,
 };
 use crate::error::SqlError;
 use crate::expr::Column;
@@ -16,6 +17,7 @@ use crate::frontend::ddl::SinkWith;
 use crate::frontend::{Def, Kind, Output, ROW_ID, Session, ident};
 use crate::handler::parse::Name;
 use crate::planner::explain::{explain_batch, explain_stream};
+use crate::planner::index::IndexScan;
 use crate::planner::stream::{
     StreamOp, StreamPlan, Upstream, UpstreamReader, check_executors, fragment_graph,
     materialize_table, plan_materialize, plan_materialize_eowc, plan_sink, watermark_columns,
@@ -61,6 +63,9 @@ impl UpstreamReader for Session {
     fn stream_scan_type(&self) -> StreamScanType {
         self.config.stream_scan_type()
     }
+    fn indexes(&self, table_id: TableId) -> Vec<IndexScan> {
+        self.index_scans(table_id)
+    }
 }
 
 /// Where a new relation goes: its schema, its bare name, and meta's name for its job.
@@ -74,8 +79,12 @@ pub struct CreationTarget {
 impl Session {
     /// The schema and names of a relation `CREATE` names (`s.t`, or `t` in the search path's first schema).
     pub(crate) fn creation_name(&self, n: &ast::ObjectName) -> Result<CreationTarget, SqlError> {
-        let parts = object_parts(n)?;
-        let (schema, name) = self.creation_target(&Name(parts))?;
+        self.creation_name_of(&Name(object_parts(n)?))
+    }
+
+    /// [`Self::creation_name`] of a name already split into its parts.
+    pub(crate) fn creation_name_of(&self, n: &Name) -> Result<CreationTarget, SqlError> {
+        let (schema, name) = self.creation_target(n)?;
         let job = if self.database == DEFAULT_DATABASE_NAME && schema == DEFAULT_SCHEMA_NAME {
             name.clone()
         } else {
@@ -137,37 +146,63 @@ impl Session {
         let mut depends_on = binder.depends_on;
         if self.config.streaming_enable_delta_join() {
             let scans = |t| self.index_scans(t);
-            let (plan, indexes) = crate::planner::delta_join::use_indexes(&bound.plan, &scans);
+            let (plan, _) = crate::planner::delta_join::use_indexes(&bound.plan, &scans);
             bound.plan = plan;
-            depends_on.extend(indexes);
         }
         let plan = plan_materialize_eowc(&bound.plan, &bound.names, self, eowc)?;
+        for index in self.indexes_read(&plan) {
+            if !depends_on.contains(&index) {
+                depends_on.push(index);
+            }
+        }
         Ok((plan, depends_on))
     }
 
-    /// The indexes of the table whose job's table is `table` that a delta join may read: those with a job
-    /// of their own (each holds a copy of the table's rows), with their first key column's stored position.
-    fn index_scans(&self, table: TableId) -> Vec<crate::planner::delta_join::IndexScan> {
+    /// The indexes of the table whose job's table is `table` that a plan may read instead of it: those
+    /// with a job of their own and a known layout (`index_item`), in the order they were created.
+    fn index_scans(&self, table: TableId) -> Vec<IndexScan> {
         let catalog = self.catalog();
         let Some(t) = catalog.relations().find(|r| r.table_id == Some(table)) else {
             return Vec::new();
         };
-        let Some(def) = catalog.def(&t.job) else {
+        let meta = self.cluster().meta();
+        let Some(width) = meta.relation(table).map(|r| r.desc.column_types.len()) else {
             return Vec::new();
         };
-        catalog
+        let mut indexes: Vec<&RelationCatalog> = catalog
             .relations()
+            .filter(|r| r.index.as_ref().is_some_and(|i| i.primary_table == t.id))
+            .collect();
+        indexes.sort_by_key(|r| r.id);
+        indexes
+            .into_iter()
             .filter_map(|r| {
-                let info = r.index.as_ref().filter(|i| i.primary_table == t.id)?;
-                let first = info.key.first()?;
-                let column = def.columns.iter().find(|c| &c.name == first)?;
-                Some(crate::planner::delta_join::IndexScan {
-                    table_id: r.table_id?,
-                    catalog_id: r.id,
-                    name: r.name.clone(),
-                    first_key: column.src,
+                let info = r.index.as_ref()?;
+                let index_table = r.table_id?;
+                let desc = meta.relation(index_table)?.desc;
+                (!info.index_item.is_empty()).then(|| {
+                    let (id, name, pk) = (r.id, r.name.clone(), desc.pk_indices.clone());
+                    IndexScan::new(index_table, id, name, width, &info.index_item, pk)
                 })
             })
+            .collect()
+    }
+
+    /// The catalog ids of the indexes `plan` scans (a view that reads an index depends on it).
+    fn indexes_read(&self, plan: &StreamPlan) -> Vec<u32> {
+        fn scans(plan: &StreamPlan, out: &mut Vec<TableId>) {
+            if let StreamOp::TableScan { table_id, .. } = &plan.op {
+                out.push(*table_id);
+            }
+            plan.inputs.iter().for_each(|i| scans(i, out));
+        }
+        let mut scanned = Vec::new();
+        scans(plan, &mut scanned);
+        let catalog = self.catalog();
+        catalog
+            .relations()
+            .filter(|r| r.index.is_some() && r.table_id.is_some_and(|t| scanned.contains(&t)))
+            .map(|r| r.id)
             .collect()
     }
 
@@ -325,8 +360,8 @@ impl Session {
         })
     }
 
-    /// An index's stream plan: the table's rows keyed and hashed by the indexed columns, then the table's
-    /// pk (RisingWave's index arrangement).
+    /// `EXPLAIN CREATE INDEX`'s stream plan: the table's rows keyed by the indexed columns, then the table's
+    /// pk, hashed by the first (RisingWave's index arrangement).
     fn index_plan(&self, ci: &ast::CreateIndex) -> Result<StreamPlan, SqlError> {
         let table = ci.table_name.to_string();
         let mut cols = Vec::new();
@@ -341,30 +376,58 @@ impl Session {
             .ok_or_else(|| SqlError::Invalid("index query".into()))?;
         let bound = Binder::new(self, true).bind_query(&q)?;
         // RisingWave's `gen_index_plan` plans through `gen_optimized_stream_plan`: the session's scan type.
-        let mut plan = plan_materialize(&bound.plan, &bound.names, self)?;
-        let k = cols.len();
-        if let StreamOp::Materialize { pk, .. } = &mut plan.op {
-            let mut key: Vec<usize> = (0..k).collect();
-            key.extend(pk.iter().copied().filter(|p| *p >= k));
-            *pk = key;
-        }
-        let keys: Vec<usize> = (0..k).collect();
-        if let Some(input) = plan.inputs.pop() {
-            let key = input.stream_key.clone();
-            let dist = crate::planner::stream::Dist::HashShard(keys.clone());
-            let ex = StreamPlan {
-                op: StreamOp::Exchange { dist: dist.clone() },
-                types: input.types.clone(),
-                names: input.names.clone(),
-                width: input.width,
-                dist: dist.clone(),
-                stream_key: key,
-                inputs: vec![input],
-            };
-            plan.inputs.push(ex);
-            plan.dist = dist;
-        }
-        Ok(plan)
+        let plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        Ok(index_arrangement(plan, cols.len(), 1.min(cols.len())))
+    }
+
+    /// The stream plan of an index's job (RisingWave's `assemble_materialize`): its key and included columns
+    /// over its table, arranged by [`index_arrangement`]; and its `index_item`, each stored column's table
+    /// column (`None`: a key expression). `select` is the index's `SELECT .. FROM` its table.
+    pub(crate) fn index_stream_plan(
+        &self,
+        select: &str,
+        table: TableId,
+        key_len: usize,
+        dist_key_len: usize,
+    ) -> Result<(StreamPlan, Vec<Option<usize>>), SqlError> {
+        let q = crate::frontend::parse_query(select)?
+            .ok_or_else(|| SqlError::Invalid("index query".into()))?;
+        let bound = Binder::new(self, true).bind_query(&q)?;
+        let plan = plan_materialize(&bound.plan, &bound.names, self)?;
+        let plan = index_arrangement(plan, key_len, dist_key_len);
+        let table_names = self.upstream(table)?.names;
+        let index_item = plan
+            .names
+            .iter()
+            .map(|n| {
+                let n = n.rsplit('.').next().unwrap_or(n);
+                table_names.iter().position(|t| t == n)
+            })
+            .collect();
+        Ok((plan, index_item))
+    }
+
+    /// An index's job: its planned arrangement built by meta as a materialized view's, listed in the catalog
+    /// first (the caller then lists it as the index).
+    pub(crate) async fn create_index_graph(
+        &self,
+        target: &CreationTarget,
+        plan: &StreamPlan,
+        definition: &str,
+        table: u32,
+    ) -> Result<Output, SqlError> {
+        let StreamOp::Materialize { pk, .. } = &plan.op else {
+            unreachable!("plan_materialize puts a Materialize at the root")
+        };
+        let job = GraphJob {
+            kind: RelationKind::MaterializedView,
+            pk: pk.clone(),
+            definition: definition.to_string(),
+            def: mv_def(plan, pk, definition, Vec::new()),
+            depends_on: vec![table],
+        };
+        let options = self.job_options(self.rate_limit());
+        self.create_graph_job(target, plan, job, options).await
     }
 
     /// `CREATE TABLE name AS query`: a table of the query's columns (and a hidden row id), then its rows.
@@ -457,6 +520,32 @@ fn mv_def(plan: &StreamPlan, pk: &[usize], text: &str, watermark_columns: Vec<us
         watermarks: Vec::new(),
         watermark_columns,
     }
+}
+
+/// An index's arrangement of `plan` (a materialized view of its columns, the key's `key_len` first): keyed by
+/// its key, then by the rest of the stream key (the table's pk), and hashed by the key's first
+/// `dist_key_len` columns (RisingWave's `gen_index_plan` under `RequiredDist::PhysicalDist`).
+fn index_arrangement(mut plan: StreamPlan, key_len: usize, dist_key_len: usize) -> StreamPlan {
+    if let StreamOp::Materialize { pk, .. } = &mut plan.op {
+        let mut key: Vec<usize> = (0..key_len).collect();
+        key.extend(pk.iter().copied().filter(|p| *p >= key_len));
+        *pk = key;
+    }
+    if let Some(input) = plan.inputs.pop() {
+        let dist = crate::planner::stream::Dist::HashShard((0..dist_key_len).collect());
+        let ex = StreamPlan {
+            op: StreamOp::Exchange { dist: dist.clone() },
+            types: input.types.clone(),
+            names: input.names.clone(),
+            width: input.width,
+            dist: dist.clone(),
+            stream_key: input.stream_key.clone(),
+            inputs: vec![input],
+        };
+        plan.inputs.push(ex);
+        plan.dist = dist;
+    }
+    plan
 }
 
 /// A materialized view's columns as the catalog lists them: its visible ones (unqualified names), then

@@ -3,28 +3,18 @@
 //! INDEX` refuses while it exists, `DROP INDEX .. CASCADE` drops it.
 //!
 //! RisingWave's delta join keeps no join state: each side's changes look the other side's index arrangement
-//! up (`StreamDeltaJoin`, lookup executors). Here the join is the hash join over scans of the indexes'
-//! tables, which hold each a copy of its table's rows (an index is a materialized view of its table's
-//! columns): the same rows, read from the indexes.
+//! up (`StreamDeltaJoin`, lookup executors). Here the join is the hash join over scans of the indexes
+//! ([`IndexScan::read`]): the same rows, read from the indexes.
 
 use epochlab_common::TableId;
 
+use super::index::IndexScan;
 use super::{JoinType, LogicalPlan};
 use crate::scalar::{ExprNode, ExprType};
 
-/// An index a scan may read instead of its table: its job's table, its catalog id and name, and the
-/// table's stored position of its first key column.
-#[derive(Clone, Debug)]
-pub struct IndexScan {
-    pub table_id: TableId,
-    pub catalog_id: u32,
-    pub name: String,
-    pub first_key: usize,
-}
-
 /// `plan` with each inner equi-join of two table scans reading, on both sides, an index whose first key
-/// column is that side's join key (`indexes` lists a table's); the indexes' catalog ids, which the view
-/// depends on.
+/// column is that side's join key and that holds every column the side reads (`indexes` lists a table's);
+/// the indexes' catalog ids, which the view depends on.
 pub fn use_indexes(
     plan: &LogicalPlan,
     indexes: &dyn Fn(TableId) -> Vec<IndexScan>,
@@ -49,14 +39,8 @@ fn rewrite(
         && let Some((l, r)) = index_pair(on, left, right, indexes)
     {
         for (side, index) in [(left.as_mut(), l), (right.as_mut(), r)] {
-            if let LogicalPlan::Scan {
-                table, table_id, ..
-            } = side
-            {
-                *table = index.name;
-                *table_id = index.table_id;
-                used.push(index.catalog_id);
-            }
+            *side = index.read(side).expect("index_pair picks covering indexes");
+            used.push(index.catalog_id);
         }
         return;
     }
@@ -110,8 +94,11 @@ fn index_pair(
         };
         let (a, b) = (*a.min(b), *a.max(b));
         let (l, r) = (stored(le, a)?, stored(re, b.checked_sub(le.len())?)?);
-        let pick =
-            |table: TableId, key: usize| indexes(table).into_iter().find(|i| i.first_key == key);
-        Some((pick(*lt, l)?, pick(*rt, r)?))
+        let pick = |table: TableId, key: usize, side: &LogicalPlan| {
+            indexes(table)
+                .into_iter()
+                .find(|i| i.first_key() == Some(key) && i.read(side).is_some())
+        };
+        Some((pick(*lt, l, left)?, pick(*rt, r, right)?))
     })
 }

@@ -4,6 +4,7 @@
 pub mod decorrelate;
 pub mod delta_join;
 pub mod explain;
+pub mod index;
 pub mod join_order;
 pub mod pushdown;
 pub mod stream;

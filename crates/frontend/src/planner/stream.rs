@@ -187,6 +187,8 @@ impl StreamPlan {
 pub trait UpstreamReader {
     fn upstream(&self, table_id: TableId) -> Result<Upstream, SqlError>;
     fn stream_scan_type(&self) -> StreamScanType;
+    /// The indexes a scan of `table_id` may read instead (RisingWave's `LogicalScan::indexes`).
+    fn indexes(&self, table_id: TableId) -> Vec<super::index::IndexScan>;
 }
 
 /// An upstream table as the stream planner needs it.

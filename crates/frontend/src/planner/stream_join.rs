@@ -144,6 +144,11 @@ pub fn join(
 /// order), the other pairs and conjuncts the join's condition; the left input, which must be append-only,
 /// is hashed as the table is distributed, so that each left row reaches the actor owning its lookups' vnode;
 /// the right input is the table's own changes. RisingWave's errors where it refuses one.
+///
+/// An index of the table may serve instead (RisingWave's `to_stream_temporal_join_with_index_selection`):
+/// unless the table's whole pk is looked up, each index that holds every column the scan reads is tried,
+/// in the order they were created, and the longest lookup key wins (the table on a tie); when none
+/// plans, the table's error.
 pub fn temporal_join(
     kind: JoinType,
     on: Option<&ExprNode>,
@@ -151,6 +156,41 @@ pub fn temporal_join(
     right: &LogicalPlan,
     up: &dyn UpstreamReader,
 ) -> Result<StreamPlan, SqlError> {
+    let mut best = temporal_join_over(kind, on, left.clone(), right, up);
+    let whole_pk = |(_, n): &(StreamPlan, usize)| match right {
+        LogicalPlan::Scan { table_id, .. } => up
+            .upstream(*table_id)
+            .is_ok_and(|u| u.desc.pk_indices.len() == *n),
+        _ => true,
+    };
+    if best.as_ref().is_ok_and(whole_pk) {
+        return best.map(|(plan, _)| plan);
+    }
+    let LogicalPlan::Scan { table_id, .. } = right else {
+        return best.map(|(plan, _)| plan);
+    };
+    for index in up.indexes(*table_id) {
+        let Some(scan) = index.read(right) else {
+            continue;
+        };
+        let Ok((plan, n)) = temporal_join_over(kind, on, left.clone(), &scan, up) else {
+            continue;
+        };
+        if !best.as_ref().is_ok_and(|(_, m)| *m >= n) {
+            best = Ok((plan, n));
+        }
+    }
+    best.map(|(plan, _)| plan)
+}
+
+/// A temporal join that looks `right`'s scan up, and the length of its lookup key.
+fn temporal_join_over(
+    kind: JoinType,
+    on: Option<&ExprNode>,
+    left: StreamPlan,
+    right: &LogicalPlan,
+    up: &dyn UpstreamReader,
+) -> Result<(StreamPlan, usize), SqlError> {
     let not_supported = |what: &str| Err(SqlError::NotSupported(what.into()));
     let LogicalPlan::Scan {
         table,
@@ -215,7 +255,8 @@ pub fn temporal_join(
     let dist = Dist::HashShard(left_dist.iter().map(|&k| layout.out(k)).collect());
     let concat_types: Vec<DataType> = left.types.iter().chain(&right.types).cloned().collect();
     let concat_names: Vec<String> = left.names.iter().chain(&right.names).cloned().collect();
-    Ok(StreamPlan {
+    let lookup_len = eq.left_keys.len();
+    let plan = StreamPlan {
         op: StreamOp::TemporalJoin {
             kind,
             left_keys: eq.left_keys.clone(),
@@ -230,7 +271,8 @@ pub fn temporal_join(
         dist,
         stream_key,
         inputs: vec![left, right],
-    })
+    };
+    Ok((plan, lookup_len))
 }
 
 /// Keep in `eq` the key pairs that look the table up, in pk order: the longest pk prefix each of whose
@@ -539,6 +581,9 @@ mod tests {
         }
         fn stream_scan_type(&self) -> StreamScanType {
             StreamScanType::ArrangementBackfill
+        }
+        fn indexes(&self, _: TableId) -> Vec<crate::planner::index::IndexScan> {
+            Vec::new()
         }
     }
 
