@@ -368,6 +368,19 @@ pub enum StreamNode {
         buffer_table: Arc<TableDesc>,
         input: Box<StreamNode>,
     },
+    /// Window functions over partitions of the input (RisingWave's general `OverWindowExecutor`): every call
+    /// shares `partition_by` and `order_by`; the output is each input row, then one column per call.
+    /// `state_table` holds the input rows (pk: the partition key, the order key, then the input's stream
+    /// key; distributed by the partition key).
+    OverWindow {
+        calls: Vec<crate::expr_node::WindowFuncCall>,
+        partition_by: Vec<usize>,
+        order_by: Vec<(usize, OrderType)>,
+        /// The input's stream key (a row's identity across a chunk's changes).
+        stream_key: Vec<usize>,
+        state_table: Arc<TableDesc>,
+        input: Box<StreamNode>,
+    },
 }
 
 /// One item of a [`StreamNode::ProjectSet`]'s select list.
@@ -677,7 +690,8 @@ impl StreamNode {
             | StreamNode::ProjectSet { input, .. }
             | StreamNode::Expand { input, .. }
             | StreamNode::WatermarkFilter { input, .. }
-            | StreamNode::EowcSort { input, .. } => vec![input.as_ref()],
+            | StreamNode::EowcSort { input, .. }
+            | StreamNode::OverWindow { input, .. } => vec![input.as_ref()],
         }
     }
 
@@ -709,7 +723,8 @@ impl StreamNode {
             | StreamNode::ProjectSet { input, .. }
             | StreamNode::Expand { input, .. }
             | StreamNode::WatermarkFilter { input, .. }
-            | StreamNode::EowcSort { input, .. } => vec![input.as_mut()],
+            | StreamNode::EowcSort { input, .. }
+            | StreamNode::OverWindow { input, .. } => vec![input.as_mut()],
         }
     }
 
@@ -742,6 +757,7 @@ impl StreamNode {
             StreamNode::Expand { .. } => "Expand",
             StreamNode::WatermarkFilter { .. } => "WatermarkFilter",
             StreamNode::EowcSort { .. } => "EowcSort",
+            StreamNode::OverWindow { .. } => "OverWindow",
         }
     }
 
@@ -913,6 +929,9 @@ impl StreamNode {
             | StreamNode::EowcSort {
                 buffer_table: table,
                 ..
+            }
+            | StreamNode::OverWindow {
+                state_table: table, ..
             } => vec![table],
             _ => Vec::new(),
         }
@@ -946,6 +965,9 @@ impl StreamNode {
             | StreamNode::EowcSort {
                 buffer_table: table,
                 ..
+            }
+            | StreamNode::OverWindow {
+                state_table: table, ..
             } => vec![table],
             _ => Vec::new(),
         }

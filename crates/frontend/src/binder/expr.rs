@@ -108,6 +108,8 @@ pub(super) struct BoundWindow {
     pub offset: usize,
     pub partition_by: Vec<ExprNode>,
     pub order_by: Vec<(ExprNode, OrderType)>,
+    /// `ROWS BETWEEN ..` as written (`None`: the default frame).
+    pub frame: Option<epochlab_common::expr_node::Frame>,
 }
 
 /// The engine's type of a SQL type (`numeric(10, 2)` is `numeric`: RisingWave keeps no precision). RisingWave's
@@ -1163,9 +1165,10 @@ impl Binder<'_> {
         let ast::WindowType::WindowSpec(spec) = over else {
             return Err(unsupported("named window"));
         };
-        if spec.window_frame.is_some() {
-            return Err(unsupported("window frame"));
-        }
+        let frame = match &spec.window_frame {
+            Some(f) => Some(self.window_frame(f)?),
+            None => None,
+        };
         let kind = WindowFuncKind::from_function_name(name).ok_or_else(|| {
             SqlError::Invalid(format!("function {name} is not a window function"))
         })?;
@@ -1209,11 +1212,57 @@ impl Binder<'_> {
             offset,
             partition_by,
             order_by,
+            frame,
         });
         Ok(ExprNode::InputRef {
             index: windows.input_width + windows.calls.len() - 1,
             ty: ret,
         })
+    }
+}
+
+impl Binder<'_> {
+    /// A window frame: `ROWS` only, with constant offsets (RisingWave's binder, which has no `RANGE` or
+    /// `GROUPS` frames); the end bound of `ROWS n PRECEDING` is the current row.
+    fn window_frame(
+        &mut self,
+        f: &ast::WindowFrame,
+    ) -> Result<epochlab_common::expr_node::Frame, SqlError> {
+        use epochlab_common::expr_node::{Frame, FrameBound};
+        let units = match f.units {
+            ast::WindowFrameUnits::Rows => None,
+            ast::WindowFrameUnits::Range => Some("RANGE"),
+            ast::WindowFrameUnits::Groups => Some("GROUPS"),
+        };
+        if let Some(units) = units {
+            return Err(SqlError::NotImplemented(format!(
+                "window frame in `{units}` mode is not supported yet"
+            )));
+        }
+        let mut bound = |b: &ast::WindowFrameBound| -> Result<FrameBound, SqlError> {
+            let mut offset = |e: &ast::Expr| -> Result<usize, SqlError> {
+                self.constant_count(e)?
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| {
+                        SqlError::Invalid(format!(
+                            "frame offset must be a non-negative integer: {e}"
+                        ))
+                    })
+            };
+            Ok(match b {
+                ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+                ast::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
+                ast::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
+                ast::WindowFrameBound::Preceding(Some(e)) => FrameBound::Preceding(offset(e)?),
+                ast::WindowFrameBound::Following(Some(e)) => FrameBound::Following(offset(e)?),
+            })
+        };
+        let start = bound(&f.start_bound)?;
+        let end = match &f.end_bound {
+            Some(b) => bound(b)?,
+            None => FrameBound::CurrentRow,
+        };
+        Ok(Frame::rows(start, end))
     }
 }
 

@@ -136,7 +136,7 @@ impl Binder<'_> {
     }
 
     /// A non-negative integer constant (`LIMIT`, `OFFSET`, `FETCH`'s count); `None` for NULL.
-    fn constant_count(&mut self, e: &Ast) -> Result<Option<u64>, SqlError> {
+    pub(super) fn constant_count(&mut self, e: &Ast) -> Result<Option<u64>, SqlError> {
         let bound = self.bind_expr(e, &Scope::default(), None)?;
         match eval(&bound, &OwnedRow::empty())? {
             None => Ok(None),
@@ -946,7 +946,7 @@ fn over_window_plan(
                 args,
                 arg_types,
                 ret: w.ret,
-                frame: None,
+                frame: w.frame,
                 offset: w.offset,
             },
             partition_by,

@@ -187,6 +187,10 @@ fn stream_line(p: &StreamPlan) -> String {
             stream_dynamic_filter_line(p, *key, *comparator)
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
+        StreamOp::OverWindow { calls, .. } => format!(
+            "StreamOverWindow {{ window_functions: [{}] }}",
+            fmt_list(calls.iter().map(|c| format!("{:?}", c.kind).to_lowercase()))
+        ),
         StreamOp::EowcSort { sort_column } => format!(
             "StreamEowcSort {{ sort_column: {} }}",
             input_names.get(*sort_column).cloned().unwrap_or_default()

@@ -138,6 +138,14 @@ pub enum StreamOp {
     EowcSort {
         sort_column: usize,
     },
+    /// Window functions over partitions of the input, hashed by the partition key (RisingWave's
+    /// `StreamOverWindow`): every call shares `partition_by` and `order_by`; the output is the input's
+    /// columns, then one per call.
+    OverWindow {
+        calls: Vec<epochlab_common::expr_node::WindowFuncCall>,
+        partition_by: Vec<usize>,
+        order_by: Vec<(usize, OrderType)>,
+    },
     Materialize {
         pk: Vec<usize>,
         conflict: ConflictBehavior,
@@ -431,7 +439,7 @@ fn to_stream(plan: &LogicalPlan, up: &dyn UpstreamReader) -> Result<StreamPlan, 
             input,
         } => hop_window(*time_col, slide, size, to_stream(input, up)?),
         LogicalPlan::Project { exprs, input } => project_or_window_top_n(exprs, input, up),
-        LogicalPlan::OverWindow { .. } => Err(unsupported("over window")),
+        LogicalPlan::OverWindow { calls, input } => over_window(calls, to_stream(input, up)?),
         LogicalPlan::Filter { predicate, input } => Ok(filter(to_stream(input, up)?, predicate)),
         LogicalPlan::Agg {
             group_key,
@@ -893,6 +901,103 @@ fn top_n(input: StreamPlan, spec: TopNSpec) -> StreamPlan {
         with_ties: spec.with_ties,
     };
     StreamPlan::unary(op, input, dist, key)
+}
+
+/// Window function calls over `input`: one over window per partition and order, chained, in the order of
+/// their first calls, then the calls put back in their order (RisingWave's `OverWindowSplitRule`).
+fn over_window(
+    calls: &[crate::planner::WindowCall],
+    input: StreamPlan,
+) -> Result<StreamPlan, SqlError> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in calls.iter().enumerate() {
+        let same = |g: &&mut Vec<usize>| {
+            let f = &calls[g[0]];
+            f.partition_by == c.partition_by && f.order_by == c.order_by
+        };
+        match groups.iter_mut().find(same) {
+            Some(g) => g.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    let w = input.width;
+    let mut plan = input;
+    for g in &groups {
+        let group: Vec<crate::planner::WindowCall> = g.iter().map(|&i| calls[i].clone()).collect();
+        plan = over_window_one(&group, plan)?;
+    }
+    if groups.len() == 1 {
+        return Ok(plan);
+    }
+    let placed: Vec<usize> = groups.concat();
+    let exprs: Vec<ExprNode> = (0..w)
+        .chain((0..calls.len()).map(|i| w + placed.iter().position(|&p| p == i).expect("placed")))
+        .map(|i| ExprNode::input_ref(i, plan.types[i].clone()))
+        .collect();
+    Ok(project_named(plan, exprs))
+}
+
+/// Window function calls over `input` (RisingWave's `LogicalOverWindow::to_stream`): hashed by their
+/// partition key, which every call shares with its order; the input's visible columns, then the calls',
+/// then the hidden ones; keyed by the input's stream key and the partition key. RisingWave's errors where it
+/// refuses one.
+fn over_window_one(
+    calls: &[crate::planner::WindowCall],
+    input: StreamPlan,
+) -> Result<StreamPlan, SqlError> {
+    let first = calls.first().expect("an over window has a call");
+    if calls
+        .iter()
+        .any(|c| c.partition_by != first.partition_by || c.order_by != first.order_by)
+    {
+        return Err(SqlError::InvalidInputSyntax(
+            "All window functions must have the same PARTITION BY and ORDER BY".into(),
+        ));
+    }
+    if first.partition_by.is_empty() {
+        return Err(SqlError::NotImplemented(
+            "Window function with empty PARTITION BY is not supported yet".into(),
+        ));
+    }
+    let partition_by = first.partition_by.clone();
+    let dist = Dist::HashShard(partition_by.clone());
+    let input = if input.dist == dist {
+        input
+    } else {
+        input.exchange(dist.clone())
+    };
+    let (w, n) = (input.width, input.types.len());
+    let mut key = input.stream_key.clone();
+    key.extend(
+        partition_by
+            .iter()
+            .filter(|p| !input.stream_key.contains(p)),
+    );
+    let mut types = input.types.clone();
+    let mut names = input.names.clone();
+    for c in calls {
+        types.push(c.func.ret.clone());
+        names.push(format!("{:?}", c.func.kind).to_lowercase());
+    }
+    let op = StreamOp::OverWindow {
+        calls: calls.iter().map(|c| c.func.clone()).collect(),
+        partition_by,
+        order_by: first.order_by.clone(),
+    };
+    let window = StreamPlan {
+        op,
+        width: types.len(),
+        types,
+        names,
+        dist,
+        stream_key: key,
+        inputs: vec![input],
+    };
+    let visible: Vec<ExprNode> = (0..w)
+        .chain(n..n + calls.len())
+        .map(|i| ExprNode::input_ref(i, window.types[i].clone()))
+        .collect();
+    Ok(project_named(window, visible))
 }
 
 /// `hop(...)`: the input's visible columns, `window_start`, `window_end`, then its hidden columns; keyed by

@@ -19,6 +19,7 @@ pub mod materialize;
 pub mod merge;
 pub mod non_strict;
 pub mod now;
+pub mod over_window;
 pub mod project;
 pub mod project_set;
 pub mod row_id_gen;
@@ -139,6 +140,12 @@ pub enum StreamExecutorError {
     /// An aggregate's state refused a row (a delete of a value it never saw) or its stored state.
     #[error("aggregate call {call}: {source}")]
     Aggregate {
+        call: usize,
+        source: epochlab_expr::ExprError,
+    },
+    /// A window function call of an over window could not evaluate a partition.
+    #[error("window function call {call}: {source}")]
+    WindowFunction {
         call: usize,
         source: epochlab_expr::ExprError,
     },

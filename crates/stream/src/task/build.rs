@@ -20,6 +20,7 @@ use crate::executor::aggregate::group::DedupWrite;
 use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
+use crate::executor::over_window::{OverWindowArgs, OverWindowExecutor};
 use crate::executor::temporal_join::{TEMPORAL_JOIN_CACHE_CAPACITY, TemporalJoinReadEpoch};
 use crate::executor::top_n::state::TopNRowDelete;
 use crate::executor::watermark_filter::{WatermarkPersist, WatermarkRecovery};
@@ -524,6 +525,27 @@ fn build_executor(
                 *sort_column_index,
             ))
         }
+        StreamNode::OverWindow {
+            calls,
+            partition_by,
+            order_by,
+            stream_key,
+            state_table,
+            input,
+        } => {
+            check_vnode_count(desc, state_table)?;
+            let state_table = open_checked(env, desc, state_table);
+            let input = build!(input);
+            Box::new(OverWindowExecutor::new(OverWindowArgs {
+                actor_id,
+                input,
+                calls: calls.clone(),
+                partition_by: partition_by.clone(),
+                order_by: order_by.clone(),
+                stream_key: stream_key.clone(),
+                state_table,
+            }))
+        }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
 }
@@ -879,6 +901,7 @@ fn build_stateless(
         | StreamNode::Source { .. }
         | StreamNode::WatermarkFilter { .. }
         | StreamNode::EowcSort { .. }
+        | StreamNode::OverWindow { .. }
         | StreamNode::Sink { .. } => unreachable!("built by build_node"),
     })
 }

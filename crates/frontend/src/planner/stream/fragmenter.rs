@@ -183,6 +183,24 @@ fn stream_node(
             let (left, right) = (child(0, graph)?, child(1, graph)?);
             dynamic_filter_node(plan, *key, *comparator, left, right, table)
         }
+        StreamOp::OverWindow {
+            calls,
+            partition_by,
+            order_by,
+        } => StreamNode::OverWindow {
+            calls: calls.clone(),
+            partition_by: partition_by.clone(),
+            order_by: order_by.clone(),
+            stream_key: plan.inputs[0].stream_key.clone(),
+            state_table: epochlab_common::plan::top_n_table(
+                &plan.types,
+                partition_by,
+                order_by,
+                &plan.inputs[0].stream_key,
+                table.vnode_count,
+            ),
+            input: child(0, graph)?,
+        },
         StreamOp::Now => StreamNode::Now {
             state_table: epochlab_common::plan::singleton_row_table(&plan.types, table.vnode_count),
         },
