@@ -374,10 +374,13 @@ impl Binder<'_> {
     /// else built from those.
     fn bind_grouped(&mut self, e: &Ast, ctx: &mut AggCtx) -> Result<ExprNode, SqlError> {
         let input_scope = ctx.input_scope.clone();
-        // The attempt as a plain expression registers no HAVING subquery (the grouped binding does).
+        // The attempt as a plain expression registers no HAVING subquery and no window function call (the
+        // grouped binding does).
         let having = self.having_subqueries.take();
+        let windows = self.windows.take();
         let plain = self.bind_expr_inner(e, &input_scope, None);
         self.having_subqueries = having;
+        self.windows = windows;
         if let Ok(plain) = plain {
             if let Some(i) = ctx.group_exprs.iter().position(|g| *g == plain) {
                 return Ok(ExprNode::InputRef {
@@ -786,10 +789,7 @@ impl Binder<'_> {
     ) -> Result<ExprNode, SqlError> {
         let name = function_name(f)?;
         if let Some(over) = &f.over {
-            if agg.is_some() {
-                return Err(unsupported("window function in a grouped select"));
-            }
-            return self.bind_over(&name, f, over, scope);
+            return self.bind_over(&name, f, over, scope, agg);
         }
         let ca = call_args(f)?;
         if name == "grouping"
@@ -837,13 +837,14 @@ impl Binder<'_> {
         f: &ast::Function,
         over: &ast::WindowType,
         scope: &Scope,
+        agg: Option<&mut AggCtx>,
     ) -> Result<ExprNode, SqlError> {
         let Some(mut windows) = self.windows.take() else {
             return Err(SqlError::Invalid(format!(
                 "window function {name} is not allowed here"
             )));
         };
-        let bound = self.bind_window_call(name, f, over, scope, &mut windows);
+        let bound = self.bind_window_call(name, f, over, (scope, agg), &mut windows);
         self.windows = Some(windows);
         bound
     }
@@ -1159,7 +1160,7 @@ impl Binder<'_> {
         name: &str,
         f: &ast::Function,
         over: &ast::WindowType,
-        scope: &Scope,
+        (scope, mut agg): (&Scope, Option<&mut AggCtx>),
         windows: &mut WindowCollector,
     ) -> Result<ExprNode, SqlError> {
         let ast::WindowType::WindowSpec(spec) = over else {
@@ -1180,7 +1181,7 @@ impl Binder<'_> {
         }
         let mut args = Vec::new();
         for a in ca.args.iter().flatten() {
-            args.push(self.bind_expr_inner(a, scope, None)?);
+            args.push(self.bind_expr(a, scope, agg.as_deref_mut())?);
         }
         let mut offset = 1;
         if matches!(kind, WindowFuncKind::Lag | WindowFuncKind::Lead) && args.len() > 1 {
@@ -1196,12 +1197,12 @@ impl Binder<'_> {
         let ret = epochlab_expr::window::infer_return_type(kind, &arg_types)?;
         let mut partition_by = Vec::new();
         for e in &spec.partition_by {
-            partition_by.push(self.bind_expr_inner(e, scope, None)?);
+            partition_by.push(self.bind_expr(e, scope, agg.as_deref_mut())?);
         }
         let mut order_by = Vec::new();
         for o in &spec.order_by {
             order_by.push((
-                self.bind_expr_inner(&o.expr, scope, None)?,
+                self.bind_expr(&o.expr, scope, agg.as_deref_mut())?,
                 order_type(&o.options),
             ));
         }

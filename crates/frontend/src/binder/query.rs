@@ -284,8 +284,13 @@ impl Binder<'_> {
         } else {
             None
         };
+        // A grouped select's window calls are over the aggregation's output, whose width is known once its
+        // calls are bound: their columns are placeholders from `WINDOW_BASE` until then.
         self.windows = Some(WindowCollector {
-            input_width: plan.schema().len(),
+            input_width: match agg {
+                Some(_) => super::WINDOW_BASE,
+                None => plan.schema().len(),
+            },
             calls: Vec::new(),
         });
         // Without aggregation, table functions in the select list become a ProjectSet under it.
@@ -300,7 +305,7 @@ impl Binder<'_> {
             plan = project_set_plan(plan, c);
             exprs = exprs.iter().map(|e| shift_input_refs(e, 1)).collect();
         }
-        let windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
+        let mut windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
         if let Some(ctx) = agg {
             plan = agg_plan(plan, ctx);
             if let Some(h) = having {
@@ -320,6 +325,13 @@ impl Binder<'_> {
                 });
                 plan = plan.filter(coerce(h, DataType::Boolean, CastContext::Implicit)?);
             }
+            let width = plan.schema().len();
+            let from_base = |i: usize| i.checked_sub(super::WINDOW_BASE).map_or(i, |k| width + k);
+            exprs = exprs
+                .iter()
+                .map(|e| crate::planner::pushdown::remap(e, &from_base))
+                .collect();
+            windows.input_width = width;
         }
         if !windows.calls.is_empty() {
             (plan, exprs) = over_window_plan(plan, windows, exprs);
