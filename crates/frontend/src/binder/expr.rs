@@ -812,7 +812,11 @@ impl Binder<'_> {
                     "aggregate function {name} is not allowed here"
                 )));
             };
-            return self.bind_agg_call(kind, &name, f, ca, ctx);
+            // A window function call inside an aggregate call is not allowed (RisingWave refuses it too).
+            let windows = self.windows.take();
+            let bound = self.bind_agg_call(kind, &name, f, ca, ctx);
+            self.windows = windows;
+            return bound;
         }
         if f.filter.is_some() || ca.distinct || !ca.order_by.is_empty() {
             return Err(SqlError::Invalid(format!(
@@ -1263,7 +1267,24 @@ impl Binder<'_> {
             Some(b) => bound(b)?,
             None => FrameBound::CurrentRow,
         };
-        Ok(Frame::rows(start, end))
+        // RisingWave's `FrameBound::validate_bounds`.
+        let refused = match (start, end) {
+            (_, FrameBound::UnboundedPreceding) => Some("frame end cannot be UNBOUNDED PRECEDING"),
+            (FrameBound::UnboundedFollowing, _) => {
+                Some("frame start cannot be UNBOUNDED FOLLOWING")
+            }
+            (FrameBound::Following(_), FrameBound::CurrentRow | FrameBound::Preceding(_)) => {
+                Some("frame starting from following row cannot have preceding rows")
+            }
+            (FrameBound::CurrentRow, FrameBound::Preceding(_)) => {
+                Some("frame starting from current row cannot have preceding rows")
+            }
+            _ => None,
+        };
+        match refused {
+            Some(why) => Err(SqlError::Invalid(why.into())),
+            None => Ok(Frame::rows(start, end)),
+        }
     }
 }
 

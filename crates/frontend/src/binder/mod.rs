@@ -156,7 +156,7 @@ struct TableFunctionCollector {
 const HAVING_SUBQUERY_BASE: usize = usize::MAX / 8;
 
 /// Where the placeholders of a grouped select's window function columns start (see `bind_select_body`).
-const WINDOW_BASE: usize = usize::MAX / 4;
+const WINDOW_BASE: usize = usize::MAX / 16 * 3;
 
 /// Where the placeholders of nested table functions start (far above any real column).
 const NESTED_TABLE_FUNCTION_BASE: usize = usize::MAX / 2;

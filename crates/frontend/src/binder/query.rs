@@ -326,7 +326,11 @@ impl Binder<'_> {
                 plan = plan.filter(coerce(h, DataType::Boolean, CastContext::Implicit)?);
             }
             let width = plan.schema().len();
-            let from_base = |i: usize| i.checked_sub(super::WINDOW_BASE).map_or(i, |k| width + k);
+            let calls = windows.calls.len();
+            let from_base = |i: usize| match i.checked_sub(super::WINDOW_BASE) {
+                Some(k) if k < calls => width + k,
+                _ => i,
+            };
             exprs = exprs
                 .iter()
                 .map(|e| crate::planner::pushdown::remap(e, &from_base))
@@ -365,10 +369,14 @@ impl Binder<'_> {
         if self.streaming && agg.is_some() {
             self.having_subqueries = Some(Vec::new());
         }
+        // A window function call in HAVING is not allowed (RisingWave refuses it too).
+        let windows = self.windows.take();
         let having = match &s.having {
-            Some(h) => Some(self.bind_expr(h, scope, agg.as_deref_mut())?),
-            None => None,
+            Some(h) => self.bind_expr(h, scope, agg.as_deref_mut()).map(Some),
+            None => Ok(None),
         };
+        self.windows = windows;
+        let having = having?;
         let mut order = Vec::new();
         for o in order_exprs {
             let pos = match output_position(&o.expr, &names) {

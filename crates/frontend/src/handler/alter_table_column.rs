@@ -165,8 +165,11 @@ impl Session {
             let Some(dep) = catalog.relation(d) else {
                 return false;
             };
-            // An index with its own layout holds the columns its `index_item` names.
-            if let Some(info) = dep.index.as_ref().filter(|i| !i.index_item.is_empty()) {
+            // An index with its own layout of plain columns holds the columns its `index_item` names (one
+            // with a key expression is judged by its scan, as any job).
+            if let Some(info) = dep.index.as_ref().filter(|i| !i.index_item.is_empty())
+                && info.index_item.iter().all(Option::is_some)
+            {
                 return info.index_item.contains(&Some(src));
             }
             match (dep.kind, catalog.def(&dep.job)) {

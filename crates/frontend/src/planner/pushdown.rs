@@ -215,12 +215,24 @@ fn with_inputs_pushed(plan: &LogicalPlan) -> LogicalPlan {
     match &mut out {
         LogicalPlan::TopN { input, .. }
         | LogicalPlan::Dedup { input, .. }
-        | LogicalPlan::HopWindow { input, .. } => **input = push(input, Vec::new()),
+        | LogicalPlan::HopWindow { input, .. }
+        | LogicalPlan::ProjectSet { input, .. }
+        | LogicalPlan::Expand { input, .. }
+        | LogicalPlan::OverWindow { input, .. } => **input = push(input, Vec::new()),
         LogicalPlan::SetOp { left, right, .. } => {
             **left = push(left, Vec::new());
             **right = push(right, Vec::new());
         }
-        _ => {}
+        // Handled by `push`, or leaves.
+        LogicalPlan::Filter { .. }
+        | LogicalPlan::Project { .. }
+        | LogicalPlan::Agg { .. }
+        | LogicalPlan::Union { .. }
+        | LogicalPlan::Join { .. }
+        | LogicalPlan::Scan { .. }
+        | LogicalPlan::Values { .. }
+        | LogicalPlan::TableFunction { .. }
+        | LogicalPlan::Rows { .. } => {}
     }
     out
 }

@@ -508,7 +508,10 @@ impl RowLayout {
             _ => None,
         };
         match (key_of(r), nth) {
-            (k, Some(i)) if k != i64::MIN && (0..n).contains(&i) => k * n + i,
+            (k, Some(i)) if k != i64::MIN && (0..n).contains(&i) => k
+                .checked_mul(n)
+                .and_then(|m| m.checked_add(i))
+                .unwrap_or(i64::MIN),
             _ => i64::MIN,
         }
     }
