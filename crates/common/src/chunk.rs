@@ -150,11 +150,13 @@ impl StreamChunkBuilder {
         }
     }
 
-    /// Append a row; returns a full chunk when the builder reaches its capacity.
+    /// Append a row; returns a full chunk when the builder reaches its capacity, but never between an
+    /// `UpdateDelete` and its `UpdateInsert` (RisingWave's builder: such a chunk holds one row more).
     pub fn append(&mut self, op: Op, row: OwnedRow) -> Option<StreamChunk> {
         self.ops.push(op);
         self.rows.push(row);
-        (self.rows.len() >= self.capacity).then(|| self.take().unwrap())
+        let full = self.rows.len() >= self.capacity && op != Op::UpdateDelete;
+        full.then(|| self.take().unwrap())
     }
 
     /// The rows so far as a chunk, or `None` when empty.
@@ -183,6 +185,16 @@ impl StreamChunkBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_builder_keeps_an_update_pair_in_one_chunk() {
+        let mut b = StreamChunkBuilder::new(2);
+        assert!(b.append(Op::Insert, OwnedRow::empty()).is_none());
+        assert!(b.append(Op::UpdateDelete, OwnedRow::empty()).is_none());
+        let chunk = b.append(Op::UpdateInsert, OwnedRow::empty()).expect("full");
+        assert_eq!(chunk.cardinality(), 3);
+        assert!(b.is_empty());
+    }
     use crate::row;
 
     #[test]

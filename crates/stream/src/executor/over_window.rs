@@ -165,10 +165,8 @@ impl OverWindowExecutor {
         before: Partition,
     ) -> StreamExecutorResult<Vec<(Op, OwnedRow)>> {
         let part = self.cache.get(key).expect("loaded");
-        let inputs: Vec<OwnedRow> = part
-            .values()
-            .map(|r| r.project(&(0..self.input_width).collect::<Vec<_>>()))
-            .collect();
+        let input_columns: Vec<usize> = (0..self.input_width).collect();
+        let inputs: Vec<OwnedRow> = part.values().map(|r| r.project(&input_columns)).collect();
         let mut values: Vec<Vec<Datum>> = vec![Vec::new(); inputs.len()];
         for (i, call) in self.args.calls.iter().enumerate() {
             let out = epochlab_expr::window::eval_partition(call, &self.args.order_by, &inputs)
