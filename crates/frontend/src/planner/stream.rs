@@ -961,11 +961,7 @@ fn over_window_one(
     }
     let partition_by = first.partition_by.clone();
     let dist = Dist::HashShard(partition_by.clone());
-    let input = if input.dist == dist {
-        input
-    } else {
-        input.exchange(dist.clone())
-    };
+    let input = input.exchange(dist.clone());
     let (w, n) = (input.width, input.types.len());
     let mut key = input.stream_key.clone();
     key.extend(

@@ -167,6 +167,9 @@ pub enum StreamExecutorError {
     /// none belongs).
     #[error("top-N: {problem}")]
     TopNPlan { problem: String },
+    /// An over window plan the executor cannot run (a state table not keyed as it reads it).
+    #[error("over window: {problem}")]
+    OverWindowPlan { problem: &'static str },
     /// An append-only executor got a delete.
     #[error("{executor}: a delete of {row} in an append-only input")]
     NotAppendOnly { executor: String, row: String },

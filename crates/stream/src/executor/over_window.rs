@@ -54,33 +54,49 @@ pub struct OverWindowExecutor {
     args: OverWindowArgs,
     /// The input's width (the output's first columns).
     input_width: usize,
+    /// The orders of an encoded partition key and an encoded stream key (ascending), made once.
+    partition_orders: Vec<OrderType>,
+    stream_key_orders: Vec<OrderType>,
     /// Partitions loaded from the table, by their encoded partition key.
     cache: BTreeMap<Vec<u8>, Partition>,
 }
 
 impl OverWindowExecutor {
-    pub fn new(args: OverWindowArgs) -> Self {
+    /// The executor, or why its plan cannot run: the state table's pk must start with the partition key, and
+    /// keys, orders and arguments read only input columns (the window values follow them).
+    pub fn new(args: OverWindowArgs) -> StreamExecutorResult<Self> {
         let desc = args.state_table.desc().clone();
-        let input_width = desc.column_types.len() - args.calls.len();
-        assert_eq!(
-            desc.pk_indices[..args.partition_by.len()],
-            args.partition_by[..],
-            "the state table's pk starts with the partition key"
-        );
-        assert!(
-            desc.pk_indices.iter().all(|&p| p < input_width),
-            "the state table's pk is over input columns"
-        );
-        Self {
+        let bad = |problem| Err(StreamExecutorError::OverWindowPlan { problem });
+        let Some(input_width) = desc.column_types.len().checked_sub(args.calls.len()) else {
+            return bad("fewer state table columns than window function calls");
+        };
+        if desc.pk_indices.get(..args.partition_by.len()) != Some(&args.partition_by[..]) {
+            return bad("the state table's pk does not start with the partition key");
+        }
+        let keys = desc.pk_indices.iter().chain(&args.stream_key);
+        let orders = args.order_by.iter().map(|(c, _)| c);
+        let call_args = args.calls.iter().flat_map(|c| &c.args);
+        if keys
+            .chain(orders)
+            .chain(call_args)
+            .any(|&c| c >= input_width)
+        {
+            return bad("a key, order or argument column is not an input column");
+        }
+        Ok(Self {
+            partition_orders: vec![OrderType::ascending(); args.partition_by.len()],
+            stream_key_orders: vec![OrderType::ascending(); args.stream_key.len()],
             args,
             input_width,
             cache: BTreeMap::new(),
-        }
+        })
     }
 
     fn partition_key(&self, row: &OwnedRow) -> Vec<u8> {
-        let key = row.project(&self.args.partition_by);
-        encode_row_to_vec(&key, &vec![OrderType::ascending(); key.len()])
+        encode_row_to_vec(
+            &row.project(&self.args.partition_by),
+            &self.partition_orders,
+        )
     }
 
     /// A row's place in its partition: its encoded state-table pk.
@@ -90,8 +106,7 @@ impl OverWindowExecutor {
     }
 
     fn stream_key(&self, row: &OwnedRow) -> Vec<u8> {
-        let key = row.project(&self.args.stream_key);
-        encode_row_to_vec(&key, &vec![OrderType::ascending(); key.len()])
+        encode_row_to_vec(&row.project(&self.args.stream_key), &self.stream_key_orders)
     }
 
     /// The chunk's changes, one per input pk (RisingWave's `merge_changes_in_chunk`).
@@ -267,5 +282,55 @@ impl Execute for OverWindowExecutor {
             self.args.actor_id,
             self.args.state_table.table_id()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use epochlab_common::expr_node::WindowFuncKind;
+    use epochlab_common::plan::top_n_table;
+    use epochlab_common::{DataType, VnodeCount, WorkerId};
+    use epochlab_storage::{CommittedStore, NodeStorage};
+
+    use super::*;
+
+    fn args(partition_by: Vec<usize>, arg: usize) -> OverWindowArgs {
+        let node = NodeStorage::new(
+            WorkerId(1),
+            CommittedStore::default(),
+            Default::default(),
+            1,
+        );
+        // Input (p, o, v), then a `lag(v)` column.
+        let types = vec![DataType::Int64; 4];
+        let order_by = vec![(1, OrderType::ascending())];
+        let vnodes = VnodeCount::new(16).unwrap();
+        let desc = top_n_table(&types, &[0], &order_by, &[2], vnodes);
+        let call = WindowFuncCall {
+            kind: WindowFuncKind::Lag,
+            args: vec![arg],
+            arg_types: vec![DataType::Int64],
+            ret: DataType::Int64,
+            frame: None,
+            offset: 1,
+        };
+        OverWindowArgs {
+            actor_id: ActorId(1),
+            input: Box::new(super::super::Taken),
+            calls: vec![call],
+            partition_by,
+            order_by,
+            stream_key: vec![2],
+            state_table: StateTable::new(desc, &node, Arc::new(Bitmap::ones(16))),
+        }
+    }
+
+    #[test]
+    fn plans_it_cannot_run_are_refused() {
+        assert!(OverWindowExecutor::new(args(vec![0], 2)).is_ok());
+        // The state table is keyed by column 0 first, not 1.
+        assert!(OverWindowExecutor::new(args(vec![1], 2)).is_err());
+        // The call reads its own output column.
+        assert!(OverWindowExecutor::new(args(vec![0], 3)).is_err());
     }
 }

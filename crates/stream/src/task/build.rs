@@ -536,7 +536,7 @@ fn build_executor(
             check_vnode_count(desc, state_table)?;
             let state_table = open_checked(env, desc, state_table);
             let input = build!(input);
-            Box::new(OverWindowExecutor::new(OverWindowArgs {
+            let args = OverWindowArgs {
                 actor_id,
                 input,
                 calls: calls.clone(),
@@ -544,7 +544,12 @@ fn build_executor(
                 order_by: order_by.clone(),
                 stream_key: stream_key.clone(),
                 state_table,
-            }))
+            };
+            let bad = |source| BuildError::BadPlan {
+                actor: actor_id,
+                source,
+            };
+            Box::new(OverWindowExecutor::new(args).map_err(bad)?)
         }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })
