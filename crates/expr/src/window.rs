@@ -1,8 +1,9 @@
 //! Window functions over one partition, as RisingWave's (its `window_function` module): row_number, rank,
-//! dense_rank, lag/lead (first_value over a one-row frame), and every aggregate over a ROWS frame, fed to
+//! dense_rank, lag/lead (the argument of the row that far before or after), and every aggregate over a ROWS frame, fed to
 //! a retractable [`AggState`] as the frame slides. RisingWave's default frame is ROWS (not PostgreSQL's
 //! RANGE): the whole partition without ORDER BY, else UNBOUNDED PRECEDING to CURRENT ROW, peers excluded.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 
 use epochlab_common::expr_node::{AggCall, Frame, FrameBound, WindowFuncCall, WindowFuncKind};
@@ -27,11 +28,12 @@ pub fn infer_return_type(kind: WindowFuncKind, args: &[DataType]) -> Result<Data
 }
 
 /// The outputs of `call` for each row of one partition; `rows` are sorted by `order_by` (columns of the
-/// rows and their order), which also decides peers for rank and dense_rank.
-pub fn eval_partition(
+/// rows and their order), which also decides peers for rank and dense_rank. Rows are borrowed: a caller
+/// holding them elsewhere (a cache) need not copy them.
+pub fn eval_partition<R: Borrow<OwnedRow>>(
     call: &WindowFuncCall,
     order_by: &[(usize, OrderType)],
-    rows: &[OwnedRow],
+    rows: &[R],
 ) -> Result<Vec<Datum>> {
     let int = |i: usize| Some(ScalarImpl::Int64(i as i64));
     match call.kind {
@@ -40,20 +42,7 @@ pub fn eval_partition(
             .into_iter()
             .map(int)
             .collect()),
-        WindowFuncKind::Lag | WindowFuncKind::Lead => {
-            let n = call.offset;
-            let bound = if call.kind == WindowFuncKind::Lag {
-                FrameBound::Preceding(n)
-            } else {
-                FrameBound::Following(n)
-            };
-            let frame = Frame::rows(bound, bound);
-            aggregate(
-                &agg_call(call, epochlab_common::AggKind::FirstValue, rows),
-                frame,
-                rows,
-            )
-        }
+        WindowFuncKind::Lag | WindowFuncKind::Lead => Ok(shifted(call, rows)),
         WindowFuncKind::Aggregate(kind) => {
             let default = if order_by.is_empty() {
                 Frame::rows(
@@ -64,12 +53,29 @@ pub fn eval_partition(
                 Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow)
             };
             aggregate(
-                &agg_call(call, kind, rows),
+                &agg_call(call, kind),
                 call.frame.unwrap_or(default),
-                rows,
+                &positioned(call, rows),
             )
         }
     }
+}
+
+/// lag/lead: the argument of the row `offset` before (lag) or after (lead), NULL past the partition's
+/// ends (first_value over that one-row frame).
+fn shifted<R: Borrow<OwnedRow>>(call: &WindowFuncCall, rows: &[R]) -> Vec<Datum> {
+    let arg = call.args[0];
+    let n = call.offset;
+    (0..rows.len())
+        .map(|i| {
+            let j = match call.kind {
+                WindowFuncKind::Lag => i.checked_sub(n),
+                _ => i.checked_add(n),
+            };
+            j.and_then(|j| rows.get(j))
+                .and_then(|r| r.borrow()[arg].clone())
+        })
+        .collect()
 }
 
 fn peers(order_by: &[(usize, OrderType)], a: &OwnedRow, b: &OwnedRow) -> bool {
@@ -78,11 +84,15 @@ fn peers(order_by: &[(usize, OrderType)], a: &OwnedRow, b: &OwnedRow) -> bool {
         .all(|(i, _)| cmp_datum(&a[*i], &b[*i]) == Ordering::Equal)
 }
 
-fn ranks(kind: WindowFuncKind, order_by: &[(usize, OrderType)], rows: &[OwnedRow]) -> Vec<usize> {
+fn ranks<R: Borrow<OwnedRow>>(
+    kind: WindowFuncKind,
+    order_by: &[(usize, OrderType)],
+    rows: &[R],
+) -> Vec<usize> {
     let mut out = Vec::with_capacity(rows.len());
     let (mut rank, mut dense) = (0, 0);
     for (i, row) in rows.iter().enumerate() {
-        if i == 0 || !peers(order_by, &rows[i - 1], row) {
+        if i == 0 || !peers(order_by, rows[i - 1].borrow(), row.borrow()) {
             rank = i + 1;
             dense += 1;
         }
@@ -95,21 +105,36 @@ fn ranks(kind: WindowFuncKind, order_by: &[(usize, OrderType)], rows: &[OwnedRow
     out
 }
 
-/// The aggregate over the frame, in partition order: each row is fed with its position appended, and
-/// order-sensitive aggregates (first/last value, string_agg, array_agg) order by that position.
-fn agg_call(call: &WindowFuncCall, kind: epochlab_common::AggKind, rows: &[OwnedRow]) -> AggCall {
-    let position = rows.first().map_or(0, OwnedRow::len);
+/// The aggregate over the frame, in partition order: it reads compact rows, each the call's arguments
+/// then the row's position ([`positioned`]); order-sensitive aggregates (first/last value, string_agg,
+/// array_agg) order by that position.
+fn agg_call(call: &WindowFuncCall, kind: epochlab_common::AggKind) -> AggCall {
+    let position = call.args.len();
     let arg_types = call.arg_types.clone();
     let ret = agg_return_type(kind, &arg_types).unwrap_or_else(|_| call.ret.clone());
     AggCall {
         kind,
-        args: call.args.clone(),
+        args: (0..position).collect(),
         arg_types,
         ret,
         distinct: false,
         order_by: vec![(position, OrderType::ascending())],
         filter: None,
     }
+}
+
+/// Each row as the call's arguments then its position in the partition (its identity in the aggregate's
+/// state: rows of equal arguments are still different rows).
+fn positioned<R: Borrow<OwnedRow>>(call: &WindowFuncCall, rows: &[R]) -> Vec<OwnedRow> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let r = r.borrow();
+            let mut v: Vec<Datum> = call.args.iter().map(|&a| r[a].clone()).collect();
+            v.push(Some(ScalarImpl::Int64(i as i64)));
+            OwnedRow::new(v)
+        })
+        .collect()
 }
 
 /// The rows `[start, end]` (inclusive) of row `i`'s frame in a partition of `n`; empty when start > end.
@@ -137,26 +162,15 @@ fn in_partition_order(agg: &AggCall, positioned: &[OwnedRow]) -> AggState {
     AggState::with_stream_key(agg, &[position])
 }
 
-fn with_position(row: &OwnedRow, i: usize) -> OwnedRow {
-    let mut v = row.datums().to_vec();
-    v.push(Some(ScalarImpl::Int64(i as i64)));
-    OwnedRow::new(v)
-}
-
-/// Slide the frame over the partition: rows leaving are deleted, rows entering inserted (for ROWS frames
-/// both bounds only move forward), as RisingWave's incremental window aggregation. With EXCLUDE CURRENT
-/// ROW each frame is aggregated afresh, as RisingWave does then.
-fn aggregate(agg: &AggCall, frame: Frame, rows: &[OwnedRow]) -> Result<Vec<Datum>> {
-    let n = rows.len();
-    let positioned: Vec<OwnedRow> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| with_position(r, i))
-        .collect();
+/// Slide the frame over the `positioned` partition: rows leaving are deleted, rows entering inserted (for
+/// ROWS frames both bounds only move forward), as RisingWave's incremental window aggregation. With
+/// EXCLUDE CURRENT ROW each frame is aggregated afresh, as RisingWave does then.
+fn aggregate(agg: &AggCall, frame: Frame, positioned: &[OwnedRow]) -> Result<Vec<Datum>> {
+    let n = positioned.len();
     if frame.exclude_current_row {
-        return (0..n).map(|i| fresh(agg, &frame, &positioned, i)).collect();
+        return (0..n).map(|i| fresh(agg, &frame, positioned, i)).collect();
     }
-    let mut state = in_partition_order(agg, &positioned);
+    let mut state = in_partition_order(agg, positioned);
     let (mut lo, mut hi) = (0usize, 0usize); // rows [lo, hi) are in the state
     let mut out = Vec::with_capacity(n);
     for i in 0..n {

@@ -99,6 +99,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     stateful_views(&d, &cluster, g, &mut steps);
     watermark_tables(&d, &cluster, g, &mut steps);
     temporal_joins(&d, &cluster, g, &mut steps);
+    over_windows(&d, &cluster, g, &mut steps);
     meta_kills(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
@@ -827,6 +828,49 @@ fn temporal_joins(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step
     }
 }
 
+/// In some plans an over window view `ow1` over one of the tables of 3,000 rows at most (not the
+/// watermark table, whose views are its own): partitioned by `k`'s remainder, some dozens of rows a
+/// partition at most (a touched partition is recomputed whole; `v` starts at 0 for every row: a partition by it would be one), or by
+/// `k` itself; ordered by `v` (whose updates move a row within its partition; ties by the pk) or `k`;
+/// with the table's own DML running through it. Drawn after every other draw but meta kills (which draw nothing at rate 0), so every earlier draw of a seed's plan is what it was.
+fn over_windows(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
+    let tables: Vec<(String, u64)> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreateTable {
+                name,
+                rows,
+                watermark_lag: None,
+                ..
+            } if *rows <= 3000 => Some((name.clone(), s.at_ms)),
+            _ => None,
+        })
+        .collect();
+    if tables.is_empty() || !d.chance(0.4) {
+        return;
+    }
+    let (upstream, table_at) = d.pick(&tables);
+    let last_ms = (g.duration_ms * 4 / 5).max(table_at + 1001);
+    let query = ViewQuery::OverWindow {
+        upstream,
+        partition: GroupKey {
+            col: 0,
+            modulus: d.pick(&[None, Some(100), Some(1000)]),
+        },
+        order: d.pick(&[0, 1]),
+        arg: d.pick(&[0, 1]),
+    };
+    steps.push(Step {
+        at_ms: d.between(table_at + 500, last_ms),
+        action: Action::CreateView {
+            name: "ow1".into(),
+            parallelism: parallelism(d, c),
+            background: d.chance(g.background_ddl_rate),
+            query,
+        },
+    });
+}
+
 /// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
 fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
     if g.kill_meta_rate <= 0.0 {
@@ -1015,6 +1059,33 @@ mod tests {
             assert_eq!(a, b, "seed {seed}");
         }
         assert!(kills >= 100, "{kills} meta kills in 100 plans at rate 1");
+    }
+
+    /// Some plans draw an over window view, over a table created before it; its plan validates.
+    #[test]
+    fn some_plans_draw_an_over_window_view_over_a_table() {
+        let mut drawn = 0;
+        for seed in 0..200 {
+            let plan = generate(seed, &GenParams::default());
+            plan.validate().unwrap();
+            let created = |name: &str, before: u64| {
+                plan.steps.iter().any(|s| {
+                    matches!(&s.action, Action::CreateTable { name: n, .. } if n == name)
+                        && s.at_ms < before
+                })
+            };
+            for s in &plan.steps {
+                if let Action::CreateView {
+                    query: ViewQuery::OverWindow { upstream, .. },
+                    ..
+                } = &s.action
+                {
+                    assert!(created(upstream, s.at_ms), "seed {seed}");
+                    drawn += 1;
+                }
+            }
+        }
+        assert!((30..=90).contains(&drawn), "{drawn} of 200");
     }
 
     /// About three plans in ten have the watermark table: on two actors or more, its DML inserts only, an

@@ -210,6 +210,16 @@ pub enum ViewQuery {
         limit: u64,
         offset: u64,
     },
+    /// `SELECT g, *, row_number() OVER w, sum(x) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+    /// lag(x) OVER w FROM upstream WINDOW w AS (PARTITION BY g ORDER BY o)`: `g` the `partition` key of each
+    /// row, `o` column `order`, `x` column `arg`; rows of equal `o` in the order of the upstream's pk
+    /// (ascending), as RisingWave's over window keeps a partition (its state table's pk).
+    OverWindow {
+        upstream: String,
+        partition: GroupKey,
+        order: usize,
+        arg: usize,
+    },
 }
 
 /// A group key: column `col`, or `col % modulus`.
@@ -232,7 +242,9 @@ impl ViewQuery {
     /// The relations the view reads, left first.
     pub fn upstreams(&self) -> Vec<&str> {
         match self {
-            ViewQuery::Agg { upstream, .. } | ViewQuery::TopN { upstream, .. } => vec![upstream],
+            ViewQuery::Agg { upstream, .. }
+            | ViewQuery::TopN { upstream, .. }
+            | ViewQuery::OverWindow { upstream, .. } => vec![upstream],
             ViewQuery::Join { left, right, .. } | ViewQuery::TemporalJoin { left, right, .. } => {
                 vec![left, right]
             }
@@ -245,6 +257,12 @@ impl ViewQuery {
                 group: Some(GroupKey {
                     modulus: Some(m), ..
                 }),
+                ..
+            } if *m < 1 => Err(StepError::View),
+            ViewQuery::OverWindow {
+                partition: GroupKey {
+                    modulus: Some(m), ..
+                },
                 ..
             } if *m < 1 => Err(StepError::View),
             ViewQuery::Agg {
@@ -323,6 +341,24 @@ impl std::fmt::Display for ViewQuery {
                 "select * from {upstream} order by ${col}{} limit {limit} offset {offset}",
                 if *desc { " desc" } else { "" }
             ),
+            ViewQuery::OverWindow {
+                upstream,
+                partition,
+                order,
+                arg,
+            } => {
+                let g = match partition.modulus {
+                    Some(m) => format!("${} % {m}", partition.col),
+                    None => format!("${}", partition.col),
+                };
+                let x = format!("${arg}");
+                write!(
+                    f,
+                    "select {g}, *, row_number() over w, sum({x}) over (w rows between unbounded preceding \
+                     and current row), lag({x}) over w from {upstream} window w as (partition by {g} \
+                     order by ${order})"
+                )
+            }
         }
     }
 }

@@ -37,6 +37,12 @@ pub fn closed_windows(
     expected
 }
 
+/// A sum as the engine's `NUMERIC`.
+fn decimal(sum: i128) -> ScalarImpl {
+    let sum = i64::try_from(sum).expect("the workload's sums fit in a BIGINT");
+    ScalarImpl::Decimal(Decimal::from(sum))
+}
+
 fn int(d: &Datum) -> Option<i64> {
     d.as_ref().and_then(ScalarImpl::as_int64)
 }
@@ -63,6 +69,12 @@ pub fn evaluate(query: &ViewQuery, inputs: &[Input<'_>], committed: &[OwnedRow])
             offset,
             ..
         } => top_n(&inputs[0], *col, *desc, *limit, *offset),
+        ViewQuery::OverWindow {
+            partition,
+            order,
+            arg,
+            ..
+        } => over_window(&inputs[0], *partition, *order, *arg),
     }
 }
 
@@ -85,10 +97,7 @@ impl Acc {
     }
 
     fn datums(&self) -> Vec<Datum> {
-        let sum = self.sum.map(|s| {
-            let s = i64::try_from(s).expect("the workload's sums fit in a BIGINT");
-            ScalarImpl::Decimal(Decimal::from(s))
-        });
+        let sum = self.sum.map(decimal);
         vec![
             Some(ScalarImpl::Int64(self.count)),
             sum,
@@ -107,7 +116,10 @@ pub fn sum_columns(query: &ViewQuery) -> Vec<usize> {
     match query {
         ViewQuery::Agg { group: Some(_), .. } => vec![2],
         ViewQuery::Agg { group: None, .. } => vec![1],
-        ViewQuery::Join { .. } | ViewQuery::TemporalJoin { .. } | ViewQuery::TopN { .. } => vec![],
+        ViewQuery::Join { .. }
+        | ViewQuery::TemporalJoin { .. }
+        | ViewQuery::TopN { .. }
+        | ViewQuery::OverWindow { .. } => vec![],
     }
 }
 
@@ -251,6 +263,48 @@ fn top_n(up: &Input<'_>, col: usize, desc: bool, limit: u64, offset: u64) -> Vec
     let start = usize::try_from(offset).unwrap_or(usize::MAX);
     let n = usize::try_from(limit).unwrap_or(usize::MAX);
     rows.into_iter().skip(start).take(n).cloned().collect()
+}
+
+/// Per row, `g` (its partition: `NULL` is one of its own), the row, then over its partition sorted by
+/// `order` (ascending, NULLs last; ties by the upstream's pk, ascending): its place from 1, the sum of `arg`
+/// over the rows up to it (`NULL` until a non-NULL one), and the previous row's `arg` (`NULL` for the
+/// first).
+fn over_window(up: &Input<'_>, partition: GroupKey, order: usize, arg: usize) -> Vec<OwnedRow> {
+    let mut parts: BTreeMap<Option<i64>, Vec<&OwnedRow>> = BTreeMap::new();
+    for r in up.rows {
+        let g = int(r.datum_at(partition.col)).map(|v| partition.modulus.map_or(v, |m| v % m));
+        parts.entry(g).or_default().push(r);
+    }
+    let by_pk = |a: &OwnedRow, b: &OwnedRow| {
+        let pk = &up.desc.pk_indices;
+        pk.iter()
+            .map(|&p| cmp_datum(a.datum_at(p), b.datum_at(p), OrderType::ascending()))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let mut out = Vec::new();
+    for (g, mut rows) in parts {
+        rows.sort_by(|a, b| {
+            cmp_datum(a.datum_at(order), b.datum_at(order), OrderType::ascending())
+                .then_with(|| by_pk(a, b))
+        });
+        let mut sum: Option<i128> = None;
+        let mut prev: Datum = None;
+        for (i, r) in rows.into_iter().enumerate() {
+            let x = int(r.datum_at(arg));
+            if let Some(x) = x {
+                sum = Some(sum.unwrap_or(0) + i128::from(x));
+            }
+            let mut datums = vec![g.map(ScalarImpl::Int64)];
+            datums.extend(r.datums().iter().cloned());
+            datums.push(Some(ScalarImpl::Int64(i as i64 + 1)));
+            datums.push(sum.map(decimal));
+            datums.push(prev);
+            prev = x.map(ScalarImpl::Int64);
+            out.push(OwnedRow::new(datums));
+        }
+    }
+    out
 }
 
 /// Two values in `order`: NULLs first or last as it says, the rest by value (the workload's types).

@@ -1379,6 +1379,16 @@ mod tests {
     }
 
     fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {
+        let plan = views_plan(steps);
+        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        let report = &out.value;
+        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
+        assert!(report.recoveries >= 1);
+        out
+    }
+
+    /// Two nodes, 16 vnodes, a barrier every 250 ms and a checkpoint every third: the views' plans.
+    fn views_plan(steps: Vec<Step>) -> Plan {
         let cluster = PlanCluster {
             compute_nodes: 2,
             vnodes: 16,
@@ -1395,11 +1405,80 @@ mod tests {
             steps,
         };
         plan.validate().unwrap();
-        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
-        let report = &out.value;
-        assert_eq!(report.outcome, Outcome::Passed, "{:?}", report.error);
-        assert!(report.recoveries >= 1);
-        out
+        plan
+    }
+
+    /// Two over window views (partitions by a remainder of `v`, which updates move rows between, and of the
+    /// pk), DML with updates and deletes, and a kill of a node: both pass. With the over window's state
+    /// writes skipped (a test-only mutation), the rebuilt actors load empty partitions: the run fails.
+    #[test]
+    fn over_window_views_pass_under_a_kill_and_unwritten_partitions_are_caught() {
+        let window = |col: usize, modulus: i64, order: usize| ViewQuery::OverWindow {
+            upstream: "t1".into(),
+            partition: GroupKey {
+                col,
+                modulus: Some(modulus),
+            },
+            order,
+            arg: 1,
+        };
+        let steps = vec![
+            Step {
+                at_ms: 0,
+                action: Action::CreateTable {
+                    name: "t1".into(),
+                    parallelism: 2,
+                    rows: 300,
+                    pk_ks: true,
+                    rows_per_k: None,
+                    watermark_lag: None,
+                },
+            },
+            view(500, "ow1", window(1, 10, 0)),
+            view(700, "ow2", window(0, 7, 1)),
+            Step {
+                at_ms: 1000,
+                action: Action::Dml {
+                    table: "t1".into(),
+                    rows_per_s: 50,
+                    duration_ms: 6000,
+                    update_pct: 30,
+                    delete_pct: 20,
+                },
+            },
+            Step {
+                at_ms: 2500,
+                action: Action::Kill {
+                    nodes: vec![1],
+                    restart_after_ms: 800,
+                },
+            },
+            // The run settles after its last step: the DML goes on after the kill until then.
+            Step {
+                at_ms: 6500,
+                action: Action::Flush,
+            },
+        ];
+        let out = run_views_plan(steps.clone());
+        let lines = out.log.lines();
+        for name in ["ow1", "ow2"] {
+            let ok = format!("create {name}: ok");
+            assert!(lines.iter().any(|l| l.ends_with(&ok)), "{name} not created");
+        }
+        use epochlab_stream::executor::over_window::OverWindowStateWrites;
+        let hooks = ReproHooks {
+            mutation: Some(|t| t.with(OverWindowStateWrites::Skipped)),
+            ..ReproHooks::default()
+        };
+        let report = run_plan(&views_plan(steps), BugMode::of_14910(Mode::Fixed), hooks).value;
+        // Caught by the oracle, or first by the view's own table: a reloaded empty partition emits its
+        // rows as inserts of rows the view holds.
+        let caught = [FailureKind::Oracle, FailureKind::ActorFailure];
+        assert!(
+            report.kind.is_some_and(|k| caught.contains(&k)),
+            "{:?}",
+            report.error
+        );
     }
 
     /// An aggregation over a table and one over it, DML throughout and a kill: both views are created,

@@ -259,7 +259,8 @@ fn simpler_query(query: &ViewQuery) -> Option<ViewQuery> {
         ViewQuery::Agg { .. }
         | ViewQuery::Join { .. }
         | ViewQuery::TemporalJoin { .. }
-        | ViewQuery::TopN { .. } => None,
+        | ViewQuery::TopN { .. }
+        | ViewQuery::OverWindow { .. } => None,
     }
 }
 

@@ -1,14 +1,16 @@
 //! A stateful view's streaming job, built as a fragment graph the way a planner would (the simulation does not
 //! depend on the SQL front end): an aggregation (`plan::agg_node` behind a hash or simple exchange), a hash
-//! join (`StreamNode::HashJoin` with `plan::join_side_tables`) or a top-N (`StreamNode::TopN` with
-//! `plan::top_n_table`), each over arrangement backfills of its upstream tables or views, and the view's own
-//! table. Column positions come from the plan; a query whose columns do not fit its upstreams is refused
+//! join (`StreamNode::HashJoin` with `plan::join_side_tables`), a top-N (`StreamNode::TopN` with
+//! `plan::top_n_table`) or an over window (`StreamNode::OverWindow`, its state table a `top_n_table`),
+//! each over arrangement backfills of its upstream tables or views, and the view's own table. Column positions come from the plan; a query whose columns do not fit its upstreams is refused
 //! here ([`ViewShapeError`]), so a hand-edited plan cannot panic a run.
 
 use std::sync::Arc;
 
 use epochlab_common::catalog::{Distribution, TableDesc};
-use epochlab_common::expr_node::{ExprNode, ExprType};
+use epochlab_common::expr_node::{
+    ExprNode, ExprType, Frame, FrameBound, WindowFuncCall, WindowFuncKind,
+};
 use epochlab_common::plan::{
     ConflictBehavior, DispatchStrategy, FragmentDistribution, JoinType, StreamFragment,
     StreamFragmentEdge, StreamFragmentGraph, StreamNode, agg_node, join_side_tables,
@@ -97,6 +99,12 @@ pub fn view_graph(
             offset,
             ..
         } => top_n_graph(&ups[0], *col, *desc, *limit, *offset),
+        ViewQuery::OverWindow {
+            partition,
+            order,
+            arg,
+            ..
+        } => over_window_graph(&ups[0], *partition, *order, *arg),
     }
 }
 
@@ -190,6 +198,21 @@ pub fn agg_output_types(grouped: bool) -> Vec<DataType> {
     types
 }
 
+/// `g` of a group key: column `col`, or `col % modulus`.
+fn group_expr(g: GroupKey) -> ExprNode {
+    match g.modulus {
+        None => int_ref(g.col),
+        Some(m) => ExprNode::Call {
+            func: ExprType::Modulus,
+            args: vec![
+                int_ref(g.col),
+                ExprNode::literal(Some(ScalarImpl::Int64(m)), DataType::Int64),
+            ],
+            ret: DataType::Int64,
+        },
+    }
+}
+
 /// A scan fragment projecting `[g?, x, upstream pk...]`, a hash (or simple) exchange, the aggregation and the
 /// view in one fragment.
 fn agg_graph(
@@ -203,17 +226,7 @@ fn agg_graph(
     let mut exprs = Vec::new();
     if let Some(g) = group {
         up.bigint(g.col)?;
-        exprs.push(match g.modulus {
-            None => int_ref(g.col),
-            Some(m) => ExprNode::Call {
-                func: ExprType::Modulus,
-                args: vec![
-                    int_ref(g.col),
-                    ExprNode::literal(Some(ScalarImpl::Int64(m)), DataType::Int64),
-                ],
-                ret: DataType::Int64,
-            },
-        });
+        exprs.push(group_expr(g));
     }
     let g = exprs.len();
     exprs.push(int_ref(arg));
@@ -390,6 +403,89 @@ fn top_n_graph(
             fragment(2, materialize(&view, top_n), FragmentDistribution::Single),
         ],
         edges: vec![edge(1, 2, DispatchStrategy::Simple)],
+    };
+    Ok((graph, view))
+}
+
+/// The over window's calls over its input `[g, upstream columns...]`: `row_number()`, the running
+/// `sum(x)` (RisingWave's sum of `BIGINT` is `NUMERIC`) and `lag(x)`.
+fn window_calls(x: usize) -> Vec<WindowFuncCall> {
+    let call = |kind, args: Vec<usize>, ret, frame| WindowFuncCall {
+        kind,
+        arg_types: args.iter().map(|_| DataType::Int64).collect(),
+        args,
+        ret,
+        frame,
+        offset: 1,
+    };
+    let running = Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow);
+    vec![
+        call(WindowFuncKind::RowNumber, vec![], DataType::Int64, None),
+        call(
+            WindowFuncKind::Aggregate(AggKind::Sum),
+            vec![x],
+            DataType::Decimal,
+            Some(running),
+        ),
+        call(WindowFuncKind::Lag, vec![x], DataType::Int64, None),
+    ]
+}
+
+/// An over window view, as the planner builds one: the scan projecting `[g, upstream columns...]`, the
+/// over window hashed by `g` (RisingWave's `OverWindowExecutor`, its state table keyed by `g`, the order
+/// column, then the upstream's pk), and the view behind a hash exchange on its first pk column. Output:
+/// `g`, the upstream's columns, then the calls' values; pk the upstream's pk then `g` (the over window's
+/// stream key: a row moving to another partition leaves one over window actor and enters another).
+fn over_window_graph(
+    up: &Upstream<'_>,
+    partition: GroupKey,
+    order: usize,
+    arg: usize,
+) -> Result<(StreamFragmentGraph, Arc<TableDesc>), ViewShapeError> {
+    for col in [partition.col, order, arg] {
+        up.bigint(col)?;
+    }
+    let desc = up.desc;
+    let width = desc.column_types.len();
+    let mut exprs = vec![group_expr(partition)];
+    exprs.extend((0..width).map(|i| ExprNode::input_ref(i, desc.column_types[i].clone())));
+    let calls = window_calls(1 + arg);
+    let mut types: Vec<DataType> = exprs.iter().map(ExprNode::return_type).collect();
+    types.extend(calls.iter().map(|c| c.ret.clone()));
+    let input_key: Vec<usize> = desc.pk_indices.iter().map(|p| p + 1).collect();
+    let order_by = vec![(1 + order, OrderType::ascending())];
+    let vnodes = desc.vnode_count;
+    let state_table = top_n_table(&types, &[0], &order_by, &input_key, vnodes);
+    let mut pk = input_key.clone();
+    pk.push(0);
+    let view = Arc::new(view_table(types, pk, vnodes));
+    let over_window = StreamNode::OverWindow {
+        calls,
+        partition_by: vec![0],
+        order_by,
+        stream_key: input_key,
+        state_table,
+        input: Box::new(StreamNode::Exchange { upstream: 1 }),
+    };
+    let project = StreamNode::Project {
+        exprs,
+        input: Box::new(scan(desc)),
+    };
+    let view_key = view.dist_key_indices();
+    let graph = StreamFragmentGraph {
+        fragments: vec![
+            fragment(1, project, hashed(desc.dist_key_indices())),
+            fragment(2, over_window, hashed(vec![0])),
+            fragment(
+                3,
+                materialize(&view, StreamNode::Exchange { upstream: 2 }),
+                hashed(view_key.clone()),
+            ),
+        ],
+        edges: vec![
+            edge(1, 2, DispatchStrategy::Hash(vec![0])),
+            edge(2, 3, DispatchStrategy::Hash(view_key)),
+        ],
     };
     Ok((graph, view))
 }

@@ -26,11 +26,31 @@ use super::{
     expect_first_barrier,
 };
 
+epochlab_common::toggle! {
+    /// A test-only mutation, no RisingWave bug: whether an over window writes its partitions' rows to its
+    /// state table. Its recovery test must catch `Skipped`: a rebuilt actor loads its partitions empty.
+    pub enum OverWindowStateWrites {
+        /// Every row's insert, update and delete, as RisingWave's executor writes them.
+        #[default]
+        Written,
+        /// None.
+        Skipped,
+    }
+}
+
 /// Rows per output chunk.
 const CHUNK_SIZE: usize = 256;
 
 /// A partition's rows with their window values, by their encoded state-table pk (so in order).
 type Partition = BTreeMap<Vec<u8>, OwnedRow>;
+
+/// What a chunk did to one partition: the rows it took out (their output rows, by encoded stream key) and
+/// the rows it put in (their encoded state-table pk, to their encoded stream key).
+#[derive(Default)]
+struct Touched {
+    removed: BTreeMap<Vec<u8>, OwnedRow>,
+    added: BTreeMap<Vec<u8>, Vec<u8>>,
+}
 
 /// One input pk's change within a chunk: the row before the chunk and the row after (`None`: absent).
 #[derive(Default)]
@@ -48,6 +68,7 @@ pub struct OverWindowArgs {
     /// The input's stream key.
     pub stream_key: Vec<usize>,
     pub state_table: StateTable,
+    pub state_writes: OverWindowStateWrites,
 }
 
 pub struct OverWindowExecutor {
@@ -144,27 +165,40 @@ impl OverWindowExecutor {
 
     /// Apply a chunk: its changes to the partitions they touch, then each touched partition's output changes.
     fn apply_chunk(&mut self, chunk: &StreamChunk) -> StreamExecutorResult<Vec<StreamChunk>> {
-        let mut touched: BTreeMap<Vec<u8>, Partition> = BTreeMap::new();
-        for (_, change) in self.merge_changes(chunk) {
-            for row in change.old.iter().chain(&change.new) {
-                let key = self.load_partition(row)?;
-                let part = &self.cache[&key];
-                touched.entry(key).or_insert_with(|| part.clone());
-            }
+        let mut touched: BTreeMap<Vec<u8>, Touched> = BTreeMap::new();
+        for (sk, change) in self.merge_changes(chunk) {
             if let Some(old) = &change.old {
-                let (part, key) = (self.partition_key(old), self.state_key(old));
-                self.cache.get_mut(&part).expect("loaded").remove(&key);
+                let part = self.load_partition(old)?;
+                let state_key = self.state_key(old);
+                let gone = self
+                    .cache
+                    .get_mut(&part)
+                    .expect("loaded")
+                    .remove(&state_key);
+                // A row the table does not hold (a delete of nothing) has no output to retract.
+                if let Some(gone) = gone {
+                    touched
+                        .entry(part)
+                        .or_default()
+                        .removed
+                        .insert(sk.clone(), gone);
+                }
             }
             if let Some(new) = &change.new {
-                let (part, key) = (self.partition_key(new), self.state_key(new));
-                let part = self.cache.get_mut(&part).expect("loaded");
-                part.insert(key, new.clone());
+                let part = self.load_partition(new)?;
+                let state_key = self.state_key(new);
+                let placed = new.chain(&OwnedRow::new(vec![None; self.args.calls.len()]));
+                self.cache
+                    .get_mut(&part)
+                    .expect("loaded")
+                    .insert(state_key.clone(), placed);
+                touched.entry(part).or_default().added.insert(state_key, sk);
             }
         }
         let mut builder = StreamChunkBuilder::new(CHUNK_SIZE);
         let mut out = Vec::new();
-        for (key, before) in touched {
-            for (op, row) in self.recompute(&key, before)? {
+        for (key, t) in touched {
+            for (op, row) in self.recompute(&key, t)? {
                 out.extend(builder.append(op, row));
             }
         }
@@ -172,68 +206,84 @@ impl OverWindowExecutor {
         Ok(out)
     }
 
-    /// The window values of partition `key` recomputed; what changed against `before` (its rows with
-    /// their values before the chunk), written to the table and returned as output records.
+    /// The window values of partition `key` recomputed after the changes `t`; what changed (a row's values,
+    /// a row gone, added or updated), written to the table and returned as output records. A row the chunk
+    /// did not change holds its values from before in the cache: it is emitted only if they change.
     fn recompute(
         &mut self,
         key: &[u8],
-        before: Partition,
+        mut t: Touched,
     ) -> StreamExecutorResult<Vec<(Op, OwnedRow)>> {
-        let part = self.cache.get(key).expect("loaded");
-        let input_columns: Vec<usize> = (0..self.input_width).collect();
-        let inputs: Vec<OwnedRow> = part.values().map(|r| r.project(&input_columns)).collect();
-        let mut values: Vec<Vec<Datum>> = vec![Vec::new(); inputs.len()];
+        let width = self.input_width;
+        let part = self.cache.get_mut(key).expect("loaded");
+        let rows: Vec<&OwnedRow> = part.values().collect();
+        let mut values: Vec<Vec<Datum>> =
+            vec![Vec::with_capacity(self.args.calls.len()); rows.len()];
         for (i, call) in self.args.calls.iter().enumerate() {
-            let out = epochlab_expr::window::eval_partition(call, &self.args.order_by, &inputs)
+            let out = epochlab_expr::window::eval_partition(call, &self.args.order_by, &rows)
                 .map_err(|source| StreamExecutorError::WindowFunction { call: i, source })?;
             for (v, d) in values.iter_mut().zip(out) {
                 v.push(d);
             }
         }
-        let after: BTreeMap<Vec<u8>, OwnedRow> = inputs
-            .iter()
-            .zip(values)
-            .map(|(r, v)| (self.stream_key(r), r.chain(&OwnedRow::new(v))))
-            .collect();
-        let mut old: BTreeMap<Vec<u8>, OwnedRow> = before
-            .into_values()
-            .map(|r| (self.stream_key(&r), r))
-            .collect();
         let mut records = Vec::new();
-        let mut fresh = Partition::new();
-        for (sk, new) in after {
-            fresh.insert(self.state_key(&new), new.clone());
-            match old.remove(&sk) {
-                Some(prev) if prev == new => {}
-                Some(prev) => {
-                    // A row whose order key changed has a new place: its old one goes.
-                    if self.state_key(&prev) == self.state_key(&new) {
-                        self.args.state_table.update(&prev, &new)?;
-                    } else {
-                        self.args.state_table.delete(&prev)?;
-                        self.args.state_table.insert(&new)?;
+        for ((state_key, row), v) in part.iter_mut().zip(values) {
+            if let Some(sk) = t.added.remove(state_key) {
+                let new = OwnedRow::new(row.datums()[..width].iter().cloned().chain(v).collect());
+                *row = new.clone();
+                match t.removed.remove(&sk) {
+                    Some(prev) if prev == new => {}
+                    Some(prev) => {
+                        records.push((Op::UpdateDelete, prev));
+                        records.push((Op::UpdateInsert, new));
                     }
-                    records.push((Op::UpdateDelete, prev));
-                    records.push((Op::UpdateInsert, new));
+                    None => records.push((Op::Insert, new)),
                 }
-                None => {
-                    self.args.state_table.insert(&new)?;
-                    records.push((Op::Insert, new));
-                }
+            } else if row.datums()[width..] != v[..] {
+                let prev = row.clone();
+                *row = OwnedRow::new(row.datums()[..width].iter().cloned().chain(v).collect());
+                records.push((Op::UpdateDelete, prev));
+                records.push((Op::UpdateInsert, row.clone()));
             }
         }
-        let mut deletes = Vec::new();
-        for gone in old.into_values() {
-            self.args.state_table.delete(&gone)?;
-            deletes.push((Op::Delete, gone));
-        }
-        deletes.append(&mut records);
-        if fresh.is_empty() {
+        if part.is_empty() {
             self.cache.remove(key);
-        } else {
-            self.cache.insert(key.to_vec(), fresh);
         }
+        let mut deletes: Vec<(Op, OwnedRow)> = std::mem::take(&mut t.removed)
+            .into_values()
+            .map(|gone| (Op::Delete, gone))
+            .collect();
+        self.write(&deletes)?;
+        self.write(&records)?;
+        deletes.append(&mut records);
         Ok(deletes)
+    }
+
+    /// Output records written to the state table: an update pair whose row keeps its place as an update,
+    /// else a delete and an insert (a row whose order key changed has a new place).
+    fn write(&mut self, records: &[(Op, OwnedRow)]) -> StreamExecutorResult<()> {
+        if self.args.state_writes == OverWindowStateWrites::Skipped {
+            return Ok(());
+        }
+        let table = &mut self.args.state_table;
+        let pairs = |(a, _): &(Op, OwnedRow), (b, _): &(Op, OwnedRow)| {
+            *a == Op::UpdateDelete && *b == Op::UpdateInsert
+        };
+        for group in records.chunk_by(pairs) {
+            match group {
+                [(_, prev), (_, new)] if table.pk_of(prev) == table.pk_of(new) => {
+                    table.update(prev, new)?;
+                }
+                [(_, prev), (_, new)] => {
+                    table.delete(prev)?;
+                    table.insert(new)?;
+                }
+                [(Op::Delete, row)] => table.delete(row)?,
+                [(_, row)] => table.insert(row)?,
+                _ => unreachable!("chunk_by groups an update's two records or one record"),
+            }
+        }
+        Ok(())
     }
 
     #[try_stream(ok = Message, error = StreamExecutorError)]
@@ -322,6 +372,7 @@ mod tests {
             order_by,
             stream_key: vec![2],
             state_table: StateTable::new(desc, &node, Arc::new(Bitmap::ones(16))),
+            state_writes: OverWindowStateWrites::default(),
         }
     }
 

@@ -544,6 +544,7 @@ fn build_executor(
                 order_by: order_by.clone(),
                 stream_key: stream_key.clone(),
                 state_table,
+                state_writes: env.toggles.get(),
             };
             let bad = |source| BuildError::BadPlan {
                 actor: actor_id,
