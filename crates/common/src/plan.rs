@@ -371,7 +371,10 @@ pub enum StreamNode {
     /// Window functions over partitions of the input (RisingWave's general `OverWindowExecutor`): every call
     /// shares `partition_by` and `order_by`; the output is each input row, then one column per call.
     /// `state_table` holds the input rows (pk: the partition key, the order key, then the input's stream
-    /// key; distributed by the partition key).
+    /// key; distributed by the partition key). With `emit_on_window_close` it is RisingWave's
+    /// `EowcOverWindowExecutor`: one ascending order column with a watermark, an append-only input sorted on
+    /// it (an `EowcSort` below), each row emitted once when its window closes; its state table holds only
+    /// the input's columns. Absent from older plans, which read as the general one.
     OverWindow {
         calls: Vec<crate::expr_node::WindowFuncCall>,
         partition_by: Vec<usize>,
@@ -379,6 +382,8 @@ pub enum StreamNode {
         /// The input's stream key (a row's identity across a chunk's changes).
         stream_key: Vec<usize>,
         state_table: Arc<TableDesc>,
+        #[serde(default)]
+        emit_on_window_close: bool,
         input: Box<StreamNode>,
     },
 }
@@ -757,6 +762,10 @@ impl StreamNode {
             StreamNode::Expand { .. } => "Expand",
             StreamNode::WatermarkFilter { .. } => "WatermarkFilter",
             StreamNode::EowcSort { .. } => "EowcSort",
+            StreamNode::OverWindow {
+                emit_on_window_close: true,
+                ..
+            } => "EowcOverWindow",
             StreamNode::OverWindow { .. } => "OverWindow",
         }
     }

@@ -520,7 +520,7 @@ impl Session {
             }
             Statement::Explain {
                 statement, options, ..
-            } => self.explain(&statement, options.as_deref()),
+            } => self.explain(&statement, options.as_deref(), syntax.emit_on_window_close),
             Statement::StartTransaction { modes, .. } => self.begin(&modes),
             Statement::Commit { chain, .. } => self.end_transaction(chain, "COMMIT"),
             Statement::Rollback {

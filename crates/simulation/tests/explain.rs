@@ -224,3 +224,30 @@ fn explain_shows_hash_joins_as_risingwave_plans_them() {
         cluster.shutdown();
     });
 }
+
+/// An over window emitting on window close is RisingWave's `StreamEowcOverWindow` over an `StreamEowcSort` on
+/// its order column, behind the exchange by its partition key.
+#[test]
+fn explain_shows_an_eowc_over_window_over_its_sort() {
+    run(1, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute(
+            "CREATE TABLE w (ts TIMESTAMP, g INT, v INT, \
+             WATERMARK FOR ts AS ts - INTERVAL '1 minute') APPEND ONLY",
+        )
+        .await
+        .unwrap();
+        let q = "SELECT ts, lead(v) OVER (PARTITION BY g ORDER BY ts) FROM w EMIT ON WINDOW CLOSE";
+        let tree = explain_mv(&mut s, q).await.unwrap();
+        let at = |needle: &str| tree.iter().position(|l| l.contains(needle));
+        let window = at("StreamEowcOverWindow { window_functions: [lead] }");
+        let sort = at("StreamEowcSort");
+        let exchange = at("StreamExchange { dist: HashShard(w.g) }");
+        assert!(
+            window.is_some() && window < sort && sort < exchange,
+            "{tree:#?}"
+        );
+        cluster.shutdown();
+    });
+}

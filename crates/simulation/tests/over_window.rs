@@ -136,3 +136,109 @@ fn a_partition_never_written_is_caught() {
     assert_eq!(batch, expected());
     assert_ne!(rows, expected());
 }
+
+/// `streaming/eowc/eowc_over_window.slt`'s table and views, with a kill of every node between its two
+/// inserts when `kill`: each view after the second.
+async fn eowc_windows(ctx: SimContext, kill: bool, toggles: Toggles) -> Vec<Vec<Vec<String>>> {
+    let config = epochlab_sim::config::three_nodes(4, toggles);
+    let cluster = Arc::new(Cluster::start(&ctx, config).await);
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 3));
+    ok(&mut s, "SET RW_IMPLICIT_FLUSH TO true").await;
+    // As the file: one watermark filter, so that each insert's watermark is the table's at once (an idle
+    // actor takes the others' at a checkpoint after).
+    ok(&mut s, "SET STREAMING_PARALLELISM = 1").await;
+    ok(
+        &mut s,
+        "CREATE TABLE t (tm TIMESTAMP, foo INT, bar INT, \
+         WATERMARK FOR tm AS tm - INTERVAL '5 minutes') APPEND ONLY",
+    )
+    .await;
+    ok(&mut s, "SET STREAMING_PARALLELISM = 0").await;
+    let over = "OVER (PARTITION BY bar ORDER BY tm";
+    let views = [
+        format!(
+            "SELECT tm, foo, bar, lag(foo, 2) {over}), \
+             max(foo) {over} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), \
+             sum(foo) {over} ROWS 2 PRECEDING EXCLUDE CURRENT ROW) FROM t"
+        ),
+        format!("SELECT tm, foo, bar, lead(foo, 1) {over}), lead(foo, 3) {over}) FROM t"),
+        format!("SELECT *, row_number() {over}) AS rn FROM t"),
+    ];
+    for (i, v) in views.iter().enumerate() {
+        let sql = format!("CREATE MATERIALIZED VIEW mv{i} AS {v} EMIT ON WINDOW CLOSE");
+        ok(&mut s, &sql).await;
+    }
+    ok(
+        &mut s,
+        "INSERT INTO t VALUES ('2023-05-06 16:51:00', 1, 100), ('2023-05-06 16:56:00', 8, 100), \
+         ('2023-05-06 17:30:00', 3, 200), ('2023-05-06 17:35:00', 5, 100), \
+         ('2023-05-06 17:59:00', 4, 100), ('2023-05-06 18:01:00', 6, 200)",
+    )
+    .await;
+    if kill {
+        support::kill_all(&cluster, 3).await;
+    }
+    ok(
+        &mut s,
+        "INSERT INTO t VALUES ('2023-05-06 18:10:00', 7, 100), ('2023-05-06 18:11:00', 9, 200)",
+    )
+    .await;
+    let mut out = Vec::new();
+    for i in 0..views.len() {
+        out.push(query(&mut s, &format!("SELECT * FROM mv{i}")).await);
+    }
+    cluster
+        .check_recoveries(u64::from(kill))
+        .expect("no state error, and only the kill's recovery");
+    cluster.shutdown();
+    out
+}
+
+/// The file's expected rows after its second insert.
+fn eowc_expected() -> Vec<Vec<Vec<String>>> {
+    vec![
+        text(&[
+            &["2023-05-06 16:51:00", "1", "100", "NULL", "8", "NULL"],
+            &["2023-05-06 16:56:00", "8", "100", "NULL", "8", "1"],
+            &["2023-05-06 17:30:00", "3", "200", "NULL", "6", "NULL"],
+            &["2023-05-06 17:35:00", "5", "100", "1", "8", "9"],
+        ]),
+        text(&[&["2023-05-06 16:51:00", "1", "100", "8", "4"]]),
+        text(&[
+            &["2023-05-06 16:51:00", "1", "100", "1"],
+            &["2023-05-06 16:56:00", "8", "100", "2"],
+            &["2023-05-06 17:30:00", "3", "200", "1"],
+            &["2023-05-06 17:35:00", "5", "100", "3"],
+            &["2023-05-06 17:59:00", "4", "100", "4"],
+            &["2023-05-06 18:01:00", "6", "200", "2"],
+        ]),
+    ]
+}
+
+#[test]
+fn an_eowc_over_window_emits_each_row_once_its_window_closes() {
+    for seed in 0..2 {
+        let views =
+            epochlab_sim::run(seed, |ctx| eowc_windows(ctx, false, Toggles::default())).value;
+        assert_eq!(views, eowc_expected(), "seed {seed}");
+    }
+}
+
+#[test]
+fn the_eowc_over_windows_rows_survive_a_kill_of_every_node() {
+    for seed in 0..3 {
+        let views =
+            epochlab_sim::run(seed, |ctx| eowc_windows(ctx, true, Toggles::default())).value;
+        assert_eq!(views, eowc_expected(), "seed {seed}");
+    }
+}
+
+/// The test can fail: an EOWC over window that never writes its rows forgets those still waiting for
+/// their windows in the kill.
+#[test]
+fn an_eowc_partition_never_written_is_caught() {
+    use epochlab_stream::executor::over_window::OverWindowStateWrites;
+    let toggles = Toggles::default().with(OverWindowStateWrites::Skipped);
+    let views = epochlab_sim::run(0, move |ctx| eowc_windows(ctx, true, toggles)).value;
+    assert_ne!(views, eowc_expected());
+}

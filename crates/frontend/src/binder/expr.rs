@@ -8,11 +8,12 @@ use sqlparser::ast::{
 };
 
 use super::{Binder, Scope, ScopeColumn, ident, unsupported};
+use crate::dialect::EXCLUDE_CURRENT_ROW;
 use crate::error::SqlError;
 use crate::scalar::cast::{CastContext, build_cast};
 use crate::scalar::sig::build_func;
 use crate::scalar::{AggCall, AggKind, ExprNode, ExprType, OrderType, agg, eval, from_text};
-use epochlab_common::expr_node::WindowFuncKind;
+use epochlab_common::expr_node::{Frame, WindowFuncKind};
 
 /// The aggregation of a grouped select being bound.
 #[derive(Debug, Default)]
@@ -1170,8 +1171,21 @@ impl Binder<'_> {
         let ast::WindowType::WindowSpec(spec) = over else {
             return Err(unsupported("named window"));
         };
+        let exclude_current_row = match &spec.window_name {
+            None => false,
+            Some(n) if n.quote_style == Some('"') && n.value == EXCLUDE_CURRENT_ROW => true,
+            Some(_) => return Err(unsupported("named window")),
+        };
         let frame = match &spec.window_frame {
-            Some(f) => Some(self.window_frame(f)?),
+            Some(f) => Some(Frame {
+                exclude_current_row,
+                ..self.window_frame(f)?
+            }),
+            None if exclude_current_row => {
+                return Err(SqlError::Parse(
+                    "syntax error at or near \"EXCLUDE\": a frame exclusion needs a frame".into(),
+                ));
+            }
             None => None,
         };
         let kind = WindowFuncKind::from_function_name(name).ok_or_else(|| {
@@ -1229,11 +1243,8 @@ impl Binder<'_> {
 impl Binder<'_> {
     /// A window frame: `ROWS` only, with constant offsets (RisingWave's binder, which has no `RANGE` or
     /// `GROUPS` frames); the end bound of `ROWS n PRECEDING` is the current row.
-    fn window_frame(
-        &mut self,
-        f: &ast::WindowFrame,
-    ) -> Result<epochlab_common::expr_node::Frame, SqlError> {
-        use epochlab_common::expr_node::{Frame, FrameBound};
+    fn window_frame(&mut self, f: &ast::WindowFrame) -> Result<Frame, SqlError> {
+        use epochlab_common::expr_node::FrameBound;
         let units = match f.units {
             ast::WindowFrameUnits::Rows => None,
             ast::WindowFrameUnits::Range => Some("RANGE"),

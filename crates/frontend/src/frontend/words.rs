@@ -10,13 +10,15 @@ use sqlparser::tokenizer::{Span, Token, Tokenizer, Whitespace, Word};
 use epochlab_common::{Datum, ScalarImpl};
 
 use super::positive_u32;
-use crate::dialect::RisingWaveDialect;
+use crate::dialect::{EXCLUDE_CURRENT_ROW, RisingWaveDialect};
 use crate::error::SqlError;
 
 /// `sqlparser`'s reading of one statement.
 pub(super) fn parse_one(text: &str) -> Result<Statement, SqlError> {
     let quoted = quote_table_names(text);
     let text = quoted.as_deref().unwrap_or(text);
+    let marked = mark_frame_exclusions(text);
+    let text = marked.as_deref().unwrap_or(text);
     let mut statements = Parser::parse_sql(&RisingWaveDialect, text)?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
@@ -65,6 +67,74 @@ fn quote_table_names(text: &str) -> Option<String> {
             );
     }
     quoted.then(|| tokens.iter().map(Token::to_string).collect())
+}
+
+/// `f(..) OVER (.. ROWS .. EXCLUDE CURRENT ROW)` rewritten as `f(..) OVER ("exclude current row" .. ROWS ..)`
+/// ([`EXCLUDE_CURRENT_ROW`]) wherever the three words end the parentheses opened after `OVER`; `None` when
+/// there is none. Any other `EXCLUDE` stays, and `sqlparser` refuses it as before.
+fn mark_frame_exclusions(text: &str) -> Option<String> {
+    if !text
+        .as_bytes()
+        .windows(7)
+        .any(|w| w.eq_ignore_ascii_case(b"exclude"))
+    {
+        return None;
+    }
+    let tokens = Tokenizer::new(&RisingWaveDialect, text).tokenize().ok()?;
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+        .collect();
+    let keyword = |i: usize| match &tokens[i] {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.keyword),
+        _ => None,
+    };
+    // Each open parenthesis: its token, and whether `OVER` opened it.
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    let mut marked: Vec<usize> = Vec::new();
+    let mut dropped = vec![false; tokens.len()];
+    for (n, &i) in significant.iter().enumerate() {
+        match &tokens[i] {
+            Token::LParen => {
+                let over = n > 0 && keyword(significant[n - 1]) == Some(Keyword::OVER);
+                open.push((i, over));
+            }
+            Token::RParen => {
+                open.pop();
+            }
+            _ => {}
+        }
+        let clause = significant
+            .get(n..n + 4)
+            .map(|w| (keyword(w[0]), keyword(w[1]), keyword(w[2]), &tokens[w[3]]));
+        let ends_over = matches!(open.last(), Some((_, true)));
+        if ends_over
+            && clause
+                == Some((
+                    Some(Keyword::EXCLUDE),
+                    Some(Keyword::CURRENT),
+                    Some(Keyword::ROW),
+                    &Token::RParen,
+                ))
+        {
+            let end = significant[n + 3];
+            dropped[i..end].iter_mut().for_each(|d| *d = true);
+            marked.push(open.last().expect("inside OVER's parentheses").0);
+        }
+    }
+    if marked.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + 24 * marked.len());
+    for (i, t) in tokens.iter().enumerate() {
+        if dropped[i] {
+            continue;
+        }
+        out.push_str(&t.to_string());
+        if marked.contains(&i) {
+            out.push_str(&format!("\"{EXCLUDE_CURRENT_ROW}\" "));
+        }
+    }
+    Some(out)
 }
 
 /// One statement of a record: its tokens and its text.
@@ -188,15 +258,16 @@ pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
     (out.join(" "), syntax)
 }
 
-/// A `CREATE MATERIALIZED VIEW .. EMIT ON WINDOW CLOSE` without its last clause, which `sqlparser` does not
-/// read; `None` for any other statement.
+/// A `[EXPLAIN] CREATE MATERIALIZED VIEW .. EMIT ON WINDOW CLOSE` without its last clause, which
+/// `sqlparser` does not read; `None` for any other statement.
 fn strip_emit_on_window_close(t: &[Token]) -> Option<String> {
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let head = ["CREATE", "MATERIALIZED", "VIEW"];
     let tail = ["EMIT", "ON", "WINDOW", "CLOSE"];
     let n = t.len();
     let is = |at: usize, words: &[&str]| words.iter().enumerate().all(|(k, w)| word(&t[at + k], w));
-    if n < head.len() + tail.len() || !is(0, &head) || !is(n - tail.len(), &tail) {
+    let start = usize::from(n > 0 && word(&t[0], "EXPLAIN"));
+    if n < start + head.len() + tail.len() || !is(start, &head) || !is(n - tail.len(), &tail) {
         return None;
     }
     let kept: Vec<String> = t[..n - tail.len()].iter().map(|x| x.to_string()).collect();
@@ -552,6 +623,26 @@ mod tests {
             matches!(parse_one(&text), Ok(Statement::CreateTable(_))),
             "{text}"
         );
+    }
+
+    /// `EXCLUDE CURRENT ROW` at the end of an `OVER (..)` reaches the binder as the specification's name,
+    /// in each window of a statement; elsewhere it stays and `sqlparser` refuses it.
+    #[test]
+    fn a_frame_exclusion_is_carried_as_the_windows_name() {
+        let sql = "select sum(a) over (partition by b order by c rows 2 preceding exclude current row), \
+                   max(a) over (partition by b order by c rows between 1 preceding and 1 following \
+                   exclude current row), lag(a) over (partition by b order by c) from t";
+        let marked = mark_frame_exclusions(sql).expect("two exclusions");
+        assert_eq!(marked.matches(EXCLUDE_CURRENT_ROW).count(), 2, "{marked}");
+        assert!(
+            !marked.to_lowercase().contains(" exclude current row)"),
+            "{marked}"
+        );
+        assert!(parse_one(sql).is_ok());
+        assert_eq!(mark_frame_exclusions("select a from t"), None);
+        let elsewhere = "select a from t exclude current row";
+        assert_eq!(mark_frame_exclusions(elsewhere), None);
+        assert!(parse_one(elsewhere).is_err());
     }
 
     /// A relation named `table` (RisingWave's `snapshot_amplification.slt`) is inserted into, read and dropped.

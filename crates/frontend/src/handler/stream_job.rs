@@ -316,11 +316,13 @@ impl Session {
         Ok((plan, binder.depends_on))
     }
 
-    /// `EXPLAIN [(options)] statement`: the plan, one line a row; names are not checked.
+    /// `EXPLAIN [(options)] statement`: the plan, one line a row; names are not checked. `eowc`: the
+    /// materialized view's `EMIT ON WINDOW CLOSE`, which the statement's text had.
     pub(crate) fn explain(
         &self,
         statement: &Statement,
         options: Option<&[UtilityOption]>,
+        eowc: bool,
     ) -> Result<Output, SqlError> {
         let distsql = options
             .unwrap_or_default()
@@ -333,7 +335,7 @@ impl Session {
             }
             Statement::CreateView(cv) if cv.materialized => {
                 let renames: Vec<String> = cv.columns.iter().map(|c| ident(&c.name)).collect();
-                let (plan, _) = self.stream_plan(&cv.query, &renames, false)?;
+                let (plan, _) = self.stream_plan(&cv.query, &renames, eowc)?;
                 let mut lines = explain_stream(&plan);
                 if distsql {
                     lines.extend(crate::planner::explain::explain_stream_fragments(&plan));

@@ -187,8 +187,9 @@ fn stream_line(p: &StreamPlan) -> String {
             stream_dynamic_filter_line(p, *key, *comparator)
         }
         StreamOp::Now => "StreamNow { output: [now] }".into(),
-        StreamOp::OverWindow { calls, .. } => format!(
-            "StreamOverWindow {{ window_functions: [{}] }}",
+        StreamOp::OverWindow { calls, eowc, .. } => format!(
+            "Stream{}OverWindow {{ window_functions: [{}] }}",
+            if *eowc { "Eowc" } else { "" },
             fmt_list(calls.iter().map(|c| format!("{:?}", c.kind).to_lowercase()))
         ),
         StreamOp::EowcSort { sort_column } => format!(

@@ -145,6 +145,8 @@ pub enum StreamOp {
         calls: Vec<epochlab_common::expr_node::WindowFuncCall>,
         partition_by: Vec<usize>,
         order_by: Vec<(usize, OrderType)>,
+        /// RisingWave's `StreamEowcOverWindow` (set by [`over_window_on_window_close`]).
+        eowc: bool,
     },
     Materialize {
         pk: Vec<usize>,
@@ -326,7 +328,10 @@ pub fn plan_materialize_eowc(
     eowc: bool,
 ) -> Result<StreamPlan, SqlError> {
     let mut body = plan_root_input(plan, names, upstreams)?;
-    if eowc && !watermark::agg_on_window_close(&mut body, upstreams)? {
+    if eowc
+        && !watermark::agg_on_window_close(&mut body, upstreams)?
+        && !watermark::over_window_on_window_close(&mut body, upstreams)?
+    {
         body = enforce_eowc(body, upstreams)?;
     }
     let (pk, dist) = (body.stream_key.clone(), body.dist.clone());
@@ -979,6 +984,7 @@ fn over_window_one(
         calls: calls.iter().map(|c| c.func.clone()).collect(),
         partition_by,
         order_by: first.order_by.clone(),
+        eowc: false,
     };
     let window = StreamPlan {
         op,
@@ -1318,6 +1324,7 @@ pub fn is_append_only(plan: &StreamPlan, up: &dyn UpstreamReader) -> Result<bool
         StreamOp::TemporalJoin { .. } => is_append_only(&plan.inputs[0], up)?,
         StreamOp::Values { .. }
         | StreamOp::EowcSort { .. }
+        | StreamOp::OverWindow { eowc: true, .. }
         | StreamOp::HashAgg { eowc: Some(_), .. } => true,
         StreamOp::RowIdGen { .. }
         | StreamOp::Project { .. }

@@ -465,6 +465,7 @@ fn over_window_graph(
         order_by,
         stream_key: input_key,
         state_table,
+        emit_on_window_close: false,
         input: Box::new(StreamNode::Exchange { upstream: 1 }),
     };
     let project = StreamNode::Project {

@@ -187,13 +187,20 @@ fn stream_node(
             calls,
             partition_by,
             order_by,
+            eowc,
         } => StreamNode::OverWindow {
             calls: calls.clone(),
             partition_by: partition_by.clone(),
             order_by: order_by.clone(),
             stream_key: plan.inputs[0].stream_key.clone(),
+            emit_on_window_close: *eowc,
+            // The EOWC one stores input rows only; the general one each row with its values.
             state_table: epochlab_common::plan::top_n_table(
-                &plan.types,
+                if *eowc {
+                    &plan.inputs[0].types
+                } else {
+                    &plan.types
+                },
                 partition_by,
                 order_by,
                 &plan.inputs[0].stream_key,

@@ -9,6 +9,7 @@ use epochlab_common::plan::ProjectSetSelectItem;
 
 use super::{Dist, StreamOp, StreamPlan, UpstreamReader};
 use crate::error::SqlError;
+use crate::scalar::OrderType;
 
 /// The output columns of `plan` with a watermark, ascending.
 pub fn watermark_columns(
@@ -120,6 +121,59 @@ pub fn agg_on_window_close(
         }
         _ => Ok(false),
     }
+}
+
+/// Make the over window at the top of `plan` (under projections, filters and exchanges) emit on window
+/// close, as RisingWave's `LogicalOverWindow::to_stream` in that mode: one ascending order column that
+/// carries a watermark, an append-only input sorted on it by an `EowcSort` (hashed by the partition key as
+/// the window is), every call over the same partition and order; whether there was an over window.
+pub fn over_window_on_window_close(
+    plan: &mut StreamPlan,
+    up: &dyn UpstreamReader,
+) -> Result<bool, SqlError> {
+    let invalid = |why: &str| Err(SqlError::Invalid(why.into()));
+    let order = match &plan.op {
+        StreamOp::Project { .. } | StreamOp::Filter { .. } | StreamOp::Exchange { .. } => {
+            return over_window_on_window_close(&mut plan.inputs[0], up);
+        }
+        StreamOp::OverWindow { order_by, .. } => order_by.clone(),
+        _ => return Ok(false),
+    };
+    if contains_over_window(&plan.inputs[0]) {
+        return invalid("All window functions must have the same PARTITION BY and ORDER BY");
+    }
+    let [(order_key, o)] = order.as_slice() else {
+        return invalid(
+            "Only support window functions order by single column and in ascending order",
+        );
+    };
+    if *o != OrderType::ascending() {
+        return invalid(
+            "Only support window functions order by single column and in ascending order",
+        );
+    }
+    if !watermark_columns(&plan.inputs[0], up)?.contains(order_key) {
+        return invalid("The column ordered by must be a watermark column");
+    }
+    if !super::is_append_only(&plan.inputs[0], up)? {
+        return Err(SqlError::NotSupported(
+            "The query cannot be executed in Emit-On-Window-Close mode.".into(),
+        ));
+    }
+    let input = plan.inputs.remove(0);
+    let (dist, key) = (input.dist.clone(), input.stream_key.clone());
+    let sort = StreamOp::EowcSort {
+        sort_column: *order_key,
+    };
+    plan.inputs.push(StreamPlan::unary(sort, input, dist, key));
+    if let StreamOp::OverWindow { eowc, .. } = &mut plan.op {
+        *eowc = true;
+    }
+    Ok(true)
+}
+
+fn contains_over_window(plan: &StreamPlan) -> bool {
+    matches!(plan.op, StreamOp::OverWindow { .. }) || plan.inputs.iter().any(contains_over_window)
 }
 
 /// `plan` as an emit-on-window-close job needs it: a plan whose output has a watermark column gets

@@ -21,14 +21,15 @@ use epochlab_state_table::StateTable;
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
-use super::{
+use super::super::{
     BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
     expect_first_barrier,
 };
 
 epochlab_common::toggle! {
-    /// A test-only mutation, no RisingWave bug: whether an over window writes its partitions' rows to its
-    /// state table. Its recovery test must catch `Skipped`: a rebuilt actor loads its partitions empty.
+    /// A test-only mutation, no RisingWave bug: whether an over window (general or EOWC) writes its
+    /// partitions' rows to its state table. Their recovery tests must catch `Skipped`: a rebuilt actor
+    /// loads its partitions empty.
     pub enum OverWindowStateWrites {
         /// Every row's insert, update and delete, as RisingWave's executor writes them.
         #[default]
@@ -288,7 +289,8 @@ impl OverWindowExecutor {
 
     #[try_stream(ok = Message, error = StreamExecutorError)]
     async fn execute_inner(mut self) {
-        let mut input = std::mem::replace(&mut self.args.input, Box::new(super::Taken)).execute();
+        let mut input =
+            std::mem::replace(&mut self.args.input, Box::new(super::super::Taken)).execute();
         let first = expect_first_barrier(&mut input, "OverWindow").await?;
         self.args.state_table.init_epoch(first.epoch);
         yield Message::Barrier(first);
@@ -366,7 +368,7 @@ mod tests {
         };
         OverWindowArgs {
             actor_id: ActorId(1),
-            input: Box::new(super::super::Taken),
+            input: Box::new(super::super::super::Taken),
             calls: vec![call],
             partition_by,
             order_by,
