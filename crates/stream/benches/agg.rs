@@ -135,6 +135,7 @@ fn executor(input: Vec<Message>) -> HashAggExecutor {
         stats: ExecutorStatsHandle::detached(),
         dedup_write: Default::default(),
         eowc: None,
+        debug_checks: true,
         eval: NonStrict {
             actor_id: ActorId(1),
             executor: ExprExecutor::Aggregate,

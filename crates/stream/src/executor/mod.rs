@@ -163,6 +163,21 @@ pub enum StreamExecutorError {
         pk: epochlab_common::OwnedRow,
         detail: &'static str,
     },
+    /// A hash join's cached entry refused a change: an insert of a pk it holds, a delete of one it does not
+    /// (RisingWave's `JoinEntryError` with its `error_context`).
+    #[error(
+        "{source}: join key: {join_key:?}, pk: {pk:?}, row: {row:?}, state_table_id: {table_id}"
+    )]
+    JoinEntry {
+        source: hash_join::join_hash_map::JoinEntryError,
+        join_key: epochlab_common::OwnedRow,
+        pk: epochlab_common::OwnedRow,
+        row: epochlab_common::OwnedRow,
+        table_id: epochlab_common::TableId,
+    },
+    /// An aggregation group's row count went below zero (RisingWave's panic in a debug build).
+    #[error("row count should be non-negative: group {group:?}")]
+    NegativeRowCount { group: epochlab_common::OwnedRow },
     /// A top-N plan the executor cannot run (a limit of 0, WITH TIES with an offset, a group key where
     /// none belongs).
     #[error("top-N: {problem}")]
@@ -252,6 +267,8 @@ impl StreamExecutorError {
             | Self::BackfillStatesDiffer { .. }
             | Self::DedupUnderflow { .. }
             | Self::JoinDegreeMismatch { .. }
+            | Self::JoinEntry { .. }
+            | Self::NegativeRowCount { .. }
             | Self::RightValueMismatch { .. }
             | Self::WatermarkVnodesDiffer { .. }
             | Self::TemporalJoinCacheMiss { .. }

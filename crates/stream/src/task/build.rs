@@ -1198,6 +1198,7 @@ fn build_agg(
             .executors
             .handle(actor_id, result_table.table_id, kind),
         dedup_write: env.toggles.get::<DedupWrite>(),
+        debug_checks: env.persist_check,
         eowc: match node {
             StreamNode::HashAgg {
                 emit_on_window_close,

@@ -124,7 +124,7 @@ struct DedupEntry {
 }
 
 pub(crate) struct AggGroup {
-    key: OwnedRow,
+    pub(crate) key: OwnedRow,
     states: Vec<AggState>,
     /// The group's result-table row as written (`None`: not stored).
     stored: Option<OwnedRow>,

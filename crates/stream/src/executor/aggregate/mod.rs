@@ -82,6 +82,9 @@ pub struct AggArgs {
     /// Emit on window close: the position in the group key of the window column (RisingWave's EOWC hash
     /// aggregation); `None` emits on update.
     pub eowc: Option<usize>,
+    /// RisingWave's debug-build checks, as its ci-sim builds run (`StreamConfig::persist_check`): a group's
+    /// row count below zero is an error; a release build takes it as 0 and keeps the group's states.
+    pub debug_checks: bool,
 }
 
 impl AggArgs {
@@ -129,6 +132,7 @@ pub(crate) struct AggCore {
     dedup_write: group::DedupWrite,
     /// The window column's position in the group key, when emitting on window close.
     eowc: Option<usize>,
+    debug_checks: bool,
     /// The watermark on the window column received since the last barrier (EOWC).
     window_watermark: Option<super::Watermark>,
     /// The window watermark the closed groups were last taken out below (EOWC): a group below it is gone,
@@ -170,6 +174,7 @@ impl AggCore {
             keep_empty,
             dedup_write: args.dedup_write,
             eowc: args.eowc,
+            debug_checks: args.debug_checks,
             window_watermark: None,
             consumed: None,
         };
@@ -303,9 +308,20 @@ impl AggCore {
                 // no rows is NULL again.
                 g.reset(&self.plans);
             }
+            // A delete of a row the group never had (RisingWave's `curr_row_count`): an error in a debug
+            // build; a release build shows the group as empty and keeps its states.
+            let negative = row_count < 0;
+            if negative {
+                tracing::error!(group = ?g.key, "bad row count");
+                if self.debug_checks {
+                    return Err(StreamExecutorError::NegativeRowCount {
+                        group: g.key.clone(),
+                    });
+                }
+            }
             let keep = row_count > 0 || self.keep_empty;
             g.write(
-                keep,
+                keep || negative,
                 &mut self.result_table,
                 &mut self.dedup_tables,
                 self.dedup_write,
@@ -322,7 +338,7 @@ impl AggCore {
             }
             g.emitted = new;
             g.dirty = false;
-            if !keep {
+            if !keep && !negative {
                 emptied.push(ck.clone());
             }
         }

@@ -3,6 +3,7 @@
 //! each entry every row of the side with that key (with its degree). A miss loads the entry from the state
 //! tables; beyond its capacity the least recently used key is evicted. After a recovery the cache is empty.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
@@ -68,11 +69,11 @@ impl JoinEntryState {
         self.len() == 0
     }
 
-    /// Store `row` under `pk`, replacing a row of the same pk.
-    fn insert(&mut self, pk: CompactKey, row: JoinRow) {
+    /// Store `row` under `pk`; a row of the same pk is there already: RisingWave's `OccupiedError`.
+    fn insert(&mut self, pk: CompactKey, row: JoinRow) -> Result<(), JoinEntryError> {
         match self {
             Self::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&pk)) {
-                Ok(i) => v[i].1 = row,
+                Ok(_) => return Err(JoinEntryError::Occupied),
                 Err(i) if v.len() < SMALL_ENTRY_ROWS => v.insert(i, (pk, row)),
                 Err(_) => {
                     let mut m: BTreeMap<_, _> = std::mem::take(v).into_iter().collect();
@@ -80,13 +81,17 @@ impl JoinEntryState {
                     *self = Self::Large(m);
                 }
             },
-            Self::Large(m) => {
-                m.insert(pk, row);
-            }
+            Self::Large(m) => match m.entry(pk) {
+                Entry::Occupied(_) => return Err(JoinEntryError::Occupied),
+                Entry::Vacant(e) => {
+                    e.insert(row);
+                }
+            },
         }
+        Ok(())
     }
 
-    /// Rows are appended in pk order while an entry is loaded.
+    /// Rows are appended in pk order while an entry is loaded (a table's rows: each pk once).
     fn push_sorted(&mut self, pk: CompactKey, row: JoinRow) {
         if let Self::Small(v) = self
             && v.len() < SMALL_ENTRY_ROWS
@@ -95,20 +100,23 @@ impl JoinEntryState {
             v.push((pk, row));
             return;
         }
-        self.insert(pk, row);
+        self.insert(pk, row)
+            .expect("a table's rows have distinct pks");
     }
 
-    fn remove(&mut self, pk: &[u8]) {
-        match self {
-            Self::Small(v) => {
-                if let Ok(i) = v.binary_search_by(|(k, _)| k.as_slice().cmp(pk)) {
+    /// Take the row of `pk` out; there is none: RisingWave's `RemoveError`.
+    fn remove(&mut self, pk: &[u8]) -> Result<(), JoinEntryError> {
+        let found = match self {
+            Self::Small(v) => match v.binary_search_by(|(k, _)| k.as_slice().cmp(pk)) {
+                Ok(i) => {
                     v.remove(i);
+                    true
                 }
-            }
-            Self::Large(m) => {
-                m.remove(pk);
-            }
-        }
+                Err(_) => false,
+            },
+            Self::Large(m) => m.remove(pk).is_some(),
+        };
+        found.then_some(()).ok_or(JoinEntryError::Remove)
     }
 }
 
@@ -158,6 +166,15 @@ epochlab_common::toggle! {
         /// From the cache only.
         CacheOnly,
     }
+}
+
+/// A cached entry's check (RisingWave's `JoinEntryError`, in its words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JoinEntryError {
+    #[error("double inserting a join state entry")]
+    Occupied,
+    #[error("removing a join state entry but it is not in the cache")]
+    Remove,
 }
 
 pub struct JoinHashMap {
@@ -435,28 +452,44 @@ impl JoinHashMap {
         self
     }
 
-    /// Store a row of this side (with its degree where the side keeps degrees); a cached entry of its key
-    /// takes it too.
+    /// Store a row of this side (with its degree where the side keeps degrees): a cached entry of its key
+    /// takes it first, and must not hold its pk already (RisingWave's check, in every consistency mode).
     pub fn insert(&mut self, key: &[u8], row: &OwnedRow, degree: u64) -> StreamExecutorResult<()> {
-        self.state.insert(row)?;
-        if let Some(t) = &mut self.degree_state {
-            t.insert(&degree_row(&self.pk_indices, row, degree))?;
-        }
-        self.stats.state_rows_written(self.tables_per_row(), 0);
         if let Some(e) = self.cache.get_mut(key) {
             assert!(
                 !e.taken,
                 "a row is stored only in an entry that is not taken"
             );
             let pk = CompactKey::new(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
-            let row = row.clone();
-            e.state.insert(pk, JoinRow { row, degree });
+            let joined = JoinRow {
+                row: row.clone(),
+                degree,
+            };
+            if let Err(source) = e.state.insert(pk, joined) {
+                return Err(self.entry_error(source, row));
+            }
         }
+        self.state.insert(row)?;
+        if let Some(t) = &mut self.degree_state {
+            t.insert(&degree_row(&self.pk_indices, row, degree))?;
+        }
+        self.stats.state_rows_written(self.tables_per_row(), 0);
         Ok(())
     }
 
-    /// Remove a row of this side (`degree`: its degree, as the delete's matches counted it).
+    /// Remove a row of this side (`degree`: its degree, as the delete's matches counted it): a cached entry
+    /// of its key gives it up first, and must hold it (RisingWave's check, in every consistency mode).
     pub fn delete(&mut self, key: &[u8], row: &OwnedRow, degree: u64) -> StreamExecutorResult<()> {
+        if let Some(e) = self.cache.get_mut(key) {
+            assert!(
+                !e.taken,
+                "a row is removed only from an entry that is not taken"
+            );
+            let pk = encode_pk(&self.pk_indices, row, &mut self.pk_buf);
+            if let Err(source) = e.state.remove(pk) {
+                return Err(self.entry_error(source, row));
+            }
+        }
         if self.row_delete == JoinRowDelete::Written {
             self.state.delete(row)?;
             if let Some(t) = &mut self.degree_state {
@@ -464,15 +497,18 @@ impl JoinHashMap {
             }
         }
         self.stats.state_rows_written(0, self.tables_per_row());
-        if let Some(e) = self.cache.get_mut(key) {
-            assert!(
-                !e.taken,
-                "a row is removed only from an entry that is not taken"
-            );
-            e.state
-                .remove(encode_pk(&self.pk_indices, row, &mut self.pk_buf));
-        }
         Ok(())
+    }
+
+    /// A cache check's failure with RisingWave's context: the row's join key, pk, the row and the table.
+    fn entry_error(&self, source: JoinEntryError, row: &OwnedRow) -> StreamExecutorError {
+        StreamExecutorError::JoinEntry {
+            source,
+            join_key: row.project(&self.join_key),
+            pk: self.state.pk_of(row),
+            row: row.clone(),
+            table_id: self.state.table_id(),
+        }
     }
 
     /// One more match of a row of a taken entry.

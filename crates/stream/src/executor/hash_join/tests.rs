@@ -565,3 +565,47 @@ fn rebuilds_from_committed_state_after_a_restart() {
         restart_case(t, 2);
     }
 }
+
+/// The first error of a join over `steps` (each step its own epoch).
+fn first_error(steps: &[(SideType, Vec<(Op, OwnedRow)>)]) -> String {
+    let (left, right) = scripts(steps, 0, 1);
+    let exec = Box::new(Plan::new(JoinType::Inner).build(&node(), left, right));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut s = exec.execute();
+        while let Some(m) = s.next().await {
+            if let Err(e) = m {
+                return e.to_string();
+            }
+        }
+        panic!("the join ran to its end")
+    })
+}
+
+/// RisingWave's cache checks, in every consistency mode: a cached entry refuses an insert of a pk it holds
+/// and a delete of one it does not, naming the key, the pk, the row and the table.
+#[test]
+fn a_cached_entry_refuses_a_double_insert_and_a_missing_delete() {
+    use SideType::{Left, Right};
+    // The right row looks the left key up: its entry is cached (empty), then takes the left rows.
+    let cached = || vec![(Right, vec![ins(1, 10, 1)]), (Left, vec![ins(1, 20, 2)])];
+    let mut twice = cached();
+    twice.push((Left, vec![ins(1, 20, 2)]));
+    let e = first_error(&twice);
+    assert!(
+        e.starts_with("double inserting a join state entry: join key: "),
+        "{e}"
+    );
+    assert!(e.contains("state_table_id: 101"), "{e}");
+    let mut missing = cached();
+    missing.push((Left, vec![del(1, 30, 3)]));
+    let e = first_error(&missing);
+    assert!(
+        e.starts_with("removing a join state entry but it is not in the cache"),
+        "{e}"
+    );
+}

@@ -265,9 +265,10 @@ impl TopNCache {
         if after_middle {
             self.high.remove(key);
         } else if in_middle {
-            if self.middle.remove(key).is_some() {
-                out.push((Op::Delete, row));
-            }
+            // Emitted whether or not the cache held it, as RisingWave's cache does: a delete inside the
+            // range the view shows reaches the view.
+            self.middle.remove(key);
+            out.push((Op::Delete, row));
             self.pull_up_one(group_key, state, out)?;
         } else {
             self.low.remove(key);
@@ -321,9 +322,9 @@ impl TopNCache {
             self.high.remove(key);
             return Ok(());
         }
-        if self.middle.remove(key).is_some() {
-            out.push((Op::Delete, row));
-        }
+        // As above: emitted whether or not the cache held it.
+        self.middle.remove(key);
+        out.push((Op::Delete, row));
         if self.middle.len() >= self.limit {
             // The last rank still reaches the limit through its ties.
             return Ok(());
