@@ -9,7 +9,6 @@
 //! the windows that were closed already: they were emitted in the epoch that stored their rows.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound;
 use std::sync::Arc;
 
 use epochlab_common::expr_node::{FrameBound, WindowFuncCall, WindowFuncKind};
@@ -138,14 +137,8 @@ impl EowcOverWindowExecutor {
         if self.cache.contains_key(&key) {
             return Ok(key);
         }
-        let table = &self.args.state_table;
-        let vnode = table.compute_vnode_by_pk(&table.pk_of(row))?;
-        let prefix = row.project(&self.args.partition_by);
-        let range = (Bound::Included(prefix.clone()), Bound::Included(prefix));
-        let mut rows = VecDeque::new();
-        for stored in table.iter_with_vnode(vnode, range)? {
-            rows.push_back(stored?);
-        }
+        let rows: VecDeque<OwnedRow> =
+            super::partition_rows(&self.args.state_table, &self.args.partition_by, row)?.into();
         let emitted = self.closed(rows.len());
         self.cache.insert(key.clone(), Partition { rows, emitted });
         Ok(key)

@@ -9,7 +9,6 @@
 //! vnodes, starts with an empty cache and loads each partition when it is first touched.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::Arc;
 
 use epochlab_common::expr_node::WindowFuncCall;
@@ -151,13 +150,8 @@ impl OverWindowExecutor {
         if self.cache.contains_key(&key) {
             return Ok(key);
         }
-        let table = &self.args.state_table;
-        let vnode = table.compute_vnode_by_pk(&table.pk_of(row))?;
-        let prefix = row.project(&self.args.partition_by);
-        let range = (Bound::Included(prefix.clone()), Bound::Included(prefix));
         let mut part = Partition::new();
-        for stored in table.iter_with_vnode(vnode, range)? {
-            let stored = stored?;
+        for stored in super::partition_rows(&self.args.state_table, &self.args.partition_by, row)? {
             part.insert(self.state_key(&stored), stored);
         }
         self.cache.insert(key.clone(), part);
