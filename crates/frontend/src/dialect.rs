@@ -18,11 +18,16 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
-/// The name a window specification is given in place of the `EXCLUDE CURRENT ROW` that ends its frame
-/// (`frontend::words::mark_frame_exclusions`): `sqlparser` 0.64's `WindowFrame` has no exclusion ("TBD:
-/// EXCLUDE"), so the clause is carried to the binder as the specification's window name, quoted, which
-/// RisingWave's grammar has no place for (the binder refuses any other name in a window specification).
-pub const EXCLUDE_CURRENT_ROW: &str = "exclude current row";
+/// The names a window specification is given in place of the frame exclusion that ends its frame
+/// (`frontend::words::mark_frame_exclusions`), each the clause's words: `sqlparser` 0.64's `WindowFrame` has
+/// no exclusion ("TBD: EXCLUDE"), so the clause is carried to the binder as the specification's window name,
+/// quoted, which RisingWave's grammar has no place for (the binder refuses any other name there).
+pub const FRAME_EXCLUSIONS: [&str; 4] = [
+    "exclude current row",
+    "exclude group",
+    "exclude ties",
+    "exclude no others",
+];
 
 /// PostgreSQL's dialect with RisingWave's additions (see the module's text).
 #[derive(Debug, Default, Clone, Copy)]

@@ -41,6 +41,7 @@ use crate::session_config::SessionConfig;
 use words::{Stmt, Words, parse_one, rewrite_create_table, split_statements, unsupported_words};
 
 pub use words::SettingValue;
+pub(crate) use words::token_sql;
 
 /// The statements of a SQL text, each as its own text, as `psql -f` sends them one by one.
 pub fn statement_texts(sql: &str) -> Result<Vec<String>, SqlError> {

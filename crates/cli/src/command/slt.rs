@@ -23,7 +23,7 @@ use crate::slt::SltArgs;
 /// types, casts and expressions; queries with joins, aggregates, subqueries, CTEs and set
 /// operations at the max committed epoch; materialized views and sinks planned into fragments
 /// (project, filter, union, values, hop window, project set, hash and simple aggregation, hash
-/// joins, top-N, dynamic filters; not over windows); tables, views, indexes, sources, schemas,
+/// joins, top-N, over windows, dynamic filters); tables, views, indexes, sources, schemas,
 /// databases, users and grants,
 /// DROP ... CASCADE, ALTER ... RENAME / OWNER TO / SET SCHEMA, SHOW, DESCRIBE, every session
 /// variable; FLUSH, RECOVER, WAIT, SHOW JOBS. Anything else is `unsupported: <construct>`.

@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::{Binder, Scope, ScopeColumn, ident, unsupported};
-use crate::dialect::EXCLUDE_CURRENT_ROW;
+use crate::dialect::FRAME_EXCLUSIONS;
 use crate::error::SqlError;
 use crate::scalar::cast::{CastContext, build_cast};
 use crate::scalar::sig::build_func;
@@ -1171,10 +1171,26 @@ impl Binder<'_> {
         let ast::WindowType::WindowSpec(spec) = over else {
             return Err(unsupported("named window"));
         };
-        let exclude_current_row = match &spec.window_name {
-            None => false,
-            Some(n) if n.quote_style == Some('"') && n.value == EXCLUDE_CURRENT_ROW => true,
-            Some(_) => return Err(unsupported("named window")),
+        let exclusion = spec
+            .window_name
+            .as_ref()
+            .map(
+                |n| match FRAME_EXCLUSIONS.iter().position(|e| *e == n.value) {
+                    Some(i) if n.quote_style == Some('"') => Ok(FRAME_EXCLUSIONS[i]),
+                    _ => Err(unsupported("named window")),
+                },
+            )
+            .transpose()?;
+        // RisingWave's binder: GROUP and TIES are not built (its issue 9124); NO OTHERS is no exclusion.
+        let exclude_current_row = match exclusion {
+            None | Some("exclude no others") => false,
+            Some("exclude current row") => true,
+            Some(other) => {
+                return Err(SqlError::NotImplemented(format!(
+                    "window frame exclusion `{}` is not supported yet",
+                    other.to_uppercase()
+                )));
+            }
         };
         let frame = match &spec.window_frame {
             Some(f) => Some(Frame {
@@ -1257,13 +1273,13 @@ impl Binder<'_> {
         }
         let mut bound = |b: &ast::WindowFrameBound| -> Result<FrameBound, SqlError> {
             let mut offset = |e: &ast::Expr| -> Result<usize, SqlError> {
-                self.constant_count(e)?
+                let invalid = || {
+                    SqlError::Invalid(format!("frame offset must be a non-negative integer: {e}"))
+                };
+                self.constant_count(e)
+                    .map_err(|_| invalid())?
                     .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| {
-                        SqlError::Invalid(format!(
-                            "frame offset must be a non-negative integer: {e}"
-                        ))
-                    })
+                    .ok_or_else(invalid)
             };
             Ok(match b {
                 ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,

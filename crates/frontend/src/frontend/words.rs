@@ -10,7 +10,7 @@ use sqlparser::tokenizer::{Span, Token, Tokenizer, Whitespace, Word};
 use epochlab_common::{Datum, ScalarImpl};
 
 use super::positive_u32;
-use crate::dialect::{EXCLUDE_CURRENT_ROW, RisingWaveDialect};
+use crate::dialect::{FRAME_EXCLUSIONS, RisingWaveDialect};
 use crate::error::SqlError;
 
 /// `sqlparser`'s reading of one statement.
@@ -66,12 +66,12 @@ fn quote_table_names(text: &str) -> Option<String> {
                 Some(Keyword::FROM | Keyword::JOIN | Keyword::INTO | Keyword::UPDATE)
             );
     }
-    quoted.then(|| tokens.iter().map(Token::to_string).collect())
+    quoted.then(|| tokens.iter().map(token_sql).collect())
 }
 
 /// `f(..) OVER (.. ROWS .. EXCLUDE CURRENT ROW)` rewritten as `f(..) OVER ("exclude current row" .. ROWS ..)`
-/// ([`EXCLUDE_CURRENT_ROW`]) wherever the three words end the parentheses opened after `OVER`; `None` when
-/// there is none. Any other `EXCLUDE` stays, and `sqlparser` refuses it as before.
+/// ([`FRAME_EXCLUSIONS`]: also `GROUP`, `TIES` and `NO OTHERS`) wherever the clause ends the parentheses
+/// opened after `OVER`; `None` when there is none. Any other `EXCLUDE` stays, and `sqlparser` refuses it.
 fn mark_frame_exclusions(text: &str) -> Option<String> {
     if !text
         .as_bytes()
@@ -90,7 +90,8 @@ fn mark_frame_exclusions(text: &str) -> Option<String> {
     };
     // Each open parenthesis: its token, and whether `OVER` opened it.
     let mut open: Vec<(usize, bool)> = Vec::new();
-    let mut marked: Vec<usize> = Vec::new();
+    // Each `OVER (` given a name, and the name.
+    let mut marked: Vec<(usize, String)> = Vec::new();
     let mut dropped = vec![false; tokens.len()];
     for (n, &i) in significant.iter().enumerate() {
         match &tokens[i] {
@@ -103,22 +104,25 @@ fn mark_frame_exclusions(text: &str) -> Option<String> {
             }
             _ => {}
         }
-        let clause = significant
-            .get(n..n + 4)
-            .map(|w| (keyword(w[0]), keyword(w[1]), keyword(w[2]), &tokens[w[3]]));
         let ends_over = matches!(open.last(), Some((_, true)));
-        if ends_over
-            && clause
-                == Some((
-                    Some(Keyword::EXCLUDE),
-                    Some(Keyword::CURRENT),
-                    Some(Keyword::ROW),
-                    &Token::RParen,
-                ))
-        {
-            let end = significant[n + 3];
+        if !ends_over || keyword(i) != Some(Keyword::EXCLUDE) {
+            continue;
+        }
+        // `EXCLUDE` then one or two words, then the `)` that closes `OVER (`.
+        let clause = (2..=3).find_map(|len| {
+            let words = significant.get(n..n + len)?;
+            let closes = significant
+                .get(n + len)
+                .is_some_and(|&c| tokens[c] == Token::RParen);
+            let text: Vec<String> = words.iter().map(|&w| tokens[w].to_string()).collect();
+            let name = text.join(" ").to_lowercase();
+            (closes && FRAME_EXCLUSIONS.contains(&name.as_str())).then_some((name, len))
+        });
+        if let Some((name, len)) = clause {
+            let end = significant[n + len];
             dropped[i..end].iter_mut().for_each(|d| *d = true);
-            marked.push(open.last().expect("inside OVER's parentheses").0);
+            let over = open.last().expect("inside OVER's parentheses").0;
+            marked.push((over, name));
         }
     }
     if marked.is_empty() {
@@ -129,12 +133,24 @@ fn mark_frame_exclusions(text: &str) -> Option<String> {
         if dropped[i] {
             continue;
         }
-        out.push_str(&t.to_string());
-        if marked.contains(&i) {
-            out.push_str(&format!("\"{EXCLUDE_CURRENT_ROW}\" "));
+        out.push_str(&token_sql(t));
+        if let Some((_, name)) = marked.iter().find(|(at, _)| *at == i) {
+            out.push_str(&format!("\"{name}\" "));
         }
     }
     Some(out)
+}
+
+/// A token as SQL that reads back as the same token: `sqlparser` prints a string literal or a quoted name
+/// without doubling the quote inside it (`'a''b'`, read as `a'b`, would print as `'a'b'`).
+pub(crate) fn token_sql(t: &Token) -> String {
+    match t {
+        Token::SingleQuotedString(s) => format!("'{}'", s.replace('\'', "''")),
+        Token::Word(w) if w.quote_style == Some('"') => {
+            format!("\"{}\"", w.value.replace('"', "\"\""))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// One statement of a record: its tokens and its text.
@@ -152,7 +168,7 @@ pub(super) fn split_statements(sql: &str) -> Result<Vec<Stmt>, SqlError> {
     let mut current: Vec<Token> = Vec::new();
     let mut depth = 0i32;
     let mut flush = |current: &mut Vec<Token>| {
-        let text: String = current.iter().map(|t| t.to_string()).collect();
+        let text: String = current.iter().map(token_sql).collect();
         let tokens: Vec<Token> = std::mem::take(current)
             .into_iter()
             .filter(|t| !matches!(t, Token::Whitespace(_)))
@@ -252,7 +268,7 @@ pub(super) fn rewrite_create_table(s: &Stmt) -> (String, TableSyntax) {
             i = next;
             continue;
         }
-        out.push(t[i].to_string());
+        out.push(token_sql(&t[i]));
         i += 1;
     }
     (out.join(" "), syntax)
@@ -270,7 +286,7 @@ fn strip_emit_on_window_close(t: &[Token]) -> Option<String> {
     if n < start + head.len() + tail.len() || !is(start, &head) || !is(n - tail.len(), &tail) {
         return None;
     }
-    let kept: Vec<String> = t[..n - tail.len()].iter().map(|x| x.to_string()).collect();
+    let kept: Vec<String> = t[..n - tail.len()].iter().map(token_sql).collect();
     Some(kept.join(" "))
 }
 
@@ -578,7 +594,7 @@ impl<'a> Words<'a> {
         }
         let text = self.tokens[self.pos..end]
             .iter()
-            .map(|t| t.to_string())
+            .map(token_sql)
             .collect::<Vec<_>>()
             .join(" ");
         self.pos = end;
@@ -633,7 +649,22 @@ mod tests {
                    max(a) over (partition by b order by c rows between 1 preceding and 1 following \
                    exclude current row), lag(a) over (partition by b order by c) from t";
         let marked = mark_frame_exclusions(sql).expect("two exclusions");
-        assert_eq!(marked.matches(EXCLUDE_CURRENT_ROW).count(), 2, "{marked}");
+        assert_eq!(marked.matches(FRAME_EXCLUSIONS[0]).count(), 2, "{marked}");
+        let others = "select sum(a) over (order by c rows 1 preceding exclude no others), \
+                      sum(a) over (order by c rows 1 preceding EXCLUDE Ties) from t";
+        let marked = mark_frame_exclusions(others).expect("two exclusions");
+        assert!(
+            marked.contains(r#"over ("exclude no others" order by"#),
+            "{marked}"
+        );
+        assert!(
+            marked.contains(r#"over ("exclude ties" order by"#),
+            "{marked}"
+        );
+        assert_eq!(
+            parse_one("select 'it''s'").map(|s| s.to_string()).ok(),
+            Some("SELECT 'it''s'".into())
+        );
         assert!(
             !marked.to_lowercase().contains(" exclude current row)"),
             "{marked}"

@@ -250,7 +250,7 @@ pub fn join_tokens(tokens: &[Token]) -> String {
         if !tight {
             out.push(' ');
         }
-        out.push_str(&t.to_string());
+        out.push_str(&crate::frontend::token_sql(t));
         prev = Some(t);
     }
     out

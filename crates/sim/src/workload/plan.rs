@@ -210,8 +210,8 @@ pub enum ViewQuery {
         limit: u64,
         offset: u64,
     },
-    /// `SELECT g, *, row_number() OVER w, sum(x) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
-    /// lag(x) OVER w FROM upstream WINDOW w AS (PARTITION BY g ORDER BY o)`: `g` the `partition` key of each
+    /// `SELECT g, *, row_number() OVER (w), sum(x) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+    /// lag(x) OVER (w) FROM upstream` with `w` = `PARTITION BY g ORDER BY o`: `g` the `partition` key of each
     /// row, `o` column `order`, `x` column `arg`; rows of equal `o` in the order of the upstream's pk
     /// (ascending), as RisingWave's over window keeps a partition (its state table's pk).
     OverWindow {
@@ -351,12 +351,14 @@ impl std::fmt::Display for ViewQuery {
                     Some(m) => format!("${} % {m}", partition.col),
                     None => format!("${}", partition.col),
                 };
-                let x = format!("${arg}");
+                let (x, w) = (
+                    format!("${arg}"),
+                    format!("partition by {g} order by ${order}"),
+                );
                 write!(
                     f,
-                    "select {g}, *, row_number() over w, sum({x}) over (w rows between unbounded preceding \
-                     and current row), lag({x}) over w from {upstream} window w as (partition by {g} \
-                     order by ${order})"
+                    "select {g}, *, row_number() over ({w}), sum({x}) over ({w} rows between unbounded \
+                     preceding and current row), lag({x}) over ({w}) from {upstream}"
                 )
             }
         }
