@@ -12,6 +12,19 @@ use super::{
     Watermark, expect_first_barrier,
 };
 
+epochlab_common::toggle! {
+    /// A test-only mutation, no RisingWave bug: whether the EOWC sort writes the rows it buffers to its
+    /// table. Its recovery test must catch `Skipped`: a rebuilt actor loads an empty buffer and the rows
+    /// waiting for their window are lost.
+    pub enum SortBufferWrites {
+        /// Every row buffered and taken out, as RisingWave's sort buffer writes them.
+        #[default]
+        Written,
+        /// None.
+        Skipped,
+    }
+}
+
 /// Rows per chunk of the rows a watermark releases.
 const CHUNK_SIZE: usize = 256;
 
@@ -29,6 +42,7 @@ pub struct SortExecutor {
     sort_column_index: usize,
     /// The buffered rows by their encoded pk.
     buffer: BTreeMap<Vec<u8>, OwnedRow>,
+    writes: SortBufferWrites,
 }
 
 impl SortExecutor {
@@ -49,7 +63,14 @@ impl SortExecutor {
             buffer_table,
             sort_column_index,
             buffer: BTreeMap::new(),
+            writes: SortBufferWrites::default(),
         }
+    }
+
+    /// Under a test-only mutation (see [`SortBufferWrites`]).
+    pub fn with_writes(mut self, writes: SortBufferWrites) -> Self {
+        self.writes = writes;
+        self
     }
 
     fn key(&self, row: &OwnedRow) -> Vec<u8> {
@@ -71,13 +92,18 @@ impl SortExecutor {
     fn apply_chunk(&mut self, chunk: &StreamChunk) -> StreamExecutorResult<()> {
         for (op, row) in chunk.rows() {
             let key = self.key(row);
+            let write = self.writes == SortBufferWrites::Written;
             match op {
                 Op::Insert | Op::UpdateInsert => {
-                    self.buffer_table.insert(row)?;
+                    if write {
+                        self.buffer_table.insert(row)?;
+                    }
                     self.buffer.insert(key, row.clone());
                 }
                 Op::Delete | Op::UpdateDelete => {
-                    self.buffer_table.delete(row)?;
+                    if write {
+                        self.buffer_table.delete(row)?;
+                    }
                     self.buffer.remove(&key);
                 }
             }

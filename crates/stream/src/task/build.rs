@@ -520,12 +520,10 @@ fn build_executor(
             check_vnode_count(desc, buffer_table)?;
             let table = open_checked(env, desc, buffer_table);
             let input = build!(input);
-            Box::new(SortExecutor::new(
-                actor_id,
-                input,
-                table,
-                *sort_column_index,
-            ))
+            Box::new(
+                SortExecutor::new(actor_id, input, table, *sort_column_index)
+                    .with_writes(env.toggles.get()),
+            )
         }
         StreamNode::OverWindow {
             calls,
