@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use epochlab_barrier::Barrier;
 use epochlab_common::plan::{StreamActorDesc, StreamNode, StreamScanType};
-use epochlab_common::{ActorId, Clock, EventLog, OrderType, WorkerId};
+use epochlab_common::{ActorId, Clock, EventLog, WorkerId};
 use epochlab_state_table::{StateTable, StateTableOptions, StorageTable};
 use epochlab_storage::{Accessor, NodeStorage, OpConsistencyLevel};
 use tokio::sync::mpsc;
@@ -20,9 +20,7 @@ use crate::executor::aggregate::group::DedupWrite;
 use crate::executor::backfill::arrangement_backfill::BackfillVnode;
 use crate::executor::backfill::output::ScanOutputExecutor;
 use crate::executor::hash_join::join_hash_map::JoinRowDelete;
-use crate::executor::over_window::{
-    EowcOverWindowArgs, EowcOverWindowExecutor, OverWindowArgs, OverWindowExecutor,
-};
+use crate::executor::over_window::{EowcOverWindowExecutor, OverWindowArgs, OverWindowExecutor};
 use crate::executor::temporal_join::{TEMPORAL_JOIN_CACHE_CAPACITY, TemporalJoinReadEpoch};
 use crate::executor::top_n::state::TopNRowDelete;
 use crate::executor::watermark_filter::{WatermarkPersist, WatermarkRecovery};
@@ -531,7 +529,7 @@ fn build_executor(
             order_by,
             stream_key,
             state_table,
-            emit_on_window_close: true,
+            emit_on_window_close,
             input,
         } => {
             check_vnode_count(desc, state_table)?;
@@ -541,37 +539,6 @@ fn build_executor(
                 actor: actor_id,
                 source,
             };
-            let order_key = match order_by.as_slice() {
-                [(c, o)] if *o == OrderType::ascending() => *c,
-                _ => {
-                    let problem = "an EOWC over window orders by one column, ascending";
-                    return Err(bad(StreamExecutorError::OverWindowPlan { problem }));
-                }
-            };
-            let args = EowcOverWindowArgs {
-                actor_id,
-                input,
-                calls: calls.clone(),
-                partition_by: partition_by.clone(),
-                order_key,
-                stream_key: stream_key.clone(),
-                state_table,
-                state_writes: env.toggles.get(),
-            };
-            Box::new(EowcOverWindowExecutor::new(args).map_err(bad)?)
-        }
-        StreamNode::OverWindow {
-            calls,
-            partition_by,
-            order_by,
-            stream_key,
-            state_table,
-            emit_on_window_close: false,
-            input,
-        } => {
-            check_vnode_count(desc, state_table)?;
-            let state_table = open_checked(env, desc, state_table);
-            let input = build!(input);
             let args = OverWindowArgs {
                 actor_id,
                 input,
@@ -582,11 +549,11 @@ fn build_executor(
                 state_table,
                 state_writes: env.toggles.get(),
             };
-            let bad = |source| BuildError::BadPlan {
-                actor: actor_id,
-                source,
-            };
-            Box::new(OverWindowExecutor::new(args).map_err(bad)?)
+            if *emit_on_window_close {
+                Box::new(EowcOverWindowExecutor::new(args).map_err(bad)?)
+            } else {
+                Box::new(OverWindowExecutor::new(args).map_err(bad)?)
+            }
         }
         _ => build_stateless(env, desc, node, generation, barrier_rx, barrier_manager)?,
     })

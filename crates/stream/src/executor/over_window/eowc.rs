@@ -13,35 +13,18 @@ use std::sync::Arc;
 
 use epochlab_common::expr_node::{FrameBound, WindowFuncCall, WindowFuncKind};
 use epochlab_common::memcmp::encode_row_to_vec;
-use epochlab_common::{
-    ActorId, Bitmap, Datum, Op, OrderType, OwnedRow, StreamChunk, StreamChunkBuilder,
-};
-use epochlab_state_table::StateTable;
+use epochlab_common::{Bitmap, Datum, Op, OrderType, OwnedRow, StreamChunk, StreamChunkBuilder};
 use futures::StreamExt;
 use futures_async_stream::try_stream;
 
 use super::super::{
-    BoxedExecutor, BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
+    BoxedMessageStream, Execute, Message, StreamExecutorError, StreamExecutorResult,
     expect_first_barrier,
 };
-use super::OverWindowStateWrites;
+use super::{OverWindowArgs, OverWindowStateWrites};
 
 /// Rows per output chunk.
 const CHUNK_SIZE: usize = 256;
-
-pub struct EowcOverWindowArgs {
-    pub actor_id: ActorId,
-    pub input: BoxedExecutor,
-    pub calls: Vec<WindowFuncCall>,
-    pub partition_by: Vec<usize>,
-    /// The one order column, ascending, with a watermark.
-    pub order_key: usize,
-    /// The input's stream key.
-    pub stream_key: Vec<usize>,
-    /// The input's columns; pk the partition key, the order key, then the stream key.
-    pub state_table: StateTable,
-    pub state_writes: OverWindowStateWrites,
-}
 
 /// A partition's rows still needed, in order, and how many of them were emitted.
 #[derive(Default)]
@@ -51,7 +34,9 @@ struct Partition {
 }
 
 pub struct EowcOverWindowExecutor {
-    args: EowcOverWindowArgs,
+    args: OverWindowArgs,
+    /// The one order column (ascending, with a watermark).
+    order_key: usize,
     /// Rows before a window's current row that some call reads (`None`: back to the partition's first).
     preceding: Option<usize>,
     /// Rows after it that some call reads (`None`: to the partition's last: the window never closes).
@@ -88,14 +73,19 @@ fn wider(a: Option<usize>, b: Option<usize>) -> Option<usize> {
 }
 
 impl EowcOverWindowExecutor {
-    /// The executor, or why its plan cannot run: the state table's columns are the input's, its pk starts
-    /// with the partition key then the order key, and keys and arguments read input columns.
-    pub fn new(args: EowcOverWindowArgs) -> StreamExecutorResult<Self> {
+    /// The executor, or why its plan cannot run: one order column, ascending; the state table's columns are
+    /// the input's, its pk starts with the partition key then the order key, and keys and arguments read
+    /// input columns. The plan's fields are the general over window's (`OverWindowArgs`).
+    pub fn new(args: OverWindowArgs) -> StreamExecutorResult<Self> {
         let desc = args.state_table.desc().clone();
         let bad = |problem| Err(StreamExecutorError::OverWindowPlan { problem });
+        let order_key = match args.order_by.as_slice() {
+            [(c, o)] if *o == OrderType::ascending() => *c,
+            _ => return bad("an EOWC over window orders by one column, ascending"),
+        };
         let width = desc.column_types.len();
         let mut key = args.partition_by.clone();
-        key.push(args.order_key);
+        key.push(order_key);
         if desc.pk_indices.get(..key.len()) != Some(&key[..]) {
             return bad("the state table's pk does not start with the partition and order keys");
         }
@@ -111,6 +101,7 @@ impl EowcOverWindowExecutor {
         }
         Ok(Self {
             partition_orders: vec![OrderType::ascending(); args.partition_by.len()],
+            order_key,
             preceding,
             following,
             args,
@@ -188,7 +179,7 @@ impl EowcOverWindowExecutor {
             return Ok(Vec::new());
         }
         let rows = part.rows.make_contiguous();
-        let order_by = [(self.args.order_key, OrderType::ascending())];
+        let order_by = [(self.order_key, OrderType::ascending())];
         let mut columns = Vec::with_capacity(self.args.calls.len());
         for (i, call) in self.args.calls.iter().enumerate() {
             let values = epochlab_expr::window::eval_partition(call, &order_by, rows)

@@ -122,8 +122,7 @@ impl OverWindowExecutor {
 
     /// A row's place in its partition: its encoded state-table pk.
     fn state_key(&self, row: &OwnedRow) -> Vec<u8> {
-        let table = &self.args.state_table;
-        encode_row_to_vec(&table.pk_of(row), &table.desc().pk_orders)
+        state_key_of(&self.args.state_table, row)
     }
 
     fn stream_key(&self, row: &OwnedRow) -> Vec<u8> {
@@ -221,6 +220,10 @@ impl OverWindowExecutor {
                 v.push(d);
             }
         }
+        // Each change written as it is found: a row that keeps its place as an update, one whose order key
+        // moved it as a delete and an insert, a gone row as a delete.
+        let write = self.args.state_writes == OverWindowStateWrites::Written;
+        let table = &mut self.args.state_table;
         let mut records = Vec::new();
         for ((state_key, row), v) in part.iter_mut().zip(values) {
             if let Some(sk) = t.added.remove(state_key) {
@@ -229,14 +232,28 @@ impl OverWindowExecutor {
                 match t.removed.remove(&sk) {
                     Some(prev) if prev == new => {}
                     Some(prev) => {
+                        if write && state_key_of(table, &prev) == *state_key {
+                            table.update(&prev, &new)?;
+                        } else if write {
+                            table.delete(&prev)?;
+                            table.insert(&new)?;
+                        }
                         records.push((Op::UpdateDelete, prev));
                         records.push((Op::UpdateInsert, new));
                     }
-                    None => records.push((Op::Insert, new)),
+                    None => {
+                        if write {
+                            table.insert(&new)?;
+                        }
+                        records.push((Op::Insert, new));
+                    }
                 }
             } else if row.datums()[width..] != v[..] {
                 let prev = row.clone();
                 *row = OwnedRow::new(row.datums()[..width].iter().cloned().chain(v).collect());
+                if write {
+                    table.update(&prev, row)?;
+                }
                 records.push((Op::UpdateDelete, prev));
                 records.push((Op::UpdateInsert, row.clone()));
             }
@@ -244,41 +261,15 @@ impl OverWindowExecutor {
         if part.is_empty() {
             self.cache.remove(key);
         }
-        let mut deletes: Vec<(Op, OwnedRow)> = std::mem::take(&mut t.removed)
-            .into_values()
-            .map(|gone| (Op::Delete, gone))
-            .collect();
-        self.write(&deletes)?;
-        self.write(&records)?;
-        deletes.append(&mut records);
-        Ok(deletes)
-    }
-
-    /// Output records written to the state table: an update pair whose row keeps its place as an update,
-    /// else a delete and an insert (a row whose order key changed has a new place).
-    fn write(&mut self, records: &[(Op, OwnedRow)]) -> StreamExecutorResult<()> {
-        if self.args.state_writes == OverWindowStateWrites::Skipped {
-            return Ok(());
-        }
-        let table = &mut self.args.state_table;
-        let pairs = |(a, _): &(Op, OwnedRow), (b, _): &(Op, OwnedRow)| {
-            *a == Op::UpdateDelete && *b == Op::UpdateInsert
-        };
-        for group in records.chunk_by(pairs) {
-            match group {
-                [(_, prev), (_, new)] if table.pk_of(prev) == table.pk_of(new) => {
-                    table.update(prev, new)?;
-                }
-                [(_, prev), (_, new)] => {
-                    table.delete(prev)?;
-                    table.insert(new)?;
-                }
-                [(Op::Delete, row)] => table.delete(row)?,
-                [(_, row)] => table.insert(row)?,
-                _ => unreachable!("chunk_by groups an update's two records or one record"),
+        let mut out = Vec::with_capacity(t.removed.len() + records.len());
+        for gone in t.removed.into_values() {
+            if write {
+                table.delete(&gone)?;
             }
+            out.push((Op::Delete, gone));
         }
-        Ok(())
+        out.append(&mut records);
+        Ok(out)
     }
 
     #[try_stream(ok = Message, error = StreamExecutorError)]
@@ -315,6 +306,11 @@ impl OverWindowExecutor {
         self.cache.clear();
         Ok(())
     }
+}
+
+/// `row`'s encoded pk in `table`.
+fn state_key_of(table: &StateTable, row: &OwnedRow) -> Vec<u8> {
+    encode_row_to_vec(&table.pk_of(row), &table.desc().pk_orders)
 }
 
 impl Execute for OverWindowExecutor {

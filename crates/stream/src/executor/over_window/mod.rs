@@ -5,7 +5,7 @@
 pub mod eowc;
 pub mod general;
 
-pub use eowc::{EowcOverWindowArgs, EowcOverWindowExecutor};
+pub use eowc::EowcOverWindowExecutor;
 pub use general::{OverWindowArgs, OverWindowExecutor, OverWindowStateWrites};
 
 use std::ops::Bound;
