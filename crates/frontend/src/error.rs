@@ -2,6 +2,8 @@
 
 use epochlab_meta::DdlError;
 
+use crate::catalog::CatalogError;
+
 /// An error of one SQL statement, as the client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SqlError {
@@ -107,6 +109,16 @@ pub enum CatalogProblem {
 }
 
 impl SqlError {
+    /// Meta's answer to a DDL: a refused catalog change, or a meta that does not answer, is the catalog's
+    /// error, as the front end's own catalog write gives it.
+    pub fn of_ddl(e: DdlError) -> Self {
+        match e {
+            DdlError::Catalog(e) => SqlError::CatalogError(e),
+            DdlError::MetaUnavailable => SqlError::CatalogError(CatalogError::MetaUnavailable),
+            e => SqlError::Ddl(e),
+        }
+    }
+
     /// The error's kind in a few words (what `epochlab corpus` counts a file's unexpected error by).
     pub fn kind(&self) -> &'static str {
         match self {

@@ -57,6 +57,9 @@ const WAIT_BUDGET: Duration = Duration::from_secs(3600);
 /// How long `RECOVER` waits for the recovery it starts (virtual time).
 const RECOVER_BUDGET: Duration = Duration::from_secs(600);
 
+/// How often a DDL's wait for its catalog version looks again (virtual time).
+const WAIT_VERSION_POLL: Duration = Duration::from_millis(10);
+
 /// The name of the hidden row id column of a table without a primary key (RisingWave's).
 pub const ROW_ID: &str = "_row_id";
 
@@ -373,6 +376,17 @@ impl Session {
             "a frontend's catalog is behind the version its own DDL committed"
         );
         Ok(out)
+    }
+
+    /// Wait until the catalog this session reads has `version` (RisingWave's frontend `wait_version`): a
+    /// DDL answers its client once the client's next statement sees what it did. A frontend killed
+    /// meanwhile ends the wait with its connection.
+    pub(crate) async fn wait_version(&self, version: NotificationVersion) -> Result<(), SqlError> {
+        while self.catalog_version() < version {
+            self.check_connected()?;
+            tokio::time::sleep(WAIT_VERSION_POLL).await;
+        }
+        Ok(())
     }
 
     /// Set the front end's definition of job `name` in the catalog (replacing one of that name).

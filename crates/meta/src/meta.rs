@@ -59,6 +59,9 @@ pub struct MetaConfig {
     pub sink_decoupled_from_backfill: bool,
     /// Which store meta keeps its rows in.
     pub store: crate::store::MetaBackend,
+    /// The CREATE of a streaming job is one request meta runs in a task of its own
+    /// (`crate::ddl_controller`); off, the front end's several requests (until the switch flips).
+    pub ddl_in_meta: bool,
 }
 
 impl Default for MetaConfig {
@@ -72,6 +75,7 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
+            ddl_in_meta: false,
         }
     }
 }
@@ -113,6 +117,9 @@ pub enum DdlError {
         #[source]
         source: RpcError,
     },
+    /// The DDL's catalog change was refused (a name taken, say), in the catalog's words.
+    #[error(transparent)]
+    Catalog(crate::sql_catalog::CatalogError),
     /// A reschedule's bitmaps do not partition the job's vnodes among its actors.
     #[error("{0}")]
     BadAssignment(#[from] crate::reschedule::BadAssignment),
@@ -348,6 +355,8 @@ pub(crate) struct MetaInner {
     pub killed: std::sync::atomic::AtomicBool,
     /// Its first recovery (the bootstrap) has marked the cluster ready.
     pub bootstrapped: std::sync::atomic::AtomicBool,
+    /// The tasks meta runs its DDL in (`MetaNode::run_command`), which its kill ends.
+    pub ddl_tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -365,6 +374,13 @@ impl MetaInner {
         )]);
         self.persistence.commit_ids(&lock(&self.ids));
         self.persistence.commit_cluster(&lock(&self.cluster));
+    }
+
+    /// Keep `task` among meta's DDL tasks (those finished are let go), so that a kill ends it.
+    pub(crate) fn own_task(&self, task: tokio::task::AbortHandle) {
+        let mut tasks = lock(&self.ddl_tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
     }
 
     fn is_killed(&self) -> bool {
@@ -822,6 +838,7 @@ impl MetaNode {
             reschedule_lock: tokio::sync::RwLock::new(()),
             killed: std::sync::atomic::AtomicBool::new(false),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
+            ddl_tasks: Mutex::default(),
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
@@ -859,6 +876,9 @@ impl MetaNode {
         inner.hummock.set_compaction_paused(true);
         inner.scheduler.abort_and_mark_blocked("meta is stopped");
         inner.tracker().drain(CreateAborted::MetaStopped);
+        for task in lock(&inner.ddl_tasks).drain(..) {
+            task.abort();
+        }
         event!(inner.log, "kill meta", "term={}", inner.persistence.term());
     }
 
@@ -1102,7 +1122,7 @@ impl MetaNode {
     }
 
     /// A request reaches a live meta only (a killed meta's scheduler holds drops, say, for ever).
-    fn alive(&self) -> Result<(), DdlError> {
+    pub(crate) fn alive(&self) -> Result<(), DdlError> {
         match self.is_killed() {
             true => Err(DdlError::MetaUnavailable),
             false => Ok(()),

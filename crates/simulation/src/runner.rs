@@ -85,6 +85,8 @@ pub struct SltParams {
     pub checkpoint_frequency: u32,
     /// RisingWave's debug-build checks (see `epochlab repro --persist-check`).
     pub persist_check: bool,
+    /// A streaming job's CREATE as one request meta runs whole (`MetaConfig::ddl_in_meta`).
+    pub ddl_in_meta: bool,
 }
 
 impl Default for SltParams {
@@ -102,6 +104,7 @@ impl Default for SltParams {
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
             persist_check: true,
+            ddl_in_meta: false,
         }
     }
 }
@@ -638,6 +641,7 @@ async fn start_cluster(
     config.compactor_nodes = p.topology.compactor_nodes;
     // RisingWave's sinks at f21fb9b7915: created at their first barrier, backfilling after.
     config.meta.sink_decoupled_from_backfill = true;
+    config.meta.ddl_in_meta = p.ddl_in_meta;
     let config = match p.runner {
         // The engine of the 2024 runner's CI: backfill rate limits in a flow-control executor.
         RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),

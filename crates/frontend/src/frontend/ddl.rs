@@ -248,6 +248,19 @@ impl Session {
         };
         let mut shown = cv.clone();
         shown.if_not_exists = false;
+        if self.cluster().meta().config().ddl_in_meta {
+            let mut relation = self.job_relation(
+                &target,
+                CatalogKind::MaterializedView,
+                listed_columns(&def),
+                Vec::new(),
+                &shown.to_string(),
+                self.job_dependencies(upstream, &cv.query),
+            )?;
+            self.with_upstream_key(&mut relation, upstream);
+            let job = epochlab_meta::StreamingJob::MaterializedView { upstream };
+            return self.create_in_meta(relation, def, job, options).await;
+        }
         let id = self.register_job_in(
             &target,
             CatalogKind::MaterializedView,

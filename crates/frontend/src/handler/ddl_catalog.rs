@@ -678,6 +678,16 @@ impl Session {
         })
     }
 
+    /// [`Session::list_upstream_key`] on a row not yet in the catalog, from this frontend's catalog.
+    pub fn with_upstream_key(&self, r: &mut RelationCatalog, upstream: epochlab_common::TableId) {
+        let catalog = self.catalog();
+        if let Some(up) = catalog.relations().find(|x| x.table_id == Some(upstream))
+            && r.pk.is_empty()
+        {
+            add_stream_key(r, up);
+        }
+    }
+
     /// Meta's answer to the `CREATE` of the job listed as `id`.
     pub fn job_created<T, E>(
         &self,

@@ -3,7 +3,9 @@
 
 use epochlab_common::plan::StreamScanType;
 use epochlab_common::{DataType, TableId};
-use epochlab_meta::{BACKFILL_CHUNK_SIZE, JobOptions, RelationKind};
+use epochlab_meta::{
+    BACKFILL_CHUNK_SIZE, CreateStreamingJob, DdlCommand, JobOptions, RelationKind, StreamingJob,
+};
 use sqlparser::ast::{self, Query, Statement, UtilityOption};
 
 use crate::binder::Binder;
@@ -125,12 +127,50 @@ impl Session {
         depends_on: Vec<u32>,
         view_query: Option<String>,
     ) -> Result<u32, SqlError> {
+        let r = self.job_relation(target, kind, columns, pk, definition, depends_on)?;
+        let r = RelationCatalog { view_query, ..r };
+        Ok(self.catalog_write(|c| c.create_relation(r))?)
+    }
+
+    /// The catalog row of a new job in `target`'s schema, depending on `depends_on` (its id is meta's to
+    /// give).
+    pub(crate) fn job_relation(
+        &self,
+        target: &CreationTarget,
+        kind: CatalogKind,
+        columns: Vec<ColumnCatalog>,
+        pk: Vec<usize>,
+        definition: &str,
+        depends_on: Vec<u32>,
+    ) -> Result<RelationCatalog, SqlError> {
         let mut r =
             crate::handler::relation_for_job(self, kind, &target.name, columns, pk, definition)?;
         r.schema = target.schema.clone();
         r.depends_on = depends_on;
-        r.view_query = view_query;
-        Ok(self.catalog_write(|c| c.create_relation(r))?)
+        Ok(r)
+    }
+
+    /// A streaming job's CREATE as one request meta runs whole (`MetaConfig::ddl_in_meta`): its catalog
+    /// row, definition and job sent together; answered once this frontend's catalog has the version meta's
+    /// last commit of it took.
+    pub(crate) async fn create_in_meta(
+        &self,
+        relation: RelationCatalog,
+        def: Def,
+        job: StreamingJob,
+        options: JobOptions,
+    ) -> Result<Output, SqlError> {
+        self.check_writable()?;
+        let command = DdlCommand::CreateStreamingJob(Box::new(CreateStreamingJob {
+            relation,
+            def,
+            job,
+            options,
+        }));
+        let outcome = self.cluster().meta().run_command(command).await;
+        let outcome = outcome.map_err(SqlError::of_ddl)?;
+        self.wait_version(outcome.version).await?;
+        Ok(Output::Done(0))
     }
 
     /// The stream plan of a materialized view's query.
@@ -279,6 +319,25 @@ impl Session {
             _ => CatalogKind::MaterializedView,
         };
         let name = target.job.as_str();
+        if self.cluster().meta().config().ddl_in_meta {
+            let relation = self.job_relation(
+                target,
+                catalog_kind,
+                mv_listed_columns(plan),
+                job.pk,
+                &job.definition,
+                job.depends_on,
+            )?;
+            let tables = vec![table];
+            let job_spec = StreamingJob::Graph {
+                kind: job.kind,
+                graph,
+                tables,
+            };
+            return self
+                .create_in_meta(relation, job.def, job_spec, options)
+                .await;
+        }
         let id = self.register_job_in(
             target,
             catalog_kind,

@@ -1,0 +1,141 @@
+//! Meta's DDL controller (RisingWave's `DdlController`, `src/meta/src/rpc/ddl_controller.rs` at f21fb9b7915):
+//! the CREATE of a streaming job is one request, run in a task meta owns ([`MetaNode::run_command`]), so a
+//! client that goes away does not end it and a killed meta does (its tasks are aborted where they stand, and
+//! the next meta's bootstrap cleans what they left). Each step commits on its own, in RisingWave's order:
+//! the catalog row, then the job and its fragments (`Initial`), the Hummock registration, the first barrier,
+//! the fragments `Creating` and `Created`, and the catalog row linked to its job last.
+//!
+//! Behind [`crate::MetaConfig::ddl_in_meta`] (off: the front end's several requests, the path this replaces
+//! once its figures are measured).
+
+use std::sync::Arc;
+
+use epochlab_common::TableId;
+use epochlab_common::catalog::TableDesc;
+use epochlab_common::event;
+use epochlab_common::plan::StreamFragmentGraph;
+
+use crate::catalog::RelationKind;
+use crate::meta::{DdlError, JobOptions, MetaNode};
+use crate::notification::NotificationVersion;
+use crate::sql_catalog::{CatalogError, Def, RelationCatalog};
+
+/// What a streaming job's CREATE builds.
+#[derive(Clone, Debug)]
+pub enum StreamingJob {
+    /// A planned fragment graph (a view, a sink, an index's arrangement) over its one table.
+    Graph {
+        kind: RelationKind,
+        graph: StreamFragmentGraph,
+        tables: Vec<Arc<TableDesc>>,
+    },
+    /// A view of one table's rows, planned by meta (`MetaNode::create_materialized_view`).
+    MaterializedView { upstream: TableId },
+}
+
+/// `CREATE` of a streaming job, whole: its catalog row as the front end planned it (meta gives its id), the
+/// front end's definition of the job, what to build, and how.
+#[derive(Clone, Debug)]
+pub struct CreateStreamingJob {
+    pub relation: RelationCatalog,
+    pub def: Def,
+    pub job: StreamingJob,
+    pub options: JobOptions,
+}
+
+/// A DDL request meta runs whole (RisingWave's `DdlCommand`).
+#[derive(Clone, Debug)]
+pub enum DdlCommand {
+    CreateStreamingJob(Box<CreateStreamingJob>),
+}
+
+/// A DDL's answer: the job's table, and the catalog version its last commit took, which the front end waits
+/// for before it answers its client (RisingWave's `wait_version`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DdlOutcome {
+    pub table_id: Option<TableId>,
+    pub version: NotificationVersion,
+}
+
+impl MetaNode {
+    /// Run `command` in a task of meta's own and answer when it ends. A killed meta ends the task where it
+    /// stands: its client sees meta unavailable, as RisingWave's client sees a gRPC error.
+    pub async fn run_command(&self, command: DdlCommand) -> Result<DdlOutcome, DdlError> {
+        self.alive()?;
+        let meta = self.clone();
+        let task = tokio::spawn(async move { meta.run_command_in_meta(command).await });
+        self.inner.own_task(task.abort_handle());
+        match task.await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(DdlError::MetaUnavailable),
+        }
+    }
+
+    async fn run_command_in_meta(&self, command: DdlCommand) -> Result<DdlOutcome, DdlError> {
+        match command {
+            DdlCommand::CreateStreamingJob(c) => self.create_streaming_job_whole(*c).await,
+        }
+    }
+
+    /// RisingWave's `create_streaming_job`: the catalog row first (with the front end's definition), then
+    /// the job (its steps in [`MetaNode::create_job`]), then the row linked to the job's table, or taken
+    /// away with a job that failed.
+    async fn create_streaming_job_whole(
+        &self,
+        c: CreateStreamingJob,
+    ) -> Result<DdlOutcome, DdlError> {
+        let CreateStreamingJob {
+            relation,
+            def,
+            job,
+            options,
+        } = c;
+        let name = relation.job_name();
+        let (id, _) = self.catalog_write(|catalog| {
+            let id = catalog.create_relation(relation)?;
+            catalog.set_def(name.clone(), def);
+            Ok::<_, DdlError>(id)
+        })?;
+        event!(self.inner.log, "ddl", "catalog row {name} id={id}");
+        let created = match job {
+            StreamingJob::Graph {
+                kind,
+                graph,
+                tables,
+            } => {
+                self.create_streaming_job(&name, kind, graph, tables, options)
+                    .await
+            }
+            StreamingJob::MaterializedView { upstream } => {
+                self.create_materialized_view(&name, upstream, options)
+                    .await
+            }
+        };
+        match created {
+            Ok(table_id) => {
+                let ((), version) = self.catalog_write(|catalog| {
+                    if let Some(r) = catalog.relation_mut(id) {
+                        r.table_id = Some(table_id);
+                    }
+                    Ok::<_, DdlError>(())
+                })?;
+                Ok(DdlOutcome {
+                    table_id: Some(table_id),
+                    version,
+                })
+            }
+            Err(e) => {
+                // Gone already (a drop of another session) is as good.
+                let _ = self.catalog_write(|catalog| catalog.drop_relation(id, true));
+                Err(e)
+            }
+        }
+    }
+}
+
+impl From<CatalogError> for DdlError {
+    fn from(e: CatalogError) -> Self {
+        DdlError::Catalog(e)
+    }
+}

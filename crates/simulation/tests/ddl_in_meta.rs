@@ -1,0 +1,165 @@
+//! A streaming job's CREATE as one request meta runs whole (issue 56, stage 1, behind
+//! `MetaConfig::ddl_in_meta`): the files of `tests/slt/` pass with it as without it, with and without kills;
+//! a client that goes away does not end its DDL (RisingWave's DDL runs in a task of meta's); a killed meta
+//! ends the DDL, and the next meta's bootstrap leaves no half-made job.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use epochlab_frontend::catalog::CatalogError;
+use epochlab_frontend::{Output, Session, SqlError};
+use epochlab_meta::JobState;
+use epochlab_sim::{Cluster, ClusterConfig, Outcome, ReproHooks, run};
+use epochlab_simulation::{KillRoles, SltParams, run_file};
+
+fn own_files() -> Vec<PathBuf> {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt");
+    let mut files: Vec<PathBuf> = ["*.slt", "recovery/*.slt"]
+        .iter()
+        .flat_map(|p| glob::glob(&format!("{}/{p}", suite.display())).unwrap())
+        .map(Result::unwrap)
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "{files:?}");
+    files
+}
+
+fn passes(f: &Path, p: &SltParams) {
+    let r = run_file(f, p, ReproHooks::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .value;
+    assert_eq!(
+        r.outcome,
+        Outcome::Passed,
+        "{} {p:?}: {:?} {:?}",
+        f.display(),
+        r.error,
+        r.failure.map(|x| x.to_string())
+    );
+}
+
+#[test]
+fn epochlabs_own_files_pass_with_ddl_in_meta_with_and_without_kills() {
+    for f in own_files() {
+        let quiet = SltParams {
+            ddl_in_meta: true,
+            ..SltParams::default()
+        };
+        passes(&f, &quiet);
+        // Every role killed, meta too: a DDL in flight dies with its meta.
+        let killing = SltParams {
+            seed: 3,
+            kill: true,
+            kill_roles: KillRoles {
+                meta: true,
+                ..KillRoles::ALL
+            },
+            ..quiet
+        };
+        passes(&f, &killing);
+    }
+}
+
+async fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    match s.execute(sql).await.expect(sql) {
+        Output::Rows { rows, .. } => rows,
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+fn config() -> ClusterConfig {
+    let mut c = ClusterConfig::default();
+    c.meta.ddl_in_meta = true;
+    c
+}
+
+/// A table of 2,000 rows and a session whose views backfill 100 rows a second per actor.
+async fn slow_backfill(cluster: &Arc<Cluster>) -> Session {
+    let mut s = Session::new(epochlab_simulation::engine(cluster, 2));
+    s.execute(
+        "CREATE TABLE t (k int PRIMARY KEY, v int); \
+         INSERT INTO t SELECT x, x % 7 FROM generate_series(1, 2000) AS g(x); FLUSH; \
+         SET STREAMING_RATE_LIMIT = 100",
+    )
+    .await
+    .unwrap();
+    s
+}
+
+#[test]
+fn a_create_whose_client_goes_away_is_created_all_the_same() {
+    run(11, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = slow_backfill(&cluster).await;
+        let client = tokio::spawn(async move {
+            let _ = s
+                .execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+                .await;
+        });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!client.is_finished(), "the backfill takes a while");
+        client.abort();
+        let _ = client.await;
+        // The job goes on in meta and ends created, its catalog row linked to it.
+        let mut waited = Duration::ZERO;
+        let job = loop {
+            let meta = cluster.meta();
+            if let Some(r) = meta.relation_by_name("m")
+                && r.state == JobState::Created
+            {
+                break r.id;
+            }
+            assert!(waited < Duration::from_secs(60), "m is not created");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            waited += Duration::from_millis(500);
+        };
+        let row = cluster.meta().sql_catalog().catalog.clone();
+        let row = row.relations().find(|r| r.name == "m").expect("listed");
+        assert_eq!(row.table_id, Some(job));
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        assert_eq!(
+            rows(&mut s, "SELECT count(*), sum(k) FROM m").await,
+            [["2000".to_string(), "2001000".to_string()]]
+        );
+        cluster.check_recoveries(0).unwrap();
+    });
+}
+
+#[test]
+fn a_meta_killed_during_a_create_ends_it_and_its_bootstrap_leaves_no_half_made_job() {
+    run(12, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = slow_backfill(&cluster).await;
+        let client = tokio::spawn(async move {
+            let out = s
+                .execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+                .await;
+            (s, out)
+        });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(cluster.meta().relation_by_name("m").is_some(), "creating");
+        assert!(cluster.kill_meta());
+        let (_, out) = client.await.unwrap();
+        assert!(
+            matches!(
+                out,
+                Err(SqlError::CatalogError(CatalogError::MetaUnavailable))
+            ),
+            "{out:?}"
+        );
+        cluster.restart_meta().unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // A foreground job is cleaned at the bootstrap, its catalog row with it: the CREATE runs again.
+        assert!(cluster.meta().relation_by_name("m").is_none());
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        assert!(rows(&mut s, "SHOW MATERIALIZED VIEWS").await.is_empty());
+        s.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+            .await
+            .unwrap();
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM m").await,
+            [["2000".to_string()]]
+        );
+    });
+}
