@@ -3,7 +3,8 @@
 //! client that goes away does not end it and a killed meta does (its tasks are aborted where they stand, and
 //! the next meta's bootstrap cleans what they left). Each step commits on its own, in RisingWave's order:
 //! the catalog row, then the job and its fragments (`Initial`), the Hummock registration, the first barrier,
-//! the fragments `Creating` and `Created`, and the catalog row linked to its job last.
+//! the fragments `Creating` and `Created`, and the catalog row linked to its job last. A DROP deletes the
+//! catalog rows first, then each job (its fragments, its Stop barrier, its tables unregistered).
 //!
 //! Behind [`crate::MetaConfig::ddl_in_meta`] (off: the front end's several requests, the path this replaces
 //! once its figures are measured).
@@ -18,7 +19,7 @@ use epochlab_common::plan::StreamFragmentGraph;
 use crate::catalog::RelationKind;
 use crate::meta::{DdlError, JobOptions, MetaNode};
 use crate::notification::NotificationVersion;
-use crate::sql_catalog::{CatalogError, Def, RelationCatalog};
+use crate::sql_catalog::{CatalogError, Def, JobLink, RelationCatalog, RelationId};
 
 /// What a streaming job's CREATE builds.
 #[derive(Clone, Debug)]
@@ -47,6 +48,11 @@ pub struct CreateStreamingJob {
 #[derive(Clone, Debug)]
 pub enum DdlCommand {
     CreateStreamingJob(Box<CreateStreamingJob>),
+    /// `DROP` of a relation (and with `cascade` its dependents), by its catalog id.
+    DropRelation {
+        id: RelationId,
+        cascade: bool,
+    },
 }
 
 /// A DDL's answer: the job's table, and the catalog version its last commit took, which the front end waits
@@ -75,6 +81,7 @@ impl MetaNode {
     async fn run_command_in_meta(&self, command: DdlCommand) -> Result<DdlOutcome, DdlError> {
         match command {
             DdlCommand::CreateStreamingJob(c) => self.create_streaming_job_whole(*c).await,
+            DdlCommand::DropRelation { id, cascade } => self.drop_relation_whole(id, cascade).await,
         }
     }
 
@@ -131,6 +138,36 @@ impl MetaNode {
                 Err(e)
             }
         }
+    }
+}
+
+impl MetaNode {
+    /// RisingWave's `drop_streaming_job`: the catalog rows first (the relation and, with `cascade`, its
+    /// dependents), then each one's job, dependents first: out of the jobs' catalog with its fragments, its
+    /// actors stopped by a Stop barrier, its tables unregistered (`MetaNode::drop_job`). A job gone already
+    /// is as good.
+    async fn drop_relation_whole(
+        &self,
+        id: RelationId,
+        cascade: bool,
+    ) -> Result<DdlOutcome, DdlError> {
+        let (going, version) = self.catalog_write(|catalog| catalog.drop_relation(id, cascade))?;
+        for r in &going {
+            let job = match r.job_link() {
+                JobLink::NoJob => continue,
+                JobLink::Linked(t) => Some(t),
+                JobLink::Pending => self.relation_by_name(&r.job_name()).map(|j| j.id),
+            };
+            let Some(job) = job else { continue };
+            match self.drop_job(job).await {
+                Ok(()) | Err(DdlError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(DdlOutcome {
+            table_id: None,
+            version,
+        })
     }
 }
 

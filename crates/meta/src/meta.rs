@@ -432,11 +432,15 @@ impl MetaInner {
     /// kill cut off, whose front end could not take its entry back, or a drop it cut off half-way), and one
     /// whose job survived but was never told its id learns it. Only at a restarted meta's bootstrap: no DDL
     /// of a live front end is then between its catalog entry and its job.
-    pub fn clean_orphan_relations(&self) {
+    pub fn clean_orphan_relations(&self) -> Vec<TableId> {
         use std::sync::atomic::Ordering;
         if self.persistence.term() <= 1 || self.bootstrapped.load(Ordering::Relaxed) {
-            return;
+            return Vec::new();
         }
+        let tables = match self.config.ddl_in_meta {
+            true => self.clean_jobs_without_rows(),
+            false => Vec::new(),
+        };
         let jobs: BTreeMap<TableId, String> = lock(&self.catalog)
             .relations
             .values()
@@ -463,7 +467,7 @@ impl MetaInner {
             })
             .collect();
         if repairs.is_empty() {
-            return;
+            return tables;
         }
         let log = &self.log;
         let Ok(((), _)) = self.catalog_write(|c| {
@@ -478,6 +482,44 @@ impl MetaInner {
             }
             Ok::<_, std::convert::Infallible>(())
         });
+        tables
+    }
+
+    /// With DDL in meta ([`MetaConfig::ddl_in_meta`]) every job has its catalog row, written before the job
+    /// and deleted before it: a job whose row is gone is a DROP a kill cut off between the two (RisingWave's
+    /// dirty table fragments, which its recovery drops). It goes; its state tables, returned, are recovery's
+    /// to unregister.
+    fn clean_jobs_without_rows(&self) -> Vec<TableId> {
+        let sql = self.notification.current().catalog;
+        let mut linked = BTreeSet::new();
+        let mut pending = BTreeSet::new();
+        for r in sql.relations() {
+            match r.job_link() {
+                JobLink::Linked(t) => drop(linked.insert(t)),
+                JobLink::Pending => drop(pending.insert(r.job_name())),
+                JobLink::NoJob => {}
+            }
+        }
+        let mut catalog = self.catalog();
+        let dirty: Vec<TableId> = catalog
+            .relations
+            .values()
+            .filter(|r| !linked.contains(&r.id) && !pending.contains(&r.name))
+            .map(|r| r.id)
+            .collect();
+        let mut tables = Vec::new();
+        for id in dirty {
+            let rel = catalog.relations.remove(&id).expect("listed above");
+            event!(
+                self.log,
+                "recovery step",
+                "clean job without catalog row {} id={id}",
+                rel.name
+            );
+            self.tracker().remove(id, CreateAborted::CleanedByRecovery);
+            tables.extend(rel.state_tables());
+        }
+        tables
     }
 
     /// A barrier carries `epoch`: the store's high-water mark of issued epochs follows it (written before

@@ -222,7 +222,7 @@ impl RecoveryContext for Recovery {
             tables.extend(rel.state_tables());
         }
         drop(catalog);
-        self.inner.clean_orphan_relations();
+        tables.extend(self.inner.clean_orphan_relations());
         tables
     }
 

@@ -163,3 +163,51 @@ fn a_meta_killed_during_a_create_ends_it_and_its_bootstrap_leaves_no_half_made_j
         );
     });
 }
+
+#[test]
+fn a_drop_cut_off_after_its_catalog_rows_leaves_a_job_the_next_bootstrap_drops_with_its_tables() {
+    run(13, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute(
+            "CREATE TABLE t (k int PRIMARY KEY, v int); \
+             INSERT INTO t SELECT x, x FROM generate_series(1, 100) AS g(x); FLUSH; \
+             CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c FROM t GROUP BY v; \
+             CREATE MATERIALIZED VIEW kept AS SELECT * FROM t",
+        )
+        .await
+        .unwrap();
+        let m = cluster.meta().relation_by_name("m").expect("created");
+        let tables = m.state_tables();
+        // The DROP's first commit, the catalog rows, and no more: meta dies before the job's.
+        let meta = cluster.meta();
+        let id = meta
+            .sql_catalog()
+            .catalog
+            .relations()
+            .find(|r| r.name == "m")
+            .unwrap()
+            .id;
+        meta.catalog_write(|c| c.drop_relation(id, false)).unwrap();
+        assert!(cluster.kill_meta());
+        cluster.restart_meta().unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let meta = cluster.meta();
+        assert!(meta.relation_by_name("m").is_none(), "the job goes");
+        for t in &tables {
+            assert!(!cluster.hummock.is_registered(*t), "table {t} unregistered");
+        }
+        assert!(
+            meta.relation_by_name("kept").is_some(),
+            "a job with its row stays"
+        );
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM kept").await,
+            [["100".to_string()]]
+        );
+        s.execute("CREATE MATERIALIZED VIEW m AS SELECT 1 AS one FROM t LIMIT 1")
+            .await
+            .unwrap();
+    });
+}

@@ -54,6 +54,9 @@ impl Session {
     /// first. The catalog decides what goes (and refuses); meta drops the jobs; then the catalog forgets.
     pub(super) async fn drop_relations(&mut self, id: u32, cascade: bool) -> HandlerResult {
         self.check_writable()?;
+        if self.engine().cluster.meta().config().ddl_in_meta {
+            return self.drop_in_meta(id, cascade).await;
+        }
         let going: Vec<RelationCatalog> = {
             let mut trial = crate::catalog::Catalog::clone(&self.catalog());
             trial.drop_relation(id, cascade)?
@@ -75,6 +78,19 @@ impl Session {
             Ok(_) | Err(CatalogError::NotFound(..)) => done(),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// [`Session::drop_relations`] as one request meta runs whole (`MetaConfig::ddl_in_meta`): the catalog
+    /// rows first, then their jobs. Gone already (another session's drop, or this statement's earlier
+    /// attempt, cut off by a kill) is what was asked.
+    async fn drop_in_meta(&mut self, id: u32, cascade: bool) -> HandlerResult {
+        let command = epochlab_meta::DdlCommand::DropRelation { id, cascade };
+        match self.engine().cluster.meta().run_command(command).await {
+            Ok(outcome) => self.wait_version(outcome.version).await?,
+            Err(epochlab_meta::DdlError::Catalog(CatalogError::NotFound(..))) => {}
+            Err(e) => return Err(SqlError::of_ddl(e)),
+        }
+        done()
     }
 
     fn cluster_meta_relation(&self, name: &str) -> Option<epochlab_meta::Relation> {
