@@ -11,13 +11,12 @@
 
 use std::sync::Arc;
 
-use epochlab_common::TableId;
 use epochlab_common::catalog::TableDesc;
-use epochlab_common::event;
-use epochlab_common::plan::StreamFragmentGraph;
+use epochlab_common::plan::{ConflictBehavior, StreamFragmentGraph};
+use epochlab_common::{DataType, ExprNode, TableId, event};
 
 use crate::catalog::RelationKind;
-use crate::meta::{DdlError, JobOptions, MetaNode};
+use crate::meta::{DdlError, JobOptions, MetaNode, SinkOptions};
 use crate::notification::NotificationVersion;
 use crate::sql_catalog::{CatalogError, Def, JobLink, RelationCatalog, RelationId};
 
@@ -32,6 +31,22 @@ pub enum StreamingJob {
     },
     /// A view of one table's rows, planned by meta (`MetaNode::create_materialized_view`).
     MaterializedView { upstream: TableId },
+    /// A sink of one table's rows (`MetaNode::create_sink`).
+    Sink {
+        upstream: TableId,
+        sink: SinkOptions,
+    },
+    /// A table (`MetaNode::create_table_with_conflict`): its stored columns, its key, the key's positions
+    /// it is distributed by, its actors, what its materialize does with a key it holds, and its
+    /// `WATERMARK FOR` column and expression.
+    Table {
+        column_types: Vec<DataType>,
+        pk: Vec<usize>,
+        dist_key_in_pk: Vec<usize>,
+        parallelism: usize,
+        conflict: ConflictBehavior,
+        watermark: Option<(usize, ExprNode)>,
+    },
 }
 
 /// `CREATE` of a streaming job, whole: its catalog row as the front end planned it (meta gives its id), the
@@ -116,6 +131,21 @@ impl MetaNode {
             }
             StreamingJob::MaterializedView { upstream } => {
                 self.create_materialized_view(&name, upstream, options)
+                    .await
+            }
+            StreamingJob::Sink { upstream, sink } => {
+                self.create_sink(&name, upstream, options, sink).await
+            }
+            StreamingJob::Table {
+                column_types,
+                pk,
+                dist_key_in_pk,
+                parallelism,
+                conflict,
+                watermark,
+            } => {
+                let t = (column_types, pk, dist_key_in_pk, parallelism);
+                self.create_table_with_conflict(&name, t.0, t.1, t.2, t.3, conflict, watermark)
                     .await
             }
         };

@@ -174,6 +174,28 @@ impl Session {
         let shown = table_definition(ct, extras)
             .replace("\"STRUCT<", "STRUCT<")
             .replace(">\"", ">");
+        if self.cluster().meta().config().ddl_in_meta {
+            let mut relation = self.job_relation(
+                &target,
+                CatalogKind::Table,
+                columns_listed,
+                pk.clone(),
+                &shown,
+                Vec::new(),
+            )?;
+            relation.connector = connector;
+            relation.append_only = extras.append_only;
+            let job = epochlab_meta::StreamingJob::Table {
+                column_types: stored,
+                dist_key_in_pk: (0..pk.len()).collect(),
+                pk,
+                parallelism: self.parallelism(),
+                conflict: table_conflict(row_id),
+                watermark,
+            };
+            let options = JobOptions::parallelism(self.parallelism());
+            return self.create_in_meta(relation, def, job, options).await;
+        }
         let id = self.register_job_in(
             &target,
             CatalogKind::Table,
@@ -373,6 +395,24 @@ impl Session {
         };
         let input_append_only = self.def_of_table(upstream).is_some_and(|d| d.append_only);
         crate::planner::stream::check_sink_type(with.append_only, with.forced, input_append_only)?;
+        let sink = SinkOptions {
+            kind: SinkKind::Blackhole,
+            ..SinkOptions::default()
+        };
+        if self.cluster().meta().config().ddl_in_meta {
+            let mut relation = self.job_relation(
+                &target,
+                CatalogKind::Sink,
+                listed_columns(&def),
+                Vec::new(),
+                &crate::handler::sink_definition(text),
+                self.job_dependencies(upstream, &query),
+            )?;
+            self.with_upstream_key(&mut relation, upstream);
+            let job = epochlab_meta::StreamingJob::Sink { upstream, sink };
+            let options = self.job_options(rate_limit);
+            return self.create_in_meta(relation, def, job, options).await;
+        }
         let id = self.register_job_in(
             &target,
             CatalogKind::Sink,
@@ -385,10 +425,6 @@ impl Session {
         self.list_upstream_key(id, upstream)?;
         self.set_def(name.clone(), def)?;
         let options = self.job_options(rate_limit);
-        let sink = SinkOptions {
-            kind: SinkKind::Blackhole,
-            ..SinkOptions::default()
-        };
         let created = self
             .cluster()
             .meta()
