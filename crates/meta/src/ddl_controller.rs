@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use epochlab_barrier::{BarrierError, SchedulerStatus};
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{ConflictBehavior, StreamFragmentGraph};
 use epochlab_common::{DataType, ExprNode, TableId, event};
@@ -70,6 +71,14 @@ pub enum DdlCommand {
     },
 }
 
+impl DdlCommand {
+    /// RisingWave's `allow_in_recovery`: a drop runs while the cluster bootstraps or recovers (recovery
+    /// pre-applies it); any other DDL is refused at its start.
+    fn allowed_in_recovery(&self) -> bool {
+        matches!(self, DdlCommand::DropRelation { .. })
+    }
+}
+
 /// A DDL's answer: the job's table, and the catalog version its last commit took, which the front end waits
 /// for before it answers its client (RisingWave's `wait_version`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +92,9 @@ impl MetaNode {
     /// stands: its client sees meta unavailable, as RisingWave's client sees a gRPC error.
     pub async fn run_command(&self, command: DdlCommand) -> Result<DdlOutcome, DdlError> {
         self.alive()?;
+        if !command.allowed_in_recovery() {
+            self.check_status_running()?;
+        }
         let meta = self.clone();
         let task = tokio::spawn(async move { meta.run_command_in_meta(command).await });
         self.inner.own_task(task.abort_handle());
@@ -90,6 +102,15 @@ impl MetaNode {
             Ok(outcome) => outcome,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => Err(DdlError::MetaUnavailable),
+        }
+    }
+
+    /// RisingWave's `check_status_running`: the barrier manager's status, as its scheduler has it (blocked
+    /// while the cluster bootstraps or recovers, with the reason).
+    fn check_status_running(&self) -> Result<(), DdlError> {
+        match self.inner.scheduler.status() {
+            SchedulerStatus::Blocked(why) => Err(DdlError::Barrier(BarrierError::Blocked(why))),
+            _ => Ok(()),
         }
     }
 

@@ -211,3 +211,36 @@ fn a_drop_cut_off_after_its_catalog_rows_leaves_a_job_the_next_bootstrap_drops_w
             .unwrap();
     });
 }
+
+#[test]
+fn a_create_while_meta_bootstraps_is_refused_before_its_catalog_row() {
+    run(14, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v int)")
+            .await
+            .unwrap();
+        assert!(cluster.kill_meta());
+        cluster.restart_meta().unwrap();
+        let version = cluster.meta().sql_catalog().version;
+        for sql in [
+            "CREATE TABLE early (a int)",
+            "CREATE MATERIALIZED VIEW m AS SELECT * FROM t",
+        ] {
+            let refused = s.execute(sql).await.unwrap_err();
+            assert!(
+                refused.to_string().contains("The cluster is bootstrapping"),
+                "{sql}: {refused}"
+            );
+        }
+        assert_eq!(
+            cluster.meta().sql_catalog().version,
+            version,
+            "refused at its start: no catalog row came and went"
+        );
+        // A drop is let through (recovery pre-applies it).
+        s.execute("DROP TABLE t").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        s.execute("CREATE TABLE early (a int)").await.unwrap();
+    });
+}
