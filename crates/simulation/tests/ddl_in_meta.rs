@@ -244,3 +244,31 @@ fn a_create_while_meta_bootstraps_is_refused_before_its_catalog_row() {
         s.execute("CREATE TABLE early (a int)").await.unwrap();
     });
 }
+
+#[test]
+fn a_create_index_is_listed_as_the_index_by_its_one_request() {
+    run(15, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute(
+            "CREATE TABLE t (k int PRIMARY KEY, v int); \
+             INSERT INTO t SELECT x, x % 5 FROM generate_series(1, 50) AS g(x); FLUSH",
+        )
+        .await
+        .unwrap();
+        let before = cluster.meta().sql_catalog().version;
+        s.execute("CREATE INDEX i ON t (v)").await.unwrap();
+        let after = cluster.meta().sql_catalog();
+        // Two commits: the row (listed as the index from the start), then its link to the job.
+        assert_eq!(after.version, before + 2);
+        let i = after.catalog.relations().find(|r| r.name == "i").unwrap();
+        assert_eq!(i.kind, epochlab_frontend::catalog::RelationKind::Index);
+        assert!(i.table_id.is_some());
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM t WHERE v = 3").await,
+            [["10".to_string()]]
+        );
+        s.execute("DROP INDEX i").await.unwrap();
+        assert!(cluster.meta().relation_by_name("i").is_none());
+    });
+}

@@ -424,25 +424,25 @@ impl Session {
             quoted(&table.schema),
             quoted(index_name),
         );
-        self.create_index_graph(&target, &plan, &sql, table.id)
+        let listing = crate::handler::stream_job::IndexListing {
+            definition: definition.to_string(),
+            table: table.id,
+            info: info.clone(),
+            index_item,
+        };
+        // Meta running the CREATE whole lists the row as the index with it.
+        let listed_by_meta = self.cluster().meta().config().ddl_in_meta;
+        self.create_index_graph(&target, &plan, &sql, listing.clone())
             .await?;
+        if listed_by_meta {
+            return Ok(Some(Output::Done(0)));
+        }
         self.catalog_write(|catalog| {
             let id = catalog
                 .get_relation(&table.database, &table.schema, index_name)
                 .map(|r| r.id)
                 .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
-            let r = catalog.relation_mut(id).expect("found above");
-            r.kind = RelationKind::Index;
-            r.definition = definition.to_string();
-            r.pk = (0..info.key.len()).collect();
-            r.dist_key = (0..info.dist_key_len).collect();
-            r.index = Some(IndexInfo {
-                index_item: index_item.clone(),
-                ..info.clone()
-            });
-            if !r.depends_on.contains(&table.id) {
-                r.depends_on.push(table.id);
-            }
+            listing.apply(catalog.relation_mut(id).expect("found above"));
             Ok::<_, CatalogError>(())
         })?;
         Ok(Some(Output::Done(0)))

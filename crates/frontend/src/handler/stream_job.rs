@@ -10,7 +10,7 @@ use sqlparser::ast::{self, Query, Statement, UtilityOption};
 
 use crate::binder::Binder;
 use crate::catalog::{
-    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, RelationCatalog,
+    ColumnCatalog, DEFAULT_DATABASE_NAME, DEFAULT_SCHEMA_NAME, IndexInfo, RelationCatalog,
     RelationKind as CatalogKind,
 };
 use crate::error::SqlError;
@@ -272,6 +272,7 @@ impl Session {
             definition: crate::handler::mv_definition(text),
             def: mv_def(&plan, pk, text, watermark_columns(&plan, self)?),
             depends_on,
+            listing: None,
         };
         self.create_graph_job(target, &plan, job, options).await
     }
@@ -298,6 +299,7 @@ impl Session {
             definition: crate::handler::sink_definition(text),
             def,
             depends_on,
+            listing: None,
         };
         self.create_graph_job(target, &plan, job, options).await
     }
@@ -320,7 +322,7 @@ impl Session {
         };
         let name = target.job.as_str();
         if self.cluster().meta().config().ddl_in_meta {
-            let relation = self.job_relation(
+            let mut relation = self.job_relation(
                 target,
                 catalog_kind,
                 mv_listed_columns(plan),
@@ -328,6 +330,9 @@ impl Session {
                 &job.definition,
                 job.depends_on,
             )?;
+            if let Some(listing) = &job.listing {
+                listing.apply(&mut relation);
+            }
             let tables = vec![table];
             let job_spec = StreamingJob::Graph {
                 kind: job.kind,
@@ -475,7 +480,7 @@ impl Session {
         target: &CreationTarget,
         plan: &StreamPlan,
         definition: &str,
-        table: u32,
+        listing: IndexListing,
     ) -> Result<Output, SqlError> {
         let StreamOp::Materialize { pk, .. } = &plan.op else {
             unreachable!("plan_materialize puts a Materialize at the root")
@@ -485,7 +490,8 @@ impl Session {
             pk: pk.clone(),
             definition: definition.to_string(),
             def: mv_def(plan, pk, definition, Vec::new()),
-            depends_on: vec![table],
+            depends_on: vec![listing.table],
+            listing: Some(listing),
         };
         let options = self.job_options(self.rate_limit());
         self.create_graph_job(target, plan, job, options).await
@@ -553,6 +559,36 @@ struct GraphJob {
     definition: String,
     def: Def,
     depends_on: Vec<u32>,
+    /// An index's job: how its catalog row is listed as the index (sent with the CREATE when meta runs
+    /// it whole; else written after it, by the caller).
+    listing: Option<IndexListing>,
+}
+
+/// What lists a view's catalog row as an index: the `CREATE INDEX` text, its table's catalog id, its
+/// key and each stored column's table column.
+#[derive(Clone)]
+pub(crate) struct IndexListing {
+    pub definition: String,
+    pub table: u32,
+    pub info: IndexInfo,
+    pub index_item: Vec<Option<usize>>,
+}
+
+impl IndexListing {
+    /// `r` listed as the index.
+    pub(crate) fn apply(&self, r: &mut RelationCatalog) {
+        r.kind = CatalogKind::Index;
+        r.definition = self.definition.clone();
+        r.pk = (0..self.info.key.len()).collect();
+        r.dist_key = (0..self.info.dist_key_len).collect();
+        r.index = Some(IndexInfo {
+            index_item: self.index_item.clone(),
+            ..self.info.clone()
+        });
+        if !r.depends_on.contains(&self.table) {
+            r.depends_on.push(self.table);
+        }
+    }
 }
 
 /// A materialized view's definition for the front end: its visible columns, all stored, keyed by `pk`.
