@@ -500,20 +500,28 @@ impl MetaInner {
                 JobLink::NoJob => {}
             }
         }
+        self.clean_jobs("job without catalog row", |r| {
+            !linked.contains(&r.id) && !pending.contains(&r.name)
+        })
+    }
+
+    /// Recovery's clean-up of the jobs `dirty` picks, named `what` in the event log: out of the catalog and
+    /// no longer tracked; their state tables, returned, are recovery's to unregister.
+    pub(crate) fn clean_jobs(&self, what: &str, dirty: impl Fn(&Relation) -> bool) -> Vec<TableId> {
         let mut catalog = self.catalog();
-        let dirty: Vec<TableId> = catalog
+        let ids: Vec<TableId> = catalog
             .relations
             .values()
-            .filter(|r| !linked.contains(&r.id) && !pending.contains(&r.name))
+            .filter(|r| dirty(r))
             .map(|r| r.id)
             .collect();
         let mut tables = Vec::new();
-        for id in dirty {
+        for id in ids {
             let rel = catalog.relations.remove(&id).expect("listed above");
             event!(
                 self.log,
                 "recovery step",
-                "clean job without catalog row {} id={id}",
+                "clean {what} {} id={id}",
                 rel.name
             );
             self.tracker().remove(id, CreateAborted::CleanedByRecovery);

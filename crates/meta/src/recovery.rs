@@ -20,7 +20,6 @@ use tracing::Instrument;
 
 use crate::catalog::{ActorPlacement, JobState};
 use crate::meta::MetaInner;
-use crate::progress::CreateAborted;
 
 toggle! {
     /// RisingWave #15144: what recovery's pre-apply of a buffered `CANCEL JOB` does with the cancelled job's
@@ -198,30 +197,11 @@ impl RecoveryContext for Recovery {
     }
 
     fn clean_dirty_jobs(&self) -> Vec<TableId> {
-        let mut catalog = self.inner.catalog();
-        let dirty: Vec<TableId> = catalog
-            .relations
-            .values()
-            // RisingWave's `clean_dirty_tables`: incomplete foreground jobs, and background jobs whose
-            // fragments are still `Initial` (their Add barrier was never collected: nothing to resume).
-            .filter(|r| r.state == JobState::Creating && (!r.background || r.fragments_initial))
-            .map(|r| r.id)
-            .collect();
-        let mut tables = Vec::new();
-        for id in dirty {
-            let rel = catalog.relations.remove(&id).expect("listed above");
-            event!(
-                self.inner.log,
-                "recovery step",
-                "clean dirty job {} id={id}",
-                rel.name
-            );
-            self.inner
-                .tracker()
-                .remove(id, CreateAborted::CleanedByRecovery);
-            tables.extend(rel.state_tables());
-        }
-        drop(catalog);
+        // RisingWave's `clean_dirty_tables`: incomplete foreground jobs, and background jobs whose fragments
+        // are still `Initial` (their Add barrier was never collected: nothing to resume).
+        let mut tables = self.inner.clean_jobs("dirty job", |r| {
+            r.state == JobState::Creating && (!r.background || r.fragments_initial)
+        });
         tables.extend(self.inner.clean_orphan_relations());
         tables
     }
