@@ -55,6 +55,9 @@ pub enum StreamingJob {
 #[derive(Clone, Debug)]
 pub struct CreateStreamingJob {
     pub relation: RelationCatalog,
+    /// The row as it is listed once its job is linked, when that differs (an index: a view's row while
+    /// its job is built, so that a drop meanwhile finds the job, then the index).
+    pub listed_as: Option<RelationCatalog>,
     pub def: Def,
     pub job: StreamingJob,
     pub options: JobOptions,
@@ -130,6 +133,7 @@ impl MetaNode {
     ) -> Result<DdlOutcome, DdlError> {
         let CreateStreamingJob {
             relation,
+            listed_as,
             def,
             job,
             options,
@@ -174,6 +178,10 @@ impl MetaNode {
             Ok(table_id) => {
                 let ((), version) = self.catalog_write(|catalog| {
                     if let Some(r) = catalog.relation_mut(id) {
+                        if let Some(listed) = listed_as {
+                            let (id, job) = (r.id, r.job.clone());
+                            *r = RelationCatalog { id, job, ..listed };
+                        }
                         r.table_id = Some(table_id);
                     }
                     Ok::<_, DdlError>(())

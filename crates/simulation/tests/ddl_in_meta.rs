@@ -272,3 +272,31 @@ fn a_create_index_is_listed_as_the_index_by_its_one_request() {
         assert!(cluster.meta().relation_by_name("i").is_none());
     });
 }
+
+#[test]
+fn an_index_being_built_is_a_view_of_its_table_until_its_job_is_linked() {
+    run(16, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = slow_backfill(&cluster).await;
+        let client = tokio::spawn(async move { s.execute("CREATE INDEX i ON t (v)").await });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!client.is_finished(), "the backfill takes a while");
+        let catalog = cluster.meta().sql_catalog().catalog;
+        let i = catalog.relations().find(|r| r.name == "i").unwrap();
+        assert_eq!(
+            i.kind,
+            epochlab_frontend::catalog::RelationKind::MaterializedView,
+            "a view's row, its job pending: a drop finds it"
+        );
+        // Its table cannot go from under it (no catalog-only index the drop would take along).
+        let mut other = Session::new(epochlab_simulation::engine(&cluster, 2));
+        assert!(other.execute("DROP TABLE t").await.is_err());
+        client.await.unwrap().unwrap();
+        let catalog = cluster.meta().sql_catalog().catalog;
+        let i = catalog.relations().find(|r| r.name == "i").unwrap();
+        assert_eq!(i.kind, epochlab_frontend::catalog::RelationKind::Index);
+        other.execute("DROP TABLE t").await.unwrap();
+        assert!(cluster.meta().relation_by_name("i").is_none());
+        assert!(cluster.meta().relation_by_name("t").is_none());
+    });
+}

@@ -62,7 +62,7 @@ pub struct CorpusCmd {
     #[arg(long)]
     pub update_expected: bool,
     /// A streaming job's CREATE as one request that meta runs whole (see `epochlab slt --help`)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "update_expected")]
     pub ddl_in_meta: bool,
 }
 

@@ -194,7 +194,7 @@ impl Session {
                 watermark,
             };
             let options = JobOptions::parallelism(self.parallelism());
-            return self.create_in_meta(relation, def, job, options).await;
+            return self.create_in_meta(relation, None, def, job, options).await;
         }
         let id = self.register_job_in(
             &target,
@@ -281,7 +281,7 @@ impl Session {
             )?;
             self.with_upstream_key(&mut relation, upstream);
             let job = epochlab_meta::StreamingJob::MaterializedView { upstream };
-            return self.create_in_meta(relation, def, job, options).await;
+            return self.create_in_meta(relation, None, def, job, options).await;
         }
         let id = self.register_job_in(
             &target,
@@ -411,7 +411,7 @@ impl Session {
             self.with_upstream_key(&mut relation, upstream);
             let job = epochlab_meta::StreamingJob::Sink { upstream, sink };
             let options = self.job_options(rate_limit);
-            return self.create_in_meta(relation, def, job, options).await;
+            return self.create_in_meta(relation, None, def, job, options).await;
         }
         let id = self.register_job_in(
             &target,

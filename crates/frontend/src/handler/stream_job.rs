@@ -156,6 +156,7 @@ impl Session {
     pub(crate) async fn create_in_meta(
         &self,
         relation: RelationCatalog,
+        listed_as: Option<RelationCatalog>,
         def: Def,
         job: StreamingJob,
         options: JobOptions,
@@ -163,6 +164,7 @@ impl Session {
         self.check_writable()?;
         let command = DdlCommand::CreateStreamingJob(Box::new(CreateStreamingJob {
             relation,
+            listed_as,
             def,
             job,
             options,
@@ -322,7 +324,7 @@ impl Session {
         };
         let name = target.job.as_str();
         if self.cluster().meta().config().ddl_in_meta {
-            let mut relation = self.job_relation(
+            let relation = self.job_relation(
                 target,
                 catalog_kind,
                 mv_listed_columns(plan),
@@ -330,9 +332,11 @@ impl Session {
                 &job.definition,
                 job.depends_on,
             )?;
-            if let Some(listing) = &job.listing {
-                listing.apply(&mut relation);
-            }
+            let listed_as = job.listing.as_ref().map(|listing| {
+                let mut listed = relation.clone();
+                listing.apply(&mut listed);
+                listed
+            });
             let tables = vec![table];
             let job_spec = StreamingJob::Graph {
                 kind: job.kind,
@@ -340,7 +344,7 @@ impl Session {
                 tables,
             };
             return self
-                .create_in_meta(relation, job.def, job_spec, options)
+                .create_in_meta(relation, listed_as, job.def, job_spec, options)
                 .await;
         }
         let id = self.register_job_in(
