@@ -19,7 +19,7 @@ use epochlab_common::{DataType, ExprNode, TableId, event};
 use crate::catalog::RelationKind;
 use crate::meta::{DdlError, JobOptions, MetaNode, SinkOptions};
 use crate::notification::NotificationVersion;
-use crate::sql_catalog::{CatalogError, Def, JobLink, RelationCatalog, RelationId};
+use crate::sql_catalog::{Def, JobLink, RelationCatalog, RelationId};
 
 /// What a streaming job's CREATE builds.
 #[derive(Clone, Debug)]
@@ -37,14 +37,13 @@ pub enum StreamingJob {
         upstream: TableId,
         sink: SinkOptions,
     },
-    /// A table (`MetaNode::create_table_with_conflict`): its stored columns, its key, the key's positions
-    /// it is distributed by, its actors, what its materialize does with a key it holds, and its
-    /// `WATERMARK FOR` column and expression.
+    /// A table (`MetaNode::create_table_with_conflict`, over the options' parallelism): its stored columns,
+    /// its key, the key's positions it is distributed by, what its materialize does with a key it holds,
+    /// and its `WATERMARK FOR` column and expression.
     Table {
         column_types: Vec<DataType>,
         pk: Vec<usize>,
         dist_key_in_pk: Vec<usize>,
-        parallelism: usize,
         conflict: ConflictBehavior,
         watermark: Option<(usize, ExprNode)>,
     },
@@ -165,13 +164,20 @@ impl MetaNode {
                 column_types,
                 pk,
                 dist_key_in_pk,
-                parallelism,
                 conflict,
                 watermark,
             } => {
-                let t = (column_types, pk, dist_key_in_pk, parallelism);
-                self.create_table_with_conflict(&name, t.0, t.1, t.2, t.3, conflict, watermark)
-                    .await
+                let (columns, parallelism) = (column_types, options.parallelism);
+                self.create_table_with_conflict(
+                    &name,
+                    columns,
+                    pk,
+                    dist_key_in_pk,
+                    parallelism,
+                    conflict,
+                    watermark,
+                )
+                .await
             }
         };
         match created {
@@ -227,11 +233,5 @@ impl MetaNode {
             table_id: None,
             version,
         })
-    }
-}
-
-impl From<CatalogError> for DdlError {
-    fn from(e: CatalogError) -> Self {
-        DdlError::Catalog(e)
     }
 }

@@ -119,7 +119,7 @@ pub enum DdlError {
     },
     /// The DDL's catalog change was refused (a name taken, say), in the catalog's words.
     #[error(transparent)]
-    Catalog(crate::sql_catalog::CatalogError),
+    Catalog(#[from] crate::sql_catalog::CatalogError),
     /// A reschedule's bitmaps do not partition the job's vnodes among its actors.
     #[error("{0}")]
     BadAssignment(#[from] crate::reschedule::BadAssignment),

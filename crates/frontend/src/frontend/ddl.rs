@@ -189,7 +189,6 @@ impl Session {
                 column_types: stored,
                 dist_key_in_pk: (0..pk.len()).collect(),
                 pk,
-                parallelism: self.parallelism(),
                 conflict: table_conflict(row_id),
                 watermark,
             };
