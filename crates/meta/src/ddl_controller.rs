@@ -14,6 +14,7 @@ use std::sync::Arc;
 use epochlab_barrier::{BarrierError, SchedulerStatus};
 use epochlab_common::catalog::TableDesc;
 use epochlab_common::plan::{ConflictBehavior, StreamFragmentGraph};
+use epochlab_common::source::DatagenSpec;
 use epochlab_common::{DataType, ExprNode, TableId, event};
 
 use crate::catalog::RelationKind;
@@ -46,6 +47,14 @@ pub enum StreamingJob {
         dist_key_in_pk: Vec<usize>,
         conflict: ConflictBehavior,
         watermark: Option<(usize, ExprNode)>,
+    },
+    /// A source's table job (its columns, then a hidden row id at `row_id_index`, its key): with a datagen
+    /// spec its connector runs (`MetaNode::create_source`); without, it is a table nothing writes.
+    Source {
+        column_types: Vec<DataType>,
+        row_id_index: usize,
+        datagen: Option<DatagenSpec>,
+        generated: Vec<(usize, ExprNode)>,
     },
 }
 
@@ -144,42 +153,7 @@ impl MetaNode {
             Ok::<_, DdlError>(id)
         })?;
         event!(self.inner.log, "ddl", "catalog row {name} id={id}");
-        let created = match job {
-            StreamingJob::Graph {
-                kind,
-                graph,
-                tables,
-            } => {
-                self.create_streaming_job(&name, kind, graph, tables, options)
-                    .await
-            }
-            StreamingJob::MaterializedView { upstream } => {
-                self.create_materialized_view(&name, upstream, options)
-                    .await
-            }
-            StreamingJob::Sink { upstream, sink } => {
-                self.create_sink(&name, upstream, options, sink).await
-            }
-            StreamingJob::Table {
-                column_types,
-                pk,
-                dist_key_in_pk,
-                conflict,
-                watermark,
-            } => {
-                let (columns, parallelism) = (column_types, options.parallelism);
-                self.create_table_with_conflict(
-                    &name,
-                    columns,
-                    pk,
-                    dist_key_in_pk,
-                    parallelism,
-                    conflict,
-                    watermark,
-                )
-                .await
-            }
-        };
+        let created = self.create_job_of(&name, job, options).await;
         match created {
             Ok(table_id) => {
                 let ((), version) = self.catalog_write(|catalog| {
@@ -201,6 +175,77 @@ impl MetaNode {
                 // Gone already (a drop of another session) is as good.
                 let _ = self.catalog_write(|catalog| catalog.drop_relation(id, true));
                 Err(e)
+            }
+        }
+    }
+
+    /// The job of a CREATE, built by the function of its kind (the front end's path without
+    /// `ddl_in_meta` calls it too, after its own catalog row).
+    pub async fn create_job_of(
+        &self,
+        name: &str,
+        job: StreamingJob,
+        options: JobOptions,
+    ) -> Result<TableId, DdlError> {
+        match job {
+            StreamingJob::Graph {
+                kind,
+                graph,
+                tables,
+            } => {
+                self.create_streaming_job(name, kind, graph, tables, options)
+                    .await
+            }
+            StreamingJob::MaterializedView { upstream } => {
+                self.create_materialized_view(name, upstream, options).await
+            }
+            StreamingJob::Sink { upstream, sink } => {
+                self.create_sink(name, upstream, options, sink).await
+            }
+            StreamingJob::Table {
+                column_types,
+                pk,
+                dist_key_in_pk,
+                conflict,
+                watermark,
+            } => {
+                let (columns, parallelism) = (column_types, options.parallelism);
+                self.create_table_with_conflict(
+                    name,
+                    columns,
+                    pk,
+                    dist_key_in_pk,
+                    parallelism,
+                    conflict,
+                    watermark,
+                )
+                .await
+            }
+            StreamingJob::Source {
+                column_types,
+                row_id_index,
+                datagen: Some(datagen),
+                generated,
+            } => {
+                let parallelism = options.parallelism;
+                self.create_source(
+                    name,
+                    column_types,
+                    row_id_index,
+                    parallelism,
+                    datagen,
+                    generated,
+                )
+                .await
+            }
+            StreamingJob::Source {
+                column_types,
+                row_id_index,
+                datagen: None,
+                ..
+            } => {
+                let (pk, parallelism) = (vec![row_id_index], options.parallelism);
+                self.create_table(name, column_types, pk, parallelism).await
             }
         }
     }

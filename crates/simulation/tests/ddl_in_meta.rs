@@ -300,3 +300,57 @@ fn an_index_being_built_is_a_view_of_its_table_until_its_job_is_linked() {
         assert!(cluster.meta().relation_by_name("t").is_none());
     });
 }
+
+#[test]
+fn a_create_source_is_one_request_its_connector_running_or_not() {
+    run(17, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let engine = epochlab_simulation::engine(&cluster, 2);
+        engine
+            .run_connectors
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut s = Session::new(engine);
+        let before = cluster.meta().sql_catalog().version;
+        s.execute(
+            "CREATE SOURCE src (v INT) WITH (connector = 'datagen', fields.v.kind = 'sequence', \
+             fields.v.start = '1', fields.v.end = '30', datagen.rows.per.second = '100')",
+        )
+        .await
+        .unwrap();
+        s.execute(
+            "CREATE SOURCE k (v INT) WITH (connector = 'kafka', topic = 't', \
+             properties.bootstrap.server = 'x:9092') FORMAT PLAIN ENCODE JSON",
+        )
+        .await
+        .unwrap();
+        // Two commits each: the row, then its link to the job.
+        assert_eq!(cluster.meta().sql_catalog().version, before + 4);
+        s.execute("CREATE MATERIALIZED VIEW mv AS SELECT v FROM src")
+            .await
+            .unwrap();
+        s.execute("CREATE MATERIALIZED VIEW mk AS SELECT v FROM k")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        s.execute("FLUSH").await.unwrap();
+        assert_eq!(
+            rows(&mut s, "SELECT count(*), sum(v) FROM mv").await,
+            [["30".to_string(), "465".to_string()]]
+        );
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM mk").await,
+            [["0".to_string()]]
+        );
+        s.execute("CREATE SOURCE IF NOT EXISTS k (v INT) WITH (connector = 'datagen')")
+            .await
+            .unwrap();
+        for there in ["src", "k", "mv", "mk"] {
+            assert!(cluster.meta().relation_by_name(there).is_some(), "{there}");
+        }
+        s.execute("DROP SOURCE src CASCADE").await.unwrap();
+        s.execute("DROP SOURCE k CASCADE").await.unwrap();
+        for gone in ["src", "k", "mv", "mk"] {
+            assert!(cluster.meta().relation_by_name(gone).is_none(), "{gone}");
+        }
+    });
+}

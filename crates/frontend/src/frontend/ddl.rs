@@ -969,21 +969,19 @@ impl Session {
         let datagen = DatagenSpec::from_options(&sourced, &options)?;
         Ok(DatagenSource { def, datagen })
     }
+}
 
-    /// The table job of a datagen source bound by [`Session::datagen_source`].
-    pub(crate) async fn create_datagen_source(
-        &self,
-        job: &str,
-        source: DatagenSource,
-    ) -> Result<TableId, SqlError> {
-        let DatagenSource { def, datagen } = source;
-        let (stored, generated) = (def.stored.clone(), def.generated.clone());
-        let row_id_at = stored.len() - 1;
-        self.set_def(job.to_string(), def)?;
-        let parallelism = self.parallelism();
-        let meta = self.engine.cluster.meta();
-        Ok(meta
-            .create_source(job, stored, row_id_at, parallelism, datagen, generated)
-            .await?)
+impl DatagenSource {
+    /// The definition and the job of a datagen source bound by [`Session::datagen_source`]: its table job
+    /// runs the connector, its row id last.
+    pub(crate) fn into_job(self) -> (Def, epochlab_meta::StreamingJob) {
+        let DatagenSource { def, datagen } = self;
+        let job = epochlab_meta::StreamingJob::Source {
+            column_types: def.stored.clone(),
+            row_id_index: def.stored.len() - 1,
+            datagen: Some(datagen),
+            generated: def.generated.clone(),
+        };
+        (def, job)
     }
 }

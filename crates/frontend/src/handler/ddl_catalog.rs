@@ -186,7 +186,7 @@ impl Session {
     /// `CREATE SOURCE [IF NOT EXISTS] name (columns) WITH (connector = ...) [FORMAT f ENCODE e]`. The
     /// source is backed by a table job (its columns and a hidden row id), so that views, materialized views
     /// and sinks over it are built as over a table: a datagen source's job runs its connector
-    /// ([`Session::create_datagen_source`]); another connector's is a table nothing writes, and jobs over
+    /// ([`Session::datagen_source`]); another connector's is a table nothing writes, and jobs over
     /// it see no rows.
     pub(super) async fn handle_create_source(
         &mut self,
@@ -231,6 +231,15 @@ impl Session {
             }
             false => None,
         };
+        let (def, job) = match datagen {
+            Some(source) => source.into_job(),
+            None => {
+                self.engine().note(format!(
+                    "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
+                ));
+                empty_source_job(&columns, text)
+            }
+        };
         let r = RelationCatalog {
             name: n,
             schema: target.schema.clone(),
@@ -244,25 +253,22 @@ impl Session {
             connector: Some(connector.clone()),
             ..RelationCatalog::default()
         };
+        let options = epochlab_meta::JobOptions::parallelism(self.parallelism());
+        if self.cluster().meta().config().ddl_in_meta {
+            return match self.create_in_meta(r, None, def, job, options).await {
+                Err(SqlError::CatalogError(CatalogError::Duplicated(..))) if if_not_exists => {
+                    done()
+                }
+                other => other,
+            };
+        }
         let id = match self.catalog_write(|c| c.create_relation(r)) {
             Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
             other => other?,
         };
-        let created = match datagen {
-            Some(source) => self.create_datagen_source(&target.job, source).await,
-            None => {
-                self.engine().note(format!(
-                    "CREATE SOURCE: connector {connector} does not run here; the source is an empty table"
-                ));
-                let columns = self
-                    .engine()
-                    .catalog()
-                    .relation(id)
-                    .map(|r| r.columns.clone())
-                    .unwrap_or_default();
-                self.create_source_table(&target.job, &columns, text).await
-            }
-        };
+        self.set_def(target.job.clone(), def)?;
+        let meta = self.cluster().meta();
+        let created = meta.create_job_of(&target.job, job, options).await;
         self.job_created(id, created, |t| Some(*t))?;
         done()
     }
@@ -759,52 +765,47 @@ fn add_stream_key(r: &mut RelationCatalog, upstream: &RelationCatalog) {
     r.dist_key = key;
 }
 
-impl Session {
-    /// The empty table job behind a source: its columns, then a hidden row id as its key.
-    // `DataType` stops being `Copy` with the `types` branch; the clones stay right then.
-    #[allow(clippy::clone_on_copy)]
-    async fn create_source_table(
-        &self,
-        job: &str,
-        columns: &[ColumnCatalog],
-        text: &str,
-    ) -> Result<epochlab_common::TableId, SqlError> {
-        let mut stored: Vec<epochlab_common::DataType> =
-            columns.iter().map(|c| c.ty.clone()).collect();
-        stored.push(epochlab_common::DataType::Int64);
-        let pk = vec![stored.len() - 1];
-        let def = crate::frontend::Def {
-            kind: crate::frontend::Kind::Table,
-            columns: columns
-                .iter()
-                .enumerate()
-                .map(|(i, c)| crate::expr::Column {
-                    name: c.name.clone(),
-                    ty: c.ty.clone(),
-                    src: i,
-                })
-                .collect(),
-            filter: None,
-            project: None,
-            stored: stored.clone(),
-            row_id: true,
-            row_id_at: None,
-            pk: pk.clone(),
-            append_only: true,
-            statement: text.trim().to_string(),
-            generated: Vec::new(),
-            watermarks: Vec::new(),
-            watermark_columns: Vec::new(),
-        };
-        self.set_def(job.to_string(), def)?;
-        let parallelism = self.parallelism();
-        Ok(self
-            .engine()
-            .cluster
-            .meta()
-            .create_table(job, stored, pk, parallelism)
-            .await?)
-    }
+/// The definition and the job of the empty table behind a source whose connector does not run here: its
+/// columns, then a hidden row id as its key.
+// `DataType` stops being `Copy` with the `types` branch; the clones stay right then.
+#[allow(clippy::clone_on_copy)]
+fn empty_source_job(
+    columns: &[ColumnCatalog],
+    text: &str,
+) -> (crate::frontend::Def, epochlab_meta::StreamingJob) {
+    let mut stored: Vec<epochlab_common::DataType> = columns.iter().map(|c| c.ty.clone()).collect();
+    stored.push(epochlab_common::DataType::Int64);
+    let row_id_index = stored.len() - 1;
+    let def = crate::frontend::Def {
+        kind: crate::frontend::Kind::Table,
+        columns: columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| crate::expr::Column {
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                src: i,
+            })
+            .collect(),
+        filter: None,
+        project: None,
+        stored: stored.clone(),
+        row_id: true,
+        row_id_at: None,
+        pk: vec![row_id_index],
+        append_only: true,
+        statement: text.trim().to_string(),
+        generated: Vec::new(),
+        watermarks: Vec::new(),
+        watermark_columns: Vec::new(),
+    };
+    let job = epochlab_meta::StreamingJob::Source {
+        column_types: stored,
+        row_id_index,
+        datagen: None,
+        generated: Vec::new(),
+    };
+    (def, job)
 }
 
 impl Session {
