@@ -80,13 +80,20 @@ pub enum DdlCommand {
         id: RelationId,
         cascade: bool,
     },
+    /// `DROP DATABASE`: its rows, then every streaming job of its relations.
+    DropDatabase {
+        name: String,
+    },
 }
 
 impl DdlCommand {
     /// RisingWave's `allow_in_recovery`: a drop runs while the cluster bootstraps or recovers (recovery
     /// pre-applies it); any other DDL is refused at its start.
     fn allowed_in_recovery(&self) -> bool {
-        matches!(self, DdlCommand::DropRelation { .. })
+        matches!(
+            self,
+            DdlCommand::DropRelation { .. } | DdlCommand::DropDatabase { .. }
+        )
     }
 }
 
@@ -129,6 +136,7 @@ impl MetaNode {
         match command {
             DdlCommand::CreateStreamingJob(c) => self.create_streaming_job_whole(*c).await,
             DdlCommand::DropRelation { id, cascade } => self.drop_relation_whole(id, cascade).await,
+            DdlCommand::DropDatabase { name } => self.drop_database_whole(&name).await,
         }
     }
 
@@ -155,27 +163,57 @@ impl MetaNode {
         event!(self.inner.log, "ddl", "catalog row {name} id={id}");
         let created = self.create_job_of(&name, job, options).await;
         match created {
-            Ok(table_id) => {
-                let ((), version) = self.catalog_write(|catalog| {
-                    if let Some(r) = catalog.relation_mut(id) {
-                        if let Some(listed) = listed_as {
-                            let (id, job) = (r.id, r.job.clone());
-                            *r = RelationCatalog { id, job, ..listed };
-                        }
-                        r.table_id = Some(table_id);
-                    }
-                    Ok::<_, DdlError>(())
-                })?;
-                Ok(DdlOutcome {
-                    table_id: Some(table_id),
-                    version,
-                })
-            }
+            Ok(table_id) => self.link_job(id, table_id, listed_as).await,
             Err(e) => {
                 // Gone already (a drop of another session) is as good.
                 let _ = self.catalog_write(|catalog| catalog.drop_relation(id, true));
                 Err(e)
             }
+        }
+    }
+
+    /// The catalog row `id` linked to its job's table (and listed as `listed_as`, when given). A row a DROP
+    /// took while the job was being built (before the job was in meta's catalog, so that the DROP found no
+    /// job to stop) takes its job with it: the CREATE was dropped.
+    async fn link_job(
+        &self,
+        id: RelationId,
+        table_id: TableId,
+        listed_as: Option<RelationCatalog>,
+    ) -> Result<DdlOutcome, DdlError> {
+        let (linked, version) = self.catalog_write(|catalog| {
+            let Some(r) = catalog.relation_mut(id) else {
+                return Ok::<_, DdlError>(false);
+            };
+            if let Some(listed) = listed_as {
+                let (id, job) = (r.id, r.job.clone());
+                *r = RelationCatalog { id, job, ..listed };
+            }
+            r.table_id = Some(table_id);
+            Ok(true)
+        })?;
+        if linked {
+            return Ok(DdlOutcome {
+                table_id: Some(table_id),
+                version,
+            });
+        }
+        let Some(job) = self.relation(table_id) else {
+            return Err(DdlError::NotFound(format!("relation {table_id}")));
+        };
+        event!(
+            self.inner.log,
+            "ddl",
+            "catalog row of {} gone: drop its job",
+            job.name
+        );
+        match self.drop_job(table_id).await {
+            Ok(()) | Err(DdlError::NotFound(_)) => Err(DdlError::NotCreated {
+                kind: job.kind,
+                name: job.name,
+                reason: crate::progress::CreateAborted::Dropped,
+            }),
+            Err(e) => Err(e),
         }
     }
 
@@ -261,14 +299,39 @@ impl MetaNode {
         id: RelationId,
         cascade: bool,
     ) -> Result<DdlOutcome, DdlError> {
-        let (going, version) = self.catalog_write(|catalog| catalog.drop_relation(id, cascade))?;
-        for r in &going {
-            let job = match r.job_link() {
-                JobLink::NoJob => continue,
-                JobLink::Linked(t) => Some(t),
-                JobLink::Pending => self.relation_by_name(&r.job_name()).map(|j| j.id),
-            };
-            let Some(job) = job else { continue };
+        let (jobs, version) = self.catalog_write(|catalog| {
+            let going = catalog.drop_relation(id, cascade)?;
+            self.jobs_to_drop(&going)
+        })?;
+        self.drop_jobs(jobs, version).await
+    }
+
+    /// RisingWave's `drop_database`: the database's rows in one commit, then its relations' jobs, the newest
+    /// first (a job reads only older ones).
+    async fn drop_database_whole(&self, name: &str) -> Result<DdlOutcome, DdlError> {
+        let (mut jobs, version) = self.catalog_write(|catalog| {
+            let going = catalog.drop_database(name)?;
+            self.jobs_to_drop(&going)
+        })?;
+        jobs.sort_unstable_by(|a, b| b.cmp(a));
+        self.drop_jobs(jobs, version).await
+    }
+
+    /// The jobs of the rows a DROP takes, refused (before its commit) when a job outside them reads one.
+    fn jobs_to_drop(&self, going: &[RelationCatalog]) -> Result<Vec<TableId>, DdlError> {
+        let jobs: Vec<TableId> = going.iter().filter_map(|r| self.job_of(r)).collect();
+        self.check_no_other_downstreams(&jobs)?;
+        Ok(jobs)
+    }
+
+    /// Each of `jobs` dropped in turn (one gone already is as good); the DROP's answer carries `version`,
+    /// its catalog commit.
+    async fn drop_jobs(
+        &self,
+        jobs: Vec<TableId>,
+        version: NotificationVersion,
+    ) -> Result<DdlOutcome, DdlError> {
+        for job in jobs {
             match self.drop_job(job).await {
                 Ok(()) | Err(DdlError::NotFound(_)) => {}
                 Err(e) => return Err(e),
@@ -278,5 +341,39 @@ impl MetaNode {
             table_id: None,
             version,
         })
+    }
+}
+
+impl MetaNode {
+    /// The job behind a catalog row, if it has one: its linked table, or the job of its name while its
+    /// CREATE is under way.
+    fn job_of(&self, r: &RelationCatalog) -> Option<TableId> {
+        match r.job_link() {
+            JobLink::NoJob => None,
+            JobLink::Linked(t) => Some(t),
+            JobLink::Pending => self.relation_by_name(&r.job_name()).map(|j| j.id),
+        }
+    }
+
+    /// A DROP of `jobs` is refused before its catalog commit when a job outside them reads one of them (a
+    /// dependency meta's job graph knows and the catalog rows do not): the DROP would otherwise commit its
+    /// rows, fail at that job, and leave jobs without rows.
+    fn check_no_other_downstreams(&self, jobs: &[TableId]) -> Result<(), DdlError> {
+        let catalog = self.inner.catalog();
+        for &job in jobs {
+            if let Some(d) = catalog.downstreams(job).find(|d| !jobs.contains(&d.id)) {
+                let name = catalog
+                    .get(job)
+                    .map_or_else(|| job.to_string(), |r| r.name.clone());
+                event!(
+                    self.inner.log,
+                    "ddl",
+                    "drop of {name} refused: {} reads it",
+                    d.name
+                );
+                return Err(DdlError::HasDependents(name));
+            }
+        }
+        Ok(())
     }
 }

@@ -354,3 +354,98 @@ fn a_create_source_is_one_request_its_connector_running_or_not() {
         }
     });
 }
+
+#[test]
+fn a_drop_of_a_row_whose_job_is_not_built_yet_takes_the_job_at_its_link() {
+    run(18, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 1); FLUSH")
+            .await
+            .unwrap();
+        let t = cluster.meta().relation_by_name("t").unwrap().id;
+        // The CREATE's meta task commits its row, then waits for the reschedule lock the ALTER holds
+        // through its recovery.
+        let create = tokio::spawn(async move {
+            s.execute("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t")
+                .await
+        });
+        let meta = cluster.meta();
+        let alter = tokio::spawn(async move { meta.alter_parallelism(t, 3).await });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let listed = cluster.meta().sql_catalog().catalog;
+        let row = listed
+            .relations()
+            .find(|r| r.name == "mv")
+            .expect("its row");
+        assert_eq!(row.table_id, None);
+        assert!(
+            cluster.meta().relation_by_name("mv").is_none(),
+            "no job yet"
+        );
+        let mut other = Session::new(epochlab_simulation::engine(&cluster, 2));
+        other.execute("DROP MATERIALIZED VIEW mv").await.unwrap();
+        alter.await.unwrap().unwrap();
+        let err = create.await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("was dropped"), "{err}");
+        assert!(
+            cluster.meta().relation_by_name("mv").is_none(),
+            "its job went"
+        );
+        let listed = cluster.meta().sql_catalog().catalog;
+        assert!(listed.relations().all(|r| r.name != "mv"));
+    });
+}
+
+#[test]
+fn a_drop_meta_would_refuse_at_a_job_is_refused_before_its_catalog_commit() {
+    run(19, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute(
+            "CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 1); FLUSH; \
+             CREATE MATERIALIZED VIEW mv AS SELECT * FROM t",
+        )
+        .await
+        .unwrap();
+        // A job over mv's that no catalog row lists (as the random plans make them).
+        let meta = cluster.meta();
+        let mv = meta.relation_by_name("mv").unwrap().id;
+        let options = epochlab_meta::JobOptions::parallelism(2);
+        meta.create_materialized_view("under", mv, options)
+            .await
+            .unwrap();
+        let before = cluster.meta().sql_catalog().version;
+        let err = s.execute("DROP MATERIALIZED VIEW mv").await.unwrap_err();
+        assert!(err.to_string().contains("other jobs depend on it"), "{err}");
+        let after = cluster.meta().sql_catalog();
+        assert_eq!(after.version, before, "nothing committed");
+        assert!(after.catalog.relations().any(|r| r.name == "mv"));
+        assert!(cluster.meta().relation_by_name("mv").is_some());
+    });
+}
+
+#[test]
+fn a_drop_database_takes_its_jobs_in_one_request() {
+    run(20, |ctx| async move {
+        let cluster = Arc::new(Cluster::start(&ctx, config()).await);
+        let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+        s.execute("CREATE DATABASE d").await.unwrap();
+        let mut in_d = Session::new(epochlab_simulation::engine(&cluster, 2));
+        in_d.database = "d".into();
+        in_d.execute(
+            "CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1); FLUSH; \
+             CREATE MATERIALIZED VIEW mv AS SELECT * FROM t; \
+             CREATE MATERIALIZED VIEW mv2 AS SELECT count(*) FROM mv",
+        )
+        .await
+        .unwrap();
+        let jobs = cluster.meta().catalog().relations.len();
+        assert!(jobs >= 3, "{jobs}");
+        s.execute("DROP DATABASE d").await.unwrap();
+        assert_eq!(cluster.meta().catalog().relations.len(), jobs - 3);
+        let listed = cluster.meta().sql_catalog().catalog;
+        assert!(listed.relations().all(|r| r.database != "d"));
+        cluster.check_recoveries(0).unwrap();
+    });
+}

@@ -124,7 +124,7 @@ impl Session {
     }
 
     /// `DROP DATABASE | SCHEMA | USER | CONNECTION [IF EXISTS] name [CASCADE]`.
-    pub(super) fn handle_drop_catalog(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
+    pub(super) async fn handle_drop_catalog(&mut self, c: &mut Cursor<'_>) -> HandlerResult {
         c.expect(&["DROP"])?;
         let what = c.keyword_at(0).unwrap_or_default();
         c.eat(&[&what]);
@@ -135,17 +135,21 @@ impl Session {
         c.end()?;
         let db = self.database.clone();
         let result = match what.as_str() {
-            "DATABASE" if name.last() == db => Err(CatalogError::DropCurrentDatabase),
-            "DATABASE" => self.drop_database(name.last()),
+            "DATABASE" if name.last() == db => Err(CatalogError::DropCurrentDatabase.into()),
+            "DATABASE" => self.drop_database(name.last()).await,
             "SCHEMA" if cascade => {
                 return Err(SqlError::Unsupported("DROP SCHEMA ... CASCADE".into()));
             }
-            "SCHEMA" => self.catalog_write(|c| c.drop_schema(&db, name.last())),
-            "USER" => self.catalog_write(|c| c.drop_user(name.last()).map(drop)),
-            _ => self.drop_connection(&name),
+            "SCHEMA" => self
+                .catalog_write(|c| c.drop_schema(&db, name.last()))
+                .map_err(SqlError::from),
+            "USER" => self
+                .catalog_write(|c| c.drop_user(name.last()).map(drop))
+                .map_err(SqlError::from),
+            _ => self.drop_connection(&name).map_err(SqlError::from),
         };
         match result {
-            Err(CatalogError::NotFound(..)) if if_exists => done(),
+            Err(SqlError::CatalogError(CatalogError::NotFound(..))) if if_exists => done(),
             other => {
                 other?;
                 done()
@@ -153,7 +157,15 @@ impl Session {
         }
     }
 
-    fn drop_database(&mut self, name: &str) -> Result<(), CatalogError> {
+    /// `DROP DATABASE`: with DDL in meta (`MetaConfig::ddl_in_meta`), one request: the database's rows
+    /// go, then its streaming jobs (RisingWave's `drop_database`); without it, the catalog's rows only.
+    async fn drop_database(&mut self, name: &str) -> Result<(), SqlError> {
+        let meta = self.cluster().meta();
+        if meta.config().ddl_in_meta {
+            let command = epochlab_meta::DdlCommand::DropDatabase { name: name.into() };
+            let outcome = meta.run_command(command).await.map_err(SqlError::of_ddl)?;
+            return self.wait_version(outcome.version).await;
+        }
         let dropped = self.catalog_write(|c| c.drop_database(name))?;
         let jobs: Vec<_> = dropped.iter().filter_map(|r| r.table_id).collect();
         if !jobs.is_empty() {

@@ -43,7 +43,7 @@ pub async fn handle(session: &mut Session, tokens: &[Token], text: &str) -> Opti
         ("CREATE", "SOURCE") => session.handle_create_source(&mut c, text).await,
         ("CREATE", "INDEX") => return session.handle_create_index(&mut c, text).await,
         ("DROP", "DATABASE" | "SCHEMA" | "USER" | "CONNECTION") => {
-            session.handle_drop_catalog(&mut c)
+            session.handle_drop_catalog(&mut c).await
         }
         ("DROP", _) => session.handle_drop_relation(&mut c).await,
         ("ALTER", "USER") => session.handle_alter_user(&mut c),
