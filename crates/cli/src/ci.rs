@@ -39,8 +39,6 @@ pub struct CiArgs {
     pub log_dir: Option<PathBuf>,
     /// `--update-expected`: rewrite the ratchet's lines of the steps run.
     pub update_expected: bool,
-    /// `--ddl-in-meta`: each CREATE and DROP of a streaming job as one request meta runs whole.
-    pub ddl_in_meta: bool,
     /// The cluster of every (step, seed).
     pub topology: Topology,
     /// The profile's `USE_ARRANGEMENT_BACKFILL`, or `--use-arrangement-backfill`: printed, reaching no
@@ -153,11 +151,6 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     );
     if a.use_arrangement_backfill {
         eprintln!("ci: {}", epochlab_simulation::ci::USE_ARRANGEMENT_BACKFILL);
-    }
-    if a.ddl_in_meta {
-        eprintln!(
-            "ci: each CREATE and DROP of a streaming job as one request meta runs whole (--ddl-in-meta)"
-        );
     }
     if a.keep_going {
         eprintln!(
@@ -435,7 +428,6 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut p = ci::step_params(a.profile, s.step, seed, a.run, a.topology);
         p.kill_roles.meta = a.kill_meta;
-        p.ddl_in_meta = a.ddl_in_meta;
         ci::run_step(&a.root, files, &p, a.keep_going, hooks)
     }));
     let out = match out {
@@ -707,9 +699,6 @@ pub(crate) fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
     }
     if a.kill_meta {
         cmd.push_str(" --kill-meta");
-    }
-    if a.ddl_in_meta {
-        cmd.push_str(" --ddl-in-meta");
     }
     cmd.push_str(&crate::command::topology::flags(a.topology));
     cmd

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use epochlab_simulation::KillRoles;
 use epochlab_simulation::corpus::{self, CorpusError, EXPECTED, Expected, Verdict};
-use epochlab_simulation::{KillRoles, SltParams};
 use epochlab_telemetry::WallTimer;
 
 /// `epochlab corpus`'s arguments.
@@ -21,7 +21,6 @@ pub struct CorpusArgs {
     pub jobs: usize,
     pub json: PathBuf,
     pub update_expected: bool,
-    pub ddl_in_meta: bool,
 }
 
 impl CorpusArgs {
@@ -93,13 +92,8 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
         },
         a.jobs
     );
-    if a.ddl_in_meta {
-        eprintln!(
-            "corpus: each CREATE of a streaming job as one request meta runs whole (--ddl-in-meta)"
-        );
-    }
     let wall = WallTimer::start();
-    let results = run_all(&a.root, &files, a.roles(), &seeds, a.jobs, a.ddl_in_meta);
+    let results = run_all(&a.root, &files, a.roles(), &seeds, a.jobs);
     let wall_ms = wall.elapsed().as_millis() as u64;
     let no_script = corpus::run_by_no_script(&a.root, &files);
     let report = Report::new(a, &results, &expected, &no_script, wall_ms);
@@ -142,7 +136,6 @@ fn run_all(
     roles: KillRoles,
     seeds: &[u64],
     jobs: usize,
-    ddl_in_meta: bool,
 ) -> Vec<FileResult> {
     let units: Vec<(usize, u64)> = (0..files.len())
         .flat_map(|i| seeds.iter().map(move |&s| (i, s)))
@@ -161,10 +154,7 @@ fn run_all(
                         let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some((i, seed)) = unit else { return };
                         let wall = WallTimer::start();
-                        let params = SltParams {
-                            ddl_in_meta,
-                            ..corpus::params_killing(&files[i], roles, seed)
-                        };
+                        let params = corpus::params_killing(&files[i], roles, seed);
                         let v = Verdict::run(root, &files[i], &params);
                         let ms = wall.elapsed().as_millis() as u64;
                         verdicts

@@ -58,9 +58,6 @@ pub fn replay(p: &SltParams, file: &Path) -> String {
     );
     cmd.push_str(&kill_flags(p));
     cmd.push_str(&crate::command::topology::flags(p.topology));
-    if p.ddl_in_meta {
-        cmd.push_str(" --ddl-in-meta");
-    }
     cmd.push(' ');
     cmd.push_str(&file.display().to_string());
     cmd

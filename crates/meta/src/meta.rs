@@ -60,8 +60,13 @@ pub struct MetaConfig {
     /// Which store meta keeps its rows in.
     pub store: crate::store::MetaBackend,
     /// The CREATE of a streaming job is one request meta runs in a task of its own
-    /// (`crate::ddl_controller`); off, the front end's several requests (until the switch flips).
+    /// (`crate::ddl_controller`); off, the front end's several requests (the old path, going).
     pub ddl_in_meta: bool,
+    /// Jobs made through meta's job API by a harness with no SQL catalog (the random plans, directed
+    /// scenarios): a restarted meta keeps a job without a catalog row. Off (RisingWave's rule, as DDL in
+    /// meta writes a job's row before the job and deletes it before the job): such a job is a DROP a kill
+    /// cut off, and goes.
+    pub unlisted_jobs: bool,
 }
 
 impl Default for MetaConfig {
@@ -75,7 +80,8 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
-            ddl_in_meta: false,
+            ddl_in_meta: true,
+            unlisted_jobs: false,
         }
     }
 }
@@ -437,9 +443,9 @@ impl MetaInner {
         if self.persistence.term() <= 1 || self.bootstrapped.load(Ordering::Relaxed) {
             return Vec::new();
         }
-        let tables = match self.config.ddl_in_meta {
-            true => self.clean_jobs_without_rows(),
-            false => Vec::new(),
+        let tables = match self.config.unlisted_jobs {
+            false => self.clean_jobs_without_rows(),
+            true => Vec::new(),
         };
         let jobs: BTreeMap<TableId, String> = lock(&self.catalog)
             .relations
@@ -485,7 +491,7 @@ impl MetaInner {
         tables
     }
 
-    /// With DDL in meta ([`MetaConfig::ddl_in_meta`]) every job has its catalog row, written before the job
+    /// Unless jobs go unlisted ([`MetaConfig::unlisted_jobs`]) every job has its catalog row, written before the job
     /// and deleted before it: a job whose row is gone is a DROP a kill cut off between the two (RisingWave's
     /// dirty table fragments, which its recovery drops). It goes; its state tables, returned, are recovery's
     /// to unregister.

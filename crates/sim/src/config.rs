@@ -66,6 +66,8 @@ pub fn cluster_config_for(
     meta.barrier.interval = interval;
     meta.barrier.checkpoint_frequency = checkpoint_frequency;
     meta.toggles = toggles;
+    // The random plans and directed scenarios make their jobs through meta's job API, without catalog rows.
+    meta.unlisted_jobs = true;
     meta.vnode_count = VnodeCount::new(vnodes).expect("vnodes checked by the caller");
     // Recovery's slow steps before the reset (progress recovery, actor migration) take a share of a barrier
     // interval to one and a half: the zombie window scales with the cluster's pace, not with a constant.

@@ -104,7 +104,7 @@ impl Default for SltParams {
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
             persist_check: true,
-            ddl_in_meta: false,
+            ddl_in_meta: true,
         }
     }
 }

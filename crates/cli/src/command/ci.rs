@@ -109,10 +109,6 @@ pub struct CiCmd {
     /// run; --update-expected is refused (the ratchet has no line for meta kills).
     #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
     pub kill_meta: bool,
-    /// A streaming job's CREATE and DROP as one request that meta runs whole (see `epochlab slt
-    /// --help`); --update-expected is refused (the ratchet is the default path's until it flips)
-    #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
-    pub ddl_in_meta: bool,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -128,7 +124,6 @@ fn backfill_tests_alone(cmd: &CiCmd) -> Result<(), CheckError> {
         ("--update-expected", cmd.update_expected),
         ("--use-arrangement-backfill", cmd.use_arrangement_backfill),
         ("--kill-meta", cmd.kill_meta),
-        ("--ddl-in-meta", cmd.ddl_in_meta),
         ("--jobs", cmd.jobs.is_some()),
         (
             "--root",
@@ -201,7 +196,6 @@ impl CiCmd {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             shard: self.shard,
             kill_meta: self.kill_meta,
-            ddl_in_meta: self.ddl_in_meta,
             root: self.root,
             keep_going: self.keep_going,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,

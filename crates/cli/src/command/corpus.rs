@@ -61,9 +61,6 @@ pub struct CorpusCmd {
     /// Rewrite ROOT/expected.txt with the files that pass (what the other kind of run showed is kept)
     #[arg(long)]
     pub update_expected: bool,
-    /// A streaming job's CREATE as one request that meta runs whole (see `epochlab slt --help`)
-    #[arg(long, conflicts_with = "update_expected")]
-    pub ddl_in_meta: bool,
 }
 
 const CORPUS_AFTER_HELP: &str = "EXIT STATUS: 0 no listed file regressed, 1 a listed file did not pass, 2 bad input (one line on stderr).";
@@ -80,7 +77,6 @@ impl CorpusCmd {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             json: self.json,
             update_expected: self.update_expected,
-            ddl_in_meta: self.ddl_in_meta,
         }
     }
 }

@@ -120,13 +120,6 @@ pub struct SltCmd {
     /// streaming_enable_arrangement_backfill says (default false: no-shuffle backfill). Printed.
     #[arg(long, verbatim_doc_comment)]
     pub use_arrangement_backfill: bool,
-    /// A streaming job's CREATE as one request that meta runs whole, in a task of its own
-    ///
-    /// RisingWave's DdlController::run_command: its steps commit one after another in meta,
-    /// and a client that goes away does not end it. Off: the frontend's several requests
-    /// (today's default, until this path's figures are measured).
-    #[arg(long, verbatim_doc_comment)]
-    pub ddl_in_meta: bool,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -143,7 +136,6 @@ impl SltCmd {
             seed: self.seed,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
             topology: self.topology.topology()?,
-            ddl_in_meta: self.ddl_in_meta,
             ..SltParams::default()
         })?;
         let mut files = Vec::new();
