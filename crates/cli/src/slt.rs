@@ -57,6 +57,9 @@ pub fn replay(p: &SltParams, file: &Path) -> String {
         p.run.mode()
     );
     cmd.push_str(&kill_flags(p));
+    if let Some(point) = p.crash_meta_at {
+        cmd.push_str(&format!(" --crash-meta-at {point}"));
+    }
     cmd.push_str(&crate::command::topology::flags(p.topology));
     cmd.push(' ');
     cmd.push_str(&file.display().to_string());
@@ -274,6 +277,7 @@ fn json_row(
         "epochs": r.epochs,
         "violations": violations,
         "notes": r.notes,
+        "meta_crashes": r.meta_crashes,
         "digest": digest,
         "virtual_ms": virtual_ms,
         "wall_ms": wall_ms,
@@ -299,6 +303,9 @@ fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wal
         virtual_ms as f64 / 1000.0,
         wall_ms as f64 / 1000.0
     );
+    for crash in &r.meta_crashes {
+        outln!("  {crash}");
+    }
     if r.outcome != Outcome::Passed {
         if let Some(f) = &r.failure {
             outln!("  record {f}");

@@ -1,6 +1,7 @@
 //! The barrier manager's context: RPCs to compute nodes, commits into storage, post-collect work, and
 //! recovery (reference §7.1).
 
+use crate::crash::CrashPoint;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -176,6 +177,15 @@ impl GlobalBarrierManagerContext for MetaContext {
         let checkpoint = ctx.kind.is_checkpoint();
         let (prev, nodes) = (ctx.prev_epoch, ctx.info.nodes().collect::<Vec<_>>());
         async move {
+            // A crash point here dies in the barrier manager's task, which the kill aborts: it waits for that.
+            let crash = match command {
+                Command::CreateStreamingJob { .. } => Some(CrashPoint::CreateAfterFirstCommit),
+                Command::DropStreamingJobs { .. } => Some(CrashPoint::DropAfterStop),
+                _ => None,
+            };
+            if crash.is_some_and(|p| inner.crash_point(p)) {
+                std::future::pending::<()>().await;
+            }
             // Creating jobs whose backfill is done become created on a checkpoint.
             let done = inner.tracker().update(&progress);
             if !done.is_empty() {
@@ -186,6 +196,9 @@ impl GlobalBarrierManagerContext for MetaContext {
                         }
                         inner.tracker().finish(job);
                         event!(inner.log, "ddl", "finished creating id={job}");
+                        if inner.crash_point(CrashPoint::CreateAfterFragmentsCreated) {
+                            std::future::pending::<()>().await;
+                        }
                     }
                 } else {
                     inner.scheduler.force_checkpoint_in_next_barrier();

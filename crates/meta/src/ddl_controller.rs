@@ -9,6 +9,7 @@
 //! Behind [`crate::MetaConfig::ddl_in_meta`] (off: the front end's several requests, the path this replaces
 //! once its figures are measured).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use epochlab_barrier::{BarrierError, SchedulerStatus};
@@ -18,6 +19,7 @@ use epochlab_common::source::DatagenSpec;
 use epochlab_common::{DataType, ExprNode, TableId, event};
 
 use crate::catalog::RelationKind;
+use crate::crash::CrashPoint;
 use crate::meta::{DdlError, JobOptions, MetaNode, SinkOptions};
 use crate::notification::NotificationVersion;
 use crate::sql_catalog::{Def, JobLink, RelationCatalog, RelationId};
@@ -161,6 +163,9 @@ impl MetaNode {
             Ok::<_, DdlError>(id)
         })?;
         event!(self.inner.log, "ddl", "catalog row {name} id={id}");
+        if self.inner.crash_point(CrashPoint::CreateAfterCatalog) {
+            return Err(DdlError::MetaUnavailable);
+        }
         let created = self.create_job_of(&name, job, options).await;
         match created {
             Ok(table_id) => self.link_job(id, table_id, listed_as).await,
@@ -303,6 +308,9 @@ impl MetaNode {
             let going = catalog.drop_relation(id, cascade)?;
             self.jobs_to_drop(&going)
         })?;
+        if self.inner.crash_point(CrashPoint::DropAfterCatalog) {
+            return Err(DdlError::MetaUnavailable);
+        }
         self.drop_jobs(jobs, version).await
     }
 
@@ -313,15 +321,25 @@ impl MetaNode {
             let going = catalog.drop_database(name)?;
             self.jobs_to_drop(&going)
         })?;
+        if self.inner.crash_point(CrashPoint::DropAfterCatalog) {
+            return Err(DdlError::MetaUnavailable);
+        }
         jobs.sort_unstable_by(|a, b| b.cmp(a));
         self.drop_jobs(jobs, version).await
     }
 
     /// The jobs of the rows a DROP takes, refused (before its commit) when a job outside them reads one.
+    /// The rows are noted as dropped by a client's request ([`MetaNode::dropped_by_ddl`]).
     fn jobs_to_drop(&self, going: &[RelationCatalog]) -> Result<Vec<TableId>, DdlError> {
         let jobs: Vec<TableId> = going.iter().filter_map(|r| self.job_of(r)).collect();
         self.check_no_other_downstreams(&jobs)?;
+        crate::meta::lock(&self.inner.dropped_by_ddl).extend(going.iter().map(|r| r.id));
         Ok(jobs)
+    }
+
+    /// The catalog rows this meta's DROPs deleted (since it started).
+    pub fn dropped_by_ddl(&self) -> BTreeSet<RelationId> {
+        crate::meta::lock(&self.inner.dropped_by_ddl).clone()
     }
 
     /// Each of `jobs` dropped in turn (one gone already is as good); the DROP's answer carries `version`,

@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod catalog;
 pub mod context;
+pub mod crash;
 pub mod ddl_controller;
 pub mod graph;
 pub mod meta;
@@ -23,6 +24,7 @@ pub use catalog::{
     ActorPlacement, BACKFILL_CHUNK_SIZE, Catalog, Fragment, FragmentInfo, GraphFragment, JobGraph,
     JobState, Relation, RelationKind, ScanSite, StreamScanType,
 };
+pub use crash::{CrashHook, CrashPoint, UnknownCrashPoint};
 pub use ddl_controller::{CreateStreamingJob, DdlCommand, DdlOutcome, StreamingJob};
 pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};

@@ -1,5 +1,6 @@
 //! The meta node: DDL, cluster membership, and the handles the barrier manager's context uses.
 
+use crate::crash::CrashPoint;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -363,9 +364,14 @@ pub(crate) struct MetaInner {
     pub bootstrapped: std::sync::atomic::AtomicBool,
     /// The tasks meta runs its DDL in (`MetaNode::run_command`), which its kill ends.
     pub ddl_tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// A harness's hook at each crash point (`crate::crash`).
+    pub crash_hook: Mutex<Option<crate::crash::CrashHook>>,
+    /// The catalog rows this meta's DROPs deleted (a DROP runs while meta bootstraps: what a client was told
+    /// before a restart may go by a client's request after it).
+    pub dropped_by_ddl: Mutex<BTreeSet<crate::sql_catalog::RelationId>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -895,6 +901,8 @@ impl MetaNode {
             killed: std::sync::atomic::AtomicBool::new(false),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
             ddl_tasks: Mutex::default(),
+            crash_hook: Mutex::new(None),
+            dropped_by_ddl: Mutex::default(),
         });
         let catalog = CatalogView(Arc::downgrade(&inner));
         inner.hummock.set_compaction_catalog(Arc::new(catalog));
@@ -1611,6 +1619,9 @@ impl MetaNode {
         let id = rel.id;
         let tables = rel.state_tables();
         let (descs, adds) = inner.insert_job(&rel)?;
+        if inner.crash_point(CrashPoint::CreateAfterFragments) {
+            return Err(DdlError::MetaUnavailable);
+        }
         event!(
             inner.log,
             "ddl",
@@ -1620,6 +1631,9 @@ impl MetaNode {
             rel.all_actors().count()
         );
         inner.register(&rel);
+        if inner.crash_point(CrashPoint::CreateAfterRegister) {
+            return Err(DdlError::MetaUnavailable);
+        }
         let actors = by_worker(rel.all_actors());
         let sources = source_actors(&descs, &rel);
         let command = Command::CreateStreamingJob {
@@ -1698,6 +1712,9 @@ impl MetaNode {
         if !backfills {
             if let Some(r) = inner.catalog().relations.get_mut(&id) {
                 r.state = JobState::Created;
+            }
+            if inner.crash_point(CrashPoint::CreateAfterFragmentsCreated) {
+                return Err(DdlError::MetaUnavailable);
             }
         } else if let Some(finished) = finished {
             let outcome = finished.await.unwrap_or(Err(CreateAborted::MetaStopped));
@@ -1784,6 +1801,9 @@ impl MetaNode {
     async fn drop_job_inner(&self, id: TableId, removal: Removal) -> Result<(), DdlError> {
         let inner = &self.inner;
         let rel = self.remove_from_catalog(id, removal)?;
+        if removal == Removal::Drop && inner.crash_point(CrashPoint::DropAfterFragments) {
+            return Err(DdlError::MetaUnavailable);
+        }
         let tables = rel.state_tables();
         let actors = by_worker(rel.all_actors());
         let command = match removal {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use epochlab_barrier::{BarrierManagerStats, SchedulerStatus};
+use epochlab_common::event;
 use epochlab_common::trace::{self, Cause};
 use epochlab_common::{
     ActorId, Epoch, Op, OwnedRow, StreamChunk, TableId, VirtualNode, WorkerId, value_encoding,
@@ -91,6 +92,8 @@ pub struct Cluster {
     /// Compute nodes started while meta was down: each registers with the next meta (a RisingWave compute
     /// node retries its registration until a meta answers).
     awaiting_meta: Mutex<Vec<WorkerId>>,
+    /// The crash points meta died at ([`Cluster::arm_meta_crash`]), in order.
+    meta_crashes: Mutex<Vec<epochlab_meta::CrashPoint>>,
     /// Why the last restart of meta failed (its store could not be loaded), if one did.
     meta_restart_error: Mutex<Option<MetaStoreError>>,
 }
@@ -194,6 +197,7 @@ impl Cluster {
             shut_down: AtomicBool::new(false),
             meta_witness: Mutex::new(None),
             awaiting_meta: Mutex::new(Vec::new()),
+            meta_crashes: Mutex::new(Vec::new()),
             meta_restart_error: Mutex::new(None),
         };
         cluster.wait_ready().await;
@@ -277,6 +281,9 @@ impl Cluster {
         if let Some(hook) = old.recovery_hook() {
             meta.set_recovery_hook(hook);
         }
+        if let Some(hook) = old.crash_hook() {
+            meta.set_crash_hook(hook);
+        }
         *lock(&self.meta_slot) = meta.clone();
         // Nodes that came up while meta was down register now, before the bootstrap resets every node.
         let awaiting = std::mem::take(&mut *lock(&self.awaiting_meta));
@@ -293,6 +300,53 @@ impl Cluster {
         *lock(&self.manager) = tokio::spawn(manager.run());
         *lock(&self.heartbeat_checker) = tokio::spawn(meta.run_heartbeat_checker());
         Ok(())
+    }
+
+    /// Meta dies at `point` (issue 56, stage 2; `epochlab_meta::crash`): the first DDL to reach it kills
+    /// meta right after that commit, and meta restarts from its store after U(0, 1 s), drawn then. Once: a
+    /// restarted meta keeps the hook, disarmed.
+    pub fn arm_meta_crash(self: &Arc<Self>, point: epochlab_meta::CrashPoint) {
+        let armed = Arc::new(Mutex::new(Some(point)));
+        let cluster = Arc::downgrade(self);
+        let hook: epochlab_meta::CrashHook = Arc::new(move |at| {
+            let mut armed = lock(&armed);
+            let Some(cluster) = cluster.upgrade().filter(|_| *armed == Some(at)) else {
+                return false;
+            };
+            *armed = None;
+            drop(armed);
+            cluster.crash_meta(at);
+            true
+        });
+        self.meta().set_crash_hook(hook);
+    }
+
+    /// Kill meta at crash point `at` and restart it after U(0, 1 s).
+    fn crash_meta(self: &Arc<Self>, at: epochlab_meta::CrashPoint) {
+        let restart_after = self
+            .ctx
+            .rng
+            .duration(Duration::ZERO..Duration::from_secs(1));
+        event!(
+            self.ctx.log,
+            "crash meta",
+            "at={at} restart_after={restart_after:?}"
+        );
+        lock(&self.meta_crashes).push(at);
+        self.kill_meta();
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(restart_after).await;
+            match cluster.restart_meta() {
+                Ok(()) => event!(cluster.ctx.log, "restart node", "node=meta-1"),
+                Err(e) => event!(cluster.ctx.log, "restart node", "node=meta-1 failed: {e}"),
+            }
+        });
+    }
+
+    /// The crash points meta died at, in order.
+    pub fn meta_crashes(&self) -> Vec<epochlab_meta::CrashPoint> {
+        lock(&self.meta_crashes).clone()
     }
 
     /// The witness of meta's last kill, once (see [`crate::meta_witness`]).

@@ -64,7 +64,7 @@ impl MetaWitness {
     /// Every way the restarted meta (bootstrapped) breaks the witness.
     pub fn check(&self, cluster: &Cluster) -> Vec<Violation> {
         let meta = cluster.meta();
-        let mut found = self.check_catalog(&meta.sql_catalog());
+        let mut found = self.check_catalog(&meta.sql_catalog(), &meta.dropped_by_ddl());
         let live = cluster.hummock.max_committed_epoch();
         if live < self.max_committed_epoch {
             found.push(format!(
@@ -88,7 +88,13 @@ impl MetaWitness {
             .collect()
     }
 
-    fn check_catalog(&self, after: &CatalogSnapshot) -> Vec<String> {
+    /// The catalog after the restart against what clients were told before it; `dropped` went by a client's
+    /// DROP after it (a DROP runs while meta bootstraps).
+    fn check_catalog(
+        &self,
+        after: &CatalogSnapshot,
+        dropped: &BTreeSet<RelationId>,
+    ) -> Vec<String> {
         let mut found = Vec::new();
         if after.version < self.catalog.version {
             found.push(format!(
@@ -104,7 +110,7 @@ impl MetaWitness {
         let lost: Vec<_> = self
             .acked
             .iter()
-            .filter(|id| after.catalog.relation(**id).is_none())
+            .filter(|id| after.catalog.relation(**id).is_none() && !dropped.contains(id))
             .filter_map(|id| self.catalog.catalog.relation(*id))
             .collect();
         if let Some(r) = lost.first() {

@@ -87,6 +87,18 @@ pub struct SltParams {
     pub persist_check: bool,
     /// A streaming job's CREATE as one request meta runs whole (`MetaConfig::ddl_in_meta`).
     pub ddl_in_meta: bool,
+    /// Meta dies right after this commit of the first DDL to make it and restarts from its store after
+    /// U(0, 1 s) (`Cluster::arm_meta_crash`); the records run through the kill runner, retried as under
+    /// kills (killed nodes only with `kill`).
+    pub crash_meta_at: Option<epochlab_meta::CrashPoint>,
+}
+
+impl SltParams {
+    /// Whether records go through the kill runner, retried as RisingWave's runner retried them under
+    /// kills: with kills, or with a crash point.
+    pub fn retries_records(&self) -> bool {
+        self.kill || self.crash_meta_at.is_some()
+    }
 }
 
 impl Default for SltParams {
@@ -105,6 +117,7 @@ impl Default for SltParams {
             checkpoint_frequency: 1,
             persist_check: true,
             ddl_in_meta: true,
+            crash_meta_at: None,
         }
     }
 }
@@ -344,6 +357,8 @@ pub struct FileReport {
     pub epochs: u64,
     /// What the front end accepted without doing (ignored options and settings).
     pub notes: Vec<String>,
+    /// `meta crashed at POINT: SQL`, for each crash point meta died at (`SltParams::crash_meta_at`).
+    pub meta_crashes: Vec<String>,
     /// Not run: under kills, a file of RisingWave's `KILL_IGNORE_FILES` (it passes, as in RisingWave).
     pub skipped: bool,
     /// The panic that ended the run (kind `panic`).
@@ -366,6 +381,7 @@ impl FileReport {
             recoveries: 0,
             epochs: 0,
             notes: Vec::new(),
+            meta_crashes: Vec::new(),
             skipped: false,
             panic: None,
         }
@@ -648,6 +664,9 @@ async fn start_cluster(
         RunnerEra::Latest => config,
     };
     let cluster = Arc::new(Cluster::start(ctx, config).await);
+    if let Some(point) = p.crash_meta_at {
+        cluster.arm_meta_crash(point);
+    }
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
@@ -854,7 +873,7 @@ impl Play {
             self.probe.take();
             // Under kills every record goes through the kill runner, as RisingWave's loop did.
             let result = match &at {
-                _ if self.params.kill => {
+                _ if self.params.retries_records() => {
                     let cmd = at
                         .as_ref()
                         .map_or(SqlCmd::Others, |(_, _, sql)| SqlCmd::of(sql));
@@ -867,6 +886,7 @@ impl Play {
                     .map(|_| ())
                     .map_err(RecordError::from),
             };
+            self.note_meta_crashes(&at);
             if let Err(e) = result.and_then(|()| self.any_error_met(&record)) {
                 self.fail_record(&record, &e);
                 return;
@@ -972,6 +992,19 @@ impl Play {
         self.report.failure = Some(failure);
     }
 
+    /// The crashes of meta since the last record's, each with the record it came during.
+    fn note_meta_crashes(&mut self, at: &Option<(String, u32, String)>) {
+        let crashes = self.cluster().meta_crashes();
+        let sql = at.as_ref().map_or(String::new(), |(file, line, sql)| {
+            let words: Vec<&str> = sql.split_whitespace().collect();
+            format!("{file}:{line}: {}", words.join(" "))
+        });
+        for point in crashes.iter().skip(self.report.meta_crashes.len()) {
+            let line = format!("meta crashed at {point}: {sql}");
+            self.report.meta_crashes.push(line);
+        }
+    }
+
     /// A record under kills, as RisingWave's simulation runner runs it (every record, whatever it is).
     async fn run_killed(
         &mut self,
@@ -989,9 +1022,8 @@ impl Play {
         if cmd.ignore_kill() {
             return self.run_not_killed(record).await;
         }
-        let killer = self
-            .rng
-            .bool(self.params.kill_rate.clamp(0.0, 1.0))
+        // Without kills (a crash point alone) no killer is drawn.
+        let killer = (self.params.kill && self.rng.bool(self.params.kill_rate.clamp(0.0, 1.0)))
             .then(|| self.spawn_killer());
         let result = self.run_retried(&record, &cmd).await;
         if let SqlCmd::SetBackgroundDdl { enable } = cmd {

@@ -120,6 +120,19 @@ pub struct SltCmd {
     /// streaming_enable_arrangement_backfill says (default false: no-shuffle backfill). Printed.
     #[arg(long, verbatim_doc_comment)]
     pub use_arrangement_backfill: bool,
+    /// Meta dies right after this commit of the first DDL to make it, and restarts from its
+    /// store after U(0, 1 s); records are retried as under --kill (nodes die only with a kill
+    /// flag). POINT, in the order a CREATE then a DROP reaches them (meta-failover.md §2.4):
+    ///   create-after-catalog            the catalog row is committed; no job yet
+    ///   create-after-fragments          the job and its fragments (Initial) are committed
+    ///   create-after-register           its state tables are registered in Hummock
+    ///   create-after-first-commit       its first barrier's epoch is committed
+    ///   create-after-fragments-created  its fragments are Created; the row is not linked yet
+    ///   drop-after-catalog              the catalog rows are deleted; the job is still there
+    ///   drop-after-fragments            the job and its fragments are deleted
+    ///   drop-after-stop                 the Stop barrier is collected; tables still registered
+    #[arg(long, value_name = "POINT", verbatim_doc_comment, value_parser = values::crash_point)]
+    pub crash_meta_at: Option<epochlab_meta::CrashPoint>,
     #[command(flatten)]
     pub topology: super::topology::TopologyArgs,
 }
@@ -136,6 +149,7 @@ impl SltCmd {
             seed: self.seed,
             run: BugMode::new(self.bug, self.mode).map_err(CheckError::NotAModeOfTheBug)?,
             topology: self.topology.topology()?,
+            crash_meta_at: self.crash_meta_at,
             ..SltParams::default()
         })?;
         let mut files = Vec::new();

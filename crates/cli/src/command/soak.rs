@@ -86,6 +86,15 @@ pub struct SoakCmd {
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub kill_meta_rate: Option<f64>,
+    /// 0..=1, random plans: the chance of a crash point armed at each opportunity, default 0 (none)
+    ///
+    /// An opportunity every 10 to 30 s, its point one of `epochlab slt --help`'s that a job made
+    /// through meta's job API reaches (not the catalog's two); meta dies there in the first DDL
+    /// to reach it and restarts from its store after U(0, 1 s). Drawn after meta kills: the rest
+    /// of each seed's plan is the plan of the same seed without it.
+    #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
+          conflicts_with = "slt")]
+    pub crash_meta_rate: Option<f64>,
     /// Run sqllogictest files (`epochlab slt --help`) instead of random plans
     ///
     /// Every file matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster,
@@ -127,7 +136,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
-              "kill_meta_rate",
+              "kill_meta_rate", "crash_meta_rate",
           ])]
     pub plan: Option<PathBuf>,
     /// Shrink the plan of --plan FILE, or of the lowest failing seed of the campaign
@@ -159,7 +168,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "bug", "shrink", "seeds", "shard", "results", "mode", "scenario", "kill_rate",
-              "background_ddl_rate", "kill_meta_rate",
+              "background_ddl_rate", "kill_meta_rate", "crash_meta_rate",
           ])]
     pub replay: Option<PathBuf>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run; off by default
@@ -272,6 +281,7 @@ impl SoakCmd {
                     kill_rate: self.kill_rate.unwrap_or(g.kill_rate),
                     background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
                     kill_meta_rate: self.kill_meta_rate.unwrap_or(g.kill_meta_rate),
+                    crash_meta_rate: self.crash_meta_rate.unwrap_or(g.crash_meta_rate),
                     flow_control: self.engine == Some(EngineArg::R2024),
                     ..g
                 })
@@ -348,6 +358,7 @@ impl SoakCmd {
                     drawn,
                 ),
                 (self.kill_meta_rate.is_some(), "--kill-meta-rate", drawn),
+                (self.crash_meta_rate.is_some(), "--crash-meta-rate", drawn),
                 (
                     self.shrink,
                     "--shrink",

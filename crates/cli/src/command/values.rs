@@ -73,6 +73,11 @@ pub enum ValueError {
     NotAShard(String),
     #[error("takes a probability from 0 to 1, such as 0.5, not `{0}`")]
     NotAProbability(String),
+    #[error(
+        "takes one of {points}, not `{0}`",
+        points = epochlab_meta::CrashPoint::ALL.map(epochlab_meta::CrashPoint::as_str).join(", ")
+    )]
+    NotACrashPoint(String),
 }
 
 /// A whole number of `T` in `range`.
@@ -180,6 +185,12 @@ pub fn shard(v: &str) -> Result<(u64, u64), ValueError> {
         return Err(bad());
     }
     Ok((k, n))
+}
+
+/// A crash point of meta's (`epochlab_meta::CrashPoint`), by its name.
+pub fn crash_point(v: &str) -> Result<epochlab_meta::CrashPoint, ValueError> {
+    v.parse()
+        .map_err(|e: epochlab_meta::UnknownCrashPoint| ValueError::NotACrashPoint(e.0))
 }
 
 /// A probability in `0..=1`.

@@ -226,6 +226,9 @@ fn engine_flag(g: &GenParams) -> String {
     if g.kill_meta_rate > 0.0 {
         flags.push_str(&format!(" --kill-meta-rate {}", g.kill_meta_rate));
     }
+    if g.crash_meta_rate > 0.0 {
+        flags.push_str(&format!(" --crash-meta-rate {}", g.crash_meta_rate));
+    }
     flags
 }
 

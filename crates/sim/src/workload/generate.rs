@@ -25,6 +25,10 @@ pub struct GenParams {
     /// Probability of a meta kill at each of its opportunities, every 10 to 30 s (`--kill-meta-rate`). Drawn
     /// after every other step, so a rate of 0 leaves every seed's plan as it was.
     pub kill_meta_rate: f64,
+    /// Probability of a crash point armed at each of its opportunities, every 10 to 30 s (`--crash-meta-rate`):
+    /// meta dies there in the first DDL to reach it. Drawn after meta kills, so a rate of 0 leaves every
+    /// seed's plan as it was.
+    pub crash_meta_rate: f64,
     /// The plans run on the engine of 2024: backfill rate limits kept by a flow-control executor
     /// (`PlanCluster::flow_control`, `--engine 2024`). Not a draw: every plan of a campaign has it or none.
     pub flow_control: bool,
@@ -37,6 +41,7 @@ impl Default for GenParams {
             kill_rate: 0.5,
             background_ddl_rate: 0.5,
             kill_meta_rate: 0.0,
+            crash_meta_rate: 0.0,
             flow_control: false,
         }
     }
@@ -101,6 +106,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     temporal_joins(&d, &cluster, g, &mut steps);
     over_windows(&d, &cluster, g, &mut steps);
     meta_kills(&d, g, &mut steps);
+    meta_crashes(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -892,6 +898,29 @@ fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
     }
 }
 
+/// Crash point opportunities every 10 to 30 s, each taken with the crash rate, its point one the job API
+/// reaches; none drawn at rate 0.
+fn meta_crashes(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
+    if g.crash_meta_rate <= 0.0 {
+        return;
+    }
+    let points: Vec<epochlab_meta::CrashPoint> = epochlab_meta::CrashPoint::ALL
+        .into_iter()
+        .filter(|p| p.reached_by_job_api())
+        .collect();
+    let mut at_ms = d.between(3000, 15_000);
+    while at_ms < g.duration_ms {
+        if d.chance(g.crash_meta_rate) {
+            let point = points[d.between(0, points.len() as u64) as usize];
+            steps.push(Step {
+                at_ms,
+                action: Action::CrashMeta { point },
+            });
+        }
+        at_ms += d.between(10_000, 30_000);
+    }
+}
+
 /// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
 /// injection.
 fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
@@ -1059,6 +1088,32 @@ mod tests {
             assert_eq!(a, b, "seed {seed}");
         }
         assert!(kills >= 100, "{kills} meta kills in 100 plans at rate 1");
+    }
+
+    /// Crash points are drawn after meta kills: with them, each seed's plan is the plan without them, plus
+    /// its crash steps, each at a point the job API reaches; every point of those is drawn.
+    #[test]
+    fn crash_points_leave_the_rest_of_the_plan_as_it_was() {
+        let g = GenParams::default();
+        let with = GenParams {
+            crash_meta_rate: 1.0,
+            ..GenParams::default()
+        };
+        let mut points = std::collections::BTreeSet::new();
+        for seed in 0..100 {
+            let (a, mut b) = (generate(seed, &g), generate(seed, &with));
+            b.validate().unwrap();
+            for s in &b.steps {
+                if let Action::CrashMeta { point } = s.action {
+                    assert!(point.reached_by_job_api(), "{point}");
+                    points.insert(point);
+                }
+            }
+            b.steps
+                .retain(|s| !matches!(s.action, Action::CrashMeta { .. }));
+            assert_eq!(a, b, "seed {seed}");
+        }
+        assert_eq!(points.len(), 6, "{points:?}");
     }
 
     /// Some plans draw an over window view, over a table created before it; its plan validates.

@@ -136,6 +136,9 @@ pub enum Action {
     /// Kill meta and start it again from its store `restart_after_ms` later (RisingWave's meta kill: down
     /// U(0, 1 s), plus 20 s one time in ten).
     KillMeta { restart_after_ms: u64 },
+    /// Meta dies at `point` of the first DDL to reach it from now on, and restarts from its store after
+    /// U(0, 1 s) (`Cluster::arm_meta_crash`).
+    CrashMeta { point: epochlab_meta::CrashPoint },
     /// Calls of `rpc` take `min_ms..max_ms` for `duration_ms` (barrier latency spikes, slow resets).
     RpcDelay {
         rpc: PlanRpc,
@@ -598,7 +601,8 @@ impl Action {
                 StepError::RpcFail { nodes },
             ),
             // Names only: the plan's own checks (names known, created before use) cover them.
-            Action::Drop { .. }
+            Action::CrashMeta { .. }
+            | Action::Drop { .. }
             | Action::Cancel { .. }
             | Action::Throttle { .. }
             | Action::Reschedule { .. }
@@ -615,7 +619,8 @@ impl Action {
             }
             | Action::KillMeta { restart_after_ms } => *restart_after_ms,
             // Done once started (a DDL's own wait is not the step's effect).
-            Action::CreateTable { .. }
+            Action::CrashMeta { .. }
+            | Action::CreateTable { .. }
             | Action::CreateMv { .. }
             | Action::CreateView { .. }
             | Action::CreateSink { .. }
@@ -738,6 +743,7 @@ impl std::fmt::Display for Action {
                 "kill meta, restart after {:.3} s",
                 seconds(*restart_after_ms)
             ),
+            Action::CrashMeta { point } => write!(f, "crash meta at {point}"),
             Action::Kill {
                 nodes,
                 restart_after_ms,

@@ -346,6 +346,7 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
         Action::KillMeta { restart_after_ms } => {
             kill_meta(run, Duration::from_millis(restart_after_ms))?
         }
+        Action::CrashMeta { point } => run.cluster.arm_meta_crash(point),
         Action::RpcDelay {
             rpc,
             min_ms,
@@ -1376,6 +1377,50 @@ mod tests {
         assert_eq!(has("restart node: node=meta-1"), 1);
         assert_eq!(has("step 3 skipped: meta is down already"), 1);
         assert_eq!(out.value.meta_restarts, 1);
+    }
+
+    #[test]
+    fn a_crash_meta_step_kills_meta_at_its_point_in_the_next_ddl() {
+        let step = |at_ms, action| Step { at_ms, action };
+        let mv = |name: &str| Action::CreateMv {
+            name: name.into(),
+            job: JobSpec {
+                upstream: "t1".into(),
+                parallelism: 2,
+                rate_limit: None,
+                background: false,
+                no_shuffle: false,
+            },
+        };
+        let steps = vec![
+            step(
+                0,
+                Action::CreateTable {
+                    name: "t1".into(),
+                    parallelism: 2,
+                    rows: 100,
+                    pk_ks: false,
+                    rows_per_k: None,
+                    watermark_lag: None,
+                },
+            ),
+            step(
+                1000,
+                Action::CrashMeta {
+                    point: epochlab_meta::CrashPoint::CreateAfterRegister,
+                },
+            ),
+            step(3000, mv("mv1")),
+            step(8000, mv("mv2")),
+            step(12_000, Action::Flush),
+        ];
+        let out = run_views_plan(steps);
+        let lines = out.log.lines();
+        let has = |s: &str| lines.iter().filter(|l| l.contains(s)).count();
+        assert_eq!(has("crash meta: at=create-after-register"), 1, "once");
+        assert_eq!(has("restart node: node=meta-1"), 1);
+        assert_eq!(has("create mv1: failed"), 1, "the DDL meta died in");
+        assert_eq!(has("create mv2: ok"), 1, "the next one, after the restart");
     }
 
     fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {

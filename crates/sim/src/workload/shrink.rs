@@ -150,6 +150,7 @@ fn simpler(action: &Action) -> Vec<Action> {
         | Action::Reschedule { .. }
         | Action::Flush
         | Action::RemoveNode { .. }
+        | Action::CrashMeta { .. }
         | Action::RpcFail { .. } => {}
     }
     out

@@ -281,7 +281,7 @@ impl SeedRun {
         Play {
             cluster: self.cluster.clone(),
             engine: self.engine.clone(),
-            runner: new_runner(&self.engine, &self.probe, self.params.kill),
+            runner: new_runner(&self.engine, &self.probe, self.params.retries_records()),
             rng: self.rng.clone(),
             ddl_rng: self.ddl_rng.clone(),
             params: self.params.clone(),
