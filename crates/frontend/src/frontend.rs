@@ -389,15 +389,6 @@ impl Session {
         Ok(())
     }
 
-    /// Set the front end's definition of job `name` in the catalog (replacing one of that name).
-    pub(crate) fn set_def(
-        &self,
-        name: String,
-        def: Def,
-    ) -> Result<(), crate::catalog::CatalogError> {
-        self.catalog_update(|c| c.set_def(name, def))
-    }
-
     /// A change to the catalog that cannot fail itself, committed as [`Session::catalog_write`] commits
     /// (which fails while meta is down).
     pub(crate) fn catalog_update(

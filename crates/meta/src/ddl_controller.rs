@@ -5,9 +5,6 @@
 //! the catalog row, then the job and its fragments (`Initial`), the Hummock registration, the first barrier,
 //! the fragments `Creating` and `Created`, and the catalog row linked to its job last. A DROP deletes the
 //! catalog rows first, then each job (its fragments, its Stop barrier, its tables unregistered).
-//!
-//! Behind [`crate::MetaConfig::ddl_in_meta`] (off: the front end's several requests, the path this replaces
-//! once its figures are measured).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -222,9 +219,8 @@ impl MetaNode {
         }
     }
 
-    /// The job of a CREATE, built by the function of its kind (the front end's path without
-    /// `ddl_in_meta` calls it too, after its own catalog row).
-    pub async fn create_job_of(
+    /// The job of a CREATE, built by the function of its kind.
+    async fn create_job_of(
         &self,
         name: &str,
         job: StreamingJob,
@@ -306,7 +302,7 @@ impl MetaNode {
     ) -> Result<DdlOutcome, DdlError> {
         let (jobs, version) = self.catalog_write(|catalog| {
             let going = catalog.drop_relation(id, cascade)?;
-            self.jobs_to_drop(&going)
+            self.jobs_to_drop(catalog, &going)
         })?;
         if self.inner.crash_point(CrashPoint::DropAfterCatalog) {
             return Err(DdlError::MetaUnavailable);
@@ -319,7 +315,7 @@ impl MetaNode {
     async fn drop_database_whole(&self, name: &str) -> Result<DdlOutcome, DdlError> {
         let (mut jobs, version) = self.catalog_write(|catalog| {
             let going = catalog.drop_database(name)?;
-            self.jobs_to_drop(&going)
+            self.jobs_to_drop(catalog, &going)
         })?;
         if self.inner.crash_point(CrashPoint::DropAfterCatalog) {
             return Err(DdlError::MetaUnavailable);
@@ -328,11 +324,16 @@ impl MetaNode {
         self.drop_jobs(jobs, version).await
     }
 
-    /// The jobs of the rows a DROP takes, refused (before its commit) when a job outside them reads one.
-    /// The rows are noted as dropped by a client's request ([`MetaNode::dropped_by_ddl`]).
-    fn jobs_to_drop(&self, going: &[RelationCatalog]) -> Result<Vec<TableId>, DdlError> {
+    /// The jobs of the rows a DROP takes (`catalog` is the catalog as the DROP leaves it), with the jobs
+    /// without rows that read them first; refused (before its commit) when a job with a row reads one. The
+    /// rows are noted as dropped by a client's request ([`MetaNode::dropped_by_ddl`]).
+    fn jobs_to_drop(
+        &self,
+        catalog: &crate::sql_catalog::Catalog,
+        going: &[RelationCatalog],
+    ) -> Result<Vec<TableId>, DdlError> {
         let jobs: Vec<TableId> = going.iter().filter_map(|r| self.job_of(r)).collect();
-        self.check_no_other_downstreams(&jobs)?;
+        let jobs = self.with_dirty_downstreams(catalog, jobs)?;
         crate::meta::lock(&self.inner.dropped_by_ddl).extend(going.iter().map(|r| r.id));
         Ok(jobs)
     }
@@ -373,25 +374,54 @@ impl MetaNode {
         }
     }
 
-    /// A DROP of `jobs` is refused before its catalog commit when a job outside them reads one of them (a
-    /// dependency meta's job graph knows and the catalog rows do not): the DROP would otherwise commit its
-    /// rows, fail at that job, and leave jobs without rows.
-    fn check_no_other_downstreams(&self, jobs: &[TableId]) -> Result<(), DdlError> {
+    /// `jobs` with every job that reads one of them, transitively, and has no catalog row (a DROP a meta
+    /// kill cut off after its catalog commit, which the next recovery would clean: RisingWave's dirty
+    /// fragments) ahead of them, the newest first. A reader with a row (a dependency meta's job graph knows
+    /// and the catalog rows do not) refuses the DROP before its commit: it would otherwise commit its rows,
+    /// fail at that job, and leave jobs without rows.
+    fn with_dirty_downstreams(
+        &self,
+        sql: &crate::sql_catalog::Catalog,
+        mut jobs: Vec<TableId>,
+    ) -> Result<Vec<TableId>, DdlError> {
+        let listed: BTreeSet<TableId> = sql.relations().filter_map(|r| self.job_of(r)).collect();
         let catalog = self.inner.catalog();
-        for &job in jobs {
-            if let Some(d) = catalog.downstreams(job).find(|d| !jobs.contains(&d.id)) {
-                let name = catalog
-                    .get(job)
-                    .map_or_else(|| job.to_string(), |r| r.name.clone());
+        let mut dirty: Vec<TableId> = Vec::new();
+        let mut i = 0;
+        while i < jobs.len() + dirty.len() {
+            let job = if i < jobs.len() {
+                jobs[i]
+            } else {
+                dirty[i - jobs.len()]
+            };
+            i += 1;
+            for d in catalog.downstreams(job) {
+                if jobs.contains(&d.id) || dirty.contains(&d.id) {
+                    continue;
+                }
+                if listed.contains(&d.id) || self.inner.config.unlisted_jobs {
+                    let name = catalog
+                        .get(job)
+                        .map_or_else(|| job.to_string(), |r| r.name.clone());
+                    event!(
+                        self.inner.log,
+                        "ddl",
+                        "drop of {name} refused: {} reads it",
+                        d.name
+                    );
+                    return Err(DdlError::HasDependents(name));
+                }
                 event!(
                     self.inner.log,
                     "ddl",
-                    "drop of {name} refused: {} reads it",
+                    "drop takes {} too: it reads {job} and has no catalog row",
                     d.name
                 );
-                return Err(DdlError::HasDependents(name));
+                dirty.push(d.id);
             }
         }
-        Ok(())
+        dirty.sort_unstable_by(|a, b| b.cmp(a));
+        dirty.append(&mut jobs);
+        Ok(dirty)
     }
 }

@@ -60,9 +60,6 @@ pub struct MetaConfig {
     pub sink_decoupled_from_backfill: bool,
     /// Which store meta keeps its rows in.
     pub store: crate::store::MetaBackend,
-    /// The CREATE of a streaming job is one request meta runs in a task of its own
-    /// (`crate::ddl_controller`); off, the front end's several requests (the old path, going).
-    pub ddl_in_meta: bool,
     /// Jobs made through meta's job API by a harness with no SQL catalog (the random plans, directed
     /// scenarios): a restarted meta keeps a job without a catalog row. Off (RisingWave's rule, as DDL in
     /// meta writes a job's row before the job and deletes it before the job): such a job is a DROP a kill
@@ -81,7 +78,6 @@ impl Default for MetaConfig {
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,
             store: crate::store::MetaBackend::Sqlite,
-            ddl_in_meta: true,
             unlisted_jobs: false,
         }
     }

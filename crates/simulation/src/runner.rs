@@ -85,8 +85,6 @@ pub struct SltParams {
     pub checkpoint_frequency: u32,
     /// RisingWave's debug-build checks (see `epochlab repro --persist-check`).
     pub persist_check: bool,
-    /// A streaming job's CREATE as one request meta runs whole (`MetaConfig::ddl_in_meta`).
-    pub ddl_in_meta: bool,
     /// Meta dies right after this commit of the first DDL to make it and restarts from its store after
     /// U(0, 1 s) (`Cluster::arm_meta_crash`); the records run through the kill runner, retried as under
     /// kills (killed nodes only with `kill`).
@@ -116,7 +114,6 @@ impl Default for SltParams {
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
             persist_check: true,
-            ddl_in_meta: true,
             crash_meta_at: None,
         }
     }
@@ -657,7 +654,8 @@ async fn start_cluster(
     config.compactor_nodes = p.topology.compactor_nodes;
     // RisingWave's sinks at f21fb9b7915: created at their first barrier, backfilling after.
     config.meta.sink_decoupled_from_backfill = true;
-    config.meta.ddl_in_meta = p.ddl_in_meta;
+    // Every job of a file is made by its SQL, with its catalog row: one without is a DROP a kill cut off.
+    config.meta.unlisted_jobs = false;
     let config = match p.runner {
         // The engine of the 2024 runner's CI: backfill rate limits in a flow-control executor.
         RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),

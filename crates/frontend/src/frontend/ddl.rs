@@ -174,53 +174,25 @@ impl Session {
         let shown = table_definition(ct, extras)
             .replace("\"STRUCT<", "STRUCT<")
             .replace(">\"", ">");
-        if self.cluster().meta().config().ddl_in_meta {
-            let mut relation = self.job_relation(
-                &target,
-                CatalogKind::Table,
-                columns_listed,
-                pk.clone(),
-                &shown,
-                Vec::new(),
-            )?;
-            relation.connector = connector;
-            relation.append_only = extras.append_only;
-            let job = epochlab_meta::StreamingJob::Table {
-                column_types: stored,
-                dist_key_in_pk: (0..pk.len()).collect(),
-                pk,
-                conflict: table_conflict(row_id),
-                watermark,
-            };
-            let options = JobOptions::parallelism(self.parallelism());
-            return self.create_in_meta(relation, None, def, job, options).await;
-        }
-        let id = self.register_job_in(
+        let mut relation = self.job_relation(
             &target,
             CatalogKind::Table,
             columns_listed,
             pk.clone(),
             &shown,
             Vec::new(),
-            None,
         )?;
-        self.set_table_extras(id, connector, extras)?;
-        self.set_def(name.clone(), def)?;
-        let created = self
-            .cluster()
-            .meta()
-            .create_table_with_conflict(
-                &name,
-                stored,
-                pk.clone(),
-                (0..pk.len()).collect(),
-                self.parallelism(),
-                table_conflict(row_id),
-                watermark,
-            )
-            .await;
-        self.job_created(id, created, |t| Some(*t))?;
-        Ok(Output::Done(0))
+        relation.connector = connector;
+        relation.append_only = extras.append_only;
+        let job = epochlab_meta::StreamingJob::Table {
+            column_types: stored,
+            dist_key_in_pk: (0..pk.len()).collect(),
+            pk,
+            conflict: table_conflict(row_id),
+            watermark,
+        };
+        let options = JobOptions::parallelism(self.parallelism());
+        self.create_in_meta(relation, None, def, job, options).await
     }
 
     pub(super) async fn create_mv(
@@ -269,37 +241,17 @@ impl Session {
         };
         let mut shown = cv.clone();
         shown.if_not_exists = false;
-        if self.cluster().meta().config().ddl_in_meta {
-            let mut relation = self.job_relation(
-                &target,
-                CatalogKind::MaterializedView,
-                listed_columns(&def),
-                Vec::new(),
-                &shown.to_string(),
-                self.job_dependencies(upstream, &cv.query),
-            )?;
-            self.with_upstream_key(&mut relation, upstream);
-            let job = epochlab_meta::StreamingJob::MaterializedView { upstream };
-            return self.create_in_meta(relation, None, def, job, options).await;
-        }
-        let id = self.register_job_in(
+        let mut relation = self.job_relation(
             &target,
             CatalogKind::MaterializedView,
             listed_columns(&def),
             Vec::new(),
             &shown.to_string(),
             self.job_dependencies(upstream, &cv.query),
-            None,
         )?;
-        self.list_upstream_key(id, upstream)?;
-        self.set_def(name.clone(), def)?;
-        let created = self
-            .cluster()
-            .meta()
-            .create_materialized_view(&name, upstream, options)
-            .await;
-        self.job_created(id, created, |t| Some(*t))?;
-        Ok(Output::Done(0))
+        self.with_upstream_key(&mut relation, upstream);
+        let job = epochlab_meta::StreamingJob::MaterializedView { upstream };
+        self.create_in_meta(relation, None, def, job, options).await
     }
 
     /// `CREATE SINK [IF NOT EXISTS] name (FROM relation | AS query) WITH (...)` read from its words
@@ -398,39 +350,18 @@ impl Session {
             kind: SinkKind::Blackhole,
             ..SinkOptions::default()
         };
-        if self.cluster().meta().config().ddl_in_meta {
-            let mut relation = self.job_relation(
-                &target,
-                CatalogKind::Sink,
-                listed_columns(&def),
-                Vec::new(),
-                &crate::handler::sink_definition(text),
-                self.job_dependencies(upstream, &query),
-            )?;
-            self.with_upstream_key(&mut relation, upstream);
-            let job = epochlab_meta::StreamingJob::Sink { upstream, sink };
-            let options = self.job_options(rate_limit);
-            return self.create_in_meta(relation, None, def, job, options).await;
-        }
-        let id = self.register_job_in(
+        let mut relation = self.job_relation(
             &target,
             CatalogKind::Sink,
             listed_columns(&def),
             Vec::new(),
             &crate::handler::sink_definition(text),
             self.job_dependencies(upstream, &query),
-            None,
         )?;
-        self.list_upstream_key(id, upstream)?;
-        self.set_def(name.clone(), def)?;
+        self.with_upstream_key(&mut relation, upstream);
+        let job = epochlab_meta::StreamingJob::Sink { upstream, sink };
         let options = self.job_options(rate_limit);
-        let created = self
-            .cluster()
-            .meta()
-            .create_sink(&name, upstream, options, sink)
-            .await;
-        self.job_created(id, created, |t| Some(*t))?;
-        Ok(Output::Done(0))
+        self.create_in_meta(relation, None, def, job, options).await
     }
 
     /// A new streaming job's options: the session's parallelism, DDL mode and scan type, and `rate_limit`.

@@ -157,24 +157,13 @@ impl Session {
         }
     }
 
-    /// `DROP DATABASE`: with DDL in meta (`MetaConfig::ddl_in_meta`), one request: the database's rows
-    /// go, then its streaming jobs (RisingWave's `drop_database`); without it, the catalog's rows only.
+    /// `DROP DATABASE`: one request meta runs whole, the database's rows, then its streaming jobs
+    /// (RisingWave's `drop_database`).
     async fn drop_database(&mut self, name: &str) -> Result<(), SqlError> {
         let meta = self.cluster().meta();
-        if meta.config().ddl_in_meta {
-            let command = epochlab_meta::DdlCommand::DropDatabase { name: name.into() };
-            let outcome = meta.run_command(command).await.map_err(SqlError::of_ddl)?;
-            return self.wait_version(outcome.version).await;
-        }
-        let dropped = self.catalog_write(|c| c.drop_database(name))?;
-        let jobs: Vec<_> = dropped.iter().filter_map(|r| r.table_id).collect();
-        if !jobs.is_empty() {
-            self.engine().note(format!(
-                "DROP DATABASE {name}: its {} streaming job(s) are left to meta (dropped from the catalog only)",
-                jobs.len()
-            ));
-        }
-        Ok(())
+        let command = epochlab_meta::DdlCommand::DropDatabase { name: name.into() };
+        let outcome = meta.run_command(command).await.map_err(SqlError::of_ddl)?;
+        self.wait_version(outcome.version).await
     }
 
     fn drop_connection(&mut self, name: &super::parse::Name) -> Result<(), CatalogError> {
@@ -266,23 +255,10 @@ impl Session {
             ..RelationCatalog::default()
         };
         let options = epochlab_meta::JobOptions::parallelism(self.parallelism());
-        if self.cluster().meta().config().ddl_in_meta {
-            return match self.create_in_meta(r, None, def, job, options).await {
-                Err(SqlError::CatalogError(CatalogError::Duplicated(..))) if if_not_exists => {
-                    done()
-                }
-                other => other,
-            };
+        match self.create_in_meta(r, None, def, job, options).await {
+            Err(SqlError::CatalogError(CatalogError::Duplicated(..))) if if_not_exists => done(),
+            other => other,
         }
-        let id = match self.catalog_write(|c| c.create_relation(r)) {
-            Err(CatalogError::Duplicated(..)) if if_not_exists => return done(),
-            other => other?,
-        };
-        self.set_def(target.job.clone(), def)?;
-        let meta = self.cluster().meta();
-        let created = meta.create_job_of(&target.job, job, options).await;
-        self.job_created(id, created, |t| Some(*t))?;
-        done()
     }
 
     /// `CREATE INDEX [IF NOT EXISTS] name ON table (key) [INCLUDE (cols)] [DISTRIBUTED BY (cols)]`.
@@ -448,21 +424,9 @@ impl Session {
             info: info.clone(),
             index_item,
         };
-        // Meta running the CREATE whole lists the row as the index with it.
-        let listed_by_meta = self.cluster().meta().config().ddl_in_meta;
-        self.create_index_graph(&target, &plan, &sql, listing.clone())
+        // Meta lists the row as the index in the commit that links its job.
+        self.create_index_graph(&target, &plan, &sql, listing)
             .await?;
-        if listed_by_meta {
-            return Ok(Some(Output::Done(0)));
-        }
-        self.catalog_write(|catalog| {
-            let id = catalog
-                .get_relation(&table.database, &table.schema, index_name)
-                .map(|r| r.id)
-                .ok_or_else(|| CatalogError::NotFound("index", index_name.into()))?;
-            listing.apply(catalog.relation_mut(id).expect("found above"));
-            Ok::<_, CatalogError>(())
-        })?;
         Ok(Some(Output::Done(0)))
     }
 }
@@ -703,34 +667,6 @@ impl Session {
             && r.pk.is_empty()
         {
             add_stream_key(r, up);
-        }
-    }
-
-    /// Meta's answer to the `CREATE` of the job listed as `id`.
-    pub fn job_created<T, E>(
-        &self,
-        id: u32,
-        created: Result<T, E>,
-        table_id: impl FnOnce(&T) -> Option<epochlab_common::TableId>,
-    ) -> Result<T, SqlError>
-    where
-        SqlError: From<E>,
-    {
-        match created {
-            Ok(v) => {
-                let table_id = table_id(&v);
-                self.catalog_update(|catalog| {
-                    if let Some(r) = catalog.relation_mut(id) {
-                        r.table_id = table_id;
-                    }
-                })?;
-                Ok(v)
-            }
-            Err(e) => {
-                // Gone already (another session's drop) is as good.
-                let _ = self.catalog_write(|catalog| catalog.drop_relation(id, true));
-                Err(e.into())
-            }
         }
     }
 }

@@ -150,9 +150,8 @@ impl Session {
         Ok(r)
     }
 
-    /// A streaming job's CREATE as one request meta runs whole (`MetaConfig::ddl_in_meta`): its catalog
-    /// row, definition and job sent together; answered once this frontend's catalog has the version meta's
-    /// last commit of it took.
+    /// A streaming job's CREATE as one request meta runs whole: its catalog row, definition and job sent
+    /// together; answered once this frontend's catalog has the version meta's last commit of it took.
     pub(crate) async fn create_in_meta(
         &self,
         relation: RelationCatalog,
@@ -322,48 +321,27 @@ impl Session {
             RelationKind::Sink => CatalogKind::Sink,
             _ => CatalogKind::MaterializedView,
         };
-        let name = target.job.as_str();
-        if self.cluster().meta().config().ddl_in_meta {
-            let relation = self.job_relation(
-                target,
-                catalog_kind,
-                mv_listed_columns(plan),
-                job.pk,
-                &job.definition,
-                job.depends_on,
-            )?;
-            let listed_as = job.listing.as_ref().map(|listing| {
-                let mut listed = relation.clone();
-                listing.apply(&mut listed);
-                listed
-            });
-            let tables = vec![table];
-            let job_spec = StreamingJob::Graph {
-                kind: job.kind,
-                graph,
-                tables,
-            };
-            return self
-                .create_in_meta(relation, listed_as, job.def, job_spec, options)
-                .await;
-        }
-        let id = self.register_job_in(
+        let relation = self.job_relation(
             target,
             catalog_kind,
             mv_listed_columns(plan),
             job.pk,
             &job.definition,
             job.depends_on,
-            None,
         )?;
-        self.set_def(name.to_string(), job.def)?;
-        let created = self
-            .cluster()
-            .meta()
-            .create_streaming_job(name, job.kind, graph, vec![table], options)
-            .await;
-        self.job_created(id, created, |t| Some(*t))?;
-        Ok(Output::Done(0))
+        let listed_as = job.listing.as_ref().map(|listing| {
+            let mut listed = relation.clone();
+            listing.apply(&mut listed);
+            listed
+        });
+        let tables = vec![table];
+        let job_spec = StreamingJob::Graph {
+            kind: job.kind,
+            graph,
+            tables,
+        };
+        self.create_in_meta(relation, listed_as, job.def, job_spec, options)
+            .await
     }
 
     /// The stream plan of a sink's query.
