@@ -258,8 +258,9 @@ fn json_row(
             "frontend": p.kill && p.kill_roles.frontend,
             "compute": p.kill && p.kill_roles.compute,
             "compactor": p.kill && p.kill_roles.compactor,
-            "meta": false,
+            "meta": p.kill && p.kill_roles.meta,
         },
+        "crash_meta_at": p.crash_meta_at.map(|c| c.as_str()),
         "runner": p.runner.as_str(),
         "skipped": r.skipped,
         "kill_rate": p.kill_rate,
@@ -305,6 +306,9 @@ fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wal
     );
     for crash in &r.meta_crashes {
         outln!("  {crash}");
+    }
+    if let Some(point) = p.crash_meta_at.filter(|_| r.meta_crashes.is_empty()) {
+        outln!("  meta never crashed: no DDL reached {point}");
     }
     if r.outcome != Outcome::Passed {
         if let Some(f) = &r.failure {

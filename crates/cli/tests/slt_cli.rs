@@ -263,3 +263,42 @@ fn a_traced_run_has_executor_spans_under_their_actor_barriers() {
         .sum();
     assert_eq!(rows, 2, "two groups emitted once each");
 }
+
+/// `--crash-meta-at`: the point meta died at and the statement, or that no DDL reached it; a bad point is
+/// one line, exit 2.
+#[test]
+fn slt_says_where_meta_crashed_or_that_it_never_did() {
+    let dir = std::env::temp_dir().join(format!("epochlab-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("no_drop.slt");
+    std::fs::write(
+        &f,
+        "statement ok\nCREATE TABLE t (k int);\n\nstatement ok\nINSERT INTO t VALUES (1);\n\n\
+         query I\nSELECT count(*) FROM t;\n----\n1\n",
+    )
+    .unwrap();
+    let file = f.to_str().unwrap();
+    let out = epochlab(&["slt", "--crash-meta-at", "create-after-register", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("meta crashed at create-after-register: ")
+            && said.contains("CREATE TABLE t (k int);"),
+        "{said}"
+    );
+    let out = epochlab(&["slt", "--crash-meta-at", "drop-after-stop", "--json", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON row");
+    assert_eq!(row["crash_meta_at"], "drop-after-stop");
+    assert_eq!(row["meta_crashes"], serde_json::json!([]));
+    let out = epochlab(&["slt", "--crash-meta-at", "drop-after-stop", file]);
+    assert!(text(&out.stdout).contains("meta never crashed: no DDL reached drop-after-stop"));
+    let out = epochlab(&["slt", "--crash-meta-at", "nowhere", file]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--crash-meta-at takes one of create-after-catalog"),
+        "{err}"
+    );
+}

@@ -120,9 +120,10 @@ pub struct SltCmd {
     /// streaming_enable_arrangement_backfill says (default false: no-shuffle backfill). Printed.
     #[arg(long, verbatim_doc_comment)]
     pub use_arrangement_backfill: bool,
-    /// Meta dies right after this commit of the first DDL to make it, and restarts from its
+    /// Meta dies right after this commit of the first DDL to reach it, and restarts from its
     /// store after U(0, 1 s); records are retried as under --kill (nodes die only with a kill
-    /// flag). POINT, in the order a CREATE then a DROP reaches them (meta-failover.md §2.4):
+    /// flag). A file no DDL of which reaches POINT says `meta never crashed`. POINT, in the
+    /// order a CREATE then a DROP reaches them (RisingWave's commits at f21fb9b7915):
     ///   create-after-catalog            the catalog row is committed; no job yet
     ///   create-after-fragments          the job and its fragments (Initial) are committed
     ///   create-after-register           its state tables are registered in Hummock

@@ -88,10 +88,12 @@ pub struct SoakCmd {
     pub kill_meta_rate: Option<f64>,
     /// 0..=1, random plans: the chance of a crash point armed at each opportunity, default 0 (none)
     ///
-    /// An opportunity every 10 to 30 s, its point one of `epochlab slt --help`'s that a job made
-    /// through meta's job API reaches (not the catalog's two); meta dies there in the first DDL
-    /// to reach it and restarts from its store after U(0, 1 s). Drawn after meta kills: the rest
-    /// of each seed's plan is the plan of the same seed without it.
+    /// An opportunity every 10 to 30 s arms one of the points a job made through meta's job API
+    /// reaches (create-after-fragments, -register, -first-commit, -fragments-created,
+    /// drop-after-fragments, -stop; `epochlab slt --help` says what each leaves); meta dies
+    /// there in the first DDL to reach it and restarts from its store after U(0, 1 s); an armed
+    /// point no DDL reached yet is replaced by the next. A seed's detail names the points meta
+    /// crashed at. Drawn after meta kills: the rest of each seed's plan is as without it.
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub crash_meta_rate: Option<f64>,

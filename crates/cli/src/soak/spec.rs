@@ -164,6 +164,10 @@ impl RunSpec {
             && let Some(d) = &mut detail
         {
             d.push_str(&format!("; meta restarted {} times", r.meta_restarts));
+            let at: Vec<&str> = r.meta_crashes.iter().map(|p| p.as_str()).collect();
+            if !at.is_empty() {
+                d.push_str(&format!(" (crashed at {})", at.join(", ")));
+            }
         }
         SeedRow {
             version: RESULTS_VERSION,

@@ -1218,6 +1218,7 @@ impl PlanReport {
         self.recoveries = stats.recoveries.load(Ordering::Relaxed);
         // Each start of meta leads the store with the next term: the first is 1.
         self.meta_restarts = cluster.meta().term().saturating_sub(1);
+        self.meta_crashes = cluster.meta_crashes();
         self.steps = steps as u32;
         self.steps_skipped = skipped;
         self
@@ -1341,17 +1342,7 @@ mod tests {
     fn a_kill_meta_step_restarts_meta_from_its_store() {
         let step = |at_ms, action| Step { at_ms, action };
         let steps = vec![
-            step(
-                0,
-                Action::CreateTable {
-                    name: "t1".into(),
-                    parallelism: 2,
-                    rows: 100,
-                    pk_ks: false,
-                    rows_per_k: None,
-                    watermark_lag: None,
-                },
-            ),
+            step(0, table_t1()),
             step(
                 3000,
                 Action::KillMeta {
@@ -1393,17 +1384,7 @@ mod tests {
             },
         };
         let steps = vec![
-            step(
-                0,
-                Action::CreateTable {
-                    name: "t1".into(),
-                    parallelism: 2,
-                    rows: 100,
-                    pk_ks: false,
-                    rows_per_k: None,
-                    watermark_lag: None,
-                },
-            ),
+            step(0, table_t1()),
             step(
                 1000,
                 Action::CrashMeta {
@@ -1421,6 +1402,18 @@ mod tests {
         assert_eq!(has("restart node: node=meta-1"), 1);
         assert_eq!(has("create mv1: failed"), 1, "the DDL meta died in");
         assert_eq!(has("create mv2: ok"), 1, "the next one, after the restart");
+    }
+
+    /// `t1`: 100 rows over 2 actors.
+    fn table_t1() -> Action {
+        Action::CreateTable {
+            name: "t1".into(),
+            parallelism: 2,
+            rows: 100,
+            pk_ks: false,
+            rows_per_k: None,
+            watermark_lag: None,
+        }
     }
 
     fn run_views_plan(steps: Vec<Step>) -> crate::runtime::SimOutput<PlanReport> {

@@ -90,6 +90,8 @@ pub struct PlanReport {
     pub recoveries: u64,
     /// How many times meta was started again from its store during the run (`kill meta` steps).
     pub meta_restarts: u64,
+    /// The crash points meta died at (`crash meta at` steps), in order.
+    pub meta_crashes: Vec<epochlab_meta::CrashPoint>,
     /// The panic that ended the run (kind `panic`).
     pub panic: Option<TaskPanic>,
 }
@@ -106,6 +108,7 @@ impl PlanReport {
             epochs: 0,
             recoveries: 0,
             meta_restarts: 0,
+            meta_crashes: Vec::new(),
             panic: None,
         }
     }
