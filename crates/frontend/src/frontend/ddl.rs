@@ -516,16 +516,18 @@ impl Session {
             .collect();
         let mut shown = cv.clone();
         shown.if_not_exists = false;
-        let registered = self.register_job_in(
+        // A logical view has no job: its row is the whole of it, one catalog write.
+        let mut view = self.job_relation(
             &target,
             CatalogKind::View,
             columns,
             Vec::new(),
             &shown.to_string(),
             binder.depends_on.clone(),
-            Some(cv.query.to_string()),
-        );
-        match registered {
+        )?;
+        view.view_query = Some(cv.query.to_string());
+        let registered = self.catalog_write(|c| c.create_relation(view));
+        match registered.map_err(SqlError::from) {
             Ok(_) => Ok(Output::Done(0)),
             Err(SqlError::CatalogError(crate::catalog::CatalogError::Duplicated(..)))
                 if cv.if_not_exists =>

@@ -115,23 +115,6 @@ impl Session {
             .collect()
     }
 
-    /// List a new job (or view) in the catalog, in `target`'s schema, depending on `depends_on`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn register_job_in(
-        &self,
-        target: &CreationTarget,
-        kind: CatalogKind,
-        columns: Vec<ColumnCatalog>,
-        pk: Vec<usize>,
-        definition: &str,
-        depends_on: Vec<u32>,
-        view_query: Option<String>,
-    ) -> Result<u32, SqlError> {
-        let r = self.job_relation(target, kind, columns, pk, definition, depends_on)?;
-        let r = RelationCatalog { view_query, ..r };
-        Ok(self.catalog_write(|c| c.create_relation(r))?)
-    }
-
     /// The catalog row of a new job in `target`'s schema, depending on `depends_on` (its id is meta's to
     /// give).
     pub(crate) fn job_relation(
