@@ -389,18 +389,6 @@ impl Session {
         Ok(())
     }
 
-    /// A change to the catalog that cannot fail itself, committed as [`Session::catalog_write`] commits
-    /// (which fails while meta is down).
-    pub(crate) fn catalog_update(
-        &self,
-        change: impl FnOnce(&mut crate::catalog::Catalog),
-    ) -> Result<(), crate::catalog::CatalogError> {
-        self.catalog_write(|c| {
-            change(c);
-            Ok(())
-        })
-    }
-
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }

@@ -1,7 +1,6 @@
 //! The barrier manager's context: RPCs to compute nodes, commits into storage, post-collect work, and
 //! recovery (reference §7.1).
 
-use crate::crash::CrashPoint;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -19,6 +18,7 @@ use epochlab_rpc::{Network, Request, Response};
 use epochlab_storage::SyncResult;
 
 use crate::catalog::JobState;
+use crate::crash::CrashPoint;
 use crate::meta::MetaInner;
 use crate::recovery::Recovery;
 

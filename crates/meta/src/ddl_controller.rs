@@ -387,14 +387,8 @@ impl MetaNode {
         let listed: BTreeSet<TableId> = sql.relations().filter_map(|r| self.job_of(r)).collect();
         let catalog = self.inner.catalog();
         let mut dirty: Vec<TableId> = Vec::new();
-        let mut i = 0;
-        while i < jobs.len() + dirty.len() {
-            let job = if i < jobs.len() {
-                jobs[i]
-            } else {
-                dirty[i - jobs.len()]
-            };
-            i += 1;
+        let mut to_visit = jobs.clone();
+        while let Some(job) = to_visit.pop() {
             for d in catalog.downstreams(job) {
                 if jobs.contains(&d.id) || dirty.contains(&d.id) {
                     continue;
@@ -418,6 +412,7 @@ impl MetaNode {
                     d.name
                 );
                 dirty.push(d.id);
+                to_visit.push(d.id);
             }
         }
         dirty.sort_unstable_by(|a, b| b.cmp(a));

@@ -1,6 +1,5 @@
 //! The meta node: DDL, cluster membership, and the handles the barrier manager's context uses.
 
-use crate::crash::CrashPoint;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +31,7 @@ use crate::catalog::{
     Relation, RelationKind, StreamScanType,
 };
 use crate::context::MetaContext;
+use crate::crash::CrashPoint;
 use crate::notification::{CatalogSnapshot, NotificationManager, NotificationVersion};
 use crate::persist::{Committing, Persistence};
 use crate::progress::{CreateAborted, Finished};
@@ -493,9 +493,9 @@ impl MetaInner {
         tables
     }
 
-    /// Unless jobs go unlisted ([`MetaConfig::unlisted_jobs`]) every job has its catalog row, written before the job
-    /// and deleted before it: a job whose row is gone is a DROP a kill cut off between the two (RisingWave's
-    /// dirty table fragments, which its recovery drops). It goes; its state tables, returned, are recovery's
+    /// Unless jobs go unlisted ([`MetaConfig::unlisted_jobs`]) every job has its catalog row, written before
+    /// the job and deleted before it: a job whose row is gone is a DROP a kill cut off between the two
+    /// (RisingWave's dirty table fragments, which its recovery drops). It goes; its state tables, returned, are recovery's
     /// to unregister.
     fn clean_jobs_without_rows(&self) -> Vec<TableId> {
         let sql = self.notification.current().catalog;

@@ -839,6 +839,32 @@ fn bind_table_columns<'a>(
     Ok((columns, pk_names, generated))
 }
 
+/// The [`Def`] of a source's table job: its columns, then a hidden row id of type `row_id` as its key,
+/// append-only; generated columns bound by the caller.
+pub(crate) fn source_table_def(
+    columns: Vec<crate::expr::Column>,
+    row_id: DataType,
+    text: &str,
+) -> Def {
+    let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
+    stored.push(row_id);
+    Def {
+        kind: Kind::Table,
+        columns,
+        filter: None,
+        project: None,
+        pk: vec![stored.len() - 1],
+        stored,
+        row_id: true,
+        row_id_at: None,
+        append_only: true,
+        statement: text.trim().to_string(),
+        generated: Vec::new(),
+        watermarks: Vec::new(),
+        watermark_columns: Vec::new(),
+    }
+}
+
 /// A datagen source read from its `CREATE SOURCE`: the engine's [`Def`] of its table job (its columns,
 /// generated ones bound, then a `serial` row id) and its connector.
 pub(crate) struct DatagenSource {
@@ -866,24 +892,8 @@ impl Session {
             )));
         };
         let (columns, _, generated) = bind_table_columns(job, ct)?;
-        let mut stored: Vec<DataType> = columns.iter().map(|c| c.ty.clone()).collect();
-        stored.push(DataType::Serial);
-        let row_id_at = stored.len() - 1;
-        let mut def = Def {
-            kind: Kind::Table,
-            columns,
-            filter: None,
-            project: None,
-            stored,
-            row_id: true,
-            row_id_at: None,
-            pk: vec![row_id_at],
-            append_only: true,
-            statement: text.trim().to_string(),
-            generated: Vec::new(),
-            watermarks: Vec::new(),
-            watermark_columns: Vec::new(),
-        };
+        let mut def = source_table_def(columns, DataType::Serial, text);
+        let row_id_at = def.stored.len() - 1;
         def.generated = self.bind_generated_columns(job, &def, &generated)?;
         let sourced: Vec<SourceColumn<'_>> = def
             .stored

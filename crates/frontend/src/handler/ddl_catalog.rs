@@ -638,29 +638,7 @@ fn source_columns(name: &str, text: &str) -> Result<(String, Vec<ColumnCatalog>)
 
 impl Session {
     /// A job over one upstream (`upstream`, meta's table) lists the upstream's key among its columns (see
-    /// [`add_stream_key`]).
-    pub fn list_upstream_key(
-        &self,
-        id: u32,
-        upstream: epochlab_common::TableId,
-    ) -> Result<(), CatalogError> {
-        self.catalog_update(|catalog| {
-            let Some(up) = catalog
-                .relations()
-                .find(|x| x.table_id == Some(upstream))
-                .cloned()
-            else {
-                return;
-            };
-            if let Some(r) = catalog.relation_mut(id)
-                && r.pk.is_empty()
-            {
-                add_stream_key(r, &up);
-            }
-        })
-    }
-
-    /// [`Session::list_upstream_key`] on a row not yet in the catalog, from this frontend's catalog.
+    /// [`add_stream_key`]), from this frontend's catalog, on its row before it is sent.
     pub fn with_upstream_key(&self, r: &mut RelationCatalog, upstream: epochlab_common::TableId) {
         let catalog = self.catalog();
         if let Some(up) = catalog.relations().find(|x| x.table_id == Some(upstream))
@@ -668,23 +646,6 @@ impl Session {
         {
             add_stream_key(r, up);
         }
-    }
-}
-
-impl Session {
-    /// Records a new table's connector and `APPEND ONLY`.
-    pub fn set_table_extras(
-        &self,
-        id: u32,
-        connector: Option<String>,
-        extras: &super::create_table::TableExtras,
-    ) -> Result<(), CatalogError> {
-        self.catalog_update(|catalog| {
-            if let Some(r) = catalog.relation_mut(id) {
-                r.connector = connector;
-                r.append_only = extras.append_only;
-            }
-        })
     }
 }
 
@@ -721,35 +682,20 @@ fn empty_source_job(
     columns: &[ColumnCatalog],
     text: &str,
 ) -> (crate::frontend::Def, epochlab_meta::StreamingJob) {
-    let mut stored: Vec<epochlab_common::DataType> = columns.iter().map(|c| c.ty.clone()).collect();
-    stored.push(epochlab_common::DataType::Int64);
-    let row_id_index = stored.len() - 1;
-    let def = crate::frontend::Def {
-        kind: crate::frontend::Kind::Table,
-        columns: columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| crate::expr::Column {
-                name: c.name.clone(),
-                ty: c.ty.clone(),
-                src: i,
-            })
-            .collect(),
-        filter: None,
-        project: None,
-        stored: stored.clone(),
-        row_id: true,
-        row_id_at: None,
-        pk: vec![row_id_index],
-        append_only: true,
-        statement: text.trim().to_string(),
-        generated: Vec::new(),
-        watermarks: Vec::new(),
-        watermark_columns: Vec::new(),
-    };
+    let columns = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| crate::expr::Column {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            src: i,
+        })
+        .collect();
+    let def =
+        crate::frontend::ddl::source_table_def(columns, epochlab_common::DataType::Int64, text);
     let job = epochlab_meta::StreamingJob::Source {
-        column_types: stored,
-        row_id_index,
+        column_types: def.stored.clone(),
+        row_id_index: def.stored.len() - 1,
         datagen: None,
         generated: Vec::new(),
     };
