@@ -41,18 +41,25 @@ fn fixed_holds(p: &ReproParams, mode: Mode) -> Result<(), String> {
         return Err(format!("{p:?}: no recovery"));
     }
     let lines = out.log.lines();
-    let unregister = lines.iter().position(|l| {
+    let drop = lines
+        .iter()
+        .position(|l| l.contains(" scenario: drop sink"));
+    let drop = drop.ok_or_else(|| format!("{p:?}: no drop"))?;
+    let unregister = lines[drop..].iter().position(|l| {
         l.contains(" unregister tables: ")
             && (l.contains("reason=drop collected") || l.contains("reason=recovery, after reset"))
     });
-    let Some(unregister) = unregister else {
+    let Some(unregister) = unregister.map(|i| drop + i) else {
         return Err(format!(
             "{p:?}: the sink's tables were not unregistered by the fixed order"
         ));
     };
     if lines[unregister].contains("after reset") {
-        let failure = lines.iter().position(|l| l.contains(" barrier failed: "));
-        let failure = failure.ok_or_else(|| format!("{p:?}: no failure"))?;
+        // What started the recovery: a failed barrier, or meta's crash (`--crash-meta-at`).
+        let failure = lines[drop..]
+            .iter()
+            .position(|l| l.contains(" barrier failed: ") || l.contains(" crash meta: "));
+        let failure = drop + failure.ok_or_else(|| format!("{p:?}: no failure"))?;
         let resets = lines[failure..unregister]
             .iter()
             .filter(|l| l.contains(" reset node: "))
@@ -287,4 +294,62 @@ fn a_cluster_that_cannot_recover_is_reported_stuck() {
         !why.contains("virtual time limit"),
         "a step's own budget ended it: {why}"
     );
+}
+
+/// `repro --crash-meta-at POINT`: meta dies at each point the scenario's DDLs reach (its CREATE TABLE and
+/// CREATE SINK are retried, its DROP SINK is not) and restarts from its store; the fixed drop order still
+/// holds, the crash is reported once with its DDL, and the run is the same twice. Buggy either fails or says
+/// why it could not show the bug. Each point takes the first seed whose DDL reached it; drop-after-stop is
+/// left out: the scenario's fault fails the DROP's Stop barrier, so it is reached only when the DROP returned
+/// before the fault.
+#[test]
+fn a_meta_crash_at_each_point_keeps_the_fix() {
+    use epochlab_meta::CrashPoint;
+    let points = CrashPoint::ALL
+        .into_iter()
+        .filter(|p| p.reached_by_job_api());
+    for point in points.filter(|p| *p != CrashPoint::DropAfterStop) {
+        let crashed = (1..=8).find_map(|seed| {
+            let p = ReproParams {
+                seed,
+                mode: Mode::Fixed,
+                rows: 2000,
+                crash_meta_at: Some(point),
+                ..Default::default()
+            };
+            let out = run_repro(&p);
+            (!out.value.meta_crashes.is_empty()).then_some((p, out))
+        });
+        let (p, fixed) =
+            crashed.unwrap_or_else(|| panic!("{point}: no seed of 1..=8 crashed meta"));
+        fixed_holds(&p, Mode::Fixed).unwrap_or_else(|e| panic!("{point}: {e}"));
+        let crashes: Vec<_> = fixed.value.meta_crashes.iter().map(|c| c.point).collect();
+        assert_eq!(crashes, [point], "{point}");
+        let ddl = fixed.value.meta_crashes[0].ddl;
+        let drop = point >= CrashPoint::DropAfterCatalog;
+        assert_eq!(ddl.starts_with("DROP"), drop, "{point}: {ddl}");
+        let crash = format!(" crash meta: at={point} ");
+        assert!(
+            fixed.log.lines().iter().any(|l| l.contains(&crash)),
+            "{point}"
+        );
+        assert_eq!(
+            fixed.digest,
+            run_repro(&p).digest,
+            "{point}: not deterministic"
+        );
+        let buggy = run_repro(&ReproParams {
+            mode: Mode::Buggy,
+            ..p.clone()
+        });
+        assert!(
+            matches!(
+                buggy.value.outcome,
+                Outcome::Failed | Outcome::NotReproducible
+            ),
+            "{point}: buggy {:?} {:?}",
+            buggy.value.outcome,
+            buggy.value.error
+        );
+    }
 }

@@ -288,6 +288,8 @@ mod tests {
             violations: Vec::new(),
             notes: Vec::new(),
             persist_check: true,
+            crash_meta_at: None,
+            meta_crashes: Vec::new(),
             virtual_ms: 5,
             wall_ms: 6,
             digest: "abc".into(),

@@ -18,7 +18,7 @@ fn header(p: &ReproParams, runs: &[Run]) -> String {
         let read: Vec<String> = Setting::ALL
             .into_iter()
             .filter(|s| bug.reads(*s))
-            .map(|s| setting_text(p, s))
+            .filter_map(|s| setting_text(p, s))
             .collect();
         match read.is_empty() {
             true => "its scenario's own settings".to_string(),
@@ -42,9 +42,9 @@ fn header(p: &ReproParams, runs: &[Run]) -> String {
     }
 }
 
-/// A setting as the header says it (`10000 rows`, `persist check on`).
-fn setting_text(p: &ReproParams, s: Setting) -> String {
-    match s {
+/// A setting as the header says it (`10000 rows`, `persist check on`); `None` for one left out.
+fn setting_text(p: &ReproParams, s: Setting) -> Option<String> {
+    let text = match s {
         Setting::Rows => format!("{} rows", p.rows),
         Setting::Vnodes => format!("{} vnodes", p.vnodes),
         Setting::Parallelism => format!("parallelism {}", p.parallelism),
@@ -60,7 +60,9 @@ fn setting_text(p: &ReproParams, s: Setting) -> String {
                 if p.persist_check { "on" } else { "off" }
             )
         }
-    }
+        Setting::CrashMetaAt => format!("meta crashes at {}", p.crash_meta_at?),
+    };
+    Some(text)
 }
 
 pub fn print(out: &mut impl Write, p: &ReproParams, pace: Option<f64>, runs: &[Run]) {
@@ -149,6 +151,12 @@ fn details(out: &mut impl Write, rep: &ReproReport) {
             let _ = writeln!(out);
             block(out, &format!("{mode}: {}: ", rep.outcome.as_str()), error);
         }
+    }
+    for c in &rep.meta_crashes {
+        let _ = writeln!(out, "{mode}: meta crashed at {}: {}", c.point, c.ddl);
+    }
+    if let (Some(point), []) = (rep.params.crash_meta_at, &rep.meta_crashes[..]) {
+        let _ = writeln!(out, "{mode}: meta never crashed: no DDL reached {point}");
     }
     for note in &rep.notes {
         block(out, &format!("{mode}: note: "), note);

@@ -80,16 +80,16 @@ pub fn flags(p: &ReproParams) -> Vec<String> {
     let settings = Setting::ALL
         .into_iter()
         .filter(|s| p.bug.reads(*s))
-        .map(|s| (flag_of(s), setting_value(p, s)));
+        .filter_map(|s| Some((flag_of(s), setting_value(p, s)?)));
     own.into_iter()
         .chain(settings)
         .flat_map(|(f, v)| [f.to_string(), v])
         .collect()
 }
 
-/// A setting's value in `p`, as its flag takes it.
-fn setting_value(p: &ReproParams, setting: Setting) -> String {
-    match setting {
+/// A setting's value in `p`, as its flag takes it; `None` for a setting left out (no crash point).
+fn setting_value(p: &ReproParams, setting: Setting) -> Option<String> {
+    let value = match setting {
         Setting::Rows => p.rows.to_string(),
         Setting::Vnodes => p.vnodes.to_string(),
         Setting::Parallelism => p.parallelism.to_string(),
@@ -98,7 +98,9 @@ fn setting_value(p: &ReproParams, setting: Setting) -> String {
         Setting::BarrierLatency => p.barrier_latency_ms.to_string(),
         Setting::CheckpointFrequency => p.checkpoint_frequency.to_string(),
         Setting::PersistCheck => if p.persist_check { "on" } else { "off" }.to_string(),
-    }
+        Setting::CrashMetaAt => p.crash_meta_at?.to_string(),
+    };
+    Some(value)
 }
 
 /// The command that replays one run exactly.

@@ -30,6 +30,11 @@ pub struct RunRow {
     pub violations: Vec<ViolationRow>,
     pub notes: Vec<String>,
     pub persist_check: bool,
+    /// `--crash-meta-at`: the point armed, and where meta died (`drop-after-fragments: DROP SINK ...`).
+    #[serde(default)]
+    pub crash_meta_at: Option<String>,
+    #[serde(default)]
+    pub meta_crashes: Vec<String>,
     pub virtual_ms: u64,
     pub wall_ms: u64,
     /// The event log's digest: the same flags give the same digest.
@@ -87,6 +92,12 @@ impl RunRow {
             violations: r.violations.iter().map(ViolationRow::from).collect(),
             notes: r.notes.clone(),
             persist_check: r.params.persist_check,
+            crash_meta_at: r.params.crash_meta_at.map(|p| p.to_string()),
+            meta_crashes: r
+                .meta_crashes
+                .iter()
+                .map(|c| format!("{}: {}", c.point, c.ddl))
+                .collect(),
             virtual_ms: run.virtual_ms,
             wall_ms: run.wall_ms,
             digest: run.digest.clone(),

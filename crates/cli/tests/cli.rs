@@ -26,6 +26,8 @@ struct RunRow {
     violations: Vec<ViolationRow>,
     notes: Vec<String>,
     persist_check: bool,
+    crash_meta_at: Option<String>,
+    meta_crashes: Vec<String>,
     virtual_ms: u64,
     wall_ms: u64,
     digest: String,
@@ -80,8 +82,17 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
-    let cases: [&[&str]; 14] = [
+    let cases: [&[&str]; 17] = [
         &[],
+        &["repro", "--crash-meta-at", "drop-after-nothing"],
+        &["repro", "--crash-meta-at", "create-after-catalog"],
+        &[
+            "repro",
+            "--bug",
+            "22384",
+            "--crash-meta-at",
+            "drop-after-stop",
+        ],
         &["soak", "--serve-for", "5"],
         &["soak", "--metrics-addr", "localhost:9464"],
         &["sok"],
@@ -157,6 +168,42 @@ fn fixed_passes_with_one_json_row() {
     assert!(!row.digest.is_empty());
     assert!(row.replay.contains("--persist-check on"), "{}", row.replay);
     assert_eq!(row.bug, "14910");
+}
+
+/// `--crash-meta-at`: the row names the point and the DDL meta died in, the table's text says it, and the
+/// replay keeps the flag.
+#[test]
+fn a_meta_crash_is_in_the_row_and_the_text() {
+    let args = [
+        "repro",
+        "--mode",
+        "fixed",
+        "--crash-meta-at",
+        "drop-after-fragments",
+    ];
+    let out = epochlab(args.into_iter().chain(["--json"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<RunRow> = rows(&out);
+    let row = &rows[0];
+    assert_eq!(row.outcome, "passed");
+    assert_eq!(row.crash_meta_at.as_deref(), Some("drop-after-fragments"));
+    assert_eq!(
+        row.meta_crashes,
+        ["drop-after-fragments: DROP SINK sink_14910"]
+    );
+    assert!(
+        row.replay.ends_with("--crash-meta-at drop-after-fragments"),
+        "{}",
+        row.replay
+    );
+    let out = epochlab(args);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("meta crashes at drop-after-fragments"),
+        "{stdout}"
+    );
+    let line = "fixed: meta crashed at drop-after-fragments: DROP SINK sink_14910";
+    assert!(stdout.contains(line), "{stdout}");
 }
 
 /// `--bug all`: every bug's buggy mode fails with its own symptom and its fix passes (exit 0); each row names

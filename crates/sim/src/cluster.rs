@@ -363,6 +363,18 @@ impl Cluster {
             .clone()
     }
 
+    /// Wait until a living meta's scheduler accepts commands: after a kill, its restart and bootstrap.
+    pub async fn wait_meta_ready(&self) {
+        loop {
+            let meta = self.meta();
+            if !meta.is_killed() && meta.scheduler().status() == SchedulerStatus::Ready {
+                return;
+            }
+            drop(meta);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Wait until the scheduler accepts commands (bootstrap or recovery done).
     pub async fn wait_ready(&self) {
         while self.meta().scheduler().status() != SchedulerStatus::Ready {

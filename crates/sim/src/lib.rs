@@ -25,7 +25,7 @@ pub use checkers::{CommitCheckError, check_commits};
 pub use cluster::{Cluster, ClusterConfig, RecoveryFinding};
 pub use epochlab_common::SimRng;
 pub use epochlab_common::trace::TracePer;
-pub use report::{Outcome, ReproReport, Violation};
+pub use report::{MetaCrash, Outcome, ReproReport, Violation};
 pub use repro::{ClusterHook, ReproHooks, ReproParams, TracingLayer, run_repro, run_repro_with};
 pub use runtime::{
     RunError, SimContext, SimOutput, TaskPanic, TimeObserver, TimedOut, run, run_with_origin,

@@ -90,6 +90,16 @@ pub struct ReproReport {
     pub notes: Vec<String>,
     /// The panic that ended the run (outcome `failed`, kind `panic`).
     pub panic: Option<TaskPanic>,
+    /// Where meta died (`--crash-meta-at`), in order, each with the DDL it cut off.
+    pub meta_crashes: Vec<MetaCrash>,
+}
+
+/// Meta died at a crash point of one of a scenario's DDLs (and restarted from its store).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaCrash {
+    pub point: epochlab_meta::CrashPoint,
+    /// The DDL, as SQL would say it (`DROP SINK sink_14910`).
+    pub ddl: &'static str,
 }
 
 impl ReproReport {
@@ -110,6 +120,7 @@ impl ReproReport {
             caught_by: None,
             notes: Vec::new(),
             panic: None,
+            meta_crashes: Vec::new(),
         }
     }
 

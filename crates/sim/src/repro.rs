@@ -39,6 +39,9 @@ pub struct ReproParams {
     /// before each write, and the progress and view tables check every write against their contents. Off
     /// behaves as a release build: writes are blind, and only independent checkers can see a divergence.
     pub persist_check: bool,
+    /// `repro --crash-meta-at POINT`: meta dies right after that commit of the first DDL to reach it and
+    /// restarts from its store after U(0, 1 s) ([`Cluster::arm_meta_crash`]); the scenario's DDLs retry.
+    pub crash_meta_at: Option<epochlab_meta::CrashPoint>,
 }
 
 impl Default for ReproParams {
@@ -56,6 +59,7 @@ impl Default for ReproParams {
             barrier_interval_ms: 1000,
             checkpoint_frequency: 1,
             persist_check: true,
+            crash_meta_at: None,
         }
     }
 }

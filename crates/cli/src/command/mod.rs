@@ -149,6 +149,12 @@ pub enum CheckError {
     /// `slt FILES...` or `soak --slt GLOB` named no file (or a bad pattern, or a file that cannot be read).
     #[error("{}{why}", if pattern.is_empty() { String::new() } else { format!("`{pattern}`: ") })]
     SltFiles { pattern: String, why: String },
+    /// A crash point no DDL of a directed scenario reaches.
+    #[error(
+        "--crash-meta-at {0}: the scenario makes its jobs through meta's job API, which writes no catalog \
+         row: none of its DDLs reaches this point"
+    )]
+    CrashPointNotReached(epochlab_meta::CrashPoint),
     /// A value that is listed but does not run yet.
     #[error("{what} is listed but not run yet: {why}")]
     NotYet { what: String, why: &'static str },

@@ -52,6 +52,20 @@ pub struct ScenarioFlags {
     #[arg(long, value_name = "on|off", verbatim_doc_comment, hide_possible_values = true,
           value_parser = values::on_off())]
     pub persist_check: Option<bool>,
+    /// meta dies right after this commit of the first DDL to reach it
+    ///
+    /// It restarts from its store after U(0, 1 s); the scenario's CREATEs are retried (a job the
+    /// new meta's recovery kept is taken as it is), its DROP is not. The scenario makes its jobs
+    /// through meta's job API, which writes no catalog row, so the points are:
+    ///   create-after-fragments          the job and its fragments (Initial) are committed
+    ///   create-after-register           its state tables are registered in Hummock
+    ///   create-after-first-commit       the first barrier's epoch is committed
+    ///   create-after-fragments-created  the fragments are Created
+    ///   drop-after-fragments            the job and its fragments are deleted
+    ///   drop-after-stop                 the Stop barrier is collected; tables still registered
+    ///                                   (only when the DROP returned before the fault)
+    #[arg(long, value_name = "POINT", verbatim_doc_comment, value_parser = values::crash_point)]
+    pub crash_meta_at: Option<epochlab_meta::CrashPoint>,
 }
 
 impl ScenarioFlags {
@@ -90,11 +104,26 @@ impl ScenarioFlags {
                 "--persist-check",
                 Setting::PersistCheck,
             ),
+            (
+                self.crash_meta_at.is_some(),
+                "--crash-meta-at",
+                Setting::CrashMetaAt,
+            ),
         ];
         all.into_iter()
             .filter(|(given, ..)| *given)
             .map(|(_, flag, setting)| (flag, setting))
             .collect()
+    }
+
+    /// What clap cannot check: a crash point the scenario's DDLs reach.
+    pub fn check(&self) -> Result<(), CheckError> {
+        match self.crash_meta_at {
+            Some(point) if !point.reached_by_job_api() => {
+                Err(CheckError::CrashPointNotReached(point))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `base` with the given settings.
@@ -109,6 +138,7 @@ impl ScenarioFlags {
             barrier_latency_ms: self.barrier_latency_ms.unwrap_or(d.barrier_latency_ms),
             checkpoint_frequency: self.checkpoint_frequency.unwrap_or(d.checkpoint_frequency),
             persist_check: self.persist_check.unwrap_or(d.persist_check),
+            crash_meta_at: self.crash_meta_at.or(d.crash_meta_at),
             ..d
         }
     }
@@ -125,6 +155,7 @@ pub fn flag_of(setting: Setting) -> &'static str {
         Setting::BarrierLatency => "--barrier-latency-ms",
         Setting::CheckpointFrequency => "--checkpoint-frequency",
         Setting::PersistCheck => "--persist-check",
+        Setting::CrashMetaAt => "--crash-meta-at",
     }
 }
 
@@ -369,6 +400,7 @@ impl ReproCmd {
                     .map_err(CheckError::NotAModeOfTheBug)?;
             }
         }
+        self.scenario.check()?;
         for (flag, setting) in self.scenario.given() {
             if let Some(&bug) = bugs.iter().find(|b| !b.reads(setting)) {
                 return Err(CheckError::NotASettingOf { flag, bug });

@@ -335,6 +335,7 @@ impl SoakCmd {
             BugMode::new(bug, mode).map_err(CheckError::NotAModeOfTheBug)?;
         }
         if self.scenario == Some(ScenarioArg::Directed) {
+            self.directed.check()?;
             if bug != BugId::Rw14910 {
                 return Err(CheckError::Exclusive {
                     a: "--bug",

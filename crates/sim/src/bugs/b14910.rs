@@ -18,7 +18,7 @@ use epochlab_common::Toggles;
 use epochlab_common::plan::SinkKind;
 use epochlab_common::toggles::DropMode;
 use epochlab_common::{DataType, Op, OwnedRow, TableId, WorkerId, event, row};
-use epochlab_meta::{JobOptions, JobState, Relation, SinkOptions};
+use epochlab_meta::{CrashPoint, JobOptions, JobState, MetaNode, Relation, SinkOptions};
 use epochlab_rpc::RpcKind;
 use epochlab_state_table::{Check, StateTableError};
 use epochlab_stream::executor::StreamExecutorError;
@@ -31,7 +31,7 @@ use crate::capture::Capture;
 use crate::checkers::Checkers;
 use crate::cluster::Cluster;
 use crate::config::{base_network, cluster_config};
-use crate::report::{Outcome, ReproReport, Violation, stuck_report};
+use crate::report::{MetaCrash, Outcome, ReproReport, Violation, stuck_report};
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
 
@@ -157,6 +157,8 @@ struct Setup {
     table: TableId,
     sink: Relation,
     progress_table: TableId,
+    /// The crashes of meta `--crash-meta-at` caused, each with the DDL it cut off.
+    crashes: std::sync::Mutex<Vec<MetaCrash>>,
 }
 
 /// The run is over (or cancelled by its time limit): the cluster stops here, inside the simulation, even when
@@ -184,6 +186,8 @@ struct DropRecord {
     first_fault: String,
     /// The drop never returned: what the barrier manager waits for.
     stuck: Option<String>,
+    /// Meta died at this crash point of the DROP (`--crash-meta-at`).
+    meta_crash: Option<epochlab_meta::CrashPoint>,
 }
 
 pub(crate) async fn scenario(
@@ -205,7 +209,9 @@ pub(crate) async fn scenario(
         p.mode.as_str()
     );
     let setup = setup(&ctx, &p, hook).await;
-    match run_steps(&setup, &plan, &p).await {
+    let steps = run_steps(&setup, &plan, &p).await;
+    report.meta_crashes = crashes_of(&setup);
+    match steps {
         Ok(record) => verdict(&setup, &p, &record, &capture, report),
         Err(end) => {
             fill_counts(&mut report, &setup);
@@ -253,17 +259,27 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
     }
     let checkers = Checkers::install(&cluster, p.toggles().unwrap_or_default().get::<DropMode>());
     base_network(&cluster);
+    if let Some(point) = p.crash_meta_at {
+        cluster.arm_meta_crash(point);
+    }
+    let mut crashes = Vec::new();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];
-    let meta = &cluster.meta();
-    let table = meta.create_table("t", types, vec![0], p.parallelism).await;
-    let table = table.expect("create table on a fresh cluster");
+    let create = |meta: MetaNode| {
+        let types = types.clone();
+        async move { meta.create_table("t", types, vec![0], p.parallelism).await }
+    };
+    let table = create_retrying(&cluster, "CREATE TABLE t", create, &mut crashes).await;
     for start in (0..p.rows).step_by(1000) {
         let rows = (start..(start + 1000).min(p.rows))
             .map(|k| (Op::Insert, table_row(k as i64)))
             .collect();
         cluster.dml(table, rows).await.expect("load the table");
     }
-    meta.flush().await.expect("flush on a healthy cluster");
+    cluster
+        .meta()
+        .flush()
+        .await
+        .expect("flush on a healthy cluster");
     let options = JobOptions {
         parallelism: p.parallelism,
         rate_limit: Some(p.rate_limit),
@@ -275,10 +291,15 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         chunk_delay: Duration::from_millis(p.barrier_latency_ms),
         sink_rate_limit: None,
     };
-    let sink = meta
-        .create_sink(SINK_NAME, table, options, sink_options)
-        .await;
-    let sink = meta.relation(sink.expect("create sink on a healthy cluster"));
+    let create = |meta: MetaNode| {
+        let (options, sink_options) = (options.clone(), sink_options.clone());
+        async move {
+            meta.create_sink(SINK_NAME, table, options, sink_options)
+                .await
+        }
+    };
+    let sink = create_retrying(&cluster, "CREATE SINK sink_14910", create, &mut crashes).await;
+    let sink = cluster.meta().relation(sink);
     let sink = sink.expect("a created sink is in the catalog");
     let progress_table = sink.progress_table.as_ref().expect("a sink backfills");
     Setup {
@@ -288,6 +309,44 @@ async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> 
         checkers,
         table,
         sink,
+        crashes: std::sync::Mutex::new(crashes),
+    }
+}
+
+fn crashes_of(setup: &Setup) -> Vec<MetaCrash> {
+    let crashes = setup.crashes.lock().unwrap_or_else(|e| e.into_inner());
+    crashes.clone()
+}
+
+/// A CREATE of the setup, retried as the SQL runner retries under kills: when meta died at the armed crash
+/// point, wait for the restarted meta to be ready; the job is the one its recovery kept (a CREATE cut off
+/// after its fragments were created, or a background one it resumes), or else asked for again.
+async fn create_retrying<F, Fut>(
+    cluster: &Arc<Cluster>,
+    ddl: &'static str,
+    create: F,
+    crashes: &mut Vec<MetaCrash>,
+) -> TableId
+where
+    F: Fn(MetaNode) -> Fut,
+    Fut: std::future::Future<Output = Result<TableId, epochlab_meta::DdlError>>,
+{
+    let name = ddl.rsplit(' ').next().unwrap_or(ddl);
+    loop {
+        let before = cluster.meta_crashes().len();
+        let result = create(cluster.meta()).await;
+        let crashed = cluster.meta_crashes().get(before).copied();
+        match (result, crashed) {
+            (Ok(id), _) => return id,
+            (Err(_), Some(point)) => {
+                crashes.push(MetaCrash { point, ddl });
+                cluster.wait_meta_ready().await;
+                if let Some(kept) = cluster.meta().relation_by_name(name) {
+                    return kept.id;
+                }
+            }
+            (Err(e), None) => panic!("{ddl} on a healthy cluster: {e}"),
+        }
     }
 }
 
@@ -395,6 +454,7 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
         stats.in_flight.load(Ordering::Relaxed),
         fault_delay.as_millis()
     );
+    let crashes_before = cluster.meta_crashes().len();
     let mut dropper = {
         let cluster = cluster.clone();
         let id = setup.sink.id;
@@ -424,6 +484,12 @@ async fn drop_and_fault(setup: &Setup, plan: &FaultPlan, p: &ReproParams) -> Dro
     };
     let ok = matches!(result, Ok(Ok(())));
     event!(log, "scenario", "drop returned ok={ok}");
+    if let Some(&point) = cluster.meta_crashes().get(crashes_before) {
+        record.meta_crash = Some(point);
+        let ddl = "DROP SINK sink_14910";
+        let mut crashes = setup.crashes.lock().unwrap_or_else(|e| e.into_inner());
+        crashes.push(MetaCrash { point, ddl });
+    }
     ensure_recovery(setup, &mut record, p).await;
     record
 }
@@ -710,6 +776,12 @@ fn check_oracle(setup: &Setup, p: &ReproParams) {
 
 /// Why a buggy run did not fail: from the drop record, the unregisters the checkers saw, and the event log.
 fn why_buggy_passed(setup: &Setup, record: &DropRecord) -> String {
+    if let Some(point) = record.meta_crash.filter(|p| *p < CrashPoint::DropAfterStop) {
+        return format!(
+            "meta crashed at {point}, before the DROP's Stop barrier: the DROP's own unregister, where the \
+             bug lives, never ran; the restarted meta's recovery unregistered the sink's tables"
+        );
+    }
     if record.returned_before_fault {
         return "the drop returned before the fault: its Stop barrier was collected from every node, the \
                 drop took its success path, and the tables were unregistered after the sink's actors had stopped"
@@ -800,6 +872,8 @@ fn timeline(lines: &[String], actor: Option<u32>) -> Vec<String> {
             || l.contains(" unregister tables: ")
             || l.contains(" barrier failed: ")
             || l.contains(" kill node: ")
+            || l.contains(" crash meta: ")
+            || l.contains(" restart node: node=meta")
             || l.contains(" recovery")
             || l.contains(" reset node: ")
             || (l.contains(" actor failure: ") && mine(l))

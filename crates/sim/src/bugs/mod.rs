@@ -121,10 +121,12 @@ pub enum Setting {
     BarrierLatency,
     CheckpointFrequency,
     PersistCheck,
+    /// Meta dies at a crash point of the scenario's first DDL to reach it, and restarts from its store.
+    CrashMetaAt,
 }
 
 impl Setting {
-    pub const ALL: [Setting; 8] = [
+    pub const ALL: [Setting; 9] = [
         Setting::Rows,
         Setting::Vnodes,
         Setting::Parallelism,
@@ -133,6 +135,7 @@ impl Setting {
         Setting::BarrierLatency,
         Setting::CheckpointFrequency,
         Setting::PersistCheck,
+        Setting::CrashMetaAt,
     ];
 }
 
