@@ -45,7 +45,8 @@ pub struct MetaConfig {
     pub vnode_count: VnodeCount,
     /// Recovery's slow steps and backoff (when it unregisters follows the toggles' `DropMode`).
     pub recovery: RecoveryConfig,
-    /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave: 15 s).
+    /// A worker whose last heartbeat is older than this is removed from the cluster (RisingWave at f21fb9b7915:
+    /// `max_heartbeat_interval_secs`, 300 s by default, which the simulation's `ci-sim.toml` does not set).
     pub heartbeat_timeout: Duration,
     /// The engine's bug toggles, whole: meta and recovery read `DropMode`, `ConfigChangeWait`,
     /// `RescheduleBackfilling` and `PreApplyCancel`, and hand them to the barrier manager (`OnWorkerErr`).
@@ -73,7 +74,7 @@ impl Default for MetaConfig {
             barrier: BarrierConfig::default(),
             vnode_count: VnodeCount::DEFAULT,
             recovery: RecoveryConfig::default(),
-            heartbeat_timeout: Duration::from_secs(15),
+            heartbeat_timeout: Duration::from_secs(300),
             toggles: Toggles::default(),
             compaction_groups: GroupPlacement::default(),
             sink_decoupled_from_backfill: false,

@@ -159,12 +159,17 @@ fn a_20_s_meta_outage_expires_no_live_worker() {
 
 /// A compute node that expired while down and starts again while meta is down registers with the next meta
 /// (RisingWave's compute node retries its registration until a meta answers), which finds it alive: its
-/// bootstrap rebuilds the actors there and the view answers.
+/// bootstrap rebuilds the actors there and the view answers. The heartbeat TTL is 15 s here (300 s by
+/// default, as at f21fb9b7915) so that 20 s down expires the node.
 #[test]
 fn a_compute_node_started_while_meta_is_down_registers_with_the_next_meta() {
     run(14, |ctx| async move {
         let config = ClusterConfig {
             compute_nodes: 1,
+            meta: epochlab_meta::MetaConfig {
+                heartbeat_timeout: Duration::from_secs(15),
+                ..Default::default()
+            },
             ..ClusterConfig::default()
         };
         let cluster = Arc::new(Cluster::start(&ctx, config).await);

@@ -107,8 +107,8 @@ pub struct FaultPlan {
     pub fault_at_latency_frac: f64,
     /// Picks the victim among the candidates.
     pub victim_choice: u64,
-    /// As RisingWave's killer: restart after U(0, 1 s), and with probability 0.1 after 20 s more (heartbeats
-    /// then expire and recovery migrates the actors).
+    /// As RisingWave's killer: restart after U(0, 1 s), and with probability 0.1 after 20 s more (recovery
+    /// retries until the node is back: its heartbeat does not expire within the 300 s TTL).
     pub restart_delay: Duration,
 }
 
