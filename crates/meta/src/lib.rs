@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod context;
 pub mod crash;
 pub mod ddl_controller;
+pub mod election;
 pub mod graph;
 pub mod meta;
 pub mod notification;
@@ -26,6 +27,9 @@ pub use catalog::{
 };
 pub use crash::{CrashHook, CrashPoint, UnknownCrashPoint};
 pub use ddl_controller::{CreateStreamingJob, DdlCommand, DdlOutcome, StreamingJob};
+pub use election::{
+    LostLeadership, META_ELECTION_KEY, META_LEADER_LEASE_SECS, MetaElection, SimEtcd,
+};
 pub use epochlab_recovery::{RecoveryConfig, RecoveryError};
 pub use graph::{GraphError, check_graph};
 pub use meta::{DdlError, JobOptions, MetaConfig, MetaEnv, MetaNode, SinkOptions};
