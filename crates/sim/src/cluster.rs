@@ -1,5 +1,6 @@
-//! A simulated cluster: one meta node with its barrier manager, N compute nodes, the network between them, and
-//! the registries that stand for shared infrastructure (object store, actor exchange, sink targets).
+//! A simulated cluster: meta (one node, or several on a lease: `cluster/meta_nodes.rs`) with its barrier manager,
+//! N compute nodes, the network between them, and the registries that stand for shared infrastructure (object
+//! store, actor exchange, sink targets).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,9 +27,15 @@ use tokio::task::JoinHandle;
 use crate::checkers::{ViolationCounts, ZombieAccessDetector};
 use crate::runtime::SimContext;
 
+mod meta_nodes;
+
+pub use meta_nodes::meta_name;
+
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub compute_nodes: u32,
+    /// Meta nodes: one runs alone; several run on a lease ([`Cluster::launch`], `cluster/meta_nodes.rs`).
+    pub meta_nodes: u32,
     /// Compactor nodes: compaction goes on while one of them is up.
     pub compactor_nodes: u32,
     pub meta: MetaConfig,
@@ -42,6 +49,7 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         Self {
             compute_nodes: 3,
+            meta_nodes: 1,
             compactor_nodes: 1,
             meta: MetaConfig::default(),
             stream: StreamConfig::default(),
@@ -96,6 +104,8 @@ pub struct Cluster {
     meta_crashes: Mutex<Vec<epochlab_meta::CrashPoint>>,
     /// Why the last restart of meta failed (its store could not be loaded), if one did.
     meta_restart_error: Mutex<Option<MetaStoreError>>,
+    /// A cluster of several metas: their lease service, processes and leader.
+    meta_nodes: Option<meta_nodes::LeasedMetas>,
 }
 
 impl Drop for Cluster {
@@ -108,17 +118,39 @@ impl Cluster {
     /// Start a cluster and wait until the barrier manager's bootstrap recovery is done. Its meta store is a
     /// new, empty one in memory, whose opening fails only if SQLite cannot allocate: no input reaches the
     /// panic. A run that reports a store's error as its outcome uses [`Cluster::try_start`].
+    /// A cluster of one meta ([`Cluster::launch`] starts one of several).
     pub async fn start(ctx: &SimContext, config: ClusterConfig) -> Self {
         Self::try_start(ctx, config)
             .await
             .unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"))
     }
 
-    /// A new cluster, or the error of its meta store (which a run reports as its failure).
+    /// A new cluster of one meta, or the error of its meta store (which a run reports as its failure).
     pub async fn try_start(
         ctx: &SimContext,
         config: ClusterConfig,
     ) -> Result<Self, MetaStoreError> {
+        assert!(
+            config.meta_nodes <= 1,
+            "a cluster of several metas starts with Cluster::launch, which runs their processes"
+        );
+        Self::build(ctx, config).await
+    }
+
+    /// A new cluster of any number of metas, shared: several run their processes on a lease from now on.
+    pub async fn launch(
+        ctx: &SimContext,
+        config: ClusterConfig,
+    ) -> Result<Arc<Self>, MetaStoreError> {
+        let cluster = Arc::new(Self::build(ctx, config).await?);
+        cluster.start_meta_nodes();
+        Ok(cluster)
+    }
+
+    async fn build(ctx: &SimContext, config: ClusterConfig) -> Result<Self, MetaStoreError> {
+        // Several metas: the first of a seeded order leads (a draw only then: one meta draws nothing).
+        let meta_nodes = (config.meta_nodes > 1)
+            .then(|| meta_nodes::LeasedMetas::elect_first(config.meta_nodes, &ctx.rng));
         let hummock = Arc::new(HummockManager::new(
             CommittedStore::default(),
             Some(ctx.log.clone()),
@@ -199,6 +231,7 @@ impl Cluster {
             awaiting_meta: Mutex::new(Vec::new()),
             meta_crashes: Mutex::new(Vec::new()),
             meta_restart_error: Mutex::new(None),
+            meta_nodes,
         };
         cluster.wait_ready().await;
         Ok(cluster)
@@ -215,6 +248,9 @@ impl Cluster {
         }
         lock(&self.manager).abort();
         lock(&self.heartbeat_checker).abort();
+        if let Some(m) = &self.meta_nodes {
+            m.shutdown();
+        }
         for node in self
             .nodes
             .lock()
@@ -333,10 +369,19 @@ impl Cluster {
             "at={at} restart_after={restart_after:?}"
         );
         lock(&self.meta_crashes).push(at);
-        self.kill_meta();
+        // Several metas: the leader's process dies, and its restart within the lease restores it.
+        let leader = self.meta_nodes.as_ref().and(self.meta_leader());
+        match leader {
+            Some(i) => self.kill_meta_node(i),
+            None => self.kill_meta(),
+        };
         let cluster = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(restart_after).await;
+            if let Some(i) = leader {
+                cluster.restart_meta_node(i);
+                return event!(cluster.ctx.log, "restart node", "node={}", meta_name(i));
+            }
             match cluster.restart_meta() {
                 Ok(()) => event!(cluster.ctx.log, "restart node", "node=meta-1"),
                 Err(e) => event!(cluster.ctx.log, "restart node", "node=meta-1 failed: {e}"),

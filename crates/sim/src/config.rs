@@ -82,6 +82,7 @@ pub fn cluster_config_for(
     // Every part named (no `..Default::default()`): a part that gains a `toggles` field is seen here.
     let ClusterConfig {
         compute_nodes,
+        meta_nodes,
         compactor_nodes,
         meta: _,
         stream: _,
@@ -90,6 +91,7 @@ pub fn cluster_config_for(
     } = ClusterConfig::default();
     ClusterConfig {
         compute_nodes,
+        meta_nodes,
         compactor_nodes,
         meta,
         stream,

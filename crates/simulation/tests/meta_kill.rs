@@ -413,3 +413,126 @@ fn the_restarted_metas_purge_is_at_leader_start_in_buggy_and_after_the_reset_in_
     let purge = first(&fixed, "purge tables=[TableId(4242)]");
     assert!(purge > first(&fixed, "reset node"), "{fixed:#?}");
 }
+
+/// Three metas on a lease (issue 56, stage 3): a table and a view of 50 rows, the leader known.
+async fn three_metas(ctx: &epochlab_sim::SimContext) -> (Arc<Cluster>, Session, u32) {
+    let config = ClusterConfig {
+        meta_nodes: 3,
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::launch(ctx, config).await.unwrap();
+    let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
+    s.execute(
+        "CREATE TABLE t (k int PRIMARY KEY, v int); \
+         CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c, sum(k) AS s FROM t GROUP BY v; \
+         INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 50) AS g(x); FLUSH",
+    )
+    .await
+    .unwrap();
+    let leader = cluster.meta_leader().expect("a new cluster has a leader");
+    (cluster, s, leader)
+}
+
+/// A leader killed and started again within 1 s restores its leadership (a new process: the store's next
+/// term); killed for 20 s, its key runs out after the 10 s lease and a follower leads, and the old leader
+/// comes back as a follower. The view keeps its rows and follows its table, and the checkers (I5 after each
+/// start of leader services among them) stay clean.
+#[test]
+fn three_metas_a_fast_restart_keeps_the_leader_and_a_20_s_outage_moves_it() {
+    run(21, |ctx| async move {
+        let (cluster, mut s, leader) = three_metas(&ctx).await;
+        let checkers = epochlab_sim::checkers::Checkers::install(&cluster, DropMode::Fixed);
+        let before = rows(&mut s, VIEW).await;
+        let term = cluster.meta().term();
+        assert!(cluster.kill_meta_node(leader));
+        assert!(!cluster.kill_meta_node(leader), "dead already");
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        cluster.restart_meta_node(leader);
+        cluster.wait_meta_ready().await;
+        assert_eq!(cluster.meta_leader(), Some(leader), "restored");
+        assert_eq!(cluster.meta_leader_changes(), 0);
+        assert_eq!(cluster.meta().term(), term + 1);
+        assert_eq!(rows(&mut s, VIEW).await, before);
+
+        assert!(cluster.kill_meta_node(leader));
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert_eq!(
+            cluster.meta_leader(),
+            None,
+            "its key outlives it by the lease"
+        );
+        tokio::time::sleep(Duration::from_secs(11)).await;
+        cluster.restart_meta_node(leader);
+        cluster.wait_meta_ready().await;
+        let new = cluster.meta_leader().unwrap();
+        assert_ne!(new, leader);
+        assert_eq!(cluster.meta_leader_changes(), 1);
+        assert_eq!(cluster.meta().term(), term + 2);
+        assert_eq!(rows(&mut s, VIEW).await, before, "the view kept its rows");
+        s.execute("INSERT INTO t SELECT x, x % 4 FROM generate_series(51, 90) AS g(x); FLUSH")
+            .await
+            .unwrap();
+        assert_eq!(rows(&mut s, VIEW).await, rows(&mut s, REFERENCE).await);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(cluster.meta_leader(), Some(new), "the old leader follows");
+        let log = ctx.log.lines();
+        let lead = format!(" lead meta: node=meta-{new} restored=false");
+        assert!(log.iter().any(|l| l.ends_with(&lead)), "{lead}");
+        checkers.check_end(&cluster);
+        assert_eq!(checkers.violations(), []);
+        cluster.shutdown();
+    });
+}
+
+/// A live leader whose keep-alives go unanswered for half its lease exits with its leader services; its key
+/// runs out with the lease and a follower leads; the old leader stays down until restarted.
+#[test]
+fn three_metas_a_leader_whose_keep_alives_time_out_exits() {
+    run(22, |ctx| async move {
+        let (cluster, mut s, leader) = three_metas(&ctx).await;
+        let etcd = cluster.etcd().unwrap().clone();
+        let key = etcd.leader(epochlab_meta::META_ELECTION_KEY).unwrap();
+        assert_eq!(key.value, epochlab_sim::cluster::meta_name(leader));
+        etcd.fail_keep_alives(key.lease, Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(cluster.meta_leader(), None);
+        assert!(
+            cluster.meta().is_killed(),
+            "its leader services ended with it"
+        );
+        cluster.wait_meta_ready().await;
+        let new = cluster.meta_leader().unwrap();
+        assert_ne!(new, leader);
+        assert!(!cluster.kill_meta_node(leader), "it exited");
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM t").await,
+            [["50".to_string()]]
+        );
+        let log = ctx.log.lines();
+        let exit = format!(" meta exits: node=meta-{leader} reason=keep-alive timed out");
+        assert!(log.iter().any(|l| l.ends_with(&exit)), "{exit}");
+        cluster.shutdown();
+    });
+}
+
+/// A crash point with three metas kills the leader's process, whose restart within the lease restores it:
+/// the DROP it cut off leaves nothing, as with one meta.
+#[test]
+fn three_metas_a_crash_point_restarts_the_leader() {
+    run(23, |ctx| async move {
+        let (cluster, mut s, leader) = three_metas(&ctx).await;
+        cluster.arm_meta_crash(epochlab_meta::CrashPoint::DropAfterFragments);
+        let err = s.execute("DROP MATERIALIZED VIEW m").await.unwrap_err();
+        assert!(err.to_string().contains("unavailable"), "{err}");
+        assert_eq!(cluster.meta_leader(), None);
+        cluster.wait_meta_ready().await;
+        assert_eq!(cluster.meta_leader(), Some(leader));
+        assert_eq!(cluster.meta_leader_changes(), 0);
+        assert!(cluster.meta().relation_by_name("m").is_none());
+        assert_eq!(
+            rows(&mut s, "SELECT count(*) FROM t").await,
+            [["50".to_string()]]
+        );
+        cluster.shutdown();
+    });
+}

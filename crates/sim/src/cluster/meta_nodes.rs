@@ -1,0 +1,230 @@
+//! Meta nodes `meta-1..N` on a lease (issue 56, stage 3; `meta-failover.md` §1.1, §2.1), for a cluster of
+//! more than one meta (`ClusterConfig::meta_nodes`; one meta runs as before, without a lease service).
+//!
+//! The cluster's lease service is a [`SimEtcd`] that is never killed; each meta is a process running its
+//! [`MetaElection`]. The one whose election names it leader runs the leader services: a [`MetaNode`]
+//! opened from the shared store, in the cluster's slot, whose bootstrap recovers the cluster. A leader killed
+//! and started again within its 10 s lease restores its leadership (a new process: a new `MetaNode`); one
+//! down longer loses its key, and the follower with the oldest key leads. A leader whose keep-alives go
+//! unanswered for half the lease exits (RisingWave's `start` returns when the election ends) and stays down
+//! until restarted. While no meta leads, the slot holds the last leader's killed node: every call fails as
+//! meta unavailable.
+//!
+//! [`MetaNode`]: epochlab_meta::MetaNode
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use epochlab_common::{SimRng, event};
+use epochlab_meta::{
+    LostLeadership, META_ELECTION_KEY, META_LEADER_LEASE_SECS, MetaElection, SimEtcd,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{Cluster, lock};
+
+/// The metas of a cluster of several.
+pub(super) struct LeasedMetas {
+    pub(super) etcd: Arc<SimEtcd>,
+    /// Each meta's process while it runs (`procs[0]` is meta-1).
+    procs: Mutex<Vec<Option<JoinHandle<()>>>>,
+    /// The meta whose leader services are in the cluster's slot, while one leads.
+    leader: Mutex<Option<u32>>,
+    /// The meta that led last (a leader that comes back is no change).
+    last_leader: Mutex<u32>,
+    /// The seeded order the metas started in: the first campaigned first and leads the new cluster.
+    order: Vec<u32>,
+    leader_changes: AtomicU64,
+    ticks: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A meta's name, which is its id in the election (RisingWave: `meta-i`'s advertise address).
+pub fn meta_name(i: u32) -> String {
+    format!("meta-{i}")
+}
+
+impl LeasedMetas {
+    /// `n` metas in a seeded order, the first of which campaigns now and leads the new cluster (in madsim the
+    /// three campaign at the same instant and the first served wins: any of them).
+    pub(super) fn elect_first(n: u32, rng: &SimRng) -> Self {
+        let mut order: Vec<u32> = (1..=n).collect();
+        for k in (1..order.len()).rev() {
+            let j = rng.range_u64(0..k as u64 + 1) as usize;
+            order.swap(k, j);
+        }
+        let etcd = Arc::new(SimEtcd::default());
+        let lease = etcd.grant(META_LEADER_LEASE_SECS);
+        let first = meta_name(order[0]);
+        let campaign = etcd.campaign(META_ELECTION_KEY, lease, &first);
+        campaign.expect("a lease granted this instant lives");
+        Self {
+            etcd,
+            procs: Mutex::new((0..n).map(|_| None).collect()),
+            leader: Mutex::new(Some(order[0])),
+            last_leader: Mutex::new(order[0]),
+            order,
+            leader_changes: AtomicU64::new(0),
+            ticks: Mutex::new(None),
+        }
+    }
+
+    /// Abort the lease service and every process (the cluster's shutdown).
+    pub(super) fn shutdown(&self) {
+        if let Some(t) = lock(&self.ticks).take() {
+            t.abort();
+        }
+        for p in lock(&self.procs).iter_mut() {
+            if let Some(p) = p.take() {
+                p.abort();
+            }
+        }
+    }
+}
+
+impl Cluster {
+    fn metas(&self) -> &LeasedMetas {
+        self.meta_nodes
+            .as_ref()
+            .expect("only a cluster of several metas runs meta processes")
+    }
+
+    /// Start the lease service's ticks and every meta's process, in the order they were drawn.
+    pub(super) fn start_meta_nodes(self: &Arc<Self>) {
+        let Some(m) = &self.meta_nodes else {
+            return;
+        };
+        *lock(&m.ticks) = Some(tokio::spawn(m.etcd.clone().run_ticks()));
+        for &i in &m.order {
+            self.spawn_meta_process(i);
+        }
+    }
+
+    fn spawn_meta_process(self: &Arc<Self>, i: u32) {
+        let m = self.metas();
+        let task = tokio::spawn(meta_process(Arc::downgrade(self), i, m.etcd.clone()));
+        lock(&m.procs)[i as usize - 1] = Some(task);
+    }
+
+    /// Meta `i`'s election names it leader: it starts the leader services from the store (the cluster's
+    /// first leader has them already).
+    fn lead(&self, i: u32) {
+        let m = self.metas();
+        let mut leader = lock(&m.leader);
+        if *leader == Some(i) && !self.meta().is_killed() {
+            return;
+        }
+        *leader = Some(i);
+        drop(leader);
+        let restored = std::mem::replace(&mut *lock(&m.last_leader), i) == i;
+        if !restored {
+            m.leader_changes.fetch_add(1, Ordering::Relaxed);
+        }
+        event!(
+            self.ctx.log,
+            "lead meta",
+            "node={} restored={restored}",
+            meta_name(i)
+        );
+        if let Err(e) = self.restart_meta() {
+            let node = meta_name(i);
+            event!(self.ctx.log, "restart node", "node={node} failed: {e}");
+        }
+    }
+
+    /// Meta `i` lost its leadership and exits: its leader services end with it.
+    fn step_down(&self, i: u32, lost: LostLeadership) {
+        let m = self.metas();
+        lock(&m.procs)[i as usize - 1] = None;
+        let node = meta_name(i);
+        event!(
+            self.ctx.log,
+            "meta exits",
+            "node={node} reason={}",
+            lost.as_str()
+        );
+        let mut leader = lock(&m.leader);
+        if *leader == Some(i) {
+            *leader = None;
+            drop(leader);
+            self.kill_meta();
+        }
+    }
+
+    /// Kill meta `i` (1-based): its process ends, its lease lives on until it runs out, and if it led, its
+    /// leader services end. `false` when it was down.
+    pub fn kill_meta_node(&self, i: u32) -> bool {
+        let m = self.metas();
+        let Some(task) = lock(&m.procs)[i as usize - 1].take() else {
+            return false;
+        };
+        task.abort();
+        let mut leader = lock(&m.leader);
+        if *leader == Some(i) {
+            *leader = None;
+            drop(leader);
+            self.kill_meta();
+        }
+        true
+    }
+
+    /// Start meta `i` again (a new process, with empty memory), unless it runs.
+    pub fn restart_meta_node(self: &Arc<Self>, i: u32) {
+        let running = lock(&self.metas().procs)[i as usize - 1].is_some();
+        if !running {
+            self.spawn_meta_process(i);
+        }
+    }
+
+    /// How many metas the cluster has.
+    pub fn meta_node_count(&self) -> u32 {
+        self.meta_nodes.as_ref().map_or(1, |m| m.order.len() as u32)
+    }
+
+    /// The meta leading now (1-based); a cluster of one meta: 1 while it lives.
+    pub fn meta_leader(&self) -> Option<u32> {
+        match &self.meta_nodes {
+            Some(m) => *lock(&m.leader),
+            None => (!self.meta().is_killed()).then_some(1),
+        }
+    }
+
+    /// How many times another meta became leader.
+    pub fn meta_leader_changes(&self) -> u64 {
+        self.meta_nodes
+            .as_ref()
+            .map_or(0, |m| m.leader_changes.load(Ordering::Relaxed))
+    }
+
+    /// The lease service of a cluster of several metas (to inject its faults).
+    pub fn etcd(&self) -> Option<&Arc<SimEtcd>> {
+        self.meta_nodes.as_ref().map(|m| &m.etcd)
+    }
+}
+
+/// Meta `i`'s process: its election, and the leader services once it leads; it ends when it loses the
+/// leadership.
+async fn meta_process(cluster: Weak<Cluster>, i: u32, etcd: Arc<SimEtcd>) {
+    let election = MetaElection {
+        etcd,
+        id: meta_name(i),
+        lease_ttl: META_LEADER_LEASE_SECS,
+    };
+    let (is_leader, mut leads) = watch::channel(false);
+    let serve = async {
+        if leads.wait_for(|l| *l).await.is_ok()
+            && let Some(c) = cluster.upgrade()
+        {
+            c.lead(i);
+        }
+        std::future::pending::<()>().await
+    };
+    let lost = tokio::select! {
+        biased;
+        lost = election.run(&is_leader) => lost,
+        () = serve => return,
+    };
+    if let Some(c) = cluster.upgrade() {
+        c.step_down(i, lost);
+    }
+}
