@@ -134,19 +134,24 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         a.jobs
     );
     let t = a.topology;
+    let metas = match t.meta_nodes {
+        3 => "3 metas on a lease, as".to_string(),
+        1 => "deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta".to_string(),
+        n => format!("deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here {n} on a lease,"),
+    };
     eprintln!(
         "ci: cluster: {} frontend(s) behind one round-robin address, {} compute node(s) of {} core(s) \
-         (parallelism {}), {} compactor(s); deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta \
-         {}",
+         (parallelism {}), {} compactor(s); {metas} {}",
         t.frontend_nodes,
         t.compute_nodes,
         t.compute_node_cores,
         t.parallelism(),
         t.compactor_nodes,
-        if a.kill_meta {
-            "killed with the other roles (--kill-meta), restarting from its store"
-        } else {
-            "never killed (--kill-meta kills it)"
+        match (a.kill_meta, t.meta_nodes) {
+            (true, 1) => "killed with the other roles (--kill-meta), restarting from its store",
+            (true, _) => "killed with the other roles (--kill-meta), never all at once",
+            (false, 1) => "never killed (--kill-meta kills it)",
+            (false, _) => "never killed (--kill-meta kills them)",
         }
     );
     if a.use_arrangement_backfill {

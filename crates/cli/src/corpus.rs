@@ -17,6 +17,8 @@ pub struct CorpusArgs {
     pub kill: bool,
     /// Kill meta too (with `kill`), or only meta: a file listed as passing under kills must pass.
     pub kill_meta: bool,
+    /// Meta nodes (several run on a lease).
+    pub meta_nodes: u32,
     pub seeds: std::ops::Range<u64>,
     pub jobs: usize,
     pub json: PathBuf,
@@ -81,7 +83,7 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
         vec![0]
     };
     eprintln!(
-        "corpus: {} files x {} seed(s){}, {} jobs",
+        "corpus: {} files x {} seed(s){}{}, {} jobs",
         files.len(),
         seeds.len(),
         match (a.kill, a.kill_meta) {
@@ -90,10 +92,14 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
             (false, true) => " under meta kills",
             (false, false) => "",
         },
+        match a.meta_nodes {
+            1 => String::new(),
+            n => format!(", {n} metas on a lease"),
+        },
         a.jobs
     );
     let wall = WallTimer::start();
-    let results = run_all(&a.root, &files, a.roles(), &seeds, a.jobs);
+    let results = run_all(&a.root, &files, a.roles(), a.meta_nodes, &seeds, a.jobs);
     let wall_ms = wall.elapsed().as_millis() as u64;
     let no_script = corpus::run_by_no_script(&a.root, &files);
     let report = Report::new(a, &results, &expected, &no_script, wall_ms);
@@ -134,6 +140,7 @@ fn run_all(
     root: &Path,
     files: &[String],
     roles: KillRoles,
+    meta_nodes: u32,
     seeds: &[u64],
     jobs: usize,
 ) -> Vec<FileResult> {
@@ -154,7 +161,8 @@ fn run_all(
                         let unit = next.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some((i, seed)) = unit else { return };
                         let wall = WallTimer::start();
-                        let params = corpus::params_killing(&files[i], roles, seed);
+                        let mut params = corpus::params_killing(&files[i], roles, seed);
+                        params.topology.meta_nodes = meta_nodes;
                         let v = Verdict::run(root, &files[i], &params);
                         let ms = wall.elapsed().as_millis() as u64;
                         verdicts
@@ -418,6 +426,7 @@ impl<'a> Report<'a> {
             "root": self.args.root.display().to_string(),
             "kill": self.args.kill,
             "kill_meta": self.args.kill_meta,
+            "meta_nodes": self.args.meta_nodes,
             "seeds": if self.args.roles().any() {
                 serde_json::json!([self.args.seeds.start, self.args.seeds.end])
             } else {

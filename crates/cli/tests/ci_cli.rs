@@ -450,7 +450,9 @@ fn bad_input_is_one_line_and_exit_2() {
             ("ci-expected.txt", "pr batch stop 3\n"),
         ],
     );
-    let cases: [&[&str]; 20] = [
+    let cases: [&[&str]; 22] = [
+        &["ci", "--meta-nodes", "0"],
+        &["ci", "--meta-nodes", "65"],
         &["ci", "--step", "ddl", "--root", unknown.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", twice.to_str().unwrap()],
         &["ci", "--step", "ddl", "--root", no_files.to_str().unwrap()],

@@ -100,11 +100,14 @@ pub fn cluster_config_for(
     }
 }
 
-/// The nodes of a cluster, as RisingWave's simulation takes them (`--frontend-nodes`, `--compute-nodes`,
-/// `--compute-node-cores`, `--compactor-nodes` in `src/tests/simulation/src/main.rs` at f21fb9b7915); its
-/// `--meta-nodes` waits for a meta that restarts from a store.
+/// The nodes of a cluster, as RisingWave's simulation takes them (`--meta-nodes`, `--frontend-nodes`,
+/// `--compute-nodes`, `--compute-node-cores`, `--compactor-nodes` in `src/tests/simulation/src/main.rs` at
+/// f21fb9b7915).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Topology {
+    /// Metas: one runs alone; several run on a lease, one leading (RisingWave's CI: 3; here 1 until the
+    /// flip of issue 56's stage 4).
+    pub meta_nodes: u32,
     pub frontend_nodes: u32,
     pub compute_nodes: u32,
     /// Each compute node's cores: its parallel units, so a job's default parallelism is every node's.
@@ -119,6 +122,8 @@ pub enum TopologyError {
     NoComputeNode,
     #[error("--frontend-nodes must be at least 1")]
     NoFrontend,
+    #[error("--meta-nodes must be at least 1")]
+    NoMeta,
     #[error("--compute-node-cores must be 1 to {max}, not {got}")]
     Cores { got: u32, max: u32 },
     #[error("--{what} must be at most {max}, not {got}")]
@@ -131,8 +136,9 @@ pub enum TopologyError {
 
 impl Topology {
     /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 2 frontends,
-    /// 3 compute nodes of 2 cores and 2 compactors (its 3 metas are 1 here).
+    /// 3 compute nodes of 2 cores and 2 compactors (its 3 metas are 1 here unless `--meta-nodes 3`).
     pub const RISINGWAVE_CI: Topology = Topology {
+        meta_nodes: 1,
         frontend_nodes: 2,
         compute_nodes: 3,
         compute_node_cores: 2,
@@ -142,6 +148,7 @@ impl Topology {
     /// epochlab's cluster before issue 43: 3 compute nodes of one core, one compactor. `corpus` keeps it, so
     /// its ratchet stays comparable.
     pub const SINGLE_CORE: Topology = Topology {
+        meta_nodes: 1,
         frontend_nodes: 1,
         compute_nodes: 3,
         compute_node_cores: 1,
@@ -167,6 +174,9 @@ impl Topology {
         if self.frontend_nodes == 0 {
             return Err(TopologyError::NoFrontend);
         }
+        if self.meta_nodes == 0 {
+            return Err(TopologyError::NoMeta);
+        }
         if !(1..=Self::MAX_CORES).contains(&self.compute_node_cores) {
             return Err(TopologyError::Cores {
                 got: self.compute_node_cores,
@@ -174,6 +184,7 @@ impl Topology {
             });
         }
         for (what, got) in [
+            ("meta-nodes", self.meta_nodes),
             ("compute-nodes", self.compute_nodes),
             ("frontend-nodes", self.frontend_nodes),
             ("compactor-nodes", self.compactor_nodes),

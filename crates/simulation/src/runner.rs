@@ -651,6 +651,7 @@ async fn start_cluster(
         p.persist_check,
     );
     config.compute_nodes = p.topology.compute_nodes;
+    config.meta_nodes = p.topology.meta_nodes;
     config.compactor_nodes = p.topology.compactor_nodes;
     // RisingWave's sinks at f21fb9b7915: created at their first barrier, backfilling after.
     config.meta.sink_decoupled_from_backfill = true;
@@ -661,7 +662,8 @@ async fn start_cluster(
         RunnerEra::R2024 => epochlab_sim::config::with_flow_control(config),
         RunnerEra::Latest => config,
     };
-    let cluster = Arc::new(Cluster::start(ctx, config).await);
+    let cluster = Cluster::launch(ctx, config).await;
+    let cluster = cluster.unwrap_or_else(|e| panic!("a new cluster's meta store: {e}"));
     if let Some(point) = p.crash_meta_at {
         cluster.arm_meta_crash(point);
     }

@@ -293,6 +293,45 @@ fn two_frontends_and_two_compactors_are_drawn_as_risingwave_draws_them() {
     }
 }
 
+/// Three metas, drawn as RisingWave's `Cluster::kill_node` draws them (`meta-failover.md` §1.2): none,
+/// all or each with p = 0.5, and never all three (then only meta-1 dies): none 3/8, only meta-1 5/12, only
+/// meta-2 or meta-3 and each pair 1/24.
+#[test]
+fn three_metas_are_drawn_as_risingwave_draws_them_and_never_all() {
+    let rng = epochlab_common::SimRng::new(13);
+    let topology = Topology {
+        meta_nodes: 3,
+        ..Topology::RISINGWAVE_CI
+    };
+    let roles = KillRoles {
+        meta: true,
+        ..KillRoles::NONE
+    };
+    let mut by_set = std::collections::BTreeMap::<Vec<String>, u32>::new();
+    for _ in 0..2400 {
+        let set = plan_kills(&rng, roles, topology);
+        let set = set.iter().map(|k| k.target.to_string()).collect();
+        *by_set.entry(set).or_default() += 1;
+    }
+    let count = |set: &[&str]| {
+        let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        by_set.get(&set).copied().unwrap_or(0)
+    };
+    assert!((800..1000).contains(&count(&[])), "{by_set:?}");
+    assert!((900..1100).contains(&count(&["meta-1"])), "{by_set:?}");
+    for set in [
+        &["meta-2"][..],
+        &["meta-3"],
+        &["meta-1", "meta-2"],
+        &["meta-1", "meta-3"],
+        &["meta-2", "meta-3"],
+    ] {
+        assert!((60..150).contains(&count(set)), "{set:?}: {by_set:?}");
+    }
+    assert_eq!(count(&["meta-1", "meta-2", "meta-3"]), 0);
+    assert_eq!(by_set.len(), 7, "{by_set:?}");
+}
+
 /// Difference 5: The kill draw per role, as `Cluster::kill_node`: none, all, or each with p = 0.5; never meta.
 #[test]
 fn each_role_is_killed_none_all_or_each_with_half_a_chance() {
@@ -617,4 +656,50 @@ fn a_recovery_file_passes_under_meta_kills() {
         kills += r.kills;
     }
     assert!(kills > 0, "meta was killed");
+}
+
+/// `--meta-nodes 3 --kill-meta`: a file of tables, views and rows, its records with a killer each, runs
+/// through meta kills drawn over three metas (a 20 s outage of the leader moves the lease) and passes at every
+/// seed; some seeds kill metas, and some leader's outage hands the lease over.
+#[test]
+fn a_file_passes_with_three_metas_under_meta_kills() {
+    let f = temp(
+        "metas",
+        "three.slt",
+        "statement ok\nCREATE TABLE t (k int PRIMARY KEY, v int);\n\n\
+         statement ok\nINSERT INTO t SELECT x, x % 5 FROM generate_series(1, 100) AS g(x);\n\n\
+         statement ok\nFLUSH;\n\n\
+         statement ok\nCREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c FROM t GROUP BY v;\n\n\
+         query II\nSELECT v, c FROM m ORDER BY v;\n----\n0 20\n1 20\n2 20\n3 20\n4 20\n\n\
+         statement ok\nCREATE MATERIALIZED VIEW n AS SELECT sum(c) AS s FROM m;\n\n\
+         query I\nSELECT s FROM n;\n----\n100\n\n\
+         statement ok\nDROP MATERIALIZED VIEW n;\n\n\
+         statement ok\nDROP MATERIALIZED VIEW m;\n\n\
+         statement ok\nDROP TABLE t;\n",
+    );
+    let roles = KillRoles {
+        meta: true,
+        ..KillRoles::NONE
+    };
+    let (mut kills, mut moved) = (0, 0);
+    for seed in 0..12 {
+        let p = SltParams {
+            topology: Topology {
+                meta_nodes: 3,
+                ..Topology::SINGLE_CORE
+            },
+            ..killing(seed, roles, 1.0)
+        };
+        let out = run_file(&f, &p, ReproHooks::default()).unwrap();
+        let r = &out.value;
+        assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {:?}", r.error);
+        kills += r.kills;
+        let lines = out.log.lines();
+        moved += lines
+            .iter()
+            .filter(|l| l.contains(" restored=false"))
+            .count();
+    }
+    assert!(kills > 0, "no meta was killed");
+    assert!(moved > 0, "no outage moved the lease");
 }

@@ -42,8 +42,8 @@ use crate::ci::CiArgs;
 ///
 /// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 compute nodes of 2 cores
 /// (parallelism 6), 2 compactors and 2 frontends behind one round-robin address. Deviations,
-/// printed with each run: its 3 metas are 1 meta, killed only with --kill-meta, and the frontends share
-/// one catalog.
+/// printed with each run: its 3 metas are 1 meta (--meta-nodes 3 runs 3 on a lease), killed only with
+/// --kill-meta, and the frontends share one catalog.
 ///
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
 #[derive(Args, Clone, Debug)]

@@ -44,6 +44,14 @@ pub struct CorpusCmd {
     /// passes (--update-expected is refused: the ratchet has no line for meta kills).
     #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
     pub kill_meta: bool,
+    /// 1..=64, default 1: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
+    ///
+    /// With --kill-meta the kills draw over them, never all at once. The ratchet has no line for
+    /// several metas: its check is that every file listed as passing passes (--update-expected is
+    /// refused).
+    #[arg(long, value_name = "N", verbatim_doc_comment, conflicts_with = "update_expected",
+          value_parser = values::number::<u32>(values::META_NODES))]
+    pub meta_nodes: Option<u32>,
     /// With --kill or --kill-meta: the seeds A, A+1, ..., B-1 (without kills each file runs once, with seed 0)
     #[arg(long, value_name = "A..B", default_value = "0..1", requires = "killed",
           allow_hyphen_values = true, value_parser = values::seed_range)]
@@ -71,6 +79,7 @@ impl CorpusCmd {
             root: self.root,
             kill: self.kill,
             kill_meta: self.kill_meta,
+            meta_nodes: self.meta_nodes.unwrap_or(1),
             seeds: self.seeds,
             jobs: self
                 .jobs

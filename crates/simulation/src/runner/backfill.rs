@@ -53,6 +53,7 @@ pub struct ClusterShape {
 const CI_BACKFILL: ClusterShape = ClusterShape {
     profile: "ci-backfill",
     topology: Topology {
+        meta_nodes: 1,
         frontend_nodes: 1,
         compute_nodes: 1,
         compute_node_cores: 4,
@@ -65,6 +66,7 @@ const CI_BACKFILL: ClusterShape = ClusterShape {
 const CI_3CN_1FE: ClusterShape = ClusterShape {
     profile: "ci-3cn-1fe",
     topology: Topology {
+        meta_nodes: 1,
         frontend_nodes: 1,
         compute_nodes: 3,
         compute_node_cores: 4,
@@ -77,6 +79,7 @@ const CI_3CN_1FE: ClusterShape = ClusterShape {
 const CI_1CN_1FE_KAFKA: ClusterShape = ClusterShape {
     profile: "ci-1cn-1fe-kafka-with-recovery",
     topology: Topology {
+        meta_nodes: 1,
         frontend_nodes: 1,
         compute_nodes: 1,
         compute_node_cores: 4,

@@ -17,7 +17,8 @@ use epochlab_frontend::frontend::Engine;
 /// with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KillRoles {
-    /// Meta (the one): fenced, its tasks end; it restarts from its store and recovers the cluster.
+    /// The metas: each killed one is fenced and its tasks end; one restarts from its store and recovers the
+    /// cluster (with several, the one that leads once its restart or a follower wins the lease). Never all.
     pub meta: bool,
     /// The frontend (one): its connections close, the statements in flight fail with `connection closed`.
     pub frontend: bool,
@@ -97,7 +98,12 @@ pub fn plan_kills(rng: &SimRng, roles: KillRoles, topology: Topology) -> Vec<Pla
     };
     let t = topology;
     // Drawn first, as RisingWave draws metas first, but only when on: the other roles' draws do not move.
-    targets.extend(role(roles.meta, 1, &KillTarget::Meta));
+    // Never every meta: when all were drawn, only the first dies.
+    let mut metas = role(roles.meta, t.meta_nodes, &KillTarget::Meta);
+    if metas.len() as u32 == t.meta_nodes {
+        metas.truncate(1);
+    }
+    targets.extend(metas);
     targets.extend(role(
         roles.frontend,
         t.frontend_nodes,
@@ -141,6 +147,7 @@ pub(super) async fn kill_and_restart(
 ) -> u32 {
     tokio::time::sleep(k.kill_after).await;
     let killed = match k.target {
+        KillTarget::Meta(i) if cluster.meta_node_count() > 1 => cluster.kill_meta_node(i),
         KillTarget::Meta(_) => cluster.kill_meta(),
         KillTarget::Frontend(i) => engine.kill_frontend(frontend_index(i)),
         KillTarget::Compute(w) => cluster.kill(w),
@@ -164,6 +171,7 @@ pub(super) async fn kill_and_restart(
     }
     tokio::time::sleep(down).await;
     match k.target {
+        KillTarget::Meta(i) if cluster.meta_node_count() > 1 => cluster.restart_meta_node(i),
         KillTarget::Meta(_) => {
             if let Err(e) = cluster.restart_meta() {
                 event!(cluster.ctx.log, "restart node", "node=meta-1 failed: {e}");
