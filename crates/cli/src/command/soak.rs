@@ -97,6 +97,13 @@ pub struct SoakCmd {
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub crash_meta_rate: Option<f64>,
+    /// 1..=16, random plans: meta nodes, default 1; several run on a 10 s lease, one leading
+    ///
+    /// Each meta kill of a plan names one of them, drawn uniformly; a leader down for 20 s loses
+    /// the lease to a follower. Not a draw: every plan of the campaign has them.
+    #[arg(long, value_name = "N", verbatim_doc_comment, conflicts_with = "slt",
+          value_parser = values::number::<u32>(values::PLAN_META_NODES))]
+    pub meta_nodes: Option<u32>,
     /// Run sqllogictest files (`epochlab slt --help`) instead of random plans
     ///
     /// Every file matching GLOB (quote it: 'tests/slt/recovery/*.slt'), each in a fresh cluster,
@@ -138,7 +145,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
-              "kill_meta_rate", "crash_meta_rate",
+              "kill_meta_rate", "crash_meta_rate", "meta_nodes",
           ])]
     pub plan: Option<PathBuf>,
     /// Shrink the plan of --plan FILE, or of the lowest failing seed of the campaign
@@ -170,7 +177,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "bug", "shrink", "seeds", "shard", "results", "mode", "scenario", "kill_rate",
-              "background_ddl_rate", "kill_meta_rate", "crash_meta_rate",
+              "background_ddl_rate", "kill_meta_rate", "crash_meta_rate", "meta_nodes",
           ])]
     pub replay: Option<PathBuf>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run; off by default
@@ -284,6 +291,7 @@ impl SoakCmd {
                     background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
                     kill_meta_rate: self.kill_meta_rate.unwrap_or(g.kill_meta_rate),
                     crash_meta_rate: self.crash_meta_rate.unwrap_or(g.crash_meta_rate),
+                    meta_nodes: self.meta_nodes.unwrap_or(g.meta_nodes),
                     flow_control: self.engine == Some(EngineArg::R2024),
                     ..g
                 })
@@ -362,6 +370,7 @@ impl SoakCmd {
                 ),
                 (self.kill_meta_rate.is_some(), "--kill-meta-rate", drawn),
                 (self.crash_meta_rate.is_some(), "--crash-meta-rate", drawn),
+                (self.meta_nodes.is_some(), "--meta-nodes", drawn),
                 (
                     self.shrink,
                     "--shrink",

@@ -32,6 +32,9 @@ pub struct GenParams {
     /// The plans run on the engine of 2024: backfill rate limits kept by a flow-control executor
     /// (`PlanCluster::flow_control`, `--engine 2024`). Not a draw: every plan of a campaign has it or none.
     pub flow_control: bool,
+    /// Metas (`PlanCluster::meta_nodes`, `--meta-nodes`): not a draw. With several, each meta kill names
+    /// one of them, drawn uniformly (only then: one meta draws nothing more).
+    pub meta_nodes: u32,
 }
 
 impl Default for GenParams {
@@ -43,6 +46,7 @@ impl Default for GenParams {
             kill_meta_rate: 0.0,
             crash_meta_rate: 0.0,
             flow_control: false,
+            meta_nodes: 1,
         }
     }
 }
@@ -79,6 +83,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     };
     let mut cluster = PlanCluster {
         compute_nodes: d.pick(&[1, 2, 3, 3, 3, 4]),
+        meta_nodes: g.meta_nodes,
         vnodes: d.pick(&[16, 64, 256, 256]),
         barrier_interval_ms: d.pick(&[250, 500, 1000, 1000]),
         checkpoint_frequency: d.pick(&[1, 1, 2, 5, 10]),
@@ -889,9 +894,13 @@ fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
             if d.chance(0.1) {
                 restart_after_ms += 20_000;
             }
+            let node = (g.meta_nodes > 1).then(|| d.between(1, u64::from(g.meta_nodes) + 1) as u32);
             steps.push(Step {
                 at_ms,
-                action: Action::KillMeta { restart_after_ms },
+                action: Action::KillMeta {
+                    restart_after_ms,
+                    node,
+                },
             });
         }
         at_ms += d.between(10_000, 30_000);
@@ -1088,6 +1097,46 @@ mod tests {
             assert_eq!(a, b, "seed {seed}");
         }
         assert!(kills >= 100, "{kills} meta kills in 100 plans at rate 1");
+    }
+
+    /// Several metas: every plan has them, each meta kill names one (every one of them in some plan), the plan
+    /// validates, and its file keeps the count; one meta's plan file has no `meta_nodes` and kills none by name.
+    #[test]
+    fn meta_kills_over_several_metas_name_one_each() {
+        let three = GenParams {
+            kill_meta_rate: 1.0,
+            meta_nodes: 3,
+            ..GenParams::default()
+        };
+        let mut named = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            let plan = generate(seed, &three);
+            plan.validate().unwrap();
+            assert_eq!(plan.cluster.meta_nodes, 3);
+            for s in &plan.steps {
+                if let Action::KillMeta { node, .. } = s.action {
+                    named.insert(node.expect("named"));
+                }
+            }
+            let json = serde_json::to_string(&plan).unwrap();
+            assert!(json.contains("\"meta_nodes\":3"), "{json}");
+        }
+        assert_eq!(named.into_iter().collect::<Vec<_>>(), [1, 2, 3]);
+        let one = generate(
+            7,
+            &GenParams {
+                kill_meta_rate: 1.0,
+                ..GenParams::default()
+            },
+        );
+        let json = serde_json::to_string(&one).unwrap();
+        assert!(
+            !json.contains("meta_nodes") && !json.contains("\"node\""),
+            "{json}"
+        );
+        let mut bad = one.clone();
+        bad.cluster.meta_nodes = 2;
+        assert!(bad.validate().is_err(), "a kill naming no meta of two");
     }
 
     /// Crash points are drawn after meta kills: with them, each seed's plan is the plan without them, plus

@@ -32,6 +32,9 @@ pub struct Plan {
 #[serde(deny_unknown_fields)]
 pub struct PlanCluster {
     pub compute_nodes: u32,
+    /// Metas: several run on a lease (`Cluster::launch`). Absent from older plan files, which read as 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub meta_nodes: u32,
     pub vnodes: u32,
     pub barrier_interval_ms: u64,
     pub checkpoint_frequency: u32,
@@ -135,7 +138,12 @@ pub enum Action {
     },
     /// Kill meta and start it again from its store `restart_after_ms` later (RisingWave's meta kill: down
     /// U(0, 1 s), plus 20 s one time in ten).
-    KillMeta { restart_after_ms: u64 },
+    KillMeta {
+        restart_after_ms: u64,
+        /// Which meta of several (1-based); absent with one meta.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+    },
     /// Meta dies at `point` of the first DDL to reach it from now on, and restarts from its store after
     /// U(0, 1 s) (`Cluster::arm_meta_crash`).
     CrashMeta { point: epochlab_meta::CrashPoint },
@@ -438,6 +446,10 @@ pub enum StepError {
     Dml,
     #[error("kill names nodes 1..={nodes} and restarts within an hour")]
     Kill { nodes: u32 },
+    #[error(
+        "kill meta names a meta 1..={meta_nodes} (none with one meta) and restarts within an hour"
+    )]
+    KillMeta { meta_nodes: u32 },
     #[error("rpc delay needs min_ms <= max_ms <= 60000 and lasts at most an hour")]
     RpcDelay,
     #[error("rpc fail names a node 1..={nodes} and at most 1000 calls")]
@@ -458,6 +470,8 @@ impl Plan {
         let c = &self.cluster;
         let cluster_error = if !(1..=16).contains(&c.compute_nodes) {
             Some("compute_nodes must be 1..=16")
+        } else if !(1..=16).contains(&c.meta_nodes) {
+            Some("meta_nodes must be 1..=16")
         } else if epochlab_common::VnodeCount::new(c.vnodes).is_none() {
             Some("vnodes must be 1..=32768")
         } else if !(10..=60_000).contains(&c.barrier_interval_ms) {
@@ -480,7 +494,9 @@ impl Plan {
                 return Err(bad(StepError::TooLate));
             }
             last = step.at_ms;
-            step.action.check(c.compute_nodes).map_err(bad)?;
+            step.action
+                .check(c.compute_nodes, c.meta_nodes)
+                .map_err(bad)?;
         }
         Ok(())
     }
@@ -526,7 +542,7 @@ impl Plan {
 impl Action {
     /// Whether the step's numbers are in range: each action's own limits (one arm per action, no catch-all: a
     /// new action says here what it accepts).
-    fn check(&self, nodes: u32) -> Result<(), StepError> {
+    fn check(&self, nodes: u32, meta_nodes: u32) -> Result<(), StepError> {
         let parallelism_ok = |p: u32| (1..=64).contains(&p);
         let node_ok = |n: u32| n != 0 && n <= nodes;
         let fail_if = |bad: bool, e: StepError| if bad { Err(e) } else { Ok(()) };
@@ -592,9 +608,14 @@ impl Action {
                 StepError::RpcDelay,
             ),
             Action::RemoveNode { node } => fail_if(!node_ok(*node), StepError::Kill { nodes }),
-            Action::KillMeta { restart_after_ms } => fail_if(
-                *restart_after_ms > MAX_DURATION_MS,
-                StepError::Kill { nodes },
+            Action::KillMeta {
+                restart_after_ms,
+                node,
+            } => fail_if(
+                *restart_after_ms > MAX_DURATION_MS
+                    || node.is_some_and(|n| n == 0 || n > meta_nodes)
+                    || (node.is_none() && meta_nodes > 1),
+                StepError::KillMeta { meta_nodes },
             ),
             Action::RpcFail { node, count, .. } => fail_if(
                 node.is_some_and(|n| !node_ok(n)) || *count > 1000,
@@ -617,7 +638,9 @@ impl Action {
             Action::Kill {
                 restart_after_ms, ..
             }
-            | Action::KillMeta { restart_after_ms } => *restart_after_ms,
+            | Action::KillMeta {
+                restart_after_ms, ..
+            } => *restart_after_ms,
             // Done once started (a DDL's own wait is not the step's effect).
             Action::CrashMeta { .. }
             | Action::CreateTable { .. }
@@ -738,9 +761,13 @@ impl std::fmt::Display for Action {
             }
             Action::Flush => write!(f, "flush"),
             Action::RemoveNode { node } => write!(f, "remove node {node} for good"),
-            Action::KillMeta { restart_after_ms } => write!(
+            Action::KillMeta {
+                restart_after_ms,
+                node,
+            } => write!(
                 f,
-                "kill meta, restart after {:.3} s",
+                "kill {}, restart after {:.3} s",
+                node.map_or("meta".to_string(), crate::cluster::meta_name),
                 seconds(*restart_after_ms)
             ),
             Action::CrashMeta { point } => write!(f, "crash meta at {point}"),
@@ -773,4 +800,12 @@ impl std::fmt::Display for Action {
 /// serde's `skip_serializing_if` for flags whose default (false) older plan files leave out.
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }

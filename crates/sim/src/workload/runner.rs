@@ -141,8 +141,9 @@ async fn play(
     if let Some(store) = meta_store {
         config.meta.store = store;
     }
-    let cluster = match Cluster::try_start(&ctx, config).await {
-        Ok(cluster) => Arc::new(cluster),
+    config.meta_nodes = plan.cluster.meta_nodes;
+    let cluster = match Cluster::launch(&ctx, config).await {
+        Ok(cluster) => cluster,
         Err(e) => return PlanReport::failed(FailureKind::MetaStore, e.to_string(), Vec::new()),
     };
     if let Some(hook) = hook {
@@ -256,6 +257,8 @@ enum Skipped {
     LastNode,
     #[error("meta is down already")]
     MetaDown,
+    #[error("meta is down: no meta to tell")]
+    NoMeta,
 }
 
 /// What settling waited for in vain.
@@ -343,9 +346,10 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             restart_after_ms,
         } => kill(run, &nodes, Duration::from_millis(restart_after_ms))?,
         Action::RemoveNode { node } => remove_node(run, WorkerId(node))?,
-        Action::KillMeta { restart_after_ms } => {
-            kill_meta(run, Duration::from_millis(restart_after_ms))?
-        }
+        Action::KillMeta {
+            restart_after_ms,
+            node,
+        } => kill_meta(run, Duration::from_millis(restart_after_ms), node)?,
         Action::CrashMeta { point } => run.cluster.arm_meta_crash(point),
         Action::RpcDelay {
             rpc,
@@ -723,8 +727,25 @@ fn after(run: &Arc<Run>, delay: Duration, restart: impl FnOnce(&Run) + Send + 's
     lock(&run.restarts).push(task);
 }
 
-/// Kill meta and start it again from its store `restart_after` later; skipped while it is down.
-fn kill_meta(run: &Arc<Run>, restart_after: Duration) -> Result<(), Skipped> {
+/// Kill meta and start it again from its store `restart_after` later; skipped while it is down. Of several
+/// metas, `node`'s process: its restart campaigns, and the lease decides who leads.
+fn kill_meta(run: &Arc<Run>, restart_after: Duration, node: Option<u32>) -> Result<(), Skipped> {
+    if let Some(i) = node {
+        if !run.cluster.kill_meta_node(i) {
+            return Err(Skipped::MetaDown);
+        }
+        let name = crate::cluster::meta_name(i);
+        event!(
+            run.cluster.ctx.log,
+            "kill node",
+            "node={name} restart_after={restart_after:?}"
+        );
+        after(run, restart_after, move |run| {
+            run.cluster.restart_meta_node(i);
+            event!(run.cluster.ctx.log, "restart node", "node={name}");
+        });
+        return Ok(());
+    }
     if !run.cluster.kill_meta() {
         return Err(Skipped::MetaDown);
     }
@@ -746,6 +767,11 @@ fn kill_meta(run: &Arc<Run>, restart_after: Duration) -> Result<(), Skipped> {
 
 /// Remove `w` for good (a dead node is not restarted); skipped if no other node would be left.
 fn remove_node(run: &Arc<Run>, w: WorkerId) -> Result<(), Skipped> {
+    // Telling meta is a call to it (RisingWave's unregister of a worker): none answers while meta is down,
+    // and a node merely killed would keep recovery waiting for it until its heartbeat expires (300 s).
+    if run.cluster.meta().is_killed() {
+        return Err(Skipped::NoMeta);
+    }
     let nodes = run.compute_nodes as usize;
     let mut removed = lock(&run.removed);
     if removed.contains(&w) || removed.len() + 1 >= nodes {
@@ -1347,12 +1373,14 @@ mod tests {
                 3000,
                 Action::KillMeta {
                     restart_after_ms: 700,
+                    node: None,
                 },
             ),
             step(
                 3200,
                 Action::KillMeta {
                     restart_after_ms: 100,
+                    node: None,
                 },
             ),
             step(5000, Action::Flush),
@@ -1429,6 +1457,7 @@ mod tests {
     fn views_plan(steps: Vec<Step>) -> Plan {
         let cluster = PlanCluster {
             compute_nodes: 2,
+            meta_nodes: 1,
             vnodes: 16,
             barrier_interval_ms: 250,
             checkpoint_frequency: 3,
@@ -1635,6 +1664,7 @@ mod tests {
     fn two_nodes() -> PlanCluster {
         PlanCluster {
             compute_nodes: 2,
+            meta_nodes: 1,
             vnodes: 16,
             barrier_interval_ms: 250,
             checkpoint_frequency: 2,

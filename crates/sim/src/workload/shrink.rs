@@ -108,11 +108,13 @@ fn simpler(action: &Action) -> Vec<Action> {
     let mut out = Vec::new();
     match action {
         Action::Kill { .. } => out.extend(simpler_kill(action)),
-        Action::KillMeta { restart_after_ms } => {
-            out.extend(half(*restart_after_ms, 100).map(|r| Action::KillMeta {
-                restart_after_ms: r,
-            }))
-        }
+        Action::KillMeta {
+            restart_after_ms,
+            node,
+        } => out.extend(half(*restart_after_ms, 100).map(|r| Action::KillMeta {
+            restart_after_ms: r,
+            node: *node,
+        })),
         Action::CreateTable {
             name,
             parallelism,
