@@ -135,7 +135,7 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
     );
     let t = a.topology;
     let metas = match t.meta_nodes {
-        3 => "3 metas on a lease, as".to_string(),
+        3 => "3 metas on a lease as in RisingWave's ci-3cn-2fe-3meta,".to_string(),
         1 => "deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here 1 meta".to_string(),
         n => format!("deviation: RisingWave's ci-3cn-2fe-3meta has 3 metas, here {n} on a lease,"),
     };

@@ -275,6 +275,7 @@ fn json_row(
         "kills": r.kills,
         "retries": r.retries,
         "recoveries": r.recoveries,
+        "meta_leader_changes": r.meta_leader_changes,
         "epochs": r.epochs,
         "violations": violations,
         "notes": r.notes,
@@ -306,6 +307,9 @@ fn print_report(p: &SltParams, file: &Path, r: &FileReport, virtual_ms: u64, wal
     );
     for crash in &r.meta_crashes {
         outln!("  {crash}");
+    }
+    if r.meta_leader_changes > 0 {
+        outln!("  meta's leader changed {} time(s)", r.meta_leader_changes);
     }
     if let Some(point) = p.crash_meta_at.filter(|_| r.meta_crashes.is_empty()) {
         outln!("  meta never crashed: no DDL reached {point}");

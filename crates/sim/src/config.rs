@@ -161,6 +161,9 @@ impl Topology {
     /// Nodes of a role at most: a run is one process, and each node is tasks in it.
     pub const MAX_NODES: u32 = 64;
 
+    /// Metas at most (as a random plan's).
+    pub const MAX_META_NODES: u32 = 16;
+
     /// The parallelism of a job that sets none: every compute node's cores.
     pub fn parallelism(self) -> usize {
         (self.compute_nodes * self.compute_node_cores) as usize
@@ -177,6 +180,13 @@ impl Topology {
         if self.meta_nodes == 0 {
             return Err(TopologyError::NoMeta);
         }
+        if self.meta_nodes > Self::MAX_META_NODES {
+            return Err(TopologyError::TooMany {
+                what: "meta-nodes",
+                got: self.meta_nodes,
+                max: Self::MAX_META_NODES,
+            });
+        }
         if !(1..=Self::MAX_CORES).contains(&self.compute_node_cores) {
             return Err(TopologyError::Cores {
                 got: self.compute_node_cores,
@@ -184,7 +194,6 @@ impl Topology {
             });
         }
         for (what, got) in [
-            ("meta-nodes", self.meta_nodes),
             ("compute-nodes", self.compute_nodes),
             ("frontend-nodes", self.frontend_nodes),
             ("compactor-nodes", self.compactor_nodes),

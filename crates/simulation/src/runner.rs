@@ -351,6 +351,8 @@ pub struct FileReport {
     pub kills: u32,
     pub retries: u32,
     pub recoveries: u64,
+    /// Times another meta became leader (`--meta-nodes` above 1).
+    pub meta_leader_changes: u64,
     pub epochs: u64,
     /// What the front end accepted without doing (ignored options and settings).
     pub notes: Vec<String>,
@@ -376,6 +378,7 @@ impl FileReport {
             kills: 0,
             retries: 0,
             recoveries: 0,
+            meta_leader_changes: 0,
             epochs: 0,
             notes: Vec::new(),
             meta_crashes: Vec::new(),

@@ -695,10 +695,12 @@ fn a_file_passes_with_three_metas_under_meta_kills() {
         assert_eq!(r.outcome, Outcome::Passed, "seed {seed}: {:?}", r.error);
         kills += r.kills;
         let lines = out.log.lines();
-        moved += lines
+        let changes = lines
             .iter()
             .filter(|l| l.contains(" restored=false"))
             .count();
+        assert_eq!(r.meta_leader_changes, changes as u64, "seed {seed}");
+        moved += changes;
     }
     assert!(kills > 0, "no meta was killed");
     assert!(moved > 0, "no outage moved the lease");

@@ -140,6 +140,9 @@ struct EpochFamilies {
     checkpoints: IntCounterVec,
     recoveries: IntCounterVec,
     recovery_duration: HistogramVec,
+    /// Meta: another meta became leader; and which leads (0 while none).
+    leader_changes: IntCounterVec,
+    meta_leader: IntGaugeVec,
 }
 
 /// Backfill progress per table, actor and vnode.
@@ -357,6 +360,16 @@ impl EpochFamilies {
                 "epochlab_recovery_duration_seconds",
                 "Duration of a recovery, simulated seconds.",
             ),
+            leader_changes: m.counter(
+                "epochlab_meta_leader_changes_total",
+                "Times another meta became leader (a leader restarted within its lease is no change).",
+                MODE,
+            ),
+            meta_leader: m.igauge(
+                "epochlab_meta_leader",
+                "The meta node leading (meta-N: N), 0 while none leads.",
+                MODE_WORKER,
+            ),
         }
     }
 }
@@ -537,6 +550,8 @@ impl Families {
         self.epochs.checkpoints.with_label_values(&[mode]);
         self.epochs.recoveries.with_label_values(&[mode]);
         self.epochs.recovery_duration.with_label_values(&[mode]);
+        self.epochs.leader_changes.with_label_values(&[mode]);
+        self.epochs.meta_leader.with_label_values(&labels);
         for r in REJECT_REASONS {
             self.health.rejected_writes.with_label_values(&[mode, r]);
         }
@@ -811,6 +826,45 @@ mod tests {
         );
         assert_eq!(out.log.lines(), unobserved.log.lines());
         (out.value, rx.recv().unwrap())
+    }
+
+    /// Three metas: a leader down 20 s hands the lease over; the counter says one change, the gauge the new
+    /// leader (both exist at 0 before the run reads its cluster).
+    #[test]
+    fn a_leader_change_is_counted_and_the_leader_shown() {
+        let metrics = Arc::new(Metrics::with_workers(&["fixed"], 1));
+        metrics.prepare_run(0, "fixed");
+        let text = metrics.render();
+        assert_eq!(sum(&text, "epochlab_meta_leader_changes_total", &[]), 0.0);
+        assert!(
+            text.contains("epochlab_meta_leader{mode=\"fixed\",worker=\"0\"} 0"),
+            "{text}"
+        );
+        let m = metrics.clone();
+        let (old, new) = epochlab_sim::run(5, |ctx| async move {
+            let config = epochlab_sim::ClusterConfig {
+                meta_nodes: 3,
+                ..Default::default()
+            };
+            let cluster = Cluster::launch(&ctx, config).await.unwrap();
+            m.start_run(0, RunSource::starting_now("fixed", cluster.clone()));
+            let old = cluster.meta_leader().unwrap();
+            cluster.kill_meta_node(old);
+            tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+            cluster.restart_meta_node(old);
+            cluster.wait_meta_ready().await;
+            let new = cluster.meta_leader().unwrap();
+            m.render();
+            cluster.shutdown();
+            (old, new)
+        })
+        .value;
+        assert_ne!(old, new);
+        let text = metrics.render();
+        assert_eq!(sum(&text, "epochlab_meta_leader_changes_total", &[]), 1.0);
+        let gauge = format!("epochlab_meta_leader{{mode=\"fixed\",worker=\"0\"}} {new}");
+        assert!(text.contains(&gauge), "{text}");
+        metrics.end_run(0);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct CorpusCmd {
     /// passes (--update-expected is refused: the ratchet has no line for meta kills).
     #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
     pub kill_meta: bool,
-    /// 1..=64, default 1: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
+    /// 1..=16, default 1: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
     ///
     /// With --kill-meta the kills draw over them, never all at once. The ratchet has no line for
     /// several metas: its check is that every file listed as passing passes (--update-expected is

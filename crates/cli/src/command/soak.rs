@@ -102,7 +102,7 @@ pub struct SoakCmd {
     /// Each meta kill of a plan names one of them, drawn uniformly; a leader down for 20 s loses
     /// the lease to a follower. Not a draw: every plan of the campaign has them.
     #[arg(long, value_name = "N", verbatim_doc_comment, conflicts_with = "slt",
-          value_parser = values::number::<u32>(values::PLAN_META_NODES))]
+          value_parser = values::number::<u32>(values::META_NODES))]
     pub meta_nodes: Option<u32>,
     /// Run sqllogictest files (`epochlab slt --help`) instead of random plans
     ///

@@ -7,8 +7,8 @@ use epochlab_sim::config::{Topology, TopologyError};
 /// `--meta-nodes`, `--frontend-nodes`, `--compute-nodes`, `--compute-node-cores`, `--compactor-nodes`.
 #[derive(Args, Clone, Copy, Debug)]
 pub struct TopologyArgs {
-    /// Meta nodes: one runs alone; several run on a 10 s lease as RisingWave's on etcd, the leader
-    /// serving, a leader killed for 20 s replaced by a follower (RisingWave's CI: 3; here 1 for now)
+    /// 1..=16 meta nodes: one runs alone; several run on a 10 s lease as RisingWave's on etcd, the
+    /// leader serving, a leader killed for 20 s replaced by a follower (RisingWave's CI: 3)
     #[arg(long, value_name = "N", default_value_t = Topology::RISINGWAVE_CI.meta_nodes)]
     pub meta_nodes: u32,
     /// Frontend nodes behind one round-robin address: each new connection goes to the next, and

@@ -25,9 +25,8 @@ pub const ROWS: Range = Range {
 pub const VNODES: Range = Range { lo: 1, hi: 32_768 };
 pub const PARALLELISM: Range = Range { lo: 1, hi: 256 };
 pub const COMPUTE_NODES: Range = Range { lo: 1, hi: 64 };
-pub const META_NODES: Range = Range { lo: 1, hi: 64 };
-/// A plan's metas (`PlanCluster::meta_nodes`).
-pub const PLAN_META_NODES: Range = Range { lo: 1, hi: 16 };
+/// Metas of a cluster (as a plan's `PlanCluster::meta_nodes`).
+pub const META_NODES: Range = Range { lo: 1, hi: 16 };
 pub const RATE_LIMIT: Range = Range {
     lo: 1,
     hi: 1_000_000,

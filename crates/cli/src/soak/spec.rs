@@ -168,6 +168,12 @@ impl RunSpec {
             if !at.is_empty() {
                 d.push_str(&format!(" (crashed at {})", at.join(", ")));
             }
+            if r.meta_leader_changes > 0 {
+                d.push_str(&format!(
+                    ", the leader changed {} times",
+                    r.meta_leader_changes
+                ));
+            }
         }
         SeedRow {
             version: RESULTS_VERSION,

@@ -1244,6 +1244,7 @@ impl PlanReport {
         self.recoveries = stats.recoveries.load(Ordering::Relaxed);
         // Each start of meta leads the store with the next term: the first is 1.
         self.meta_restarts = cluster.meta().term().saturating_sub(1);
+        self.meta_leader_changes = cluster.meta_leader_changes();
         self.meta_crashes = cluster.meta_crashes();
         self.steps = steps as u32;
         self.steps_skipped = skipped;

@@ -90,6 +90,8 @@ pub struct PlanReport {
     pub recoveries: u64,
     /// How many times meta was started again from its store during the run (`kill meta` steps).
     pub meta_restarts: u64,
+    /// Times another meta became leader (several metas on a lease).
+    pub meta_leader_changes: u64,
     /// The crash points meta died at (`crash meta at` steps), in order.
     pub meta_crashes: Vec<epochlab_meta::CrashPoint>,
     /// The panic that ended the run (kind `panic`).
@@ -108,6 +110,7 @@ impl PlanReport {
             epochs: 0,
             recoveries: 0,
             meta_restarts: 0,
+            meta_leader_changes: 0,
             meta_crashes: Vec::new(),
             panic: None,
         }

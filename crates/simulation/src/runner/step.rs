@@ -297,6 +297,7 @@ impl SeedRun {
         Counters {
             epochs: stats.injected.load(Ordering::Relaxed),
             recoveries: stats.recoveries.load(Ordering::Relaxed),
+            leader_changes: self.cluster.meta_leader_changes(),
             notes: self.engine.notes().len(),
         }
     }
@@ -307,6 +308,7 @@ impl SeedRun {
 struct Counters {
     epochs: u64,
     recoveries: u64,
+    leader_changes: u64,
     notes: usize,
 }
 
@@ -435,6 +437,7 @@ fn counted(report: &mut FileReport, run: &SeedRun, start: Counters) {
     let now = run.counters();
     report.epochs = now.epochs - start.epochs;
     report.recoveries = now.recoveries - start.recoveries;
+    report.meta_leader_changes = now.leader_changes - start.leader_changes;
     report.notes = run.engine.notes().split_off(start.notes);
 }
 

@@ -132,6 +132,11 @@ impl<'a> Pass<'a> {
         let recoveries = stats.recoveries.load(Ordering::Relaxed);
         let counter = f.epochs.recoveries.with_label_values(&[mode]);
         add_delta(self.cursors, "recoveries".into(), recoveries, &counter);
+        let changes = c.meta_leader_changes();
+        let counter = f.epochs.leader_changes.with_label_values(&[mode]);
+        add_delta(self.cursors, "leader_changes".into(), changes, &counter);
+        let leader = c.meta_leader().map_or(0, i64::from);
+        f.epochs.meta_leader.with_label_values(&labels).set(leader);
     }
 
     /// Registered tables, uncommitted bytes, rejected writes and actor failures.
