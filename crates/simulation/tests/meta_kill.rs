@@ -23,18 +23,17 @@ async fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
 const VIEW: &str = "SELECT v, c, s FROM m ORDER BY v";
 const REFERENCE: &str = "SELECT v, count(*), sum(k) FROM t GROUP BY v ORDER BY v";
 
+/// A table of 50 rows and a view over it.
+const SETUP: &str = "CREATE TABLE t (k int PRIMARY KEY, v int); \
+     CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c, sum(k) AS s FROM t GROUP BY v; \
+     INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 50) AS g(x); FLUSH";
+
 #[test]
 fn a_quiescent_meta_kill_keeps_every_view_and_moves_generation_and_epochs_on() {
     run(7, |ctx| async move {
         let cluster = Arc::new(Cluster::start(&ctx, ClusterConfig::default()).await);
         let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
-        s.execute(
-            "CREATE TABLE t (k int PRIMARY KEY, v int); \
-             CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c, sum(k) AS s FROM t GROUP BY v; \
-             INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 50) AS g(x); FLUSH",
-        )
-        .await
-        .unwrap();
+        s.execute(SETUP).await.unwrap();
         let before = rows(&mut s, VIEW).await;
         assert_eq!(before, rows(&mut s, REFERENCE).await);
         let old = cluster.meta();
@@ -422,13 +421,7 @@ async fn three_metas(ctx: &epochlab_sim::SimContext) -> (Arc<Cluster>, Session, 
     };
     let cluster = Cluster::launch(ctx, config).await.unwrap();
     let mut s = Session::new(epochlab_simulation::engine(&cluster, 2));
-    s.execute(
-        "CREATE TABLE t (k int PRIMARY KEY, v int); \
-         CREATE MATERIALIZED VIEW m AS SELECT v, count(*) AS c, sum(k) AS s FROM t GROUP BY v; \
-         INSERT INTO t SELECT x, x % 3 FROM generate_series(1, 50) AS g(x); FLUSH",
-    )
-    .await
-    .unwrap();
+    s.execute(SETUP).await.unwrap();
     let leader = cluster.meta_leader().expect("a new cluster has a leader");
     (cluster, s, leader)
 }
