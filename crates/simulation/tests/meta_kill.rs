@@ -41,7 +41,7 @@ fn a_quiescent_meta_kill_keeps_every_view_and_moves_generation_and_epochs_on() {
         let mce = cluster.hummock.max_committed_epoch();
         let version = s.catalog_version();
 
-        assert!(cluster.kill_meta());
+        assert!(cluster.kill_meta_node(1), "one meta: meta-1");
         assert!(!cluster.kill_meta(), "dead already");
         let refused = s.execute("CREATE TABLE u (a int)").await.unwrap_err();
         assert!(
@@ -514,6 +514,10 @@ fn three_metas_a_leader_whose_keep_alives_time_out_exits() {
 fn three_metas_a_crash_point_restarts_the_leader() {
     run(23, |ctx| async move {
         let (cluster, mut s, leader) = three_metas(&ctx).await;
+        assert!(
+            !cluster.kill_meta_node(0) && !cluster.kill_meta_node(4),
+            "no such meta"
+        );
         cluster.arm_meta_crash(epochlab_meta::CrashPoint::DropAfterFragments);
         let err = s.execute("DROP MATERIALIZED VIEW m").await.unwrap_err();
         assert!(err.to_string().contains("unavailable"), "{err}");

@@ -152,10 +152,15 @@ impl Cluster {
     }
 
     /// Kill meta `i` (1-based): its process ends, its lease lives on until it runs out, and if it led, its
-    /// leader services end. `false` when it was down.
+    /// leader services end. `false` when it was down or is no meta of the cluster. A cluster of one meta kills
+    /// it as [`Cluster::kill_meta`] does.
     pub fn kill_meta_node(&self, i: u32) -> bool {
-        let m = self.metas();
-        let Some(task) = lock(&m.procs)[i as usize - 1].take() else {
+        let Some(m) = &self.meta_nodes else {
+            return i == 1 && self.kill_meta();
+        };
+        let slot = i.checked_sub(1).map(|k| k as usize);
+        let task = slot.and_then(|k| lock(&m.procs).get_mut(k)?.take());
+        let Some(task) = task else {
             return false;
         };
         task.abort();
@@ -168,10 +173,21 @@ impl Cluster {
         true
     }
 
-    /// Start meta `i` again (a new process, with empty memory), unless it runs.
+    /// Start meta `i` again (a new process, with empty memory), unless it runs or is no meta of the cluster.
+    /// A cluster of one meta restarts it from its store.
     pub fn restart_meta_node(self: &Arc<Self>, i: u32) {
-        let running = lock(&self.metas().procs)[i as usize - 1].is_some();
-        if !running {
+        let Some(m) = &self.meta_nodes else {
+            if i == 1
+                && self.meta().is_killed()
+                && let Err(e) = self.restart_meta()
+            {
+                event!(self.ctx.log, "restart node", "node=meta-1 failed: {e}");
+            }
+            return;
+        };
+        let slot = i.checked_sub(1).map(|k| k as usize);
+        let down = slot.is_some_and(|k| lock(&m.procs).get(k).is_some_and(Option::is_none));
+        if down {
             self.spawn_meta_process(i);
         }
     }
