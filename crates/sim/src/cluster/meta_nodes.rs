@@ -132,6 +132,16 @@ impl Cluster {
         }
     }
 
+    /// Meta `i`'s process ended: if it led, its leader services end with it.
+    fn end_services_of(&self, i: u32) {
+        let mut leader = lock(&self.metas().leader);
+        if *leader == Some(i) {
+            *leader = None;
+            drop(leader);
+            self.kill_meta();
+        }
+    }
+
     /// Meta `i` lost its leadership and exits: its leader services end with it.
     fn step_down(&self, i: u32, lost: LostLeadership) {
         let m = self.metas();
@@ -143,12 +153,7 @@ impl Cluster {
             "node={node} reason={}",
             lost.as_str()
         );
-        let mut leader = lock(&m.leader);
-        if *leader == Some(i) {
-            *leader = None;
-            drop(leader);
-            self.kill_meta();
-        }
+        self.end_services_of(i);
     }
 
     /// Kill meta `i` (1-based): its process ends, its lease lives on until it runs out, and if it led, its
@@ -164,12 +169,7 @@ impl Cluster {
             return false;
         };
         task.abort();
-        let mut leader = lock(&m.leader);
-        if *leader == Some(i) {
-            *leader = None;
-            drop(leader);
-            self.kill_meta();
-        }
+        self.end_services_of(i);
         true
     }
 
