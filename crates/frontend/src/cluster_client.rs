@@ -5,7 +5,7 @@
 
 use epochlab_common::{Epoch, Op, OwnedRow, TableId};
 use epochlab_meta::MetaNode;
-use epochlab_rpc::DmlError;
+use epochlab_rpc::{DmlError, MetaClient};
 
 /// The cluster as a frontend sees it.
 #[async_trait::async_trait]
@@ -13,6 +13,10 @@ pub trait ClusterClient: Send + Sync {
     /// Meta's client: DDL, the jobs' catalog, flush, the scheduler's status (a handle to the meta serving
     /// the cluster now).
     fn meta(&self) -> MetaNode;
+
+    /// A new client of meta for node `node` (`frontend-1`), pointed at the leader: it decides which meta a
+    /// leader-only call reaches (see `epochlab_rpc::meta_client`).
+    fn meta_client(&self, node: String) -> MetaClient;
 
     /// A table's (or view's) rows in committed storage, as of the max committed epoch, in key order.
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow>;

@@ -27,6 +27,7 @@ use epochlab_barrier::SchedulerStatus;
 use epochlab_common::{DataType, Datum, OwnedRow, ScalarImpl, TableId};
 use epochlab_meta::notification::NotificationVersion;
 use epochlab_meta::{JobState, Relation};
+use epochlab_rpc::{MetaClient, MetaRpcError};
 use sqlparser::ast::{self, Expr as Ast, ObjectName, ObjectNamePart, Query, SqlOption, Statement};
 
 use crate::binder::{Binder, CatalogColumn, CatalogReader, RelationRef};
@@ -87,8 +88,10 @@ pub struct Engine {
     pub cluster: Arc<dyn ClusterClient>,
     /// The catalog as the sessions of no frontend node see it (meta's, cached).
     pub(crate) catalog: CatalogCache,
-    /// Each frontend node's catalog cache; `None` while the node is down.
-    frontend_catalogs: Mutex<Vec<Option<Arc<CatalogCache>>>>,
+    /// The meta client of the sessions of no frontend node.
+    meta_client: Arc<MetaClient>,
+    /// Each frontend node's catalog cache and meta client; `None` while the node is down.
+    nodes: Mutex<Vec<Option<FrontendNode>>>,
     notes: Mutex<Vec<String>>,
     /// Parallelism of a new job when the session sets none (`SET STREAMING_PARALLELISM`).
     pub default_parallelism: usize,
@@ -108,6 +111,23 @@ pub struct Engine {
 pub struct FrontendLife {
     pub up: bool,
     pub generation: u64,
+}
+
+/// What a frontend node holds while it runs: its copy of meta's catalog and its client of meta, both made
+/// at its start.
+#[derive(Clone)]
+struct FrontendNode {
+    catalog: Arc<CatalogCache>,
+    meta: Arc<MetaClient>,
+}
+
+impl FrontendNode {
+    fn start(cluster: &Arc<dyn ClusterClient>, index: usize) -> Self {
+        Self {
+            catalog: Arc::new(CatalogCache::subscribe(cluster.clone())),
+            meta: Arc::new(cluster.meta_client(format!("frontend-{}", index + 1))),
+        }
+    }
 }
 
 /// A connection's frontend: its index and the generation it was connected in.
@@ -140,9 +160,10 @@ impl Engine {
         let nodes = frontend_nodes.max(1);
         Arc::new(Self {
             catalog: CatalogCache::subscribe(cluster.clone()),
-            frontend_catalogs: Mutex::new(
+            meta_client: Arc::new(cluster.meta_client("frontend".into())),
+            nodes: Mutex::new(
                 (0..nodes)
-                    .map(|_| Some(Arc::new(CatalogCache::subscribe(cluster.clone()))))
+                    .map(|i| Some(FrontendNode::start(&cluster, i)))
                     .collect(),
             ),
             cluster,
@@ -198,19 +219,19 @@ impl Engine {
                 }
                 _ => false,
             });
-        if killed && let Some(cache) = lock(&self.frontend_catalogs).get_mut(index) {
-            *cache = None;
+        if killed && let Some(node) = lock(&self.nodes).get_mut(index) {
+            *node = None;
         }
         killed
     }
 
-    /// Start killed frontend `index` again: new connections may reach it, and its catalog cache is built
-    /// again from meta's snapshot.
+    /// Start killed frontend `index` again: new connections may reach it, its catalog cache is built
+    /// again from meta's snapshot and its meta client finds the leader anew.
     pub fn restart_frontend(&self, index: usize) {
-        if let Some(cache) = lock(&self.frontend_catalogs).get_mut(index)
-            && cache.is_none()
+        if let Some(node) = lock(&self.nodes).get_mut(index)
+            && node.is_none()
         {
-            *cache = Some(Arc::new(CatalogCache::subscribe(self.cluster.clone())));
+            *node = Some(FrontendNode::start(&self.cluster, index));
         }
         self.frontends.send_modify(|lives| {
             if let Some(life) = lives.get_mut(index) {
@@ -221,7 +242,12 @@ impl Engine {
 
     /// Frontend `index`'s catalog cache (`None` while it is down).
     pub fn frontend_catalog(&self, index: usize) -> Option<Arc<CatalogCache>> {
-        lock(&self.frontend_catalogs).get(index).cloned().flatten()
+        Some(lock(&self.nodes).get(index)?.as_ref()?.catalog.clone())
+    }
+
+    /// Frontend `index`'s meta client (`None` while it is down).
+    pub fn frontend_meta_client(&self, index: usize) -> Option<Arc<MetaClient>> {
+        Some(lock(&self.nodes).get(index)?.as_ref()?.meta.clone())
     }
 
     /// Resolves once the connection to `id` has been closed by a kill of its frontend.
@@ -350,6 +376,14 @@ impl Session {
             .and_then(|id| self.engine.frontend_catalog(id.index))
     }
 
+    /// The meta client this session's statements call meta with: its frontend's (the engine's for a
+    /// session of no node, or of a frontend that is down).
+    fn meta_client(&self) -> Arc<MetaClient> {
+        self.frontend
+            .and_then(|id| self.engine.frontend_meta_client(id.index))
+            .unwrap_or_else(|| self.engine.meta_client.clone())
+    }
+
     /// The catalog as this session's frontend has it (never held across an await: a later read sees later
     /// versions).
     pub fn catalog(&self) -> Arc<crate::catalog::Catalog> {
@@ -411,10 +445,16 @@ impl Session {
     }
 
     async fn statement(&mut self, s: &Stmt) -> Result<Output, SqlError> {
-        // A statement that is a request to meta fails at once while meta is down, as RisingWave's meta
-        // client's call does (DML and queries go to the compute nodes and go on).
-        if asks_meta(&s.tokens) && self.cluster().meta().is_killed() {
-            return Err(crate::catalog::CatalogError::MetaUnavailable.into());
+        // A statement that is a request to meta is one leader-only call of this session's meta client: it
+        // fails at once when the meta the client points at is down or not the serving leader (DML and
+        // queries go to the compute nodes and go on).
+        if let Some(path) = meta_rpc(&s.tokens) {
+            self.meta_client().call(&path).map_err(|e| match e {
+                MetaRpcError::Unavailable => crate::catalog::CatalogError::MetaUnavailable,
+                MetaRpcError::Unimplemented(path) => {
+                    crate::catalog::CatalogError::MetaServiceNotFound(path)
+                }
+            })?;
         }
         if let Some(out) = crate::handler::handle(self, &s.tokens, &s.text).await {
             return out;
@@ -851,27 +891,80 @@ pub(crate) fn object_name(n: &ObjectName) -> Result<String, SqlError> {
     }
 }
 
-/// Whether a statement is a request to meta: DDL, privileges, comments, `FLUSH`, `WAIT` and `RECOVER`.
-fn asks_meta(tokens: &[sqlparser::tokenizer::Token]) -> bool {
-    let first = tokens.iter().find_map(|t| match t {
-        sqlparser::tokenizer::Token::Word(w) => Some(w.value.to_ascii_uppercase()),
-        sqlparser::tokenizer::Token::Whitespace(_) => None,
-        _ => Some(String::new()),
-    });
-    matches!(
-        first.as_deref(),
-        Some(
-            "CREATE"
-                | "DROP"
-                | "ALTER"
-                | "GRANT"
-                | "REVOKE"
-                | "COMMENT"
-                | "FLUSH"
-                | "WAIT"
-                | "RECOVER"
-        )
-    )
+/// The leader-only call to meta a statement is, as its path in RisingWave's services
+/// (`/ddl_service.DdlService/DropTable`), or `None` for one that asks no meta (DML and queries go to the
+/// compute nodes). A `CREATE` or `DROP` of a kind is `Create<Kind>` / `Drop<Kind>` of the DDL service (users
+/// are the user service's).
+fn meta_rpc(tokens: &[sqlparser::tokenizer::Token]) -> Option<String> {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter_map(|t| match t {
+            sqlparser::tokenizer::Token::Word(w) => Some(w.value.to_ascii_uppercase()),
+            sqlparser::tokenizer::Token::Whitespace(_) => None,
+            _ => Some(String::new()),
+        })
+        .collect();
+    let w = |i: usize| words.get(i).map_or("", String::as_str);
+    let method = match w(0) {
+        "CREATE" if w(1) == "OR" && w(2) == "REPLACE" => object_rpc("Create", w(3), w(4)),
+        "CREATE" => object_rpc("Create", w(1), w(2)),
+        "DROP" => object_rpc("Drop", w(1), w(2)),
+        "ALTER" => alter_rpc(&words),
+        "GRANT" => "/user.UserService/GrantPrivilege".into(),
+        "REVOKE" => "/user.UserService/RevokePrivilege".into(),
+        "COMMENT" => "/ddl_service.DdlService/CommentOn".into(),
+        "FLUSH" => "/meta.StreamManagerService/Flush".into(),
+        "WAIT" => "/ddl_service.DdlService/Wait".into(),
+        "RECOVER" => "/meta.StreamManagerService/Recover".into(),
+        _ => return None,
+    };
+    Some(method)
+}
+
+/// `Create` or `Drop` of the object `kind` (`next`: the word after it) names.
+fn object_rpc(verb: &str, kind: &str, next: &str) -> String {
+    let kind = match (kind, next) {
+        ("USER", _) => return format!("/user.UserService/{verb}User"),
+        ("MATERIALIZED", _) => "MaterializedView".to_string(),
+        ("UNIQUE", _) | ("INDEX", _) => "Index".to_string(),
+        ("AGGREGATE", _) => "Function".to_string(),
+        (k, _) => camel(k),
+    };
+    format!("/ddl_service.DdlService/{verb}{kind}")
+}
+
+/// The `ALTER` call: a rename, a new owner or schema, parallelism, a rate limit, a new column (the table's
+/// plan replaced), a source's or a user's or the system's change.
+fn alter_rpc(words: &[String]) -> String {
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let method = if words.get(1).is_some_and(|w| w == "USER") {
+        return "/user.UserService/UpdateUser".into();
+    } else if words.get(1).is_some_and(|w| w == "SYSTEM") {
+        return "/meta.SystemParamsService/SetSystemParam".into();
+    } else if has("RENAME") {
+        "AlterName"
+    } else if has("OWNER") {
+        "AlterOwner"
+    } else if has("PARALLELISM") {
+        "AlterParallelism"
+    } else if words.iter().any(|w| w.ends_with("RATE_LIMIT")) {
+        return "/meta.StreamManagerService/ApplyThrottle".into();
+    } else if has("SCHEMA") {
+        "AlterSetSchema"
+    } else if words.get(1).is_some_and(|w| w == "SOURCE") {
+        "AlterSource"
+    } else {
+        "ReplaceTablePlan"
+    };
+    format!("/ddl_service.DdlService/{method}")
+}
+
+/// `SINK` as `Sink`.
+fn camel(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |c| {
+        c.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+    })
 }
 
 /// A name with its parts joined by dots (`rw_catalog.rw_ddl_progress`), `public.` dropped.
@@ -947,4 +1040,60 @@ pub(crate) fn parse_query(text: &str) -> Result<Option<Box<Query>>, SqlError> {
 /// `sqlparser`'s reading of one statement.
 pub(crate) fn parse_statement(text: &str) -> Result<Statement, SqlError> {
     parse_one(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rpc(sql: &str) -> Option<String> {
+        meta_rpc(&split_statements(sql).unwrap()[0].tokens)
+    }
+
+    #[test]
+    fn each_statement_to_meta_is_its_call_and_dml_and_queries_are_none() {
+        let calls = [
+            ("DROP TABLE t", "/ddl_service.DdlService/DropTable"),
+            (
+                "create materialized view m as select 1",
+                "/ddl_service.DdlService/CreateMaterializedView",
+            ),
+            (
+                "CREATE OR REPLACE VIEW v AS SELECT 1",
+                "/ddl_service.DdlService/CreateView",
+            ),
+            (
+                "CREATE UNIQUE INDEX i ON t(k)",
+                "/ddl_service.DdlService/CreateIndex",
+            ),
+            ("DROP SINK s", "/ddl_service.DdlService/DropSink"),
+            ("CREATE USER u", "/user.UserService/CreateUser"),
+            ("GRANT ALL ON t TO u", "/user.UserService/GrantPrivilege"),
+            (
+                "ALTER TABLE t RENAME TO u",
+                "/ddl_service.DdlService/AlterName",
+            ),
+            (
+                "ALTER MATERIALIZED VIEW m SET PARALLELISM = 2",
+                "/ddl_service.DdlService/AlterParallelism",
+            ),
+            (
+                "ALTER TABLE t ADD COLUMN c int",
+                "/ddl_service.DdlService/ReplaceTablePlan",
+            ),
+            ("FLUSH", "/meta.StreamManagerService/Flush"),
+            ("WAIT", "/ddl_service.DdlService/Wait"),
+        ];
+        for (sql, path) in calls {
+            assert_eq!(rpc(sql).as_deref(), Some(path), "{sql}");
+        }
+        for sql in [
+            "SELECT 1",
+            "INSERT INTO t VALUES (1)",
+            "SET x = 1",
+            "SHOW TABLES",
+        ] {
+            assert_eq!(rpc(sql), None, "{sql}");
+        }
+    }
 }

@@ -1,7 +1,10 @@
 //! The RPCs between meta and compute nodes (RisingWave's stream service), as in-process channels behind one
 //! interface. Every call takes a latency drawn from its kind's range (half on the way there, half back) and
 //! may be made to fail by a test or scenario. A call to a dead node fails; a node that dies while serving a
-//! call fails it too.
+//! call fails it too. [`meta_client`] is a node's client of meta: which meta it calls, and how it finds the
+//! leader among several.
+
+pub mod meta_client;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,8 @@ use epochlab_common::plan::StreamActorDesc;
 use epochlab_common::{ActorId, Epoch, SimRng, WorkerId};
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
+
+pub use meta_client::{MetaClient, MetaMembers, MetaRpcError, MetaServing};
 
 /// Requests a node's service may have queued, at most.
 pub const SERVICE_QUEUE: usize = 1024;

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use epochlab_common::{Epoch, Op, OwnedRow, TableId};
 use epochlab_frontend::{ClusterClient, Engine};
 use epochlab_meta::MetaNode;
-use epochlab_rpc::{DmlError, RpcKind};
+use epochlab_rpc::{DmlError, MetaClient, RpcKind};
 use epochlab_sim::Cluster;
 use epochlab_sim::config::Topology;
 
@@ -34,6 +34,10 @@ pub fn engine_of(cluster: &Arc<Cluster>, topology: Topology) -> Arc<Engine> {
 impl ClusterClient for SimClusterClient {
     fn meta(&self) -> MetaNode {
         self.0.meta()
+    }
+
+    fn meta_client(&self, node: String) -> MetaClient {
+        self.0.meta_client(node)
     }
 
     fn committed_rows(&self, table: TableId) -> Vec<OwnedRow> {

@@ -8,6 +8,12 @@ pub enum CatalogError {
     /// The catalog's writer, meta, is down: RisingWave's frontend sees its meta client's gRPC error.
     #[error("gRPC request to meta service failed: The service is currently unavailable")]
     MetaUnavailable,
+    /// The meta the frontend's client points at runs without the leader services (a follower, or a leader
+    /// starting them): madsim's tonic answers Unimplemented with the call's path.
+    #[error(
+        "gRPC request to meta service failed: Operation is not implemented or not supported: service not found: {0}"
+    )]
+    MetaServiceNotFound(String),
     /// `table not found: t`.
     #[error("Catalog error: {0} not found: {1}")]
     NotFound(&'static str, String),

@@ -8,17 +8,20 @@
 //! down longer loses its key, and the follower with the oldest key leads. A leader whose keep-alives go
 //! unanswered for half the lease exits (RisingWave's `start` returns when the election ends) and stays down
 //! until restarted. While no meta leads, the slot holds the last leader's killed node: every call fails as
-//! meta unavailable.
+//! meta unavailable. An elected meta starts its leader services [`LEADER_SERVICES_START`] later; frontends
+//! find the leader through their `MetaClient`s, which the cluster serves as [`MetaMembers`].
 //!
 //! [`MetaNode`]: epochlab_meta::MetaNode
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use epochlab_common::{SimRng, event};
 use epochlab_meta::{
     LostLeadership, META_ELECTION_KEY, META_LEADER_LEASE_SECS, MetaElection, SimEtcd,
 };
+use epochlab_rpc::{MetaClient, MetaMembers, MetaServing};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -38,6 +41,13 @@ pub(super) struct LeasedMetas {
     leader_changes: AtomicU64,
     ticks: Mutex<Option<JoinHandle<()>>>,
 }
+
+/// How long an elected meta takes to start its leader services, drawn per election won (RisingWave's
+/// `start_service_as_election_leader` loads every manager from the store first). Until they run, it answers
+/// leader-only calls as a follower does: #7578's log has a DROP refused 3 ms after "restoring leader from
+/// lease". An assumption: no figure was measured.
+pub const LEADER_SERVICES_START: std::ops::Range<Duration> =
+    Duration::from_millis(10)..Duration::from_millis(100);
 
 /// A meta's name, which is its id in the election (RisingWave: `meta-i`'s advertise address).
 pub fn meta_name(i: u32) -> String {
@@ -132,6 +142,15 @@ impl Cluster {
         }
     }
 
+    /// How long meta `i`, just elected, takes to start its leader services (`None`: it serves already, as
+    /// the cluster's first leader does).
+    fn leader_services_start(&self, i: u32) -> Option<Duration> {
+        if *lock(&self.metas().leader) == Some(i) && !self.meta().is_killed() {
+            return None;
+        }
+        Some(self.ctx.rng.duration(LEADER_SERVICES_START))
+    }
+
     /// Meta `i`'s process ended: if it led, its leader services end with it.
     fn end_services_of(&self, i: u32) {
         let mut leader = lock(&self.metas().leader);
@@ -218,8 +237,47 @@ impl Cluster {
     }
 }
 
-/// Meta `i`'s process: its election, and the leader services once it leads; it ends when it loses the
-/// leadership.
+impl Cluster {
+    /// Node `node`'s client of meta (a frontend's, made at its start).
+    pub fn meta_client(self: &Arc<Self>, node: String) -> MetaClient {
+        MetaClient::new(node, self.clone(), self.ctx.log.clone())
+    }
+}
+
+impl MetaMembers for Cluster {
+    fn meta_count(&self) -> u32 {
+        self.meta_node_count()
+    }
+
+    fn serving(&self, i: u32) -> MetaServing {
+        let Some(m) = &self.meta_nodes else {
+            return match self.meta().is_killed() {
+                true => MetaServing::Down,
+                false => MetaServing::Leader,
+            };
+        };
+        let slot = i.checked_sub(1).map(|k| k as usize);
+        let up = slot.is_some_and(|k| lock(&m.procs).get(k).is_some_and(Option::is_some));
+        if !up {
+            return MetaServing::Down;
+        }
+        match *lock(&m.leader) == Some(i) && !self.meta().is_killed() {
+            true => MetaServing::Leader,
+            false => MetaServing::Members,
+        }
+    }
+
+    fn elected(&self) -> Option<u32> {
+        let Some(m) = &self.meta_nodes else {
+            return Some(1);
+        };
+        let key = m.etcd.leader(META_ELECTION_KEY)?;
+        key.value.strip_prefix("meta-")?.parse().ok()
+    }
+}
+
+/// Meta `i`'s process: its election, and the leader services once it leads (started after
+/// [`LEADER_SERVICES_START`]); it ends when it loses the leadership.
 async fn meta_process(cluster: Weak<Cluster>, i: u32, etcd: Arc<SimEtcd>) {
     let election = MetaElection {
         etcd,
@@ -228,10 +286,14 @@ async fn meta_process(cluster: Weak<Cluster>, i: u32, etcd: Arc<SimEtcd>) {
     };
     let (is_leader, mut leads) = watch::channel(false);
     let serve = async {
-        if leads.wait_for(|l| *l).await.is_ok()
-            && let Some(c) = cluster.upgrade()
-        {
-            c.lead(i);
+        if leads.wait_for(|l| *l).await.is_ok() {
+            let start = cluster.upgrade().and_then(|c| c.leader_services_start(i));
+            if let Some(start) = start {
+                tokio::time::sleep(start).await;
+            }
+            if let Some(c) = cluster.upgrade() {
+                c.lead(i);
+            }
         }
         std::future::pending::<()>().await
     };
