@@ -290,6 +290,8 @@ mod tests {
             persist_check: true,
             crash_meta_at: None,
             meta_crashes: Vec::new(),
+            meta_nodes: 1,
+            meta_leader_changes: 0,
             virtual_ms: 5,
             wall_ms: 6,
             digest: "abc".into(),

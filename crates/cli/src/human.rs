@@ -25,9 +25,13 @@ fn header(p: &ReproParams, runs: &[Run]) -> String {
             false => read.join(", "),
         }
     };
+    let metas = match p.meta_nodes {
+        1 => String::new(),
+        n => format!("; {n} metas on a lease"),
+    };
     match bugs[..] {
         [bug] => format!(
-            "epochlab repro: {}, seed {}: {}",
+            "epochlab repro: {}, seed {}: {}{metas}",
             bug.title(),
             p.seed,
             settings(bug)
@@ -37,7 +41,11 @@ fn header(p: &ReproParams, runs: &[Run]) -> String {
                 .into_iter()
                 .map(|b| format!("{}: {}", b.title(), settings(b)))
                 .collect();
-            format!("epochlab repro: seed {}; {}", p.seed, each.join("; "))
+            format!(
+                "epochlab repro: seed {}; {}{metas}",
+                p.seed,
+                each.join("; ")
+            )
         }
     }
 }
@@ -157,6 +165,10 @@ fn details(out: &mut impl Write, rep: &ReproReport) {
     }
     if let (Some(point), []) = (rep.params.crash_meta_at, &rep.meta_crashes[..]) {
         let _ = writeln!(out, "{mode}: meta never crashed: no DDL reached {point}");
+    }
+    if rep.meta_leader_changes > 0 {
+        let n = rep.meta_leader_changes;
+        let _ = writeln!(out, "{mode}: meta's leader changed {n} time(s)");
     }
     for note in &rep.notes {
         block(out, &format!("{mode}: note: "), note);

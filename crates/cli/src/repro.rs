@@ -72,11 +72,14 @@ pub fn label(p: &ReproParams) -> String {
 
 /// The flags that select exactly this run: the bug, mode and seed, and every setting its scenario reads.
 pub fn flags(p: &ReproParams) -> Vec<String> {
-    let own = [
+    let mut own = vec![
         ("--bug", p.bug.as_str().to_string()),
         ("--mode", p.mode.as_str().to_string()),
         ("--seed", p.seed.to_string()),
     ];
+    if p.meta_nodes != ReproParams::default().meta_nodes {
+        own.push(("--meta-nodes", p.meta_nodes.to_string()));
+    }
     let settings = Setting::ALL
         .into_iter()
         .filter(|s| p.bug.reads(*s))

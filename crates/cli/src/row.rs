@@ -35,12 +35,21 @@ pub struct RunRow {
     pub crash_meta_at: Option<String>,
     #[serde(default)]
     pub meta_crashes: Vec<String>,
+    /// `--meta-nodes`, and how many times another meta became leader.
+    #[serde(default = "one_meta")]
+    pub meta_nodes: u32,
+    #[serde(default)]
+    pub meta_leader_changes: u64,
     pub virtual_ms: u64,
     pub wall_ms: u64,
     /// The event log's digest: the same flags give the same digest.
     pub digest: String,
     /// The command that replays this run.
     pub replay: String,
+}
+
+fn one_meta() -> u32 {
+    1
 }
 
 /// One invariant violation a checker observed.
@@ -98,6 +107,8 @@ impl RunRow {
                 .iter()
                 .map(|c| format!("{}: {}", c.point, c.ddl))
                 .collect(),
+            meta_nodes: r.params.meta_nodes,
+            meta_leader_changes: r.meta_leader_changes,
             virtual_ms: run.virtual_ms,
             wall_ms: run.wall_ms,
             digest: run.digest.clone(),

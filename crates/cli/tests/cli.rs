@@ -28,6 +28,8 @@ struct RunRow {
     persist_check: bool,
     crash_meta_at: Option<String>,
     meta_crashes: Vec<String>,
+    meta_nodes: u32,
+    meta_leader_changes: u64,
     virtual_ms: u64,
     wall_ms: u64,
     digest: String,
@@ -82,8 +84,9 @@ fn rows<T: for<'de> Deserialize<'de>>(out: &Output) -> Vec<T> {
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_on_stderr() {
-    let cases: [&[&str]; 17] = [
+    let cases: [&[&str]; 18] = [
         &[],
+        &["repro", "--meta-nodes", "0"],
         &["repro", "--crash-meta-at", "drop-after-nothing"],
         &["repro", "--crash-meta-at", "create-after-catalog"],
         &[
@@ -168,6 +171,31 @@ fn fixed_passes_with_one_json_row() {
     assert!(!row.digest.is_empty());
     assert!(row.replay.contains("--persist-check on"), "{}", row.replay);
     assert_eq!(row.bug, "14910");
+}
+
+/// `--meta-nodes 3`: every bug's scenario on three metas meets its expectation; the rows and the replay keep
+/// the flag, and a crash point kills the leader, which restores its lease (no leader change).
+#[test]
+fn every_bug_meets_its_expectation_on_three_metas() {
+    let out = epochlab(["repro", "--bug", "all", "--meta-nodes", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let all: Vec<RunRow> = rows(&out);
+    assert_eq!(all.len(), 17);
+    for row in &all {
+        assert_eq!(row.verdict, "met", "{} {}", row.bug, row.mode);
+        assert_eq!(row.meta_nodes, 3);
+        assert!(row.replay.contains(" --meta-nodes 3"), "{}", row.replay);
+    }
+    let args = ["repro", "--meta-nodes", "3", "--mode", "fixed"];
+    let crash = ["--crash-meta-at", "create-after-register", "--json"];
+    let out = epochlab(args.into_iter().chain(crash));
+    let crashed: Vec<RunRow> = rows(&out);
+    let row = &crashed[0];
+    assert_eq!(row.outcome, "passed");
+    assert_eq!(row.meta_crashes, ["create-after-register: CREATE TABLE t"]);
+    assert_eq!(row.meta_leader_changes, 0, "restored within its lease");
+    let stdout = text(&epochlab(args).stdout);
+    assert!(stdout.contains("; 3 metas on a lease"), "{stdout}");
 }
 
 /// `--crash-meta-at`: the row names the point and the DDL meta died in, the table's text says it, and the

@@ -12,7 +12,7 @@ use epochlab_stream::task::build::BackfillRateLimit;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::repro::ReproParams;
 
-/// The cluster of a directed run: `p`'s toggles, pace and compute nodes.
+/// The cluster of a directed run: `p`'s toggles, pace, compute nodes and metas.
 pub(crate) fn cluster_config(p: &ReproParams) -> ClusterConfig {
     let mut config = cluster_config_for(
         p.toggles().unwrap_or_default(),
@@ -22,6 +22,7 @@ pub(crate) fn cluster_config(p: &ReproParams) -> ClusterConfig {
         p.persist_check,
     );
     config.compute_nodes = p.compute_nodes;
+    config.meta_nodes = p.meta_nodes;
     config
 }
 

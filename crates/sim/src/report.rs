@@ -92,6 +92,8 @@ pub struct ReproReport {
     pub panic: Option<TaskPanic>,
     /// Where meta died (`--crash-meta-at`), in order, each with the DDL it cut off.
     pub meta_crashes: Vec<MetaCrash>,
+    /// How many times another meta became leader (`--meta-nodes` above 1).
+    pub meta_leader_changes: u64,
 }
 
 /// Meta died at a crash point of one of a scenario's DDLs (and restarted from its store).
@@ -121,6 +123,7 @@ impl ReproReport {
             notes: Vec::new(),
             panic: None,
             meta_crashes: Vec::new(),
+            meta_leader_changes: 0,
         }
     }
 

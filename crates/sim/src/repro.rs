@@ -42,6 +42,9 @@ pub struct ReproParams {
     /// `repro --crash-meta-at POINT`: meta dies right after that commit of the first DDL to reach it and
     /// restarts from its store after U(0, 1 s) ([`Cluster::arm_meta_crash`]); the scenario's DDLs retry.
     pub crash_meta_at: Option<epochlab_meta::CrashPoint>,
+    /// Metas of the cluster (`repro --meta-nodes N`): more than one run on a lease, and a crash point kills
+    /// the leader's process. Every bug's scenario reads it.
+    pub meta_nodes: u32,
 }
 
 impl Default for ReproParams {
@@ -60,6 +63,7 @@ impl Default for ReproParams {
             checkpoint_frequency: 1,
             persist_check: true,
             crash_meta_at: None,
+            meta_nodes: 1,
         }
     }
 }
@@ -168,6 +172,7 @@ pub fn run_repro_with(params: &ReproParams, hooks: ReproHooks) -> SimOutput<Repr
                 vnodes = p.vnodes as i64,
                 parallelism = p.parallelism as i64,
                 compute_nodes = p.compute_nodes as i64,
+                meta_nodes = p.meta_nodes as i64,
                 rate_limit = p.rate_limit as i64,
                 barrier_latency_ms = p.barrier_latency_ms as i64,
                 checkpoint_frequency = p.checkpoint_frequency as i64,

@@ -202,6 +202,15 @@ pub struct ReproCmd {
     pub seed: u64,
     #[command(flatten)]
     pub scenario: ScenarioFlags,
+    /// 1..=16, default 1: metas, on a lease when more than one (every bug's scenario)
+    ///
+    /// Several metas run as RisingWave's recovery CI ran three: madsim's etcd, a 10 s lease, the
+    /// leader the oldest key; --crash-meta-at kills the leader's process, which restores its
+    /// leadership when it restarts within the lease.
+    #[arg(long, value_name = "N", verbatim_doc_comment,
+          default_value_t = ReproParams::default().meta_nodes,
+          value_parser = values::number::<u32>(values::META_NODES))]
+    pub meta_nodes: u32,
     /// One JSON object per run, one per line (with --check-determinism: one per mode)
     #[arg(long)]
     pub json: bool,
@@ -347,6 +356,7 @@ impl ReproCmd {
         self.check_values(&bugs, &modes)?;
         let params = self.scenario.apply(ReproParams {
             seed: self.seed,
+            meta_nodes: self.meta_nodes,
             ..ReproParams::default()
         });
         Ok(ReproArgs {

@@ -253,7 +253,8 @@ async fn run_steps(
 /// Steps 1 and 2: a table of `rows` identical rows (but for the key), committed; a sink over it with
 /// arrangement backfill, rate-limited, in the background, its slow sink in a fragment of its own.
 async fn setup(ctx: &SimContext, p: &ReproParams, hook: Option<ClusterHook>) -> Setup {
-    let cluster = Arc::new(Cluster::start(ctx, cluster_config(p)).await);
+    let cluster = Cluster::launch(ctx, cluster_config(p)).await;
+    let cluster = cluster.expect("a new cluster's in-memory store opens");
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
@@ -637,6 +638,7 @@ fn fill_counts(report: &mut ReproReport, setup: &Setup) {
     report.epochs = stats.injected.load(Ordering::Relaxed);
     report.recoveries = stats.recoveries.load(Ordering::Relaxed);
     report.max_committed_epoch = setup.cluster.hummock.max_committed_epoch().0;
+    report.meta_leader_changes = setup.cluster.meta_leader_changes();
 }
 
 /// Step 7, verdicts: the checkers, the oracle, the zombie-access detector, and the first state error of any actor.

@@ -170,7 +170,8 @@ pub(crate) async fn scenario(
     hook: Option<ClusterHook>,
 ) -> ReproReport {
     let draw = Draw::from_seed(&ctx);
-    let setup = async |t| setup(&ctx, t, hook).await;
+    let metas = p.meta_nodes;
+    let setup = async |t| setup(&ctx, t, hook, metas).await;
     super::directed(
         &ctx,
         &p,
@@ -195,10 +196,12 @@ async fn setup(
     ctx: &SimContext,
     t: Toggles,
     hook: Option<ClusterHook>,
+    meta_nodes: u32,
 ) -> Result<Setup, ScenarioError> {
     let mut config = cluster_config_for(t, 16, INTERVAL.as_millis() as u64, 1, true);
     config.compute_nodes = 2;
     config.meta.compaction_groups = GroupPlacement::Static;
+    config.meta_nodes = meta_nodes;
     let limit = config.compaction;
     let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();

@@ -136,7 +136,8 @@ async fn setup(
     p: &ReproParams,
     hook: Option<ClusterHook>,
 ) -> Result<Setup, ScenarioError> {
-    let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    let mut config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    config.meta_nodes = p.meta_nodes;
     let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Int64];

@@ -134,7 +134,8 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let setup = async |t| setup(&ctx, t, hook).await;
+    let metas = p.meta_nodes;
+    let setup = async |t| setup(&ctx, t, hook, metas).await;
     super::directed(
         &ctx,
         &p,
@@ -157,9 +158,10 @@ async fn setup(
     ctx: &SimContext,
     t: Toggles,
     hook: Option<ClusterHook>,
+    meta_nodes: u32,
 ) -> Result<Setup, ScenarioError> {
     let (cluster, checkers) =
-        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS).await;
+        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS, meta_nodes).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64];
     let table = meta.create_table("t", types, vec![0], 2).await;

@@ -156,7 +156,8 @@ pub(crate) async fn scenario(
     hook: Option<ClusterHook>,
 ) -> ReproReport {
     let draw = Draw::from_seed(&ctx);
-    let setup = async |t| setup(&ctx, t, hook).await;
+    let metas = p.meta_nodes;
+    let setup = async |t| setup(&ctx, t, hook, metas).await;
     super::directed(
         &ctx,
         &p,
@@ -177,9 +178,11 @@ async fn setup(
     ctx: &SimContext,
     t: Toggles,
     hook: Option<ClusterHook>,
+    meta_nodes: u32,
 ) -> Result<Setup, ScenarioError> {
     let mut config = cluster_config_for(t, 16, 1000, 1, true);
     config.compute_nodes = 2;
+    config.meta_nodes = meta_nodes;
     let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let types = vec![DataType::Int64, DataType::Int64, DataType::Varchar];

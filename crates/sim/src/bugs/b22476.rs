@@ -152,7 +152,8 @@ async fn setup(
     hook: Option<ClusterHook>,
     keys: usize,
 ) -> Result<Setup, ScenarioError> {
-    let config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    let mut config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    config.meta_nodes = p.meta_nodes;
     let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
     let meta = &cluster.meta();
     let table = async |name: &str, types: usize, pk: Vec<usize>| {

@@ -412,12 +412,14 @@ pub(crate) async fn start_two_nodes(
     hook: Option<crate::repro::ClusterHook>,
     vnodes: u32,
     barrier_interval_ms: u64,
+    meta_nodes: u32,
 ) -> (
     std::sync::Arc<crate::cluster::Cluster>,
     crate::checkers::Checkers,
 ) {
     let mut config = crate::config::cluster_config_for(t, vnodes, barrier_interval_ms, 1, true);
     config.compute_nodes = 2;
+    config.meta_nodes = meta_nodes;
     start_cluster(ctx, config, t, hook).await
 }
 
@@ -432,7 +434,8 @@ pub(crate) async fn start_cluster(
     std::sync::Arc<crate::cluster::Cluster>,
     crate::checkers::Checkers,
 ) {
-    let cluster = std::sync::Arc::new(crate::cluster::Cluster::start(ctx, config).await);
+    let cluster = crate::cluster::Cluster::launch(ctx, config).await;
+    let cluster = cluster.expect("a new cluster's in-memory store opens");
     if let Some(hook) = hook {
         hook(cluster.clone());
     }
@@ -442,7 +445,8 @@ pub(crate) async fn start_cluster(
     (cluster, checkers)
 }
 
-/// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch.
+/// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch,
+/// leader changes.
 pub(crate) fn counted(
     mut report: crate::report::ReproReport,
     cluster: &crate::cluster::Cluster,
@@ -452,6 +456,7 @@ pub(crate) fn counted(
     report.epochs = stats.injected.load(Ordering::Relaxed);
     report.recoveries = stats.recoveries.load(Ordering::Relaxed);
     report.max_committed_epoch = cluster.hummock.max_committed_epoch().0;
+    report.meta_leader_changes = cluster.meta_leader_changes();
     report
 }
 

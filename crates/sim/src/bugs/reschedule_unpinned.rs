@@ -140,7 +140,8 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let setup = async |t| setup(&ctx, t, hook).await;
+    let metas = p.meta_nodes;
+    let setup = async |t| setup(&ctx, t, hook, metas).await;
     super::directed(
         &ctx,
         &p,
@@ -167,9 +168,10 @@ async fn setup(
     ctx: &SimContext,
     t: Toggles,
     hook: Option<ClusterHook>,
+    meta_nodes: u32,
 ) -> Result<Setup, ScenarioError> {
     let (cluster, checkers) =
-        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS).await;
+        super::start_two_nodes(ctx, t, hook, VNODES, BARRIER_INTERVAL_MS, meta_nodes).await;
     cluster
         .network
         .set_latency(RpcKind::VersionDelta, VERSION_DELAY);
