@@ -97,6 +97,17 @@ pub struct SoakCmd {
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub crash_meta_rate: Option<f64>,
+    /// 0..=1, random plans: the chance of a meta outage at each opportunity, default 0 (none)
+    ///
+    /// An opportunity every 20 to 40 s kills every meta and every compute node at once and starts
+    /// them again after U(0, 2 s), plus 20 s one time in ten (RisingWave's
+    /// kill_cn_and_meta_and_wait_recover); with several metas, half the time the leader's
+    /// keep-alives go unanswered instead, for 6 to 15 s (past 5 s it exits, and is started again at
+    /// the end) or, one time in four, 1 to 4 s (it keeps its lease). Drawn after crash points: the
+    /// rest of each seed's plan is as without it.
+    #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
+          conflicts_with = "slt")]
+    pub meta_outage_rate: Option<f64>,
     /// 1..=16, random plans: meta nodes, default 1; several run on a 10 s lease, one leading
     ///
     /// Each meta kill of a plan names one of them, drawn uniformly; a leader down for 20 s loses
@@ -145,7 +156,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "seeds", "shard", "scenario", "replay", "results", "kill_rate", "background_ddl_rate", "bug",
-              "kill_meta_rate", "crash_meta_rate", "meta_nodes",
+              "kill_meta_rate", "crash_meta_rate", "meta_outage_rate", "meta_nodes",
           ])]
     pub plan: Option<PathBuf>,
     /// Shrink the plan of --plan FILE, or of the lowest failing seed of the campaign
@@ -177,7 +188,8 @@ pub struct SoakCmd {
     #[arg(long, value_name = "FILE", verbatim_doc_comment, value_parser = values::path,
           conflicts_with_all = [
               "bug", "shrink", "seeds", "shard", "results", "mode", "scenario", "kill_rate",
-              "background_ddl_rate", "kill_meta_rate", "crash_meta_rate", "meta_nodes",
+              "background_ddl_rate", "kill_meta_rate", "crash_meta_rate", "meta_outage_rate",
+              "meta_nodes",
           ])]
     pub replay: Option<PathBuf>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics while the seeds run; off by default
@@ -291,6 +303,7 @@ impl SoakCmd {
                     background_ddl_rate: self.background_ddl_rate.unwrap_or(g.background_ddl_rate),
                     kill_meta_rate: self.kill_meta_rate.unwrap_or(g.kill_meta_rate),
                     crash_meta_rate: self.crash_meta_rate.unwrap_or(g.crash_meta_rate),
+                    meta_outage_rate: self.meta_outage_rate.unwrap_or(g.meta_outage_rate),
                     meta_nodes: self.meta_nodes.unwrap_or(g.meta_nodes),
                     flow_control: self.engine == Some(EngineArg::R2024),
                     ..g
@@ -370,6 +383,7 @@ impl SoakCmd {
                 ),
                 (self.kill_meta_rate.is_some(), "--kill-meta-rate", drawn),
                 (self.crash_meta_rate.is_some(), "--crash-meta-rate", drawn),
+                (self.meta_outage_rate.is_some(), "--meta-outage-rate", drawn),
                 (self.meta_nodes.is_some(), "--meta-nodes", drawn),
                 (
                     self.shrink,

@@ -239,6 +239,9 @@ fn engine_flag(g: &GenParams) -> String {
     if g.crash_meta_rate > 0.0 {
         flags.push_str(&format!(" --crash-meta-rate {}", g.crash_meta_rate));
     }
+    if g.meta_outage_rate > 0.0 {
+        flags.push_str(&format!(" --meta-outage-rate {}", g.meta_outage_rate));
+    }
     if g.meta_nodes > 1 {
         flags.push_str(&format!(" --meta-nodes {}", g.meta_nodes));
     }

@@ -29,6 +29,11 @@ pub struct GenParams {
     /// meta dies there in the first DDL to reach it. Drawn after meta kills, so a rate of 0 leaves every
     /// seed's plan as it was.
     pub crash_meta_rate: f64,
+    /// Probability of a meta outage at each of its opportunities, every 20 to 40 s (`--meta-outage-rate`):
+    /// every meta and compute node killed at once (RisingWave's `kill_cn_and_meta_and_wait_recover`), or,
+    /// with several metas, half the time the leader's keep-alives unanswered. Drawn after crash points, so a
+    /// rate of 0 leaves every seed's plan as it was.
+    pub meta_outage_rate: f64,
     /// The plans run on the engine of 2024: backfill rate limits kept by a flow-control executor
     /// (`PlanCluster::flow_control`, `--engine 2024`). Not a draw: every plan of a campaign has it or none.
     pub flow_control: bool,
@@ -45,6 +50,7 @@ impl Default for GenParams {
             background_ddl_rate: 0.5,
             kill_meta_rate: 0.0,
             crash_meta_rate: 0.0,
+            meta_outage_rate: 0.0,
             flow_control: false,
             meta_nodes: 1,
         }
@@ -112,6 +118,7 @@ pub fn generate(seed: u64, g: &GenParams) -> Plan {
     over_windows(&d, &cluster, g, &mut steps);
     meta_kills(&d, g, &mut steps);
     meta_crashes(&d, g, &mut steps);
+    meta_outages(&d, g, &mut steps);
     steps.sort_by_key(|s| s.at_ms);
     Plan {
         version: PLAN_VERSION,
@@ -930,6 +937,36 @@ fn meta_crashes(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
     }
 }
 
+/// Meta outage opportunities every 20 to 40 s, each taken with the outage rate: the whole cluster but its
+/// frontends down for U(0, 2 s), plus 20 s one time in ten; or, with several metas, half the time, the
+/// leader's keep-alives unanswered for 6 to 15 s (it exits) or, one time in four, 1 to 4 s (it stays).
+/// None drawn at rate 0.
+fn meta_outages(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
+    if g.meta_outage_rate <= 0.0 {
+        return;
+    }
+    let mut at_ms = d.between(5000, 20_000);
+    while at_ms < g.duration_ms {
+        if d.chance(g.meta_outage_rate) {
+            let action = if g.meta_nodes > 1 && d.chance(0.5) {
+                let duration_ms = match d.chance(0.25) {
+                    true => d.between(1000, 4000),
+                    false => d.between(6000, 15_000),
+                };
+                Action::FailMetaKeepAlives { duration_ms }
+            } else {
+                let mut restart_after_ms = d.between(0, 2000);
+                if d.chance(0.1) {
+                    restart_after_ms += 20_000;
+                }
+                Action::KillComputeNodesAndMeta { restart_after_ms }
+            };
+            steps.push(Step { at_ms, action });
+        }
+        at_ms += d.between(20_000, 40_000);
+    }
+}
+
 /// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
 /// injection.
 fn faults(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>) {
@@ -1163,6 +1200,44 @@ mod tests {
             assert_eq!(a, b, "seed {seed}");
         }
         assert_eq!(points.len(), 6, "{points:?}");
+    }
+
+    /// Meta outages are drawn after crash points: with them, each seed's plan is the plan without them, plus
+    /// its outage steps; one meta draws whole-cluster outages only, three draw keep-alive timeouts too.
+    #[test]
+    fn meta_outages_leave_the_rest_of_the_plan_as_it_was() {
+        let is_outage = |a: &Action| {
+            matches!(
+                a,
+                Action::KillComputeNodesAndMeta { .. } | Action::FailMetaKeepAlives { .. }
+            )
+        };
+        for meta_nodes in [1, 3] {
+            let g = GenParams {
+                meta_nodes,
+                ..GenParams::default()
+            };
+            let with = GenParams {
+                meta_outage_rate: 1.0,
+                ..g.clone()
+            };
+            let (mut whole, mut keep_alives) = (0, 0);
+            for seed in 0..100 {
+                let (a, mut b) = (generate(seed, &g), generate(seed, &with));
+                b.validate().unwrap();
+                for s in &b.steps {
+                    match s.action {
+                        Action::KillComputeNodesAndMeta { .. } => whole += 1,
+                        Action::FailMetaKeepAlives { .. } => keep_alives += 1,
+                        _ => {}
+                    }
+                }
+                b.steps.retain(|s| !is_outage(&s.action));
+                assert_eq!(a, b, "seed {seed}");
+            }
+            assert!(whole > 50, "{meta_nodes} metas: {whole}");
+            assert_eq!(keep_alives > 50, meta_nodes == 3, "{keep_alives}");
+        }
     }
 
     /// Some plans draw an over window view, over a table created before it; its plan validates.

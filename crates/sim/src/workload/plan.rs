@@ -147,6 +147,12 @@ pub enum Action {
     /// Meta dies at `point` of the first DDL to reach it from now on, and restarts from its store after
     /// U(0, 1 s) (`Cluster::arm_meta_crash`).
     CrashMeta { point: epochlab_meta::CrashPoint },
+    /// Kill every meta and every compute node, and start them again `restart_after_ms` later (RisingWave's
+    /// `kill_cn_and_meta_and_wait_recover`: the cluster down but for its frontends and compactors).
+    KillComputeNodesAndMeta { restart_after_ms: u64 },
+    /// The leader's keep-alives go unanswered for `duration_ms` (madsim etcd's request timeout): past half
+    /// its lease (5 s) it exits, and it is started again at the step's end. Several metas only.
+    FailMetaKeepAlives { duration_ms: u64 },
     /// Calls of `rpc` take `min_ms..max_ms` for `duration_ms` (barrier latency spikes, slow resets).
     RpcDelay {
         rpc: PlanRpc,
@@ -450,6 +456,10 @@ pub enum StepError {
         "kill meta names a meta 1..={meta_nodes} (none with one meta) and restarts within an hour"
     )]
     KillMeta { meta_nodes: u32 },
+    #[error("kill compute nodes and meta restarts within an hour")]
+    KillComputeNodesAndMeta,
+    #[error("fail meta keep-alives needs several metas and lasts at most an hour")]
+    FailMetaKeepAlives,
     #[error("rpc delay needs min_ms <= max_ms <= 60000 and lasts at most an hour")]
     RpcDelay,
     #[error("rpc fail names a node 1..={nodes} and at most 1000 calls")]
@@ -621,6 +631,14 @@ impl Action {
                 node.is_some_and(|n| !node_ok(n)) || *count > 1000,
                 StepError::RpcFail { nodes },
             ),
+            Action::KillComputeNodesAndMeta { restart_after_ms } => fail_if(
+                *restart_after_ms > MAX_DURATION_MS,
+                StepError::KillComputeNodesAndMeta,
+            ),
+            Action::FailMetaKeepAlives { duration_ms } => fail_if(
+                *duration_ms > MAX_DURATION_MS || meta_nodes < 2,
+                StepError::FailMetaKeepAlives,
+            ),
             // Names only: the plan's own checks (names known, created before use) cover them.
             Action::CrashMeta { .. }
             | Action::Drop { .. }
@@ -640,7 +658,9 @@ impl Action {
             }
             | Action::KillMeta {
                 restart_after_ms, ..
-            } => *restart_after_ms,
+            }
+            | Action::KillComputeNodesAndMeta { restart_after_ms } => *restart_after_ms,
+            Action::FailMetaKeepAlives { duration_ms } => *duration_ms,
             // Done once started (a DDL's own wait is not the step's effect).
             Action::CrashMeta { .. }
             | Action::CreateTable { .. }
@@ -771,6 +791,16 @@ impl std::fmt::Display for Action {
                 seconds(*restart_after_ms)
             ),
             Action::CrashMeta { point } => write!(f, "crash meta at {point}"),
+            Action::KillComputeNodesAndMeta { restart_after_ms } => write!(
+                f,
+                "kill every compute node and meta, restart after {:.3} s",
+                seconds(*restart_after_ms)
+            ),
+            Action::FailMetaKeepAlives { duration_ms } => write!(
+                f,
+                "fail the meta leader's keep-alives for {:.1} s",
+                seconds(*duration_ms)
+            ),
             Action::Kill {
                 nodes,
                 restart_after_ms,

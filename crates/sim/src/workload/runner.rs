@@ -351,6 +351,12 @@ fn start_step(run: &Arc<Run>, action: &Action) -> Result<(), Skipped> {
             node,
         } => kill_meta(run, Duration::from_millis(restart_after_ms), node)?,
         Action::CrashMeta { point } => run.cluster.arm_meta_crash(point),
+        Action::KillComputeNodesAndMeta { restart_after_ms } => {
+            kill_compute_nodes_and_meta(run, Duration::from_millis(restart_after_ms))?;
+        }
+        Action::FailMetaKeepAlives { duration_ms } => {
+            fail_meta_keep_alives(run, Duration::from_millis(duration_ms))?;
+        }
         Action::RpcDelay {
             rpc,
             min_ms,
@@ -762,6 +768,53 @@ fn kill_meta(run: &Arc<Run>, restart_after: Duration, node: Option<u32>) -> Resu
             "node=meta-1 failed: {e}"
         ),
     });
+    Ok(())
+}
+
+/// Kill every meta, then every compute node, and start them again `restart_after` later; skipped when all
+/// were down already.
+fn kill_compute_nodes_and_meta(run: &Arc<Run>, restart_after: Duration) -> Result<(), Skipped> {
+    let metas: Vec<u32> = (1..=run.cluster.meta_node_count())
+        .filter(|&i| run.cluster.kill_meta_node(i))
+        .collect();
+    let nodes: Vec<u32> = (1..=run.compute_nodes).collect();
+    let killed_nodes = kill(run, &nodes, restart_after);
+    if metas.is_empty() {
+        return killed_nodes;
+    }
+    let names: Vec<String> = metas
+        .iter()
+        .map(|&i| crate::cluster::meta_name(i))
+        .collect();
+    event!(
+        run.cluster.ctx.log,
+        "kill node",
+        "nodes={names:?} restart_after={restart_after:?}"
+    );
+    after(run, restart_after, move |run| {
+        for i in metas {
+            run.cluster.restart_meta_node(i);
+        }
+        event!(run.cluster.ctx.log, "restart node", "nodes={names:?}");
+    });
+    Ok(())
+}
+
+/// The leader's keep-alives go unanswered for `d`; its meta is started again at the end (if it exited).
+/// Skipped while no meta leads.
+fn fail_meta_keep_alives(run: &Arc<Run>, d: Duration) -> Result<(), Skipped> {
+    let cluster = &run.cluster;
+    let (Some(leader), Some(etcd)) = (cluster.meta_leader(), cluster.etcd()) else {
+        return Err(Skipped::MetaDown);
+    };
+    let name = crate::cluster::meta_name(leader);
+    let key = etcd.leader(epochlab_meta::META_ELECTION_KEY);
+    let Some(key) = key.filter(|k| k.value == name) else {
+        return Err(Skipped::MetaDown);
+    };
+    etcd.fail_keep_alives(key.lease, d);
+    event!(cluster.ctx.log, "fail keep-alives", "node={name} for={d:?}");
+    after(run, d, move |run| run.cluster.restart_meta_node(leader));
     Ok(())
 }
 
@@ -1397,6 +1450,77 @@ mod tests {
         assert_eq!(has("restart node: node=meta-1"), 1);
         assert_eq!(has("step 3 skipped: meta is down already"), 1);
         assert_eq!(out.value.meta_restarts, 1);
+    }
+
+    /// A plan of three metas: a table, a view over it, then the whole cluster but the frontends down for
+    /// 1.5 s, and later the leader's keep-alives unanswered for 8 s (it exits, a follower leads, and it is
+    /// started again at the step's end). The view keeps following its table.
+    #[test]
+    fn a_meta_outage_and_a_keep_alive_timeout_end_with_the_views_intact() {
+        let step = |at_ms, action| Step { at_ms, action };
+        let steps = vec![
+            step(0, table_t1()),
+            view(
+                500,
+                "v1",
+                ViewQuery::Agg {
+                    upstream: "t1".into(),
+                    group: None,
+                    arg: 1,
+                    eowc: false,
+                },
+            ),
+            step(
+                1000,
+                Action::Dml {
+                    table: "t1".into(),
+                    rows_per_s: 40,
+                    duration_ms: 20_000,
+                    update_pct: 30,
+                    delete_pct: 20,
+                },
+            ),
+            step(
+                3000,
+                Action::KillComputeNodesAndMeta {
+                    restart_after_ms: 1500,
+                },
+            ),
+            step(9000, Action::FailMetaKeepAlives { duration_ms: 8000 }),
+            step(30_000, Action::Flush),
+        ];
+        let mut plan = views_plan(Vec::new());
+        plan.cluster.meta_nodes = 3;
+        plan.steps = steps;
+        plan.validate().unwrap();
+        let out = run_plan(&plan, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        assert_eq!(out.value.outcome, Outcome::Passed, "{:?}", out.value.error);
+        let lines = out.log.lines();
+        let has = |s: &str| lines.iter().filter(|l| l.contains(s)).count();
+        let all = r#"kill node: nodes=["meta-1", "meta-2", "meta-3"]"#;
+        assert_eq!(has(all), 1, "{lines:#?}");
+        assert_eq!(has("kill node: workers=[WorkerId(1), WorkerId(2)]"), 1);
+        assert_eq!(has("fail keep-alives: node=meta-"), 1);
+        assert_eq!(has("reason=keep-alive timed out"), 1);
+        assert_eq!(
+            has("lead meta: node=meta-"),
+            2,
+            "after the outage, after the exit"
+        );
+        let mut one = views_plan(Vec::new());
+        one.steps = plan.steps.clone();
+        one.steps
+            .retain(|s| !matches!(s.action, Action::FailMetaKeepAlives { .. }));
+        let out = run_plan(&one, BugMode::of_14910(Mode::Fixed), ReproHooks::default());
+        assert_eq!(
+            out.value.outcome,
+            Outcome::Passed,
+            "one meta: {:?}",
+            out.value.error
+        );
+        let mut bad = plan.clone();
+        bad.cluster.meta_nodes = 1;
+        assert!(bad.validate().is_err(), "keep-alives need several metas");
     }
 
     #[test]

@@ -143,6 +143,16 @@ fn simpler(action: &Action) -> Vec<Action> {
             duration_ms: d,
         })),
         Action::CreateView { .. } => out.extend(simpler_view(action)),
+        Action::KillComputeNodesAndMeta { restart_after_ms } => {
+            out.extend(
+                half(*restart_after_ms, 100).map(|r| Action::KillComputeNodesAndMeta {
+                    restart_after_ms: r,
+                }),
+            );
+        }
+        Action::FailMetaKeepAlives { duration_ms } => out.extend(
+            half(*duration_ms, 5_000).map(|d| Action::FailMetaKeepAlives { duration_ms: d }),
+        ),
         // Nothing to shorten: each is kept or removed whole.
         Action::CreateMv { .. }
         | Action::CreateSink { .. }
