@@ -10,15 +10,18 @@ use std::sync::{Arc, Mutex};
 use epochlab_meta::MetaNode;
 use epochlab_meta::store::{MetaBackend, MetaRows, StoreMismatch, StoreOp};
 use epochlab_sim::workload::{GenParams, generate, run_plan};
-use epochlab_sim::{BugId, BugMode, Mode, Outcome, ReproHooks, ReproParams, run_repro_with};
+use epochlab_sim::{
+    BugId, BugMode, Cluster, Mode, Outcome, ReproHooks, ReproParams, run_repro_with,
+};
 
-/// Hooks that keep the run's meta, to look at once the run is over; its store `backend`.
-fn keep_meta_in(backend: MetaBackend) -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
+/// Hooks that keep the run's cluster, to look at its meta once the run is over (the last leader, after any
+/// meta kill); its store `backend`.
+fn keep_meta_in(backend: MetaBackend) -> (ReproHooks, Arc<Mutex<Option<Arc<Cluster>>>>) {
     let slot = Arc::new(Mutex::new(None));
     let keep = slot.clone();
     let hooks = ReproHooks {
         on_cluster: Some(Box::new(move |cluster| {
-            *keep.lock().unwrap() = Some(cluster.meta());
+            *keep.lock().unwrap() = Some(cluster);
         })),
         meta_store: Some(backend),
         ..Default::default()
@@ -26,15 +29,13 @@ fn keep_meta_in(backend: MetaBackend) -> (ReproHooks, Arc<Mutex<Option<MetaNode>
     (hooks, slot)
 }
 
-fn keep_meta() -> (ReproHooks, Arc<Mutex<Option<MetaNode>>>) {
+fn keep_meta() -> (ReproHooks, Arc<Mutex<Option<Arc<Cluster>>>>) {
     keep_meta_in(MetaBackend::default())
 }
 
-fn taken(slot: &Arc<Mutex<Option<MetaNode>>>) -> MetaNode {
-    slot.lock()
-        .unwrap()
-        .take()
-        .expect("the run started a cluster")
+fn taken(slot: &Arc<Mutex<Option<Arc<Cluster>>>>) -> MetaNode {
+    let cluster = slot.lock().unwrap().take();
+    cluster.expect("the run started a cluster").meta()
 }
 
 /// The plan of `seed` at a corner of the generator's flags, run fixed; its meta.

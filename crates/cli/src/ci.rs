@@ -28,8 +28,8 @@ pub struct CiArgs {
     pub seeds: std::ops::Range<u64>,
     pub jobs: usize,
     pub shard: Option<(u64, u64)>,
-    /// `--kill-meta`: meta too among the killed roles.
-    pub kill_meta: bool,
+    /// `--spare-meta`: no meta among the killed roles.
+    pub spare_meta: bool,
     pub root: PathBuf,
     pub keep_going: bool,
     pub run: BugMode,
@@ -147,11 +147,11 @@ pub fn run(a: &CiArgs) -> Result<u8, CiError> {
         t.compute_node_cores,
         t.parallelism(),
         t.compactor_nodes,
-        match (a.kill_meta, t.meta_nodes) {
-            (true, 1) => "killed with the other roles (--kill-meta), restarting from its store",
-            (true, _) => "killed with the other roles (--kill-meta), never all at once",
-            (false, 1) => "never killed (--kill-meta kills it)",
-            (false, _) => "never killed (--kill-meta kills them)",
+        match (a.spare_meta, t.meta_nodes) {
+            (false, 1) => "killed with the other roles, restarting from its store",
+            (false, _) => "killed with the other roles (drawn first), never all at once",
+            (true, 1) => "never killed (--spare-meta)",
+            (true, _) => "never killed (--spare-meta)",
         }
     );
     if a.use_arrangement_backfill {
@@ -432,7 +432,9 @@ fn run_one(a: &CiArgs, s: &StepRun, seed: u64) -> SeedResult {
     let wall = WallTimer::start();
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut p = ci::step_params(a.profile, s.step, seed, a.run, a.topology);
-        p.kill_roles.meta = a.kill_meta;
+        if a.spare_meta {
+            p.kill_roles.meta = false;
+        }
         ci::run_step(&a.root, files, &p, a.keep_going, hooks)
     }));
     let out = match out {
@@ -702,8 +704,8 @@ pub(crate) fn replay(a: &CiArgs, step: &CiStep, seed: u64) -> String {
     if a.keep_going {
         cmd.push_str(" --keep-going");
     }
-    if a.kill_meta {
-        cmd.push_str(" --kill-meta");
+    if a.spare_meta {
+        cmd.push_str(" --spare-meta");
     }
     cmd.push_str(&crate::command::topology::flags(a.topology));
     cmd

@@ -15,8 +15,10 @@ use epochlab_telemetry::WallTimer;
 pub struct CorpusArgs {
     pub root: PathBuf,
     pub kill: bool,
-    /// Kill meta too (with `kill`), or only meta: a file listed as passing under kills must pass.
+    /// Kill only meta: a file listed as passing under kills must pass.
     pub kill_meta: bool,
+    /// With `kill`: spare meta.
+    pub spare_meta: bool,
     /// Meta nodes (several run on a lease).
     pub meta_nodes: u32,
     pub seeds: std::ops::Range<u64>,
@@ -34,7 +36,7 @@ impl CorpusArgs {
             KillRoles::NONE
         };
         KillRoles {
-            meta: self.kill_meta,
+            meta: (self.kill && !self.spare_meta) || self.kill_meta,
             ..base
         }
     }
@@ -86,9 +88,9 @@ pub fn run(a: &CorpusArgs) -> Result<u8, CorpusRunError> {
         "corpus: {} files x {} seed(s){}{}, {} jobs",
         files.len(),
         seeds.len(),
-        match (a.kill, a.kill_meta) {
-            (true, true) => " under kills, meta's too",
-            (true, false) => " under kills",
+        match (a.kill, a.roles().meta) {
+            (true, true) => " under kills, metas' too",
+            (true, false) => " under kills, metas spared",
             (false, true) => " under meta kills",
             (false, false) => "",
         },
@@ -425,7 +427,7 @@ impl<'a> Report<'a> {
         serde_json::json!({
             "root": self.args.root.display().to_string(),
             "kill": self.args.kill,
-            "kill_meta": self.args.kill_meta,
+            "kill_meta": self.args.roles().meta,
             "meta_nodes": self.args.meta_nodes,
             "seeds": if self.args.roles().any() {
                 serde_json::json!([self.args.seeds.start, self.args.seeds.end])

@@ -72,15 +72,8 @@ pub fn kill_flags(p: &SltParams) -> String {
         return String::new();
     }
     let mut out = String::new();
-    let others = KillRoles {
-        meta: false,
-        ..p.kill_roles
-    };
-    if others == KillRoles::ALL {
+    if p.kill_roles == KillRoles::ALL {
         out.push_str(" --kill");
-        if p.kill_roles.meta {
-            out.push_str(" --kill-meta");
-        }
     } else {
         for (on, flag) in [
             (p.kill_roles.meta, " --kill-meta"),
@@ -358,6 +351,8 @@ impl SltCampaign {
         if p.kill && (p.kill_roles != KillRoles::ALL || p.runner != RunnerEra::default()) {
             key.push_str(&kill_flags(p));
         }
+        // Since issue 56's flip (--kill kills metas, three of them): older keys name other runs.
+        key.push_str(&format!(" --meta-nodes {}", p.topology.meta_nodes));
         key
     }
 
@@ -500,9 +495,14 @@ pub fn soak_scenario(
     // A replay command (`soak --replay`) splits at spaces without a shell: its pattern keeps its quotes.
     let pattern = pattern.trim_matches('\'').to_string();
     let files = expand(&pattern)?;
+    let defaults = SltParams::default();
     let params = kills.apply(SltParams {
         run: BugMode::new(bug, mode).map_err(CheckError::NotAModeOfTheBug)?,
-        ..SltParams::default()
+        topology: epochlab_sim::config::Topology {
+            meta_nodes: epochlab_sim::config::DEFAULT_META_NODES,
+            ..defaults.topology
+        },
+        ..defaults
     })?;
     // Every file is read before any seed runs: a missing or malformed one is bad input, as for `slt`.
     for f in &files {
@@ -560,13 +560,25 @@ mod tests {
             "cargo xtask slt --seed 7 --bug 14910 --mode fixed --kill --kill-rate 1 --background-ddl-rate 0 tests/slt/a.slt"
         );
         // A cluster other than `slt`'s default (RisingWave's CI) is in the replay: `soak --slt` and `corpus` run
-        // epochlab's single-core cluster.
+        // epochlab's single-core cluster, with three metas.
         let single = SltParams {
-            topology: Topology::SINGLE_CORE,
-            ..p
+            topology: Topology {
+                meta_nodes: 3,
+                ..Topology::SINGLE_CORE
+            },
+            ..p.clone()
         };
         assert!(replay(&single, Path::new("tests/slt/a.slt")).ends_with(
             " --background-ddl-rate 0 --frontend-nodes 1 --compute-node-cores 1 --compactor-nodes 1 tests/slt/a.slt"
         ));
+        let one_meta = SltParams {
+            topology: Topology {
+                meta_nodes: 1,
+                ..Topology::RISINGWAVE_CI
+            },
+            ..p
+        };
+        let replayed = replay(&one_meta, Path::new("a.slt"));
+        assert!(replayed.ends_with(" --meta-nodes 1 a.slt"), "{replayed}");
     }
 }

@@ -160,7 +160,7 @@ fn soak_over_files_finds_14910_in_buggy_and_replays_it() {
 }
 
 #[test]
-fn help_names_the_roles_killed_and_that_meta_needs_its_own_flag() {
+fn help_names_the_roles_killed_metas_first() {
     let out = epochlab(&["slt", "--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
@@ -170,7 +170,8 @@ fn help_names_the_roles_killed_and_that_meta_needs_its_own_flag() {
         "--kill-compactor",
         "--runner <R>",
         "--kill-meta",
-        "Meta is not killed unless --kill-meta",
+        "The roles: the metas (drawn first)",
+        "only meta-1 dies",
         "KILL_IGNORE_FILES",
     ] {
         assert!(help.contains(want), "{want}: {help}");
@@ -191,7 +192,7 @@ fn a_kill_ignore_file_is_skipped_under_kill_and_the_json_says_so() {
     let row: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON row");
     assert_eq!(row["skipped"], true);
     assert_eq!(row["runner"], "2024");
-    assert_eq!(row["kill_roles"]["meta"], false);
+    assert_eq!(row["kill_roles"]["meta"], true, "--kill kills metas too");
     let out = epochlab(&["slt", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "runs without kills");
 }

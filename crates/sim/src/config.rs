@@ -101,13 +101,17 @@ pub fn cluster_config_for(
     }
 }
 
+/// Metas of a run when none is named (`--meta-nodes`: repro, slt, ci, corpus, soak's random plans), as
+/// RisingWave's recovery CI ran them at f21fb9b7915: three on a lease. The library's own clusters
+/// (`ClusterConfig::default`, [`Topology::SINGLE_CORE`]) keep one.
+pub const DEFAULT_META_NODES: u32 = 3;
+
 /// The nodes of a cluster, as RisingWave's simulation takes them (`--meta-nodes`, `--frontend-nodes`,
 /// `--compute-nodes`, `--compute-node-cores`, `--compactor-nodes` in `src/tests/simulation/src/main.rs` at
 /// f21fb9b7915).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Topology {
-    /// Metas: one runs alone; several run on a lease, one leading (RisingWave's CI: 3; here 1 until the
-    /// flip of issue 56's stage 4).
+    /// Metas: one runs alone; several run on a lease, one leading (RisingWave's CI: 3).
     pub meta_nodes: u32,
     pub frontend_nodes: u32,
     pub compute_nodes: u32,
@@ -136,10 +140,10 @@ pub enum TopologyError {
 }
 
 impl Topology {
-    /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 2 frontends,
-    /// 3 compute nodes of 2 cores and 2 compactors (its 3 metas are 1 here unless `--meta-nodes 3`).
+    /// RisingWave's recovery CI at f21fb9b7915 (`ci-3cn-2fe-3meta`, the simulation's defaults): 3 metas on a
+    /// lease, 2 frontends, 3 compute nodes of 2 cores and 2 compactors.
     pub const RISINGWAVE_CI: Topology = Topology {
-        meta_nodes: 1,
+        meta_nodes: DEFAULT_META_NODES,
         frontend_nodes: 2,
         compute_nodes: 3,
         compute_node_cores: 2,

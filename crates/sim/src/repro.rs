@@ -63,7 +63,7 @@ impl Default for ReproParams {
             checkpoint_frequency: 1,
             persist_check: true,
             crash_meta_at: None,
-            meta_nodes: 1,
+            meta_nodes: crate::config::DEFAULT_META_NODES,
         }
     }
 }

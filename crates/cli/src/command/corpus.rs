@@ -32,23 +32,26 @@ pub struct CorpusCmd {
     /// Run each file under kills as RisingWave's recovery CI does
     ///
     /// As ci/scripts/deterministic-recovery-test.sh and main-cron's jobs: kill rate 1.0, every
-    /// role, background-DDL rate 0.0 on even seeds and 0.8 on odd ones (0.0 for background_ddl/,
-    /// which sets it itself), once per seed of --seeds; a file passes when it passes under every
-    /// seed, and its line names the first seed that failed.
+    /// role (the metas drawn first, never all), background-DDL rate 0.0 on even seeds and 0.8 on
+    /// odd ones (0.0 for background_ddl/, which sets it itself), once per seed of --seeds; a file
+    /// passes when it passes under every seed, and its line names the first seed that failed.
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
-    /// Kill meta (alone, or with --kill beside every role), down U(0, 1 s), +20 s one time in ten
+    /// Kill metas only, down U(0, 1 s), +20 s one time in ten (--kill kills them already)
     ///
-    /// It restarts from its store. The kill runner runs as under --kill (its SETs, retries and
-    /// skipped files), so the ratchet's check is that every file listed as passing under kills
-    /// passes (--update-expected is refused: the ratchet has no line for meta kills).
-    #[arg(long, verbatim_doc_comment, conflicts_with = "update_expected")]
+    /// A killed leader restarts from the store, or a follower takes its lease. The kill runner
+    /// runs as under --kill (its SETs, retries and skipped files), so the ratchet's check is that
+    /// every file listed as passing under kills passes (--update-expected is refused: the ratchet
+    /// has no line for meta kills alone).
+    #[arg(long, verbatim_doc_comment, conflicts_with_all = ["update_expected", "spare_meta"])]
     pub kill_meta: bool,
-    /// 1..=16, default 1: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
+    /// With --kill: never kill a meta (the roles RisingWave's runner killed at HEAD, one meta)
+    #[arg(long, requires = "kill", conflicts_with = "update_expected")]
+    pub spare_meta: bool,
+    /// 1..=16, default 3: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
     ///
-    /// With --kill-meta the kills draw over them, never all at once. The ratchet has no line for
-    /// several metas: its check is that every file listed as passing passes (--update-expected is
-    /// refused).
+    /// The ratchet is measured on 3: with another count its check is that every file listed as
+    /// passing passes (--update-expected is refused).
     #[arg(long, value_name = "N", verbatim_doc_comment, conflicts_with = "update_expected",
           value_parser = values::number::<u32>(values::META_NODES))]
     pub meta_nodes: Option<u32>,
@@ -79,7 +82,10 @@ impl CorpusCmd {
             root: self.root,
             kill: self.kill,
             kill_meta: self.kill_meta,
-            meta_nodes: self.meta_nodes.unwrap_or(1),
+            spare_meta: self.spare_meta,
+            meta_nodes: self
+                .meta_nodes
+                .unwrap_or(epochlab_sim::config::DEFAULT_META_NODES),
             seeds: self.seeds,
             jobs: self
                 .jobs

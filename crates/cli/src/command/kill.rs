@@ -8,7 +8,7 @@ use super::CheckError;
 /// Which nodes a sqllogictest run kills, with which runner and rates, as given (`slt`, `soak --slt`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct KillChoice {
-    /// `--kill`: every role.
+    /// `--kill`: every role, meta among them.
     pub all: bool,
     pub meta: bool,
     pub frontend: bool,
@@ -23,10 +23,7 @@ impl KillChoice {
     /// `params` with these kills; a rate or runner without a kill does nothing and is refused.
     pub fn apply(&self, params: SltParams) -> Result<SltParams, CheckError> {
         let roles = match self.all {
-            true => KillRoles {
-                meta: self.meta,
-                ..KillRoles::ALL
-            },
+            true => KillRoles::ALL,
             false => KillRoles {
                 meta: self.meta,
                 frontend: self.frontend,

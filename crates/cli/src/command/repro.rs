@@ -202,7 +202,7 @@ pub struct ReproCmd {
     pub seed: u64,
     #[command(flatten)]
     pub scenario: ScenarioFlags,
-    /// 1..=16, default 1: metas, on a lease when more than one (every bug's scenario)
+    /// 1..=16, default 3: metas, on a lease when more than one (every bug's scenario)
     ///
     /// Several metas run as RisingWave's recovery CI ran three: madsim's etcd, a 10 s lease, the
     /// leader the oldest key; --crash-meta-at kills the leader's process, which restores its

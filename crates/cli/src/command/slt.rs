@@ -49,18 +49,19 @@ pub struct SltCmd {
     pub mode: Mode,
     /// Kill nodes of every role the engine has, as RisingWave's simulation runner's --kill does
     ///
-    /// The roles: the frontends, the compute nodes, the compactors. Before every record the
-    /// parser returns (comments and blank lines too; not DML, FLUSH, ALTER or CREATE TABLE AS),
-    /// with probability --kill-rate, after U(0, 1 s), per role none, all or each with p = 0.5,
-    /// each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed records retried up to 5
-    /// times with backoff; files of RisingWave's KILL_IGNORE_FILES are skipped.
-    /// Meta is not killed unless --kill-meta is given too (RisingWave's --kill killed meta nodes
-    /// too, never all).
+    /// The roles: the metas (drawn first), the frontends, the compute nodes, the compactors.
+    /// Before every record the parser returns (comments and blank lines too; not DML, FLUSH,
+    /// ALTER or CREATE TABLE AS), with probability --kill-rate, after U(0, 1 s), per role none,
+    /// all or each with p = 0.5 (all the metas drawn: only meta-1 dies, as RisingWave's runner
+    /// never kills them all), each down U(0, 1 s) (+20 s one time in ten), then 15 s; failed
+    /// records retried up to 5 times with backoff; files of RisingWave's KILL_IGNORE_FILES are
+    /// skipped. To spare meta, name the other roles (--kill-frontend --kill-compute
+    /// --kill-compactor).
     #[arg(long, verbatim_doc_comment)]
     pub kill: bool,
-    /// Kill meta too (with --kill), or only (or with the other --kill-ROLE flags)
+    /// Kill metas only (or with the other --kill-ROLE flags; --kill kills them already)
     ///
-    /// Meta is fenced and its tasks end; compute nodes keep running their actors. It restarts
+    /// A killed meta is fenced and its tasks end; compute nodes keep running their actors. It restarts
     /// from its store (ids, workers, catalog, fragments) and its bootstrap recovery rebuilds every
     /// actor; DDL while it is down fails as RisingWave's client saw. Down U(0, 1 s), +20 s one
     /// time in ten, as every role.

@@ -78,15 +78,15 @@ pub struct SoakCmd {
     /// With --slt (and a kill flag), the runner's rate, default 0.0.
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability)]
     pub background_ddl_rate: Option<f64>,
-    /// 0..=1, random plans: the chance of a meta kill at each opportunity, default 0 (none)
+    /// 0..=1, random plans: the chance of a meta kill at each opportunity, default 0.3 (0: none)
     ///
-    /// An opportunity every 10 to 30 s; meta is down U(0, 1 s), plus 20 s one time in ten, and
-    /// restarts from its store. Drawn after every other step: the rest of each seed's plan is the
+    /// An opportunity every 10 to 30 s; a meta (of several: one drawn uniformly) is down
+    /// U(0, 1 s), plus 20 s one time in ten, and restarts from its store. Drawn after every other step: the rest of each seed's plan is the
     /// plan of the same seed without it.
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub kill_meta_rate: Option<f64>,
-    /// 0..=1, random plans: the chance of a crash point armed at each opportunity, default 0 (none)
+    /// 0..=1, random plans: the chance of a crash point armed at each opportunity, default 0.3
     ///
     /// An opportunity every 10 to 30 s arms one of the points a job made through meta's job API
     /// reaches (create-after-fragments, -register, -first-commit, -fragments-created,
@@ -97,7 +97,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub crash_meta_rate: Option<f64>,
-    /// 0..=1, random plans: the chance of a meta outage at each opportunity, default 0 (none)
+    /// 0..=1, random plans: the chance of a meta outage at each opportunity, default 0.2
     ///
     /// An opportunity every 20 to 40 s kills every meta and every compute node at once and starts
     /// them again after U(0, 2 s), plus 20 s one time in ten (RisingWave's
@@ -108,7 +108,7 @@ pub struct SoakCmd {
     #[arg(long, value_name = "F", verbatim_doc_comment, value_parser = values::probability,
           conflicts_with = "slt")]
     pub meta_outage_rate: Option<f64>,
-    /// 1..=16, random plans: meta nodes, default 1; several run on a 10 s lease, one leading
+    /// 1..=16, random plans: meta nodes, default 3; several run on a 10 s lease, one leading
     ///
     /// Each meta kill of a plan names one of them, drawn uniformly; a leader down for 20 s loses
     /// the lease to a follower. Not a draw: every plan of the campaign has them.

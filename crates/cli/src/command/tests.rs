@@ -830,10 +830,26 @@ fn slt_role_flags_and_the_runner_parse_and_replay() {
             .contains(" --kill-meta --kill-rate 1 ")
     );
     let a = slt(&["--kill", "--kill-meta", "x.slt"]).expect("parses");
-    assert!(a.params.kill_roles.meta && a.params.kill_roles.compute);
+    assert_eq!(
+        a.params.kill_roles,
+        KillRoles::ALL,
+        "--kill kills metas already"
+    );
     assert!(
         crate::slt::replay(&a.params, std::path::Path::new("x.slt"))
-            .contains(" --kill --kill-meta --kill-rate 1 ")
+            .contains(" --kill --kill-rate 1 ")
+    );
+    let spared = slt(&[
+        "--kill-frontend",
+        "--kill-compute",
+        "--kill-compactor",
+        "x.slt",
+    ]);
+    let spared = spared.expect("parses");
+    assert!(!spared.params.kill_roles.meta);
+    assert!(
+        crate::slt::replay(&spared.params, std::path::Path::new("x.slt"))
+            .contains(" --kill-frontend --kill-compute --kill-compactor --kill-rate 1 ")
     );
 }
 

@@ -24,23 +24,42 @@ pub use spec::{RunSpec, Scenario};
 use spec::{directed_campaign, random_campaign};
 
 /// The results format's version (2: rows carry `bug`; 3: a random plan's replay names `--engine 2024` when it
-/// ran on the engine of 2024, and no `--engine` means the latest engine; in rows of version 2 it meant 2024).
-pub const RESULTS_VERSION: u32 = 3;
+/// ran on the engine of 2024, and no `--engine` means the latest engine; in rows of version 2 it meant 2024;
+/// 4: a random plan's replay names its meta faults' rates and its metas, which rows of before issue 56's flip
+/// left out when they were 0 and 1).
+pub const RESULTS_VERSION: u32 = 4;
+
+/// The meta flags of a random plan's replay, with what a row of version 3 or before meant by leaving one out.
+const META_FLAGS_BEFORE_THE_FLIP: [(&str, &str); 4] = [
+    ("--kill-meta-rate", "0"),
+    ("--crash-meta-rate", "0"),
+    ("--meta-outage-rate", "0"),
+    ("--meta-nodes", "1"),
+];
 
 /// The command that replays `row` today: a random plan's row of version 2 ran on what is now the engine of
-/// 2024, which its command did not name.
+/// 2024, which its command did not name; one of version 3 or before ran without the meta faults and on the one
+/// meta its command did not name.
 fn replay_command(row: &SeedRow) -> String {
     let random = row
         .replay
         .starts_with("cargo xtask soak --scenario random ");
-    if row.version < 3
-        && random
-        && !row.replay.contains(" --engine ")
-        && let Some((head, seeds)) = row.replay.split_once(" --seeds ")
-    {
-        return format!("{head} --engine 2024 --seeds {seeds}");
+    let Some((head, seeds)) = row.replay.split_once(" --seeds ") else {
+        return row.replay.clone();
+    };
+    if !random || row.version >= RESULTS_VERSION {
+        return row.replay.clone();
     }
-    row.replay.clone()
+    let mut head = head.to_string();
+    if row.version < 3 && !head.contains(" --engine ") {
+        head.push_str(" --engine 2024");
+    }
+    for (flag, value) in META_FLAGS_BEFORE_THE_FLIP {
+        if !head.contains(&format!(" {flag} ")) {
+            head.push_str(&format!(" {flag} {value}"));
+        }
+    }
+    format!("{head} --seeds {seeds}")
 }
 
 /// What a soak campaign runs.
@@ -876,11 +895,23 @@ mod tests {
         let mut row = random.spec(17).run("c", ReproHooks::default(), None);
         assert!(!row.replay.contains("--engine"), "{}", row.replay);
         assert_eq!(replay_command(&row), row.replay);
+        let meta_flags =
+            " --kill-meta-rate 0.3 --crash-meta-rate 0.3 --meta-outage-rate 0.2 --meta-nodes 3";
+        assert!(row.replay.contains(meta_flags), "{}", row.replay);
+        row.replay = row.replay.replace(meta_flags, "");
         row.version = 2;
         let old = replay_command(&row);
-        assert!(old.ends_with(" --engine 2024 --seeds 17..18"), "{old}");
+        let tail = " --engine 2024 --kill-meta-rate 0 --crash-meta-rate 0 --meta-outage-rate 0 --meta-nodes 1 \
+                    --seeds 17..18";
+        assert!(old.ends_with(tail), "{old}");
         let back = spec_of_replay(&old).expect("it replays");
         assert_eq!(back.replay(), old);
-        assert!(back.plan().expect("a random plan").cluster.flow_control);
+        let plan = back.plan().expect("a random plan");
+        assert!(plan.cluster.flow_control);
+        assert_eq!(plan.cluster.meta_nodes, 1);
+        row.version = 3;
+        let before_the_flip = replay_command(&row);
+        assert!(before_the_flip.ends_with(" --meta-outage-rate 0 --meta-nodes 1 --seeds 17..18"));
+        assert!(!before_the_flip.contains("--engine"), "{before_the_flip}");
     }
 }

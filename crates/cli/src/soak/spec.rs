@@ -225,26 +225,19 @@ pub fn random_campaign(run: BugMode, g: &GenParams) -> String {
     )
 }
 
-/// ` --engine 2024` for plans on the engine of 2024, nothing for the default engine; ` --kill-meta-rate R`
-/// for plans with meta kills (older keys stay valid).
+/// ` --engine 2024` for plans on the engine of 2024, nothing for the default engine; then the meta faults'
+/// rates and the metas, always (a key or replay of a campaign stays the same whatever the defaults become;
+/// keys written before issue 56's flip, which left out the zero rates and one meta, name other plans and do
+/// not resume).
 fn engine_flag(g: &GenParams) -> String {
     let mut flags = String::new();
     if g.flow_control {
         flags.push_str(" --engine 2024");
     }
-    // Only when meta kills are drawn: older keys and replays stay valid.
-    if g.kill_meta_rate > 0.0 {
-        flags.push_str(&format!(" --kill-meta-rate {}", g.kill_meta_rate));
-    }
-    if g.crash_meta_rate > 0.0 {
-        flags.push_str(&format!(" --crash-meta-rate {}", g.crash_meta_rate));
-    }
-    if g.meta_outage_rate > 0.0 {
-        flags.push_str(&format!(" --meta-outage-rate {}", g.meta_outage_rate));
-    }
-    if g.meta_nodes > 1 {
-        flags.push_str(&format!(" --meta-nodes {}", g.meta_nodes));
-    }
+    flags.push_str(&format!(
+        " --kill-meta-rate {} --crash-meta-rate {} --meta-outage-rate {} --meta-nodes {}",
+        g.kill_meta_rate, g.crash_meta_rate, g.meta_outage_rate, g.meta_nodes
+    ));
     flags
 }
 

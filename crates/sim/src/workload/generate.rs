@@ -48,11 +48,11 @@ impl Default for GenParams {
             duration_ms: 60_000,
             kill_rate: 0.5,
             background_ddl_rate: 0.5,
-            kill_meta_rate: 0.0,
-            crash_meta_rate: 0.0,
-            meta_outage_rate: 0.0,
+            kill_meta_rate: 0.3,
+            crash_meta_rate: 0.3,
+            meta_outage_rate: 0.2,
             flow_control: false,
-            meta_nodes: 1,
+            meta_nodes: crate::config::DEFAULT_META_NODES,
         }
     }
 }
@@ -1115,14 +1115,45 @@ mod tests {
         }
     }
 
+    /// The default mix without its meta faults, on one meta: the plans of before issue 56's flip.
+    fn without_meta_faults() -> GenParams {
+        GenParams {
+            kill_meta_rate: 0.0,
+            crash_meta_rate: 0.0,
+            meta_outage_rate: 0.0,
+            meta_nodes: 1,
+            ..GenParams::default()
+        }
+    }
+
+    /// The default mix has every meta fault, on three metas.
+    #[test]
+    fn the_default_mix_has_meta_faults_on_three_metas() {
+        let g = GenParams::default();
+        assert_eq!(g.meta_nodes, 3);
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            for s in generate(seed, &g).steps {
+                match s.action {
+                    Action::KillMeta { .. } => kinds.insert("kill"),
+                    Action::CrashMeta { .. } => kinds.insert("crash"),
+                    Action::KillComputeNodesAndMeta { .. } => kinds.insert("outage"),
+                    Action::FailMetaKeepAlives { .. } => kinds.insert("keep-alive"),
+                    _ => false,
+                };
+            }
+        }
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+    }
+
     /// Meta kills are drawn after every other step: with them, each seed's plan is the plan without them,
-    /// plus its meta kills; without them (the default), none.
+    /// plus its meta kills; without them, none.
     #[test]
     fn meta_kills_leave_the_rest_of_the_plan_as_it_was() {
-        let g = GenParams::default();
+        let g = without_meta_faults();
         let with = GenParams {
             kill_meta_rate: 1.0,
-            ..GenParams::default()
+            ..without_meta_faults()
         };
         let is_meta_kill = |s: &Step| matches!(s.action, Action::KillMeta { .. });
         let mut kills = 0;
@@ -1143,7 +1174,7 @@ mod tests {
         let three = GenParams {
             kill_meta_rate: 1.0,
             meta_nodes: 3,
-            ..GenParams::default()
+            ..without_meta_faults()
         };
         let mut named = std::collections::BTreeSet::new();
         for seed in 0..50 {
@@ -1163,7 +1194,7 @@ mod tests {
             7,
             &GenParams {
                 kill_meta_rate: 1.0,
-                ..GenParams::default()
+                ..without_meta_faults()
             },
         );
         let json = serde_json::to_string(&one).unwrap();
@@ -1180,10 +1211,10 @@ mod tests {
     /// its crash steps, each at a point the job API reaches; every point of those is drawn.
     #[test]
     fn crash_points_leave_the_rest_of_the_plan_as_it_was() {
-        let g = GenParams::default();
+        let g = without_meta_faults();
         let with = GenParams {
             crash_meta_rate: 1.0,
-            ..GenParams::default()
+            ..without_meta_faults()
         };
         let mut points = std::collections::BTreeSet::new();
         for seed in 0..100 {
@@ -1215,7 +1246,7 @@ mod tests {
         for meta_nodes in [1, 3] {
             let g = GenParams {
                 meta_nodes,
-                ..GenParams::default()
+                ..without_meta_faults()
             };
             let with = GenParams {
                 meta_outage_rate: 1.0,

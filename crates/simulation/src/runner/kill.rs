@@ -31,7 +31,7 @@ pub struct KillRoles {
 impl KillRoles {
     /// Every role the engine has (`--kill`).
     pub const ALL: Self = Self {
-        meta: false,
+        meta: true,
         frontend: true,
         compute: true,
         compactor: true,
