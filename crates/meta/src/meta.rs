@@ -926,6 +926,18 @@ impl MetaNode {
     /// caller aborts its tasks (the barrier manager, the heartbeat checker). Reads still answer, from the
     /// state it had.
     pub fn kill(&self) {
+        self.kill_fenced(true);
+    }
+
+    /// A test-only mutation (issue 56, stage 5): [`MetaNode::kill`] without the fence, so that its writes and
+    /// the epoch marks of its barriers still reach the store, as a meta of RisingWave's etcd days that lost its
+    /// lease but not its process could. The one-writer check outside meta must catch them.
+    #[doc(hidden)]
+    pub fn kill_without_fence(&self) {
+        self.kill_fenced(false);
+    }
+
+    fn kill_fenced(&self, fence: bool) {
         let inner = &self.inner;
         if inner
             .killed
@@ -933,7 +945,9 @@ impl MetaNode {
         {
             return;
         }
-        inner.persistence.fence();
+        if fence {
+            inner.persistence.fence();
+        }
         inner.hummock.set_compaction_paused(true);
         inner.scheduler.abort_and_mark_blocked("meta is stopped");
         inner.tracker().drain(CreateAborted::MetaStopped);

@@ -6,7 +6,9 @@
 //! - (I3) after each recovery, the registered tables equal the catalog's (but for drops still queued for their
 //!   barrier), and at the end of a run they equal it;
 //! - (I5) persisted backfill rows equal the executor's committed copy, and positions only move forward: the
-//!   executor checks both itself and fails with a typed error, which the scenario reports.
+//!   executor checks both itself and fails with a typed error, which the scenario reports;
+//! - (I5 meta-restart) after each start of a meta, what clients were told holds (`meta_witness.rs`);
+//! - (I6 one-writer) no meta writes its store after a later one claimed it (`one_writer.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -132,13 +134,15 @@ pub struct Unregister {
 }
 
 /// The invariants as metric label values, each counted from the start of a run.
-pub const INVARIANT_LABELS: [&str; 7] = [
+pub const INVARIANT_LABELS: [&str; 9] = [
     "i1_commit_order",
     "i2_unregister_in_use",
     "i2_zombie_access",
     "i3_table_set",
     "i4_full_collection",
     "i5_meta_restart",
+    "i6_one_writer",
+    "i6_epochs",
     "oracle",
 ];
 
@@ -151,6 +155,8 @@ pub fn invariant_label(invariant: &str) -> &'static str {
         "I3 table-set" => "i3_table_set",
         "I4 full-collection" => "i4_full_collection",
         crate::meta_witness::INVARIANT => "i5_meta_restart",
+        crate::one_writer::INVARIANT => "i6_one_writer",
+        EPOCHS_INVARIANT => "i6_epochs",
         _ => "oracle",
     }
 }
@@ -213,6 +219,10 @@ impl Checkers {
                 let at_us = cluster.ctx.clock.elapsed_us();
                 me.record_unregister(mode, at_us, tables, users, reason);
             }));
+        let me = this.clone();
+        cluster
+            .watched_store()
+            .report_to(Arc::new(move |v| me.violation(v)));
         let weak = Arc::downgrade(cluster);
         let me = this.clone();
         let exact = mode.settles_the_table_set();
@@ -353,12 +363,23 @@ impl Checkers {
     }
 }
 
-/// Why an event log breaks I1 or I4 ([`check_commits`]). Nodes are the worker ids as the log prints them.
+/// (I6 epochs) Every epoch a meta issues is above every epoch issued before, by it or an earlier meta.
+pub const EPOCHS_INVARIANT: &str = "I6 epochs";
+
+/// Why an event log breaks I1, I4 or I6 ([`check_commits`]). Nodes are the worker ids as the log prints them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CommitCheckError {
     /// (I1) A commit of an epoch not above the previous commit's.
     #[error("commit of {epoch} after {last}: {line}")]
     NotIncreasing { epoch: u64, last: u64, line: String },
+    /// (I6 epochs) A barrier whose epoch is not above every epoch injected before it (by this meta or an
+    /// earlier one).
+    #[error("barrier of {curr} injected after {last}: {line}")]
+    IssuedNotIncreasing { curr: u64, last: u64, line: String },
+    /// (I6 one-writer) A barrier that does not follow the last one injected (its `prev` another epoch), other
+    /// than a recovery's first: two barrier managers drive the nodes.
+    #[error("barrier from {prev} injected while the last barrier was {last}: {line}")]
+    BrokenChain { prev: u64, last: u64, line: String },
     /// A commit of an epoch that no `inject barrier` line injected.
     #[error("commit of an epoch never injected: {line}")]
     NeverInjected { epoch: u64, line: String },
@@ -393,23 +414,29 @@ pub enum CommitCheckError {
 }
 
 impl CommitCheckError {
-    /// The invariant the error breaks: I4 full-collection for a commit without every node, else I1.
+    /// The invariant the error breaks: I4 full-collection for a commit without every node, I6 for a barrier
+    /// out of order or out of the chain, else I1.
     pub fn invariant(&self) -> &'static str {
         match self {
             CommitCheckError::CommittedWithout { .. }
             | CommitCheckError::CollectedFromOthers { .. } => "I4 full-collection",
+            CommitCheckError::IssuedNotIncreasing { .. } => EPOCHS_INVARIANT,
+            CommitCheckError::BrokenChain { .. } => crate::one_writer::INVARIANT,
             _ => "I1 commit-order",
         }
     }
 }
 
-/// (I1, I4) on an event log: committed epochs strictly increase, and an epoch is committed only after every
-/// node it was injected to has collected it. Returns the number of commits checked.
+/// (I1, I4, I6) on an event log: committed epochs strictly increase, and an epoch is committed only after every
+/// node it was injected to has collected it; injected epochs strictly increase, and each barrier follows the
+/// last one injected but a recovery's first (one barrier manager at a time). Returns the number of commits
+/// checked.
 pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
     use std::collections::BTreeMap;
     let mut injected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut collected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut last: u64 = 0;
+    let mut last_issued: Option<u64> = None;
     let mut commits = 0;
     let unparsable =
         |event: &'static str, field: &'static str, line: &str| CommitCheckError::Unparsable {
@@ -420,6 +447,7 @@ pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
     for line in lines {
         if line.contains(" inject barrier: ") {
             let prev = log_field(line, "prev").ok_or_else(|| unparsable("inject", "prev", line))?;
+            check_issued(line, &prev, &mut last_issued)?;
             injected.insert(
                 prev,
                 nodes_of(&log_field(line, "nodes").unwrap_or_default()),
@@ -454,6 +482,42 @@ pub fn check_commits(lines: &[String]) -> Result<usize, CommitCheckError> {
         }
     }
     Ok(commits)
+}
+
+/// (I6) An `inject barrier` line: its `curr` above `last`, and its `prev` `last` unless it is a recovery's
+/// first barrier (`kind=initial`); `last` becomes its `curr`.
+fn check_issued(line: &str, prev: &str, last: &mut Option<u64>) -> Result<(), CommitCheckError> {
+    let parsed = |field: &'static str, v: Option<String>| {
+        v.and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| CommitCheckError::Unparsable {
+                event: "inject",
+                field,
+                line: line.to_string(),
+            })
+    };
+    let curr = parsed("curr", log_field(line, "curr"))?;
+    let prev = parsed("prev", Some(prev.to_string()))?;
+    if let Some(l) = *last {
+        if curr <= l {
+            let line = line.to_string();
+            return Err(CommitCheckError::IssuedNotIncreasing {
+                curr,
+                last: l,
+                line,
+            });
+        }
+        let initial = log_field(line, "kind").is_some_and(|k| k == "initial");
+        if !initial && prev != l {
+            let line = line.to_string();
+            return Err(CommitCheckError::BrokenChain {
+                prev,
+                last: l,
+                line,
+            });
+        }
+    }
+    *last = Some(curr);
+    Ok(())
 }
 
 /// The value of ` key=` in an event line: up to the next space, or a whole `[...]` list.
@@ -508,6 +572,19 @@ mod tests {
 
     fn log(lines: &[&str]) -> Vec<String> {
         lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    /// (I6) Injected epochs strictly increase, and a barrier follows the last one but a recovery's first.
+    #[test]
+    fn barriers_follow_each_other_in_one_chain() {
+        let initial = "  1.2 inject barrier: prev=10 curr=40 kind=initial mutation=add nodes=[1]";
+        assert_eq!(check_commits(&log(&[INJECT_10, INJECT_20, initial])), Ok(0));
+        let again = "  1.2 inject barrier: prev=30 curr=30 kind=checkpoint nodes=[1]";
+        let err = check_commits(&log(&[INJECT_10, INJECT_20, again])).unwrap_err();
+        assert_eq!(err.invariant(), EPOCHS_INVARIANT, "{err}");
+        let other = "  1.2 inject barrier: prev=20 curr=35 kind=checkpoint nodes=[1]";
+        let err = check_commits(&log(&[INJECT_10, INJECT_20, other])).unwrap_err();
+        assert_eq!(err.invariant(), crate::one_writer::INVARIANT, "{err}");
     }
 
     const INJECT_10: &str = "  1.0 inject barrier: prev=10 curr=20 kind=checkpoint nodes=[1, 2]";

@@ -72,6 +72,8 @@ pub struct Cluster {
     pub ctx: SimContext,
     /// Meta, reached through one slot (see [`Cluster::meta`]) so that a meta can be replaced.
     meta_slot: Arc<Mutex<MetaNode>>,
+    /// The store every meta of the cluster opens, watched for writes of a deposed meta (I6).
+    store: Arc<crate::one_writer::WatchedStore>,
     pub hummock: Arc<HummockManager>,
     pub network: Network,
     pub sinks: SinkRegistry,
@@ -174,6 +176,11 @@ impl Cluster {
             failures: ActorFailureLog::default(),
             access_observer: Some(zombie.observer(Arc::downgrade(&hummock), ctx.clock.clone())),
         };
+        let inner_store = config.meta.store.open()?;
+        let store = Arc::new(crate::one_writer::WatchedStore::new(
+            inner_store,
+            ctx.clock.clone(),
+        ));
         let (meta, manager) = MetaNode::open(epochlab_meta::MetaEnv {
             config: config.meta.clone(),
             hummock: hummock.clone(),
@@ -181,7 +188,7 @@ impl Cluster {
             log: ctx.log.clone(),
             clock: ctx.clock.clone(),
             rng: ctx.rng.clone(),
-            store: config.meta.store.open()?,
+            store: store.clone(),
         })?;
         let mut env = env;
         let meta_slot = Arc::new(Mutex::new(meta.clone()));
@@ -211,6 +218,7 @@ impl Cluster {
         let cluster = Self {
             ctx: ctx.clone(),
             meta_slot,
+            store,
             hummock,
             network,
             sinks,
@@ -397,6 +405,11 @@ impl Cluster {
     /// The witness of meta's last kill, once (see [`crate::meta_witness`]).
     pub fn take_meta_witness(&self) -> Option<crate::meta_witness::MetaWitness> {
         lock(&self.meta_witness).take()
+    }
+
+    /// The cluster's meta store, as the one-writer check watches it (I6).
+    pub fn watched_store(&self) -> &Arc<crate::one_writer::WatchedStore> {
+        &self.store
     }
 
     /// The meta node now serving the cluster (a handle: cheap to clone, and the one place meta is reached,

@@ -14,6 +14,7 @@ pub mod checkers;
 pub mod cluster;
 pub mod config;
 pub mod meta_witness;
+pub mod one_writer;
 pub mod panic;
 pub mod report;
 pub mod repro;
