@@ -40,10 +40,11 @@ use crate::ci::CiArgs;
 /// per step; and the command replaying each failing (step, seed). A step whose files are not
 /// under --root, or that needs what epochlab lacks, is reported not run and fails nothing.
 ///
-/// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 compute nodes of 2 cores
-/// (parallelism 6), 2 compactors and 2 frontends behind one round-robin address. Deviations,
-/// printed with each run: its 3 metas are 1 meta (--meta-nodes 3 runs 3 on a lease), killed only with
-/// --kill-meta, and the frontends share one catalog.
+/// The cluster is RisingWave's ci-3cn-2fe-3meta by default: 3 metas on a lease, killed with
+/// the other roles (drawn first, never all; --spare-meta spares them), 3 compute nodes of 2 cores
+/// (parallelism 6), 2 compactors and 2 frontends behind one round-robin address, each with its
+/// own cache of meta's catalog and its own meta client. Another --meta-nodes is a deviation
+/// printed with each run.
 ///
 /// Each flag may be given at most once (`--flag VALUE` or `--flag=VALUE`).
 #[derive(Args, Clone, Debug)]
@@ -182,6 +183,15 @@ impl CiCmd {
                 a: "--update-expected",
                 b: "--shard",
                 reason: "a shard sees part of the run; update the ratchet from a whole run",
+            });
+        }
+        if self.update_expected
+            && self.topology.meta_nodes != epochlab_sim::config::DEFAULT_META_NODES
+        {
+            return Err(CheckError::Exclusive {
+                a: "--update-expected",
+                b: "--meta-nodes",
+                reason: "the ratchet is measured on 3 metas, killed with the other roles",
             });
         }
         let steps = match &self.step {

@@ -45,13 +45,13 @@ pub struct CorpusCmd {
     /// has no line for meta kills alone).
     #[arg(long, verbatim_doc_comment, conflicts_with_all = ["update_expected", "spare_meta"])]
     pub kill_meta: bool,
-    /// With --kill: never kill a meta (the roles RisingWave's runner killed at HEAD, one meta)
+    /// With --kill: never kill a meta (RisingWave's runner at HEAD); --update-expected is refused
     #[arg(long, requires = "kill", conflicts_with = "update_expected")]
     pub spare_meta: bool,
     /// 1..=16, default 3: meta nodes; several run on a lease, one leading (RisingWave's CI: 3)
     ///
-    /// The ratchet is measured on 3: with another count its check is that every file listed as
-    /// passing passes (--update-expected is refused).
+    /// The ratchet is measured on 3: given at all, its check is that every file listed as passing
+    /// passes (--update-expected is refused).
     #[arg(long, value_name = "N", verbatim_doc_comment, conflicts_with = "update_expected",
           value_parser = values::number::<u32>(values::META_NODES))]
     pub meta_nodes: Option<u32>,

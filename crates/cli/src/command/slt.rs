@@ -13,8 +13,8 @@ use crate::slt::SltArgs;
 
 /// Run sqllogictest files against the simulated cluster, each file in a fresh cluster
 ///
-/// Each file runs in a fresh cluster (RisingWave's CI's: 2 frontends, 3 compute nodes of 2
-/// cores, 2 compactors; 256 vnodes, a barrier a second; parallelism 6 unless the file sets
+/// Each file runs in a fresh cluster (RisingWave's CI's: 3 metas on a lease, 2 frontends, 3
+/// compute nodes of 2 cores, 2 compactors; 256 vnodes, a barrier a second; parallelism 6 unless the file sets
 /// STREAMING_PARALLELISM), through the `sqllogictest` runner,
 /// as RisingWave's simulation runs its e2e tests. A FILE may be a glob, such as
 /// 'tests/slt/recovery/*.slt'.

@@ -21,9 +21,11 @@ use crate::soak::{Scenario, SoakArgs};
 ///
 /// Each seed draws a random workload plan (tables, DML streams of inserts, updates and deletes, views and
 /// sinks with arrangement backfill, foreground and background, drops and cancels while they backfill,
-/// throttles, reschedules; a compaction group per job or RisingWave's static groups) with faults (node kills
-/// and restarts, failed and delayed RPCs), runs it, lets the cluster settle and checks: actor state errors,
-/// the invariants (commit order, tables unregistered while in use or touched after, registered tables), an
+/// throttles, reschedules; a compaction group per job or RisingWave's static groups) on three metas, with
+/// faults (node kills and restarts, failed and delayed RPCs, meta kills, crash points, whole-cluster outages,
+/// a leader's keep-alives timing out), runs it, lets the cluster settle and checks: actor state errors, the
+/// invariants (commit order, tables unregistered while in use or touched after, registered tables, what a
+/// restarted meta or a new leader was told, one writer of the store and of the barriers), an
 /// oracle (every view and sink equals its table; every table holds what its DML left), and stalls (no epoch
 /// committed for 180 s, as when a compaction group's writes stop). `--scenario 14910` runs the directed
 /// scenario of `epochlab repro` instead; `--slt GLOB` runs sqllogictest files.
@@ -125,7 +127,7 @@ pub struct SoakCmd {
     pub slt: Option<String>,
     /// With --slt: kill nodes of every role the engine has, as RisingWave's simulation runner does
     ///
-    /// Frontend, compute nodes, compactor; meta only with --kill-meta. Then --kill-rate defaults to 1.0 and
+    /// Metas (drawn first, never all), frontends, compute nodes, compactors. Then --kill-rate defaults to 1.0 and
     /// --background-ddl-rate to 0.0. See `epochlab slt --help`.
     #[arg(long, verbatim_doc_comment, requires = "slt")]
     pub kill: bool,

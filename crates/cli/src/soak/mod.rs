@@ -653,6 +653,13 @@ pub fn read_all(path: &std::path::Path) -> Result<Vec<SeedRow>, SoakError> {
             line: i + 1,
             detail: e.to_string(),
         })?;
+        if row.version > RESULTS_VERSION {
+            return Err(SoakError::BadRow {
+                path: path.display().to_string(),
+                line: i + 1,
+                detail: format!("version {} is newer than this build's", row.version),
+            });
+        }
         rows.push(row);
     }
     Ok(rows)
@@ -699,7 +706,10 @@ fn replay_file(
         })?;
         runs.push(spec);
     }
-    let before: BTreeMap<&str, &SeedRow> = commands.iter().map(String::as_str).zip(&rows).collect();
+    // Each run is known by its command as this build writes it (a rewritten older row's flags may come in
+    // another order).
+    let keys: Vec<String> = runs.iter().map(RunSpec::replay).collect();
+    let before: BTreeMap<&str, &SeedRow> = keys.iter().map(String::as_str).zip(&rows).collect();
     let (mut same, mut differ) = (0u64, 0u64);
     let stop = AtomicBool::new(false);
     let workers = Workers {
@@ -712,18 +722,19 @@ fn replay_file(
         meta_store: None,
     };
     workers.run(runs.into_iter(), |now| {
-        let was = before[now.replay.as_str()];
-        if was.outcome == now.outcome && was.digest == now.digest {
+        // A run is always one of the rows' (its key is its spec's): `-` only if that ever failed.
+        let (outcome, digest) = before
+            .get(now.replay.as_str())
+            .map_or(("-", "-"), |w| (w.outcome.as_str(), w.digest.as_str()));
+        if outcome == now.outcome && digest == now.digest {
             same += 1;
             outln!("seed {}: same", now.seed);
         } else {
             differ += 1;
             outln!(
-                "seed {}: DIFFERS (outcome {} -> {}, digest {} -> {})",
+                "seed {}: DIFFERS (outcome {outcome} -> {}, digest {digest} -> {})",
                 now.seed,
-                was.outcome,
                 now.outcome,
-                was.digest,
                 now.digest
             );
         }
@@ -885,6 +896,35 @@ mod tests {
         assert!(spec_of_replay("cargo xtask repro --mode all").is_err());
         assert!(spec_of_replay("rm -rf /").is_err());
         assert!(spec_of_replay("cargo xtask soak --seeds 1..5").is_err());
+    }
+
+    /// A row of version 3 whose meta flags come in another order than this build writes them replays as the
+    /// same run, and a row of a newer version than this build's is bad input (not a panic).
+    #[test]
+    fn an_older_row_with_its_flags_in_another_order_replays_the_same() {
+        let mut random = args();
+        random.params.mode = Mode::Fixed;
+        let mut row = random.spec(17).run("c", ReproHooks::default(), None);
+        let canonical =
+            " --kill-meta-rate 0.3 --crash-meta-rate 0.3 --meta-outage-rate 0.2 --meta-nodes 3";
+        let reordered =
+            " --meta-nodes 3 --meta-outage-rate 0.2 --crash-meta-rate 0.3 --kill-meta-rate 0.3";
+        assert!(row.replay.contains(canonical), "{}", row.replay);
+        row.replay = row.replay.replace(canonical, reordered);
+        row.version = 3;
+        let dir =
+            std::env::temp_dir().join(format!("epochlab-replay-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("r.jsonl");
+        std::fs::write(&file, serde_json::to_string(&row).unwrap() + "\n").unwrap();
+        let observer = SoakObserver::off();
+        assert_eq!(replay_file(&file, 1, &observer).unwrap(), 0, "the same run");
+        row.version = RESULTS_VERSION + 1;
+        std::fs::write(&file, serde_json::to_string(&row).unwrap() + "\n").unwrap();
+        assert!(matches!(
+            replay_file(&file, 1, &observer),
+            Err(SoakError::BadRow { .. })
+        ));
     }
 
     /// A random plan's row of version 2 ran on the engine of 2024 without naming it: its replay does.

@@ -73,8 +73,8 @@ const RECORD: Record = Record {
            unregistered the job's state tables from Hummock once the failed Stop returned, before recovery reset \
            the compute nodes",
     differs: "the old-row check runs in every build and fails the actor with a typed error (RisingWave's was \
-              debug-only and panicked); one meta node, no etcd, and the CI run's kill timing is drawn, not \
-              recorded",
+              debug-only and panicked); three metas on a simulated etcd lease (as the CI run's) with an SQLite \
+              store, and the CI run's kill timing is drawn, not recorded",
 };
 
 /// The engine's toggles of a run in `mode`: [`drop_mode`]'s, the others fixed.
@@ -664,7 +664,7 @@ fn verdict(
         report.caught_by = Some(checker_name(v.invariant));
         report.error = Some(v.to_string());
         report.failing_actor = v.actor;
-        report.timeline = timeline(&setup.ctx.log.lines(), v.actor);
+        report.timeline = timeline(&setup.ctx.log.lines(), v.actor, v.at_us);
         if let Some(a) = v.actor {
             let mine = capture.lines_of_actor(u64::from(a));
             report.original_lines = mine[mine.len().saturating_sub(12)..].to_vec();
@@ -737,7 +737,7 @@ fn failed_by_actor(
     };
     report.caught_by = Some(check);
     report.failing_vnode = vnode;
-    report.timeline = timeline(&setup.ctx.log.lines(), Some(failure.actor.0));
+    report.timeline = timeline(&setup.ctx.log.lines(), Some(failure.actor.0), None);
     let mine = capture.lines_of_actor(failure.actor.0 as u64);
     report.original_lines = mine[mine.len().saturating_sub(12)..].to_vec();
 }
@@ -852,13 +852,31 @@ fn why_check_silent(record: &DropRecord) -> String {
 }
 
 /// The lines that tell the story: the scenario's steps, unregisters, resets, the actor's persists, and
-/// its failure.
-fn timeline(lines: &[String], actor: Option<u32>) -> Vec<String> {
+/// its failure; from the drop, or from the recovery in which a violation found before the drop (at `at_us`)
+/// happened (a crash point's recovery, say).
+fn timeline(lines: &[String], actor: Option<u32>, at_us: Option<u64>) -> Vec<String> {
     let actor_tag = actor.map(|a| format!("actor={a} "));
-    let from = lines
+    let drop = lines
         .iter()
         .rposition(|l| l.contains(" scenario: drop sink"))
         .unwrap_or(0);
+    let stamp_us = |l: &str| {
+        let s = l.split_whitespace().next()?.parse::<f64>().ok()?;
+        Some((s * 1e6).round() as u64)
+    };
+    let earlier = at_us.filter(|&at| {
+        lines
+            .get(drop)
+            .and_then(|l| stamp_us(l))
+            .is_some_and(|d| at < d)
+    });
+    let from = earlier
+        .and_then(|at| {
+            lines.iter().rposition(|l| {
+                l.contains(" recovery: start") && stamp_us(l).is_some_and(|t| t <= at)
+            })
+        })
+        .map_or(drop, |start| start.min(drop));
     let mine = |l: &str| actor_tag.as_ref().is_some_and(|t| l.contains(t.as_str()));
     let mut out: Vec<String> = Vec::new();
     // The actor's last persist before the drop, for context.
