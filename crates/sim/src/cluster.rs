@@ -72,7 +72,8 @@ pub struct Cluster {
     pub ctx: SimContext,
     /// Meta, reached through one slot (see [`Cluster::meta`]) so that a meta can be replaced.
     meta_slot: Arc<Mutex<MetaNode>>,
-    /// The store every meta of the cluster opens, watched for writes of a deposed meta (I6).
+    /// The store every meta of the cluster opens, watched for writes of a deposed meta (I6). (A meta restored
+    /// into another store, [`Cluster::restart_meta_from`], writes that one, unwatched.)
     store: Arc<crate::one_writer::WatchedStore>,
     pub hummock: Arc<HummockManager>,
     pub network: Network,

@@ -889,52 +889,58 @@ fn over_windows(d: &Draw, c: &PlanCluster, g: &GenParams, steps: &mut Vec<Step>)
     });
 }
 
-/// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
-fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
-    if g.kill_meta_rate <= 0.0 {
+/// Opportunities from U(`first`) ms on, every U(`gap`) ms until the plan ends, each taken with probability
+/// `rate` (its own draws made by `take`, right after the draw that took it); none and no draw at rate 0.
+fn opportunities(
+    d: &Draw,
+    g: &GenParams,
+    rate: f64,
+    (first, gap): ((u64, u64), (u64, u64)),
+    mut take: impl FnMut(u64) -> Action,
+    steps: &mut Vec<Step>,
+) {
+    if rate <= 0.0 {
         return;
     }
-    let mut at_ms = d.between(3000, 15_000);
+    let mut at_ms = d.between(first.0, first.1);
     while at_ms < g.duration_ms {
-        if d.chance(g.kill_meta_rate) {
-            let mut restart_after_ms = d.between(0, 1000);
-            if d.chance(0.1) {
-                restart_after_ms += 20_000;
-            }
-            let node = (g.meta_nodes > 1).then(|| d.between(1, u64::from(g.meta_nodes) + 1) as u32);
-            steps.push(Step {
-                at_ms,
-                action: Action::KillMeta {
-                    restart_after_ms,
-                    node,
-                },
-            });
+        if d.chance(rate) {
+            let action = take(at_ms);
+            steps.push(Step { at_ms, action });
         }
-        at_ms += d.between(10_000, 30_000);
+        at_ms += d.between(gap.0, gap.1);
     }
+}
+
+/// Meta kill opportunities every 10 to 30 s, each taken with the meta kill rate; none drawn at rate 0.
+fn meta_kills(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
+    let times = ((3000, 15_000), (10_000, 30_000));
+    let kill = |_| {
+        let mut restart_after_ms = d.between(0, 1000);
+        if d.chance(0.1) {
+            restart_after_ms += 20_000;
+        }
+        let node = (g.meta_nodes > 1).then(|| d.between(1, u64::from(g.meta_nodes) + 1) as u32);
+        Action::KillMeta {
+            restart_after_ms,
+            node,
+        }
+    };
+    opportunities(d, g, g.kill_meta_rate, times, kill, steps);
 }
 
 /// Crash point opportunities every 10 to 30 s, each taken with the crash rate, its point one the job API
 /// reaches; none drawn at rate 0.
 fn meta_crashes(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
-    if g.crash_meta_rate <= 0.0 {
-        return;
-    }
     let points: Vec<epochlab_meta::CrashPoint> = epochlab_meta::CrashPoint::ALL
         .into_iter()
         .filter(|p| p.reached_by_job_api())
         .collect();
-    let mut at_ms = d.between(3000, 15_000);
-    while at_ms < g.duration_ms {
-        if d.chance(g.crash_meta_rate) {
-            let point = points[d.between(0, points.len() as u64) as usize];
-            steps.push(Step {
-                at_ms,
-                action: Action::CrashMeta { point },
-            });
-        }
-        at_ms += d.between(10_000, 30_000);
-    }
+    let times = ((3000, 15_000), (10_000, 30_000));
+    let crash = |_| Action::CrashMeta {
+        point: points[d.between(0, points.len() as u64) as usize],
+    };
+    opportunities(d, g, g.crash_meta_rate, times, crash, steps);
 }
 
 /// Meta outage opportunities every 20 to 40 s, each taken with the outage rate: the whole cluster but its
@@ -942,29 +948,22 @@ fn meta_crashes(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
 /// leader's keep-alives unanswered for 6 to 15 s (it exits) or, one time in four, 1 to 4 s (it stays).
 /// None drawn at rate 0.
 fn meta_outages(d: &Draw, g: &GenParams, steps: &mut Vec<Step>) {
-    if g.meta_outage_rate <= 0.0 {
-        return;
-    }
-    let mut at_ms = d.between(5000, 20_000);
-    while at_ms < g.duration_ms {
-        if d.chance(g.meta_outage_rate) {
-            let action = if g.meta_nodes > 1 && d.chance(0.5) {
-                let duration_ms = match d.chance(0.25) {
-                    true => d.between(1000, 4000),
-                    false => d.between(6000, 15_000),
-                };
-                Action::FailMetaKeepAlives { duration_ms }
-            } else {
-                let mut restart_after_ms = d.between(0, 2000);
-                if d.chance(0.1) {
-                    restart_after_ms += 20_000;
-                }
-                Action::KillComputeNodesAndMeta { restart_after_ms }
+    let times = ((5000, 20_000), (20_000, 40_000));
+    let outage = |_| {
+        if g.meta_nodes > 1 && d.chance(0.5) {
+            let duration_ms = match d.chance(0.25) {
+                true => d.between(1000, 4000),
+                false => d.between(6000, 15_000),
             };
-            steps.push(Step { at_ms, action });
+            return Action::FailMetaKeepAlives { duration_ms };
         }
-        at_ms += d.between(20_000, 40_000);
-    }
+        let mut restart_after_ms = d.between(0, 2000);
+        if d.chance(0.1) {
+            restart_after_ms += 20_000;
+        }
+        Action::KillComputeNodesAndMeta { restart_after_ms }
+    };
+    opportunities(d, g, g.meta_outage_rate, times, outage, steps);
 }
 
 /// Kill opportunities every 5 to 15 s, and now and then a barrier latency spike, a slow reset or a failed
