@@ -181,7 +181,7 @@ fn every_bug_meets_its_expectation_on_one_meta_and_a_crash_keeps_the_leader() {
     let out = epochlab(["repro", "--bug", "all", "--meta-nodes", "1", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let all: Vec<RunRow> = rows(&out);
-    assert_eq!(all.len(), 17);
+    assert_eq!(all.len(), 19);
     for row in &all {
         assert_eq!(row.verdict, "met", "{} {}", row.bug, row.mode);
         assert_eq!(row.meta_nodes, 1);
@@ -262,6 +262,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("22384", "fixed", "passed"),
             ("22476", "buggy", "failed"),
             ("22476", "fixed", "passed"),
+            ("5244", "buggy", "failed"),
+            ("5244", "fixed", "passed"),
             ("8440", "buggy", "failed"),
             ("8440", "fixed", "passed"),
             ("reschedule-unpinned", "buggy", "failed"),
@@ -309,26 +311,31 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
         "{}",
         error(11)
     );
+    assert!(
+        error(13).starts_with("table ") && error(13).contains(", but the table is at epoch "),
+        "{}",
+        error(13)
+    );
     assert_eq!(
-        error(13),
+        error(15),
         "Watermark for vnodes should be either all None or all Some()"
     );
     assert!(
-        error(15).starts_with("backfill progress of vnode "),
+        error(17).starts_with("backfill progress of vnode "),
         "{}",
-        error(15)
+        error(17)
     );
     assert!(
-        error(15).ends_with("(by the backfill persist check)"),
+        error(17).ends_with("(by the backfill persist check)"),
         "{}",
-        error(15)
+        error(17)
     );
     assert!(
-        rows[15]
+        rows[17]
             .replay
             .ends_with("--bug reschedule-unpinned --mode buggy --seed 1"),
         "{}",
-        rows[15].replay
+        rows[17].replay
     );
     assert!(
         rows[7]

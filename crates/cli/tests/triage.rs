@@ -247,6 +247,7 @@ fn each_fixed_runs_own_log_names_no_bug() {
         "15144",
         "22384",
         "22476",
+        "5244",
         "8440",
         "reschedule-unpinned",
     ] {
@@ -268,7 +269,7 @@ fn each_fixed_runs_own_log_names_no_bug() {
 fn each_buggy_runs_own_log_names_its_bug() {
     let dir = std::env::temp_dir().join(format!("epochlab-triage-own-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for bug in ["14910", "16815", "19138", "15144", "8440", "22476"] {
+    for bug in ["14910", "16815", "19138", "15144", "8440", "22476", "5244"] {
         let log = repro_log(&dir, bug, "buggy");
         let out = triage(&[log.as_os_str()]);
         let stdout = String::from_utf8_lossy(&out.stdout);

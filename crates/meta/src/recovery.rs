@@ -38,6 +38,21 @@ toggle! {
     }
 }
 
+toggle! {
+    /// RisingWave #5244: how a reset stops the actors a node still runs (RisingWave's `force_stop_actors`).
+    /// Read only by `Recovery::stop_barrier`.
+    pub enum ForceStopActors {
+        /// From RisingWave #1702 until #5444: a Stop barrier of every actor, its epochs the recovering meta's
+        /// own (a new leader's: above the last one stored), not those its actors are at. An actor with state
+        /// meets a barrier whose `prev` is not its epoch; a merge whose upstreams got the last barrier in
+        /// flight on one node and not on another meets two epochs (`Failed to align barrier`).
+        StopBarrier,
+        /// The fix (#5444): every actor is aborted, no barrier.
+        #[default]
+        Abort,
+    }
+}
+
 /// End `span` as `result` says.
 fn end_as<T>(span: &tracing::Span, clock: &Clock, result: &RecoveryResult<T>) {
     match result {
@@ -66,6 +81,7 @@ impl Recovery {
         worker: WorkerId,
         generation: u64,
         prev_epoch: Epoch,
+        stop: Option<Barrier>,
     ) -> Result<(), RpcError> {
         let clock = &self.inner.clock;
         let span = vspan!(
@@ -77,6 +93,7 @@ impl Recovery {
         let request = Request::Reset {
             generation,
             prev_epoch,
+            stop,
         };
         let result = self
             .inner
@@ -93,6 +110,34 @@ impl Recovery {
             Err(e) => trace::fail(&span, clock, &e.to_string()),
         }
         result.map(|_| ())
+    }
+
+    /// The Stop barrier a reset sends first, as [`ForceStopActors`] says: none, or a Stop of every actor of
+    /// the catalog whose `prev` is the next epoch this meta would issue (above every one issued and `mce`),
+    /// as RisingWave's `reset_compute_nodes` sent before #5444.
+    fn stop_barrier(&self, mce: Epoch) -> Option<Barrier> {
+        let inner = &self.inner;
+        if inner.config.toggles.get::<ForceStopActors>() == ForceStopActors::Abort {
+            return None;
+        }
+        let prev = inner.epoch_high_water().max(mce).next(&inner.clock);
+        let curr = prev.next(&inner.clock);
+        inner.issued_epoch(curr);
+        let actors: BTreeSet<ActorId> = inner
+            .catalog()
+            .relations
+            .values()
+            .flat_map(|r| r.all_actors().map(|a| a.actor_id))
+            .collect();
+        event!(
+            inner.log,
+            "recovery step",
+            "stop actors by barrier prev={prev} curr={curr} actors={}",
+            actors.len()
+        );
+        let epoch = EpochPair::new(curr, prev);
+        let stop = Mutation::Stop(actors);
+        Some(Barrier::new(epoch, BarrierKind::Checkpoint, Some(stop)))
     }
 
     /// Scale in off removed workers, then move the actors of dead workers onto live ones, round-robin by
@@ -276,10 +321,11 @@ impl RecoveryContext for Recovery {
     async fn reset_nodes(&self, generation: u64) -> RecoveryResult<()> {
         let inner = &self.inner;
         let prev_epoch = inner.hummock.max_committed_epoch();
+        let stop = self.stop_barrier(prev_epoch);
         let workers = inner.live_workers();
         let resets = workers
             .iter()
-            .map(|&w| self.reset_node(w, generation, prev_epoch));
+            .map(|&w| self.reset_node(w, generation, prev_epoch, stop.clone()));
         let results = join_all(resets).await;
         let mut failures = BTreeMap::new();
         let mut cluster = inner.cluster();
@@ -333,7 +379,11 @@ impl RecoveryContext for Recovery {
         last_epoch: Epoch,
     ) -> RecoveryResult<Epoch> {
         let inner = &self.inner;
-        let curr = last_epoch.max(mce).next(&inner.clock);
+        // Above a Stop barrier's too (RisingWave #5244's reset issues one).
+        let curr = last_epoch
+            .max(mce)
+            .max(inner.epoch_high_water())
+            .next(&inner.clock);
         inner.issued_epoch(curr);
         let barrier = Barrier::new(
             EpochPair::new(curr, mce),

@@ -66,10 +66,13 @@ pub enum Request {
     DropActors {
         actors: Vec<ActorId>,
     },
-    /// Abort every actor, drop all uncommitted data, move to `generation`.
+    /// Abort every actor, drop all uncommitted data, move to `generation`. With `stop`, first send that
+    /// Stop barrier to the node's actors and wait for it (RisingWave's `force_stop_actors` before #5444:
+    /// RisingWave #5244, where meta sets it).
     Reset {
         generation: u64,
         prev_epoch: Epoch,
+        stop: Option<Barrier>,
     },
     /// Wait until the node has pinned a version whose max committed epoch is at least `epoch`.
     WaitEpochCommit {

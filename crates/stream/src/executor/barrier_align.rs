@@ -50,11 +50,7 @@ fn tag_watermark(input: Input, w: super::Watermark) -> AlignedMessage {
 }
 
 fn misaligned(actor_id: ActorId, expected: &Barrier, got: &Barrier) -> StreamExecutorError {
-    StreamExecutorError::BarrierMisaligned {
-        executor: format!("barrier_align(actor {actor_id})"),
-        expected: expected.epoch.curr.0,
-        got: got.epoch.curr.0,
-    }
+    StreamExecutorError::misaligned(format!("barrier_align(actor {actor_id})"), expected, got)
 }
 
 fn closed(actor_id: ActorId, input: Input, why: &str) -> StreamExecutorError {

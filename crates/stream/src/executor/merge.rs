@@ -184,13 +184,10 @@ impl Stream for SelectReceivers {
                         if let Some(p) = &this.pending
                             && p.epoch != b.epoch
                         {
-                            return Poll::Ready(Some(Err(
-                                StreamExecutorError::BarrierMisaligned {
-                                    executor: format!("Merge(actor {})", this.actor_id),
-                                    expected: p.epoch.curr.0,
-                                    got: b.epoch.curr.0,
-                                },
-                            )));
+                            let executor = format!("Merge(actor {})", this.actor_id);
+                            return Poll::Ready(Some(Err(StreamExecutorError::misaligned(
+                                executor, p, &b,
+                            ))));
                         }
                         this.pending = Some(b);
                         this.active.remove(pos);

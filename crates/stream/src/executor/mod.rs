@@ -96,11 +96,14 @@ pub enum StreamExecutorError {
     Storage(#[from] StorageError),
     #[error("channel {0} closed")]
     ChannelClosed(String),
-    #[error("{executor}: barrier of epoch {got} while epoch {expected} is pending")]
+    /// An upstream's barrier of another epoch than the one the other upstreams delivered: RisingWave's
+    /// `AlignBarrier`, in its words (`error.rs` at 4a4e769995f), each barrier as [`align_text`] writes it;
+    /// `executor` names the merge, union or align and its actor.
+    #[error("Failed to align barrier: expected {expected} but got {got}")]
     BarrierMisaligned {
         executor: String,
-        expected: u64,
-        got: u64,
+        expected: String,
+        got: String,
     },
     #[error("{executor}: the first message must be an Initial or Checkpoint barrier, got {got}")]
     FirstMessage { executor: String, got: String },
@@ -220,16 +223,20 @@ pub enum FailureReason {
     ChannelClosed,
     /// Stored state disagrees with what was written or expected.
     InconsistentState,
+    /// A barrier out of its epoch order: a merge's upstreams delivered barriers of different epochs, or a
+    /// state table was asked to commit an epoch that does not follow its own (RisingWave #5244).
+    EpochOrder,
     /// A write from a reset node's older generation.
     StaleGeneration,
     Other,
 }
 
 impl FailureReason {
-    pub const ALL: [FailureReason; 5] = [
+    pub const ALL: [FailureReason; 6] = [
         FailureReason::StateMissing,
         FailureReason::ChannelClosed,
         FailureReason::InconsistentState,
+        FailureReason::EpochOrder,
         FailureReason::StaleGeneration,
         FailureReason::Other,
     ];
@@ -239,17 +246,20 @@ impl FailureReason {
             FailureReason::StateMissing => "state_missing",
             FailureReason::ChannelClosed => "channel_closed",
             FailureReason::InconsistentState => "inconsistent_state",
+            FailureReason::EpochOrder => "epoch_order",
             FailureReason::StaleGeneration => "stale_generation",
             FailureReason::Other => "other",
         }
     }
 
-    /// Whether this failure is a finding about state (as opposed to the fallout of a fault: a closed channel
-    /// or a fenced zombie write).
+    /// Whether this failure is a finding about state or its epochs (as opposed to the fallout of a fault: a
+    /// closed channel or a fenced zombie write).
     pub fn is_state_error(self) -> bool {
         matches!(
             self,
-            FailureReason::StateMissing | FailureReason::InconsistentState
+            FailureReason::StateMissing
+                | FailureReason::InconsistentState
+                | FailureReason::EpochOrder
         )
     }
 }
@@ -281,7 +291,45 @@ impl StreamExecutorError {
             Self::StateTable(StateTableError::Storage(S::InconsistentOperation(_)))
             | Self::Storage(S::InconsistentOperation(_)) => FailureReason::InconsistentState,
             Self::ChannelClosed(_) => FailureReason::ChannelClosed,
+            Self::BarrierMisaligned { .. }
+            | Self::StateTable(StateTableError::EpochMismatch { .. }) => FailureReason::EpochOrder,
             _ => FailureReason::Other,
+        }
+    }
+}
+
+/// A barrier as RisingWave's `AlignBarrier` error printed it (its `Debug` at 4a4e769995f, with epochlab's
+/// fields): `Barrier { epoch: Epoch { curr: C, prev: P }, mutation: Some(Stop({1, 2})), checkpoint: true }`.
+pub fn align_text(b: &Barrier) -> String {
+    use epochlab_barrier::Mutation;
+    let mutation = match b.mutation.as_deref() {
+        None => "None".to_string(),
+        Some(Mutation::Stop(actors)) => {
+            let ids: Vec<String> = actors.iter().map(|a| a.0.to_string()).collect();
+            format!("Some(Stop({{{}}}))", ids.join(", "))
+        }
+        Some(Mutation::Pause) => "Some(Pause)".to_string(),
+        Some(Mutation::Resume) => "Some(Resume)".to_string(),
+        Some(Mutation::Add(_)) => "Some(Add(..))".to_string(),
+        Some(Mutation::Update(_)) => "Some(Update(..))".to_string(),
+        Some(Mutation::Throttle(_)) => "Some(Throttle(..))".to_string(),
+    };
+    format!(
+        "Barrier {{ epoch: Epoch {{ curr: {}, prev: {} }}, mutation: {mutation}, checkpoint: {} }}",
+        b.epoch.curr.0,
+        b.epoch.prev.0,
+        b.is_checkpoint()
+    )
+}
+
+impl StreamExecutorError {
+    /// `executor` (a merge, union or align, and its actor) holds `expected` from some upstreams and got
+    /// `got`, of another epoch, from another.
+    pub fn misaligned(executor: String, expected: &Barrier, got: &Barrier) -> Self {
+        StreamExecutorError::BarrierMisaligned {
+            executor,
+            expected: align_text(expected),
+            got: align_text(got),
         }
     }
 }

@@ -87,6 +87,18 @@ fn merge_rejects_a_different_epoch() {
             matches!(err, StreamExecutorError::BarrierMisaligned { .. }),
             "{err}"
         );
+        // RisingWave's words (its `AlignBarrier`), each barrier as its Debug printed one.
+        let (e1, e2, e3) = (Epoch::test(1).0, Epoch::test(2).0, Epoch::test(3).0);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "Failed to align barrier: expected Barrier {{ epoch: Epoch {{ curr: {e2}, prev: {e1} }}, \
+                 mutation: None, checkpoint: true }} but got Barrier {{ epoch: Epoch {{ curr: {e3}, prev: \
+                 {e2} }}, mutation: None, checkpoint: true }}"
+            )
+        );
+        assert_eq!(err.reason(), super::FailureReason::EpochOrder);
+        assert!(err.reason().is_state_error());
     });
 }
 

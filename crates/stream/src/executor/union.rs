@@ -69,11 +69,8 @@ impl AlignedInputs {
         if let Some(p) = &self.pending
             && p.epoch != b.epoch
         {
-            return Err(StreamExecutorError::BarrierMisaligned {
-                executor: format!("Union(actor {})", self.actor_id),
-                expected: p.epoch.curr.0,
-                got: b.epoch.curr.0,
-            });
+            let executor = format!("Union(actor {})", self.actor_id);
+            return Err(StreamExecutorError::misaligned(executor, p, &b));
         }
         let idx = self.active.remove(pos);
         self.blocked.push(idx);

@@ -25,6 +25,11 @@ use crate::executor::StreamExecutorError;
 /// Events the worker may have queued, at most.
 pub const EVENT_QUEUE: usize = 4096;
 
+/// How long a reset waits for its Stop barrier (RisingWave #5244's `stop_all_actors`) before it aborts the
+/// actors anyway. RisingWave's waited without a bound; epochlab's bound (an assumption) keeps a stop that
+/// cannot complete (an upstream on a dead node) from holding recovery up for good.
+pub const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 type Reply<T> = oneshot::Sender<LocalBarrierResult<T>>;
 
 pub(crate) enum LocalEvent {
@@ -61,6 +66,12 @@ pub(crate) enum LocalEvent {
         generation: u64,
         prev_epoch: Epoch,
         reply: Reply<()>,
+    },
+    /// Send a Stop barrier to every actor that takes barriers from the worker and collect it from every
+    /// actor; the reply says whether it went out (a node without actors has nothing to stop).
+    StopAll {
+        barrier: Barrier,
+        reply: Reply<bool>,
     },
     ReportProgress {
         curr_epoch: Epoch,
@@ -294,6 +305,23 @@ impl LocalBarrierManager {
         self.ask(|reply| LocalEvent::Describe { reply }).await
     }
 
+    /// RisingWave's `stop_all_actors` before #5444 (RisingWave #5244): send `stop` (a Stop barrier of every
+    /// actor, with the epochs meta gave it) to this node's actors, and wait until they collected it, one
+    /// failed, or [`STOP_WAIT`] passed (an actor whose upstream is on a dead node never gets it). The reset
+    /// that follows aborts what is left. Whatever goes wrong is the reset's to clean up: nothing is returned.
+    pub async fn stop_all_actors(&self, stop: Barrier) {
+        let prev = stop.epoch.prev;
+        let sent = self
+            .ask(|reply| LocalEvent::StopAll {
+                barrier: stop,
+                reply,
+            })
+            .await;
+        if let Ok(true) = sent {
+            let _ = tokio::time::timeout(STOP_WAIT, self.await_epoch_completed(prev)).await;
+        }
+    }
+
     pub async fn reset(&self, generation: u64, prev_epoch: Epoch) -> LocalBarrierResult<()> {
         self.ask(|reply| LocalEvent::Reset {
             generation,
@@ -484,6 +512,9 @@ impl LocalBarrierWorker {
             } => {
                 self.reset(generation, prev_epoch);
                 let _ = reply.send(Ok(()));
+            }
+            LocalEvent::StopAll { barrier, reply } => {
+                let _ = reply.send(self.stop_all(barrier));
             }
             LocalEvent::ReportProgress {
                 curr_epoch,
@@ -864,6 +895,33 @@ impl LocalBarrierWorker {
                 let _ = w.send(Err(failure.clone()));
             }
         }
+    }
+
+    /// Inject `barrier` (a Stop of every actor) into every actor that takes barriers from this worker, to be
+    /// collected from every actor; false when there is nothing to stop.
+    fn stop_all(&mut self, barrier: Barrier) -> LocalBarrierResult<bool> {
+        let to_send: BTreeSet<ActorId> = self
+            .actors
+            .iter()
+            .filter(|(_, e)| e.barrier_tx.is_some())
+            .map(|(a, _)| *a)
+            .collect();
+        let to_collect: BTreeSet<ActorId> = self.actors.keys().copied().collect();
+        event!(
+            self.env.log,
+            "stop actors",
+            "worker={} prev={} curr={} to_send={} to_collect={}",
+            self.env.worker,
+            barrier.epoch.prev,
+            barrier.epoch.curr,
+            to_send.len(),
+            to_collect.len()
+        );
+        if to_send.is_empty() || to_collect.is_empty() {
+            return Ok(false);
+        }
+        self.inject(barrier, to_send, to_collect)?;
+        Ok(true)
     }
 
     fn reset(&mut self, generation: u64, prev_epoch: Epoch) {

@@ -226,10 +226,16 @@ async fn serve(
                 Request::Reset {
                     generation,
                     prev_epoch,
-                } => manager
-                    .reset(generation, prev_epoch)
-                    .await
-                    .map(|()| Response::Ack),
+                    stop,
+                } => {
+                    if let Some(stop) = stop {
+                        manager.stop_all_actors(stop).await;
+                    }
+                    manager
+                        .reset(generation, prev_epoch)
+                        .await
+                        .map(|()| Response::Ack)
+                }
                 Request::WaitEpochCommit { epoch } => {
                     storage.wait_for_epoch(epoch).await;
                     Ok(Response::Ack)

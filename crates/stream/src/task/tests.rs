@@ -106,6 +106,7 @@ fn a_reset_clears_the_epochs_it_was_collecting() {
         let reset = Request::Reset {
             generation: 2,
             prev_epoch: prev,
+            stop: None,
         };
         assert!(matches!(
             env.network.call(WORKER, reset).await,
@@ -144,6 +145,7 @@ fn a_collect_from_before_the_reset_is_dropped() {
         let reset = Request::Reset {
             generation: 2,
             prev_epoch: Epoch::test(1000),
+            stop: None,
         };
         assert!(matches!(
             env.network.call(WORKER, reset).await,
