@@ -52,10 +52,15 @@ impl Expectation {
 
 impl Verdict {
     pub fn of(report: &ReproReport) -> Self {
-        // A task panic is an engine defect, never a bug's symptom: a buggy run that panicked did not fail the
-        // way it is for, and a fixed or purge-before-reset run must not panic either.
-        if report.panic.is_some() {
-            return Verdict::Unexpected;
+        // A task panic is an engine defect, unless it is a buggy run's own recorded panic (#12990's meta
+        // panic): a buggy run that panicked otherwise did not fail the way it is for, and a fixed or
+        // purge-before-reset run must not panic at all.
+        if let Some(panic) = &report.panic {
+            let params = &report.params;
+            let own = params.mode == Mode::Buggy && params.bug.is_own_panic(panic);
+            if !own {
+                return Verdict::Unexpected;
+            }
         }
         Expectation::of(report.params.mode).judge(report.outcome)
     }
@@ -166,5 +171,35 @@ mod tests {
             assert_eq!(report.outcome, Outcome::Failed);
             assert_eq!(Verdict::of(&report), Verdict::Unexpected, "{mode:?}");
         }
+    }
+
+    /// #12990's meta panic is its buggy run's symptom (met), in its file only; in fixed mode, or another bug's
+    /// run, the same panic is a defect.
+    #[test]
+    fn a_bugs_own_recorded_panic_is_its_buggy_runs_symptom() {
+        use epochlab_sim::BugId;
+        let panic = |location: &str| epochlab_sim::TaskPanic {
+            message: "recover mview progress should not fail: table_fragment not exist: id=2"
+                .into(),
+            location: location.to_string(),
+            at: std::time::Duration::ZERO,
+        };
+        let run = |bug, mode, location: &str| {
+            let params = epochlab_sim::ReproParams {
+                bug,
+                mode,
+                ..Default::default()
+            };
+            Verdict::of(&ReproReport::new(params).panicked(panic(location)))
+        };
+        let site = "crates/meta/src/recovery.rs:281:13";
+        assert_eq!(run(BugId::Rw12990, Mode::Buggy, site), Verdict::Met);
+        assert_eq!(run(BugId::Rw12990, Mode::Fixed, site), Verdict::Unexpected);
+        assert_eq!(run(BugId::Rw5244, Mode::Buggy, site), Verdict::Unexpected);
+        let elsewhere = "crates/meta/src/ddl_controller.rs:1:1";
+        assert_eq!(
+            run(BugId::Rw12990, Mode::Buggy, elsewhere),
+            Verdict::Unexpected
+        );
     }
 }

@@ -181,7 +181,7 @@ fn every_bug_meets_its_expectation_on_one_meta_and_a_crash_keeps_the_leader() {
     let out = epochlab(["repro", "--bug", "all", "--meta-nodes", "1", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let all: Vec<RunRow> = rows(&out);
-    assert_eq!(all.len(), 19);
+    assert_eq!(all.len(), 21);
     for row in &all {
         assert_eq!(row.verdict, "met", "{} {}", row.bug, row.mode);
         assert_eq!(row.meta_nodes, 1);
@@ -249,6 +249,8 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
     assert_eq!(
         runs,
         [
+            ("12990", "buggy", "failed"),
+            ("12990", "fixed", "passed"),
             ("14910", "buggy", "failed"),
             ("14910", "fixed", "passed"),
             ("14910", "purge-before-reset", "failed"),
@@ -270,87 +272,102 @@ fn every_bug_fails_with_its_own_symptom_and_its_fix_holds() {
             ("reschedule-unpinned", "fixed", "passed"),
         ]
     );
-    let error = |i: usize| rows[i].error.clone().unwrap_or_default();
+    // Each bug's buggy row.
+    let buggy = |bug: &str| {
+        let row = rows.iter().find(|r| r.bug == bug && r.mode == "buggy");
+        row.unwrap_or_else(|| panic!("no buggy row of {bug}"))
+    };
+    let error = |bug: &str| buggy(bug).error.clone().unwrap_or_default();
     assert!(
-        error(0).starts_with("row [Some(Int16(0))] not found"),
+        error("14910").starts_with("row [Some(Int16(0))] not found"),
         "{}",
-        error(0)
+        error("14910")
     );
-    assert!(error(9).starts_with("epoch "), "{}", error(9));
+    assert!(error("22384").starts_with("epoch "), "{}", error("22384"));
     assert!(
-        error(9).contains(" committed without worker "),
+        error("22384").contains(" committed without worker "),
         "{}",
-        error(9)
+        error("22384")
     );
     assert!(
-        rows[9]
+        buggy("22384")
             .replay
             .ends_with("--bug 22384 --mode buggy --seed 1"),
         "{}",
-        rows[9].replay
+        buggy("22384").replay
     );
     assert!(
-        error(5).starts_with("Backfill progress for vnode VirtualNode("),
+        error("16815").starts_with("Backfill progress for vnode VirtualNode("),
         "{}",
-        error(5)
+        error("16815")
     );
     assert!(
-        error(7)
+        error("19138")
             .starts_with("All vnode partitions should have same state (no scale-in supported): "),
         "{}",
-        error(7)
+        error("19138")
     );
     assert!(
-        error(7).ends_with("(assertion `left == right` failed, left: true, right: false)"),
+        error("19138").ends_with("(assertion `left == right` failed, left: true, right: false)"),
         "{}",
-        error(7)
+        error("19138")
     );
     assert!(
-        error(11).starts_with("key OwnedRow([Some(Int64(")
-            && error(11).ends_with("]) should be in the cache"),
+        error("22476").starts_with("key OwnedRow([Some(Int64(")
+            && error("22476").ends_with("]) should be in the cache"),
         "{}",
-        error(11)
+        error("22476")
     );
     assert!(
-        error(13).starts_with("table ") && error(13).contains(", but the table is at epoch "),
+        error("5244").starts_with("table ")
+            && error("5244").contains(", but the table is at epoch "),
         "{}",
-        error(13)
+        error("5244")
     );
     assert_eq!(
-        error(15),
+        error("8440"),
         "Watermark for vnodes should be either all None or all Some()"
     );
     assert!(
-        error(17).starts_with("backfill progress of vnode "),
+        error("reschedule-unpinned").starts_with("backfill progress of vnode "),
         "{}",
-        error(17)
+        error("reschedule-unpinned")
     );
     assert!(
-        error(17).ends_with("(by the backfill persist check)"),
+        error("reschedule-unpinned").ends_with("(by the backfill persist check)"),
         "{}",
-        error(17)
+        error("reschedule-unpinned")
     );
     assert!(
-        rows[17]
+        buggy("reschedule-unpinned")
             .replay
             .ends_with("--bug reschedule-unpinned --mode buggy --seed 1"),
         "{}",
-        rows[17].replay
+        buggy("reschedule-unpinned").replay
     );
     assert!(
-        rows[7]
+        buggy("19138")
             .replay
             .ends_with("--bug 19138 --mode buggy --seed 1"),
         "{}",
-        rows[7].replay
+        buggy("19138").replay
     );
-    assert!(error(3).starts_with("stalled: "), "{}", error(3));
     assert!(
-        error(3).contains("may be removed by meta-service."),
+        error("15144").starts_with("stalled: "),
         "{}",
-        error(3)
+        error("15144")
     );
-    assert_eq!(rows[3].bug, "15144");
+    assert!(
+        error("15144").contains("may be removed by meta-service."),
+        "{}",
+        error("15144")
+    );
+    assert!(
+        error("12990")
+            .ends_with(": recover mview progress should not fail: table_fragment not exist: id=2"),
+        "{}",
+        error("12990")
+    );
     let catalogue = epochlab(["bugs"]);
     assert_eq!(catalogue.status.code(), Some(0));
     assert!(text(&catalogue.stdout).contains("22384\n  mechanism: "));

@@ -241,6 +241,7 @@ fn each_fixed_runs_own_log_names_no_bug() {
     let dir = std::env::temp_dir().join(format!("epochlab-triage-fixed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for bug in [
+        "12990",
         "14910",
         "16815",
         "19138",
@@ -269,7 +270,9 @@ fn each_fixed_runs_own_log_names_no_bug() {
 fn each_buggy_runs_own_log_names_its_bug() {
     let dir = std::env::temp_dir().join(format!("epochlab-triage-own-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for bug in ["14910", "16815", "19138", "15144", "8440", "22476", "5244"] {
+    for bug in [
+        "14910", "16815", "19138", "15144", "8440", "22476", "5244", "12990",
+    ] {
         let log = repro_log(&dir, bug, "buggy");
         let out = triage(&[log.as_os_str()]);
         let stdout = String::from_utf8_lossy(&out.stdout);

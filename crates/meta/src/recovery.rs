@@ -53,6 +53,20 @@ toggle! {
     }
 }
 
+toggle! {
+    /// RisingWave #12990: which recoveries clean a background job whose Add barrier was never collected (its
+    /// fragments still `Initial`). Read only by `Recovery::clean_dirty_jobs`.
+    pub enum CleanDirtyTables {
+        /// Before #12990 (fcad5e1f127^): a meta's bootstrap recovery only (`if bootstrap_recovery`). The
+        /// recovery after a failed barrier keeps the job, and its progress step looks the job's fragments up:
+        /// meta panics, `recover mview progress should not fail: table_fragment not exist: id=N`.
+        Bootstrap,
+        /// The fix: every recovery.
+        #[default]
+        EveryRecovery,
+    }
+}
+
 /// End `span` as `result` says.
 fn end_as<T>(span: &tracing::Span, clock: &Clock, result: &RecoveryResult<T>) {
     match result {
@@ -243,15 +257,33 @@ impl RecoveryContext for Recovery {
 
     fn clean_dirty_jobs(&self) -> Vec<TableId> {
         // RisingWave's `clean_dirty_tables`: incomplete foreground jobs, and background jobs whose fragments
-        // are still `Initial` (their Add barrier was never collected: nothing to resume).
+        // are still `Initial` (their Add barrier was never collected: nothing to resume), in the recoveries
+        // `CleanDirtyTables` says (RisingWave #12990).
+        let bootstrap = !self
+            .inner
+            .bootstrapped
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let initial = bootstrap
+            || self.inner.config.toggles.get::<CleanDirtyTables>()
+                == CleanDirtyTables::EveryRecovery;
         let mut tables = self.inner.clean_jobs("dirty job", |r| {
-            r.state == JobState::Creating && (!r.background || r.fragments_initial)
+            r.state == JobState::Creating && (!r.background || r.fragments_initial && initial)
         });
         tables.extend(self.inner.clean_orphan_relations());
         tables
     }
 
     fn recover_background_progress(&self) {
+        // RisingWave's `recover_background_mv_progress` looks each background job's fragments up and expects
+        // them committed; a job whose Add barrier was never collected has none to resume (RisingWave #12990).
+        // The clean before this step leaves none, unless `CleanDirtyTables` keeps them.
+        let uncommitted = self.inner.catalog().relations.values().find_map(|r| {
+            let creating = r.state == JobState::Creating && r.background;
+            (creating && r.fragments_initial).then_some(r.id)
+        });
+        if let Some(id) = uncommitted {
+            panic!("recover mview progress should not fail: table_fragment not exist: id={id}");
+        }
         let jobs: Vec<(TableId, BTreeSet<ActorId>)> = self
             .inner
             .catalog()

@@ -89,28 +89,44 @@ impl Drop for WatchGuard {
     }
 }
 
-/// Record a panic on this thread if a run is watched here: true when it was (the hook then stays quiet).
+/// Record a panic on this thread if a run is watched here: true when it was (the hook then stays quiet). The
+/// run's first panic goes to its log too, as Rust prints one (`thread '..' panicked at FILE:LINE:COL:` and
+/// the message), so that a log file shows it to `epochlab triage` as RisingWave's did.
 fn record(message: String, location: String) -> bool {
+    let (watched, first) = record_first(message, location);
+    if let Some(p) = &first {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("<unnamed>");
+        tracing::error!("thread '{name}' panicked at {}:\n{}", p.location, p.message);
+    }
+    watched
+}
+
+/// Keep the panic if a run is watched here and it is the run's first: whether a run is watched, and the
+/// panic when it was the first.
+fn record_first(message: String, location: String) -> (bool, Option<TaskPanic>) {
     SLOT.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else {
-            return false;
+            return (false, None);
         };
         let Some(slot) = s.as_mut() else {
-            return false;
+            return (false, None);
         };
-        if slot.first.is_none() {
-            slot.first = Some(TaskPanic {
-                message,
-                location,
-                at: Duration::from_micros(slot.clock.elapsed_us()),
-            });
-            if let Some(w) = slot.waker.take() {
-                w.wake();
-            }
+        if slot.first.is_some() {
+            return (true, None);
         }
-        true
+        let panic = TaskPanic {
+            message,
+            location,
+            at: Duration::from_micros(slot.clock.elapsed_us()),
+        };
+        slot.first = Some(panic.clone());
+        if let Some(w) = slot.waker.take() {
+            w.wake();
+        }
+        (true, Some(panic))
     })
-    .unwrap_or(false)
+    .unwrap_or((false, None))
 }
 
 /// The first panic of the run on this thread, if any.

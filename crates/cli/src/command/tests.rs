@@ -522,17 +522,18 @@ fn the_event_log_of_several_modes_goes_to_one_file_each() {
     assert_eq!(repro(&[]).expect("valid").event_log_of(fixed), None);
     let a = repro(&["--event-log", "r.log", "--bug", "all"]).expect("valid");
     let runs = a.runs();
-    assert_eq!(runs.len(), 19);
+    assert_eq!(runs.len(), 21);
     let log = |i: usize| a.event_log_of(runs[i]);
-    assert_eq!(log(4), Some(PathBuf::from("r.15144-fixed.log")));
-    assert_eq!(log(5), Some(PathBuf::from("r.16815-buggy.log")));
-    assert_eq!(log(8), Some(PathBuf::from("r.19138-fixed.log")));
-    assert_eq!(log(10), Some(PathBuf::from("r.22384-fixed.log")));
-    assert_eq!(log(11), Some(PathBuf::from("r.22476-buggy.log")));
-    assert_eq!(log(13), Some(PathBuf::from("r.5244-buggy.log")));
-    assert_eq!(log(15), Some(PathBuf::from("r.8440-buggy.log")));
+    assert_eq!(log(0), Some(PathBuf::from("r.12990-buggy.log")));
+    assert_eq!(log(6), Some(PathBuf::from("r.15144-fixed.log")));
+    assert_eq!(log(7), Some(PathBuf::from("r.16815-buggy.log")));
+    assert_eq!(log(10), Some(PathBuf::from("r.19138-fixed.log")));
+    assert_eq!(log(12), Some(PathBuf::from("r.22384-fixed.log")));
+    assert_eq!(log(13), Some(PathBuf::from("r.22476-buggy.log")));
+    assert_eq!(log(15), Some(PathBuf::from("r.5244-buggy.log")));
+    assert_eq!(log(17), Some(PathBuf::from("r.8440-buggy.log")));
     assert_eq!(
-        log(17),
+        log(19),
         Some(PathBuf::from("r.reschedule-unpinned-buggy.log"))
     );
 }
@@ -610,7 +611,7 @@ fn soak_flags_parse_and_bad_ones_are_one_line_errors() {
             &["--mode", "all"],
             "--mode takes buggy, fixed or purge-before-reset, not `all`",
         ),
-        (&["--bug", "all"], "--bug takes 14910, "),
+        (&["--bug", "all"], "--bug takes 12990, 14910, "),
         (
             &["--scenario", "14911"],
             "--scenario takes random or 14910, not `14911`",

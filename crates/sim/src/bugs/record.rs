@@ -114,6 +114,16 @@ impl BugId {
     }
 }
 
+impl BugId {
+    /// Whether `panic` is this entry's recorded symptom (a panic of the text, from the file, RisingWave's
+    /// record shows: #12990's meta panic), rather than an engine defect.
+    pub fn is_own_panic(self, panic: &crate::panic::TaskPanic) -> bool {
+        let symptom = self.record().symptom;
+        let line = format!("panicked at {}: {}", panic.location, panic.message);
+        symptom.kind == SymptomKind::Panic && symptom.shown_by(&mask(&line))
+    }
+}
+
 /// A log line as triage compares it: Debug's pretty-printing folded (whitespace after `(`/`[` and before
 /// `)`/`]` dropped, a comma before a closing bracket dropped, runs of whitespace one space), every run of
 /// digits standing alone `N`, and a list of masked numbers one `N`.
