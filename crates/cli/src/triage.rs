@@ -317,6 +317,13 @@ fn evidence(symptom: &Symptom, text: &str, lives: &TableLives) -> Result<Option<
                 other => Err(other),
             }
         }
+        Evidence::StopBarrierBefore => {
+            let risingwaves = mask(text).contains(symptom.pattern);
+            match risingwaves || lives.stop_barrier().is_some() {
+                true => Ok(None),
+                false => Err(Verdict::NoStopBarrier),
+            }
+        }
     }
 }
 
@@ -496,7 +503,7 @@ fn print(findings: &Findings, files: usize) {
             n => format!(", and {n} later event(s) like it"),
         };
         let head = match m.verdict {
-            Verdict::Window { .. } => "not ",
+            Verdict::Window { .. } | Verdict::NoStopBarrier => "not ",
             _ => "unconfirmed: ",
         };
         outln!(
@@ -604,6 +611,30 @@ stack backtrace:
             m.context.executor.as_deref(),
             Some("src/stream/src/executor/backfill/utils.rs:767:25")
         );
+    }
+
+    /// epochlab's form of #5244's symptom (a state table refusing an epoch) names the entry only after a reset
+    /// that stopped the actors with a barrier; RisingWave's text, which names the Stop, alone.
+    #[test]
+    fn an_epoch_refused_is_5244_only_after_a_stop_barrier() {
+        let refused = "     6.100000s 5244 buggy seed=1 ERROR epochlab_stream: actor failed actor_id=2 \
+                       error=table 1: commit of EpochPair { curr: 30, prev: 20 }, but the table is at epoch 10\n";
+        let stop = "     6.000000s 5244 buggy seed=1  INFO epochlab::event: recovery step: stop actors by barrier \
+                    prev=20 curr=30 actors=6\n";
+        let f = findings(refused);
+        assert!(f.matches.is_empty(), "{f:?}");
+        assert_eq!(f.misses.len(), 1);
+        assert_eq!(f.misses[0].verdict, Verdict::NoStopBarrier);
+        let f = findings(&format!("{stop}{refused}"));
+        assert_eq!(f.matches.len(), 1, "{f:?}");
+        assert_eq!(f.matches[0].bug, BugId::Rw5244);
+        let risingwave = "thread '<unnamed>' panicked at 'actor failed: Stream error: Failed to align barrier: \
+                          expected Barrier { epoch: Epoch { curr: 2, prev: 1 }, mutation: None, checkpoint: true, \
+                          passed_actors: [] } but got Barrier { epoch: Epoch { curr: 4, prev: 3 }, mutation: \
+                          Some(Stop({1, 2})), checkpoint: true, passed_actors: [] }', src/stream/src/task/x.rs:1:1\n";
+        let f = findings(risingwave);
+        assert_eq!(f.matches.len(), 1, "{f:?}");
+        assert_eq!(f.matches[0].bug, BugId::Rw5244);
     }
 
     #[test]

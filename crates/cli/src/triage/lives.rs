@@ -30,6 +30,8 @@ const RECOVERED: [&str; 2] = ["recovery: done attempt=", "recovery success"];
 const REGISTERED: &str = "register tables: tables=[";
 const UNREGISTERED: &str = "unregister tables: tables=[";
 const CUT: &str = "bytes of this log left out here";
+/// A reset that stops actors with a barrier (#5244's buggy reset).
+const STOP_BARRIER: &str = "stop actors by barrier";
 
 /// Where a table stands since the log showed it leaving the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +58,8 @@ pub struct TableLives {
     recovered: Option<u64>,
     /// The line of the log's first cut, if any.
     cut: Option<u64>,
+    /// The line of the first reset that stopped actors with a barrier, if any.
+    stop_barrier: Option<u64>,
 }
 
 /// What the log shows of the removed tables a line names.
@@ -74,6 +78,8 @@ pub enum Verdict {
     Window { table: u32, left: u64 },
     /// The log cannot tell.
     Unconfirmed { table: u32, why: Unknown },
+    /// No reset stopped actors with a barrier before the line: an epoch refused for another reason.
+    NoStopBarrier,
 }
 
 /// Why a log cannot tell whether a table outlived a recovery.
@@ -92,6 +98,9 @@ pub enum Unknown {
 impl TableLives {
     /// Reads one event (its first line's number and its text).
     pub fn observe(&mut self, line: u64, text: &str) {
+        if text.contains(STOP_BARRIER) {
+            self.stop_barrier.get_or_insert(line);
+        }
         if LEAVES.iter().any(|m| text.contains(m)) {
             for table in table_ids(text) {
                 self.left.entry(table).or_insert((line, Stage::Left));
@@ -123,6 +132,11 @@ impl TableLives {
 
     /// What the log so far shows of `removed`, the tables a line names as removed: the first that outlived a
     /// recovery, else the window of the latest to leave, else why it cannot tell.
+    /// The line of the first reset that stopped actors with a barrier, if the log shows one.
+    pub fn stop_barrier(&self) -> Option<u64> {
+        self.stop_barrier
+    }
+
     pub fn verdict(&self, removed: &[u32]) -> Verdict {
         let mut window: Option<(u32, u64)> = None;
         let mut unconfirmed = None;
@@ -197,6 +211,10 @@ impl fmt::Display for Verdict {
                 f,
                 "the log never shows table {table} leaving the catalog, and a compaction task still holds it \
                  after the recovery that completed at line {recovered}"
+            ),
+            Verdict::NoStopBarrier => write!(
+                f,
+                "no reset stopped the actors with a barrier before it: an epoch refused for another reason"
             ),
             Verdict::Window { table, left } => write!(
                 f,

@@ -13,14 +13,13 @@
 
 use std::time::Duration;
 
-use epochlab_common::{DataType, Op, OwnedRow, TableId, Toggles, WorkerId, event, row};
+use epochlab_common::{TableId, Toggles, WorkerId, event};
 use epochlab_meta::JobOptions;
 use epochlab_meta::recovery::CleanDirtyTables;
 use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
-use crate::config::cluster_config_for;
 use crate::report::ReproReport;
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -86,8 +85,6 @@ fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
     Box::pin(scenario(run.ctx, run.params, run.hook))
 }
 
-/// The rows the scenario inserts, at most (`--rows`, capped).
-const MAX_ROWS: usize = 20_000;
 /// Virtual time a step may take.
 const BUDGET: Duration = Duration::from_secs(120);
 /// The killed compute node starts again after this.
@@ -112,7 +109,7 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let rows = p.rows.clamp(1, MAX_ROWS);
+    let rows = p.rows.max(1);
     let setup = async |t| setup(&ctx, t, &p, hook, rows).await;
     super::directed(
         &ctx,
@@ -125,11 +122,7 @@ pub(crate) async fn scenario(
     .await
 }
 
-fn insert(keys: std::ops::Range<i64>) -> Vec<(Op, OwnedRow)> {
-    keys.map(|k| (Op::Insert, row![k, k * 10])).collect()
-}
-
-/// Two compute nodes; `t` (k, v) with pk k over `--parallelism` actors and `rows` rows.
+/// Two compute nodes and `t` with `rows` rows ([`super::two_nodes_and_t`]).
 async fn setup(
     ctx: &SimContext,
     t: Toggles,
@@ -137,23 +130,9 @@ async fn setup(
     hook: Option<ClusterHook>,
     rows: usize,
 ) -> Result<Setup, ScenarioError> {
-    let mut config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
-    config.compute_nodes = 2;
-    config.meta_nodes = p.meta_nodes;
-    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
-    let meta = cluster.meta();
-    let types = vec![DataType::Int64; 2];
-    let created = meta.create_table("t", types, vec![0], p.parallelism).await;
-    let table = created.map_err(ScenarioError::ddl("create table"))?;
-    cluster.dml(table, insert(0..rows as i64)).await?;
-    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
-    drop(meta);
+    let (scene, table) = super::two_nodes_and_t(ctx, t, p, hook, rows).await?;
     Ok(Setup {
-        scene: super::Scene {
-            ctx: ctx.clone(),
-            cluster,
-            checkers,
-        },
+        scene,
         table,
         rows,
         parallelism: p.parallelism,
@@ -222,7 +201,7 @@ async fn kill_while_adding(s: &Setup) -> Result<TableId, ScenarioError> {
         .await;
     let view = created.map_err(ScenarioError::ddl("create view m again"))?;
     cluster
-        .dml(s.table, insert(s.rows as i64..2 * s.rows as i64))
+        .dml(s.table, super::kv_rows(s.rows as i64..2 * s.rows as i64))
         .await?;
     let flushed = cluster.meta().flush().await;
     flushed.map_err(ScenarioError::ddl("flush after the recovery"))?;
@@ -245,8 +224,11 @@ fn verdict(s: &Setup, p: &ReproParams, view: TableId, report: ReproReport) -> Re
         );
     }
     report.notes.push(format!(
-        "the recovery cleaned m (its Add barrier never collected); created again, it holds all {} rows of t",
-        2 * s.rows
+        "the recovery cleaned m (its Add barrier never collected); created again, it holds all {} rows of t \
+         ({} before the kill, {} after)",
+        2 * s.rows,
+        s.rows,
+        s.rows
     ));
     report
 }

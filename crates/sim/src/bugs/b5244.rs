@@ -17,14 +17,13 @@
 
 use std::time::Duration;
 
-use epochlab_common::{DataType, Op, OwnedRow, TableId, Toggles, event, row};
+use epochlab_common::{TableId, Toggles, event};
 use epochlab_meta::JobOptions;
 use epochlab_meta::recovery::ForceStopActors;
 use futures::future::LocalBoxFuture;
 
 use super::record::{Evidence, Record, Symptom, SymptomKind};
 use super::{BugId, BugInfo, Mode, Origin, ScenarioError, ScenarioRun, Setting};
-use crate::config::cluster_config_for;
 use crate::report::ReproReport;
 use crate::repro::{ClusterHook, ReproParams};
 use crate::runtime::SimContext;
@@ -67,7 +66,7 @@ const RECORD: Record = Record {
         pattern: "Failed to align barrier: expected Barrier { epoch: Epoch { curr: N, prev: N }",
         epochlab_pattern: "but the table is at epoch N",
         panic_file: "",
-        evidence: Evidence::Text,
+        evidence: Evidence::StopBarrierBefore,
     },
     site: "stream: executor/merge.rs (the merge's barrier alignment, `StreamExecutorError::align_barrier`, \
            error.rs:54 at 4a4e769995f), the error unwrapped by `actor failed` in task/stream_manager.rs; the \
@@ -75,7 +74,9 @@ const RECORD: Record = Record {
            `force_stop_actors` and `stop_all_actors`",
     differs: "an actor error, not a panic; epochlab's state tables check each commit's `prev` (RisingWave's \
               do since; at the bug only its hash agg did), so a table's actor refuses the Stop barrier first \
-              (`table N: commit of EpochPair { .. }, but the table is at epoch N`, RisingWave's second symptom) \
+              (`table N: commit of EpochPair { .. }, but the table is at epoch N`: the check of RisingWave's \
+              second symptom, the hash agg's assertion; triage takes it for this entry only after a reset's \
+              Stop barrier) \
               and a merge sees the two epochs only where its upstreams hold no state; the Stop's `prev` is the \
               next epoch of the recovering meta at every recovery (RisingWave's after a failure was the failed \
               barrier's `prev`); a reset waits 10 s at most for the Stop (RisingWave's waited for good)",
@@ -98,8 +99,6 @@ fn start(run: ScenarioRun) -> LocalBoxFuture<'static, ReproReport> {
     Box::pin(scenario(run.ctx, run.params, run.hook))
 }
 
-/// The rows the scenario inserts before the kill, at most (`--rows`, capped).
-const MAX_ROWS: usize = 20_000;
 /// The killed meta starts again after this (#5206's steps).
 const RESTART_AFTER: Duration = Duration::from_secs(1);
 /// Virtual time the cluster may take to recover.
@@ -124,7 +123,7 @@ pub(crate) async fn scenario(
     p: ReproParams,
     hook: Option<ClusterHook>,
 ) -> ReproReport {
-    let rows = p.rows.clamp(1, MAX_ROWS);
+    let rows = p.rows.max(1);
     let setup = async |t| setup(&ctx, t, &p, hook, rows).await;
     super::directed(
         &ctx,
@@ -137,11 +136,7 @@ pub(crate) async fn scenario(
     .await
 }
 
-fn insert(keys: std::ops::Range<i64>) -> Vec<(Op, OwnedRow)> {
-    keys.map(|k| (Op::Insert, row![k, k * 10])).collect()
-}
-
-/// Two compute nodes; `t` (k, v) with pk k over `--parallelism` actors, `rows` rows; the view `m` of it.
+/// Two compute nodes, `t` with `rows` rows ([`super::two_nodes_and_t`]), and the view `m` of it.
 async fn setup(
     ctx: &SimContext,
     t: Toggles,
@@ -149,27 +144,17 @@ async fn setup(
     hook: Option<ClusterHook>,
     rows: usize,
 ) -> Result<Setup, ScenarioError> {
-    let mut config = cluster_config_for(t, 16, 1000, 1, p.persist_check);
-    config.compute_nodes = 2;
-    config.meta_nodes = p.meta_nodes;
-    let (cluster, checkers) = super::start_cluster(ctx, config, t, hook).await;
-    let meta = cluster.meta();
-    let types = vec![DataType::Int64; 2];
-    let created = meta.create_table("t", types, vec![0], p.parallelism).await;
-    let table = created.map_err(ScenarioError::ddl("create table"))?;
-    cluster.dml(table, insert(0..rows as i64)).await?;
-    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
+    let (scene, table) = super::two_nodes_and_t(ctx, t, p, hook, rows).await?;
     let options = JobOptions::parallelism(p.parallelism);
-    let created = meta.create_materialized_view("m", table, options).await;
+    let created = scene
+        .cluster
+        .meta()
+        .create_materialized_view("m", table, options)
+        .await;
     let view = created.map_err(ScenarioError::ddl("create view"))?;
-    drop(meta);
-    super::await_created(&cluster, view, RECOVERY_BUDGET).await?;
+    super::await_created(&scene.cluster, view, RECOVERY_BUDGET).await?;
     Ok(Setup {
-        scene: super::Scene {
-            ctx: ctx.clone(),
-            cluster,
-            checkers,
-        },
+        scene,
         table,
         view,
         rows,
@@ -211,7 +196,7 @@ async fn kill_and_restart_meta(s: &Setup) -> Result<(), ScenarioError> {
         return Ok(());
     }
     event!(ctx.log, "scenario", "insert {} rows more", s.rows);
-    let more = insert(s.rows as i64..2 * s.rows as i64);
+    let more = super::kv_rows(s.rows as i64..2 * s.rows as i64);
     cluster.dml(s.table, more).await?;
     let flushed = cluster.meta().flush().await;
     flushed.map_err(ScenarioError::ddl("flush after the recovery"))
@@ -236,8 +221,11 @@ fn verdict(s: &Setup, p: &ReproParams, report: ReproReport) -> ReproReport {
         );
     }
     report.notes.push(format!(
-        "the reset aborted every actor; after the recovery the view holds all {} rows of t",
-        2 * s.rows
+        "the reset aborted every actor; after the recovery the view holds all {} rows of t ({} before the \
+         kill, {} after)",
+        2 * s.rows,
+        s.rows,
+        s.rows
     ));
     report
 }
@@ -251,6 +239,8 @@ fn timeline(lines: &[String]) -> Vec<String> {
         [
             " scenario: ",
             " ddl: create",
+            " kill meta: ",
+            " lead meta: ",
             " recovery: start ",
             "stop actors",
             " reset node: ",

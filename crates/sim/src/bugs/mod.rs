@@ -445,6 +445,46 @@ pub(crate) async fn start_cluster(
     (cluster, checkers)
 }
 
+/// Rows `(k, k * 10)` of the keys `keys`, to insert into a two-column table.
+pub(crate) fn kv_rows(
+    keys: std::ops::Range<i64>,
+) -> Vec<(epochlab_common::Op, epochlab_common::OwnedRow)> {
+    keys.map(|k| {
+        (
+            epochlab_common::Op::Insert,
+            epochlab_common::row![k, k * 10],
+        )
+    })
+    .collect()
+}
+
+/// A directed scenario's cluster of two compute nodes (barrier every second, checkpoint each), the run's metas,
+/// and a table `t` (k, v) with pk k over `--parallelism` actors holding [`kv_rows`] of `0..rows`, flushed.
+pub(crate) async fn two_nodes_and_t(
+    ctx: &crate::runtime::SimContext,
+    t: Toggles,
+    p: &ReproParams,
+    hook: Option<ClusterHook>,
+    rows: usize,
+) -> Result<(Scene, epochlab_common::TableId), ScenarioError> {
+    let mut config = crate::config::cluster_config_for(t, 16, 1000, 1, p.persist_check);
+    config.compute_nodes = 2;
+    config.meta_nodes = p.meta_nodes;
+    let (cluster, checkers) = start_cluster(ctx, config, t, hook).await;
+    let scene = Scene {
+        ctx: ctx.clone(),
+        cluster,
+        checkers,
+    };
+    let meta = scene.cluster.meta();
+    let types = vec![epochlab_common::DataType::Int64; 2];
+    let created = meta.create_table("t", types, vec![0], p.parallelism).await;
+    let table = created.map_err(ScenarioError::ddl("create table"))?;
+    scene.cluster.dml(table, kv_rows(0..rows as i64)).await?;
+    meta.flush().await.map_err(ScenarioError::ddl("flush"))?;
+    Ok((scene, table))
+}
+
 /// A directed scenario's report with the run's counts: epochs injected, recoveries, max committed epoch,
 /// leader changes.
 pub(crate) fn counted(

@@ -70,6 +70,11 @@ pub enum Evidence {
     /// inconsistency between catalog and Hummock, which the record shows after `recovery success`. A table
     /// whose leaving the log does not show counts as outliving any recovery completed before the line.
     RemovedTablesOutliveRecovery,
+    /// epochlab's form of #5244's symptom (a state table refusing an epoch: `but the table is at epoch N`)
+    /// counts only after the log shows a reset's Stop barrier (`stop actors by barrier`, the buggy reset's
+    /// line); any epoch refused for another reason is not the entry's. RisingWave's text, which names the
+    /// Stop, counts alone.
+    StopBarrierBefore,
 }
 
 impl Symptom {
