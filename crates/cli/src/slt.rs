@@ -254,6 +254,7 @@ fn json_row(
             "meta": p.kill && p.kill_roles.meta,
         },
         "crash_meta_at": p.crash_meta_at.map(|c| c.as_str()),
+        "meta_nodes": p.topology.meta_nodes,
         "runner": p.runner.as_str(),
         "skipped": r.skipped,
         "kill_rate": p.kill_rate,

@@ -292,6 +292,15 @@ fn slt_says_where_meta_crashed_or_that_it_never_did() {
     let row: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON row");
     assert_eq!(row["crash_meta_at"], "drop-after-stop");
     assert_eq!(row["meta_crashes"], serde_json::json!([]));
+    assert_eq!(row["meta_nodes"], 3);
+    // --meta-nodes 0 is refused as repro, soak and corpus refuse it: one line, exit 2.
+    let out = epochlab(&["slt", "--meta-nodes", "0", file]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--meta-nodes must be in 1..=16, not 0"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = epochlab(&["slt", "--crash-meta-at", "drop-after-stop", file]);
     assert!(text(&out.stdout).contains("meta never crashed: no DDL reached drop-after-stop"));
     let out = epochlab(&["slt", "--crash-meta-at", "nowhere", file]);

@@ -161,15 +161,14 @@ pub fn flag_of(setting: Setting) -> &'static str {
 
 /// The flags that set `bug`'s directed scenario, as `--parallelism, --persist-check`, or `no flag`.
 pub fn settings_of(bug: BugId) -> String {
-    let flags: Vec<&str> = Setting::ALL
+    let mut flags: Vec<&str> = Setting::ALL
         .into_iter()
         .filter(|s| bug.reads(*s))
         .map(flag_of)
         .collect();
-    match flags.is_empty() {
-        true => "no flag".into(),
-        false => flags.join(", "),
-    }
+    // Every bug's scenario runs on the metas `--meta-nodes` asks for.
+    flags.push("--meta-nodes");
+    flags.join(", ")
 }
 
 /// Make a catalogue bug happen from a seed (by default #14910's `row [Some(Int16(0))] not found`), and show

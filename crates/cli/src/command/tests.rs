@@ -549,7 +549,7 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
     );
     assert_eq!(
         repro(&["--bug", "all", "--rows", "5"]).unwrap_err(),
-        "--rows is not a setting of bug 15144's scenario (it reads no flag)"
+        "--rows is not a setting of bug 15144's scenario (it reads --meta-nodes)"
     );
     let one_actor = [
         "--bug",
@@ -563,7 +563,7 @@ fn a_bug_takes_its_own_modes_and_only_its_scenario_settings() {
     assert_eq!(a.params_of(a.runs()[0]).parallelism, 1);
     assert_eq!(
         repro(&["--bug", "16815", "--vnodes", "8"]).unwrap_err(),
-        "--vnodes is not a setting of bug 16815's scenario (it reads --parallelism, --persist-check)"
+        "--vnodes is not a setting of bug 16815's scenario (it reads --parallelism, --persist-check, --meta-nodes)"
     );
     let err = repro(&["--bug", "all", "--metrics-out", "run.om"]).unwrap_err();
     assert!(

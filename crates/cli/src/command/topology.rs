@@ -9,7 +9,8 @@ use epochlab_sim::config::{Topology, TopologyError};
 pub struct TopologyArgs {
     /// 1..=16 meta nodes: one runs alone; several run on a 10 s lease as RisingWave's on etcd, the
     /// leader serving, a leader killed for 20 s replaced by a follower (RisingWave's CI: 3)
-    #[arg(long, value_name = "N", default_value_t = Topology::RISINGWAVE_CI.meta_nodes)]
+    #[arg(long, value_name = "N", default_value_t = Topology::RISINGWAVE_CI.meta_nodes,
+          value_parser = crate::command::values::number::<u32>(crate::command::values::META_NODES))]
     pub meta_nodes: u32,
     /// Frontend nodes behind one round-robin address: each new connection goes to the next, and
     /// one that is down refuses it (RisingWave's CI: 2)
