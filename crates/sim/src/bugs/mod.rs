@@ -458,8 +458,8 @@ pub(crate) fn kv_rows(
     .collect()
 }
 
-/// A directed scenario's cluster of two compute nodes (barrier every second, checkpoint each), the run's metas,
-/// and a table `t` (k, v) with pk k over `--parallelism` actors holding [`kv_rows`] of `0..rows`, flushed.
+/// A directed scenario's cluster of two compute nodes ([`start_two_nodes`]: 16 vnodes, a barrier every second),
+/// the run's metas, and a table `t` (k, v) with pk k over `--parallelism` actors holding [`kv_rows`] of `0..rows`, flushed.
 pub(crate) async fn two_nodes_and_t(
     ctx: &crate::runtime::SimContext,
     t: Toggles,
@@ -467,10 +467,7 @@ pub(crate) async fn two_nodes_and_t(
     hook: Option<ClusterHook>,
     rows: usize,
 ) -> Result<(Scene, epochlab_common::TableId), ScenarioError> {
-    let mut config = crate::config::cluster_config_for(t, 16, 1000, 1, p.persist_check);
-    config.compute_nodes = 2;
-    config.meta_nodes = p.meta_nodes;
-    let (cluster, checkers) = start_cluster(ctx, config, t, hook).await;
+    let (cluster, checkers) = start_two_nodes(ctx, t, hook, 16, 1000, p.meta_nodes).await;
     let scene = Scene {
         ctx: ctx.clone(),
         cluster,
